@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Tourbus",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tourbus-catalog", targets: ["tourbus-catalog"]),
+    ],
+    targets: [
+        // C libraries from Debian's -dev packages. libzmq's pkg-config file carries flags
+        // SwiftPM refuses (-isystem), and its headers live in /usr/include anyway.
+        .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+
+        // Shared rooms.
+        .target(name: "Bus", dependencies: ["CZeroMQ"]),
+        .target(name: "Storage", dependencies: ["CSQLite"]),
+        .target(name: "Geo"),
+        .target(name: "ServiceKit", dependencies: ["Bus", "Storage"]),
+
+        // Services: domain code only; each depends on the shared rooms, never on another service.
+        .target(name: "CatalogService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
+
+        // Thin executables.
+        .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),
+
+        .testTarget(name: "BusTests", dependencies: ["Bus"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "GeoTests", dependencies: ["Geo"]),
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage"]),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage"]),
+        .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,258 @@
+import Foundation
+
+/// The envelope version this code speaks.
+public let envelopeVersion = 1
+
+/// The closed set of error codes every service and the gateway use.
+public enum ErrorCode: String, Codable, Sendable, CaseIterable {
+    case invalidArgument = "invalid_argument"
+    case notFound = "not_found"
+    case alreadyExists = "already_exists"
+    case conflict
+    case unauthenticated
+    case permissionDenied = "permission_denied"
+    case rateLimited = "rate_limited"
+    case tooLarge = "too_large"
+    case unavailable
+    case deadlineExceeded = "deadline_exceeded"
+    case `internal`
+}
+
+/// An error from the closed set, as it travels in a reply: code, message and the field at fault.
+public struct ServiceError: Error, Codable, Sendable, Equatable, CustomStringConvertible {
+    public var code: ErrorCode
+    public var message: String
+    /// The request field the error concerns (`lat`, `name`), when there is one.
+    public var field: String?
+
+    public init(_ code: ErrorCode, _ message: String, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public var description: String { field.map { "\(code.rawValue): \($0): \(message)" } ?? "\(code.rawValue): \(message)" }
+
+    /// `invalid_argument` naming a field.
+    public static func invalid(_ field: String, _ message: String) -> ServiceError {
+        ServiceError(.invalidArgument, message, field: field)
+    }
+
+    /// Turns a decoding failure into `invalid_argument` naming the field at fault.
+    /// `dropping` leading path components (such as `body`) are left out of the field.
+    public static func decoding(_ error: DecodingError, dropping prefix: Set<String> = ["body"]) -> ServiceError {
+        func fieldName(_ path: [CodingKey]) -> String? {
+            var names = path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            while let first = names.first, prefix.contains(first) { names.removeFirst() }
+            guard !names.isEmpty else { return nil }
+            return names.reduce("") { $0.isEmpty || $1.hasPrefix("[") ? $0 + $1 : $0 + "." + $1 }
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = fieldName(context.codingPath + [key])
+            return ServiceError(.invalidArgument, "missing required field \(field ?? key.stringValue)", field: field)
+        case .typeMismatch(let type, let context):
+            return ServiceError(.invalidArgument, "expected \(describe(type))", field: fieldName(context.codingPath))
+        case .valueNotFound(let type, let context):
+            return ServiceError(.invalidArgument, "expected \(describe(type)), found null", field: fieldName(context.codingPath))
+        case .dataCorrupted(let context):
+            let field = fieldName(context.codingPath)
+            let message = context.codingPath.isEmpty ? "malformed JSON" : context.debugDescription
+            return ServiceError(.invalidArgument, message, field: field)
+        @unknown default:
+            return ServiceError(.invalidArgument, "malformed request")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "a boolean"
+        case is Int.Type, is Int64.Type, is Int32.Type: "an integer"
+        case is Double.Type, is Float.Type: "a number"
+        default:
+            String(describing: type).hasPrefix("Array") ? "an array" : "an object"
+        }
+    }
+}
+
+/// Who is asking, as established by the gateway; services never trust ids from request bodies.
+public struct Auth: Codable, Sendable, Equatable {
+    public var userId: String
+    public var role: String
+
+    public init(userId: String, role: String) {
+        self.userId = userId
+        self.role = role
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case role
+    }
+}
+
+/// A request as sent: `{"v":1,"id":…,"type":…,"auth":…,"deadline_ms":…,"body":…}`.
+///
+/// `deadline_ms` is the time budget the caller gives the request, counted from when it
+/// is received (a relative budget works across hosts whose clocks differ).
+public struct RequestEnvelope<Body: Encodable>: Encodable {
+    public var v = envelopeVersion
+    public var id: String
+    public var type: String
+    public var auth: Auth?
+    public var deadlineMs: Int
+    public var body: Body
+
+    public init(id: String, type: String, auth: Auth?, deadlineMs: Int, body: Body) {
+        self.id = id
+        self.type = type
+        self.auth = auth
+        self.deadlineMs = deadlineMs
+        self.body = body
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case v, id, type, auth, body
+        case deadlineMs = "deadline_ms"
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(v, forKey: .v)
+        try c.encode(id, forKey: .id)
+        try c.encode(type, forKey: .type)
+        try c.encode(auth, forKey: .auth)
+        try c.encode(deadlineMs, forKey: .deadlineMs)
+        try c.encode(body, forKey: .body)
+    }
+}
+
+/// The routing part of a request, decoded before the body's type is known.
+public struct RequestHeader: Decodable, Sendable {
+    public var v: Int
+    public var id: String
+    public var type: String
+    public var auth: Auth?
+    public var deadlineMs: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case v, id, type, auth
+        case deadlineMs = "deadline_ms"
+    }
+}
+
+/// Decodes only the `body` of an envelope as `Body`; a missing or null body reads as `{}`.
+struct BodyOf<Body: Decodable>: Decodable {
+    var body: Body
+
+    enum CodingKeys: String, CodingKey { case body }
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        if c.contains(.body), try !c.decodeNil(forKey: .body) {
+            body = try c.decode(Body.self, forKey: .body)
+        } else {
+            body = try JSONDecoder().decode(Body.self, from: Data("{}".utf8))
+        }
+    }
+}
+
+/// The head of a reply: whether it succeeded and, if not, why.
+public struct ReplyHeader: Decodable, Sendable {
+    public var v: Int
+    public var id: String?
+    public var ok: Bool
+    public var error: ServiceError?
+}
+
+/// Reply and event framing built by concatenation, so a body already encoded (or stored,
+/// as outbox rows are) is never decoded and encoded again.
+public enum EnvelopeCoding {
+    /// `{"v":1,"id":…,"ok":true,"body":<body>}`.
+    public static func success(id: String?, body: Data) -> Data {
+        var out = Data("{\"v\":\(envelopeVersion),\"id\":".utf8)
+        out.append(quoted(id))
+        out.append(contentsOf: Array(",\"ok\":true,\"body\":".utf8))
+        out.append(body)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// `{"v":1,"id":…,"ok":false,"error":{…}}`.
+    public static func failure(id: String?, error: ServiceError) -> Data {
+        var out = Data("{\"v\":\(envelopeVersion),\"id\":".utf8)
+        out.append(quoted(id))
+        out.append(contentsOf: Array(",\"ok\":false,\"error\":".utf8))
+        out.append((try? JSONCoding.encoder.encode(error)) ?? Data("{\"code\":\"internal\",\"message\":\"unencodable error\"}".utf8))
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// `{"v":1,"seq":…,"type":…,"ts":…,"epoch":…,"body":<body>}`.
+    public static func event(seq: Int64, type: String, ts: String, epoch: String, body: Data) -> Data {
+        var out = Data("{\"v\":\(envelopeVersion),\"seq\":\(seq),\"type\":".utf8)
+        out.append(quoted(type))
+        out.append(contentsOf: Array(",\"ts\":".utf8))
+        out.append(quoted(ts))
+        out.append(contentsOf: Array(",\"epoch\":".utf8))
+        out.append(quoted(epoch))
+        out.append(contentsOf: Array(",\"body\":".utf8))
+        out.append(body)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// A JSON string literal (or `null`).
+    static func quoted(_ s: String?) -> Data {
+        guard let s else { return Data("null".utf8) }
+        return (try? JSONCoding.encoder.encode(s)) ?? Data("null".utf8)
+    }
+}
+
+/// The head of an event: `{"v":1,"seq":…,"type":…,"ts":…,"epoch":…,"body":…}`.
+public struct EventHeader: Decodable, Sendable, Equatable {
+    public var v: Int
+    public var seq: Int64
+    public var type: String
+    public var ts: String
+    /// Names the publisher's outbox history; a new epoch means sequence numbers restarted.
+    public var epoch: String
+
+    public init(v: Int = envelopeVersion, seq: Int64, type: String, ts: String, epoch: String) {
+        self.v = v
+        self.seq = seq
+        self.type = type
+        self.ts = ts
+        self.epoch = epoch
+    }
+}
+
+/// Shared JSON coders. Foundation's coders are safe to share once configured.
+public enum JSONCoding {
+    /// Compact output, no escaped slashes.
+    public static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.withoutEscapingSlashes]
+        return e
+    }()
+
+    /// The default decoder.
+    public static let decoder = JSONDecoder()
+
+    /// Decodes `type` from the `body` member of an envelope; a missing body reads as `{}`.
+    public static func decodeBody<Body: Decodable>(_ type: Body.Type, fromEnvelope data: Data) throws(ServiceError) -> Body {
+        do {
+            return try decoder.decode(BodyOf<Body>.self, from: data).body
+        } catch let error as DecodingError {
+            throw ServiceError.decoding(error)
+        } catch {
+            throw ServiceError(.invalidArgument, "malformed body: \(error)")
+        }
+    }
+}
+
+/// A body with no fields, for requests and replies that carry nothing.
+public struct Empty: Codable, Sendable, Equatable {
+    public init() {}
+}

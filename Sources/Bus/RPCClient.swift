@@ -1,0 +1,361 @@
+import Foundation
+import Synchronization
+
+/// Keys that make a client's link to a CURVE server encrypted and authenticated (32 raw bytes each).
+public struct CurveClientKeys: Sendable {
+    public var publicKey: [UInt8]
+    public var secretKey: [UInt8]
+    public var serverKey: [UInt8]
+
+    public init(publicKey: [UInt8], secretKey: [UInt8], serverKey: [UInt8]) {
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+        self.serverKey = serverKey
+    }
+}
+
+/// Tuning of an `RPCClient`.
+public struct RPCClientOptions: Sendable {
+    /// The timeout of calls that do not state one.
+    public var defaultTimeoutMilliseconds = 2_000
+    /// CURVE keys, when the server requires them.
+    public var curve: CurveClientKeys?
+    /// Requests waiting or in flight before new ones are refused with `unavailable`.
+    public var maxPending = 100_000
+
+    public init() {}
+}
+
+/// A successful reply: the envelope frame and any frames after it.
+public struct Reply: Sendable {
+    /// The reply envelope (`{"v":1,"id":…,"ok":true,"body":…}`).
+    public let envelope: Data
+    /// Frames after the envelope (events of `sys.replay`, for instance).
+    public let attachments: [Data]
+
+    /// Decodes the body as `Body`; a body that does not fit is an `internal` error (the
+    /// server broke its own contract).
+    public func body<Body: Decodable>(_ type: Body.Type) throws(ServiceError) -> Body {
+        do {
+            return try JSONCoding.decoder.decode(BodyOf<Body>.self, from: envelope).body
+        } catch {
+            throw ServiceError(.internal, "reply body did not decode as \(Body.self): \(error)")
+        }
+    }
+}
+
+/// Sends requests over one DEALER socket to one or more servers (spread round-robin),
+/// with many requests in flight and a deadline on each.
+///
+/// Past its deadline a call fails with `deadline_exceeded`, or `unavailable` when it could
+/// never be sent because no server was connected; a reply that arrives later is dropped.
+/// Safe to use from any thread: calls are handed to the socket's own thread.
+public final class RPCClient: Sendable {
+    /// The endpoints this client connects to.
+    public let endpoints: [String]
+    private let options: RPCClientOptions
+    private let idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    private let counter = Atomic<Int>(0)
+    private let channel: Channel
+    private let thread: WorkerThread
+
+    /// A completion handler; it runs on the client's socket thread, so it must be quick.
+    public typealias Completion = @Sendable (Result<Reply, ServiceError>) -> Void
+
+    struct Outgoing: Sendable {
+        var id: String
+        var envelope: Data
+        var deadline: UInt64
+        var completion: Completion
+    }
+
+    /// Connects to `endpoints` (libzmq keeps reconnecting as servers come and go).
+    public init(context: ZMQContext, endpoints: [String], options: RPCClientOptions = RPCClientOptions(),
+                logger: Logger) throws {
+        self.endpoints = endpoints
+        self.options = options
+        let state = try Channel()
+        self.channel = state
+        let startup = StartupReport(expected: 1)
+        thread = WorkerThread(name: "\(logger.component)-client") {
+            RPCClient.ioLoop(context: context, endpoints: endpoints, options: options, state: state,
+                             logger: logger, startup: startup)
+        }
+        if case .failure(let error) = startup.wait() {
+            thread.join()
+            throw error
+        }
+    }
+
+    /// Fails whatever is still pending with `unavailable` and closes the socket.
+    public func close() {
+        channel.closing.store(true, ordering: .sequentiallyConsistent)
+        channel.wakeup.signal()
+        thread.join()
+    }
+
+    deinit { close() }
+
+    /// How many servers are connected right now (inproc endpoints count as connected).
+    public var connectedServers: Int { channel.connected.load(ordering: .relaxed) }
+
+    // MARK: Calling
+
+    /// Sends a request whose body is already JSON; `completion` gets the reply or the error.
+    public func send(type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil,
+                     completion: @escaping Completion) {
+        let timeout = max(1, timeoutMilliseconds ?? options.defaultTimeoutMilliseconds)
+        let id = "\(idPrefix)-\(counter.add(1, ordering: .relaxed).newValue)"
+        var envelope = Data("{\"v\":\(envelopeVersion),\"id\":\"\(id)\",\"type\":".utf8)
+        envelope.append(EnvelopeCoding.quoted(type))
+        envelope.append(contentsOf: Array(",\"auth\":".utf8))
+        envelope.append((try? auth.map { try JSONCoding.encoder.encode($0) }) ?? nil ?? Data("null".utf8))
+        envelope.append(contentsOf: Array(",\"deadline_ms\":\(timeout),\"body\":".utf8))
+        envelope.append(body)
+        envelope.append(UInt8(ascii: "}"))
+        let outgoing = Outgoing(id: id, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
+                                completion: completion)
+        let accepted = channel.submitted.withLock { queue in
+            guard queue.count < options.maxPending, !channel.closing.load(ordering: .relaxed) else { return false }
+            queue.append(outgoing)
+            return true
+        }
+        guard accepted else {
+            completion(.failure(ServiceError(.unavailable, "client is closed or has too many requests pending")))
+            return
+        }
+        channel.wakeup.signal()
+    }
+
+    /// Sends a request and waits for its reply (blocking the calling thread, never past the timeout).
+    public func request(type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil) throws(ServiceError) -> Reply {
+        let box = Mutex<Result<Reply, ServiceError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        send(type: type, body: body, auth: auth, timeoutMilliseconds: timeoutMilliseconds) { result in
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        let result = box.withLock { $0 } ?? .failure(ServiceError(.internal, "no result"))
+        return try result.get()
+    }
+
+    /// Encodes `body`, sends it as `type` and decodes the reply body as `Result`.
+    public func call<Body: Encodable, Result: Decodable>(
+        _ type: String, _ body: Body, as resultType: Result.Type = Result.self, auth: Auth? = nil,
+        timeoutMilliseconds: Int? = nil
+    ) throws(ServiceError) -> Result {
+        let encoded: Data
+        do { encoded = try JSONCoding.encoder.encode(body) } catch {
+            throw ServiceError(.invalidArgument, "request body did not encode: \(error)")
+        }
+        return try request(type: type, body: encoded, auth: auth, timeoutMilliseconds: timeoutMilliseconds).body(resultType)
+    }
+
+    /// The async form of `call`.
+    public func call<Body: Encodable, Result: Decodable & Sendable>(
+        _ type: String, _ body: Body, as resultType: Result.Type = Result.self, auth: Auth? = nil,
+        timeoutMilliseconds: Int? = nil
+    ) async throws(ServiceError) -> Result {
+        let encoded: Data
+        do { encoded = try JSONCoding.encoder.encode(body) } catch {
+            throw ServiceError(.invalidArgument, "request body did not encode: \(error)")
+        }
+        let reply: Swift.Result<Reply, ServiceError> = await withCheckedContinuation { continuation in
+            send(type: type, body: encoded, auth: auth, timeoutMilliseconds: timeoutMilliseconds) { continuation.resume(returning: $0) }
+        }
+        return try reply.get().body(resultType)
+    }
+
+    // MARK: The socket thread
+
+    /// What callers and the socket thread share: submitted requests and a few flags.
+    final class Channel: Sendable {
+        let submitted = Mutex<[Outgoing]>([])
+        let closing = Atomic<Bool>(false)
+        let connected = Atomic<Int>(0)
+        let wakeup: Wakeup
+        init() throws(SystemError) { wakeup = try Wakeup() }
+    }
+
+    private static func ioLoop(context: ZMQContext, endpoints: [String], options: RPCClientOptions, state: Channel,
+                               logger: Logger, startup: StartupReport) {
+        let socket: Socket
+        let monitor: Socket
+        do {
+            socket = try Socket(context, .dealer)
+            try socket.setImmediate(true)
+            try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
+            try socket.setHeartbeat(interval: 1_000, timeout: 3_000, ttl: 6_000)
+            try socket.setSendHighWaterMark(100_000)
+            try socket.setReceiveHighWaterMark(100_000)
+            if let curve = options.curve {
+                try socket.setCurveClient(publicKey: curve.publicKey, secretKey: curve.secretKey, serverKey: curve.serverKey)
+            }
+            let monitorEndpoint = "inproc://rpc-client-monitor-\(UUID().uuidString)"
+            try socket.startMonitor(monitorEndpoint, events: MonitorEvent.connectionEvents)
+            monitor = try Socket(context, .pair)
+            try monitor.connect(monitorEndpoint)
+            for endpoint in endpoints { try socket.connect(endpoint) }
+        } catch {
+            startup.failed(error)
+            return
+        }
+        startup.succeeded(nil)
+
+        // Only this thread touches these.
+        var pending: [String: Outgoing] = [:]
+        var unsent: [String] = []
+        var deadlines = DeadlineHeap()
+        var live = Set<String>()
+        let inproc = endpoints.filter { $0.hasPrefix("inproc://") }.count
+        state.connected.store(inproc, ordering: .relaxed)
+        var poller = Poller([.socket(socket), .socket(monitor), .descriptor(state.wakeup.descriptor)])
+
+        func finish(_ id: String, _ result: Result<Reply, ServiceError>) {
+            guard let request = pending.removeValue(forKey: id) else { return }
+            request.completion(result)
+        }
+
+        func flushUnsent() {
+            var sentCount = 0
+            for id in unsent {
+                guard let request = pending[id] else { sentCount += 1; continue }
+                let sent: Bool
+                do { sent = try socket.send(request.envelope, dontWait: true) } catch {
+                    finish(id, .failure(ServiceError(.unavailable, "send failed: \(error)")))
+                    sentCount += 1
+                    continue
+                }
+                if !sent { break }
+                sentCount += 1
+            }
+            unsent.removeFirst(sentCount)
+        }
+
+        func receiveReplies() {
+            for _ in 0..<1024 {
+                let frames: [Data]
+                do {
+                    guard let received = try socket.receive(dontWait: true) else { return }
+                    frames = received
+                } catch {
+                    logger.error("receive failed", ["error": error])
+                    return
+                }
+                guard let envelope = frames.first, let header = try? JSONCoding.decoder.decode(ReplyHeader.self, from: envelope),
+                      let id = header.id else {
+                    logger.warn("dropped a malformed reply", ["bytes": frames.first?.count ?? 0])
+                    continue
+                }
+                if header.ok {
+                    finish(id, .success(Reply(envelope: envelope, attachments: Array(frames.dropFirst()))))
+                } else {
+                    finish(id, .failure(header.error ?? ServiceError(.internal, "error reply without an error")))
+                }
+                // An id we no longer know is a late reply: its caller has had its answer.
+            }
+        }
+
+        func readMonitor() {
+            while let frames = try? monitor.receive(dontWait: true) {
+                switch MonitorEvent(frames: frames) {
+                case .handshakeSucceeded(let endpoint)?:
+                    live.insert(endpoint)
+                case .disconnected(let endpoint)?:
+                    live.remove(endpoint)
+                    if live.isEmpty && inproc == 0 {
+                        // Whatever was sent is lost with the connection: say so now, not at the deadline.
+                        let lost = pending.keys.filter { id in !unsent.contains(id) }
+                        for id in lost { finish(id, .failure(ServiceError(.unavailable, "lost the connection to \(endpoint)"))) }
+                    }
+                default:
+                    break
+                }
+                state.connected.store(live.count + inproc, ordering: .relaxed)
+            }
+        }
+
+        func expire(now: UInt64) {
+            while let (deadline, id) = deadlines.peek(), deadline <= now {
+                deadlines.pop()
+                guard pending[id] != nil else { continue }
+                if let index = unsent.firstIndex(of: id) {
+                    unsent.remove(at: index)
+                    finish(id, .failure(ServiceError(.unavailable, "no connection to \(endpoints.joined(separator: ", "))")))
+                } else {
+                    finish(id, .failure(ServiceError(.deadlineExceeded, "no reply within the deadline")))
+                }
+            }
+        }
+
+        while !state.closing.load(ordering: .sequentiallyConsistent) {
+            let now = monotonicNanos()
+            var timeout = unsent.isEmpty ? 200 : 5
+            if let (next, _) = deadlines.peek() {
+                timeout = min(timeout, next > now ? Int((next - now + 999_999) / 1_000_000) : 0)
+            }
+            let ready: [Bool]
+            do { ready = try poller.poll(timeoutMilliseconds: timeout) } catch {
+                logger.error("poll failed", ["error": error])
+                break
+            }
+            if ready[1] { readMonitor() }
+            if ready[2] {
+                state.wakeup.drain()
+                let incoming = state.submitted.withLock { queue in
+                    defer { queue.removeAll(keepingCapacity: true) }
+                    return queue
+                }
+                for request in incoming {
+                    pending[request.id] = request
+                    unsent.append(request.id)
+                    deadlines.push(request.deadline, request.id)
+                }
+            }
+            if !unsent.isEmpty { flushUnsent() }
+            if ready[0] { receiveReplies() }
+            expire(now: monotonicNanos())
+        }
+        let leftovers = state.submitted.withLock { queue in
+            defer { queue.removeAll() }
+            return queue
+        }
+        for request in leftovers { pending[request.id] = request }
+        for id in Array(pending.keys) { finish(id, .failure(ServiceError(.unavailable, "client closed"))) }
+    }
+}
+
+/// A min-heap of (deadline, request id).
+struct DeadlineHeap {
+    private var items: [(UInt64, String)] = []
+
+    func peek() -> (UInt64, String)? { items.first }
+
+    mutating func push(_ deadline: UInt64, _ id: String) {
+        items.append((deadline, id))
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard items[i].0 < items[parent].0 else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !items.isEmpty else { return }
+        items.swapAt(0, items.count - 1)
+        items.removeLast()
+        var i = 0
+        while true {
+            let left = 2 * i + 1, right = left + 1
+            var smallest = i
+            if left < items.count && items[left].0 < items[smallest].0 { smallest = left }
+            if right < items.count && items[right].0 < items[smallest].0 { smallest = right }
+            if smallest == i { return }
+            items.swapAt(i, smallest)
+            i = smallest
+        }
+    }
+}

@@ -1,0 +1,420 @@
+import Foundation
+import Synchronization
+
+/// Whether a handler only reads (runs on any reader thread) or writes (runs on the one writer thread).
+public enum HandlerKind: Sendable {
+    case read, write
+}
+
+/// What a handler answers: the reply body as JSON, plus optional extra frames for bulk
+/// replies (`sys.replay` sends one event per frame after the envelope).
+public struct Response: Sendable {
+    public var body: Data
+    public var attachments: [Data]
+
+    public init(body: Data, attachments: [Data] = []) {
+        self.body = body
+        self.attachments = attachments
+    }
+}
+
+/// An error type that knows its place in the closed set (SQLite errors, domain errors).
+public protocol ServiceErrorConvertible: Error {
+    /// The error as it should reach the caller.
+    var serviceError: ServiceError { get }
+}
+
+/// One request as a handler sees it: who asks, by when, and the raw envelope.
+public struct RequestContext: Sendable {
+    public let id: String
+    public let type: String
+    public let auth: Auth?
+    /// Monotonic nanoseconds (`monotonicNanos()`) after which the caller has given up.
+    public let deadline: UInt64
+    /// The whole request envelope, for handlers that decode it themselves.
+    public let envelope: Data
+
+    /// What is left of the caller's budget, at least 1 ms, for calls this handler makes in turn.
+    public var remainingMilliseconds: Int {
+        let now = monotonicNanos()
+        return deadline > now ? max(1, Int((deadline - now) / 1_000_000)) : 1
+    }
+
+    /// Decodes the envelope's body as `Body`, answering `invalid_argument` naming the field.
+    public func body<Body: Decodable>(_ type: Body.Type) throws(ServiceError) -> Body {
+        try JSONCoding.decodeBody(type, fromEnvelope: envelope)
+    }
+}
+
+/// The request types a server answers, each with its handler and kind.
+///
+/// Handlers receive the per-thread `State` (a database connection, say), which is made on
+/// the thread that uses it and never shared.
+public struct HandlerTable<State>: Sendable {
+    /// A handler that decodes its own body.
+    public typealias RawHandler = @Sendable (RequestContext, State) throws -> Response
+
+    struct Route: Sendable {
+        var kind: HandlerKind
+        var run: RawHandler
+    }
+
+    var routes: [String: Route] = [:]
+
+    public init() {}
+
+    /// The request types registered, sorted.
+    public var types: [String] { routes.keys.sorted() }
+
+    /// Whether any handler writes.
+    public var hasWriters: Bool { routes.values.contains { $0.kind == .write } }
+
+    /// Registers a typed handler: the body decodes to `Request`, the result encodes as the reply body.
+    public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
+        _ type: String, _ kind: HandlerKind = .read,
+        _ handler: @escaping @Sendable (Request, RequestContext, State) throws -> Reply
+    ) {
+        routes[type] = Route(kind: kind) { context, state in
+            let request = try context.body(Request.self)
+            let reply = try handler(request, context, state)
+            return Response(body: try JSONCoding.encoder.encode(reply))
+        }
+    }
+
+    /// Registers a handler that builds its own `Response`.
+    public mutating func onRaw(_ type: String, _ kind: HandlerKind = .read, _ handler: @escaping RawHandler) {
+        routes[type] = Route(kind: kind, run: handler)
+    }
+
+    /// Wraps every handler of `kind` (for work that must follow each one, such as waking a relay).
+    public mutating func wrap(_ kind: HandlerKind, _ wrapper: @escaping @Sendable (RequestContext, State, RawHandler) throws -> Response) {
+        for (type, route) in routes where route.kind == kind {
+            let inner = route.run
+            routes[type] = Route(kind: kind) { context, state in try wrapper(context, state, inner) }
+        }
+    }
+}
+
+/// Tuning and limits of an `RPCServer`.
+public struct RPCServerOptions: Sendable {
+    /// Threads running read handlers.
+    public var readers = 2
+    /// Largest request (all frames) answered normally; larger ones get `too_large`.
+    public var maxRequestBytes = 1 << 20
+    /// Requests waiting for a thread before new ones get `unavailable`.
+    public var maxQueued = 10_000
+    /// Budget for requests that do not state `deadline_ms`.
+    public var defaultDeadlineMilliseconds = 5_000
+    /// When set, the ROUTER is a CURVE server with this secret key.
+    public var curveSecretKey: [UInt8]?
+    /// How long `stop` waits for in-flight requests.
+    public var stopGraceMilliseconds = 5_000
+
+    public init() {}
+}
+
+/// Binds a ROUTER socket and answers requests by type, on reader threads and one writer thread.
+///
+/// One I/O thread owns the socket; handler threads own their `State`; requests and replies
+/// cross between them through queues and an eventfd, never through a shared socket.
+public final class RPCServer<State>: Sendable {
+    /// The real endpoints bound (port 0 resolved).
+    public let endpoints: [String]
+    /// Counters and latencies of this server.
+    public let stats: ServerStats
+
+    private let shared: Shared
+    private let threads: [WorkerThread]
+
+    final class Shared: Sendable {
+        let readQueue = BlockingQueue<Job>()
+        let writeQueue = BlockingQueue<Job>()
+        let replies = Mutex<[[Data]]>([])
+        let wakeup: Wakeup
+        let stopping = Atomic<Bool>(false)
+        let workersStop = Atomic<Bool>(false)
+        init() throws(SystemError) { wakeup = try Wakeup() }
+    }
+
+    struct Job: Sendable {
+        var prefix: [Data]
+        var context: RequestContext
+        var route: HandlerTable<State>.Route
+        var received: UInt64
+    }
+
+    /// Starts the worker threads (each making its `State`), binds `endpoints` and begins serving.
+    /// Throws if a bind or a `makeState` fails; nothing is left running then.
+    public init(
+        context: ZMQContext, bind endpoints: [String], table: HandlerTable<State>,
+        options: RPCServerOptions = RPCServerOptions(), logger: Logger,
+        makeState: @escaping @Sendable (HandlerKind) throws -> State
+    ) throws {
+        let shared = try Shared()
+        let stats = ServerStats()
+        self.shared = shared
+        self.stats = stats
+
+        var roles: [HandlerKind] = Array(repeating: .read, count: max(1, options.readers))
+        if table.hasWriters { roles.append(.write) }
+        let startup = StartupReport(expected: roles.count + 1)
+        var threads: [WorkerThread] = []
+        for (index, role) in roles.enumerated() {
+            let queue = role == .write ? shared.writeQueue : shared.readQueue
+            threads.append(WorkerThread(name: "\(logger.component)-\(role == .write ? "writer" : "reader\(index)")") {
+                RPCServer.workerLoop(role: role, queue: queue, shared: shared, stats: stats, logger: logger,
+                                     makeState: makeState, startup: startup)
+            })
+        }
+        threads.append(WorkerThread(name: "\(logger.component)-rpc") {
+            RPCServer.ioLoop(context: context, endpoints: endpoints, routes: table.routes, options: options,
+                             shared: shared, stats: stats, logger: logger, startup: startup)
+        })
+        self.threads = threads
+        switch startup.wait() {
+        case .success(let bound):
+            self.endpoints = bound
+        case .failure(let error):
+            shared.stopping.store(true, ordering: .sequentiallyConsistent)
+            shared.workersStop.store(true, ordering: .sequentiallyConsistent)
+            shared.wakeup.signal()
+            threads.forEach { $0.join() }
+            throw error
+        }
+    }
+
+    /// Stops taking requests, finishes those in flight (up to the grace period), then closes
+    /// the socket and joins every thread. Safe to call more than once.
+    public func stop() {
+        shared.stopping.store(true, ordering: .sequentiallyConsistent)
+        shared.wakeup.signal()
+        threads.forEach { $0.join() }
+    }
+
+    deinit { stop() }
+
+    // MARK: Threads
+
+    private static func workerLoop(
+        role: HandlerKind, queue: BlockingQueue<Job>, shared: Shared, stats: ServerStats, logger: Logger,
+        makeState: @Sendable (HandlerKind) throws -> State, startup: StartupReport
+    ) {
+        let state: State
+        do {
+            state = try makeState(role)
+            startup.succeeded(nil)
+        } catch {
+            startup.failed(error)
+            return
+        }
+        while true {
+            guard let job = queue.pop(timeout: .milliseconds(50)) else {
+                if shared.workersStop.load(ordering: .sequentiallyConsistent) { return }
+                continue
+            }
+            let frames = run(job, state: state, logger: logger, stats: stats)
+            shared.replies.withLock { $0.append(frames) }
+            shared.wakeup.signal()
+        }
+    }
+
+    private static func run(_ job: Job, state: State, logger: Logger, stats: ServerStats) -> [Data] {
+        let context = job.context
+        var reply: Data
+        var attachments: [Data] = []
+        var failure: ErrorCode?
+        if monotonicNanos() > context.deadline {
+            failure = .deadlineExceeded
+            reply = EnvelopeCoding.failure(id: context.id, error: ServiceError(.deadlineExceeded, "the request waited past its deadline"))
+        } else {
+            do {
+                let response = try job.route.run(context, state)
+                reply = EnvelopeCoding.success(id: context.id, body: response.body)
+                attachments = response.attachments
+            } catch {
+                let serviceError = asServiceError(error, logger: logger, type: context.type)
+                failure = serviceError.code
+                reply = EnvelopeCoding.failure(id: context.id, error: serviceError)
+            }
+        }
+        stats.record(type: context.type, nanoseconds: monotonicNanos() - job.received, error: failure)
+        return job.prefix + [reply] + attachments
+    }
+
+    private static func asServiceError(_ error: Error, logger: Logger, type: String) -> ServiceError {
+        switch error {
+        case let e as ServiceError: return e
+        case let e as ServiceErrorConvertible: return e.serviceError
+        case let e as DecodingError: return ServiceError.decoding(e)
+        default:
+            logger.error("handler failed", ["type": type, "error": error])
+            return ServiceError(.internal, "internal error while handling \(type)")
+        }
+    }
+
+    private static func ioLoop(
+        context: ZMQContext, endpoints: [String], routes: [String: HandlerTable<State>.Route],
+        options: RPCServerOptions, shared: Shared, stats: ServerStats, logger: Logger, startup: StartupReport
+    ) {
+        let socket: Socket
+        var bound: [String] = []
+        do {
+            socket = try Socket(context, .router)
+            // Past maxRequestBytes we still read the message to answer too_large; far past it
+            // libzmq drops the connection instead of buffering it.
+            try socket.setMaxMessageSize(Int64(max(64 << 20, options.maxRequestBytes * 2)))
+            try socket.setReceiveHighWaterMark(100_000)
+            try socket.setSendHighWaterMark(100_000)
+            try socket.setRouterMandatory(true)
+            if let key = options.curveSecretKey { try socket.setCurveServer(secretKey: key) }
+            for endpoint in endpoints { bound.append(try socket.bind(endpoint)) }
+        } catch {
+            startup.failed(error)
+            return
+        }
+        startup.succeeded(bound)
+        logger.info("listening", ["endpoints": bound.joined(separator: ",")])
+
+        var inFlight = 0
+        var stopDeadline: UInt64?
+        var poller = Poller([.socket(socket), .descriptor(shared.wakeup.descriptor)])
+        var idlePoller = Poller([.descriptor(shared.wakeup.descriptor)])
+
+        func reply(_ frames: [Data]) {
+            do {
+                if try !socket.send(frames, dontWait: true) {
+                    logger.warn("reply dropped: peer not reading", [:])
+                }
+            } catch {
+                // EHOSTUNREACH: the client went away before its reply was ready.
+                logger.debug("reply dropped", ["error": error])
+            }
+        }
+
+        func handle(_ frames: [Data]) {
+            // A DEALER sends [identity, envelope…]; a REQ adds an empty delimiter after the identity.
+            let delimited = frames.count >= 3 && frames[1].isEmpty
+            let prefix = Array(frames.prefix(delimited ? 2 : 1))
+            let payload = frames.dropFirst(prefix.count)
+            guard let envelope = payload.first else {
+                logger.warn("dropped a message with no envelope frame", ["frames": frames.count])
+                return
+            }
+            func refuse(_ id: String?, _ error: ServiceError) {
+                stats.record(type: nil, nanoseconds: 0, error: error.code)
+                reply(prefix + [EnvelopeCoding.failure(id: id, error: error)])
+            }
+            let size = payload.reduce(0) { $0 + $1.count }
+            let header: RequestHeader
+            do {
+                header = try JSONCoding.decoder.decode(RequestHeader.self, from: envelope)
+            } catch {
+                logger.warn("malformed envelope", ["bytes": size])
+                if size > options.maxRequestBytes {
+                    refuse(nil, ServiceError(.tooLarge, "request of \(size) bytes exceeds the limit of \(options.maxRequestBytes)"))
+                } else {
+                    let detail = (error as? DecodingError).map { ServiceError.decoding($0, dropping: []).description } ?? "not JSON"
+                    refuse(nil, ServiceError(.invalidArgument, "malformed envelope: \(detail)"))
+                }
+                return
+            }
+            guard header.v == envelopeVersion else {
+                refuse(header.id, ServiceError(.invalidArgument, "unsupported envelope version \(header.v); this server speaks \(envelopeVersion)", field: "v"))
+                return
+            }
+            guard size <= options.maxRequestBytes else {
+                refuse(header.id, ServiceError(.tooLarge, "request of \(size) bytes exceeds the limit of \(options.maxRequestBytes)"))
+                return
+            }
+            guard let route = routes[header.type] else {
+                refuse(header.id, ServiceError(.notFound, "unknown request type '\(header.type)'", field: "type"))
+                return
+            }
+            let budget = header.deadlineMs ?? options.defaultDeadlineMilliseconds
+            guard budget > 0 else {
+                refuse(header.id, ServiceError(.deadlineExceeded, "deadline_ms must be positive", field: "deadline_ms"))
+                return
+            }
+            let queue = route.kind == .write ? shared.writeQueue : shared.readQueue
+            guard queue.count < options.maxQueued else {
+                refuse(header.id, ServiceError(.unavailable, "server overloaded: \(options.maxQueued) requests waiting"))
+                return
+            }
+            let now = monotonicNanos()
+            let context = RequestContext(id: header.id, type: header.type, auth: header.auth,
+                                         deadline: now + UInt64(min(budget, 3_600_000)) * 1_000_000, envelope: envelope)
+            inFlight += 1
+            stats.setInFlight(inFlight)
+            queue.push(Job(prefix: prefix, context: context, route: route, received: now))
+        }
+
+        while true {
+            let stopping = shared.stopping.load(ordering: .sequentiallyConsistent)
+            if stopping && stopDeadline == nil {
+                stopDeadline = monotonicNanos() + UInt64(options.stopGraceMilliseconds) * 1_000_000
+                logger.info("stopping", ["in_flight": inFlight])
+            }
+            if let limit = stopDeadline, inFlight == 0 || monotonicNanos() > limit { break }
+            let ready: [Bool]
+            do {
+                ready = stopping ? [false] + (try idlePoller.poll(timeoutMilliseconds: 50)) : try poller.poll(timeoutMilliseconds: 200)
+            } catch {
+                logger.error("poll failed", ["error": error])
+                break
+            }
+            if ready[0] {
+                // Read a bounded batch so replies are never starved by a flood of requests.
+                for _ in 0..<256 {
+                    do {
+                        guard let frames = try socket.receive(dontWait: true) else { break }
+                        handle(frames)
+                    } catch {
+                        logger.error("receive failed", ["error": error])
+                        break
+                    }
+                }
+            }
+            if ready[1] {
+                shared.wakeup.drain()
+                let batch = shared.replies.withLock { replies in
+                    defer { replies.removeAll(keepingCapacity: true) }
+                    return replies
+                }
+                for frames in batch { reply(frames) }
+                inFlight -= batch.count
+                stats.setInFlight(inFlight)
+            }
+        }
+        shared.workersStop.store(true, ordering: .sequentiallyConsistent)
+        logger.info("stopped", [:])
+    }
+}
+
+/// Collects the start-up outcome of a server's threads: the bound endpoints or the first error.
+final class StartupReport: Sendable {
+    private let state = Mutex<(remaining: Int, endpoints: [String], error: Error?)>((0, [], nil))
+    private let done = DispatchSemaphore(value: 0)
+
+    init(expected: Int) { state.withLock { $0.remaining = expected } }
+
+    func succeeded(_ endpoints: [String]?) {
+        let finished = state.withLock { s in
+            if let endpoints { s.endpoints = endpoints }
+            s.remaining -= 1
+            return s.remaining == 0
+        }
+        if finished { done.signal() }
+    }
+
+    func failed(_ error: Error) {
+        state.withLock { s in
+            if s.error == nil { s.error = error }
+        }
+        done.signal()
+    }
+
+    func wait() -> Result<[String], Error> {
+        done.wait()
+        return state.withLock { s in s.error.map { .failure($0) } ?? .success(s.endpoints) }
+    }
+}

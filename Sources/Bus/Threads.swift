@@ -1,0 +1,111 @@
+import Foundation
+import Synchronization
+import CZeroMQ
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failure of an operating-system call outside libzmq (eventfd, threads).
+public struct SystemError: Error, Sendable, CustomStringConvertible {
+    /// The call that failed.
+    public let operation: String
+    /// errno at the time.
+    public let errno: Int32
+    public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
+}
+
+/// An eventfd that one thread signals and another polls beside its sockets.
+///
+/// This is how work crosses into a socket-owning thread: the sender appends to a
+/// mutex-guarded queue and signals; the owner wakes in `zmq_poll` and drains it.
+public final class Wakeup: Sendable {
+    /// The descriptor to give to a `Poller`.
+    public let descriptor: Int32
+
+    /// Creates a non-blocking eventfd.
+    public init() throws(SystemError) {
+        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard fd >= 0 else { throw SystemError(operation: "eventfd", errno: errno) }
+        descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+
+    /// Makes the descriptor readable (cheap; many signals fold into one).
+    public func signal() {
+        var one: UInt64 = 1
+        _ = withUnsafeBytes(of: &one) { write(descriptor, $0.baseAddress, 8) }
+    }
+
+    /// Clears the readable state.
+    public func drain() {
+        var value: UInt64 = 0
+        _ = withUnsafeMutableBytes(of: &value) { read(descriptor, $0.baseAddress, 8) }
+    }
+}
+
+/// A named thread that can be joined.
+public final class WorkerThread: Sendable {
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Starts `body` on a new thread called `name` (visible in debuggers and `top -H`).
+    public init(name: String, stackSize: Int = 4 << 20, _ body: @escaping @Sendable () -> Void) {
+        let done = finished
+        let thread = Thread {
+            body()
+            done.signal()
+        }
+        thread.name = name
+        thread.stackSize = stackSize
+        thread.start()
+    }
+
+    /// Waits until the thread's body has returned.
+    public func join() {
+        finished.wait()
+        finished.signal()
+    }
+}
+
+/// A first-in first-out queue that blocking consumers on several threads share.
+public final class BlockingQueue<Element: Sendable>: Sendable {
+    private struct State: ~Copyable {
+        var items: [Element?] = []
+        var head = 0
+        var count: Int { items.count - head }
+    }
+
+    private let state = Mutex(State())
+    private let available = DispatchSemaphore(value: 0)
+
+    /// An empty queue.
+    public init() {}
+
+    /// Appends and wakes one waiting consumer.
+    public func push(_ element: Element) {
+        state.withLock { $0.items.append(element) }
+        available.signal()
+    }
+
+    /// The number of queued elements.
+    public var count: Int { state.withLock { $0.count } }
+
+    /// Takes the oldest element, waiting up to `timeout` for one; nil when none came.
+    public func pop(timeout: DispatchTimeInterval) -> Element? {
+        guard available.wait(timeout: .now() + timeout) == .success else { return nil }
+        return state.withLock { s in
+            let element = s.items[s.head]
+            s.items[s.head] = nil
+            s.head += 1
+            if s.head > 1024 && s.head * 2 > s.items.count {
+                s.items.removeFirst(s.head)
+                s.head = 0
+            }
+            return element
+        }
+    }
+}
+
+/// Monotonic time in nanoseconds, for deadlines and latencies.
+@inline(__always)
+public func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

@@ -1,0 +1,320 @@
+import CZeroMQ
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failed libzmq call: the operation, errno and libzmq's own message.
+public struct ZMQError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The libzmq function or step that failed (`zmq_bind tcp://…`).
+    public let operation: String
+    /// The errno value libzmq reported.
+    public let errno: Int32
+    /// `zmq_strerror(errno)`.
+    public let message: String
+
+    init(_ operation: String, errno code: Int32 = zmq_errno()) {
+        self.operation = operation
+        self.errno = code
+        self.message = String(cString: zmq_strerror(code))
+    }
+
+    public var description: String { "\(operation): \(message) (errno \(errno))" }
+
+    /// The context was terminated under this socket; the owner should close up.
+    public var isTerminated: Bool { errno == ETERM }
+}
+
+/// A libzmq context: the I/O threads all sockets of a process share.
+///
+/// libzmq documents contexts as thread-safe, which is why this one handle type is Sendable.
+public final class ZMQContext: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+
+    /// Creates a context with `ioThreads` background I/O threads.
+    public init(ioThreads: Int32 = 1) throws(ZMQError) {
+        guard let h = zmq_ctx_new() else { throw ZMQError("zmq_ctx_new") }
+        handle = h
+        if zmq_ctx_set(h, ZMQ_IO_THREADS, ioThreads) != 0 {
+            let error = ZMQError("zmq_ctx_set ZMQ_IO_THREADS")
+            zmq_ctx_term(h)
+            throw error
+        }
+        _ = zmq_ctx_set(h, ZMQ_MAX_SOCKETS, 65_536)
+    }
+
+    deinit {
+        // Every Socket holds a strong reference to its context, so all sockets are closed by now.
+        while zmq_ctx_term(handle) != 0 && zmq_errno() == EINTR {}
+    }
+
+    /// Whether libzmq was built with a capability (`"curve"`, `"ipc"`, …).
+    public static func has(_ capability: String) -> Bool { zmq_has(capability) != 0 }
+}
+
+/// The ZeroMQ socket patterns Tourbus uses.
+public enum SocketType: Sendable {
+    case req, rep, dealer, router, pub, sub, xpub, xsub, push, pull, pair
+
+    var raw: Int32 {
+        switch self {
+        case .req: ZMQ_REQ
+        case .rep: ZMQ_REP
+        case .dealer: ZMQ_DEALER
+        case .router: ZMQ_ROUTER
+        case .pub: ZMQ_PUB
+        case .sub: ZMQ_SUB
+        case .xpub: ZMQ_XPUB
+        case .xsub: ZMQ_XSUB
+        case .push: ZMQ_PUSH
+        case .pull: ZMQ_PULL
+        case .pair: ZMQ_PAIR
+        }
+    }
+}
+
+/// One libzmq socket, owned by exactly one thread for its whole life.
+///
+/// Not Sendable on purpose: create it on the thread that uses it.
+public final class Socket {
+    let handle: UnsafeMutableRawPointer
+    /// Keeps the context alive for as long as the socket exists.
+    public let context: ZMQContext
+    /// The pattern this socket was created with.
+    public let type: SocketType
+
+    /// Creates a socket of `type` with linger set to `lingerMilliseconds` (0 by default,
+    /// so closing never blocks on unsent messages).
+    public init(_ context: ZMQContext, _ type: SocketType, lingerMilliseconds: Int32 = 0) throws(ZMQError) {
+        guard let h = zmq_socket(context.handle, type.raw) else { throw ZMQError("zmq_socket") }
+        self.handle = h
+        self.context = context
+        self.type = type
+        try setOption(ZMQ_LINGER, lingerMilliseconds, "ZMQ_LINGER")
+    }
+
+    deinit { zmq_close(handle) }
+
+    // MARK: Endpoints
+
+    /// Binds and returns the real endpoint (`tcp://127.0.0.1:0` comes back with its port).
+    @discardableResult
+    public func bind(_ endpoint: String) throws(ZMQError) -> String {
+        guard zmq_bind(handle, endpoint) == 0 else { throw ZMQError("zmq_bind \(endpoint)") }
+        return try lastEndpoint()
+    }
+
+    /// Connects to an endpoint; libzmq reconnects by itself when the peer comes and goes.
+    public func connect(_ endpoint: String) throws(ZMQError) {
+        guard zmq_connect(handle, endpoint) == 0 else { throw ZMQError("zmq_connect \(endpoint)") }
+    }
+
+    /// Undoes a `connect`.
+    public func disconnect(_ endpoint: String) throws(ZMQError) {
+        guard zmq_disconnect(handle, endpoint) == 0 else { throw ZMQError("zmq_disconnect \(endpoint)") }
+    }
+
+    /// Undoes a `bind`, so another socket may bind the same endpoint.
+    public func unbind(_ endpoint: String) throws(ZMQError) {
+        guard zmq_unbind(handle, endpoint) == 0 else { throw ZMQError("zmq_unbind \(endpoint)") }
+    }
+
+    /// The endpoint of the last bind, with wildcards resolved.
+    public func lastEndpoint() throws(ZMQError) -> String {
+        var buffer = [CChar](repeating: 0, count: 1024)
+        var size = buffer.count
+        guard zmq_getsockopt(handle, ZMQ_LAST_ENDPOINT, &buffer, &size) == 0 else {
+            throw ZMQError("zmq_getsockopt ZMQ_LAST_ENDPOINT")
+        }
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    // MARK: Sending and receiving
+
+    /// Sends one multipart message. Returns false when `dontWait` is set and the message
+    /// cannot be queued now (EAGAIN); EINTR is retried.
+    @discardableResult
+    public func send(_ frames: [Data], dontWait: Bool = false) throws(ZMQError) -> Bool {
+        precondition(!frames.isEmpty, "a message has at least one frame")
+        for (index, frame) in frames.enumerated() {
+            var flags: Int32 = dontWait ? ZMQ_DONTWAIT : 0
+            if index < frames.count - 1 { flags |= ZMQ_SNDMORE }
+            while true {
+                let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
+                if rc >= 0 { break }
+                let code = zmq_errno()
+                if code == EINTR { continue }
+                // libzmq queues multipart messages atomically: EAGAIN can only come on the first frame.
+                if code == EAGAIN && index == 0 { return false }
+                throw ZMQError("zmq_send", errno: code)
+            }
+        }
+        return true
+    }
+
+    /// Sends a single-frame message.
+    @discardableResult
+    public func send(_ frame: Data, dontWait: Bool = false) throws(ZMQError) -> Bool {
+        try send([frame], dontWait: dontWait)
+    }
+
+    /// Receives one whole multipart message, or nil when `dontWait` is set and none is
+    /// waiting (or a receive timeout passed). EINTR is retried.
+    public func receive(dontWait: Bool = false) throws(ZMQError) -> [Data]? {
+        var frames: [Data] = []
+        var message = zmq_msg_t()
+        zmq_msg_init(&message)
+        defer { zmq_msg_close(&message) }
+        while true {
+            // Later frames of a multipart message are already here: libzmq delivers it whole.
+            let rc = zmq_msg_recv(&message, handle, frames.isEmpty && dontWait ? ZMQ_DONTWAIT : 0)
+            if rc < 0 {
+                let code = zmq_errno()
+                if code == EINTR { continue }
+                if code == EAGAIN && frames.isEmpty { return nil }
+                throw ZMQError("zmq_msg_recv", errno: code)
+            }
+            let size = zmq_msg_size(&message)
+            if size == 0 {
+                frames.append(Data())
+            } else if let base = zmq_msg_data(&message) {
+                frames.append(Data(bytes: base, count: size))
+            }
+            if zmq_msg_more(&message) == 0 { return frames }
+        }
+    }
+
+    // MARK: Options
+
+    func setOption(_ option: Int32, _ value: Int32, _ name: String) throws(ZMQError) {
+        var v = value
+        guard zmq_setsockopt(handle, option, &v, MemoryLayout<Int32>.size) == 0 else {
+            throw ZMQError("zmq_setsockopt \(name)")
+        }
+    }
+
+    func setOption(_ option: Int32, _ value: Int64, _ name: String) throws(ZMQError) {
+        var v = value
+        guard zmq_setsockopt(handle, option, &v, MemoryLayout<Int64>.size) == 0 else {
+            throw ZMQError("zmq_setsockopt \(name)")
+        }
+    }
+
+    func setOption(_ option: Int32, bytes: [UInt8], _ name: String) throws(ZMQError) {
+        let rc = bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
+        guard rc == 0 else { throw ZMQError("zmq_setsockopt \(name)") }
+    }
+
+    func getInt32(_ option: Int32, _ name: String) throws(ZMQError) -> Int32 {
+        var v: Int32 = 0
+        var size = MemoryLayout<Int32>.size
+        guard zmq_getsockopt(handle, option, &v, &size) == 0 else { throw ZMQError("zmq_getsockopt \(name)") }
+        return v
+    }
+
+    /// How long `close` waits to flush unsent messages.
+    public func setLinger(milliseconds: Int32) throws(ZMQError) { try setOption(ZMQ_LINGER, milliseconds, "ZMQ_LINGER") }
+    /// The outgoing queue bound, in messages.
+    public func setSendHighWaterMark(_ messages: Int32) throws(ZMQError) { try setOption(ZMQ_SNDHWM, messages, "ZMQ_SNDHWM") }
+    /// The incoming queue bound, in messages.
+    public func setReceiveHighWaterMark(_ messages: Int32) throws(ZMQError) { try setOption(ZMQ_RCVHWM, messages, "ZMQ_RCVHWM") }
+    /// How soon and how often at most libzmq retries a lost connection.
+    public func setReconnectInterval(milliseconds: Int32, maximum: Int32) throws(ZMQError) {
+        try setOption(ZMQ_RECONNECT_IVL, milliseconds, "ZMQ_RECONNECT_IVL")
+        try setOption(ZMQ_RECONNECT_IVL_MAX, maximum, "ZMQ_RECONNECT_IVL_MAX")
+    }
+    /// ZMTP heartbeats, so a peer that vanished without closing is noticed.
+    public func setHeartbeat(interval: Int32, timeout: Int32, ttl: Int32) throws(ZMQError) {
+        try setOption(ZMQ_HEARTBEAT_IVL, interval, "ZMQ_HEARTBEAT_IVL")
+        try setOption(ZMQ_HEARTBEAT_TIMEOUT, timeout, "ZMQ_HEARTBEAT_TIMEOUT")
+        try setOption(ZMQ_HEARTBEAT_TTL, ttl, "ZMQ_HEARTBEAT_TTL")
+    }
+    /// The largest inbound message libzmq accepts; a larger one drops the connection.
+    public func setMaxMessageSize(_ bytes: Int64) throws(ZMQError) { try setOption(ZMQ_MAXMSGSIZE, bytes, "ZMQ_MAXMSGSIZE") }
+    /// Queue messages only to completed connections, so sends fail fast when no peer is there.
+    public func setImmediate(_ on: Bool) throws(ZMQError) { try setOption(ZMQ_IMMEDIATE, on ? Int32(1) : Int32(0), "ZMQ_IMMEDIATE") }
+    /// Makes blocking receives give up after this long (-1 waits forever).
+    public func setReceiveTimeout(milliseconds: Int32) throws(ZMQError) { try setOption(ZMQ_RCVTIMEO, milliseconds, "ZMQ_RCVTIMEO") }
+    /// Makes blocking sends give up after this long (-1 waits forever).
+    public func setSendTimeout(milliseconds: Int32) throws(ZMQError) { try setOption(ZMQ_SNDTIMEO, milliseconds, "ZMQ_SNDTIMEO") }
+    /// Makes a ROUTER fail with EHOSTUNREACH rather than drop a message to an unknown peer.
+    public func setRouterMandatory(_ on: Bool) throws(ZMQError) { try setOption(ZMQ_ROUTER_MANDATORY, on ? Int32(1) : Int32(0), "ZMQ_ROUTER_MANDATORY") }
+    /// Subscribes a SUB socket to topics starting with `prefix` ("" means all).
+    public func subscribe(_ prefix: String) throws(ZMQError) { try setOption(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8), "ZMQ_SUBSCRIBE") }
+
+    /// Makes this socket a CURVE server with its long-term secret key (32 raw bytes).
+    public func setCurveServer(secretKey: [UInt8]) throws(ZMQError) {
+        try setOption(ZMQ_CURVE_SERVER, Int32(1), "ZMQ_CURVE_SERVER")
+        try setOption(ZMQ_CURVE_SECRETKEY, bytes: secretKey, "ZMQ_CURVE_SECRETKEY")
+    }
+    /// Makes this socket a CURVE client of the server with `serverKey`.
+    public func setCurveClient(publicKey: [UInt8], secretKey: [UInt8], serverKey: [UInt8]) throws(ZMQError) {
+        try setOption(ZMQ_CURVE_PUBLICKEY, bytes: publicKey, "ZMQ_CURVE_PUBLICKEY")
+        try setOption(ZMQ_CURVE_SECRETKEY, bytes: secretKey, "ZMQ_CURVE_SECRETKEY")
+        try setOption(ZMQ_CURVE_SERVERKEY, bytes: serverKey, "ZMQ_CURVE_SERVERKEY")
+    }
+
+    /// Starts a monitor that reports connection events on a PAIR socket bound at `endpoint`
+    /// (an `inproc://` name); connect a PAIR to it to read them.
+    public func startMonitor(_ endpoint: String, events: Int32) throws(ZMQError) {
+        guard zmq_socket_monitor(handle, endpoint, events) == 0 else { throw ZMQError("zmq_socket_monitor") }
+    }
+}
+
+/// Connection events a socket monitor reports.
+public enum MonitorEvent: Sendable, Equatable {
+    case handshakeSucceeded(endpoint: String)
+    case disconnected(endpoint: String)
+    case other(code: UInt16, endpoint: String)
+
+    /// Event flags to ask `startMonitor` for.
+    public static let connectionEvents: Int32 = ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED
+
+    /// Parses the two frames libzmq sends for one event, or nil when they are malformed.
+    public init?(frames: [Data]) {
+        guard frames.count >= 2, frames[0].count >= 6 else { return nil }
+        let code = UInt16(frames[0][frames[0].startIndex]) | UInt16(frames[0][frames[0].startIndex + 1]) << 8
+        let endpoint = String(decoding: frames[1], as: UTF8.self)
+        switch Int32(code) {
+        case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: self = .handshakeSucceeded(endpoint: endpoint)
+        case ZMQ_EVENT_DISCONNECTED: self = .disconnected(endpoint: endpoint)
+        default: self = .other(code: code, endpoint: endpoint)
+        }
+    }
+}
+
+/// Waits on several sockets and plain file descriptors at once (`zmq_poll`).
+public struct Poller {
+    /// Something to wait on.
+    public enum Item {
+        case socket(Socket)
+        case descriptor(Int32)
+    }
+
+    private var items: [zmq_pollitem_t]
+    private let sockets: [Socket?]
+
+    /// A poller waiting for input on each of `items`.
+    public init(_ items: [Item]) {
+        self.items = items.map { item in
+            switch item {
+            case .socket(let s): zmq_pollitem_t(socket: s.handle, fd: -1, events: Int16(ZMQ_POLLIN), revents: 0)
+            case .descriptor(let fd): zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0)
+            }
+        }
+        self.sockets = items.map { if case .socket(let s) = $0 { s } else { nil } }
+    }
+
+    /// Waits up to `timeoutMilliseconds` (-1 forever) and returns, per item, whether it is
+    /// readable. EINTR counts as nothing ready.
+    public mutating func poll(timeoutMilliseconds: Int) throws(ZMQError) -> [Bool] {
+        let count = Int32(items.count)
+        let rc = withExtendedLifetime(sockets) { items.withUnsafeMutableBufferPointer { zmq_poll($0.baseAddress, count, timeoutMilliseconds) } }
+        if rc < 0 {
+            let code = zmq_errno()
+            if code == EINTR { return Array(repeating: false, count: items.count) }
+            throw ZMQError("zmq_poll", errno: code)
+        }
+        return items.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
+    }
+}
