@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "Bus", dependencies: ["CZeroMQ"]),
         .target(name: "Storage", dependencies: ["CSQLite"]),
         .target(name: "Geo"),
-        .target(name: "ServiceKit", dependencies: ["Bus", "Storage"]),
+        .target(name: "ServiceKit", dependencies: ["Bus", "Storage", "Geo"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
         .target(name: "CatalogService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),

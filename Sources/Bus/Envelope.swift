@@ -245,10 +245,47 @@ public enum JSONCoding {
         do {
             return try decoder.decode(BodyOf<Body>.self, from: data).body
         } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                throw unrepresentableNumber(in: data)
+            }
             throw ServiceError.decoding(error)
         } catch {
             throw ServiceError(.invalidArgument, "malformed body: \(error)")
         }
+    }
+}
+
+extension JSONCoding {
+    /// Foundation reports a number that fits no Swift type (`1e999`, or `2.5` for an integer)
+    /// as invalid JSON with no path. This finds the field for the out-of-range case by
+    /// asking JSONSerialization which literal it was and looking for `"key": literal`.
+    static func unrepresentableNumber(in data: Data) -> ServiceError {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? ""
+            guard let match = detail.firstMatch(of: /Number (\S+) is not representable/) else {
+                return ServiceError(.invalidArgument, "malformed JSON")
+            }
+            let literal = String(match.1)
+            let text = String(decoding: data, as: UTF8.self)
+            var field: String?
+            if let range = text.range(of: literal) {
+                // Walk back over `"key"   :   ` to the key.
+                var before = text[..<range.lowerBound]
+                while before.last?.isWhitespace == true { before.removeLast() }
+                if before.last == ":" {
+                    before.removeLast()
+                    while before.last?.isWhitespace == true { before.removeLast() }
+                    if before.last == "\"" {
+                        before.removeLast()
+                        if let open = before.lastIndex(of: "\"") { field = String(before[before.index(after: open)...]) }
+                    }
+                }
+            }
+            return ServiceError(.invalidArgument, "number \(literal) is out of range", field: field)
+        }
+        return ServiceError(.invalidArgument, "a number does not fit its field (an integer where a fraction was given?)")
     }
 }
 

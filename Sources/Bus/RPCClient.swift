@@ -201,6 +201,11 @@ public final class RPCClient: Sendable {
             startup.failed(error)
             return
         }
+        // Stop the monitor while its reader is still open (see `stopMonitor`).
+        defer {
+            socket.stopMonitor()
+            withExtendedLifetime(monitor) {}
+        }
         startup.succeeded(nil)
 
         // Only this thread touches these.
@@ -259,7 +264,9 @@ public final class RPCClient: Sendable {
 
         func readMonitor() {
             while let frames = try? monitor.receive(dontWait: true) {
-                switch MonitorEvent(frames: frames) {
+                let event = MonitorEvent(frames: frames)
+                logger.debug("connection event", ["event": event.map { "\($0)" } ?? "malformed"])
+                switch event {
                 case .handshakeSucceeded(let endpoint)?:
                     live.insert(endpoint)
                 case .disconnected(let endpoint)?:

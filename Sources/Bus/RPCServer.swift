@@ -147,11 +147,10 @@ public final class RPCServer<State>: Sendable {
     /// Throws if a bind or a `makeState` fails; nothing is left running then.
     public init(
         context: ZMQContext, bind endpoints: [String], table: HandlerTable<State>,
-        options: RPCServerOptions = RPCServerOptions(), logger: Logger,
+        options: RPCServerOptions = RPCServerOptions(), stats: ServerStats = ServerStats(), logger: Logger,
         makeState: @escaping @Sendable (HandlerKind) throws -> State
     ) throws {
         let shared = try Shared()
-        let stats = ServerStats()
         self.shared = shared
         self.stats = stats
 
@@ -390,14 +389,16 @@ public final class RPCServer<State>: Sendable {
     }
 }
 
-/// Collects the start-up outcome of a server's threads: the bound endpoints or the first error.
-final class StartupReport: Sendable {
+/// Collects the start-up outcome of threads that own sockets: the bound endpoints or the first error.
+public final class StartupReport: Sendable {
     private let state = Mutex<(remaining: Int, endpoints: [String], error: Error?)>((0, [], nil))
     private let done = DispatchSemaphore(value: 0)
 
-    init(expected: Int) { state.withLock { $0.remaining = expected } }
+    /// Expects `expected` threads to report.
+    public init(expected: Int = 1) { state.withLock { $0.remaining = expected } }
 
-    func succeeded(_ endpoints: [String]?) {
+    /// One thread is ready (a socket thread passes what it bound).
+    public func succeeded(_ endpoints: [String]?) {
         let finished = state.withLock { s in
             if let endpoints { s.endpoints = endpoints }
             s.remaining -= 1
@@ -406,14 +407,16 @@ final class StartupReport: Sendable {
         if finished { done.signal() }
     }
 
-    func failed(_ error: Error) {
+    /// A thread could not start; the waiter gets this error.
+    public func failed(_ error: Error) {
         state.withLock { s in
             if s.error == nil { s.error = error }
         }
         done.signal()
     }
 
-    func wait() -> Result<[String], Error> {
+    /// Waits for every thread to succeed, or for the first failure.
+    public func wait() -> Result<[String], Error> {
         done.wait()
         return state.withLock { s in s.error.map { .failure($0) } ?? .success(s.endpoints) }
     }

@@ -106,6 +106,19 @@ public final class BlockingQueue<Element: Sendable>: Sendable {
     }
 }
 
+/// A flag one thread raises and others poll, to ask a loop to finish.
+public final class StopFlag: Sendable {
+    private let raised = Atomic<Bool>(false)
+
+    public init() {}
+
+    /// Raises the flag.
+    public func set() { raised.store(true, ordering: .sequentiallyConsistent) }
+
+    /// Whether the flag was raised.
+    public var isSet: Bool { raised.load(ordering: .sequentiallyConsistent) }
+}
+
 /// Monotonic time in nanoseconds, for deadlines and latencies.
 @inline(__always)
 public func monotonicNanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

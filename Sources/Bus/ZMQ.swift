@@ -259,6 +259,13 @@ public final class Socket {
     public func startMonitor(_ endpoint: String, events: Int32) throws(ZMQError) {
         guard zmq_socket_monitor(handle, endpoint, events) == 0 else { throw ZMQError("zmq_socket_monitor") }
     }
+
+    /// Stops the monitor. Call it before closing a monitored socket: libzmq's I/O thread
+    /// reports the close on the monitor's PAIR, and if nobody reads that PAIR any more the
+    /// send blocks the I/O thread, and with it every socket of the context.
+    public func stopMonitor() {
+        _ = zmq_socket_monitor(handle, nil, 0)
+    }
 }
 
 /// Connection events a socket monitor reports.

@@ -1,1 +1,4 @@
-print("placeholder")
+import CatalogService
+import ServiceKit
+
+ServiceRuntime.main(CatalogService.definition)

@@ -1,0 +1,199 @@
+import Bus
+import Foundation
+import ServiceKit
+import Storage
+
+/// The catalog's tables and the queries over them, on one worker thread's connection.
+public final class CatalogStore: ServiceState {
+    public let worker: ServiceWorker
+    private var db: Database { worker.db }
+
+    /// The categories a place may have; loaded once per thread (they change only by migration).
+    let categories: [Category]
+    let categoryIds: Set<String>
+
+    public init(worker: ServiceWorker) throws {
+        self.worker = worker
+        categories = try worker.db.query("SELECT id, name FROM categories ORDER BY id").map {
+            Category(id: $0.string(0) ?? "", name: $0.string(1) ?? "", count: nil)
+        }
+        categoryIds = Set(categories.map(\.id))
+    }
+
+    static let columns = """
+        id, name, category, lat, lon, address, phone, website, price_level, description,
+        opening_hours, photos, popularity, external_ids, created_at, updated_at, version
+        """
+
+    // MARK: Reads
+
+    func get(_ id: Int64) throws -> Place {
+        guard let row = try db.queryOne("SELECT \(Self.columns) FROM places WHERE id = ?", id) else {
+            throw ServiceError(.notFound, "no place with id \(id)", field: "id")
+        }
+        return try Self.place(row)
+    }
+
+    /// Places by ascending id after `after`, optionally of one category.
+    func list(category: String?, after: Int64, limit: Int) throws -> [Place] {
+        let rows = if let category {
+            try db.query("SELECT \(Self.columns) FROM places WHERE category = ? AND id > ? ORDER BY id LIMIT ?", category, after, limit)
+        } else {
+            try db.query("SELECT \(Self.columns) FROM places WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+        }
+        return try rows.map(Self.place)
+    }
+
+    func categoryCounts() throws -> [Category] {
+        let counts = Dictionary(uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) FROM places GROUP BY category").map {
+            ($0.string(0) ?? "", Int($0.int(1) ?? 0))
+        })
+        return categories.map { Category(id: $0.id, name: $0.name, count: counts[$0.id] ?? 0) }
+    }
+
+    // MARK: Writes (writer thread only; each in one transaction with its event)
+
+    func create(_ input: PlaceInput) throws -> Place {
+        let now = Logger.timestamp()
+        var place = Place(id: 0, name: input.name, category: input.category, lat: input.lat, lon: input.lon, address: input.address,
+                          phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
+                          openingHours: input.openingHours ?? [], photos: input.photos ?? [], popularity: input.popularity ?? 0,
+                          externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1)
+        try PlaceRules.validate(place, categories: categoryIds)
+        return try db.transaction {
+            try db.run("""
+                INSERT INTO places (name, category, lat, lon, address, phone, website, price_level, description,
+                                    opening_hours, photos, popularity, external_ids, created_at, updated_at, version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+                """, try Self.values(place) + [now, now])
+            place.id = db.lastInsertRowID
+            try claimExternalIds(place)
+            try worker.emit(CatalogEvents.upserted, place)
+            return place
+        }
+    }
+
+    func update(_ update: PlaceUpdate) throws -> Place {
+        try db.transaction {
+            let current = try get(update.id)
+            if let expected = update.expectedVersion, expected != current.version {
+                throw ServiceError(.conflict, "place \(update.id) is at version \(current.version), not \(expected)", field: "expected_version")
+            }
+            var place = try update.applied(to: current)
+            try PlaceRules.validate(place, categories: categoryIds)
+            place.version = current.version + 1
+            place.updatedAt = Logger.timestamp()
+            try db.run("""
+                UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
+                       description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, updated_at = ?, version = ?
+                WHERE id = ?
+                """, try Self.values(place) + [place.updatedAt, place.version, place.id])
+            if place.externalIds != current.externalIds {
+                try db.run("DELETE FROM place_external_ids WHERE place_id = ?", place.id)
+                try claimExternalIds(place)
+            }
+            try worker.emit(CatalogEvents.upserted, place)
+            return place
+        }
+    }
+
+    func delete(_ id: Int64) throws {
+        try db.transaction {
+            try db.run("DELETE FROM places WHERE id = ?", id)
+            guard db.changes > 0 else { throw ServiceError(.notFound, "no place with id \(id)", field: "id") }
+            try worker.emit(CatalogEvents.deleted, PlaceDeleted(id: id))
+        }
+    }
+
+    private func claimExternalIds(_ place: Place) throws {
+        for (source, externalId) in place.externalIds.sorted(by: { $0.key < $1.key }) {
+            if let owner = try db.scalarInt("SELECT place_id FROM place_external_ids WHERE source = ? AND external_id = ?", source, externalId) {
+                throw ServiceError(.alreadyExists, "\(source) id \(externalId) already belongs to place \(owner)", field: "external_ids")
+            }
+            try db.run("INSERT INTO place_external_ids (source, external_id, place_id) VALUES (?, ?, ?)", source, externalId, place.id)
+        }
+    }
+
+    // MARK: Rows
+
+    private static func values(_ p: Place) throws -> [SQLBindable?] {
+        let encoder = JSONCoding.encoder
+        return [p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
+                String(decoding: try encoder.encode(p.openingHours), as: UTF8.self),
+                String(decoding: try encoder.encode(p.photos), as: UTF8.self), p.popularity,
+                String(decoding: try encoder.encode(p.externalIds), as: UTF8.self)]
+    }
+
+    private static func place(_ row: Row) throws -> Place {
+        func json<T: Decodable>(_ index: Int, _ type: T.Type, _ empty: T) throws -> T {
+            guard let text = row.string(index) else { return empty }
+            return try JSONCoding.decoder.decode(type, from: Data(text.utf8))
+        }
+        return Place(
+            id: row.int(0) ?? 0, name: row.string(1) ?? "", category: row.string(2) ?? "",
+            lat: row.double(3) ?? 0, lon: row.double(4) ?? 0, address: row.string(5), phone: row.string(6),
+            website: row.string(7), priceLevel: row.int(8).map { Int($0) }, description: row.string(9),
+            openingHours: try json(10, [OpeningPeriod].self, []), photos: try json(11, [Photo].self, []),
+            popularity: row.double(12) ?? 0, externalIds: try json(13, [String: String].self, [:]),
+            createdAt: row.string(14) ?? "", updatedAt: row.string(15) ?? "", version: row.int(16) ?? 1)
+    }
+
+    /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events.
+    func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
+        let start: Int64
+        if let after {
+            guard let id = Int64(after) else { throw ServiceError.invalid("after", "not a snapshot key from this service") }
+            start = id
+        } else {
+            start = 0
+        }
+        let places = try list(category: nil, after: start, limit: limit)
+        let events = try places.map { (type: CatalogEvents.upserted, body: try JSONCoding.encoder.encode($0)) }
+        return SnapshotPage(events: events, next: places.count == limit ? places.last.map { String($0.id) } : nil)
+    }
+}
+
+/// The catalog's schema, in order. Never edit a shipped migration: add the next one.
+enum CatalogSchema {
+    static let migrations: [Migration] = [
+        Migration(domain: "catalog", version: 1, sql: """
+            CREATE TABLE categories (
+                id   TEXT PRIMARY KEY,
+                name TEXT NOT NULL
+            );
+            INSERT INTO categories (id, name) VALUES
+                ('restaurant', 'Restaurants'), ('cafe', 'Cafés'), ('bar', 'Bars and pubs'), ('hotel', 'Hotels'),
+                ('hostel', 'Hostels'), ('attraction', 'Attractions'), ('museum', 'Museums and galleries'),
+                ('park', 'Parks and gardens'), ('beach', 'Beaches'), ('viewpoint', 'Viewpoints'),
+                ('shopping', 'Shopping'), ('market', 'Markets'), ('theatre', 'Theatres and venues'),
+                ('nightlife', 'Nightlife'), ('transport', 'Transport'), ('itinerary', 'Itineraries');
+            CREATE TABLE places (
+                id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                name          TEXT NOT NULL,
+                category      TEXT NOT NULL REFERENCES categories(id),
+                lat           REAL NOT NULL CHECK (lat BETWEEN -90 AND 90),
+                lon           REAL NOT NULL CHECK (lon BETWEEN -180 AND 180),
+                address       TEXT,
+                phone         TEXT,
+                website       TEXT,
+                price_level   INTEGER CHECK (price_level BETWEEN 0 AND 4),
+                description   TEXT,
+                opening_hours TEXT NOT NULL DEFAULT '[]',
+                photos        TEXT NOT NULL DEFAULT '[]',
+                popularity    REAL NOT NULL DEFAULT 0,
+                external_ids  TEXT NOT NULL DEFAULT '{}',
+                created_at    TEXT NOT NULL,
+                updated_at    TEXT NOT NULL,
+                version       INTEGER NOT NULL DEFAULT 1
+            );
+            CREATE INDEX places_by_category ON places(category, id);
+            CREATE TABLE place_external_ids (
+                source      TEXT NOT NULL,
+                external_id TEXT NOT NULL,
+                place_id    INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
+                PRIMARY KEY (source, external_id)
+            );
+            CREATE INDEX place_external_ids_by_place ON place_external_ids(place_id);
+            """),
+    ]
+}

@@ -1,0 +1,248 @@
+import Bus
+import Foundation
+import Geo
+import ServiceKit
+
+/// A photo of a place: where it is and whom to credit.
+public struct Photo: Codable, Sendable, Equatable {
+    public var url: String
+    public var attribution: String?
+
+    public init(url: String, attribution: String? = nil) {
+        self.url = url
+        self.attribution = attribution
+    }
+}
+
+/// One opening period in a week: ISO weekday 1 (Monday) to 7, times `HH:MM` local to the place.
+/// A `close` earlier than `open` runs past midnight; `24:00` closes at midnight.
+public struct OpeningPeriod: Codable, Sendable, Equatable {
+    public var day: Int
+    public var open: String
+    public var close: String
+
+    public init(day: Int, open: String, close: String) {
+        self.day = day
+        self.open = open
+        self.close = close
+    }
+}
+
+/// A place (point of interest) as the catalog stores it and publishes it.
+public struct Place: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var category: String
+    public var lat: Double
+    public var lon: Double
+    public var address: String?
+    public var phone: String?
+    public var website: String?
+    /// 0 (free) to 4 (most expensive).
+    public var priceLevel: Int?
+    public var description: String?
+    public var openingHours: [OpeningPeriod]
+    public var photos: [Photo]
+    /// A non-negative score; higher is more popular.
+    public var popularity: Double
+    /// Ids of this place in other datasets (`{"osm":"node/123"}`), unique per source.
+    public var externalIds: [String: String]
+    public var createdAt: String
+    public var updatedAt: String
+    /// Starts at 1 and grows by one with every update.
+    public var version: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, version
+        case priceLevel = "price_level"
+        case openingHours = "opening_hours"
+        case externalIds = "external_ids"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+}
+
+/// The writable fields of a place, as `catalog.create` takes them.
+public struct PlaceInput: Codable, Sendable, Equatable {
+    public var name: String
+    public var category: String
+    public var lat: Double
+    public var lon: Double
+    public var address: String?
+    public var phone: String?
+    public var website: String?
+    public var priceLevel: Int?
+    public var description: String?
+    public var openingHours: [OpeningPeriod]?
+    public var photos: [Photo]?
+    public var popularity: Double?
+    public var externalIds: [String: String]?
+
+    public init(name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
+                website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod]? = nil,
+                photos: [Photo]? = nil, popularity: Double? = nil, externalIds: [String: String]? = nil) {
+        self.name = name
+        self.category = category
+        self.lat = lat
+        self.lon = lon
+        self.address = address
+        self.phone = phone
+        self.website = website
+        self.priceLevel = priceLevel
+        self.description = description
+        self.openingHours = openingHours
+        self.photos = photos
+        self.popularity = popularity
+        self.externalIds = externalIds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, category, lat, lon, address, phone, website, description, photos, popularity
+        case priceLevel = "price_level"
+        case openingHours = "opening_hours"
+        case externalIds = "external_ids"
+    }
+}
+
+/// `catalog.update`: the place's id and only the fields to change; `null` clears an optional field.
+public struct PlaceUpdate: Decodable, Sendable {
+    public var id: Int64
+    /// When set, the update applies only if the place is still at this version (else `conflict`).
+    public var expectedVersion: Int64?
+    public var name: Patch<String> = .absent
+    public var category: Patch<String> = .absent
+    public var lat: Patch<Double> = .absent
+    public var lon: Patch<Double> = .absent
+    public var address: Patch<String> = .absent
+    public var phone: Patch<String> = .absent
+    public var website: Patch<String> = .absent
+    public var priceLevel: Patch<Int> = .absent
+    public var description: Patch<String> = .absent
+    public var openingHours: Patch<[OpeningPeriod]> = .absent
+    public var photos: Patch<[Photo]> = .absent
+    public var popularity: Patch<Double> = .absent
+    public var externalIds: Patch<[String: String]> = .absent
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, category, lat, lon, address, phone, website, description, photos, popularity
+        case expectedVersion = "expected_version"
+        case priceLevel = "price_level"
+        case openingHours = "opening_hours"
+        case externalIds = "external_ids"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(Int64.self, forKey: .id)
+        expectedVersion = try c.decodeIfPresent(Int64.self, forKey: .expectedVersion)
+        name = try c.decodePatch(String.self, forKey: .name)
+        category = try c.decodePatch(String.self, forKey: .category)
+        lat = try c.decodePatch(Double.self, forKey: .lat)
+        lon = try c.decodePatch(Double.self, forKey: .lon)
+        address = try c.decodePatch(String.self, forKey: .address)
+        phone = try c.decodePatch(String.self, forKey: .phone)
+        website = try c.decodePatch(String.self, forKey: .website)
+        priceLevel = try c.decodePatch(Int.self, forKey: .priceLevel)
+        description = try c.decodePatch(String.self, forKey: .description)
+        openingHours = try c.decodePatch([OpeningPeriod].self, forKey: .openingHours)
+        photos = try c.decodePatch([Photo].self, forKey: .photos)
+        popularity = try c.decodePatch(Double.self, forKey: .popularity)
+        externalIds = try c.decodePatch([String: String].self, forKey: .externalIds)
+    }
+
+    /// The place with this update applied (not yet validated).
+    func applied(to place: Place) throws(ServiceError) -> Place {
+        var p = place
+        p.name = try name.applied(to: p.name, field: "name")
+        p.category = try category.applied(to: p.category, field: "category")
+        p.lat = try lat.applied(to: p.lat, field: "lat")
+        p.lon = try lon.applied(to: p.lon, field: "lon")
+        p.address = address.applied(to: p.address)
+        p.phone = phone.applied(to: p.phone)
+        p.website = website.applied(to: p.website)
+        p.priceLevel = priceLevel.applied(to: p.priceLevel)
+        p.description = description.applied(to: p.description)
+        p.openingHours = openingHours.applied(to: p.openingHours) ?? []
+        p.photos = photos.applied(to: p.photos) ?? []
+        p.popularity = popularity.applied(to: p.popularity) ?? 0
+        p.externalIds = externalIds.applied(to: p.externalIds) ?? [:]
+        return p
+    }
+}
+
+/// The rules every stored place satisfies; each failure names its field.
+enum PlaceRules {
+    static let maxName = 200
+    static let maxAddress = 500
+    static let maxPhone = 40
+    static let maxDescription = 5_000
+    static let maxPhotos = 50
+    static let maxURL = 2_000
+
+    static func validate(_ p: Place, categories: Set<String>) throws(ServiceError) {
+        let name = p.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !name.isEmpty else { throw .invalid("name", "must not be empty") }
+        guard p.name.count <= maxName else { throw .invalid("name", "must be at most \(maxName) characters") }
+        guard categories.contains(p.category) else {
+            throw .invalid("category", "unknown category '\(p.category)'; known: \(categories.sorted().joined(separator: ", "))")
+        }
+        do {
+            _ = try Coordinate(latitude: p.lat, longitude: p.lon)
+        } catch {
+            throw error.serviceError
+        }
+        try text(p.address, "address", max: maxAddress)
+        if let phone = p.phone {
+            try text(phone, "phone", max: maxPhone)
+            let allowed = CharacterSet(charactersIn: "0123456789+-() ./")
+            guard phone.unicodeScalars.allSatisfy(allowed.contains), phone.contains(where: \.isNumber) else {
+                throw .invalid("phone", "may hold only digits, spaces and + - ( ) . /")
+            }
+        }
+        if let website = p.website { try httpURL(website, "website") }
+        if let level = p.priceLevel, !(0...4).contains(level) { throw .invalid("price_level", "must be 0 to 4") }
+        try text(p.description, "description", max: maxDescription)
+        guard p.popularity.isFinite, p.popularity >= 0 else { throw .invalid("popularity", "must be a finite number, 0 or more") }
+        guard p.photos.count <= maxPhotos else { throw .invalid("photos", "at most \(maxPhotos) photos") }
+        for (i, photo) in p.photos.enumerated() {
+            try httpURL(photo.url, "photos[\(i)].url")
+            try text(photo.attribution, "photos[\(i)].attribution", max: 300)
+        }
+        guard p.openingHours.count <= 50 else { throw .invalid("opening_hours", "at most 50 periods") }
+        for (i, period) in p.openingHours.enumerated() {
+            guard (1...7).contains(period.day) else { throw .invalid("opening_hours[\(i)].day", "must be 1 (Monday) to 7 (Sunday)") }
+            guard minutes(period.open) != nil, minutes(period.open) != 24 * 60 else {
+                throw .invalid("opening_hours[\(i)].open", "must be HH:MM from 00:00 to 23:59")
+            }
+            guard minutes(period.close) != nil else { throw .invalid("opening_hours[\(i)].close", "must be HH:MM from 00:00 to 24:00") }
+        }
+        guard p.externalIds.count <= 20 else { throw .invalid("external_ids", "at most 20 external ids") }
+        for (source, id) in p.externalIds {
+            guard (1...50).contains(source.count), (1...200).contains(id.count) else {
+                throw .invalid("external_ids", "sources must be 1-50 characters and ids 1-200")
+            }
+        }
+    }
+
+    /// Minutes since midnight of `HH:MM` (00:00 to 24:00), or nil.
+    static func minutes(_ hhmm: String) -> Int? {
+        let parts = hhmm.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
+              let h = Int(parts[0]), let m = Int(parts[1]), (0...24).contains(h), (0...59).contains(m),
+              h < 24 || m == 0 else { return nil }
+        return h * 60 + m
+    }
+
+    private static func text(_ value: String?, _ field: String, max: Int) throws(ServiceError) {
+        guard let value else { return }
+        guard value.count <= max else { throw .invalid(field, "must be at most \(max) characters") }
+    }
+
+    private static func httpURL(_ value: String, _ field: String) throws(ServiceError) {
+        guard value.count <= maxURL, let components = URLComponents(string: value),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = components.host, !host.isEmpty else {
+            throw .invalid(field, "must be an http or https URL")
+        }
+    }
+}

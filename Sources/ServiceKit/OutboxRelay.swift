@@ -1,0 +1,115 @@
+import Bus
+import Foundation
+import Storage
+
+/// Publishes a service's committed outbox rows on a PUB socket, with a heartbeat carrying the head.
+///
+/// Topic frame = event type; second frame = the event envelope. A heartbeat
+/// (`sys.heartbeat`, `seq` = head) lets subscribers see that they are behind even when the
+/// last events were dropped. The relay also trims the outbox to its retention.
+public final class OutboxRelay: Sendable {
+    /// The endpoints bound (port 0 resolved).
+    public let endpoints: [String]
+    /// Signal this after committing outbox rows to publish them at once.
+    public let wakeup: Wakeup
+    private let stopping = StopFlag()
+    private let thread: WorkerThread
+
+    /// Opens its own connection to `databasePath`, binds `bind` and starts publishing from the current head.
+    public init(context: ZMQContext, bind: [String], databasePath: String, heartbeatMilliseconds: Int,
+                retention: Int, logger: Logger) throws {
+        let wakeup = try Wakeup()
+        self.wakeup = wakeup
+        let startup = StartupReport()
+        let stopping = self.stopping
+        thread = WorkerThread(name: "\(logger.component)-relay") {
+            OutboxRelay.loop(context: context, bind: bind, databasePath: databasePath, heartbeat: heartbeatMilliseconds,
+                             retention: retention, wakeup: wakeup, stopping: stopping, logger: logger, startup: startup)
+        }
+        switch startup.wait() {
+        case .success(let bound): endpoints = bound
+        case .failure(let error):
+            thread.join()
+            throw error
+        }
+    }
+
+    /// Publishes what is committed, then stops and closes the socket.
+    public func stop() {
+        stopping.set()
+        wakeup.signal()
+        thread.join()
+    }
+
+    deinit { stop() }
+
+    private static func loop(context: ZMQContext, bind: [String], databasePath: String, heartbeat: Int, retention: Int,
+                             wakeup: Wakeup, stopping: StopFlag, logger: Logger, startup: StartupReport) {
+        let socket: Socket
+        let outbox: Outbox
+        var sent: Int64
+        let epoch: String
+        var bound: [String] = []
+        do {
+            let db = try Database(path: databasePath)
+            outbox = Outbox(database: db)
+            sent = try outbox.head()
+            epoch = try outbox.epoch()
+            socket = try Socket(context, .pub, lingerMilliseconds: 200)
+            try socket.setSendHighWaterMark(100_000)
+            for endpoint in bind { bound.append(try socket.bind(endpoint)) }
+        } catch {
+            startup.failed(error)
+            return
+        }
+        startup.succeeded(bound)
+        logger.info("publishing", ["endpoints": bound.joined(separator: ","), "head": sent, "epoch": epoch])
+
+        var poller = Poller([.descriptor(wakeup.descriptor)])
+        var nextHeartbeat: UInt64 = 0
+        // Trimming every ten heartbeats keeps the outbox near its retention without a write per event.
+        let trimInterval = UInt64(heartbeat) * 10_000_000
+        var nextTrim: UInt64 = monotonicNanos() + trimInterval
+        func publishCommitted() {
+            do {
+                while true {
+                    let rows = try outbox.read(after: sent, limit: 1_000)
+                    for row in rows {
+                        let envelope = EnvelopeCoding.event(seq: row.seq, type: row.type, ts: row.ts, epoch: epoch, body: row.body)
+                        // PUB never blocks: past the high-water mark a slow subscriber loses
+                        // messages and catches up through sys.replay.
+                        try socket.send([Data(row.type.utf8), envelope], dontWait: true)
+                        sent = row.seq
+                    }
+                    if rows.count < 1_000 { return }
+                }
+            } catch {
+                logger.error("relay failed to publish", ["error": error])
+            }
+        }
+        while true {
+            let stop = stopping.isSet
+            let now = monotonicNanos()
+            let wait = nextHeartbeat > now ? Int((nextHeartbeat - now) / 1_000_000) : 0
+            let ready = (try? poller.poll(timeoutMilliseconds: stop ? 0 : wait)) ?? [false]
+            if ready[0] { wakeup.drain() }
+            publishCommitted()
+            if monotonicNanos() >= nextHeartbeat || stop {
+                let beat = EnvelopeCoding.event(seq: sent, type: "sys.heartbeat", ts: Logger.timestamp(), epoch: epoch,
+                                                body: Data("{\"head\":\(sent)}".utf8))
+                _ = try? socket.send([Data("sys.heartbeat".utf8), beat], dontWait: true)
+                nextHeartbeat = monotonicNanos() + UInt64(heartbeat) * 1_000_000
+            }
+            if monotonicNanos() >= nextTrim {
+                nextTrim = monotonicNanos() + trimInterval
+                do {
+                    let trimmed = try outbox.trim(keepingLast: retention)
+                    if trimmed > 0 { logger.debug("trimmed outbox", ["rows": trimmed]) }
+                } catch {
+                    logger.warn("outbox trim failed", ["error": error])
+                }
+            }
+            if stop { return }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import Bus
+import Foundation
+
+/// A configuration mistake, reported before anything starts.
+public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Where another service can be reached: its request endpoints and its event endpoints.
+public struct PeerEndpoints: Sendable, Equatable, Codable {
+    public var rpc: [String]
+    public var publish: [String]
+
+    public init(rpc: [String] = [], publish: [String] = []) {
+        self.rpc = rpc
+        self.publish = publish
+    }
+}
+
+/// Everything a service needs to start: where to bind, where its database lives, where its peers are.
+///
+/// Sources, strongest first: command-line flags, environment variables, a JSON file
+/// (`--config` or `TOURBUS_CONFIG`), defaults. The same file can describe a whole suite on
+/// one host or many; see `Protocols/configuration.md`.
+public struct ServiceConfig: Sendable, Equatable {
+    /// The service's short name (`catalog`), which picks its section of the file.
+    public var service: String
+    /// Request (ROUTER) endpoints to bind.
+    public var bind: [String] = ["tcp://127.0.0.1:0"]
+    /// Event (PUB) endpoints to bind, for services that publish.
+    public var publish: [String] = ["tcp://127.0.0.1:0"]
+    /// Folder for the service's SQLite file (`<data_dir>/<service>.sqlite`).
+    public var dataDirectory = "data"
+    /// An explicit database path, overriding `dataDirectory`.
+    public var databasePath: String?
+    /// Other services by name.
+    public var peers: [String: PeerEndpoints] = [:]
+    /// Threads running read handlers.
+    public var readers = 2
+    /// Milliseconds between event heartbeats.
+    public var heartbeatMilliseconds = 1_000
+    /// Outbox rows kept for `sys.replay`; older ones are trimmed (subscribers further behind use `sys.snapshot`).
+    public var outboxRetention = 100_000
+    /// Largest request accepted, in bytes.
+    public var maxRequestBytes = 1 << 20
+    /// A file to write the bound endpoints to once ready (JSON), besides the line on stdout.
+    public var readyFile: String?
+    /// The log level, when set here rather than by `LOG_LEVEL`.
+    public var logLevel: Logger.Level?
+
+    public init(service: String) { self.service = service }
+
+    /// The SQLite file this service owns.
+    public var resolvedDatabasePath: String {
+        databasePath ?? (dataDirectory as NSString).appendingPathComponent("\(service).sqlite")
+    }
+
+    /// Usage text for `--help`.
+    public static func usage(service: String) -> String {
+        """
+        usage: tourbus-\(service) [options]
+          --config FILE           suite configuration (JSON); also TOURBUS_CONFIG
+          --bind ENDPOINT         request endpoint to bind (repeatable; default tcp://127.0.0.1:0)
+          --publish ENDPOINT      event endpoint to bind (repeatable; default tcp://127.0.0.1:0)
+          --data-dir DIR          folder of the SQLite file (default ./data); also TOURBUS_DATA_DIR
+          --db FILE               explicit SQLite file
+          --peer NAME=EP[,EP]     request endpoints of another service
+          --peer-pub NAME=EP[,EP] event endpoints of another service
+          --readers N             reader threads (default 2)
+          --heartbeat-ms N        event heartbeat interval (default 1000)
+          --outbox-retention N    outbox rows kept for replay (default 100000)
+          --ready-file FILE       write the bound endpoints here once ready
+          --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
+        Environment: TOURBUS_\(service.uppercased())_BIND, TOURBUS_\(service.uppercased())_PUBLISH (comma-separated),
+                     TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB.
+        """
+    }
+
+    /// Builds the configuration of `service` from flags, environment and file.
+    public static func load(service: String, arguments: [String], environment: [String: String]) throws(ConfigError) -> ServiceConfig {
+        var config = ServiceConfig(service: service)
+        let flags = try Flags(arguments)
+        let upper = service.uppercased()
+
+        if let path = flags.last("config") ?? environment["TOURBUS_CONFIG"] {
+            try config.apply(file: path)
+        }
+
+        // Environment.
+        if let value = environment["TOURBUS_DATA_DIR"] { config.dataDirectory = value }
+        if let value = environment["TOURBUS_\(upper)_BIND"] { config.bind = split(value) }
+        if let value = environment["TOURBUS_\(upper)_PUBLISH"] { config.publish = split(value) }
+        for (key, value) in environment where key.hasPrefix("TOURBUS_PEER_") {
+            var name = String(key.dropFirst("TOURBUS_PEER_".count)).lowercased()
+            let isPublish = name.hasSuffix("_pub")
+            if isPublish { name.removeLast(4) }
+            var peer = config.peers[name] ?? PeerEndpoints()
+            if isPublish { peer.publish = split(value) } else { peer.rpc = split(value) }
+            config.peers[name] = peer
+        }
+
+        // Flags.
+        if !flags.all("bind").isEmpty { config.bind = flags.all("bind").flatMap(split) }
+        if !flags.all("publish").isEmpty { config.publish = flags.all("publish").flatMap(split) }
+        if let value = flags.last("data-dir") { config.dataDirectory = value }
+        if let value = flags.last("db") { config.databasePath = value }
+        if let value = flags.last("ready-file") { config.readyFile = value }
+        for (flag, isPublish) in [("peer", false), ("peer-pub", true)] {
+            for spec in flags.all(flag) {
+                guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex else {
+                    throw ConfigError("--\(flag) takes NAME=ENDPOINT[,ENDPOINT], got '\(spec)'")
+                }
+                let name = String(spec[..<eq]).lowercased()
+                var peer = config.peers[name] ?? PeerEndpoints()
+                let endpoints = split(String(spec[spec.index(after: eq)...]))
+                if isPublish { peer.publish = endpoints } else { peer.rpc = endpoints }
+                config.peers[name] = peer
+            }
+        }
+        if let value = flags.last("readers") { config.readers = try positive(value, "--readers") }
+        if let value = flags.last("heartbeat-ms") { config.heartbeatMilliseconds = try positive(value, "--heartbeat-ms") }
+        if let value = flags.last("outbox-retention") { config.outboxRetention = try positive(value, "--outbox-retention") }
+        if let value = flags.last("log-level") ?? environment["LOG_LEVEL"] {
+            guard let level = Logger.Level(name: value) else { throw ConfigError("unknown log level '\(value)'") }
+            config.logLevel = level
+        }
+        guard !config.bind.isEmpty else { throw ConfigError("no request endpoint to bind") }
+        return config
+    }
+
+    /// The JSON file: `{"data_dir":…, "services":{"catalog":{"bind":[…],"publish":[…],"connect":[…],"subscribe":[…],"readers":N}}}`.
+    ///
+    /// This service takes its own section; every other section becomes a peer, reached at its
+    /// `connect`/`subscribe` endpoints (or its bind endpoints with `*` read as 127.0.0.1).
+    mutating func apply(file path: String) throws(ConfigError) {
+        struct Section: Decodable {
+            var bind: [String]?
+            var publish: [String]?
+            var connect: [String]?
+            var subscribe: [String]?
+            var readers: Int?
+            var db: String?
+        }
+        struct File: Decodable {
+            var dataDir: String?
+            var heartbeatMs: Int?
+            var outboxRetention: Int?
+            var services: [String: Section]?
+            enum CodingKeys: String, CodingKey {
+                case dataDir = "data_dir", heartbeatMs = "heartbeat_ms", outboxRetention = "outbox_retention", services
+            }
+        }
+        let file: File
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            file = try JSONDecoder().decode(File.self, from: data)
+        } catch let error as DecodingError {
+            throw ConfigError("config file \(path): \(ServiceError.decoding(error, dropping: []).description)")
+        } catch {
+            throw ConfigError("config file \(path): \(error.localizedDescription)")
+        }
+        if let value = file.dataDir { dataDirectory = value }
+        if let value = file.heartbeatMs { heartbeatMilliseconds = value }
+        if let value = file.outboxRetention { outboxRetention = value }
+        for (name, section) in file.services ?? [:] {
+            if name == service {
+                if let value = section.bind { bind = value }
+                if let value = section.publish { publish = value }
+                if let value = section.readers { readers = value }
+                if let value = section.db { databasePath = value }
+            } else {
+                let local = { (eps: [String]) in eps.map { $0.replacingOccurrences(of: "://*:", with: "://127.0.0.1:").replacingOccurrences(of: "://0.0.0.0:", with: "://127.0.0.1:") } }
+                peers[name] = PeerEndpoints(rpc: section.connect ?? local(section.bind ?? []),
+                                            publish: section.subscribe ?? local(section.publish ?? []))
+            }
+        }
+    }
+
+    private static func split(_ value: String) -> [String] {
+        value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    private static func positive(_ value: String, _ flag: String) throws(ConfigError) -> Int {
+        guard let n = Int(value), n > 0 else { throw ConfigError("\(flag) takes a positive integer, got '\(value)'") }
+        return n
+    }
+}
+
+/// `--name value` and `--name=value` flags, repeatable; anything else is an error.
+struct Flags {
+    static let known: Set<String> = ["config", "bind", "publish", "data-dir", "db", "peer", "peer-pub", "readers",
+                                     "heartbeat-ms", "outbox-retention", "ready-file", "log-level"]
+    private var values: [(String, String)] = []
+
+    init(_ arguments: [String]) throws(ConfigError) {
+        var i = 0
+        while i < arguments.count {
+            let arg = arguments[i]
+            guard arg.hasPrefix("--") else { throw ConfigError("unexpected argument '\(arg)'") }
+            var name = String(arg.dropFirst(2))
+            var value: String
+            if let eq = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            } else {
+                guard i + 1 < arguments.count else { throw ConfigError("--\(name) needs a value") }
+                i += 1
+                value = arguments[i]
+            }
+            guard Flags.known.contains(name) else { throw ConfigError("unknown option --\(name)") }
+            values.append((name, value))
+            i += 1
+        }
+    }
+
+    func all(_ name: String) -> [String] { values.filter { $0.0 == name }.map(\.1) }
+    func last(_ name: String) -> String? { all(name).last }
+}

@@ -1,0 +1,120 @@
+import Bus
+import Foundation
+import Storage
+
+/// One handler thread's view of its service: its own database connection and the outbox.
+///
+/// Made on the thread that uses it and never shared; a service wraps it in its own `State`.
+public final class ServiceWorker {
+    /// This thread's connection to the service's SQLite file.
+    public let db: Database
+    /// The service's configuration.
+    public let config: ServiceConfig
+    /// The service's logger.
+    public let logger: Logger
+    /// Peers' request clients, shared by all threads.
+    public let peers: PeerClients
+    private let relayWakeup: Wakeup?
+    private var emitted = false
+
+    init(db: Database, config: ServiceConfig, logger: Logger, peers: PeerClients, relayWakeup: Wakeup?) {
+        self.db = db
+        self.config = config
+        self.logger = logger
+        self.peers = peers
+        self.relayWakeup = relayWakeup
+    }
+
+    /// Appends an event to the outbox. Call it inside the `db.transaction` that makes the
+    /// change, so the change and its event commit (or vanish) together.
+    public func emit<Body: Encodable>(_ type: String, _ body: Body) throws {
+        let encoded = try JSONCoding.encoder.encode(body)
+        _ = try Outbox(database: db).append(type: type, body: encoded)
+        emitted = true
+    }
+
+    /// Wakes the relay if this thread emitted since the last call (after its transaction committed).
+    func flushEmitted() {
+        guard emitted else { return }
+        emitted = false
+        relayWakeup?.signal()
+    }
+}
+
+/// What every service's per-thread state offers the runtime.
+public protocol ServiceState: AnyObject, SendableMetatype {
+    /// The worker the state was made from.
+    var worker: ServiceWorker { get }
+}
+
+/// A page of `sys.snapshot`: events that rebuild the state from nothing, and where to go on.
+public struct SnapshotPage: Sendable {
+    /// Each item as an event (type and JSON body), as if it had just been written.
+    public var events: [(type: String, body: Data)]
+    /// The opaque key to continue after, nil on the last page.
+    public var next: String?
+
+    public init(events: [(type: String, body: Data)], next: String?) {
+        self.events = events
+        self.next = next
+    }
+}
+
+/// A service: its name, schema, handlers and, if it publishes, how to snapshot its state.
+///
+/// This is all a new service writes besides its domain code; `ServiceRuntime` does the rest.
+public struct ServiceDefinition<State: ServiceState>: Sendable {
+    public var name: String
+    public var migrations: [Migration]
+    public var handlers: HandlerTable<State>
+    /// Makes the per-thread state from a worker.
+    public var makeState: @Sendable (ServiceWorker) throws -> State
+    /// Whether the service publishes events (then it answers `sys.replay` and `sys.snapshot`).
+    public var publishes: Bool
+    /// Produces one snapshot page after an opaque key (nil: from the start), at most `limit` items.
+    public var snapshot: (@Sendable (State, _ after: String?, _ limit: Int) throws -> SnapshotPage)?
+
+    public init(name: String, migrations: [Migration], handlers: HandlerTable<State>, publishes: Bool = false,
+                snapshot: (@Sendable (State, String?, Int) throws -> SnapshotPage)? = nil,
+                makeState: @escaping @Sendable (ServiceWorker) throws -> State) {
+        self.name = name
+        self.migrations = migrations
+        self.handlers = handlers
+        self.makeState = makeState
+        self.publishes = publishes
+        self.snapshot = snapshot
+    }
+}
+
+/// Request clients to other services, made once per process from the configured peers.
+public final class PeerClients: Sendable {
+    private let clients: [String: RPCClient]
+
+    init(context: ZMQContext, peers: [String: PeerEndpoints], logger: Logger) throws {
+        var clients: [String: RPCClient] = [:]
+        for (name, peer) in peers where !peer.rpc.isEmpty {
+            clients[name] = try RPCClient(context: context, endpoints: peer.rpc, logger: logger.named("\(logger.component)->\(name)"))
+        }
+        self.clients = clients
+    }
+
+    /// The client of peer `name`, or `unavailable` when it is not configured.
+    public func client(_ name: String) throws(ServiceError) -> RPCClient {
+        guard let client = clients[name] else { throw ServiceError(.unavailable, "no endpoint configured for \(name)") }
+        return client
+    }
+
+    func closeAll() { clients.values.forEach { $0.close() } }
+}
+
+extension SQLiteError: ServiceErrorConvertible {
+    /// Busy and locked databases are `unavailable` (try again); constraint violations are
+    /// `conflict`; anything else is `internal`.
+    public var serviceError: ServiceError {
+        switch code {
+        case .busy, .locked: ServiceError(.unavailable, "database busy, try again")
+        case .constraint: ServiceError(.conflict, "constraint violated: \(message)")
+        default: ServiceError(.internal, "storage error")
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import CSQLite
+
+/// How a top-level transaction takes its locks (see SQLite's BEGIN).
+public enum TransactionKind: String, Sendable {
+    /// Locks are taken on first read or write.
+    case deferred = "DEFERRED"
+    /// The write lock is taken at BEGIN, so a later write cannot fail with SQLITE_BUSY mid-transaction.
+    case immediate = "IMMEDIATE"
+    /// Like immediate; in WAL mode the two are the same.
+    case exclusive = "EXCLUSIVE"
+}
+
+/// One SQLite connection; owns its `sqlite3*` and closes it in deinit.
+///
+/// Opened with SQLITE_OPEN_NOMUTEX: a connection and its statements belong to one thread, so this is not Sendable.
+public final class Database {
+    /// The file path given at open, or ":memory:".
+    public let path: String
+    private let connection: OpaquePointer
+    /// Prepared statements by SQL text, reused across calls.
+    private var statementCache: [String: Statement] = [:]
+    /// How many `transaction` calls are running; above zero, nested calls use savepoints.
+    private var transactionDepth = 0
+
+    /// Opens (creating unless `readOnly`) the database at `path`; ":memory:" gives a private in-memory database.
+    ///
+    /// Turns on extended result codes, the busy timeout and foreign keys; for writable files also
+    /// WAL journaling (verified) and synchronous=NORMAL, which is durable enough with WAL and much faster.
+    public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
+        var opened: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        let resultCode = sqlite3_open_v2(path, &opened, flags, nil)
+        guard resultCode == SQLITE_OK, let opened else {
+            let error = SQLiteError(resultCode: resultCode == SQLITE_OK ? SQLITE_NOMEM : resultCode, connection: opened)
+            _ = sqlite3_close_v2(opened)  // A failed open still allocates a handle (or NULL, which is a no-op).
+            throw error
+        }
+        self.path = path
+        self.connection = opened
+        // From here deinit closes the connection if a setting below throws.
+        try check(sqlite3_extended_result_codes(connection, 1), connection)
+        try check(sqlite3_busy_timeout(connection, busyTimeoutMilliseconds), connection)
+        try execute("PRAGMA foreign_keys = ON")
+        let isMemory = path.isEmpty || path == ":memory:"
+        if !readOnly && !isMemory {
+            let mode = try queryOne("PRAGMA journal_mode = WAL")?.string(0)
+            guard mode?.lowercased() == "wal" else {
+                throw SQLiteError(extendedCode: SQLITE_ERROR,
+                                  message: "could not enable WAL; journal_mode is \(mode ?? "unknown")", sql: "PRAGMA journal_mode = WAL")
+            }
+            try execute("PRAGMA synchronous = NORMAL")
+        }
+    }
+
+    deinit {
+        // Statements must go before the connection. Neither call has an error worth acting on here:
+        // finalize repeats an error already thrown, and close_v2 defers closing until outside statements finish.
+        for statement in statementCache.values { statement.finalize() }
+        _ = sqlite3_close_v2(connection)
+    }
+
+    /// Runs a script of zero or more SQL statements separated by semicolons, without parameters.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var errorText: UnsafeMutablePointer<CChar>?
+        let resultCode = sqlite3_exec(connection, sql, nil, nil, &errorText)
+        defer { sqlite3_free(errorText) }
+        guard resultCode == SQLITE_OK else {
+            var error = SQLiteError(resultCode: resultCode, connection: connection, sql: sql)
+            if let errorText {
+                error = SQLiteError(extendedCode: error.extendedCode, message: String(cString: errorText), sql: sql)
+            }
+            throw error
+        }
+    }
+
+    /// Returns the cached prepared statement for `sql`, reset and ready to bind; prepares and caches it on first use.
+    ///
+    /// If that statement is being stepped by a `forEachRow` on this connection, a separate uncached one is returned.
+    public func statement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let cached = statementCache[sql] {
+            guard !cached.isInUse else { return try Statement(connection: connection, sql: sql, persistent: false) }
+            cached.reset()
+            return cached
+        }
+        let statement = try Statement(connection: connection, sql: sql, persistent: true)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Finalizes all cached statements, e.g. after running many one-off SQL texts.
+    public func clearStatementCache() {
+        for statement in statementCache.values where !statement.isInUse { statement.finalize() }
+        statementCache = statementCache.filter { $0.value.isInUse }
+    }
+
+    /// Binds `args` to the statement for `sql`, hands it to `body`, then resets it for the next caller.
+    private func withStatement<Result>(
+        _ sql: String, _ args: [(any SQLBindable)?], _ body: (Statement) throws(SQLiteError) -> Result
+    ) throws(SQLiteError) -> Result {
+        let statement = try statement(sql)
+        statement.isInUse = true
+        defer {
+            statement.isInUse = false
+            statement.reset()  // Ends any read so WAL snapshots and locks are not held.
+        }
+        try statement.bind(args)
+        return try body(statement)
+    }
+
+    /// Runs one statement with parameters, discarding any rows.
+    public func run(_ sql: String, _ args: (any SQLBindable)?...) throws(SQLiteError) {
+        try run(sql, args)
+    }
+
+    /// Runs one statement with an array of parameters, discarding any rows.
+    public func run(_ sql: String, _ args: [(any SQLBindable)?]) throws(SQLiteError) {
+        try withStatement(sql, args) { statement throws(SQLiteError) in
+            while try statement.step() {}
+        }
+    }
+
+    /// Runs a query and returns all rows.
+    public func query(_ sql: String, _ args: (any SQLBindable)?...) throws(SQLiteError) -> [Row] {
+        try query(sql, args)
+    }
+
+    /// Runs a query with an array of parameters and returns all rows.
+    public func query(_ sql: String, _ args: [(any SQLBindable)?]) throws(SQLiteError) -> [Row] {
+        try withStatement(sql, args) { statement throws(SQLiteError) in
+            var rows: [Row] = []
+            while try statement.step() { rows.append(statement.row) }
+            return rows
+        }
+    }
+
+    /// Runs a query and returns its first row, or nil if there is none.
+    public func queryOne(_ sql: String, _ args: (any SQLBindable)?...) throws(SQLiteError) -> Row? {
+        try queryOne(sql, args)
+    }
+
+    /// Runs a query with an array of parameters and returns its first row, or nil.
+    public func queryOne(_ sql: String, _ args: [(any SQLBindable)?]) throws(SQLiteError) -> Row? {
+        try withStatement(sql, args) { statement throws(SQLiteError) in
+            try statement.step() ? statement.row : nil
+        }
+    }
+
+    /// Runs a query and returns the integer in the first column of the first row, or nil.
+    public func scalarInt(_ sql: String, _ args: (any SQLBindable)?...) throws(SQLiteError) -> Int64? {
+        try queryOne(sql, args)?.int(0)
+    }
+
+    /// Runs a query with an array of parameters and returns the first column of the first row as an integer, or nil.
+    public func scalarInt(_ sql: String, _ args: [(any SQLBindable)?]) throws(SQLiteError) -> Int64? {
+        try queryOne(sql, args)?.int(0)
+    }
+
+    /// Runs a query and calls `body` for each row as it is read, without collecting them.
+    ///
+    /// Throws what `body` throws (stopping the query) or a `SQLiteError`.
+    public func forEachRow(_ sql: String, _ args: [(any SQLBindable)?] = [], _ body: (Row) throws -> Void) throws {
+        let statement = try statement(sql)
+        statement.isInUse = true
+        defer {
+            statement.isInUse = false
+            statement.reset()
+        }
+        try statement.bind(args)
+        while try statement.step() { try body(statement.row) }
+    }
+
+    /// The rowid of the most recent successful INSERT on this connection.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(connection) }
+
+    /// Rows changed by the most recent INSERT, UPDATE or DELETE on this connection.
+    public var changes: Int { Int(sqlite3_changes64(connection)) }
+
+    /// True while a transaction is open on this connection (SQLite is not in autocommit mode).
+    public var isInTransaction: Bool { sqlite3_get_autocommit(connection) == 0 }
+
+    /// Runs `body` in a transaction: commits if it returns, rolls back and rethrows its error if it throws.
+    ///
+    /// A call inside another transaction uses a savepoint instead, so if the inner body throws and the outer
+    /// body catches that error, only the inner work is undone. `kind` applies to the outermost call only.
+    public func transaction<Result>(_ kind: TransactionKind = .immediate, _ body: () throws -> Result) throws -> Result {
+        let nested = transactionDepth > 0 || isInTransaction
+        let savepoint = "storage_savepoint_\(transactionDepth + 1)"
+        try execute(nested ? "SAVEPOINT \(savepoint)" : "BEGIN \(kind.rawValue)")
+        transactionDepth += 1
+        defer { transactionDepth -= 1 }
+
+        let result: Result
+        do {
+            result = try body()
+        } catch {
+            rollBack(nested: nested, savepoint: savepoint)
+            throw error
+        }
+        do {
+            try execute(nested ? "RELEASE \(savepoint)" : "COMMIT")
+        } catch {
+            rollBack(nested: nested, savepoint: savepoint)
+            throw error
+        }
+        return result
+    }
+
+    /// Undoes a failed transaction or savepoint, keeping the caller's original error as the one thrown.
+    ///
+    /// Errors here are ignored on purpose: SQLite may already have rolled back (e.g. after SQLITE_FULL),
+    /// and the body's error says more than "no transaction is active".
+    private func rollBack(nested: Bool, savepoint: String) {
+        guard isInTransaction else { return }
+        if nested {
+            try? execute("ROLLBACK TO \(savepoint)")
+            try? execute("RELEASE \(savepoint)")
+        } else {
+            try? execute("ROLLBACK")
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import CSQLite
+
+/// A prepared SQL statement; owns its `sqlite3_stmt` and finalizes it in deinit.
+///
+/// Get one from `Database.statement(_:)`. Not Sendable: it belongs to its connection's thread.
+public final class Statement {
+    /// The SQL text this statement was prepared from.
+    public let sql: String
+    /// The prepared statement, nil once finalized (its database closed first).
+    private var handle: OpaquePointer?
+    /// Column names of the current result, read once per execution.
+    private var columnNamesOfCurrentResult: [String]?
+    /// Set while a `Database` helper is stepping this statement, so a nested use of the same SQL gets its own statement.
+    var isInUse = false
+
+    /// Prepares exactly one SQL statement on `connection`.
+    ///
+    /// Extra statements after the first are rejected rather than silently ignored; use `Database.execute(_:)` for scripts.
+    init(connection: OpaquePointer, sql: String, persistent: Bool) throws(SQLiteError) {
+        self.sql = sql
+        var prepared: OpaquePointer?
+        var remainder = ""
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let resultCode = sql.withCString { text in
+            var tail: UnsafePointer<CChar>?
+            let resultCode = sqlite3_prepare_v3(connection, text, -1, flags, &prepared, &tail)
+            if let tail { remainder = String(cString: tail) }
+            return resultCode
+        }
+        guard resultCode == SQLITE_OK else {
+            throw SQLiteError(resultCode: resultCode, connection: connection, sql: sql)
+        }
+        handle = prepared
+        guard prepared != nil else {
+            throw SQLiteError.misuse("no SQL statement in the text", sql: sql)
+        }
+        guard remainder.allSatisfy({ $0.isWhitespace || $0 == ";" }) else {
+            throw SQLiteError.misuse("more than one SQL statement; use execute(_:) for scripts", sql: sql)
+        }
+    }
+
+    deinit {
+        // sqlite3_finalize only repeats the last step's error, which was already thrown.
+        _ = sqlite3_finalize(handle)
+    }
+
+    /// Finalizes now; later use throws SQLITE_MISUSE. Called by `Database` before it closes.
+    func finalize() {
+        _ = sqlite3_finalize(handle)  // See deinit.
+        handle = nil
+    }
+
+    /// The live handle, or a misuse error if the statement was finalized.
+    private func liveHandle() throws(SQLiteError) -> OpaquePointer {
+        guard let handle else {
+            throw SQLiteError.misuse("statement used after its database was closed", sql: sql)
+        }
+        return handle
+    }
+
+    /// Rewinds the statement so it can run again; bindings are kept.
+    ///
+    /// sqlite3_reset's return code only repeats the last step's error, already thrown by `step()`.
+    public func reset() {
+        _ = sqlite3_reset(handle)
+        columnNamesOfCurrentResult = nil
+    }
+
+    /// Resets, clears old bindings, and binds `values` to parameters 1...n.
+    ///
+    /// Throws `.range` if the count differs from the statement's parameter count.
+    public func bind(_ values: [(any SQLBindable)?]) throws(SQLiteError) {
+        let statement = try liveHandle()
+        reset()
+        _ = sqlite3_clear_bindings(statement)  // Always returns SQLITE_OK.
+        let expected = Int(sqlite3_bind_parameter_count(statement))
+        guard values.count == expected else {
+            throw SQLiteError(extendedCode: SQLITE_RANGE,
+                              message: "statement expects \(expected) parameters, got \(values.count)", sql: sql)
+        }
+        for (offset, value) in values.enumerated() {
+            try bind(value?.sqlValue ?? .null, at: Int32(offset + 1), statement)
+        }
+    }
+
+    /// Binds one value to a 1-based parameter index.
+    private func bind(_ value: SQLValue, at index: Int32, _ statement: OpaquePointer) throws(SQLiteError) {
+        let resultCode: Int32
+        switch value {
+        case .null:
+            resultCode = sqlite3_bind_null(statement, index)
+        case .integer(let number):
+            resultCode = sqlite3_bind_int64(statement, index, number)
+        case .real(let number):
+            resultCode = sqlite3_bind_double(statement, index, number)
+        case .text(let text):
+            var utf8 = text.utf8CString  // NUL-terminated; the length below excludes the NUL.
+            resultCode = utf8.withUnsafeMutableBufferPointer { buffer in
+                sqlite3_bind_text64(statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count - 1),
+                                    tourbus_sqlite_transient(), UInt8(SQLITE_UTF8))
+            }
+        case .blob(let bytes) where bytes.isEmpty:
+            // A NULL pointer would bind NULL; an empty blob must stay a blob.
+            resultCode = sqlite3_bind_zeroblob(statement, index, 0)
+        case .blob(let bytes):
+            resultCode = bytes.withUnsafeBytes { buffer in
+                sqlite3_bind_blob64(statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count),
+                                    tourbus_sqlite_transient())
+            }
+        }
+        try check(resultCode, sqlite3_db_handle(statement), sql: sql)
+    }
+
+    /// Runs to the next result row: true if a row is available in `row`, false when done.
+    public func step() throws(SQLiteError) -> Bool {
+        let statement = try liveHandle()
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let resultCode: throw SQLiteError(resultCode: resultCode, connection: sqlite3_db_handle(statement), sql: sql)
+        }
+    }
+
+    /// The number of result columns (0 for statements that return no data).
+    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+    /// The result column names, in order.
+    public var columnNames: [String] {
+        if let columnNamesOfCurrentResult { return columnNamesOfCurrentResult }
+        let names = (0..<Int32(columnCount)).map { column in
+            sqlite3_column_name(handle, column).map { String(cString: $0) } ?? ""
+        }
+        columnNamesOfCurrentResult = names
+        return names
+    }
+
+    /// The value in a column of the current row; valid only after `step()` returned true.
+    public func value(_ column: Int) -> SQLValue {
+        guard let handle, column >= 0, column < columnCount else { return .null }
+        let index = Int32(column)
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(handle, index))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_column_double(handle, index))
+        case SQLITE_TEXT:
+            let start = sqlite3_column_text(handle, index)  // Read before the length, as SQLite advises.
+            let length = Int(sqlite3_column_bytes(handle, index))
+            return .text(String(decoding: UnsafeBufferPointer(start: start, count: start == nil ? 0 : length), as: UTF8.self))
+        case SQLITE_BLOB:
+            let start = sqlite3_column_blob(handle, index)
+            let length = Int(sqlite3_column_bytes(handle, index))
+            return .blob([UInt8](UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : length)))
+        default:
+            return .null
+        }
+    }
+
+    /// A copy of the current row; valid only after `step()` returned true.
+    public var row: Row {
+        Row(columnNames: columnNames, values: (0..<columnCount).map(value))
+    }
+}

@@ -1,0 +1,82 @@
+import Bus
+import Foundation
+import Testing
+
+/// One exchange of a protocol transcript: a request and the reply the docs promise.
+struct Exchange {
+    var line: Int
+    var type: String
+    var body: String
+    var expected: String
+}
+
+/// Reads every ```transcript block of a Markdown file in `Protocols/`.
+func transcript(_ file: String) throws -> [Exchange] {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let text = try String(contentsOf: root.appendingPathComponent("Protocols").appendingPathComponent(file), encoding: .utf8)
+    var exchanges: [Exchange] = []
+    var inside = false
+    var pending: (Int, String, String)?
+    for (number, line) in text.components(separatedBy: "\n").enumerated() {
+        if line.hasPrefix("```") {
+            inside = line == "```transcript"
+            continue
+        }
+        guard inside else { continue }
+        if line.hasPrefix("> ") {
+            let request = line.dropFirst(2)
+            let space = request.firstIndex(of: " ") ?? request.endIndex
+            pending = (number + 1, String(request[..<space]), String(request[space...]).trimmingCharacters(in: .whitespaces))
+        } else if line.hasPrefix("< "), let (at, type, body) = pending {
+            exchanges.append(Exchange(line: at, type: type, body: body.isEmpty ? "{}" : body, expected: String(line.dropFirst(2))))
+            pending = nil
+        }
+    }
+    return exchanges
+}
+
+/// Whether `actual` matches `expected`, where "<any>" matches anything and "<ts>" any ISO-8601 timestamp.
+func matches(_ expected: Any, _ actual: Any?) -> Bool {
+    if let e = expected as? String, e == "<any>" { return actual != nil }
+    if let e = expected as? String, e == "<ts>" {
+        guard let a = actual as? String else { return false }
+        return a.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil
+    }
+    switch (expected, actual) {
+    case (let e as [String: Any], let a as [String: Any]):
+        return Set(e.keys) == Set(a.keys) && e.allSatisfy { matches($0.value, a[$0.key]) }
+    case (let e as [Any], let a as [Any]):
+        return e.count == a.count && zip(e, a).allSatisfy { matches($0, $1) }
+    case (let e as NSNumber, let a as NSNumber):
+        return e == a
+    case (let e as String, let a as String):
+        return e == a
+    case (is NSNull, is NSNull):
+        return true
+    default:
+        return false
+    }
+}
+
+@Suite struct TranscriptTests {
+    @Test func catalogTranscriptsMatchTheService() throws {
+        let exchanges = try transcript("catalog.md")
+        #expect(exchanges.count >= 10)
+        let catalog = try CatalogFixture()
+        for exchange in exchanges {
+            var actual: [String: Any]
+            do {
+                let reply = try catalog.client.request(type: exchange.type, body: Data(exchange.body.utf8), timeoutMilliseconds: 5_000)
+                actual = try JSONSerialization.jsonObject(with: reply.envelope) as? [String: Any] ?? [:]
+            } catch let error as ServiceError {
+                actual = ["v": 1, "id": "x", "ok": false,
+                          "error": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(error))]
+            }
+            actual.removeValue(forKey: "v")
+            actual.removeValue(forKey: "id")
+            let expected = try JSONSerialization.jsonObject(with: Data(exchange.expected.utf8))
+            let shown = String(decoding: try JSONSerialization.data(withJSONObject: actual, options: [.sortedKeys]), as: UTF8.self)
+            #expect(matches(expected, actual), "catalog.md line \(exchange.line): \(exchange.type) answered \(shown)")
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Bus
+import Foundation
+import ServiceKit
+import Testing
+
+@Suite struct ServiceConfigTests {
+    func writeFile(_ json: String) throws -> String {
+        let path = NSTemporaryDirectory() + "tourbus-config-\(UUID().uuidString).json"
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func defaultsBindLoopbackOnAnyPort() throws {
+        let config = try ServiceConfig.load(service: "catalog", arguments: [], environment: [:])
+        #expect(config.bind == ["tcp://127.0.0.1:0"] && config.publish == ["tcp://127.0.0.1:0"])
+        #expect(config.resolvedDatabasePath == "data/catalog.sqlite")
+        #expect(config.peers.isEmpty && config.readers == 2)
+    }
+
+    @Test func fileThenEnvironmentThenFlags() throws {
+        let file = try writeFile("""
+            {"data_dir": "/srv/tourbus", "heartbeat_ms": 250,
+             "services": {
+               "catalog": {"bind": ["tcp://*:7101"], "publish": ["tcp://*:7102"], "readers": 4},
+               "search":  {"bind": ["tcp://0.0.0.0:7201"]},
+               "social":  {"bind": ["tcp://*:7301"], "publish": ["tcp://*:7302"],
+                           "connect": ["tcp://10.0.0.2:7301"], "subscribe": ["tcp://10.0.0.2:7302"]}
+             }}
+            """)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+
+        let fromFile = try ServiceConfig.load(service: "catalog", arguments: ["--config", file], environment: [:])
+        #expect(fromFile.bind == ["tcp://*:7101"] && fromFile.publish == ["tcp://*:7102"] && fromFile.readers == 4)
+        #expect(fromFile.dataDirectory == "/srv/tourbus" && fromFile.heartbeatMilliseconds == 250)
+        #expect(fromFile.peers["search"] == PeerEndpoints(rpc: ["tcp://127.0.0.1:7201"], publish: []))
+        #expect(fromFile.peers["social"] == PeerEndpoints(rpc: ["tcp://10.0.0.2:7301"], publish: ["tcp://10.0.0.2:7302"]))
+        #expect(fromFile.peers["catalog"] == nil)
+
+        let environment = ["TOURBUS_CONFIG": file, "TOURBUS_CATALOG_BIND": "tcp://127.0.0.1:9001, tcp://127.0.0.1:9002",
+                           "TOURBUS_DATA_DIR": "/tmp/env", "TOURBUS_PEER_SEARCH": "tcp://h:1", "TOURBUS_PEER_SEARCH_PUB": "tcp://h:2"]
+        let fromEnvironment = try ServiceConfig.load(service: "catalog", arguments: [], environment: environment)
+        #expect(fromEnvironment.bind == ["tcp://127.0.0.1:9001", "tcp://127.0.0.1:9002"])
+        #expect(fromEnvironment.dataDirectory == "/tmp/env")
+        #expect(fromEnvironment.peers["search"] == PeerEndpoints(rpc: ["tcp://h:1"], publish: ["tcp://h:2"]))
+
+        let fromFlags = try ServiceConfig.load(service: "catalog", arguments: [
+            "--bind", "tcp://127.0.0.1:0", "--data-dir=/tmp/flags", "--peer", "search=tcp://f:1,tcp://f:2",
+            "--db", "/tmp/x.sqlite", "--readers", "3", "--log-level", "warn",
+        ], environment: environment)
+        #expect(fromFlags.bind == ["tcp://127.0.0.1:0"] && fromFlags.dataDirectory == "/tmp/flags" && fromFlags.readers == 3)
+        #expect(fromFlags.peers["search"]?.rpc == ["tcp://f:1", "tcp://f:2"] && fromFlags.peers["search"]?.publish == ["tcp://h:2"])
+        #expect(fromFlags.resolvedDatabasePath == "/tmp/x.sqlite" && fromFlags.logLevel == .warn)
+    }
+
+    @Test(arguments: [
+        (["--frobnicate", "1"], "unknown option --frobnicate"),
+        (["--bind"], "--bind needs a value"),
+        (["stray"], "unexpected argument 'stray'"),
+        (["--readers", "0"], "--readers takes a positive integer, got '0'"),
+        (["--peer", "nameless"], "--peer takes NAME=ENDPOINT[,ENDPOINT], got 'nameless'"),
+        (["--log-level", "chatty"], "unknown log level 'chatty'"),
+        (["--config", "/nonexistent/tourbus.json"], "config file /nonexistent/tourbus.json"),
+    ])
+    func mistakesAreReportedClearly(arguments: [String], message: String) {
+        do {
+            _ = try ServiceConfig.load(service: "catalog", arguments: arguments, environment: [:])
+            Issue.record("accepted \(arguments)")
+        } catch {
+            #expect(error.message.hasPrefix(message), "\(error)")
+        }
+    }
+
+    @Test func malformedFileNamesTheField() throws {
+        let file = try writeFile(#"{"services": {"catalog": {"bind": "tcp://*:1"}}}"#)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        do {
+            _ = try ServiceConfig.load(service: "catalog", arguments: ["--config", file], environment: [:])
+            Issue.record("accepted a string where a list belongs")
+        } catch {
+            #expect(error.message.contains("services.catalog.bind"), "\(error)")
+        }
+    }
+}
+
+@Suite struct LoggerTests {
+    @Test func logfmtLinesWithLevelsAndQuoting() {
+        final class Lines: @unchecked Sendable {
+            var all: [String] = []
+            let lock = NSLock()
+        }
+        let lines = Lines()
+        let logger = Logger(component: "unit", level: .info) { line in lines.lock.withLock { lines.all.append(line) } }
+        logger.debug("hidden")
+        logger.info("hello world", ["key": "a b", "n": 3, "quote": "say \"hi\"\n"])
+        logger.error("plain")
+        #expect(lines.all.count == 2)
+        let first = lines.all[0]
+        #expect(first.hasPrefix("ts=") && first.hasSuffix("\n"))
+        #expect(first.contains(#"level=info component=unit msg="hello world" key="a b" n=3 quote="say \"hi\"\n""#))
+        #expect(lines.all[1].contains("level=error component=unit msg=plain"))
+        #expect(Logger.timestamp(Date(timeIntervalSince1970: 1_700_000_000.123)) == "2023-11-14T22:13:20.123Z")
+    }
+}

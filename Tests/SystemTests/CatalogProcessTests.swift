@@ -1,0 +1,146 @@
+import Bus
+import CatalogService
+import Foundation
+import Testing
+
+/// A real `tourbus-catalog` process, started from the build folder.
+final class ServiceProcess {
+    let process = Process()
+    let folder: String
+    let stderrFile: String
+    let endpoints: [String: Any]
+
+    static func executable(_ name: String) throws -> URL {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent(".build/debug"),
+        ]
+        for folder in candidates {
+            let url = folder.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        throw ServiceError(.notFound, "\(name) is not built next to the tests; run swift build first")
+    }
+
+    init(_ name: String, folder: String, arguments: [String] = []) throws {
+        self.folder = folder
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let ready = folder + "/ready-\(UUID().uuidString).json"
+        stderrFile = folder + "/stderr-\(UUID().uuidString).log"
+        _ = FileManager.default.createFile(atPath: stderrFile, contents: nil)
+        process.executableURL = try ServiceProcess.executable(name)
+        process.arguments = ["--data-dir", folder, "--ready-file", ready, "--heartbeat-ms", "100"] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrFile))
+        var environment = ProcessInfo.processInfo.environment
+        environment["LOG_LEVEL"] = "info"
+        process.environment = environment
+        try process.run()
+        var found: [String: Any]?
+        for _ in 0..<500 where found == nil {
+            if let data = FileManager.default.contents(atPath: ready), !data.isEmpty {
+                found = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+            } else {
+                usleep(20_000)
+            }
+        }
+        guard let found else {
+            process.terminate()
+            throw ServiceError(.unavailable, "\(name) did not become ready: \(String(decoding: FileManager.default.contents(atPath: stderrFile) ?? Data(), as: UTF8.self))")
+        }
+        endpoints = found
+    }
+
+    var rpc: String { (endpoints["rpc"] as? [String])?.first ?? "" }
+    var log: String { String(decoding: FileManager.default.contents(atPath: stderrFile) ?? Data(), as: UTF8.self) }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    func terminate(timeout: TimeInterval = 10) -> Int32? {
+        process.terminate()
+        let limit = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < limit { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+@Suite(.serialized) struct CatalogProcessTests {
+    let folder = NSTemporaryDirectory() + "tourbus-system-\(UUID().uuidString)"
+
+    @Test func badInputNeverTakesTheProcessDown() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let service = try ServiceProcess("tourbus-catalog", folder: folder)
+        let context = try ZMQContext()
+        let raw = try Socket(context, .dealer)
+        try raw.setReceiveTimeout(milliseconds: 5_000)
+        try raw.connect(service.rpc)
+
+        func errorCode(_ frames: [Data]) throws -> String? {
+            try raw.send(frames)
+            guard let reply = try raw.receive() else { return "no reply" }
+            return try JSONDecoder().decode(ReplyHeader.self, from: reply[0]).error?.code.rawValue
+        }
+        var random = SystemRandomNumberGenerator()
+        let garbage = Data((0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) })
+        #expect(try errorCode([garbage]) == "invalid_argument")
+        #expect(try errorCode([garbage, garbage, Data()]) == "invalid_argument")
+        #expect(try errorCode([Data("[1,2,3]".utf8)]) == "invalid_argument")
+        #expect(try errorCode([Data(#"{"v":9,"id":"a","type":"catalog.get","body":{"id":1}}"#.utf8)]) == "invalid_argument")
+        #expect(try errorCode([Data(#"{"v":1,"id":"b","type":"catalog.fly","body":{}}"#.utf8)]) == "not_found")
+        let twoMiB = #"{"v":1,"id":"c","type":"catalog.create","body":{"name":"x","category":"cafe","lat":0,"lon":0,"description":""# + String(repeating: "z", count: 2 << 20) + #""}}"#
+        #expect(try errorCode([Data(twoMiB.utf8)]) == "too_large")
+
+        let client = try RPCClient(context: context, endpoints: [service.rpc], logger: Logger(component: "test", level: .error))
+        let place = try client.call("catalog.create", PlaceInput(name: "Still here", category: "cafe", lat: -33.87, lon: 151.2), as: Place.self)
+        #expect(place.id == 1)
+        #expect(service.process.isRunning)
+        #expect(service.log.contains("malformed envelope"))
+        client.close()
+        #expect(service.terminate() == 0)
+    }
+
+    @Test func gracefulStopKeepsDataAndRestartContinuesTheSequence() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let context = try ZMQContext()
+        let logger = Logger(component: "test", level: .error)
+        var service = try ServiceProcess("tourbus-catalog", folder: folder)
+        var client = try RPCClient(context: context, endpoints: [service.rpc], logger: logger)
+        for i in 0..<3 { _ = try client.call("catalog.create", PlaceInput(name: "P\(i)", category: "park", lat: -33.9, lon: 151.1), as: Place.self) }
+        struct Replay: Decodable { var epoch: String; var head: Int64 }
+        let before = try client.request(type: "sys.replay", body: Data(#"{"after":0}"#.utf8)).body(Replay.self)
+        client.close()
+        #expect(service.terminate() == 0)
+        #expect(service.log.contains("signal received") && service.log.contains("service stopped"))
+
+        service = try ServiceProcess("tourbus-catalog", folder: folder)
+        client = try RPCClient(context: context, endpoints: [service.rpc], logger: logger)
+        let list = try client.call("catalog.list", ListPlaces(category: "park"), as: PlacePage.self)
+        #expect(list.places.map(\.name) == ["P0", "P1", "P2"])
+        _ = try client.call("catalog.create", PlaceInput(name: "P3", category: "park", lat: -33.9, lon: 151.1), as: Place.self)
+        let after = try client.request(type: "sys.replay", body: Data(#"{"after":0}"#.utf8)).body(Replay.self)
+        #expect(after.epoch == before.epoch && after.head == before.head + 1)
+        client.close()
+        #expect(service.terminate() == 0)
+    }
+
+    @Test func badConfigurationExitsWithUsage() throws {
+        let process = Process()
+        process.executableURL = try ServiceProcess.executable("tourbus-catalog")
+        process.arguments = ["--frobnicate", "1"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 2)
+        #expect(text.contains("unknown option --frobnicate") && text.contains("usage: tourbus-catalog"))
+    }
+}
