@@ -268,6 +268,42 @@ public final class Socket {
     }
 }
 
+/// A CURVE key pair (32 raw bytes each), as libzmq generates them.
+public struct CurveKeyPair: Sendable, Equatable {
+    public let publicKey: [UInt8]
+    public let secretKey: [UInt8]
+
+    /// A new random key pair (needs libzmq built with libsodium, as Debian's is).
+    public static func generate() throws(ZMQError) -> CurveKeyPair {
+        var publicText = [CChar](repeating: 0, count: 41)
+        var secretText = [CChar](repeating: 0, count: 41)
+        guard zmq_curve_keypair(&publicText, &secretText) == 0 else { throw ZMQError("zmq_curve_keypair") }
+        return CurveKeyPair(publicKey: try z85Decode(publicText), secretKey: try z85Decode(secretText))
+    }
+
+    /// The Z85 text form of a 32-byte key (40 characters), as key files and configs carry it.
+    public static func z85(_ key: [UInt8]) throws(ZMQError) -> String {
+        guard key.count == 32 else { throw ZMQError("zmq_z85_encode", errno: EINVAL) }
+        var text = [CChar](repeating: 0, count: 41)
+        guard key.withUnsafeBufferPointer({ zmq_z85_encode(&text, $0.baseAddress, 32) }) != nil else {
+            throw ZMQError("zmq_z85_encode")
+        }
+        return String(decoding: text.prefix(40).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Decodes a 40-character Z85 key into 32 bytes.
+    public static func key(z85 text: String) throws(ZMQError) -> [UInt8] {
+        guard text.utf8.count == 40 else { throw ZMQError("zmq_z85_decode", errno: EINVAL) }
+        return try z85Decode(Array(text.utf8CString))
+    }
+
+    private static func z85Decode(_ text: [CChar]) throws(ZMQError) -> [UInt8] {
+        var key = [UInt8](repeating: 0, count: 32)
+        guard zmq_z85_decode(&key, text) != nil else { throw ZMQError("zmq_z85_decode", errno: EINVAL) }
+        return key
+    }
+}
+
 /// Connection events a socket monitor reports.
 public enum MonitorEvent: Sendable, Equatable {
     case handshakeSucceeded(endpoint: String)

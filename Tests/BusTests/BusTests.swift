@@ -149,6 +149,63 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
         #expect(answer == 42)
     }
 
+    @Test func handlersRunOnSeveralThreadsAtOnce() throws {
+        // Two requests that can only finish when both are inside a handler at the same time.
+        let context = try ZMQContext()
+        let inside = Mutex(0)
+        let bothInside = DispatchSemaphore(value: 0)
+        var table = HandlerTable<Int>()
+        table.on("test.meet") { (_: Empty, _, _) -> Bool in
+            if inside.withLock({ $0 += 1; return $0 }) == 2 {
+                bothInside.signal()
+                bothInside.signal()
+            }
+            // Only a second thread running this handler at the same time can release the first.
+            return bothInside.wait(timeout: .now() + 3) == .success
+        }
+        var options = RPCServerOptions()
+        options.readers = 2
+        let server = try RPCServer(context: context, bind: ["tcp://127.0.0.1:0"], table: table, options: options, logger: logger) { _ in 0 }
+        let client = try RPCClient(context: context, endpoints: server.endpoints, logger: logger)
+        let results = Mutex<[Bool]>([])
+        let group = DispatchGroup()
+        for _ in 0..<2 {
+            group.enter()
+            DispatchQueue.global().async {
+                let met = (try? client.call("test.meet", Empty(), as: Bool.self, timeoutMilliseconds: 5_000)) ?? false
+                results.withLock { $0.append(met) }
+                group.leave()
+            }
+        }
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(results.withLock { $0 } == [true, true])
+    }
+
+    @Test func curveEncryptsAndAuthenticatesTheServer() throws {
+        #expect(ZMQContext.has("curve"))
+        let context = try ZMQContext()
+        let serverKeys = try CurveKeyPair.generate()
+        let clientKeys = try CurveKeyPair.generate()
+        #expect(try CurveKeyPair.key(z85: try CurveKeyPair.z85(serverKeys.publicKey)) == serverKeys.publicKey)
+        var options = RPCServerOptions()
+        options.curveSecretKey = serverKeys.secretKey
+        let server = try makeServer(context, options: options)
+
+        var good = RPCClientOptions()
+        good.curve = CurveClientKeys(publicKey: clientKeys.publicKey, secretKey: clientKeys.secretKey, serverKey: serverKeys.publicKey)
+        let trusted = try RPCClient(context: context, endpoints: server.endpoints, options: good, logger: logger)
+        #expect(try trusted.call("test.sum", Sum(a: 1, b: 2), as: Int.self) == 3)
+
+        // A client expecting another server key never completes the handshake.
+        var wrong = good
+        wrong.curve?.serverKey = clientKeys.publicKey
+        let fooled = try RPCClient(context: context, endpoints: server.endpoints, options: wrong, logger: logger)
+        #expect(throws: ServiceError.self) { try fooled.call("test.sum", Sum(a: 1, b: 2), as: Int.self, timeoutMilliseconds: 500) }
+        // And a plain client cannot talk to a CURVE server at all.
+        let plain = try RPCClient(context: context, endpoints: server.endpoints, logger: logger)
+        #expect(throws: ServiceError.self) { try plain.call("test.sum", Sum(a: 1, b: 2), as: Int.self, timeoutMilliseconds: 500) }
+    }
+
     @Test func nothingListeningIsUnavailable() throws {
         let context = try ZMQContext()
         let probe = try Socket(context, .router)
