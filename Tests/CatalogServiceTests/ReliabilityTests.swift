@@ -7,33 +7,32 @@ import Testing
 
 /// Events from the catalog reach a subscriber exactly once in effect, whatever happens between them.
 @Suite(.serialized) struct ReliabilityTests {
+    /// A mirror that followed the catalog through its first ten places, then stopped.
+    func mirrorThatSawTenPlaces(of catalog: CatalogFixture) throws -> PlaceMirror {
+        let mirror = try PlaceMirror()
+        let subscriber = try mirror.subscribe(to: catalog)
+        try catalog.createMany(10, prefix: "early")
+        #expect(subscriber.waitFor(seq: 10, timeout: 10))
+        subscriber.stop()
+        #expect(try mirror.rows().count == 10)
+        return mirror
+    }
+
     @Test func subscriberStoppedWhileThousandPlacesAreWrittenCatchesUpExactly() throws {
         let catalog = try CatalogFixture(heartbeatMs: 100)
-        let mirror = try PlaceMirror()
-        var subscriber: EventSubscriber? = try mirror.subscribe(to: catalog)
-        try catalog.createMany(10, prefix: "early")
-        #expect(subscriber?.waitFor(seq: 10, timeout: 10) == true)
-        subscriber?.stop()
-        subscriber = nil
-
-        try catalog.createMany(990, prefix: "while stopped")
-        subscriber = try mirror.subscribe(to: catalog)
-        #expect(subscriber?.waitFor(seq: 1_000, timeout: 30) == true)
+        let mirror = try mirrorThatSawTenPlaces(of: catalog)
+        try catalog.createMany(1_000, prefix: "while stopped")
+        let subscriber = try mirror.subscribe(to: catalog)
+        #expect(subscriber.waitFor(seq: 1_010, timeout: 30))
         let places = try catalog.allPlaces()
-        #expect(places.count == 1_000)
+        #expect(places.count == 1_010)
         #expect(try mirror.rows() == rows(of: places))
-        let status = try #require(subscriber?.status)
-        #expect(status.snapshots == 0 && status.replays >= 1 && status.applied == 990)
+        #expect(subscriber.status.snapshots == 0 && subscriber.status.replays >= 1 && subscriber.status.applied == 1_000)
     }
 
     @Test func subscriberBehindATrimmedOutboxRebuildsFromSnapshot() throws {
         let catalog = try CatalogFixture(retention: 50, heartbeatMs: 20)
-        let mirror = try PlaceMirror()
-        var subscriber: EventSubscriber? = try mirror.subscribe(to: catalog)
-        try catalog.createMany(10, prefix: "early")
-        #expect(subscriber?.waitFor(seq: 10, timeout: 10) == true)
-        subscriber?.stop()
-        subscriber = nil
+        let mirror = try mirrorThatSawTenPlaces(of: catalog)
 
         // While it is away: deletions of places it has, and a thousand new ones.
         for id in 1...5 { _ = try catalog.client.call("catalog.delete", PlaceID(id: Int64(id)), as: PlaceDeleted.self) }
@@ -47,12 +46,12 @@ import Testing
         }
         #expect(first > 11)
 
-        subscriber = try mirror.subscribe(to: catalog)
-        #expect(subscriber?.waitFor(seq: 1_010, timeout: 30) == true)
+        let subscriber = try mirror.subscribe(to: catalog)
+        #expect(subscriber.waitFor(seq: 1_010, timeout: 30))
         let places = try catalog.allPlaces()
         #expect(places.count == 1_000)
         #expect(try mirror.rows() == rows(of: places))
-        #expect((subscriber?.status.snapshots ?? 0) >= 1)
+        #expect(subscriber.status.snapshots >= 1)
     }
 
     @Test func subscriberThatLosesEveryThirdLiveEventStillMatches() throws {
