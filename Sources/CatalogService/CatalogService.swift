@@ -76,9 +76,7 @@ public enum CatalogService {
         table.on("catalog.list") { (request: ListPlaces, _, store) -> PlacePage in
             let limit = request.limit ?? defaultLimit
             guard (1...maxLimit).contains(limit) else { throw ServiceError.invalid("limit", "must be 1 to \(maxLimit)") }
-            if let category = request.category, !store.categoryIds.contains(category) {
-                throw ServiceError.invalid("category", "unknown category '\(category)'")
-            }
+            if let category = request.category { try PlaceRules.category(category, among: store.categoryIds) }
             let after = try request.cursor.map(PageCursor.decode) ?? 0
             let places = try store.list(category: request.category, after: after, limit: limit)
             let next = places.count == limit ? places.last.map { PageCursor.encode($0.id) } : nil

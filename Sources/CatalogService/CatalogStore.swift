@@ -59,6 +59,7 @@ public final class CatalogStore: ServiceState {
                           phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
                           openingHours: input.openingHours ?? [], photos: input.photos ?? [], popularity: input.popularity ?? 0,
                           externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1)
+        place = PlaceRules.normalized(place)
         try PlaceRules.validate(place, categories: categoryIds)
         return try db.transaction {
             try db.run("""
@@ -79,8 +80,10 @@ public final class CatalogStore: ServiceState {
             if let expected = update.expectedVersion, expected != current.version {
                 throw ServiceError(.conflict, "place \(update.id) is at version \(current.version), not \(expected)", field: "expected_version")
             }
-            var place = try update.applied(to: current)
+            var place = PlaceRules.normalized(try update.applied(to: current))
             try PlaceRules.validate(place, categories: categoryIds)
+            // An update that changes nothing writes nothing and publishes nothing.
+            if place == current { return current }
             place.version = current.version + 1
             place.updatedAt = Logger.timestamp()
             try db.run("""

@@ -180,12 +180,9 @@ enum PlaceRules {
     static let maxURL = 2_000
 
     static func validate(_ p: Place, categories: Set<String>) throws(ServiceError) {
-        let name = p.name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !name.isEmpty else { throw .invalid("name", "must not be empty") }
+        guard !p.name.isEmpty else { throw .invalid("name", "must not be empty") }
         guard p.name.count <= maxName else { throw .invalid("name", "must be at most \(maxName) characters") }
-        guard categories.contains(p.category) else {
-            throw .invalid("category", "unknown category '\(p.category)'; known: \(categories.sorted().joined(separator: ", "))")
-        }
+        try category(p.category, among: categories)
         do {
             _ = try Coordinate(latitude: p.lat, longitude: p.lon)
         } catch {
@@ -222,6 +219,20 @@ enum PlaceRules {
                 throw .invalid("external_ids", "sources must be 1-50 characters and ids 1-200")
             }
         }
+    }
+
+    /// Refuses a category that is not one of `categories`, listing those that are.
+    static func category(_ id: String, among categories: Set<String>) throws(ServiceError) {
+        guard categories.contains(id) else {
+            throw .invalid("category", "unknown category '\(id)'; known: \(categories.sorted().joined(separator: ", "))")
+        }
+    }
+
+    /// Surrounding white space is not part of a name.
+    static func normalized(_ p: Place) -> Place {
+        var place = p
+        place.name = p.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        return place
     }
 
     /// Minutes since midnight of `HH:MM` (00:00 to 24:00), or nil.

@@ -71,6 +71,7 @@ public struct ServiceConfig: Sendable, Equatable {
           --readers N             reader threads (default 2)
           --heartbeat-ms N        event heartbeat interval (default 1000)
           --outbox-retention N    outbox rows kept for replay (default 100000)
+          --max-request-bytes N   largest request accepted (default 1048576)
           --ready-file FILE       write the bound endpoints here once ready
           --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
         Environment: TOURBUS_\(service.uppercased())_BIND, TOURBUS_\(service.uppercased())_PUBLISH (comma-separated),
@@ -122,6 +123,7 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = flags.last("readers") { config.readers = try positive(value, "--readers") }
         if let value = flags.last("heartbeat-ms") { config.heartbeatMilliseconds = try positive(value, "--heartbeat-ms") }
         if let value = flags.last("outbox-retention") { config.outboxRetention = try positive(value, "--outbox-retention") }
+        if let value = flags.last("max-request-bytes") { config.maxRequestBytes = try positive(value, "--max-request-bytes") }
         if let value = flags.last("log-level") ?? environment["LOG_LEVEL"] {
             guard let level = Logger.Level(name: value) else { throw ConfigError("unknown log level '\(value)'") }
             config.logLevel = level
@@ -147,9 +149,11 @@ public struct ServiceConfig: Sendable, Equatable {
             var dataDir: String?
             var heartbeatMs: Int?
             var outboxRetention: Int?
+            var maxRequestBytes: Int?
             var services: [String: Section]?
             enum CodingKeys: String, CodingKey {
-                case dataDir = "data_dir", heartbeatMs = "heartbeat_ms", outboxRetention = "outbox_retention", services
+                case dataDir = "data_dir", heartbeatMs = "heartbeat_ms", outboxRetention = "outbox_retention",
+                     maxRequestBytes = "max_request_bytes", services
             }
         }
         let file: File
@@ -162,13 +166,19 @@ public struct ServiceConfig: Sendable, Equatable {
             throw ConfigError("config file \(path): \(error.localizedDescription)")
         }
         if let value = file.dataDir { dataDirectory = value }
-        if let value = file.heartbeatMs { heartbeatMilliseconds = value }
-        if let value = file.outboxRetention { outboxRetention = value }
+        func checked(_ value: Int?, _ key: String) throws(ConfigError) -> Int? {
+            guard let value else { return nil }
+            guard value > 0 else { throw ConfigError("config file \(path): \(key) must be a positive integer, got \(value)") }
+            return value
+        }
+        if let value = try checked(file.heartbeatMs, "heartbeat_ms") { heartbeatMilliseconds = value }
+        if let value = try checked(file.outboxRetention, "outbox_retention") { outboxRetention = value }
+        if let value = try checked(file.maxRequestBytes, "max_request_bytes") { maxRequestBytes = value }
         for (name, section) in file.services ?? [:] {
             if name == service {
                 if let value = section.bind { bind = value }
                 if let value = section.publish { publish = value }
-                if let value = section.readers { readers = value }
+                if let value = try checked(section.readers, "services.\(name).readers") { readers = value }
                 if let value = section.db { databasePath = value }
             } else {
                 let local = { (eps: [String]) in eps.map { $0.replacingOccurrences(of: "://*:", with: "://127.0.0.1:").replacingOccurrences(of: "://0.0.0.0:", with: "://127.0.0.1:") } }
@@ -191,7 +201,7 @@ public struct ServiceConfig: Sendable, Equatable {
 /// `--name value` and `--name=value` flags, repeatable; anything else is an error.
 struct Flags {
     static let known: Set<String> = ["config", "bind", "publish", "data-dir", "db", "peer", "peer-pub", "readers",
-                                     "heartbeat-ms", "outbox-retention", "ready-file", "log-level"]
+                                     "heartbeat-ms", "outbox-retention", "max-request-bytes", "ready-file", "log-level"]
     private var values: [(String, String)] = []
 
     init(_ arguments: [String]) throws(ConfigError) {

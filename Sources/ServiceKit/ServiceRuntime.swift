@@ -214,7 +214,9 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
             logger.error("failed to start", ["error": error])
             exit(1)
         }
-        if let line = try? JSONCoding.encoder.encode(runtime.endpoints) {
+        let sorted = JSONEncoder()
+        sorted.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        if let line = try? sorted.encode(runtime.endpoints) {
             FileHandle.standardOutput.write(line + Data("\n".utf8))
             if let file = config.readyFile { try? line.write(to: URL(fileURLWithPath: file), options: .atomic) }
         }

@@ -28,6 +28,10 @@ import Testing
         let fetched = try catalog.client.call("catalog.get", PlaceID(id: created.id), as: Place.self)
         #expect(fetched.phone == nil && fetched.website == input.website && fetched.openingHours == input.openingHours && fetched.externalIds == ["osm": "way/5163069"])
         #expect(throws: ServiceError.self) { try catalog.raw("catalog.update", #"{"id":\#(created.id),"name":"x","expected_version":1}"#) }
+        // Changing nothing writes nothing: same version, no event (checked in the event test).
+        #expect(try catalog.client.call("catalog.get", PlaceID(id: created.id), as: Place.self).version == 2)
+        _ = try catalog.raw("catalog.update", #"{"id":\#(created.id),"name":" Opera House "}"#)
+        #expect(try catalog.client.call("catalog.get", PlaceID(id: created.id), as: Place.self).version == 2)
 
         for i in 0..<5 { _ = try catalog.create("Cafe \(i)", category: "cafe") }
         var names: [String] = []
@@ -159,6 +163,7 @@ import Testing
         let a = try catalog.create("A")
         let b = try catalog.create("B")
         _ = try catalog.raw("catalog.update", #"{"id":\#(a.id),"name":"A2"}"#)
+        _ = try catalog.raw("catalog.update", #"{"id":\#(a.id)}"#)  // no change, no event
         _ = try catalog.client.call("catalog.delete", PlaceID(id: b.id), as: PlaceDeleted.self)
         #expect(throws: ServiceError.self) { try catalog.raw("catalog.create", #"{"name":""}"#) }  // no event for a refusal
 

@@ -59,9 +59,10 @@ func matches(_ expected: Any, _ actual: Any?) -> Bool {
 }
 
 @Suite struct TranscriptTests {
-    @Test func catalogTranscriptsMatchTheService() throws {
-        let exchanges = try transcript("catalog.md")
-        #expect(exchanges.count >= 10)
+    @Test(arguments: ["catalog.md", "envelope.md"])
+    func transcriptsMatchTheService(file: String) throws {
+        let exchanges = try transcript(file)
+        #expect(exchanges.count >= 3)
         let catalog = try CatalogFixture()
         for exchange in exchanges {
             var actual: [String: Any]
@@ -76,7 +77,7 @@ func matches(_ expected: Any, _ actual: Any?) -> Bool {
             actual.removeValue(forKey: "id")
             let expected = try JSONSerialization.jsonObject(with: Data(exchange.expected.utf8))
             let shown = String(decoding: try JSONSerialization.data(withJSONObject: actual, options: [.sortedKeys]), as: UTF8.self)
-            #expect(matches(expected, actual), "catalog.md line \(exchange.line): \(exchange.type) answered \(shown)")
+            #expect(matches(expected, actual), "\(file) line \(exchange.line): \(exchange.type) answered \(shown)")
         }
     }
 }

@@ -70,6 +70,18 @@ import Testing
         }
     }
 
+    @Test func fileNumbersMustBePositive() throws {
+        for json in [#"{"heartbeat_ms": 0}"#, #"{"outbox_retention": -5}"#, #"{"services": {"catalog": {"readers": 0}}}"#] {
+            let file = try writeFile(json)
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            #expect(throws: ConfigError.self, "\(json)") { try ServiceConfig.load(service: "catalog", arguments: ["--config", file], environment: [:]) }
+        }
+        let file = try writeFile(#"{"max_request_bytes": 4096}"#)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        #expect(try ServiceConfig.load(service: "catalog", arguments: ["--config", file], environment: [:]).maxRequestBytes == 4096)
+        #expect(try ServiceConfig.load(service: "catalog", arguments: ["--max-request-bytes", "9"], environment: [:]).maxRequestBytes == 9)
+    }
+
     @Test func malformedFileNamesTheField() throws {
         let file = try writeFile(#"{"services": {"catalog": {"bind": "tcp://*:1"}}}"#)
         defer { try? FileManager.default.removeItem(atPath: file) }
