@@ -273,7 +273,8 @@ public final class RPCClient: Sendable {
                     live.remove(endpoint)
                     if live.isEmpty && inproc == 0 {
                         // Whatever was sent is lost with the connection: say so now, not at the deadline.
-                        let lost = pending.keys.filter { id in !unsent.contains(id) }
+                        let waiting = Set(unsent)
+                        let lost = pending.keys.filter { !waiting.contains($0) }
                         for id in lost { finish(id, .failure(ServiceError(.unavailable, "lost the connection to \(endpoint)"))) }
                     }
                 default:
