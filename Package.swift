@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tourbus-catalog", targets: ["tourbus-catalog"]),
+        .executable(name: "tourbus-gateway", targets: ["tourbus-gateway"]),
     ],
     targets: [
         // C libraries from Debian's -dev packages. libzmq's pkg-config file carries flags
@@ -22,9 +23,11 @@ let package = Package(
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
         .target(name: "CatalogService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
+        .target(name: "Gateway", dependencies: ["ServiceKit", "Bus"]),
 
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),
+        .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway", "ServiceKit", "Bus"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),

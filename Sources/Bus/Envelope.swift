@@ -233,7 +233,7 @@ public enum JSONCoding {
     /// Compact output, no escaped slashes.
     public static let encoder: JSONEncoder = {
         let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes]
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return e
     }()
 

@@ -33,6 +33,12 @@ public struct Reply: Sendable {
     /// Frames after the envelope (events of `sys.replay`, for instance).
     public let attachments: [Data]
 
+    /// The body's JSON text as the server sent it (`{}` when there is none).
+    public var bodyJSON: Data {
+        guard let range = JSONSpan.member("body", in: envelope) else { return Data("{}".utf8) }
+        return envelope.subdata(in: range)
+    }
+
     /// Decodes the body as `Body`; a body that does not fit is an `internal` error (the
     /// server broke its own contract).
     public func body<Body: Decodable>(_ type: Body.Type) throws(ServiceError) -> Body {

@@ -56,6 +56,7 @@ public struct HandlerTable<State>: Sendable {
 
     struct Route: Sendable {
         var kind: HandlerKind
+        var description: String
         var run: RawHandler
     }
 
@@ -69,12 +70,16 @@ public struct HandlerTable<State>: Sendable {
     /// Whether any handler writes.
     public var hasWriters: Bool { routes.values.contains { $0.kind == .write } }
 
+    /// Each request type with its one-line description, sorted by type.
+    public var descriptions: [(type: String, description: String)] { types.map { ($0, routes[$0]?.description ?? "") } }
+
     /// Registers a typed handler: the body decodes to `Request`, the result encodes as the reply body.
+    /// `description` is the one line `help` shows.
     public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
-        _ type: String, _ kind: HandlerKind = .read,
+        _ type: String, _ kind: HandlerKind = .read, description: String = "",
         _ handler: @escaping @Sendable (Request, RequestContext, State) throws -> Reply
     ) {
-        routes[type] = Route(kind: kind) { context, state in
+        routes[type] = Route(kind: kind, description: description) { context, state in
             let request = try context.body(Request.self)
             let reply = try handler(request, context, state)
             return Response(body: try JSONCoding.encoder.encode(reply))
@@ -82,15 +87,15 @@ public struct HandlerTable<State>: Sendable {
     }
 
     /// Registers a handler that builds its own `Response`.
-    public mutating func onRaw(_ type: String, _ kind: HandlerKind = .read, _ handler: @escaping RawHandler) {
-        routes[type] = Route(kind: kind, run: handler)
+    public mutating func onRaw(_ type: String, _ kind: HandlerKind = .read, description: String = "", _ handler: @escaping RawHandler) {
+        routes[type] = Route(kind: kind, description: description, run: handler)
     }
 
     /// Wraps every handler of `kind` (for work that must follow each one, such as waking a relay).
     public mutating func wrap(_ kind: HandlerKind, _ wrapper: @escaping @Sendable (RequestContext, State, RawHandler) throws -> Response) {
         for (type, route) in routes where route.kind == kind {
             let inner = route.run
-            routes[type] = Route(kind: kind) { context, state in try wrapper(context, state, inner) }
+            routes[type] = Route(kind: kind, description: route.description) { context, state in try wrapper(context, state, inner) }
         }
     }
 }

@@ -11,6 +11,12 @@ public struct SystemError: Error, Sendable, CustomStringConvertible {
     public let operation: String
     /// errno at the time.
     public let errno: Int32
+
+    public init(operation: String, errno: Int32) {
+        self.operation = operation
+        self.errno = errno
+    }
+
     public var description: String { "\(operation): \(String(cString: strerror(errno))) (errno \(errno))" }
 }
 

@@ -50,6 +50,16 @@ public struct ServiceConfig: Sendable, Equatable {
     /// The log level, when set here rather than by `LOG_LEVEL`.
     public var logLevel: Logger.Level?
 
+    // The gateway's TCP side.
+    /// `HOST:PORT` the gateway listens on (port 0 picks a free one).
+    public var listen = "127.0.0.1:7700"
+    /// Client connections the gateway holds at once; more are refused with an error.
+    public var maxConnections = 1_024
+    /// A client connection idle this long (no request, nothing in flight) is closed.
+    public var idleTimeoutMilliseconds = 300_000
+    /// The deadline of a gateway request that does not ask for a shorter one.
+    public var deadlineMilliseconds = 2_000
+
     public init(service: String) { self.service = service }
 
     /// The SQLite file this service owns.
@@ -74,6 +84,11 @@ public struct ServiceConfig: Sendable, Equatable {
           --max-request-bytes N   largest request accepted (default 1048576)
           --ready-file FILE       write the bound endpoints here once ready
           --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
+        Gateway only:
+          --listen HOST:PORT      TCP endpoint for clients (default 127.0.0.1:7700)
+          --max-connections N     client connections at once (default 1024)
+          --idle-timeout-ms N     close a client connection idle this long (default 300000)
+          --deadline-ms N         default request deadline (default 2000)
         Environment: TOURBUS_\(service.uppercased())_BIND, TOURBUS_\(service.uppercased())_PUBLISH (comma-separated),
                      TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB.
         """
@@ -93,6 +108,7 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = environment["TOURBUS_DATA_DIR"] { config.dataDirectory = value }
         if let value = environment["TOURBUS_\(upper)_BIND"] { config.bind = split(value) }
         if let value = environment["TOURBUS_\(upper)_PUBLISH"] { config.publish = split(value) }
+        if let value = environment["TOURBUS_\(upper)_LISTEN"] { config.listen = value }
         for (key, value) in environment where key.hasPrefix("TOURBUS_PEER_") {
             var name = String(key.dropFirst("TOURBUS_PEER_".count)).lowercased()
             let isPublish = name.hasSuffix("_pub")
@@ -124,6 +140,10 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = flags.last("heartbeat-ms") { config.heartbeatMilliseconds = try positive(value, "--heartbeat-ms") }
         if let value = flags.last("outbox-retention") { config.outboxRetention = try positive(value, "--outbox-retention") }
         if let value = flags.last("max-request-bytes") { config.maxRequestBytes = try positive(value, "--max-request-bytes") }
+        if let value = flags.last("listen") { config.listen = value }
+        if let value = flags.last("max-connections") { config.maxConnections = try positive(value, "--max-connections") }
+        if let value = flags.last("idle-timeout-ms") { config.idleTimeoutMilliseconds = try positive(value, "--idle-timeout-ms") }
+        if let value = flags.last("deadline-ms") { config.deadlineMilliseconds = try positive(value, "--deadline-ms") }
         if let value = flags.last("log-level") ?? environment["LOG_LEVEL"] {
             guard let level = Logger.Level(name: value) else { throw ConfigError("unknown log level '\(value)'") }
             config.logLevel = level
@@ -144,6 +164,14 @@ public struct ServiceConfig: Sendable, Equatable {
             var subscribe: [String]?
             var readers: Int?
             var db: String?
+            var listen: String?
+            var maxConnections: Int?
+            var idleTimeoutMs: Int?
+            var deadlineMs: Int?
+            enum CodingKeys: String, CodingKey {
+                case bind, publish, connect, subscribe, readers, db, listen
+                case maxConnections = "max_connections", idleTimeoutMs = "idle_timeout_ms", deadlineMs = "deadline_ms"
+            }
         }
         struct File: Decodable {
             var dataDir: String?
@@ -180,6 +208,10 @@ public struct ServiceConfig: Sendable, Equatable {
                 if let value = section.publish { publish = value }
                 if let value = try checked(section.readers, "services.\(name).readers") { readers = value }
                 if let value = section.db { databasePath = value }
+                if let value = section.listen { listen = value }
+                if let value = try checked(section.maxConnections, "services.\(name).max_connections") { maxConnections = value }
+                if let value = try checked(section.idleTimeoutMs, "services.\(name).idle_timeout_ms") { idleTimeoutMilliseconds = value }
+                if let value = try checked(section.deadlineMs, "services.\(name).deadline_ms") { deadlineMilliseconds = value }
             } else {
                 let local = { (eps: [String]) in eps.map { $0.replacingOccurrences(of: "://*:", with: "://127.0.0.1:").replacingOccurrences(of: "://0.0.0.0:", with: "://127.0.0.1:") } }
                 peers[name] = PeerEndpoints(rpc: section.connect ?? local(section.bind ?? []),
@@ -201,7 +233,8 @@ public struct ServiceConfig: Sendable, Equatable {
 /// `--name value` and `--name=value` flags, repeatable; anything else is an error.
 struct Flags {
     static let known: Set<String> = ["config", "bind", "publish", "data-dir", "db", "peer", "peer-pub", "readers",
-                                     "heartbeat-ms", "outbox-retention", "max-request-bytes", "ready-file", "log-level"]
+                                     "heartbeat-ms", "outbox-retention", "max-request-bytes", "ready-file", "log-level",
+                                     "listen", "max-connections", "idle-timeout-ms", "deadline-ms"]
     private var values: [(String, String)] = []
 
     init(_ arguments: [String]) throws(ConfigError) {

@@ -10,7 +10,28 @@ public struct BoundEndpoints: Codable, Sendable, Equatable {
     public var service: String
     public var rpc: [String]
     public var publish: [String]
+    /// The gateway's TCP endpoint (`host:port`); nil for services.
+    public var listen: String?
     public var pid: Int32
+
+    public init(service: String, rpc: [String] = [], publish: [String] = [], listen: String? = nil) {
+        self.service = service
+        self.rpc = rpc
+        self.publish = publish
+        self.listen = listen
+        self.pid = getpid()
+    }
+}
+
+/// The reply of `sys.methods`: the service's own request types (not `sys.*`) with one line each.
+public struct MethodList: Codable, Sendable, Equatable {
+    /// One request type.
+    public struct Method: Codable, Sendable, Equatable {
+        public var type: String
+        public var description: String
+    }
+
+    public var methods: [Method]
 }
 
 /// Runs a `ServiceDefinition`: migrates its database, serves its handlers plus the `sys.*`
@@ -74,8 +95,7 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
             peers.closeAll()
             throw error
         }
-        endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [],
-                                   pid: getpid())
+        endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [])
     }
 
     /// Stops taking requests, finishes those in flight, publishes what is committed, closes everything.
@@ -133,7 +153,12 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
 
     private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats) {
         let name = definition.name
-        table.on("sys.ping") { (_: Empty, _, _) -> Ping in Ping(service: name, time: Logger.timestamp()) }
+        table.on("sys.ping", description: "liveness: the service name and its clock") { (_: Empty, _, _) -> Ping in
+            Ping(service: name, time: Logger.timestamp())
+        }
+        // The service's own request types: sys.* belong to the runtime and are not offered to clients.
+        let methods = MethodList(methods: (definition.handlers.descriptions.map { MethodList.Method(type: $0.type, description: $0.description) }))
+        table.on("sys.methods", description: "the request types this service answers") { (_: Empty, _, _) -> MethodList in methods }
         let publishes = definition.publishes
         table.on("sys.stats") { (_: Empty, _, state) -> Stats in
             var outbox: OutboxInfo?
@@ -182,49 +207,11 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
 
     // MARK: Process entry
 
-    /// Runs the service as a process: reads configuration, starts, prints the bound
-    /// endpoints as one JSON line on stdout, and stops gracefully on SIGINT or SIGTERM.
+    /// Runs the service as a process (see `ServiceProcess.run`).
     public static func main(_ definition: ServiceDefinition<State>, arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
-        if arguments.contains("--help") || arguments.contains("-h") {
-            print(ServiceConfig.usage(service: definition.name))
-            exit(0)
+        ServiceProcess.run(name: definition.name, arguments: arguments) { config, context, logger in
+            let runtime = try ServiceRuntime(definition: definition, config: config, context: context, logger: logger)
+            return (runtime.endpoints, runtime.stop)
         }
-        let config: ServiceConfig
-        do {
-            config = try ServiceConfig.load(service: definition.name, arguments: arguments, environment: ProcessInfo.processInfo.environment)
-        } catch {
-            FileHandle.standardError.write(Data("tourbus-\(definition.name): \(error)\n\(ServiceConfig.usage(service: definition.name))\n".utf8))
-            exit(2)
-        }
-        let logger = Logger(component: definition.name, level: config.logLevel)
-
-        // Block the stop signals before any thread exists, so every thread inherits the
-        // mask and only sigwait below sees them.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-
-        let runtime: ServiceRuntime
-        do {
-            let context = try ZMQContext()
-            runtime = try ServiceRuntime(definition: definition, config: config, context: context, logger: logger)
-        } catch {
-            logger.error("failed to start", ["error": error])
-            exit(1)
-        }
-        let sorted = JSONEncoder()
-        sorted.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        if let line = try? sorted.encode(runtime.endpoints) {
-            FileHandle.standardOutput.write(line + Data("\n".utf8))
-            if let file = config.readyFile { try? line.write(to: URL(fileURLWithPath: file), options: .atomic) }
-        }
-        logger.info("ready", ["rpc": runtime.endpoints.rpc.joined(separator: ","), "publish": runtime.endpoints.publish.joined(separator: ",")])
-        var received: Int32 = 0
-        sigwait(&signals, &received)
-        logger.info("signal received; stopping", ["signal": received])
-        runtime.stop()
-        exit(0)
     }
 }

@@ -22,6 +22,7 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Two migrations with the same domain and version.
     case duplicateVersion(domain: String, version: Int)
 
+    /// Which migration is wrong and why.
     public var description: String {
         switch self {
         case let .invalidVersion(domain, version): "migration \(domain) v\(version): version must be positive"

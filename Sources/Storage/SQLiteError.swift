@@ -15,26 +15,47 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
         /// SQLite's English name for the code, e.g. "constraint failed".
         public var description: String { String(cString: sqlite3_errstr(rawValue)) }
 
+        /// Generic error, e.g. an SQL syntax error or a missing table.
         public static let error = Code(rawValue: SQLITE_ERROR)
+        /// An internal SQLite logic error.
         public static let `internal` = Code(rawValue: SQLITE_INTERNAL)
+        /// Access permission denied.
         public static let permission = Code(rawValue: SQLITE_PERM)
+        /// An operation was aborted, e.g. by a callback.
         public static let abort = Code(rawValue: SQLITE_ABORT)
+        /// The database file is locked by another connection.
         public static let busy = Code(rawValue: SQLITE_BUSY)
+        /// A table is locked by this same connection.
         public static let locked = Code(rawValue: SQLITE_LOCKED)
+        /// A memory allocation failed.
         public static let noMemory = Code(rawValue: SQLITE_NOMEM)
+        /// An attempt to write to a read-only database.
         public static let readonly = Code(rawValue: SQLITE_READONLY)
+        /// The operation was interrupted.
         public static let interrupt = Code(rawValue: SQLITE_INTERRUPT)
+        /// A disk I/O error.
         public static let ioError = Code(rawValue: SQLITE_IOERR)
+        /// The database file is malformed.
         public static let corrupt = Code(rawValue: SQLITE_CORRUPT)
+        /// The database or disk is full.
         public static let full = Code(rawValue: SQLITE_FULL)
+        /// The database file could not be opened.
         public static let cantOpen = Code(rawValue: SQLITE_CANTOPEN)
+        /// The schema changed during the operation.
         public static let schema = Code(rawValue: SQLITE_SCHEMA)
+        /// A string or blob exceeds the size limit.
         public static let tooBig = Code(rawValue: SQLITE_TOOBIG)
+        /// A constraint (UNIQUE, PRIMARY KEY, FOREIGN KEY, NOT NULL, CHECK) failed.
         public static let constraint = Code(rawValue: SQLITE_CONSTRAINT)
+        /// A datatype mismatch, e.g. a non-integer rowid.
         public static let mismatch = Code(rawValue: SQLITE_MISMATCH)
+        /// The API was used incorrectly (by us or the caller).
         public static let misuse = Code(rawValue: SQLITE_MISUSE)
+        /// Authorization denied.
         public static let authorization = Code(rawValue: SQLITE_AUTH)
+        /// A parameter index out of range, or the wrong number of parameters.
         public static let range = Code(rawValue: SQLITE_RANGE)
+        /// The file is not a database.
         public static let notADatabase = Code(rawValue: SQLITE_NOTADB)
     }
 
@@ -88,6 +109,7 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     /// True for a FOREIGN KEY constraint violation.
     public var isForeignKeyViolation: Bool { extendedCode == Self.constraintForeignKey }
 
+    /// The codes, message and SQL on one line, for logs.
     public var description: String {
         var text = "SQLite error \(extendedCode) (\(code)): \(message)"
         if let sql { text += " [SQL: \(sql)]" }

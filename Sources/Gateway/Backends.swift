@@ -1,0 +1,121 @@
+import Bus
+import Foundation
+import ServiceKit
+import Synchronization
+
+/// What the gateway knows of one backend service: reachable or not, how fast, what failed last.
+public struct BackendHealth: Codable, Sendable, Equatable {
+    public var service: String
+    public var endpoints: [String]
+    public var up: Bool
+    /// Round trip of the last successful `sys.ping`, in milliseconds.
+    public var latencyMs: Double?
+    public var lastError: String?
+    public var lastChecked: String?
+
+    enum CodingKeys: String, CodingKey {
+        case service, endpoints, up
+        case latencyMs = "latency_ms"
+        case lastError = "last_error"
+        case lastChecked = "last_checked"
+    }
+}
+
+/// The services behind the gateway: one RPC client each (spreading over its replicas),
+/// a health check every second, and the methods each one offers.
+final class Backends: Sendable {
+    private let clients: [String: RPCClient]
+    private let state: State
+    private let stopping = StopFlag()
+    private let checker: WorkerThread?
+
+    /// Health and method lists, written by the checker and read by connections.
+    final class State: Sendable {
+        let health: Mutex<[String: BackendHealth]>
+        let methods = Mutex<[String: MethodList]>([:])
+        init(_ health: [String: BackendHealth]) { self.health = Mutex(health) }
+    }
+
+    /// Connects to every peer with request endpoints; `checkIntervalMilliseconds` nil disables checks.
+    init(context: ZMQContext, peers: [String: PeerEndpoints], logger: Logger, checkIntervalMilliseconds: Int? = 1_000) throws {
+        var clients: [String: RPCClient] = [:]
+        var health: [String: BackendHealth] = [:]
+        for (name, peer) in peers where !peer.rpc.isEmpty {
+            clients[name] = try RPCClient(context: context, endpoints: peer.rpc, logger: logger.named("gateway->\(name)"))
+            health[name] = BackendHealth(service: name, endpoints: peer.rpc, up: false)
+        }
+        self.clients = clients
+        let all = clients
+        let state = State(health)
+        self.state = state
+        guard let interval = checkIntervalMilliseconds else {
+            checker = nil
+            return
+        }
+        let stopping = self.stopping
+        checker = WorkerThread(name: "gateway-health") {
+            while !stopping.isSet {
+                Backends.checkAll(all, state, logger: logger)
+                for _ in 0..<max(1, interval / 50) where !stopping.isSet { usleep(50_000) }
+            }
+        }
+    }
+
+    /// Stops the health checks and closes every client.
+    func close() {
+        stopping.set()
+        checker?.join()
+        clients.values.forEach { $0.close() }
+    }
+
+    /// The client of a service, or nil when no such service is configured.
+    func client(for service: String) -> RPCClient? { clients[service] }
+
+    /// Health of every backend, sorted by name.
+    func status() -> [BackendHealth] { state.health.withLock { h in h.values.sorted { $0.service < $1.service } } }
+
+    /// Every backend's methods as last learned, by service.
+    func knownMethods() -> [String: MethodList] { state.methods.withLock { $0 } }
+
+    /// Records a failure seen while forwarding, so `gateway.status` shows it before the next check.
+    func noteFailure(_ service: String, _ error: ServiceError) {
+        guard error.code == .unavailable || error.code == .deadlineExceeded else { return }
+        state.health.withLock { h in h[service]?.lastError = error.description }
+    }
+
+    /// One health round: `sys.ping` every backend (in parallel, 1 s each) and learn the
+    /// methods of those that answer and are not yet known.
+    private static func checkAll(_ clients: [String: RPCClient], _ state: State, logger: Logger) {
+        let group = DispatchGroup()
+        for (name, client) in clients {
+            group.enter()
+            let started = monotonicNanos()
+            client.send(type: "sys.ping", body: Data("{}".utf8), timeoutMilliseconds: 1_000) { result in
+                let now = Logger.timestamp()
+                state.health.withLock { h in
+                    switch result {
+                    case .success:
+                        if h[name]?.up == false { logger.info("backend up", ["service": name]) }
+                        h[name]?.up = true
+                        h[name]?.latencyMs = Double(monotonicNanos() - started) / 1e6
+                    case .failure(let error):
+                        if h[name]?.up == true { logger.warn("backend down", ["service": name, "error": error]) }
+                        h[name]?.up = false
+                        h[name]?.lastError = error.description
+                        // Learn its methods again when it comes back: it may be a new version.
+                        state.methods.withLock { $0[name] = nil }
+                    }
+                    h[name]?.lastChecked = now
+                }
+                group.leave()
+            }
+        }
+        group.wait()
+        let known = state.methods.withLock { $0 }
+        for (name, client) in clients where known[name] == nil && state.health.withLock({ $0[name]?.up == true }) {
+            if let list = try? client.call("sys.methods", Empty(), as: MethodList.self, timeoutMilliseconds: 1_000) {
+                state.methods.withLock { $0[name] = list }
+            }
+        }
+    }
+}
