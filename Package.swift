@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "tourbus-catalog", targets: ["tourbus-catalog"]),
         .executable(name: "tourbus-gateway", targets: ["tourbus-gateway"]),
+        .executable(name: "tourbus", targets: ["tourbus"]),
     ],
     targets: [
         // C libraries from Debian's -dev packages. libzmq's pkg-config file carries flags
@@ -28,6 +29,8 @@ let package = Package(
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway", "ServiceKit", "Bus"]),
+        .target(name: "TourbusCLI", dependencies: ["Gateway", "Bus"]),
+        .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),

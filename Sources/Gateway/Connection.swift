@@ -256,7 +256,7 @@ final class Connection {
         default:
             break
         }
-        switch RESPArguments.params(Array(words.dropFirst())) {
+        switch CommandArguments.params(Array(words.dropFirst())) {
         case .success(let params):
             start(slot, method: method, params: params, deadline: nil)
         case .failure(let error):
@@ -367,10 +367,12 @@ final class Connection {
     }
 }
 
-/// RESP arguments as a params object: `key value` pairs (numbers, booleans, null and JSON
-/// objects or arrays recognised) or a single JSON object.
-enum RESPArguments {
-    static func params(_ words: [[UInt8]]) -> Result<Data, ServiceError> {
+/// Command-line style arguments as a params object: `key value` pairs (numbers, booleans,
+/// null and JSON objects or arrays recognised) or a single JSON object. RESP commands and
+/// `tourbus call` both read their arguments this way.
+public enum CommandArguments {
+    /// The params object as JSON, or `invalid_argument`.
+    public static func params(_ words: [[UInt8]]) -> Result<Data, ServiceError> {
         if words.isEmpty { return .success(Data("{}".utf8)) }
         if words.count == 1 {
             let data = Data(words[0])

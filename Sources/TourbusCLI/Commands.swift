@@ -1,0 +1,193 @@
+import Bus
+import Foundation
+import Gateway
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `tourbus` command line: `up`, `call` and `keys`.
+public enum TourbusCommand {
+    static let usage = """
+        usage:
+          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo]
+              start every built service and the gateway, load the Sydney demo into an empty
+              catalog, restart what crashes, stop everything on Ctrl-C
+          tourbus call [--gateway HOST:PORT] METHOD [JSON | key value …]
+              call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY)
+          tourbus call --service ENDPOINT TYPE [JSON]
+              send one request straight to a service's ZeroMQ endpoint
+          tourbus keys
+              print a new CURVE key pair (Z85) for securing links between hosts
+        """
+
+    /// Runs the command line and returns the exit status.
+    public static func main(_ arguments: [String]) -> Int32 {
+        guard let command = arguments.first else {
+            print(usage)
+            return 2
+        }
+        let rest = Array(arguments.dropFirst())
+        switch command {
+        case "up": return up(rest)
+        case "call": return call(rest)
+        case "keys": return keys()
+        case "help", "--help", "-h":
+            print(usage)
+            return 0
+        default:
+            printError("unknown command '\(command)'\n\(usage)")
+            return 2
+        }
+    }
+
+    static func printError(_ message: String) {
+        FileHandle.standardError.write(Data("tourbus: \(message)\n".utf8))
+    }
+
+    // MARK: call
+
+    static func call(_ arguments: [String]) -> Int32 {
+        var args = arguments
+        var gateway = ProcessInfo.processInfo.environment["TOURBUS_GATEWAY"] ?? "127.0.0.1:7700"
+        var service: String?
+        var timeout = 5_000
+        while let first = args.first, first.hasPrefix("--") {
+            args.removeFirst()
+            guard let value = args.first else {
+                printError("\(first) needs a value")
+                return 2
+            }
+            args.removeFirst()
+            switch first {
+            case "--gateway": gateway = value
+            case "--service": service = value
+            case "--timeout-ms": timeout = Int(value) ?? timeout
+            default:
+                printError("unknown option \(first)\n\(usage)")
+                return 2
+            }
+        }
+        guard let method = args.first else {
+            printError("call needs a METHOD\n\(usage)")
+            return 2
+        }
+        let params: Data
+        switch CommandArguments.params(args.dropFirst().map { Array($0.utf8) }) {
+        case .success(let p): params = p
+        case .failure(let error):
+            printError(error.message)
+            return 2
+        }
+        if let service { return callService(endpoint: service, type: method, body: params, timeout: timeout) }
+        return callGateway(gateway, method: method, params: params, timeout: timeout)
+    }
+
+    static func callService(endpoint: String, type: String, body: Data, timeout: Int) -> Int32 {
+        do {
+            let client = try RPCClient(context: try ZMQContext(), endpoints: [endpoint], logger: Logger(component: "tourbus", level: .error))
+            defer { client.close() }
+            let reply = try client.request(type: type, body: body, timeoutMilliseconds: timeout)
+            printJSON(reply.bodyJSON)
+            return 0
+        } catch let error as ServiceError {
+            printError(error.description)
+            return 1
+        } catch {
+            printError("\(error)")
+            return 1
+        }
+    }
+
+    static func callGateway(_ gateway: String, method: String, params: Data, timeout: Int) -> Int32 {
+        var request = Data(#"{"jsonrpc":"2.0","id":1,"method":"#.utf8)
+        request.append((try? JSONEncoder().encode(method)) ?? Data("\"\"".utf8))
+        request.append(Data(#","params":"#.utf8))
+        request.append(params)
+        request.append(Data("}\n".utf8))
+        let line: Data
+        do {
+            line = try LineClient(endpoint: gateway, timeoutMilliseconds: timeout).exchange(request)
+        } catch {
+            printError("cannot reach the gateway at \(gateway): \(error)")
+            return 1
+        }
+        guard let reply = try? JSONSerialization.jsonObject(with: line) as? [String: Any] else {
+            printError("the gateway answered something that is not JSON")
+            return 1
+        }
+        if let error = reply["error"] as? [String: Any] {
+            let data = error["data"] as? [String: Any]
+            let field = (data?["field"] as? String).map { " (field \($0))" } ?? ""
+            printError("\(data?["code"] as? String ?? "error"): \(error["message"] as? String ?? "")\(field)")
+            return 1
+        }
+        if let result = reply["result"], let data = try? JSONSerialization.data(withJSONObject: result, options: [.fragmentsAllowed]) {
+            printJSON(data)
+        }
+        return 0
+    }
+
+    static func printJSON(_ data: Data) {
+        if let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
+           let pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed]) {
+            print(String(decoding: pretty, as: UTF8.self))
+        } else {
+            print(String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    // MARK: keys
+
+    static func keys() -> Int32 {
+        do {
+            let pair = try CurveKeyPair.generate()
+            print("public: \(try CurveKeyPair.z85(pair.publicKey))")
+            print("secret: \(try CurveKeyPair.z85(pair.secretKey))")
+            return 0
+        } catch {
+            printError("\(error)")
+            return 1
+        }
+    }
+}
+
+/// One TCP exchange with the gateway: send a line, read one line back.
+struct LineClient {
+    let endpoint: String
+    let timeoutMilliseconds: Int
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    func exchange(_ line: Data) throws -> Data {
+        guard let colon = endpoint.lastIndex(of: ":"), let port = UInt16(endpoint[endpoint.index(after: colon)...]) else {
+            throw Failure(description: "not HOST:PORT")
+        }
+        let host = String(endpoint[..<colon])
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var info: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &info) == 0, let first = info else { throw Failure(description: "unknown host \(host)") }
+        defer { freeaddrinfo(info) }
+        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: Int((timeoutMilliseconds % 1000) * 1000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
+            throw Failure(description: String(cString: strerror(errno)))
+        }
+        let sent = line.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == line.count else { throw Failure(description: "send failed") }
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while !received.contains(0x0A) {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw Failure(description: n == 0 ? "connection closed" : "no answer within \(timeoutMilliseconds) ms") }
+            received.append(contentsOf: buffer[0..<n])
+        }
+        return received.prefix { $0 != 0x0A }
+    }
+}

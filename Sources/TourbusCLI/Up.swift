@@ -1,0 +1,173 @@
+import Bus
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TourbusCommand {
+    /// The services `up` starts when their executables are built, in start order.
+    static let knownServices = ["catalog", "search", "favorites", "social", "notify"]
+    /// Services that publish events.
+    static let publishers: Set<String> = ["catalog", "social", "notify"]
+
+    static func up(_ arguments: [String]) -> Int32 {
+        var dataDirectory = ProcessInfo.processInfo.environment["TOURBUS_DATA_DIR"] ?? "data"
+        var listen = ProcessInfo.processInfo.environment["TOURBUS_GATEWAY_LISTEN"] ?? "127.0.0.1:7700"
+        var loadDemo = true
+        var args = arguments[...]
+        while let flag = args.popFirst() {
+            switch flag {
+            case "--no-demo": loadDemo = false
+            case "--data-dir", "--listen":
+                guard let value = args.popFirst() else {
+                    printError("\(flag) needs a value")
+                    return 2
+                }
+                if flag == "--data-dir" { dataDirectory = value } else { listen = value }
+            default:
+                printError("unknown option \(flag)\n\(usage)")
+                return 2
+            }
+        }
+
+        // Block the stop signals before any thread or child exists; the loop below takes them.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+
+        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let services = knownServices.filter { FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("tourbus-\($0)").path) }
+        guard !services.isEmpty, FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("tourbus-gateway").path) else {
+            printError("no tourbus-* executables next to \(CommandLine.arguments[0]); build first (swift build)")
+            return 1
+        }
+
+        // Fixed loopback ports for the whole run, so a restarted service comes back where its peers look.
+        let ports: [UInt16]
+        do { ports = try FreePorts.take(services.count * 2) } catch {
+            printError("\(error)")
+            return 1
+        }
+        var rpc: [String: String] = [:]
+        var pub: [String: String] = [:]
+        for (i, name) in services.enumerated() {
+            rpc[name] = "tcp://127.0.0.1:\(ports[2 * i])"
+            pub[name] = "tcp://127.0.0.1:\(ports[2 * i + 1])"
+        }
+        var members: [SuiteMember] = []
+        for name in services {
+            var args = ["--data-dir", dataDirectory, "--bind", rpc[name] ?? "", "--publish", pub[name] ?? ""]
+            for peer in services where peer != name {
+                args += ["--peer", "\(peer)=\(rpc[peer] ?? "")"]
+                if publishers.contains(peer) { args += ["--peer-pub", "\(peer)=\(pub[peer] ?? "")"] }
+            }
+            members.append(SuiteMember(name: name, executable: folder.appendingPathComponent("tourbus-\(name)"), arguments: args))
+        }
+        var gatewayArgs = ["--listen", listen]
+        for name in services { gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"] }
+        members.append(SuiteMember(name: "gateway", executable: folder.appendingPathComponent("tourbus-gateway"), arguments: gatewayArgs))
+
+        func stopAll() {
+            // The gateway first, so no client request arrives at a stopping service.
+            for member in members.reversed() {
+                member.terminate()
+                member.waitForExit(timeout: 10)
+            }
+        }
+
+        for member in members {
+            do { try member.start() } catch {
+                printError("could not start \(member.name): \(error)")
+                stopAll()
+                return 1
+            }
+        }
+
+        let logger = Logger(component: "tourbus", level: .error)
+        let context: ZMQContext
+        do { context = try ZMQContext() } catch {
+            printError("\(error)")
+            stopAll()
+            return 1
+        }
+        var clients: [String: RPCClient] = [:]
+        for name in services { clients[name] = try? RPCClient(context: context, endpoints: [rpc[name] ?? ""], logger: logger) }
+        defer { clients.values.forEach { $0.close() } }
+
+        // Wait (at most 20 s) until every service answers sys.ping and the gateway answers ping.
+        let readyBy = Date().addingTimeInterval(20)
+        var waiting = Set(services + ["gateway"])
+        while !waiting.isEmpty && Date() < readyBy {
+            for name in waiting {
+                if name == "gateway" {
+                    let ping = Data(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.utf8 + [0x0A])
+                    if (try? LineClient(endpoint: listen, timeoutMilliseconds: 500).exchange(ping)) != nil { waiting.remove(name) }
+                } else if (try? clients[name]?.request(type: "sys.ping", body: Data("{}".utf8), timeoutMilliseconds: 500)) != nil {
+                    waiting.remove(name)
+                }
+            }
+            if !waiting.isEmpty { usleep(100_000) }
+        }
+        guard waiting.isEmpty else {
+            printError("not ready after 20 s: \(waiting.sorted().joined(separator: ", "))")
+            stopAll()
+            return 1
+        }
+
+        if loadDemo, let catalog = clients["catalog"] {
+            do {
+                let loaded = try DemoLoader.loadIfEmpty(catalog)
+                if loaded > 0 { print("loaded \(loaded) Sydney places into the empty catalog") }
+            } catch {
+                printError("demo data not loaded: \(error)")
+            }
+        }
+
+        let (host, port) = (listen.split(separator: ":").dropLast().joined(separator: ":"), listen.split(separator: ":").last ?? "7700")
+        print("""
+            Tourbus is up: \(services.joined(separator: ", ")) and the gateway at \(listen) (data in \(dataDirectory)).
+            Try:  redis-cli -h \(host) -p \(port) catalog.list category museum limit 3
+                  tourbus call catalog.categories
+            Ctrl-C stops everything.
+            """)
+        fflush(nil)  // every stream: the lines above must show before the long wait
+
+        // Supervise until SIGINT or SIGTERM.
+        var timeout = timespec(tv_sec: 0, tv_nsec: 200_000_000)
+        while true {
+            if sigtimedwait(&signals, nil, &timeout) > 0 { break }
+            for member in members {
+                if let note = member.superviseOnce() { printError(note) }
+            }
+        }
+        print("stopping…")
+        stopAll()
+        return 0
+    }
+}
+
+/// Loads the Sydney demo places into an empty catalog.
+enum DemoLoader {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Creates every demo place when the catalog has none; returns how many were created.
+    static func loadIfEmpty(_ catalog: RPCClient) throws -> Int {
+        let page = try catalog.request(type: "catalog.list", body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
+        guard let body = try JSONSerialization.jsonObject(with: page.bodyJSON) as? [String: Any],
+              (body["places"] as? [Any])?.isEmpty == true else { return 0 }
+        guard let places = try JSONSerialization.jsonObject(with: Data(DemoData.sydneyPlacesJSON.utf8)) as? [[String: Any]] else {
+            throw Failure(description: "the demo data is not a JSON array")
+        }
+        var created = 0
+        for place in places {
+            let json = try JSONSerialization.data(withJSONObject: place)
+            _ = try catalog.request(type: "catalog.create", body: json, timeoutMilliseconds: 5_000)
+            created += 1
+        }
+        return created
+    }
+}

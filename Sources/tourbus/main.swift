@@ -1,0 +1,4 @@
+import Foundation
+import TourbusCLI
+
+exit(TourbusCommand.main(Array(CommandLine.arguments.dropFirst())))

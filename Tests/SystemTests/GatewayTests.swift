@@ -1,0 +1,182 @@
+import Bus
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite(.serialized) struct GatewayTests {
+    @Test func jsonRPCThroughTheGateway() throws {
+        let suite = try SuiteFixture()
+        let c = try GatewayConnection(port: suite.port)
+        #expect(json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
+        let created = json(c.call(#"{"jsonrpc":"2.0","id":"c","method":"catalog.create","params":{"name":"Opera House","category":"attraction","lat":-33.8568,"lon":151.2153}}"#))
+        #expect(created["id"] as? String == "c")
+        #expect((created["result"] as? [String: Any])?["id"] as? Int == 1)
+        let got = json(c.call(#"{"jsonrpc":"2.0","id":2,"method":"catalog.get","params":{"id":1}}"#))
+        #expect((got["result"] as? [String: Any])?["name"] as? String == "Opera House")
+
+        let missing = json(c.call(#"{"jsonrpc":"2.0","id":3,"method":"catalog.get","params":{"id":99}}"#))
+        let error = missing["error"] as? [String: Any]
+        #expect(error?["code"] as? Int == -32001)
+        #expect((error?["data"] as? [String: Any])?["code"] as? String == "not_found")
+        #expect((error?["data"] as? [String: Any])?["field"] as? String == "id")
+
+        // A notification gets no reply: the next line answers the next request.
+        c.send(#"{"jsonrpc":"2.0","method":"ping"}"# + "\n")
+        #expect(json(c.call(#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#))["id"] as? Int == 4)
+
+        // A batch: answers in element order, none for the notification.
+        c.send(#"[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"ping"},{"jsonrpc":"2.0","id":"b","method":"catalog.get","params":{"id":1}}]"# + "\n")
+        let batch = try JSONSerialization.jsonObject(with: Data((c.line() ?? "").utf8)) as? [[String: Any]]
+        #expect(batch?.map { $0["id"] as? String } == ["a", "b"])
+
+        let status = json(c.call(#"{"jsonrpc":"2.0","id":5,"method":"gateway.status"}"#))
+        let backends = (status["result"] as? [String: Any])?["backends"] as? [[String: Any]]
+        #expect(backends?.first?["service"] as? String == "catalog" && backends?.first?["up"] as? Bool == true)
+    }
+
+    @Test func respThroughOurOwnClientWithPipelining() throws {
+        let suite = try SuiteFixture()
+        let c = try GatewayConnection(port: suite.port)
+        // Inline and array forms, many commands in one packet: replies come back in request order.
+        var packet: [UInt8] = Array("PING\r\n".utf8)
+        packet += GatewayConnection.resp(["catalog.create", "name", "Bondi Beach", "category", "beach", "lat", "-33.8915", "lon", "151.2767"])
+        for _ in 0..<50 { packet += GatewayConnection.resp(["catalog.categories"]) }
+        packet += Array("catalog.get id 999\r\n".utf8)
+        packet += Array("nosuch.method\r\n".utf8)
+        packet += GatewayConnection.resp(["catalog.create", #"{"name":"Icebergs","category":"restaurant","lat":-33.895,"lon":151.274}"#])
+        c.send(packet)
+        #expect(c.respReply() == "+PONG")
+        #expect(json(String(c.respReply()?.dropFirst() ?? ""))["name"] as? String == "Bondi Beach")
+        for _ in 0..<50 { #expect(c.respReply()?.hasPrefix(#"${"categories":"#) == true) }
+        #expect(c.respReply() == "-NOT_FOUND id: no place with id 999")
+        #expect(c.respReply() == "-NOT_FOUND method: unknown method 'nosuch.method'; try help")
+        #expect(json(String(c.respReply()?.dropFirst() ?? ""))["id"] as? Int == 2)
+    }
+
+    @Test func respThroughRedisCLI() throws {
+        let suite = try SuiteFixture()
+        func redisCLI(_ args: [String]) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["redis-cli", "-p", String(suite.port)] + args
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = out
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "redis-cli is needed: ./deploy/local/test installs redis-tools")
+            return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try redisCLI(["ping"]) == "PONG")
+        let created = json(try redisCLI(["catalog.create", "name", "Harbour Bridge", "category", "attraction", "lat", "-33.8523", "lon", "151.2108"]))
+        #expect(created["id"] as? Int == 1 && created["lat"] as? Double == -33.8523)
+        #expect(json(try redisCLI(["catalog.get", "id", "1"]))["name"] as? String == "Harbour Bridge")
+        #expect(try redisCLI(["catalog.get", "id", "seven"]) == "INVALID_ARGUMENT id: expected an integer")
+        #expect(try redisCLI(["catalog.get", #"{"id":1}"#]).contains("Harbour Bridge"))
+    }
+
+    @Test func badInputLeavesTheGatewayUp() throws {
+        let suite = try SuiteFixture()
+        let c = try GatewayConnection(port: suite.port)
+        #expect(errorCode(c.call("{not json")) == -32700)
+        #expect(errorCode(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.nope"}"#)) == -32601)
+        #expect(errorCode(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{"id":"x"}}"#)) == -32602)
+        #expect(errorCode(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":[1]}"#)) == -32602)
+        #expect(errorCode(c.call(#"{"id":1,"method":"ping"}"#)) == -32600)
+        let thousand = "[" + (0..<1_000).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"ping"}"# }.joined(separator: ",") + "]"
+        let tooMany = json(c.call(thousand))
+        #expect((tooMany["error"] as? [String: Any])?["data"] as? [String: String] == ["code": "too_large"])
+        // A 2 MiB line: too_large, and the connection goes on.
+        let huge = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":""# + String(repeating: "y", count: 2 << 20) + #""}}"#))
+        #expect((huge["error"] as? [String: Any])?["data"] as? [String: String] == ["code": "too_large"])
+        #expect(json(c.call(#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#))["result"] as? String == "pong")
+
+        // Random binary: RESP framing, a protocol error, the connection closes; the gateway lives.
+        let binary = try GatewayConnection(port: suite.port)
+        binary.send([UInt8(ascii: "*")] + (0..<4096).map { _ in UInt8.random(in: 0...255) })
+        _ = binary.respReply()
+        #expect(binary.isClosedByPeer())
+
+        // A RESP array that lies about its length: the bulk is longer than declared.
+        let liar = try GatewayConnection(port: suite.port)
+        liar.send(Array("*2\r\n$4\r\nPING\r\n$2\r\nhello\r\n".utf8))
+        #expect(liar.respReply()?.hasPrefix("-ERR Protocol error") == true)
+        #expect(liar.isClosedByPeer())
+
+        // 500 connections opened and dropped mid-request.
+        for i in 0..<500 {
+            let dropped = try GatewayConnection(port: suite.port)
+            dropped.send(i % 2 == 0 ? #"{"jsonrpc":"2.0","id":1,"method":"catalog.list","params":{"lim"# : "*3\r\n$12\r\ncatalog.list\r\n$5\r\nlimit")
+        }
+        let after = try GatewayConnection(port: suite.port)
+        #expect(json(after.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))["result"] != nil)
+        #expect(suite.gateway.process.isRunning)
+    }
+
+    @Test func aClientThatDoesNotReadIsDisconnectedWithoutSlowingOthers() throws {
+        let suite = try SuiteFixture()
+        let writer = try GatewayConnection(port: suite.port)
+        let description = String(repeating: "d", count: 4_900)
+        for i in 0..<100 {
+            _ = writer.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":{"name":"P\#(i)","category":"park","lat":-33.9,"lon":151.2,"description":"\#(description)"}}"#)
+        }
+        // Each answer is about half a megabyte; this client asks for hundreds and reads none.
+        let hog = try GatewayConnection(port: suite.port, timeoutMilliseconds: 10_000)
+        let request = GatewayConnection.resp(["catalog.list", "limit", "100"])
+        for _ in 0..<8 { hog.send(Array([[UInt8]](repeating: request, count: 100).joined())) }
+        let other = try GatewayConnection(port: suite.port)
+        let start = Date()
+        #expect(json(other.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
+        #expect(Date().timeIntervalSince(start) < 1)
+        // Without reading a byte, wait (bounded) for the gateway to give up on it.
+        var disconnected = false
+        for _ in 0..<200 where !disconnected {
+            disconnected = suite.gateway.log.contains("does not read its replies")
+            if !disconnected { usleep(50_000) }
+        }
+        #expect(disconnected)
+        #expect(hog.isClosedByPeer())
+    }
+
+    @Test func silentClientsAreClosedAfterTheIdleTimeout() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--idle-timeout-ms", "500"])
+        let silent = try GatewayConnection(port: suite.port, timeoutMilliseconds: 3_000)
+        let start = Date()
+        #expect(silent.isClosedByPeer())
+        #expect(Date().timeIntervalSince(start) < 2.5)
+    }
+
+    @Test func connectionsOverTheLimitGetAnError() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--max-connections", "2"])
+        let a = try GatewayConnection(port: suite.port)
+        let b = try GatewayConnection(port: suite.port)
+        #expect(json(a.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] != nil)
+        #expect(json(b.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] != nil)
+        let third = try GatewayConnection(port: suite.port)
+        third.send("PING\r\n")
+        #expect(third.respReply() == "-UNAVAILABLE too many connections (limit 2)")
+    }
+
+    @Test func backendStoppedThenRestarted() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--deadline-ms", "1000"])
+        let c = try GatewayConnection(port: suite.port)
+        #expect(json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))["result"] != nil)
+        suite.stopCatalog()
+        for i in 0..<3 {
+            let start = Date()
+            let reply = json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.categories"}"#))
+            let code = ((reply["error"] as? [String: Any])?["data"] as? [String: Any])?["code"] as? String
+            #expect(code == "unavailable" || code == "deadline_exceeded", "\(reply)")
+            #expect(Date().timeIntervalSince(start) < 1.5)
+        }
+        try suite.startCatalog()
+        var recovered = false
+        for i in 0..<50 where !recovered {
+            recovered = json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.categories"}"#))["result"] != nil
+            if !recovered { usleep(100_000) }
+        }
+        #expect(recovered)
+    }
+}

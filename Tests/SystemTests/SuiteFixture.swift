@@ -1,0 +1,141 @@
+import Bus
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A catalog and a gateway, the real executables, on loopback ports of their own choosing.
+final class SuiteFixture {
+    let folder = NSTemporaryDirectory() + "tourbus-suite-\(UUID().uuidString)"
+    private(set) var catalog: ServiceProcess
+    let gateway: ServiceProcess
+    let catalogEndpoint: String
+
+    var port: UInt16 {
+        let listen = gateway.endpoints["listen"] as? String ?? ""
+        return UInt16(listen.split(separator: ":").last ?? "") ?? 0
+    }
+
+    init(gatewayArguments: [String] = []) throws {
+        catalog = try ServiceProcess("tourbus-catalog", folder: folder)
+        catalogEndpoint = catalog.rpc
+        gateway = try ServiceProcess("tourbus-gateway", folder: folder,
+                                     arguments: ["--listen", "127.0.0.1:0", "--peer", "catalog=\(catalogEndpoint)"] + gatewayArguments)
+        // Wait (bounded) until the gateway has seen the catalog, so `help` lists its methods.
+        for _ in 0..<100 {
+            let status = try? GatewayConnection(port: port).call(#"{"jsonrpc":"2.0","id":0,"method":"help"}"#)
+            if let status, status.contains("catalog.get") { break }
+            usleep(50_000)
+        }
+    }
+
+    /// Stops the catalog (SIGTERM) and starts it again on the same endpoint and data.
+    func stopCatalog() { _ = catalog.terminate() }
+
+    func startCatalog() throws {
+        catalog = try ServiceProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint])
+    }
+
+    deinit {
+        _ = gateway.terminate()
+        _ = catalog.terminate()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// A plain TCP connection to the gateway with a receive timeout.
+final class GatewayConnection {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: UInt16, timeoutMilliseconds: Int = 5_000) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else {
+            close(fd)
+            throw ServiceError(.unavailable, "cannot connect to 127.0.0.1:\(port)")
+        }
+        var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBufferPointer { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    /// Reads more input; false at end of stream or timeout.
+    private func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return false }
+        buffer += chunk[0..<n]
+        return true
+    }
+
+    /// The next line without its CR LF, or nil when the connection ended or timed out.
+    func line() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                var line = Array(buffer[..<newline])
+                buffer.removeFirst(newline + 1)
+                if line.last == 0x0D { line.removeLast() }
+                return String(decoding: line, as: UTF8.self)
+            }
+            guard fill() else { return nil }
+        }
+    }
+
+    /// One RESP reply: a simple string, error or integer line, or a bulk string's content (prefixed "$").
+    func respReply() -> String? {
+        guard let head = line() else { return nil }
+        guard head.hasPrefix("$"), let size = Int(head.dropFirst()), size >= 0 else { return head }
+        while buffer.count < size + 2 { guard fill() else { return nil } }
+        let body = String(decoding: buffer[0..<size], as: UTF8.self)
+        buffer.removeFirst(size + 2)
+        return "$" + body
+    }
+
+    /// Whether the gateway closed the connection (reads end of stream within the timeout).
+    func isClosedByPeer() -> Bool {
+        while fill() {}
+        var probe = [UInt8](repeating: 0, count: 1)
+        return probe.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 1, Int32(MSG_DONTWAIT)) } == 0
+    }
+
+    /// Sends a JSON-RPC line and returns the answer line.
+    func call(_ json: String) -> String? {
+        send(json + "\n")
+        return line()
+    }
+
+    /// A RESP array command.
+    static func resp(_ words: [String]) -> [UInt8] {
+        var out = Array("*\(words.count)\r\n".utf8)
+        for word in words { out += Array("$\(word.utf8.count)\r\n\(word)\r\n".utf8) }
+        return out
+    }
+}
+
+/// Parses a JSON text for assertions.
+func json(_ text: String?) -> [String: Any] {
+    guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [:] }
+    return object
+}
+
+func errorCode(_ text: String?) -> Int? { (json(text)["error"] as? [String: Any])?["code"] as? Int }
