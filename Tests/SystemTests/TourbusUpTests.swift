@@ -1,0 +1,69 @@
+import Bus
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite(.serialized) struct TourbusUpTests {
+    /// The pids of the direct children of `parent` named `name`.
+    func children(of parent: Int32, named name: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            let comm = stat[stat.index(after: stat.firstIndex(of: "(") ?? stat.startIndex)..<close]
+            let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+            return comm.hasPrefix(name.prefix(15)) && fields.count > 1 && Int32(fields[1]) == parent
+        }
+    }
+
+    @Test func upStartsTheSuiteLoadsTheDemoRestartsCrashesAndStopsCleanly() throws {
+        let folder = NSTemporaryDirectory() + "tourbus-up-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let port = 20_000 + Int(getpid() % 20_000)
+        let process = Process()
+        process.executableURL = try ServiceProcess.executable("tourbus")
+        process.arguments = ["up", "--data-dir", folder, "--listen", "127.0.0.1:\(port)"]
+        let outFile = folder + "/up.out"
+        _ = FileManager.default.createFile(atPath: outFile, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outFile))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+        var output = ""
+        for _ in 0..<600 where !output.contains("Tourbus is up") {
+            usleep(50_000)
+            output = (try? String(contentsOfFile: outFile, encoding: .utf8)) ?? ""
+        }
+        #expect(output.contains("loaded 242 Sydney places"), "\(output)")
+        #expect(output.contains("gateway at 127.0.0.1:\(port)"))
+
+        let c = try GatewayConnection(port: UInt16(port))
+        let categories = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))
+        let counts = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.compactMap { $0["count"] as? Int }
+        #expect(counts?.reduce(0, +) == 242)
+
+        // Kill the catalog: the supervisor brings it back on the same endpoint.
+        let catalogs = children(of: process.processIdentifier, named: "tourbus-catalog")
+        #expect(catalogs.count == 1)
+        for pid in catalogs { kill(pid, SIGKILL) }
+        var back = false
+        for i in 0..<100 where !back {
+            usleep(100_000)
+            back = json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.get","params":{"id":1}}"#))["result"] != nil
+        }
+        #expect(back)
+        let restarted = children(of: process.processIdentifier, named: "tourbus-catalog")
+        #expect(restarted.count == 1 && restarted != catalogs)
+
+        // Ctrl-C (SIGINT here) stops everything and exits 0.
+        let all = children(of: process.processIdentifier, named: "tourbus-")
+        kill(process.processIdentifier, SIGINT)
+        for _ in 0..<300 where process.isRunning { usleep(50_000) }
+        #expect(!process.isRunning && process.terminationStatus == 0)
+        #expect(all.allSatisfy { kill($0, 0) != 0 })
+    }
+}
