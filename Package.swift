@@ -37,6 +37,7 @@ let package = Package(
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage"]),
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus"]),
         .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService"]),
     ],
     swiftLanguageModes: [.v6]

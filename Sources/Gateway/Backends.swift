@@ -101,6 +101,7 @@ final class Backends: Sendable {
                     case .failure(let error):
                         if h[name]?.up == true { logger.warn("backend down", ["service": name, "error": error]) }
                         h[name]?.up = false
+                        h[name]?.latencyMs = nil
                         h[name]?.lastError = error.description
                         // Learn its methods again when it comes back: it may be a new version.
                         state.methods.withLock { $0[name] = nil }

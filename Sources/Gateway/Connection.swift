@@ -74,7 +74,7 @@ final class Connection {
     // JSON-RPC: the id of each slot, and batches waiting for all their members.
     private var slotIds: [Int: Data?] = [:]
     private var slotBatch: [Int: Int] = [:]
-    private var batches: [Int: (waiting: Int, responses: [[UInt8]])] = [:]
+    private var batches: [Int: (waiting: Int, responses: [Int: [UInt8]])] = [:]
     private var nextBatch = 0
 
     init(socket: TCPSocket, dispatcher: Dispatcher, limits: ConnectionLimits, logger: Logger, stopping: StopFlag) throws {
@@ -89,7 +89,9 @@ final class Connection {
     /// Serves the connection until the client leaves, a limit is crossed or the gateway stops.
     func run() {
         var poller = [pollfd(fd: socket.descriptor, events: 0, revents: 0), pollfd(fd: inbox.wakeup.descriptor, events: Int16(POLLIN), revents: 0)]
-        while !stopping.isSet {
+        while true {
+            // Stopping: take no more requests, but answer those in flight (the server waits a while).
+            if stopping.isSet { closeAfterFlush = true }
             let reading = !peerClosed && !closeAfterFlush
             if !reading && inFlight == 0 && outputSent == output.count { return }
             poller[0].events = Int16(reading ? POLLIN : 0) | Int16(outputSent < output.count ? POLLOUT : 0)
@@ -149,7 +151,7 @@ final class Connection {
         while !closeAfterFlush {
             guard let newline = input[inputStart...].firstIndex(of: 0x0A) else {
                 if input.count - inputStart > limits.maxRequestBytes {
-                    if !discardingLine { reject(ServiceError(.tooLarge, "line exceeds \(limits.maxRequestBytes) bytes"), code: JSONRPC.invalidRequest) }
+                    if !discardingLine { reject(ServiceError(.tooLarge, "line exceeds \(limits.maxRequestBytes) bytes")) }
                     discardingLine = true
                     inputStart = input.count
                 }
@@ -162,7 +164,7 @@ final class Connection {
                 continue
             }
             if line.count > limits.maxRequestBytes {
-                reject(ServiceError(.tooLarge, "line exceeds \(limits.maxRequestBytes) bytes"), code: JSONRPC.invalidRequest)
+                reject(ServiceError(.tooLarge, "line exceeds \(limits.maxRequestBytes) bytes"))
                 continue
             }
             guard line.contains(where: { ![0x20, 0x0D, 0x09].contains($0) }) else { continue }
@@ -187,17 +189,17 @@ final class Connection {
             return
         }
         guard batch.count <= limits.maxInFlight else {
-            reject(ServiceError(.tooLarge, "batch of \(batch.count) requests exceeds \(limits.maxInFlight)"), code: JSONRPC.invalidRequest)
+            reject(ServiceError(.tooLarge, "batch of \(batch.count) requests exceeds \(limits.maxInFlight)"))
             return
         }
         let batchId = nextBatch
         nextBatch += 1
-        batches[batchId] = (batch.count, [])
+        batches[batchId] = (batch.count, [:])
         for element in batch { submit(JSONRPC.request(from: element), batch: batchId) }
     }
 
     /// An error about the input itself, with a null id (JSON-RPC) or as the next reply (RESP).
-    private func reject(_ error: ServiceError, code: Int) {
+    private func reject(_ error: ServiceError, code: Int? = nil) {
         switch framing {
         case .jsonRPC?: append(JSONRPC.error(id: Data("null".utf8), error, code: code) + [0x0A])
         default: append(RESP.error(error.code.rawValue.uppercased(), error.message))
@@ -205,14 +207,12 @@ final class Connection {
     }
 
     private func submit(_ request: JSONRPC.Request, batch: Int?) {
-        let slot = nextSlot
-        nextSlot += 1
+        let slot = takeSlot()
         if let batch { slotBatch[slot] = batch }
         switch request {
         case .invalid(let id, let error, let code):
             slotIds[slot] = id
-            // An invalid request is answered even without an id: it was never a valid notification.
-            finishJSON(slot, JSONRPC.error(id: id ?? Data("null".utf8), error, code: code), notification: false)
+            finishJSON(slot, JSONRPC.error(id: id ?? Data("null".utf8), error, code: code), notification: id == nil)
         case .call(let id, let method, let params, let deadline):
             slotIds[slot] = id
             start(slot, method: method, params: params, deadline: deadline)
@@ -228,18 +228,23 @@ final class Connection {
                 inputStart += consumed
                 if !words.isEmpty { handleCommand(words) }
             case .protocolError(let message):
-                append(RESP.error("ERR", "Protocol error: \(message)"))
+                // In its turn after the replies still owed, then the connection closes.
+                finishRESP(takeSlot(), RESP.error("ERR", "Protocol error: \(message)"))
                 closeAfterFlush = true
             case .tooLarge(let message):
-                append(RESP.error("TOO_LARGE", message))
+                finishRESP(takeSlot(), RESP.error("TOO_LARGE", message))
                 closeAfterFlush = true
             }
         }
     }
 
+    private func takeSlot() -> Int {
+        defer { nextSlot += 1 }
+        return nextSlot
+    }
+
     private func handleCommand(_ words: [[UInt8]]) {
-        let slot = nextSlot
-        nextSlot += 1
+        let slot = takeSlot()
         let method = String(decoding: words[0], as: UTF8.self).lowercased()
         // What Redis tools send besides commands: answered so they work unchanged.
         switch method {
@@ -316,7 +321,7 @@ final class Connection {
         }
         guard var batch = batches[batchId] else { return }
         batch.waiting -= 1
-        if !notification { batch.responses.append(response) }
+        if !notification { batch.responses[slot] = response }
         if batch.waiting > 0 {
             batches[batchId] = batch
             return
@@ -324,10 +329,11 @@ final class Connection {
         batches.removeValue(forKey: batchId)
         // A batch of notifications only gets no answer at all.
         guard !batch.responses.isEmpty else { return }
+        // The members' slots are consecutive: sorting by slot gives the batch's own order.
         var out: [UInt8] = [UInt8(ascii: "[")]
-        for (i, r) in batch.responses.enumerated() {
+        for (i, slot) in batch.responses.keys.sorted().enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            out += r
+            out += batch.responses[slot] ?? []
         }
         out += [UInt8(ascii: "]"), 0x0A]
         append(out)
@@ -403,9 +409,12 @@ public enum CommandArguments {
         case "null": return NSNull()
         default: break
         }
-        if let int = Int(word) { return int }
-        if let double = Double(word), double.isFinite, word.first.map({ $0.isNumber || $0 == "-" || $0 == "." }) == true { return double }
-        if word.first == "{" || word.first == "[", let json = try? JSONSerialization.jsonObject(with: Data(word.utf8)) { return json }
+        // Numbers as JSON writes them (so "+61…" and "0x1A" stay strings).
+        if word.wholeMatch(of: /-?(0|[1-9][0-9]*)/) != nil, let int = Int(word) { return int }
+        if word.wholeMatch(of: /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/) != nil, let double = Double(word), double.isFinite { return double }
+        // A JSON object, array or string literal ("\"2046\"" forces a string).
+        if let first = word.first, first == "{" || first == "[" || first == "\"",
+           let json = try? JSONSerialization.jsonObject(with: Data(word.utf8), options: [.fragmentsAllowed]) { return json }
         return word
     }
 }

@@ -36,6 +36,9 @@ final class Dispatcher: Sendable {
     /// exactly once, on another thread).
     func dispatch(method: String, params: Data, deadlineMilliseconds: Int?,
                   completion: @escaping @Sendable (Outcome) -> Void) -> Outcome? {
+        if let requested = deadlineMilliseconds, requested <= 0 {
+            return .failure(ServiceError.invalid("deadline_ms", "must be a positive number of milliseconds"))
+        }
         switch method {
         case "ping": return .pong
         case "help": return encoded(help())
@@ -47,16 +50,16 @@ final class Dispatcher: Sendable {
             return .failure(Dispatcher.unknownMethod(method))
         }
         let service = String(method[..<dot])
-        let requested = deadlineMilliseconds ?? defaultDeadlineMilliseconds
-        guard requested > 0 else { return .failure(ServiceError.invalid("deadline_ms", "must be a positive number of milliseconds")) }
-        let deadline = min(requested, defaultDeadlineMilliseconds)
+        let deadline = min(deadlineMilliseconds ?? defaultDeadlineMilliseconds, defaultDeadlineMilliseconds)
+        let ownDeadline = deadline < defaultDeadlineMilliseconds
         let backends = self.backends
         client.send(type: method, body: params, timeoutMilliseconds: deadline) { result in
             switch result {
             case .success(let reply):
                 completion(.result(reply.bodyJSON))
             case .failure(let error):
-                backends.noteFailure(service, error)
+                // A deadline the client shortened says nothing about the backend.
+                if !(ownDeadline && error.code == .deadlineExceeded) { backends.noteFailure(service, error) }
                 // The backend does not know the type: to the client it is an unknown method.
                 if error.code == .notFound && error.field == "type" {
                     completion(.failure(Dispatcher.unknownMethod(method)))

@@ -111,13 +111,20 @@ struct AcceptLoop: @unchecked Sendable {
         logger.warn("refused a connection: limit reached", ["limit": maxConnections])
         var fds = [pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)]
         var first: [UInt8] = []
-        var scratch: [UInt8] = [0]
+        var scratch = [UInt8](repeating: 0, count: 4_096)
         if poll(&fds, 1, 100) > 0 { _ = try? socket.read(appendingTo: &first, scratch: &scratch) }
+        let lead = first.first { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
         let error = ServiceError(.unavailable, "too many connections (limit \(maxConnections))")
-        let message = first.first == UInt8(ascii: "{") || first.first == UInt8(ascii: "[")
+        let message = lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[")
             ? JSONRPC.error(id: Data("null".utf8), error) + [0x0A]
             : RESP.error("UNAVAILABLE", error.message)
         _ = try? socket.write(message, from: 0)
+        // Half-close and read what else came, so the close does not reset the connection
+        // and lose the error line on its way.
+        shutdown(socket.descriptor, Int32(SHUT_WR))
+        for _ in 0..<10 where poll(&fds, 1, 10) > 0 {
+            guard let n = try? socket.read(appendingTo: &first, scratch: &scratch), n > 0 else { break }
+        }
     }
 }
 

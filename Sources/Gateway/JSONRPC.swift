@@ -36,8 +36,10 @@ enum JSONRPC {
 
     /// Reads one element of a line (a whole line, or one member of a batch).
     static func request(from object: Any) -> Request {
+        // Invalid requests are answered with a null id when they have none; a notification
+        // whose params are wrong gets no answer, as JSON-RPC says of every notification.
         guard let dict = object as? [String: Any] else {
-            return .invalid(id: nil, ServiceError(.invalidArgument, "a request is a JSON object"), code: invalidRequest)
+            return .invalid(id: Data("null".utf8), ServiceError(.invalidArgument, "a request is a JSON object"), code: invalidRequest)
         }
         var id: Data?
         if let raw = dict["id"] {
@@ -55,14 +57,14 @@ enum JSONRPC {
         var params = Data("{}".utf8)
         if let raw = dict["params"], !(raw is NSNull) {
             guard raw is [String: Any], let encoded = try? JSONSerialization.data(withJSONObject: raw, options: [.withoutEscapingSlashes]) else {
-                return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "params must be an object of named parameters", field: "params"), code: invalidParams)
+                return .invalid(id: id, ServiceError(.invalidArgument, "params must be an object of named parameters", field: "params"), code: invalidParams)
             }
             params = encoded
         }
         var deadline: Int?
-        if let raw = dict["deadline_ms"] {
+        if let raw = dict["deadline_ms"], !(raw is NSNull) {
             guard let number = raw as? NSNumber, !isBool(raw), let value = Int(exactly: number.doubleValue) else {
-                return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "deadline_ms must be an integer", field: "deadline_ms"), code: invalidParams)
+                return .invalid(id: id, ServiceError(.invalidArgument, "deadline_ms must be an integer", field: "deadline_ms"), code: invalidParams)
             }
             deadline = value
         }

@@ -62,7 +62,8 @@ enum RESP {
             guard let size = integer(input[(i + 1)..<sizeLine.end]), size >= 0 else { return .protocolError("invalid bulk length") }
             total += size
             guard size <= maxBytes, total <= maxBytes else {
-                return .tooLarge("bulk string of \(size) bytes exceeds the limit of \(maxBytes)")
+                return .tooLarge(size > maxBytes ? "bulk string of \(size) bytes exceeds the limit of \(maxBytes)"
+                                                 : "command of more than \(maxBytes) bytes exceeds the limit")
             }
             let dataStart = sizeLine.next
             guard input.count >= dataStart + size + 2 else { return .incomplete }

@@ -12,8 +12,9 @@ public enum TourbusCommand {
           tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo]
               start every built service and the gateway, load the Sydney demo into an empty
               catalog, restart what crashes, stop everything on Ctrl-C
-          tourbus call [--gateway HOST:PORT] METHOD [JSON | key value …]
-              call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY)
+          tourbus call [--gateway HOST:PORT] [--timeout-ms N] METHOD [JSON | key value …]
+              call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY);
+              the timeout (default 5000) is also sent as the request's deadline
           tourbus call --service ENDPOINT TYPE [JSON]
               send one request straight to a service's ZeroMQ endpoint
           tourbus keys
@@ -101,7 +102,7 @@ public enum TourbusCommand {
     static func callGateway(_ gateway: String, method: String, params: Data, timeout: Int) -> Int32 {
         var request = Data(#"{"jsonrpc":"2.0","id":1,"method":"#.utf8)
         request.append((try? JSONEncoder().encode(method)) ?? Data("\"\"".utf8))
-        request.append(Data(#","params":"#.utf8))
+        request.append(Data(#","deadline_ms":\#(timeout),"params":"#.utf8))
         request.append(params)
         request.append(Data("}\n".utf8))
         let line: Data

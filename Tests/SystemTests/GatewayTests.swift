@@ -30,6 +30,13 @@ import Glibc
         c.send(#"[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"ping"},{"jsonrpc":"2.0","id":"b","method":"catalog.get","params":{"id":1}}]"# + "\n")
         let batch = try JSONSerialization.jsonObject(with: Data((c.line() ?? "").utf8)) as? [[String: Any]]
         #expect(batch?.map { $0["id"] as? String } == ["a", "b"])
+        // The batch keeps element order although the ping finishes before the forwarded get.
+        c.send(#"[{"jsonrpc":"2.0","id":"x","method":"catalog.get","params":{"id":1}},{"jsonrpc":"2.0","id":"y","method":"ping"}]"# + "\n")
+        let ordered = try JSONSerialization.jsonObject(with: Data((c.line() ?? "").utf8)) as? [[String: Any]]
+        #expect(ordered?.map { $0["id"] as? String } == ["x", "y"])
+        // A notification whose params are wrong is not answered either.
+        c.send(#"{"jsonrpc":"2.0","method":"catalog.get","params":[1]}"# + "\n")
+        #expect(json(c.call(#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#))["id"] as? Int == 6)
 
         let status = json(c.call(#"{"jsonrpc":"2.0","id":5,"method":"gateway.status"}"#))
         let backends = (status["result"] as? [String: Any])?["backends"] as? [[String: Any]]
@@ -53,6 +60,13 @@ import Glibc
         #expect(c.respReply() == "-NOT_FOUND id: no place with id 999")
         #expect(c.respReply() == "-NOT_FOUND method: unknown method 'nosuch.method'; try help")
         #expect(json(String(c.respReply()?.dropFirst() ?? ""))["id"] as? Int == 2)
+
+        // A protocol error waits for the replies owed before it, then the connection closes.
+        let broken = try GatewayConnection(port: suite.port)
+        broken.send(GatewayConnection.resp(["catalog.get", "id", "1"]) + Array("*1\r\n+oops\r\n".utf8))
+        #expect(broken.respReply()?.hasPrefix(#"${"category":"beach""#) == true)
+        #expect(broken.respReply()?.hasPrefix("-ERR Protocol error") == true)
+        #expect(broken.isClosedByPeer())
     }
 
     @Test func respThroughRedisCLI() throws {

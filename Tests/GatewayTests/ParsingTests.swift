@@ -1,0 +1,86 @@
+import Bus
+import Foundation
+@testable import Gateway
+import Testing
+
+@Suite struct RESPParserTests {
+    func words(_ text: String) -> [String]? {
+        guard case .command(let words, _) = RESP.parse(Array(text.utf8), from: 0, maxBytes: 1 << 20) else { return nil }
+        return words.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test func arraysAndInlineCommands() {
+        #expect(words("*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n") == ["PING", "hi"])
+        #expect(words("*1\r\n$0\r\n\r\n") == [""])
+        #expect(words("catalog.get id 1\r\n") == ["catalog.get", "id", "1"])
+        #expect(words("catalog.get   id\t1\n") == ["catalog.get", "id", "1"])
+        #expect(words(#"x name "Caf\xc3\xa9 \"Sydney\"" note 'it''s'"# + "\r\n") == nil)  // quotes must end a word
+        #expect(words(#"x name "Caf\xc3\xa9 \"Sydney\"" note 'plain \n'"# + "\r\n") == ["x", "name", "Café \"Sydney\"", "note", "plain \\n"])
+    }
+
+    @Test func incompleteInputWaits() {
+        for partial in ["*2\r\n$4\r\nPI", "*2\r\n", "*2", "PING", "*1\r\n$4\r\nPING\r"] {
+            #expect(RESP.parse(Array(partial.utf8), from: 0, maxBytes: 1 << 20) == .incomplete, "\(partial)")
+        }
+    }
+
+    @Test func brokenInputIsAProtocolError() {
+        for broken in ["*x\r\n", "*1\r\n+PING\r\n", "*1\r\n$-3\r\n", "*1\r\n$2\r\nhello\r\n", "*99999999\r\n"] {
+            guard case .protocolError = RESP.parse(Array(broken.utf8), from: 0, maxBytes: 1 << 20) else {
+                Issue.record("accepted \(broken.debugDescription)")
+                continue
+            }
+        }
+        guard case .tooLarge = RESP.parse(Array("*1\r\n$2000\r\n".utf8), from: 0, maxBytes: 1_000) else {
+            Issue.record("a bulk string over the limit was not refused")
+            return
+        }
+    }
+}
+
+@Suite struct CommandArgumentsTests {
+    func params(_ words: [String]) -> [String: Any]? {
+        guard case .success(let data) = CommandArguments.params(words.map { Array($0.utf8) }) else { return nil }
+        return try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+    }
+
+    @Test func pairsWithTypedValues() {
+        let p = params(["id", "7", "lat", "-33.86", "ok", "true", "gone", "null", "phone", "+61292507111", "hex", "0x1A",
+                        "name", #""2046""#, "hours", #"[{"day":1}]"#, "word", "Sydney"])
+        #expect(p?["id"] as? Int == 7)
+        #expect(p?["lat"] as? Double == -33.86)
+        #expect(p?["ok"] as? Bool == true)
+        #expect(p?["gone"] is NSNull)
+        #expect(p?["phone"] as? String == "+61292507111")
+        #expect(p?["hex"] as? String == "0x1A")
+        #expect(p?["name"] as? String == "2046")
+        #expect((p?["hours"] as? [[String: Any]])?.first?["day"] as? Int == 1)
+        #expect(p?["word"] as? String == "Sydney")
+    }
+
+    @Test func oneJSONObjectOrNothing() {
+        #expect(params([#"{"id":1}"#])?["id"] as? Int == 1)
+        #expect(params([])?.isEmpty == true)
+        guard case .failure(let odd) = CommandArguments.params([Array("id".utf8), Array("1".utf8), Array("x".utf8)]) else {
+            Issue.record("an odd number of words was accepted")
+            return
+        }
+        #expect(odd.code == .invalidArgument && odd.message.contains("'x' has no value"))
+        guard case .failure = CommandArguments.params([Array("[1,2]".utf8)]) else {
+            Issue.record("a single non-object word was accepted")
+            return
+        }
+    }
+}
+
+@Suite struct JSONSpanTests {
+    @Test func findsTopLevelMembersOnly() {
+        let envelope = Data(#"{"v":1,"id":"a\"}b","ok":true,"body":{"body":[1,"}"],"x":{"y":"z"}}}"#.utf8)
+        let range = JSONSpan.member("body", in: envelope)
+        #expect(range.map { String(decoding: envelope[$0], as: UTF8.self) } == #"{"body":[1,"}"],"x":{"y":"z"}}"#)
+        #expect(JSONSpan.member("ok", in: envelope).map { String(decoding: envelope[$0], as: UTF8.self) } == "true")
+        #expect(JSONSpan.member("missing", in: envelope) == nil)
+        #expect(JSONSpan.member("body", in: Data("[1]".utf8)) == nil)
+        #expect(JSONSpan.member("body", in: Data(#"{"body":"#.utf8)) == nil)
+    }
+}

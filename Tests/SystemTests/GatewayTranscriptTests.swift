@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+
+/// One block of `gateway.md`: its kind (`jsonrpc` or `resp`) and its exchanges.
+struct TranscriptBlock {
+    var kind: String
+    var firstLine: Int
+    var lines: [(number: Int, text: String)]
+}
+
+func gatewayTranscriptBlocks() throws -> [TranscriptBlock] {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let text = try String(contentsOf: root.appendingPathComponent("Protocols/gateway.md"), encoding: .utf8)
+    var blocks: [TranscriptBlock] = []
+    var current: TranscriptBlock?
+    for (index, line) in text.components(separatedBy: "\n").enumerated() {
+        if line.hasPrefix("```") {
+            if let block = current { blocks.append(block) }
+            current = nil
+            let kind = String(line.dropFirst(3))
+            if kind == "jsonrpc" || kind == "resp" { current = TranscriptBlock(kind: kind, firstLine: index + 1, lines: []) }
+            continue
+        }
+        if line.hasPrefix("> ") || line.hasPrefix("< ") { current?.lines.append((index + 1, line)) }
+    }
+    return blocks
+}
+
+/// Whether `actual` matches `expected`, where "<any>" matches any value and "<ts>" a timestamp.
+func transcriptMatches(_ expected: Any, _ actual: Any?) -> Bool {
+    if let e = expected as? String, e == "<any>" { return actual != nil }
+    if let e = expected as? String, e == "<ts>" {
+        guard let a = actual as? String else { return false }
+        return a.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil
+    }
+    switch (expected, actual) {
+    case (let e as [String: Any], let a as [String: Any]):
+        return Set(e.keys) == Set(a.keys) && e.allSatisfy { transcriptMatches($0.value, a[$0.key]) }
+    case (let e as [Any], let a as [Any]):
+        return e.count == a.count && zip(e, a).allSatisfy { transcriptMatches($0, $1) }
+    case (let e as NSNumber, let a as NSNumber): return e == a
+    case (let e as String, let a as String): return e == a
+    case (is NSNull, is NSNull): return true
+    default: return false
+    }
+}
+
+func sameJSON(_ expected: String, _ actual: String) -> Bool {
+    guard let e = try? JSONSerialization.jsonObject(with: Data(expected.utf8), options: [.fragmentsAllowed]),
+          let a = try? JSONSerialization.jsonObject(with: Data(actual.utf8), options: [.fragmentsAllowed]) else { return false }
+    return transcriptMatches(e, a)
+}
+
+@Suite struct GatewayTranscriptTests {
+    @Test func gatewayDocumentMatchesTheRunningSuite() throws {
+        let blocks = try gatewayTranscriptBlocks()
+        #expect(blocks.contains { $0.kind == "jsonrpc" } && blocks.contains { $0.kind == "resp" })
+        let suite = try SuiteFixture()
+        for block in blocks {
+            let connection = try GatewayConnection(port: suite.port)
+            for (number, line) in block.lines {
+                let text = String(line.dropFirst(2))
+                if line.hasPrefix("> ") {
+                    if block.kind == "jsonrpc" {
+                        connection.send(text + "\n")
+                    } else {
+                        let words = (RESPWords.split(text) ?? []).map { String(decoding: $0, as: UTF8.self) }
+                        connection.send(GatewayConnection.resp(words))
+                    }
+                    continue
+                }
+                if block.kind == "jsonrpc" {
+                    let actual = connection.line() ?? "(nothing)"
+                    #expect(sameJSON(text, actual), "gateway.md line \(number): got \(actual)")
+                } else {
+                    let actual = connection.respReply() ?? "(nothing)"
+                    if text.hasPrefix("$") && actual.hasPrefix("$") {
+                        #expect(sameJSON(String(text.dropFirst()), String(actual.dropFirst())), "gateway.md line \(number): got \(actual)")
+                    } else {
+                        #expect(text == actual, "gateway.md line \(number): got \(actual)")
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// redis-cli's way of splitting a typed line into words: spaces, "double" quotes with escapes, 'single' quotes.
+enum RESPWords {
+    static func split(_ line: String) -> [[UInt8]]? {
+        var words: [[UInt8]] = []
+        var current: [UInt8] = []
+        var inWord = false
+        var quote: Character?
+        var chars = Array(line)
+        var i = 0
+        while i < chars.count {
+            let c = chars[i]
+            if let q = quote {
+                if c == q {
+                    quote = nil
+                } else if q == "\"" && c == "\\" && i + 1 < chars.count {
+                    i += 1
+                    switch chars[i] {
+                    case "n": current.append(0x0A)
+                    case "t": current.append(0x09)
+                    default: current += Array(String(chars[i]).utf8)
+                    }
+                } else {
+                    current += Array(String(c).utf8)
+                }
+            } else if c == "\"" || c == "'" {
+                quote = c
+                inWord = true
+            } else if c == " " {
+                if inWord { words.append(current) }
+                current = []
+                inWord = false
+            } else {
+                current += Array(String(c).utf8)
+                inWord = true
+            }
+            i += 1
+        }
+        chars = []
+        if quote != nil { return nil }
+        if inWord { words.append(current) }
+        return words
+    }
+}
