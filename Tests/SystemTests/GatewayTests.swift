@@ -154,6 +154,28 @@ import Glibc
         #expect(hog.isClosedByPeer())
     }
 
+    @Test func replicasShareTheLoad() throws {
+        let folder = NSTemporaryDirectory() + "tourbus-replicas-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // Two catalogs with different contents stand in for replicas, so each answer shows where it came from.
+        let one = try ServiceProcess("tourbus-catalog", folder: folder + "/one")
+        let two = try ServiceProcess("tourbus-catalog", folder: folder + "/two")
+        let direct = try RPCClient(context: try ZMQContext(), endpoints: [one.rpc], logger: Logger(component: "test", level: .error))
+        _ = try direct.request(type: "catalog.create", body: Data(#"{"name":"Only in one","category":"cafe","lat":-33.87,"lon":151.2}"#.utf8))
+        direct.close()
+        let gateway = try ServiceProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0", "--peer", "catalog=\(one.rpc),\(two.rpc)"])
+        let port = UInt16((gateway.endpoints["listen"] as? String)?.split(separator: ":").last ?? "") ?? 0
+        let c = try GatewayConnection(port: port)
+        var seen = Set<Int>()
+        for i in 0..<40 where seen.count < 2 {
+            let reply = json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.categories"}"#))
+            let cafes = ((reply["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.first { $0["id"] as? String == "cafe" }
+            if let count = cafes?["count"] as? Int { seen.insert(count) }
+            usleep(20_000)
+        }
+        #expect(seen == [0, 1])
+    }
+
     @Test func silentClientsAreClosedAfterTheIdleTimeout() throws {
         let suite = try SuiteFixture(gatewayArguments: ["--idle-timeout-ms", "500"])
         let silent = try GatewayConnection(port: suite.port, timeoutMilliseconds: 3_000)

@@ -67,3 +67,37 @@ import Glibc
         #expect(all.allSatisfy { kill($0, 0) != 0 })
     }
 }
+
+@Suite struct TourbusCallTests {
+    func tourbus(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = try ServiceProcess.executable("tourbus")
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+    }
+
+    @Test func callThroughTheGatewayAndStraightToAService() throws {
+        let suite = try SuiteFixture()
+        let gateway = "127.0.0.1:\(suite.port)"
+        let created = try tourbus(["call", "--gateway", gateway, "catalog.create", "name", "Luna Park", "category", "attraction", "lat", "-33.8475", "lon", "151.2098"])
+        #expect(created.status == 0 && json(created.out)["name"] as? String == "Luna Park")
+        let got = try tourbus(["call", "--gateway", gateway, "catalog.get", #"{"id":1}"#])
+        #expect(got.status == 0 && json(got.out)["lat"] as? Double == -33.8475)
+        let missing = try tourbus(["call", "--gateway", gateway, "catalog.get", "id", "5"])
+        #expect(missing.status == 1 && missing.err.contains("not_found: no place with id 5 (field id)"))
+        let direct = try tourbus(["call", "--service", suite.catalogEndpoint, "catalog.get", "id", "1"])
+        #expect(direct.status == 0 && json(direct.out)["name"] as? String == "Luna Park")
+        let nowhere = try tourbus(["call", "--gateway", "127.0.0.1:1", "ping"])
+        #expect(nowhere.status == 1 && nowhere.err.contains("cannot reach the gateway"))
+        let keys = try tourbus(["keys"])
+        #expect(keys.status == 0 && keys.out.components(separatedBy: "\n").filter { !$0.isEmpty }.map(\.count) == [48, 48])  // "public: " + 40 Z85 characters
+        #expect(try tourbus(["frobnicate"]).status == 2)
+    }
+}
