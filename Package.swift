@@ -36,9 +36,11 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage"]),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage"]),
+        // Helpers shared by test targets (transcript matching); never linked into the executables.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus"]),
-        .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService"]),
+        .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

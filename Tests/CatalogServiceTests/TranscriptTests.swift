@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import Testing
+import TestSupport
 
 /// One exchange of a protocol transcript: a request and the reply the docs promise.
 struct Exchange {
@@ -12,8 +13,7 @@ struct Exchange {
 
 /// Reads every ```transcript block of a Markdown file in `Protocols/`.
 func transcript(_ file: String) throws -> [Exchange] {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let text = try String(contentsOf: root.appendingPathComponent("Protocols").appendingPathComponent(file), encoding: .utf8)
+    let text = try String(contentsOf: protocolsFolder().appendingPathComponent(file), encoding: .utf8)
     var exchanges: [Exchange] = []
     var inside = false
     var pending: (Int, String, String)?
@@ -35,29 +35,6 @@ func transcript(_ file: String) throws -> [Exchange] {
     return exchanges
 }
 
-/// Whether `actual` matches `expected`, where "<any>" matches anything and "<ts>" any ISO-8601 timestamp.
-func matches(_ expected: Any, _ actual: Any?) -> Bool {
-    if let e = expected as? String, e == "<any>" { return actual != nil }
-    if let e = expected as? String, e == "<ts>" {
-        guard let a = actual as? String else { return false }
-        return a.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil
-    }
-    switch (expected, actual) {
-    case (let e as [String: Any], let a as [String: Any]):
-        return Set(e.keys) == Set(a.keys) && e.allSatisfy { matches($0.value, a[$0.key]) }
-    case (let e as [Any], let a as [Any]):
-        return e.count == a.count && zip(e, a).allSatisfy { matches($0, $1) }
-    case (let e as NSNumber, let a as NSNumber):
-        return e == a
-    case (let e as String, let a as String):
-        return e == a
-    case (is NSNull, is NSNull):
-        return true
-    default:
-        return false
-    }
-}
-
 @Suite struct TranscriptTests {
     @Test(arguments: ["catalog.md", "envelope.md"])
     func transcriptsMatchTheService(file: String) throws {
@@ -77,7 +54,7 @@ func matches(_ expected: Any, _ actual: Any?) -> Bool {
             actual.removeValue(forKey: "id")
             let expected = try JSONSerialization.jsonObject(with: Data(exchange.expected.utf8))
             let shown = String(decoding: try JSONSerialization.data(withJSONObject: actual, options: [.sortedKeys]), as: UTF8.self)
-            #expect(matches(expected, actual), "\(file) line \(exchange.line): \(exchange.type) answered \(shown)")
+            #expect(transcriptMatches(expected, actual), "\(file) line \(exchange.line): \(exchange.type) answered \(shown)")
         }
     }
 }

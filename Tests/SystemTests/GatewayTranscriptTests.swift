@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// One block of `gateway.md`: its kind (`jsonrpc` or `resp`) and its exchanges.
 struct TranscriptBlock {
@@ -9,8 +10,7 @@ struct TranscriptBlock {
 }
 
 func gatewayTranscriptBlocks() throws -> [TranscriptBlock] {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let text = try String(contentsOf: root.appendingPathComponent("Protocols/gateway.md"), encoding: .utf8)
+    let text = try String(contentsOf: protocolsFolder().appendingPathComponent("gateway.md"), encoding: .utf8)
     var blocks: [TranscriptBlock] = []
     var current: TranscriptBlock?
     for (index, line) in text.components(separatedBy: "\n").enumerated() {
@@ -24,25 +24,6 @@ func gatewayTranscriptBlocks() throws -> [TranscriptBlock] {
         if line.hasPrefix("> ") || line.hasPrefix("< ") { current?.lines.append((index + 1, line)) }
     }
     return blocks
-}
-
-/// Whether `actual` matches `expected`, where "<any>" matches any value and "<ts>" a timestamp.
-func transcriptMatches(_ expected: Any, _ actual: Any?) -> Bool {
-    if let e = expected as? String, e == "<any>" { return actual != nil }
-    if let e = expected as? String, e == "<ts>" {
-        guard let a = actual as? String else { return false }
-        return a.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil
-    }
-    switch (expected, actual) {
-    case (let e as [String: Any], let a as [String: Any]):
-        return Set(e.keys) == Set(a.keys) && e.allSatisfy { transcriptMatches($0.value, a[$0.key]) }
-    case (let e as [Any], let a as [Any]):
-        return e.count == a.count && zip(e, a).allSatisfy { transcriptMatches($0, $1) }
-    case (let e as NSNumber, let a as NSNumber): return e == a
-    case (let e as String, let a as String): return e == a
-    case (is NSNull, is NSNull): return true
-    default: return false
-    }
 }
 
 func sameJSON(_ expected: String, _ actual: String) -> Bool {
