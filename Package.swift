@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tourbus-catalog", targets: ["tourbus-catalog"]),
+        .executable(name: "tourbus-search", targets: ["tourbus-search"]),
         .executable(name: "tourbus-gateway", targets: ["tourbus-gateway"]),
         .executable(name: "tourbus", targets: ["tourbus"]),
     ],
@@ -24,10 +25,12 @@ let package = Package(
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
         .target(name: "CatalogService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
+        .target(name: "SearchService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
         .target(name: "Gateway", dependencies: ["ServiceKit", "Bus"]),
 
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),
+        .executableTarget(name: "tourbus-search", dependencies: ["SearchService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway", "ServiceKit", "Bus"]),
         .target(name: "TourbusCLI", dependencies: ["Gateway", "Bus"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
@@ -40,6 +43,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus"]),
+        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "ServiceKit", "Bus", "Storage", "Geo"]),
         .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -22,8 +22,9 @@ public struct Coordinate: Sendable, Hashable, Codable {
         self.init(uncheckedLatitude: latitude, longitude: longitude)
     }
 
-    /// Creates a coordinate without validation; only for values computed to be in range.
-    init(uncheckedLatitude latitude: Double, longitude: Double) {
+    /// Creates a coordinate without validation: only for values computed to be in range or
+    /// read back from storage that validated them (checking again on a hot path is waste).
+    public init(uncheckedLatitude latitude: Double, longitude: Double) {
         self.latitude = latitude
         self.longitude = longitude
     }

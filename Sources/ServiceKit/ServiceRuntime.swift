@@ -42,6 +42,7 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
     /// The request server (for its stats).
     public let server: RPCServer<State>
     private let relay: OutboxRelay?
+    private let subscribers: [EventSubscriber]
     private let peers: PeerClients
     private let logger: Logger
 
@@ -58,6 +59,7 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
             let db = try Database(path: path)
             var migrations = definition.migrations
             if definition.publishes { migrations += OutboxSchema.migrations }
+            if !definition.subscriptions.isEmpty { migrations += CursorSchema.migrations }
             let applied = try db.migrate(migrations)
             if !applied.isEmpty {
                 logger.info("migrated", ["database": path, "applied": applied.map { "\($0.domain)/\($0.version)" }.joined(separator: ",")])
@@ -72,13 +74,25 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
         let peers = try PeerClients(context: context, peers: config.peers, logger: logger)
         self.peers = peers
 
+        var subscribers: [EventSubscriber] = []
+        for (source, applier) in definition.subscriptions.sorted(by: { $0.key < $1.key }) {
+            guard let peer = config.peers[source], !peer.publish.isEmpty, !peer.rpc.isEmpty else {
+                logger.warn("not subscribed: no request and event endpoints configured", ["source": source])
+                continue
+            }
+            let options = SubscriptionOptions(source: source, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc, databasePath: path)
+            subscribers.append(try EventSubscriber(context: context, options: options, applier: applier, logger: logger))
+        }
+        self.subscribers = subscribers
+        let following = subscribers
+
         var table = definition.handlers
         table.wrap(.write) { context, state, inner in
             defer { state.worker.flushEmitted() }
             return try inner(context, state)
         }
         let stats = ServerStats()
-        ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats)
+        ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats) { following.map(\.status) }
 
         var options = RPCServerOptions()
         options.readers = config.readers
@@ -92,6 +106,7 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
             }
         } catch {
             relay?.stop()
+            subscribers.forEach { $0.stop() }
             peers.closeAll()
             throw error
         }
@@ -101,6 +116,7 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
     /// Stops taking requests, finishes those in flight, publishes what is committed, closes everything.
     public func stop() {
         server.stop()
+        subscribers.forEach { $0.stop() }
         relay?.stop()
         peers.closeAll()
         logger.info("service stopped", [:])
@@ -124,6 +140,7 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
         var service: String
         var server: StatsSnapshot?
         var outbox: OutboxInfo?
+        var subscriptions: [SubscriberStatus]?
     }
 
     struct ReplayRequest: Codable, Sendable {
@@ -151,7 +168,8 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
         var count: Int
     }
 
-    private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats) {
+    private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
+                                          subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
         let name = definition.name
         table.on("sys.ping", description: "liveness: the service name and its clock") { (_: Empty, _, _) -> Ping in
             Ping(service: name, time: Logger.timestamp())
@@ -166,7 +184,8 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
                 let box = Outbox(database: state.worker.db)
                 outbox = OutboxInfo(epoch: try box.epoch(), head: try box.head(), first: try box.firstAvailable())
             }
-            return Stats(service: name, server: stats.snapshot(), outbox: outbox)
+            let following = subscriptions()
+            return Stats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following)
         }
         guard publishes else { return }
         table.onRaw("sys.replay") { context, state in

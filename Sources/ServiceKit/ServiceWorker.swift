@@ -73,10 +73,14 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
     public var publishes: Bool
     /// Produces one snapshot page after an opaque key (nil: from the start), at most `limit` items.
     public var snapshot: (@Sendable (State, _ after: String?, _ limit: Int) throws -> SnapshotPage)?
+    /// Other services' events this service keeps a copy of, by source name (a configured peer).
+    public var subscriptions: [String: EventApplier]
 
     public init(name: String, migrations: [Migration], handlers: HandlerTable<State>, publishes: Bool = false,
                 snapshot: (@Sendable (State, String?, Int) throws -> SnapshotPage)? = nil,
+                subscriptions: [String: EventApplier] = [:],
                 makeState: @escaping @Sendable (ServiceWorker) throws -> State) {
+        self.subscriptions = subscriptions
         self.name = name
         self.migrations = migrations
         self.handlers = handlers

@@ -1,0 +1,273 @@
+import Bus
+import Foundation
+import Geo
+import Storage
+
+/// One search result: the place summary, and its distance when the query had a point.
+public struct SearchHit: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var category: String
+    public var address: String?
+    public var lat: Double
+    public var lon: Double
+    public var priceLevel: Int?
+    public var popularity: Double
+    public var rating: Double?
+    public var reviewCount: Int?
+    public var distanceM: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, category, address, lat, lon, popularity, rating
+        case priceLevel = "price_level"
+        case reviewCount = "review_count"
+        case distanceM = "distance_m"
+    }
+}
+
+/// A page of hits and the cursor of the next one (nil on the last).
+public struct SearchPage: Codable, Sendable, Equatable {
+    public var hits: [SearchHit]
+    public var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case hits
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// How hits are ordered; ties always break by id, so pages are stable.
+public enum SortOrder: String, Codable, Sendable {
+    case distance, rating, popularity
+}
+
+/// Filters every search request accepts.
+public struct PlaceFilters: Decodable, Sendable, Equatable {
+    public var categories: [String]?
+    public var excludeCategories: [String]?
+    public var priceLevels: [Int]?
+    public var minRating: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case categories
+        case excludeCategories = "exclude_categories"
+        case priceLevels = "price_levels"
+        case minRating = "min_rating"
+    }
+
+    func validate() throws(ServiceError) {
+        for (list, field) in [(categories, "categories"), (excludeCategories, "exclude_categories")] {
+            guard let list else { continue }
+            guard list.count <= 20, list.allSatisfy({ !$0.isEmpty && $0.count <= 50 }) else {
+                throw .invalid(field, "at most 20 category ids of 1-50 characters")
+            }
+        }
+        if let levels = priceLevels, levels.count > 5 || !levels.allSatisfy({ (0...4).contains($0) }) {
+            throw .invalid("price_levels", "price levels are 0 to 4")
+        }
+        if let rating = minRating, !(rating.isFinite && (0...5).contains(rating)) {
+            throw .invalid("min_rating", "must be 0 to 5")
+        }
+    }
+}
+
+/// `search.nearby`: places within `radius_m` of a point.
+public struct NearbyQuery: Decodable, Sendable {
+    public var lat: Double
+    public var lon: Double
+    public var radiusM: Double
+    public var filters: PlaceFilters
+    public var sort: SortOrder?
+    public var limit: Int?
+    public var cursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case lat, lon, sort, limit, cursor
+        case radiusM = "radius_m"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        lat = try c.decode(Double.self, forKey: .lat)
+        lon = try c.decode(Double.self, forKey: .lon)
+        radiusM = try c.decode(Double.self, forKey: .radiusM)
+        sort = try SortOrder.decode(c, .sort)
+        limit = try c.decodeIfPresent(Int.self, forKey: .limit)
+        cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
+        filters = try PlaceFilters(from: decoder)
+    }
+}
+
+/// `search.viewport`: places inside a map box (west > east crosses the 180th meridian).
+public struct ViewportQuery: Decodable, Sendable {
+    public var south: Double
+    public var west: Double
+    public var north: Double
+    public var east: Double
+    public var filters: PlaceFilters
+    public var sort: SortOrder?
+    public var limit: Int?
+    public var cursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case south, west, north, east, sort, limit, cursor
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        south = try c.decode(Double.self, forKey: .south)
+        west = try c.decode(Double.self, forKey: .west)
+        north = try c.decode(Double.self, forKey: .north)
+        east = try c.decode(Double.self, forKey: .east)
+        sort = try SortOrder.decode(c, .sort)
+        limit = try c.decodeIfPresent(Int.self, forKey: .limit)
+        cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
+        filters = try PlaceFilters(from: decoder)
+    }
+}
+
+extension SortOrder {
+    /// Decodes a sort name, answering an unknown one with the names that exist.
+    static func decode<K: CodingKey>(_ c: KeyedDecodingContainer<K>, _ key: K) throws -> SortOrder? {
+        guard let name = try c.decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard let order = SortOrder(rawValue: name) else {
+            throw ServiceError.invalid("sort", "unknown sort '\(name)'; use distance, rating or popularity")
+        }
+        return order
+    }
+}
+
+/// Map searches over the R*Tree: candidates from the box, exact checks and ordering in Swift.
+struct MapQueries {
+    let db: Database
+    static let maxLimit = 50, defaultLimit = 20
+    static let maxRadius = 50_000.0
+
+    func nearby(_ q: NearbyQuery) throws -> SearchPage {
+        let center: Coordinate
+        do { center = try Coordinate(latitude: q.lat, longitude: q.lon) } catch { throw error.serviceError }
+        guard q.radiusM.isFinite, q.radiusM >= 1, q.radiusM <= MapQueries.maxRadius else {
+            throw ServiceError.invalid("radius_m", "must be 1 to 50000 metres")
+        }
+        let sort = q.sort ?? .distance
+        let limit = try MapQueries.limit(q.limit)
+        try q.filters.validate()
+        let after = try q.cursor.map(SearchCursor.decode)
+        let box: BoundingBox
+        do { box = try BoundingBox.around(center, radiusMeters: q.radiusM) } catch { throw error.serviceError }
+        var hits: [SearchHit] = []
+        for part in box.parts {
+            for var hit in try candidates(in: part, q.filters) {
+                let d = Coordinate(uncheckedLatitude: hit.lat, longitude: hit.lon).distance(to: center)
+                guard d <= q.radiusM else { continue }
+                hit.distanceM = d
+                hits.append(hit)
+            }
+        }
+        return MapQueries.page(hits, sort: sort, limit: limit, after: after)
+    }
+
+    func viewport(_ q: ViewportQuery) throws -> SearchPage {
+        for (value, field, range) in [(q.south, "south", -90.0...90.0), (q.north, "north", -90.0...90.0),
+                                      (q.west, "west", -180.0...180.0), (q.east, "east", -180.0...180.0)] {
+            guard value.isFinite, range.contains(value) else { throw ServiceError.invalid(field, "must be a number in [\(Int(range.lowerBound)), \(Int(range.upperBound))]") }
+        }
+        guard q.south <= q.north else { throw ServiceError.invalid("south", "must not be north of north") }
+        let box: BoundingBox
+        do { box = try BoundingBox(south: q.south, west: q.west, north: q.north, east: q.east) } catch { throw error.serviceError }
+        guard box.widthDegrees <= 180 else { throw ServiceError.invalid("east", "the box may be at most 180 degrees wide") }
+        let sort = q.sort ?? .popularity
+        guard sort != .distance else { throw ServiceError.invalid("sort", "a viewport has no point to measure distance from; use rating or popularity") }
+        let limit = try MapQueries.limit(q.limit)
+        try q.filters.validate()
+        let after = try q.cursor.map(SearchCursor.decode)
+        var hits: [SearchHit] = []
+        for part in box.parts {
+            hits += try candidates(in: part, q.filters).filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
+        }
+        return MapQueries.page(hits, sort: sort, limit: limit, after: after)
+    }
+
+    static func limit(_ requested: Int?) throws(ServiceError) -> Int {
+        let limit = requested ?? defaultLimit
+        guard (1...maxLimit).contains(limit) else { throw .invalid("limit", "must be 1 to \(maxLimit)") }
+        return limit
+    }
+
+    /// Places whose indexed point lies in `box` (which does not cross the antimeridian) and pass the filters.
+    private func candidates(in box: BoundingBox, _ filters: PlaceFilters) throws -> [SearchHit] {
+        var sql = """
+            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count
+            FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
+            WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
+            """
+        var args: [SQLBindable?] = [Int64((box.south * SearchIndex.scale).rounded(.down)), Int64((box.north * SearchIndex.scale).rounded(.up)),
+                                    Int64((box.west * SearchIndex.scale).rounded(.down)), Int64((box.east * SearchIndex.scale).rounded(.up))]
+        if let categories = filters.categories, !categories.isEmpty {
+            sql += " AND p.category IN (\(Array(repeating: "?", count: categories.count).joined(separator: ",")))"
+            args += categories.map { $0 as SQLBindable? }
+        }
+        if let excluded = filters.excludeCategories, !excluded.isEmpty {
+            sql += " AND p.category NOT IN (\(Array(repeating: "?", count: excluded.count).joined(separator: ",")))"
+            args += excluded.map { $0 as SQLBindable? }
+        }
+        if let levels = filters.priceLevels, !levels.isEmpty {
+            sql += " AND p.price_level IN (\(Array(repeating: "?", count: levels.count).joined(separator: ",")))"
+            args += levels.map { $0 as SQLBindable? }
+        }
+        if let rating = filters.minRating {
+            sql += " AND r.average >= ?"
+            args.append(rating)
+        }
+        return try db.query(sql, args).map { row in
+            SearchHit(id: row.int(0) ?? 0, name: row.string(1) ?? "", category: row.string(2) ?? "", address: row.string(3),
+                      lat: row.double(4) ?? 0, lon: row.double(5) ?? 0, priceLevel: row.int(6).map { Int($0) },
+                      popularity: row.double(7) ?? 0, rating: row.double(8), reviewCount: row.int(9).map { Int($0) }, distanceM: nil)
+        }
+    }
+
+    /// The sort key of a hit: smaller comes first.
+    static func key(_ hit: SearchHit, _ sort: SortOrder) -> Double {
+        switch sort {
+        case .distance: hit.distanceM ?? 0
+        case .rating: -(hit.rating ?? -1)
+        case .popularity: -hit.popularity
+        }
+    }
+
+    /// Orders hits by (key, id), skips those up to the cursor, and cuts a page.
+    static func page(_ hits: [SearchHit], sort: SortOrder, limit: Int, after: SearchCursor?) -> SearchPage {
+        var keyed = hits.map { (key: key($0, sort), hit: $0) }
+        if let after {
+            keyed = keyed.filter { $0.key > after.key || ($0.key == after.key && $0.hit.id > after.id) }
+        }
+        keyed.sort { $0.key != $1.key ? $0.key < $1.key : $0.hit.id < $1.hit.id }
+        let page = keyed.prefix(limit)
+        let next = keyed.count > limit ? page.last.map { SearchCursor(key: $0.key, id: $0.hit.id).encoded } : nil
+        return SearchPage(hits: page.map(\.hit), nextCursor: next)
+    }
+}
+
+/// Where a page ended: the sort key and id of its last hit, exact to the bit.
+struct SearchCursor: Equatable {
+    var key: Double
+    var id: Int64
+
+    var encoded: String {
+        Data("s1:\(String(key.bitPattern, radix: 16)):\(id)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decode(_ cursor: String) throws(ServiceError) -> SearchCursor {
+        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard cursor.count <= 100, let data = Data(base64Encoded: base64) else { throw .invalid("cursor", "not a cursor from this service") }
+        let parts = String(decoding: data, as: UTF8.self).split(separator: ":")
+        guard parts.count == 3, parts[0] == "s1", let bits = UInt64(parts[1], radix: 16), let id = Int64(parts[2]) else {
+            throw .invalid("cursor", "not a cursor from this service")
+        }
+        let key = Double(bitPattern: bits)
+        guard key.isFinite else { throw .invalid("cursor", "not a cursor from this service") }
+        return SearchCursor(key: key, id: id)
+    }
+}

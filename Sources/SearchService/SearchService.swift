@@ -1,0 +1,31 @@
+import Bus
+import Foundation
+import ServiceKit
+import Storage
+
+/// One worker thread's view of the index.
+public final class SearchStore: ServiceState {
+    public let worker: ServiceWorker
+    var maps: MapQueries { MapQueries(db: worker.db) }
+
+    init(worker: ServiceWorker) { self.worker = worker }
+}
+
+/// The search service: its own index of the catalog's places (and social's ratings),
+/// fed by their events, answering map searches.
+public enum SearchService {
+    /// The definition `ServiceRuntime` runs.
+    public static let definition: ServiceDefinition<SearchStore> = {
+        var table = HandlerTable<SearchStore>()
+        table.on("search.nearby", description: "places within radius_m of lat/lon, by distance (or rating, popularity), filtered, paged") {
+            (query: NearbyQuery, _, store) in try store.maps.nearby(query)
+        }
+        table.on("search.viewport", description: "places inside a map box south/west/north/east (may cross the 180th meridian), paged") {
+            (query: ViewportQuery, _, store) in try store.maps.viewport(query)
+        }
+        return ServiceDefinition(
+            name: "search", migrations: SearchSchema.migrations, handlers: table,
+            subscriptions: ["catalog": SearchIndex.catalogApplier, "social": SearchIndex.socialApplier],
+            makeState: { worker in SearchStore(worker: worker) })
+    }()
+}

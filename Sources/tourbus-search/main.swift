@@ -1,0 +1,4 @@
+import SearchService
+import ServiceKit
+
+ServiceRuntime.main(SearchService.definition)

@@ -1,0 +1,204 @@
+import Bus
+import Foundation
+import Geo
+@testable import SearchService
+import Storage
+import Testing
+
+/// A deterministic random source (SplitMix64), so every run checks the same cases.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// An index in a temporary file, filled directly through the event-applying code.
+final class TestIndex {
+    let path = NSTemporaryDirectory() + "tourbus-search-\(UUID().uuidString).sqlite"
+    let db: Database
+    var places: [IndexedPlace] = []
+
+    init() throws {
+        db = try Database(path: path)
+        try db.migrate(SearchSchema.migrations)
+    }
+
+    deinit {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    func add(_ points: [(Double, Double)], rng: inout SplitMix64) throws {
+        let categories = ["cafe", "park", "museum", "bar"]
+        try db.transaction {
+            for (lat, lon) in points {
+                let id = Int64(places.count + 1)
+                let place = IndexedPlace(id: id, name: "P\(id)", category: categories[Int(id) % 4], lat: lat, lon: lon,
+                                         address: nil, priceLevel: Int(id % 5), popularity: Double(Int.random(in: 0...20, using: &rng)),
+                                         openingHours: nil)
+                try SearchIndex.upsert(place, db)
+                places.append(place)
+            }
+        }
+    }
+
+    var queries: MapQueries { MapQueries(db: db) }
+}
+
+func nearbyQuery(_ json: String) throws -> NearbyQuery { try JSONDecoder().decode(NearbyQuery.self, from: Data(json.utf8)) }
+func viewportQuery(_ json: String) throws -> ViewportQuery { try JSONDecoder().decode(ViewportQuery.self, from: Data(json.utf8)) }
+
+/// Points scattered uniformly, in tight city-like clusters, and piled up at the poles and the 180th meridian.
+func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
+    var points: [(Double, Double)] = []
+    for _ in 0..<600 { points.append((Double.random(in: -90...90, using: &rng), Double.random(in: -180...180, using: &rng))) }
+    let centres: [(Double, Double)] = [(-33.87, 151.21), (89.95, 10), (-89.95, -120), (0.5, 179.99), (-15, -179.995), (51.5, -0.12)]
+    for (lat, lon) in centres {
+        let centre = try? Coordinate(latitude: lat, longitude: lon)
+        for _ in 0..<400 {
+            let p = centre?.destination(bearingDegrees: Double.random(in: 0..<360, using: &rng), distanceMeters: Double.random(in: 0...60_000, using: &rng) * Double.random(in: 0...1, using: &rng))
+            if let p { points.append((p.latitude, p.longitude)) }
+        }
+    }
+    return points
+}
+
+@Suite struct MapQueryPropertyTests {
+    @Test func nearbyReturnsExactlyThePlacesWithinTheRadiusInDistanceOrder() throws {
+        var rng = SplitMix64(state: 42)
+        let index = try TestIndex()
+        try index.add(testPoints(&rng), rng: &rng)
+        let centres: [(Double, Double)] = [(-33.87, 151.21), (89.95, 10), (89.999, -170), (-89.95, -120), (0.5, 179.99), (0.5, -179.99),
+                                           (-15, -179.995), (-15, 179.999), (51.5, -0.12), (10, 10)]
+        for (lat, lon) in centres {
+            for radius in [1.0, 500, 5_000, 25_000, 50_000] {
+                let centre = try Coordinate(latitude: lat, longitude: lon)
+                struct Expected { var id: Int64; var d: Double }
+                var expected: [Expected] = index.places.map { place in
+                    Expected(id: place.id, d: Coordinate(uncheckedLatitude: place.lat, longitude: place.lon).distance(to: centre))
+                }
+                expected = expected.filter { $0.d <= radius }
+                expected.sort { (a: Expected, b: Expected) -> Bool in a.d != b.d ? a.d < b.d : a.id < b.id }
+                var got: [SearchHit] = []
+                var cursor: String?
+                for _ in 0..<1_000 {
+                    let page = try index.queries.nearby(try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"limit":50\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                    got += page.hits
+                    guard let next = page.nextCursor else { break }
+                    cursor = next
+                }
+                let gotIds: [Int64] = got.map { $0.id }
+                let expectedIds: [Int64] = expected.map { $0.id }
+                #expect(gotIds == expectedIds, "centre \(lat),\(lon) radius \(radius)")
+                #expect(zip(got, expected).allSatisfy { (hit: SearchHit, e: Expected) in abs((hit.distanceM ?? -1) - e.d) < 1e-6 })
+            }
+        }
+    }
+
+    @Test func viewportReturnsExactlyThePlacesInsideTheBox() throws {
+        var rng = SplitMix64(state: 7)
+        let index = try TestIndex()
+        try index.add(testPoints(&rng), rng: &rng)
+        var boxes: [(Double, Double, Double, Double)] = [(-34, 151, -33.5, 151.5), (0, 179.5, 1, -179.5), (-16, 179.9, -14, -179.9),
+                                                        (89, -90, 90, 90), (-90, 0, -89, 179.9), (-10, -180, 10, 0)]
+        for _ in 0..<40 {
+            let south = Double.random(in: -90...89, using: &rng)
+            let north = Double.random(in: south...90, using: &rng)
+            let west = Double.random(in: -180...180, using: &rng)
+            let east = (west + Double.random(in: 0...180, using: &rng)).truncatingRemainder(dividingBy: 360)
+            boxes.append((south, west, north, east > 180 ? east - 360 : east))
+        }
+        for (south, west, north, east) in boxes {
+            let box = try BoundingBox(south: south, west: west, north: north, east: east)
+            let expected = index.places.filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
+                .sorted { ($0.popularity ?? 0) != ($1.popularity ?? 0) ? ($0.popularity ?? 0) > ($1.popularity ?? 0) : $0.id < $1.id }
+            var got: [Int64] = []
+            var cursor: String?
+            for _ in 0..<1_000 {
+                let page = try index.queries.viewport(try viewportQuery(#"{"south":\#(south),"west":\#(west),"north":\#(north),"east":\#(east),"limit":37\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                got += page.hits.map(\.id)
+                guard let next = page.nextCursor else { break }
+                cursor = next
+            }
+            #expect(got == expected.map(\.id), "box \(south),\(west),\(north),\(east)")
+            #expect(Set(got).count == got.count)
+        }
+    }
+
+    @Test func pagesContinueAfterTheLastHitWhilePlacesAreAdded() throws {
+        var rng = SplitMix64(state: 99)
+        let index = try TestIndex()
+        try index.add((0..<100).map { _ in (-33.87 + Double.random(in: -0.01...0.01, using: &rng), 151.21 + Double.random(in: -0.01...0.01, using: &rng)) }, rng: &rng)
+        let first = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30}"#))
+        // A place right at the centre arrives between pages: it sorts before the cursor, so it is not repeated or slipped in.
+        try index.add([(-33.87, 151.21)], rng: &rng)
+        var seen = first.hits.map(\.id)
+        var cursor = first.nextCursor
+        while let c = cursor {
+            let page = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30,"cursor":"\#(c)"}"#))
+            seen += page.hits.map(\.id)
+            cursor = page.nextCursor
+        }
+        #expect(seen.count == 100 && Set(seen).count == 100)
+    }
+
+    @Test func filtersAndSorts() throws {
+        var rng = SplitMix64(state: 5)
+        let index = try TestIndex()
+        try index.add((0..<40).map { i in (-33.87 + Double(i) * 1e-4, 151.21) }, rng: &rng)
+        try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 10), index.db)
+        try SearchIndex.rating(RatingUpdated(placeId: 7, average: 3.0, count: 2), index.db)
+        let cafes = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"categories":["cafe"],"limit":50}"#))
+        #expect(!cafes.hits.isEmpty && cafes.hits.allSatisfy { $0.category == "cafe" })
+        let cheap = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"price_levels":[0,1],"exclude_categories":["bar"],"limit":50}"#))
+        #expect(cheap.hits.allSatisfy { ($0.priceLevel ?? 9) <= 1 && $0.category != "bar" })
+        let rated = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"min_rating":3.5}"#))
+        #expect(rated.hits.map(\.id) == [3] && rated.hits.first?.reviewCount == 10 && rated.hits.first?.rating == 4.5)
+        let byRating = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"sort":"rating","limit":3}"#))
+        #expect(byRating.hits.map(\.id).prefix(2) == [3, 7])
+        // A rating that drops to no reviews disappears.
+        try SearchIndex.rating(RatingUpdated(placeId: 3, average: 0, count: 0), index.db)
+        #expect(try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"min_rating":3.5}"#)).hits.isEmpty)
+    }
+
+    @Test(arguments: [
+        (#"{"lat":91,"lon":0,"radius_m":100}"#, "lat"),
+        (#"{"lat":0,"lon":-181,"radius_m":100}"#, "lon"),
+        (#"{"lat":0,"lon":0,"radius_m":0.5}"#, "radius_m"),
+        (#"{"lat":0,"lon":0,"radius_m":50001}"#, "radius_m"),
+        (#"{"lat":0,"lon":0,"radius_m":100,"limit":51}"#, "limit"),
+        (#"{"lat":0,"lon":0,"radius_m":100,"limit":0}"#, "limit"),
+        (#"{"lat":0,"lon":0,"radius_m":100,"sort":"nearest"}"#, "sort"),
+        (#"{"lat":0,"lon":0,"radius_m":100,"cursor":"bogus"}"#, "cursor"),
+        (#"{"lat":0,"lon":0,"radius_m":100,"price_levels":[7]}"#, "price_levels"),
+        (#"{"lat":0,"lon":0,"radius_m":100,"min_rating":6}"#, "min_rating"),
+    ])
+    func nearbyRefusesBadInputNamingTheField(json: String, field: String) throws {
+        let index = try TestIndex()
+        do {
+            _ = try index.queries.nearby(try nearbyQuery(json))
+            Issue.record("accepted \(json)")
+        } catch let error as ServiceError {
+            #expect(error.code == .invalidArgument && error.field == field, "\(error)")
+        } catch let error as DecodingError {
+            #expect(ServiceError.decoding(error, dropping: []).field == field, "\(error)")
+        }
+    }
+
+    @Test func viewportRefusesBadBoxes() throws {
+        let index = try TestIndex()
+        for (json, field) in [(#"{"south":10,"west":0,"north":5,"east":1}"#, "south"), (#"{"south":0,"west":-100,"north":1,"east":100}"#, "east"),
+                              (#"{"south":-91,"west":0,"north":1,"east":1}"#, "south"), (#"{"south":0,"west":0,"north":1,"east":1,"sort":"distance"}"#, "sort")] {
+            do {
+                _ = try index.queries.viewport(try viewportQuery(json))
+                Issue.record("accepted \(json)")
+            } catch let error as ServiceError {
+                #expect(error.field == field, "\(json): \(error)")
+            }
+        }
+    }
+}
