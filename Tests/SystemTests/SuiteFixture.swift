@@ -9,6 +9,7 @@ import Glibc
 final class SuiteFixture {
     let folder = NSTemporaryDirectory() + "tourbus-suite-\(UUID().uuidString)"
     private(set) var catalog: ServiceProcess
+    let search: ServiceProcess?
     let gateway: ServiceProcess
     let catalogEndpoint: String
 
@@ -17,11 +18,19 @@ final class SuiteFixture {
         return UInt16(listen.split(separator: ":").last ?? "") ?? 0
     }
 
-    init(gatewayArguments: [String] = []) throws {
+    init(gatewayArguments: [String] = [], withSearch: Bool = false) throws {
         catalog = try ServiceProcess("tourbus-catalog", folder: folder)
         catalogEndpoint = catalog.rpc
-        gateway = try ServiceProcess("tourbus-gateway", folder: folder,
-                                     arguments: ["--listen", "127.0.0.1:0", "--peer", "catalog=\(catalogEndpoint)"] + gatewayArguments)
+        var peers = ["--peer", "catalog=\(catalogEndpoint)"]
+        if withSearch {
+            let publish = (catalog.endpoints["publish"] as? [String])?.first ?? ""
+            let search = try ServiceProcess("tourbus-search", folder: folder, arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(publish)"])
+            peers += ["--peer", "search=\(search.rpc)"]
+            self.search = search
+        } else {
+            search = nil
+        }
+        gateway = try ServiceProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + peers + gatewayArguments)
         // Wait (bounded) until the gateway has seen the catalog, so `help` lists its methods.
         for _ in 0..<100 {
             let status = try? GatewayConnection(port: port).call(#"{"jsonrpc":"2.0","id":0,"method":"help"}"#)
@@ -39,6 +48,7 @@ final class SuiteFixture {
 
     deinit {
         _ = gateway.terminate()
+        _ = search?.terminate()
         _ = catalog.terminate()
         try? FileManager.default.removeItem(atPath: folder)
     }

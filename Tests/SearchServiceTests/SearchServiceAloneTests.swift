@@ -1,0 +1,182 @@
+import Bus
+import Foundation
+import SearchService
+import ServiceKit
+import Storage
+import Testing
+
+let quiet = Logger(component: "search-test", level: .error)
+
+/// A stand-in publisher: a real runtime named like the service it imitates, whose one
+/// request (`fake.emit`) writes any event to its outbox, with a snapshot of what it holds.
+final class FakeState: ServiceState {
+    let worker: ServiceWorker
+    init(worker: ServiceWorker) { self.worker = worker }
+}
+
+struct Emit: Codable, Sendable {
+    var type: String
+    var key: String
+    var body: String
+    var delete: Bool?
+}
+
+func fakePublisher(name: String) -> ServiceDefinition<FakeState> {
+    var table = HandlerTable<FakeState>()
+    table.on("fake.emit", .write) { (emit: Emit, _, state) -> Int64 in
+        let db = state.worker.db
+        return try db.transaction {
+            if emit.delete == true {
+                try db.run("DELETE FROM held WHERE key = ?", emit.key)
+            } else {
+                try db.run("INSERT OR REPLACE INTO held (key, type, body) VALUES (?, ?, ?)", emit.key, emit.type, emit.body)
+            }
+            return try Outbox(database: db).append(type: emit.type, body: Data(emit.body.utf8))
+        }
+    }
+    return ServiceDefinition(
+        name: name,
+        migrations: [Migration(domain: "fake", version: 1, sql: "CREATE TABLE held (key TEXT PRIMARY KEY, type TEXT NOT NULL, body TEXT NOT NULL)")],
+        handlers: table, publishes: true,
+        snapshot: { state, after, limit in
+            let rows = try state.worker.db.query("SELECT key, type, body FROM held WHERE key > ? ORDER BY key LIMIT ?", after ?? "", limit)
+            return SnapshotPage(events: rows.map { (type: $0.string(1) ?? "", body: Data(($0.string(2) ?? "").utf8)) },
+                                next: rows.count == limit ? rows.last?.string(0) : nil)
+        },
+        makeState: { FakeState(worker: $0) })
+}
+
+/// The search service with fake catalog and social publishers, all in this process over loopback.
+final class SearchFixture {
+    let folder: String
+    let context: ZMQContext
+    let catalog: ServiceRuntime<FakeState>
+    let social: ServiceRuntime<FakeState>
+    var search: ServiceRuntime<SearchStore>?
+    let catalogClient: RPCClient
+    let socialClient: RPCClient
+    var searchClient: RPCClient?
+
+    init() throws {
+        let dir = NSTemporaryDirectory() + "tourbus-searchalone-\(UUID().uuidString)"
+        folder = dir
+        context = try ZMQContext()
+        func config(_ name: String) -> ServiceConfig {
+            var c = ServiceConfig(service: name)
+            c.dataDirectory = dir
+            c.heartbeatMilliseconds = 50
+            return c
+        }
+        catalog = try ServiceRuntime(definition: fakePublisher(name: "catalog"), config: config("catalog"), context: context, logger: quiet)
+        social = try ServiceRuntime(definition: fakePublisher(name: "social"), config: config("social"), context: context, logger: quiet)
+        catalogClient = try RPCClient(context: context, endpoints: catalog.endpoints.rpc, logger: quiet)
+        socialClient = try RPCClient(context: context, endpoints: social.endpoints.rpc, logger: quiet)
+        try startSearch()
+    }
+
+    func startSearch() throws {
+        var c = ServiceConfig(service: "search")
+        c.dataDirectory = folder
+        c.peers = ["catalog": PeerEndpoints(rpc: catalog.endpoints.rpc, publish: catalog.endpoints.publish),
+                   "social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish)]
+        let runtime = try ServiceRuntime(definition: SearchService.definition, config: c, context: context, logger: quiet)
+        search = runtime
+        searchClient = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)
+    }
+
+    func stopSearch() {
+        searchClient?.close()
+        search?.stop()
+        search = nil
+    }
+
+    deinit {
+        stopSearch()
+        catalogClient.close()
+        socialClient.close()
+        catalog.stop()
+        social.stop()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    @discardableResult
+    func place(_ id: Int, name: String, lat: Double, lon: Double, category: String = "cafe", popularity: Double = 0) throws -> Int64 {
+        let body = #"{"id":\#(id),"name":"\#(name)","category":"\#(category)","lat":\#(lat),"lon":\#(lon),"popularity":\#(popularity),"opening_hours":[],"photos":[],"external_ids":{},"version":1,"created_at":"x","updated_at":"x"}"#
+        return try catalogClient.call("fake.emit", Emit(type: "catalog.place.upserted", key: String(format: "%08d", id), body: body), as: Int64.self)
+    }
+
+    func deletePlace(_ id: Int) throws {
+        _ = try catalogClient.call("fake.emit", Emit(type: "catalog.place.deleted", key: String(format: "%08d", id), body: #"{"id":\#(id)}"#, delete: true), as: Int64.self)
+    }
+
+    func nearby(_ json: String) throws -> SearchPage {
+        guard let client = searchClient else { throw ServiceError(.unavailable, "search is stopped") }
+        return try client.request(type: "search.nearby", body: Data(json.utf8)).body(SearchPage.self)
+    }
+
+    /// Polls (bounded: 10 s) until `condition` holds for the nearby answer.
+    func eventually(_ json: String, _ condition: (SearchPage) -> Bool) throws -> Bool {
+        for _ in 0..<200 {
+            if condition(try nearby(json)) { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+}
+
+@Suite(.serialized) struct SearchServiceAloneTests {
+    @Test func followsTheCatalogAndSocialEvents() throws {
+        let f = try SearchFixture()
+        let opera = #"{"lat":-33.8568,"lon":151.2153,"radius_m":500}"#
+        try f.place(1, name: "Opera Bar", lat: -33.8570, lon: 151.2150, category: "bar")
+        #expect(try f.eventually(opera) { $0.hits.map(\.name) == ["Opera Bar"] })
+        #expect(try f.nearby(opera).hits.first?.distanceM.map { $0 > 0 && $0 < 100 } == true)
+
+        // Moved away: gone from here, found there.
+        try f.place(1, name: "Opera Bar", lat: -33.9, lon: 151.0, category: "bar")
+        #expect(try f.eventually(opera) { $0.hits.isEmpty })
+        #expect(try f.nearby(#"{"lat":-33.9,"lon":151.0,"radius_m":10}"#).hits.count == 1)
+
+        // Ratings from social.
+        _ = try f.socialClient.call("fake.emit", Emit(type: "social.rating.updated", key: "1", body: #"{"place_id":1,"average":4.25,"count":8}"#), as: Int64.self)
+        #expect(try f.eventually(#"{"lat":-33.9,"lon":151.0,"radius_m":10,"min_rating":4}"#) { $0.hits.first?.rating == 4.25 && $0.hits.first?.reviewCount == 8 })
+
+        try f.deletePlace(1)
+        #expect(try f.eventually(#"{"lat":-33.9,"lon":151.0,"radius_m":10}"#) { $0.hits.isEmpty })
+    }
+
+    @Test func aSearchThatWasDownCatchesUpOnEveryPlaceOnce() throws {
+        let f = try SearchFixture()
+        try f.place(1, name: "First", lat: -33.87, lon: 151.21)
+        #expect(try f.eventually(#"{"lat":-33.87,"lon":151.21,"radius_m":10}"#) { $0.hits.count == 1 })
+        f.stopSearch()
+        for i in 2...1_000 { try f.place(i, name: "P\(i)", lat: -33.87 + Double(i % 40) * 1e-3, lon: 151.21 + Double(i / 40) * 1e-3) }
+        try f.startSearch()
+        var ids: [Int64] = []
+        let area = #"{"lat":-33.85,"lon":151.22,"radius_m":10000,"limit":50"#
+        var caughtUp = false
+        for _ in 0..<200 where !caughtUp {
+            let stats = try f.searchClient?.call("sys.stats", Empty(), as: SubscriberCheck.self)
+            caughtUp = stats?.subscriptions?.first(where: { $0.source == "catalog" })?.seq == 1_000
+            if !caughtUp { usleep(50_000) }
+        }
+        #expect(caughtUp)
+        var cursor: String?
+        for _ in 0..<100 {
+            let page = try f.nearby(area + (cursor.map { #","cursor":"\#($0)"}"# } ?? "}"))
+            ids += page.hits.map(\.id)
+            guard let next = page.nextCursor else { break }
+            cursor = next
+        }
+        #expect(ids.count == 1_000 && Set(ids).count == 1_000)
+    }
+}
+
+/// The part of `sys.stats` these tests read.
+struct SubscriberCheck: Decodable {
+    struct Status: Decodable {
+        var source: String
+        var seq: Int64
+    }
+    var subscriptions: [Status]?
+}
