@@ -249,6 +249,9 @@ public enum JSONCoding {
                 throw unrepresentableNumber(in: data)
             }
             throw ServiceError.decoding(error)
+        } catch let error as ServiceError {
+            // A body type that checks a value while decoding says precisely what is wrong.
+            throw error
         } catch {
             throw ServiceError(.invalidArgument, "malformed body: \(error)")
         }

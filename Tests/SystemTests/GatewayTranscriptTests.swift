@@ -9,8 +9,8 @@ struct TranscriptBlock {
     var lines: [(number: Int, text: String)]
 }
 
-func gatewayTranscriptBlocks() throws -> [TranscriptBlock] {
-    let text = try String(contentsOf: protocolsFolder().appendingPathComponent("gateway.md"), encoding: .utf8)
+func gatewayTranscriptBlocks(_ file: String = "gateway.md") throws -> [TranscriptBlock] {
+    let text = try String(contentsOf: protocolsFolder().appendingPathComponent(file), encoding: .utf8)
     var blocks: [TranscriptBlock] = []
     var current: TranscriptBlock?
     for (index, line) in text.components(separatedBy: "\n").enumerated() {
@@ -18,10 +18,14 @@ func gatewayTranscriptBlocks() throws -> [TranscriptBlock] {
             if let block = current { blocks.append(block) }
             current = nil
             let kind = String(line.dropFirst(3))
-            if kind == "jsonrpc" || kind == "resp" { current = TranscriptBlock(kind: kind, firstLine: index + 1, lines: []) }
+            if kind == "jsonrpc" || kind == "resp" || kind == "fixture" { current = TranscriptBlock(kind: kind, firstLine: index + 1, lines: []) }
             continue
         }
-        if line.hasPrefix("> ") || line.hasPrefix("< ") { current?.lines.append((index + 1, line)) }
+        if current?.kind == "fixture" && !line.isEmpty {
+            current?.lines.append((index + 1, line))
+        } else if line.hasPrefix("> ") || line.hasPrefix("< ") {
+            current?.lines.append((index + 1, line))
+        }
     }
     return blocks
 }
@@ -36,7 +40,30 @@ func sameJSON(_ expected: String, _ actual: String) -> Bool {
     @Test func gatewayDocumentMatchesTheRunningSuite() throws {
         let blocks = try gatewayTranscriptBlocks()
         #expect(blocks.contains { $0.kind == "jsonrpc" } && blocks.contains { $0.kind == "resp" })
-        let suite = try SuiteFixture()
+        try replay(blocks, file: "gateway.md", on: try SuiteFixture())
+    }
+
+    @Test func searchDocumentMatchesTheRunningSuite() throws {
+        let blocks = try gatewayTranscriptBlocks("search.md")
+        let fixture = blocks.filter { $0.kind == "fixture" }.flatMap(\.lines)
+        #expect(fixture.count == 5 && blocks.contains { $0.kind == "jsonrpc" })
+        let suite = try SuiteFixture(withSearch: true)
+        let c = try GatewayConnection(port: suite.port)
+        for (i, place) in fixture.enumerated() {
+            #expect(json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":\#(place.text)}"#))["result"] != nil)
+        }
+        // Wait (bounded) until search has indexed all of them.
+        var indexed = 0
+        for _ in 0..<200 where indexed < fixture.count {
+            let reply = json(c.call(#"{"jsonrpc":"2.0","id":0,"method":"search.viewport","params":{"south":-34,"west":151,"north":-33.5,"east":151.5,"limit":50}}"#))
+            indexed = ((reply["result"] as? [String: Any])?["hits"] as? [Any])?.count ?? 0
+            if indexed < fixture.count { usleep(50_000) }
+        }
+        #expect(indexed == fixture.count)
+        try replay(blocks.filter { $0.kind != "fixture" }, file: "search.md", on: suite)
+    }
+
+    func replay(_ blocks: [TranscriptBlock], file: String, on suite: SuiteFixture) throws {
         for block in blocks {
             let connection = try GatewayConnection(port: suite.port)
             for (number, line) in block.lines {
@@ -52,13 +79,13 @@ func sameJSON(_ expected: String, _ actual: String) -> Bool {
                 }
                 if block.kind == "jsonrpc" {
                     let actual = connection.line() ?? "(nothing)"
-                    #expect(sameJSON(text, actual), "gateway.md line \(number): got \(actual)")
+                    #expect(sameJSON(text, actual), "\(file) line \(number): got \(actual)")
                 } else {
                     let actual = connection.respReply() ?? "(nothing)"
                     if text.hasPrefix("$") && actual.hasPrefix("$") {
-                        #expect(sameJSON(String(text.dropFirst()), String(actual.dropFirst())), "gateway.md line \(number): got \(actual)")
+                        #expect(sameJSON(String(text.dropFirst()), String(actual.dropFirst())), "\(file) line \(number): got \(actual)")
                     } else {
-                        #expect(text == actual, "gateway.md line \(number): got \(actual)")
+                        #expect(text == actual, "\(file) line \(number): got \(actual)")
                     }
                 }
             }
