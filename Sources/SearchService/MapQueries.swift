@@ -164,7 +164,7 @@ struct MapQueries {
                 hits.append(hit)
             }
         }
-        return MapQueries.page(hits, sort: sort, limit: limit, after: after)
+        return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
     }
 
     func viewport(_ q: ViewportQuery) throws -> SearchPage {
@@ -185,7 +185,7 @@ struct MapQueries {
         for part in box.parts {
             hits += try candidates(in: part, q.filters).filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
         }
-        return MapQueries.page(hits, sort: sort, limit: limit, after: after)
+        return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
     }
 
     static func limit(_ requested: Int?) throws(ServiceError) -> Int {
@@ -203,6 +203,12 @@ struct MapQueries {
             """
         var args: [SQLBindable?] = [Int64((box.south * SearchIndex.scale).rounded(.down)), Int64((box.north * SearchIndex.scale).rounded(.up)),
                                     Int64((box.west * SearchIndex.scale).rounded(.down)), Int64((box.east * SearchIndex.scale).rounded(.up))]
+        MapQueries.appendFilters(filters, to: &sql, &args)
+        return try db.query(sql, args).map(MapQueries.hit)
+    }
+
+    /// Adds the filters' conditions to a query over `places p` joined with `ratings r`.
+    static func appendFilters(_ filters: PlaceFilters, to sql: inout String, _ args: inout [SQLBindable?]) {
         if let categories = filters.categories, !categories.isEmpty {
             sql += " AND p.category IN (\(Array(repeating: "?", count: categories.count).joined(separator: ",")))"
             args += categories.map { $0 as SQLBindable? }
@@ -219,11 +225,13 @@ struct MapQueries {
             sql += " AND r.average >= ?"
             args.append(rating)
         }
-        return try db.query(sql, args).map { row in
-            SearchHit(id: row.int(0) ?? 0, name: row.string(1) ?? "", category: row.string(2) ?? "", address: row.string(3),
-                      lat: row.double(4) ?? 0, lon: row.double(5) ?? 0, priceLevel: row.int(6).map { Int($0) },
-                      popularity: row.double(7) ?? 0, rating: row.double(8), reviewCount: row.int(9).map { Int($0) }, distanceM: nil)
-        }
+    }
+
+    /// A hit from the columns id, name, category, address, lat, lon, price_level, popularity, rating average and count.
+    static func hit(_ row: Row) -> SearchHit {
+        SearchHit(id: row.int(0) ?? 0, name: row.string(1) ?? "", category: row.string(2) ?? "", address: row.string(3),
+                  lat: row.double(4) ?? 0, lon: row.double(5) ?? 0, priceLevel: row.int(6).map { Int($0) },
+                  popularity: row.double(7) ?? 0, rating: row.double(8), reviewCount: row.int(9).map { Int($0) }, distanceM: nil)
     }
 
     /// The sort key of a hit: smaller comes first.
@@ -236,8 +244,8 @@ struct MapQueries {
     }
 
     /// Orders hits by (key, id), skips those up to the cursor, and cuts a page.
-    static func page(_ hits: [SearchHit], sort: SortOrder, limit: Int, after: SearchCursor?) -> SearchPage {
-        var keyed = hits.map { (key: key($0, sort), hit: $0) }
+    static func page(_ hits: [SearchHit], limit: Int, after: SearchCursor?, key: (SearchHit) -> Double) -> SearchPage {
+        var keyed = hits.map { (key: key($0), hit: $0) }
         if let after {
             keyed = keyed.filter { $0.key > after.key || ($0.key == after.key && $0.hit.id > after.id) }
         }

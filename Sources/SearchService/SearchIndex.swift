@@ -28,6 +28,13 @@ enum SearchSchema {
                 average  REAL NOT NULL,
                 count    INTEGER NOT NULL
             );
+            -- Words of every place, folded for case and diacritics, with prefix indexes for
+            -- autocomplete; its vocabulary feeds typo tolerance.
+            CREATE VIRTUAL TABLE places_text USING fts5(
+                name, category, address, description,
+                tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2 3'
+            );
+            CREATE VIRTUAL TABLE places_vocab USING fts5vocab(places_text, row);
             """),
     ]
 }
@@ -43,6 +50,7 @@ struct IndexedPlace: Codable, Sendable, Equatable {
     var priceLevel: Int?
     var popularity: Double?
     var openingHours: [OpeningPeriod]?
+    var description: String?
 
     struct OpeningPeriod: Codable, Sendable, Equatable {
         var day: Int
@@ -51,7 +59,7 @@ struct IndexedPlace: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, name, category, lat, lon, address, popularity
+        case id, name, category, lat, lon, address, popularity, description
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
     }
@@ -92,11 +100,15 @@ enum SearchIndex {
         let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
                    place.id, lat, lat, lon, lon)
+        try db.run("DELETE FROM places_text WHERE rowid = ?", place.id)
+        try db.run("INSERT INTO places_text (rowid, name, category, address, description) VALUES (?, ?, ?, ?, ?)",
+                   place.id, place.name, place.category, place.address, place.description)
     }
 
     static func delete(_ id: Int64, _ db: Database) throws {
         try db.run("DELETE FROM places WHERE id = ?", id)
         try db.run("DELETE FROM places_geo WHERE id = ?", id)
+        try db.run("DELETE FROM places_text WHERE rowid = ?", id)
     }
 
     static func rating(_ update: RatingUpdated, _ db: Database) throws {
@@ -122,6 +134,7 @@ enum SearchIndex {
         reset: { db in
             try db.run("DELETE FROM places")
             try db.run("DELETE FROM places_geo")
+            try db.run("DELETE FROM places_text")
         })
 
     /// Keeps ratings in step with the social service.

@@ -7,6 +7,7 @@ import Storage
 public final class SearchStore: ServiceState {
     public let worker: ServiceWorker
     var maps: MapQueries { MapQueries(db: worker.db) }
+    var text: TextQueries { TextQueries(db: worker.db) }
 
     init(worker: ServiceWorker) { self.worker = worker }
 }
@@ -22,6 +23,12 @@ public enum SearchService {
         }
         table.on("search.viewport", description: "places inside a map box south/west/north/east (may cross the 180th meridian), paged") {
             (query: ViewportQuery, _, store) in try store.maps.viewport(query)
+        }
+        table.on("search.text", description: "places matching words q (typos forgiven), optionally near a point or in a box, by relevance, paged") {
+            (query: TextQuery, _, store) in try store.text.search(query)
+        }
+        table.on("search.autocomplete", description: "place names and categories starting with prefix, with match offsets") {
+            (query: AutocompleteQuery, _, store) in try store.text.autocomplete(query)
         }
         return ServiceDefinition(
             name: "search", migrations: SearchSchema.migrations, handlers: table,
