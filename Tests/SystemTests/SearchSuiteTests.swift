@@ -30,4 +30,36 @@ import Testing
         let bad = json(c.call(#"{"jsonrpc":"2.0","id":4,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":60000}}"#))
         #expect(((bad["error"] as? [String: Any])?["data"] as? [String: Any])?["field"] as? String == "radius_m")
     }
+
+    @Test func aSearchThatWasDownFindsTenThousandNewPlacesOnce() throws {
+        let suite = try SuiteFixture(withSearch: true)
+        let c = try GatewayConnection(port: suite.port, timeoutMilliseconds: 30_000)
+        suite.stopSearch()
+        // 10,000 places in batches of 100, each batch one line.
+        for batch in 0..<100 {
+            let members = (0..<100).map { i -> String in
+                let n = batch * 100 + i
+                return #"{"jsonrpc":"2.0","id":\#(n),"method":"catalog.create","params":{"name":"Place \#(n)","category":"cafe","lat":\#(-33.9 + Double(n % 100) * 0.001),"lon":\#(151.1 + Double(n / 100) * 0.001)}}"#
+            }
+            let reply = try JSONSerialization.jsonObject(with: Data((c.call("[" + members.joined(separator: ",") + "]") ?? "").utf8)) as? [[String: Any]]
+            #expect(reply?.count == 100 && reply?.allSatisfy { $0["result"] != nil } == true)
+        }
+        try suite.startSearch()
+        var ids: [Int] = []
+        for _ in 0..<300 {
+            ids = []
+            var cursor: String?
+            for page in 0..<1_000 {
+                let params = #"{"south":-34,"west":151,"north":-33.7,"east":151.3,"limit":50"# + (cursor.map { #","cursor":"\#($0)"}"# } ?? "}")
+                let reply = json(c.call(#"{"jsonrpc":"2.0","id":\#(page),"method":"search.viewport","params":\#(params)}"#))
+                let result = reply["result"] as? [String: Any]
+                ids += ((result?["hits"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? Int }
+                cursor = result?["next_cursor"] as? String
+                if cursor == nil { break }
+            }
+            if ids.count >= 10_000 { break }
+            usleep(100_000)
+        }
+        #expect(ids.count == 10_000 && Set(ids).count == 10_000)
+    }
 }

@@ -9,7 +9,7 @@ import Glibc
 final class SuiteFixture {
     let folder = NSTemporaryDirectory() + "tourbus-suite-\(UUID().uuidString)"
     private(set) var catalog: ServiceProcess
-    let search: ServiceProcess?
+    private(set) var search: ServiceProcess?
     let gateway: ServiceProcess
     let catalogEndpoint: String
 
@@ -41,6 +41,16 @@ final class SuiteFixture {
 
     /// Stops the catalog (SIGTERM) and starts it again on the same endpoint and data.
     func stopCatalog() { _ = catalog.terminate() }
+
+    /// Stops the search service (SIGTERM) and starts it again on the same endpoint and index.
+    func stopSearch() { _ = search?.terminate() }
+
+    func startSearch() throws {
+        guard let old = search else { return }
+        let publish = (catalog.endpoints["publish"] as? [String])?.first ?? ""
+        search = try ServiceProcess("tourbus-search", folder: folder,
+                                    arguments: ["--bind", old.rpc, "--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(publish)"])
+    }
 
     func startCatalog() throws {
         catalog = try ServiceProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint])
