@@ -153,18 +153,43 @@ struct MapQueries {
         let limit = try MapQueries.limit(q.limit)
         try q.filters.validate()
         let after = try q.cursor.map(SearchCursor.decode)
+        guard sort == .distance else {
+            let hits = try within(q.radiusM, of: center, q.filters)
+            return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
+        }
+        // Nearest first needs only the ring that holds the next page: start small and widen
+        // fourfold until the page fills or the radius is reached. Every place within r of
+        // the centre is in the box of r, so a full page inside r is the right page.
+        let start = after?.key ?? 0
+        var reach = min(q.radiusM, max(q.radiusM / 64, start * 1.25 + 50))
+        while true {
+            let hits = try within(reach, of: center, q.filters)
+            let page = MapQueries.page(hits, limit: limit, after: after) { $0.distanceM ?? 0 }
+            if reach >= q.radiusM { return page }
+            if page.hits.count == limit {
+                // More may lie beyond the ring: the cursor still holds, the next page widens again.
+                var full = page
+                full.nextCursor = page.hits.last.map { SearchCursor(key: $0.distanceM ?? 0, id: $0.id).encoded }
+                return full
+            }
+            reach = min(q.radiusM, reach * 4)
+        }
+    }
+
+    /// Every place within `radius` metres of `center` that passes the filters, with its distance.
+    private func within(_ radius: Double, of center: Coordinate, _ filters: PlaceFilters) throws -> [SearchHit] {
         let box: BoundingBox
-        do { box = try BoundingBox.around(center, radiusMeters: q.radiusM) } catch { throw error.serviceError }
+        do { box = try BoundingBox.around(center, radiusMeters: radius) } catch { throw error.serviceError }
         var hits: [SearchHit] = []
         for part in box.parts {
-            for var hit in try candidates(in: part, q.filters) {
+            for var hit in try candidates(in: part, filters) {
                 let d = Coordinate(uncheckedLatitude: hit.lat, longitude: hit.lon).distance(to: center)
-                guard d <= q.radiusM else { continue }
+                guard d <= radius else { continue }
                 hit.distanceM = d
                 hits.append(hit)
             }
         }
-        return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
+        return hits
     }
 
     func viewport(_ q: ViewportQuery) throws -> SearchPage {
