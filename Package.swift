@@ -34,6 +34,8 @@ let package = Package(
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway", "ServiceKit", "Bus"]),
         .target(name: "TourbusCLI", dependencies: ["Gateway", "Bus"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
+        // Benchmark driver (bench/search); talks to the real executables, imports no service.
+        .executableTarget(name: "tourbus-bench", dependencies: ["Bus"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),

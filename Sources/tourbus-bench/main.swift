@@ -1,0 +1,328 @@
+import Bus
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Search benchmark: loads generated places into a real catalog, starts a search service
+// on it and measures how fast the index is built from events, how big it gets, and the
+// service-level latency of each kind of search; then catalog-write → search-visible
+// propagation at a paced write rate. Prints numbers; `bench/search` wraps it with the
+// Redis comparison.
+//
+//   tourbus-bench [--places N] [--queries N] [--rate N] [--keep DIR]
+
+let arguments = CommandLine.arguments
+func option(_ name: String, _ fallback: Int) -> Int {
+    guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
+    return v
+}
+let placeCount = option("--places", 1_000_000)
+let queryCount = option("--queries", 5_000)
+let writeRate = option("--rate", 1_000)
+let keep = arguments.firstIndex(of: "--keep").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+
+let logger = Logger(component: "bench", level: .error)
+let folder = URL(fileURLWithPath: arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+let data = keep ?? (NSTemporaryDirectory() + "tourbus-bench-\(getpid())")
+try? FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("tourbus-bench: \(message)\n".utf8))
+    exit(1)
+}
+
+/// Starts one of the suite's executables and returns it with its ready line.
+func start(_ name: String, _ args: [String]) -> (Process, [String: Any]) {
+    let ready = data + "/\(name).ready"
+    try? FileManager.default.removeItem(atPath: ready)
+    let process = Process()
+    process.executableURL = folder.appendingPathComponent("tourbus-\(name)")
+    process.arguments = ["--data-dir", data, "--ready-file", ready, "--log-level", "warn"] + args
+    process.standardOutput = FileHandle.nullDevice
+    do { try process.run() } catch { fail("cannot start tourbus-\(name): \(error)") }
+    for _ in 0..<600 {
+        if let d = FileManager.default.contents(atPath: ready), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] {
+            return (process, o)
+        }
+        usleep(50_000)
+    }
+    fail("tourbus-\(name) did not start")
+}
+
+/// Deterministic random numbers (SplitMix64).
+struct Random {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
+    /// A normal deviate (Box-Muller).
+    mutating func gaussian() -> Double { sqrt(-2 * log(max(unit(), 1e-12))) * cos(2 * .pi * unit()) }
+}
+
+/// Cities the points cluster around, with their share of places.
+let cities: [(name: String, lat: Double, lon: Double, weight: Double)] = [
+    ("Sydney", -33.8688, 151.2093, 3), ("Tokyo", 35.6762, 139.6503, 4), ("Moscow", 55.7558, 37.6173, 2),
+    ("Paris", 48.8566, 2.3522, 3), ("New York", 40.7128, -74.0060, 3), ("São Paulo", -23.5505, -46.6333, 2),
+    ("Athens", 37.9838, 23.7275, 1), ("Beijing", 39.9042, 116.4074, 2), ("Barcelona", 41.3874, 2.1686, 1),
+    ("Auckland", -36.8485, 174.7633, 1), ("Suva", -18.1248, 178.4501, 0.3), ("Reykjavík", 64.1466, -21.9426, 0.3),
+]
+let syllables: [[String]] = [
+    ["Café", "Plaça", "Jardí", "Mercat", "Església", "Museu", "Rue", "Château", "São", "Praça", "Bar", "Hôtel"],
+    ["Кафе", "Музей", "Парк", "Театр", "Дом", "Сад", "Рынок", "Собор"],
+    ["東京", "公園", "寺", "食堂", "博物館", "タワー", "市場", "神社"],
+    ["Καφέ", "Πλατεία", "Μουσείο", "Ναός", "Αγορά"],
+    ["Harbour", "Garden", "Kitchen", "Gallery", "Bridge", "Market", "Tower", "Beach", "Lookout", "Theatre"],
+]
+let categories = ["restaurant", "cafe", "bar", "hotel", "attraction", "museum", "park", "beach", "shopping", "market"]
+let totalWeight = cities.reduce(0) { $0 + $1.weight }
+
+func city(_ rng: inout Random) -> (name: String, lat: Double, lon: Double, weight: Double) {
+    var x = rng.unit() * totalWeight
+    for c in cities {
+        x -= c.weight
+        if x <= 0 { return c }
+    }
+    return cities[0]
+}
+
+/// A generated place as `catalog.create` takes it; its point is appended to `points`.
+func place(_ i: Int, _ rng: inout Random, _ points: inout [(lat: Double, lon: Double)]) -> String {
+    let c = city(&rng)
+    // Dense centre, thinner suburbs: a gaussian of 4 km plus a wider one of 15 km.
+    let spread = rng.unit() < 0.7 ? 4_000.0 : 15_000.0
+    let lat = max(-89.9, min(89.9, c.lat + rng.gaussian() * spread / 111_320))
+    var lon = c.lon + rng.gaussian() * spread / (111_320 * cos(c.lat * .pi / 180))
+    if lon > 180 { lon -= 360 }
+    if lon < -180 { lon += 360 }
+    points.append((lat, lon))
+    let script = rng.pick(syllables)
+    let name = "\(rng.pick(script)) \(rng.pick(script)) \(i)"
+    return #"{"name":"\#(name)","category":"\#(rng.pick(categories))","lat":\#(lat),"lon":\#(lon),"popularity":\#(Int(rng.unit() * 100)),"price_level":\#(rng.next() % 5)}"#
+}
+
+func milliseconds(since start: UInt64) -> Double { Double(monotonicNanos() - start) / 1e6 }
+
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    guard !sorted.isEmpty else { return 0 }
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+}
+
+func residentKilobytes(_ pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+    return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+}
+
+func fileSize(_ path: String) -> Int {
+    ["", "-wal"].reduce(0) { $0 + (((try? FileManager.default.attributesOfItem(atPath: path + $1))?[.size] as? Int) ?? 0) }
+}
+
+// MARK: Load the catalog
+
+let context = try ZMQContext()
+let (catalogProcess, catalogReady) = start("catalog", ["--outbox-retention", String(placeCount * 2 + 100_000), "--readers", "1"])
+defer { catalogProcess.terminate() }
+let catalogRPC = (catalogReady["rpc"] as? [String])?.first ?? ""
+let catalogPub = (catalogReady["publish"] as? [String])?.first ?? ""
+let catalog = try RPCClient(context: context, endpoints: [catalogRPC], logger: logger)
+
+var rng = Random(state: 2026)
+var generatedPoints: [(lat: Double, lon: Double)] = []
+let loadStart = monotonicNanos()
+let inFlight = DispatchSemaphore(value: 512)
+let loaded = DispatchGroup()
+let failures = Counter()
+for i in 0..<placeCount {
+    inFlight.wait()
+    loaded.enter()
+    catalog.send(type: "catalog.create", body: Data(place(i, &rng, &generatedPoints).utf8), timeoutMilliseconds: 60_000) { result in
+        if case .failure = result { failures.add() }
+        inFlight.signal()
+        loaded.leave()
+    }
+}
+loaded.wait()
+let loadSeconds = milliseconds(since: loadStart) / 1000
+guard failures.value == 0 else { fail("\(failures.value) creates failed") }
+
+// MARK: Build the index from events
+
+let buildStart = monotonicNanos()
+let (searchProcess, searchReady) = start("search", ["--peer", "catalog=\(catalogRPC)", "--peer-pub", "catalog=\(catalogPub)"])
+defer { searchProcess.terminate() }
+let search = try RPCClient(context: context, endpoints: [(searchReady["rpc"] as? [String])?.first ?? ""], logger: logger)
+
+struct Stats: Decodable {
+    struct Subscription: Decodable { var source: String; var seq: Int64 }
+    var subscriptions: [Subscription]?
+}
+func searchSeq() -> Int64 {
+    (try? search.call("sys.stats", Empty(), as: Stats.self, timeoutMilliseconds: 5_000))?.subscriptions?.first { $0.source == "catalog" }?.seq ?? -1
+}
+while searchSeq() < Int64(placeCount) { usleep(20_000) }
+let buildSeconds = milliseconds(since: buildStart) / 1000
+let indexBytes = fileSize(data + "/search.sqlite")
+let rss = residentKilobytes(searchProcess.processIdentifier)
+
+// MARK: Query latencies (one at a time, service level)
+
+func measure(_ type: String, _ body: (inout Random) -> String) -> (p50: Double, p99: Double, hits: Double) {
+    var r = Random(state: 7)
+    var times: [Double] = []
+    var hits = 0
+    for _ in 0..<queryCount {
+        let request = Data(body(&r).utf8)
+        let t = monotonicNanos()
+        guard let reply = try? search.request(type: type, body: request, timeoutMilliseconds: 10_000) else { fail("\(type) failed") }
+        times.append(milliseconds(since: t))
+        if let object = try? JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any] {
+            hits += ((object["hits"] ?? object["suggestions"]) as? [Any])?.count ?? 0
+        }
+    }
+    times.sort()
+    return (percentile(times, 0.5), percentile(times, 0.99), Double(hits) / Double(queryCount))
+}
+func near(_ r: inout Random) -> (Double, Double) {
+    let c = city(&r)
+    return (c.lat + r.gaussian() * 0.03, c.lon + r.gaussian() * 0.03)
+}
+let words = ["cafe", "museum", "harbour", "park", "market", "кафе", "музей", "東京", "μουσείο", "garden", "kitchn", "galery"]
+let results: [(String, (p50: Double, p99: Double, hits: Double))] = [
+    ("search.nearby 2 km, 20 nearest", measure("search.nearby") { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":2000}"# }),
+    ("search.nearby 50 km, 20 nearest", measure("search.nearby") { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":50000}"# }),
+    ("search.viewport ~2x2 km", measure("search.viewport") { r in
+        let (la, lo) = near(&r)
+        return #"{"south":\#(la - 0.01),"west":\#(lo - 0.01),"north":\#(la + 0.01),"east":\#(lo + 0.01)}"#
+    }),
+    ("search.text word + 5 km radius", measure("search.text") { r in
+        let (la, lo) = near(&r)
+        return #"{"q":"\#(r.pick(words))","near":{"lat":\#(la),"lon":\#(lo)},"radius_m":5000}"#
+    }),
+    ("search.autocomplete 3 letters", measure("search.autocomplete") { r in
+        let (la, lo) = near(&r)
+        return #"{"prefix":"\#(String(r.pick(words).prefix(3)))","near":{"lat":\#(la),"lon":\#(lo)}}"#
+    }),
+]
+
+// MARK: Propagation: catalog write → visible in search
+
+var written: [(seq: Int64, done: UInt64)] = []
+var seen: [Int64: UInt64] = [:]
+let writes = min(5 * writeRate, 5_000)
+let interval = 1_000_000_000 / UInt64(max(writeRate, 1))
+var next = monotonicNanos()
+var lastSeq = Int64(placeCount)
+var observed = searchSeq()
+for i in 0..<writes {
+    while monotonicNanos() < next {
+        let s = searchSeq()
+        if s > observed { for k in (observed + 1)...s { seen[k] = monotonicNanos() }; observed = s }
+    }
+    next += interval
+    _ = try? catalog.request(type: "catalog.create", body: Data(place(placeCount + i, &rng, &generatedPoints).utf8), timeoutMilliseconds: 5_000)
+    lastSeq += 1
+    written.append((lastSeq, monotonicNanos()))
+}
+let deadline = monotonicNanos() + 10_000_000_000
+while observed < lastSeq && monotonicNanos() < deadline {
+    let s = searchSeq()
+    if s > observed { for k in (observed + 1)...s { seen[k] = monotonicNanos() }; observed = s }
+}
+let delays = written.compactMap { w in seen[w.seq].map { Double($0 > w.done ? $0 - w.done : 0) / 1e6 } }.sorted()
+
+// MARK: Report
+
+print("places: \(placeCount) (clustered around \(cities.count) cities, names in 5 scripts); 2 cores")
+print(String(format: "catalog load via catalog.create (512 in flight): %.1f s (%.0f places/s)", loadSeconds, Double(placeCount) / loadSeconds))
+print(String(format: "search index build from events: %.1f s (%.0f events/s)", buildSeconds, Double(placeCount) / buildSeconds))
+print(String(format: "search index size: %.1f MiB; search RSS after build: %.1f MiB", Double(indexBytes) / 1_048_576, Double(rss) / 1024))
+print("service-level latency, \(queryCount) queries each, one at a time:")
+print("  " + "query".padding(toLength: 36, withPad: " ", startingAt: 0) + "    p50 ms    p99 ms   hits/query")
+for (name, r) in results {
+    print("  " + name.padding(toLength: 36, withPad: " ", startingAt: 0) + String(format: "%10.3f%10.3f%13.1f", r.p50, r.p99, r.hits))
+}
+print(String(format: "propagation at %d writes/s (%d writes): p50 %.1f ms, p99 %.1f ms, %d of %d seen",
+             writeRate, writes, percentile(delays, 0.5), percentile(delays, 0.99), delays.count, writes))
+
+// MARK: Side by side with Redis GEOSEARCH, both driven by redis-benchmark
+
+if arguments.contains("--redis") {
+    let requests = option("--redis-requests", 100_000)
+    func run(_ tool: String, _ args: [String], input: String? = nil) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + args
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        if let input {
+            let file = data + "/stdin-\(tool)"
+            _ = FileManager.default.createFile(atPath: file, contents: Data(input.utf8))
+            process.standardInput = FileHandle(forReadingAtPath: file)
+        }
+        do { try process.run() } catch { fail("cannot run \(tool): \(error)") }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text
+    }
+    func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+    let redisPort = freePort()
+    let redis = Process()
+    redis.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    redis.arguments = ["redis-server", "--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    redis.standardOutput = FileHandle.nullDevice
+    do { try redis.run() } catch { fail("cannot start redis-server: \(error)") }
+    defer { redis.terminate() }
+    while !run("redis-cli", ["-p", String(redisPort), "ping"]).contains("PONG") { usleep(50_000) }
+    // The same points as the catalog holds, by the same ids.
+    var load = ""
+    for (i, p) in generatedPoints.prefix(placeCount).enumerated() {
+        let lon = String(p.lon), lat = String(p.lat), member = String(i + 1)
+        load += "*5\r\n$6\r\nGEOADD\r\n$6\r\nplaces\r\n$\(lon.utf8.count)\r\n\(lon)\r\n$\(lat.utf8.count)\r\n\(lat)\r\n$\(member.utf8.count)\r\n\(member)\r\n"
+    }
+    _ = run("redis-cli", ["-p", String(redisPort), "--pipe"], input: load)
+    let gatewayPort = freePort()
+    let (gatewayProcess, _) = start("gateway", ["--listen", "127.0.0.1:\(gatewayPort)", "--peer", "search=\((searchReady["rpc"] as? [String])?.first ?? "")"])
+    defer { gatewayProcess.terminate() }
+    let centre = cities[0]
+    func bench(_ port: Int, _ command: [String]) -> (rps: Double, p50: Double, p99: Double) {
+        let csv = run("redis-benchmark", ["-p", String(port), "-c", "50", "-n", String(requests), "--csv"] + command)
+        let fields = (csv.split(separator: "\n").last ?? "").split(separator: ",").map { $0.replacingOccurrences(of: "\"", with: "") }
+        guard fields.count >= 7, let rps = Double(fields[1]), let p50 = Double(fields[4]), let p99 = Double(fields[6]) else { fail("redis-benchmark said: \(csv)") }
+        return (rps, p50, p99)
+    }
+    let r = bench(redisPort, ["GEOSEARCH", "places", "FROMLONLAT", String(centre.lon), String(centre.lat), "BYRADIUS", "50", "km", "ASC", "COUNT", "20"])
+    let t = bench(gatewayPort, ["search.nearby", "lat", String(centre.lat), "lon", String(centre.lon), "radius_m", "50000", "limit", "20"])
+    print("side by side, 50 connections, \(requests) requests each (redis-benchmark), centre \(centre.name), 50 km, 20 nearest:")
+    print(String(format: "  redis-server GEOSEARCH        %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", r.rps, r.p50, r.p99))
+    print(String(format: "  gateway search.nearby         %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", t.rps, t.p50, t.p99))
+    print(String(format: "  ratio Tourbus / Redis: %.2f (goal >= 1.0)", t.rps / r.rps))
+}
+
+catalog.close()
+search.close()
+if keep == nil { try? FileManager.default.removeItem(atPath: data) }
+
+/// A counter safe to bump from completion handlers.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
