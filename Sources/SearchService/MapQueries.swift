@@ -161,7 +161,9 @@ struct MapQueries {
         // fourfold until the page fills or the radius is reached. Every place within r of
         // the centre is in the box of r, so a full page inside r is the right page.
         let start = after?.key ?? 0
-        var reach = min(q.radiusM, max(q.radiusM / 64, start * 1.25 + 50))
+        // Start near the size a dense city centre needs (tens of metres): an empty ring costs one
+        // cheap R*Tree probe, an overfull one costs sorting thousands of places.
+        var reach = min(q.radiusM, max(25, start * 1.25 + 25))
         while true {
             let hits = try within(reach, of: center, q.filters)
             let page = MapQueries.page(hits, limit: limit, after: after) { $0.distanceM ?? 0 }

@@ -172,6 +172,21 @@ final class SearchFixture {
     }
 }
 
+extension SearchServiceAloneTests {
+    @Test func anIndexDeletedWhileStoppedIsRebuiltFromNothing() throws {
+        let f = try SearchFixture()
+        for i in 1...50 { try f.place(i, name: "P\(i)", lat: -33.87 + Double(i) * 1e-4, lon: 151.21) }
+        try f.deletePlace(7)
+        #expect(try f.eventually(#"{"lat":-33.87,"lon":151.21,"radius_m":2000,"limit":50}"#) { $0.hits.count == 49 })
+        f.stopSearch()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.folder + "/search.sqlite" + suffix) }
+        try f.startSearch()
+        #expect(try f.eventually(#"{"lat":-33.87,"lon":151.21,"radius_m":2000,"limit":50}"#) { page in
+            page.hits.count == 49 && !page.hits.contains { $0.id == 7 }
+        })
+    }
+}
+
 /// The part of `sys.stats` these tests read.
 struct SubscriberCheck: Decodable {
     struct Status: Decodable {
