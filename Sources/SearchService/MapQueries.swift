@@ -228,10 +228,21 @@ struct MapQueries {
             FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
             WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
             """
-        var args: [SQLBindable?] = [Int64((box.south * SearchIndex.scale).rounded(.down)), Int64((box.north * SearchIndex.scale).rounded(.up)),
-                                    Int64((box.west * SearchIndex.scale).rounded(.down)), Int64((box.east * SearchIndex.scale).rounded(.up))]
+        var args = MapQueries.bounds(box)
         MapQueries.appendFilters(filters, to: &sql, &args)
         return try db.query(sql, args).map(MapQueries.hit)
+    }
+
+    /// Ids of the places whose point lies in `box` (which does not cross the antimeridian).
+    func ids(in box: BoundingBox) throws -> [Int64] {
+        try db.query("SELECT id FROM places_geo WHERE min_lat >= ? AND max_lat <= ? AND min_lon >= ? AND max_lon <= ?",
+                     MapQueries.bounds(box)).compactMap { $0.int(0) }
+    }
+
+    /// The R*Tree's integer bounds of a box, rounded outward.
+    static func bounds(_ box: BoundingBox) -> [SQLBindable?] {
+        [Int64((box.south * SearchIndex.scale).rounded(.down)), Int64((box.north * SearchIndex.scale).rounded(.up)),
+         Int64((box.west * SearchIndex.scale).rounded(.down)), Int64((box.east * SearchIndex.scale).rounded(.up))]
     }
 
     /// Adds the filters' conditions to a query over `places p` joined with `ratings r`.

@@ -105,19 +105,34 @@ struct TextQueries {
     /// The typos a word of this length may have: one from 5 letters, two from 9.
     static func allowedTypos(_ word: String) -> Int { word.count >= 9 ? 2 : word.count >= 5 ? 1 : 0 }
 
-    /// The MATCH expression: every word must match (the last as a prefix when `prefixLast`),
-    /// a word without exact matches may match its near spellings from the vocabulary.
-    func match(_ words: [String], prefixLast: Bool) throws -> String {
-        var parts: [String] = []
-        for (i, word) in words.enumerated() {
-            let isLast = i == words.count - 1
-            var alternatives = [TextQueries.quoted(word) + (isLast && prefixLast ? " *" : "")]
-            if TextQueries.allowedTypos(word) > 0, try !known(word, prefix: isLast && prefixLast) {
-                alternatives += try nearSpellings(word).map(TextQueries.quoted)
-            }
-            parts.append(alternatives.count == 1 ? alternatives[0] : "(" + alternatives.joined(separator: " OR ") + ")")
+    /// One word of a query: the word as typed, the near spellings it may stand for, and
+    /// whether it matches as a prefix (the last word, unless followed by a space).
+    struct QueryWord: Equatable {
+        var typed: String
+        var spellings: [String]
+        var prefix: Bool
+
+        /// Whether one of `words` (a name's words, say) matches this query word.
+        func matches(any words: [String]) -> Bool {
+            words.contains { word in word == typed || (prefix && word.hasPrefix(typed)) || spellings.contains(word) }
         }
-        return parts.joined(separator: " AND ")
+    }
+
+    /// The query's words with the near spellings of those the index does not know.
+    func queryWords(_ words: [String], prefixLast: Bool) throws -> [QueryWord] {
+        try words.enumerated().map { i, word in
+            let prefix = prefixLast && i == words.count - 1
+            let spellings = try TextQueries.allowedTypos(word) > 0 && !known(word, prefix: prefix) ? nearSpellings(word) : []
+            return QueryWord(typed: word, spellings: spellings, prefix: prefix)
+        }
+    }
+
+    /// The MATCH expression: every word must match, through any of its spellings.
+    static func expression(_ words: [QueryWord]) -> String {
+        words.map { word in
+            let alternatives = [quoted(word.typed) + (word.prefix ? " *" : "")] + word.spellings.map(quoted)
+            return alternatives.count == 1 ? alternatives[0] : "(" + alternatives.joined(separator: " OR ") + ")"
+        }.joined(separator: " AND ")
     }
 
     /// Whether the index has the word (or, as a prefix, a word starting with it).
@@ -189,17 +204,32 @@ struct TextQueries {
         if sort == .distance && center == nil { throw ServiceError.invalid("sort", "distance needs near") }
 
         let prefixLast = !(q.q.last.map { $0.isWhitespace } ?? false)
-        let expression = try match(words, prefixLast: prefixLast)
-        var sql = """
-            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count,
-                   bm25(places_text, 10.0, 3.0, 1.0, 1.0) AS score
-            FROM places_text JOIN places p ON p.id = places_text.rowid LEFT JOIN ratings r ON r.place_id = p.id
-            WHERE places_text MATCH ?
-            """
-        var args: [SQLBindable?] = [expression]
-        MapQueries.appendFilters(q.filters, to: &sql, &args)
-        sql += " ORDER BY score LIMIT \(TextQueries.maxCandidates)"
+        let query = try queryWords(words, prefixLast: prefixLast)
+
+        // The places whose words match: row ids only, which FTS5 gives cheaply.
+        var ids: [Int64] = []
+        let matching = try db.statement("SELECT rowid FROM places_text WHERE places_text MATCH ?")
+        try matching.bind([TextQueries.expression(query)])
+        while try matching.step() {
+            if case .integer(let id) = matching.value(0) { ids.append(id) }
+        }
+        matching.reset()
+        // A radius or box narrows them through the R*Tree before any row is read.
         let radiusBox = try center.flatMap { c in try q.radiusM.map { try BoundingBox.around(c, radiusMeters: $0) } }
+        if let area = radiusBox ?? box {
+            let inside = Set(try area.parts.flatMap { try MapQueries(db: db).ids(in: $0) })
+            ids = ids.filter(inside.contains)
+        }
+        guard !ids.isEmpty else { return SearchPage(hits: [], nextCursor: nil) }
+        // Rows of at most `maxCandidates` of them, the most popular when there are more.
+        var sql = """
+            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count
+            FROM places p LEFT JOIN ratings r ON r.place_id = p.id
+            WHERE p.id IN (SELECT value FROM json_each(?))
+            """
+        var args: [SQLBindable?] = ["[" + ids.map(String.init).joined(separator: ",") + "]"]
+        MapQueries.appendFilters(q.filters, to: &sql, &args)
+        sql += " ORDER BY p.popularity DESC, p.id LIMIT \(TextQueries.maxCandidates)"
         var hits: [(hit: SearchHit, score: Double)] = []
         for row in try db.query(sql, args) {
             var hit = MapQueries.hit(row)
@@ -207,14 +237,16 @@ struct TextQueries {
             if let box, !box.contains(coordinate) { continue }
             if let center {
                 let d = coordinate.distance(to: center)
-                if let radius = q.radiusM, let around = radiusBox, !around.contains(coordinate) || d > radius { continue }
+                if let radius = q.radiusM, d > radius { continue }
                 hit.distanceM = d
             }
-            hits.append((hit, -(row.double(10) ?? 0)))
+            // Text score: a word found in the name counts three, elsewhere one.
+            let nameWords = TextQueries.words(hit.name)
+            hits.append((hit, query.reduce(0.0) { $0 + ($1.matches(any: nameWords) ? 3 : 1) }))
         }
         // Relevance: the text score, lifted by popularity and, with a point, by nearness.
         let relevance: [Int64: Double] = Dictionary(uniqueKeysWithValues: hits.map { entry in
-            var value = max(entry.score, 1e-6) * (1 + 0.1 * log1p(max(entry.hit.popularity, 0)))
+            var value = entry.score * (1 + 0.1 * log1p(max(entry.hit.popularity, 0)))
             if let d = entry.hit.distanceM { value /= 1 + d / 1_000 }
             return (entry.hit.id, value)
         })
