@@ -207,13 +207,7 @@ struct TextQueries {
         let query = try queryWords(words, prefixLast: prefixLast)
 
         // The places whose words match: row ids only, which FTS5 gives cheaply.
-        var ids: [Int64] = []
-        let matching = try db.statement("SELECT rowid FROM places_text WHERE places_text MATCH ?")
-        try matching.bind([TextQueries.expression(query)])
-        while try matching.step() {
-            if case .integer(let id) = matching.value(0) { ids.append(id) }
-        }
-        matching.reset()
+        var ids = try matchingIds(TextQueries.expression(query))
         // A radius or box narrows them through the R*Tree before any row is read.
         let radiusBox = try center.flatMap { c in try q.radiusM.map { try BoundingBox.around(c, radiusMeters: $0) } }
         if let area = radiusBox ?? box {
@@ -281,12 +275,20 @@ struct TextQueries {
             }
         }
         // Names only, every word a prefix of a name word; nearest first with a point, else most popular.
-        let expression = "name : (" + words.map { TextQueries.quoted($0) + " *" }.joined(separator: " AND ") + ")"
+        var ids = try matchingIds("name : (" + words.map { TextQueries.quoted($0) + " *" }.joined(separator: " AND ") + ")")
+        if let center {
+            // Prefer what is within 20 km when there is enough of it.
+            let around = try BoundingBox.around(center, radiusMeters: 20_000)
+            let inside = Set(try around.parts.flatMap { try MapQueries(db: db).ids(in: $0) })
+            let close = ids.filter(inside.contains)
+            if close.count >= limit { ids = close }
+        }
+        guard !ids.isEmpty else { return Suggestions(suggestions: Array(suggestions.prefix(limit))) }
         var places: [(Suggestion, Double)] = []
         for row in try db.query("""
-            SELECT p.id, p.name, p.category, p.lat, p.lon, p.popularity FROM places_text JOIN places p ON p.id = places_text.rowid
-            WHERE places_text MATCH ? ORDER BY bm25(places_text, 10.0, 3.0, 1.0, 1.0) LIMIT 500
-            """, expression) {
+            SELECT p.id, p.name, p.category, p.lat, p.lon, p.popularity FROM places p
+            WHERE p.id IN (SELECT value FROM json_each(?)) ORDER BY p.popularity DESC, p.id LIMIT 500
+            """, "[" + ids.map(String.init).joined(separator: ",") + "]") {
             let name = row.string(1) ?? ""
             var distance: Double?
             if let center { distance = Coordinate(uncheckedLatitude: row.double(3) ?? 0, longitude: row.double(4) ?? 0).distance(to: center) }
@@ -297,6 +299,18 @@ struct TextQueries {
         places.sort { $0.1 != $1.1 ? $0.1 < $1.1 : ($0.0.id ?? 0) < ($1.0.id ?? 0) }
         suggestions += places.map(\.0)
         return Suggestions(suggestions: Array(suggestions.prefix(limit)))
+    }
+
+    /// The ids of the places matching an FTS5 expression, in id order.
+    private func matchingIds(_ expression: String) throws -> [Int64] {
+        var ids: [Int64] = []
+        let matching = try db.statement("SELECT rowid FROM places_text WHERE places_text MATCH ?")
+        defer { matching.reset() }
+        try matching.bind([expression])
+        while try matching.step() {
+            if case .integer(let id) = matching.value(0) { ids.append(id) }
+        }
+        return ids
     }
 
     /// Where each typed word starts a word of `text`, as UTF-16 offsets [start, end).
