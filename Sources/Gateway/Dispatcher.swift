@@ -19,17 +19,21 @@ enum Outcome: Sendable {
 final class Dispatcher: Sendable {
     let backends: Backends
     let defaultDeadlineMilliseconds: Int
+    let connections: ConnectionCount
+    let maxConnections: Int
 
-    init(backends: Backends, defaultDeadlineMilliseconds: Int) {
+    init(backends: Backends, defaultDeadlineMilliseconds: Int, connections: ConnectionCount, maxConnections: Int) {
         self.backends = backends
         self.defaultDeadlineMilliseconds = defaultDeadlineMilliseconds
+        self.connections = connections
+        self.maxConnections = maxConnections
     }
 
     /// The gateway's own methods and what they do.
     static let builtIns: [(method: String, description: String)] = [
         ("ping", "liveness of the gateway itself"),
         ("help", "every method with a one-line description"),
-        ("gateway.status", "each backend: up or down, latency, last error"),
+        ("gateway.status", "each backend: up or down, latency, last error; open client connections"),
     ]
 
     /// Answers a command: at once (returns the outcome) or later (returns nil and calls `completion`
@@ -42,7 +46,7 @@ final class Dispatcher: Sendable {
         switch method {
         case "ping": return .pong
         case "help": return encoded(help())
-        case "gateway.status": return encoded(["backends": backends.status()])
+        case "gateway.status": return encoded(Status(backends: backends.status(), connections: .init(open: connections.value, limit: maxConnections)))
         default: break
         }
         guard let dot = method.firstIndex(of: "."), dot != method.startIndex,
@@ -73,6 +77,15 @@ final class Dispatcher: Sendable {
 
     static func unknownMethod(_ method: String) -> ServiceError {
         ServiceError(.notFound, "unknown method '\(method)'; try help", field: "method")
+    }
+
+    struct Status: Encodable {
+        struct Connections: Encodable {
+            var open: Int
+            var limit: Int
+        }
+        var backends: [BackendHealth]
+        var connections: Connections
     }
 
     struct Help: Encodable {

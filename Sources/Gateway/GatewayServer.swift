@@ -31,7 +31,8 @@ public final class GatewayServer: Sendable {
         endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let backends = try Backends(context: context, peers: config.peers, logger: logger, checkIntervalMilliseconds: healthCheckMilliseconds)
         self.backends = backends
-        let dispatcher = Dispatcher(backends: backends, defaultDeadlineMilliseconds: config.deadlineMilliseconds)
+        let dispatcher = Dispatcher(backends: backends, defaultDeadlineMilliseconds: config.deadlineMilliseconds,
+                                    connections: connections, maxConnections: config.maxConnections)
         var limits = ConnectionLimits()
         limits.maxRequestBytes = config.maxRequestBytes
         limits.idleTimeoutMilliseconds = config.idleTimeoutMilliseconds
