@@ -90,18 +90,13 @@ public enum CatalogService {
     }()
 }
 
-/// Opaque page cursors: the last id seen, base64url-encoded so clients do not build them.
+/// Page cursors of `catalog.list`: the last id seen.
 enum PageCursor {
-    static func encode(_ id: Int64) -> String {
-        Data("p\(id)".utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-    }
+    static func encode(_ id: Int64) -> String { OpaqueCursor.encode("p\(id)") }
 
     static func decode(_ cursor: String) throws(ServiceError) -> Int64 {
-        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard cursor.count <= 64, let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8),
-              text.hasPrefix("p"), let id = Int64(text.dropFirst()), id >= 0 else {
+        let text = try OpaqueCursor.decode(cursor, maxLength: 64)
+        guard text.hasPrefix("p"), let id = Int64(text.dropFirst()), id >= 0 else {
             throw ServiceError.invalid("cursor", "not a cursor from this service")
         }
         return id

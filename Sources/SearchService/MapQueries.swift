@@ -299,16 +299,10 @@ struct SearchCursor: Equatable {
     var key: Double
     var id: Int64
 
-    var encoded: String {
-        Data("s1:\(String(key.bitPattern, radix: 16)):\(id)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
+    var encoded: String { OpaqueCursor.encode("s1:\(String(key.bitPattern, radix: 16)):\(id)") }
 
     static func decode(_ cursor: String) throws(ServiceError) -> SearchCursor {
-        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard cursor.count <= 100, let data = Data(base64Encoded: base64) else { throw .invalid("cursor", "not a cursor from this service") }
-        let parts = String(decoding: data, as: UTF8.self).split(separator: ":")
+        let parts = try OpaqueCursor.decode(cursor, maxLength: 100).split(separator: ":")
         guard parts.count == 3, parts[0] == "s1", let bits = UInt64(parts[1], radix: 16), let id = Int64(parts[2]) else {
             throw .invalid("cursor", "not a cursor from this service")
         }
