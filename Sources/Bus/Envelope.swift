@@ -228,6 +228,25 @@ public struct EventHeader: Decodable, Sendable, Equatable {
     }
 }
 
+extension EventHeader {
+    /// Reads the header of an event envelope without parsing its body: the members are cut
+    /// out by span, as `EnvelopeCoding.event` writes them. Nil when anything is not as
+    /// expected (an escape in a string, a missing member); then decode the envelope instead.
+    public static func scan(_ envelope: Data) -> EventHeader? {
+        func raw(_ key: String) -> Data? { JSONSpan.member(key, in: envelope).map { envelope.subdata(in: $0) } }
+        func text(_ key: String) -> String? {
+            guard let bytes = raw(key), bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\""),
+                  !bytes.contains(UInt8(ascii: "\\")) else { return nil }
+            return String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self)
+        }
+        func integer(_ key: String) -> Int64? { raw(key).flatMap { Int64(String(decoding: $0, as: UTF8.self)) } }
+        guard let v = integer("v"), let seq = integer("seq"), let type = text("type"), let ts = text("ts"), let epoch = text("epoch") else {
+            return nil
+        }
+        return EventHeader(v: Int(v), seq: seq, type: type, ts: ts, epoch: epoch)
+    }
+}
+
 /// Shared JSON coders. Foundation's coders are safe to share once configured.
 public enum JSONCoding {
     /// Compact output, no escaped slashes.
@@ -242,8 +261,13 @@ public enum JSONCoding {
 
     /// Decodes `type` from the `body` member of an envelope; a missing body reads as `{}`.
     public static func decodeBody<Body: Decodable>(_ type: Body.Type, fromEnvelope data: Data) throws(ServiceError) -> Body {
+        try decode(BodyOf<Body>.self, from: data).body
+    }
+
+    /// Decodes `type` from JSON, answering `invalid_argument` naming the field at fault.
+    public static func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws(ServiceError) -> Value {
         do {
-            return try decoder.decode(BodyOf<Body>.self, from: data).body
+            return try decoder.decode(type, from: data)
         } catch let error as DecodingError {
             if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
                 throw unrepresentableNumber(in: data)

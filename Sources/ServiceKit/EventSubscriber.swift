@@ -8,19 +8,24 @@ public struct ReceivedEvent: Sendable {
     public let header: EventHeader
     public let envelope: Data
 
-    /// Parses an event envelope.
+    /// Parses an event envelope's header (by span when it can: catching up means millions of these).
     public init(envelope: Data) throws(ServiceError) {
-        do {
-            header = try JSONCoding.decoder.decode(EventHeader.self, from: envelope)
-        } catch {
-            throw ServiceError(.invalidArgument, "malformed event envelope")
+        if let scanned = EventHeader.scan(envelope) {
+            header = scanned
+        } else {
+            do {
+                header = try JSONCoding.decoder.decode(EventHeader.self, from: envelope)
+            } catch {
+                throw ServiceError(.invalidArgument, "malformed event envelope")
+            }
         }
         self.envelope = envelope
     }
 
-    /// Decodes the event's body as `Body`.
+    /// Decodes the event's body as `Body`, parsing only the body's bytes.
     public func body<Body: Decodable>(_ type: Body.Type) throws(ServiceError) -> Body {
-        try JSONCoding.decodeBody(type, fromEnvelope: envelope)
+        guard let span = JSONSpan.member("body", in: envelope) else { return try JSONCoding.decodeBody(type, fromEnvelope: envelope) }
+        return try JSONCoding.decode(type, from: envelope.subdata(in: span))
     }
 }
 

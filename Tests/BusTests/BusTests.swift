@@ -280,6 +280,18 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
                                                       "permission_denied", "rate_limited", "too_large", "unavailable", "deadline_exceeded", "internal"])
     }
 
+    @Test func eventHeadersScanLikeTheyDecode() throws {
+        let event = EnvelopeCoding.event(seq: 42, type: "catalog.place.upserted", ts: "2026-01-01T00:00:00.000Z", epoch: "e-1",
+                                         body: Data(#"{"seq":1,"type":"not this","body":{"epoch":"x"}}"#.utf8))
+        let scanned = try #require(EventHeader.scan(event))
+        #expect(scanned == (try JSONDecoder().decode(EventHeader.self, from: event)))
+        #expect(scanned == EventHeader(seq: 42, type: "catalog.place.upserted", ts: "2026-01-01T00:00:00.000Z", epoch: "e-1"))
+        // Anything unusual is left to the full decoder.
+        #expect(EventHeader.scan(Data(#"{"v":1,"seq":1,"type":"a\"b","ts":"t","epoch":"e","body":{}}"#.utf8)) == nil)
+        #expect(EventHeader.scan(Data(#"{"v":1,"type":"a","ts":"t","epoch":"e","body":{}}"#.utf8)) == nil)
+        #expect(EventHeader.scan(Data("not json".utf8)) == nil)
+    }
+
     @Test func missingBodyReadsAsEmptyObject() throws {
         struct Optional1: Codable, Sendable { var limit: Int? }
         let decoded = try JSONCoding.decodeBody(Optional1.self, fromEnvelope: Data(#"{"v":1,"id":"x","type":"t"}"#.utf8))
