@@ -55,11 +55,15 @@ public struct PlaceFilters: Decodable, Sendable, Equatable {
         case minRating = "min_rating"
     }
 
-    func validate() throws(ServiceError) {
+    /// Checks the filters; category ids are checked against `known` when the catalog's list is at hand.
+    func validate(knownCategories known: Set<String>?) throws(ServiceError) {
         for (list, field) in [(categories, "categories"), (excludeCategories, "exclude_categories")] {
             guard let list else { continue }
             guard list.count <= 20, list.allSatisfy({ !$0.isEmpty && $0.count <= 50 }) else {
                 throw .invalid(field, "at most 20 category ids of 1-50 characters")
+            }
+            if let known, let unknown = list.first(where: { !known.contains($0) }) {
+                throw .invalid(field, "unknown category '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
             }
         }
         if let levels = priceLevels, levels.count > 5 || !levels.allSatisfy({ (0...4).contains($0) }) {
@@ -140,6 +144,8 @@ extension SortOrder {
 /// Map searches over the R*Tree: candidates from the box, exact checks and ordering in Swift.
 struct MapQueries {
     let db: Database
+    /// The catalog's category ids, when known.
+    var knownCategories: Set<String>? = nil
     static let maxLimit = 50, defaultLimit = 20
     static let maxRadius = 50_000.0
 
@@ -151,7 +157,7 @@ struct MapQueries {
         }
         let sort = q.sort ?? .distance
         let limit = try MapQueries.limit(q.limit)
-        try q.filters.validate()
+        try q.filters.validate(knownCategories: knownCategories)
         let after = try q.cursor.map(SearchCursor.decode)
         guard sort == .distance else {
             let hits = try within(q.radiusM, of: center, q.filters)
@@ -206,7 +212,7 @@ struct MapQueries {
         let sort = q.sort ?? .popularity
         guard sort != .distance else { throw ServiceError.invalid("sort", "a viewport has no point to measure distance from; use rating or popularity") }
         let limit = try MapQueries.limit(q.limit)
-        try q.filters.validate()
+        try q.filters.validate(knownCategories: knownCategories)
         let after = try q.cursor.map(SearchCursor.decode)
         var hits: [SearchHit] = []
         for part in box.parts {

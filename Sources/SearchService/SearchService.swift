@@ -6,10 +6,32 @@ import Storage
 /// One worker thread's view of the index.
 public final class SearchStore: ServiceState {
     public let worker: ServiceWorker
-    var maps: MapQueries { MapQueries(db: worker.db) }
-    var text: TextQueries { TextQueries(db: worker.db) }
+    private var categories: Set<String>?
+    private var categoriesFetched: UInt64 = 0
+
+    var maps: MapQueries { MapQueries(db: worker.db, knownCategories: knownCategories()) }
+    var text: TextQueries { TextQueries(db: worker.db, knownCategories: knownCategories()) }
 
     init(worker: ServiceWorker) { self.worker = worker }
+
+    struct CategoryList: Decodable {
+        struct Category: Decodable { var id: String }
+        var categories: [Category]
+    }
+
+    /// The catalog's category ids, asked for at most once a minute per thread (quickly, so a
+    /// slow catalog costs a search 200 ms at worst); nil while the catalog cannot say, and
+    /// then categories are not checked.
+    private func knownCategories() -> Set<String>? {
+        let now = monotonicNanos()
+        let stale = categories == nil ? 5_000_000_000 : 60_000_000_000 as UInt64
+        guard now - categoriesFetched > stale || categoriesFetched == 0 else { return categories }
+        categoriesFetched = now
+        if let list = try? worker.peers.client("catalog").call("catalog.categories", Empty(), as: CategoryList.self, timeoutMilliseconds: 200) {
+            categories = Set(list.categories.map(\.id))
+        }
+        return categories
+    }
 }
 
 /// The search service: its own index of the catalog's places (and social's ratings),

@@ -88,6 +88,8 @@ public struct Suggestions: Codable, Sendable, Equatable {
 /// cut into words and each word is quoted.
 struct TextQueries {
     let db: Database
+    /// The catalog's category ids, when known.
+    var knownCategories: Set<String>? = nil
     static let maxQuery = 200
     /// Most text matches ranked for one query; paging goes no further.
     static let maxCandidates = 2_000
@@ -184,7 +186,7 @@ struct TextQueries {
         guard q.q.count <= TextQueries.maxQuery else { throw ServiceError.invalid("q", "must be at most \(TextQueries.maxQuery) characters") }
         let words = TextQueries.words(q.q)
         guard !words.isEmpty else { throw ServiceError.invalid("q", "needs at least one letter or digit") }
-        try q.filters.validate()
+        try q.filters.validate(knownCategories: knownCategories)
         let limit = try MapQueries.limit(q.limit)
         let after = try q.cursor.map(SearchCursor.decode)
         var center: Coordinate?

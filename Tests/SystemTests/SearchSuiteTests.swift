@@ -29,6 +29,12 @@ import Testing
 
         let bad = json(c.call(#"{"jsonrpc":"2.0","id":4,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":60000}}"#))
         #expect(((bad["error"] as? [String: Any])?["data"] as? [String: Any])?["field"] as? String == "radius_m")
+        // Categories are checked against the catalog's list.
+        let unknown = json(c.call(#"{"jsonrpc":"2.0","id":5,"method":"search.text","params":{"q":"quay","categories":["spaceship"]}}"#))
+        let error = unknown["error"] as? [String: Any]
+        #expect((error?["data"] as? [String: Any])?["field"] as? String == "categories")
+        #expect((error?["message"] as? String)?.hasPrefix("unknown category 'spaceship'; known: attraction, bar") == true)
+        #expect(json(c.call(#"{"jsonrpc":"2.0","id":6,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":100,"exclude_categories":["museum"]}}"#))["result"] != nil)
     }
 
     @Test func aSearchThatWasDownFindsTenThousandNewPlacesOnce() throws {
