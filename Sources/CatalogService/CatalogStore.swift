@@ -22,7 +22,7 @@ public final class CatalogStore: ServiceState {
 
     static let columns = """
         id, name, category, lat, lon, address, phone, website, price_level, description,
-        opening_hours, photos, popularity, external_ids, created_at, updated_at, version
+        opening_hours, photos, popularity, external_ids, created_at, updated_at, version, timezone
         """
 
     // MARK: Reads
@@ -58,14 +58,14 @@ public final class CatalogStore: ServiceState {
         var place = Place(id: 0, name: input.name, category: input.category, lat: input.lat, lon: input.lon, address: input.address,
                           phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
                           openingHours: input.openingHours ?? [], photos: input.photos ?? [], popularity: input.popularity ?? 0,
-                          externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1)
+                          externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1, timezone: input.timezone)
         place = PlaceRules.normalized(place)
         try PlaceRules.validate(place, categories: categoryIds)
         return try db.transaction {
             try db.run("""
                 INSERT INTO places (name, category, lat, lon, address, phone, website, price_level, description,
-                                    opening_hours, photos, popularity, external_ids, created_at, updated_at, version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+                                    opening_hours, photos, popularity, external_ids, timezone, created_at, updated_at, version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
                 """, try Self.values(place) + [now, now])
             place.id = db.lastInsertRowID
             try claimExternalIds(place)
@@ -88,7 +88,7 @@ public final class CatalogStore: ServiceState {
             place.updatedAt = Logger.timestamp()
             try db.run("""
                 UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
-                       description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, updated_at = ?, version = ?
+                       description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?, updated_at = ?, version = ?
                 WHERE id = ?
                 """, try Self.values(place) + [place.updatedAt, place.version, place.id])
             if place.externalIds != current.externalIds {
@@ -124,7 +124,7 @@ public final class CatalogStore: ServiceState {
         return [p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
                 String(decoding: try encoder.encode(p.openingHours), as: UTF8.self),
                 String(decoding: try encoder.encode(p.photos), as: UTF8.self), p.popularity,
-                String(decoding: try encoder.encode(p.externalIds), as: UTF8.self)]
+                String(decoding: try encoder.encode(p.externalIds), as: UTF8.self), p.timezone]
     }
 
     private static func place(_ row: Row) throws -> Place {
@@ -138,7 +138,7 @@ public final class CatalogStore: ServiceState {
             website: row.string(7), priceLevel: row.int(8).map { Int($0) }, description: row.string(9),
             openingHours: try json(10, [OpeningPeriod].self, []), photos: try json(11, [Photo].self, []),
             popularity: row.double(12) ?? 0, externalIds: try json(13, [String: String].self, [:]),
-            createdAt: row.string(14) ?? "", updatedAt: row.string(15) ?? "", version: row.int(16) ?? 1)
+            createdAt: row.string(14) ?? "", updatedAt: row.string(15) ?? "", version: row.int(16) ?? 1, timezone: row.string(17))
     }
 
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events.
@@ -198,5 +198,6 @@ enum CatalogSchema {
             );
             CREATE INDEX place_external_ids_by_place ON place_external_ids(place_id);
             """),
+        Migration(domain: "catalog", version: 2, sql: "ALTER TABLE places ADD COLUMN timezone TEXT"),
     ]
 }

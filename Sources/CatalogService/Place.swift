@@ -51,9 +51,11 @@ public struct Place: Codable, Sendable, Equatable {
     public var updatedAt: String
     /// Starts at 1 and grows by one with every update.
     public var version: Int64
+    /// The IANA time zone of the place (`Australia/Sydney`), which its opening hours are in.
+    public var timezone: String? = nil
 
     enum CodingKeys: String, CodingKey {
-        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, version
+        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, version, timezone
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
         case externalIds = "external_ids"
@@ -77,6 +79,7 @@ public struct PlaceInput: Codable, Sendable, Equatable {
     public var photos: [Photo]?
     public var popularity: Double?
     public var externalIds: [String: String]?
+    public var timezone: String?
 
     public init(name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
                 website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod]? = nil,
@@ -97,7 +100,7 @@ public struct PlaceInput: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, category, lat, lon, address, phone, website, description, photos, popularity
+        case name, category, lat, lon, address, phone, website, description, photos, popularity, timezone
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
         case externalIds = "external_ids"
@@ -122,9 +125,10 @@ public struct PlaceUpdate: Decodable, Sendable {
     public var photos: Patch<[Photo]> = .absent
     public var popularity: Patch<Double> = .absent
     public var externalIds: Patch<[String: String]> = .absent
+    public var timezone: Patch<String> = .absent
 
     enum CodingKeys: String, CodingKey {
-        case id, name, category, lat, lon, address, phone, website, description, photos, popularity
+        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, timezone
         case expectedVersion = "expected_version"
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
@@ -148,6 +152,7 @@ public struct PlaceUpdate: Decodable, Sendable {
         photos = try c.decodePatch([Photo].self, forKey: .photos)
         popularity = try c.decodePatch(Double.self, forKey: .popularity)
         externalIds = try c.decodePatch([String: String].self, forKey: .externalIds)
+        timezone = try c.decodePatch(String.self, forKey: .timezone)
     }
 
     /// The place with this update applied (not yet validated).
@@ -166,6 +171,7 @@ public struct PlaceUpdate: Decodable, Sendable {
         p.photos = photos.applied(to: p.photos) ?? []
         p.popularity = popularity.applied(to: p.popularity) ?? 0
         p.externalIds = externalIds.applied(to: p.externalIds) ?? [:]
+        p.timezone = timezone.applied(to: p.timezone)
         return p
     }
 }
@@ -212,6 +218,9 @@ enum PlaceRules {
                 throw .invalid("opening_hours[\(i)].open", "must be HH:MM from 00:00 to 23:59")
             }
             guard minutes(period.close) != nil else { throw .invalid("opening_hours[\(i)].close", "must be HH:MM from 00:00 to 24:00") }
+        }
+        if let zone = p.timezone, zone.count > 64 || TimeZone(identifier: zone) == nil {
+            throw .invalid("timezone", "not an IANA time zone name (such as Australia/Sydney)")
         }
         guard p.externalIds.count <= 20 else { throw .invalid("external_ids", "at most 20 external ids") }
         for (source, id) in p.externalIds {

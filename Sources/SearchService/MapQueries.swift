@@ -47,8 +47,11 @@ public struct PlaceFilters: Decodable, Sendable, Equatable {
     public var excludeCategories: [String]?
     public var priceLevels: [Int]?
     public var minRating: Double?
+    /// Only places open now, by their opening hours in their own time zone.
+    public var openNow: Bool?
 
     enum CodingKeys: String, CodingKey {
+        case openNow = "open_now"
         case categories
         case excludeCategories = "exclude_categories"
         case priceLevels = "price_levels"
@@ -230,13 +233,20 @@ struct MapQueries {
     /// Places whose indexed point lies in `box` (which does not cross the antimeridian) and pass the filters.
     private func candidates(in box: BoundingBox, _ filters: PlaceFilters) throws -> [SearchHit] {
         var sql = """
-            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count
+            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count,
+                   p.opening_hours, p.timezone
             FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
             WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
             """
         var args = MapQueries.bounds(box)
         MapQueries.appendFilters(filters, to: &sql, &args)
-        return try db.query(sql, args).map(MapQueries.hit)
+        return try MapQueries.openFilter(filters, db.query(sql, args)).map(MapQueries.hit)
+    }
+
+    /// Keeps the rows (with opening_hours and timezone in columns 10 and 11) that are open now, when asked.
+    static func openFilter(_ filters: PlaceFilters, _ rows: [Row], at now: Date = Date()) -> [Row] {
+        guard filters.openNow == true else { return rows }
+        return rows.filter { OpeningHours.isOpen(hoursJSON: $0.string(10), timezone: $0.string(11), at: now) }
     }
 
     /// Ids of the places whose point lies in `box` (which does not cross the antimeridian).

@@ -36,6 +36,7 @@ enum SearchSchema {
             );
             CREATE VIRTUAL TABLE places_vocab USING fts5vocab(places_text, row);
             """),
+        Migration(domain: "search", version: 2, sql: "ALTER TABLE places ADD COLUMN timezone TEXT"),
     ]
 }
 
@@ -51,6 +52,7 @@ struct IndexedPlace: Codable, Sendable, Equatable {
     var popularity: Double?
     var openingHours: [OpeningPeriod]?
     var description: String?
+    var timezone: String?
 
     struct OpeningPeriod: Codable, Sendable, Equatable {
         var day: Int
@@ -59,7 +61,7 @@ struct IndexedPlace: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, name, category, lat, lon, address, popularity, description
+        case id, name, category, lat, lon, address, popularity, description, timezone
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
     }
@@ -90,13 +92,13 @@ enum SearchIndex {
     static func upsert(_ place: IndexedPlace, _ db: Database) throws {
         let hours = String(decoding: try JSONCoding.encoder.encode(place.openingHours ?? []), as: UTF8.self)
         try db.run("""
-            INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, opening_hours)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, opening_hours, timezone)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
                 lat = excluded.lat, lon = excluded.lon, price_level = excluded.price_level,
-                popularity = excluded.popularity, opening_hours = excluded.opening_hours
+                popularity = excluded.popularity, opening_hours = excluded.opening_hours, timezone = excluded.timezone
             """, place.id, place.name, place.category, place.address, place.lat, place.lon, place.priceLevel,
-                   place.popularity ?? 0, hours)
+                   place.popularity ?? 0, hours, place.timezone)
         let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
                    place.id, lat, lat, lon, lon)

@@ -219,7 +219,8 @@ struct TextQueries {
         guard !ids.isEmpty else { return SearchPage(hits: [], nextCursor: nil) }
         // Rows of at most `maxCandidates` of them, the most popular when there are more.
         var sql = """
-            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count
+            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count,
+                   p.opening_hours, p.timezone
             FROM places p LEFT JOIN ratings r ON r.place_id = p.id
             WHERE p.id IN (SELECT value FROM json_each(?))
             """
@@ -227,7 +228,7 @@ struct TextQueries {
         MapQueries.appendFilters(q.filters, to: &sql, &args)
         sql += " ORDER BY p.popularity DESC, p.id LIMIT \(TextQueries.maxCandidates)"
         var hits: [(hit: SearchHit, score: Double)] = []
-        for row in try db.query(sql, args) {
+        for row in MapQueries.openFilter(q.filters, try db.query(sql, args)) {
             var hit = MapQueries.hit(row)
             let coordinate = Coordinate(uncheckedLatitude: hit.lat, longitude: hit.lon)
             if let box, !box.contains(coordinate) { continue }

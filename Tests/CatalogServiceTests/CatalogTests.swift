@@ -16,8 +16,9 @@ import Testing
         input.photos = [Photo(url: "https://example.org/opera.jpg", attribution: "CC BY-SA")]
         input.externalIds = ["osm": "way/5163069"]
         input.popularity = 99.5
+        input.timezone = "Australia/Sydney"
         let created = try catalog.client.call("catalog.create", input, as: Place.self)
-        #expect(created.id > 0 && created.version == 1 && created.name == "Sydney Opera House")
+        #expect(created.id > 0 && created.version == 1 && created.name == "Sydney Opera House" && created.timezone == "Australia/Sydney")
         #expect(try catalog.client.call("catalog.get", PlaceID(id: created.id), as: Place.self) == created)
 
         // Partial update: name changes, phone is cleared, everything else stays.
@@ -82,6 +83,7 @@ import Testing
         (#"{"name":"x","category":"cafe","lat":0,"lon":0,"opening_hours":[{"day":8,"open":"09:00","close":"10:00"}]}"#, "opening_hours[0].day"),
         (#"{"name":"x","category":"cafe","lat":0,"lon":0,"opening_hours":[{"day":1,"open":"9am","close":"10:00"}]}"#, "opening_hours[0].open"),
         (#"{"name":"x","category":"cafe","lat":0,"lon":0,"description":"<5001 × d>"}"#, "description"),
+        (#"{"name":"x","category":"cafe","lat":0,"lon":0,"timezone":"Mars/Olympus_Mons"}"#, "timezone"),
     ])
     func createValidationNamesTheField(body template: String, field: String) throws {
         // "<N × c>" stands for N copies of c, so long inputs do not flood the test log.
