@@ -219,9 +219,37 @@ struct MapQueries {
         let after = try q.cursor.map(SearchCursor.decode)
         var hits: [SearchHit] = []
         for part in box.parts {
-            hits += try candidates(in: part, q.filters).filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
+            if q.filters.openNow == true {
+                // Opening hours are judged in Swift, so SQL cannot cut the page.
+                hits += try candidates(in: part, q.filters).filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
+            } else {
+                hits += try firstPage(in: part, q.filters, sort: sort, after: after, limit: limit)
+            }
         }
         return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
+    }
+
+    /// The first `limit + 1` places of a box part after the cursor, ordered by SQLite, so only
+    /// they become hits (a dense box holds thousands). The box is checked exactly here.
+    private func firstPage(in part: BoundingBox, _ filters: PlaceFilters, sort: SortOrder, after: SearchCursor?, limit: Int) throws -> [SearchHit] {
+        let key = sort == .rating ? "COALESCE(r.average, -1)" : "p.popularity"
+        var sql = """
+            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count
+            FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
+            WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
+              AND p.lat >= ? AND p.lat <= ? AND (p.lon BETWEEN ? AND ? OR p.lon = ? OR p.lon = ?)
+            """
+        // -180 and 180 are one meridian: a part reaching either takes points on the other.
+        var args = MapQueries.bounds(part) + [part.south, part.north, part.west, part.east,
+                                              part.east == 180 ? -180.0 : part.west, part.west == -180 ? 180.0 : part.east]
+        MapQueries.appendFilters(filters, to: &sql, &args)
+        if let after {
+            // Keys are negated values (higher first); the cursor holds the key exactly.
+            sql += " AND (\(key) < ? OR (\(key) = ? AND p.id > ?))"
+            args += [-after.key, -after.key, after.id]
+        }
+        sql += " ORDER BY \(key) DESC, p.id LIMIT \(limit + 1)"
+        return try db.query(sql, args).map(MapQueries.hit)
     }
 
     static func limit(_ requested: Int?) throws(ServiceError) -> Int {

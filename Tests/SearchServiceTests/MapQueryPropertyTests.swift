@@ -103,6 +103,12 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         var rng = SplitMix64(state: 7)
         let index = try TestIndex()
         try index.add(testPoints(&rng), rng: &rng)
+        var ratings: [Int64: Double] = [:]
+        for place in index.places where place.id % 3 == 0 {
+            let average = Double(Int.random(in: 2...10, using: &rng)) / 2  // ties on purpose
+            ratings[place.id] = average
+            try SearchIndex.rating(RatingUpdated(placeId: place.id, average: average, count: 1), index.db)
+        }
         var boxes: [(Double, Double, Double, Double)] = [(-34, 151, -33.5, 151.5), (0, 179.5, 1, -179.5), (-16, 179.9, -14, -179.9),
                                                         (89, -90, 90, 90), (-90, 0, -89, 179.9), (-10, -180, 10, 0)]
         for _ in 0..<40 {
@@ -126,6 +132,21 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
             }
             #expect(got == expected.map(\.id), "box \(south),\(west),\(north),\(east)")
             #expect(Set(got).count == got.count)
+
+            // By rating (unrated last), paged the same way.
+            let byRating = expected.sorted { a, b in
+                let ra = ratings[a.id] ?? -1, rb = ratings[b.id] ?? -1
+                return ra != rb ? ra > rb : a.id < b.id
+            }
+            var rated: [Int64] = []
+            cursor = nil
+            for _ in 0..<1_000 {
+                let page = try index.queries.viewport(try viewportQuery(#"{"south":\#(south),"west":\#(west),"north":\#(north),"east":\#(east),"sort":"rating","limit":23\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                rated += page.hits.map(\.id)
+                guard let next = page.nextCursor else { break }
+                cursor = next
+            }
+            #expect(rated == byRating.map(\.id), "rating, box \(south),\(west),\(north),\(east)")
         }
     }
 
