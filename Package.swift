@@ -39,13 +39,13 @@ let package = Package(
 
         .testTarget(name: "BusTests", dependencies: ["Bus"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
-        .testTarget(name: "GeoTests", dependencies: ["Geo"]),
+        .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage"]),
         // Helpers shared by test targets (transcript matching); never linked into the executables.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus"]),
-        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "ServiceKit", "Bus", "Storage", "Geo"]),
+        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "ServiceKit", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

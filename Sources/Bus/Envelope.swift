@@ -164,6 +164,16 @@ public struct ReplyHeader: Decodable, Sendable {
     public var id: String?
     public var ok: Bool
     public var error: ServiceError?
+
+    /// Reads a reply's head: a success by span (its body, often large, is not parsed here;
+    /// whoever wants it decodes it once), anything else by decoding. Nil when malformed.
+    public static func read(_ envelope: Data) -> ReplyHeader? {
+        if JSONSpan.literal("ok", in: envelope) == "true", let id = JSONSpan.plainString("id", in: envelope),
+           let v = JSONSpan.literal("v", in: envelope).flatMap(Int.init) {
+            return ReplyHeader(v: v, id: id, ok: true, error: nil)
+        }
+        return try? JSONCoding.decoder.decode(ReplyHeader.self, from: envelope)
+    }
 }
 
 /// Reply and event framing built by concatenation, so a body already encoded (or stored,
@@ -233,13 +243,8 @@ extension EventHeader {
     /// out by span, as `EnvelopeCoding.event` writes them. Nil when anything is not as
     /// expected (an escape in a string, a missing member); then decode the envelope instead.
     public static func scan(_ envelope: Data) -> EventHeader? {
-        func raw(_ key: String) -> Data? { JSONSpan.member(key, in: envelope).map { envelope.subdata(in: $0) } }
-        func text(_ key: String) -> String? {
-            guard let bytes = raw(key), bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\""),
-                  !bytes.contains(UInt8(ascii: "\\")) else { return nil }
-            return String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self)
-        }
-        func integer(_ key: String) -> Int64? { raw(key).flatMap { Int64(String(decoding: $0, as: UTF8.self)) } }
+        func integer(_ key: String) -> Int64? { JSONSpan.literal(key, in: envelope).flatMap { Int64($0) } }
+        func text(_ key: String) -> String? { JSONSpan.plainString(key, in: envelope) }
         guard let v = integer("v"), let seq = integer("seq"), let type = text("type"), let ts = text("ts"), let epoch = text("epoch") else {
             return nil
         }

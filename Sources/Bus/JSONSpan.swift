@@ -33,6 +33,20 @@ public enum JSONSpan {
         }
     }
 
+    /// The top-level member `key` when it is a string without escapes (ids, types, times),
+    /// or nil: then the caller decodes the document properly.
+    public static func plainString(_ key: String, in json: Data) -> String? {
+        guard let range = member(key, in: json), range.count >= 2 else { return nil }
+        let bytes = json[range]
+        guard bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\""), !bytes.contains(UInt8(ascii: "\\")) else { return nil }
+        return String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self)
+    }
+
+    /// The raw text of top-level member `key` (a number or a literal), or nil.
+    public static func literal(_ key: String, in json: Data) -> String? {
+        member(key, in: json).map { String(decoding: json[$0], as: UTF8.self) }
+    }
+
     private static func skipSpace(_ b: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int {
         var i = start
         while i < b.count, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }

@@ -254,7 +254,7 @@ public final class RPCClient: Sendable {
                     logger.error("receive failed", ["error": error])
                     return
                 }
-                guard let envelope = frames.first, let header = try? JSONCoding.decoder.decode(ReplyHeader.self, from: envelope),
+                guard let envelope = frames.first, let header = ReplyHeader.read(envelope),
                       let id = header.id else {
                     logger.warn("dropped a malformed reply", ["bytes": frames.first?.count ?? 0])
                     continue

@@ -234,7 +234,7 @@ struct MapQueries {
     private func firstPage(in part: BoundingBox, _ filters: PlaceFilters, sort: SortOrder, after: SearchCursor?, limit: Int) throws -> [SearchHit] {
         let key = sort == .rating ? "COALESCE(r.average, -1)" : "p.popularity"
         var sql = """
-            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count
+            SELECT \(MapQueries.hitColumns)
             FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
             WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
               AND p.lat >= ? AND p.lat <= ? AND (p.lon BETWEEN ? AND ? OR p.lon = ? OR p.lon = ?)
@@ -261,8 +261,7 @@ struct MapQueries {
     /// Places whose indexed point lies in `box` (which does not cross the antimeridian) and pass the filters.
     private func candidates(in box: BoundingBox, _ filters: PlaceFilters) throws -> [SearchHit] {
         var sql = """
-            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count,
-                   p.opening_hours, p.timezone
+            SELECT \(MapQueries.hitColumns), p.opening_hours, p.timezone
             FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
             WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
             """
@@ -309,7 +308,10 @@ struct MapQueries {
         }
     }
 
-    /// A hit from the columns id, name, category, address, lat, lon, price_level, popularity, rating average and count.
+    /// What every search reads of a place (`places p` joined with `ratings r`), in the order `hit` expects.
+    static let hitColumns = "p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count"
+
+    /// A hit from the columns of `hitColumns`.
     static func hit(_ row: Row) -> SearchHit {
         SearchHit(id: row.int(0) ?? 0, name: row.string(1) ?? "", category: row.string(2) ?? "", address: row.string(3),
                   lat: row.double(4) ?? 0, lon: row.double(5) ?? 0, priceLevel: row.int(6).map { Int($0) },

@@ -219,8 +219,7 @@ struct TextQueries {
         guard !ids.isEmpty else { return SearchPage(hits: [], nextCursor: nil) }
         // Rows of at most `maxCandidates` of them, the most popular when there are more.
         var sql = """
-            SELECT p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count,
-                   p.opening_hours, p.timezone
+            SELECT \(MapQueries.hitColumns), p.opening_hours, p.timezone
             FROM places p LEFT JOIN ratings r ON r.place_id = p.id
             WHERE p.id IN (SELECT value FROM json_each(?))
             """

@@ -292,6 +292,16 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
         #expect(EventHeader.scan(Data("not json".utf8)) == nil)
     }
 
+    @Test func replyHeadsReadBySpanOrByDecoding() throws {
+        let success = try #require(ReplyHeader.read(EnvelopeCoding.success(id: "c-7", body: Data(#"{"id":"other","ok":false}"#.utf8))))
+        #expect(success.ok && success.id == "c-7" && success.error == nil)
+        let failure = try #require(ReplyHeader.read(EnvelopeCoding.failure(id: "c-8", error: ServiceError(.conflict, "no", field: "x"))))
+        #expect(!failure.ok && failure.id == "c-8" && failure.error == ServiceError(.conflict, "no", field: "x"))
+        // An escaped id is left to the decoder, which still reads it.
+        #expect(ReplyHeader.read(Data(#"{"v":1,"id":"a\"b","ok":true,"body":{}}"#.utf8))?.id == "a\"b")
+        #expect(ReplyHeader.read(Data("garbage".utf8)) == nil)
+    }
+
     @Test func missingBodyReadsAsEmptyObject() throws {
         struct Optional1: Codable, Sendable { var limit: Int? }
         let decoded = try JSONCoding.decodeBody(Optional1.self, fromEnvelope: Data(#"{"v":1,"id":"x","type":"t"}"#.utf8))

@@ -4,18 +4,7 @@ import Geo
 @testable import SearchService
 import Storage
 import Testing
-
-/// A deterministic random source (SplitMix64), so every run checks the same cases.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import TestSupport
 
 /// An index in a temporary file, filled directly through the event-applying code.
 final class TestIndex {
@@ -69,7 +58,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
 
 @Suite struct MapQueryPropertyTests {
     @Test func nearbyReturnsExactlyThePlacesWithinTheRadiusInDistanceOrder() throws {
-        var rng = SplitMix64(state: 42)
+        var rng = SplitMix64(seed: 42)
         let index = try TestIndex()
         try index.add(testPoints(&rng), rng: &rng)
         let centres: [(Double, Double)] = [(-33.87, 151.21), (89.95, 10), (89.999, -170), (-89.95, -120), (0.5, 179.99), (0.5, -179.99),
@@ -100,7 +89,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
     }
 
     @Test func viewportReturnsExactlyThePlacesInsideTheBox() throws {
-        var rng = SplitMix64(state: 7)
+        var rng = SplitMix64(seed: 7)
         let index = try TestIndex()
         try index.add(testPoints(&rng), rng: &rng)
         var ratings: [Int64: Double] = [:]
@@ -151,7 +140,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
     }
 
     @Test func pagesContinueAfterTheLastHitWhilePlacesAreAdded() throws {
-        var rng = SplitMix64(state: 99)
+        var rng = SplitMix64(seed: 99)
         let index = try TestIndex()
         try index.add((0..<100).map { _ in (-33.87 + Double.random(in: -0.01...0.01, using: &rng), 151.21 + Double.random(in: -0.01...0.01, using: &rng)) }, rng: &rng)
         let first = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30}"#))
@@ -168,7 +157,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
     }
 
     @Test func filtersAndSorts() throws {
-        var rng = SplitMix64(state: 5)
+        var rng = SplitMix64(seed: 5)
         let index = try TestIndex()
         try index.add((0..<40).map { i in (-33.87 + Double(i) * 1e-4, 151.21) }, rng: &rng)
         try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 10), index.db)
