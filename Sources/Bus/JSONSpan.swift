@@ -47,6 +47,116 @@ public enum JSONSpan {
         member(key, in: json).map { String(decoding: json[$0], as: UTF8.self) }
     }
 
+    /// The top-level members of the object `json`, in order: each key with escapes resolved,
+    /// and the byte range of its value. Nil when `json` is not shaped as an object.
+    public static func members(of json: Data) -> [(key: String, value: Range<Int>)]? {
+        json.withUnsafeBytes { raw -> [(key: String, value: Range<Int>)]? in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            var members: [(key: String, value: Range<Int>)] = []
+            var i = skipSpace(bytes, 0)
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return nil }
+            i = skipSpace(bytes, i + 1)
+            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { return members }
+            while true {
+                guard i < bytes.count, bytes[i] == UInt8(ascii: "\""), let keyEnd = stringEnd(bytes, i),
+                      let key = unescaped(UnsafeBufferPointer(rebasing: bytes[(i + 1)..<(keyEnd - 1)])) else { return nil }
+                i = skipSpace(bytes, keyEnd)
+                guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
+                let valueStart = skipSpace(bytes, i + 1)
+                guard let valueEnd = valueEnd(bytes, valueStart) else { return nil }
+                members.append((key, (json.startIndex + valueStart)..<(json.startIndex + valueEnd)))
+                i = skipSpace(bytes, valueEnd)
+                guard i < bytes.count else { return nil }
+                if bytes[i] == UInt8(ascii: "}") { return members }
+                guard bytes[i] == UInt8(ascii: ",") else { return nil }
+                i = skipSpace(bytes, i + 1)
+            }
+        }
+    }
+
+    /// The byte ranges of the elements of the array at `range` of `json`, or nil when it is not an array.
+    public static func elements(at range: Range<Int>, in json: Data) -> [Range<Int>]? {
+        json.withUnsafeBytes { raw -> [Range<Int>]? in
+            let bytes = UnsafeBufferPointer(rebasing: raw.bindMemory(to: UInt8.self)[..<(range.upperBound - json.startIndex)])
+            var elements: [Range<Int>] = []
+            var i = range.lowerBound - json.startIndex
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "[") else { return nil }
+            i = skipSpace(bytes, i + 1)
+            if i < bytes.count, bytes[i] == UInt8(ascii: "]") { return elements }
+            while true {
+                guard let end = valueEnd(bytes, i) else { return nil }
+                elements.append((json.startIndex + i)..<(json.startIndex + end))
+                i = skipSpace(bytes, end)
+                guard i < bytes.count else { return nil }
+                if bytes[i] == UInt8(ascii: "]") { return elements }
+                guard bytes[i] == UInt8(ascii: ",") else { return nil }
+                i = skipSpace(bytes, i + 1)
+            }
+        }
+    }
+
+    /// The string value at `range` of `json` (quotes included) with escapes resolved, or nil
+    /// when it is not a string.
+    public static func string(at range: Range<Int>, in json: Data) -> String? {
+        guard range.count >= 2, json[range.lowerBound] == UInt8(ascii: "\""), json[range.upperBound - 1] == UInt8(ascii: "\"") else { return nil }
+        return json.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            let start = range.lowerBound - json.startIndex + 1, end = range.upperBound - json.startIndex - 1
+            return unescaped(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+        }
+    }
+
+    /// The text of a JSON string's inside with its escapes resolved; nil for a bad escape or a raw control character.
+    private static func unescaped(_ b: UnsafeBufferPointer<UInt8>) -> String? {
+        guard b.contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else { return String(decoding: b, as: UTF8.self) }
+        var out: [UInt8] = []
+        out.reserveCapacity(b.count)
+        var i = 0
+        func hex4(_ at: Int) -> UInt32? {
+            guard at + 4 <= b.count else { return nil }
+            var value: UInt32 = 0
+            for k in at..<(at + 4) {
+                guard let digit = Character(Unicode.Scalar(b[k])).hexDigitValue else { return nil }
+                value = value << 4 | UInt32(digit)
+            }
+            return value
+        }
+        while i < b.count {
+            let byte = b[i]
+            guard byte >= 0x20 else { return nil }
+            guard byte == UInt8(ascii: "\\") else {
+                out.append(byte)
+                i += 1
+                continue
+            }
+            guard i + 1 < b.count else { return nil }
+            switch b[i + 1] {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(b[i + 1])
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                guard var code = hex4(i + 2) else { return nil }
+                i += 6
+                if (0xD800..<0xDC00).contains(code) {
+                    // A high surrogate must be followed by an escaped low one.
+                    guard i + 1 < b.count, b[i] == UInt8(ascii: "\\"), b[i + 1] == UInt8(ascii: "u"), let low = hex4(i + 2),
+                          (0xDC00..<0xE000).contains(low) else { return nil }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    i += 6
+                }
+                guard let scalar = Unicode.Scalar(code) else { return nil }
+                out.append(contentsOf: Array(String(Character(scalar)).utf8))
+                continue
+            default: return nil
+            }
+            i += 2
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     private static func skipSpace(_ b: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int {
         var i = start
         while i < b.count, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }

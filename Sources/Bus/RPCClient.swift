@@ -135,15 +135,29 @@ public final class RPCClient: Sendable {
 
     /// Sends a request and waits for its reply (blocking the calling thread, never past the timeout).
     public func request(type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil) throws(ServiceError) -> Reply {
-        let box = Mutex<Result<Reply, ServiceError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        try start(type: type, body: body, auth: auth, timeoutMilliseconds: timeoutMilliseconds).wait()
+    }
+
+    /// Sends a request now and lets the caller wait for its reply later, doing other work meanwhile.
+    public func start(type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil) -> PendingReply {
+        let pending = PendingReply()
         send(type: type, body: body, auth: auth, timeoutMilliseconds: timeoutMilliseconds) { result in
-            box.withLock { $0 = result }
-            done.signal()
+            pending.result.withLock { $0 = result }
+            pending.done.signal()
         }
-        done.wait()
-        let result = box.withLock { $0 } ?? .failure(ServiceError(.internal, "no result"))
-        return try result.get()
+        return pending
+    }
+
+    /// A request sent with `start`, whose reply comes within its timeout.
+    public final class PendingReply: Sendable {
+        fileprivate let result = Mutex<Result<Reply, ServiceError>?>(nil)
+        fileprivate let done = DispatchSemaphore(value: 0)
+
+        /// Blocks until the reply (or the failure) is in; call once.
+        public func wait() throws(ServiceError) -> Reply {
+            done.wait()
+            return try (result.withLock { $0 } ?? .failure(ServiceError(.internal, "no result"))).get()
+        }
     }
 
     /// Encodes `body`, sends it as `type` and decodes the reply body as `Result`.

@@ -162,28 +162,25 @@ struct MapQueries {
         let limit = try MapQueries.limit(q.limit)
         try q.filters.validate(knownCategories: knownCategories)
         let after = try q.cursor.map(SearchCursor.decode)
-        guard sort == .distance else {
+        switch sort {
+        case .distance:
+            // Nearest first: rings from the centre (or from the last page's end) until the page fills.
+            let found = try nearest(center, within: q.radiusM, want: limit + 1, from: after?.key ?? 0, q.filters) { place in
+                guard let after else { return true }
+                let d = place.coordinate.distance(to: center)
+                return d > after.key || (d == after.key && place.id > after.id)
+            }
+            let (ids, next) = MapQueries.page(found.map { ($0.distance, $0.id) }, limit: limit, after: after)
+            return SearchPage(hits: try hits(ids: ids, from: center), nextCursor: next)
+        case .popularity:
+            let box: BoundingBox
+            do { box = try BoundingBox.around(center, radiusMeters: q.radiusM) } catch { throw error.serviceError }
+            let found = try mostPopular(in: box.parts, want: limit + 1, after: after, q.filters) { $0.coordinate.distance(to: center) <= q.radiusM }
+            let (ids, next) = MapQueries.page(found.map { (-$0.popularity, $0.id) }, limit: limit, after: after)
+            return SearchPage(hits: try hits(ids: ids, from: center), nextCursor: next)
+        case .rating:
             let hits = try within(q.radiusM, of: center, q.filters)
             return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
-        }
-        // Nearest first needs only the ring that holds the next page: start small and widen
-        // fourfold until the page fills or the radius is reached. Every place within r of
-        // the centre is in the box of r, so a full page inside r is the right page.
-        let start = after?.key ?? 0
-        // Start near the size a dense city centre needs (tens of metres): an empty ring costs one
-        // cheap R*Tree probe, an overfull one costs sorting thousands of places.
-        var reach = min(q.radiusM, max(25, start * 1.25 + 25))
-        while true {
-            let hits = try within(reach, of: center, q.filters)
-            let page = MapQueries.page(hits, limit: limit, after: after) { $0.distanceM ?? 0 }
-            if reach >= q.radiusM { return page }
-            if page.hits.count == limit {
-                // More may lie beyond the ring: the cursor still holds, the next page widens again.
-                var full = page
-                full.nextCursor = page.hits.last.map { SearchCursor(key: $0.distanceM ?? 0, id: $0.id).encoded }
-                return full
-            }
-            reach = min(q.radiusM, reach * 4)
         }
     }
 
@@ -218,21 +215,26 @@ struct MapQueries {
         try q.filters.validate(knownCategories: knownCategories)
         let after = try q.cursor.map(SearchCursor.decode)
         var hits: [SearchHit] = []
-        for part in box.parts {
-            if q.filters.openNow == true {
-                // Opening hours are judged in Swift, so SQL cannot cut the page.
-                hits += try candidates(in: part, q.filters).filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
-            } else {
-                hits += try firstPage(in: part, q.filters, sort: sort, after: after, limit: limit)
+        if sort == .popularity {
+            // The most popular first, read band by band of popularity: a dense box holds thousands.
+            hits = try self.hits(ids: mostPopular(in: box.parts, want: limit + 1, after: after, q.filters) { box.contains($0.coordinate) }.map(\.id))
+        } else {
+            for part in box.parts {
+                if q.filters.openNow == true {
+                    // Opening hours are judged in Swift, so SQL cannot cut the page.
+                    hits += try candidates(in: part, q.filters).filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
+                } else {
+                    hits += try firstPage(in: part, q.filters, after: after, limit: limit)
+                }
             }
         }
         return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
     }
 
-    /// The first `limit + 1` places of a box part after the cursor, ordered by SQLite, so only
-    /// they become hits (a dense box holds thousands). The box is checked exactly here.
-    private func firstPage(in part: BoundingBox, _ filters: PlaceFilters, sort: SortOrder, after: SearchCursor?, limit: Int) throws -> [SearchHit] {
-        let key = sort == .rating ? "COALESCE(r.average, -1)" : "p.popularity"
+    /// The first `limit + 1` places of a box part by rating after the cursor, ordered by SQLite,
+    /// so only they become hits. The box is checked exactly here.
+    private func firstPage(in part: BoundingBox, _ filters: PlaceFilters, after: SearchCursor?, limit: Int) throws -> [SearchHit] {
+        let key = "COALESCE(r.average, -1)"
         var sql = """
             SELECT \(MapQueries.hitColumns)
             FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
@@ -276,10 +278,149 @@ struct MapQueries {
         return rows.filter { OpeningHours.isOpen(hoursJSON: $0.string(10), timezone: $0.string(11), at: now) }
     }
 
-    /// Ids of the places whose point lies in `box` (which does not cross the antimeridian).
-    func ids(in box: BoundingBox) throws -> [Int64] {
-        try db.query("SELECT id FROM places_geo WHERE min_lat >= ? AND max_lat <= ? AND min_lon >= ? AND max_lon <= ?",
-                     MapQueries.bounds(box)).compactMap { $0.int(0) }
+    /// A place read to decide whether it is a candidate, before any of it is copied: a row of
+    /// `Probe.columns`, valid only inside the call it is lent to.
+    struct Probe {
+        static let columns = "p.id, p.lat, p.lon, p.popularity, r.average, p.name_words, p.other_words, p.opening_hours, p.timezone"
+        let statement: Statement
+
+        var id: Int64 { statement.int64(0) }
+        var coordinate: Coordinate { Coordinate(uncheckedLatitude: statement.double(1), longitude: statement.double(2)) }
+        var popularity: Double { statement.double(3) }
+        var rating: Double? { statement.value(4).realValue }
+        /// The folded words of the name, and of the category, address and description.
+        func withWords<Result>(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ other: UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+            statement.withUTF8(5) { name in statement.withUTF8(6) { other in body(name, other) } }
+        }
+        /// Whether the place is open now by its hours in its own time zone.
+        var isOpenNow: Bool {
+            OpeningHours.isOpen(hoursJSON: statement.value(7).textValue, timezone: statement.value(8).textValue, at: Date())
+        }
+    }
+
+    /// Calls `accept` with each place of `places p` (joined with `ratings r`) meeting
+    /// `conditions` and the filters; open now is judged here when asked.
+    private func probe(from: String, where conditions: String, _ conditionArgs: [SQLBindable?], _ filters: PlaceFilters,
+                       _ accept: (Probe) -> Void) throws {
+        var sql = "SELECT \(Probe.columns) FROM \(from) LEFT JOIN ratings r ON r.place_id = p.id WHERE \(conditions)"
+        var args = conditionArgs
+        MapQueries.appendFilters(filters, to: &sql, &args)
+        try db.forEachStep(sql, args) { statement in
+            let probe = Probe(statement: statement)
+            if filters.openNow == true, !probe.isOpenNow { return }
+            accept(probe)
+        }
+    }
+
+    /// Probes the places with these ids.
+    func probe(ids: [Int64], _ filters: PlaceFilters, _ accept: (Probe) -> Void) throws {
+        guard !ids.isEmpty else { return }
+        try probe(from: "places p", where: "p.id IN (SELECT value FROM json_each(?))",
+                  ["[" + ids.map(String.init).joined(separator: ",") + "]"], filters, accept)
+    }
+
+    /// The hits of these places, in this order, with their distances from `center` when given.
+    func hits(ids: [Int64], from center: Coordinate? = nil) throws -> [SearchHit] {
+        guard !ids.isEmpty else { return [] }
+        let rows = try db.query("""
+            SELECT \(MapQueries.hitColumns)
+            FROM places p LEFT JOIN ratings r ON r.place_id = p.id
+            WHERE p.id IN (SELECT value FROM json_each(?))
+            """, "[" + ids.map(String.init).joined(separator: ",") + "]")
+        var byId: [Int64: SearchHit] = [:]
+        for row in rows {
+            var hit = MapQueries.hit(row)
+            hit.distanceM = center.map { Coordinate(uncheckedLatitude: hit.lat, longitude: hit.lon).distance(to: $0) }
+            byId[hit.id] = hit
+        }
+        return ids.compactMap { byId[$0] }
+    }
+
+    static let inBox = "g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?"
+    static let fromTree = "places_geo g JOIN places p ON p.id = g.id"
+
+    /// The `want` places nearest `center` within `reach` metres that pass the filters and
+    /// that `accept` takes, nearest first (ties by id), with their distances. Reads outward in
+    /// widening rings, each reading only what the last did not, until enough are found:
+    /// everything within the ring is read, so the nearest are exact. Each ring is sized from
+    /// how many the last one found, so little more is read than the answer needs.
+    func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, _ filters: PlaceFilters,
+                 accept: (Probe) -> Bool) throws -> [(id: Int64, distance: Double)] {
+        var found: [(id: Int64, distance: Double)] = []
+        var read: [BoundingBox] = []
+        // A dense city centre holds tens of places within 100 m.
+        var ring = min(reach, max(100, start * 1.25))
+        while true {
+            let box: BoundingBox
+            do { box = try BoundingBox.around(center, radiusMeters: ring) } catch { throw error.serviceError }
+            for part in box.parts {
+                var conditions = MapQueries.inBox
+                var args = MapQueries.bounds(part)
+                for done in read {
+                    conditions += " AND NOT (\(MapQueries.inBox))"
+                    args += MapQueries.bounds(done)
+                }
+                try probe(from: MapQueries.fromTree, where: conditions, args, filters) { place in
+                    let distance = place.coordinate.distance(to: center)
+                    if distance <= reach, accept(place) { found.append((place.id, distance)) }
+                }
+            }
+            read = box.parts
+            let inside = found.lazy.filter { $0.distance <= ring }.count
+            if ring >= reach || inside >= want {
+                return Array(found.filter { $0.distance <= ring }
+                    .sorted { $0.distance != $1.distance ? $0.distance < $1.distance : $0.id < $1.id }
+                    .prefix(want))
+            }
+            // Found grows with the area: aim a little past the radius that should hold `want`.
+            let aim = inside == 0 ? ring * 4 : ring * (Double(want) / Double(inside)).squareRoot() * 1.15
+            ring = min(reach, min(ring * 4, max(ring * 1.25, aim)))
+        }
+    }
+
+    /// The `want` most popular places after `after` in `parts` (the whole world when nil) that
+    /// pass the filters and that `accept` takes, most popular first (ties by id). Finds the
+    /// highest popularity there, then reads bands of popularity downward, each twice as deep
+    /// as the last, until enough are found: every place above a band's floor is read, so the
+    /// order is exact, and a dense box is not read whole for one page.
+    func mostPopular(in parts: [BoundingBox]?, want: Int, after: SearchCursor?, _ filters: PlaceFilters,
+                     accept: (Probe) -> Bool) throws -> [(id: Int64, popularity: Double)] {
+        let areas: [(String, [SQLBindable?])] = parts?.map { (MapQueries.inBox + " AND ", MapQueries.bounds($0)) } ?? [("", [])]
+        // Popularities in the R*Tree's hundredths. The cursor's band comes again; the cursor cuts it below.
+        let ceiling = after.map { SearchIndex.scaledPopularity(-$0.key) } ?? 2_000_000_000
+        func anyAtLeast(_ floor: Int64) throws -> Bool {
+            try areas.contains { area, args in
+                try db.scalarInt("SELECT 1 FROM places_geo g WHERE \(area)g.max_pop >= ? AND g.min_pop <= ? LIMIT 1",
+                                 args + [floor, ceiling]) != nil
+            }
+        }
+        // The highest popularity at or under the ceiling, by halving.
+        guard try anyAtLeast(0) else { return [] }
+        var low: Int64 = 0, high = ceiling
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if try anyAtLeast(middle) { low = middle } else { high = middle - 1 }
+        }
+        var found: [(id: Int64, popularity: Double)] = []
+        var top = low, depth = max(1, low / 64)
+        while true {
+            let floor = max(0, top - depth + 1)
+            for (area, args) in areas {
+                var conditions = area + "g.min_pop >= ? AND g.max_pop <= ?"
+                var conditionArgs = args + [floor, top]
+                if let after {
+                    conditions += " AND (p.popularity < ? OR (p.popularity = ? AND p.id > ?))"
+                    conditionArgs += [-after.key, -after.key, after.id]
+                }
+                try probe(from: MapQueries.fromTree, where: conditions, conditionArgs, filters) { place in
+                    if accept(place) { found.append((place.id, place.popularity)) }
+                }
+            }
+            if found.count >= want || floor == 0 { break }
+            top = floor - 1
+            depth *= 2
+        }
+        return Array(found.sorted { $0.popularity != $1.popularity ? $0.popularity > $1.popularity : $0.id < $1.id }.prefix(want))
     }
 
     /// The R*Tree's integer bounds of a box, rounded outward.
@@ -329,14 +470,21 @@ struct MapQueries {
 
     /// Orders hits by (key, id), skips those up to the cursor, and cuts a page.
     static func page(_ hits: [SearchHit], limit: Int, after: SearchCursor?, key: (SearchHit) -> Double) -> SearchPage {
-        var keyed = hits.map { (key: key($0), hit: $0) }
+        let byId = Dictionary(hits.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let (ids, next) = page(hits.map { (key($0), $0.id) }, limit: limit, after: after)
+        return SearchPage(hits: ids.compactMap { byId[$0] }, nextCursor: next)
+    }
+
+    /// Orders (key, id) pairs, skips those up to the cursor, and cuts a page: its ids, and the next page's cursor.
+    static func page(_ items: [(key: Double, id: Int64)], limit: Int, after: SearchCursor?) -> (ids: [Int64], next: String?) {
+        var keyed = items
         if let after {
-            keyed = keyed.filter { $0.key > after.key || ($0.key == after.key && $0.hit.id > after.id) }
+            keyed = keyed.filter { $0.key > after.key || ($0.key == after.key && $0.id > after.id) }
         }
-        keyed.sort { $0.key != $1.key ? $0.key < $1.key : $0.hit.id < $1.hit.id }
+        keyed.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
         let page = keyed.prefix(limit)
-        let next = keyed.count > limit ? page.last.map { SearchCursor(key: $0.key, id: $0.hit.id).encoded } : nil
-        return SearchPage(hits: page.map(\.hit), nextCursor: next)
+        let next = keyed.count > limit ? page.last.map { SearchCursor(key: $0.key, id: $0.id).encoded } : nil
+        return (page.map(\.id), next)
     }
 }
 

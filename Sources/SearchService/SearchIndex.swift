@@ -37,6 +37,28 @@ enum SearchSchema {
             CREATE VIRTUAL TABLE places_vocab USING fts5vocab(places_text, row);
             """),
         Migration(domain: "search", version: 2, sql: "ALTER TABLE places ADD COLUMN timezone TEXT"),
+        // Words folded once, when indexed, kept on the place (FTS5 indexes them without a copy
+        // of its own) so a search can check a place it reads without folding; popularity as a
+        // third R*Tree dimension, so the most popular places of a box are found without reading
+        // the rest; a vocabulary of our own, cheap to scan for typos. The index starts over and
+        // is rebuilt from the catalog's events.
+        Migration(domain: "search", version: 3, sql: """
+            DROP TABLE places_vocab;
+            DROP TABLE places_text;
+            DROP TABLE places_geo;
+            DELETE FROM places;
+            ALTER TABLE places ADD COLUMN name_words TEXT NOT NULL DEFAULT '';
+            ALTER TABLE places ADD COLUMN other_words TEXT NOT NULL DEFAULT '';
+            -- Coordinates in units of 1e-7 degree, popularity in hundredths (capped at 2e9).
+            CREATE VIRTUAL TABLE places_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon, min_pop, max_pop);
+            CREATE VIRTUAL TABLE places_text USING fts5(
+                name_words, other_words, content = 'places', content_rowid = 'id',
+                tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2 3'
+            );
+            -- Every folded word (but numbers) that some place has had: typo tolerance reads it.
+            CREATE TABLE search_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
+            DELETE FROM event_cursor WHERE source = 'catalog';
+            """),
     ]
 }
 
@@ -67,6 +89,78 @@ struct IndexedPlace: Codable, Sendable, Equatable {
     }
 }
 
+extension IndexedPlace {
+    /// Reads a `catalog.place.upserted` body by spans, without `Decodable`: catching up reads a
+    /// million of them. Nil when the body is not plainly shaped, and then `JSONDecoder` reads
+    /// it, with its errors.
+    init?(spans json: Data) {
+        guard let members = JSONSpan.members(of: json) else { return nil }
+        func isNull(_ range: Range<Int>) -> Bool { json[range].elementsEqual("null".utf8) }
+        func number(_ range: Range<Int>) -> Double? {
+            let text = String(decoding: json[range], as: UTF8.self)
+            guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                                          || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") }),
+                  let value = Double(text), value.isFinite else { return nil }
+            return value
+        }
+        func integer(_ range: Range<Int>) -> Int64? { Int64(String(decoding: json[range], as: UTF8.self)) }
+        func text(_ range: Range<Int>) -> String?? { isNull(range) ? .some(nil) : JSONSpan.string(at: range, in: json).map { .some($0) } }
+        var id: Int64?, name: String?, category: String?, lat: Double?, lon: Double?
+        var place = IndexedPlace(id: 0, name: "", category: "", lat: 0, lon: 0)
+        for (key, range) in members {
+            switch key {
+            case "id": guard let value = integer(range) else { return nil }; id = value
+            case "name": guard let value = JSONSpan.string(at: range, in: json) else { return nil }; name = value
+            case "category": guard let value = JSONSpan.string(at: range, in: json) else { return nil }; category = value
+            case "lat": guard let value = number(range) else { return nil }; lat = value
+            case "lon": guard let value = number(range) else { return nil }; lon = value
+            case "address": guard let value = text(range) else { return nil }; place.address = value
+            case "description": guard let value = text(range) else { return nil }; place.description = value
+            case "timezone": guard let value = text(range) else { return nil }; place.timezone = value
+            case "price_level":
+                if isNull(range) { continue }
+                guard let value = integer(range), let level = Int(exactly: value) else { return nil }
+                place.priceLevel = level
+            case "popularity":
+                if isNull(range) { continue }
+                guard let value = number(range) else { return nil }
+                place.popularity = value
+            case "opening_hours":
+                if isNull(range) { continue }
+                guard let elements = JSONSpan.elements(at: range, in: json) else { return nil }
+                var periods: [OpeningPeriod] = []
+                for element in elements {
+                    guard let period = OpeningPeriod(spans: json.subdata(in: element)) else { return nil }
+                    periods.append(period)
+                }
+                place.openingHours = periods
+            default: continue
+            }
+        }
+        guard let id, let name, let category, let lat, let lon else { return nil }
+        (place.id, place.name, place.category, place.lat, place.lon) = (id, name, category, lat, lon)
+        self = place
+    }
+}
+
+extension IndexedPlace.OpeningPeriod {
+    /// Reads `{"day":…,"open":…,"close":…}` by spans; nil when not plainly shaped.
+    init?(spans json: Data) {
+        guard let members = JSONSpan.members(of: json) else { return nil }
+        var day: Int?, open: String?, close: String?
+        for (key, range) in members {
+            switch key {
+            case "day": day = Int(String(decoding: json[range], as: UTF8.self))
+            case "open": open = JSONSpan.string(at: range, in: json)
+            case "close": close = JSONSpan.string(at: range, in: json)
+            default: continue
+            }
+        }
+        guard let day, let open, let close else { return nil }
+        self.init(day: day, open: open, close: close)
+    }
+}
+
 /// `social.rating.updated`: a place's review average and count.
 public struct RatingUpdated: Codable, Sendable, Equatable {
     public var placeId: Int64
@@ -89,28 +183,76 @@ public struct RatingUpdated: Codable, Sendable, Equatable {
 enum SearchIndex {
     static let scale = 1e7
 
+    /// A popularity as the R*Tree keeps it: hundredths, capped, never decreasing as popularity grows.
+    static func scaledPopularity(_ popularity: Double) -> Int64 {
+        Int64(min(max(popularity, 0) * 100, 2e9).rounded(.down))
+    }
+
+    /// Letters and digits folded for case and diacritics, split into words: how the index and
+    /// every query read text.
+    static func words(_ text: String) -> [String] {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) {
+            // ASCII, the common case, without Foundation's folding.
+            var words: [String] = []
+            var word: [UInt8] = []
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"): word.append(byte + 32)
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): word.append(byte)
+                default:
+                    if !word.isEmpty { words.append(String(decoding: word, as: UTF8.self)); word.removeAll(keepingCapacity: true) }
+                }
+            }
+            if !word.isEmpty { words.append(String(decoding: word, as: UTF8.self)) }
+            return words
+        }
+        return text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+            .split { !($0.isLetter || $0.isNumber) }
+            .map(String.init)
+    }
+
+    /// The folded words a place is found by: its name's, and those of its category, address and description.
+    static func indexedWords(_ place: IndexedPlace) -> (name: String, other: String) {
+        let other = [place.category, place.address, place.description].compactMap { $0 }.flatMap(words)
+        return (words(place.name).joined(separator: " "), other.joined(separator: " "))
+    }
+
     static func upsert(_ place: IndexedPlace, _ db: Database) throws {
         let hours = String(decoding: try JSONCoding.encoder.encode(place.openingHours ?? []), as: UTF8.self)
+        let (name, other) = indexedWords(place)
+        let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", place.id)
+        let textChanged = old?.string(0) != name || old?.string(1) != other
+        if let old, textChanged {
+            // FTS5 forgets a row of external content only when told the words it indexed.
+            try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
+                       place.id, old.string(0), old.string(1))
+        }
         try db.run("""
-            INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, opening_hours, timezone)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, opening_hours, timezone, name_words, other_words)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
                 lat = excluded.lat, lon = excluded.lon, price_level = excluded.price_level,
-                popularity = excluded.popularity, opening_hours = excluded.opening_hours, timezone = excluded.timezone
+                popularity = excluded.popularity, opening_hours = excluded.opening_hours, timezone = excluded.timezone,
+                name_words = excluded.name_words, other_words = excluded.other_words
             """, place.id, place.name, place.category, place.address, place.lat, place.lon, place.priceLevel,
-                   place.popularity ?? 0, hours, place.timezone)
+                   place.popularity ?? 0, hours, place.timezone, name, other)
         let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
-        try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
-                   place.id, lat, lat, lon, lon)
-        try db.run("DELETE FROM places_text WHERE rowid = ?", place.id)
-        try db.run("INSERT INTO places_text (rowid, name, category, address, description) VALUES (?, ?, ?, ?, ?)",
-                   place.id, place.name, place.category, place.address, place.description)
+        let popularity = scaledPopularity(place.popularity ?? 0)
+        try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon, min_pop, max_pop) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   place.id, lat, lat, lon, lon, popularity, popularity)
+        guard textChanged else { return }
+        try db.run("INSERT INTO places_text (rowid, name_words, other_words) VALUES (?, ?, ?)", place.id, name, other)
+        for term in Set((name + " " + other).split(separator: " ")) where !term.allSatisfy(\.isNumber) {
+            try db.run("INSERT OR IGNORE INTO search_terms (term) VALUES (?)", String(term))
+        }
     }
 
     static func delete(_ id: Int64, _ db: Database) throws {
+        guard let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", id) else { return }
+        try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
+                   id, old.string(0), old.string(1))
         try db.run("DELETE FROM places WHERE id = ?", id)
         try db.run("DELETE FROM places_geo WHERE id = ?", id)
-        try db.run("DELETE FROM places_text WHERE rowid = ?", id)
     }
 
     static func rating(_ update: RatingUpdated, _ db: Database) throws {
@@ -128,15 +270,18 @@ enum SearchIndex {
     static let catalogApplier = EventApplier(
         apply: { event, db in
             switch event.header.type {
-            case "catalog.place.upserted": try upsert(try event.body(IndexedPlace.self), db)
+            case "catalog.place.upserted":
+                let fast = event.bodyBytes.flatMap(IndexedPlace.init(spans:))
+                try upsert(try fast ?? event.body(IndexedPlace.self), db)
             case "catalog.place.deleted": try delete(try event.body(Deleted.self).id, db)
             default: break
             }
         },
         reset: { db in
+            try db.run("INSERT INTO places_text (places_text) VALUES ('delete-all')")
             try db.run("DELETE FROM places")
             try db.run("DELETE FROM places_geo")
-            try db.run("DELETE FROM places_text")
+            try db.run("DELETE FROM search_terms")
         })
 
     /// Keeps ratings in step with the social service.

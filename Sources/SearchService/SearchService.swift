@@ -55,6 +55,10 @@ public enum SearchService {
         return ServiceDefinition(
             name: "search", migrations: SearchSchema.migrations, handlers: table,
             subscriptions: ["catalog": SearchIndex.catalogApplier, "social": SearchIndex.socialApplier],
+            // The index is read at random: a larger page cache keeps the trees' upper levels in
+            // memory, and reading the file through a map saves a read call per page. Catching
+            // up writes much: fewer, larger checkpoints.
+            tuning: DatabaseTuning(cacheMebibytes: 64, mapMebibytes: 2_048, checkpointPages: 10_000),
             makeState: { worker in SearchStore(worker: worker) })
     }()
 }

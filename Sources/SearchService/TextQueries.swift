@@ -19,6 +19,9 @@ public struct TextQuery: Decodable, Sendable {
     public var sort: TextSort?
     public var limit: Int?
     public var cursor: String?
+    /// The query's language (a BCP 47 tag such as `en` or `pt-BR`): checked, not yet used, since
+    /// folding and matching are the same for every language.
+    public var lang: String?
 
     public struct BoxBounds: Codable, Sendable, Equatable {
         public var south: Double
@@ -46,7 +49,10 @@ public struct TextQuery: Decodable, Sendable {
         }
         limit = try c.decodeIfPresent(Int.self, forKey: .limit)
         cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
-        _ = try c.decodeIfPresent(String.self, forKey: .lang)
+        lang = try c.decodeIfPresent(String.self, forKey: .lang)
+        if let lang, lang.wholeMatch(of: /[a-z]{2,3}(-[A-Za-z0-9]{2,8})*/) == nil {
+            throw ServiceError.invalid("lang", "must be a language tag such as en or pt-BR")
+        }
         filters = try PlaceFilters(from: decoder)
     }
 }
@@ -86,20 +92,23 @@ public struct Suggestions: Codable, Sendable, Equatable {
 /// Text search over FTS5 (words folded for case and diacritics, prefix indexes), with typo
 /// tolerance from the index's own vocabulary. User input never reaches FTS5 syntax: it is
 /// cut into words and each word is quoted.
+///
+/// A search first gathers its candidates, then orders them. When the words match at most
+/// `allMatchesUpTo` places, every match is a candidate. When they match more, reading them all
+/// would cost too much, so the candidates are the `widerCandidates` matches nearest the point
+/// (within the radius), or without a point the most popular ones (inside the box): both are
+/// found by reading places outward or downward until enough match, never the rest.
 struct TextQueries {
     let db: Database
     /// The catalog's category ids, when known.
     var knownCategories: Set<String>? = nil
+    /// Up to this many matching places are all ranked.
+    var allMatchesUpTo = 3_000
+    /// Candidates of a search whose words match more places than that.
+    static let widerCandidates = 50
     static let maxQuery = 200
-    /// Most text matches ranked for one query; paging goes no further.
-    static let maxCandidates = 2_000
-
-    /// Letters and digits folded as the index folds them, split into words.
-    static func words(_ text: String) -> [String] {
-        text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
-            .split { !($0.isLetter || $0.isNumber) }
-            .map(String.init)
-    }
+    /// Vocabulary words a prefix may stand for before FTS5 merges them itself.
+    static let maxPrefixTerms = 30
 
     /// An FTS5 string literal: the word in double quotes, inner quotes doubled.
     static func quoted(_ word: String) -> String { "\"" + word.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
@@ -114,10 +123,34 @@ struct TextQueries {
         var spellings: [String]
         var prefix: Bool
 
-        /// Whether one of `words` (a name's words, say) matches this query word.
-        func matches(any words: [String]) -> Bool {
-            words.contains { word in word == typed || (prefix && word.hasPrefix(typed)) || spellings.contains(word) }
+        /// Whether a place's folded word (UTF-8) matches this query word.
+        func matches(_ word: UnsafeBufferPointer<UInt8>) -> Bool {
+            if prefix ? word.starts(with: typed.utf8) : word.elementsEqual(typed.utf8) { return true }
+            return spellings.contains { word.elementsEqual($0.utf8) }
         }
+
+        /// Whether one of the space-separated folded words of `text` (UTF-8) matches.
+        func found(in text: UnsafeBufferPointer<UInt8>) -> Bool {
+            var start = 0
+            while start < text.count {
+                var end = start
+                while end < text.count, text[end] != UInt8(ascii: " ") { end += 1 }
+                if end > start, matches(UnsafeBufferPointer(rebasing: text[start..<end])) { return true }
+                start = end + 1
+            }
+            return false
+        }
+    }
+
+    /// A place's text score, from the folded words it is indexed by: per query word, 3 when
+    /// its name has the word and 1 when only its category, address or description do; nil
+    /// when some query word is missing.
+    static func score(_ query: [QueryWord], name: UnsafeBufferPointer<UInt8>, other: UnsafeBufferPointer<UInt8>) -> Double? {
+        var score = 0.0
+        for word in query {
+            if word.found(in: name) { score += 3 } else if word.found(in: other) { score += 1 } else { return nil }
+        }
+        return score
     }
 
     /// The query's words with the near spellings of those the index does not know.
@@ -130,19 +163,32 @@ struct TextQueries {
     }
 
     /// The MATCH expression: every word must match, through any of its spellings.
-    static func expression(_ words: [QueryWord]) -> String {
-        words.map { word in
-            let alternatives = [quoted(word.typed) + (word.prefix ? " *" : "")] + word.spellings.map(quoted)
+    func expression(_ words: [QueryWord]) throws -> String {
+        try words.map { word in
+            let alternatives = try prefixTerms(word) + word.spellings.map(TextQueries.quoted)
             return alternatives.count == 1 ? alternatives[0] : "(" + alternatives.joined(separator: " OR ") + ")"
         }.joined(separator: " AND ")
+    }
+
+    /// How FTS5 should look a word up. A prefix of up to 3 letters has its own index; a longer
+    /// one FTS5 would merge from every word it starts, so it is spelled out as the vocabulary's
+    /// words when they are few.
+    private func prefixTerms(_ word: QueryWord) throws -> [String] {
+        let quoted = TextQueries.quoted(word.typed)
+        guard word.prefix else { return [quoted] }
+        guard word.typed.count > 3, !word.typed.allSatisfy(\.isNumber) else { return [quoted + " *"] }
+        let terms = try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ? LIMIT \(TextQueries.maxPrefixTerms + 1)",
+                                 word.typed, word.typed + "\u{10FFFF}").compactMap { $0.string(0) }
+        guard terms.count <= TextQueries.maxPrefixTerms else { return [quoted + " *"] }
+        return terms.isEmpty ? [quoted] : terms.map(TextQueries.quoted)
     }
 
     /// Whether the index has the word (or, as a prefix, a word starting with it).
     private func known(_ word: String, prefix: Bool) throws -> Bool {
         if prefix {
-            return try db.scalarInt("SELECT 1 FROM places_vocab WHERE term >= ? AND term < ? LIMIT 1", word, word + "\u{10FFFF}") != nil
+            return try db.scalarInt("SELECT 1 FROM search_terms WHERE term >= ? AND term < ? LIMIT 1", word, word + "\u{10FFFF}") != nil
         }
-        return try db.scalarInt("SELECT 1 FROM places_vocab WHERE term = ? LIMIT 1", word) != nil
+        return try db.scalarInt("SELECT 1 FROM search_terms WHERE term = ?", word) != nil
     }
 
     /// Words of the index within the allowed edit distance of `word`, sharing its first letter.
@@ -151,7 +197,7 @@ struct TextQueries {
         let allowed = TextQueries.allowedTypos(word)
         let start = String(first), end = String(first) + "\u{10FFFF}"
         var found: [(String, Int)] = []
-        for row in try db.query("SELECT term FROM places_vocab WHERE term >= ? AND term < ?", start, end) {
+        for row in try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ?", start, end) {
             guard let term = row.string(0), abs(term.count - word.count) <= allowed else { continue }
             let distance = TextQueries.editDistance(Array(word), Array(term), limit: allowed)
             if distance <= allowed { found.append((term, distance)) }
@@ -182,9 +228,50 @@ struct TextQueries {
         return previous[b.count]
     }
 
+    /// A place worth ranking, with what ranking it needs.
+    struct Candidate {
+        var id: Int64
+        var score: Double
+        var distance: Double?
+        var popularity: Double
+        var rating: Double?
+    }
+
+    /// The candidates of a query (see the type's comment): places passing the filters whose
+    /// words `score` gives a score, within the radius or box.
+    private func candidates(_ expression: String, near center: Coordinate?, within radius: Double?, box: BoundingBox?,
+                            want: Int, _ filters: PlaceFilters,
+                            score: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Double?) throws -> [Candidate] {
+        let maps = MapQueries(db: db)
+        var found: [Int64: Candidate] = [:]
+        func accept(_ place: MapQueries.Probe) -> Bool {
+            if let box, !box.contains(place.coordinate) { return false }
+            guard let value = place.withWords(score) else { return false }
+            found[place.id] = Candidate(id: place.id, score: value, distance: center.map { place.coordinate.distance(to: $0) },
+                                        popularity: place.popularity, rating: place.rating)
+            return true
+        }
+        let ids = try matchingIds(expression, limit: allMatchesUpTo + 1)
+        if ids.count <= allMatchesUpTo {
+            try maps.probe(ids: ids, filters) { place in
+                if let center, let radius, place.coordinate.distance(to: center) > radius { return }
+                _ = accept(place)
+            }
+            return Array(found.values)
+        }
+        let chosen: [Int64]
+        if let center {
+            // As far as the radius goes, or the whole Earth.
+            chosen = try maps.nearest(center, within: radius ?? 20_040_000, want: want, filters, accept: accept).map(\.id)
+        } else {
+            chosen = try maps.mostPopular(in: box?.parts, want: want, after: nil, filters, accept: accept).map(\.id)
+        }
+        return chosen.compactMap { found[$0] }
+    }
+
     func search(_ q: TextQuery) throws -> SearchPage {
         guard q.q.count <= TextQueries.maxQuery else { throw ServiceError.invalid("q", "must be at most \(TextQueries.maxQuery) characters") }
-        let words = TextQueries.words(q.q)
+        let words = SearchIndex.words(q.q)
         guard !words.isEmpty else { throw ServiceError.invalid("q", "needs at least one letter or digit") }
         try q.filters.validate(knownCategories: knownCategories)
         let limit = try MapQueries.limit(q.limit)
@@ -207,59 +294,29 @@ struct TextQueries {
 
         let prefixLast = !(q.q.last.map { $0.isWhitespace } ?? false)
         let query = try queryWords(words, prefixLast: prefixLast)
-
-        // The places whose words match: row ids only, which FTS5 gives cheaply.
-        var ids = try matchingIds(TextQueries.expression(query))
-        // A radius or box narrows them through the R*Tree before any row is read.
-        let radiusBox = try center.flatMap { c in try q.radiusM.map { try BoundingBox.around(c, radiusMeters: $0) } }
-        if let area = radiusBox ?? box {
-            let inside = Set(try area.parts.flatMap { try MapQueries(db: db).ids(in: $0) })
-            ids = ids.filter(inside.contains)
+        let found = try candidates(try expression(query), near: center, within: q.radiusM, box: box,
+                                   want: TextQueries.widerCandidates, q.filters) { name, other in
+            TextQueries.score(query, name: name, other: other)
         }
-        guard !ids.isEmpty else { return SearchPage(hits: [], nextCursor: nil) }
-        // Rows of at most `maxCandidates` of them, the most popular when there are more.
-        var sql = """
-            SELECT \(MapQueries.hitColumns), p.opening_hours, p.timezone
-            FROM places p LEFT JOIN ratings r ON r.place_id = p.id
-            WHERE p.id IN (SELECT value FROM json_each(?))
-            """
-        var args: [SQLBindable?] = ["[" + ids.map(String.init).joined(separator: ",") + "]"]
-        MapQueries.appendFilters(q.filters, to: &sql, &args)
-        sql += " ORDER BY p.popularity DESC, p.id LIMIT \(TextQueries.maxCandidates)"
-        var hits: [(hit: SearchHit, score: Double)] = []
-        for row in MapQueries.openFilter(q.filters, try db.query(sql, args)) {
-            var hit = MapQueries.hit(row)
-            let coordinate = Coordinate(uncheckedLatitude: hit.lat, longitude: hit.lon)
-            if let box, !box.contains(coordinate) { continue }
-            if let center {
-                let d = coordinate.distance(to: center)
-                if let radius = q.radiusM, d > radius { continue }
-                hit.distanceM = d
+        let keyed = found.map { candidate -> (key: Double, id: Int64) in
+            switch sort {
+            case .distance: return (candidate.distance ?? 0, candidate.id)
+            case .rating: return (-(candidate.rating ?? -1), candidate.id)
+            case .popularity: return (-candidate.popularity, candidate.id)
+            case .relevance:
+                // The text score, lifted by popularity and, with a point, by nearness.
+                var value = candidate.score * (1 + 0.1 * log1p(max(candidate.popularity, 0)))
+                if let d = candidate.distance { value /= 1 + d / 1_000 }
+                return (-value, candidate.id)
             }
-            // Text score: a word found in the name counts three, elsewhere one.
-            let nameWords = TextQueries.words(hit.name)
-            hits.append((hit, query.reduce(0.0) { $0 + ($1.matches(any: nameWords) ? 3 : 1) }))
         }
-        // Relevance: the text score, lifted by popularity and, with a point, by nearness.
-        let relevance: [Int64: Double] = Dictionary(uniqueKeysWithValues: hits.map { entry in
-            var value = entry.score * (1 + 0.1 * log1p(max(entry.hit.popularity, 0)))
-            if let d = entry.hit.distanceM { value /= 1 + d / 1_000 }
-            return (entry.hit.id, value)
-        })
-        let mapSort: SortOrder? = switch sort {
-        case .relevance: nil
-        case .distance: .distance
-        case .rating: .rating
-        case .popularity: .popularity
-        }
-        return MapQueries.page(hits.map(\.hit), limit: limit, after: after) { hit in
-            mapSort.map { MapQueries.key(hit, $0) } ?? -(relevance[hit.id] ?? 0)
-        }
+        let (ids, next) = MapQueries.page(keyed, limit: limit, after: after)
+        return SearchPage(hits: try MapQueries(db: db).hits(ids: ids, from: center), nextCursor: next)
     }
 
     func autocomplete(_ q: AutocompleteQuery) throws -> Suggestions {
         guard q.prefix.count <= TextQueries.maxQuery else { throw ServiceError.invalid("prefix", "must be at most \(TextQueries.maxQuery) characters") }
-        let words = TextQueries.words(q.prefix)
+        let words = SearchIndex.words(q.prefix)
         guard !words.isEmpty else { return Suggestions(suggestions: []) }
         let limit = q.limit ?? 10
         guard (1...20).contains(limit) else { throw ServiceError.invalid("limit", "must be 1 to 20") }
@@ -269,46 +326,40 @@ struct TextQueries {
         }
         var suggestions: [Suggestion] = []
         if words.count == 1, let word = words.first {
-            for row in try db.query("SELECT DISTINCT category FROM places WHERE category >= ? AND category < ? ORDER BY category LIMIT 5",
-                                    word, word + "\u{10FFFF}") {
-                let category = row.string(0) ?? ""
+            // Category ids starting with the word, one index probe each.
+            var last: String?
+            while suggestions.count < 5, let category = try db.queryOne(
+                "SELECT category FROM places WHERE category \(last == nil ? ">=" : ">") ? AND category < ? ORDER BY category LIMIT 1",
+                last ?? word, word + "\u{10FFFF}")?.string(0) {
                 suggestions.append(Suggestion(kind: "category", text: category, id: nil, category: nil, distanceM: nil,
                                               highlights: [[0, word.utf16.count]]))
+                last = category
             }
         }
-        // Names only, every word a prefix of a name word; nearest first with a point, else most popular.
-        var ids = try matchingIds("name : (" + words.map { TextQueries.quoted($0) + " *" }.joined(separator: " AND ") + ")")
-        if let center {
-            // Prefer what is within 20 km when there is enough of it.
-            let around = try BoundingBox.around(center, radiusMeters: 20_000)
-            let inside = Set(try around.parts.flatMap { try MapQueries(db: db).ids(in: $0) })
-            let close = ids.filter(inside.contains)
-            if close.count >= limit { ids = close }
+        // Names only, every typed word starting a word of the name; nearest first with a point, else most popular.
+        let query = words.map { QueryWord(typed: $0, spellings: [], prefix: true) }
+        let expression = "name_words : (" + (try query.map { word in
+            let terms = try prefixTerms(word)
+            return terms.count == 1 ? terms[0] : "(" + terms.joined(separator: " OR ") + ")"
+        }).joined(separator: " AND ") + ")"
+        let found = try candidates(expression, near: center, within: nil, box: nil, want: limit, PlaceFilters()) { name, _ in
+            query.allSatisfy { $0.found(in: name) } ? 1 : nil
         }
-        guard !ids.isEmpty else { return Suggestions(suggestions: Array(suggestions.prefix(limit))) }
-        var places: [(Suggestion, Double)] = []
-        for row in try db.query("""
-            SELECT p.id, p.name, p.category, p.lat, p.lon, p.popularity FROM places p
-            WHERE p.id IN (SELECT value FROM json_each(?)) ORDER BY p.popularity DESC, p.id LIMIT 500
-            """, "[" + ids.map(String.init).joined(separator: ",") + "]") {
-            let name = row.string(1) ?? ""
-            var distance: Double?
-            if let center { distance = Coordinate(uncheckedLatitude: row.double(3) ?? 0, longitude: row.double(4) ?? 0).distance(to: center) }
-            let suggestion = Suggestion(kind: "place", text: name, id: row.int(0), category: row.string(2), distanceM: distance,
-                                        highlights: TextQueries.highlights(words, in: name))
-            places.append((suggestion, distance ?? -(row.double(5) ?? 0)))
+        let keyed = found.map { ($0.distance ?? -$0.popularity, $0.id) }
+        let (ids, _) = MapQueries.page(keyed, limit: limit, after: nil)
+        suggestions += try MapQueries(db: db).hits(ids: ids, from: center).map { hit in
+            Suggestion(kind: "place", text: hit.name, id: hit.id, category: hit.category, distanceM: hit.distanceM,
+                       highlights: TextQueries.highlights(words, in: hit.name))
         }
-        places.sort { $0.1 != $1.1 ? $0.1 < $1.1 : ($0.0.id ?? 0) < ($1.0.id ?? 0) }
-        suggestions += places.map(\.0)
         return Suggestions(suggestions: Array(suggestions.prefix(limit)))
     }
 
-    /// The ids of the places matching an FTS5 expression, in id order.
-    private func matchingIds(_ expression: String) throws -> [Int64] {
+    /// The ids of the places matching an FTS5 expression, at most `limit` of them.
+    private func matchingIds(_ expression: String, limit: Int) throws -> [Int64] {
         var ids: [Int64] = []
-        let matching = try db.statement("SELECT rowid FROM places_text WHERE places_text MATCH ?")
+        let matching = try db.statement("SELECT rowid FROM places_text WHERE places_text MATCH ? LIMIT ?")
         defer { matching.reset() }
-        try matching.bind([expression])
+        try matching.bind([expression, Int64(limit)])
         while try matching.step() {
             if case .integer(let id) = matching.value(0) { ids.append(id) }
         }
@@ -326,7 +377,7 @@ struct TextQueries {
             }
             var end = index
             while end < text.endIndex, text[end].isLetter || text[end].isNumber { end = text.index(after: end) }
-            let word = String(text[index..<end]).folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+            let word = SearchIndex.words(String(text[index..<end])).joined()
             if let typed = words.filter({ word.hasPrefix($0) }).max(by: { $0.count < $1.count }) {
                 // Walk as many characters of the original word as the typed word has.
                 let matchEnd = text.index(index, offsetBy: min(typed.count, text.distance(from: index, to: end)))

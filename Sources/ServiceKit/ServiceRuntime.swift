@@ -57,9 +57,11 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
         // Migrate once, before any worker opens its own connection.
         do {
             let db = try Database(path: path)
-            var migrations = definition.migrations
+            // The runtime's own tables first, so a service's migration may reset its cursors.
+            var migrations: [Migration] = []
             if definition.publishes { migrations += OutboxSchema.migrations }
             if !definition.subscriptions.isEmpty { migrations += CursorSchema.migrations }
+            migrations += definition.migrations
             let applied = try db.migrate(migrations)
             if !applied.isEmpty {
                 logger.info("migrated", ["database": path, "applied": applied.map { "\($0.domain)/\($0.version)" }.joined(separator: ",")])
@@ -80,7 +82,8 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
                 logger.warn("not subscribed: no request and event endpoints configured", ["source": source])
                 continue
             }
-            let options = SubscriptionOptions(source: source, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc, databasePath: path)
+            var options = SubscriptionOptions(source: source, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc, databasePath: path)
+            options.tuning = definition.tuning
             subscribers.append(try EventSubscriber(context: context, options: options, applier: applier, logger: logger))
         }
         self.subscribers = subscribers
@@ -99,9 +102,11 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
         options.maxRequestBytes = config.maxRequestBytes
         let wakeup = relay?.wakeup
         let makeState = definition.makeState
+        let tuning = definition.tuning
         do {
             server = try RPCServer(context: context, bind: config.bind, table: table, options: options, stats: stats, logger: logger) { _ in
                 let db = try Database(path: path)
+                try db.tune(tuning)
                 return try makeState(ServiceWorker(db: db, config: config, logger: logger, peers: peers, relayWakeup: wakeup))
             }
         } catch {

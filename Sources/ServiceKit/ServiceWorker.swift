@@ -75,12 +75,15 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
     public var snapshot: (@Sendable (State, _ after: String?, _ limit: Int) throws -> SnapshotPage)?
     /// Other services' events this service keeps a copy of, by source name (a configured peer).
     public var subscriptions: [String: EventApplier]
+    /// Memory settings of each of the service's SQLite connections.
+    public var tuning: DatabaseTuning
 
     public init(name: String, migrations: [Migration], handlers: HandlerTable<State>, publishes: Bool = false,
                 snapshot: (@Sendable (State, String?, Int) throws -> SnapshotPage)? = nil,
-                subscriptions: [String: EventApplier] = [:],
+                subscriptions: [String: EventApplier] = [:], tuning: DatabaseTuning = DatabaseTuning(),
                 makeState: @escaping @Sendable (ServiceWorker) throws -> State) {
         self.subscriptions = subscriptions
+        self.tuning = tuning
         self.name = name
         self.migrations = migrations
         self.handlers = handlers

@@ -60,6 +60,13 @@ public final class Database {
     }
 
     /// Runs a script of zero or more SQL statements separated by semicolons, without parameters.
+    /// Applies memory settings to this connection.
+    public func tune(_ tuning: DatabaseTuning) throws(SQLiteError) {
+        if let cache = tuning.cacheMebibytes { try execute("PRAGMA cache_size = -\(cache * 1024)") }
+        if let map = tuning.mapMebibytes { try execute("PRAGMA mmap_size = \(map * 1_048_576)") }
+        if let pages = tuning.checkpointPages { try execute("PRAGMA wal_autocheckpoint = \(pages)") }
+    }
+
     public func execute(_ sql: String) throws(SQLiteError) {
         var errorText: UnsafeMutablePointer<CChar>?
         let resultCode = sqlite3_exec(connection, sql, nil, nil, &errorText)
@@ -159,6 +166,12 @@ public final class Database {
     ///
     /// Throws what `body` throws (stopping the query) or a `SQLiteError`.
     public func forEachRow(_ sql: String, _ args: [(any SQLBindable)?] = [], _ body: (Row) throws -> Void) throws {
+        try forEachStep(sql, args) { try body($0.row) }
+    }
+
+    /// Runs a query and calls `body` with the statement at each row, for reading columns
+    /// without copying them (`Statement.int64`, `double`, `withUTF8`).
+    public func forEachStep(_ sql: String, _ args: [(any SQLBindable)?] = [], _ body: (Statement) throws -> Void) throws {
         let statement = try statement(sql)
         statement.isInUse = true
         defer {
@@ -166,7 +179,7 @@ public final class Database {
             statement.reset()
         }
         try statement.bind(args)
-        while try statement.step() { try body(statement.row) }
+        while try statement.step() { try body(statement) }
     }
 
     /// The rowid of the most recent successful INSERT on this connection.
@@ -217,5 +230,24 @@ public final class Database {
         } else {
             try? execute("ROLLBACK")
         }
+    }
+}
+
+/// How much memory a connection may use for a large file read at random.
+public struct DatabaseTuning: Sendable, Equatable {
+    /// The page cache, in MiB (SQLite's default is 2 MiB).
+    public var cacheMebibytes: Int?
+    /// How much of the file is read through a memory map instead of read calls, in MiB
+    /// (SQLite's default is none). Mapped pages are the kernel's page cache, shared and
+    /// reclaimable, but they count in the process's resident size.
+    public var mapMebibytes: Int?
+    /// How many pages the write-ahead log may hold before a commit copies them into the file
+    /// (SQLite's default is 1,000): fewer, larger checkpoints for a connection writing much.
+    public var checkpointPages: Int?
+
+    public init(cacheMebibytes: Int? = nil, mapMebibytes: Int? = nil, checkpointPages: Int? = nil) {
+        self.cacheMebibytes = cacheMebibytes
+        self.mapMebibytes = mapMebibytes
+        self.checkpointPages = checkpointPages
     }
 }

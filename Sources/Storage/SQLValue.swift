@@ -9,7 +9,7 @@ public enum SQLValue: Sendable, Hashable {
     case blob([UInt8])
 
     /// The value as an integer: integers, and reals that hold a whole number exactly.
-    var integerValue: Int64? {
+    public var integerValue: Int64? {
         switch self {
         case .integer(let value): value
         case .real(let value): Int64(exactly: value)
@@ -18,7 +18,7 @@ public enum SQLValue: Sendable, Hashable {
     }
 
     /// The value as a double: reals, and integers widened.
-    var realValue: Double? {
+    public var realValue: Double? {
         switch self {
         case .real(let value): value
         case .integer(let value): Double(value)
@@ -27,12 +27,12 @@ public enum SQLValue: Sendable, Hashable {
     }
 
     /// The value as text, only if it is stored as text.
-    var textValue: String? {
+    public var textValue: String? {
         if case .text(let value) = self { value } else { nil }
     }
 
     /// The value as bytes, only if it is stored as a blob.
-    var blobValue: [UInt8]? {
+    public var blobValue: [UInt8]? {
         if case .blob(let value) = self { value } else { nil }
     }
 }

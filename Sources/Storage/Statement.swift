@@ -156,6 +156,20 @@ public final class Statement {
         }
     }
 
+    /// A column of the current row as an integer (0 for NULL), without making a `Row`.
+    public func int64(_ column: Int) -> Int64 { sqlite3_column_int64(handle, Int32(column)) }
+
+    /// A column of the current row as a double (0 for NULL), without making a `Row`.
+    public func double(_ column: Int) -> Double { sqlite3_column_double(handle, Int32(column)) }
+
+    /// A column of the current row as UTF-8 bytes (empty for NULL), lent to `body` without a
+    /// copy: the bytes are valid only inside it.
+    public func withUTF8<Result>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        let start = sqlite3_column_text(handle, Int32(column))  // Read before the length, as SQLite advises.
+        let length = Int(sqlite3_column_bytes(handle, Int32(column)))
+        return try body(UnsafeBufferPointer(start: start, count: start == nil ? 0 : length))
+    }
+
     /// A copy of the current row; valid only after `step()` returned true.
     public var row: Row {
         Row(columnNames: columnNames, values: (0..<columnCount).map(value))

@@ -11,7 +11,11 @@ import Glibc
 // propagation at a paced write rate. Prints numbers; `bench/search` wraps it with the
 // Redis comparison.
 //
-//   tourbus-bench [--places N] [--queries N] [--rate N] [--keep DIR]
+//   tourbus-bench [--places N] [--queries N] [--rate N] [--keep DIR [--reuse-catalog]]
+//
+// With --keep the data stays in DIR; --reuse-catalog then skips loading a catalog DIR
+// already holds from an earlier run with the same --places (the search index is always
+// built anew).
 
 let arguments = CommandLine.arguments
 func option(_ name: String, _ fallback: Int) -> Int {
@@ -22,6 +26,7 @@ let placeCount = option("--places", 1_000_000)
 let queryCount = option("--queries", 5_000)
 let writeRate = option("--rate", 1_000)
 let keep = arguments.firstIndex(of: "--keep").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+let reuseCatalog = keep != nil && arguments.contains("--reuse-catalog")
 
 let logger = Logger(component: "bench", level: .error)
 let folder = URL(fileURLWithPath: arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
@@ -115,9 +120,10 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double {
     return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
 }
 
-func residentKilobytes(_ pid: Int32) -> Int {
+/// A process's resident memory (`VmRSS`), or its part `RssAnon`: what it allocated, without mapped files.
+func residentKilobytes(_ pid: Int32, _ field: String = "VmRSS") -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return 0 }
     return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
 }
 
@@ -141,6 +147,10 @@ let inFlight = DispatchSemaphore(value: 512)
 let loaded = DispatchGroup()
 let failures = Counter()
 for i in 0..<placeCount {
+    guard !reuseCatalog else {
+        _ = place(i, &rng, &generatedPoints)  // the same points, for Redis
+        continue
+    }
     inFlight.wait()
     loaded.enter()
     catalog.send(type: "catalog.create", body: Data(place(i, &rng, &generatedPoints).utf8), timeoutMilliseconds: 60_000) { result in
@@ -155,6 +165,7 @@ guard failures.value == 0 else { fail("\(failures.value) creates failed") }
 
 // MARK: Build the index from events
 
+for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: data + "/search.sqlite" + suffix) }
 let buildStart = monotonicNanos()
 let (searchProcess, searchReady) = start("search", ["--peer", "catalog=\(catalogRPC)", "--peer-pub", "catalog=\(catalogPub)"])
 defer { searchProcess.terminate() }
@@ -171,10 +182,14 @@ while searchSeq() < Int64(placeCount) { usleep(20_000) }
 let buildSeconds = milliseconds(since: buildStart) / 1000
 let indexBytes = fileSize(data + "/search.sqlite")
 let rss = residentKilobytes(searchProcess.processIdentifier)
+let anonymous = residentKilobytes(searchProcess.processIdentifier, "RssAnon")
 
 // MARK: Query latencies (one at a time, service level)
 
+/// Runs `queryCount` requests one at a time, after as many unmeasured ones (other points) to warm the caches.
 func measure(_ type: String, _ body: (inout Random) -> String) -> (p50: Double, p99: Double, hits: Double) {
+    var warm = Random(state: 8)
+    for _ in 0..<queryCount { _ = try? search.request(type: type, body: Data(body(&warm).utf8), timeoutMilliseconds: 10_000) }
     var r = Random(state: 7)
     var times: [Double] = []
     var hits = 0
@@ -219,8 +234,9 @@ var seen: [Int64: UInt64] = [:]
 let writes = min(5 * writeRate, 5_000)
 let interval = 1_000_000_000 / UInt64(max(writeRate, 1))
 var next = monotonicNanos()
-var lastSeq = Int64(placeCount)
 var observed = searchSeq()
+// The catalog numbers its events one by one: each write below is the next one.
+var lastSeq = observed
 for i in 0..<writes {
     while monotonicNanos() < next {
         let s = searchSeq()
@@ -241,10 +257,15 @@ let delays = written.compactMap { w in seen[w.seq].map { Double($0 > w.done ? $0
 // MARK: Report
 
 print("places: \(placeCount) (clustered around \(cities.count) cities, names in 5 scripts); 2 cores")
-print(String(format: "catalog load via catalog.create (512 in flight): %.1f s (%.0f places/s)", loadSeconds, Double(placeCount) / loadSeconds))
+if reuseCatalog {
+    print("catalog reused from \(data)")
+} else {
+    print(String(format: "catalog load via catalog.create (512 in flight): %.1f s (%.0f places/s)", loadSeconds, Double(placeCount) / loadSeconds))
+}
 print(String(format: "search index build from events: %.1f s (%.0f events/s)", buildSeconds, Double(placeCount) / buildSeconds))
-print(String(format: "search index size: %.1f MiB; search RSS after build: %.1f MiB", Double(indexBytes) / 1_048_576, Double(rss) / 1024))
-print("service-level latency, \(queryCount) queries each, one at a time:")
+print(String(format: "search index size: %.1f MiB; search RSS after build: %.1f MiB, of which %.1f MiB its own (the rest is the index file, mapped)",
+             Double(indexBytes) / 1_048_576, Double(rss) / 1024, Double(anonymous) / 1024))
+print("service-level latency, \(queryCount) queries each, one at a time, after \(queryCount) to warm up:")
 print("  " + "query".padding(toLength: 36, withPad: " ", startingAt: 0) + "    p50 ms    p99 ms   hits/query")
 for (name, r) in results {
     print("  " + name.padding(toLength: 36, withPad: " ", startingAt: 0) + String(format: "%10.3f%10.3f%13.1f", r.p50, r.p99, r.hits))

@@ -83,4 +83,22 @@ import Testing
         #expect(JSONSpan.member("body", in: Data("[1]".utf8)) == nil)
         #expect(JSONSpan.member("body", in: Data(#"{"body":"#.utf8)) == nil)
     }
+
+    @Test func membersStringsAndElements() {
+        let text = #" { "a" : "x\"y\\\u00e9\ud83d\ude00\n\/" , "b":[1, {"c":[2]} ,"]"], "\u0064":null,"e":[] } "#
+        for json in [Data(text.utf8), Data(("xx" + text).utf8).dropFirst(2)] {  // also a slice not starting at 0
+            let members = JSONSpan.members(of: json)
+            #expect(members?.map(\.key) == ["a", "b", "d", "e"])
+            guard let members, members.count == 4 else { return }
+            #expect(JSONSpan.string(at: members[0].value, in: json) == "x\"y\\é😀\n/")
+            #expect(JSONSpan.string(at: members[1].value, in: json) == nil)
+            #expect(JSONSpan.elements(at: members[1].value, in: json)?.map { String(decoding: json[$0], as: UTF8.self) } == ["1", #"{"c":[2]}"#, #""]""#])
+            #expect(JSONSpan.elements(at: members[3].value, in: json)?.isEmpty == true)
+            #expect(JSONSpan.elements(at: members[0].value, in: json) == nil)
+        }
+        #expect(JSONSpan.members(of: Data("{}".utf8))?.isEmpty == true)
+        for bad in ["[1]", #"{"a":1"#, #"{"a" 1}"#, #"{"a":1,}"#, #"{a:1}"#, "", #"{"a\x":1}"#, #"{"\ud800":1}"#, "{\"a\u{1}\":1}"] {
+            #expect(JSONSpan.members(of: Data(bad.utf8)) == nil, "\(bad)")
+        }
+    }
 }

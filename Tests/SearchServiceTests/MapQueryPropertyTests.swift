@@ -14,7 +14,7 @@ final class TestIndex {
 
     init() throws {
         db = try Database(path: path)
-        try db.migrate(SearchSchema.migrations)
+        try db.migrate(CursorSchema.migrations + SearchSchema.migrations)  // as the runtime orders them
     }
 
     deinit {
@@ -84,6 +84,21 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                 let expectedIds: [Int64] = expected.map { $0.id }
                 #expect(gotIds == expectedIds, "centre \(lat),\(lon) radius \(radius)")
                 #expect(zip(got, expected).allSatisfy { (hit: SearchHit, e: Expected) in abs((hit.distanceM ?? -1) - e.d) < 1e-6 })
+
+                // The same places by popularity (ties by id), paged.
+                let popularity = Dictionary(uniqueKeysWithValues: index.places.map { ($0.id, $0.popularity ?? 0) })
+                let byPopularity: [Int64] = expectedIds.sorted { (a: Int64, b: Int64) -> Bool in
+                    popularity[a]! != popularity[b]! ? popularity[a]! > popularity[b]! : a < b
+                }
+                var popular: [Int64] = []
+                cursor = nil
+                for _ in 0..<1_000 {
+                    let page = try index.queries.nearby(try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"sort":"popularity","limit":29\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                    popular += page.hits.map(\.id)
+                    guard let next = page.nextCursor else { break }
+                    cursor = next
+                }
+                #expect(popular == byPopularity, "popularity, centre \(lat),\(lon) radius \(radius)")
             }
         }
     }

@@ -1,0 +1,33 @@
+import Foundation
+@testable import SearchService
+import Testing
+import TestSupport
+
+@Suite struct PlaceEventReadingTests {
+    /// Catch-up reads place bodies by spans; whatever it reads must be what `JSONDecoder` reads.
+    @Test func spansReadWhatTheDecoderReads() throws {
+        var rng = SplitMix64(seed: 3)
+        let names = ["Café \"Ζ\" \\ 東京", "Opera\nBar", "Plain", "😀 emoji", "tab\there"]
+        for i in 0..<300 {
+            var object: [String: Any] = [
+                "id": i + 1, "name": names[i % names.count], "category": "cafe",
+                "lat": Double.random(in: -90...90, using: &rng), "lon": Double.random(in: -180...180, using: &rng),
+                "photos": [["url": "https://example.org/\(i).jpg"]], "version": 3, "external_ids": ["osm": "n\(i)"],
+            ]
+            if i % 2 == 0 { object["address"] = "\(i) George St, Sydney" } else if i % 3 == 0 { object["address"] = NSNull() }
+            if i % 4 == 0 { object["price_level"] = i % 5 }
+            if i % 5 != 0 { object["popularity"] = Double(i) / 7 }
+            if i % 3 == 0 { object["opening_hours"] = [["day": 1, "open": "09:00", "close": "17:00"], ["day": 7, "open": "22:00", "close": "02:00"]] }
+            if i % 7 == 0 { object["description"] = "Line one\u{2028}line \"two\"" }
+            if i % 11 == 0 { object["timezone"] = "Australia/Sydney" }
+            let json = try JSONSerialization.data(withJSONObject: object, options: i % 2 == 0 ? [.sortedKeys] : [.prettyPrinted])
+            let decoded = try JSONDecoder().decode(IndexedPlace.self, from: json)
+            #expect(IndexedPlace(spans: json) == decoded, "\(String(decoding: json, as: UTF8.self))")
+        }
+        // What the spans cannot read plainly is left to the decoder.
+        for odd in [#"{"id":1.5,"name":"x","category":"c","lat":0,"lon":0}"#, #"{"id":1,"name":"x","category":"c","lat":1e999,"lon":0}"#,
+                    #"{"id":1,"name":"x","category":"c","lat":0}"#, #"{"id":1,"name":7,"category":"c","lat":0,"lon":0}"#] {
+            #expect(IndexedPlace(spans: Data(odd.utf8)) == nil, "\(odd)")
+        }
+    }
+}

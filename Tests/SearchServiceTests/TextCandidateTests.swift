@@ -1,0 +1,95 @@
+import Bus
+import Foundation
+import Geo
+@testable import SearchService
+import Storage
+import Testing
+import TestSupport
+
+/// When the words match more places than `allMatchesUpTo`, a text search ranks the
+/// `widerCandidates` matches nearest its point, or without a point the most popular ones:
+/// checked against brute force on an index where every search takes that road.
+@Suite struct TextCandidateTests {
+    static let vocabulary = ["alpha", "bravo", "charlie", "delta", "echo"]
+
+    /// Places around Sydney and by the 180th meridian, named with two words of the vocabulary.
+    func index(_ rng: inout SplitMix64) throws -> TestIndex {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for i in 1...1_500 {
+                let centre = i % 3 == 0 ? (-16.0, 179.99) : (-33.87, 151.21)
+                let lat = centre.0 + Double.random(in: -0.2...0.2, using: &rng) * Double.random(in: 0...1, using: &rng)
+                var lon = centre.1 + Double.random(in: -0.2...0.2, using: &rng) * Double.random(in: 0...1, using: &rng)
+                if lon > 180 { lon -= 360 }
+                let name = "\(TextCandidateTests.vocabulary.randomElement(using: &rng)!) \(TextCandidateTests.vocabulary.randomElement(using: &rng)!)"
+                let place = IndexedPlace(id: Int64(i), name: name, category: i % 2 == 0 ? "cafe" : "bar", lat: lat, lon: lon,
+                                         address: nil, priceLevel: nil, popularity: Double(Int.random(in: 0...40, using: &rng)) / 4,
+                                         openingHours: nil)
+                try SearchIndex.upsert(place, index.db)
+                index.places.append(place)
+            }
+        }
+        return index
+    }
+
+    /// Every page of a text search, in order.
+    func allPages(_ index: TestIndex, _ json: String) throws -> [SearchHit] {
+        var queries = TextQueries(db: index.db)
+        queries.allMatchesUpTo = 0
+        var hits: [SearchHit] = []
+        var cursor: String?
+        for _ in 0..<100 {
+            let body = cursor.map { String(json.dropLast()) + #","cursor":"\#($0)"}"# } ?? json
+            let page = try queries.search(try textQuery(body))
+            hits += page.hits
+            guard let next = page.nextCursor else { break }
+            cursor = next
+        }
+        return hits
+    }
+
+    func hasWord(_ place: IndexedPlace, _ word: String) -> Bool { place.name.split(separator: " ").contains { $0 == word } }
+
+    @Test func theNearestMatchesAroundAPoint() throws {
+        var rng = SplitMix64(seed: 11)
+        let index = try index(&rng)
+        for (lat, lon) in [(-33.87, 151.21), (-16.0, 179.999), (-16.0, -179.999), (-33.95, 151.1)] {
+            for (word, radius) in [("bravo", 3_000.0), ("delta", 50_000), ("echo", 100)] {
+                let centre = try Coordinate(latitude: lat, longitude: lon)
+                struct Expected { var id: Int64; var d: Double }
+                let matching: [Expected] = index.places.filter { hasWord($0, word) }.map { place in
+                    Expected(id: place.id, d: Coordinate(uncheckedLatitude: place.lat, longitude: place.lon).distance(to: centre))
+                }
+                let expected = matching.filter { $0.d <= radius }
+                    .sorted { (a: Expected, b: Expected) -> Bool in a.d != b.d ? a.d < b.d : a.id < b.id }
+                    .prefix(TextQueries.widerCandidates)
+                let got = try allPages(index, #"{"q":"\#(word) ","near":{"lat":\#(lat),"lon":\#(lon)},"radius_m":\#(radius),"sort":"distance","limit":17}"#)
+                #expect(got.map(\.id) == expected.map { (e: Expected) in e.id }, "\(word) near \(lat),\(lon) within \(radius)")
+                #expect(zip(got, expected).allSatisfy { (hit: SearchHit, e: Expected) in abs((hit.distanceM ?? -1) - e.d) < 1e-6 })
+            }
+        }
+    }
+
+    @Test func theMostPopularMatchesWithoutAPoint() throws {
+        var rng = SplitMix64(seed: 12)
+        let index = try index(&rng)
+        let box = try BoundingBox(south: -16.2, west: 179.9, north: -15.9, east: -179.9)
+        for (word, bbox) in [("charlie", nil), ("alpha", box)] {
+            let expected = index.places
+                .filter { hasWord($0, word) && (bbox?.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) ?? true) }
+                .sorted { ($0.popularity ?? 0) != ($1.popularity ?? 0) ? ($0.popularity ?? 0) > ($1.popularity ?? 0) : $0.id < $1.id }
+                .prefix(TextQueries.widerCandidates)
+            let area = bbox.map { #","bbox":{"south":\#($0.south),"west":\#($0.west),"north":\#($0.north),"east":\#($0.east)}"# } ?? ""
+            let got = try allPages(index, #"{"q":"\#(word) ","sort":"popularity","limit":13\#(area)}"#)
+            #expect(got.map(\.id) == expected.map(\.id), "\(word) in \(String(describing: bbox))")
+        }
+    }
+
+    @Test func filtersApplyBeforeTheCandidatesAreCounted() throws {
+        var rng = SplitMix64(seed: 13)
+        let index = try index(&rng)
+        let got = try allPages(index, #"{"q":"echo ","categories":["cafe"],"near":{"lat":-33.87,"lon":151.21},"sort":"distance","limit":50}"#)
+        let expected = index.places.filter { hasWord($0, "echo") && $0.category == "cafe" }
+        #expect(got.count == min(expected.count, TextQueries.widerCandidates) && got.allSatisfy { $0.category == "cafe" })
+    }
+}
