@@ -281,7 +281,10 @@ struct MapQueries {
     /// A place read to decide whether it is a candidate, before any of it is copied: a row of
     /// `Probe.columns`, valid only inside the call it is lent to.
     struct Probe {
-        static let columns = "p.id, p.lat, p.lon, p.popularity, r.average, p.name_words, p.other_words, p.opening_hours, p.timezone"
+        /// What a probe reads; opening hours only when asked, so `places_by_strip` covers the rest.
+        static func columns(_ filters: PlaceFilters) -> String {
+            "p.id, p.lat, p.lon, p.popularity, r.average, p.name_words, p.other_words" + (filters.openNow == true ? ", p.opening_hours, p.timezone" : "")
+        }
         let statement: Statement
 
         var id: Int64 { statement.int64(0) }
@@ -302,7 +305,7 @@ struct MapQueries {
     /// `conditions` and the filters; open now is judged here when asked.
     private func probe(from: String, where conditions: String, _ conditionArgs: [SQLBindable?], _ filters: PlaceFilters,
                        _ accept: (Probe) -> Void) throws {
-        var sql = "SELECT \(Probe.columns) FROM \(from) LEFT JOIN ratings r ON r.place_id = p.id WHERE \(conditions)"
+        var sql = "SELECT \(Probe.columns(filters)) FROM \(from) LEFT JOIN ratings r ON r.place_id = p.id WHERE \(conditions)"
         var args = conditionArgs
         MapQueries.appendFilters(filters, to: &sql, &args)
         try db.forEachStep(sql, args) { statement in
@@ -337,6 +340,11 @@ struct MapQueries {
     }
 
     static let inBox = "g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?"
+
+    /// The band of `places_by_strip` a latitude falls in (as the index computes it).
+    static func strip(_ latitude: Double) -> Int64 { Int64((latitude + 90) * 1000) }
+    /// Boxes taller than this many strips are read through the R*Tree instead.
+    static let maxStrips: Int64 = 400
     static let fromTree = "places_geo g JOIN places p ON p.id = g.id"
 
     /// The `want` places nearest `center` within `reach` metres that pass the filters and
@@ -347,22 +355,40 @@ struct MapQueries {
     func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, _ filters: PlaceFilters,
                  accept: (Probe) -> Bool) throws -> [(id: Int64, distance: Double)] {
         var found: [(id: Int64, distance: Double)] = []
+        var seen = Set<Int64>()
         var read: [BoundingBox] = []
+        func consider(_ place: Probe) {
+            guard seen.insert(place.id).inserted else { return }
+            let distance = place.coordinate.distance(to: center)
+            if distance <= reach, accept(place) { found.append((place.id, distance)) }
+        }
+        // While a bulk load rebuilds the strips, the R*Tree serves every ring.
+        let strips = try db.scalarInt("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'places_by_strip'") != nil
         // A dense city centre holds tens of places within 100 m.
         var ring = min(reach, max(100, start * 1.25))
         while true {
             let box: BoundingBox
             do { box = try BoundingBox.around(center, radiusMeters: ring) } catch { throw error.serviceError }
             for part in box.parts {
-                var conditions = MapQueries.inBox
-                var args = MapQueries.bounds(part)
-                for done in read {
-                    conditions += " AND NOT (\(MapQueries.inBox))"
-                    args += MapQueries.bounds(done)
-                }
-                try probe(from: MapQueries.fromTree, where: conditions, args, filters) { place in
-                    let distance = place.coordinate.distance(to: center)
-                    if distance <= reach, accept(place) { found.append((place.id, distance)) }
+                // Widened by 1e-7 degree (1 cm), as the R*Tree's bounds are, so rounding never leaves out a point.
+                let (south, north, west, east) = (part.south - 1e-7, part.north + 1e-7, part.west - 1e-7, part.east + 1e-7)
+                let bands = MapQueries.strip(south)...MapQueries.strip(north)
+                if strips, bands.count <= MapQueries.maxStrips {
+                    // Band by band, in longitude order; what an earlier ring read comes again, cheaply, and is skipped.
+                    for strip in bands {
+                        try probe(from: "places p INDEXED BY places_by_strip",
+                                  where: "p.strip = ? AND p.lon BETWEEN ? AND ? AND p.lat BETWEEN ? AND ?",
+                                  [strip, west, east, south, north], filters, consider)
+                    }
+                } else {
+                    // A tall box: the R*Tree, leaving out what earlier rings read.
+                    var conditions = MapQueries.inBox
+                    var args = MapQueries.bounds(part)
+                    for done in read {
+                        conditions += " AND NOT (\(MapQueries.inBox))"
+                        args += MapQueries.bounds(done)
+                    }
+                    try probe(from: MapQueries.fromTree, where: conditions, args, filters, consider)
                 }
             }
             read = box.parts

@@ -41,10 +41,12 @@ public struct SubscriberStatus: Sendable, Equatable, Codable {
     public var replays = 0
     public var snapshots = 0
     public var skipped = 0
+    /// Whether a bulk load is under way (its last step, such as building an index, still to come).
+    public var bulk = false
     public var lastError: String?
 
     enum CodingKeys: String, CodingKey {
-        case source, epoch, seq, applied, replays, snapshots, skipped
+        case source, epoch, seq, applied, replays, snapshots, skipped, bulk
         case lastError = "last_error"
     }
 }
@@ -63,6 +65,8 @@ public struct SubscriptionOptions: Sendable {
     public var tuning = DatabaseTuning()
     /// Events asked for per `sys.replay` call.
     public var replayBatch = 4_000
+    /// A backlog of at least this many events is applied as a bulk load (`EventApplier.startBulk`).
+    public var bulkThreshold: Int64 = 20_000
     /// Items asked for per `sys.snapshot` page.
     public var snapshotBatch = 1_000
     /// Wait before retrying a failed catch-up.
@@ -87,11 +91,21 @@ public struct EventApplier: Sendable {
     public var apply: @Sendable (ReceivedEvent, Database) throws -> Void
     /// Forgets everything learned from this source, before a rebuild from `sys.snapshot`.
     public var reset: @Sendable (Database) throws -> Void
+    /// Runs before many events are applied at once (a long backlog, a snapshot): a chance to
+    /// drop an index that is cheaper to build again than to keep up row by row.
+    public var startBulk: (@Sendable (Database) throws -> Void)?
+    /// Runs after them, and also when the subscriber starts, to finish a bulk load a crash
+    /// interrupted; must do nothing when there is nothing to finish.
+    public var finishBulk: (@Sendable (Database) throws -> Void)?
 
     public init(apply: @escaping @Sendable (ReceivedEvent, Database) throws -> Void,
-                reset: @escaping @Sendable (Database) throws -> Void) {
+                reset: @escaping @Sendable (Database) throws -> Void,
+                startBulk: (@Sendable (Database) throws -> Void)? = nil,
+                finishBulk: (@Sendable (Database) throws -> Void)? = nil) {
         self.apply = apply
         self.reset = reset
+        self.startBulk = startBulk
+        self.finishBulk = finishBulk
     }
 }
 
@@ -170,6 +184,7 @@ struct SubscriberLoop: Sendable {
         do {
             db = try Database(path: options.databasePath)
             try db.tune(options.tuning)
+            try applier.finishBulk?(db)
             cursor = try CursorStore(database: db).get(source: options.source)
             socket = try Socket(context, .sub)
             try socket.setReceiveHighWaterMark(100_000)
@@ -276,6 +291,8 @@ struct SubscriberLoop: Sendable {
         }
         // The next batch is asked for before this one is applied, so the publisher reads while we write.
         var next: (after: Int64, reply: RPCClient.PendingReply)?
+        var bulk = false
+        defer { if bulk { finishBulk(db) } }
         while !stopping.isSet {
             let after = cursor?.seq ?? 0
             let pending = next?.after == after ? next!.reply : try ask(after: after)
@@ -294,6 +311,12 @@ struct SubscriberLoop: Sendable {
                 continue
             }
             if cursor == nil { cursor = EventCursor(epoch: info.epoch, seq: 0) }
+            if !bulk, info.head - after >= options.bulkThreshold, let start = applier.startBulk {
+                logger.info("catching up in bulk", ["source": options.source, "events": info.head - after])
+                try db.transaction { try start(db) }
+                bulk = true
+                status.update { $0.bulk = true }
+            }
             let events = try reply.attachments.map { data throws(ServiceError) in try ReceivedEvent(envelope: data) }
             guard events.allSatisfy({ $0.header.epoch == info.epoch }) else { throw ServiceError(.internal, "replay mixed epochs") }
             let more = events.count == options.replayBatch && (events.last?.header.seq ?? 0) < info.head
@@ -303,13 +326,27 @@ struct SubscriberLoop: Sendable {
         }
     }
 
+    /// Finishes a bulk load; a failure is logged, and the next start tries again.
+    private func finishBulk(_ db: Database) {
+        guard let finish = applier.finishBulk else { return }
+        do {
+            try db.transaction { try finish(db) }
+            status.update { $0.bulk = false }
+        } catch {
+            logger.error("could not finish a bulk load", ["source": options.source, "error": error])
+        }
+    }
+
     /// Forgets this source's effects and reloads them from `sys.snapshot`, all in one transaction.
     private func rebuild(db: Database, client: RPCClient, cursor: inout EventCursor?) throws {
         struct SnapshotRequest: Encodable { var after: String?; var limit: Int }
         struct SnapshotReply: Decodable { var epoch: String; var seq: Int64; var next: String? }
         var result: EventCursor?
         var count = 0
+        defer { finishBulk(db) }
+        status.update { $0.bulk = applier.startBulk != nil }
         try db.transaction {
+            try applier.startBulk?(db)
             try applier.reset(db)
             var after: String?
             repeat {

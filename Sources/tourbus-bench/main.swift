@@ -172,13 +172,18 @@ defer { searchProcess.terminate() }
 let search = try RPCClient(context: context, endpoints: [(searchReady["rpc"] as? [String])?.first ?? ""], logger: logger)
 
 struct Stats: Decodable {
-    struct Subscription: Decodable { var source: String; var seq: Int64 }
+    struct Subscription: Decodable { var source: String; var seq: Int64; var bulk: Bool? }
     var subscriptions: [Subscription]?
 }
-func searchSeq() -> Int64 {
-    (try? search.call("sys.stats", Empty(), as: Stats.self, timeoutMilliseconds: 5_000))?.subscriptions?.first { $0.source == "catalog" }?.seq ?? -1
+func catalogSubscription() -> Stats.Subscription? {
+    (try? search.call("sys.stats", Empty(), as: Stats.self, timeoutMilliseconds: 5_000))?.subscriptions?.first { $0.source == "catalog" }
 }
-while searchSeq() < Int64(placeCount) { usleep(20_000) }
+func searchSeq() -> Int64 { catalogSubscription()?.seq ?? -1 }
+// Built when every event is applied and the bulk load's last step (its index) is done.
+while true {
+    if let s = catalogSubscription(), s.seq >= Int64(placeCount), s.bulk != true { break }
+    usleep(20_000)
+}
 let buildSeconds = milliseconds(since: buildStart) / 1000
 let indexBytes = fileSize(data + "/search.sqlite")
 let rss = residentKilobytes(searchProcess.processIdentifier)

@@ -30,6 +30,25 @@ import Testing
         #expect(subscriber.status.snapshots == 0 && subscriber.status.replays >= 1 && subscriber.status.applied == 1_000)
     }
 
+    @Test func aLongBacklogIsAppliedAsABulkLoad() throws {
+        let catalog = try CatalogFixture(heartbeatMs: 100)
+        let mirror = try mirrorThatSawTenPlaces(of: catalog)
+        #expect(try mirror.bulkLog() == ["finish"])  // each start finishes what a crash may have left
+        try catalog.createMany(600, prefix: "while stopped")
+        let subscriber = try mirror.subscribe(to: catalog, bulkThreshold: 500)
+        #expect(subscriber.waitFor(seq: 610, timeout: 30))
+        for _ in 0..<1_000 where subscriber.status.bulk { usleep(10_000) }  // the bulk load's last step follows the last event
+        #expect(try mirror.rows() == rows(of: try catalog.allPlaces()))
+        #expect(try mirror.bulkLog() == ["finish", "finish", "start", "finish"] && !subscriber.status.bulk)
+        // A short backlog is applied event by event.
+        subscriber.stop()
+        try catalog.createMany(100, prefix: "short")
+        let again = try mirror.subscribe(to: catalog, bulkThreshold: 500)
+        #expect(again.waitFor(seq: 710, timeout: 30))
+        again.stop()
+        #expect(try mirror.bulkLog() == ["finish", "finish", "start", "finish", "finish"])
+    }
+
     @Test func subscriberBehindATrimmedOutboxRebuildsFromSnapshot() throws {
         let catalog = try CatalogFixture(retention: 50, heartbeatMs: 20)
         let mirror = try mirrorThatSawTenPlaces(of: catalog)

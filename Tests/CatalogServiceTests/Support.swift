@@ -101,6 +101,7 @@ final class PlaceMirror {
             CREATE TABLE mirror (id INTEGER PRIMARY KEY, name TEXT NOT NULL, version INTEGER NOT NULL);
             CREATE TABLE applied (n INTEGER NOT NULL);
             INSERT INTO applied VALUES (0);
+            CREATE TABLE bulk_log (step TEXT NOT NULL);
             """)])
     }
 
@@ -118,14 +119,22 @@ final class PlaceMirror {
             }
             try db.run("UPDATE applied SET n = n + 1")
         },
-        reset: { db in try db.run("DELETE FROM mirror") })
+        reset: { db in try db.run("DELETE FROM mirror") },
+        startBulk: { db in try db.run("INSERT INTO bulk_log VALUES ('start')") },
+        finishBulk: { db in try db.run("INSERT INTO bulk_log VALUES ('finish')") })
 
-    func subscribe(to catalog: CatalogFixture, drop: (@Sendable (Int64) -> Bool)? = nil) throws -> EventSubscriber {
+    /// The bulk hooks the applier saw, in order.
+    func bulkLog() throws -> [String] {
+        try Database(path: path).query("SELECT step FROM bulk_log ORDER BY rowid").compactMap { $0.string(0) }
+    }
+
+    func subscribe(to catalog: CatalogFixture, drop: (@Sendable (Int64) -> Bool)? = nil, bulkThreshold: Int64 = 20_000) throws -> EventSubscriber {
         var options = SubscriptionOptions(source: "catalog", publishEndpoints: catalog.runtime.endpoints.publish,
                                           rpcEndpoints: catalog.runtime.endpoints.rpc, databasePath: path)
         options.dropLiveEvent = drop
         options.replayBatch = 200
         options.snapshotBatch = 300
+        options.bulkThreshold = bulkThreshold
         return try EventSubscriber(context: catalog.context, options: options, applier: PlaceMirror.applier, logger: quiet)
     }
 

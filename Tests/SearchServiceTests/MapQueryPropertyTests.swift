@@ -103,6 +103,22 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         }
     }
 
+    @Test func nearbyIsTheSameWhileABulkLoadRebuildsTheStrips() throws {
+        var rng = SplitMix64(seed: 43)
+        let index = try TestIndex()
+        try index.add(testPoints(&rng), rng: &rng)
+        let queries = [#"{"lat":-33.87,"lon":151.21,"radius_m":3000,"limit":50}"#, #"{"lat":0.5,"lon":179.99,"radius_m":800}"#,
+                       #"{"lat":89.95,"lon":10,"radius_m":5000,"sort":"popularity"}"#]
+        let withStrips = try queries.map { try index.queries.nearby(try nearbyQuery($0)) }
+        try SearchIndex.catalogApplier.startBulk?(index.db)
+        #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 0)
+        #expect(try queries.map { try index.queries.nearby(try nearbyQuery($0)) } == withStrips)
+        try SearchIndex.catalogApplier.finishBulk?(index.db)
+        #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 1)
+        #expect(try queries.map { try index.queries.nearby(try nearbyQuery($0)) } == withStrips)
+        #expect(withStrips.allSatisfy { !$0.hits.isEmpty })
+    }
+
     @Test func viewportReturnsExactlyThePlacesInsideTheBox() throws {
         var rng = SplitMix64(seed: 7)
         let index = try TestIndex()
