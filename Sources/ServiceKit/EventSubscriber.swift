@@ -64,7 +64,7 @@ public struct SubscriptionOptions: Sendable {
     /// Memory settings of the subscriber's SQLite connection.
     public var tuning = DatabaseTuning()
     /// Events asked for per `sys.replay` call.
-    public var replayBatch = 4_000
+    public var replayBatch = 10_000
     /// A backlog of at least this many events is applied as a bulk load (`EventApplier.startBulk`).
     public var bulkThreshold: Int64 = 20_000
     /// Items asked for per `sys.snapshot` page.
