@@ -90,9 +90,13 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
         let following = subscribers
 
         var table = definition.handlers
-        table.wrap(.write) { context, state, inner in
-            defer { state.worker.flushEmitted() }
-            return try inner(context, state)
+        // Read handlers may emit too: one that first waits on something slow (a password hash,
+        // another service) writes in its own short transaction on its reader thread.
+        for kind in [HandlerKind.read, .write] {
+            table.wrap(kind) { context, state, inner in
+                defer { state.worker.flushEmitted() }
+                return try inner(context, state)
+            }
         }
         let stats = ServerStats()
         ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats) { following.map(\.status) }
