@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "tourbus-catalog", targets: ["tourbus-catalog"]),
         .executable(name: "tourbus-search", targets: ["tourbus-search"]),
+        .executable(name: "tourbus-social", targets: ["tourbus-social"]),
         .executable(name: "tourbus-gateway", targets: ["tourbus-gateway"]),
         .executable(name: "tourbus", targets: ["tourbus"]),
     ],
@@ -26,11 +27,13 @@ let package = Package(
         // Services: domain code only; each depends on the shared rooms, never on another service.
         .target(name: "CatalogService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
         .target(name: "SearchService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
+        .target(name: "SocialService", dependencies: ["ServiceKit", "Bus", "Storage", "CSodium"]),
         .target(name: "Gateway", dependencies: ["ServiceKit", "Bus"]),
 
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),
         .executableTarget(name: "tourbus-search", dependencies: ["SearchService", "ServiceKit"]),
+        .executableTarget(name: "tourbus-social", dependencies: ["SocialService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway", "ServiceKit", "Bus"]),
         .target(name: "TourbusCLI", dependencies: ["Gateway", "Bus"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
@@ -46,6 +49,7 @@ let package = Package(
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "ServiceKit", "Bus", "Storage", "Geo", "TestSupport"]),
+        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,291 @@
+import Bus
+import Foundation
+import Storage
+import Synchronization
+
+/// What a user may do: `admin`s also delete anyone's review and change roles.
+enum Role: String {
+    case user, admin
+}
+
+/// A user as anyone may see them (never the email or the password hash).
+public struct PublicUser: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var username: String
+    public var name: String
+    public var role: String
+
+    public init(id: Int64, username: String, name: String, role: String) {
+        self.id = id
+        self.username = username
+        self.name = name
+        self.role = role
+    }
+}
+
+/// `auth.register` and `admin.create`: a new account.
+public struct Registration: Codable, Sendable {
+    public var username: String
+    public var email: String
+    public var name: String
+    public var password: String
+
+    public init(username: String, email: String, name: String, password: String) {
+        self.username = username
+        self.email = email
+        self.name = name
+        self.password = password
+    }
+}
+
+/// `auth.login`.
+public struct Credentials: Codable, Sendable {
+    public var username: String
+    public var password: String
+
+    public init(username: String, password: String) {
+        self.username = username
+        self.password = password
+    }
+}
+
+/// The reply of `auth.login`: the session token (shown once, never stored), when it expires, and who it signs in.
+public struct LoginReply: Codable, Sendable, Equatable {
+    public var token: String
+    public var expiresAt: String
+    public var user: PublicUser
+
+    enum CodingKeys: String, CodingKey {
+        case token, user
+        case expiresAt = "expires_at"
+    }
+}
+
+/// The body of `auth.validate` and `auth.logout`: a session token.
+public struct TokenBody: Codable, Sendable {
+    public var token: String
+
+    public init(token: String) { self.token = token }
+}
+
+/// The reply of `auth.validate`: who a token signs in, until when.
+public struct TokenOwner: Codable, Sendable, Equatable {
+    public var userId: Int64
+    public var role: String
+    public var expiresAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case role
+        case userId = "user_id"
+        case expiresAt = "expires_at"
+    }
+}
+
+/// `admin.set_role`.
+public struct RoleChange: Codable, Sendable {
+    public var userId: Int64
+    public var role: String
+
+    public init(userId: Int64, role: String) {
+        self.userId = userId
+        self.role = role
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case role
+        case userId = "user_id"
+    }
+}
+
+/// The rules of account fields; each returns the value as stored or names the field at fault.
+enum AccountRules {
+    static let maxUsername = 32
+
+    /// 3-32 characters of `a-z 0-9 _ .`, stored lower-case.
+    static func username(_ raw: String) throws(ServiceError) -> String {
+        let username = raw.lowercased()
+        guard (3...maxUsername).contains(username.count) else { throw .invalid("username", "must be 3 to \(maxUsername) characters") }
+        guard username.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "." }) else {
+            throw .invalid("username", "may hold only a-z, 0-9, _ and .")
+        }
+        return username
+    }
+
+    /// `local@domain.tld`: one `@`, a dot in the domain, no spaces, at most 254 characters.
+    static func email(_ email: String) throws(ServiceError) -> String {
+        guard email.count <= 254 else { throw .invalid("email", "must be at most 254 characters") }
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        let domain = parts.count == 2 ? parts[1].split(separator: ".", omittingEmptySubsequences: false) : []
+        guard parts.count == 2, !parts[0].isEmpty, domain.count >= 2, domain.allSatisfy({ !$0.isEmpty }),
+              !email.contains(where: { $0.isWhitespace }) else {
+            throw .invalid("email", "must be an email address such as name@example.com")
+        }
+        return email
+    }
+
+    /// 1-100 characters once surrounding white space is trimmed.
+    static func name(_ raw: String) throws(ServiceError) -> String {
+        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !name.isEmpty else { throw .invalid("name", "must not be empty") }
+        guard name.count <= 100 else { throw .invalid("name", "must be at most 100 characters") }
+        return name
+    }
+
+    /// At least 8 characters with an upper-case letter, a lower-case letter and a digit; at most 1024 bytes.
+    static func password(_ password: String) throws(ServiceError) {
+        guard password.count >= 8 else { throw .invalid("password", "must be at least 8 characters") }
+        guard password.utf8.count <= 1024 else { throw .invalid("password", "must be at most 1024 bytes") }
+        guard password.contains(where: \.isUppercase) else { throw .invalid("password", "must contain an upper-case letter") }
+        guard password.contains(where: \.isLowercase) else { throw .invalid("password", "must contain a lower-case letter") }
+        guard password.contains(where: \.isNumber) else { throw .invalid("password", "must contain a digit") }
+    }
+
+    static func role(_ role: String) throws(ServiceError) -> Role {
+        guard let known = Role(rawValue: role) else { throw .invalid("role", "must be user or admin") }
+        return known
+    }
+}
+
+/// Failed-login throttling per username. After 5 consecutive failures the next attempt must
+/// wait 1 s after the last failure, then 2 s, 4 s, 8 s, 16 s; from 10 failures the username is
+/// locked for 15 minutes after the last one. A success clears the count; so does a day
+/// without failures.
+enum LoginThrottle {
+    static let freeFailures: Int64 = 5
+    static let lockFailures: Int64 = 10
+    static let lockMilliseconds: Int64 = 15 * 60_000
+    static let forgetMilliseconds: Int64 = 86_400_000
+
+    /// `rate_limited` when an attempt at `now` comes too soon after `failures` consecutive
+    /// failures (the last at `lastFailure`, both in Unix milliseconds); nil when it may go on.
+    static func refusal(failures: Int64, lastFailure: Int64, now: Int64) -> ServiceError? {
+        guard failures >= freeFailures else { return nil }
+        let locked = failures >= lockFailures
+        let wait = locked ? lockMilliseconds : 1_000 << (failures - freeFailures)
+        let remaining = lastFailure + wait - now
+        guard remaining > 0 else { return nil }
+        let seconds = (remaining + 999) / 1_000
+        let retry = "try again in \(seconds) second\(seconds == 1 ? "" : "s")"
+        return ServiceError(.rateLimited, locked ? "too many failed logins: locked for 15 minutes; \(retry)" : "too many failed logins; \(retry)",
+                            field: "username")
+    }
+}
+
+/// A hash of a random password at the service's cost, made once (by the first thread that
+/// starts): logging in as an unknown user verifies against it, so the answer takes as long
+/// as for a known user.
+final class DecoyHash: Sendable {
+    private let cost: PasswordCost
+    private let hash = Mutex<PasswordHash?>(nil)
+
+    init(cost: PasswordCost) { self.cost = cost }
+
+    func value() throws -> PasswordHash {
+        try hash.withLock { hash in
+            if let hash { return hash }
+            let made = try PasswordHash(hashing: Data(try Sodium.randomBytes(24)).base64EncodedString(), cost: cost)
+            hash = made
+            return made
+        }
+    }
+}
+
+extension SocialStore {
+    static let wrongCredentials = ServiceError(.unauthenticated, "wrong username or password")
+    static let invalidToken = ServiceError(.unauthenticated, "invalid or expired token", field: "token")
+
+    /// Creates an account. The slow hash runs outside any transaction; the checks for a taken
+    /// username or email run before it (to answer fast) and again in the insert's transaction.
+    func register(_ request: Registration, role: Role) throws -> PublicUser {
+        let username = try AccountRules.username(request.username)
+        let email = try AccountRules.email(request.email)
+        let name = try AccountRules.name(request.name)
+        try AccountRules.password(request.password)
+        try checkAvailable(username: username, email: email)
+        let hash = try PasswordHash(hashing: request.password, cost: options.passwordCost)
+        return try db.transaction {
+            try checkAvailable(username: username, email: email)
+            try db.run("INSERT INTO users (username, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                       username, email, name, hash.encoded, role.rawValue, timestamp())
+            return PublicUser(id: db.lastInsertRowID, username: username, name: name, role: role.rawValue)
+        }
+    }
+
+    private func checkAvailable(username: String, email: String) throws {
+        if try db.queryOne("SELECT 1 FROM users WHERE username = ?", username) != nil {
+            throw ServiceError(.alreadyExists, "username '\(username)' is taken", field: "username")
+        }
+        if try db.queryOne("SELECT 1 FROM users WHERE lower(email) = lower(?)", email) != nil {
+            throw ServiceError(.alreadyExists, "this email already has an account", field: "email")
+        }
+    }
+
+    /// Checks a password and opens a session. The attempt is counted as a failure before the
+    /// (slow) check, so guesses sent in parallel are throttled too; a success clears the count.
+    func login(_ credentials: Credentials) throws -> LoginReply {
+        // No username is longer than 32 characters; 64 bound what an attacker can make us store.
+        let key = String(credentials.username.lowercased().prefix(64))
+        let now = options.clock()
+        let nowMs = Int64((now.timeIntervalSince1970 * 1_000).rounded(.down))
+        try db.transaction {
+            let row = try db.queryOne("SELECT failures, last_failure_ms FROM login_failures WHERE username = ?", key)
+            let last = row?.int(1) ?? 0
+            let failures = nowMs - last >= LoginThrottle.forgetMilliseconds ? 0 : row?.int(0) ?? 0
+            if let refusal = LoginThrottle.refusal(failures: failures, lastFailure: last, now: nowMs) { throw refusal }
+            try db.run("DELETE FROM login_failures WHERE last_failure_ms < ?", nowMs - LoginThrottle.forgetMilliseconds)
+            try db.run("""
+                INSERT INTO login_failures (username, failures, last_failure_ms) VALUES (?, ?, ?)
+                ON CONFLICT (username) DO UPDATE SET failures = excluded.failures, last_failure_ms = excluded.last_failure_ms
+                """, key, failures + 1, nowMs)
+        }
+        let row = try db.queryOne("SELECT id, username, name, role, password_hash FROM users WHERE username = ?", key)
+        // An unknown user costs a verification too, so the time taken does not tell who exists.
+        let stored = try row?.string(4).map(PasswordHash.init(encoded:)) ?? decoy.value()
+        guard try stored.matches(credentials.password), let row, let id = row.int(0) else { throw Self.wrongCredentials }
+
+        let token = try SessionToken.generate()
+        let expiresAt = timestamp(now.addingTimeInterval(options.sessionLifetime))
+        try db.transaction {
+            try db.run("DELETE FROM login_failures WHERE username = ?", key)
+            try db.run("DELETE FROM sessions WHERE user_id = ? AND expires_at <= ?", id, timestamp(now))
+            try db.run("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                       token.hash, id, timestamp(now), expiresAt)
+        }
+        return LoginReply(token: token.text, expiresAt: expiresAt,
+                          user: PublicUser(id: id, username: row.string(1) ?? "", name: row.string(2) ?? "", role: row.string(3) ?? ""))
+    }
+
+    /// Who a live session token signs in; `unauthenticated` for anything else.
+    func validate(_ token: String) throws -> TokenOwner {
+        guard let hash = try SessionToken.storedHash(of: token),
+              let row = try db.queryOne("""
+                  SELECT s.user_id, u.role, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
+                  WHERE s.token_hash = ? AND s.expires_at > ?
+                  """, hash, timestamp()),
+              let userId = row.int(0) else { throw Self.invalidToken }
+        return TokenOwner(userId: userId, role: row.string(1) ?? "", expiresAt: row.string(2) ?? "")
+    }
+
+    /// Ends the caller's session with this token at once (nothing to do if it has ended already).
+    func logout(_ token: String, caller: Caller) throws {
+        guard let hash = try SessionToken.storedHash(of: token) else { return }
+        try db.run("DELETE FROM sessions WHERE token_hash = ? AND user_id = ?", hash, caller.id)
+    }
+
+    func setRole(_ change: RoleChange, caller: Caller) throws -> PublicUser {
+        guard caller.isAdmin else { throw ServiceError(.permissionDenied, "only an admin may change roles") }
+        let role = try AccountRules.role(change.role)
+        return try db.transaction {
+            try db.run("UPDATE users SET role = ? WHERE id = ?", role.rawValue, change.userId)
+            guard db.changes > 0 else { throw Self.noUser(change.userId) }
+            return try publicUser(change.userId)
+        }
+    }
+
+    func publicUser(_ id: Int64) throws -> PublicUser {
+        guard let row = try db.queryOne("SELECT username, name, role FROM users WHERE id = ?", id) else { throw Self.noUser(id) }
+        return PublicUser(id: id, username: row.string(0) ?? "", name: row.string(1) ?? "", role: row.string(2) ?? "")
+    }
+
+    static func noUser(_ id: Int64) -> ServiceError { ServiceError(.notFound, "no user with id \(id)", field: "user_id") }
+}

@@ -1,0 +1,91 @@
+import Bus
+import Foundation
+import Storage
+
+/// `social.follow` and `social.unfollow`.
+public struct FollowRequest: Codable, Sendable {
+    public var userId: Int64
+
+    public init(userId: Int64) { self.userId = userId }
+
+    enum CodingKeys: String, CodingKey { case userId = "user_id" }
+}
+
+/// The reply of `social.follow` and `social.unfollow`: whether the caller now follows the user.
+public struct FollowState: Codable, Sendable, Equatable {
+    public var userId: Int64
+    public var following: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case following
+        case userId = "user_id"
+    }
+}
+
+/// `social.followers` and `social.following`: a page of someone's (without `user_id`, the caller's) list.
+public struct ListUsers: Codable, Sendable {
+    public var userId: Int64?
+    public var limit: Int?
+    public var cursor: String?
+
+    public init(userId: Int64? = nil, limit: Int? = nil, cursor: String? = nil) {
+        self.userId = userId
+        self.limit = limit
+        self.cursor = cursor
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case limit, cursor
+        case userId = "user_id"
+    }
+}
+
+/// A page of users, the most recently followed first, and the cursor of the next page.
+public struct UserPage: Codable, Sendable, Equatable {
+    public var users: [UserSummary]
+    public var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case users
+        case nextCursor = "next_cursor"
+    }
+}
+
+extension SocialStore {
+    /// Starts (or keeps) following `userId`.
+    func follow(_ userId: Int64, caller: Caller) throws -> FollowState {
+        guard userId != caller.id else { throw ServiceError.invalid("user_id", "cannot follow yourself") }
+        return try db.transaction {
+            try requireUser(userId)
+            try db.run("INSERT OR IGNORE INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)", caller.id, userId, timestamp())
+            return FollowState(userId: userId, following: true)
+        }
+    }
+
+    /// Stops following `userId` (nothing to do when the caller did not follow them).
+    func unfollow(_ userId: Int64, caller: Caller) throws -> FollowState {
+        try requireUser(userId)
+        try db.run("DELETE FROM follows WHERE follower_id = ? AND followee_id = ?", caller.id, userId)
+        return FollowState(userId: userId, following: false)
+    }
+
+    /// Who follows `userId` (`followers`), or whom `userId` follows; the newest follow first.
+    func follows(of userId: Int64, followers: Bool, cursor: String?, limit: Int) throws -> UserPage {
+        let (own, other) = followers ? ("followee_id", "follower_id") : ("follower_id", "followee_id")
+        var after = Int64.max
+        if let cursor {
+            let text = try OpaqueCursor.decode(cursor)
+            guard text.hasPrefix("f|"), let id = Int64(text.dropFirst(2)) else {
+                throw ServiceError.invalid("cursor", "not a cursor from this service")
+            }
+            after = id
+        }
+        let rows = try db.query("""
+            SELECT f.id, u.id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
+            WHERE f.\(own) = ? AND f.id < ? ORDER BY f.id DESC LIMIT ?
+            """, userId, after, limit)
+        let users = rows.map { UserSummary(id: $0.int(1) ?? 0, username: $0.string(2) ?? "", name: $0.string(3) ?? "") }
+        let next = rows.count == limit ? rows.last?.int(0).map { OpaqueCursor.encode("f|\($0)") } : nil
+        return UserPage(users: users, nextCursor: next)
+    }
+}

@@ -1,0 +1,148 @@
+import Bus
+import Foundation
+import ServiceKit
+import Storage
+
+/// A user's profile. The owner sees their `email` and `birth_year`; anyone else sees only an
+/// `age_group` derived from the birth year.
+public struct Profile: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var username: String
+    public var name: String
+    public var role: String
+    public var bio: String?
+    public var avatarUrl: String?
+    public var language: String?
+    public var homeCity: String?
+    public var email: String?
+    public var birthYear: Int?
+    public var ageGroup: String?
+    public var followers: Int
+    public var following: Int
+    public var createdAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, username, name, role, bio, language, email, followers, following
+        case avatarUrl = "avatar_url"
+        case homeCity = "home_city"
+        case birthYear = "birth_year"
+        case ageGroup = "age_group"
+        case createdAt = "created_at"
+    }
+}
+
+/// `profile.get`: someone's profile, or without `user_id` the caller's own.
+public struct ProfileRequest: Codable, Sendable {
+    public var userId: Int64?
+
+    public init(userId: Int64? = nil) { self.userId = userId }
+
+    enum CodingKeys: String, CodingKey { case userId = "user_id" }
+}
+
+/// `profile.update`: only the fields to change; `null` clears one (except `name`).
+public struct ProfileUpdate: Decodable, Sendable {
+    public var name: Patch<String> = .absent
+    public var bio: Patch<String> = .absent
+    public var avatarUrl: Patch<String> = .absent
+    public var birthYear: Patch<Int> = .absent
+    public var language: Patch<String> = .absent
+    public var homeCity: Patch<String> = .absent
+
+    enum CodingKeys: String, CodingKey {
+        case name, bio, language
+        case avatarUrl = "avatar_url"
+        case birthYear = "birth_year"
+        case homeCity = "home_city"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decodePatch(String.self, forKey: .name)
+        bio = try c.decodePatch(String.self, forKey: .bio)
+        avatarUrl = try c.decodePatch(String.self, forKey: .avatarUrl)
+        birthYear = try c.decodePatch(Int.self, forKey: .birthYear)
+        language = try c.decodePatch(String.self, forKey: .language)
+        homeCity = try c.decodePatch(String.self, forKey: .homeCity)
+    }
+}
+
+/// The rules of profile fields, each naming its field.
+enum ProfileRules {
+    static func text(_ value: String?, _ field: String, max: Int) throws(ServiceError) {
+        if let value, value.count > max { throw .invalid(field, "must be at most \(max) characters") }
+    }
+
+    static func avatarURL(_ value: String?) throws(ServiceError) {
+        guard let value else { return }
+        guard value.count <= 500, let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", url.host?.isEmpty == false else {
+            throw .invalid("avatar_url", "must be an http or https URL of at most 500 characters")
+        }
+    }
+
+    static func birthYear(_ value: Int?, currentYear: Int) throws(ServiceError) {
+        if let value, !(1900...currentYear).contains(value) { throw .invalid("birth_year", "must be 1900 to \(currentYear)") }
+    }
+
+    /// A BCP 47-style tag: a 2-3 letter language, then optional subtags (`en`, `pt-BR`, `zh-Hant-TW`).
+    static func language(_ value: String?) throws(ServiceError) {
+        guard let value else { return }
+        guard value.count <= 35, value.wholeMatch(of: /[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*/) != nil else {
+            throw .invalid("language", "must be a language tag such as en or pt-BR")
+        }
+    }
+
+    /// The age group of someone born in `birthYear` (their age this year, birthday or not).
+    static func ageGroup(birthYear: Int, currentYear: Int) -> String {
+        switch currentYear - birthYear {
+        case ..<18: "under 18"
+        case 18...24: "18-24"
+        case 25...34: "25-34"
+        case 35...44: "35-44"
+        case 45...54: "45-54"
+        case 55...64: "55-64"
+        default: "65+"
+        }
+    }
+}
+
+extension SocialStore {
+    var currentYear: Int { Calendar(identifier: .gregorian).dateComponents(in: .gmt, from: options.clock()).year ?? 1970 }
+
+    /// The profile of `id` as `viewer` sees it (the owner sees more).
+    func profile(_ id: Int64, viewer: Int64?) throws -> Profile {
+        guard let row = try db.queryOne("""
+            SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, created_at,
+                   (SELECT count(*) FROM follows WHERE followee_id = users.id), (SELECT count(*) FROM follows WHERE follower_id = users.id)
+            FROM users WHERE id = ?
+            """, id) else { throw Self.noUser(id) }
+        let own = viewer == id
+        let birthYear = row.int(8).map { Int($0) }
+        return Profile(id: id, username: row.string(0) ?? "", name: row.string(1) ?? "", role: row.string(2) ?? "",
+                       bio: row.string(3), avatarUrl: row.string(4), language: row.string(5), homeCity: row.string(6),
+                       email: own ? row.string(7) : nil, birthYear: own ? birthYear : nil,
+                       ageGroup: own ? nil : birthYear.map { ProfileRules.ageGroup(birthYear: $0, currentYear: currentYear) },
+                       followers: Int(row.int(10) ?? 0), following: Int(row.int(11) ?? 0), createdAt: row.string(9) ?? "")
+    }
+
+    func updateProfile(_ update: ProfileUpdate, caller: Caller) throws -> Profile {
+        try db.transaction {
+            let current = try profile(caller.id, viewer: caller.id)
+            let name = try AccountRules.name(try update.name.applied(to: current.name, field: "name"))
+            let bio = update.bio.applied(to: current.bio)
+            let avatarURL = update.avatarUrl.applied(to: current.avatarUrl)
+            let birthYear = update.birthYear.applied(to: current.birthYear)
+            let language = update.language.applied(to: current.language)
+            let homeCity = update.homeCity.applied(to: current.homeCity)
+            try ProfileRules.text(bio, "bio", max: 500)
+            try ProfileRules.avatarURL(avatarURL)
+            try ProfileRules.birthYear(birthYear, currentYear: currentYear)
+            try ProfileRules.language(language)
+            try ProfileRules.text(homeCity, "home_city", max: 100)
+            try db.run("UPDATE users SET name = ?, bio = ?, avatar_url = ?, birth_year = ?, language = ?, home_city = ? WHERE id = ?",
+                       name, bio, avatarURL, birthYear, language, homeCity, caller.id)
+            return try profile(caller.id, viewer: caller.id)
+        }
+    }
+}

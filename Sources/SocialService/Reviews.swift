@@ -1,0 +1,298 @@
+import Bus
+import Foundation
+import ServiceKit
+import Storage
+
+/// Who wrote something, as shown beside it.
+public struct UserSummary: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var username: String
+    public var name: String
+}
+
+/// A review of a place: one per user and place.
+public struct Review: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var placeId: Int64
+    public var user: UserSummary
+    /// 1 to 5.
+    public var rating: Int
+    /// Stored and returned exactly as written (HTML included): escaping is the client's job.
+    public var text: String
+    public var createdAt: String
+    /// When the review was last written; the key of the `date` order.
+    public var updatedAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case id, user, rating, text
+        case placeId = "place_id"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+}
+
+/// `reviews.add`: the caller's review of a place (a second one replaces the first).
+public struct ReviewInput: Codable, Sendable {
+    public var placeId: Int64
+    public var rating: Int
+    public var text: String?
+
+    public init(placeId: Int64, rating: Int, text: String?) {
+        self.placeId = placeId
+        self.rating = rating
+        self.text = text
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case rating, text
+        case placeId = "place_id"
+    }
+
+    /// Decodes `rating` itself, so 2.5 and "five" name the field like 0 and 6 do.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        placeId = try c.decode(Int64.self, forKey: .placeId)
+        text = try c.decodeIfPresent(String.self, forKey: .text)
+        guard c.contains(.rating) else { throw ServiceError.invalid("rating", "missing required field rating") }
+        guard let value = try? c.decode(Double.self, forKey: .rating), value.rounded() == value, (1...5).contains(value) else {
+            throw ServiceError.invalid("rating", "must be an integer from 1 to 5")
+        }
+        rating = Int(value)
+    }
+}
+
+/// `reviews.delete`.
+public struct ReviewRef: Codable, Sendable {
+    public var reviewId: Int64
+
+    public init(reviewId: Int64) { self.reviewId = reviewId }
+
+    enum CodingKeys: String, CodingKey { case reviewId = "review_id" }
+}
+
+/// The reply of `reviews.delete`.
+public struct ReviewDeleted: Codable, Sendable, Equatable {
+    public var id: Int64
+}
+
+/// `reviews.list`: a page of one place's reviews in a chosen order.
+public struct ListReviews: Codable, Sendable {
+    public var placeId: Int64
+    public var sort: String?
+    public var order: String?
+    public var limit: Int?
+    public var cursor: String?
+
+    public init(placeId: Int64, sort: String? = nil, order: String? = nil, limit: Int? = nil, cursor: String? = nil) {
+        self.placeId = placeId
+        self.sort = sort
+        self.order = order
+        self.limit = limit
+        self.cursor = cursor
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case sort, order, limit, cursor
+        case placeId = "place_id"
+    }
+}
+
+/// `social.feed`: a page of the reviews of the people the caller follows.
+public struct FeedRequest: Codable, Sendable {
+    public var limit: Int?
+    public var cursor: String?
+
+    public init(limit: Int? = nil, cursor: String? = nil) {
+        self.limit = limit
+        self.cursor = cursor
+    }
+}
+
+/// A page of reviews and the cursor of the next page (nil on a page that is not full).
+public struct ReviewPage: Codable, Sendable, Equatable {
+    public var reviews: [Review]
+    public var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case reviews
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// Event types the social service publishes.
+public enum SocialEvents {
+    /// Body: `RatingUpdated`.
+    public static let ratingUpdated = "social.rating.updated"
+}
+
+/// Body of `social.rating.updated`: a place's average rating and review count after a change
+/// (`count` 0 and `average` 0 when its last review is gone).
+public struct RatingUpdated: Codable, Sendable, Equatable {
+    public var placeId: Int64
+    public var average: Double
+    public var count: Int
+
+    public init(placeId: Int64, average: Double, count: Int) {
+        self.placeId = placeId
+        self.average = average
+        self.count = count
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case average, count
+        case placeId = "place_id"
+    }
+}
+
+/// The order of a page of reviews: by rating or by `updated_at`, then by review id the same way.
+/// `default` is the newest first, like `date` `desc`.
+struct ReviewOrder {
+    let byRating: Bool
+    let ascending: Bool
+
+    static let newestFirst = ReviewOrder(byRating: false, ascending: false)
+
+    private init(byRating: Bool, ascending: Bool) {
+        self.byRating = byRating
+        self.ascending = ascending
+    }
+
+    init(sort: String?, order: String?) throws(ServiceError) {
+        switch sort ?? "default" {
+        case "default", "date": byRating = false
+        case "rating": byRating = true
+        default: throw .invalid("sort", "must be default, rating or date")
+        }
+        switch order ?? "desc" {
+        case "asc": ascending = true
+        case "desc": ascending = false
+        default: throw .invalid("order", "must be asc or desc")
+        }
+    }
+
+    var column: String { byRating ? "r.rating" : "r.updated_at" }
+    private var tag: String { (byRating ? "r" : "d") + (ascending ? "a" : "d") }
+
+    /// The cursor after `review`: this order's tag, the review's key and id.
+    func cursor(after review: Review) -> String {
+        OpaqueCursor.encode("\(tag)|\(byRating ? String(review.rating) : review.updatedAt)|\(review.id)")
+    }
+
+    /// The key and id a cursor of this order holds.
+    func position(_ cursor: String) throws(ServiceError) -> (key: any SQLBindable, id: Int64) {
+        let parts = try OpaqueCursor.decode(cursor).split(separator: "|", omittingEmptySubsequences: false)
+        guard parts.count == 3, let id = Int64(parts[2]) else { throw .invalid("cursor", "not a cursor from this service") }
+        guard parts[0] == tag else { throw .invalid("cursor", "this cursor belongs to another sort or order") }
+        if !byRating { return (String(parts[1]), id) }
+        guard let rating = Int64(parts[1]) else { throw .invalid("cursor", "not a cursor from this service") }
+        return (rating, id)
+    }
+}
+
+extension SocialStore {
+    static let maxText = 5_000
+
+    private static let reviewColumns = """
+        SELECT r.id, r.place_id, r.user_id, u.username, u.name, r.rating, r.text, r.created_at, r.updated_at
+        FROM reviews r JOIN users u ON u.id = r.user_id
+        """
+
+    /// Adds or replaces the caller's review of a place the catalog knows, publishing the place's
+    /// new rating in the same transaction. Nothing is stored when the catalog cannot say.
+    func addReview(_ input: ReviewInput, caller: Caller, context: RequestContext) throws -> Review {
+        let text = input.text ?? ""
+        guard text.count <= Self.maxText else { throw ServiceError.invalid("text", "must be at most \(Self.maxText) characters") }
+        _ = try placeName(input.placeId, context)
+        return try db.transaction {
+            let now = timestamp()
+            // Replace the caller's review if there is one (an upsert would use up an id each time).
+            let id: Int64
+            if let replaced = try db.scalarInt("UPDATE reviews SET rating = ?, text = ?, updated_at = ? WHERE user_id = ? AND place_id = ? RETURNING id",
+                                               input.rating, text, now, caller.id, input.placeId) {
+                id = replaced
+            } else {
+                try db.run("INSERT INTO reviews (place_id, user_id, rating, text, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                           input.placeId, caller.id, input.rating, text, now, now)
+                id = db.lastInsertRowID
+            }
+            try publishRating(of: input.placeId)
+            return try review(id)
+        }
+    }
+
+    /// Deletes a review: its author or an admin may.
+    func deleteReview(_ id: Int64, caller: Caller) throws {
+        try db.transaction {
+            guard let row = try db.queryOne("SELECT user_id, place_id FROM reviews WHERE id = ?", id), let placeId = row.int(1) else {
+                throw ServiceError(.notFound, "no review with id \(id)", field: "review_id")
+            }
+            guard row.int(0) == caller.id || caller.isAdmin else {
+                throw ServiceError(.permissionDenied, "only its author or an admin may delete review \(id)")
+            }
+            try db.run("DELETE FROM reviews WHERE id = ?", id)
+            try publishRating(of: placeId)
+        }
+    }
+
+    private func review(_ id: Int64) throws -> Review {
+        guard let row = try db.queryOne("\(Self.reviewColumns) WHERE r.id = ?", id) else {
+            throw ServiceError(.notFound, "no review with id \(id)", field: "review_id")
+        }
+        return Self.review(row)
+    }
+
+    /// A page of a place's reviews.
+    func reviews(of placeId: Int64, order: ReviewOrder, cursor: String?, limit: Int) throws -> ReviewPage {
+        try reviewPage("\(Self.reviewColumns) WHERE r.place_id = ?", [placeId], order: order, cursor: cursor, limit: limit)
+    }
+
+    /// A page of the reviews of the people `follower` follows, newest first.
+    func feed(of follower: Int64, cursor: String?, limit: Int) throws -> ReviewPage {
+        try reviewPage("\(Self.reviewColumns) JOIN follows f ON f.followee_id = r.user_id WHERE f.follower_id = ?", [follower],
+                       order: .newestFirst, cursor: cursor, limit: limit)
+    }
+
+    /// Runs `query` (ending in a WHERE clause) from the cursor's position in `order`, one page.
+    private func reviewPage(_ query: String, _ arguments: [(any SQLBindable)?], order: ReviewOrder, cursor: String?, limit: Int) throws -> ReviewPage {
+        var sql = query, arguments = arguments
+        let direction = order.ascending ? "ASC" : "DESC"
+        if let cursor {
+            let position = try order.position(cursor)
+            sql += " AND (\(order.column), r.id) \(order.ascending ? ">" : "<") (?, ?)"
+            arguments += [position.key, position.id]
+        }
+        sql += " ORDER BY \(order.column) \(direction), r.id \(direction) LIMIT ?"
+        let reviews = try db.query(sql, arguments + [limit]).map(Self.review)
+        return ReviewPage(reviews: reviews, nextCursor: reviews.count == limit ? reviews.last.map(order.cursor(after:)) : nil)
+    }
+
+    private static func review(_ row: Row) -> Review {
+        Review(id: row.int(0) ?? 0, placeId: row.int(1) ?? 0,
+               user: UserSummary(id: row.int(2) ?? 0, username: row.string(3) ?? "", name: row.string(4) ?? ""),
+               rating: Int(row.int(5) ?? 0), text: row.string(6) ?? "", createdAt: row.string(7) ?? "", updatedAt: row.string(8) ?? "")
+    }
+
+    /// Emits the place's rating as it now stands; call inside the transaction that changed it.
+    private func publishRating(of placeId: Int64) throws {
+        try worker.emit(SocialEvents.ratingUpdated, try rating(of: placeId))
+    }
+
+    private func rating(of placeId: Int64) throws -> RatingUpdated {
+        let row = try db.queryOne("SELECT count(*), coalesce(sum(rating), 0) FROM reviews WHERE place_id = ?", placeId)
+        let count = row?.int(0) ?? 0, sum = row?.int(1) ?? 0
+        return RatingUpdated(placeId: placeId, average: count == 0 ? 0 : Double(sum) / Double(count), count: Int(count))
+    }
+
+    /// One snapshot page: the rating of each place with reviews after the place id in `after`.
+    func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
+        var start: Int64 = 0
+        if let after {
+            guard let id = Int64(after) else { throw ServiceError.invalid("after", "not a snapshot key from this service") }
+            start = id
+        }
+        let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?", start, limit)
+            .compactMap { $0.int(0) }
+        let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0))) }
+        return SnapshotPage(events: events, next: places.count == limit ? places.last.map { String($0) } : nil)
+    }
+}

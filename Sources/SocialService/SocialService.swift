@@ -1,0 +1,135 @@
+import Bus
+import Foundation
+import ServiceKit
+
+/// Settings of the social service that are not the runtime's.
+public struct SocialOptions: Sendable {
+    /// The argon2id cost of new password hashes.
+    public var passwordCost = PasswordCost.interactive
+    /// How long a session token from `auth.login` lives, in seconds (30 days).
+    public var sessionLifetime: TimeInterval = 30 * 86_400
+    /// Where a shared place links to: this followed by the place id.
+    public var placeLinkBase = "https://tourbus.example/places/"
+    /// The time, for sessions, login throttling, review times and ages; tests move it by hand.
+    public var clock: @Sendable () -> Date = { Date() }
+
+    public init() {}
+
+    /// The defaults, with what the environment sets: `TOURBUS_PASSWORD_COST` = `interactive`
+    /// (the default), `moderate` or `minimum`.
+    public init(environment: [String: String]) throws(ConfigError) {
+        self.init()
+        if let cost = environment["TOURBUS_PASSWORD_COST"] {
+            guard let known = PasswordCost(rawValue: cost) else {
+                throw ConfigError("TOURBUS_PASSWORD_COST must be interactive, moderate or minimum, got '\(cost)'")
+            }
+            passwordCost = known
+        }
+    }
+}
+
+/// The social service: accounts and sessions, profiles, reviews (published as
+/// `social.rating.updated`), follows and sharing.
+///
+/// Handlers that first wait on something slow — a password hash, the catalog — are read
+/// handlers: they run on a reader thread and then write in their own short transaction, so
+/// the one writer thread is never held up by them. The rest of the writes run on the writer.
+public enum SocialService {
+    /// Page size bounds of every list.
+    static let defaultLimit = 20, maxLimit = 50
+
+    /// The definition `ServiceRuntime` runs.
+    public static func definition(options: SocialOptions = SocialOptions()) -> ServiceDefinition<SocialStore> {
+        var table = HandlerTable<SocialStore>()
+
+        // Accounts and sessions.
+        table.on("auth.register", description: "create an account: username, email, name, password") { (request: Registration, _, store) in
+            try store.register(request, role: .user)
+        }
+        table.on("auth.login", description: "sign in with username and password; answers a session token") { (request: Credentials, _, store) in
+            try store.login(request)
+        }
+        table.on("auth.logout", .write, description: "end the session whose token the gateway sends") { (request: TokenBody, context, store) -> Empty in
+            try store.logout(request.token, caller: try store.caller(context))
+            return Empty()
+        }
+        table.on("auth.validate", description: "internal (gateway): who a session token signs in") { (request: TokenBody, _, store) in
+            try store.validate(request.token)
+        }
+        table.on("admin.create", description: "internal (tourbus admin create): create an admin account") { (request: Registration, _, store) in
+            try store.register(request, role: .admin)
+        }
+        table.on("admin.set_role", .write, description: "make a user a user or an admin (admins only)") { (request: RoleChange, context, store) in
+            try store.setRole(request, caller: try store.caller(context))
+        }
+
+        // Profiles.
+        table.on("profile.get", description: "a user's profile by user_id, or your own") { (request: ProfileRequest, context, store) -> Profile in
+            let viewer = try context.auth.map { _ in try store.caller(context).id }
+            guard let id = request.userId ?? viewer else { throw ServiceError(.unauthenticated, "profile.get needs a user_id or a signed-in user") }
+            return try store.profile(id, viewer: viewer)
+        }
+        table.on("profile.update", .write, description: "change your name, bio, avatar_url, birth_year, language or home_city; null clears") {
+            (request: ProfileUpdate, context, store) in
+            try store.updateProfile(request, caller: try store.caller(context))
+        }
+
+        // Reviews.
+        table.on("reviews.add", description: "review a place: place_id, rating 1-5, text; again replaces your review") {
+            (request: ReviewInput, context, store) in
+            try store.addReview(request, caller: try store.caller(context), context: context)
+        }
+        table.on("reviews.delete", .write, description: "delete a review by review_id (its author or an admin)") { (request: ReviewRef, context, store) -> ReviewDeleted in
+            try store.deleteReview(request.reviewId, caller: try store.caller(context))
+            return ReviewDeleted(id: request.reviewId)
+        }
+        table.on("reviews.list", description: "a place's reviews by sort (default, rating, date) and order, paged by cursor") {
+            (request: ListReviews, _, store) in
+            let order = try ReviewOrder(sort: request.sort, order: request.order)
+            return try store.reviews(of: request.placeId, order: order, cursor: request.cursor, limit: try limit(request.limit))
+        }
+
+        // Follows.
+        table.on("social.follow", .write, description: "follow a user by user_id") { (request: FollowRequest, context, store) in
+            try store.follow(request.userId, caller: try store.caller(context))
+        }
+        table.on("social.unfollow", .write, description: "stop following a user by user_id") { (request: FollowRequest, context, store) in
+            try store.unfollow(request.userId, caller: try store.caller(context))
+        }
+        table.on("social.followers", description: "who follows a user (or you), newest first, paged") { (request: ListUsers, context, store) in
+            try store.follows(of: try store.subject(request.userId, context), followers: true, cursor: request.cursor, limit: try limit(request.limit))
+        }
+        table.on("social.following", description: "whom a user (or you) follows, newest first, paged") { (request: ListUsers, context, store) in
+            try store.follows(of: try store.subject(request.userId, context), followers: false, cursor: request.cursor, limit: try limit(request.limit))
+        }
+        table.on("social.feed", description: "the latest reviews of the people you follow, paged") { (request: FeedRequest, context, store) in
+            try store.feed(of: try store.caller(context).id, cursor: request.cursor, limit: try limit(request.limit))
+        }
+
+        // Sharing.
+        let linkBase = options.placeLinkBase
+        table.on("share.place", description: "text and URL that share a place on twitter, facebook or by email") { (request: ShareRequest, context, store) -> ShareLink in
+            let network = try ShareNetwork(name: request.network)
+            let name = try store.placeName(request.placeId, context)
+            let text = "\(name) on Tourbus"
+            return ShareLink(text: text, url: network.url(text: text, link: linkBase + String(request.placeId)))
+        }
+
+        let decoy = DecoyHash(cost: options.passwordCost)
+        return ServiceDefinition(
+            name: "social", migrations: SocialSchema.migrations, handlers: table, publishes: true,
+            snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
+            makeState: { worker in
+                try Sodium.ready()
+                _ = try decoy.value()  // made at start, so no login pays for it
+                return SocialStore(worker: worker, options: options, decoy: decoy)
+            })
+    }
+
+    /// A page size: `limit` (default 20), 1 to 50.
+    static func limit(_ value: Int?) throws(ServiceError) -> Int {
+        let limit = value ?? defaultLimit
+        guard (1...maxLimit).contains(limit) else { throw .invalid("limit", "must be 1 to \(maxLimit)") }
+        return limit
+    }
+}

@@ -1,0 +1,125 @@
+import Bus
+import Foundation
+import ServiceKit
+import Storage
+
+/// The signed-in user a request comes from: the envelope's `auth`, checked against the users
+/// table (whose role, not the envelope's, decides what they may do).
+struct Caller {
+    let id: Int64
+    let isAdmin: Bool
+}
+
+/// The social service's tables and the queries over them, on one worker thread's connection.
+/// Accounts, profiles, reviews and follows each add their part in their own file.
+public final class SocialStore: ServiceState {
+    public let worker: ServiceWorker
+    let options: SocialOptions
+    let decoy: DecoyHash
+    var db: Database { worker.db }
+
+    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash) {
+        self.worker = worker
+        self.options = options
+        self.decoy = decoy
+    }
+
+    /// A time (now by default, from the service's clock) as Tourbus writes times.
+    func timestamp(_ date: Date? = nil) -> String { Logger.timestamp(date ?? options.clock()) }
+
+    /// The caller, or `unauthenticated` when the request carries no identity or an unknown one.
+    /// Identity comes only from the envelope: ids in bodies never say who is asking.
+    func caller(_ context: RequestContext) throws -> Caller {
+        guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
+        guard let id = Int64(auth.userId), let role = try db.queryOne("SELECT role FROM users WHERE id = ?", id)?.string(0) else {
+            throw ServiceError(.unauthenticated, "no user with id \(auth.userId)")
+        }
+        return Caller(id: id, isAdmin: role == Role.admin.rawValue)
+    }
+
+    /// `user_id` when given, else the caller's own id (then a signed-in caller is needed).
+    func subject(_ userId: Int64?, _ context: RequestContext) throws -> Int64 {
+        guard let userId else { return try caller(context).id }
+        try requireUser(userId)
+        return userId
+    }
+
+    /// `not_found` (field `user_id`) unless the user exists.
+    func requireUser(_ id: Int64) throws {
+        guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", id) != nil else { throw Self.noUser(id) }
+    }
+
+    /// The name of a place, from the catalog: `not_found` (field `place_id`) when it has no such
+    /// place, `unavailable` when it does not answer within the time this request has left
+    /// (at most 1 s, and 90% of it, so this service still answers in time).
+    func placeName(_ id: Int64, _ context: RequestContext) throws -> String {
+        struct Named: Decodable { var name: String }
+        do {
+            let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
+            return try worker.peers.client("catalog").call("catalog.get", ["id": id], as: Named.self, timeoutMilliseconds: timeout).name
+        } catch let error where error.code == .notFound && error.field == "id" {
+            throw ServiceError(.notFound, "no place with id \(id)", field: "place_id")
+        } catch {
+            worker.logger.warn("catalog did not answer", ["type": context.type, "error": error])
+            throw ServiceError(.unavailable, "the catalog is not answering; try again")
+        }
+    }
+}
+
+/// The social service's schema, in order. Never edit a shipped migration: add the next one.
+enum SocialSchema {
+    static let migrations: [Migration] = [
+        Migration(domain: "social", version: 1, sql: """
+            CREATE TABLE users (
+                id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                username      TEXT NOT NULL UNIQUE,
+                email         TEXT NOT NULL,
+                name          TEXT NOT NULL,
+                password_hash TEXT NOT NULL,
+                role          TEXT NOT NULL CHECK (role IN ('user', 'admin')),
+                bio           TEXT,
+                avatar_url    TEXT,
+                birth_year    INTEGER,
+                language      TEXT,
+                home_city     TEXT,
+                created_at    TEXT NOT NULL
+            );
+            CREATE UNIQUE INDEX users_by_email ON users(lower(email));
+            CREATE TABLE sessions (
+                token_hash TEXT PRIMARY KEY,
+                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                created_at TEXT NOT NULL,
+                expires_at TEXT NOT NULL
+            );
+            CREATE INDEX sessions_by_user ON sessions(user_id, expires_at);
+            CREATE TABLE login_failures (
+                username        TEXT PRIMARY KEY,
+                failures        INTEGER NOT NULL,
+                last_failure_ms INTEGER NOT NULL
+            );
+            CREATE INDEX login_failures_by_time ON login_failures(last_failure_ms);
+            CREATE TABLE reviews (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                place_id   INTEGER NOT NULL,
+                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                rating     INTEGER NOT NULL CHECK (rating BETWEEN 1 AND 5),
+                text       TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                UNIQUE (user_id, place_id)
+            );
+            CREATE INDEX reviews_by_place_date ON reviews(place_id, updated_at, id);
+            CREATE INDEX reviews_by_place_rating ON reviews(place_id, rating, id);
+            CREATE INDEX reviews_by_user_date ON reviews(user_id, updated_at, id);
+            CREATE TABLE follows (
+                id          INTEGER PRIMARY KEY AUTOINCREMENT,
+                follower_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                followee_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                created_at  TEXT NOT NULL,
+                UNIQUE (follower_id, followee_id)
+            );
+            CREATE INDEX follows_by_follower ON follows(follower_id, id);
+            CREATE INDEX follows_by_followee ON follows(followee_id, id);
+            """),
+    ]
+}

@@ -1,0 +1,223 @@
+import Bus
+import Foundation
+import ServiceKit
+import SocialService
+import Storage
+import Testing
+
+let wrongCredentials = ServiceError(.unauthenticated, "wrong username or password")
+let invalidToken = ServiceError(.unauthenticated, "invalid or expired token", field: "token")
+
+@Suite struct AccountTests {
+    @Test func registerLoginValidateAndLogout() throws {
+        let f = try SocialFixture()
+        let registered = try f.call("auth.register", #"{"username":"Alice.W","email":"alice@example.com","name":"  Alice Walker ","password":"\#(SocialFixture.password)"}"#)
+        // The public user only: no email, no hash.
+        #expect(Set(registered.keys) == ["id", "username", "name", "role"])
+        #expect(registered["id"] as? Int == 1 && registered["username"] as? String == "alice.w" && registered["name"] as? String == "Alice Walker")
+
+        let login = try f.login("ALICE.W")
+        #expect(login.token.hasPrefix("tb1_") && login.token.count == 47)
+        #expect(login.expiresAt == "2026-07-01T00:00:00.000Z")
+        #expect(login.user == PublicUser(id: 1, username: "alice.w", name: "Alice Walker", role: "user"))
+        let owner = try f.client.call("auth.validate", TokenBody(token: login.token), as: TokenOwner.self)
+        #expect(owner.userId == 1 && owner.role == "user" && owner.expiresAt == login.expiresAt)
+
+        // Logging out ends that session only, at once.
+        let other = try f.login("alice.w")
+        #expect(f.error("auth.logout", #"{"token":"\#(login.token)"}"#)?.code == .unauthenticated)
+        #expect(try f.call("auth.logout", #"{"token":"\#(login.token)"}"#, as: 1).isEmpty)
+        #expect(throws: invalidToken) { try f.client.call("auth.validate", TokenBody(token: login.token), as: TokenOwner.self) }
+        #expect(try f.client.call("auth.validate", TokenBody(token: other.token), as: TokenOwner.self).userId == 1)
+        #expect(try f.call("auth.logout", #"{"token":"\#(login.token)"}"#, as: 1).isEmpty)  // again: nothing to end
+    }
+
+    @Test(arguments: [
+        ("Sh0rtPw", "must be at least 8 characters"),
+        ("no-upper-case-1", "must contain an upper-case letter"),
+        ("NO-LOWER-CASE-1", "must contain a lower-case letter"),
+        ("No-Digits-Here", "must contain a digit"),
+        (String(repeating: "Aa1", count: 342), "must be at most 1024 bytes"),
+    ])
+    func weakPasswordsSayWhichRuleFailed(password: String, message: String) throws {
+        let f = try SocialFixture()
+        let account = Registration(username: "erin", email: "erin@example.com", name: "Erin", password: password)
+        #expect(throws: ServiceError.invalid("password", message)) { try f.client.call("auth.register", account, as: PublicUser.self) }
+        // Nothing was stored: the name is still free and the first id is still 1.
+        #expect(try f.register("erin") == 1)
+    }
+
+    @Test func usernamesAndEmailsAreCheckedAndUnique() throws {
+        let f = try SocialFixture()
+        try f.register("bob")
+        func refusal(_ username: String, _ email: String, name: String = "Bob") -> ServiceError? {
+            let body = Registration(username: username, email: email, name: name, password: SocialFixture.password)
+            do {
+                _ = try f.client.call("auth.register", body, as: PublicUser.self)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(refusal("BOB", "other@example.com") == ServiceError(.alreadyExists, "username 'bob' is taken", field: "username"))
+        #expect(refusal("bobby", "Bob@Example.COM") == ServiceError(.alreadyExists, "this email already has an account", field: "email"))
+        for username in ["ab", String(repeating: "b", count: 33)] {
+            #expect(refusal(username, "x@example.com") == .invalid("username", "must be 3 to 32 characters"))
+        }
+        for username in ["bob smith", "bøb", "bob-smith", "bob@home"] {
+            #expect(refusal(username, "x@example.com") == .invalid("username", "may hold only a-z, 0-9, _ and ."))
+        }
+        for email in ["bob", "bob@example", "a@b@c.de", "bob @example.com", "@example.com", "bob@.com", "bob@example."] {
+            #expect(refusal("robert", email) == .invalid("email", "must be an email address such as name@example.com"), "\(email)")
+        }
+        #expect(refusal("robert", String(repeating: "r", count: 243) + "@example.com") == .invalid("email", "must be at most 254 characters"))
+        #expect(refusal("robert", "robert@example.com", name: " \n ") == .invalid("name", "must not be empty"))
+        #expect(refusal("robert", "robert@example.com", name: String(repeating: "n", count: 101)) == .invalid("name", "must be at most 100 characters"))
+        #expect(try f.register("b_o.b2") == 2)
+    }
+
+    @Test func wrongPasswordAndUnknownUserGetTheSameAnswer() throws {
+        let f = try SocialFixture()
+        try f.register("frank")
+        #expect(throws: wrongCredentials) { try f.login("frank", "Wrong-passw0rd") }
+        #expect(throws: wrongCredentials) { try f.login("nobody", "Wrong-passw0rd") }
+        #expect(throws: wrongCredentials) { try f.login("", "") }
+        #expect(try f.login("frank").user.username == "frank")
+    }
+
+    @Test func failedLoginsAreThrottledThenLocked() throws {
+        let f = try SocialFixture()
+        try f.register("carol")
+        func tooSoon(_ wait: String) -> ServiceError { ServiceError(.rateLimited, "too many failed logins; try again in \(wait)", field: "username") }
+        for _ in 0..<5 { #expect(throws: wrongCredentials) { try f.login("carol", "Wrong-passw0rd") } }
+        // Five failures: the next attempt waits a second, whatever its password and case.
+        #expect(throws: tooSoon("1 second")) { try f.login("CAROL") }
+        f.clock.advance(0.4)
+        #expect(throws: tooSoon("1 second")) { try f.login("carol") }
+        f.clock.advance(0.6)
+        #expect(throws: wrongCredentials) { try f.login("carol", "Wrong-passw0rd") }
+        // Each further failure doubles the wait.
+        for wait in [2, 4, 8, 16] {
+            #expect(throws: tooSoon("\(wait) seconds")) { try f.login("carol") }
+            f.clock.advance(TimeInterval(wait))
+            #expect(throws: wrongCredentials) { try f.login("Carol", "Wrong-passw0rd") }
+        }
+        // Ten failures: locked for 15 minutes, even for the right password.
+        let locked = ServiceError(.rateLimited, "too many failed logins: locked for 15 minutes; try again in 900 seconds", field: "username")
+        #expect(throws: locked) { try f.login("carol") }
+        f.clock.advance(899)
+        #expect(throws: ServiceError(.rateLimited, "too many failed logins: locked for 15 minutes; try again in 1 second", field: "username")) {
+            try f.login("carol")
+        }
+        f.clock.advance(1)
+        #expect(try f.login("carol").user.username == "carol")
+        // A success starts the count over.
+        for _ in 0..<5 { #expect(throws: wrongCredentials) { try f.login("carol", "Wrong-passw0rd") } }
+        #expect(throws: tooSoon("1 second")) { try f.login("carol") }
+
+        // Unknown usernames are throttled alike, so throttling does not tell who exists.
+        for _ in 0..<5 { #expect(throws: wrongCredentials) { try f.login("nobody", "Wrong-passw0rd") } }
+        #expect(throws: tooSoon("1 second")) { try f.login("nobody", "Wrong-passw0rd") }
+        // A day without failures forgets them.
+        f.clock.advance(86_400)
+        #expect(throws: wrongCredentials) { try f.login("nobody", "Wrong-passw0rd") }
+        #expect(throws: wrongCredentials) { try f.login("nobody", "Wrong-passw0rd") }
+    }
+
+    @Test func forgedTruncatedAndExpiredTokensAreRefused() throws {
+        let f = try SocialFixture()
+        try f.register("dave")
+        let token = try f.login("dave").token
+        let flipped = String(token.dropLast()) + (token.hasSuffix("A") ? "B" : "A")
+        for bad in ["tb1_" + String(repeating: "A", count: 43), String(token.dropLast()), flipped, token + "A", "", "hello", "tb2_" + token.dropFirst(4)] {
+            #expect(throws: invalidToken) { try f.client.call("auth.validate", TokenBody(token: bad), as: TokenOwner.self) }
+        }
+        #expect(f.error("auth.validate", "{}") == .invalid("token", "missing required field token"))
+        f.clock.advance(30 * 86_400 - 1)
+        #expect(try f.client.call("auth.validate", TokenBody(token: token), as: TokenOwner.self).userId == 1)
+        f.clock.advance(1)
+        #expect(throws: invalidToken) { try f.client.call("auth.validate", TokenBody(token: token), as: TokenOwner.self) }
+    }
+
+    @Test func rolesComeFromTheDatabaseAndOnlyAdminsChangeThem() throws {
+        let f = try SocialFixture()
+        let admin = try f.register("root", admin: true)
+        let user = try f.register("grace")
+        #expect(try f.login("root").user.role == "admin")
+        // Claiming to be an admin in the envelope changes nothing: the stored role decides.
+        let denied = ServiceError(.permissionDenied, "only an admin may change roles")
+        do {
+            try f.call("admin.set_role", #"{"user_id":\#(user),"role":"admin"}"#, as: user, role: "admin")
+            Issue.record("a user changed a role")
+        } catch {
+            #expect(error == denied)
+        }
+        #expect(f.error("admin.set_role", #"{"user_id":\#(user),"role":"king"}"#, as: admin) == .invalid("role", "must be user or admin"))
+        #expect(f.error("admin.set_role", #"{"user_id":99,"role":"admin"}"#, as: admin) == ServiceError(.notFound, "no user with id 99", field: "user_id"))
+        #expect(try f.call("admin.set_role", #"{"user_id":\#(user),"role":"admin"}"#, as: admin)["role"] as? String == "admin")
+        let token = try f.login("grace").token
+        #expect(try f.client.call("auth.validate", TokenBody(token: token), as: TokenOwner.self).role == "admin")
+    }
+
+    @Test func requestsThatNeedAUserRefuseCallersWithoutOne() throws {
+        let f = try SocialFixture()
+        try f.register("heidi")
+        let needing: [(String, String)] = [
+            ("auth.logout", #"{"token":"x"}"#), ("admin.set_role", #"{"user_id":1,"role":"admin"}"#), ("profile.update", #"{"bio":"hi"}"#),
+            ("reviews.add", #"{"place_id":1,"rating":5}"#), ("reviews.delete", #"{"review_id":1}"#), ("social.follow", #"{"user_id":1}"#),
+            ("social.unfollow", #"{"user_id":1}"#), ("social.feed", "{}"), ("social.followers", "{}"), ("social.following", "{}"),
+        ]
+        for (type, body) in needing {
+            #expect(f.error(type, body) == ServiceError(.unauthenticated, "\(type) needs a signed-in user"), "\(type)")
+            // An identity the service does not know is no identity.
+            #expect(f.error(type, body, as: 42) == ServiceError(.unauthenticated, "no user with id 42"), "\(type)")
+        }
+        #expect(f.error("profile.get") == ServiceError(.unauthenticated, "profile.get needs a user_id or a signed-in user"))
+    }
+
+    @Test func noPasswordOrTokenInTheDatabaseFilesOrTheLogs() throws {
+        let f = try SocialFixture()
+        try f.register("ivan")
+        let token = try f.login("ivan").token
+        #expect(throws: wrongCredentials) { try f.login("ivan", "Wrong-Passw0rd-xyz") }
+        #expect(throws: wrongCredentials) { try f.login("ghost", "Ghost-Passw0rd-xyz") }
+        let weak = Registration(username: "judy", email: "judy@example.com", name: "Judy", password: "weak-passw0rd-xyz")
+        #expect(throws: ServiceError.self) { try f.client.call("auth.register", weak, as: PublicUser.self) }
+        try f.call("auth.logout", #"{"token":"\#(token)"}"#, as: 1)
+
+        let files = [f.databasePath, f.databasePath + "-wal", f.databasePath + "-shm"].compactMap { FileManager.default.contents(atPath: $0) }
+        #expect(files.count >= 2)
+        let logs = Data(f.logs.text.utf8)
+        #expect(f.logs.text.contains("migrated"))
+        for secret in [SocialFixture.password, "Wrong-Passw0rd-xyz", "Ghost-Passw0rd-xyz", "weak-passw0rd-xyz", token] {
+            for (index, bytes) in (files + [logs]).enumerated() {
+                #expect(bytes.range(of: Data(secret.utf8)) == nil, "found \(secret.prefix(6))… in file \(index)")
+            }
+        }
+    }
+
+    @Test func theProductionCostIsArgon2idInteractiveAndUnknownUsersCostAsMuch() throws {
+        #expect(SocialOptions().passwordCost == .interactive)
+        let f = try SocialFixture(cost: .interactive)
+        try f.register("kate")
+        let hash = try Database(path: f.databasePath).queryOne("SELECT password_hash FROM users WHERE username = 'kate'")?.string(0)
+        #expect(hash?.hasPrefix("$argon2id$v=19$m=65536,t=2,p=1$") == true)
+
+        func fastest(_ username: String) -> Duration {
+            (0..<2).map { _ in
+                ContinuousClock().measure { #expect(throws: wrongCredentials) { try f.login(username, "Wrong-passw0rd") } }
+            }.min() ?? .zero
+        }
+        let known = fastest("kate"), unknown = fastest("nobody")
+        #expect(unknown > known / 2, "known user \(known), unknown \(unknown)")
+    }
+
+    @Test func passwordCostComesFromTheEnvironment() throws {
+        #expect(try SocialOptions(environment: [:]).passwordCost == .interactive)
+        #expect(try SocialOptions(environment: ["TOURBUS_PASSWORD_COST": "moderate"]).passwordCost == .moderate)
+        #expect(try SocialOptions(environment: ["TOURBUS_PASSWORD_COST": "minimum"]).passwordCost == .minimum)
+        #expect(throws: ConfigError("TOURBUS_PASSWORD_COST must be interactive, moderate or minimum, got 'cheap'")) {
+            try SocialOptions(environment: ["TOURBUS_PASSWORD_COST": "cheap"])
+        }
+    }
+}

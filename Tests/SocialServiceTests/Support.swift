@@ -1,0 +1,135 @@
+import Bus
+import Foundation
+import ServiceKit
+import SocialService
+import Storage
+import Synchronization
+
+let quiet = Logger(component: "social-test", level: .error)
+
+/// A fresh temporary folder, removed when the fixture goes away.
+final class TemporaryFolder: Sendable {
+    let path: String
+    init() {
+        path = NSTemporaryDirectory() + "tourbus-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A clock the tests move by hand; it starts at 2026-06-01T00:00:00Z.
+final class TestClock: Sendable {
+    private let time = Mutex(Date(timeIntervalSince1970: 1_780_272_000))
+    var now: Date { time.withLock { $0 } }
+    func advance(_ seconds: TimeInterval) { time.withLock { $0 += seconds } }
+}
+
+/// Every log line the service writes, at every level.
+final class LogCapture: Sendable {
+    private let lines = Mutex<[String]>([])
+    var logger: Logger { Logger(component: "social", level: .debug) { line in self.lines.withLock { $0.append(line) } } }
+    var text: String { lines.withLock { $0.joined() } }
+}
+
+/// The places the fake catalog knows.
+let fakePlaces: [Int64: String] = [1: "Sydney Opera House", 2: "Bondi Beach", 3: "Café Sydney & Bar"]
+
+/// `catalog.get` as the fake catalog reads and answers it.
+struct FakePlace: Codable, Sendable {
+    var id: Int64
+    var name: String?
+}
+
+/// A stand-in catalog: `catalog.get` answers the places of `fakePlaces` and `not_found` for any other id.
+func fakeCatalog(context: ZMQContext) throws -> RPCServer<Void> {
+    var table = HandlerTable<Void>()
+    table.on("catalog.get") { (request: FakePlace, _, _) -> FakePlace in
+        guard let name = fakePlaces[request.id] else { throw ServiceError(.notFound, "no place with id \(request.id)", field: "id") }
+        return FakePlace(id: request.id, name: name)
+    }
+    return try RPCServer(context: context, bind: ["tcp://127.0.0.1:0"], table: table, logger: quiet) { _ in () }
+}
+
+/// A social service running in this process on loopback ports, with a fake catalog, a
+/// hand-moved clock, captured logs and a client.
+final class SocialFixture {
+    static let password = "Tr4vel-Sydney"
+
+    let folder = TemporaryFolder()
+    let context: ZMQContext
+    let clock: TestClock
+    let logs = LogCapture()
+    let catalog: RPCServer<Void>
+    let runtime: ServiceRuntime<SocialStore>
+    let client: RPCClient
+    let databasePath: String
+
+    /// `catalogUp: false` points the service at a catalog that has stopped.
+    init(catalogUp: Bool = true, cost: PasswordCost = .minimum, heartbeatMs: Int = 50) throws {
+        context = try ZMQContext()
+        catalog = try fakeCatalog(context: context)
+        if !catalogUp { catalog.stop() }
+        var config = ServiceConfig(service: "social")
+        config.dataDirectory = folder.path
+        config.heartbeatMilliseconds = heartbeatMs
+        config.peers = ["catalog": PeerEndpoints(rpc: catalog.endpoints)]
+        databasePath = config.resolvedDatabasePath
+        let clock = TestClock()
+        self.clock = clock
+        var options = SocialOptions()
+        options.passwordCost = cost
+        options.clock = { clock.now }
+        runtime = try ServiceRuntime(definition: SocialService.definition(options: options), config: config, context: context, logger: logs.logger)
+        client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)
+    }
+
+    deinit {
+        client.close()
+        runtime.stop()
+        catalog.stop()
+    }
+
+    /// Sends a raw JSON body as `user` (nil: no identity) and returns the reply body, or throws the error.
+    @discardableResult
+    func call(_ type: String, _ json: String = "{}", as user: Int64? = nil, role: String = "user") throws(ServiceError) -> [String: Any] {
+        let reply = try client.request(type: type, body: Data(json.utf8), auth: user.map { Auth(userId: String($0), role: role) },
+                                       timeoutMilliseconds: 5_000)
+        return (try? JSONSerialization.jsonObject(with: reply.bodyJSON)) as? [String: Any] ?? [:]
+    }
+
+    /// The error `call` throws, or nil when it succeeds.
+    func error(_ type: String, _ json: String = "{}", as user: Int64? = nil) -> ServiceError? {
+        do {
+            try call(type, json, as: user)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Registers `username` (an admin with `admin.create`) with `SocialFixture.password`; returns the id.
+    @discardableResult
+    func register(_ username: String, admin: Bool = false) throws -> Int64 {
+        let account = Registration(username: username, email: "\(username)@example.com", name: username.capitalized, password: Self.password)
+        return try client.call(admin ? "admin.create" : "auth.register", account, as: PublicUser.self).id
+    }
+
+    func login(_ username: String, _ password: String = SocialFixture.password) throws(ServiceError) -> LoginReply {
+        try client.call("auth.login", Credentials(username: username, password: password), as: LoginReply.self)
+    }
+
+    /// Adds `user`'s review of a place and returns its id.
+    @discardableResult
+    func review(_ place: Int64, _ rating: Int, by user: Int64, text: String = "") throws -> Int64 {
+        Int64(try call("reviews.add", #"{"place_id":\#(place),"rating":\#(rating),"text":\#(try json(text))}"#, as: user)["id"] as? Int ?? 0)
+    }
+
+    /// Every `social.rating.updated` event in the outbox, in order.
+    func ratingEvents() throws -> [RatingUpdated] {
+        let replay = try client.request(type: "sys.replay", body: Data(#"{"after":0,"limit":10000}"#.utf8))
+        return try replay.attachments.map { try ReceivedEvent(envelope: $0).body(RatingUpdated.self) }
+    }
+}
+
+/// A string as a JSON literal.
+func json(_ text: String) throws -> String { String(decoding: try JSONEncoder().encode(text), as: UTF8.self) }
