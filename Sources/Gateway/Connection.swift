@@ -66,6 +66,15 @@ final class Connection {
     private var peerClosed = false
     private var closeAfterFlush = false
     private var lastProgress = monotonicNanos()
+    /// The token this connection signed in with (auth.login, auth.resume, AUTH), if any.
+    private var token: String?
+    /// RESP slots of AUTH commands, answered `+OK` as Redis clients expect.
+    private var authSlots = Set<Int>()
+    /// The slot of a sign-in or sign-out under way: requests after it wait for its answer, so
+    /// they run as whoever it leaves signed in.
+    private var sessionSlot: Int?
+    private var held: [(slot: Int, method: String, params: Data, deadline: Int?)] = []
+    static let sessionMethods: Set<String> = ["auth.login", "auth.resume", "auth.logout"]
 
     // RESP: answers in request order.
     private var nextSlot = 0
@@ -258,6 +267,21 @@ final class Connection {
         case "ping" where words.count == 2:
             finishRESP(slot, RESP.bulk(words[1]))
             return
+        case "auth":
+            // AUTH <token> resumes a session; AUTH <username> <password> (Redis 6's form) logs in.
+            let arguments = words.dropFirst().map { String(decoding: $0, as: UTF8.self) }
+            let request: (String, [String: String])? = switch arguments.count {
+            case 1: ("auth.resume", ["token": arguments[0]])
+            case 2: ("auth.login", ["username": arguments[0], "password": arguments[1]])
+            default: nil
+            }
+            guard let (method, params) = request, let body = try? JSONSerialization.data(withJSONObject: params) else {
+                finishRESP(slot, RESP.error("ERR", "AUTH takes a token, or a username and a password"))
+                return
+            }
+            authSlots.insert(slot)
+            start(slot, method: method, params: body, deadline: nil)
+            return
         default:
             break
         }
@@ -272,13 +296,19 @@ final class Connection {
     // MARK: Dispatch and answers
 
     private func start(_ slot: Int, method: String, params: Data, deadline: Int?) {
-        guard inFlight < limits.maxInFlight else {
+        if sessionSlot != nil && inFlight + held.count < limits.maxInFlight {
+            held.append((slot, method, params, deadline))
+            return
+        }
+        guard inFlight + held.count < limits.maxInFlight else {
             complete(slot, .failure(ServiceError(.rateLimited, "more than \(limits.maxInFlight) requests in flight on this connection")))
             return
         }
+        if Connection.sessionMethods.contains(method) { sessionSlot = slot }
         inFlight += 1
         let inbox = self.inbox
-        if let immediate = dispatcher.dispatch(method: method, params: params, deadlineMilliseconds: deadline, completion: { inbox.post(slot, $0) }) {
+        if let immediate = dispatcher.dispatch(method: method, params: params, deadlineMilliseconds: deadline, token: token,
+                                               completion: { inbox.post(slot, $0) }) {
             inFlight -= 1
             complete(slot, immediate)
         }
@@ -293,19 +323,43 @@ final class Connection {
     }
 
     private func complete(_ slot: Int, _ outcome: Outcome) {
+        answer(slot, outcome)
+        // The session is settled: what waited for it goes now, in order, until another sign-in.
+        guard sessionSlot == slot else { return }
+        sessionSlot = nil
+        while sessionSlot == nil, !held.isEmpty {
+            let next = held.removeFirst()
+            start(next.slot, method: next.method, params: next.params, deadline: next.deadline)
+        }
+    }
+
+    private func answer(_ slot: Int, _ outcome: Outcome) {
+        var outcome = outcome
+        if case .session(let body, let change) = outcome {
+            // Requests sent after this answer carry the new identity.
+            switch change {
+            case .signedIn(let newToken): token = newToken
+            case .signedOut(let oldToken): if token == oldToken { token = nil }
+            }
+            outcome = .result(body)
+        }
+        if authSlots.remove(slot) != nil, case .result = outcome {
+            finishRESP(slot, RESP.simple("OK"))
+            return
+        }
         switch framing {
         case .jsonRPC?:
             let id = slotIds[slot] ?? nil
             let bytes: [UInt8]
             switch outcome {
-            case .result(let body): bytes = JSONRPC.result(id: id ?? Data("null".utf8), body)
+            case .result(let body), .session(let body, _): bytes = JSONRPC.result(id: id ?? Data("null".utf8), body)
             case .pong: bytes = JSONRPC.result(id: id ?? Data("null".utf8), Data("\"pong\"".utf8))
             case .failure(let error): bytes = JSONRPC.error(id: id ?? Data("null".utf8), error)
             }
             finishJSON(slot, bytes, notification: id == nil)
         default:
             switch outcome {
-            case .result(let body): finishRESP(slot, RESP.bulk(body))
+            case .result(let body), .session(let body, _): finishRESP(slot, RESP.bulk(body))
             case .pong: finishRESP(slot, RESP.simple("PONG"))
             case .failure(let error):
                 finishRESP(slot, RESP.error(error.code.rawValue.uppercased(), error.field.map { "\($0): \(error.message)" } ?? error.message))

@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import ServiceKit
+import Synchronization
 
 /// The answer to one gateway command, before either framing formats it.
 enum Outcome: Sendable {
@@ -10,20 +11,34 @@ enum Outcome: Sendable {
     case pong
     /// An error from the closed set.
     case failure(ServiceError)
+    /// A JSON result that also changes who the connection is (login, resume, logout).
+    case session(Data, SessionChange)
+}
+
+/// How an answer changes the signed-in user of the connection that asked.
+enum SessionChange: Sendable, Equatable {
+    case signedIn(token: String)
+    case signedOut(token: String)
 }
 
 /// One command model for both framings: a method and a params object, answered by an `Outcome`.
 ///
-/// Built-ins (`ping`, `help`, `gateway.status`) are answered here; any other method goes
-/// to the service its prefix names (`catalog.get` → `catalog`).
+/// Built-ins (`ping`, `help`, `gateway.status`, `auth.resume`) are answered here; any other
+/// method goes to the service `AccessPolicy` names, if the caller may call it. Who the
+/// caller is comes from a token (the connection's, or one in the params for one request),
+/// checked with the social service (`auth.validate`) and passed on in the envelope's `auth`.
 final class Dispatcher: Sendable {
     let backends: Backends
+    let policy: AccessPolicy
+    let tokens: TokenCache
     let defaultDeadlineMilliseconds: Int
     let connections: ConnectionCount
     let maxConnections: Int
 
-    init(backends: Backends, defaultDeadlineMilliseconds: Int, connections: ConnectionCount, maxConnections: Int) {
+    init(backends: Backends, policy: AccessPolicy = .standard, defaultDeadlineMilliseconds: Int, connections: ConnectionCount, maxConnections: Int) {
         self.backends = backends
+        self.policy = policy
+        self.tokens = TokenCache()
         self.defaultDeadlineMilliseconds = defaultDeadlineMilliseconds
         self.connections = connections
         self.maxConnections = maxConnections
@@ -34,33 +49,98 @@ final class Dispatcher: Sendable {
         ("ping", "liveness of the gateway itself"),
         ("help", "every method with a one-line description"),
         ("gateway.status", "each backend: up or down, latency, last error; open client connections"),
+        ("auth.resume", "sign this connection in with a token from auth.login (RESP: AUTH <token>)"),
     ]
 
+    /// The service that checks tokens.
+    static let accounts = "social"
+
     /// Answers a command: at once (returns the outcome) or later (returns nil and calls `completion`
-    /// exactly once, on another thread).
-    func dispatch(method: String, params: Data, deadlineMilliseconds: Int?,
+    /// exactly once, on another thread). `token` is the connection's, when it signed in.
+    func dispatch(method: String, params: Data, deadlineMilliseconds: Int?, token connectionToken: String? = nil,
                   completion: @escaping @Sendable (Outcome) -> Void) -> Outcome? {
         if let requested = deadlineMilliseconds, requested <= 0 {
             return .failure(ServiceError.invalid("deadline_ms", "must be a positive number of milliseconds"))
         }
+        let deadline = min(deadlineMilliseconds ?? defaultDeadlineMilliseconds, defaultDeadlineMilliseconds)
         switch method {
         case "ping": return .pong
         case "help": return encoded(help())
         case "gateway.status": return encoded(Status(backends: backends.status(), connections: .init(open: connections.value, limit: maxConnections)))
+        case "auth.resume":
+            guard let token = JSONSpan.member("token", in: params).flatMap({ JSONSpan.string(at: $0, in: params) }), !token.isEmpty else {
+                return .failure(ServiceError.invalid("token", "needs the token auth.login gave"))
+            }
+            return validate(token, deadline: deadline) { result in
+                switch result {
+                case .success(let user): completion(.session(Dispatcher.json(user), .signedIn(token: token)))
+                case .failure(let error): completion(.failure(error))
+                }
+            }.map { .failure($0) }
         default: break
         }
-        guard let dot = method.firstIndex(of: "."), dot != method.startIndex,
-              !method.hasPrefix("sys."), let client = backends.client(for: String(method[..<dot])) else {
+        guard let rule = policy.rule(for: method), backends.client(for: rule.service) != nil else {
             return .failure(Dispatcher.unknownMethod(method))
         }
-        let service = String(method[..<dot])
-        let deadline = min(deadlineMilliseconds ?? defaultDeadlineMilliseconds, defaultDeadlineMilliseconds)
-        let ownDeadline = deadline < defaultDeadlineMilliseconds
-        let backends = self.backends
-        client.send(type: method, body: params, timeoutMilliseconds: deadline) { result in
+        // A deadline the client shortened says nothing about the backend when it passes.
+        let ownDeadline = deadlineMilliseconds.map { $0 < defaultDeadlineMilliseconds } ?? false
+        // A token in the params stands for this one request.
+        var params = params
+        var token = connectionToken
+        if let range = JSONSpan.member("token", in: params) {
+            guard let given = JSONSpan.string(at: range, in: params) else { return .failure(ServiceError.invalid("token", "must be a string")) }
+            token = given
+            params = Dispatcher.removingToken(from: params)
+        }
+        // Signing up and in need no one; everything else carries who asks, when someone does.
+        guard method != "auth.login" && method != "auth.register", let token else {
+            if rule.access != .anyone {
+                return .failure(ServiceError(.unauthenticated, "sign in first: auth.login, auth.resume, AUTH <token>, or a token param"))
+            }
+            forward(method, rule, params, auth: nil, token: nil, deadline: deadline, ownDeadline: ownDeadline, completion)
+            return nil
+        }
+        return validate(token, deadline: deadline) { [self, params] result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let user):
+                if rule.access == .admin && user.role != "admin" {
+                    completion(.failure(ServiceError(.permissionDenied, "\(method) needs an admin")))
+                } else {
+                    forward(method, rule, params, auth: Auth(userId: String(user.userId), role: user.role), token: token,
+                            deadline: deadline, ownDeadline: ownDeadline, completion)
+                }
+            }
+        }.map { .failure($0) }
+    }
+
+    /// Sends a request on to its service and turns the reply into an outcome.
+    private func forward(_ method: String, _ rule: AccessPolicy.Rule, _ params: Data, auth: Auth?, token: String?,
+                         deadline: Int, ownDeadline: Bool, _ completion: @escaping @Sendable (Outcome) -> Void) {
+        guard let client = backends.client(for: rule.service) else {
+            completion(.failure(Dispatcher.unknownMethod(method)))
+            return
+        }
+        let backends = self.backends, tokens = self.tokens, service = rule.service
+        // Logging out ends the token that signed the request in.
+        let body = method == "auth.logout" ? Dispatcher.json(["token": token ?? ""]) : params
+        client.send(type: method, body: body, auth: auth, timeoutMilliseconds: deadline) { result in
             switch result {
             case .success(let reply):
-                completion(.result(reply.bodyJSON))
+                switch method {
+                case "auth.login":
+                    guard let signedIn = try? JSONCoding.decoder.decode(LoginReply.self, from: reply.bodyJSON) else {
+                        completion(.failure(ServiceError(.internal, "auth.login answered without a token")))
+                        return
+                    }
+                    completion(.session(reply.bodyJSON, .signedIn(token: signedIn.token)))
+                case "auth.logout":
+                    if let token { tokens.remove(token) }
+                    completion(.session(reply.bodyJSON, .signedOut(token: token ?? "")))
+                default:
+                    completion(.result(reply.bodyJSON))
+                }
             case .failure(let error):
                 // A deadline the client shortened says nothing about the backend.
                 if !(ownDeadline && error.code == .deadlineExceeded) { backends.noteFailure(service, error) }
@@ -72,8 +152,60 @@ final class Dispatcher: Sendable {
                 }
             }
         }
+    }
+
+    /// What `auth.login` answers, as far as the gateway reads it.
+    struct LoginReply: Decodable { var token: String }
+
+    /// Who a token signs in, as `auth.validate` answers (and `auth.resume` replies).
+    struct TokenOwner: Codable, Sendable, Equatable {
+        var userId: Int64
+        var role: String
+        var expiresAt: String?
+
+        enum CodingKeys: String, CodingKey {
+            case userId = "user_id"
+            case role
+            case expiresAt = "expires_at"
+        }
+    }
+
+    /// Checks a token: from the cache when it was checked moments ago, else with the social
+    /// service. Calls `then` later and returns nil, or returns an error at once.
+    private func validate(_ token: String, deadline: Int, then: @escaping @Sendable (Result<TokenOwner, ServiceError>) -> Void) -> ServiceError? {
+        if let known = tokens.owner(of: token) {
+            then(.success(known))
+            return nil
+        }
+        guard let accounts = backends.client(for: Dispatcher.accounts) else {
+            return ServiceError(.unavailable, "no \(Dispatcher.accounts) service is configured to check tokens")
+        }
+        let tokens = self.tokens, backends = self.backends
+        accounts.send(type: "auth.validate", body: Dispatcher.json(["token": token]), timeoutMilliseconds: deadline) { result in
+            switch result {
+            case .success(let reply):
+                guard let owner = try? JSONCoding.decoder.decode(TokenOwner.self, from: reply.bodyJSON) else {
+                    then(.failure(ServiceError(.internal, "auth.validate answered something unexpected")))
+                    return
+                }
+                tokens.remember(token, owner)
+                then(.success(owner))
+            case .failure(let error):
+                backends.noteFailure(Dispatcher.accounts, error)
+                then(.failure(error))
+            }
+        }
         return nil
     }
+
+    /// The params without their `token` member.
+    static func removingToken(from params: Data) -> Data {
+        guard var object = (try? JSONSerialization.jsonObject(with: params)) as? [String: Any] else { return params }
+        object.removeValue(forKey: "token")
+        return (try? JSONSerialization.data(withJSONObject: object)) ?? params
+    }
+
+    static func json<T: Encodable>(_ value: T) -> Data { (try? JSONCoding.encoder.encode(value)) ?? Data("{}".utf8) }
 
     static func unknownMethod(_ method: String) -> ServiceError {
         ServiceError(.notFound, "unknown method '\(method)'; try help", field: "method")
@@ -102,7 +234,9 @@ final class Dispatcher: Sendable {
         let known = backends.knownMethods()
         var entries = Dispatcher.builtIns.map { Help.Entry(method: $0.method, description: $0.description) }
         for service in known.keys.sorted() {
-            entries += (known[service]?.methods ?? []).map { Help.Entry(method: $0.type, description: $0.description) }
+            // Only what the gateway offers: the policy routes it to this service.
+            entries += (known[service]?.methods ?? []).filter { policy.rule(for: $0.type)?.service == service }
+                .map { Help.Entry(method: $0.type, description: $0.description) }
         }
         let missing = backends.status().map(\.service).filter { known[$0] == nil }
         return Help(methods: entries, unavailable: missing)
@@ -115,4 +249,34 @@ final class Dispatcher: Sendable {
             return .failure(ServiceError(.internal, "could not encode the answer"))
         }
     }
+}
+
+/// Tokens the social service vouched for moments ago, so a signed-in connection does not ask
+/// it again for every request.
+///
+/// An entry is trusted for `lifetime` (2 s): a token logged out through another gateway, or
+/// expired, keeps working here for at most that long. Logging out through this gateway
+/// forgets the token at once.
+final class TokenCache: Sendable {
+    static let lifetime: UInt64 = 2_000_000_000
+    static let maxEntries = 100_000
+    private let entries = Mutex<[String: (owner: Dispatcher.TokenOwner, checked: UInt64)]>([:])
+
+    func owner(of token: String) -> Dispatcher.TokenOwner? {
+        let now = monotonicNanos()
+        return entries.withLock { e in
+            guard let entry = e[token], now - entry.checked < TokenCache.lifetime else { return nil }
+            return entry.owner
+        }
+    }
+
+    func remember(_ token: String, _ owner: Dispatcher.TokenOwner) {
+        let now = monotonicNanos()
+        entries.withLock { e in
+            if e.count >= TokenCache.maxEntries { e = e.filter { now - $0.value.checked < TokenCache.lifetime } }
+            if e.count < TokenCache.maxEntries { e[token] = (owner, now) }
+        }
+    }
+
+    func remove(_ token: String) { _ = entries.withLock { $0.removeValue(forKey: token) } }
 }

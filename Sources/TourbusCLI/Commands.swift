@@ -12,11 +12,16 @@ public enum TourbusCommand {
           tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo]
               start every built service and the gateway, load the Sydney demo into an empty
               catalog, restart what crashes, stop everything on Ctrl-C
-          tourbus call [--gateway HOST:PORT] [--timeout-ms N] METHOD [JSON | key value …]
+          tourbus call [--gateway HOST:PORT] [--timeout-ms N] [--token T] METHOD [JSON | key value …]
               call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY);
-              the timeout (default 5000) is also sent as the request's deadline
+              the timeout (default 5000) is also sent as the request's deadline; the token
+              (or TOURBUS_TOKEN) from auth.login signs the call in
           tourbus call --service ENDPOINT TYPE [JSON]
               send one request straight to a service's ZeroMQ endpoint
+          tourbus admin create --username U --email E --name N [--service ENDPOINT | --data-dir DIR]
+              create an admin account, the password read from the first line of standard
+              input; straight to the social service (the endpoint `tourbus up` wrote in
+              DIR/endpoints.json, default ./data), which the gateway never lets clients do
           tourbus keys
               print a new CURVE key pair (Z85) for securing links between hosts
         """
@@ -31,6 +36,7 @@ public enum TourbusCommand {
         switch command {
         case "up": return up(rest)
         case "call": return call(rest)
+        case "admin": return admin(rest)
         case "keys": return keys()
         case "help", "--help", "-h":
             print(usage)
@@ -52,6 +58,7 @@ public enum TourbusCommand {
         var gateway = ProcessInfo.processInfo.environment["TOURBUS_GATEWAY"] ?? "127.0.0.1:7700"
         var service: String?
         var timeout = 5_000
+        var token = ProcessInfo.processInfo.environment["TOURBUS_TOKEN"]
         while let first = args.first, first.hasPrefix("--") {
             args.removeFirst()
             guard let value = args.first else {
@@ -63,6 +70,7 @@ public enum TourbusCommand {
             case "--gateway": gateway = value
             case "--service": service = value
             case "--timeout-ms": timeout = Int(value) ?? timeout
+            case "--token": token = value
             default:
                 printError("unknown option \(first)\n\(usage)")
                 return 2
@@ -72,12 +80,16 @@ public enum TourbusCommand {
             printError("call needs a METHOD\n\(usage)")
             return 2
         }
-        let params: Data
+        var params: Data
         switch CommandArguments.params(args.dropFirst().map { Array($0.utf8) }) {
         case .success(let p): params = p
         case .failure(let error):
             printError(error.message)
             return 2
+        }
+        if let token, service == nil, var object = (try? JSONSerialization.jsonObject(with: params)) as? [String: Any] {
+            object["token"] = token
+            params = (try? JSONSerialization.data(withJSONObject: object)) ?? params
         }
         if let service { return callService(endpoint: service, type: method, body: params, timeout: timeout) }
         return callGateway(gateway, method: method, params: params, timeout: timeout)
@@ -137,6 +149,51 @@ public enum TourbusCommand {
         }
     }
 
+    // MARK: admin
+
+    static func admin(_ arguments: [String]) -> Int32 {
+        guard arguments.first == "create" else {
+            printError("admin needs a subcommand: create\n\(usage)")
+            return 2
+        }
+        var fields: [String: String] = [:]
+        var service: String?
+        var dataDirectory = ProcessInfo.processInfo.environment["TOURBUS_DATA_DIR"] ?? "data"
+        var args = arguments.dropFirst()
+        while let option = args.first {
+            args.removeFirst()
+            guard let value = args.first else {
+                printError("\(option) needs a value")
+                return 2
+            }
+            args.removeFirst()
+            switch option {
+            case "--username", "--email", "--name": fields[String(option.dropFirst(2))] = value
+            case "--service": service = value
+            case "--data-dir": dataDirectory = value
+            default:
+                printError("unknown option \(option)\n\(usage)")
+                return 2
+            }
+        }
+        guard fields.count == 3 else {
+            printError("admin create needs --username, --email and --name")
+            return 2
+        }
+        // Never on the command line, where other users' `ps` would show it.
+        guard let password = readLine(strippingNewline: true), !password.isEmpty else {
+            printError("admin create reads the password from the first line of standard input")
+            return 2
+        }
+        fields["password"] = password
+        guard let endpoint = service ?? SuiteEndpoints.read(dataDirectory)?["social"]?.rpc else {
+            printError("no social service: give --service ENDPOINT, or --data-dir of a running `tourbus up`")
+            return 2
+        }
+        guard let body = try? JSONSerialization.data(withJSONObject: fields) else { return 2 }
+        return callService(endpoint: endpoint, type: "admin.create", body: body, timeout: 10_000)
+    }
+
     // MARK: keys
 
     static func keys() -> Int32 {
@@ -190,5 +247,25 @@ struct LineClient {
             received.append(contentsOf: buffer[0..<n])
         }
         return received.prefix { $0 != 0x0A }
+    }
+}
+
+/// Where `tourbus up` put each service, written to `DIR/endpoints.json` for other commands.
+enum SuiteEndpoints {
+    struct Service: Codable, Equatable {
+        var rpc: String
+        var publish: String?
+    }
+
+    static func path(_ dataDirectory: String) -> String { dataDirectory + "/endpoints.json" }
+
+    static func write(_ services: [String: Service], to dataDirectory: String) throws {
+        let data = try JSONCoding.encoder.encode(services)
+        try data.write(to: URL(fileURLWithPath: path(dataDirectory)), options: .atomic)
+    }
+
+    static func read(_ dataDirectory: String) -> [String: Service]? {
+        guard let data = FileManager.default.contents(atPath: path(dataDirectory)) else { return nil }
+        return try? JSONDecoder().decode([String: Service].self, from: data)
     }
 }

@@ -65,6 +65,15 @@ extension TourbusCommand {
             }
             members.append(SuiteMember(name: name, executable: folder.appendingPathComponent("tourbus-\(name)"), arguments: args))
         }
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+            try SuiteEndpoints.write(Dictionary(uniqueKeysWithValues: services.map { name in
+                (name, SuiteEndpoints.Service(rpc: rpc[name] ?? "", publish: publishers.contains(name) ? pub[name] : nil))
+            }), to: dataDirectory)
+        } catch {
+            printError("could not write \(SuiteEndpoints.path(dataDirectory)): \(error)")
+            return 1
+        }
         var gatewayArgs = ["--listen", listen]
         for name in services { gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"] }
         members.append(SuiteMember(name: "gateway", executable: folder.appendingPathComponent("tourbus-gateway"), arguments: gatewayArgs))
@@ -130,6 +139,8 @@ extension TourbusCommand {
             Tourbus is up: \(services.joined(separator: ", ")) and the gateway at \(listen) (data in \(dataDirectory)).
             Try:  redis-cli -h \(host) -p \(port) catalog.list category museum limit 3
                   tourbus call catalog.categories
+            An admin (catalog writes need one), the password on standard input:
+                  tourbus admin create --data-dir \(dataDirectory) --username admin --email admin@example.org --name Admin
             Ctrl-C stops everything.
             """)
         fflush(nil)  // every stream: the lines above must show before the long wait

@@ -23,7 +23,7 @@ final class ServiceProcess {
         throw ServiceError(.notFound, "\(name) is not built next to the tests; run swift build first")
     }
 
-    init(_ name: String, folder: String, arguments: [String] = []) throws {
+    init(_ name: String, folder: String, arguments: [String] = [], environment extra: [String: String] = [:]) throws {
         self.folder = folder
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let ready = folder + "/ready-\(UUID().uuidString).json"
@@ -35,6 +35,7 @@ final class ServiceProcess {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrFile))
         var environment = ProcessInfo.processInfo.environment
         environment["LOG_LEVEL"] = "info"
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         try process.run()
         var found: [String: Any]?

@@ -8,7 +8,7 @@ import Glibc
 @Suite(.serialized) struct GatewayTests {
     @Test func jsonRPCThroughTheGateway() throws {
         let suite = try SuiteFixture()
-        let c = try GatewayConnection(port: suite.port)
+        let c = try suite.adminConnection()
         #expect(json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
         let created = json(c.call(#"{"jsonrpc":"2.0","id":"c","method":"catalog.create","params":{"name":"Opera House","category":"attraction","lat":-33.8568,"lon":151.2153}}"#))
         #expect(created["id"] as? String == "c")
@@ -46,8 +46,9 @@ import Glibc
     @Test func respThroughOurOwnClientWithPipelining() throws {
         let suite = try SuiteFixture()
         let c = try GatewayConnection(port: suite.port)
-        // Inline and array forms, many commands in one packet: replies come back in request order.
-        var packet: [UInt8] = Array("PING\r\n".utf8)
+        // Inline and array forms, many commands in one packet: replies come back in request order,
+        // and those after AUTH wait for it, so they run signed in.
+        var packet: [UInt8] = Array("PING\r\n".utf8) + GatewayConnection.resp(["AUTH", SuiteFixture.admin.username, SuiteFixture.admin.password])
         packet += GatewayConnection.resp(["catalog.create", "name", "Bondi Beach", "category", "beach", "lat", "-33.8915", "lon", "151.2767"])
         for _ in 0..<50 { packet += GatewayConnection.resp(["catalog.categories"]) }
         packet += Array("catalog.get id 999\r\n".utf8)
@@ -55,6 +56,7 @@ import Glibc
         packet += GatewayConnection.resp(["catalog.create", #"{"name":"Icebergs","category":"restaurant","lat":-33.895,"lon":151.274}"#])
         c.send(packet)
         #expect(c.respReply() == "+PONG")
+        #expect(c.respReply() == "+OK")
         #expect(json(String(c.respReply()?.dropFirst() ?? ""))["name"] as? String == "Bondi Beach")
         for _ in 0..<50 { #expect(c.respReply()?.hasPrefix(#"${"categories":"#) == true) }
         #expect(c.respReply() == "-NOT_FOUND id: no place with id 999")
@@ -74,7 +76,8 @@ import Glibc
         func redisCLI(_ args: [String]) throws -> String {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["redis-cli", "-p", String(suite.port)] + args
+            process.arguments = ["redis-cli", "-p", String(suite.port), "--user", SuiteFixture.admin.username,
+                                 "--pass", SuiteFixture.admin.password, "--no-auth-warning"] + args
             let out = Pipe()
             process.standardOutput = out
             process.standardError = out
@@ -131,7 +134,7 @@ import Glibc
 
     @Test func aClientThatDoesNotReadIsDisconnectedWithoutSlowingOthers() throws {
         let suite = try SuiteFixture()
-        let writer = try GatewayConnection(port: suite.port)
+        let writer = try suite.adminConnection()
         let description = String(repeating: "d", count: 4_900)
         for i in 0..<100 {
             _ = writer.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":{"name":"P\#(i)","category":"park","lat":-33.9,"lon":151.2,"description":"\#(description)"}}"#)

@@ -48,7 +48,7 @@ func sameJSON(_ expected: String, _ actual: String) -> Bool {
         let fixture = blocks.filter { $0.kind == "fixture" }.flatMap(\.lines)
         #expect(fixture.count == 5 && blocks.contains { $0.kind == "jsonrpc" })
         let suite = try SuiteFixture(withSearch: true)
-        let c = try GatewayConnection(port: suite.port)
+        let c = try suite.adminConnection()
         for (i, place) in fixture.enumerated() {
             #expect(json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":\#(place.text)}"#))["result"] != nil)
         }

@@ -14,7 +14,7 @@ import Testing
 
     @Test func createUpdateDeleteShowInSearchThroughTheGateway() throws {
         let suite = try SuiteFixture(withSearch: true)
-        let c = try GatewayConnection(port: suite.port)
+        let c = try suite.adminConnection()
         let created = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.create","params":{"name":"Circular Quay Wharf","category":"transport","lat":-33.8612,"lon":151.2111}}"#))
         let id = (created["result"] as? [String: Any])?["id"] as? Int
         #expect(id == 1)
@@ -39,7 +39,7 @@ import Testing
 
     @Test func aSearchThatWasDownFindsTenThousandNewPlacesOnce() throws {
         let suite = try SuiteFixture(withSearch: true)
-        let c = try GatewayConnection(port: suite.port, timeoutMilliseconds: 30_000)
+        let c = try suite.adminConnection(timeoutMilliseconds: 30_000)
         suite.stopSearch()
         // 10,000 places in batches of 100, each batch one line.
         for batch in 0..<100 {

@@ -5,36 +5,52 @@ import Testing
 import Glibc
 #endif
 
-/// A catalog and a gateway, the real executables, on loopback ports of their own choosing.
+/// A catalog, the social service (with an admin) and a gateway, the real executables, on
+/// loopback ports of their own choosing; a search service too when asked.
 final class SuiteFixture {
     let folder = NSTemporaryDirectory() + "tourbus-suite-\(UUID().uuidString)"
     private(set) var catalog: ServiceProcess
     private(set) var search: ServiceProcess?
+    let social: ServiceProcess
     let gateway: ServiceProcess
     let catalogEndpoint: String
+    /// The admin every suite has, as the docs' transcripts sign in.
+    static let admin = (username: "admin", password: "Admin-Pass-1")
 
     var port: UInt16 {
         let listen = gateway.endpoints["listen"] as? String ?? ""
         return UInt16(listen.split(separator: ":").last ?? "") ?? 0
     }
 
+    /// The publishers' request and event endpoints, as a subscriber's arguments.
+    private static func publishers(_ catalog: ServiceProcess, _ social: ServiceProcess) -> [String] {
+        ["--peer", "catalog=\(catalog.rpc)", "--peer-pub", "catalog=\((catalog.endpoints["publish"] as? [String])?.first ?? "")",
+         "--peer", "social=\(social.rpc)", "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
+    }
+
     init(gatewayArguments: [String] = [], withSearch: Bool = false) throws {
         catalog = try ServiceProcess("tourbus-catalog", folder: folder)
         catalogEndpoint = catalog.rpc
-        var peers = ["--peer", "catalog=\(catalogEndpoint)"]
+        // Passwords hashed at the cheapest cost: tests sign in often.
+        social = try ServiceProcess("tourbus-social", folder: folder, arguments: ["--peer", "catalog=\(catalogEndpoint)"],
+                                    environment: ["TOURBUS_PASSWORD_COST": "minimum"])
+        var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)"]
+        search = nil
         if withSearch {
-            let publish = (catalog.endpoints["publish"] as? [String])?.first ?? ""
-            let search = try ServiceProcess("tourbus-search", folder: folder, arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(publish)"])
+            let search = try ServiceProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social))
             peers += ["--peer", "search=\(search.rpc)"]
             self.search = search
-        } else {
-            search = nil
         }
         gateway = try ServiceProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + peers + gatewayArguments)
-        // Wait (bounded) until the gateway has seen the catalog, so `help` lists its methods.
+        let context = try ZMQContext()
+        let client = try RPCClient(context: context, endpoints: [social.rpc], logger: Logger(component: "test", level: .error))
+        defer { client.close() }
+        _ = try client.request(type: "admin.create", body: Data(#"{"username":"\#(SuiteFixture.admin.username)","email":"admin@example.org","name":"Admin","password":"\#(SuiteFixture.admin.password)"}"#.utf8),
+                               timeoutMilliseconds: 5_000)
+        // Wait (bounded) until the gateway has seen the catalog and social, so `help` lists their methods.
         for _ in 0..<100 {
             let status = try? GatewayConnection(port: port).call(#"{"jsonrpc":"2.0","id":0,"method":"help"}"#)
-            if let status, status.contains("catalog.get") { break }
+            if let status, status.contains("catalog.get"), status.contains("reviews.list") { break }
             usleep(50_000)
         }
     }
@@ -47,18 +63,25 @@ final class SuiteFixture {
 
     func startSearch() throws {
         guard let old = search else { return }
-        let publish = (catalog.endpoints["publish"] as? [String])?.first ?? ""
-        search = try ServiceProcess("tourbus-search", folder: folder,
-                                    arguments: ["--bind", old.rpc, "--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(publish)"])
+        search = try ServiceProcess("tourbus-search", folder: folder, arguments: ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social))
     }
 
     func startCatalog() throws {
         catalog = try ServiceProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint])
     }
 
+    /// A connection signed in as the admin (catalog writes need one).
+    func adminConnection(timeoutMilliseconds: Int = 5_000) throws -> GatewayConnection {
+        let c = try GatewayConnection(port: port, timeoutMilliseconds: timeoutMilliseconds)
+        let reply = c.call(#"{"jsonrpc":"2.0","id":0,"method":"auth.login","params":{"username":"\#(SuiteFixture.admin.username)","password":"\#(SuiteFixture.admin.password)"}}"#) ?? ""
+        guard reply.contains("\"token\"") else { throw ServiceError(.unauthenticated, "the admin could not sign in: \(reply)") }
+        return c
+    }
+
     deinit {
         _ = gateway.terminate()
         _ = search?.terminate()
+        _ = social.terminate()
         _ = catalog.terminate()
         try? FileManager.default.removeItem(atPath: folder)
     }

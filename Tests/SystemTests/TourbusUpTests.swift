@@ -46,6 +46,23 @@ import Glibc
         let counts = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.compactMap { $0["count"] as? Int }
         #expect(counts?.reduce(0, +) == 242)
 
+        // The first admin, made by the CLI from the endpoints `up` wrote, can write places.
+        let admin = Process()
+        admin.executableURL = try ServiceProcess.executable("tourbus")
+        admin.arguments = ["admin", "create", "--data-dir", folder, "--username", "admin", "--email", "admin@example.org", "--name", "Admin"]
+        let password = Pipe()
+        admin.standardInput = password
+        admin.standardOutput = FileHandle.nullDevice
+        try admin.run()
+        password.fileHandleForWriting.write(Data("Admin-Pass-1\n".utf8))
+        try password.fileHandleForWriting.close()
+        admin.waitUntilExit()
+        #expect(admin.terminationStatus == 0)
+        let login = json(c.call(#"{"jsonrpc":"2.0","id":2,"method":"auth.login","params":{"username":"admin","password":"Admin-Pass-1"}}"#))
+        #expect((login["result"] as? [String: Any])?["token"] != nil)
+        let created = json(c.call(#"{"jsonrpc":"2.0","id":3,"method":"catalog.create","params":{"name":"Luna Park","category":"attraction","lat":-33.8475,"lon":151.2098}}"#))
+        #expect((created["result"] as? [String: Any])?["id"] as? Int == 243)
+
         // Kill the catalog: the supervisor brings it back on the same endpoint.
         let catalogs = children(of: process.processIdentifier, named: "tourbus-catalog")
         #expect(catalogs.count == 1)
@@ -69,14 +86,17 @@ import Glibc
 }
 
 @Suite struct TourbusCallTests {
-    func tourbus(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    func tourbus(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = try ServiceProcess.executable("tourbus")
         process.arguments = arguments
-        let out = Pipe(), err = Pipe()
+        let out = Pipe(), err = Pipe(), inputPipe = Pipe()
         process.standardOutput = out
         process.standardError = err
+        process.standardInput = inputPipe
         try process.run()
+        inputPipe.fileHandleForWriting.write(Data((input ?? "").utf8))
+        try inputPipe.fileHandleForWriting.close()
         let output = out.fileHandleForReading.readDataToEndOfFile()
         let errors = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -86,8 +106,19 @@ import Glibc
     @Test func callThroughTheGatewayAndStraightToAService() throws {
         let suite = try SuiteFixture()
         let gateway = "127.0.0.1:\(suite.port)"
-        let created = try tourbus(["call", "--gateway", gateway, "catalog.create", "name", "Luna Park", "category", "attraction", "lat", "-33.8475", "lon", "151.2098"])
+        let place = ["catalog.create", "name", "Luna Park", "category", "attraction", "lat", "-33.8475", "lon", "151.2098"]
+        let anonymous = try tourbus(["call", "--gateway", gateway] + place)
+        #expect(anonymous.status == 1 && anonymous.err.contains("unauthenticated"))
+        // A second admin, made by the CLI straight at the social service, signs in and writes.
+        let made = try tourbus(["admin", "create", "--service", suite.social.rpc, "--username", "ops", "--email", "ops@example.org", "--name", "Ops"],
+                               input: "Ops-Pass-42\n")
+        #expect(made.status == 0 && json(made.out)["role"] as? String == "admin", "\(made.err)")
+        let login = try tourbus(["call", "--gateway", gateway, "auth.login", "username", "ops", "password", "Ops-Pass-42"])
+        let token = json(login.out)["token"] as? String ?? ""
+        #expect(login.status == 0 && token.hasPrefix("tb1_"))
+        let created = try tourbus(["call", "--gateway", gateway, "--token", token] + place)
         #expect(created.status == 0 && json(created.out)["name"] as? String == "Luna Park")
+        #expect(try tourbus(["admin", "create", "--service", suite.social.rpc, "--username", "x", "--email", "x@example.org", "--name", "X"]).status == 2)  // no password
         let got = try tourbus(["call", "--gateway", gateway, "catalog.get", #"{"id":1}"#])
         #expect(got.status == 0 && json(got.out)["lat"] as? Double == -33.8475)
         let missing = try tourbus(["call", "--gateway", gateway, "catalog.get", "id", "5"])

@@ -1,0 +1,69 @@
+import Bus
+
+/// Who may call a gateway method.
+public enum Access: String, Sendable {
+    /// Anyone, signed in or not (a signed-in caller is still passed on to the service).
+    case anyone
+    /// A signed-in user (or admin).
+    case user
+    /// A signed-in admin.
+    case admin
+}
+
+/// The methods the gateway offers, the service that answers each and who may call it: the
+/// one place that says so. A method not listed is not offered: services' internal methods
+/// (`auth.validate`, `admin.create`, `sys.*`) stay on the bus.
+public struct AccessPolicy: Sendable {
+    /// A method, or every method starting with `pattern` when it ends with a dot.
+    public struct Rule: Sendable, Equatable {
+        public var pattern: String
+        public var service: String
+        public var access: Access
+
+        public init(_ pattern: String, _ service: String, _ access: Access) {
+            self.pattern = pattern
+            self.service = service
+            self.access = access
+        }
+    }
+
+    public let rules: [Rule]
+
+    public init(rules: [Rule]) { self.rules = rules }
+
+    /// The rule of a method: its own, else the longest prefix rule that covers it.
+    public func rule(for method: String) -> Rule? {
+        if let exact = rules.first(where: { $0.pattern == method }) { return exact }
+        return rules.filter { $0.pattern.hasSuffix(".") && method.hasPrefix($0.pattern) && method.count > $0.pattern.count }
+            .max { $0.pattern.count < $1.pattern.count }
+    }
+
+    /// Tourbus's services.
+    public static let standard = AccessPolicy(rules: [
+        // Places: anyone reads, admins write.
+        Rule("catalog.get", "catalog", .anyone),
+        Rule("catalog.list", "catalog", .anyone),
+        Rule("catalog.categories", "catalog", .anyone),
+        Rule("catalog.create", "catalog", .admin),
+        Rule("catalog.update", "catalog", .admin),
+        Rule("catalog.delete", "catalog", .admin),
+        // Search: anyone.
+        Rule("search.", "search", .anyone),
+        // Accounts, profiles, reviews, follows and sharing: the social service.
+        Rule("auth.register", "social", .anyone),
+        Rule("auth.login", "social", .anyone),
+        Rule("auth.logout", "social", .user),
+        Rule("profile.get", "social", .anyone),
+        Rule("profile.update", "social", .user),
+        Rule("reviews.list", "social", .anyone),
+        Rule("reviews.add", "social", .user),
+        Rule("reviews.delete", "social", .user),
+        Rule("social.followers", "social", .anyone),
+        Rule("social.following", "social", .anyone),
+        Rule("social.follow", "social", .user),
+        Rule("social.unfollow", "social", .user),
+        Rule("social.feed", "social", .user),
+        Rule("share.place", "social", .anyone),
+        Rule("admin.set_role", "social", .admin),
+    ])
+}

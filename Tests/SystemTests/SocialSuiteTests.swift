@@ -1,0 +1,82 @@
+import Bus
+import Foundation
+import Testing
+
+/// Accounts, reviews and ratings through the gateway, with the real executables.
+@Suite struct SocialSuiteTests {
+    /// A JSON-RPC call's result (or nil) on a connection.
+    func result(_ c: GatewayConnection, _ method: String, _ params: String = "{}") -> Any? {
+        json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"#))["result"]
+    }
+
+    func errorCode(_ c: GatewayConnection, _ method: String, _ params: String = "{}") -> String? {
+        ((json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"#))["error"] as? [String: Any])?["data"] as? [String: Any])?["code"] as? String
+    }
+
+    /// A new user, registered and signed in on a connection of their own; returns it and the token.
+    func member(_ suite: SuiteFixture, _ name: String) throws -> (GatewayConnection, String) {
+        let c = try GatewayConnection(port: suite.port)
+        _ = result(c, "auth.register", #"{"username":"\#(name)","email":"\#(name)@example.org","name":"\#(name.capitalized)","password":"\#(name.capitalized)-Pass-1"}"#)
+        let login = result(c, "auth.login", #"{"username":"\#(name)","password":"\#(name.capitalized)-Pass-1"}"#) as? [String: Any]
+        return (c, login?["token"] as? String ?? "")
+    }
+
+    @Test func reviewsReachSearchAndEndWithTheSession() throws {
+        let suite = try SuiteFixture(withSearch: true)
+        let admin = try suite.adminConnection()
+        for (name, lon) in [("Harbour Lookout", 151.21), ("Harbour Kiosk", 151.211), ("Harbour Steps", 151.212)] {
+            #expect(result(admin, "catalog.create", #"{"name":"\#(name)","category":"attraction","lat":-33.86,"lon":\#(lon)}"#) != nil)
+        }
+        let (alice, aliceToken) = try member(suite, "alice")
+        let (bob, _) = try member(suite, "bob")
+        #expect(result(alice, "reviews.add", #"{"place_id":1,"rating":5,"text":"Best view"}"#) != nil)
+        #expect(result(alice, "reviews.add", #"{"place_id":2,"rating":2,"text":"Closed early"}"#) != nil)
+        #expect(result(bob, "reviews.add", #"{"place_id":1,"rating":3,"text":"Crowded"}"#) != nil)
+        #expect(result(bob, "reviews.add", #"{"place_id":3,"rating":4,"text":"Steep"}"#) != nil)
+
+        // Place 1's reviews, sorted each way, by anyone.
+        let anyone = try GatewayConnection(port: suite.port)
+        func ratings(_ params: String) -> [Int] {
+            ((result(anyone, "reviews.list", params) as? [String: Any])?["reviews"] as? [[String: Any]])?.compactMap { $0["rating"] as? Int } ?? []
+        }
+        #expect(ratings(#"{"place_id":1,"sort":"rating","order":"asc"}"#) == [3, 5])
+        #expect(ratings(#"{"place_id":1,"sort":"rating","order":"desc"}"#) == [5, 3])
+        #expect(ratings(#"{"place_id":1,"sort":"date","order":"asc"}"#) == [5, 3])
+        #expect(ratings(#"{"place_id":1,"sort":"date","order":"desc"}"#) == [3, 5])
+        #expect(ratings(#"{"place_id":1}"#) == [3, 5])
+
+        // The averages reach search: in its hits, and as its order.
+        var hits: [[String: Any]] = []
+        for _ in 0..<200 {
+            hits = (result(anyone, "search.text", #"{"q":"harbour","sort":"rating"}"#) as? [String: Any])?["hits"] as? [[String: Any]] ?? []
+            if hits.count == 3, hits.allSatisfy({ $0["rating"] != nil }) { break }
+            usleep(50_000)
+        }
+        #expect(hits.map { $0["id"] as? Int } == [1, 3, 2])  // 4.0, 4.0 (ties by id), 2.0
+        #expect(hits.map { $0["rating"] as? Double } == [4, 4, 2] && hits.map { $0["review_count"] as? Int } == [2, 1, 1])
+
+        // After logging out, the token works nowhere.
+        #expect(result(alice, "auth.logout") != nil)
+        #expect(errorCode(anyone, "reviews.add", #"{"place_id":3,"rating":1,"text":"x","token":"\#(aliceToken)"}"#) == "unauthenticated")
+        #expect(errorCode(alice, "social.feed") == "unauthenticated")
+    }
+
+    @Test func aTokenEndedElsewhereStopsWorkingWithinTheCacheBound() throws {
+        let suite = try SuiteFixture()
+        let (c, token) = try member(suite, "carol")
+        #expect(result(c, "social.feed") != nil)  // checked, and now trusted for up to 2 s
+        // Logged out through the social service itself, as another gateway would.
+        let context = try ZMQContext()
+        let social = try RPCClient(context: context, endpoints: [suite.social.rpc], logger: Logger(component: "test", level: .error))
+        defer { social.close() }
+        let me = try JSONSerialization.jsonObject(with: social.request(type: "auth.validate", body: Data(#"{"token":"\#(token)"}"#.utf8)).bodyJSON) as? [String: Any]
+        let userId = String(me?["user_id"] as? Int ?? 0)
+        _ = try social.request(type: "auth.logout", body: Data(#"{"token":"\#(token)"}"#.utf8), auth: Auth(userId: userId, role: "user"))
+        var refused = false
+        for _ in 0..<50 where !refused {  // 5 s at most: the documented bound is 2 s
+            refused = errorCode(c, "social.feed") == "unauthenticated"
+            if !refused { usleep(100_000) }
+        }
+        #expect(refused)
+    }
+}
