@@ -61,6 +61,20 @@ import Testing
         #expect(errorCode(alice, "social.feed") == "unauthenticated")
     }
 
+    @Test func aPasswordIsNowhereInTheSuitesFilesOrLogs() throws {
+        let suite = try SuiteFixture()
+        let (c, _) = try member(suite, "dave")  // password "Dave-Pass-1"
+        _ = errorCode(c, "auth.login", #"{"username":"dave","password":"Dave-Pass-1-wrong"}"#)
+        _ = result(c, "auth.logout")
+        var scanned = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: suite.folder) {
+            guard let bytes = FileManager.default.contents(atPath: suite.folder + "/" + name) else { continue }
+            scanned += 1
+            #expect(bytes.range(of: Data("Dave-Pass-1".utf8)) == nil, "the password is in \(name)")
+        }
+        #expect(scanned >= 6)  // the databases, their write-ahead logs, and each process's log (a wrong password too)
+    }
+
     @Test func aTokenEndedElsewhereStopsWorkingWithinTheCacheBound() throws {
         let suite = try SuiteFixture()
         let (c, token) = try member(suite, "carol")
