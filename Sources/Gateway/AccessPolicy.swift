@@ -20,6 +20,9 @@ public struct AccessPolicy: Sendable {
         public var service: String
         public var access: Access
 
+        /// Whether the rule covers every method starting with its pattern.
+        public var isPrefix: Bool { pattern.hasSuffix(".") }
+
         public init(_ pattern: String, _ service: String, _ access: Access) {
             self.pattern = pattern
             self.service = service
@@ -33,8 +36,8 @@ public struct AccessPolicy: Sendable {
 
     /// The rule of a method: its own, else the longest prefix rule that covers it.
     public func rule(for method: String) -> Rule? {
-        if let exact = rules.first(where: { $0.pattern == method }) { return exact }
-        return rules.filter { $0.pattern.hasSuffix(".") && method.hasPrefix($0.pattern) && method.count > $0.pattern.count }
+        if let exact = rules.first(where: { !$0.isPrefix && $0.pattern == method }) { return exact }
+        return rules.filter { $0.isPrefix && method.hasPrefix($0.pattern) && method.count > $0.pattern.count }
             .max { $0.pattern.count < $1.pattern.count }
     }
 

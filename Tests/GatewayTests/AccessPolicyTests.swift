@@ -1,0 +1,33 @@
+import CatalogService
+import Gateway
+import SearchService
+import SocialService
+import Testing
+
+@Suite struct AccessPolicyTests {
+    /// Methods services answer that clients never reach through the gateway.
+    static let internalMethods: Set<String> = ["auth.validate", "admin.create"]
+
+    @Test func everyServiceMethodIsOfferedByItsServiceOrKeptInternal() {
+        let services = [("catalog", CatalogService.definition.handlers.types), ("search", SearchService.definition.handlers.types),
+                        ("social", SocialService.definition().handlers.types)]
+        for (service, types) in services {
+            #expect(!types.isEmpty)
+            for type in types where !AccessPolicyTests.internalMethods.contains(type) {
+                #expect(AccessPolicy.standard.rule(for: type)?.service == service, "\(type) has no rule for \(service)")
+            }
+        }
+        for method in AccessPolicyTests.internalMethods { #expect(AccessPolicy.standard.rule(for: method) == nil) }
+    }
+
+    @Test func exactRulesThenTheLongestPrefix() {
+        let policy = AccessPolicy(rules: [.init("a.", "one", .anyone), .init("a.b.", "two", .user), .init("a.b.c", "three", .admin)])
+        #expect(policy.rule(for: "a.x")?.service == "one")
+        #expect(policy.rule(for: "a.b.x")?.service == "two")
+        #expect(policy.rule(for: "a.b.c")?.service == "three")
+        #expect(policy.rule(for: "a.") == nil && policy.rule(for: "ab") == nil && policy.rule(for: "sys.stats") == nil)
+        #expect(AccessPolicy.standard.rule(for: "catalog.create")?.access == .admin)
+        #expect(AccessPolicy.standard.rule(for: "reviews.add")?.access == .user)
+        #expect(AccessPolicy.standard.rule(for: "search.nearby")?.access == .anyone)
+    }
+}
