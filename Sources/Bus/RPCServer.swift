@@ -1,7 +1,9 @@
 import Foundation
 import Synchronization
 
-/// Whether a handler only reads (runs on any reader thread) or writes (runs on the one writer thread).
+/// Where a handler runs: on any reader thread, or on the one writer thread. Writes belong on
+/// the writer; a reader handler may write in its own short immediate transaction when it
+/// first waits on something slow (a password hash, another service).
 public enum HandlerKind: Sendable {
     case read, write
 }

@@ -22,16 +22,16 @@ public struct ConnectionLimits: Sendable {
 /// Answers that other threads hand to a connection's thread: a queue and an eventfd.
 final class Inbox: Sendable {
     let wakeup: Wakeup
-    private let queue = Mutex<[(slot: Int, outcome: Outcome)]>([])
+    private let queue = Mutex<[(slot: Int, outcome: Outcome, change: SessionChange?)]>([])
 
     init() throws(SystemError) { wakeup = try Wakeup() }
 
-    func post(_ slot: Int, _ outcome: Outcome) {
-        queue.withLock { $0.append((slot, outcome)) }
+    func post(_ slot: Int, _ outcome: Outcome, _ change: SessionChange?) {
+        queue.withLock { $0.append((slot, outcome, change)) }
         wakeup.signal()
     }
 
-    func take() -> [(slot: Int, outcome: Outcome)] {
+    func take() -> [(slot: Int, outcome: Outcome, change: SessionChange?)] {
         wakeup.drain()
         return queue.withLock { q in
             defer { q.removeAll(keepingCapacity: true) }
@@ -43,8 +43,9 @@ final class Inbox: Sendable {
 /// One client connection, served by its own thread from the first byte to close.
 ///
 /// The framing is fixed by the first byte: `{` or `[` is JSON-RPC, anything else RESP.
-/// Requests go to the dispatcher as they are parsed (pipelining); answers come back
-/// through the inbox. RESP answers leave in request order, JSON-RPC ones as they come.
+/// Requests go to the dispatcher as they are parsed (pipelining), except that those after
+/// a sign-in or sign-out wait for its answer; answers come back through the inbox. RESP
+/// answers leave in request order, JSON-RPC ones as they come.
 final class Connection {
     enum Framing { case jsonRPC, resp }
 
@@ -75,6 +76,8 @@ final class Connection {
     private var sessionSlot: Int?
     private var held: [(slot: Int, method: String, params: Data, deadline: Int?)] = []
     static let sessionMethods: Set<String> = ["auth.login", "auth.resume", "auth.logout"]
+    /// Answered at once, whoever is signed in.
+    static let builtIns: Set<String> = ["ping", "help", "gateway.status"]
 
     // RESP: answers in request order.
     private var nextSlot = 0
@@ -296,7 +299,7 @@ final class Connection {
     // MARK: Dispatch and answers
 
     private func start(_ slot: Int, method: String, params: Data, deadline: Int?) {
-        if sessionSlot != nil && inFlight + held.count < limits.maxInFlight {
+        if sessionSlot != nil && !Connection.builtIns.contains(method) && inFlight + held.count < limits.maxInFlight {
             held.append((slot, method, params, deadline))
             return
         }
@@ -308,21 +311,27 @@ final class Connection {
         inFlight += 1
         let inbox = self.inbox
         if let immediate = dispatcher.dispatch(method: method, params: params, deadlineMilliseconds: deadline, token: token,
-                                               completion: { inbox.post(slot, $0) }) {
+                                               completion: { inbox.post(slot, $0, $1) }) {
             inFlight -= 1
             complete(slot, immediate)
         }
     }
 
     private func collectAnswers() {
-        for (slot, outcome) in inbox.take() {
+        for (slot, outcome, change) in inbox.take() {
             inFlight -= 1
-            complete(slot, outcome)
+            complete(slot, outcome, change)
         }
         lastProgress = monotonicNanos()
     }
 
-    private func complete(_ slot: Int, _ outcome: Outcome) {
+    private func complete(_ slot: Int, _ outcome: Outcome, _ change: SessionChange? = nil) {
+        // Requests sent after this answer carry the identity it leaves.
+        switch change {
+        case .signedIn(let newToken)?: token = newToken
+        case .signedOut(let oldToken)?: if token == oldToken { token = nil }
+        case nil: break
+        }
         answer(slot, outcome)
         // The session is settled: what waited for it goes now, in order, until another sign-in.
         guard sessionSlot == slot else { return }
@@ -334,15 +343,6 @@ final class Connection {
     }
 
     private func answer(_ slot: Int, _ outcome: Outcome) {
-        var outcome = outcome
-        if case .session(let body, let change) = outcome {
-            // Requests sent after this answer carry the new identity.
-            switch change {
-            case .signedIn(let newToken): token = newToken
-            case .signedOut(let oldToken): if token == oldToken { token = nil }
-            }
-            outcome = .result(body)
-        }
         if authSlots.remove(slot) != nil, case .result = outcome {
             finishRESP(slot, RESP.simple("OK"))
             return
@@ -352,14 +352,14 @@ final class Connection {
             let id = slotIds[slot] ?? nil
             let bytes: [UInt8]
             switch outcome {
-            case .result(let body), .session(let body, _): bytes = JSONRPC.result(id: id ?? Data("null".utf8), body)
+            case .result(let body): bytes = JSONRPC.result(id: id ?? Data("null".utf8), body)
             case .pong: bytes = JSONRPC.result(id: id ?? Data("null".utf8), Data("\"pong\"".utf8))
             case .failure(let error): bytes = JSONRPC.error(id: id ?? Data("null".utf8), error)
             }
             finishJSON(slot, bytes, notification: id == nil)
         default:
             switch outcome {
-            case .result(let body), .session(let body, _): finishRESP(slot, RESP.bulk(body))
+            case .result(let body): finishRESP(slot, RESP.bulk(body))
             case .pong: finishRESP(slot, RESP.simple("PONG"))
             case .failure(let error):
                 finishRESP(slot, RESP.error(error.code.rawValue.uppercased(), error.field.map { "\($0): \(error.message)" } ?? error.message))

@@ -11,11 +11,10 @@ enum Outcome: Sendable {
     case pong
     /// An error from the closed set.
     case failure(ServiceError)
-    /// A JSON result that also changes who the connection is (login, resume, logout).
-    case session(Data, SessionChange)
 }
 
-/// How an answer changes the signed-in user of the connection that asked.
+/// How an answer changes the signed-in user of the connection that asked: a login, resume
+/// or logout, or a refusal of the connection's own token, which signs it out.
 enum SessionChange: Sendable, Equatable {
     case signedIn(token: String)
     case signedOut(token: String)
@@ -55,14 +54,16 @@ final class Dispatcher: Sendable {
     /// The service that checks tokens.
     static let accounts = "social"
 
-    /// Answers a command: at once (returns the outcome) or later (returns nil and calls `completion`
-    /// exactly once, on another thread). `token` is the connection's, when it signed in.
+    /// Answers a command: at once (returns the outcome) or later (returns nil and calls
+    /// `completion` exactly once, on this thread or another). `token` is the connection's,
+    /// when it signed in.
     func dispatch(method: String, params: Data, deadlineMilliseconds: Int?, token connectionToken: String? = nil,
-                  completion: @escaping @Sendable (Outcome) -> Void) -> Outcome? {
+                  completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
         if let requested = deadlineMilliseconds, requested <= 0 {
             return .failure(ServiceError.invalid("deadline_ms", "must be a positive number of milliseconds"))
         }
-        let deadline = min(deadlineMilliseconds ?? defaultDeadlineMilliseconds, defaultDeadlineMilliseconds)
+        // One deadline for everything the request takes: checking its token, then the service.
+        let deadline = Deadline(milliseconds: min(deadlineMilliseconds ?? defaultDeadlineMilliseconds, defaultDeadlineMilliseconds))
         switch method {
         case "ping": return .pong
         case "help": return encoded(help())
@@ -71,15 +72,16 @@ final class Dispatcher: Sendable {
             guard let token = JSONSpan.member("token", in: params).flatMap({ JSONSpan.string(at: $0, in: params) }), !token.isEmpty else {
                 return .failure(ServiceError.invalid("token", "needs the token auth.login gave"))
             }
-            return validate(token, deadline: deadline) { result in
+            validate(token, deadline) { result in
                 switch result {
-                case .success(let user): completion(.session(Dispatcher.json(user), .signedIn(token: token)))
-                case .failure(let error): completion(.failure(error))
+                case .success(let user): completion(.result(Dispatcher.json(user)), .signedIn(token: token))
+                case .failure(let error): completion(.failure(error), nil)
                 }
-            }.map { .failure($0) }
+            }
+            return nil
         default: break
         }
-        guard let rule = policy.rule(for: method), backends.client(for: rule.service) != nil else {
+        guard let rule = policy.rule(for: method), let client = backends.client(for: rule.service) else {
             return .failure(Dispatcher.unknownMethod(method))
         }
         // A deadline the client shortened says nothing about the backend when it passes.
@@ -92,63 +94,90 @@ final class Dispatcher: Sendable {
             token = given
             params = Dispatcher.removingToken(from: params)
         }
+        let request = Forwarded(method: method, service: rule.service, client: client, params: params, token: token,
+                                deadline: deadline, ownDeadline: ownDeadline)
         // Signing up and in need no one; everything else carries who asks, when someone does.
         guard method != "auth.login" && method != "auth.register", let token else {
             if rule.access != .anyone {
                 return .failure(ServiceError(.unauthenticated, "sign in first: auth.login, auth.resume, AUTH <token>, or a token param"))
             }
-            forward(method, rule, params, auth: nil, token: nil, deadline: deadline, ownDeadline: ownDeadline, completion)
+            forward(request, auth: nil, completion)
             return nil
         }
-        return validate(token, deadline: deadline) { [self, params] result in
+        let ownToken = token == connectionToken
+        validate(token, deadline) { [self] result in
             switch result {
+            case .failure(let error) where error.code == .unauthenticated && method == "auth.logout":
+                // A session that already ended: logging out again does nothing.
+                completion(.result(Data("{}".utf8)), .signedOut(token: token))
+            case .failure(let error) where error.code == .unauthenticated && ownToken:
+                // The connection's session ended elsewhere: it is signed out.
+                completion(.failure(error), .signedOut(token: token))
             case .failure(let error):
-                completion(.failure(error))
+                completion(.failure(error), nil)
             case .success(let user):
                 if rule.access == .admin && user.role != "admin" {
-                    completion(.failure(ServiceError(.permissionDenied, "\(method) needs an admin")))
+                    completion(.failure(ServiceError(.permissionDenied, "\(method) needs an admin")), nil)
                 } else {
-                    forward(method, rule, params, auth: Auth(userId: String(user.userId), role: user.role), token: token,
-                            deadline: deadline, ownDeadline: ownDeadline, completion)
+                    forward(request, auth: Auth(userId: String(user.userId), role: user.role), completion)
                 }
             }
-        }.map { .failure($0) }
+        }
+        return nil
+    }
+
+    /// When a request's time is up, counted from its arrival.
+    struct Deadline: Sendable {
+        let end: UInt64
+
+        init(milliseconds: Int) { end = monotonicNanos() + UInt64(milliseconds) * 1_000_000 }
+
+        /// What is left, at least 1 ms.
+        var remainingMilliseconds: Int {
+            let now = monotonicNanos()
+            return end > now ? max(1, Int((end - now) / 1_000_000)) : 1
+        }
+    }
+
+    /// A request on its way to a service.
+    struct Forwarded: Sendable {
+        var method: String
+        var service: String
+        var client: RPCClient
+        var params: Data
+        var token: String?
+        var deadline: Deadline
+        var ownDeadline: Bool
     }
 
     /// Sends a request on to its service and turns the reply into an outcome.
-    private func forward(_ method: String, _ rule: AccessPolicy.Rule, _ params: Data, auth: Auth?, token: String?,
-                         deadline: Int, ownDeadline: Bool, _ completion: @escaping @Sendable (Outcome) -> Void) {
-        guard let client = backends.client(for: rule.service) else {
-            completion(.failure(Dispatcher.unknownMethod(method)))
-            return
-        }
-        let backends = self.backends, tokens = self.tokens, service = rule.service
+    private func forward(_ request: Forwarded, auth: Auth?, _ completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) {
+        let backends = self.backends, tokens = self.tokens, method = request.method
         // Logging out ends the token that signed the request in.
-        let body = method == "auth.logout" ? Dispatcher.json(["token": token ?? ""]) : params
-        client.send(type: method, body: body, auth: auth, timeoutMilliseconds: deadline) { result in
+        let body = method == "auth.logout" ? Dispatcher.json(["token": request.token ?? ""]) : request.params
+        request.client.send(type: method, body: body, auth: auth, timeoutMilliseconds: request.deadline.remainingMilliseconds) { result in
             switch result {
             case .success(let reply):
                 switch method {
                 case "auth.login":
                     guard let signedIn = try? JSONCoding.decoder.decode(LoginReply.self, from: reply.bodyJSON) else {
-                        completion(.failure(ServiceError(.internal, "auth.login answered without a token")))
+                        completion(.failure(ServiceError(.internal, "auth.login answered without a token")), nil)
                         return
                     }
-                    completion(.session(reply.bodyJSON, .signedIn(token: signedIn.token)))
+                    completion(.result(reply.bodyJSON), .signedIn(token: signedIn.token))
                 case "auth.logout":
-                    if let token { tokens.remove(token) }
-                    completion(.session(reply.bodyJSON, .signedOut(token: token ?? "")))
+                    if let token = request.token { tokens.revoke(token) }
+                    completion(.result(reply.bodyJSON), .signedOut(token: request.token ?? ""))
                 default:
-                    completion(.result(reply.bodyJSON))
+                    completion(.result(reply.bodyJSON), nil)
                 }
             case .failure(let error):
-                // A deadline the client shortened says nothing about the backend.
-                if !(ownDeadline && error.code == .deadlineExceeded) { backends.noteFailure(service, error) }
+                if !(request.ownDeadline && error.code == .deadlineExceeded) { backends.noteFailure(request.service, error) }
                 // The backend does not know the type: to the client it is an unknown method.
                 if error.code == .notFound && error.field == "type" {
-                    completion(.failure(Dispatcher.unknownMethod(method)))
+                    completion(.failure(Dispatcher.unknownMethod(method)), nil)
                 } else {
-                    completion(.failure(error))
+                    completion(.failure(error), nil)
                 }
             }
         }
@@ -171,17 +200,22 @@ final class Dispatcher: Sendable {
     }
 
     /// Checks a token: from the cache when it was checked moments ago, else with the social
-    /// service. Calls `then` later and returns nil, or returns an error at once.
-    private func validate(_ token: String, deadline: Int, then: @escaping @Sendable (Result<TokenOwner, ServiceError>) -> Void) -> ServiceError? {
+    /// service, within the request's deadline; `then` runs on this thread or another.
+    private func validate(_ token: String, _ deadline: Deadline, then: @escaping @Sendable (Result<TokenOwner, ServiceError>) -> Void) {
+        guard Dispatcher.looksLikeToken(token) else {
+            then(.failure(ServiceError(.unauthenticated, "invalid or expired token", field: "token")))
+            return
+        }
         if let known = tokens.owner(of: token) {
             then(.success(known))
-            return nil
+            return
         }
         guard let accounts = backends.client(for: Dispatcher.accounts) else {
-            return ServiceError(.unavailable, "no \(Dispatcher.accounts) service is configured to check tokens")
+            then(.failure(ServiceError(.unavailable, "no \(Dispatcher.accounts) service is configured to check tokens")))
+            return
         }
         let tokens = self.tokens, backends = self.backends
-        accounts.send(type: "auth.validate", body: Dispatcher.json(["token": token]), timeoutMilliseconds: deadline) { result in
+        accounts.send(type: "auth.validate", body: Dispatcher.json(["token": token]), timeoutMilliseconds: deadline.remainingMilliseconds) { result in
             switch result {
             case .success(let reply):
                 guard let owner = try? JSONCoding.decoder.decode(TokenOwner.self, from: reply.bodyJSON) else {
@@ -195,14 +229,28 @@ final class Dispatcher: Sendable {
                 then(.failure(error))
             }
         }
-        return nil
     }
 
-    /// The params without their `token` member.
+    /// Whether a string has the shape of a token `auth.login` gives (`tb1_` and 43 base64url
+    /// characters): anything else is refused without asking the social service.
+    static func looksLikeToken(_ token: String) -> Bool {
+        let body = token.utf8.dropFirst(4)
+        return token.hasPrefix("tb1_") && body.count == 43
+            && body.allSatisfy { (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }
+    }
+
+    /// The params without their `token` member, every other member's bytes unchanged.
     static func removingToken(from params: Data) -> Data {
-        guard var object = (try? JSONSerialization.jsonObject(with: params)) as? [String: Any] else { return params }
-        object.removeValue(forKey: "token")
-        return (try? JSONSerialization.data(withJSONObject: object)) ?? params
+        guard let members = JSONSpan.members(of: params) else { return params }
+        var out = Data("{".utf8)
+        for (key, value) in members where key != "token" {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            out.append(json(key))
+            out.append(UInt8(ascii: ":"))
+            out.append(params[value])
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     static func json<T: Encodable>(_ value: T) -> Data { (try? JSONCoding.encoder.encode(value)) ?? Data("{}".utf8) }
@@ -256,16 +304,21 @@ final class Dispatcher: Sendable {
 ///
 /// An entry is trusted for `lifetime` (2 s): a token logged out through another gateway, or
 /// expired, keeps working here for at most that long. Logging out through this gateway
-/// forgets the token at once.
+/// forgets the token at once, and for `lifetime` refuses to learn it again from a check that
+/// was already under way.
 final class TokenCache: Sendable {
     static let lifetime: UInt64 = 2_000_000_000
     static let maxEntries = 100_000
-    private let entries = Mutex<[String: (owner: Dispatcher.TokenOwner, checked: UInt64)]>([:])
+    private struct Entries {
+        var owners: [String: (owner: Dispatcher.TokenOwner, checked: UInt64)] = [:]
+        var revoked: [String: UInt64] = [:]
+    }
+    private let entries = Mutex(Entries())
 
     func owner(of token: String) -> Dispatcher.TokenOwner? {
         let now = monotonicNanos()
         return entries.withLock { e in
-            guard let entry = e[token], now - entry.checked < TokenCache.lifetime else { return nil }
+            guard let entry = e.owners[token], now - entry.checked < TokenCache.lifetime else { return nil }
             return entry.owner
         }
     }
@@ -273,10 +326,19 @@ final class TokenCache: Sendable {
     func remember(_ token: String, _ owner: Dispatcher.TokenOwner) {
         let now = monotonicNanos()
         entries.withLock { e in
-            if e.count >= TokenCache.maxEntries { e = e.filter { now - $0.value.checked < TokenCache.lifetime } }
-            if e.count < TokenCache.maxEntries { e[token] = (owner, now) }
+            if let revoked = e.revoked[token], now - revoked < TokenCache.lifetime { return }
+            if e.owners.count >= TokenCache.maxEntries { e.owners = e.owners.filter { now - $0.value.checked < TokenCache.lifetime } }
+            if e.owners.count < TokenCache.maxEntries { e.owners[token] = (owner, now) }
         }
     }
 
-    func remove(_ token: String) { _ = entries.withLock { $0.removeValue(forKey: token) } }
+    /// Forgets a token that was logged out.
+    func revoke(_ token: String) {
+        let now = monotonicNanos()
+        entries.withLock { e in
+            e.owners[token] = nil
+            if e.revoked.count >= TokenCache.maxEntries { e.revoked = e.revoked.filter { now - $0.value < TokenCache.lifetime } }
+            e.revoked[token] = now
+        }
+    }
 }

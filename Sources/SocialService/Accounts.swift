@@ -171,6 +171,26 @@ enum LoginThrottle {
     }
 }
 
+/// Keeps password hashing (slow, and 64 MiB each at the production cost) to all reader
+/// threads but one, so that checking tokens, which every signed-in request through the
+/// gateway waits on, always finds a thread free. A hash that finds every slot taken is
+/// refused at once (`unavailable`), never queued: a flood of logins cannot stall the rest.
+final class HashGate: Sendable {
+    private let busy = Mutex(0)
+
+    func run<Result>(readers: Int, _ body: () throws -> Result) throws -> Result {
+        let slots = max(1, readers - 1)
+        let admitted = busy.withLock { busy -> Bool in
+            guard busy < slots else { return false }
+            busy += 1
+            return true
+        }
+        guard admitted else { throw ServiceError(.unavailable, "busy checking other passwords; try again in a moment") }
+        defer { busy.withLock { $0 -= 1 } }
+        return try body()
+    }
+}
+
 /// A hash of a random password at the service's cost, made once (by the first thread that
 /// starts): logging in as an unknown user verifies against it, so the answer takes as long
 /// as for a known user.
@@ -202,7 +222,7 @@ extension SocialStore {
         let name = try AccountRules.name(request.name)
         try AccountRules.password(request.password)
         try checkAvailable(username: username, email: email)
-        let hash = try PasswordHash(hashing: request.password, cost: options.passwordCost)
+        let hash = try hashing.run(readers: worker.config.readers) { try PasswordHash(hashing: request.password, cost: options.passwordCost) }
         return try db.transaction {
             try checkAvailable(username: username, email: email)
             try db.run("INSERT INTO users (username, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -223,6 +243,10 @@ extension SocialStore {
     /// Checks a password and opens a session. The attempt is counted as a failure before the
     /// (slow) check, so guesses sent in parallel are throttled too; a success clears the count.
     func login(_ credentials: Credentials) throws -> LoginReply {
+        try hashing.run(readers: worker.config.readers) { try checkedLogin(credentials) }
+    }
+
+    private func checkedLogin(_ credentials: Credentials) throws -> LoginReply {
         // No username is longer than 32 characters; 64 bound what an attacker can make us store.
         let key = String(credentials.username.lowercased().prefix(64))
         let now = options.clock()
@@ -247,7 +271,8 @@ extension SocialStore {
         let expiresAt = timestamp(now.addingTimeInterval(options.sessionLifetime))
         try db.transaction {
             try db.run("DELETE FROM login_failures WHERE username = ?", key)
-            try db.run("DELETE FROM sessions WHERE user_id = ? AND expires_at <= ?", id, timestamp(now))
+            // Sessions that ended by themselves, anyone's, a few at a time.
+            try db.run("DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at <= ? LIMIT 100)", timestamp(now))
             try db.run("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
                        token.hash, id, timestamp(now), expiresAt)
         }

@@ -116,13 +116,14 @@ public enum SocialService {
         }
 
         let decoy = DecoyHash(cost: options.passwordCost)
+        let hashing = HashGate()
         return ServiceDefinition(
             name: "social", migrations: SocialSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             makeState: { worker in
                 try Sodium.ready()
                 _ = try decoy.value()  // made at start, so no login pays for it
-                return SocialStore(worker: worker, options: options, decoy: decoy)
+                return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing)
             })
     }
 

@@ -16,12 +16,14 @@ public final class SocialStore: ServiceState {
     public let worker: ServiceWorker
     let options: SocialOptions
     let decoy: DecoyHash
+    let hashing: HashGate
     var db: Database { worker.db }
 
-    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash) {
+    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: HashGate) {
         self.worker = worker
         self.options = options
         self.decoy = decoy
+        self.hashing = hashing
     }
 
     /// A time (now by default, from the service's clock) as Tourbus writes times.
@@ -59,9 +61,11 @@ public final class SocialStore: ServiceState {
             return try worker.peers.client("catalog").call("catalog.get", ["id": id], as: Named.self, timeoutMilliseconds: timeout).name
         } catch let error where error.code == .notFound && error.field == "id" {
             throw ServiceError(.notFound, "no place with id \(id)", field: "place_id")
-        } catch {
+        } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {
             worker.logger.warn("catalog did not answer", ["type": context.type, "error": error])
             throw ServiceError(.unavailable, "the catalog is not answering; try again")
+        } catch {
+            throw error  // the catalog's own refusal, as it gave it
         }
     }
 }
@@ -92,6 +96,7 @@ enum SocialSchema {
                 expires_at TEXT NOT NULL
             );
             CREATE INDEX sessions_by_user ON sessions(user_id, expires_at);
+            CREATE INDEX sessions_by_expiry ON sessions(expires_at);
             CREATE TABLE login_failures (
                 username        TEXT PRIMARY KEY,
                 failures        INTEGER NOT NULL,

@@ -12,10 +12,10 @@ public enum TourbusCommand {
           tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo]
               start every built service and the gateway, load the Sydney demo into an empty
               catalog, restart what crashes, stop everything on Ctrl-C
-          tourbus call [--gateway HOST:PORT] [--timeout-ms N] [--token T] METHOD [JSON | key value …]
+          tourbus call [--gateway HOST:PORT] [--timeout-ms N] METHOD [JSON | key value …]
               call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY);
-              the timeout (default 5000) is also sent as the request's deadline; the token
-              (or TOURBUS_TOKEN) from auth.login signs the call in
+              the timeout (default 5000) is also sent as the request's deadline; a token from
+              auth.login in TOURBUS_TOKEN (never an argument, which `ps` shows) signs it in
           tourbus call --service ENDPOINT TYPE [JSON]
               send one request straight to a service's ZeroMQ endpoint
           tourbus admin create --username U --email E --name N [--service ENDPOINT | --data-dir DIR]
@@ -58,7 +58,7 @@ public enum TourbusCommand {
         var gateway = ProcessInfo.processInfo.environment["TOURBUS_GATEWAY"] ?? "127.0.0.1:7700"
         var service: String?
         var timeout = 5_000
-        var token = ProcessInfo.processInfo.environment["TOURBUS_TOKEN"]
+        let token = ProcessInfo.processInfo.environment["TOURBUS_TOKEN"]
         while let first = args.first, first.hasPrefix("--") {
             args.removeFirst()
             guard let value = args.first else {
@@ -70,7 +70,6 @@ public enum TourbusCommand {
             case "--gateway": gateway = value
             case "--service": service = value
             case "--timeout-ms": timeout = Int(value) ?? timeout
-            case "--token": token = value
             default:
                 printError("unknown option \(first)\n\(usage)")
                 return 2

@@ -1,5 +1,6 @@
+import Foundation
 import CatalogService
-import Gateway
+@testable import Gateway
 import SearchService
 import SocialService
 import Testing
@@ -29,5 +30,22 @@ import Testing
         #expect(AccessPolicy.standard.rule(for: "catalog.create")?.access == .admin)
         #expect(AccessPolicy.standard.rule(for: "reviews.add")?.access == .user)
         #expect(AccessPolicy.standard.rule(for: "search.nearby")?.access == .anyone)
+    }
+}
+
+@Suite struct TokenHandlingTests {
+    @Test func aTokenParamIsCutOutLeavingEveryOtherByte() {
+        let params = Data(#"{"b":1.50,"token":"tb1_x","a\"q":"Caf\u00e9","c":[1,{"token":2}]}"#.utf8)
+        #expect(String(decoding: Dispatcher.removingToken(from: params), as: UTF8.self) == #"{"b":1.50,"a\"q":"Caf\u00e9","c":[1,{"token":2}]}"#)
+        #expect(String(decoding: Dispatcher.removingToken(from: Data(#"{"token":"t"}"#.utf8)), as: UTF8.self) == "{}")
+    }
+
+    @Test func onlyTheShapeOfAnIssuedTokenIsCheckedWithTheSocialService() {
+        #expect(Dispatcher.looksLikeToken("tb1_" + String(repeating: "a", count: 42) + "-"))
+        #expect(Dispatcher.looksLikeToken("tb1_" + String(repeating: "Z9_", count: 14) + "q"))
+        for bad in ["", "tb1_", "tb1_forged", "tb2_" + String(repeating: "a", count: 43), "tb1_" + String(repeating: "a", count: 44),
+                    "tb1_" + String(repeating: "a", count: 42) + "="] {
+            #expect(!Dispatcher.looksLikeToken(bad), "\(bad)")
+        }
     }
 }

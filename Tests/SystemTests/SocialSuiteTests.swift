@@ -92,5 +92,30 @@ import Testing
             if !refused { usleep(100_000) }
         }
         #expect(refused)
+        // That refusal signed the connection out: it is anonymous again, and logging out is harmless.
+        #expect(result(c, "catalog.categories") != nil)
+        #expect(errorCode(c, "social.feed") == "unauthenticated")
+    }
+
+    @Test func signInsAndOutsOrderTheRequestsAfterThem() throws {
+        let suite = try SuiteFixture()
+        let admin = try suite.adminConnection()
+        #expect(result(admin, "catalog.create", #"{"name":"Opera Bar","category":"bar","lat":-33.857,"lon":151.214}"#) != nil)
+        let (c, token) = try member(suite, "erin")
+        let (_, otherToken) = try member(suite, "frank")
+        // Logging out with another session's token (a param) leaves this connection's own.
+        #expect(result(c, "auth.logout", #"{"token":"\#(otherToken)"}"#) != nil)
+        #expect(result(c, "social.feed") != nil)
+        #expect(errorCode(c, "social.feed", #"{"token":"\#(otherToken)"}"#) == "unauthenticated")
+        // A logout pipelined with a review: the review runs after it, anonymous.
+        c.send(#"{"jsonrpc":"2.0","id":"out","method":"auth.logout"}"# + "\n" + #"{"jsonrpc":"2.0","id":"r","method":"reviews.add","params":{"place_id":1,"rating":4,"text":"late"}}"# + "\n")
+        let answers = [json(c.line()), json(c.line())]
+        let review = answers.first { $0["id"] as? String == "r" }
+        #expect(((review?["error"] as? [String: Any])?["data"] as? [String: Any])?["code"] as? String == "unauthenticated")
+        #expect(errorCode(try GatewayConnection(port: suite.port), "social.feed", #"{"token":"\#(token)"}"#) == "unauthenticated")
+        // Internal methods of the services are not offered.
+        for method in ["auth.validate", "admin.create", "sys.stats"] {
+            #expect(errorCode(c, method, #"{"token":"\#(token)"}"#) == "not_found")
+        }
     }
 }

@@ -86,10 +86,13 @@ import Glibc
 }
 
 @Suite struct TourbusCallTests {
-    func tourbus(_ arguments: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
+    func tourbus(_ arguments: [String], input: String? = nil, token: String? = nil) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = try ServiceProcess.executable("tourbus")
         process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["TOURBUS_TOKEN"] = token
+        process.environment = environment
         let out = Pipe(), err = Pipe(), inputPipe = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -116,7 +119,7 @@ import Glibc
         let login = try tourbus(["call", "--gateway", gateway, "auth.login", "username", "ops", "password", "Ops-Pass-42"])
         let token = json(login.out)["token"] as? String ?? ""
         #expect(login.status == 0 && token.hasPrefix("tb1_"))
-        let created = try tourbus(["call", "--gateway", gateway, "--token", token] + place)
+        let created = try tourbus(["call", "--gateway", gateway] + place, token: token)
         #expect(created.status == 0 && json(created.out)["name"] as? String == "Luna Park")
         #expect(try tourbus(["admin", "create", "--service", suite.social.rpc, "--username", "x", "--email", "x@example.org", "--name", "X"]).status == 2)  // no password
         let got = try tourbus(["call", "--gateway", gateway, "catalog.get", #"{"id":1}"#])
