@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "BusTests", dependencies: ["Bus"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
-        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage"]),
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage", "TestSupport"]),
         // Helpers shared by test targets (transcript matching); never linked into the executables.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage", "TestSupport"]),

@@ -2,12 +2,29 @@ import Bus
 import Foundation
 import ServiceKit
 import Testing
+import TestSupport
 
 @Suite struct ServiceConfigTests {
     func writeFile(_ json: String) throws -> String {
         let path = NSTemporaryDirectory() + "tourbus-config-\(UUID().uuidString).json"
         try Data(json.utf8).write(to: URL(fileURLWithPath: path))
         return path
+    }
+
+    /// The two-host example of configuration.md, as each host's services read it.
+    @Test func theDocumentedTwoHostSuiteReadsAsItSays() throws {
+        let text = try String(contentsOf: protocolsFolder().appendingPathComponent("configuration.md"), encoding: .utf8)
+        let example = try #require(text.components(separatedBy: "### Example: a suite on two hosts").last?
+            .components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        let file = try writeFile(example)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let search = try ServiceConfig.load(service: "search", arguments: ["--config", file], environment: [:])
+        #expect(search.bind == ["tcp://*:7102"] && search.dataDirectory == "/var/lib/tourbus")
+        #expect(search.peers["catalog"] == PeerEndpoints(rpc: ["tcp://10.0.0.1:7101"], publish: ["tcp://10.0.0.1:7111"]))
+        #expect(search.peers["social"] == PeerEndpoints(rpc: ["tcp://10.0.0.1:7104"], publish: ["tcp://10.0.0.1:7114"]))
+        let gateway = try ServiceConfig.load(service: "gateway", arguments: ["--config", file], environment: [:])
+        #expect(Set(gateway.peers.keys) == ["catalog", "search", "favorites", "social"])
+        #expect(gateway.peers["favorites"]?.rpc == ["tcp://10.0.0.2:7103"])
     }
 
     @Test func defaultsBindLoopbackOnAnyPort() throws {
