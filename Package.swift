@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage", "TestSupport"]),
         // Helpers shared by test targets (transcript matching); never linked into the executables.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Bus"], path: "Tests/TestSupport"),
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus", "CatalogService", "SearchService", "SocialService"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "ServiceKit", "Bus", "Storage", "Geo", "TestSupport"]),

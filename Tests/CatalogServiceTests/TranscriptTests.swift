@@ -3,42 +3,10 @@ import Foundation
 import Testing
 import TestSupport
 
-/// One exchange of a protocol transcript: a request and the reply the docs promise.
-struct Exchange {
-    var line: Int
-    var type: String
-    var body: String
-    var expected: String
-}
-
-/// Reads every ```transcript block of a Markdown file in `Protocols/`.
-func transcript(_ file: String) throws -> [Exchange] {
-    let text = try String(contentsOf: protocolsFolder().appendingPathComponent(file), encoding: .utf8)
-    var exchanges: [Exchange] = []
-    var inside = false
-    var pending: (Int, String, String)?
-    for (number, line) in text.components(separatedBy: "\n").enumerated() {
-        if line.hasPrefix("```") {
-            inside = line == "```transcript"
-            continue
-        }
-        guard inside else { continue }
-        if line.hasPrefix("> ") {
-            let request = line.dropFirst(2)
-            let space = request.firstIndex(of: " ") ?? request.endIndex
-            pending = (number + 1, String(request[..<space]), String(request[space...]).trimmingCharacters(in: .whitespaces))
-        } else if line.hasPrefix("< "), let (at, type, body) = pending {
-            exchanges.append(Exchange(line: at, type: type, body: body.isEmpty ? "{}" : body, expected: String(line.dropFirst(2))))
-            pending = nil
-        }
-    }
-    return exchanges
-}
-
 @Suite struct TranscriptTests {
     @Test(arguments: ["catalog.md", "envelope.md"])
     func transcriptsMatchTheService(file: String) throws {
-        let exchanges = try transcript(file)
+        let exchanges = try serviceTranscript(file)
         #expect(exchanges.count >= 3)
         let catalog = try CatalogFixture()
         for exchange in exchanges {

@@ -1,0 +1,45 @@
+import Bus
+import Foundation
+
+/// One exchange of a service's transcript: who asks (if anyone), the request, and the reply the docs promise.
+public struct Exchange: Sendable {
+    public var line: Int
+    public var auth: Auth?
+    public var type: String
+    public var body: String
+    public var expected: String
+}
+
+/// Reads every ```transcript block of a Markdown file in `Protocols/`. A request may start
+/// with `[as ID:ROLE]`, the envelope's `auth`: `> [as 1:user] reviews.add {…}`.
+/// `> type body` is a request straight to a service, `< envelope` its reply.
+public func serviceTranscript(_ file: String) throws -> [Exchange] {
+    let text = try String(contentsOf: protocolsFolder().appendingPathComponent(file), encoding: .utf8)
+    var exchanges: [Exchange] = []
+    var inside = false
+    var pending: Exchange?
+    for (number, line) in text.components(separatedBy: "\n").enumerated() {
+        if line.hasPrefix("```") {
+            inside = line == "```transcript"
+            continue
+        }
+        guard inside else { continue }
+        if line.hasPrefix("> ") {
+            var request = line.dropFirst(2)
+            var auth: Auth?
+            if let match = request.prefixMatch(of: #/\[as (\d+):(\w+)\] /#) {
+                auth = Auth(userId: String(match.1), role: String(match.2))
+                request = request[match.range.upperBound...]
+            }
+            let space = request.firstIndex(of: " ") ?? request.endIndex
+            let body = request[space...].trimmingCharacters(in: .whitespaces)
+            pending = Exchange(line: number + 1, auth: auth, type: String(request[..<space]), body: body.isEmpty ? "{}" : body, expected: "")
+        } else if line.hasPrefix("< "), var exchange = pending {
+            exchange.expected = String(line.dropFirst(2))
+            exchanges.append(exchange)
+            pending = nil
+        }
+    }
+    return exchanges
+}
+
