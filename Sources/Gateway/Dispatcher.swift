@@ -72,7 +72,7 @@ final class Dispatcher: Sendable {
             guard let token = JSONSpan.member("token", in: params).flatMap({ JSONSpan.string(at: $0, in: params) }), !token.isEmpty else {
                 return .failure(ServiceError.invalid("token", "needs the token auth.login gave"))
             }
-            validate(token, deadline) { result in
+            validate(token, timeoutMilliseconds: deadline.remainingMilliseconds) { result in
                 switch result {
                 case .success(let user): completion(.result(Dispatcher.json(user)), .signedIn(token: token))
                 case .failure(let error): completion(.failure(error), nil)
@@ -105,7 +105,11 @@ final class Dispatcher: Sendable {
             return nil
         }
         let ownToken = token == connectionToken
-        validate(token, deadline) { [self] result in
+        // A method that needs no caller keeps half its time for the service, in case the
+        // accounts service does not answer and the request goes on without a caller.
+        let optional = rule.access == .anyone && rule.service != Dispatcher.accounts
+        let checkBudget = optional ? max(1, deadline.remainingMilliseconds / 2) : deadline.remainingMilliseconds
+        validate(token, timeoutMilliseconds: checkBudget) { [self] result in
             switch result {
             case .failure(let error) where error.code == .unauthenticated && method == "auth.logout":
                 // A session that already ended: logging out again does nothing.
@@ -113,6 +117,9 @@ final class Dispatcher: Sendable {
             case .failure(let error) where error.code == .unauthenticated && ownToken:
                 // The connection's session ended elsewhere: it is signed out.
                 completion(.failure(error), .signedOut(token: token))
+            case .failure(let error) where (error.code == .unavailable || error.code == .deadlineExceeded) && optional:
+                // Reading places or searching needs no one: it does not wait for the accounts service.
+                forward(request, auth: nil, completion)
             case .failure(let error):
                 completion(.failure(error), nil)
             case .success(let user):
@@ -200,8 +207,8 @@ final class Dispatcher: Sendable {
     }
 
     /// Checks a token: from the cache when it was checked moments ago, else with the social
-    /// service, within the request's deadline; `then` runs on this thread or another.
-    private func validate(_ token: String, _ deadline: Deadline, then: @escaping @Sendable (Result<TokenOwner, ServiceError>) -> Void) {
+    /// service within the time given; `then` runs on this thread or another.
+    private func validate(_ token: String, timeoutMilliseconds: Int, then: @escaping @Sendable (Result<TokenOwner, ServiceError>) -> Void) {
         guard Dispatcher.looksLikeToken(token) else {
             then(.failure(ServiceError(.unauthenticated, "invalid or expired token", field: "token")))
             return
@@ -215,7 +222,7 @@ final class Dispatcher: Sendable {
             return
         }
         let tokens = self.tokens, backends = self.backends
-        accounts.send(type: "auth.validate", body: Dispatcher.json(["token": token]), timeoutMilliseconds: deadline.remainingMilliseconds) { result in
+        accounts.send(type: "auth.validate", body: Dispatcher.json(["token": token]), timeoutMilliseconds: timeoutMilliseconds) { result in
             switch result {
             case .success(let reply):
                 guard let owner = try? JSONCoding.decoder.decode(TokenOwner.self, from: reply.bodyJSON) else {

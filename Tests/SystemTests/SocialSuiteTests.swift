@@ -97,6 +97,16 @@ import Testing
         #expect(errorCode(c, "social.feed") == "unauthenticated")
     }
 
+    @Test func readsNeedNoAccountsServiceEvenWhenSignedIn() throws {
+        let suite = try SuiteFixture()
+        let (c, _) = try member(suite, "gina")
+        _ = suite.social.terminate()
+        #expect(result(c, "catalog.categories") != nil)  // with a cold cache too: the token is not needed here
+        usleep(2_100_000)
+        #expect(result(c, "catalog.categories") != nil)
+        #expect(errorCode(c, "social.feed") == "unavailable")
+    }
+
     @Test func signInsAndOutsOrderTheRequestsAfterThem() throws {
         let suite = try SuiteFixture()
         let admin = try suite.adminConnection()
