@@ -31,14 +31,19 @@ public struct AccessPolicy: Sendable {
     }
 
     public let rules: [Rule]
+    private let exact: [String: Rule]
+    /// Prefix rules, longest first.
+    private let prefixes: [Rule]
 
-    public init(rules: [Rule]) { self.rules = rules }
+    public init(rules: [Rule]) {
+        self.rules = rules
+        exact = Dictionary(rules.filter { !$0.isPrefix }.map { ($0.pattern, $0) }, uniquingKeysWith: { first, _ in first })
+        prefixes = rules.filter(\.isPrefix).sorted { $0.pattern.count > $1.pattern.count }
+    }
 
     /// The rule of a method: its own, else the longest prefix rule that covers it.
     public func rule(for method: String) -> Rule? {
-        if let exact = rules.first(where: { !$0.isPrefix && $0.pattern == method }) { return exact }
-        return rules.filter { $0.isPrefix && method.hasPrefix($0.pattern) && method.count > $0.pattern.count }
-            .max { $0.pattern.count < $1.pattern.count }
+        exact[method] ?? prefixes.first { method.count > $0.pattern.count && method.hasPrefix($0.pattern) }
     }
 
     /// Tourbus's services.
