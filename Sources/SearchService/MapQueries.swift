@@ -175,7 +175,7 @@ struct MapQueries {
         case .popularity:
             let box: BoundingBox
             do { box = try BoundingBox.around(center, radiusMeters: q.radiusM) } catch { throw error.serviceError }
-            let found = try mostPopular(in: box.parts, want: limit + 1, after: after, q.filters) { $0.coordinate.distance(to: center) <= q.radiusM }
+            let found = try mostPopular(in: box, want: limit + 1, after: after, q.filters) { $0.coordinate.distance(to: center) <= q.radiusM }
             let (ids, next) = MapQueries.page(found.map { (-$0.popularity, $0.id) }, limit: limit, after: after)
             return SearchPage(hits: try hits(ids: ids, from: center), nextCursor: next)
         case .rating:
@@ -189,7 +189,7 @@ struct MapQueries {
         let box: BoundingBox
         do { box = try BoundingBox.around(center, radiusMeters: radius) } catch { throw error.serviceError }
         var hits: [SearchHit] = []
-        for part in box.parts {
+        for part in MapQueries.areas(box) {
             for var hit in try candidates(in: part, filters) {
                 let d = Coordinate(uncheckedLatitude: hit.lat, longitude: hit.lon).distance(to: center)
                 guard d <= radius else { continue }
@@ -217,9 +217,9 @@ struct MapQueries {
         var hits: [SearchHit] = []
         if sort == .popularity {
             // The most popular first, read band by band of popularity: a dense box holds thousands.
-            hits = try self.hits(ids: mostPopular(in: box.parts, want: limit + 1, after: after, q.filters) { box.contains($0.coordinate) }.map(\.id))
+            hits = try self.hits(ids: mostPopular(in: box, want: limit + 1, after: after, q.filters) { box.contains($0.coordinate) }.map(\.id))
         } else {
-            for part in box.parts {
+            for part in MapQueries.areas(box) {
                 if q.filters.openNow == true {
                     // Opening hours are judged in Swift, so SQL cannot cut the page.
                     hits += try candidates(in: part, q.filters).filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
@@ -239,11 +239,9 @@ struct MapQueries {
             SELECT \(MapQueries.hitColumns)
             FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
             WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
-              AND p.lat >= ? AND p.lat <= ? AND (p.lon BETWEEN ? AND ? OR p.lon = ? OR p.lon = ?)
+              AND p.lat >= ? AND p.lat <= ? AND p.lon BETWEEN ? AND ?
             """
-        // -180 and 180 are one meridian: a part reaching either takes points on the other.
-        var args = MapQueries.bounds(part) + [part.south, part.north, part.west, part.east,
-                                              part.east == 180 ? -180.0 : part.west, part.west == -180 ? 180.0 : part.east]
+        var args = MapQueries.bounds(part) + [part.south, part.north, part.west, part.east]
         MapQueries.appendFilters(filters, to: &sql, &args)
         if let after {
             // Keys are negated values (higher first); the cursor holds the key exactly.
@@ -341,6 +339,17 @@ struct MapQueries {
 
     static let inBox = "g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?"
 
+    /// The boxes to read for `box`: its parts (two across the 180th meridian), plus the
+    /// meridian itself on the other side when only one side of it is in: -180 and 180 are
+    /// one line, but a place is stored at one of them.
+    static func areas(_ box: BoundingBox) -> [BoundingBox] {
+        var areas = box.parts
+        let touchesWest = areas.contains { $0.west == -180 }, touchesEast = areas.contains { $0.east == 180 }
+        let meridian: Double? = touchesWest && !touchesEast ? 180 : touchesEast && !touchesWest ? -180 : nil
+        if let meridian, let line = try? BoundingBox(south: box.south, west: meridian, north: box.north, east: meridian) { areas.append(line) }
+        return areas
+    }
+
     /// The band of `places_by_strip` a latitude falls in (as the index computes it).
     static func strip(_ latitude: Double) -> Int64 { Int64((latitude + 90) * 1000) }
     /// Boxes taller than this many strips are read through the R*Tree instead.
@@ -349,9 +358,10 @@ struct MapQueries {
 
     /// The `want` places nearest `center` within `reach` metres that pass the filters and
     /// that `accept` takes, nearest first (ties by id), with their distances. Reads outward in
-    /// widening rings, each reading only what the last did not, until enough are found:
-    /// everything within the ring is read, so the nearest are exact. Each ring is sized from
-    /// how many the last one found, so little more is read than the answer needs.
+    /// widening rings until enough are found: everything within the ring is read, so the
+    /// nearest are exact. Each ring is sized from how many the last one found, so little more
+    /// is read than the answer needs; a ring read by latitude bands reads the inner ones
+    /// again (cheaply, skipped), one read through the R*Tree leaves out what the R*Tree read.
     func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, _ filters: PlaceFilters,
                  accept: (Probe) -> Bool) throws -> [(id: Int64, distance: Double)] {
         var found: [(id: Int64, distance: Double)] = []
@@ -369,29 +379,32 @@ struct MapQueries {
         while true {
             let box: BoundingBox
             do { box = try BoundingBox.around(center, radiusMeters: ring) } catch { throw error.serviceError }
-            for part in box.parts {
-                // Widened by 1e-7 degree (1 cm), as the R*Tree's bounds are, so rounding never leaves out a point.
-                let (south, north, west, east) = (part.south - 1e-7, part.north + 1e-7, part.west - 1e-7, part.east + 1e-7)
-                let bands = MapQueries.strip(south)...MapQueries.strip(north)
-                if strips, bands.count <= MapQueries.maxStrips {
-                    // Band by band, in longitude order; what an earlier ring read comes again, cheaply, and is skipped.
-                    for strip in bands {
+            let areas = MapQueries.areas(box)
+            // Exact bounds, widened by 1e-7 degree (1 cm) so rounding never leaves out a point.
+            let widened = areas.map { (south: $0.south - 1e-7, north: $0.north + 1e-7, west: $0.west - 1e-7, east: $0.east + 1e-7) }
+            if strips, widened.allSatisfy({ MapQueries.strip($0.north) - MapQueries.strip($0.south) < MapQueries.maxStrips }) {
+                // Band by band, in longitude order; what an earlier ring read comes again, cheaply, and is skipped.
+                for area in widened {
+                    for strip in MapQueries.strip(area.south)...MapQueries.strip(area.north) {
                         try probe(from: "places p INDEXED BY places_by_strip",
                                   where: "p.strip = ? AND p.lon BETWEEN ? AND ? AND p.lat BETWEEN ? AND ?",
-                                  [strip, west, east, south, north], filters, consider)
+                                  [strip, area.west, area.east, area.south, area.north], filters, consider)
                     }
-                } else {
-                    // A tall box: the R*Tree, leaving out what earlier rings read.
+                }
+                read = []
+            } else {
+                // A tall box: the R*Tree, leaving out what earlier rings read through it.
+                for area in areas {
                     var conditions = MapQueries.inBox
-                    var args = MapQueries.bounds(part)
+                    var args = MapQueries.bounds(area)
                     for done in read {
                         conditions += " AND NOT (\(MapQueries.inBox))"
                         args += MapQueries.bounds(done)
                     }
                     try probe(from: MapQueries.fromTree, where: conditions, args, filters, consider)
                 }
+                read = areas
             }
-            read = box.parts
             let inside = found.lazy.filter { $0.distance <= ring }.count
             if ring >= reach || inside >= want {
                 return Array(found.filter { $0.distance <= ring }
@@ -404,14 +417,14 @@ struct MapQueries {
         }
     }
 
-    /// The `want` most popular places after `after` in `parts` (the whole world when nil) that
+    /// The `want` most popular places after `after` in `box` (the whole world when nil) that
     /// pass the filters and that `accept` takes, most popular first (ties by id). Finds the
     /// highest popularity there, then reads bands of popularity downward, each twice as deep
     /// as the last, until enough are found: every place above a band's floor is read, so the
     /// order is exact, and a dense box is not read whole for one page.
-    func mostPopular(in parts: [BoundingBox]?, want: Int, after: SearchCursor?, _ filters: PlaceFilters,
+    func mostPopular(in box: BoundingBox?, want: Int, after: SearchCursor?, _ filters: PlaceFilters,
                      accept: (Probe) -> Bool) throws -> [(id: Int64, popularity: Double)] {
-        let areas: [(String, [SQLBindable?])] = parts?.map { (MapQueries.inBox + " AND ", MapQueries.bounds($0)) } ?? [("", [])]
+        let areas: [(String, [SQLBindable?])] = box.map { MapQueries.areas($0).map { (MapQueries.inBox + " AND ", MapQueries.bounds($0)) } } ?? [("", [])]
         // Popularities in the R*Tree's hundredths. The cursor's band comes again; the cursor cuts it below.
         let ceiling = after.map { SearchIndex.scaledPopularity(-$0.key) } ?? 2_000_000_000
         func anyAtLeast(_ floor: Int64) throws -> Bool {

@@ -111,14 +111,16 @@ extension IndexedPlace {
         guard let members = JSONSpan.members(of: json) else { return nil }
         func isNull(_ range: Range<Int>) -> Bool { json[range].elementsEqual("null".utf8) }
         func number(_ range: Range<Int>) -> Double? {
-            let text = String(decoding: json[range], as: UTF8.self)
-            guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
-                                          || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "+") }),
-                  let value = Double(text), value.isFinite else { return nil }
+            guard JSONNumber.isValid(json[range]), let value = Double(String(decoding: json[range], as: UTF8.self)), value.isFinite else { return nil }
             return value
         }
-        func integer(_ range: Range<Int>) -> Int64? { Int64(String(decoding: json[range], as: UTF8.self)) }
+        func integer(_ range: Range<Int>) -> Int64? {
+            guard JSONNumber.isValid(json[range]) else { return nil }
+            return Int64(String(decoding: json[range], as: UTF8.self))
+        }
         func text(_ range: Range<Int>) -> String?? { isNull(range) ? .some(nil) : JSONSpan.string(at: range, in: json).map { .some($0) } }
+        // A key given twice is left to the decoder, whose reading of it is the reference.
+        guard Set(members.map(\.key)).count == members.count else { return nil }
         var id: Int64?, name: String?, category: String?, lat: Double?, lon: Double?
         var place = IndexedPlace(id: 0, name: "", category: "", lat: 0, lon: 0)
         for (key, range) in members {
@@ -157,6 +159,35 @@ extension IndexedPlace {
     }
 }
 
+/// JSON's number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+enum JSONNumber {
+    static func isValid<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
+        var i = bytes.startIndex
+        func digits() -> Int {
+            var count = 0
+            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) { i = bytes.index(after: i); count += 1 }
+            return count
+        }
+        func take(_ byte: UInt8) -> Bool {
+            guard i != bytes.endIndex, bytes[i] == byte else { return false }
+            i = bytes.index(after: i)
+            return true
+        }
+        _ = take(UInt8(ascii: "-"))
+        if take(UInt8(ascii: "0")) {
+            // no more digits after a leading zero
+        } else if digits() == 0 {
+            return false
+        }
+        if take(UInt8(ascii: ".")), digits() == 0 { return false }
+        if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
+            _ = take(UInt8(ascii: "+")) || take(UInt8(ascii: "-"))
+            if digits() == 0 { return false }
+        }
+        return i == bytes.endIndex
+    }
+}
+
 extension IndexedPlace.OpeningPeriod {
     /// Reads `{"day":…,"open":…,"close":…}` by spans; nil when not plainly shaped.
     init?(spans json: Data) {
@@ -164,7 +195,7 @@ extension IndexedPlace.OpeningPeriod {
         var day: Int?, open: String?, close: String?
         for (key, range) in members {
             switch key {
-            case "day": day = Int(String(decoding: json[range], as: UTF8.self))
+            case "day": day = JSONNumber.isValid(json[range]) ? Int(String(decoding: json[range], as: UTF8.self)) : nil
             case "open": open = JSONSpan.string(at: range, in: json)
             case "close": close = JSONSpan.string(at: range, in: json)
             default: continue

@@ -14,6 +14,12 @@ public final class SearchStore: ServiceState {
 
     init(worker: ServiceWorker) { self.worker = worker }
 
+    /// Runs a search in one read transaction: all its statements see one state of the index,
+    /// even while the subscriber commits changes to it (a bulk load drops and builds an index).
+    func snapshot<Result>(_ search: () throws -> Result) throws -> Result {
+        try worker.db.transaction(.deferred, search)
+    }
+
     struct CategoryList: Decodable {
         struct Category: Decodable { var id: String }
         var categories: [Category]
@@ -41,16 +47,24 @@ public enum SearchService {
     public static let definition: ServiceDefinition<SearchStore> = {
         var table = HandlerTable<SearchStore>()
         table.on("search.nearby", description: "places within radius_m of lat/lon, by distance (or rating, popularity), filtered, paged") {
-            (query: NearbyQuery, _, store) in try store.maps.nearby(query)
+            (query: NearbyQuery, _, store) in
+            let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
+            return try store.snapshot { try maps.nearby(query) }
         }
         table.on("search.viewport", description: "places inside a map box south/west/north/east (may cross the 180th meridian), paged") {
-            (query: ViewportQuery, _, store) in try store.maps.viewport(query)
+            (query: ViewportQuery, _, store) in
+            let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
+            return try store.snapshot { try maps.viewport(query) }
         }
         table.on("search.text", description: "places matching words q (typos forgiven), optionally near a point or in a box, by relevance, paged") {
-            (query: TextQuery, _, store) in try store.text.search(query)
+            (query: TextQuery, _, store) in
+            let text = store.text  // outside the transaction: it may ask the catalog for its categories
+            return try store.snapshot { try text.search(query) }
         }
         table.on("search.autocomplete", description: "place names and categories starting with prefix, with match offsets") {
-            (query: AutocompleteQuery, _, store) in try store.text.autocomplete(query)
+            (query: AutocompleteQuery, _, store) in
+            let text = store.text  // outside the transaction: it may ask the catalog for its categories
+            return try store.snapshot { try text.autocomplete(query) }
         }
         return ServiceDefinition(
             name: "search", migrations: SearchSchema.migrations, handlers: table,

@@ -50,7 +50,7 @@ public struct TextQuery: Decodable, Sendable {
         limit = try c.decodeIfPresent(Int.self, forKey: .limit)
         cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
         lang = try c.decodeIfPresent(String.self, forKey: .lang)
-        if let lang, lang.wholeMatch(of: /[a-z]{2,3}(-[A-Za-z0-9]{2,8})*/) == nil {
+        if let lang, lang.wholeMatch(of: /[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*/) == nil {
             throw ServiceError.invalid("lang", "must be a language tag such as en or pt-BR")
         }
         filters = try PlaceFilters(from: decoder)
@@ -183,12 +183,11 @@ struct TextQueries {
         return terms.isEmpty ? [quoted] : terms.map(TextQueries.quoted)
     }
 
-    /// Whether the index has the word (or, as a prefix, a word starting with it).
+    /// Whether some place has the word (or, as a prefix, a word starting with it) now: asked
+    /// of FTS5, since the vocabulary keeps words no place has any more.
     private func known(_ word: String, prefix: Bool) throws -> Bool {
-        if prefix {
-            return try db.scalarInt("SELECT 1 FROM search_terms WHERE term >= ? AND term < ? LIMIT 1", word, word + "\u{10FFFF}") != nil
-        }
-        return try db.scalarInt("SELECT 1 FROM search_terms WHERE term = ?", word) != nil
+        try db.scalarInt("SELECT rowid FROM places_text WHERE places_text MATCH ? LIMIT 1",
+                         TextQueries.quoted(word) + (prefix ? " *" : "")) != nil
     }
 
     /// Words of the index within the allowed edit distance of `word`, sharing its first letter.
@@ -264,7 +263,7 @@ struct TextQueries {
             // As far as the radius goes, or the whole Earth.
             chosen = try maps.nearest(center, within: radius ?? 20_040_000, want: want, filters, accept: accept).map(\.id)
         } else {
-            chosen = try maps.mostPopular(in: box?.parts, want: want, after: nil, filters, accept: accept).map(\.id)
+            chosen = try maps.mostPopular(in: box, want: want, after: nil, filters, accept: accept).map(\.id)
         }
         return chosen.compactMap { found[$0] }
     }

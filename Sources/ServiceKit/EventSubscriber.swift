@@ -184,7 +184,6 @@ struct SubscriberLoop: Sendable {
         do {
             db = try Database(path: options.databasePath)
             try db.tune(options.tuning)
-            try applier.finishBulk?(db)
             cursor = try CursorStore(database: db).get(source: options.source)
             socket = try Socket(context, .sub)
             try socket.setReceiveHighWaterMark(100_000)
@@ -198,6 +197,8 @@ struct SubscriberLoop: Sendable {
         }
         defer { client.close() }
         startup.succeeded(nil)
+        // A bulk load a crash interrupted is finished first (a failure is logged; catching up retries it).
+        finishBulk(db)
         status.update { $0.epoch = cursor?.epoch; $0.seq = cursor?.seq ?? 0 }
 
         var needSync = true
@@ -291,8 +292,8 @@ struct SubscriberLoop: Sendable {
         }
         // The next batch is asked for before this one is applied, so the publisher reads while we write.
         var next: (after: Int64, reply: RPCClient.PendingReply)?
-        var bulk = false
-        defer { if bulk { finishBulk(db) } }
+        // A bulk load lasts until caught up: a failed batch leaves it under way, and the retry goes on with it.
+        var bulk = status.value.bulk
         while !stopping.isSet {
             let after = cursor?.seq ?? 0
             let pending = next?.after == after ? next!.reply : try ask(after: after)
@@ -319,14 +320,17 @@ struct SubscriberLoop: Sendable {
             }
             let events = try reply.attachments.map { data throws(ServiceError) in try ReceivedEvent(envelope: data) }
             guard events.allSatisfy({ $0.header.epoch == info.epoch }) else { throw ServiceError(.internal, "replay mixed epochs") }
-            let more = events.count == options.replayBatch && (events.last?.header.seq ?? 0) < info.head
+            let more = !events.isEmpty && (events.last?.header.seq ?? 0) < info.head
             if more, let last = events.last?.header.seq { next = (last, try ask(after: last)) }
             try apply(events.filter { $0.header.seq > after }, db: db, cursor: &cursor)
-            if !more { return }
+            if !more {
+                if bulk { finishBulk(db) }
+                return
+            }
         }
     }
 
-    /// Finishes a bulk load; a failure is logged, and the next start tries again.
+    /// Finishes a bulk load; a failure is logged, and the next catch-up tries again.
     private func finishBulk(_ db: Database) {
         guard let finish = applier.finishBulk else { return }
         do {

@@ -59,7 +59,6 @@ public final class Database {
         _ = sqlite3_close_v2(connection)
     }
 
-    /// Runs a script of zero or more SQL statements separated by semicolons, without parameters.
     /// Applies memory settings to this connection.
     public func tune(_ tuning: DatabaseTuning) throws(SQLiteError) {
         if let cache = tuning.cacheMebibytes { try execute("PRAGMA cache_size = -\(cache * 1024)") }
@@ -67,6 +66,7 @@ public final class Database {
         if let pages = tuning.checkpointPages { try execute("PRAGMA wal_autocheckpoint = \(pages)") }
     }
 
+    /// Runs a script of zero or more SQL statements separated by semicolons, without parameters.
     public func execute(_ sql: String) throws(SQLiteError) {
         var errorText: UnsafeMutablePointer<CChar>?
         let resultCode = sqlite3_exec(connection, sql, nil, nil, &errorText)

@@ -53,6 +53,8 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
             if let p { points.append((p.latitude, p.longitude)) }
         }
     }
+    // On the 180th meridian itself, stored as 180 or as -180.
+    for i in 0..<20 { points.append((Double(i - 10) * 0.01, i % 2 == 0 ? 180 : -180)) }
     return points
 }
 
@@ -103,6 +105,16 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         }
     }
 
+    /// A place just outside a ring read by latitude bands, whose rounded R*Tree point falls
+    /// inside that ring's box: the next ring, read through the R*Tree, must still find it.
+    @Test func aPlaceOnTheEdgeOfABandRingIsFoundByTheNextRing() throws {
+        var rng = SplitMix64(seed: 1)
+        let index = try TestIndex()
+        try index.add([(-33.92755664, 151.21)], rng: &rng)
+        let page = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":50000,"limit":1}"#))
+        #expect(page.hits.map(\.id) == [1])
+    }
+
     @Test func nearbyIsTheSameWhileABulkLoadRebuildsTheStrips() throws {
         var rng = SplitMix64(seed: 43)
         let index = try TestIndex()
@@ -117,6 +129,34 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 1)
         #expect(try queries.map { try index.queries.nearby(try nearbyQuery($0)) } == withStrips)
         #expect(withStrips.allSatisfy { !$0.hits.isEmpty })
+    }
+
+    /// A search runs in one read transaction (as the service runs each): a bulk load that
+    /// drops and builds the band index meanwhile, on another connection, never breaks it.
+    @Test func aSearchInOneTransactionOutlivesABulkLoadBeginningAndEnding() throws {
+        var rng = SplitMix64(seed: 44)
+        let index = try TestIndex()
+        try index.add(testPoints(&rng), rng: &rng)
+        let path = index.path
+        let toggler = Thread {
+            guard let db = try? Database(path: path) else { return }
+            for _ in 0..<100 {
+                try? db.transaction { try SearchIndex.catalogApplier.startBulk?(db) }
+                try? db.transaction { try SearchIndex.catalogApplier.finishBulk?(db) }
+            }
+        }
+        toggler.start()
+        var failures = 0, searches = 0
+        for _ in 0..<2_000 where !toggler.isFinished {
+            searches += 1
+            do {
+                _ = try index.db.transaction(.deferred) { try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":2000}"#)) }
+            } catch {
+                failures += 1
+            }
+        }
+        for _ in 0..<500 where !toggler.isFinished { usleep(10_000) }
+        #expect(searches > 10 && failures == 0, "\(failures) of \(searches) searches failed")
     }
 
     @Test func viewportReturnsExactlyThePlacesInsideTheBox() throws {

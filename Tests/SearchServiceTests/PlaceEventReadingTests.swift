@@ -26,8 +26,16 @@ import TestSupport
         }
         // What the spans cannot read plainly is left to the decoder.
         for odd in [#"{"id":1.5,"name":"x","category":"c","lat":0,"lon":0}"#, #"{"id":1,"name":"x","category":"c","lat":1e999,"lon":0}"#,
-                    #"{"id":1,"name":"x","category":"c","lat":0}"#, #"{"id":1,"name":7,"category":"c","lat":0,"lon":0}"#] {
+                    #"{"id":1,"name":"x","category":"c","lat":0}"#, #"{"id":1,"name":7,"category":"c","lat":0,"lon":0}"#,
+                    #"{"id":1,"name":"x","name":"y","category":"c","lat":0,"lon":0}"#, #"{"id":+1,"name":"x","category":"c","lat":0,"lon":0}"#,
+                    #"{"id":01,"name":"x","category":"c","lat":0,"lon":0}"#, #"{"id":1,"name":"x","category":"c","lat":.5,"lon":0}"#,
+                    #"{"id":1,"name":"x","category":"c","lat":1.,"lon":0}"#] {
             #expect(IndexedPlace(spans: Data(odd.utf8)) == nil, "\(odd)")
         }
+    }
+
+    @Test func jsonNumbersAsTheGrammarHasThem() {
+        for good in ["0", "-0", "7", "-33.8568", "1e3", "1E-7", "2.5e+10", "151.2153"] { #expect(JSONNumber.isValid(Array(good.utf8)), "\(good)") }
+        for bad in ["", "-", "+1", "01", ".5", "1.", "1e", "1e+", "0x10", "1.2.3", "NaN", "--1"] { #expect(!JSONNumber.isValid(Array(bad.utf8)), "\(bad)") }
     }
 }

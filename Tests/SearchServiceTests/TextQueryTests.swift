@@ -80,6 +80,16 @@ func names(_ index: TestIndex, _ json: String, _ allMatchesUpTo: Int = 3_000) th
         #expect(try names(index, #"{"q":"opxxa "}"#, road).isEmpty)                                 // two typos in 5 letters: no
     }
 
+    @Test func aWordNoPlaceHasAnyMoreIsForgivenLikeAnyTypo() throws {
+        let index = try TestIndex()
+        let place = IndexedPlace(id: 1, name: "Pizzaria Roma", category: "restaurant", lat: 0, lon: 0)
+        try SearchIndex.upsert(place, index.db)
+        var renamed = place
+        renamed.name = "Pizzeria Roma"
+        try SearchIndex.upsert(renamed, index.db)
+        #expect(try names(index, #"{"q":"pizzaria "}"#) == ["Pizzeria Roma"])
+    }
+
     @Test(arguments: everyRoad) func hostileInputIsPlainText(road: Int) throws {
         let index = try namedIndex()
         for q in ["\"opera", "NEAR(opera", "opera*", "-opera", "name:opera", "((opera", "opera)", "\"opera\" OR 1=1", "^opera", "{name}: x"] {
