@@ -171,6 +171,9 @@ final class Dispatcher: Sendable {
                         completion(.failure(ServiceError(.internal, "auth.login answered without a token")), nil)
                         return
                     }
+                    // The reply says who the token is: the requests that follow need not ask, and
+                    // so leave in the order they came.
+                    tokens.remember(signedIn.token, TokenOwner(userId: signedIn.user.id, role: signedIn.user.role, expiresAt: signedIn.expiresAt))
                     completion(.result(reply.bodyJSON), .signedIn(token: signedIn.token))
                 case "auth.logout":
                     if let token = request.token { tokens.revoke(token) }
@@ -191,7 +194,20 @@ final class Dispatcher: Sendable {
     }
 
     /// What `auth.login` answers, as far as the gateway reads it.
-    struct LoginReply: Decodable { var token: String }
+    struct LoginReply: Decodable {
+        struct User: Decodable {
+            var id: Int64
+            var role: String
+        }
+        var token: String
+        var expiresAt: String?
+        var user: User
+
+        enum CodingKeys: String, CodingKey {
+            case token, user
+            case expiresAt = "expires_at"
+        }
+    }
 
     /// Who a token signs in, as `auth.validate` answers (and `auth.resume` replies).
     struct TokenOwner: Codable, Sendable, Equatable {

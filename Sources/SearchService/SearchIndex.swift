@@ -104,6 +104,9 @@ struct IndexedPlace: Codable, Sendable, Equatable {
 }
 
 extension IndexedPlace {
+    static let fields: Set<String> = ["id", "name", "category", "lat", "lon", "address", "description", "timezone",
+                                      "price_level", "popularity", "opening_hours"]
+
     /// Reads a `catalog.place.upserted` body by spans, without `Decodable`: catching up reads a
     /// million of them. Nil when the body is not plainly shaped, and then `JSONDecoder` reads
     /// it, with its errors.
@@ -119,11 +122,12 @@ extension IndexedPlace {
             return Int64(String(decoding: json[range], as: UTF8.self))
         }
         func text(_ range: Range<Int>) -> String?? { isNull(range) ? .some(nil) : JSONSpan.string(at: range, in: json).map { .some($0) } }
-        // A key given twice is left to the decoder, whose reading of it is the reference.
-        guard Set(members.map(\.key)).count == members.count else { return nil }
         var id: Int64?, name: String?, category: String?, lat: Double?, lon: Double?
         var place = IndexedPlace(id: 0, name: "", category: "", lat: 0, lon: 0)
+        var read = Set<String>()
         for (key, range) in members {
+            // A field given twice is left to the decoder, whose reading of it is the reference.
+            guard read.insert(key).inserted || !IndexedPlace.fields.contains(key) else { return nil }
             switch key {
             case "id": guard let value = integer(range) else { return nil }; id = value
             case "name": guard let value = JSONSpan.string(at: range, in: json) else { return nil }; name = value

@@ -183,11 +183,19 @@ struct TextQueries {
         return terms.isEmpty ? [quoted] : terms.map(TextQueries.quoted)
     }
 
-    /// Whether some place has the word (or, as a prefix, a word starting with it) now: asked
-    /// of FTS5, since the vocabulary keeps words no place has any more.
+    /// Whether some place has the word (or, as a prefix, a word starting with it) now. The
+    /// vocabulary keeps words no place has any more, so each word it offers is asked of FTS5
+    /// (a word's first match is cheap to find; a prefix query would merge every match first).
     private func known(_ word: String, prefix: Bool) throws -> Bool {
-        try db.scalarInt("SELECT rowid FROM places_text WHERE places_text MATCH ? LIMIT 1",
-                         TextQueries.quoted(word) + (prefix ? " *" : "")) != nil
+        let candidates = prefix
+            ? try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ? LIMIT \(TextQueries.maxPrefixTerms + 1)",
+                           word, word + "\u{10FFFF}").compactMap { $0.string(0) }
+            : [word]
+        // So many words start so: some place surely has one.
+        if candidates.count > TextQueries.maxPrefixTerms { return true }
+        return try candidates.contains { term in
+            try db.scalarInt("SELECT rowid FROM places_text WHERE places_text MATCH ? LIMIT 1", TextQueries.quoted(term)) != nil
+        }
     }
 
     /// Words of the index within the allowed edit distance of `word`, sharing its first letter.
