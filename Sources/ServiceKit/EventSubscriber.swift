@@ -296,7 +296,7 @@ struct SubscriberLoop: Sendable {
         var bulk = status.value.bulk
         while !stopping.isSet {
             let after = cursor?.seq ?? 0
-            let pending = next?.after == after ? next!.reply : try ask(after: after)
+            let pending = try next.flatMap { $0.after == after ? $0.reply : nil } ?? ask(after: after)
             next = nil
             let reply = try pending.wait()
             let info = try reply.body(ReplayReply.self)
