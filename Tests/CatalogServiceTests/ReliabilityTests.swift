@@ -49,6 +49,20 @@ import Testing
         #expect(try mirror.bulkLog() == ["finish", "finish", "start", "finish", "finish"])
     }
 
+    @Test func aBulkLoadOutlivesAFailedBatch() throws {
+        let catalog = try CatalogFixture(heartbeatMs: 100)
+        let mirror = try mirrorThatSawTenPlaces(of: catalog)
+        try catalog.createMany(600, prefix: "while stopped")
+        PlaceMirror.failOnce.withLock { $0 = 50 }  // in the first batch: the backlog stays over the threshold
+        let subscriber = try mirror.subscribe(to: catalog, bulkThreshold: 500)
+        #expect(subscriber.waitFor(seq: 610, timeout: 30))
+        for _ in 0..<1_000 where subscriber.status.bulk { usleep(10_000) }
+        #expect(try mirror.rows() == rows(of: try catalog.allPlaces()))
+        // One bulk load from start to catching up, though a batch failed and was retried.
+        #expect(try mirror.bulkLog() == ["finish", "finish", "start", "finish"])
+        #expect(PlaceMirror.failOnce.withLock { $0 } == nil)
+    }
+
     @Test func subscriberBehindATrimmedOutboxRebuildsFromSnapshot() throws {
         let catalog = try CatalogFixture(retention: 50, heartbeatMs: 20)
         let mirror = try mirrorThatSawTenPlaces(of: catalog)

@@ -3,6 +3,7 @@ import CatalogService
 import Foundation
 import ServiceKit
 import Storage
+import Synchronization
 
 let quiet = Logger(component: "catalog-test", level: .error)
 
@@ -105,8 +106,13 @@ final class PlaceMirror {
             """)])
     }
 
+    /// An event whose first application fails as storage would (the batch rolls back and the subscriber retries).
+    struct InjectedFailure: Error {}
+    static let failOnce = Mutex<Int64?>(nil)
+
     static let applier = EventApplier(
         apply: { event, db in
+            if failOnce.withLock({ seq in seq == event.header.seq ? { seq = nil; return true }() : false }) { throw InjectedFailure() }
             switch event.header.type {
             case CatalogEvents.upserted:
                 let place = try event.body(Place.self)
