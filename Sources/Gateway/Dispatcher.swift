@@ -53,6 +53,10 @@ final class Dispatcher: Sendable {
 
     /// The service that checks tokens.
     static let accounts = "social"
+    /// Requests answered `unavailable` that are tried again until their deadline: they hash
+    /// a password, and the social service refuses them, having changed nothing, while busy.
+    static let retriedWhenBusy: Set<String> = ["auth.login", "auth.register"]
+    static let busyRetryMilliseconds = 20
 
     /// Answers a command: at once (returns the outcome) or later (returns nil and calls
     /// `completion` exactly once, on this thread or another). `token` is the connection's,
@@ -180,6 +184,13 @@ final class Dispatcher: Sendable {
                     completion(.result(reply.bodyJSON), .signedOut(token: request.token ?? ""))
                 default:
                     completion(.result(reply.bodyJSON), nil)
+                }
+            case .failure(let error) where error.code == .unavailable && Dispatcher.retriedWhenBusy.contains(method)
+                    && request.deadline.remainingMilliseconds > 2 * Dispatcher.busyRetryMilliseconds:
+                // The social service hashes a few passwords at a time and refuses more at once;
+                // a login or sign-up that nothing changed yet is tried again, within its deadline.
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Dispatcher.busyRetryMilliseconds)) {
+                    self.forward(request, auth: auth, completion)
                 }
             case .failure(let error):
                 if !(request.ownDeadline && error.code == .deadlineExceeded) { backends.noteFailure(request.service, error) }

@@ -97,6 +97,19 @@ import Testing
         #expect(errorCode(c, "social.feed") == "unauthenticated")
     }
 
+    /// At the production cost the service hashes one password at a time (2 readers) and
+    /// refuses more; the gateway tries those again, so a pool of connections signing in at
+    /// once all get in.
+    @Test func manyConnectionsSigningInAtOnceAllGetIn() throws {
+        let suite = try SuiteFixture(passwordCost: "interactive")
+        let admin = SuiteFixture.admin
+        let connections = try (0..<6).map { _ in try GatewayConnection(port: suite.port) }
+        let login = #"{"jsonrpc":"2.0","id":1,"method":"auth.login","params":{"username":"\#(admin.username)","password":"\#(admin.password)"}}"#
+        for c in connections { c.send(login + "\n") }
+        let tokens = connections.map { (json($0.line())["result"] as? [String: Any])?["token"] as? String }
+        #expect(tokens.allSatisfy { $0 != nil }, "\(tokens)")
+    }
+
     @Test func readsNeedNoAccountsServiceEvenWhenSignedIn() throws {
         let suite = try SuiteFixture()
         let (c, _) = try member(suite, "gina")

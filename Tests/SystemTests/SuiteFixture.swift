@@ -28,12 +28,12 @@ final class SuiteFixture {
          "--peer", "social=\(social.rpc)", "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
     }
 
-    init(gatewayArguments: [String] = [], withSearch: Bool = false) throws {
+    init(gatewayArguments: [String] = [], withSearch: Bool = false, passwordCost: String = "minimum") throws {
         catalog = try ServiceProcess("tourbus-catalog", folder: folder)
         catalogEndpoint = catalog.rpc
-        // Passwords hashed at the cheapest cost: tests sign in often.
+        // Passwords hashed at the cheapest cost unless asked: tests sign in often.
         social = try ServiceProcess("tourbus-social", folder: folder, arguments: ["--peer", "catalog=\(catalogEndpoint)"],
-                                    environment: ["TOURBUS_PASSWORD_COST": "minimum"])
+                                    environment: ["TOURBUS_PASSWORD_COST": passwordCost])
         var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)"]
         search = nil
         if withSearch {
