@@ -273,6 +273,22 @@ extension SocialStore {
     }
 
     /// Emits the place's rating as it now stands; call inside the transaction that changed it.
+    /// Follows the catalog's deletions: a deleted place takes its reviews with it, and its
+    /// rating goes to nothing (`count` 0). Reviews are this service's own, not a copy of the
+    /// catalog's, so a rebuild from the catalog's snapshot forgets nothing (`reset` does
+    /// nothing); a place deleted while this service could not follow keeps its reviews.
+    static let catalogApplier = EventApplier(
+        apply: { event, db in
+            guard event.header.type == "catalog.place.deleted" else { return }
+            struct Deleted: Decodable { var id: Int64 }
+            let id = try event.body(Deleted.self).id
+            guard try db.scalarInt("SELECT 1 FROM reviews WHERE place_id = ? LIMIT 1", id) != nil else { return }
+            try db.run("DELETE FROM reviews WHERE place_id = ?", id)
+            _ = try Outbox(database: db).append(type: SocialEvents.ratingUpdated,
+                                                body: try JSONCoding.encoder.encode(RatingUpdated(placeId: id, average: 0, count: 0)))
+        },
+        reset: { _ in })
+
     private func publishRating(of placeId: Int64) throws {
         try worker.emit(SocialEvents.ratingUpdated, try rating(of: placeId))
     }

@@ -120,6 +120,7 @@ public enum SocialService {
         return ServiceDefinition(
             name: "social", migrations: SocialSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
+            subscriptions: ["catalog": SocialStore.catalogApplier],
             makeState: { worker in
                 try Sodium.ready()
                 _ = try decoy.value()  // made at start, so no login pays for it

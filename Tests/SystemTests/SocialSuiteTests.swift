@@ -75,6 +75,21 @@ import Testing
         #expect(scanned >= 6)  // the databases, their write-ahead logs, and each process's log (a wrong password too)
     }
 
+    @Test func aDeletedPlaceTakesItsReviewsAndRatingWithIt() throws {
+        let suite = try SuiteFixture(withSearch: true)
+        let admin = try suite.adminConnection()
+        #expect(result(admin, "catalog.create", #"{"name":"Pop-up Bar","category":"bar","lat":-33.86,"lon":151.21}"#) != nil)
+        let (alice, _) = try member(suite, "hana")
+        #expect(result(alice, "reviews.add", #"{"place_id":1,"rating":4,"text":"Gone soon"}"#) != nil)
+        #expect(result(admin, "catalog.delete", #"{"id":1}"#) != nil)
+        var left = 1
+        for _ in 0..<100 where left > 0 {
+            left = ((result(alice, "reviews.list", #"{"place_id":1}"#) as? [String: Any])?["reviews"] as? [Any])?.count ?? -1
+            if left > 0 { usleep(50_000) }
+        }
+        #expect(left == 0)
+    }
+
     @Test func aTokenEndedElsewhereStopsWorkingWithinTheCacheBound() throws {
         let suite = try SuiteFixture()
         let (c, token) = try member(suite, "carol")

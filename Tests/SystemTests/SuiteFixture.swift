@@ -32,7 +32,9 @@ final class SuiteFixture {
         catalog = try ServiceProcess("tourbus-catalog", folder: folder)
         catalogEndpoint = catalog.rpc
         // Passwords hashed at the cheapest cost unless asked: tests sign in often.
-        social = try ServiceProcess("tourbus-social", folder: folder, arguments: ["--peer", "catalog=\(catalogEndpoint)"],
+        let catalogEvents = (catalog.endpoints["publish"] as? [String])?.first ?? ""
+        social = try ServiceProcess("tourbus-social", folder: folder,
+                                    arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"],
                                     environment: ["TOURBUS_PASSWORD_COST": passwordCost])
         var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)"]
         search = nil
