@@ -313,11 +313,14 @@ struct MapQueries {
         }
     }
 
+    /// Ids as a JSON array, for `json_each(?)`.
+    static func jsonArray(_ ids: [Int64]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
+
     /// Probes the places with these ids.
     func probe(ids: [Int64], _ filters: PlaceFilters, _ accept: (Probe) -> Void) throws {
         guard !ids.isEmpty else { return }
         try probe(from: "places p", where: "p.id IN (SELECT value FROM json_each(?))",
-                  ["[" + ids.map(String.init).joined(separator: ",") + "]"], filters, accept)
+                  [MapQueries.jsonArray(ids)], filters, accept)
     }
 
     /// The hits of these places, in this order, with their distances from `center` when given.
@@ -327,7 +330,7 @@ struct MapQueries {
             SELECT \(MapQueries.hitColumns)
             FROM places p LEFT JOIN ratings r ON r.place_id = p.id
             WHERE p.id IN (SELECT value FROM json_each(?))
-            """, "[" + ids.map(String.init).joined(separator: ",") + "]")
+            """, MapQueries.jsonArray(ids))
         var byId: [Int64: SearchHit] = [:]
         for row in rows {
             var hit = MapQueries.hit(row)
