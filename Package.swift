@@ -35,7 +35,7 @@ let package = Package(
         .executableTarget(name: "tourbus-search", dependencies: ["SearchService", "ServiceKit"]),
         .executableTarget(name: "tourbus-social", dependencies: ["SocialService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway", "ServiceKit", "Bus"]),
-        .target(name: "TourbusCLI", dependencies: ["Gateway", "Bus"]),
+        .target(name: "TourbusCLI", dependencies: ["Bus"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Benchmark driver (bench/search); talks to the real executables, imports no service.
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus"]),

@@ -21,10 +21,12 @@ public struct BackendHealth: Codable, Sendable, Equatable {
     }
 }
 
-/// The services behind the gateway: one RPC client each (spreading over its replicas),
-/// a health check every second, and the methods each one offers.
+/// The services behind the gateway: one RPC client each (spreading over its replicas), a
+/// window of requests in flight to each shared fairly between clients, a health check every
+/// second, and the methods each one offers.
 final class Backends: Sendable {
     private let clients: [String: RPCClient]
+    private let queues: [String: FairQueue]
     private let state: State
     private let stopping = StopFlag()
     private let checker: WorkerThread?
@@ -36,8 +38,9 @@ final class Backends: Sendable {
         init(_ health: [String: BackendHealth]) { self.health = Mutex(health) }
     }
 
-    /// Connects to every peer with request endpoints; `checkIntervalMilliseconds` nil disables checks.
-    init(context: ZMQContext, peers: [String: PeerEndpoints], logger: Logger, checkIntervalMilliseconds: Int? = 1_000) throws {
+    /// Connects to every peer with request endpoints, `window` requests in flight to each of
+    /// its endpoints; `checkIntervalMilliseconds` nil disables checks.
+    init(context: ZMQContext, peers: [String: PeerEndpoints], window: Int, logger: Logger, checkIntervalMilliseconds: Int? = 1_000) throws {
         var clients: [String: RPCClient] = [:]
         var health: [String: BackendHealth] = [:]
         for (name, peer) in peers where !peer.rpc.isEmpty {
@@ -45,6 +48,7 @@ final class Backends: Sendable {
             health[name] = BackendHealth(service: name, endpoints: peer.rpc, up: false)
         }
         self.clients = clients
+        queues = clients.mapValues { FairQueue(window: window * $0.endpoints.count) }
         let all = clients
         let state = State(health)
         self.state = state
@@ -71,6 +75,37 @@ final class Backends: Sendable {
     /// The client of a service, or nil when no such service is configured.
     func client(for service: String) -> RPCClient? { clients[service] }
 
+    /// Whether a service is configured.
+    func has(_ service: String) -> Bool { clients[service] != nil }
+
+    /// Sends a request to a service in `client`'s fair turn (at once when `client` is nil),
+    /// within `deadline`; a failure that says the service is down shows in `gateway.status`.
+    func send(_ service: String, type: String, body: Data, auth: Auth?, client: ClientKey?, deadline: Deadline,
+              ownDeadline: Bool = false, completion: @escaping @Sendable (Result<Reply, ServiceError>) -> Void) {
+        guard let rpc = clients[service], let queue = queues[service] else {
+            completion(.failure(ServiceError(.unavailable, "no \(service) service is configured")))
+            return
+        }
+        let state = self.state
+        let run: @Sendable (@escaping @Sendable () -> Void) -> Void = { done in
+            rpc.send(type: type, body: body, auth: auth, timeoutMilliseconds: deadline.remainingMilliseconds) { result in
+                done()
+                // A deadline the client shortened says nothing about the backend when it passes.
+                if case .failure(let error) = result, !(ownDeadline && error.code == .deadlineExceeded) {
+                    Backends.note(service, error, state)
+                }
+                completion(result)
+            }
+        }
+        guard let client else {
+            run {}
+            return
+        }
+        queue.submit(client, FairQueue.Job(deadline: deadline.end, run: run, expire: {
+            completion(.failure(ServiceError(.deadlineExceeded, "\(service) had no turn for this request within the deadline")))
+        }))
+    }
+
     /// Health of every backend, sorted by name.
     func status() -> [BackendHealth] { state.health.withLock { h in h.values.sorted { $0.service < $1.service } } }
 
@@ -78,7 +113,7 @@ final class Backends: Sendable {
     func knownMethods() -> [String: MethodList] { state.methods.withLock { $0 } }
 
     /// Records a failure seen while forwarding, so `gateway.status` shows it before the next check.
-    func noteFailure(_ service: String, _ error: ServiceError) {
+    private static func note(_ service: String, _ error: ServiceError, _ state: State) {
         guard error.code == .unavailable || error.code == .deadlineExceeded else { return }
         state.health.withLock { h in h[service]?.lastError = error.description }
     }

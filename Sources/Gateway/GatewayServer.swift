@@ -8,8 +8,10 @@ import Glibc
 
 /// The gateway: one TCP endpoint for clients (JSON-RPC lines or RESP), in front of the services.
 ///
-/// One thread accepts; each connection gets a thread of its own. Backends are reached
-/// through one RPC client per service.
+/// One thread accepts; each connection gets a thread of its own, which drives a
+/// `ClientSession`. Backends are reached through one RPC client per service, in a window
+/// shared fairly between clients. The accounts service's events about sessions and roles
+/// drop the token validations they concern at once.
 public final class GatewayServer: Sendable {
     /// `host:port` really bound.
     public let endpoint: String
@@ -24,19 +26,21 @@ public final class GatewayServer: Sendable {
     /// Listens on `config.listen` and connects to `config.peers`.
     public init(config: ServiceConfig, context: ZMQContext, logger: Logger, healthCheckMilliseconds: Int = 1_000) throws {
         self.logger = logger
+        let limits = config.gateway
         let (host, requestedPort) = try GatewayServer.split(config.listen)
         let listener = try TCPSocket.listen(host: host, port: requestedPort)
         listener.setNonBlocking()
         port = listener.localPort()
         endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        let backends = try Backends(context: context, peers: config.peers, logger: logger, checkIntervalMilliseconds: healthCheckMilliseconds)
+        let backends = try Backends(context: context, peers: config.peers, window: limits.backendWindow, logger: logger,
+                                    checkIntervalMilliseconds: healthCheckMilliseconds)
         self.backends = backends
-        let dispatcher = Dispatcher(backends: backends, defaultDeadlineMilliseconds: config.deadlineMilliseconds,
-                                    connections: connections, maxConnections: config.maxConnections)
-        var limits = ConnectionLimits()
-        limits.maxRequestBytes = config.maxRequestBytes
-        limits.idleTimeoutMilliseconds = config.idleTimeoutMilliseconds
-        let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, limits: limits, maxConnections: config.maxConnections,
+        let addresses = ClientAddresses(limits: limits)
+        let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
+        let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections)
+        let framing = FramingLimits(maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
+                                    maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
+        let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses,
                                 logger: logger, stopping: stopping, connections: connections)
         acceptor = WorkerThread(name: "gateway-accept") { accept.run() }
         logger.info("listening", ["endpoint": endpoint, "backends": config.peers.keys.sorted().joined(separator: ",")])
@@ -72,70 +76,127 @@ final class ConnectionCount: Sendable {
     var value: Int { count.load(ordering: .relaxed) }
 }
 
-/// The accepting thread's work: admit connections up to the limit, refuse the rest with an error.
+/// The accepting thread's work: admit connections within the limits (in all, and per client
+/// address), refuse the rest with an error.
 ///
 /// Unchecked because it carries the listening socket to the acceptor thread, which alone uses it.
 struct AcceptLoop: @unchecked Sendable {
     let listener: TCPSocket
     let dispatcher: Dispatcher
-    let limits: ConnectionLimits
-    let maxConnections: Int
+    let framing: FramingLimits
+    let addresses: ClientAddresses
     let logger: Logger
     let stopping: StopFlag
     let connections: ConnectionCount
+    /// Refusals being written (each waits up to 100 ms for the client's first byte, off this thread).
+    let refusing = ConnectionCount()
+    static let maxRefusing = 64
 
     func run() {
         var fds = [pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)]
+        var nextConnection: UInt64 = 0
+        let limits = dispatcher.limits
         while !stopping.isSet {
             guard poll(&fds, 1, 200) > 0 else { continue }
-            while let socket = try? listener.accept() {
-                if connections.add(1) > maxConnections {
+            while let (socket, address) = try? listener.accept() {
+                if connections.add(1) > limits.maxConnections {
                     _ = connections.add(-1)
-                    refuse(socket)
+                    refuse(socket, "too many connections (limit \(limits.maxConnections))")
                     continue
                 }
+                guard addresses.open(address) else {
+                    _ = connections.add(-1)
+                    refuse(socket, "too many connections from your address (limit \(limits.maxConnectionsPerAddress))")
+                    continue
+                }
+                nextConnection += 1
                 do {
-                    let connection = try Connection(socket: socket, dispatcher: dispatcher, limits: limits,
-                                                    logger: logger, stopping: stopping)
-                    let handoff = Handoff(connection: connection, connections: connections)
+                    let connection = try ClientConnection(socket: socket, client: ClientKey(address: address, connection: nextConnection),
+                                                          dispatcher: dispatcher, framing: framing, addresses: addresses,
+                                                          logger: logger, stopping: stopping)
+                    let handoff = Handoff(connection: connection, address: address, addresses: addresses, connections: connections)
                     _ = WorkerThread(name: "gateway-conn", stackSize: 512 << 10) { handoff.serve() }
                 } catch {
                     _ = connections.add(-1)
+                    addresses.close(address)
                     logger.error("could not serve a connection", ["error": error])
                 }
             }
         }
     }
 
-    /// Says why the connection is refused, in the client's framing if it speaks within 100 ms.
-    private func refuse(_ socket: TCPSocket) {
-        logger.warn("refused a connection: limit reached", ["limit": maxConnections])
+    /// Says why the connection is refused, in the client's framing if it speaks within 100 ms,
+    /// off the accepting thread; under a flood of refusals the rest are just closed.
+    private func refuse(_ socket: TCPSocket, _ reason: String) {
+        logger.warn("refused a connection", ["reason": reason])
+        guard refusing.add(1) <= AcceptLoop.maxRefusing else {
+            _ = refusing.add(-1)
+            return
+        }
+        let refusal = Refusal(socket: socket, reason: reason, refusing: refusing)
+        DispatchQueue.global().async { refusal.send() }
+    }
+}
+
+/// An error written to a refused connection before it closes. Unchecked: the socket moves to one other thread.
+struct Refusal: @unchecked Sendable {
+    let socket: TCPSocket
+    let reason: String
+    let refusing: ConnectionCount
+
+    func send() {
+        defer { _ = refusing.add(-1) }
         var fds = [pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)]
-        var first: [UInt8] = []
-        var scratch = [UInt8](repeating: 0, count: 4_096)
-        if poll(&fds, 1, 100) > 0 { _ = try? socket.read(appendingTo: &first, scratch: &scratch) }
-        let lead = first.first { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
-        let error = ServiceError(.unavailable, "too many connections (limit \(maxConnections))")
+        var first = [UInt8](repeating: 0, count: 4_096)
+        var count = 0
+        if poll(&fds, 1, 100) > 0 { count = (try? socket.read(into: &first)) ?? 0 }
+        let lead = first[0..<max(0, count)].first { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
+        let error = ServiceError(.unavailable, reason)
         let message = lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[")
             ? JSONRPC.error(id: Data("null".utf8), error) + [0x0A]
-            : RESP.error("UNAVAILABLE", error.message)
+            : RESP.error(error)
         _ = try? socket.write(message, from: 0)
         // Half-close and read what else came, so the close does not reset the connection
         // and lose the error line on its way.
         shutdown(socket.descriptor, Int32(SHUT_WR))
         for _ in 0..<10 where poll(&fds, 1, 10) > 0 {
-            guard let n = try? socket.read(appendingTo: &first, scratch: &scratch), n > 0 else { break }
+            guard let n = try? socket.read(into: &first), n > 0 else { break }
         }
     }
 }
 
 /// Moves a connection onto its own thread. Unchecked: the connection is used only there from then on.
 struct Handoff: @unchecked Sendable {
-    let connection: Connection
+    let connection: ClientConnection
+    let address: String
+    let addresses: ClientAddresses
     let connections: ConnectionCount
 
     func serve() {
         connection.run()
+        addresses.close(address)
         _ = connections.add(-1)
+        MemoryRelease.soon()
     }
+}
+
+/// Gives memory that closed connections freed back to the system, at most once a second:
+/// their threads' malloc arenas otherwise keep it (a burst of clients that did not read
+/// leaves the process large long after they left).
+enum MemoryRelease {
+    private static let last = Atomic<UInt64>(0)
+
+    static func soon() {
+        let now = monotonicNanos()
+        let previous = last.load(ordering: .relaxed)
+        guard now > previous + 1_000_000_000,
+              last.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged else { return }
+        _ = trim?(0)
+    }
+
+    /// glibc's `malloc_trim`, which no Swift module exports (it lives in malloc.h).
+    private static let trim: (@convention(c) (Int) -> Int32)? = {
+        guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    }()
 }

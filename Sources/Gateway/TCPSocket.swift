@@ -61,16 +61,20 @@ final class TCPSocket {
         }
     }
 
-    /// Accepts one connection (non-blocking, no delay), or nil when none is waiting.
-    func accept() throws(SystemError) -> TCPSocket? {
+    /// Accepts one connection (non-blocking, no delay) with the client's address, or nil when none is waiting.
+    func accept() throws(SystemError) -> (socket: TCPSocket, address: String)? {
         while true {
-            let fd = Glibc.accept(descriptor, nil, nil)
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(descriptor, $0, &length) }
+            }
             if fd >= 0 {
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                 _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
                 var one: Int32 = 1
                 setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return TCPSocket(descriptor: fd)
+                return (TCPSocket(descriptor: fd), TCPSocket.clientAddress(storage))
             }
             switch errno {
             case EINTR: continue
@@ -80,22 +84,45 @@ final class TCPSocket {
         }
     }
 
+    /// The address a client is counted under: an IPv4 address as written, an IPv6 address
+    /// by its /64 network (one host usually has a whole /64), an IPv4-mapped one as IPv4.
+    static func clientAddress(_ storage: sockaddr_storage) -> String {
+        var storage = storage
+        return withUnsafePointer(to: &storage) { pointer -> String in
+            switch Int32(pointer.pointee.ss_family) {
+            case AF_INET:
+                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { ipv4($0.pointee.sin_addr.s_addr) }
+            case AF_INET6:
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
+                    let bytes = withUnsafeBytes(of: address.pointee.sin6_addr) { Array($0) }
+                    if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+                        return bytes[12..<16].map(String.init).joined(separator: ".")
+                    }
+                    let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+                    return groups.joined(separator: ":") + "::/64"
+                }
+            default:
+                return "unknown"
+            }
+        }
+    }
+
+    private static func ipv4(_ networkOrder: UInt32) -> String {
+        withUnsafeBytes(of: networkOrder) { $0.map(String.init).joined(separator: ".") }
+    }
+
     /// Makes the socket non-blocking.
     func setNonBlocking() {
         let flags = fcntl(descriptor, F_GETFL)
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
     }
 
-    /// Reads what is available, appending it to `buffer`: the count, 0 at end of stream, nil
-    /// when nothing is there now. `scratch` is the caller's reusable read buffer; its size is
-    /// the most read at once.
-    func read(appendingTo buffer: inout [UInt8], scratch: inout [UInt8]) throws(SystemError) -> Int? {
+    /// Reads what is available into the front of `buffer` (its size is the most read at
+    /// once): the count, 0 at end of stream, nil when nothing is there now.
+    func read(into buffer: inout [UInt8]) throws(SystemError) -> Int? {
         while true {
-            let n = scratch.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if n >= 0 {
-                buffer.append(contentsOf: scratch[0..<n])
-                return n
-            }
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if n >= 0 { return n }
             let code = errno
             if code == EINTR { continue }
             if code == EAGAIN { return nil }

@@ -45,6 +45,8 @@ public struct ServiceConfig: Sendable, Equatable {
     public var outboxRetention = 100_000
     /// Largest request accepted, in bytes.
     public var maxRequestBytes = 1 << 20
+    /// Deepest nesting of arrays and objects accepted in JSON input.
+    public var maxJSONDepth = StrictJSON.defaultMaxDepth
     /// A file to write the bound endpoints to once ready (JSON), besides the line on stdout.
     public var readyFile: String?
     /// The log level, when set here rather than by `LOG_LEVEL`.
@@ -53,12 +55,8 @@ public struct ServiceConfig: Sendable, Equatable {
     // The gateway's TCP side.
     /// `HOST:PORT` the gateway listens on (port 0 picks a free one).
     public var listen = "127.0.0.1:7700"
-    /// Client connections the gateway holds at once; more are refused with an error.
-    public var maxConnections = 1_024
-    /// A client connection idle this long (no request, nothing in flight) is closed.
-    public var idleTimeoutMilliseconds = 300_000
-    /// The deadline of a gateway request that does not ask for a shorter one.
-    public var deadlineMilliseconds = 2_000
+    /// The gateway's limits on its clients.
+    public var gateway = GatewayLimits()
 
     public init(service: String) { self.service = service }
 
@@ -86,12 +84,17 @@ public struct ServiceConfig: Sendable, Equatable {
           --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
         Gateway only:
           --listen HOST:PORT      TCP endpoint for clients (default 127.0.0.1:7700)
-          --max-connections N     client connections at once (default 1024)
-          --idle-timeout-ms N     close a client connection idle this long (default 300000)
-          --deadline-ms N         default request deadline (default 2000)
+        \(gatewayUsage)
         Environment: TOURBUS_\(service.uppercased())_BIND, TOURBUS_\(service.uppercased())_PUBLISH (comma-separated),
                      TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB.
         """
+    }
+
+    /// One line per gateway limit: flag, meaning, default.
+    private static var gatewayUsage: String {
+        let defaults = GatewayLimits()
+        return GatewayLimits.settings.map { "  --\($0.name) N".padding(toLength: 42, withPad: " ", startingAt: 0) + "\($0.summary) (default \(defaults[keyPath: $0.field]))" }
+            .joined(separator: "\n")
     }
 
     /// Builds the configuration of `service` from flags, environment and file.
@@ -109,6 +112,9 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = environment["TOURBUS_\(upper)_BIND"] { config.bind = split(value) }
         if let value = environment["TOURBUS_\(upper)_PUBLISH"] { config.publish = split(value) }
         if let value = environment["TOURBUS_\(upper)_LISTEN"] { config.listen = value }
+        for setting in GatewayLimits.settings {
+            if let value = environment[setting.environmentKey] { config.gateway[keyPath: setting.field] = try positive(value, setting.environmentKey) }
+        }
         for (key, value) in environment where key.hasPrefix("TOURBUS_PEER_") {
             var name = String(key.dropFirst("TOURBUS_PEER_".count)).lowercased()
             let isPublish = name.hasSuffix("_pub")
@@ -141,9 +147,10 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = flags.last("outbox-retention") { config.outboxRetention = try positive(value, "--outbox-retention") }
         if let value = flags.last("max-request-bytes") { config.maxRequestBytes = try positive(value, "--max-request-bytes") }
         if let value = flags.last("listen") { config.listen = value }
-        if let value = flags.last("max-connections") { config.maxConnections = try positive(value, "--max-connections") }
-        if let value = flags.last("idle-timeout-ms") { config.idleTimeoutMilliseconds = try positive(value, "--idle-timeout-ms") }
-        if let value = flags.last("deadline-ms") { config.deadlineMilliseconds = try positive(value, "--deadline-ms") }
+        for setting in GatewayLimits.settings {
+            if let value = flags.last(setting.name) { config.gateway[keyPath: setting.field] = try positive(value, "--\(setting.name)") }
+        }
+        try config.gateway.validate()
         if let value = flags.last("log-level") ?? environment["LOG_LEVEL"] {
             guard let level = Logger.Level(name: value) else { throw ConfigError("unknown log level '\(value)'") }
             config.logLevel = level
@@ -165,13 +172,34 @@ public struct ServiceConfig: Sendable, Equatable {
             var readers: Int?
             var db: String?
             var listen: String?
-            var maxConnections: Int?
-            var idleTimeoutMs: Int?
-            var deadlineMs: Int?
+            /// The gateway's limits, by their file keys.
+            var limits: [String: Int] = [:]
+
             enum CodingKeys: String, CodingKey {
                 case bind, publish, connect, subscribe, readers, db, listen
-                case maxConnections = "max_connections", idleTimeoutMs = "idle_timeout_ms", deadlineMs = "deadline_ms"
             }
+
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                bind = try c.decodeIfPresent([String].self, forKey: .bind)
+                publish = try c.decodeIfPresent([String].self, forKey: .publish)
+                connect = try c.decodeIfPresent([String].self, forKey: .connect)
+                subscribe = try c.decodeIfPresent([String].self, forKey: .subscribe)
+                readers = try c.decodeIfPresent(Int.self, forKey: .readers)
+                db = try c.decodeIfPresent(String.self, forKey: .db)
+                listen = try c.decodeIfPresent(String.self, forKey: .listen)
+                let all = try decoder.container(keyedBy: AnyKey.self)
+                for setting in GatewayLimits.settings {
+                    if let value = try all.decodeIfPresent(Int.self, forKey: AnyKey(setting.fileKey)) { limits[setting.fileKey] = value }
+                }
+            }
+        }
+        struct AnyKey: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(_ string: String) { stringValue = string }
+            init?(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
         }
         struct File: Decodable {
             var dataDir: String?
@@ -209,9 +237,9 @@ public struct ServiceConfig: Sendable, Equatable {
                 if let value = try checked(section.readers, "services.\(name).readers") { readers = value }
                 if let value = section.db { databasePath = value }
                 if let value = section.listen { listen = value }
-                if let value = try checked(section.maxConnections, "services.\(name).max_connections") { maxConnections = value }
-                if let value = try checked(section.idleTimeoutMs, "services.\(name).idle_timeout_ms") { idleTimeoutMilliseconds = value }
-                if let value = try checked(section.deadlineMs, "services.\(name).deadline_ms") { deadlineMilliseconds = value }
+                for setting in GatewayLimits.settings {
+                    if let value = try checked(section.limits[setting.fileKey], "services.\(name).\(setting.fileKey)") { gateway[keyPath: setting.field] = value }
+                }
             } else {
                 let local = { (eps: [String]) in eps.map { $0.replacingOccurrences(of: "://*:", with: "://127.0.0.1:").replacingOccurrences(of: "://0.0.0.0:", with: "://127.0.0.1:") } }
                 peers[name] = PeerEndpoints(rpc: section.connect ?? local(section.bind ?? []),
@@ -232,9 +260,9 @@ public struct ServiceConfig: Sendable, Equatable {
 
 /// `--name value` and `--name=value` flags, repeatable; anything else is an error.
 struct Flags {
-    static let known: Set<String> = ["config", "bind", "publish", "data-dir", "db", "peer", "peer-pub", "readers",
-                                     "heartbeat-ms", "outbox-retention", "max-request-bytes", "ready-file", "log-level",
-                                     "listen", "max-connections", "idle-timeout-ms", "deadline-ms"]
+    static let known: Set<String> = Set(["config", "bind", "publish", "data-dir", "db", "peer", "peer-pub", "readers",
+                                         "heartbeat-ms", "outbox-retention", "max-request-bytes", "ready-file", "log-level",
+                                         "listen"] + GatewayLimits.settings.map(\.name))
     private var values: [(String, String)] = []
 
     init(_ arguments: [String]) throws(ConfigError) {

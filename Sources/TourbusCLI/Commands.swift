@@ -1,6 +1,5 @@
 import Bus
 import Foundation
-import Gateway
 #if canImport(Glibc)
 import Glibc
 #endif

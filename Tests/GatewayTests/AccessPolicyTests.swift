@@ -41,11 +41,11 @@ import Testing
     }
 
     @Test func onlyTheShapeOfAnIssuedTokenIsCheckedWithTheSocialService() {
-        #expect(Dispatcher.looksLikeToken("tb1_" + String(repeating: "a", count: 42) + "-"))
-        #expect(Dispatcher.looksLikeToken("tb1_" + String(repeating: "Z9_", count: 14) + "q"))
+        #expect(Authenticator.looksLikeToken("tb1_" + String(repeating: "a", count: 42) + "-"))
+        #expect(Authenticator.looksLikeToken("tb1_" + String(repeating: "Z9_", count: 14) + "q"))
         for bad in ["", "tb1_", "tb1_forged", "tb2_" + String(repeating: "a", count: 43), "tb1_" + String(repeating: "a", count: 44),
                     "tb1_" + String(repeating: "a", count: 42) + "="] {
-            #expect(!Dispatcher.looksLikeToken(bad), "\(bad)")
+            #expect(!Authenticator.looksLikeToken(bad), "\(bad)")
         }
     }
 }

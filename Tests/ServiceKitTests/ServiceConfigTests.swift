@@ -103,11 +103,11 @@ import TestSupport
         let file = try writeFile(#"{"services": {"gateway": {"listen": "0.0.0.0:7700", "max_connections": 64, "idle_timeout_ms": 900, "deadline_ms": 750}, "catalog": {"bind": ["tcp://*:7101"]}}}"#)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let config = try ServiceConfig.load(service: "gateway", arguments: ["--config", file], environment: [:])
-        #expect(config.listen == "0.0.0.0:7700" && config.maxConnections == 64 && config.idleTimeoutMilliseconds == 900 && config.deadlineMilliseconds == 750)
+        #expect(config.listen == "0.0.0.0:7700" && config.gateway.maxConnections == 64 && config.gateway.idleTimeoutMilliseconds == 900 && config.gateway.deadlineMilliseconds == 750)
         #expect(config.peers["catalog"]?.rpc == ["tcp://127.0.0.1:7101"])
         let flagged = try ServiceConfig.load(service: "gateway", arguments: ["--config", file, "--listen", "127.0.0.1:0", "--deadline-ms", "100"],
                                              environment: ["TOURBUS_GATEWAY_LISTEN": "127.0.0.1:1"])
-        #expect(flagged.listen == "127.0.0.1:0" && flagged.deadlineMilliseconds == 100)
+        #expect(flagged.listen == "127.0.0.1:0" && flagged.gateway.deadlineMilliseconds == 100)
         #expect(try ServiceConfig.load(service: "gateway", arguments: [], environment: ["TOURBUS_GATEWAY_LISTEN": "127.0.0.1:1"]).listen == "127.0.0.1:1")
     }
 

@@ -1,0 +1,145 @@
+import Bus
+import ServiceKit
+import Synchronization
+
+/// A rate with a burst: `capacity` tokens, refilled at `perSecond`.
+struct TokenBucket: Sendable {
+    let capacity: Double
+    let perSecond: Double
+    private(set) var tokens: Double
+    private var updated: UInt64
+
+    init(capacity: Int, perSecond: Double, now: UInt64) {
+        self.capacity = Double(max(1, capacity))
+        self.perSecond = perSecond
+        tokens = self.capacity
+        updated = now
+    }
+
+    private mutating func refill(_ now: UInt64) {
+        // A clock read before another thread's later update is not an error: nothing elapsed.
+        guard now > updated else { return }
+        tokens = min(capacity, tokens + Double(now - updated) / 1e9 * perSecond)
+        updated = now
+    }
+
+    /// Takes one token if there is one.
+    mutating func take(now: UInt64) -> Bool {
+        refill(now)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+
+    /// Takes `count` tokens whether or not they are there (a debt, at most one burst deep):
+    /// nanoseconds until the bucket is out of debt again.
+    mutating func charge(_ count: Int, now: UInt64) -> UInt64 {
+        refill(now)
+        tokens = max(-capacity, tokens - Double(count))
+        return tokens >= 0 ? 0 : UInt64(-tokens / perSecond * 1e9) + 1
+    }
+
+    /// Nanoseconds until one token is there (0 when there is one).
+    mutating func wait(now: UInt64) -> UInt64 {
+        refill(now)
+        return tokens >= 1 ? 0 : UInt64((1 - tokens) / perSecond * 1e9) + 1
+    }
+
+    /// Whether the bucket is full, so forgetting it changes nothing.
+    mutating func isFull(now: UInt64) -> Bool {
+        refill(now)
+        return tokens >= capacity
+    }
+}
+
+/// What the gateway shares fairly per client address: connections open, the request rate,
+/// and the rates of logins and sign-ups (which cost a password hash each).
+final class ClientAddresses: Sendable {
+    /// What one address is allowed, and has used.
+    private struct Entry {
+        var connections = 0
+        var requests: TokenBucket
+        var logins: TokenBucket
+        var registrations: TokenBucket
+    }
+
+    /// The kind of sign-in a bucket limits.
+    enum SignIn { case login, registration }
+
+    private let limits: GatewayLimits
+    private let clock: @Sendable () -> UInt64
+    private let entries = Mutex<[String: Entry]>([:])
+    /// Entries kept at most for addresses with no connection (their buckets still refilling).
+    static let maxIdleEntries = 100_000
+
+    init(limits: GatewayLimits, clock: @escaping @Sendable () -> UInt64 = monotonicNanos) {
+        self.limits = limits
+        self.clock = clock
+    }
+
+    private func fresh(_ now: UInt64) -> Entry {
+        Entry(requests: TokenBucket(capacity: limits.requestsPerSecondPerAddress, perSecond: Double(limits.requestsPerSecondPerAddress), now: now),
+              logins: TokenBucket(capacity: limits.loginsPerMinutePerAddress, perSecond: Double(limits.loginsPerMinutePerAddress) / 60, now: now),
+              registrations: TokenBucket(capacity: limits.registrationsPerMinutePerAddress,
+                                         perSecond: Double(limits.registrationsPerMinutePerAddress) / 60, now: now))
+    }
+
+    /// Counts a new connection from `address`, or refuses it when the address has its share.
+    func open(_ address: String) -> Bool {
+        let now = clock()
+        return entries.withLock { table in
+            var entry = table[address] ?? fresh(now)
+            guard entry.connections < limits.maxConnectionsPerAddress else { return false }
+            entry.connections += 1
+            table[address] = entry
+            return true
+        }
+    }
+
+    /// A connection from `address` closed.
+    func close(_ address: String) {
+        let now = clock()
+        entries.withLock { table in
+            table[address]?.connections -= 1
+            // Forget addresses that have nothing left to remember, now and then.
+            if table.count > ClientAddresses.maxIdleEntries / 2 {
+                table = table.filter { _, entry in
+                    var entry = entry
+                    return entry.connections > 0 || !entry.logins.isFull(now: now) || !entry.registrations.isFull(now: now)
+                }
+            }
+        }
+    }
+
+    /// Counts `count` requests read from `address`: nanoseconds its connections should wait
+    /// before reading more (0 while it is within its rate).
+    func charge(_ address: String, requests count: Int) -> UInt64 {
+        let now = clock()
+        return entries.withLock { table in
+            guard var entry = table[address] else { return 0 }
+            let wait = entry.requests.charge(count, now: now)
+            table[address] = entry
+            return wait
+        }
+    }
+
+    /// Takes a login or sign-up permit for `address`; nil when it has one, else seconds to wait.
+    func signInPermit(_ address: String, _ kind: SignIn) -> Int? {
+        let now = clock()
+        return entries.withLock { table in
+            var entry = table[address] ?? fresh(now)
+            defer { if table.count < ClientAddresses.maxIdleEntries || table[address] != nil { table[address] = entry } }
+            switch kind {
+            case .login:
+                if entry.logins.take(now: now) { return nil }
+                return Int(entry.logins.wait(now: now) / 1_000_000_000) + 1
+            case .registration:
+                if entry.registrations.take(now: now) { return nil }
+                return Int(entry.registrations.wait(now: now) / 1_000_000_000) + 1
+            }
+        }
+    }
+
+    /// Connections open from `address`.
+    func connections(of address: String) -> Int { entries.withLock { $0[address]?.connections ?? 0 } }
+}

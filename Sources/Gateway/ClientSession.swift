@@ -1,0 +1,257 @@
+import Bus
+import Foundation
+import ServiceKit
+
+/// One client connection's life as a state machine over bytes in, bytes out and the clock,
+/// independent of how the socket is driven.
+///
+/// - The framing is fixed by the first byte that is not blank: `{` or `[` is JSON-RPC,
+///   anything else RESP.
+/// - Calls are dispatched as they are read (pipelining), except that those after a sign-in
+///   or sign-out wait for its answer, so they run as whoever it leaves signed in.
+/// - Backpressure, as Redis gives it: while `maxInFlight` replies are owed, or unsent
+///   output passes a high-water mark, or the client's address is over its request rate, the
+///   session reads no more requests and, once a little input is buffered, asks for no more
+///   bytes, so the kernel's TCP window slows the client. Nothing is refused for it.
+/// - Time: a connection must send its first request byte within `firstByteTimeout`, finish
+///   a request it started within `requestTimeout`, and is closed after `idleTimeout`
+///   without requests or replies (blank lines do not count); a client that leaves more than
+///   `maxPendingOutputBytes` unread for 5 s is disconnected.
+final class ClientSession {
+    /// Why a session ended before the client closed it.
+    enum Ending: String, Equatable {
+        case firstByteTimeout = "no request byte within the first-byte timeout"
+        case requestTimeout = "request not completed within the request timeout"
+        case idle = "idle"
+        case slowReader = "client does not read its replies"
+    }
+
+    /// Starts a call: returns its outcome when there is one at once, else calls `completion`
+    /// later (on any thread), exactly once.
+    typealias Dispatch = (_ call: Call, _ token: String?, _ completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome?
+    /// Hands an outcome from any thread back to the session's own thread.
+    typealias Deliver = @Sendable (_ slot: Int, _ outcome: Outcome, _ change: SessionChange?) -> Void
+    /// Counts requests read against the client address's rate: nanoseconds to pause reading.
+    typealias Charge = (_ requests: Int) -> UInt64
+
+    /// Unsent output past which no more requests are read.
+    static let outputHighWater = 1 << 20
+    /// Input kept buffered, beyond one request, while no more requests may be read.
+    static let readAhead = 64 << 10
+    /// How long a client may leave more than `maxPendingOutputBytes` unread.
+    static let slowReaderGrace: UInt64 = 5_000_000_000
+
+    private let limits: GatewayLimits
+    private let framingLimits: FramingLimits
+    private let dispatch: Dispatch
+    private let deliver: Deliver
+    private let charge: Charge
+
+    private var framing: (any Framing)?
+    private var input: [UInt8] = []
+    private var inputStart = 0
+    private(set) var output: [UInt8] = []
+    private(set) var outputSent = 0
+    /// The client will send nothing more.
+    private var peerClosed = false
+    /// No more requests are read: QUIT, a protocol error, or the gateway stopping.
+    private var closing = false
+    /// Whether the last read used every complete request there was (so the input left is a fragment).
+    private var inputExhausted = true
+
+    /// The token this connection signed in with (auth.login, auth.resume, AUTH), if any.
+    private var token: String?
+    /// The slot of a sign-in or sign-out under way: calls after it wait for its answer.
+    private var sessionSlot: Int?
+    private var held: [(slot: Int, call: Call)] = []
+
+    private let openedAt: UInt64
+    private var lastActivity: UInt64
+    private var lastWrite: UInt64
+    /// When the request now partly read began to arrive.
+    private var partialSince: UInt64?
+    /// Reading pauses until then: the address is over its request rate.
+    private var pausedUntil: UInt64 = 0
+
+    init(limits: GatewayLimits, framing: FramingLimits, now: UInt64, dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge) {
+        self.limits = limits
+        self.framingLimits = framing
+        self.dispatch = dispatch
+        self.deliver = deliver
+        self.charge = charge
+        openedAt = now
+        lastActivity = now
+        lastWrite = now
+    }
+
+    // MARK: Driving
+
+    /// Bytes from the client.
+    func receive(_ bytes: some Collection<UInt8>, now: UInt64) {
+        if inputStart == input.count {
+            input.removeAll(keepingCapacity: input.capacity <= 1 << 20)
+            inputStart = 0
+        }
+        input.append(contentsOf: bytes)
+        process(now: now)
+    }
+
+    /// The client half-closed: it sends nothing more, but still reads.
+    func receiveEnd(now: UInt64) {
+        peerClosed = true
+        process(now: now)
+    }
+
+    /// The outcome of a call, back on the session's thread.
+    func complete(_ slot: Int, _ outcome: Outcome, _ change: SessionChange?, now: UInt64) {
+        // Calls sent after this answer carry the identity it leaves.
+        switch change {
+        case .signedIn(let newToken)?: token = newToken
+        case .signedOut(let oldToken)?: if token == oldToken { token = nil }
+        case nil: break
+        }
+        appendOutput(framing?.answer(slot, outcome) ?? [])
+        if sessionSlot == slot {
+            // The session is settled: what waited for it goes now, in order, until another sign-in.
+            sessionSlot = nil
+            while sessionSlot == nil, !held.isEmpty {
+                let next = held.removeFirst()
+                start(next.slot, next.call)
+            }
+        }
+        process(now: now)
+    }
+
+    /// The gateway is stopping: read no more requests, answer those in flight.
+    func stop() { closing = true }
+
+    /// The socket took `count` bytes of `output` from `outputSent`.
+    func wrote(_ count: Int, now: UInt64) {
+        guard count > 0 else { return }
+        outputSent += count
+        lastWrite = now
+        lastActivity = now
+        if outputSent == output.count {
+            // Give a large buffer back rather than keep it for the life of the connection.
+            output.removeAll(keepingCapacity: output.capacity <= 1 << 20)
+            outputSent = 0
+        } else if outputSent > 1 << 20 {
+            output.removeFirst(outputSent)
+            outputSent = 0
+        }
+        process(now: now)
+    }
+
+    // MARK: State
+
+    /// Unsent output.
+    var pendingOutput: Int { output.count - outputSent }
+
+    /// Whether the socket should be read: not after the client half-closed or while closing,
+    /// and not while enough input waits for room to be read.
+    func wantsInput(now: UInt64) -> Bool {
+        guard !peerClosed && !closing else { return false }
+        let buffered = input.count - inputStart
+        return buffered < (room(now: now) > 0 ? framingLimits.maxRequestBytes + ClientSession.readAhead : ClientSession.readAhead)
+    }
+
+    /// Whether the session is over: nothing more will be read and nothing is owed or unsent.
+    var isFinished: Bool {
+        guard closing || (peerClosed && inputExhausted) else { return false }
+        return (framing?.outstanding ?? 0) == 0 && pendingOutput == 0
+    }
+
+    /// A limit of time the session has crossed, if any.
+    func expired(now: UInt64) -> Ending? {
+        func past(_ since: UInt64, _ milliseconds: Int) -> Bool { now > since && now - since > UInt64(milliseconds) * 1_000_000 }
+        if framing == nil && !peerClosed && past(openedAt, limits.firstByteTimeoutMilliseconds) { return .firstByteTimeout }
+        if let since = partialSince, past(since, limits.requestTimeoutMilliseconds) { return .requestTimeout }
+        if pendingOutput > limits.maxPendingOutputBytes && now > lastWrite && now - lastWrite > ClientSession.slowReaderGrace { return .slowReader }
+        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && past(lastActivity, limits.idleTimeoutMilliseconds) { return .idle }
+        return nil
+    }
+
+    /// When the session next needs the clock (a pause ends), if sooner than its timeouts matter.
+    func nextWake(now: UInt64) -> UInt64? { pausedUntil > now ? pausedUntil : nil }
+
+    // MARK: Reading requests
+
+    /// Calls that may be read now.
+    private func room(now: UInt64) -> Int {
+        guard !closing, now >= pausedUntil, pendingOutput < ClientSession.outputHighWater else { return 0 }
+        return limits.maxInFlight - (framing?.outstanding ?? 0)
+    }
+
+    /// Whether `process` is running (a call answered at once asks for another round instead of recursing).
+    private var processing = false
+    private var processAgain = false
+
+    private func process(now: UInt64) {
+        if processing {
+            processAgain = true
+            return
+        }
+        processing = true
+        defer { processing = false }
+        repeat {
+            processAgain = false
+            readRequests(now: now)
+        } while processAgain
+    }
+
+    private func readRequests(now: UInt64) {
+        if framing == nil {
+            while inputStart < input.count, [0x20, 0x0A, 0x0D, 0x09].contains(input[inputStart]) { inputStart += 1 }
+            guard inputStart < input.count else { return }
+            let lead = input[inputStart]
+            framing = lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[") ? JSONRPCFraming(limits: framingLimits) : RESPFraming(limits: framingLimits)
+        }
+        guard var framing else { return }
+        let room = room(now: now)
+        guard room > 0 else {
+            // Waiting on the gateway (or the rate), not on the client: no request timeout runs.
+            partialSince = nil
+            inputExhausted = inputStart == input.count
+            return
+        }
+        let reading = framing.read(input[inputStart...], atEnd: peerClosed, room: room)
+        self.framing = framing
+        inputStart += reading.consumed
+        if inputStart > 1 << 20 && inputStart * 2 > input.count {
+            input.removeFirst(inputStart)
+            inputStart = 0
+        }
+        let leftover = inputStart < input.count
+        inputExhausted = reading.calls.count < room || !leftover
+        if reading.requests > 0 {
+            lastActivity = now
+            partialSince = leftover ? now : nil
+            let wait = charge(reading.requests)
+            if wait > 0 { pausedUntil = now + wait }
+        } else if leftover && partialSince == nil {
+            partialSince = now
+        } else if !leftover {
+            partialSince = nil
+        }
+        if reading.close { closing = true }
+        appendOutput(reading.output)
+        for (slot, call) in reading.calls { start(slot, call) }
+    }
+
+    private func start(_ slot: Int, _ call: Call) {
+        if sessionSlot != nil && !Dispatcher.immediate.contains(call.method) {
+            held.append((slot, call))
+            return
+        }
+        if Authenticator.sessionMethods.contains(call.method) { sessionSlot = slot }
+        let deliver = self.deliver
+        if let immediate = dispatch(call, token, { deliver(slot, $0, $1) }) {
+            complete(slot, immediate, nil, now: lastActivity)
+        }
+    }
+
+    private func appendOutput(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        output += bytes
+    }
+}

@@ -1,0 +1,165 @@
+import Bus
+import Synchronization
+
+/// Who a request comes from: the client's address and its connection there.
+struct ClientKey: Hashable, Sendable {
+    var address: String
+    var connection: UInt64
+}
+
+/// A window of requests in flight to one backend, shared fairly between clients.
+///
+/// At most `window` jobs run at once; the rest wait in one queue per client address and,
+/// inside it, per connection. A free place goes round-robin to the next address with work,
+/// and inside it to the next connection, so a client that sends a flood waits behind its own
+/// requests while everyone else's go ahead. A job whose deadline passed while it waited is
+/// expired without running.
+final class FairQueue: Sendable {
+    /// One request waiting for a place: `run` starts it and must call `done` exactly once
+    /// when it no longer needs the place; `expire` answers it when its time ran out.
+    struct Job: Sendable {
+        var deadline: UInt64
+        var run: @Sendable (_ done: @escaping @Sendable () -> Void) -> Void
+        var expire: @Sendable () -> Void
+    }
+
+    private struct Lane {
+        var connections: [UInt64: Deque<Job>] = [:]
+        var order = Deque<UInt64>()
+    }
+
+    private struct State {
+        var running = 0
+        var waiting = 0
+        var lanes: [String: Lane] = [:]
+        var order = Deque<String>()
+    }
+
+    let window: Int
+    private let state = Mutex(State())
+
+    init(window: Int) { self.window = max(1, window) }
+
+    /// Jobs waiting for a place.
+    var waiting: Int { state.withLock { $0.waiting } }
+    /// Jobs running.
+    var running: Int { state.withLock { $0.running } }
+
+    /// Runs `job` now if there is a place, else queues it behind the client's own earlier jobs.
+    func submit(_ client: ClientKey, _ job: Job) {
+        let start: Bool = state.withLock { s in
+            if s.running < window && s.waiting == 0 {
+                s.running += 1
+                return true
+            }
+            if s.lanes[client.address] == nil {
+                s.lanes[client.address] = Lane()
+                s.order.append(client.address)
+            }
+            if s.lanes[client.address]?.connections[client.connection] == nil {
+                s.lanes[client.address]?.connections[client.connection] = Deque()
+                s.lanes[client.address]?.order.append(client.connection)
+            }
+            s.lanes[client.address]?.connections[client.connection]?.append(job)
+            s.waiting += 1
+            return false
+        }
+        if start { launch(job) }
+    }
+
+    /// Runs `job`, then the jobs that take its place while they finish before `run` returns
+    /// (a loop, not a recursion, however many do).
+    private func launch(_ job: Job) {
+        var next: Job? = job
+        while let current = next {
+            let race = Race()
+            current.run { [self] in
+                if race.claim(1) { return }
+                if let following = finished() { launch(following) }
+            }
+            next = race.claim(2) ? nil : finished()
+        }
+    }
+
+    /// A running job gave its place back: the next job to run, if any; those whose time is up are expired.
+    private func finished() -> Job? {
+        var expired: [Job] = []
+        let next: Job? = state.withLock { s in
+            s.running -= 1
+            let now = monotonicNanos()
+            while let job = FairQueue.takeNext(&s) {
+                if job.deadline <= now {
+                    expired.append(job)
+                    continue
+                }
+                s.running += 1
+                return job
+            }
+            return nil
+        }
+        expired.forEach { $0.expire() }
+        return next
+    }
+
+    /// The next job round-robin: the address after the last served, then its next connection.
+    private static func takeNext(_ s: inout State) -> Job? {
+        while let address = s.order.popFirst() {
+            guard var lane = s.lanes[address] else { continue }
+            var job: Job?
+            while job == nil, let connection = lane.order.popFirst() {
+                job = lane.connections[connection]?.popFirst()
+                if lane.connections[connection]?.isEmpty == false {
+                    lane.order.append(connection)
+                } else {
+                    lane.connections[connection] = nil
+                }
+            }
+            if lane.order.isEmpty {
+                s.lanes[address] = nil
+            } else {
+                s.lanes[address] = lane
+                s.order.append(address)
+            }
+            if let job {
+                s.waiting -= 1
+                return job
+            }
+        }
+        return nil
+    }
+}
+
+/// Which came first, `done` inside `run` (1) or `run` returning (2): the first to claim wins.
+private final class Race: Sendable {
+    private let state = Atomic<Int>(0)
+    func claim(_ value: Int) -> Bool { state.compareExchange(expected: 0, desired: value, ordering: .acquiringAndReleasing).exchanged }
+}
+
+/// A first-in first-out queue with O(1) removal at the front.
+struct Deque<Element> {
+    private var items: [Element] = []
+    private var head = 0
+
+    init() {}
+
+    var isEmpty: Bool { head == items.count }
+    var count: Int { items.count - head }
+
+    mutating func append(_ element: Element) { items.append(element) }
+
+    mutating func popFirst() -> Element? {
+        guard head < items.count else { return nil }
+        let element = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: items.count < 1_024)
+            head = 0
+        } else if head >= 1_024 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return element
+    }
+}
+
+extension Deque: Sendable where Element: Sendable {}

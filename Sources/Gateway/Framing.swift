@@ -1,0 +1,47 @@
+import Bus
+import Foundation
+import ServiceKit
+
+/// A connection's wire format, as a state machine over bytes: it reads calls from the input
+/// and writes the outcomes of calls as reply bytes, in whatever order the format needs.
+/// Independent of how the socket is driven.
+protocol Framing {
+    /// Reads what it can from the front of `input`, starting at most `room` calls (a JSON-RPC
+    /// batch that does not fit waits unread). `atEnd`: the client will send nothing more, so
+    /// a last line without its LF counts.
+    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int) -> Reading
+    /// The reply bytes that `slot`'s outcome makes ready to write (maybe with earlier ones it
+    /// released, maybe none yet).
+    mutating func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8]
+    /// Replies owed to the client: calls read and not yet answered or written.
+    var outstanding: Int { get }
+}
+
+/// What one `Framing.read` found.
+struct Reading {
+    /// Input bytes used up.
+    var consumed = 0
+    /// Calls to dispatch, each with the slot its outcome is answered under.
+    var calls: [(slot: Int, call: Call)] = []
+    /// Replies ready now (errors about the input, commands answered by the framing itself).
+    var output: [UInt8] = []
+    /// Requests seen (not blank lines), answered by a call or by the framing.
+    var requests = 0
+    /// The connection closes once the replies owed are written (QUIT, a protocol error).
+    var close = false
+}
+
+/// The limits a framing applies to what it reads and writes.
+struct FramingLimits: Sendable {
+    var maxRequestBytes = 1 << 20
+    var maxDepth = StrictJSON.defaultMaxDepth
+    var maxBatch = 128
+    var maxReplyBytes = 4 << 20
+}
+
+extension ServiceError {
+    /// A reply over the gateway's reply limit, answered instead of it.
+    static func replyTooLarge(_ size: Int, limit: Int) -> ServiceError {
+        ServiceError(.tooLarge, "reply of \(size) bytes exceeds the limit of \(limit); ask for a smaller page")
+    }
+}

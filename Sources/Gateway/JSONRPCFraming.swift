@@ -1,0 +1,293 @@
+import Bus
+import Foundation
+
+/// JSON-RPC 2.0 over newline-delimited JSON: request parsing, responses and error codes.
+enum JSONRPC {
+    /// A request, or why it is not one.
+    enum Request {
+        /// `id` is the JSON of the request id (nil for a notification, which gets no reply).
+        case call(id: Data?, Call)
+        case invalid(id: Data?, ServiceError, code: Int)
+    }
+
+    /// Longest method name, in bytes.
+    static let maxMethodBytes = 128
+
+    static let parseError = -32700
+    static let invalidRequest = -32600
+    static let methodNotFound = -32601
+    static let invalidParams = -32602
+    static let internalError = -32603
+
+    /// The JSON-RPC code of an error from the closed set: the standard codes where they
+    /// fit, otherwise one fixed code each in the server range -32000…-32099.
+    static func code(of error: ServiceError) -> Int {
+        switch error.code {
+        case .invalidArgument: invalidParams
+        case .notFound: error.field == "method" ? methodNotFound : -32001
+        case .alreadyExists: -32002
+        case .conflict: -32003
+        case .unauthenticated: -32004
+        case .permissionDenied: -32005
+        case .rateLimited: -32006
+        case .tooLarge: -32007
+        case .unavailable: -32008
+        case .deadlineExceeded: -32009
+        case .internal: internalError
+        }
+    }
+
+    /// Reads one element of a line (a whole line, or one member of a batch).
+    static func request(from object: Any) -> Request {
+        // Invalid requests are answered with a null id when they have none; a notification
+        // whose params are wrong gets no answer, as JSON-RPC says of every notification.
+        guard let dict = object as? [String: Any] else {
+            return .invalid(id: Data("null".utf8), ServiceError(.invalidArgument, "a request is a JSON object"), code: invalidRequest)
+        }
+        var id: Data?
+        if let raw = dict["id"] {
+            guard raw is String || raw is NSNull || (raw is NSNumber && !isBool(raw)) else {
+                return .invalid(id: Data("null".utf8), ServiceError(.invalidArgument, "id must be a string, a number or null", field: "id"), code: invalidRequest)
+            }
+            id = try? JSONSerialization.data(withJSONObject: raw, options: [.fragmentsAllowed])
+        }
+        guard dict["jsonrpc"] as? String == "2.0" else {
+            return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "jsonrpc must be \"2.0\"", field: "jsonrpc"), code: invalidRequest)
+        }
+        guard let method = dict["method"] as? String, !method.isEmpty else {
+            return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "method must be a non-empty string", field: "method"), code: invalidRequest)
+        }
+        guard method.utf8.count <= maxMethodBytes else {
+            return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "method '\(Echo.clip(method))' is longer than \(maxMethodBytes) bytes", field: "method"), code: invalidRequest)
+        }
+        var params = Data("{}".utf8)
+        if let raw = dict["params"], !(raw is NSNull) {
+            guard raw is [String: Any], let encoded = try? JSONSerialization.data(withJSONObject: raw, options: [.withoutEscapingSlashes]) else {
+                return .invalid(id: id, ServiceError(.invalidArgument, "params must be an object of named parameters", field: "params"), code: invalidParams)
+            }
+            params = encoded
+        }
+        var deadline: Int?
+        if let raw = dict["deadline_ms"] {
+            guard let number = raw as? NSNumber, !isBool(raw), let value = Int(exactly: number.doubleValue) else {
+                return .invalid(id: id, ServiceError(.invalidArgument, "deadline_ms must be an integer", field: "deadline_ms"), code: invalidParams)
+            }
+            deadline = value
+        }
+        return .call(id: id, Call(method: method, params: params, deadlineMilliseconds: deadline))
+    }
+
+    private static func isBool(_ value: Any) -> Bool {
+        // JSONSerialization gives booleans as NSNumber whose type encoding is "c" (char).
+        guard let number = value as? NSNumber else { return false }
+        return String(cString: number.objCType) == "c"
+    }
+
+    /// The id of a response this gateway wrote (`{"jsonrpc":"2.0","id":…,`).
+    static func id(in response: [UInt8]) -> Data? {
+        let data = Data(response)
+        return JSONSpan.member("id", in: data).map { data.subdata(in: $0) }
+    }
+
+    /// `{"jsonrpc":"2.0","id":…,"result":…}`.
+    static func result(id: Data, _ result: Data) -> [UInt8] {
+        var out = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
+        out.append(contentsOf: id)
+        out.append(contentsOf: Array(#","result":"#.utf8))
+        out.append(contentsOf: result)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…,"data":{"code":…,"field":…}}}`.
+    static func error(id: Data, _ error: ServiceError, code: Int? = nil) -> [UInt8] {
+        struct Body: Encodable {
+            struct Detail: Encodable {
+                var code: String
+                var field: String?
+            }
+            var code: Int
+            var message: String
+            var data: Detail
+        }
+        let body = Body(code: code ?? JSONRPC.code(of: error), message: error.message, data: .init(code: error.code.rawValue, field: error.field))
+        var out = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
+        out.append(contentsOf: id)
+        out.append(contentsOf: Array(#","error":"#.utf8))
+        out.append(contentsOf: (try? JSONCoding.encoder.encode(body)) ?? Data(#"{"code":-32603,"message":"internal error"}"#.utf8))
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}
+
+/// JSON-RPC 2.0 on a connection, as a state machine over bytes: lines in, calls out;
+/// outcomes in, response lines out (a batch's as one line once all its members are done).
+///
+/// Every line is checked by `StrictJSON` (strict grammar, bounded depth) before anything
+/// parses it; every response is bounded by `maxReplyBytes`.
+struct JSONRPCFraming: Framing {
+    let limits: FramingLimits
+    private var discardingLine = false
+    /// Bytes at the front of the unread input already searched for a newline (so a long
+    /// line arriving in small pieces is searched once, not once per piece).
+    private var searched = 0
+    private var nextSlot = 0
+    /// The id of each call not yet answered; nil for a notification.
+    private var ids: [Int: Data?] = [:]
+    private var slotBatch: [Int: Int] = [:]
+    private var batches: [Int: (waiting: Int, responses: [Int: [UInt8]])] = [:]
+    private var nextBatch = 0
+
+    init(limits: FramingLimits) { self.limits = limits }
+
+    var outstanding: Int { ids.count }
+
+    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int) -> Reading {
+        var reading = Reading()
+        var position = input.startIndex
+        var room = room
+        while room > 0 {
+            var end: Int
+            var next: Int
+            let from = position == input.startIndex ? min(input.endIndex, position + searched) : position
+            if let newline = input[from...].firstIndex(of: 0x0A) {
+                end = newline
+                next = newline + 1
+            } else if atEnd && position < input.endIndex {
+                // A last line without its LF, after the client half-closed: still a line.
+                end = input.endIndex
+                next = input.endIndex
+            } else {
+                if input.endIndex - position > limits.maxRequestBytes {
+                    if !discardingLine { reject(ServiceError(.tooLarge, "line exceeds \(limits.maxRequestBytes) bytes"), into: &reading) }
+                    discardingLine = true
+                    position = input.endIndex
+                }
+                searched = input.endIndex - position
+                reading.consumed = position - input.startIndex
+                return reading
+            }
+            let line = input[position..<end]
+            searched = 0
+            if discardingLine {
+                discardingLine = false
+                position = next
+                continue
+            }
+            if line.count > limits.maxRequestBytes {
+                reject(ServiceError(.tooLarge, "line exceeds \(limits.maxRequestBytes) bytes"), into: &reading)
+                position = next
+                continue
+            }
+            guard line.contains(where: { $0 != 0x20 && $0 != 0x0D && $0 != 0x09 }) else {
+                position = next
+                continue
+            }
+            // A batch waits, unread, until there is room for all of it.
+            guard let used = handle(line, room: room, into: &reading) else { break }
+            room -= used
+            reading.requests += 1
+            position = next
+        }
+        reading.consumed = position - input.startIndex
+        return reading
+    }
+
+    /// Handles one line; the calls it started, or nil when it is a batch larger than `room`.
+    private mutating func handle(_ line: ArraySlice<UInt8>, room: Int, into reading: inout Reading) -> Int? {
+        let parsed: Any
+        do {
+            try StrictJSON.check(line, maxDepth: limits.maxDepth)
+            parsed = try JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed])
+        } catch let error as JSONSyntaxError {
+            reject(ServiceError(.invalidArgument, "parse error: \(error.message)"), code: JSONRPC.parseError, into: &reading)
+            return 0
+        } catch {
+            reject(ServiceError(.invalidArgument, "parse error: not valid JSON"), code: JSONRPC.parseError, into: &reading)
+            return 0
+        }
+        guard let batch = parsed as? [Any] else {
+            submit(JSONRPC.request(from: parsed), batch: nil, into: &reading)
+            return 1
+        }
+        guard !batch.isEmpty else {
+            reject(ServiceError(.invalidArgument, "empty batch"), code: JSONRPC.invalidRequest, into: &reading)
+            return 0
+        }
+        guard batch.count <= limits.maxBatch else {
+            reject(ServiceError(.tooLarge, "batch of \(batch.count) requests exceeds \(limits.maxBatch)"), into: &reading)
+            return 0
+        }
+        guard batch.count <= room else { return nil }
+        let batchId = nextBatch
+        nextBatch += 1
+        batches[batchId] = (batch.count, [:])
+        for element in batch { submit(JSONRPC.request(from: element), batch: batchId, into: &reading) }
+        return batch.count
+    }
+
+    /// An error about the input itself, answered with a null id.
+    private func reject(_ error: ServiceError, code: Int? = nil, into reading: inout Reading) {
+        reading.output += JSONRPC.error(id: Data("null".utf8), error, code: code) + [0x0A]
+    }
+
+    private mutating func submit(_ request: JSONRPC.Request, batch: Int?, into reading: inout Reading) {
+        let slot = nextSlot
+        nextSlot += 1
+        if let batch { slotBatch[slot] = batch }
+        switch request {
+        case .invalid(let id, let error, let code):
+            ids[slot] = id
+            reading.output += finish(slot, JSONRPC.error(id: id ?? Data("null".utf8), error, code: code))
+        case .call(let id, let call):
+            ids[slot] = id
+            reading.calls.append((slot, call))
+        }
+    }
+
+    mutating func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
+        guard let entry = ids[slot] else { return [] }
+        let id = entry ?? Data("null".utf8)
+        switch outcome {
+        case .result(let body) where body.count > limits.maxReplyBytes:
+            return finish(slot, JSONRPC.error(id: id, .replyTooLarge(body.count, limit: limits.maxReplyBytes)))
+        case .result(let body): return finish(slot, JSONRPC.result(id: id, body))
+        case .pong: return finish(slot, JSONRPC.result(id: id, Data("\"pong\"".utf8)))
+        case .failure(let error): return finish(slot, JSONRPC.error(id: id, error))
+        }
+    }
+
+    /// Files a response: written at once, or kept until its batch is complete. Notifications get none.
+    private mutating func finish(_ slot: Int, _ response: [UInt8]) -> [UInt8] {
+        let notification = ids.removeValue(forKey: slot).map { $0 == nil } ?? true
+        guard let batchId = slotBatch.removeValue(forKey: slot) else { return notification ? [] : response + [0x0A] }
+        guard var batch = batches[batchId] else { return [] }
+        batch.waiting -= 1
+        if !notification { batch.responses[slot] = response }
+        if batch.waiting > 0 {
+            batches[batchId] = batch
+            return []
+        }
+        batches.removeValue(forKey: batchId)
+        // A batch of notifications only gets no answer at all.
+        guard !batch.responses.isEmpty else { return [] }
+        // The members' slots are consecutive: sorting by slot gives the batch's own order.
+        var members = batch.responses.keys.sorted().compactMap { batch.responses[$0] }
+        // The whole line is bounded too: the largest members give way to errors until it fits.
+        var total = members.reduce(members.count + 1) { $0 + $1.count }
+        while total > limits.maxReplyBytes, let largest = members.indices.max(by: { members[$0].count < members[$1].count }),
+              members[largest].count > 256 {
+            let id = JSONRPC.id(in: members[largest]) ?? Data("null".utf8)
+            let replaced = JSONRPC.error(id: id, ServiceError(.tooLarge, "the batch's replies exceed the limit of \(limits.maxReplyBytes) bytes; send fewer at once"))
+            total += replaced.count - members[largest].count
+            members[largest] = replaced
+        }
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        for (i, member) in members.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out += member
+        }
+        out += [UInt8(ascii: "]"), 0x0A]
+        return out
+    }
+}

@@ -1,0 +1,365 @@
+import Bus
+import Foundation
+
+/// The Redis serialization protocol (RESP2), as far as clients send it: arrays of bulk
+/// strings, and inline commands (a line of space-separated words, quotes allowed).
+enum RESP {
+    /// What the parser found at the front of the input.
+    enum Parsed: Equatable {
+        /// A whole command and how many input bytes it used.
+        case command([[UInt8]], consumed: Int)
+        /// More input is needed.
+        case incomplete
+        /// The input breaks the protocol; the connection cannot continue after this.
+        case protocolError(String)
+        /// A bulk string or line over the size limit; the connection cannot continue after this.
+        case tooLarge(String)
+    }
+
+    /// Most arguments in one command.
+    static let maxArguments = 4_096
+
+    /// Parses one command from `input` starting at `start`; `atEnd`: nothing more will come,
+    /// so an inline command without its LF is complete.
+    /// `searched`: bytes from `start` already known to hold no LF.
+    static func parse(_ input: ArraySlice<UInt8>, from start: Int, maxBytes: Int, atEnd: Bool = false, searched: Int = 0) -> Parsed {
+        guard start < input.endIndex else { return .incomplete }
+        if input[start] == UInt8(ascii: "*") { return parseArray(input, start, maxBytes) }
+        return parseInline(input, start, maxBytes, atEnd: atEnd, searched: searched)
+    }
+
+    static func parse(_ input: [UInt8], from start: Int, maxBytes: Int) -> Parsed {
+        parse(input[...], from: start, maxBytes: maxBytes)
+    }
+
+    private static func line(_ input: ArraySlice<UInt8>, _ start: Int, limit: Int, searched: Int = 0) -> (end: Int, next: Int)? {
+        var i = min(input.endIndex, start + searched)
+        let stop = min(input.endIndex, start + limit + 2)
+        while i < stop {
+            if input[i] == 0x0A { return (i > start && input[i - 1] == 0x0D ? i - 1 : i, i + 1) }
+            i += 1
+        }
+        return nil
+    }
+
+    /// A length as Redis reads it: an optional `-` and digits, nothing else (`+5` is refused).
+    private static func integer(_ bytes: ArraySlice<UInt8>) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
+        let digits = bytes.first == UInt8(ascii: "-") ? bytes.dropFirst() : bytes
+        guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int(String(decoding: bytes, as: UTF8.self))
+    }
+
+    private static func parseArray(_ input: ArraySlice<UInt8>, _ start: Int, _ maxBytes: Int) -> Parsed {
+        guard let header = line(input, start, limit: 32) else {
+            return input.endIndex - start > 34 ? .protocolError("invalid multibulk length") : .incomplete
+        }
+        guard let count = integer(input[(start + 1)..<header.end]), count <= maxArguments else {
+            return .protocolError("invalid multibulk length")
+        }
+        var arguments: [[UInt8]] = []
+        arguments.reserveCapacity(max(count, 0))
+        var i = header.next
+        var total = 0
+        for _ in 0..<max(count, 0) {
+            guard i < input.endIndex else { return .incomplete }
+            guard input[i] == UInt8(ascii: "$") else {
+                return .protocolError("expected '$', got '\(Character(Unicode.Scalar(input[i])))'")
+            }
+            guard let sizeLine = line(input, i, limit: 32) else {
+                return input.endIndex - i > 34 ? .protocolError("invalid bulk length") : .incomplete
+            }
+            guard let size = integer(input[(i + 1)..<sizeLine.end]), size >= 0 else { return .protocolError("invalid bulk length") }
+            total += size
+            guard size <= maxBytes, total <= maxBytes else {
+                return .tooLarge(size > maxBytes ? "bulk string of \(size) bytes exceeds the limit of \(maxBytes)"
+                                                 : "command of more than \(maxBytes) bytes exceeds the limit")
+            }
+            let dataStart = sizeLine.next
+            guard input.endIndex >= dataStart + size + 2 else { return .incomplete }
+            guard input[dataStart + size] == 0x0D, input[dataStart + size + 1] == 0x0A else {
+                return .protocolError("bulk string longer than its declared length \(size)")
+            }
+            arguments.append(Array(input[dataStart..<(dataStart + size)]))
+            i = dataStart + size + 2
+        }
+        return .command(arguments, consumed: i - start)
+    }
+
+    private static func parseInline(_ input: ArraySlice<UInt8>, _ start: Int, _ maxBytes: Int, atEnd: Bool, searched: Int) -> Parsed {
+        if let found = line(input, start, limit: maxBytes, searched: searched) { return parseInlineLine(input, start, found) }
+        if input.endIndex - start > maxBytes { return .tooLarge("inline command over \(maxBytes) bytes") }
+        guard atEnd else { return .incomplete }
+        // The client half-closed after a last line without its LF: still a command.
+        let end = input[input.endIndex - 1] == 0x0D ? input.endIndex - 1 : input.endIndex
+        return parseInlineLine(input, start, (end, input.endIndex))
+    }
+
+    private static func parseInlineLine(_ input: ArraySlice<UInt8>, _ start: Int, _ found: (end: Int, next: Int)) -> Parsed {
+        guard let words = split(input[start..<found.end]) else { return .protocolError("unbalanced quotes in request") }
+        return .command(words, consumed: found.next - start)
+    }
+
+    /// Splits an inline command into words: spaces separate, "double" quotes allow
+    /// escapes (\n \t \" \\ \xHH), 'single' quotes are literal.
+    static func split(_ line: ArraySlice<UInt8>) -> [[UInt8]]? {
+        var words: [[UInt8]] = []
+        var i = line.startIndex
+        while i < line.endIndex {
+            while i < line.endIndex, line[i] == 0x20 || line[i] == 0x09 { i += 1 }
+            guard i < line.endIndex else { break }
+            var word: [UInt8] = []
+            let quote = line[i]
+            if quote == UInt8(ascii: "\"") || quote == UInt8(ascii: "'") {
+                i += 1
+                var closed = false
+                while i < line.endIndex {
+                    let c = line[i]
+                    if c == quote {
+                        closed = true
+                        i += 1
+                        break
+                    }
+                    if quote == UInt8(ascii: "\""), c == UInt8(ascii: "\\"), i + 1 < line.endIndex {
+                        let next = line[i + 1]
+                        switch next {
+                        case UInt8(ascii: "n"): word.append(0x0A)
+                        case UInt8(ascii: "r"): word.append(0x0D)
+                        case UInt8(ascii: "t"): word.append(0x09)
+                        case UInt8(ascii: "x") where i + 3 < line.endIndex:
+                            if let v = UInt8(String(decoding: line[(i + 2)...(i + 3)], as: UTF8.self), radix: 16) {
+                                word.append(v)
+                                i += 4
+                                continue
+                            }
+                            word.append(next)
+                        default: word.append(next)
+                        }
+                        i += 2
+                        continue
+                    }
+                    word.append(c)
+                    i += 1
+                }
+                guard closed, i == line.endIndex || line[i] == 0x20 || line[i] == 0x09 else { return nil }
+            } else {
+                while i < line.endIndex, line[i] != 0x20, line[i] != 0x09 {
+                    word.append(line[i])
+                    i += 1
+                }
+            }
+            words.append(word)
+        }
+        return words
+    }
+
+    // MARK: Replies
+
+    static func simple(_ text: String) -> [UInt8] { Array("+\(text)\r\n".utf8) }
+
+    /// `-CODE message`; CR and LF in the message become spaces.
+    static func error(_ code: String, _ message: String) -> [UInt8] {
+        let clean = message.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+        return Array("-\(code) \(clean)\r\n".utf8)
+    }
+
+    /// An error from the closed set: `-CODE message`, or `-CODE field: message`.
+    static func error(_ error: ServiceError) -> [UInt8] {
+        RESP.error(error.code.rawValue.uppercased(), error.field.map { "\($0): \(error.message)" } ?? error.message)
+    }
+
+    /// `:n`.
+    static func integer(_ value: Int) -> [UInt8] { Array(":\(value)\r\n".utf8) }
+
+    /// An array of bulk strings.
+    static func array(_ items: [String]) -> [UInt8] {
+        items.reduce(Array("*\(items.count)\r\n".utf8)) { $0 + bulk(Array($1.utf8)) }
+    }
+
+    static func bulk<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
+        var out = Array("$\(bytes.count)\r\n".utf8)
+        out.reserveCapacity(out.count + bytes.count + 2)
+        out.append(contentsOf: bytes)
+        out.append(contentsOf: [0x0D, 0x0A])
+        return out
+    }
+
+    static let emptyArray: [UInt8] = Array("*0\r\n".utf8)
+    static let nullBulk: [UInt8] = Array("$-1\r\n".utf8)
+}
+
+/// RESP on a connection, as a state machine over bytes: commands in, calls out; outcomes
+/// in, replies out in the order the commands came (as Redis clients expect of a pipeline).
+///
+/// The Redis commands that tools and libraries send on their own (`HELLO`, `CLIENT`,
+/// `SELECT`, `ECHO`, `COMMAND`, …) are answered here, so they work unchanged.
+struct RESPFraming: Framing {
+    let limits: FramingLimits
+    private var nextSlot = 0
+    private var nextToSend = 0
+    private var ready: [Int: [UInt8]] = [:]
+    /// Slots of AUTH commands, answered `+OK` as Redis clients expect.
+    private var authSlots = Set<Int>()
+    /// The name `CLIENT SETNAME` gave the connection.
+    private var name: String?
+    private var closing = false
+    /// Bytes at the front of the unread input already searched for the LF of an inline command.
+    private var searched = 0
+
+    init(limits: FramingLimits) { self.limits = limits }
+
+    var outstanding: Int { nextSlot - nextToSend }
+
+    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int) -> Reading {
+        var reading = Reading()
+        var position = input.startIndex
+        var room = room
+        while room > 0 && !closing {
+            let known = position == input.startIndex ? searched : 0
+            switch RESP.parse(input, from: position, maxBytes: limits.maxRequestBytes, atEnd: atEnd, searched: known) {
+            case .incomplete:
+                searched = input.endIndex - position
+                reading.consumed = position - input.startIndex
+                return reading
+            case .command(let words, let consumed):
+                searched = 0
+                position += consumed
+                guard !words.isEmpty else { continue }
+                reading.requests += 1
+                room -= 1
+                command(words, into: &reading)
+            case .protocolError(let message):
+                // In its turn after the replies still owed, then the connection closes.
+                reading.output += file(takeSlot(), RESP.error("ERR", "Protocol error: \(message)"))
+                close(&reading)
+            case .tooLarge(let message):
+                reading.output += file(takeSlot(), RESP.error("TOO_LARGE", message))
+                close(&reading)
+            }
+        }
+        reading.consumed = closing ? input.count : position - input.startIndex
+        return reading
+    }
+
+    private mutating func close(_ reading: inout Reading) {
+        closing = true
+        reading.close = true
+    }
+
+    private mutating func takeSlot() -> Int {
+        defer { nextSlot += 1 }
+        return nextSlot
+    }
+
+    /// One command: answered here (Redis housekeeping, AUTH's shape), or a call.
+    private mutating func command(_ words: [[UInt8]], into reading: inout Reading) {
+        let slot = takeSlot()
+        let method = String(decoding: words[0], as: UTF8.self).lowercased()
+        let arguments = words.dropFirst().map { String(decoding: $0, as: UTF8.self) }
+        func reply(_ bytes: [UInt8]) { reading.output += file(slot, bytes) }
+        switch method {
+        case "quit":
+            reply(RESP.simple("OK"))
+            close(&reading)
+            return
+        case "ping" where words.count == 2, "echo" where words.count == 2:
+            reply(RESP.bulk(words[1]))
+            return
+        case "echo":
+            reply(RESP.error("ERR", "wrong number of arguments for 'echo' command"))
+            return
+        case "command", "config":
+            // Asked by tools at connect time (COMMAND DOCS, CONFIG GET …): nothing to tell.
+            reply(arguments.first?.lowercased() == "count" ? RESP.integer(0) : RESP.emptyArray)
+            return
+        case "select":
+            reply(arguments == ["0"] ? RESP.simple("OK") : RESP.error("ERR", "DB index is out of range"))
+            return
+        case "client":
+            reply(client(arguments))
+            return
+        case "hello":
+            reply(hello(arguments))
+            return
+        case "auth":
+            // AUTH <token> resumes a session; AUTH <username> <password> (Redis 6's form) logs in.
+            let request: (String, [String: String])? = switch arguments.count {
+            case 1: ("auth.resume", ["token": arguments[0]])
+            case 2: ("auth.login", ["username": arguments[0], "password": arguments[1]])
+            default: nil
+            }
+            guard let (method, params) = request, let body = try? JSONSerialization.data(withJSONObject: params) else {
+                reply(RESP.error("ERR", "AUTH takes a token, or a username and a password"))
+                return
+            }
+            authSlots.insert(slot)
+            reading.calls.append((slot, Call(method: method, params: body)))
+            return
+        default:
+            break
+        }
+        guard words[0].count <= JSONRPC.maxMethodBytes else {
+            reply(RESP.error(Dispatcher.unknownMethod(method)))
+            return
+        }
+        switch CommandArguments.params(Array(words.dropFirst()), maxDepth: limits.maxDepth) {
+        case .success(let params): reading.calls.append((slot, Call(method: method, params: params)))
+        case .failure(let error): reply(RESP.error(error))
+        }
+    }
+
+    /// `CLIENT SETNAME`, `SETINFO`, `GETNAME`, `ID`: what client libraries send at connect time.
+    private mutating func client(_ arguments: [String]) -> [UInt8] {
+        switch (arguments.first?.lowercased(), arguments.count) {
+        case ("setname", 2):
+            guard !arguments[1].contains(where: { $0 == " " || $0.isNewline }), arguments[1].utf8.count <= 128 else {
+                return RESP.error("ERR", "Client names cannot contain spaces, newlines or special characters.")
+            }
+            name = arguments[1].isEmpty ? nil : arguments[1]
+            return RESP.simple("OK")
+        case ("setinfo", 3): return RESP.simple("OK")
+        case ("getname", 1): return name.map { RESP.bulk(Array($0.utf8)) } ?? RESP.nullBulk
+        default: return RESP.error("ERR", "unknown or malformed CLIENT subcommand; this gateway knows SETNAME, SETINFO and GETNAME")
+        }
+    }
+
+    /// `HELLO [2]`: the server's description, in RESP2. RESP3 is not spoken.
+    private func hello(_ arguments: [String]) -> [UInt8] {
+        guard arguments.isEmpty || arguments == ["2"] else {
+            return RESP.error("NOPROTO", "this gateway speaks RESP2 only; use HELLO 2 or no HELLO")
+        }
+        var out = Array("*12\r\n".utf8)
+        for (key, value) in [("server", "tourbus"), ("version", "1.0.0"), ("mode", "standalone"), ("role", "master")] {
+            out += RESP.bulk(Array(key.utf8)) + RESP.bulk(Array(value.utf8))
+        }
+        out += RESP.bulk(Array("proto".utf8)) + RESP.integer(2)
+        out += RESP.bulk(Array("modules".utf8)) + RESP.emptyArray
+        return out
+    }
+
+    mutating func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
+        if authSlots.remove(slot) != nil, case .result = outcome { return file(slot, RESP.simple("OK")) }
+        switch outcome {
+        case .result(let body) where body.count > limits.maxReplyBytes:
+            return file(slot, RESP.error(.replyTooLarge(body.count, limit: limits.maxReplyBytes)))
+        case .result(let body): return file(slot, RESP.bulk(body))
+        case .pong: return file(slot, RESP.simple("PONG"))
+        case .failure(let error): return file(slot, RESP.error(error))
+        }
+    }
+
+    /// Files a reply under its slot: the replies now ready in order.
+    private mutating func file(_ slot: Int, _ reply: [UInt8]) -> [UInt8] {
+        if slot == nextToSend && ready.isEmpty {
+            nextToSend += 1
+            return reply
+        }
+        ready[slot] = reply
+        var out: [UInt8] = []
+        while let next = ready.removeValue(forKey: nextToSend) {
+            out += next
+            nextToSend += 1
+        }
+        return out
+    }
+}
