@@ -1,0 +1,370 @@
+import Bus
+import Foundation
+@testable import Gateway
+import ServiceKit
+import Synchronization
+import Testing
+
+/// A `ClientSession` driven by hand: bytes in, a fake clock, a dispatcher that answers at once
+/// or keeps calls until the test answers them.
+final class SessionHarness {
+    var now: UInt64 = 1_000_000_000
+    let session: ClientSession
+    /// Calls the fake dispatcher kept, with their completions.
+    let kept = Locked<[(call: Call, completion: @Sendable (Outcome, SessionChange?) -> Void)]>([])
+    /// Outcomes delivered from completions, waiting to be handed to the session.
+    let delivered = Locked<[(slot: Int, outcome: Outcome, change: SessionChange?)]>([])
+
+    /// `answer` returns an outcome at once, or nil to keep the call for `answerKept`.
+    init(limits: GatewayLimits = GatewayLimits(), framing: FramingLimits = FramingLimits(),
+         charge: @escaping ClientSession.Charge = { _ in 0 },
+         answer: @escaping (Call) -> Outcome? = { call in call.method == "ping" ? .pong : .result(call.params) }) {
+        let kept = self.kept, delivered = self.delivered
+        session = ClientSession(limits: limits, framing: framing, now: now, dispatch: { call, _, completion in
+            if let outcome = answer(call) { return outcome }
+            kept.withLock { $0.append((call, completion)) }
+            return nil
+        }, deliver: { slot, outcome, change in delivered.withLock { $0.append((slot, outcome, change)) } }, charge: charge)
+    }
+
+    /// Answers every kept call with its params, as the session's thread would; how many.
+    func answerKept() -> Int {
+        let calls = kept.withLock { calls in defer { calls.removeAll() }; return calls }
+        for (call, completion) in calls { completion(.result(call.params), nil) }
+        let outcomes = delivered.withLock { all in defer { all.removeAll() }; return all }
+        for (slot, outcome, change) in outcomes { session.complete(slot, outcome, change, now: now) }
+        return calls.count
+    }
+
+    /// Sends bytes, then takes everything the session has to write.
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> String {
+        session.receive(bytes, now: now)
+        return drain()
+    }
+
+    func send(_ text: String) -> String { send(Array(text.utf8)) }
+
+    /// What the session has written since the last drain.
+    func drain() -> String {
+        let pending = Array(session.output[session.outputSent...])
+        session.wrote(pending.count, now: now)
+        return String(decoding: pending, as: UTF8.self)
+    }
+
+    func advance(milliseconds: Int) { now += UInt64(milliseconds) * 1_000_000 }
+}
+
+/// A value shared between threads behind a lock.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+}
+
+/// Runs `body` on a thread with the gateway's connection stack size (512 KiB), as a connection would.
+func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
+    let thread = WorkerThread(name: "test-conn", stackSize: 512 << 10, body)
+    thread.join()
+}
+
+@Suite struct HostileInputTests {
+    static func nested(_ depth: Int, object: Bool) -> String {
+        object ? String(repeating: #"{"a":"#, count: depth) + "1" + String(repeating: "}", count: depth)
+               : String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+    }
+
+    static let depths = Array(1...1_000) + (10...16).map { 1 << $0 } + [100_000]
+
+    @Test func nestingIsBoundedInBothFramingsAtEveryDepth() {
+        onConnectionStack {
+            let json = SessionHarness()
+            let resp = SessionHarness()
+            for depth in HostileInputTests.depths {
+                for object in [false, true] {
+                    let value = HostileInputTests.nested(depth, object: object)
+                    let reply = json.send(#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{"x":"# + value + "}}\n")
+                    // The request and its params object are two levels, so the value may nest 62 deep.
+                    if depth <= StrictJSON.defaultMaxDepth - 2 {
+                        #expect(reply.contains(#""result""#), "depth \(depth)")
+                    } else {
+                        #expect(reply.contains("-32700") && reply.contains("nesting deeper than 64"), "depth \(depth): \(reply.prefix(200))")
+                    }
+                    let answer = resp.send(Array(RESPClient.command(["echo.back", "x", value])))
+                    if depth <= StrictJSON.defaultMaxDepth {
+                        #expect(answer.hasPrefix("$"), "depth \(depth)")
+                    } else {
+                        #expect(answer.hasPrefix("-INVALID_ARGUMENT x: nesting deeper than 64"), "depth \(depth): \(answer.prefix(200))")
+                    }
+                }
+            }
+            // The connections are still usable.
+            #expect(json.send(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"# + "\n").contains("pong"))
+            #expect(resp.send("PING\r\n") == "+PONG\r\n")
+        }
+    }
+
+    @Test func strictJSONOnly() {
+        let s = SessionHarness()
+        #expect(s.send(#"{"jsonrpc":"2.0","id":1,"method":"ping",}"# + "\n").contains(#""code":-32700"#))
+        #expect(s.send(#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[1,2,]}}"# + "\n").contains("trailing comma"))
+        #expect(s.send(#"{"jsonrpc":"2.0","id":1,"method":"ping","deadline_ms":null}"# + "\n").contains("deadline_ms must be an integer"))
+        #expect(s.send(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"# + "\n").contains("pong"))
+    }
+
+    @Test func echoedInputIsCut() {
+        let s = SessionHarness(answer: { .failure(Dispatcher.unknownMethod($0.method)) })
+        let long = String(repeating: "m", count: 500_000)
+        let json = s.send(#"{"jsonrpc":"2.0","id":1,"method":""# + long + #""}"# + "\n")
+        #expect(json.utf8.count < 400 && json.contains("-32600"), "\(json.prefix(300))")
+        let r = SessionHarness(answer: { .failure(Dispatcher.unknownMethod($0.method)) })
+        let resp = r.send(Array(RESPClient.command([long])))
+        #expect(resp.utf8.count < 300 && resp.hasPrefix("-NOT_FOUND"), "\(resp.prefix(300))")
+        let odd = r.send(Array(RESPClient.command(["x.y", "a", "1", long])))
+        #expect(odd.utf8.count < 300 && odd.hasPrefix("-INVALID_ARGUMENT"), "\(odd.prefix(300))")
+    }
+
+    @Test func respLengthsAreDigitsOnly() {
+        for broken in ["*1\r\n$+4\r\nPING\r\n", "*+1\r\n$4\r\nPING\r\n", "*1\r\n$ 4\r\nPING\r\n"] {
+            let s = SessionHarness()
+            #expect(s.send(broken).hasPrefix("-ERR Protocol error"), "\(broken.debugDescription)")
+        }
+    }
+
+    @Test func aLastLineWithoutNewlineIsAnsweredAfterAHalfClose() {
+        let json = SessionHarness()
+        #expect(json.send(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#) == "")
+        json.session.receiveEnd(now: json.now)
+        #expect(json.drain().contains("pong"))
+        #expect(json.session.isFinished)
+        let resp = SessionHarness()
+        #expect(resp.send("PING") == "")
+        resp.session.receiveEnd(now: resp.now)
+        #expect(resp.drain() == "+PONG\r\n")
+        #expect(resp.session.isFinished)
+    }
+
+    @Test func repliesOverTheLimitAreTooLargeNotCut() {
+        var framing = FramingLimits()
+        framing.maxReplyBytes = 1_000
+        let big = Data("\"\(String(repeating: "x", count: 5_000))\"".utf8)
+        let s = SessionHarness(framing: framing, answer: { $0.method == "ping" ? .pong : .result(big) })
+        let one = s.send(#"{"jsonrpc":"2.0","id":1,"method":"big"}"# + "\n")
+        #expect(one.contains("too_large") && one.contains("reply of 5002 bytes exceeds the limit of 1000"), "\(one)")
+        // A batch whose members fit one by one but not together.
+        let half = Data("\"\(String(repeating: "y", count: 400))\"".utf8)
+        let b = SessionHarness(framing: framing, answer: { $0.method == "ping" ? .pong : .result(half) })
+        let batch = b.send("[" + (1...4).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"half"}"# }.joined(separator: ",") + "]\n")
+        #expect(batch.utf8.count <= 1_001 && batch.contains("too_large"), "\(batch)")
+        let r = SessionHarness(framing: framing, answer: { $0.method == "ping" ? .pong : .result(big) })
+        #expect(r.send("big\r\n").hasPrefix("-TOO_LARGE reply of 5002 bytes"))
+        #expect(r.send("PING\r\n") == "+PONG\r\n")
+    }
+}
+
+@Suite struct RedisCompatibilityTests {
+    @Test func housekeepingCommandsOfToolsAndLibraries() {
+        let s = SessionHarness()
+        #expect(s.send("CLIENT SETINFO LIB-NAME redis-py\r\n") == "+OK\r\n")
+        #expect(s.send("CLIENT SETINFO LIB-VER 5.0.0\r\n") == "+OK\r\n")
+        #expect(s.send("CLIENT SETNAME worker-1\r\n") == "+OK\r\n")
+        #expect(s.send("CLIENT GETNAME\r\n") == "$8\r\nworker-1\r\n")
+        #expect(s.send("CLIENT KILL x\r\n").hasPrefix("-ERR"))
+        #expect(s.send("ECHO hello\r\n") == "$5\r\nhello\r\n")
+        #expect(s.send("SELECT 0\r\n") == "+OK\r\n")
+        #expect(s.send("SELECT 1\r\n") == "-ERR DB index is out of range\r\n")
+        #expect(s.send("COMMAND\r\n") == "*0\r\n")
+        #expect(s.send("COMMAND DOCS\r\n") == "*0\r\n")
+        #expect(s.send("COMMAND COUNT\r\n") == ":0\r\n")
+        #expect(s.send("HELLO 3\r\n").hasPrefix("-NOPROTO"))
+        #expect(s.send("HELLO 2\r\n").hasPrefix("*12\r\n"))
+    }
+
+    @Test func deepPipelinesGetBackpressureNotErrors() {
+        let s = SessionHarness(answer: { _ in nil })
+        let count = 10_000
+        let pipeline = (0..<count).flatMap { RESPClient.command(["catalog.get", "id", "\($0)"]) }
+        s.session.receive(pipeline, now: s.now)
+        // The window fills; no more is read, and nothing is refused.
+        #expect(s.kept.withLock { $0.count } == 128)
+        #expect(!s.session.wantsInput(now: s.now))
+        #expect(s.drain() == "")
+        var answered = 0
+        var replies = ""
+        for _ in 0..<(count * 2) where answered < count {
+            answered += s.answerKept()
+            replies += s.drain()
+        }
+        #expect(answered == count)
+        #expect(!replies.contains("-"))
+        #expect(replies.components(separatedBy: "$").count - 1 == count)
+        // In order: the last reply is the last command's params.
+        #expect(replies.hasSuffix(#"{"id":\#(count - 1)}"# + "\r\n"))
+    }
+
+    @Test func aRateOverTheAddressLimitPausesReading() {
+        let s = SessionHarness(charge: { $0 > 0 ? 500_000_000 : 0 })
+        #expect(s.send("PING\r\n") == "+PONG\r\n")
+        #expect(!s.session.wantsInput(now: s.now) || s.session.nextWake(now: s.now) != nil)
+        // Read while paused: kept, not answered, not refused.
+        #expect(s.send("PING\r\n") == "")
+        s.advance(milliseconds: 600)
+        s.session.receive([], now: s.now)
+        #expect(s.drain() == "+PONG\r\n")
+    }
+}
+
+@Suite struct ConnectionTimeTests {
+    static func limits() -> GatewayLimits {
+        var limits = GatewayLimits()
+        limits.firstByteTimeoutMilliseconds = 1_000
+        limits.requestTimeoutMilliseconds = 2_000
+        limits.idleTimeoutMilliseconds = 5_000
+        return limits
+    }
+
+    @Test func aConnectionMustStartARequestSoon() {
+        let s = SessionHarness(limits: ConnectionTimeTests.limits())
+        _ = s.send("   \r\n  ")
+        s.advance(milliseconds: 900)
+        #expect(s.session.expired(now: s.now) == nil)
+        s.advance(milliseconds: 200)
+        #expect(s.session.expired(now: s.now) == .firstByteTimeout)
+    }
+
+    @Test func aStartedRequestMustFinish() {
+        let s = SessionHarness(limits: ConnectionTimeTests.limits())
+        for byte in Array("catalog.get id".utf8) {
+            _ = s.send([byte])
+            s.advance(milliseconds: 300)
+        }
+        #expect(s.session.expired(now: s.now) == .requestTimeout)
+    }
+
+    @Test func blankLinesDoNotKeepAConnectionOpen() {
+        for first in ["PING\r\n", #"{"jsonrpc":"2.0","id":1,"method":"ping"}"# + "\n"] {
+            let s = SessionHarness(limits: ConnectionTimeTests.limits())
+            #expect(s.send(first) != "")
+            for _ in 0..<6 {
+                s.advance(milliseconds: 1_000)
+                _ = s.send("\r\n")
+            }
+            #expect(s.session.expired(now: s.now) == .idle, "\(first)")
+        }
+    }
+}
+
+@Suite struct FairnessTests {
+    @Test func aFloodWaitsBehindItsOwnRequests() {
+        let queue = FairQueue(window: 1)
+        let order = Mutex<[String]>([])
+        let finish = Mutex<[@Sendable () -> Void]>([])
+        func job(_ name: String) -> FairQueue.Job {
+            FairQueue.Job(deadline: .max, run: { done in
+                order.withLock { $0.append(name) }
+                finish.withLock { $0.append(done) }
+            }, expire: {})
+        }
+        let flood = ClientKey(address: "10.0.0.1", connection: 1)
+        let victim = ClientKey(address: "10.0.0.2", connection: 2)
+        for i in 0..<100 { queue.submit(flood, job("flood\(i)")) }
+        queue.submit(victim, job("victim"))
+        // The first flood job runs; then the addresses take turns: the victim goes ahead of 98 others.
+        for _ in 0..<2 {
+            let next = finish.withLock { $0.removeFirst() }
+            next()
+        }
+        #expect(order.withLock { $0 } == ["flood0", "flood1", "victim"])
+        for _ in 0..<200 {
+            guard let next = finish.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { break }
+            next()
+        }
+        #expect(order.withLock { $0.count } == 101)
+        #expect(queue.waiting == 0 && queue.running == 0)
+    }
+
+    @Test func jobsPastTheirDeadlineExpireUnrun() {
+        let queue = FairQueue(window: 1)
+        let expired = Mutex(0)
+        let hold = Mutex<(@Sendable () -> Void)?>(nil)
+        queue.submit(ClientKey(address: "a", connection: 1), FairQueue.Job(deadline: .max, run: { done in hold.withLock { $0 = done } }, expire: {}))
+        for _ in 0..<5 {
+            queue.submit(ClientKey(address: "b", connection: 2), FairQueue.Job(deadline: 1, run: { _ in Issue.record("ran an expired job") },
+                                                                               expire: { expired.withLock { $0 += 1 } }))
+        }
+        hold.withLock { $0 }?()
+        #expect(expired.withLock { $0 } == 5)
+    }
+
+    @Test func jobsFinishingAtOnceDoNotRecurse() {
+        let queue = FairQueue(window: 1)
+        let ran = Mutex(0)
+        let hold = Mutex<(@Sendable () -> Void)?>(nil)
+        queue.submit(ClientKey(address: "a", connection: 1), FairQueue.Job(deadline: .max, run: { done in hold.withLock { $0 = done } }, expire: {}))
+        for _ in 0..<50_000 {
+            queue.submit(ClientKey(address: "b", connection: 2), FairQueue.Job(deadline: .max, run: { done in
+                ran.withLock { $0 += 1 }
+                done()
+            }, expire: {}))
+        }
+        onConnectionStack { hold.withLock { $0 }?() }
+        #expect(ran.withLock { $0 } == 50_000)
+    }
+
+    @Test func addressesGetAShareOfConnectionsAndSignIns() {
+        var limits = GatewayLimits()
+        limits.maxConnectionsPerAddress = 2
+        limits.loginsPerMinutePerAddress = 3
+        let clock = Mutex<UInt64>(1_000_000_000)
+        let addresses = ClientAddresses(limits: limits, clock: { clock.withLock { $0 } })
+        #expect(addresses.open("a") && addresses.open("a") && !addresses.open("a") && addresses.open("b"))
+        addresses.close("a")
+        #expect(addresses.open("a"))
+        for _ in 0..<3 { #expect(addresses.signInPermit("a", .login) == nil) }
+        #expect(addresses.signInPermit("a", .login) != nil)
+        #expect(addresses.signInPermit("b", .login) == nil)
+        clock.withLock { $0 += 20_000_000_000 }
+        #expect(addresses.signInPermit("a", .login) == nil)
+    }
+}
+
+@Suite struct TokenCacheTests {
+    @Test func aClockReadBeforeALaterStoreDoesNotTrap() {
+        // Another thread stored a time later than the one this reader took before the lock.
+        let clock = Mutex<UInt64>(5_000_000_000)
+        let cache = TokenCache(clock: { clock.withLock { $0 } })
+        let owner = TokenOwner(userId: 7, role: "user")
+        cache.remember("t", owner)
+        clock.withLock { $0 = 1_000_000_000 }
+        #expect(cache.owner(of: "t") == owner)
+        cache.revoke("u")
+        clock.withLock { $0 = 500_000_000 }
+        cache.remember("u", owner)
+        #expect(cache.owner(of: "u") == nil)
+        clock.withLock { $0 = 10_000_000_000 }
+        #expect(cache.owner(of: "t") == nil)
+    }
+
+    @Test func forgettingAUserDropsAllTheirTokens() {
+        let cache = TokenCache()
+        cache.remember("a1", TokenOwner(userId: 1, role: "admin"))
+        cache.remember("a2", TokenOwner(userId: 1, role: "admin"))
+        cache.remember("b", TokenOwner(userId: 2, role: "user"))
+        cache.forget(userId: 1)
+        #expect(cache.owner(of: "a1") == nil && cache.owner(of: "a2") == nil && cache.owner(of: "b") != nil)
+        // A check that was under way when the user was forgotten is not learned.
+        cache.remember("a1", TokenOwner(userId: 1, role: "admin"))
+        #expect(cache.owner(of: "a1") == nil)
+        cache.forgetAll()
+        #expect(cache.owner(of: "b") == nil)
+    }
+}
+
+/// RESP arrays as clients send them.
+enum RESPClient {
+    static func command(_ words: [String]) -> [UInt8] {
+        var out = Array("*\(words.count)\r\n".utf8)
+        for word in words { out += Array("$\(word.utf8.count)\r\n".utf8) + Array(word.utf8) + [0x0D, 0x0A] }
+        return out
+    }
+}
