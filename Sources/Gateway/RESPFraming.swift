@@ -302,7 +302,8 @@ struct RESPFraming: Framing {
             reply(RESP.error(Dispatcher.unknownMethod(method)))
             return
         }
-        switch CommandArguments.params(Array(words.dropFirst()), maxDepth: limits.maxDepth) {
+        // Counted as in a JSON-RPC request: the request and its params object are two levels.
+        switch CommandArguments.params(Array(words.dropFirst()), maxDepth: limits.maxDepth - 2) {
         case .success(let params): reading.calls.append((slot, Call(method: method, params: params)))
         case .failure(let error): reply(RESP.error(error))
         }
