@@ -190,7 +190,8 @@ struct ReviewOrder {
 }
 
 extension SocialStore {
-    static let maxText = 5_000
+    /// A review's text: at most 5,000 characters and 20,000 bytes, line breaks and tabs allowed.
+    static let reviewText = TextRule("text", maxCharacters: 5_000, lines: .multiple)
 
     private static let reviewColumns = """
         SELECT r.id, r.place_id, r.user_id, u.username, u.name, r.rating, r.text, r.created_at, r.updated_at
@@ -201,7 +202,7 @@ extension SocialStore {
     /// new rating in the same transaction. Nothing is stored when the catalog cannot say.
     func addReview(_ input: ReviewInput, caller: Caller, context: RequestContext) throws -> Review {
         let text = input.text ?? ""
-        guard text.count <= Self.maxText else { throw ServiceError.invalid("text", "must be at most \(Self.maxText) characters") }
+        try Self.reviewText.check(text)
         _ = try placeName(input.placeId, context)
         return try db.transaction {
             let now = timestamp()

@@ -124,10 +124,15 @@ final class SocialFixture {
         Int64(try call("reviews.add", #"{"place_id":\#(place),"rating":\#(rating),"text":\#(try json(text))}"#, as: user)["id"] as? Int ?? 0)
     }
 
+    /// Every event in the outbox, in order.
+    func events() throws -> [ReceivedEvent] {
+        let replay = try client.request(type: "sys.replay", body: Data(#"{"after":0,"limit":10000}"#.utf8))
+        return try replay.attachments.map { try ReceivedEvent(envelope: $0) }
+    }
+
     /// Every `social.rating.updated` event in the outbox, in order.
     func ratingEvents() throws -> [RatingUpdated] {
-        let replay = try client.request(type: "sys.replay", body: Data(#"{"after":0,"limit":10000}"#.utf8))
-        return try replay.attachments.map { try ReceivedEvent(envelope: $0).body(RatingUpdated.self) }
+        try events().filter { $0.header.type == SocialEvents.ratingUpdated }.map { try $0.body(RatingUpdated.self) }
     }
 }
 
