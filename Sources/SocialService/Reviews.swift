@@ -253,7 +253,8 @@ extension SocialStore {
                        order: .newestFirst, cursor: cursor, limit: limit)
     }
 
-    /// Runs `query` (ending in a WHERE clause) from the cursor's position in `order`, one page.
+    /// Runs `query` (ending in a WHERE clause) from the cursor's position in `order`, one page
+    /// (`limit` reviews, fewer when they would take more than the page budget).
     private func reviewPage(_ query: String, _ arguments: [(any SQLBindable)?], order: ReviewOrder, cursor: String?, limit: Int) throws -> ReviewPage {
         var sql = query, arguments = arguments
         let direction = order.ascending ? "ASC" : "DESC"
@@ -263,8 +264,8 @@ extension SocialStore {
             arguments += [position.key, position.id]
         }
         sql += " ORDER BY \(order.column) \(direction), r.id \(direction) LIMIT ?"
-        let reviews = try db.query(sql, arguments + [limit]).map(Self.review)
-        return ReviewPage(reviews: reviews, nextCursor: reviews.count == limit ? reviews.last.map(order.cursor(after:)) : nil)
+        let page = try readPage(sql, arguments, limit: limit, item: Self.review, wire: { $0 })
+        return ReviewPage(reviews: page.items, nextCursor: page.isFull ? page.items.last.map(order.cursor(after:)) : nil)
     }
 
     private static func review(_ row: Row) -> Review {
