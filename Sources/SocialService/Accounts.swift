@@ -311,18 +311,29 @@ extension SocialStore {
         return TokenOwner(userId: userId, role: row.string(1) ?? "", expiresAt: row.string(2) ?? "")
     }
 
-    /// Ends the caller's session with this token at once (nothing to do if it has ended already).
+    /// Ends the caller's session with this token at once (nothing to do if it has ended already),
+    /// publishing `social.session.ended` in the same transaction.
     func logout(_ token: String, caller: Caller) throws {
         guard let hash = try SessionToken.storedHash(of: token) else { return }
-        try db.run("DELETE FROM sessions WHERE token_hash = ? AND user_id = ?", hash, caller.id)
+        try db.transaction {
+            try db.run("DELETE FROM sessions WHERE token_hash = ? AND user_id = ?", hash, caller.id)
+            if db.changes > 0 { try worker.emit(SocialEvents.sessionEnded, SessionEnded(userId: caller.id)) }
+        }
     }
 
+    /// Makes a user a user or an admin; a change of role is published as `social.role.changed`
+    /// in the same transaction (setting the role a user has already publishes nothing).
     func setRole(_ change: RoleChange, caller: Caller) throws -> PublicUser {
         guard caller.isAdmin else { throw ServiceError(.permissionDenied, "only an admin may change roles") }
         let role = try AccountRules.role(change.role)
         return try db.transaction {
-            try db.run("UPDATE users SET role = ? WHERE id = ?", role.rawValue, change.userId)
-            guard db.changes > 0 else { throw Self.noUser(change.userId) }
+            guard let before = try db.queryOne("SELECT role FROM users WHERE id = ?", change.userId)?.string(0) else {
+                throw Self.noUser(change.userId)
+            }
+            if before != role.rawValue {
+                try db.run("UPDATE users SET role = ? WHERE id = ?", role.rawValue, change.userId)
+                try worker.emit(SocialEvents.roleChanged, RoleChanged(userId: change.userId, role: role.rawValue))
+            }
             return try publicUser(change.userId)
         }
     }

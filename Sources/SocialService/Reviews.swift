@@ -119,31 +119,6 @@ public struct ReviewPage: Codable, Sendable, Equatable {
     }
 }
 
-/// Event types the social service publishes.
-public enum SocialEvents {
-    /// Body: `RatingUpdated`.
-    public static let ratingUpdated = "social.rating.updated"
-}
-
-/// Body of `social.rating.updated`: a place's average rating and review count after a change
-/// (`count` 0 and `average` 0 when its last review is gone).
-public struct RatingUpdated: Codable, Sendable, Equatable {
-    public var placeId: Int64
-    public var average: Double
-    public var count: Int
-
-    public init(placeId: Int64, average: Double, count: Int) {
-        self.placeId = placeId
-        self.average = average
-        self.count = count
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case average, count
-        case placeId = "place_id"
-    }
-}
-
 /// The order of a page of reviews: by rating or by `updated_at`, then by review id the same way.
 /// `default` is the newest first, like `date` `desc`.
 struct ReviewOrder {
