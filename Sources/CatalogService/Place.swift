@@ -176,27 +176,28 @@ public struct PlaceUpdate: Decodable, Sendable {
     }
 }
 
-/// The rules every stored place satisfies; each failure names its field.
+/// The rules every stored place satisfies; each failure names its field. Texts are bounded
+/// in UTF-8 bytes (4 per character) before their characters are counted (`TextRule`).
 enum PlaceRules {
-    static let maxName = 200
-    static let maxAddress = 500
-    static let maxPhone = 40
-    static let maxDescription = 5_000
+    static let name = TextRule("name", maxCharacters: 200)
+    static let address = TextRule("address", maxCharacters: 500, lines: .multiple)
+    static let phone = TextRule("phone", maxCharacters: 40)
+    static let description = TextRule("description", maxCharacters: 5_000, lines: .multiple)
     static let maxPhotos = 50
     static let maxURL = 2_000
 
     static func validate(_ p: Place, categories: Set<String>) throws(ServiceError) {
         guard !p.name.isEmpty else { throw .invalid("name", "must not be empty") }
-        guard p.name.count <= maxName else { throw .invalid("name", "must be at most \(maxName) characters") }
+        try name.check(p.name)
         try category(p.category, among: categories)
         do {
             _ = try Coordinate(latitude: p.lat, longitude: p.lon)
         } catch {
             throw error.serviceError
         }
-        try text(p.address, "address", max: maxAddress)
+        try address.check(p.address)
         if let phone = p.phone {
-            try text(phone, "phone", max: maxPhone)
+            try Self.phone.check(phone)
             let allowed = CharacterSet(charactersIn: "0123456789+-() ./")
             guard phone.unicodeScalars.allSatisfy(allowed.contains), phone.contains(where: \.isNumber) else {
                 throw .invalid("phone", "may hold only digits, spaces and + - ( ) . /")
@@ -204,12 +205,12 @@ enum PlaceRules {
         }
         if let website = p.website { try httpURL(website, "website") }
         if let level = p.priceLevel, !(0...4).contains(level) { throw .invalid("price_level", "must be 0 to 4") }
-        try text(p.description, "description", max: maxDescription)
+        try description.check(p.description)
         guard p.popularity.isFinite, p.popularity >= 0 else { throw .invalid("popularity", "must be a finite number, 0 or more") }
         guard p.photos.count <= maxPhotos else { throw .invalid("photos", "at most \(maxPhotos) photos") }
         for (i, photo) in p.photos.enumerated() {
             try httpURL(photo.url, "photos[\(i)].url")
-            try text(photo.attribution, "photos[\(i)].attribution", max: 300)
+            try TextRule("photos[\(i)].attribution", maxCharacters: 300).check(photo.attribution)
         }
         guard p.openingHours.count <= 50 else { throw .invalid("opening_hours", "at most 50 periods") }
         for (i, period) in p.openingHours.enumerated() {
@@ -219,12 +220,13 @@ enum PlaceRules {
             }
             guard minutes(period.close) != nil else { throw .invalid("opening_hours[\(i)].close", "must be HH:MM from 00:00 to 24:00") }
         }
-        if let zone = p.timezone, zone.count > 64 || TimeZone(identifier: zone) == nil {
+        if let zone = p.timezone, zone.utf8.count > 64 || TimeZone(identifier: zone) == nil {
             throw .invalid("timezone", "not an IANA time zone name (such as Australia/Sydney)")
         }
         guard p.externalIds.count <= 20 else { throw .invalid("external_ids", "at most 20 external ids") }
         for (source, id) in p.externalIds {
-            guard (1...50).contains(source.count), (1...200).contains(id.count) else {
+            // Bytes first (4 per character), so counting characters costs little.
+            guard source.utf8.count <= 200, id.utf8.count <= 800, (1...50).contains(source.count), (1...200).contains(id.count) else {
                 throw .invalid("external_ids", "sources must be 1-50 characters and ids 1-200")
             }
         }
@@ -253,12 +255,8 @@ enum PlaceRules {
         return h * 60 + m
     }
 
-    private static func text(_ value: String?, _ field: String, max: Int) throws(ServiceError) {
-        guard let value else { return }
-        guard value.count <= max else { throw .invalid(field, "must be at most \(max) characters") }
-    }
-
     private static func httpURL(_ value: String, _ field: String) throws(ServiceError) {
+        try TextRule(field, maxCharacters: maxURL).checkBytesAndCharacters(value)
         guard value.count <= maxURL, let components = URLComponents(string: value),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = components.host, !host.isEmpty else {

@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import ServiceKit
 import Storage
 import Synchronization
 
@@ -98,11 +99,17 @@ public struct RoleChange: Codable, Sendable {
 }
 
 /// The rules of account fields; each returns the value as stored or names the field at fault.
+/// Every text is checked in bytes (and for control characters) before anything else.
 enum AccountRules {
     static let maxUsername = 32
+    static let maxPasswordBytes = 1_024
+    static let usernameText = TextRule("username", maxCharacters: maxUsername)
+    static let emailText = TextRule("email", maxCharacters: 254)
+    static let nameText = TextRule("name", maxCharacters: 100)
 
     /// 3-32 characters of `a-z 0-9 _ .`, stored lower-case.
     static func username(_ raw: String) throws(ServiceError) -> String {
+        try usernameText.checkBytesAndCharacters(raw)
         let username = raw.lowercased()
         guard (3...maxUsername).contains(username.count) else { throw .invalid("username", "must be 3 to \(maxUsername) characters") }
         guard username.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "." }) else {
@@ -111,30 +118,37 @@ enum AccountRules {
         return username
     }
 
-    /// `local@domain.tld`: one `@`, a dot in the domain, no spaces, at most 254 characters.
+    /// `local@domain.tld`: one `@`, a dot in the domain, no spaces, at most 254 characters
+    /// (1,016 bytes), and nothing invisible: no control, bidirectional or other formatting
+    /// character (a zero-width space would make another account for the same address).
     static func email(_ email: String) throws(ServiceError) -> String {
-        guard email.count <= 254 else { throw .invalid("email", "must be at most 254 characters") }
+        try emailText.check(email)
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         let domain = parts.count == 2 ? parts[1].split(separator: ".", omittingEmptySubsequences: false) : []
         guard parts.count == 2, !parts[0].isEmpty, domain.count >= 2, domain.allSatisfy({ !$0.isEmpty }),
-              !email.contains(where: { $0.isWhitespace }) else {
+              !email.contains(where: { $0.isWhitespace }),
+              !email.unicodeScalars.contains(where: { $0.properties.generalCategory == .format }) else {
             throw .invalid("email", "must be an email address such as name@example.com")
         }
         return email
     }
 
-    /// 1-100 characters once surrounding white space is trimmed.
+    /// 1-100 characters (400 bytes) once surrounding white space is trimmed, on one line.
     static func name(_ raw: String) throws(ServiceError) -> String {
-        let name = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = try nameText.trimmed(raw)
         guard !name.isEmpty else { throw .invalid("name", "must not be empty") }
-        guard name.count <= 100 else { throw .invalid("name", "must be at most 100 characters") }
         return name
     }
 
-    /// At least 8 characters with an upper-case letter, a lower-case letter and a digit; at most 1024 bytes.
+    /// At most 1024 bytes, checked before anything else (and before any hash).
+    static func passwordBytes(_ password: String) throws(ServiceError) {
+        guard password.utf8.count <= maxPasswordBytes else { throw .invalid("password", "must be at most \(maxPasswordBytes) bytes") }
+    }
+
+    /// At most 1024 bytes; at least 8 characters with an upper-case letter, a lower-case letter and a digit.
     static func password(_ password: String) throws(ServiceError) {
+        try passwordBytes(password)
         guard password.count >= 8 else { throw .invalid("password", "must be at least 8 characters") }
-        guard password.utf8.count <= 1024 else { throw .invalid("password", "must be at most 1024 bytes") }
         guard password.contains(where: \.isUppercase) else { throw .invalid("password", "must contain an upper-case letter") }
         guard password.contains(where: \.isLowercase) else { throw .invalid("password", "must contain a lower-case letter") }
         guard password.contains(where: \.isNumber) else { throw .invalid("password", "must contain a digit") }
@@ -242,8 +256,14 @@ extension SocialStore {
 
     /// Checks a password and opens a session. The attempt is counted as a failure before the
     /// (slow) check, so guesses sent in parallel are throttled too; a success clears the count.
+    /// A username or password longer (in bytes) than any registration accepts is refused
+    /// before anything else: `invalid_argument`, not counted as a failure.
     func login(_ credentials: Credentials) throws -> LoginReply {
-        try hashing.run(readers: worker.config.readers) { try checkedLogin(credentials) }
+        guard credentials.username.utf8.count <= AccountRules.usernameText.maxBytes else {
+            throw ServiceError.invalid("username", "must be at most \(AccountRules.usernameText.maxBytes) bytes")
+        }
+        try AccountRules.passwordBytes(credentials.password)
+        return try hashing.run(readers: worker.config.readers) { try checkedLogin(credentials) }
     }
 
     private func checkedLogin(_ credentials: Credentials) throws -> LoginReply {
@@ -291,18 +311,29 @@ extension SocialStore {
         return TokenOwner(userId: userId, role: row.string(1) ?? "", expiresAt: row.string(2) ?? "")
     }
 
-    /// Ends the caller's session with this token at once (nothing to do if it has ended already).
+    /// Ends the caller's session with this token at once (nothing to do if it has ended already),
+    /// publishing `social.session.ended` in the same transaction.
     func logout(_ token: String, caller: Caller) throws {
         guard let hash = try SessionToken.storedHash(of: token) else { return }
-        try db.run("DELETE FROM sessions WHERE token_hash = ? AND user_id = ?", hash, caller.id)
+        try db.transaction {
+            try db.run("DELETE FROM sessions WHERE token_hash = ? AND user_id = ?", hash, caller.id)
+            if db.changes > 0 { try worker.emit(SocialEvents.sessionEnded, SessionEnded(userId: caller.id)) }
+        }
     }
 
+    /// Makes a user a user or an admin; a change of role is published as `social.role.changed`
+    /// in the same transaction (setting the role a user has already publishes nothing).
     func setRole(_ change: RoleChange, caller: Caller) throws -> PublicUser {
         guard caller.isAdmin else { throw ServiceError(.permissionDenied, "only an admin may change roles") }
         let role = try AccountRules.role(change.role)
         return try db.transaction {
-            try db.run("UPDATE users SET role = ? WHERE id = ?", role.rawValue, change.userId)
-            guard db.changes > 0 else { throw Self.noUser(change.userId) }
+            guard let before = try db.queryOne("SELECT role FROM users WHERE id = ?", change.userId)?.string(0) else {
+                throw Self.noUser(change.userId)
+            }
+            if before != role.rawValue {
+                try db.run("UPDATE users SET role = ? WHERE id = ?", role.rawValue, change.userId)
+                try worker.emit(SocialEvents.roleChanged, RoleChanged(userId: change.userId, role: role.rawValue))
+            }
             return try publicUser(change.userId)
         }
     }

@@ -69,7 +69,8 @@ extension SocialStore {
         return FollowState(userId: userId, following: false)
     }
 
-    /// Who follows `userId` (`followers`), or whom `userId` follows; the newest follow first.
+    /// Who follows `userId` (`followers`), or whom `userId` follows; the newest follow first,
+    /// `limit` users (fewer when they would take more than the page budget).
     func follows(of userId: Int64, followers: Bool, cursor: String?, limit: Int) throws -> UserPage {
         let (own, other) = followers ? ("followee_id", "follower_id") : ("follower_id", "followee_id")
         var after = Int64.max
@@ -80,12 +81,13 @@ extension SocialStore {
             }
             after = id
         }
-        let rows = try db.query("""
+        let page = try readPage("""
             SELECT f.id, u.id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
             WHERE f.\(own) = ? AND f.id < ? ORDER BY f.id DESC LIMIT ?
-            """, userId, after, limit)
-        let users = rows.map { UserSummary(id: $0.int(1) ?? 0, username: $0.string(2) ?? "", name: $0.string(3) ?? "") }
-        let next = rows.count == limit ? rows.last?.int(0).map { OpaqueCursor.encode("f|\($0)") } : nil
-        return UserPage(users: users, nextCursor: next)
+            """, [userId, after], limit: limit,
+            item: { (follow: $0.int(0) ?? 0, user: UserSummary(id: $0.int(1) ?? 0, username: $0.string(2) ?? "", name: $0.string(3) ?? "")) },
+            wire: \.user)
+        let next = page.isFull ? page.items.last.map { OpaqueCursor.encode("f|\($0.follow)") } : nil
+        return UserPage(users: page.items.map(\.user), nextCursor: next)
     }
 }

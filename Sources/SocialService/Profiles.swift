@@ -67,28 +67,29 @@ public struct ProfileUpdate: Decodable, Sendable {
     }
 }
 
-/// The rules of profile fields, each naming its field.
+/// The rules of profile fields, each naming its field. Texts are checked in bytes first.
 enum ProfileRules {
-    static func text(_ value: String?, _ field: String, max: Int) throws(ServiceError) {
-        if let value, value.count > max { throw .invalid(field, "must be at most \(max) characters") }
-    }
+    static let bio = TextRule("bio", maxCharacters: 500, lines: .multiple)
+    static let avatarURLText = TextRule("avatar_url", maxCharacters: 500)
+    static let languageText = TextRule("language", maxCharacters: 35)
+    static let homeCity = TextRule("home_city", maxCharacters: 100)
 
-    static func avatarURL(_ value: String?) throws(ServiceError) {
-        guard let value else { return }
-        guard value.count <= 500, let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(),
+    static func avatarURL(_ value: String) throws(ServiceError) {
+        try avatarURLText.checkBytesAndCharacters(value)
+        guard value.count <= avatarURLText.maxCharacters, let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(),
               scheme == "http" || scheme == "https", url.host?.isEmpty == false else {
             throw .invalid("avatar_url", "must be an http or https URL of at most 500 characters")
         }
     }
 
-    static func birthYear(_ value: Int?, currentYear: Int) throws(ServiceError) {
-        if let value, !(1900...currentYear).contains(value) { throw .invalid("birth_year", "must be 1900 to \(currentYear)") }
+    static func birthYear(_ value: Int, currentYear: Int) throws(ServiceError) {
+        guard (1900...currentYear).contains(value) else { throw .invalid("birth_year", "must be 1900 to \(currentYear)") }
     }
 
     /// A BCP 47-style tag: a 2-3 letter language, then optional subtags (`en`, `pt-BR`, `zh-Hant-TW`).
-    static func language(_ value: String?) throws(ServiceError) {
-        guard let value else { return }
-        guard value.count <= 35, value.wholeMatch(of: /[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*/) != nil else {
+    static func language(_ value: String) throws(ServiceError) {
+        try languageText.checkBytesAndCharacters(value)
+        guard value.count <= languageText.maxCharacters, value.wholeMatch(of: /[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*/) != nil else {
             throw .invalid("language", "must be a language tag such as en or pt-BR")
         }
     }
@@ -126,23 +127,38 @@ extension SocialStore {
                        followers: Int(row.int(10) ?? 0), following: Int(row.int(11) ?? 0), createdAt: row.string(9) ?? "")
     }
 
+    /// Checks the fields the update sets (in the order of the table in social.md), before any
+    /// reading or writing; a field left alone is not checked again.
     func updateProfile(_ update: ProfileUpdate, caller: Caller) throws -> Profile {
-        try db.transaction {
+        if case .null = update.name { throw ServiceError.invalid("name", "cannot be null") }
+        let name = try update.name.checked(AccountRules.name)
+        let bio = try update.bio.checked(ProfileRules.bio.check)
+        let avatarURL = try update.avatarUrl.checked(ProfileRules.avatarURL)
+        let year = currentYear
+        let birthYear = try update.birthYear.checked { value throws(ServiceError) in try ProfileRules.birthYear(value, currentYear: year) }
+        let language = try update.language.checked(ProfileRules.language)
+        let homeCity = try update.homeCity.checked(ProfileRules.homeCity.check)
+        return try db.transaction {
             let current = try profile(caller.id, viewer: caller.id)
-            let name = try AccountRules.name(try update.name.applied(to: current.name, field: "name"))
-            let bio = update.bio.applied(to: current.bio)
-            let avatarURL = update.avatarUrl.applied(to: current.avatarUrl)
-            let birthYear = update.birthYear.applied(to: current.birthYear)
-            let language = update.language.applied(to: current.language)
-            let homeCity = update.homeCity.applied(to: current.homeCity)
-            try ProfileRules.text(bio, "bio", max: 500)
-            try ProfileRules.avatarURL(avatarURL)
-            try ProfileRules.birthYear(birthYear, currentYear: currentYear)
-            try ProfileRules.language(language)
-            try ProfileRules.text(homeCity, "home_city", max: 100)
             try db.run("UPDATE users SET name = ?, bio = ?, avatar_url = ?, birth_year = ?, language = ?, home_city = ? WHERE id = ?",
-                       name, bio, avatarURL, birthYear, language, homeCity, caller.id)
+                       name.applied(to: current.name), bio.applied(to: current.bio), avatarURL.applied(to: current.avatarUrl),
+                       birthYear.applied(to: current.birthYear), language.applied(to: current.language),
+                       homeCity.applied(to: current.homeCity), caller.id)
             return try profile(caller.id, viewer: caller.id)
         }
+    }
+}
+
+extension Patch {
+    /// The patch with its value checked by `rule`; absent and null pass as they are.
+    func checked(_ rule: (Value) throws(ServiceError) -> Void) throws(ServiceError) -> Patch<Value> {
+        if case .value(let value) = self { try rule(value) }
+        return self
+    }
+
+    /// The patch with its value checked and normalised by `rule`; absent and null pass as they are.
+    func checked(_ rule: (Value) throws(ServiceError) -> Value) throws(ServiceError) -> Patch<Value> {
+        if case .value(let value) = self { return .value(try rule(value)) }
+        return self
     }
 }

@@ -119,31 +119,6 @@ public struct ReviewPage: Codable, Sendable, Equatable {
     }
 }
 
-/// Event types the social service publishes.
-public enum SocialEvents {
-    /// Body: `RatingUpdated`.
-    public static let ratingUpdated = "social.rating.updated"
-}
-
-/// Body of `social.rating.updated`: a place's average rating and review count after a change
-/// (`count` 0 and `average` 0 when its last review is gone).
-public struct RatingUpdated: Codable, Sendable, Equatable {
-    public var placeId: Int64
-    public var average: Double
-    public var count: Int
-
-    public init(placeId: Int64, average: Double, count: Int) {
-        self.placeId = placeId
-        self.average = average
-        self.count = count
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case average, count
-        case placeId = "place_id"
-    }
-}
-
 /// The order of a page of reviews: by rating or by `updated_at`, then by review id the same way.
 /// `default` is the newest first, like `date` `desc`.
 struct ReviewOrder {
@@ -190,7 +165,8 @@ struct ReviewOrder {
 }
 
 extension SocialStore {
-    static let maxText = 5_000
+    /// A review's text: at most 5,000 characters and 20,000 bytes, line breaks and tabs allowed.
+    static let reviewText = TextRule("text", maxCharacters: 5_000, lines: .multiple)
 
     private static let reviewColumns = """
         SELECT r.id, r.place_id, r.user_id, u.username, u.name, r.rating, r.text, r.created_at, r.updated_at
@@ -201,7 +177,7 @@ extension SocialStore {
     /// new rating in the same transaction. Nothing is stored when the catalog cannot say.
     func addReview(_ input: ReviewInput, caller: Caller, context: RequestContext) throws -> Review {
         let text = input.text ?? ""
-        guard text.count <= Self.maxText else { throw ServiceError.invalid("text", "must be at most \(Self.maxText) characters") }
+        try Self.reviewText.check(text)
         _ = try placeName(input.placeId, context)
         return try db.transaction {
             let now = timestamp()
@@ -252,7 +228,8 @@ extension SocialStore {
                        order: .newestFirst, cursor: cursor, limit: limit)
     }
 
-    /// Runs `query` (ending in a WHERE clause) from the cursor's position in `order`, one page.
+    /// Runs `query` (ending in a WHERE clause) from the cursor's position in `order`, one page
+    /// (`limit` reviews, fewer when they would take more than the page budget).
     private func reviewPage(_ query: String, _ arguments: [(any SQLBindable)?], order: ReviewOrder, cursor: String?, limit: Int) throws -> ReviewPage {
         var sql = query, arguments = arguments
         let direction = order.ascending ? "ASC" : "DESC"
@@ -262,8 +239,8 @@ extension SocialStore {
             arguments += [position.key, position.id]
         }
         sql += " ORDER BY \(order.column) \(direction), r.id \(direction) LIMIT ?"
-        let reviews = try db.query(sql, arguments + [limit]).map(Self.review)
-        return ReviewPage(reviews: reviews, nextCursor: reviews.count == limit ? reviews.last.map(order.cursor(after:)) : nil)
+        let page = try readPage(sql, arguments, limit: limit, item: Self.review, wire: { $0 })
+        return ReviewPage(reviews: page.items, nextCursor: page.isFull ? page.items.last.map(order.cursor(after:)) : nil)
     }
 
     private static func review(_ row: Row) -> Review {

@@ -10,6 +10,9 @@ public struct SocialOptions: Sendable {
     public var sessionLifetime: TimeInterval = 30 * 86_400
     /// Where a shared place links to: this followed by the place id.
     public var placeLinkBase = "https://tourbus.example/places/"
+    /// The most bytes the items of one page of a list take, encoded (reviews, followers,
+    /// following, the feed): a page stops before the item that would go past it. 256 KiB.
+    public var pageBudgetBytes = 256 * 1_024
     /// The time, for sessions, login throttling, review times and ages; tests move it by hand.
     public var clock: @Sendable () -> Date = { Date() }
 

@@ -100,6 +100,40 @@ import Testing
         #expect(try catalog.allPlaces().isEmpty)
     }
 
+    @Test func textsAreBoundedInBytesAndRefuseControlCharacters() throws {
+        let catalog = try CatalogFixture()
+        // 200 characters ("e" and 50 combining accents each) of 20,200 bytes.
+        let bomb = String(repeating: "e" + String(repeating: "\u{301}", count: 50), count: 200)
+        #expect(bomb.count == 200)
+        func refusal(_ fields: String) -> ServiceError? {
+            do {
+                try catalog.raw("catalog.create", #"{"category":"cafe","lat":0,"lon":0,\#(fields)}"#)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        func quoted(_ text: String) throws -> String { String(decoding: try JSONEncoder().encode(text), as: UTF8.self) }
+        let oneLine = "must be one line without control or bidirectional formatting characters"
+        #expect(refusal(#""name":\#(try quoted(bomb))"#) == .invalid("name", "must be at most 800 bytes"))
+        #expect(refusal(#""name":"x","description":\#(try quoted(String(repeating: "e\u{301}\u{301}", count: 5_000)))"#) ==
+                .invalid("description", "must be at most 20000 bytes"))
+        #expect(refusal(#""name":"x","address":\#(try quoted(String(repeating: "é", count: 1_001)))"#) == .invalid("address", "must be at most 2000 bytes"))
+        #expect(refusal(#""name":"x","website":\#(try quoted("https://example.org/" + String(repeating: "é", count: 4_000)))"#) ==
+                .invalid("website", "must be at most 8000 bytes"))
+        #expect(refusal(#""name":"x","external_ids":{"osm":\#(try quoted(String(repeating: "e\u{301}\u{301}\u{301}", count: 150)))}"#) ==
+                .invalid("external_ids", "sources must be 1-50 characters and ids 1-200"))
+        for bad in ["Caf\u{0}e", "Caf\u{202E}e", "Ca\u{7F}fe", "Ca\u{85}fe", "Caf\u{2066}e", "Cafe\u{200F}x", "Ca\nfe"] {
+            #expect(refusal(#""name":\#(try quoted(bad))"#) == .invalid("name", oneLine), "\(Array(bad.unicodeScalars))")
+        }
+        #expect(refusal(#""name":"x","description":"a\u0000b""#) ==
+                .invalid("description", "must not contain control or bidirectional formatting characters other than line breaks and tabs"))
+        #expect(try catalog.allPlaces().isEmpty)
+        // Surrounding line breaks of a name are still trimmed; a description keeps its lines.
+        let made = try catalog.raw("catalog.create", #"{"name":"\n Café Sydney \t","category":"cafe","lat":0,"lon":0,"description":"Line one\r\nLine\ttwo\n"}"#)
+        #expect(made["name"] as? String == "Café Sydney" && made["description"] as? String == "Line one\r\nLine\ttwo\n")
+    }
+
     @Test func updateAndListErrors() throws {
         let catalog = try CatalogFixture()
         let place = try catalog.create("Bondi Icebergs", category: "restaurant")

@@ -187,11 +187,50 @@ extension SearchServiceAloneTests {
     }
 }
 
+extension SearchServiceAloneTests {
+    /// Social publishes session and role events beside ratings on the same stream: search
+    /// ignores them, live and replayed, without skipping them as errors.
+    @Test func socialEventsOtherThanRatingsAreIgnored() throws {
+        let f = try SearchFixture()
+        try f.place(1, name: "Opera Bar", lat: -33.8570, lon: 151.2150, category: "bar")
+        let here = #"{"lat":-33.8570,"lon":151.2150,"radius_m":10}"#
+        func emit(_ type: String, _ body: String) throws -> Int64 {
+            try f.socialClient.call("fake.emit", Emit(type: type, key: "\(type) \(body)", body: body), as: Int64.self)
+        }
+        func socialStatus() throws -> SubscriberCheck.Status? {
+            try f.searchClient?.call("sys.stats", Empty(), as: SubscriberCheck.self).subscriptions?.first { $0.source == "social" }
+        }
+        func caughtUp(to head: Int64) throws -> Bool {
+            for _ in 0..<200 {
+                if try socialStatus()?.seq == head { return true }
+                usleep(50_000)
+            }
+            return false
+        }
+        _ = try emit("social.session.ended", #"{"user_id":7}"#)
+        _ = try emit("social.rating.updated", #"{"place_id":1,"average":4.5,"count":2}"#)
+        let live = try emit("social.role.changed", #"{"role":"admin","user_id":7}"#)
+        #expect(try caughtUp(to: live))
+        #expect(try f.eventually(here) { $0.hits.first?.rating == 4.5 })
+
+        // Replayed after a stop, between ratings.
+        f.stopSearch()
+        _ = try emit("social.role.changed", #"{"role":"user","user_id":7}"#)
+        _ = try emit("social.rating.updated", #"{"place_id":1,"average":3,"count":3}"#)
+        let replayed = try emit("social.session.ended", #"{"user_id":8}"#)
+        try f.startSearch()
+        #expect(try caughtUp(to: replayed))
+        #expect(try f.eventually(here) { $0.hits.first?.rating == 3 && $0.hits.first?.reviewCount == 3 })
+        #expect(try socialStatus()?.skipped == 0)
+    }
+}
+
 /// The part of `sys.stats` these tests read.
 struct SubscriberCheck: Decodable {
     struct Status: Decodable {
         var source: String
         var seq: Int64
+        var skipped: Int?
     }
     var subscriptions: [Status]?
 }

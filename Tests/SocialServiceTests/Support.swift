@@ -65,7 +65,8 @@ final class SocialFixture {
     let databasePath: String
 
     /// `catalogUp: false` points the service at a catalog that has stopped.
-    init(catalogUp: Bool = true, cost: PasswordCost = .minimum, heartbeatMs: Int = 50) throws {
+    /// `pageBudget` replaces the most bytes a page of a list takes (`SocialOptions.pageBudgetBytes`).
+    init(catalogUp: Bool = true, cost: PasswordCost = .minimum, heartbeatMs: Int = 50, pageBudget: Int? = nil) throws {
         context = try ZMQContext()
         catalog = try fakeCatalog(context: context)
         if !catalogUp { catalog.stop() }
@@ -79,6 +80,7 @@ final class SocialFixture {
         var options = SocialOptions()
         options.passwordCost = cost
         options.clock = { clock.now }
+        if let pageBudget { options.pageBudgetBytes = pageBudget }
         runtime = try ServiceRuntime(definition: SocialService.definition(options: options), config: config, context: context, logger: logs.logger)
         client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)
     }
@@ -124,10 +126,15 @@ final class SocialFixture {
         Int64(try call("reviews.add", #"{"place_id":\#(place),"rating":\#(rating),"text":\#(try json(text))}"#, as: user)["id"] as? Int ?? 0)
     }
 
+    /// Every event in the outbox, in order.
+    func events() throws -> [ReceivedEvent] {
+        let replay = try client.request(type: "sys.replay", body: Data(#"{"after":0,"limit":10000}"#.utf8))
+        return try replay.attachments.map { try ReceivedEvent(envelope: $0) }
+    }
+
     /// Every `social.rating.updated` event in the outbox, in order.
     func ratingEvents() throws -> [RatingUpdated] {
-        let replay = try client.request(type: "sys.replay", body: Data(#"{"after":0,"limit":10000}"#.utf8))
-        return try replay.attachments.map { try ReceivedEvent(envelope: $0).body(RatingUpdated.self) }
+        try events().filter { $0.header.type == SocialEvents.ratingUpdated }.map { try $0.body(RatingUpdated.self) }
     }
 }
 

@@ -1,0 +1,58 @@
+import Foundation
+
+/// Event types the social service publishes.
+public enum SocialEvents {
+    /// Body: `RatingUpdated`.
+    public static let ratingUpdated = "social.rating.updated"
+    /// Body: `SessionEnded`.
+    public static let sessionEnded = "social.session.ended"
+    /// Body: `RoleChanged`.
+    public static let roleChanged = "social.role.changed"
+}
+
+/// Body of `social.rating.updated`: a place's average rating and review count after a change
+/// (`count` 0 and `average` 0 when its last review is gone).
+public struct RatingUpdated: Codable, Sendable, Equatable {
+    public var placeId: Int64
+    public var average: Double
+    public var count: Int
+
+    public init(placeId: Int64, average: Double, count: Int) {
+        self.placeId = placeId
+        self.average = average
+        self.count = count
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case average, count
+        case placeId = "place_id"
+    }
+}
+
+/// Body of `social.session.ended`: a session of this user ended before its time (logged out).
+///
+/// Which session is not said: no token, nor its hash, goes on the bus. A follower that keeps
+/// validated tokens (the gateway) forgets the ones it holds for this user.
+public struct SessionEnded: Codable, Sendable, Equatable {
+    public var userId: Int64
+
+    public init(userId: Int64) { self.userId = userId }
+
+    enum CodingKeys: String, CodingKey { case userId = "user_id" }
+}
+
+/// Body of `social.role.changed`: a user's role is now `role` (`user` or `admin`).
+public struct RoleChanged: Codable, Sendable, Equatable {
+    public var userId: Int64
+    public var role: String
+
+    public init(userId: Int64, role: String) {
+        self.userId = userId
+        self.role = role
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case role
+        case userId = "user_id"
+    }
+}
