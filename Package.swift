@@ -40,7 +40,7 @@ let package = Package(
         // Benchmark driver (bench/search); talks to the real executables, imports no service.
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus"]),
 
-        .testTarget(name: "BusTests", dependencies: ["Bus"]),
+        .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage", "TestSupport"]),

@@ -22,6 +22,9 @@ public struct RPCClientOptions: Sendable {
     public var curve: CurveClientKeys?
     /// Requests waiting or in flight before new ones are refused with `unavailable`.
     public var maxPending = 100_000
+    /// Deepest nesting of arrays and objects accepted in a reply envelope (the envelope itself
+    /// is one level); a deeper or malformed reply fails its request with `internal`.
+    public var maxJSONDepth = StrictJSON.defaultMaxDepth
 
     public init() {}
 }
@@ -268,9 +271,23 @@ public final class RPCClient: Sendable {
                     logger.error("receive failed", ["error": error])
                     return
                 }
-                guard let envelope = frames.first, let header = ReplyHeader.read(envelope),
-                      let id = header.id else {
-                    logger.warn("dropped a malformed reply", ["bytes": frames.first?.count ?? 0])
+                guard let envelope = frames.first else {
+                    logger.warn("dropped a reply with no frames", [:])
+                    continue
+                }
+                // Strict and shallow before Foundation sees it: a broken peer fails its request, never the process.
+                do throws(JSONSyntaxError) {
+                    try StrictJSON.check(envelope, maxDepth: options.maxJSONDepth)
+                } catch {
+                    logger.warn("malformed reply", ["bytes": envelope.count, "error": error.message])
+                    // The span reader does not recurse; an id it finds before the fault names the request.
+                    if let id = JSONSpan.plainString("id", in: envelope) {
+                        finish(id, .failure(ServiceError(.internal, "malformed reply: \(error.message)")))
+                    }
+                    continue
+                }
+                guard let header = ReplyHeader.read(envelope), let id = header.id else {
+                    logger.warn("dropped a malformed reply", ["bytes": envelope.count])
                     continue
                 }
                 if header.ok {

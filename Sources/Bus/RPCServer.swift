@@ -108,6 +108,9 @@ public struct RPCServerOptions: Sendable {
     public var readers = 2
     /// Largest request (all frames) answered normally; larger ones get `too_large`.
     public var maxRequestBytes = 1 << 20
+    /// Deepest nesting of arrays and objects accepted in a request envelope (the envelope
+    /// itself is one level); deeper ones get `invalid_argument` before anything parses them.
+    public var maxJSONDepth = StrictJSON.defaultMaxDepth
     /// Requests waiting for a thread before new ones get `unavailable`.
     public var maxQueued = 10_000
     /// Budget for requests that do not state `deadline_ms`.
@@ -311,17 +314,26 @@ public final class RPCServer<State>: Sendable {
                 reply(prefix + [EnvelopeCoding.failure(id: id, error: error)])
             }
             let size = payload.reduce(0) { $0 + $1.count }
+            func refuseMalformed(_ detail: String) {
+                logger.warn("malformed envelope", ["bytes": size, "error": detail])
+                if size > options.maxRequestBytes {
+                    refuse(nil, ServiceError(.tooLarge, "request of \(size) bytes exceeds the limit of \(options.maxRequestBytes)"))
+                } else {
+                    refuse(nil, ServiceError(.invalidArgument, "malformed envelope: \(detail)"))
+                }
+            }
+            // Strict and shallow before Foundation sees it: its parsers recurse and forgive.
+            do throws(JSONSyntaxError) {
+                try StrictJSON.check(envelope, maxDepth: options.maxJSONDepth)
+            } catch {
+                refuseMalformed(error.message)
+                return
+            }
             let header: RequestHeader
             do {
                 header = try JSONCoding.decoder.decode(RequestHeader.self, from: envelope)
             } catch {
-                logger.warn("malformed envelope", ["bytes": size])
-                if size > options.maxRequestBytes {
-                    refuse(nil, ServiceError(.tooLarge, "request of \(size) bytes exceeds the limit of \(options.maxRequestBytes)"))
-                } else {
-                    let detail = (error as? DecodingError).map { ServiceError.decoding($0, dropping: []).description } ?? "not JSON"
-                    refuse(nil, ServiceError(.invalidArgument, "malformed envelope: \(detail)"))
-                }
+                refuseMalformed((error as? DecodingError).map { ServiceError.decoding($0, dropping: []).description } ?? "not JSON")
                 return
             }
             guard header.v == envelopeVersion else {

@@ -70,7 +70,9 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
 /// What it accepts beyond the grammar is what Foundation also accepts: any top-level value,
 /// duplicate keys, and numbers of any magnitude (range is the decoder's business). What it
 /// refuses that Foundation may take: trailing commas, `\u` escapes of unpaired surrogates
-/// (they cannot become a Swift `String`), and nesting deeper than `maxDepth`.
+/// (they cannot become a Swift `String`), nesting deeper than `maxDepth`, and text that is
+/// not UTF-8 (Foundation skips a byte order mark and guesses UTF-16 or UTF-32 from NUL
+/// bytes at the start; RFC 8259 requires UTF-8 between systems).
 public enum StrictJSON {
     /// Nesting levels accepted unless configured otherwise: ample for any envelope or body here.
     public static let defaultMaxDepth = 64
@@ -104,16 +106,6 @@ public enum StrictJSON {
             }
         }
         if let failure { throw failure }
-    }
-
-    /// Whether `bytes` is one strict JSON value nested at most `maxDepth` levels.
-    public static func isValid(_ bytes: some ContiguousBytes, maxDepth: Int = defaultMaxDepth) -> Bool {
-        do {
-            try check(bytes, maxDepth: maxDepth)
-            return true
-        } catch {
-            return false
-        }
     }
 }
 
@@ -331,12 +323,15 @@ private struct Scanner {
     mutating func string() throws(JSONSyntaxError) {
         index += 1
         while true {
-            // Plain ASCII, the common case, in a tight loop.
-            while index < bytes.count {
-                let byte = bytes[index]
+            // Plain ASCII, the common case, in a tight loop over locals.
+            var position = index
+            let end = bytes.count
+            while position < end {
+                let byte = bytes[position]
                 guard byte >= 0x20, byte < 0x80, byte != Self.quote, byte != Self.backslash else { break }
-                index += 1
+                position += 1
             }
+            index = position
             guard index < bytes.count else { throw JSONSyntaxError(.unexpectedEnd, at: bytes.count) }
             let byte = bytes[index]
             if byte == Self.quote {

@@ -9,7 +9,13 @@ public struct ReceivedEvent: Sendable {
     public let envelope: Data
 
     /// Parses an event envelope's header (by span when it can: catching up means millions of these).
-    public init(envelope: Data) throws(ServiceError) {
+    /// An envelope that is not strict JSON, or nests deeper than `maxJSONDepth`, is malformed.
+    public init(envelope: Data, maxJSONDepth: Int = StrictJSON.defaultMaxDepth) throws(ServiceError) {
+        do throws(JSONSyntaxError) {
+            try StrictJSON.check(envelope, maxDepth: maxJSONDepth)
+        } catch {
+            throw ServiceError(.invalidArgument, "malformed event envelope: \(error.message)")
+        }
         if let scanned = EventHeader.scan(envelope) {
             header = scanned
         } else {
