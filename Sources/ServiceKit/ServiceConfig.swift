@@ -45,6 +45,10 @@ public struct ServiceConfig: Sendable, Equatable {
     public var outboxRetention = 100_000
     /// Largest request accepted, in bytes.
     public var maxRequestBytes = 1 << 20
+    /// Deepest nesting of arrays and objects accepted in a request envelope (the envelope is one level).
+    public var maxJSONDepth = StrictJSON.defaultMaxDepth
+    /// The range `maxJSONDepth` must lie in: Foundation's parsers, which run after the check, refuse past 512.
+    public static let maxJSONDepthRange = 1...512
     /// A file to write the bound endpoints to once ready (JSON), besides the line on stdout.
     public var readyFile: String?
     /// The log level, when set here rather than by `LOG_LEVEL`.
@@ -82,6 +86,8 @@ public struct ServiceConfig: Sendable, Equatable {
           --heartbeat-ms N        event heartbeat interval (default 1000)
           --outbox-retention N    outbox rows kept for replay (default 100000)
           --max-request-bytes N   largest request accepted (default 1048576)
+          --max-json-depth N      deepest JSON nesting accepted in a request, 1-512 (default 64);
+                                  also TOURBUS_MAX_JSON_DEPTH
           --ready-file FILE       write the bound endpoints here once ready
           --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
         Gateway only:
@@ -106,6 +112,7 @@ public struct ServiceConfig: Sendable, Equatable {
 
         // Environment.
         if let value = environment["TOURBUS_DATA_DIR"] { config.dataDirectory = value }
+        if let value = environment["TOURBUS_MAX_JSON_DEPTH"] { config.maxJSONDepth = try jsonDepth(value, "TOURBUS_MAX_JSON_DEPTH") }
         if let value = environment["TOURBUS_\(upper)_BIND"] { config.bind = split(value) }
         if let value = environment["TOURBUS_\(upper)_PUBLISH"] { config.publish = split(value) }
         if let value = environment["TOURBUS_\(upper)_LISTEN"] { config.listen = value }
@@ -140,6 +147,7 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = flags.last("heartbeat-ms") { config.heartbeatMilliseconds = try positive(value, "--heartbeat-ms") }
         if let value = flags.last("outbox-retention") { config.outboxRetention = try positive(value, "--outbox-retention") }
         if let value = flags.last("max-request-bytes") { config.maxRequestBytes = try positive(value, "--max-request-bytes") }
+        if let value = flags.last("max-json-depth") { config.maxJSONDepth = try jsonDepth(value, "--max-json-depth") }
         if let value = flags.last("listen") { config.listen = value }
         if let value = flags.last("max-connections") { config.maxConnections = try positive(value, "--max-connections") }
         if let value = flags.last("idle-timeout-ms") { config.idleTimeoutMilliseconds = try positive(value, "--idle-timeout-ms") }
@@ -178,16 +186,20 @@ public struct ServiceConfig: Sendable, Equatable {
             var heartbeatMs: Int?
             var outboxRetention: Int?
             var maxRequestBytes: Int?
+            var maxJSONDepth: Int?
             var services: [String: Section]?
             enum CodingKeys: String, CodingKey {
                 case dataDir = "data_dir", heartbeatMs = "heartbeat_ms", outboxRetention = "outbox_retention",
-                     maxRequestBytes = "max_request_bytes", services
+                     maxRequestBytes = "max_request_bytes", maxJSONDepth = "max_json_depth", services
             }
         }
         let file: File
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            try StrictJSON.check(data)
             file = try JSONDecoder().decode(File.self, from: data)
+        } catch let error as JSONSyntaxError {
+            throw ConfigError("config file \(path): \(error.message)")
         } catch let error as DecodingError {
             throw ConfigError("config file \(path): \(ServiceError.decoding(error, dropping: []).description)")
         } catch {
@@ -202,6 +214,12 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = try checked(file.heartbeatMs, "heartbeat_ms") { heartbeatMilliseconds = value }
         if let value = try checked(file.outboxRetention, "outbox_retention") { outboxRetention = value }
         if let value = try checked(file.maxRequestBytes, "max_request_bytes") { maxRequestBytes = value }
+        if let value = file.maxJSONDepth {
+            guard Self.maxJSONDepthRange.contains(value) else {
+                throw ConfigError("config file \(path): max_json_depth must be an integer from \(Self.maxJSONDepthRange.lowerBound) to \(Self.maxJSONDepthRange.upperBound), got \(value)")
+            }
+            maxJSONDepth = value
+        }
         for (name, section) in file.services ?? [:] {
             if name == service {
                 if let value = section.bind { bind = value }
@@ -228,12 +246,19 @@ public struct ServiceConfig: Sendable, Equatable {
         guard let n = Int(value), n > 0 else { throw ConfigError("\(flag) takes a positive integer, got '\(value)'") }
         return n
     }
+
+    private static func jsonDepth(_ value: String, _ source: String) throws(ConfigError) -> Int {
+        guard let n = Int(value), maxJSONDepthRange.contains(n) else {
+            throw ConfigError("\(source) takes an integer from \(maxJSONDepthRange.lowerBound) to \(maxJSONDepthRange.upperBound), got '\(value)'")
+        }
+        return n
+    }
 }
 
 /// `--name value` and `--name=value` flags, repeatable; anything else is an error.
 struct Flags {
     static let known: Set<String> = ["config", "bind", "publish", "data-dir", "db", "peer", "peer-pub", "readers",
-                                     "heartbeat-ms", "outbox-retention", "max-request-bytes", "ready-file", "log-level",
+                                     "heartbeat-ms", "outbox-retention", "max-request-bytes", "max-json-depth", "ready-file", "log-level",
                                      "listen", "max-connections", "idle-timeout-ms", "deadline-ms"]
     private var values: [(String, String)] = []
 
