@@ -111,6 +111,10 @@ public struct RPCServerOptions: Sendable {
     /// Deepest nesting of arrays and objects accepted in a request envelope (the envelope
     /// itself is one level); deeper ones get `invalid_argument` before anything parses them.
     public var maxJSONDepth = StrictJSON.defaultMaxDepth
+    /// Largest reply envelope a handler may produce; a larger one is replaced by `too_large`,
+    /// so no client ever receives a huge reply. Attachment frames are not counted: the
+    /// requests that use them (`sys.replay`, `sys.snapshot`) bound them by count.
+    public var maxReplyBytes = 4 << 20
     /// Requests waiting for a thread before new ones get `unavailable`.
     public var maxQueued = 10_000
     /// Budget for requests that do not state `deadline_ms`.
@@ -170,9 +174,10 @@ public final class RPCServer<State>: Sendable {
         var threads: [WorkerThread] = []
         for (index, role) in roles.enumerated() {
             let queue = role == .write ? shared.writeQueue : shared.readQueue
+            let maxReplyBytes = options.maxReplyBytes
             threads.append(WorkerThread(name: "\(logger.component)-\(role == .write ? "writer" : "reader\(index)")") {
                 RPCServer.workerLoop(role: role, queue: queue, shared: shared, stats: stats, logger: logger,
-                                     makeState: makeState, startup: startup)
+                                     maxReplyBytes: maxReplyBytes, makeState: makeState, startup: startup)
             })
         }
         threads.append(WorkerThread(name: "\(logger.component)-rpc") {
@@ -206,7 +211,7 @@ public final class RPCServer<State>: Sendable {
 
     private static func workerLoop(
         role: HandlerKind, queue: BlockingQueue<Job>, shared: Shared, stats: ServerStats, logger: Logger,
-        makeState: @Sendable (HandlerKind) throws -> State, startup: StartupReport
+        maxReplyBytes: Int, makeState: @Sendable (HandlerKind) throws -> State, startup: StartupReport
     ) {
         let state: State
         do {
@@ -221,13 +226,13 @@ public final class RPCServer<State>: Sendable {
                 if shared.workersStop.load(ordering: .sequentiallyConsistent) { return }
                 continue
             }
-            let frames = run(job, state: state, logger: logger, stats: stats)
+            let frames = run(job, state: state, logger: logger, stats: stats, maxReplyBytes: maxReplyBytes)
             shared.replies.withLock { $0.append(frames) }
             shared.wakeup.signal()
         }
     }
 
-    private static func run(_ job: Job, state: State, logger: Logger, stats: ServerStats) -> [Data] {
+    private static func run(_ job: Job, state: State, logger: Logger, stats: ServerStats, maxReplyBytes: Int) -> [Data] {
         let context = job.context
         var reply: Data
         var attachments: [Data] = []
@@ -240,6 +245,13 @@ public final class RPCServer<State>: Sendable {
                 let response = try job.route.run(context, state)
                 reply = EnvelopeCoding.success(id: context.id, body: response.body)
                 attachments = response.attachments
+                if reply.count > maxReplyBytes {
+                    logger.warn("reply too large", ["type": context.type, "bytes": reply.count, "limit": maxReplyBytes])
+                    failure = .tooLarge
+                    reply = EnvelopeCoding.failure(id: context.id, error: ServiceError(
+                        .tooLarge, "reply of \(reply.count) bytes exceeds the limit of \(maxReplyBytes); ask for a smaller page"))
+                    attachments = []
+                }
             } catch {
                 let serviceError = asServiceError(error, logger: logger, type: context.type)
                 failure = serviceError.code

@@ -45,8 +45,10 @@ public struct ServiceConfig: Sendable, Equatable {
     public var outboxRetention = 100_000
     /// Largest request accepted, in bytes.
     public var maxRequestBytes = 1 << 20
-    /// Deepest nesting of arrays and objects accepted in JSON input.
+    /// Deepest nesting of arrays and objects accepted in a request envelope (the envelope is one level).
     public var maxJSONDepth = StrictJSON.defaultMaxDepth
+    /// The range `maxJSONDepth` must lie in: Foundation's parsers, which run after the check, refuse past 512.
+    public static let maxJSONDepthRange = 1...512
     /// A file to write the bound endpoints to once ready (JSON), besides the line on stdout.
     public var readyFile: String?
     /// The log level, when set here rather than by `LOG_LEVEL`.
@@ -80,6 +82,8 @@ public struct ServiceConfig: Sendable, Equatable {
           --heartbeat-ms N        event heartbeat interval (default 1000)
           --outbox-retention N    outbox rows kept for replay (default 100000)
           --max-request-bytes N   largest request accepted (default 1048576)
+          --max-json-depth N      deepest JSON nesting accepted in a request, 1-512 (default 64);
+                                  also TOURBUS_MAX_JSON_DEPTH
           --ready-file FILE       write the bound endpoints here once ready
           --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
         Gateway only:
@@ -109,6 +113,7 @@ public struct ServiceConfig: Sendable, Equatable {
 
         // Environment.
         if let value = environment["TOURBUS_DATA_DIR"] { config.dataDirectory = value }
+        if let value = environment["TOURBUS_MAX_JSON_DEPTH"] { config.maxJSONDepth = try jsonDepth(value, "TOURBUS_MAX_JSON_DEPTH") }
         if let value = environment["TOURBUS_\(upper)_BIND"] { config.bind = split(value) }
         if let value = environment["TOURBUS_\(upper)_PUBLISH"] { config.publish = split(value) }
         if let value = environment["TOURBUS_\(upper)_LISTEN"] { config.listen = value }
@@ -146,6 +151,7 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = flags.last("heartbeat-ms") { config.heartbeatMilliseconds = try positive(value, "--heartbeat-ms") }
         if let value = flags.last("outbox-retention") { config.outboxRetention = try positive(value, "--outbox-retention") }
         if let value = flags.last("max-request-bytes") { config.maxRequestBytes = try positive(value, "--max-request-bytes") }
+        if let value = flags.last("max-json-depth") { config.maxJSONDepth = try jsonDepth(value, "--max-json-depth") }
         if let value = flags.last("listen") { config.listen = value }
         for setting in GatewayLimits.settings {
             if let value = flags.last(setting.name) { config.gateway[keyPath: setting.field] = try positive(value, "--\(setting.name)") }
@@ -206,16 +212,20 @@ public struct ServiceConfig: Sendable, Equatable {
             var heartbeatMs: Int?
             var outboxRetention: Int?
             var maxRequestBytes: Int?
+            var maxJSONDepth: Int?
             var services: [String: Section]?
             enum CodingKeys: String, CodingKey {
                 case dataDir = "data_dir", heartbeatMs = "heartbeat_ms", outboxRetention = "outbox_retention",
-                     maxRequestBytes = "max_request_bytes", services
+                     maxRequestBytes = "max_request_bytes", maxJSONDepth = "max_json_depth", services
             }
         }
         let file: File
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            try StrictJSON.check(data)
             file = try JSONDecoder().decode(File.self, from: data)
+        } catch let error as JSONSyntaxError {
+            throw ConfigError("config file \(path): \(error.message)")
         } catch let error as DecodingError {
             throw ConfigError("config file \(path): \(ServiceError.decoding(error, dropping: []).description)")
         } catch {
@@ -230,6 +240,12 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = try checked(file.heartbeatMs, "heartbeat_ms") { heartbeatMilliseconds = value }
         if let value = try checked(file.outboxRetention, "outbox_retention") { outboxRetention = value }
         if let value = try checked(file.maxRequestBytes, "max_request_bytes") { maxRequestBytes = value }
+        if let value = file.maxJSONDepth {
+            guard Self.maxJSONDepthRange.contains(value) else {
+                throw ConfigError("config file \(path): max_json_depth must be an integer from \(Self.maxJSONDepthRange.lowerBound) to \(Self.maxJSONDepthRange.upperBound), got \(value)")
+            }
+            maxJSONDepth = value
+        }
         for (name, section) in file.services ?? [:] {
             if name == service {
                 if let value = section.bind { bind = value }
@@ -256,13 +272,20 @@ public struct ServiceConfig: Sendable, Equatable {
         guard let n = Int(value), n > 0 else { throw ConfigError("\(flag) takes a positive integer, got '\(value)'") }
         return n
     }
+
+    private static func jsonDepth(_ value: String, _ source: String) throws(ConfigError) -> Int {
+        guard let n = Int(value), maxJSONDepthRange.contains(n) else {
+            throw ConfigError("\(source) takes an integer from \(maxJSONDepthRange.lowerBound) to \(maxJSONDepthRange.upperBound), got '\(value)'")
+        }
+        return n
+    }
 }
 
 /// `--name value` and `--name=value` flags, repeatable; anything else is an error.
 struct Flags {
     static let known: Set<String> = Set(["config", "bind", "publish", "data-dir", "db", "peer", "peer-pub", "readers",
-                                         "heartbeat-ms", "outbox-retention", "max-request-bytes", "ready-file", "log-level",
-                                         "listen"] + GatewayLimits.settings.map(\.name))
+                                         "heartbeat-ms", "outbox-retention", "max-request-bytes", "max-json-depth", "ready-file",
+                                         "log-level", "listen"] + GatewayLimits.settings.map(\.name))
     private var values: [(String, String)] = []
 
     init(_ arguments: [String]) throws(ConfigError) {

@@ -104,6 +104,7 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
         var options = RPCServerOptions()
         options.readers = config.readers
         options.maxRequestBytes = config.maxRequestBytes
+        options.maxJSONDepth = config.maxJSONDepth
         let wakeup = relay?.wakeup
         let makeState = definition.makeState
         let tuning = definition.tuning

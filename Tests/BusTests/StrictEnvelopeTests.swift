@@ -68,6 +68,25 @@ private func repeated(_ text: String, _ count: Int) -> String { String(repeating
         #expect(over.error?.code == .invalidArgument && over.error?.message.hasPrefix("malformed envelope: nesting deeper than 3 levels") == true)
     }
 
+    @Test func oversizedRepliesBecomeTooLargeForThatRequestOnly() throws {
+        let context = try ZMQContext()
+        var options = RPCServerOptions()
+        options.maxReplyBytes = 1_000
+        let server = try makeServer(context, options: options)
+        let client = try RPCClient(context: context, endpoints: server.endpoints, logger: logger)
+        do {
+            _ = try client.call("test.echo", Echo(text: repeated("x", 2_000)), as: Echo.self)
+            Issue.record("a 2 kB reply passed a 1 000-byte limit")
+        } catch {
+            #expect(error.code == .tooLarge)
+            let size = try #require(error.message.firstMatch(of: /^reply of (\d+) bytes exceeds the limit of 1000; ask for a smaller page$/))
+            #expect((Int(size.1) ?? 0) > 2_000)
+        }
+        #expect(try client.call("test.echo", Echo(text: "small"), as: Echo.self) == Echo(text: "small"))
+        #expect(server.stats.snapshot().errorsByCode["too_large"] == 1)
+        #expect(RPCServerOptions().maxReplyBytes == 4 << 20 && RPCServerOptions().maxJSONDepth == 64)
+    }
+
     /// A peer that answers each request with the next of `replies` (`ID` replaced by the request's id).
     /// It keeps its socket open until `finished` is signalled, so the last reply is not lost with it.
     private func fakeServer(_ context: ZMQContext, finished: DispatchSemaphore, replies: [String]) throws -> (endpoint: String, thread: WorkerThread) {

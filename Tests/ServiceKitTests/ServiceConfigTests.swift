@@ -99,6 +99,40 @@ import TestSupport
         #expect(try ServiceConfig.load(service: "catalog", arguments: ["--max-request-bytes", "9"], environment: [:]).maxRequestBytes == 9)
     }
 
+    @Test func jsonDepthFromFileEnvironmentAndFlag() throws {
+        #expect(try ServiceConfig.load(service: "catalog", arguments: [], environment: [:]).maxJSONDepth == 64)
+        let file = try writeFile(#"{"max_json_depth": 100}"#)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        #expect(try ServiceConfig.load(service: "catalog", arguments: ["--config", file], environment: [:]).maxJSONDepth == 100)
+        let environment = ["TOURBUS_CONFIG": file, "TOURBUS_MAX_JSON_DEPTH": "200"]
+        #expect(try ServiceConfig.load(service: "catalog", arguments: [], environment: environment).maxJSONDepth == 200)
+        #expect(try ServiceConfig.load(service: "catalog", arguments: ["--max-json-depth", "512"], environment: environment).maxJSONDepth == 512)
+        #expect(try ServiceConfig.load(service: "catalog", arguments: ["--max-json-depth=1"], environment: [:]).maxJSONDepth == 1)
+    }
+
+    @Test(arguments: [
+        (["--max-json-depth", "0"], [:], "--max-json-depth takes an integer from 1 to 512, got '0'"),
+        (["--max-json-depth", "513"], [:], "--max-json-depth takes an integer from 1 to 512, got '513'"),
+        (["--max-json-depth", "deep"], [:], "--max-json-depth takes an integer from 1 to 512, got 'deep'"),
+        ([], ["TOURBUS_MAX_JSON_DEPTH": "-1"], "TOURBUS_MAX_JSON_DEPTH takes an integer from 1 to 512, got '-1'"),
+    ] as [([String], [String: String], String)])
+    func jsonDepthOutOfRangeIsRefused(arguments: [String], environment: [String: String], message: String) {
+        #expect(throws: ConfigError(message)) { try ServiceConfig.load(service: "catalog", arguments: arguments, environment: environment) }
+    }
+
+    @Test func fileJSONDepthOutOfRangeAndLaxFilesAreRefused() throws {
+        for (json, message) in [(#"{"max_json_depth": 0}"#, "max_json_depth must be an integer from 1 to 512, got 0"),
+                                (#"{"max_json_depth": 1000}"#, "max_json_depth must be an integer from 1 to 512, got 1000"),
+                                (#"{"data_dir": "/srv",}"#, "trailing comma at byte 20"),
+                                (String(repeating: "[", count: 100) + String(repeating: "]", count: 100), "nesting deeper than 64 levels at byte 65")] {
+            let file = try writeFile(json)
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            #expect(throws: ConfigError("config file \(file): \(message)")) {
+                try ServiceConfig.load(service: "catalog", arguments: ["--config", file], environment: [:])
+            }
+        }
+    }
+
     @Test func gatewaySectionAndFlags() throws {
         let file = try writeFile(#"{"services": {"gateway": {"listen": "0.0.0.0:7700", "max_connections": 64, "idle_timeout_ms": 900, "deadline_ms": 750}, "catalog": {"bind": ["tcp://*:7101"]}}}"#)
         defer { try? FileManager.default.removeItem(atPath: file) }

@@ -1,7 +1,14 @@
 import Bus
 import Foundation
 import ServiceKit
+import Storage
 import Testing
+
+/// A service with one handler that answers any body with `{}`.
+private final class EchoState: ServiceState {
+    let worker: ServiceWorker
+    init(worker: ServiceWorker) { self.worker = worker }
+}
 
 @Suite struct StrictInputTests {
     @Test func eventsMustBeStrictAndShallow() throws {
@@ -18,5 +25,32 @@ import Testing
         #expect(throws: ServiceError.self) { try ReceivedEvent(envelope: deep) }
         #expect(throws: ServiceError.self) { try ReceivedEvent(envelope: good, maxJSONDepth: 2) }
         #expect(try ReceivedEvent(envelope: good, maxJSONDepth: 3).header.seq == 1)
+    }
+
+    @Test func theRuntimeTakesTheDepthLimitFromTheConfig() throws {
+        let folder = NSTemporaryDirectory() + "tourbus-strict-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var handlers = HandlerTable<EchoState>()
+        handlers.onRaw("echo.any") { _, _ in Response(body: Data("{}".utf8)) }
+        let definition = ServiceDefinition(name: "echo", migrations: [], handlers: handlers) { EchoState(worker: $0) }
+        var config = ServiceConfig(service: "echo")
+        config.dataDirectory = folder
+        config.maxJSONDepth = 3
+        let context = try ZMQContext()
+        let runtime = try ServiceRuntime(definition: definition, config: config, context: context,
+                                         logger: Logger(component: "strict-test", level: .error))
+        defer { runtime.stop() }
+
+        let raw = try Socket(context, .dealer)
+        try raw.setReceiveTimeout(milliseconds: 5_000)
+        try raw.connect(runtime.endpoints.rpc[0])
+        func ask(_ body: String) throws -> ReplyHeader? {
+            try raw.send([Data(#"{"v":1,"id":"r","type":"echo.any","body":\#(body)}"#.utf8)])
+            return try raw.receive().flatMap { try JSONDecoder().decode(ReplyHeader.self, from: $0[0]) }
+        }
+        #expect(try ask(#"{"a":[1]}"#)?.ok == true)
+        let refused = try ask(#"{"a":[[1]]}"#)
+        #expect(refused?.error?.code == .invalidArgument)
+        #expect(refused?.error?.message.hasPrefix("malformed envelope: nesting deeper than 3 levels") == true)
     }
 }
