@@ -2,6 +2,7 @@ import Bus
 import Foundation
 import ServiceKit
 import SocialService
+import Synchronization
 import Testing
 
 @Suite struct SessionEventTests {
@@ -76,5 +77,32 @@ import Testing
 
         let snapshot = try f.client.request(type: "sys.snapshot", body: Data("{}".utf8))
         #expect(try snapshot.attachments.map { try ReceivedEvent(envelope: $0).header.type } == [SocialEvents.ratingUpdated])
+    }
+
+    /// What the gateway will do: follow social's session and role events in memory.
+    @Test func aFollowerHearsLogoutsAndRoleChanges() throws {
+        let f = try SocialFixture()
+        let root = try f.register("root", admin: true), ann = try f.register("ann")
+        let heard = Mutex<[String]>([])
+        let follower = try EventFollower(
+            context: f.context, options: EventFollowerOptions(source: "social", publishEndpoints: f.runtime.endpoints.publish,
+                                                              topics: ["social.session.", "social.role."]),
+            logger: quiet, onEvent: { event in heard.withLock { $0.append("\(event.header.type) \(String(decoding: event.bodyBytes ?? Data(), as: UTF8.self))") } },
+            onGap: { gap in heard.withLock { $0.append("gap \(gap)") } })
+        defer { follower.stop() }
+        func wait(for count: Int) -> [String] {
+            for _ in 0..<500 where heard.withLock({ $0.count }) < count { usleep(10_000) }
+            return heard.withLock { $0 }
+        }
+        #expect(wait(for: 1).first?.hasPrefix("gap started") == true)
+        try f.review(1, 5, by: ann)  // a rating: seen (no gap) but not delivered
+        let token = try f.login("ann").token
+        try f.call("auth.logout", #"{"token":"\#(token)"}"#, as: ann)
+        try f.call("admin.set_role", #"{"user_id":\#(ann),"role":"admin"}"#, as: root)
+        #expect(Array(wait(for: 3).dropFirst()) == [
+            #"social.session.ended {"user_id":\#(ann)}"#,
+            #"social.role.changed {"role":"admin","user_id":\#(ann)}"#,
+        ])
+        #expect(follower.status.seq == 3 && follower.status.gaps == 1)
     }
 }
