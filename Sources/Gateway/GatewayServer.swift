@@ -21,6 +21,7 @@ public final class GatewayServer: Sendable {
     private let stopping = StopFlag()
     private let connections = ConnectionCount()
     private let acceptor: WorkerThread
+    private let accountEvents: EventFollower?
     private let logger: Logger
 
     /// Listens on `config.listen` and connects to `config.peers`.
@@ -37,6 +38,7 @@ public final class GatewayServer: Sendable {
         self.backends = backends
         let addresses = ClientAddresses(limits: limits)
         let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
+        accountEvents = try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, context: context, logger: logger)
         let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections)
         let framing = FramingLimits(maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
                                     maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
@@ -49,10 +51,34 @@ public final class GatewayServer: Sendable {
     /// Client connections open now.
     public var openConnections: Int { connections.value }
 
+    /// Follows the accounts service's events: a session that ended or a role that changed
+    /// drops that user's cached tokens at once; a gap (or a start) drops them all, since
+    /// an event may have been missed. Nothing is kept: the cursor lives in memory.
+    private static func followAccounts(_ peer: PeerEndpoints?, _ tokens: TokenCache, context: ZMQContext, logger: Logger) throws -> EventFollower? {
+        guard let peer, !peer.publish.isEmpty else {
+            logger.warn("no event endpoint for the accounts service: cached tokens live out their 2 s", ["service": Authenticator.accounts])
+            return nil
+        }
+        /// The part of `social.session.ended` and `social.role.changed` the gateway reads.
+        struct UserEvent: Decodable {
+            var userId: Int64
+            enum CodingKeys: String, CodingKey { case userId = "user_id" }
+        }
+        let options = EventFollowerOptions(source: Authenticator.accounts, publishEndpoints: peer.publish,
+                                           topics: ["social.session.ended", "social.role.changed"])
+        return try EventFollower(context: context, options: options, logger: logger.named("gateway<-\(Authenticator.accounts)"),
+                                 onEvent: { event in
+                                     guard let user = try? event.body(UserEvent.self) else { return }
+                                     tokens.forget(userId: user.userId)
+                                 },
+                                 onGap: { _ in tokens.forgetAll() })
+    }
+
     /// Stops accepting, closes every connection (waiting up to 5 s) and the backend clients.
     public func stop() {
         stopping.set()
         acceptor.join()
+        accountEvents?.stop()
         for _ in 0..<100 where connections.value > 0 { usleep(50_000) }
         backends.close()
         logger.info("gateway stopped", [:])

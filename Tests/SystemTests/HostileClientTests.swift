@@ -160,4 +160,26 @@ final class AddressedClient {
         #expect(blank.isClosedByPeer())
         #expect(Date().timeIntervalSince(started) < 4)
     }
+
+    @Test func aDemotedAdminLosesWritesAtOnce() throws {
+        let suite = try SuiteFixture()
+        let admin = try suite.adminConnection()
+        let registered = json(admin.call(#"{"jsonrpc":"2.0","id":1,"method":"auth.register","params":{"username":"bob","email":"bob@example.org","name":"Bob","password":"Bob-Pass-1"}}"#))
+        let bobId = (registered["result"] as? [String: Any])?["id"] as? Int ?? 0
+        #expect(json(admin.call(#"{"jsonrpc":"2.0","id":2,"method":"admin.set_role","params":{"user_id":\#(bobId),"role":"admin"}}"#))["result"] != nil)
+        let bob = try GatewayConnection(port: suite.port)
+        #expect(json(bob.call(#"{"jsonrpc":"2.0","id":1,"method":"auth.login","params":{"username":"bob","password":"Bob-Pass-1"}}"#))["result"] != nil)
+        let create = #"{"jsonrpc":"2.0","id":2,"method":"catalog.create","params":{"name":"Bob's","category":"cafe","lat":-33.87,"lon":151.2}}"#
+        #expect(json(bob.call(create))["result"] != nil)
+        // Bob's token is in the gateway's cache now; demoting him must end his writes well
+        // before the cache's 2 s are up.
+        let demoted = Date()
+        #expect(json(admin.call(#"{"jsonrpc":"2.0","id":3,"method":"admin.set_role","params":{"user_id":\#(bobId),"role":"user"}}"#))["result"] != nil)
+        var refused = false
+        for _ in 0..<10 where !refused {
+            refused = errorCode(bob.call(create)) == -32005
+            if !refused { usleep(50_000) }
+        }
+        #expect(refused && Date().timeIntervalSince(demoted) < 1, "\(Date().timeIntervalSince(demoted)) s")
+    }
 }

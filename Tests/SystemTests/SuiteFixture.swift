@@ -36,7 +36,8 @@ final class SuiteFixture {
         social = try ServiceProcess("tourbus-social", folder: folder,
                                     arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"],
                                     environment: ["TOURBUS_PASSWORD_COST": passwordCost])
-        var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)"]
+        var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)",
+                     "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
         search = nil
         if withSearch {
             let search = try ServiceProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social))
