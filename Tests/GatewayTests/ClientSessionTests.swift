@@ -368,3 +368,16 @@ enum RESPClient {
         return out
     }
 }
+
+@Suite struct LimitDocumentationTests {
+    /// Every limit the gateway takes is in gateway.md's Limits table with its default.
+    @Test func everyLimitIsDocumentedWithItsDefault() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let doc = try String(contentsOf: root.appendingPathComponent("Protocols/gateway.md"), encoding: .utf8)
+        let defaults = GatewayLimits()
+        for setting in GatewayLimits.settings {
+            #expect(doc.contains("| `--\(setting.name)` | \(defaults[keyPath: setting.field]) |"), "\(setting.name)")
+        }
+        #expect(doc.contains("| `--max-request-bytes` | \(1 << 20) |") && doc.contains("| `--max-json-depth` | \(StrictJSON.defaultMaxDepth) |"))
+    }
+}
