@@ -90,23 +90,30 @@ final class SuiteFixture {
     }
 }
 
-/// A plain TCP connection to the gateway with a receive timeout.
+/// A plain TCP connection to the gateway with a receive timeout, from 127.0.0.1 or another
+/// loopback source address (127.0.0.2, …), so one test can be several clients as the
+/// gateway counts them.
 final class GatewayConnection {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16, timeoutMilliseconds: Int = 5_000) throws {
+    init(port: UInt16, from source: String? = nil, timeoutMilliseconds: Int = 5_000) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = port.bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        func address(_ host: String, _ port: UInt16) -> sockaddr_in {
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_addr.s_addr = inet_addr(host)
+            a.sin_port = port.bigEndian
+            return a
         }
+        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        var local = address(source ?? "127.0.0.1", 0)
+        var remote = address("127.0.0.1", port)
+        let bound = source == nil || withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) == 0 } }
+        let connected = bound && withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, size) == 0 } }
         guard connected else {
             close(fd)
-            throw ServiceError(.unavailable, "cannot connect to 127.0.0.1:\(port)")
+            throw ServiceError(.unavailable, "cannot connect from \(source ?? "127.0.0.1") to 127.0.0.1:\(port)")
         }
         var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
