@@ -10,10 +10,12 @@ struct ClientKey: Hashable, Sendable {
 /// A window of requests in flight to one backend, shared fairly between clients.
 ///
 /// At most `window` jobs run at once; the rest wait in one queue per client address and,
-/// inside it, per connection. A free place goes round-robin to the next address with work,
-/// and inside it to the next connection, so a client that sends a flood waits behind its own
-/// requests while everyone else's go ahead. A job whose deadline passed while it waited is
-/// expired without running.
+/// inside it, per connection. A free place goes to the address that has been served least
+/// (start-time fair queueing: each address counts the jobs it started, and one that starts
+/// waiting begins at the count of the last address served), and inside it round-robin to the
+/// next connection. So a client that sends a flood waits behind its own requests, and one
+/// that asks now and then goes next. A job whose deadline passed while it waited is expired
+/// without running.
 final class FairQueue: Sendable {
     /// One request waiting for a place: `run` starts it and must call `done` exactly once
     /// when it no longer needs the place; `expire` answers it when its time ran out.
@@ -26,13 +28,16 @@ final class FairQueue: Sendable {
     private struct Lane {
         var connections: [UInt64: Deque<Job>] = [:]
         var order = Deque<UInt64>()
+        /// Jobs the address started, counted from the virtual time it began waiting at.
+        var served: UInt64
     }
 
     private struct State {
         var running = 0
         var waiting = 0
         var lanes: [String: Lane] = [:]
-        var order = Deque<String>()
+        /// The count of the address served last.
+        var virtualTime: UInt64 = 0
     }
 
     let window: Int
@@ -53,8 +58,7 @@ final class FairQueue: Sendable {
                 return true
             }
             if s.lanes[client.address] == nil {
-                s.lanes[client.address] = Lane()
-                s.order.append(client.address)
+                s.lanes[client.address] = Lane(served: s.virtualTime)
             }
             if s.lanes[client.address]?.connections[client.connection] == nil {
                 s.lanes[client.address]?.connections[client.connection] = Deque()
@@ -101,10 +105,10 @@ final class FairQueue: Sendable {
         return next
     }
 
-    /// The next job round-robin: the address after the last served, then its next connection.
+    /// The next job: from the address served least, its next connection's oldest.
     private static func takeNext(_ s: inout State) -> Job? {
-        while let address = s.order.popFirst() {
-            guard var lane = s.lanes[address] else { continue }
+        while let address = s.lanes.min(by: { $0.value.served < $1.value.served || ($0.value.served == $1.value.served && $0.key < $1.key) })?.key,
+              var lane = s.lanes[address] {
             var job: Job?
             while job == nil, let connection = lane.order.popFirst() {
                 job = lane.connections[connection]?.popFirst()
@@ -114,12 +118,9 @@ final class FairQueue: Sendable {
                     lane.connections[connection] = nil
                 }
             }
-            if lane.order.isEmpty {
-                s.lanes[address] = nil
-            } else {
-                s.lanes[address] = lane
-                s.order.append(address)
-            }
+            s.virtualTime = lane.served
+            lane.served += 1
+            s.lanes[address] = lane.order.isEmpty ? nil : lane
             if let job {
                 s.waiting -= 1
                 return job

@@ -269,17 +269,27 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         let victim = ClientKey(address: "10.0.0.2", connection: 2)
         for i in 0..<100 { queue.submit(flood, job("flood\(i)")) }
         queue.submit(victim, job("victim"))
-        // The first flood job runs; then the addresses take turns: the victim goes ahead of 98 others.
+        // The addresses take turns: the victim goes ahead of 98 flood jobs.
         for _ in 0..<2 {
             let next = finish.withLock { $0.removeFirst() }
             next()
         }
         #expect(order.withLock { $0 } == ["flood0", "flood1", "victim"])
+        // A client that shows up after the flood was served for a while goes next.
+        for _ in 0..<50 {
+            let next = finish.withLock { $0.removeFirst() }
+            next()
+        }
+        let late = ClientKey(address: "10.0.0.3", connection: 3)
+        queue.submit(late, job("late"))
+        let next = finish.withLock { $0.removeFirst() }
+        next()
+        #expect(order.withLock { $0 }.last == "late")
         for _ in 0..<200 {
             guard let next = finish.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { break }
             next()
         }
-        #expect(order.withLock { $0.count } == 101)
+        #expect(order.withLock { $0.count } == 102)
         #expect(queue.waiting == 0 && queue.running == 0)
     }
 
