@@ -10,13 +10,15 @@ import ServiceKit
 /// - Calls are dispatched as they are read (pipelining), except that those after a sign-in
 ///   or sign-out wait for its answer, so they run as whoever it leaves signed in.
 /// - Backpressure, as Redis gives it: while `maxInFlight` replies are owed, or unsent
-///   output passes a high-water mark, or the client's address is over its request rate, the
-///   session reads no more requests and, once a little input is buffered, asks for no more
-///   bytes, so the kernel's TCP window slows the client. Nothing is refused for it.
+///   output and the replies owed (estimated from the sizes of recent ones) would pass
+///   `maxPendingOutputBytes`, or the client's address is over its request rate, the session
+///   reads no more requests and, once a little input is buffered, asks for no more bytes,
+///   so the kernel's TCP window slows the client. Nothing is refused for it, and a
+///   connection's memory stays near that bound whatever its replies weigh.
 /// - Time: a connection must send its first request byte within `firstByteTimeout`, finish
 ///   a request it started within `requestTimeout`, and is closed after `idleTimeout`
 ///   without requests or replies (blank lines do not count); a client that leaves more than
-///   `maxPendingOutputBytes` unread for 5 s is disconnected.
+///   `maxPendingOutputBytes` unread and takes no byte for 5 s is disconnected.
 final class ClientSession {
     /// Why a session ended before the client closed it.
     enum Ending: String, Equatable {
@@ -34,12 +36,14 @@ final class ClientSession {
     /// Counts requests read against the client address's rate: nanoseconds to pause reading.
     typealias Charge = (_ requests: Int) -> UInt64
 
-    /// Unsent output past which no more requests are read.
-    static let outputHighWater = 1 << 20
     /// Input kept buffered, beyond one request, while no more requests may be read.
     static let readAhead = 64 << 10
-    /// How long a client may leave more than `maxPendingOutputBytes` unread.
+    /// How long a client may leave more than `maxPendingOutputBytes` unread without taking a byte.
     static let slowReaderGrace: UInt64 = 5_000_000_000
+    /// What a reply is assumed to weigh before any was written: a new connection starts with
+    /// a few calls in flight (16 at the default bound) and widens to the window as small
+    /// replies come back.
+    static let firstReplyEstimate = 64 << 10
 
     private let limits: GatewayLimits
     private let framingLimits: FramingLimits
@@ -72,6 +76,10 @@ final class ClientSession {
     private var partialSince: UInt64?
     /// Reading pauses until then: the address is over its request rate.
     private var pausedUntil: UInt64 = 0
+    /// Recent replies' average size per call (a moving average), to guess what the calls owed will add.
+    private var replyEstimate = ClientSession.firstReplyEstimate
+    /// Calls answered since bytes were last written for them (a batch's answers come out together).
+    private var answeredUnwritten = 0
 
     init(limits: GatewayLimits, framing: FramingLimits, now: UInt64, dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge) {
         self.limits = limits
@@ -110,7 +118,13 @@ final class ClientSession {
         case .signedOut(let oldToken)?: if token == oldToken { token = nil }
         case nil: break
         }
-        appendOutput(framing?.answer(slot, outcome) ?? [])
+        let reply = framing?.answer(slot, outcome) ?? []
+        answeredUnwritten += 1
+        if !reply.isEmpty {
+            replyEstimate = max(64, (replyEstimate * 7 + reply.count / answeredUnwritten) / 8)
+            answeredUnwritten = 0
+        }
+        appendOutput(reply)
         if sessionSlot == slot {
             // The session is settled: what waited for it goes now, in order, until another sign-in.
             sessionSlot = nil
@@ -166,7 +180,8 @@ final class ClientSession {
         func past(_ since: UInt64, _ milliseconds: Int) -> Bool { now > since && now - since > UInt64(milliseconds) * 1_000_000 }
         if framing == nil && !peerClosed && past(openedAt, limits.firstByteTimeoutMilliseconds) { return .firstByteTimeout }
         if let since = partialSince, past(since, limits.requestTimeoutMilliseconds) { return .requestTimeout }
-        if pendingOutput > limits.maxPendingOutputBytes && now > lastWrite && now - lastWrite > ClientSession.slowReaderGrace { return .slowReader }
+        if pendingOutput >= limits.maxPendingOutputBytes && now > lastWrite && now - lastWrite > ClientSession.slowReaderGrace { return .slowReader }
+        if pendingOutput > 0 && past(lastWrite, limits.idleTimeoutMilliseconds) { return .slowReader }
         if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && past(lastActivity, limits.idleTimeoutMilliseconds) { return .idle }
         return nil
     }
@@ -176,10 +191,14 @@ final class ClientSession {
 
     // MARK: Reading requests
 
-    /// Calls that may be read now.
+    /// Calls that may be read now: within the window, and within the output bound counting
+    /// what the calls owed are likely to add (at least one when none is owed).
     private func room(now: UInt64) -> Int {
-        guard !closing, now >= pausedUntil, pendingOutput < ClientSession.outputHighWater else { return 0 }
-        return limits.maxInFlight - (framing?.outstanding ?? 0)
+        guard !closing, now >= pausedUntil, pendingOutput < limits.maxPendingOutputBytes else { return 0 }
+        let owed = framing?.outstanding ?? 0
+        let budget = limits.maxPendingOutputBytes - pendingOutput - owed * replyEstimate
+        let byBytes = max(owed == 0 ? 1 : 0, budget / replyEstimate)
+        return max(0, min(limits.maxInFlight - owed, byBytes))
     }
 
     /// Whether `process` is running (a call answered at once asks for another round instead of recursing).

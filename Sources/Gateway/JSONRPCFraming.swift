@@ -193,7 +193,7 @@ struct JSONRPCFraming: Framing {
         return reading
     }
 
-    /// Handles one line; the calls it started, or nil when it is a batch larger than `room`.
+    /// Handles one line; the calls it started, or nil when it is a batch that must wait for room.
     private mutating func handle(_ line: ArraySlice<UInt8>, room: Int, into reading: inout Reading) -> Int? {
         let parsed: Any
         do {
@@ -218,7 +218,8 @@ struct JSONRPCFraming: Framing {
             reject(ServiceError(.tooLarge, "batch of \(batch.count) requests exceeds \(limits.maxBatch)"), into: &reading)
             return 0
         }
-        guard batch.count <= room else { return nil }
+        // A batch waits for room, unless nothing is owed: then it goes whole, so it never waits forever.
+        guard batch.count <= room || ids.isEmpty else { return nil }
         let batchId = nextBatch
         nextBatch += 1
         batches[batchId] = (batch.count, [:])

@@ -23,8 +23,9 @@ public struct GatewayLimits: Sendable, Equatable {
     public var maxBatch = 128
     /// Longest reply; a longer one is answered `too_large`.
     public var maxReplyBytes = 4 << 20
-    /// Unsent replies past which a client that has not read for 5 s is disconnected.
-    public var maxPendingOutputBytes = 8 << 20
+    /// Unsent replies past which no more requests are read from a connection; a client that
+    /// then takes no byte for 5 s is disconnected.
+    public var maxPendingOutputBytes = 1 << 20
     /// Requests per second one client address may send before its connections are read more slowly.
     public var requestsPerSecondPerAddress = 100_000
     /// Requests in flight to each endpoint of a service; the rest wait in a queue shared fairly between clients.
@@ -61,7 +62,7 @@ public struct GatewayLimits: Sendable, Equatable {
         Setting(name: "max-in-flight", summary: "requests of one connection read and not yet answered (then reading pauses)", field: \.maxInFlight),
         Setting(name: "max-batch", summary: "elements of one JSON-RPC batch", field: \.maxBatch),
         Setting(name: "max-reply-bytes", summary: "longest reply; longer ones are answered too_large", field: \.maxReplyBytes),
-        Setting(name: "max-pending-output-bytes", summary: "unsent replies past which a client that stopped reading is disconnected", field: \.maxPendingOutputBytes),
+        Setting(name: "max-pending-output-bytes", summary: "unsent replies past which reading stops (and a client that takes nothing for 5 s is disconnected)", field: \.maxPendingOutputBytes),
         Setting(name: "requests-per-second-per-address", summary: "requests per second one address sends before it is read more slowly", field: \.requestsPerSecondPerAddress),
         Setting(name: "backend-window", summary: "requests in flight to each service endpoint; the rest queue fairly", field: \.backendWindow),
         Setting(name: "password-check-window", summary: "password checks in flight to each accounts endpoint; the rest queue fairly", field: \.passwordCheckWindow),

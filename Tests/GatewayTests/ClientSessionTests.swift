@@ -185,21 +185,49 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         let count = 10_000
         let pipeline = (0..<count).flatMap { RESPClient.command(["catalog.get", "id", "\($0)"]) }
         s.session.receive(pipeline, now: s.now)
-        // The window fills; no more is read, and nothing is refused.
-        #expect(s.kept.withLock { $0.count } == 128)
+        // A new connection starts with a few calls in flight; no more is read, and nothing is refused.
+        #expect(s.kept.withLock { $0.count } == 16)
         #expect(!s.session.wantsInput(now: s.now))
         #expect(s.drain() == "")
         var answered = 0
         var replies = ""
+        var widest = 0
         for _ in 0..<(count * 2) where answered < count {
+            widest = max(widest, s.kept.withLock { $0.count })
             answered += s.answerKept()
             replies += s.drain()
         }
         #expect(answered == count)
+        // Small replies widened the window to the full 128.
+        #expect(widest == 128)
         #expect(!replies.contains("-"))
         #expect(replies.components(separatedBy: "$").count - 1 == count)
         // In order: the last reply is the last command's params.
         #expect(replies.hasSuffix(#"{"id":\#(count - 1)}"# + "\r\n"))
+    }
+
+    @Test func heavyRepliesShrinkTheWindowSoAClientThatDoesNotReadCostsLittle() {
+        let page = Data("\"\(String(repeating: "p", count: 250_000))\"".utf8)
+        let kept = Locked<[@Sendable (Outcome, SessionChange?) -> Void]>([])
+        let delivered = Locked<[(Int, Outcome)]>([])
+        let limits = GatewayLimits()
+        let session = ClientSession(limits: limits, framing: FramingLimits(), now: 0, dispatch: { _, _, completion in
+            kept.withLock { $0.append(completion) }
+            return nil
+        }, deliver: { slot, outcome, _ in delivered.withLock { $0.append((slot, outcome)) } }, charge: { _ in 0 })
+        session.receive((0..<400).flatMap { _ in RESPClient.command(["catalog.list", "limit", "100"]) }, now: 0)
+        var dispatched = 0
+        for _ in 0..<400 {
+            let calls = kept.withLock { all in defer { all.removeAll() }; return all }
+            if calls.isEmpty { break }
+            dispatched += calls.count
+            for completion in calls { completion(.result(page), nil) }
+            for (slot, outcome) in delivered.withLock({ all in defer { all.removeAll() }; return all }) { session.complete(slot, outcome, nil, now: 0) }
+        }
+        // Nothing is read by the client: the session stopped taking requests near its bound.
+        #expect(dispatched <= 20, "\(dispatched) dispatched")
+        #expect(session.pendingOutput < limits.maxPendingOutputBytes + 16 * page.count, "\(session.pendingOutput) bytes unsent")
+        #expect(session.expired(now: 6_000_000_000) == .slowReader)
     }
 
     @Test func aRateOverTheAddressLimitPausesReading() {

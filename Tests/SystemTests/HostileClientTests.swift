@@ -109,4 +109,48 @@ import Glibc
         }
         #expect(refused && Date().timeIntervalSince(demoted) < 1, "\(Date().timeIntervalSince(demoted)) s")
     }
+
+    /// Resident memory of a process, in MiB.
+    static func residentMiB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+    }
+
+    @Test func clientsThatDoNotReadCostLittleAndGiveTheirMemoryBack() throws {
+        let suite = try SuiteFixture()
+        let writer = try suite.adminConnection()
+        let description = String(repeating: "d", count: 4_900)
+        for i in 0..<50 {
+            _ = writer.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":{"name":"P\#(i)","category":"park","lat":-33.9,"lon":151.2,"description":"\#(description)"}}"#)
+        }
+        let pid = suite.gateway.process.processIdentifier
+        let before = HostileClientTests.residentMiB(pid)
+        // 300 clients from three addresses each ask for 40 pages of about 250 KB and read none.
+        var hogs: [GatewayConnection] = []
+        let request = Array(String(repeating: "catalog.list limit 100\r\n", count: 40).utf8)
+        for address in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+            for _ in 0..<100 {
+                let hog = try GatewayConnection(port: suite.port, from: address)
+                _ = request.withUnsafeBufferPointer { send(hog.fd, $0.baseAddress!, request.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                hogs.append(hog)
+            }
+        }
+        var peak = 0
+        for _ in 0..<30 {
+            peak = max(peak, HostileClientTests.residentMiB(pid))
+            usleep(100_000)
+        }
+        // Each connection holds about its output bound (1 MiB) plus a reply, not 40 pages.
+        #expect(peak - before < 600, "before \(before) MiB, peak \(peak) MiB")
+        hogs.removeAll()
+        var after = peak
+        for _ in 0..<50 {
+            usleep(100_000)
+            after = HostileClientTests.residentMiB(pid)
+            if after - before < 64 { break }
+        }
+        #expect(after - before < 64, "before \(before) MiB, peak \(peak) MiB, after \(after) MiB")
+        #expect(json(writer.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
+    }
 }
