@@ -63,16 +63,8 @@ import Testing
     }
 
     @Test func badConfigurationExitsWithUsage() throws {
-        let process = Process()
-        process.executableURL = try ServiceProcess.executable("tourbus-catalog")
-        process.arguments = ["--frobnicate", "1"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 2)
-        #expect(text.contains("unknown option --frobnicate") && text.contains("usage: tourbus-catalog"))
+        let run = try BoundedRun(try ServiceProcess.executable("tourbus-catalog").path, ["--frobnicate", "1"], timeout: 30)
+        #expect(run.exit == .status(2), "\(run.ending)")
+        #expect(run.errors.contains("unknown option --frobnicate") && run.errors.contains("usage: tourbus-catalog"))
     }
 }

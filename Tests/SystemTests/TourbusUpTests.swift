@@ -31,7 +31,18 @@ import Glibc
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outFile))
         process.standardError = FileHandle.nullDevice
         try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        defer {
+            // A test that failed half-way: stop `up` as Ctrl-C would (bounded), then kill whatever is left.
+            if process.isRunning {
+                let left = children(of: process.processIdentifier, named: "tourbus-")
+                kill(process.processIdentifier, SIGTERM)
+                for _ in 0..<300 where process.isRunning { usleep(50_000) }
+                if process.isRunning {
+                    kill(process.processIdentifier, SIGKILL)
+                    left.forEach { kill($0, SIGKILL) }
+                }
+            }
+        }
 
         var output = ""
         for _ in 0..<600 where !output.contains("Tourbus is up") {
@@ -47,17 +58,10 @@ import Glibc
         #expect(counts?.reduce(0, +) == 242)
 
         // The first admin, made by the CLI from the endpoints `up` wrote, can write places.
-        let admin = Process()
-        admin.executableURL = try ServiceProcess.executable("tourbus")
-        admin.arguments = ["admin", "create", "--data-dir", folder, "--username", "admin", "--email", "admin@example.org", "--name", "Admin"]
-        let password = Pipe()
-        admin.standardInput = password
-        admin.standardOutput = FileHandle.nullDevice
-        try admin.run()
-        password.fileHandleForWriting.write(Data("Admin-Pass-1\n".utf8))
-        try password.fileHandleForWriting.close()
-        admin.waitUntilExit()
-        #expect(admin.terminationStatus == 0)
+        let admin = try BoundedRun(try ServiceProcess.executable("tourbus").path,
+                                   ["admin", "create", "--data-dir", folder, "--username", "admin", "--email", "admin@example.org", "--name", "Admin"],
+                                   input: "Admin-Pass-1\n", timeout: 30)
+        #expect(admin.succeeded, "\(admin.ending): \(admin.digest)")
         let login = json(c.call(#"{"jsonrpc":"2.0","id":2,"method":"auth.login","params":{"username":"admin","password":"Admin-Pass-1"}}"#))
         #expect((login["result"] as? [String: Any])?["token"] != nil)
         let created = json(c.call(#"{"jsonrpc":"2.0","id":3,"method":"catalog.create","params":{"name":"Luna Park","category":"attraction","lat":-33.8475,"lon":151.2098}}"#))
@@ -86,24 +90,12 @@ import Glibc
 }
 
 @Suite struct TourbusCallTests {
+    /// Runs the CLI (30 s at most); its exit status (-1 if it did not exit by itself), standard output and error.
     func tourbus(_ arguments: [String], input: String? = nil, token: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = try ServiceProcess.executable("tourbus")
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["TOURBUS_TOKEN"] = token
-        process.environment = environment
-        let out = Pipe(), err = Pipe(), inputPipe = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = inputPipe
-        try process.run()
-        inputPipe.fileHandleForWriting.write(Data((input ?? "").utf8))
-        try inputPipe.fileHandleForWriting.close()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let run = try BoundedRun(try ServiceProcess.executable("tourbus").path, arguments, input: input,
+                                 environment: ["TOURBUS_TOKEN": token], timeout: 30)
+        guard !run.timedOut, case .status(let status)? = run.exit else { return (-1, run.output, run.errors + "\n" + run.ending) }
+        return (status, run.output, run.errors)
     }
 
     @Test func callThroughTheGatewayAndStraightToAService() throws {
