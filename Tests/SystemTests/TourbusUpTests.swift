@@ -5,6 +5,31 @@ import Testing
 import Glibc
 #endif
 
+/// The fields of a logfmt line (`key=value`, `key="quoted value"`).
+func logfmt(_ line: Substring) -> [String: String] {
+    var fields: [String: String] = [:]
+    var rest = line[...]
+    while let equals = rest.firstIndex(of: "=") {
+        let key = String(rest[..<equals]).trimmingCharacters(in: .whitespaces)
+        rest = rest[rest.index(after: equals)...]
+        var value = ""
+        if rest.first == "\"" {
+            rest = rest.dropFirst()
+            var escaped = false
+            while let c = rest.popFirst() {
+                if escaped { value.append(c == "n" ? "\n" : c); escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { break } else { value.append(c) }
+            }
+        } else {
+            let end = rest.firstIndex(of: " ") ?? rest.endIndex
+            value = String(rest[..<end])
+            rest = rest[end...]
+        }
+        fields[key] = value
+        rest = rest.drop { $0 == " " }
+    }
+    return fields
+}
+
 @Suite(.serialized) struct TourbusUpTests {
     /// The pids of the direct children of `parent` named `name`.
     func children(of parent: Int32, named name: String) -> [Int32] {
@@ -26,10 +51,16 @@ import Glibc
         let process = Process()
         process.executableURL = try ServiceProcess.executable("tourbus")
         process.arguments = ["up", "--data-dir", folder, "--listen", "127.0.0.1:\(port)"]
-        let outFile = folder + "/up.out"
+        let outFile = folder + "/up.out", errFile = folder + "/up.err"
         _ = FileManager.default.createFile(atPath: outFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: errFile, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outFile))
-        process.standardError = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errFile))
+        let restartsFile = folder + "/restarts.log"
+        /// The lines of restarts.log: every restart of a child, which only this test's own kill may cause.
+        func restarts() -> [Substring] {
+            ((try? String(contentsOfFile: restartsFile, encoding: .utf8)) ?? "").split(separator: "\n")
+        }
         try process.run()
         defer {
             // A test that failed half-way: stop `up` as Ctrl-C would (bounded), then kill whatever is left.
@@ -51,6 +82,9 @@ import Glibc
         }
         #expect(output.contains("loaded 242 Sydney places"), "\(output)")
         #expect(output.contains("gateway at 127.0.0.1:\(port)"))
+        #expect(FileManager.default.fileExists(atPath: restartsFile) && restarts().isEmpty, "\(restarts())")
+        let before = Dictionary(uniqueKeysWithValues: ["catalog", "social", "search", "gateway"].map { ($0, children(of: process.processIdentifier, named: "tourbus-\($0)")) })
+        #expect(before.values.allSatisfy { $0.count == 1 }, "\(before)")
 
         let c = try GatewayConnection(port: UInt16(port))
         let categories = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))
@@ -80,12 +114,29 @@ import Glibc
         let restarted = children(of: process.processIdentifier, named: "tourbus-catalog")
         #expect(restarted.count == 1 && restarted != catalogs)
 
+        // The restart is one logfmt line in restarts.log and on up's standard error: which
+        // service, the pid that died and how, the new pid, when. Nothing else restarted.
+        let logged = restarts()
+        #expect(logged.count == 1, "\(logged)")
+        let line = logfmt(logged.first ?? "")
+        #expect(line["msg"] == "restarted" && line["service"] == "catalog" && line["level"] == "warn", "\(line)")
+        #expect(line["old_pid"] == catalogs.first.map(String.init) && line["new_pid"] == restarted.first.map(String.init), "\(line)")
+        #expect(line["signal"] == "SIGKILL" && line["status"] == nil, "\(line)")
+        #expect(line["ts"].map { $0.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil } == true, "\(line)")
+        let errors = (try? String(contentsOfFile: errFile, encoding: .utf8)) ?? ""
+        #expect(errors.split(separator: "\n").contains(logged.first ?? "-"), "\(errors)")
+        #expect(errors.contains("msg=\"exited; restarting\" service=catalog pid=\(catalogs.first ?? 0) signal=SIGKILL"), "\(errors)")
+        for name in ["social", "search", "gateway"] {
+            #expect(children(of: process.processIdentifier, named: "tourbus-\(name)") == before[name], "tourbus-\(name) restarted")
+        }
+
         // Ctrl-C (SIGINT here) stops everything and exits 0.
         let all = children(of: process.processIdentifier, named: "tourbus-")
         kill(process.processIdentifier, SIGINT)
         for _ in 0..<300 where process.isRunning { usleep(50_000) }
         #expect(!process.isRunning && process.terminationStatus == 0)
         #expect(all.allSatisfy { kill($0, 0) != 0 })
+        #expect(restarts() == logged, "stopping restarted something: \(restarts())")
     }
 }
 
