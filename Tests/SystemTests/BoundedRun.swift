@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -74,4 +75,10 @@ struct BoundedRun {
         let frequent = counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(5).map { "\($0.value) × \($0.key)" }
         return "\(lines.count) lines, most often:\n" + frequent.joined(separator: "\n") + "\nending:\n" + lines.suffix(5).joined(separator: "\n")
     }
+}
+
+/// A failed expectation shows how the run ended, not its whole output (which may be
+/// megabytes); messages add `digest`.
+extension BoundedRun: CustomTestStringConvertible {
+    var testDescription: String { "a run that \(ending), \(output.utf8.count + errors.utf8.count) bytes of output" }
 }
