@@ -200,7 +200,14 @@ final class ServiceProcess {
     private func logTail(lines: Int = 30) -> String {
         let all = log.split(separator: "\n", omittingEmptySubsequences: false)
         if let crash = all.firstIndex(where: { $0.hasPrefix("*** Signal ") || $0.hasPrefix("*** Program crashed") }) {
-            return "; its log has a crash report:\n" + all[crash...].prefix(lines).joined(separator: "\n")
+            // The report's head, then the thread that crashed (which need not be the first).
+            var report = Array(all[crash...].prefix(4))
+            if let thread = all[crash...].firstIndex(where: { $0.hasPrefix("Thread ") && $0.hasSuffix("crashed:") }) {
+                report += ["…"] + all[thread...].prefix(lines)
+            } else {
+                report = Array(all[crash...].prefix(lines))
+            }
+            return "; its log has a crash report:\n" + report.joined(separator: "\n")
         }
         let tail = all.suffix(lines).joined(separator: "\n")
         return tail.isEmpty ? "" : "; the end of its log:\n\(tail)"
