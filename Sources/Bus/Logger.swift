@@ -57,6 +57,12 @@ public struct Logger: Sendable {
 
     /// Writes one line if `level` passes the filter.
     public func log(_ level: Level, _ message: String, _ fields: KeyValuePairs<String, Any>) {
+        log(level, message, fields: fields.map { (key: $0.key, value: $0.value) })
+    }
+
+    /// Writes one line if `level` passes the filter, with fields chosen at run time (a key
+    /// that depends on the case, such as `status` or `signal`), in the order given.
+    public func log(_ level: Level, _ message: String, fields: [(key: String, value: Any)]) {
         guard level >= minimum else { return }
         var line = "ts=\(Logger.timestamp()) level=\(level.name) component=\(component) msg=\(Logger.quote(message))"
         for (key, value) in fields { line += " \(key)=\(Logger.quote(String(describing: value)))" }

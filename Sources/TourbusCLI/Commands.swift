@@ -10,7 +10,8 @@ public enum TourbusCommand {
         usage:
           tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo]
               start every built service and the gateway, load the Sydney demo into an empty
-              catalog, restart what crashes, stop everything on Ctrl-C
+              catalog, restart what crashes (each restart logged in DIR/restarts.log), stop
+              everything on Ctrl-C
           tourbus call [--gateway HOST:PORT] [--timeout-ms N] METHOD [JSON | key value …]
               call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY);
               the timeout (default 5000) is also sent as the request's deadline; a token from

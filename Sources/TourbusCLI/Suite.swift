@@ -4,6 +4,43 @@ import Foundation
 import Glibc
 #endif
 
+/// How a child process ended: its exit status, or the signal that killed it.
+enum ChildExit: Equatable, Sendable {
+    case status(Int32)
+    case signal(Int32)
+
+    /// How `process`, which has ended, ended.
+    init(_ process: Process) {
+        self = process.terminationReason == .uncaughtSignal ? .signal(process.terminationStatus) : .status(process.terminationStatus)
+    }
+
+    /// The log field that says it: `status=1` or `signal=SIGKILL`.
+    var field: (key: String, value: Any) {
+        switch self {
+        case .status(let code): (key: "status", value: code)
+        case .signal(let number): (key: "signal", value: ChildExit.signalName(number))
+        }
+    }
+
+    /// `SIGSEGV` for 11: the usual name of a Linux signal, `SIG<n>` for others.
+    static func signalName(_ number: Int32) -> String {
+        let names: [Int32: String] = [SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
+                                      SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGUSR1: "SIGUSR1",
+                                      SIGSEGV: "SIGSEGV", SIGUSR2: "SIGUSR2", SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM"]
+        return names[number] ?? "SIG\(number)"
+    }
+}
+
+/// What the supervisor saw or did for one member in one round.
+enum SupervisionEvent: Equatable, Sendable {
+    /// The member's process ended; it starts again after `delay` seconds.
+    case exited(pid: Int32, exit: ChildExit, delay: TimeInterval)
+    /// A new process replaced the one that ended.
+    case restarted(oldPid: Int32, exit: ChildExit, newPid: Int32, restarts: Int)
+    /// Starting a new process failed; the supervisor tries again after the next backoff.
+    case restartFailed(oldPid: Int32, exit: ChildExit, error: String)
+}
+
 /// One supervised child process of the suite: how to start it and its current process.
 final class SuiteMember {
     let name: String
@@ -31,25 +68,27 @@ final class SuiteMember {
     }
 
     /// Restarts the member if it died, with exponential backoff (0.5 s doubling to 30 s,
-    /// back to 0.5 s after a minute of good health). Returns a line to print when something happened.
-    func superviseOnce() -> String? {
+    /// back to 0.5 s after a minute of good health). Returns what happened, if anything.
+    func superviseOnce() -> SupervisionEvent? {
         guard let process, !process.isRunning else { return nil }
         let now = Date()
+        let oldPid = process.processIdentifier
+        let exit = ChildExit(process)
         if nextStart == .distantPast {
             let healthy = now.timeIntervalSince(startedAt) > 60
             if healthy { restarts = 0 }
             let delay = min(30, 0.5 * pow(2, Double(restarts)))
             nextStart = now.addingTimeInterval(delay)
-            return "\(name) exited (status \(process.terminationStatus)); restarting in \(delay) s"
+            return .exited(pid: oldPid, exit: exit, delay: delay)
         }
         guard now >= nextStart else { return nil }
         nextStart = .distantPast
         restarts += 1
         do {
             try start()
-            return "\(name) restarted"
+            return .restarted(oldPid: oldPid, exit: exit, newPid: self.process?.processIdentifier ?? 0, restarts: restarts)
         } catch {
-            return "\(name) could not be restarted: \(error)"
+            return .restartFailed(oldPid: oldPid, exit: exit, error: "\(error)")
         }
     }
 
@@ -94,5 +133,60 @@ enum FreePorts {
             ports.append(UInt16(bigEndian: address.sin_port))
         }
         return ports
+    }
+}
+
+/// Where `tourbus up` tells of restarts: one logfmt line per restart (or failed restart) of a
+/// child, on its standard error and appended to `<data-dir>/restarts.log`, so an operator (and
+/// a test) can see every one after the fact.
+///
+/// `ts=… level=warn component=up msg=restarted service=catalog old_pid=4242 signal=SIGKILL new_pid=4250 restarts=1`
+/// (`status=N` instead of `signal=…` for a process that exited by itself). A process's exit is
+/// also logged, on standard error only, when it is seen (`msg="exited; restarting"`).
+struct RestartLog {
+    /// `<data-dir>/restarts.log`.
+    let path: String
+    /// Standard error and the file; always written, whatever `LOG_LEVEL` says.
+    private let both: Logger
+    /// Standard error only.
+    private let console: Logger
+
+    static func path(_ dataDirectory: String) -> String { dataDirectory + "/restarts.log" }
+
+    /// Creates the file if it is missing, so it is there (empty) from the start.
+    init(dataDirectory: String) throws {
+        let path = RestartLog.path(dataDirectory)
+        self.path = path
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw SystemError(operation: "open \(path)", errno: errno) }
+        close(fd)
+        console = Logger(component: "up", level: .info)
+        both = Logger(component: "up", level: .info) { line in
+            var bytes = Array(line.utf8)
+            _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                let complaint = Array("tourbus up: cannot append to \(path): \(String(cString: strerror(errno)))\n".utf8)
+                _ = complaint.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+                return
+            }
+            _ = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress, $0.count) }  // one write: O_APPEND keeps lines whole
+            close(fd)
+        }
+    }
+
+    /// Logs what the supervisor saw for `service`.
+    func record(_ event: SupervisionEvent, of service: String) {
+        switch event {
+        case let .exited(pid, exit, delay):
+            console.log(.warn, "exited; restarting", fields: [(key: "service", value: service), (key: "pid", value: pid), exit.field,
+                                                             (key: "restart_in_s", value: delay)])
+        case let .restarted(oldPid, exit, newPid, restarts):
+            both.log(.warn, "restarted", fields: [(key: "service", value: service), (key: "old_pid", value: oldPid), exit.field,
+                                                  (key: "new_pid", value: newPid), (key: "restarts", value: restarts)])
+        case let .restartFailed(oldPid, exit, error):
+            both.log(.error, "restart failed", fields: [(key: "service", value: service), (key: "old_pid", value: oldPid), exit.field,
+                                                        (key: "error", value: error)])
+        }
     }
 }

@@ -74,6 +74,11 @@ extension TourbusCommand {
             printError("could not write \(SuiteEndpoints.path(dataDirectory)): \(error)")
             return 1
         }
+        let restartLog: RestartLog
+        do { restartLog = try RestartLog(dataDirectory: dataDirectory) } catch {
+            printError("\(error)")
+            return 1
+        }
         var gatewayArgs = ["--listen", listen]
         for name in services { gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"] }
         members.append(SuiteMember(name: "gateway", executable: folder.appendingPathComponent("tourbus-gateway"), arguments: gatewayArgs))
@@ -139,6 +144,7 @@ extension TourbusCommand {
             Tourbus is up: \(services.joined(separator: ", ")) and the gateway at \(listen) (data in \(dataDirectory)).
             Try:  redis-cli -h \(host) -p \(port) catalog.list category museum limit 3
                   tourbus call catalog.categories
+            A crashed service is restarted; each restart is logged in \(RestartLog.path(dataDirectory)).
             An admin (catalog writes need one), the password on standard input:
                   tourbus admin create --data-dir \(dataDirectory) --username admin --email admin@example.org --name Admin
             Ctrl-C stops everything.
@@ -150,7 +156,7 @@ extension TourbusCommand {
         while true {
             if sigtimedwait(&signals, nil, &timeout) > 0 { break }
             for member in members {
-                if let note = member.superviseOnce() { printError(note) }
+                if let event = member.superviseOnce() { restartLog.record(event, of: member.name) }
             }
         }
         print("stopping…")

@@ -3,75 +3,6 @@ import CatalogService
 import Foundation
 import Testing
 
-/// A real `tourbus-catalog` process, started from the build folder.
-final class ServiceProcess {
-    let process = Process()
-    let folder: String
-    let stderrFile: String
-    let endpoints: [String: Any]
-
-    static func executable(_ name: String) throws -> URL {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent(".build/debug"),
-        ]
-        for folder in candidates {
-            let url = folder.appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        throw ServiceError(.notFound, "\(name) is not built next to the tests; run swift build first")
-    }
-
-    init(_ name: String, folder: String, arguments: [String] = [], environment extra: [String: String] = [:]) throws {
-        self.folder = folder
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let ready = folder + "/ready-\(UUID().uuidString).json"
-        stderrFile = folder + "/stderr-\(UUID().uuidString).log"
-        _ = FileManager.default.createFile(atPath: stderrFile, contents: nil)
-        process.executableURL = try ServiceProcess.executable(name)
-        process.arguments = ["--data-dir", folder, "--ready-file", ready, "--heartbeat-ms", "100"] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrFile))
-        var environment = ProcessInfo.processInfo.environment
-        environment["LOG_LEVEL"] = "info"
-        environment.merge(extra) { _, new in new }
-        process.environment = environment
-        try process.run()
-        var found: [String: Any]?
-        for _ in 0..<500 where found == nil {
-            if let data = FileManager.default.contents(atPath: ready), !data.isEmpty {
-                found = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-            } else {
-                usleep(20_000)
-            }
-        }
-        guard let found else {
-            process.terminate()
-            throw ServiceError(.unavailable, "\(name) did not become ready: \(String(decoding: FileManager.default.contents(atPath: stderrFile) ?? Data(), as: UTF8.self))")
-        }
-        endpoints = found
-    }
-
-    var rpc: String { (endpoints["rpc"] as? [String])?.first ?? "" }
-    var log: String { String(decoding: FileManager.default.contents(atPath: stderrFile) ?? Data(), as: UTF8.self) }
-
-    /// Sends SIGTERM and waits (bounded) for the exit status.
-    func terminate(timeout: TimeInterval = 10) -> Int32? {
-        process.terminate()
-        let limit = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < limit { usleep(20_000) }
-        return process.isRunning ? nil : process.terminationStatus
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-}
-
 @Suite(.serialized) struct CatalogProcessTests {
     let folder = NSTemporaryDirectory() + "tourbus-system-\(UUID().uuidString)"
 
@@ -132,16 +63,8 @@ final class ServiceProcess {
     }
 
     @Test func badConfigurationExitsWithUsage() throws {
-        let process = Process()
-        process.executableURL = try ServiceProcess.executable("tourbus-catalog")
-        process.arguments = ["--frobnicate", "1"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 2)
-        #expect(text.contains("unknown option --frobnicate") && text.contains("usage: tourbus-catalog"))
+        let run = try BoundedRun(try ServiceProcess.executable("tourbus-catalog").path, ["--frobnicate", "1"], timeout: 30)
+        #expect(run.exit == .status(2), "\(run.ending)")
+        #expect(run.errors.contains("unknown option --frobnicate") && run.errors.contains("usage: tourbus-catalog"))
     }
 }

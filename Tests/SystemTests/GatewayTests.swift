@@ -74,17 +74,10 @@ import Glibc
     @Test func respThroughRedisCLI() throws {
         let suite = try SuiteFixture()
         func redisCLI(_ args: [String]) throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["redis-cli", "-p", String(suite.port), "--user", SuiteFixture.admin.username,
-                                 "--pass", SuiteFixture.admin.password, "--no-auth-warning"] + args
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = out
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "redis-cli is needed: ./deploy/local/test installs redis-tools")
-            return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let run = try BoundedRun("/usr/bin/env", ["redis-cli", "-h", "127.0.0.1", "-p", String(suite.port), "--user", SuiteFixture.admin.username,
+                                                      "--pass", SuiteFixture.admin.password, "--no-auth-warning"] + args, timeout: 30)
+            #expect(run.succeeded, "redis-cli is needed (./deploy/local/test installs redis-tools); it \(run.ending): \(run.digest)")
+            return (run.output + run.errors).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         #expect(try redisCLI(["ping"]) == "PONG")
         let created = json(try redisCLI(["catalog.create", "name", "Harbour Bridge", "category", "attraction", "lat", "-33.8523", "lon", "151.2108"]))

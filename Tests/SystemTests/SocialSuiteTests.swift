@@ -128,7 +128,7 @@ import Testing
     @Test func readsNeedNoAccountsServiceEvenWhenSignedIn() throws {
         let suite = try SuiteFixture()
         let (c, _) = try member(suite, "gina")
-        _ = suite.social.terminate()
+        suite.stopSocial()
         #expect(result(c, "catalog.categories") != nil)  // with a cold cache too: the token is not needed here
         usleep(2_100_000)
         #expect(result(c, "catalog.categories") != nil)

@@ -7,6 +7,13 @@ import Glibc
 
 /// A catalog, the social service (with an admin) and a gateway, the real executables, on
 /// loopback ports of their own choosing; a search service too when asked.
+///
+/// No process of the suite may crash, restart or end during a test unless the test says so:
+/// each child is a `ServiceProcess`, and when the fixture goes away at the end of the test,
+/// every child must still be the process it started, unless the test stopped it on purpose
+/// (`stopCatalog()`, `stopSearch()`, `stopSocial()`, or a child's own `terminate()`,
+/// `stop(with:)` or `expectExit(because:)`). A child that died fails the test, naming it and
+/// how it ended; so does one that does not stop cleanly on SIGTERM at teardown.
 final class SuiteFixture {
     let folder = NSTemporaryDirectory() + "tourbus-suite-\(UUID().uuidString)"
     private(set) var catalog: ServiceProcess
@@ -28,23 +35,30 @@ final class SuiteFixture {
          "--peer", "social=\(social.rpc)", "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
     }
 
-    init(gatewayArguments: [String] = [], withSearch: Bool = false, passwordCost: String = "minimum") throws {
-        catalog = try ServiceProcess("tourbus-catalog", folder: folder)
+    /// The current process of each service, the gateway first (the order teardown stops them in).
+    var processes: [ServiceProcess] { [gateway, search, social, catalog].compactMap { $0 } }
+
+    /// Starts the suite; a child's failure at teardown points at `sourceLocation`, the test's line that made it.
+    init(gatewayArguments: [String] = [], withSearch: Bool = false, passwordCost: String = "minimum",
+         sourceLocation: SourceLocation = #_sourceLocation) throws {
+        catalog = try ServiceProcess("tourbus-catalog", folder: folder, sourceLocation: sourceLocation)
         catalogEndpoint = catalog.rpc
         // Passwords hashed at the cheapest cost unless asked: tests sign in often.
         let catalogEvents = (catalog.endpoints["publish"] as? [String])?.first ?? ""
         social = try ServiceProcess("tourbus-social", folder: folder,
                                     arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"],
-                                    environment: ["TOURBUS_PASSWORD_COST": passwordCost])
+                                    environment: ["TOURBUS_PASSWORD_COST": passwordCost], sourceLocation: sourceLocation)
         var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)",
                      "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
         search = nil
         if withSearch {
-            let search = try ServiceProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social))
+            let search = try ServiceProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social),
+                                            sourceLocation: sourceLocation)
             peers += ["--peer", "search=\(search.rpc)"]
             self.search = search
         }
-        gateway = try ServiceProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + peers + gatewayArguments)
+        gateway = try ServiceProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + peers + gatewayArguments,
+                                     sourceLocation: sourceLocation)
         let context = try ZMQContext()
         let client = try RPCClient(context: context, endpoints: [social.rpc], logger: Logger(component: "test", level: .error))
         defer { client.close() }
@@ -58,19 +72,25 @@ final class SuiteFixture {
         }
     }
 
-    /// Stops the catalog (SIGTERM) and starts it again on the same endpoint and data.
-    func stopCatalog() { _ = catalog.terminate() }
+    /// Stops the catalog on purpose (SIGTERM); `startCatalog()` brings it back.
+    func stopCatalog(sourceLocation: SourceLocation = #_sourceLocation) { _ = catalog.terminate(sourceLocation: sourceLocation) }
 
-    /// Stops the search service (SIGTERM) and starts it again on the same endpoint and index.
-    func stopSearch() { _ = search?.terminate() }
+    /// Stops the search service on purpose (SIGTERM); `startSearch()` brings it back.
+    func stopSearch(sourceLocation: SourceLocation = #_sourceLocation) { _ = search?.terminate(sourceLocation: sourceLocation) }
 
-    func startSearch() throws {
+    /// Stops the social service on purpose (SIGTERM) for the rest of the test.
+    func stopSocial(sourceLocation: SourceLocation = #_sourceLocation) { _ = social.terminate(sourceLocation: sourceLocation) }
+
+    /// Starts the search service again on the same endpoint and index.
+    func startSearch(sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let old = search else { return }
-        search = try ServiceProcess("tourbus-search", folder: folder, arguments: ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social))
+        search = try ServiceProcess("tourbus-search", folder: folder, arguments: ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social),
+                                    sourceLocation: sourceLocation)
     }
 
-    func startCatalog() throws {
-        catalog = try ServiceProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint])
+    /// Starts the catalog again on the same endpoint and data.
+    func startCatalog(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        catalog = try ServiceProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint], sourceLocation: sourceLocation)
     }
 
     /// A connection signed in as the admin (catalog writes need one).
@@ -81,23 +101,28 @@ final class SuiteFixture {
         return c
     }
 
+    /// Teardown: first every child must still be the process it started (or have been
+    /// stopped on purpose), then each stops on SIGTERM, the gateway first, with status 0.
     deinit {
-        _ = gateway.terminate()
-        _ = search?.terminate()
-        _ = social.terminate()
-        _ = catalog.terminate()
+        let children = processes
+        children.forEach { $0.checkAtTeardown() }
+        children.forEach { $0.stopAtTeardown() }
         try? FileManager.default.removeItem(atPath: folder)
     }
 }
 
-/// A plain TCP connection to the gateway with a receive timeout, from 127.0.0.1 or another
-/// loopback source address (127.0.0.2, …), so one test can be several clients as the
-/// gateway counts them.
+/// A plain TCP connection to the gateway, from 127.0.0.1 or another loopback source address
+/// (127.0.0.2, …), so one test can be several clients as the gateway counts them. Every read
+/// and write is bounded in time: a call gives up after the connection's timeout (nil, false,
+/// or fewer bytes sent).
 final class GatewayConnection {
     let fd: Int32
     private var buffer: [UInt8] = []
+    /// How long one call (a send, a line, a reply, waiting for the close) may take.
+    let timeout: TimeInterval
 
     init(port: UInt16, from source: String? = nil, timeoutMilliseconds: Int = 5_000) throws {
+        timeout = Double(timeoutMilliseconds) / 1000
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         func address(_ host: String, _ port: UInt16) -> sockaddr_in {
             var a = sockaddr_in()
@@ -115,9 +140,13 @@ final class GatewayConnection {
             close(fd)
             throw ServiceError(.unavailable, "cannot connect from \(source ?? "127.0.0.1") to 127.0.0.1:\(port)")
         }
-        var timeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var socketTimeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &socketTimeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &socketTimeout, socklen_t(MemoryLayout<timeval>.size))
     }
+
+    /// The end of a call that starts now.
+    private var deadline: Date { Date().addingTimeInterval(timeout) }
 
     deinit { close(fd) }
 
@@ -125,15 +154,17 @@ final class GatewayConnection {
 
     func send(_ bytes: [UInt8]) {
         var offset = 0
-        while offset < bytes.count {
+        let limit = deadline
+        while offset < bytes.count && Date() < limit {
             let n = bytes.withUnsafeBufferPointer { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
             if n <= 0 { return }
             offset += n
         }
     }
 
-    /// Reads more input; false at end of stream or timeout.
-    private func fill() -> Bool {
+    /// Reads more input; false at end of stream, or when `limit` has passed or the socket's timeout did.
+    private func fill(until limit: Date) -> Bool {
+        guard Date() < limit else { return false }
         var chunk = [UInt8](repeating: 0, count: 65_536)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return false }
@@ -143,6 +174,7 @@ final class GatewayConnection {
 
     /// The next line without its CR LF, or nil when the connection ended or timed out.
     func line() -> String? {
+        let limit = deadline
         while true {
             if let newline = buffer.firstIndex(of: 0x0A) {
                 var line = Array(buffer[..<newline])
@@ -150,7 +182,7 @@ final class GatewayConnection {
                 if line.last == 0x0D { line.removeLast() }
                 return String(decoding: line, as: UTF8.self)
             }
-            guard fill() else { return nil }
+            guard fill(until: limit) else { return nil }
         }
     }
 
@@ -158,7 +190,8 @@ final class GatewayConnection {
     func respReply() -> String? {
         guard let head = line() else { return nil }
         guard head.hasPrefix("$"), let size = Int(head.dropFirst()), size >= 0 else { return head }
-        while buffer.count < size + 2 { guard fill() else { return nil } }
+        let limit = deadline
+        while buffer.count < size + 2 { guard fill(until: limit) else { return nil } }
         let body = String(decoding: buffer[0..<size], as: UTF8.self)
         buffer.removeFirst(size + 2)
         return "$" + body
@@ -166,7 +199,8 @@ final class GatewayConnection {
 
     /// Whether the gateway closed the connection (reads end of stream within the timeout).
     func isClosedByPeer() -> Bool {
-        while fill() {}
+        let limit = deadline
+        while fill(until: limit) {}
         var probe = [UInt8](repeating: 0, count: 1)
         return probe.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 1, Int32(MSG_DONTWAIT)) } == 0
     }

@@ -5,6 +5,31 @@ import Testing
 import Glibc
 #endif
 
+/// The fields of a logfmt line (`key=value`, `key="quoted value"`).
+func logfmt(_ line: Substring) -> [String: String] {
+    var fields: [String: String] = [:]
+    var rest = line[...]
+    while let equals = rest.firstIndex(of: "=") {
+        let key = String(rest[..<equals]).trimmingCharacters(in: .whitespaces)
+        rest = rest[rest.index(after: equals)...]
+        var value = ""
+        if rest.first == "\"" {
+            rest = rest.dropFirst()
+            var escaped = false
+            while let c = rest.popFirst() {
+                if escaped { value.append(c == "n" ? "\n" : c); escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { break } else { value.append(c) }
+            }
+        } else {
+            let end = rest.firstIndex(of: " ") ?? rest.endIndex
+            value = String(rest[..<end])
+            rest = rest[end...]
+        }
+        fields[key] = value
+        rest = rest.drop { $0 == " " }
+    }
+    return fields
+}
+
 @Suite(.serialized) struct TourbusUpTests {
     /// The pids of the direct children of `parent` named `name`.
     func children(of parent: Int32, named name: String) -> [Int32] {
@@ -26,12 +51,29 @@ import Glibc
         let process = Process()
         process.executableURL = try ServiceProcess.executable("tourbus")
         process.arguments = ["up", "--data-dir", folder, "--listen", "127.0.0.1:\(port)"]
-        let outFile = folder + "/up.out"
+        let outFile = folder + "/up.out", errFile = folder + "/up.err"
         _ = FileManager.default.createFile(atPath: outFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: errFile, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outFile))
-        process.standardError = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errFile))
+        let restartsFile = folder + "/restarts.log"
+        /// The lines of restarts.log: every restart of a child, which only this test's own kill may cause.
+        func restarts() -> [Substring] {
+            ((try? String(contentsOfFile: restartsFile, encoding: .utf8)) ?? "").split(separator: "\n")
+        }
         try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        defer {
+            // A test that failed half-way: stop `up` as Ctrl-C would (bounded), then kill whatever is left.
+            if process.isRunning {
+                let left = children(of: process.processIdentifier, named: "tourbus-")
+                kill(process.processIdentifier, SIGTERM)
+                for _ in 0..<300 where process.isRunning { usleep(50_000) }
+                if process.isRunning {
+                    kill(process.processIdentifier, SIGKILL)
+                    left.forEach { kill($0, SIGKILL) }
+                }
+            }
+        }
 
         var output = ""
         for _ in 0..<600 where !output.contains("Tourbus is up") {
@@ -40,6 +82,9 @@ import Glibc
         }
         #expect(output.contains("loaded 242 Sydney places"), "\(output)")
         #expect(output.contains("gateway at 127.0.0.1:\(port)"))
+        #expect(FileManager.default.fileExists(atPath: restartsFile) && restarts().isEmpty, "\(restarts())")
+        let before = Dictionary(uniqueKeysWithValues: ["catalog", "social", "search", "gateway"].map { ($0, children(of: process.processIdentifier, named: "tourbus-\($0)")) })
+        #expect(before.values.allSatisfy { $0.count == 1 }, "\(before)")
 
         let c = try GatewayConnection(port: UInt16(port))
         let categories = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))
@@ -47,17 +92,10 @@ import Glibc
         #expect(counts?.reduce(0, +) == 242)
 
         // The first admin, made by the CLI from the endpoints `up` wrote, can write places.
-        let admin = Process()
-        admin.executableURL = try ServiceProcess.executable("tourbus")
-        admin.arguments = ["admin", "create", "--data-dir", folder, "--username", "admin", "--email", "admin@example.org", "--name", "Admin"]
-        let password = Pipe()
-        admin.standardInput = password
-        admin.standardOutput = FileHandle.nullDevice
-        try admin.run()
-        password.fileHandleForWriting.write(Data("Admin-Pass-1\n".utf8))
-        try password.fileHandleForWriting.close()
-        admin.waitUntilExit()
-        #expect(admin.terminationStatus == 0)
+        let admin = try BoundedRun(try ServiceProcess.executable("tourbus").path,
+                                   ["admin", "create", "--data-dir", folder, "--username", "admin", "--email", "admin@example.org", "--name", "Admin"],
+                                   input: "Admin-Pass-1\n", timeout: 30)
+        #expect(admin.succeeded, "\(admin.ending): \(admin.digest)")
         let login = json(c.call(#"{"jsonrpc":"2.0","id":2,"method":"auth.login","params":{"username":"admin","password":"Admin-Pass-1"}}"#))
         #expect((login["result"] as? [String: Any])?["token"] != nil)
         let created = json(c.call(#"{"jsonrpc":"2.0","id":3,"method":"catalog.create","params":{"name":"Luna Park","category":"attraction","lat":-33.8475,"lon":151.2098}}"#))
@@ -76,34 +114,39 @@ import Glibc
         let restarted = children(of: process.processIdentifier, named: "tourbus-catalog")
         #expect(restarted.count == 1 && restarted != catalogs)
 
+        // The restart is one logfmt line in restarts.log and on up's standard error: which
+        // service, the pid that died and how, the new pid, when. Nothing else restarted.
+        let logged = restarts()
+        #expect(logged.count == 1, "\(logged)")
+        let line = logfmt(logged.first ?? "")
+        #expect(line["msg"] == "restarted" && line["service"] == "catalog" && line["level"] == "warn", "\(line)")
+        #expect(line["old_pid"] == catalogs.first.map(String.init) && line["new_pid"] == restarted.first.map(String.init), "\(line)")
+        #expect(line["signal"] == "SIGKILL" && line["status"] == nil, "\(line)")
+        #expect(line["ts"].map { $0.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil } == true, "\(line)")
+        let errors = (try? String(contentsOfFile: errFile, encoding: .utf8)) ?? ""
+        #expect(errors.split(separator: "\n").contains(logged.first ?? "-"), "\(errors)")
+        #expect(errors.contains("msg=\"exited; restarting\" service=catalog pid=\(catalogs.first ?? 0) signal=SIGKILL"), "\(errors)")
+        for name in ["social", "search", "gateway"] {
+            #expect(children(of: process.processIdentifier, named: "tourbus-\(name)") == before[name], "tourbus-\(name) restarted")
+        }
+
         // Ctrl-C (SIGINT here) stops everything and exits 0.
         let all = children(of: process.processIdentifier, named: "tourbus-")
         kill(process.processIdentifier, SIGINT)
         for _ in 0..<300 where process.isRunning { usleep(50_000) }
         #expect(!process.isRunning && process.terminationStatus == 0)
         #expect(all.allSatisfy { kill($0, 0) != 0 })
+        #expect(restarts() == logged, "stopping restarted something: \(restarts())")
     }
 }
 
 @Suite struct TourbusCallTests {
+    /// Runs the CLI (30 s at most); its exit status (-1 if it did not exit by itself), standard output and error.
     func tourbus(_ arguments: [String], input: String? = nil, token: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = try ServiceProcess.executable("tourbus")
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["TOURBUS_TOKEN"] = token
-        process.environment = environment
-        let out = Pipe(), err = Pipe(), inputPipe = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = inputPipe
-        try process.run()
-        inputPipe.fileHandleForWriting.write(Data((input ?? "").utf8))
-        try inputPipe.fileHandleForWriting.close()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+        let run = try BoundedRun(try ServiceProcess.executable("tourbus").path, arguments, input: input,
+                                 environment: ["TOURBUS_TOKEN": token], timeout: 30)
+        guard !run.timedOut, case .status(let status)? = run.exit else { return (-1, run.output, run.errors + "\n" + run.ending) }
+        return (status, run.output, run.errors)
     }
 
     @Test func callThroughTheGatewayAndStraightToAService() throws {
