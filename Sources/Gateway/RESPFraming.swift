@@ -186,6 +186,8 @@ enum RESP {
 
     static let emptyArray: [UInt8] = Array("*0\r\n".utf8)
     static let nullBulk: [UInt8] = Array("$-1\r\n".utf8)
+    /// RESP3's null.
+    static let null3: [UInt8] = Array("_\r\n".utf8)
 }
 
 /// RESP on a connection, as a state machine over bytes: commands in, calls out; outcomes
@@ -198,10 +200,13 @@ struct RESPFraming: Framing {
     private var nextSlot = 0
     private var nextToSend = 0
     private var ready: [Int: [UInt8]] = [:]
-    /// Slots of AUTH commands, answered `+OK` as Redis clients expect.
-    private var authSlots = Set<Int>()
-    /// The name `CLIENT SETNAME` gave the connection.
+    /// Slots of AUTH commands, answered `+OK` as Redis clients expect, and of HELLO … AUTH,
+    /// answered with the server's description once signed in.
+    private var authSlots: [Int: [UInt8]] = [:]
+    /// The name `CLIENT SETNAME` (or `HELLO … SETNAME`) gave the connection.
     private var name: String?
+    /// The RESP version `HELLO` chose: 2, or 3 (maps, a null of its own, later push frames).
+    private var version = 2
     private var closing = false
     /// Bytes at the front of the unread input already searched for the LF of an inline command.
     private var searched = 0
@@ -279,21 +284,22 @@ struct RESPFraming: Framing {
             reply(client(arguments))
             return
         case "hello":
-            reply(hello(arguments))
+            switch hello(arguments) {
+            case .reply(let bytes): reply(bytes)
+            case .signIn(let call, let description):
+                authSlots[slot] = description
+                reading.calls.append((slot, call))
+            }
             return
         case "auth":
-            // AUTH <token> resumes a session; AUTH <username> <password> (Redis 6's form) logs in.
-            let request: (String, [String: String])? = switch arguments.count {
-            case 1: ("auth.resume", ["token": arguments[0]])
-            case 2: ("auth.login", ["username": arguments[0], "password": arguments[1]])
-            default: nil
-            }
-            guard let (method, params) = request, let body = try? JSONSerialization.data(withJSONObject: params) else {
+            // AUTH <token> resumes a session; AUTH <username> <password> (Redis 6's form) logs
+            // in, except that the user `default` with a token resumes (redis-py's password=).
+            guard (1...2).contains(arguments.count) else {
                 reply(RESP.error("ERR", "AUTH takes a token, or a username and a password"))
                 return
             }
-            authSlots.insert(slot)
-            reading.calls.append((slot, Call(method: method, params: body)))
+            authSlots[slot] = RESP.simple("OK")
+            reading.calls.append((slot, RESPFraming.signIn(arguments.count == 2 ? arguments[0] : nil, arguments[arguments.count - 1])))
             return
         default:
             break
@@ -319,27 +325,62 @@ struct RESPFraming: Framing {
             name = arguments[1].isEmpty ? nil : arguments[1]
             return RESP.simple("OK")
         case ("setinfo", 3): return RESP.simple("OK")
-        case ("getname", 1): return name.map { RESP.bulk(Array($0.utf8)) } ?? RESP.nullBulk
+        case ("getname", 1): return name.map { RESP.bulk(Array($0.utf8)) } ?? (version == 3 ? RESP.null3 : RESP.nullBulk)
         default: return RESP.error("ERR", "unknown or malformed CLIENT subcommand; this gateway knows SETNAME, SETINFO and GETNAME")
         }
     }
 
-    /// `HELLO [2]`: the server's description, in RESP2. RESP3 is not spoken.
-    private func hello(_ arguments: [String]) -> [UInt8] {
-        guard arguments.isEmpty || arguments == ["2"] else {
-            return RESP.error("NOPROTO", "this gateway speaks RESP2 only; use HELLO 2 or no HELLO")
+    /// The call that signs in for `AUTH` or `HELLO … AUTH`: a token resumes a session (as the
+    /// password of no user or of the user `default`), a username and password log in.
+    private static func signIn(_ username: String?, _ secret: String) -> Call {
+        let params = username == nil || username == "default" ? ["token": secret] : ["username": username ?? "", "password": secret]
+        let method = params["token"] != nil ? "auth.resume" : "auth.login"
+        return Call(method: method, params: Authenticator.json(params))
+    }
+
+    /// What `HELLO` leads to: a reply now, or a sign-in whose success is answered with `description`.
+    private enum Hello {
+        case reply([UInt8])
+        case signIn(Call, description: [UInt8])
+    }
+
+    /// `HELLO [2|3] [AUTH username password] [SETNAME name]`: chooses the RESP version and
+    /// answers the server's description (a map in RESP3), after signing in when asked.
+    private mutating func hello(_ arguments: [String]) -> Hello {
+        var rest = arguments[...]
+        if let first = rest.first {
+            guard first == "2" || first == "3" else {
+                return .reply(RESP.error("NOPROTO", "unsupported protocol version; this gateway speaks RESP2 and RESP3"))
+            }
+            rest = rest.dropFirst()
         }
-        var out = Array("*12\r\n".utf8)
-        for (key, value) in [("server", "tourbus"), ("version", "1.0.0"), ("mode", "standalone"), ("role", "master")] {
-            out += RESP.bulk(Array(key.utf8)) + RESP.bulk(Array(value.utf8))
+        var signIn: Call?
+        var newName: String?
+        while let option = rest.first?.lowercased() {
+            switch option {
+            case "auth" where rest.count >= 3:
+                signIn = RESPFraming.signIn(Array(rest)[1], Array(rest)[2])
+                rest = rest.dropFirst(3)
+            case "setname" where rest.count >= 2:
+                newName = Array(rest)[1]
+                rest = rest.dropFirst(2)
+            default:
+                return .reply(RESP.error("ERR", "syntax error in HELLO option '\(Echo.clip(option))'"))
+            }
         }
-        out += RESP.bulk(Array("proto".utf8)) + RESP.integer(2)
-        out += RESP.bulk(Array("modules".utf8)) + RESP.emptyArray
-        return out
+        if let chosen = arguments.first { version = chosen == "3" ? 3 : 2 }
+        if let newName { name = newName.isEmpty ? nil : newName }
+        let fields: [(String, [UInt8])] = [("server", RESP.bulk(Array("tourbus".utf8))), ("version", RESP.bulk(Array("1.0.0".utf8))),
+                                           ("proto", RESP.integer(version)), ("mode", RESP.bulk(Array("standalone".utf8))),
+                                           ("role", RESP.bulk(Array("master".utf8))), ("modules", RESP.emptyArray)]
+        var description = Array((version == 3 ? "%\(fields.count)\r\n" : "*\(fields.count * 2)\r\n").utf8)
+        for (key, value) in fields { description += RESP.bulk(Array(key.utf8)) + value }
+        if let signIn { return .signIn(signIn, description: description) }
+        return .reply(description)
     }
 
     mutating func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
-        if authSlots.remove(slot) != nil, case .result = outcome { return file(slot, RESP.simple("OK")) }
+        if let success = authSlots.removeValue(forKey: slot), case .result = outcome { return file(slot, success) }
         switch outcome {
         case .result(let body) where body.count > limits.maxReplyBytes:
             return file(slot, RESP.error(.replyTooLarge(body.count, limit: limits.maxReplyBytes)))

@@ -176,8 +176,28 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(s.send("COMMAND\r\n") == "*0\r\n")
         #expect(s.send("COMMAND DOCS\r\n") == "*0\r\n")
         #expect(s.send("COMMAND COUNT\r\n") == ":0\r\n")
-        #expect(s.send("HELLO 3\r\n").hasPrefix("-NOPROTO"))
-        #expect(s.send("HELLO 2\r\n").hasPrefix("*12\r\n"))
+        #expect(s.send("HELLO 4\r\n").hasPrefix("-NOPROTO"))
+        #expect(s.send("HELLO 2\r\n").hasPrefix("*12\r\n$6\r\nserver\r\n"))
+        #expect(s.send("HELLO 3 SETNAME app\r\n").hasPrefix("%6\r\n$6\r\nserver\r\n"))
+        #expect(s.send("CLIENT GETNAME\r\n") == "$3\r\napp\r\n")
+        #expect(s.send("CLIENT SETNAME \"\"\r\n") == "+OK\r\n")
+        #expect(s.send("CLIENT GETNAME\r\n") == "_\r\n")
+    }
+
+    @Test func helloAndAuthSignInAsRedisClientsDo() {
+        let s = SessionHarness(answer: { call in
+            switch call.method {
+            case "auth.login": return .result(Data(#"{"token":"t"}"#.utf8))
+            case "auth.resume": return call.params == Data(#"{"token":"tb1_x"}"#.utf8) ? .result(Data("{}".utf8)) : .failure(ServiceError(.unauthenticated, "invalid or expired token", field: "token"))
+            default: return .result(call.params)
+            }
+        })
+        #expect(s.send("HELLO 3 AUTH alice Alice-Pass-1\r\n").hasPrefix("%6\r\n"))
+        #expect(s.send("HELLO 3 AUTH default tb1_x\r\n").hasPrefix("%6\r\n"))
+        #expect(s.send("HELLO 3 AUTH default wrong\r\n") == "-UNAUTHENTICATED token: invalid or expired token\r\n")
+        #expect(s.send("AUTH default tb1_x\r\n") == "+OK\r\n")
+        #expect(s.send("AUTH tb1_x\r\n") == "+OK\r\n")
+        #expect(s.send("HELLO 3 AUTH alice\r\n").hasPrefix("-ERR syntax error"))
     }
 
     @Test func deepPipelinesGetBackpressureNotErrors() {
