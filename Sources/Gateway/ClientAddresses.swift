@@ -140,6 +140,4 @@ final class ClientAddresses: Sendable {
         }
     }
 
-    /// Connections open from `address`.
-    func connections(of address: String) -> Int { entries.withLock { $0[address]?.connections ?? 0 } }
 }

@@ -171,10 +171,6 @@ enum RESP {
     /// `:n`.
     static func integer(_ value: Int) -> [UInt8] { Array(":\(value)\r\n".utf8) }
 
-    /// An array of bulk strings.
-    static func array(_ items: [String]) -> [UInt8] {
-        items.reduce(Array("*\(items.count)\r\n".utf8)) { $0 + bulk(Array($1.utf8)) }
-    }
 
     static func bulk<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
         var out = Array("$\(bytes.count)\r\n".utf8)

@@ -82,8 +82,8 @@ public struct TokenOwner: Codable, Sendable, Equatable {
     }
 }
 
-/// `admin.set_role`.
-public struct RoleChange: Codable, Sendable {
+/// `admin.set_role`'s params, and the body of `social.role.changed`.
+public struct RoleChange: Codable, Sendable, Equatable {
     public var userId: Int64
     public var role: String
 
@@ -332,7 +332,7 @@ extension SocialStore {
             }
             if before != role.rawValue {
                 try db.run("UPDATE users SET role = ? WHERE id = ?", role.rawValue, change.userId)
-                try worker.emit(SocialEvents.roleChanged, RoleChanged(userId: change.userId, role: role.rawValue))
+                try worker.emit(SocialEvents.roleChanged, RoleChange(userId: change.userId, role: role.rawValue))
             }
             return try publicUser(change.userId)
         }

@@ -6,7 +6,7 @@ public enum SocialEvents {
     public static let ratingUpdated = "social.rating.updated"
     /// Body: `SessionEnded`.
     public static let sessionEnded = "social.session.ended"
-    /// Body: `RoleChanged`.
+    /// Body: `RoleChange` (the user and the role they have now), the same shape as `admin.set_role`'s params.
     public static let roleChanged = "social.role.changed"
 }
 
@@ -39,20 +39,4 @@ public struct SessionEnded: Codable, Sendable, Equatable {
     public init(userId: Int64) { self.userId = userId }
 
     enum CodingKeys: String, CodingKey { case userId = "user_id" }
-}
-
-/// Body of `social.role.changed`: a user's role is now `role` (`user` or `admin`).
-public struct RoleChanged: Codable, Sendable, Equatable {
-    public var userId: Int64
-    public var role: String
-
-    public init(userId: Int64, role: String) {
-        self.userId = userId
-        self.role = role
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case role
-        case userId = "user_id"
-    }
 }

@@ -40,7 +40,7 @@ import Testing
         let f = try SocialFixture()
         let root = try f.register("root", admin: true), ann = try f.register("ann")
         try f.call("admin.set_role", #"{"user_id":\#(ann),"role":"admin"}"#, as: root)
-        #expect(try f.events().last?.body(RoleChanged.self) == RoleChanged(userId: ann, role: "admin"))
+        #expect(try f.events().last?.body(RoleChange.self) == RoleChange(userId: ann, role: "admin"))
         // The role it already has: nothing changes, nothing is published; refusals publish nothing.
         try f.call("admin.set_role", #"{"user_id":\#(ann),"role":"admin"}"#, as: root)
         #expect(f.error("admin.set_role", #"{"user_id":\#(ann),"role":"king"}"#, as: root) != nil)
