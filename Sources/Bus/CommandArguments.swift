@@ -10,8 +10,15 @@ public enum CommandArguments {
         if words.isEmpty { return .success(Data("{}".utf8)) }
         if words.count == 1 {
             let data = Data(words[0])
-            guard (try? StrictJSON.check(data, maxDepth: maxDepth)) != nil,
-                  let object = try? JSONSerialization.jsonObject(with: data), object is [String: Any] else {
+            do {
+                // The object is the params themselves: one level less deep than a value in it.
+                try StrictJSON.check(data, maxDepth: maxDepth + 1)
+            } catch let error where error.reason == .tooDeep(limit: maxDepth + 1) {
+                return .failure(ServiceError(.invalidArgument, error.message))
+            } catch {
+                return .failure(ServiceError(.invalidArgument, "arguments are key value pairs or one JSON object"))
+            }
+            guard let object = try? JSONSerialization.jsonObject(with: data), object is [String: Any] else {
                 return .failure(ServiceError(.invalidArgument, "arguments are key value pairs or one JSON object"))
             }
             return .success(data)
@@ -44,8 +51,10 @@ public enum CommandArguments {
         default: break
         }
         // Numbers as JSON writes them (so "+61…" and "0x1A" stay strings).
-        if word.wholeMatch(of: /-?(0|[1-9][0-9]*)/) != nil, let int = Int(word) { return .success(int) }
-        if word.wholeMatch(of: /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/) != nil, let double = Double(word), double.isFinite { return .success(double) }
+        if let kind = jsonNumber(bytes) {
+            if kind == .integer, let int = Int(word) { return .success(int) }
+            if let double = Double(word), double.isFinite { return .success(double) }
+        }
         // A JSON object, array or string literal ("\"2046\"" forces a string).
         if let first = bytes.first, first == UInt8(ascii: "{") || first == UInt8(ascii: "[") || first == UInt8(ascii: "\"") {
             do {
@@ -58,6 +67,38 @@ public enum CommandArguments {
             }
         }
         return .success(word)
+    }
+}
+
+extension CommandArguments {
+    /// The kinds of number JSON writes.
+    enum NumberKind { case integer, fraction }
+
+    /// Whether `bytes` is a number as JSON writes it (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`),
+    /// and which kind: one pass over the bytes, whatever their length.
+    static func jsonNumber(_ bytes: [UInt8]) -> NumberKind? {
+        var i = 0
+        func digits() -> Int {
+            let start = i
+            while i < bytes.count, (0x30...0x39).contains(bytes[i]) { i += 1 }
+            return i - start
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { i += 1 }
+        let integerStart = i
+        guard digits() > 0, bytes[integerStart] != UInt8(ascii: "0") || i == integerStart + 1 else { return nil }
+        var kind = NumberKind.integer
+        if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+            i += 1
+            guard digits() > 0 else { return nil }
+            kind = .fraction
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            guard digits() > 0 else { return nil }
+            kind = .fraction
+        }
+        return i == bytes.count ? kind : nil
     }
 }
 

@@ -88,6 +88,9 @@ final class Authenticator: Sendable {
                        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
         let kind: ClientAddresses.SignIn = method == "auth.register" ? .registration : .login
         if let wait = addresses.signInPermit(client.address, kind) {
+            // Each refusal also costs the address a little of its request rate, so a flood of
+            // refused sign-ins is read more slowly instead of keeping a core busy refusing.
+            addresses.chargeRefusal(client.address)
             let what = kind == .login ? "logins" : "sign-ups"
             return .failure(ServiceError(.rateLimited, "too many \(what) from your address; try again in \(wait) s"))
         }

@@ -84,16 +84,32 @@ final class ClientAddresses: Sendable {
                                          perSecond: Double(limits.registrationsPerMinutePerAddress) / 60, now: now))
     }
 
-    /// Counts a new connection from `address`, or refuses it when the address has its share.
-    func open(_ address: String) -> Bool {
+    /// Connections an address may hold once the gateway is nearly full (its last quarter is
+    /// kept for addresses with few connections, so a few addresses cannot fill it).
+    var nearlyFullShare: Int { max(1, limits.maxConnectionsPerAddress / 8) }
+
+    /// Whether `open` connections in all leave the gateway nearly full.
+    func isNearlyFull(_ open: Int) -> Bool { open > limits.maxConnections * 3 / 4 }
+
+    /// Counts a new connection from `address`, or refuses it when the address has its share:
+    /// `maxConnectionsPerAddress`, or `nearlyFullShare` when `open` connections in all (this
+    /// one included) leave the gateway nearly full.
+    func open(_ address: String, total open: Int) -> Bool {
         let now = clock()
         return entries.withLock { table in
             var entry = table[address] ?? fresh(now)
-            guard entry.connections < limits.maxConnectionsPerAddress else { return false }
+            let share = isNearlyFull(open) ? min(nearlyFullShare, limits.maxConnectionsPerAddress) : limits.maxConnectionsPerAddress
+            guard entry.connections < share else { return false }
             entry.connections += 1
             table[address] = entry
             return true
         }
+    }
+
+    /// Whether an entry still says something: a connection open, or a sign-in bucket refilling.
+    private static func worthKeeping(_ entry: Entry, _ now: UInt64) -> Bool {
+        var entry = entry
+        return entry.connections > 0 || !entry.logins.isFull(now: now) || !entry.registrations.isFull(now: now)
     }
 
     /// A connection from `address` closed.
@@ -103,10 +119,7 @@ final class ClientAddresses: Sendable {
             table[address]?.connections -= 1
             // Forget addresses that have nothing left to remember, now and then.
             if table.count > ClientAddresses.maxIdleEntries / 2 {
-                table = table.filter { _, entry in
-                    var entry = entry
-                    return entry.connections > 0 || !entry.logins.isFull(now: now) || !entry.registrations.isFull(now: now)
-                }
+                table = table.filter { ClientAddresses.worthKeeping($0.value, now) }
             }
         }
     }
@@ -123,12 +136,24 @@ final class ClientAddresses: Sendable {
         }
     }
 
+    /// Requests' worth of the address's rate that a refused sign-in costs: 10 ms of it, so an
+    /// address is refused at most about 100 times a second before it is read more slowly.
+    var refusalCost: Int { max(1, limits.requestsPerSecondPerAddress / 100) }
+
+    /// Charges `address` for a refused sign-in (see `refusalCost`).
+    func chargeRefusal(_ address: String) { _ = charge(address, requests: refusalCost) }
+
     /// Takes a login or sign-up permit for `address`; nil when it has one, else seconds to wait.
+    /// An address not yet known when the table is full (of addresses still refilling) is refused.
     func signInPermit(_ address: String, _ kind: SignIn) -> Int? {
         let now = clock()
         return entries.withLock { table in
+            if table[address] == nil && table.count >= ClientAddresses.maxIdleEntries {
+                table = table.filter { ClientAddresses.worthKeeping($0.value, now) }
+                guard table.count < ClientAddresses.maxIdleEntries else { return 60 }
+            }
             var entry = table[address] ?? fresh(now)
-            defer { if table.count < ClientAddresses.maxIdleEntries || table[address] != nil { table[address] = entry } }
+            defer { table[address] = entry }
             switch kind {
             case .login:
                 if entry.logins.take(now: now) { return nil }

@@ -37,6 +37,8 @@ final class ClientConnection {
     private let logger: Logger
     private let stopping: StopFlag
     private var scratch = [UInt8](repeating: 0, count: 32 << 10)
+    /// Linux's POLLRDHUP (0x2000), which Glibc's Swift module leaves out (it needs _GNU_SOURCE).
+    static let pollReadHangUp: Int16 = 0x2000
 
     init(socket: TCPSocket, client: ClientKey, dispatcher: Dispatcher, framing: FramingLimits, addresses: ClientAddresses,
          logger: Logger, stopping: StopFlag) throws {
@@ -69,7 +71,9 @@ final class ClientConnection {
                 return
             }
             let reading = session.wantsInput(now: now)
-            poller[0].events = Int16(reading ? POLLIN : 0) | Int16(session.pendingOutput > 0 ? POLLOUT : 0)
+            // POLLRDHUP tells when the client's end of stream arrives, even behind input not read yet.
+            let watchEnd = session.endKnown ? 0 : ClientConnection.pollReadHangUp
+            poller[0].events = Int16(reading ? POLLIN : 0) | Int16(session.pendingOutput > 0 ? POLLOUT : 0) | watchEnd
             var timeout: Int32 = 200
             if let wake = session.nextWake(now: now) { timeout = Int32(min(200, max(1, (wake - now) / 1_000_000 + 1))) }
             let rc = poll(&poller, 2, timeout)
@@ -78,6 +82,7 @@ final class ClientConnection {
             if poller[1].revents != 0 {
                 for (slot, outcome, change) in inbox.take() { session.complete(slot, outcome, change, now: now) }
             }
+            if watchEnd != 0 && poller[0].revents & watchEnd != 0 { session.endArrived(now: now) }
             if reading && poller[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 guard readInput(now: now) else { return }
             }

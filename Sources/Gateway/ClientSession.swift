@@ -26,6 +26,7 @@ final class ClientSession {
         case requestTimeout = "request not completed within the request timeout"
         case idle = "idle"
         case slowReader = "client does not read its replies"
+        case abandoned = "client closed after notifications that get no reply"
     }
 
     /// Starts a call: returns its outcome when there is one at once, else calls `completion`
@@ -62,6 +63,10 @@ final class ClientSession {
     private var closing = false
     /// Whether the last read used every complete request there was (so the input left is a fragment).
     private var inputExhausted = true
+    /// When the client's end of stream arrived (perhaps with unread requests before it), and
+    /// whether a reply was written since.
+    private var endSeenAt: UInt64?
+    private var wroteSinceEnd = false
 
     /// The token this connection signed in with (auth.login, auth.resume, AUTH), if any.
     private var token: String?
@@ -107,8 +112,15 @@ final class ClientSession {
     /// The client half-closed: it sends nothing more, but still reads.
     func receiveEnd(now: UInt64) {
         peerClosed = true
+        endSeenAt = endSeenAt ?? now
         process(now: now)
     }
+
+    /// The client's end of stream has arrived, behind input not read yet.
+    func endArrived(now: UInt64) { endSeenAt = endSeenAt ?? now }
+
+    /// Whether the end of stream is known to have arrived.
+    var endKnown: Bool { endSeenAt != nil }
 
     /// The outcome of a call, back on the session's thread.
     func complete(_ slot: Int, _ outcome: Outcome, _ change: SessionChange?, now: UInt64) {
@@ -144,6 +156,7 @@ final class ClientSession {
         guard count > 0 else { return }
         outputSent += count
         lastWrite = now
+        if endSeenAt != nil { wroteSinceEnd = true }
         lastActivity = now
         if outputSent == output.count {
             // Give a large buffer back rather than keep it for the life of the connection.
@@ -182,6 +195,9 @@ final class ClientSession {
         if let since = partialSince, past(since, limits.requestTimeoutMilliseconds) { return .requestTimeout }
         if pendingOutput >= limits.maxPendingOutputBytes && now > lastWrite && now - lastWrite > ClientSession.slowReaderGrace { return .slowReader }
         if pendingOutput > 0 && past(lastWrite, limits.idleTimeoutMilliseconds) { return .slowReader }
+        // A client that closed its side may be gone for good: with no reply to write there is no
+        // way to know, so requests that answer nothing (notifications) run for a while only.
+        if let end = endSeenAt, !wroteSinceEnd, past(end, limits.requestTimeoutMilliseconds) { return .abandoned }
         if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && past(lastActivity, limits.idleTimeoutMilliseconds) { return .idle }
         return nil
     }
@@ -191,12 +207,15 @@ final class ClientSession {
 
     // MARK: Reading requests
 
+    /// Unsent output and replies held back in the framing: what the connection holds for its client.
+    private var heldForClient: Int { pendingOutput + (framing?.heldBytes ?? 0) }
+
     /// Calls that may be read now: within the window, and within the output bound counting
     /// what the calls owed are likely to add (at least one when none is owed).
     private func room(now: UInt64) -> Int {
-        guard !closing, now >= pausedUntil, pendingOutput < limits.maxPendingOutputBytes else { return 0 }
+        guard !closing, now >= pausedUntil, heldForClient < limits.maxPendingOutputBytes else { return 0 }
         let owed = framing?.outstanding ?? 0
-        let budget = limits.maxPendingOutputBytes - pendingOutput - owed * replyEstimate
+        let budget = limits.maxPendingOutputBytes - heldForClient - owed * replyEstimate
         let byBytes = max(owed == 0 ? 1 : 0, budget / replyEstimate)
         return max(0, min(limits.maxInFlight - owed, byBytes))
     }
@@ -233,7 +252,8 @@ final class ClientSession {
             inputExhausted = inputStart == input.count
             return
         }
-        let reading = framing.read(input[inputStart...], atEnd: peerClosed, room: room)
+        let reading = framing.read(input[inputStart...], atEnd: peerClosed, room: room,
+                                   bytes: limits.maxPendingOutputBytes - pendingOutput)
         self.framing = framing
         inputStart += reading.consumed
         if inputStart > 1 << 20 && inputStart * 2 > input.count {
@@ -241,7 +261,7 @@ final class ClientSession {
             inputStart = 0
         }
         let leftover = inputStart < input.count
-        inputExhausted = reading.calls.count < room || !leftover
+        inputExhausted = !leftover || !reading.waiting
         if reading.requests > 0 {
             lastActivity = now
             partialSince = leftover ? now : nil

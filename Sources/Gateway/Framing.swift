@@ -6,15 +6,19 @@ import ServiceKit
 /// and writes the outcomes of calls as reply bytes, in whatever order the format needs.
 /// Independent of how the socket is driven.
 protocol Framing {
-    /// Reads what it can from the front of `input`, starting at most `room` calls (a JSON-RPC
-    /// batch that does not fit waits unread). `atEnd`: the client will send nothing more, so
-    /// a last line without its LF counts.
-    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int) -> Reading
+    /// Reads what it can from the front of `input`, taking at most `room` requests (a JSON-RPC
+    /// batch that does not fit waits unread) and stopping once the replies it made itself and
+    /// holds pass `bytes`. `atEnd`: the client will send nothing more, so a last line without
+    /// its LF counts.
+    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading
     /// The reply bytes that `slot`'s outcome makes ready to write (maybe with earlier ones it
     /// released, maybe none yet).
     mutating func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8]
     /// Replies owed to the client: calls read and not yet answered or written.
     var outstanding: Int { get }
+    /// Bytes of replies ready but held back (behind an earlier RESP reply, or until a batch is
+    /// complete): they count against the connection's output bound like unsent output.
+    var heldBytes: Int { get }
 }
 
 /// What one `Framing.read` found.
@@ -29,6 +33,8 @@ struct Reading {
     var requests = 0
     /// The connection closes once the replies owed are written (QUIT, a protocol error).
     var close = false
+    /// Reading stopped for want of room or bytes, not of input: more may be ready to read.
+    var waiting = false
 }
 
 /// The limits a framing applies to what it reads and writes.

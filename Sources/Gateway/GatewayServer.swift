@@ -125,14 +125,17 @@ struct AcceptLoop: @unchecked Sendable {
         while !stopping.isSet {
             guard poll(&fds, 1, 200) > 0 else { continue }
             while let (socket, address) = try? listener.accept() {
-                if connections.add(1) > limits.maxConnections {
+                let open = connections.add(1)
+                if open > limits.maxConnections {
                     _ = connections.add(-1)
                     refuse(socket, "too many connections (limit \(limits.maxConnections))")
                     continue
                 }
-                guard addresses.open(address) else {
+                guard addresses.open(address, total: open) else {
                     _ = connections.add(-1)
-                    refuse(socket, "too many connections from your address (limit \(limits.maxConnectionsPerAddress))")
+                    refuse(socket, addresses.isNearlyFull(open)
+                        ? "the gateway is nearly full: at most \(addresses.nearlyFullShare) connections from your address now"
+                        : "too many connections from your address (limit \(limits.maxConnectionsPerAddress))")
                     continue
                 }
                 nextConnection += 1
@@ -206,18 +209,19 @@ struct Handoff: @unchecked Sendable {
     }
 }
 
-/// Gives memory that closed connections freed back to the system, at most once a second:
-/// their threads' malloc arenas otherwise keep it (a burst of clients that did not read
-/// leaves the process large long after they left).
+/// Gives memory that closed connections freed back to the system, a second after a
+/// connection closes (one release for all that close in that second): their threads' malloc
+/// arenas otherwise keep it, and a burst of clients that did not read would leave the
+/// process large long after they left.
 enum MemoryRelease {
-    private static let last = Atomic<UInt64>(0)
+    private static let scheduled = Atomic<Bool>(false)
 
     static func soon() {
-        let now = monotonicNanos()
-        let previous = last.load(ordering: .relaxed)
-        guard now > previous + 1_000_000_000,
-              last.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged else { return }
-        _ = trim?(0)
+        guard scheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
+            scheduled.store(false, ordering: .releasing)
+            _ = trim?(0)
+        }
     }
 
     /// glibc's `malloc_trim`, which no Swift module exports (it lives in malloc.h).

@@ -137,16 +137,17 @@ struct JSONRPCFraming: Framing {
     private var slotBatch: [Int: Int] = [:]
     private var batches: [Int: (waiting: Int, responses: [Int: [UInt8]])] = [:]
     private var nextBatch = 0
+    private(set) var heldBytes = 0
 
     init(limits: FramingLimits) { self.limits = limits }
 
     var outstanding: Int { ids.count }
 
-    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int) -> Reading {
+    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading {
         var reading = Reading()
         var position = input.startIndex
         var room = room
-        while room > 0 {
+        while room > 0 && heldBytes + reading.output.count < bytes {
             var end: Int
             var next: Int
             let from = position == input.startIndex ? min(input.endIndex, position + searched) : position
@@ -184,12 +185,16 @@ struct JSONRPCFraming: Framing {
                 continue
             }
             // A batch waits, unread, until there is room for all of it.
-            guard let used = handle(line, room: room, into: &reading) else { break }
+            guard let used = handle(line, room: room, into: &reading) else {
+                reading.waiting = true
+                break
+            }
             room -= used
             reading.requests += 1
             position = next
         }
         reading.consumed = position - input.startIndex
+        if position < input.endIndex && (room == 0 || heldBytes + reading.output.count >= bytes) { reading.waiting = true }
         return reading
     }
 
@@ -264,12 +269,16 @@ struct JSONRPCFraming: Framing {
         guard let batchId = slotBatch.removeValue(forKey: slot) else { return notification ? [] : response + [0x0A] }
         guard var batch = batches[batchId] else { return [] }
         batch.waiting -= 1
-        if !notification { batch.responses[slot] = response }
+        if !notification {
+            batch.responses[slot] = response
+            heldBytes += response.count
+        }
         if batch.waiting > 0 {
             batches[batchId] = batch
             return []
         }
         batches.removeValue(forKey: batchId)
+        heldBytes -= batch.responses.values.reduce(0) { $0 + $1.count }
         // A batch of notifications only gets no answer at all.
         guard !batch.responses.isEmpty else { return [] }
         // The members' slots are consecutive: sorting by slot gives the batch's own order.

@@ -42,11 +42,13 @@ enum RESP {
         return nil
     }
 
-    /// A length as Redis reads it: an optional `-` and digits, nothing else (`+5` is refused).
+    /// A length as Redis reads it: an optional `-` and digits without a leading zero, nothing
+    /// else (`+5`, ` 5` and `05` are refused).
     private static func integer(_ bytes: ArraySlice<UInt8>) -> Int? {
         guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
         let digits = bytes.first == UInt8(ascii: "-") ? bytes.dropFirst() : bytes
-        guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }),
+              digits.count == 1 || digits.first != UInt8(ascii: "0") else { return nil }
         return Int(String(decoding: bytes, as: UTF8.self))
     }
 
@@ -196,6 +198,7 @@ struct RESPFraming: Framing {
     private var nextSlot = 0
     private var nextToSend = 0
     private var ready: [Int: [UInt8]] = [:]
+    private(set) var heldBytes = 0
     /// Slots of AUTH commands, answered `+OK` as Redis clients expect, and of HELLO … AUTH,
     /// answered with the server's description once signed in.
     private var authSlots: [Int: [UInt8]] = [:]
@@ -211,11 +214,11 @@ struct RESPFraming: Framing {
 
     var outstanding: Int { nextSlot - nextToSend }
 
-    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int) -> Reading {
+    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading {
         var reading = Reading()
         var position = input.startIndex
         var room = room
-        while room > 0 && !closing {
+        while room > 0 && !closing && heldBytes + reading.output.count < bytes {
             let known = position == input.startIndex ? searched : 0
             switch RESP.parse(input, from: position, maxBytes: limits.maxRequestBytes, atEnd: atEnd, searched: known) {
             case .incomplete:
@@ -239,6 +242,7 @@ struct RESPFraming: Framing {
             }
         }
         reading.consumed = closing ? input.count : position - input.startIndex
+        reading.waiting = !closing && position < input.endIndex
         return reading
     }
 
@@ -393,8 +397,10 @@ struct RESPFraming: Framing {
             return reply
         }
         ready[slot] = reply
+        heldBytes += reply.count
         var out: [UInt8] = []
         while let next = ready.removeValue(forKey: nextToSend) {
+            heldBytes -= next.count
             out += next
             nextToSend += 1
         }

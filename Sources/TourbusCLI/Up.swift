@@ -80,7 +80,11 @@ extension TourbusCommand {
             return 1
         }
         var gatewayArgs = ["--listen", listen]
-        for name in services { gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"] }
+        for name in services {
+            gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"]
+            // Social's events drop cached sign-ins at once (a logout, a demoted admin).
+            if publishers.contains(name) { gatewayArgs += ["--peer-pub", "\(name)=\(pub[name] ?? "")"] }
+        }
         members.append(SuiteMember(name: "gateway", executable: folder.appendingPathComponent("tourbus-gateway"), arguments: gatewayArgs))
 
         func stopAll() {

@@ -125,10 +125,18 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
     }
 
     @Test func respLengthsAreDigitsOnly() {
-        for broken in ["*1\r\n$+4\r\nPING\r\n", "*+1\r\n$4\r\nPING\r\n", "*1\r\n$ 4\r\nPING\r\n"] {
+        for broken in ["*1\r\n$+4\r\nPING\r\n", "*+1\r\n$4\r\nPING\r\n", "*1\r\n$ 4\r\nPING\r\n", "*1\r\n$04\r\nPING\r\n", "*01\r\n$4\r\nPING\r\n"] {
             let s = SessionHarness()
             #expect(s.send(broken).hasPrefix("-ERR Protocol error"), "\(broken.debugDescription)")
         }
+    }
+
+    @Test func aSingleJSONObjectArgumentSaysItIsTooDeep() {
+        let s = SessionHarness()
+        let deep = "{\"a\":" + HostileInputTests.nested(70, object: false) + "}"
+        #expect(s.send(Array(RESPClient.command(["x.y", deep]))).hasPrefix("-INVALID_ARGUMENT nesting deeper than 63 levels"))
+        let fine = "{\"a\":" + HostileInputTests.nested(61, object: false) + "}"
+        #expect(s.send(Array(RESPClient.command(["x.y", fine]))).hasPrefix("$"))
     }
 
     @Test func aLastLineWithoutNewlineIsAnsweredAfterAHalfClose() {
@@ -280,6 +288,23 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(s.session.expired(now: s.now) == .firstByteTimeout)
     }
 
+    @Test func notificationsAfterTheClientLeftRunForAWhileOnly() {
+        let s = SessionHarness(limits: ConnectionTimeTests.limits())
+        _ = s.send(#"{"jsonrpc":"2.0","method":"ping"}"# + "\n")
+        s.session.endArrived(now: s.now)
+        s.advance(milliseconds: 1_500)
+        _ = s.send(#"{"jsonrpc":"2.0","method":"ping"}"# + "\n")
+        #expect(s.session.expired(now: s.now) == nil)
+        s.advance(milliseconds: 1_000)
+        #expect(s.session.expired(now: s.now) == .abandoned)
+        // One that is answered shows the client is still there.
+        let t = SessionHarness(limits: ConnectionTimeTests.limits())
+        t.session.endArrived(now: t.now)
+        #expect(t.send(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"# + "\n").contains("pong"))
+        t.advance(milliseconds: 3_000)
+        #expect(t.session.expired(now: t.now) != .abandoned)
+    }
+
     @Test func aStartedRequestMustFinish() {
         let s = SessionHarness(limits: ConnectionTimeTests.limits())
         for byte in Array("catalog.get id".utf8) {
@@ -369,15 +394,32 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(ran.withLock { $0 } == 50_000)
     }
 
+    @Test func aNearlyFullGatewayKeepsItsLastQuarterForAddressesWithFewConnections() {
+        var limits = GatewayLimits()
+        limits.maxConnections = 40
+        limits.maxConnectionsPerAddress = 16
+        let addresses = ClientAddresses(limits: limits)
+        var open = 0
+        for _ in 0..<16 { open += 1; #expect(addresses.open("a", total: open)) }
+        for _ in 0..<14 { open += 1; #expect(addresses.open("b", total: open)) }
+        // 30 of 40 open: an address with 2 or more connections gets no more, a new one does.
+        #expect(!addresses.open("b", total: open + 1))
+        open += 1
+        #expect(addresses.open("c", total: open))
+        open += 1
+        #expect(addresses.open("c", total: open))
+        #expect(!addresses.open("c", total: open + 1))
+    }
+
     @Test func addressesGetAShareOfConnectionsAndSignIns() {
         var limits = GatewayLimits()
         limits.maxConnectionsPerAddress = 2
         limits.loginsPerMinutePerAddress = 3
         let clock = Mutex<UInt64>(1_000_000_000)
         let addresses = ClientAddresses(limits: limits, clock: { clock.withLock { $0 } })
-        #expect(addresses.open("a") && addresses.open("a") && !addresses.open("a") && addresses.open("b"))
+        #expect(addresses.open("a", total: 1) && addresses.open("a", total: 2) && !addresses.open("a", total: 3) && addresses.open("b", total: 3))
         addresses.close("a")
-        #expect(addresses.open("a"))
+        #expect(addresses.open("a", total: 3))
         for _ in 0..<3 { #expect(addresses.signInPermit("a", .login) == nil) }
         #expect(addresses.signInPermit("a", .login) != nil)
         #expect(addresses.signInPermit("b", .login) == nil)

@@ -126,6 +126,8 @@ func logfmt(_ line: Substring) -> [String: String] {
         let errors = (try? String(contentsOfFile: errFile, encoding: .utf8)) ?? ""
         #expect(errors.split(separator: "\n").contains(logged.first ?? "-"), "\(errors)")
         #expect(errors.contains("msg=\"exited; restarting\" service=catalog pid=\(catalogs.first ?? 0) signal=SIGKILL"), "\(errors)")
+        // The gateway follows social's events, so sign-ins end at once everywhere.
+        #expect(!errors.contains("no event endpoint for the accounts service"), "\(errors)")
         for name in ["social", "search", "gateway"] {
             #expect(children(of: process.processIdentifier, named: "tourbus-\(name)") == before[name], "tourbus-\(name) restarted")
         }

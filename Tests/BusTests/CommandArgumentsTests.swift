@@ -1,0 +1,54 @@
+import Foundation
+@testable import Bus
+import TestSupport
+import Testing
+
+/// Command-line style arguments, as RESP commands and `tourbus call` give them.
+@Suite struct CommandArgumentsTests {
+    func params(_ words: [String]) -> [String: Any]? {
+        guard case .success(let data) = CommandArguments.params(words.map { Array($0.utf8) }) else { return nil }
+        return try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+    }
+
+    @Test func pairsWithTypedValues() {
+        let p = params(["id", "7", "lat", "-33.86", "ok", "true", "gone", "null", "phone", "+61292507111", "hex", "0x1A",
+                        "name", #""2046""#, "hours", #"[{"day":1}]"#, "word", "Sydney"])
+        #expect(p?["id"] as? Int == 7)
+        #expect(p?["lat"] as? Double == -33.86)
+        #expect(p?["ok"] as? Bool == true)
+        #expect(p?["gone"] is NSNull)
+        #expect(p?["phone"] as? String == "+61292507111")
+        #expect(p?["hex"] as? String == "0x1A")
+        #expect(p?["name"] as? String == "2046")
+        #expect((p?["hours"] as? [[String: Any]])?.first?["day"] as? Int == 1)
+        #expect(p?["word"] as? String == "Sydney")
+    }
+
+    @Test func oneJSONObjectOrNothing() {
+        #expect(params([#"{"id":1}"#])?["id"] as? Int == 1)
+        #expect(params([])?.isEmpty == true)
+        guard case .failure(let odd) = CommandArguments.params([Array("id".utf8), Array("1".utf8), Array("x".utf8)]) else {
+            Issue.record("an odd number of words was accepted")
+            return
+        }
+        #expect(odd.code == .invalidArgument && odd.message.contains("'x' has no value"))
+        guard case .failure = CommandArguments.params([Array("[1,2]".utf8)]) else {
+            Issue.record("a single non-object word was accepted")
+            return
+        }
+    }
+
+    @Test func numbersAreReadAsJSONWritesThem() {
+        let pattern = /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/
+        let integer = /-?(0|[1-9][0-9]*)/
+        var random = SplitMix64(seed: 9)
+        let alphabet = Array("-+.eE0123456789x".utf8)
+        for _ in 0..<20_000 {
+            let word = (0..<Int(random.next() % 7 + 1)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }
+            let text = String(decoding: word, as: UTF8.self)
+            let expected: CommandArguments.NumberKind? = text.wholeMatch(of: integer) != nil ? .integer : text.wholeMatch(of: pattern) != nil ? .fraction : nil
+            #expect(CommandArguments.jsonNumber(word) == expected, "\(text)")
+        }
+    }
+
+}
