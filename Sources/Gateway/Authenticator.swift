@@ -29,7 +29,8 @@ final class Authenticator: Sendable {
     let tokens: TokenCache
     private let backends: Backends
     private let addresses: ClientAddresses
-    private let passwordChecks: FairQueue
+    /// The fair queue of password checks.
+    let passwordChecks: FairQueue
 
     init(backends: Backends, addresses: ClientAddresses, limits: GatewayLimits, clock: @escaping @Sendable () -> UInt64 = monotonicNanos) {
         self.backends = backends

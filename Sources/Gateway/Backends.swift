@@ -75,6 +75,9 @@ final class Backends: Sendable {
     /// The client of a service, or nil when no such service is configured.
     func client(for service: String) -> RPCClient? { clients[service] }
 
+    /// Every fair queue in front of a service.
+    var fairQueues: [FairQueue] { Array(queues.values) }
+
     /// Whether a service is configured.
     func has(_ service: String) -> Bool { clients[service] != nil }
 

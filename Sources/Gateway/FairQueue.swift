@@ -71,6 +71,33 @@ final class FairQueue: Sendable {
         if start { launch(job) }
     }
 
+    /// Answers every waiting job whose deadline has passed, so a client hears within its deadline
+    /// even while no running job finishes (a hung backend). The gateway calls it every 50 ms.
+    func expireOverdue(now: UInt64 = monotonicNanos()) {
+        let expired: [Job] = state.withLock { s in
+            guard s.waiting > 0 else { return [] }
+            var expired: [Job] = []
+            for (address, var lane) in s.lanes {
+                for (connection, var jobs) in lane.connections {
+                    var kept = Deque<Job>()
+                    while let job = jobs.popFirst() {
+                        if job.deadline <= now { expired.append(job) } else { kept.append(job) }
+                    }
+                    lane.connections[connection] = kept.isEmpty ? nil : kept
+                }
+                if lane.connections.isEmpty {
+                    s.lanes[address] = nil
+                } else {
+                    lane.order = lane.order.filter { lane.connections[$0] != nil }
+                    s.lanes[address] = lane
+                }
+            }
+            s.waiting -= expired.count
+            return expired
+        }
+        expired.forEach { $0.expire() }
+    }
+
     /// Runs `job`, then the jobs that take its place while they finish before `run` returns
     /// (a loop, not a recursion, however many do).
     private func launch(_ job: Job) {
@@ -147,6 +174,13 @@ struct Deque<Element> {
     var count: Int { items.count - head }
 
     mutating func append(_ element: Element) { items.append(element) }
+
+    /// The elements that satisfy `keep`, in order.
+    func filter(_ keep: (Element) -> Bool) -> Deque {
+        var out = Deque()
+        for element in items[head...] where keep(element) { out.append(element) }
+        return out
+    }
 
     mutating func popFirst() -> Element? {
         guard head < items.count else { return nil }

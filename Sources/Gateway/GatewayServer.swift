@@ -21,6 +21,7 @@ public final class GatewayServer: Sendable {
     private let stopping = StopFlag()
     private let connections = ConnectionCount()
     private let acceptor: WorkerThread
+    private let sweeper: WorkerThread
     private let accountEvents: EventFollower?
     private let logger: Logger
 
@@ -45,6 +46,14 @@ public final class GatewayServer: Sendable {
         let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses,
                                 logger: logger, stopping: stopping, connections: connections)
         acceptor = WorkerThread(name: "gateway-accept") { accept.run() }
+        // Requests waiting for a turn hear of their deadline on time, even when nothing finishes.
+        let queues = backends.fairQueues + [authenticator.passwordChecks], stopping = self.stopping
+        sweeper = WorkerThread(name: "gateway-sweep") {
+            while !stopping.isSet {
+                usleep(50_000)
+                queues.forEach { $0.expireOverdue() }
+            }
+        }
         logger.info("listening", ["endpoint": endpoint, "backends": config.peers.keys.sorted().joined(separator: ",")])
     }
 
@@ -78,6 +87,7 @@ public final class GatewayServer: Sendable {
     public func stop() {
         stopping.set()
         acceptor.join()
+        sweeper.join()
         accountEvents?.stop()
         for _ in 0..<100 where connections.value > 0 { usleep(50_000) }
         backends.close()

@@ -379,6 +379,19 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(expired.withLock { $0 } == 5)
     }
 
+    @Test func waitingJobsExpireOnTimeWhileNothingFinishes() {
+        let queue = FairQueue(window: 1)
+        let expired = Mutex(0)
+        queue.submit(ClientKey(address: "a", connection: 1), FairQueue.Job(deadline: .max, run: { _ in }, expire: {}))
+        for i in 0..<10 {
+            queue.submit(ClientKey(address: i % 2 == 0 ? "b" : "c", connection: UInt64(i)),
+                         FairQueue.Job(deadline: i < 6 ? 100 : .max, run: { _ in }, expire: { expired.withLock { $0 += 1 } }))
+        }
+        queue.expireOverdue(now: 200)
+        #expect(expired.withLock { $0 } == 6)
+        #expect(queue.waiting == 4 && queue.running == 1)
+    }
+
     @Test func jobsFinishingAtOnceDoNotRecurse() {
         let queue = FairQueue(window: 1)
         let ran = Mutex(0)

@@ -154,4 +154,23 @@ import Glibc
         #expect(after - before < 100, "before \(before) MiB, peak \(peak) MiB, after \(after) MiB")
         #expect(json(writer.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
     }
+
+    @Test func aRequestWaitingForATurnHearsOfItsDeadlineOnTime() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--backend-window", "1"])
+        let first = try GatewayConnection(port: suite.port)
+        let second = try GatewayConnection(port: suite.port, from: "127.0.0.2")
+        #expect(json(first.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))["result"] != nil)
+        // The catalog hangs: the one place in its window is held for the full 2 s deadline.
+        kill(suite.catalog.process.processIdentifier, SIGSTOP)
+        defer { kill(suite.catalog.process.processIdentifier, SIGCONT) }
+        first.send(#"{"jsonrpc":"2.0","id":2,"method":"catalog.categories"}"# + "\n")
+        usleep(100_000)
+        let asked = Date()
+        let reply = json(second.call(#"{"jsonrpc":"2.0","id":3,"method":"catalog.categories","deadline_ms":300}"#))
+        let waited = Date().timeIntervalSince(asked)
+        #expect(((reply["error"] as? [String: Any])?["data"] as? [String: Any])?["code"] as? String == "deadline_exceeded", "\(reply)")
+        #expect(waited < 1, "\(waited) s")
+        kill(suite.catalog.process.processIdentifier, SIGCONT)
+        #expect(first.line() != nil)
+    }
 }
