@@ -81,6 +81,10 @@ final class ClientSession {
     private var partialSince: UInt64?
     /// Reading pauses until then: the address is over its request rate.
     private var pausedUntil: UInt64 = 0
+    /// Requests read and not yet counted against the address's rate, and when it was last told:
+    /// the shared count is told every 64 requests or 10 ms, not for each one.
+    private var uncharged = 0
+    private var lastCharged: UInt64 = 0
     /// Recent replies' average size per call (a moving average), to guess what the calls owed will add.
     private var replyEstimate = ClientSession.firstReplyEstimate
     /// Calls answered since bytes were last written for them (a batch's answers come out together).
@@ -244,7 +248,7 @@ final class ClientSession {
             let lead = input[inputStart]
             framing = lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[") ? JSONRPCFraming(limits: framingLimits) : RESPFraming(limits: framingLimits)
         }
-        guard var framing else { return }
+        guard framing != nil else { return }
         let room = room(now: now)
         guard room > 0 else {
             // Waiting on the gateway (or the rate), not on the client: no request timeout runs.
@@ -252,9 +256,9 @@ final class ClientSession {
             inputExhausted = inputStart == input.count
             return
         }
-        let reading = framing.read(input[inputStart...], atEnd: peerClosed, room: room,
-                                   bytes: limits.maxPendingOutputBytes - pendingOutput)
-        self.framing = framing
+        // Read in place: the framing is not copied for each read.
+        guard let reading = framing?.read(input[inputStart...], atEnd: peerClosed, room: room,
+                                          bytes: limits.maxPendingOutputBytes - pendingOutput) else { return }
         inputStart += reading.consumed
         if inputStart > 1 << 20 && inputStart * 2 > input.count {
             input.removeFirst(inputStart)
@@ -265,8 +269,13 @@ final class ClientSession {
         if reading.requests > 0 {
             lastActivity = now
             partialSince = leftover ? now : nil
-            let wait = charge(reading.requests)
-            if wait > 0 { pausedUntil = now + wait }
+            uncharged += reading.requests
+            if uncharged >= 64 || now < lastCharged || now - lastCharged >= 10_000_000 {
+                let wait = charge(uncharged)
+                uncharged = 0
+                lastCharged = now
+                if wait > 0 { pausedUntil = now + wait }
+            }
         } else if leftover && partialSince == nil {
             partialSince = now
         } else if !leftover {

@@ -260,7 +260,7 @@ struct RESPFraming: Framing {
     private mutating func command(_ words: [[UInt8]], into reading: inout Reading) {
         let slot = takeSlot()
         let method = String(decoding: words[0], as: UTF8.self).lowercased()
-        let arguments = words.dropFirst().map { String(decoding: $0, as: UTF8.self) }
+        var arguments: [String] { words.dropFirst().map { String(decoding: $0, as: UTF8.self) } }
         func reply(_ bytes: [UInt8]) { reading.output += file(slot, bytes) }
         switch method {
         case "quit":
@@ -275,7 +275,7 @@ struct RESPFraming: Framing {
             return
         case "command", "config":
             // Asked by tools at connect time (COMMAND DOCS, CONFIG GET …): nothing to tell.
-            reply(arguments.first?.lowercased() == "count" ? RESP.integer(0) : RESP.emptyArray)
+            reply(words.count > 1 && String(decoding: words[1], as: UTF8.self).lowercased() == "count" ? RESP.integer(0) : RESP.emptyArray)
             return
         case "select":
             reply(arguments == ["0"] ? RESP.simple("OK") : RESP.error("ERR", "DB index is out of range"))
@@ -294,12 +294,13 @@ struct RESPFraming: Framing {
         case "auth":
             // AUTH <token> resumes a session; AUTH <username> <password> (Redis 6's form) logs
             // in, except that the user `default` with a token resumes (redis-py's password=).
-            guard (1...2).contains(arguments.count) else {
+            let credentials = arguments
+            guard (1...2).contains(credentials.count) else {
                 reply(RESP.error("ERR", "AUTH takes a token, or a username and a password"))
                 return
             }
             authSlots[slot] = RESP.simple("OK")
-            reading.calls.append((slot, RESPFraming.signIn(arguments.count == 2 ? arguments[0] : nil, arguments[arguments.count - 1])))
+            reading.calls.append((slot, RESPFraming.signIn(credentials.count == 2 ? credentials[0] : nil, credentials[credentials.count - 1])))
             return
         default:
             break
