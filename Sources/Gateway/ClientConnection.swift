@@ -79,6 +79,7 @@ final class ClientConnection {
             let rc = poll(&poller, 2, timeout)
             if rc < 0 && errno != EINTR { return }
             now = monotonicNanos()
+            session.tick(now: now)
             if poller[1].revents != 0 {
                 for (slot, outcome, change) in inbox.take() { session.complete(slot, outcome, change, now: now) }
             }

@@ -209,6 +209,13 @@ final class ClientSession {
     /// When the session next needs the clock (a pause ends), if sooner than its timeouts matter.
     func nextWake(now: UInt64) -> UInt64? { pausedUntil > now ? pausedUntil : nil }
 
+    /// The clock moved: requests read while the address was over its rate go on once the pause ends.
+    func tick(now: UInt64) {
+        guard pausedUntil != 0, now >= pausedUntil else { return }
+        pausedUntil = 0
+        process(now: now)
+    }
+
     // MARK: Reading requests
 
     /// Unsent output and replies held back in the framing: what the connection holds for its client.

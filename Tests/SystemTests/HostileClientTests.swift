@@ -173,4 +173,25 @@ import Glibc
         kill(suite.catalog.process.processIdentifier, SIGCONT)
         #expect(first.line() != nil)
     }
+
+    @Test func anAddressOverItsRateIsReadMoreSlowlyNotRefused() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--requests-per-second-per-address", "200"])
+        let fast = try GatewayConnection(port: suite.port, from: "127.0.0.2", timeoutMilliseconds: 10_000)
+        let started = Date()
+        fast.send(Array(String(repeating: "PING\r\n", count: 1_000).utf8))
+        // Another address meanwhile is not slowed.
+        let other = try GatewayConnection(port: suite.port, from: "127.0.0.3")
+        let asked = Date()
+        #expect(json(other.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
+        #expect(Date().timeIntervalSince(asked) < 0.5)
+        var pongs = 0
+        for _ in 0..<1_000 {
+            guard fast.line() == "+PONG" else { break }
+            pongs += 1
+        }
+        let took = Date().timeIntervalSince(started)
+        // 200 at once (the burst), the other 800 at 200 a second: about 4 s, every one answered.
+        #expect(pongs == 1_000)
+        #expect(took > 3 && took < 8, "\(took) s")
+    }
 }
