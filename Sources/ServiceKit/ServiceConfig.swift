@@ -90,14 +90,15 @@ public struct ServiceConfig: Sendable, Equatable {
           --listen HOST:PORT      TCP endpoint for clients (default 127.0.0.1:7700)
         \(gatewayUsage)
         Environment: TOURBUS_\(service.uppercased())_BIND, TOURBUS_\(service.uppercased())_PUBLISH (comma-separated),
-                     TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB.
+                     TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB; the gateway's limits as TOURBUS_GATEWAY_<NAME>
+                     (upper case, _ for -), or services.gateway.<name> (_ for -) in the suite file.
         """
     }
 
     /// One line per gateway limit: flag, meaning, default.
     private static var gatewayUsage: String {
         let defaults = GatewayLimits()
-        return GatewayLimits.settings.map { "  --\($0.name) N".padding(toLength: 42, withPad: " ", startingAt: 0) + "\($0.summary) (default \(defaults[keyPath: $0.field]))" }
+        return GatewayLimits.settings.map { "  --\($0.name) N\n      \($0.summary) (default \(defaults[keyPath: $0.field]))" }
             .joined(separator: "\n")
     }
 

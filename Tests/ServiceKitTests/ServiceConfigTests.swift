@@ -145,6 +145,26 @@ import TestSupport
         #expect(try ServiceConfig.load(service: "gateway", arguments: [], environment: ["TOURBUS_GATEWAY_LISTEN": "127.0.0.1:1"]).listen == "127.0.0.1:1")
     }
 
+    @Test func everyGatewayLimitComesFromFlagsEnvironmentAndFile() throws {
+        for (i, setting) in GatewayLimits.settings.enumerated() {
+            let value = 1_000 + i
+            let file = try writeFile(#"{"services": {"gateway": {"\#(setting.fileKey)": \#(value)}}}"#)
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let fromFile = try? ServiceConfig.load(service: "gateway", arguments: ["--config", file], environment: [:])
+            let fromEnvironment = try? ServiceConfig.load(service: "gateway", arguments: [], environment: [setting.environmentKey: "\(value)"])
+            let fromFlag = try? ServiceConfig.load(service: "gateway", arguments: ["--\(setting.name)", "\(value)"], environment: [:])
+            // max-batch above max-in-flight (128 by default) is refused as a mistake.
+            if setting.name == "max-batch" {
+                #expect(fromFile == nil && fromEnvironment == nil && fromFlag == nil)
+                continue
+            }
+            for config in [fromFile, fromEnvironment, fromFlag] {
+                #expect(config?.gateway[keyPath: setting.field] == value, "\(setting.name)")
+            }
+        }
+        #expect(throws: ConfigError.self) { try ServiceConfig.load(service: "gateway", arguments: ["--backend-window", "0"], environment: [:]) }
+    }
+
     @Test func malformedFileNamesTheField() throws {
         let file = try writeFile(#"{"services": {"catalog": {"bind": "tcp://*:1"}}}"#)
         defer { try? FileManager.default.removeItem(atPath: file) }
