@@ -5,74 +5,97 @@ import Foundation
 /// `tourbus call` both read their arguments this way.
 public enum CommandArguments {
     /// The params object as JSON, or `invalid_argument`. JSON words are checked strictly and
-    /// nested at most `maxDepth` deep before anything parses them.
+    /// nested at most `maxDepth` deep, then passed on as written: nothing is parsed and
+    /// written again, so the cost is one pass over the bytes whatever they hold.
     public static func params(_ words: [[UInt8]], maxDepth: Int = StrictJSON.defaultMaxDepth) -> Result<Data, ServiceError> {
         if words.isEmpty { return .success(Data("{}".utf8)) }
         if words.count == 1 {
-            let data = Data(words[0])
             do {
                 // The object is the params themselves: one level less deep than a value in it.
-                try StrictJSON.check(data, maxDepth: maxDepth + 1)
+                try StrictJSON.check(words[0], maxDepth: maxDepth + 1)
             } catch let error where error.reason == .tooDeep(limit: maxDepth + 1) {
                 return .failure(ServiceError(.invalidArgument, error.message))
             } catch {
                 return .failure(ServiceError(.invalidArgument, "arguments are key value pairs or one JSON object"))
             }
-            guard let object = try? JSONSerialization.jsonObject(with: data), object is [String: Any] else {
+            guard words[0].first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) == UInt8(ascii: "{") else {
                 return .failure(ServiceError(.invalidArgument, "arguments are key value pairs or one JSON object"))
             }
-            return .success(data)
+            return .success(Data(words[0]))
         }
         guard words.count % 2 == 0 else {
             return .failure(ServiceError(.invalidArgument, "arguments are key value pairs; '\(Echo.clip(String(decoding: words[words.count - 1], as: UTF8.self)))' has no value"))
         }
-        var object: [String: Any] = [:]
+        // Keys in the order first given; a repeated key keeps its last value.
+        var order: [String] = []
+        var values: [String: [UInt8]] = [:]
         for i in stride(from: 0, to: words.count, by: 2) {
             let key = String(decoding: words[i], as: UTF8.self)
             switch value(words[i + 1], maxDepth: maxDepth) {
-            case .success(let value): object[key] = value
-            case .failure(let error): return .failure(ServiceError(.invalidArgument, error.message, field: Echo.clip(key)))
+            case .success(let value):
+                if values.updateValue(value, forKey: key) == nil { order.append(key) }
+            case .failure(let error):
+                return .failure(ServiceError(.invalidArgument, error.message, field: Echo.clip(key)))
             }
         }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes]) else {
-            return .failure(ServiceError(.invalidArgument, "arguments do not form a JSON object"))
+        var object: [UInt8] = [UInt8(ascii: "{")]
+        for (n, key) in order.enumerated() {
+            if n > 0 { object.append(UInt8(ascii: ",")) }
+            object += jsonString(key) + [UInt8(ascii: ":")] + (values[key] ?? [])
         }
-        return .success(data)
+        object.append(UInt8(ascii: "}"))
+        return .success(Data(object))
     }
 
-    /// A word as a JSON value: number, boolean, null, object or array when it reads as one,
-    /// else a string; a word that starts like JSON but nests deeper than `maxDepth` is refused.
-    static func value(_ bytes: [UInt8], maxDepth: Int) -> Result<Any, JSONSyntaxError> {
-        let word = String(decoding: bytes, as: UTF8.self)
-        switch word {
-        case "true": return .success(true)
-        case "false": return .success(false)
-        case "null": return .success(NSNull())
-        default: break
-        }
-        // Numbers as JSON writes them (so "+61…" and "0x1A" stay strings).
-        if let kind = jsonNumber(bytes) {
-            if kind == .integer, let int = Int(word) { return .success(int) }
-            if let double = Double(word), double.isFinite { return .success(double) }
+    /// A word as JSON text: a number, boolean, null, object, array or string literal when it
+    /// reads as one (as written), else the word as a JSON string; a word that starts like
+    /// JSON but nests deeper than `maxDepth` is refused.
+    static func value(_ bytes: [UInt8], maxDepth: Int) -> Result<[UInt8], JSONSyntaxError> {
+        if bytes == Array("true".utf8) || bytes == Array("false".utf8) || bytes == Array("null".utf8) { return .success(bytes) }
+        // Numbers as JSON writes them (so "+61…" and "0x1A" stay strings), if they are finite.
+        if let kind = jsonNumber(bytes), kind == .integer || Double(String(decoding: bytes, as: UTF8.self))?.isFinite == true {
+            return .success(bytes)
         }
         // A JSON object, array or string literal ("\"2046\"" forces a string).
         if let first = bytes.first, first == UInt8(ascii: "{") || first == UInt8(ascii: "[") || first == UInt8(ascii: "\"") {
             do {
                 try StrictJSON.check(bytes, maxDepth: maxDepth)
-                if let json = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) { return .success(json) }
+                return .success(bytes)
             } catch let error where error.reason == .tooDeep(limit: maxDepth) {
                 return .failure(error)
             } catch {
                 // Not JSON: the word is a string.
             }
         }
-        return .success(word)
+        return .success(jsonString(String(decoding: bytes, as: UTF8.self)))
+    }
+
+    /// `text` as a JSON string literal.
+    static func jsonString(_ text: String) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "\"")]
+        out.reserveCapacity(text.utf8.count + 2)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0..<0x20: out += Array(String(format: "\\u%04x", byte).utf8)
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+        return out
     }
 }
 
 extension CommandArguments {
     /// The kinds of number JSON writes.
     enum NumberKind { case integer, fraction }
+
+    /// Whether `bytes` is a number as JSON writes it.
+    public static func isJSONNumber(_ bytes: [UInt8]) -> Bool { jsonNumber(bytes) != nil }
 
     /// Whether `bytes` is a number as JSON writes it (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`),
     /// and which kind: one pass over the bytes, whatever their length.

@@ -12,6 +12,8 @@ enum JSONRPC {
 
     /// Longest method name, in bytes.
     static let maxMethodBytes = 128
+    /// Longest request id, in bytes as written.
+    static let maxIdBytes = 256
 
     static let parseError = -32700
     static let invalidRequest = -32600
@@ -37,50 +39,57 @@ enum JSONRPC {
         }
     }
 
-    /// Reads one element of a line (a whole line, or one member of a batch).
-    static func request(from object: Any) -> Request {
+    /// Reads one request (a whole line, or one member of a batch) from `json`, which
+    /// `StrictJSON` has checked: by span, so params are passed on as the bytes the client
+    /// sent, never parsed and written again (cheap whatever they hold).
+    static func request(_ json: Data) -> Request {
         // Invalid requests are answered with a null id when they have none; a notification
         // whose params are wrong gets no answer, as JSON-RPC says of every notification.
-        guard let dict = object as? [String: Any] else {
+        guard json.first == UInt8(ascii: "{"), let list = JSONSpan.members(of: json) else {
             return .invalid(id: Data("null".utf8), ServiceError(.invalidArgument, "a request is a JSON object"), code: invalidRequest)
         }
+        // A repeated member counts with its last value.
+        var members: [String: Range<Int>] = [:]
+        for (key, value) in list { members[key] = value }
+        func bytes(_ range: Range<Int>) -> Data { json.subdata(in: range) }
         var id: Data?
-        if let raw = dict["id"] {
-            guard raw is String || raw is NSNull || (raw is NSNumber && !isBool(raw)) else {
+        if let raw = members["id"] {
+            let lead = json[raw.lowerBound]
+            guard lead == UInt8(ascii: "\"") || lead == UInt8(ascii: "-") || (0x30...0x39).contains(lead) || bytes(raw) == Data("null".utf8) else {
                 return .invalid(id: Data("null".utf8), ServiceError(.invalidArgument, "id must be a string, a number or null", field: "id"), code: invalidRequest)
             }
-            id = try? JSONSerialization.data(withJSONObject: raw, options: [.fragmentsAllowed])
+            // Echoed as the client wrote it, within reason.
+            guard raw.count <= maxIdBytes else {
+                return .invalid(id: Data("null".utf8), ServiceError(.invalidArgument, "id is longer than \(maxIdBytes) bytes", field: "id"), code: invalidRequest)
+            }
+            id = bytes(raw)
         }
-        guard dict["jsonrpc"] as? String == "2.0" else {
+        guard let version = members["jsonrpc"], JSONSpan.string(at: version, in: json) == "2.0" else {
             return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "jsonrpc must be \"2.0\"", field: "jsonrpc"), code: invalidRequest)
         }
-        guard let method = dict["method"] as? String, !method.isEmpty else {
+        guard let methodRange = members["method"], json[methodRange.lowerBound] == UInt8(ascii: "\""), methodRange.count > 2 else {
             return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "method must be a non-empty string", field: "method"), code: invalidRequest)
         }
-        guard method.utf8.count <= maxMethodBytes else {
-            return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "method '\(Echo.clip(method))' is longer than \(maxMethodBytes) bytes", field: "method"), code: invalidRequest)
+        guard methodRange.count <= 6 * maxMethodBytes + 2, let method = JSONSpan.string(at: methodRange, in: json), method.utf8.count <= maxMethodBytes else {
+            let shown = String(decoding: json[methodRange].dropFirst().prefix(maxMethodBytes + 1), as: UTF8.self)
+            return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "method '\(Echo.clip(shown))' is longer than \(maxMethodBytes) bytes", field: "method"), code: invalidRequest)
         }
         var params = Data("{}".utf8)
-        if let raw = dict["params"], !(raw is NSNull) {
-            guard raw is [String: Any], let encoded = try? JSONSerialization.data(withJSONObject: raw, options: [.withoutEscapingSlashes]) else {
+        if let raw = members["params"], bytes(raw) != Data("null".utf8) {
+            guard json[raw.lowerBound] == UInt8(ascii: "{") else {
                 return .invalid(id: id, ServiceError(.invalidArgument, "params must be an object of named parameters", field: "params"), code: invalidParams)
             }
-            params = encoded
+            params = bytes(raw)
         }
         var deadline: Int?
-        if let raw = dict["deadline_ms"] {
-            guard let number = raw as? NSNumber, !isBool(raw), let value = Int(exactly: number.doubleValue) else {
+        if let raw = members["deadline_ms"] {
+            guard raw.count <= 32, CommandArguments.isJSONNumber(Array(json[raw])), let number = Double(String(decoding: json[raw], as: UTF8.self)),
+                  let value = Int(exactly: number) else {
                 return .invalid(id: id, ServiceError(.invalidArgument, "deadline_ms must be an integer", field: "deadline_ms"), code: invalidParams)
             }
             deadline = value
         }
         return .call(id: id, Call(method: method, params: params, deadlineMilliseconds: deadline))
-    }
-
-    private static func isBool(_ value: Any) -> Bool {
-        // JSONSerialization gives booleans as NSNumber whose type encoding is "c" (char).
-        guard let number = value as? NSNumber else { return false }
-        return String(cString: number.objCType) == "c"
     }
 
     /// The id of a response this gateway wrote (`{"jsonrpc":"2.0","id":…,`).
@@ -200,36 +209,32 @@ struct JSONRPCFraming: Framing {
 
     /// Handles one line; the calls it started, or nil when it is a batch that must wait for room.
     private mutating func handle(_ line: ArraySlice<UInt8>, room: Int, into reading: inout Reading) -> Int? {
-        let parsed: Any
         do {
             try StrictJSON.check(line, maxDepth: limits.maxDepth)
-            parsed = try JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed])
-        } catch let error as JSONSyntaxError {
+        } catch {
             reject(ServiceError(.invalidArgument, "parse error: \(error.message)"), code: JSONRPC.parseError, into: &reading)
             return 0
-        } catch {
-            reject(ServiceError(.invalidArgument, "parse error: not valid JSON"), code: JSONRPC.parseError, into: &reading)
-            return 0
         }
-        guard let batch = parsed as? [Any] else {
-            submit(JSONRPC.request(from: parsed), batch: nil, into: &reading)
+        let json = Data(line.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D })
+        guard json.first == UInt8(ascii: "["), let elements = JSONSpan.elements(at: 0..<json.count, in: json) else {
+            submit(JSONRPC.request(json), batch: nil, into: &reading)
             return 1
         }
-        guard !batch.isEmpty else {
+        guard !elements.isEmpty else {
             reject(ServiceError(.invalidArgument, "empty batch"), code: JSONRPC.invalidRequest, into: &reading)
             return 0
         }
-        guard batch.count <= limits.maxBatch else {
-            reject(ServiceError(.tooLarge, "batch of \(batch.count) requests exceeds \(limits.maxBatch)"), into: &reading)
+        guard elements.count <= limits.maxBatch else {
+            reject(ServiceError(.tooLarge, "batch of \(elements.count) requests exceeds \(limits.maxBatch)"), into: &reading)
             return 0
         }
         // A batch waits for room, unless nothing is owed: then it goes whole, so it never waits forever.
-        guard batch.count <= room || ids.isEmpty else { return nil }
+        guard elements.count <= room || ids.isEmpty else { return nil }
         let batchId = nextBatch
         nextBatch += 1
-        batches[batchId] = (batch.count, [:])
-        for element in batch { submit(JSONRPC.request(from: element), batch: batchId, into: &reading) }
-        return batch.count
+        batches[batchId] = (elements.count, [:])
+        for element in elements { submit(JSONRPC.request(json.subdata(in: element)), batch: batchId, into: &reading) }
+        return elements.count
     }
 
     /// An error about the input itself, answered with a null id.

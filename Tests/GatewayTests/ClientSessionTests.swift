@@ -112,6 +112,14 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(s.send(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"# + "\n").contains("pong"))
     }
 
+    @Test func paramsAndIdsPassAsWrittenNotParsedAndWrittenAgain() {
+        let s = SessionHarness()
+        let reply = s.send(#"{"jsonrpc":"2.0","id":1e2,"method":"echo","params":{"x":[1.0,1e2,"\u00e9"],"y":{}}}"# + "\n")
+        #expect(reply == #"{"jsonrpc":"2.0","id":1e2,"result":{"x":[1.0,1e2,"\u00e9"],"y":{}}}"# + "\n", "\(reply)")
+        let r = SessionHarness()
+        #expect(r.send(Array(RESPClient.command(["echo.back", "x", "[1.0,1e2]", "x", "[2]", "s", "say \"hi\"\n"]))) == "$" + "\(#"{"x":[2],"s":"say \"hi\"\n"}"#.utf8.count)\r\n" + #"{"x":[2],"s":"say \"hi\"\n"}"# + "\r\n")
+    }
+
     @Test func echoedInputIsCut() {
         let s = SessionHarness(answer: { .failure(Dispatcher.unknownMethod($0.method)) })
         let long = String(repeating: "m", count: 500_000)
