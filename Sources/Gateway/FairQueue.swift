@@ -71,20 +71,27 @@ final class FairQueue: Sendable {
         if start { launch(job) }
     }
 
-    /// Answers every waiting job whose deadline has passed, so a client hears within its deadline
+    /// Answers waiting jobs whose deadline has passed, so a client hears within its deadline
     /// even while no running job finishes (a hung backend). The gateway calls it every 50 ms.
+    /// It looks at the oldest job of each connection only (a connection's deadlines mostly
+    /// come in order; any other expired job is answered when its turn comes), so a sweep
+    /// costs what the connections waiting cost, not what their jobs do.
     func expireOverdue(now: UInt64 = monotonicNanos()) {
         let expired: [Job] = state.withLock { s in
             guard s.waiting > 0 else { return [] }
             var expired: [Job] = []
             for (address, var lane) in s.lanes {
+                var changed = false
                 for (connection, var jobs) in lane.connections {
-                    var kept = Deque<Job>()
-                    while let job = jobs.popFirst() {
-                        if job.deadline <= now { expired.append(job) } else { kept.append(job) }
+                    guard let first = jobs.first, first.deadline <= now else { continue }
+                    while let job = jobs.first, job.deadline <= now {
+                        expired.append(job)
+                        _ = jobs.popFirst()
                     }
-                    lane.connections[connection] = kept.isEmpty ? nil : kept
+                    lane.connections[connection] = jobs.isEmpty ? nil : jobs
+                    changed = true
                 }
+                guard changed else { continue }
                 if lane.connections.isEmpty {
                     s.lanes[address] = nil
                 } else {
@@ -171,6 +178,7 @@ struct Deque<Element> {
     init() {}
 
     var isEmpty: Bool { head == items.count }
+    var first: Element? { head < items.count ? items[head] : nil }
     var count: Int { items.count - head }
 
     mutating func append(_ element: Element) { items.append(element) }

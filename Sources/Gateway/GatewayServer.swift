@@ -28,6 +28,7 @@ public final class GatewayServer: Sendable {
     /// Listens on `config.listen` and connects to `config.peers`.
     public init(config: ServiceConfig, context: ZMQContext, logger: Logger, healthCheckMilliseconds: Int = 1_000) throws {
         self.logger = logger
+        MemoryRelease.mapLargeBuffers()
         let limits = config.gateway
         let (host, requestedPort) = try GatewayServer.split(config.listen)
         let listener = try TCPSocket.listen(host: host, port: requestedPort)
@@ -232,6 +233,16 @@ enum MemoryRelease {
             scheduled.store(false, ordering: .releasing)
             _ = trim?(0)
         }
+    }
+
+    /// Has every allocation of 256 KiB or more (connection buffers past their first bytes)
+    /// mapped on its own, so it goes back to the system the moment it is freed. glibc would
+    /// otherwise raise that threshold after the first large free and serve later large
+    /// buffers from arenas it keeps, fragmented.
+    static func mapLargeBuffers() {
+        guard let symbol = dlsym(nil, "mallopt") else { return }
+        let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
+        _ = mallopt(-3 /* M_MMAP_THRESHOLD */, 256 << 10)
     }
 
     /// glibc's `malloc_trim`, which no Swift module exports (it lives in malloc.h).

@@ -32,28 +32,37 @@ enum RESP {
         parse(input[...], from: start, maxBytes: maxBytes)
     }
 
-    private static func line(_ input: ArraySlice<UInt8>, _ start: Int, limit: Int, searched: Int = 0) -> (end: Int, next: Int)? {
+    /// The line at `start`: where its text ends and the next begins, or nil when its LF has
+    /// not come within `limit` bytes. A header of an array (`crlf`: `*N` or `$N`, whose first
+    /// byte is the type) that ends in a bare LF reads as holding no number, so it is refused
+    /// as malformed: Redis wants CR LF there.
+    private static func line(_ input: ArraySlice<UInt8>, _ start: Int, limit: Int, searched: Int = 0, crlf: Bool = false) -> (end: Int, next: Int)? {
         var i = min(input.endIndex, start + searched)
         let stop = min(input.endIndex, start + limit + 2)
         while i < stop {
-            if input[i] == 0x0A { return (i > start && input[i - 1] == 0x0D ? i - 1 : i, i + 1) }
+            if input[i] == 0x0A {
+                let carriage = i > start && input[i - 1] == 0x0D
+                if crlf && !carriage { return (start + 1, i + 1) }
+                return (carriage ? i - 1 : i, i + 1)
+            }
             i += 1
         }
         return nil
     }
 
     /// A length as Redis reads it: an optional `-` and digits without a leading zero, nothing
-    /// else (`+5`, ` 5` and `05` are refused).
+    /// else (`+5`, ` 5`, `05` and `-0` are refused).
     private static func integer(_ bytes: ArraySlice<UInt8>) -> Int? {
         guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
-        let digits = bytes.first == UInt8(ascii: "-") ? bytes.dropFirst() : bytes
+        let negative = bytes.first == UInt8(ascii: "-")
+        let digits = negative ? bytes.dropFirst() : bytes
         guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }),
-              digits.count == 1 || digits.first != UInt8(ascii: "0") else { return nil }
+              digits.first != UInt8(ascii: "0") || (digits.count == 1 && !negative) else { return nil }
         return Int(String(decoding: bytes, as: UTF8.self))
     }
 
     private static func parseArray(_ input: ArraySlice<UInt8>, _ start: Int, _ maxBytes: Int) -> Parsed {
-        guard let header = line(input, start, limit: 32) else {
+        guard let header = line(input, start, limit: 32, crlf: true) else {
             return input.endIndex - start > 34 ? .protocolError("invalid multibulk length") : .incomplete
         }
         guard let count = integer(input[(start + 1)..<header.end]), count <= maxArguments else {
@@ -68,7 +77,7 @@ enum RESP {
             guard input[i] == UInt8(ascii: "$") else {
                 return .protocolError("expected '$', got '\(Character(Unicode.Scalar(input[i])))'")
             }
-            guard let sizeLine = line(input, i, limit: 32) else {
+            guard let sizeLine = line(input, i, limit: 32, crlf: true) else {
                 return input.endIndex - i > 34 ? .protocolError("invalid bulk length") : .incomplete
             }
             guard let size = integer(input[(i + 1)..<sizeLine.end]), size >= 0 else { return .protocolError("invalid bulk length") }

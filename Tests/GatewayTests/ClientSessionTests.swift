@@ -133,7 +133,8 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
     }
 
     @Test func respLengthsAreDigitsOnly() {
-        for broken in ["*1\r\n$+4\r\nPING\r\n", "*+1\r\n$4\r\nPING\r\n", "*1\r\n$ 4\r\nPING\r\n", "*1\r\n$04\r\nPING\r\n", "*01\r\n$4\r\nPING\r\n"] {
+        for broken in ["*1\r\n$+4\r\nPING\r\n", "*+1\r\n$4\r\nPING\r\n", "*1\r\n$ 4\r\nPING\r\n", "*1\r\n$04\r\nPING\r\n", "*01\r\n$4\r\nPING\r\n",
+                       "*1\r\n$-0\r\n\r\n", "*-0\r\n", "*1\n$4\r\nPING\r\n", "*1\r\n$4\nPING\r\n"] {
             let s = SessionHarness()
             #expect(s.send(broken).hasPrefix("-ERR Protocol error"), "\(broken.debugDescription)")
         }
