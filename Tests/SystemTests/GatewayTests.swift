@@ -127,11 +127,7 @@ import Glibc
 
     @Test func aClientThatDoesNotReadIsDisconnectedWithoutSlowingOthers() throws {
         let suite = try SuiteFixture()
-        let writer = try suite.adminConnection()
-        let description = String(repeating: "d", count: 4_900)
-        for i in 0..<100 {
-            _ = writer.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":{"name":"P\#(i)","category":"park","lat":-33.9,"lon":151.2,"description":"\#(description)"}}"#)
-        }
+        try suite.createHeavyPlaces(100)
         // Each answer is about half a megabyte; this client asks for hundreds and reads none.
         let hog = try GatewayConnection(port: suite.port, timeoutMilliseconds: 10_000)
         let request = GatewayConnection.resp(["catalog.list", "limit", "100"])

@@ -119,11 +119,7 @@ import Glibc
 
     @Test func clientsThatDoNotReadCostLittleAndGiveTheirMemoryBack() throws {
         let suite = try SuiteFixture()
-        let writer = try suite.adminConnection()
-        let description = String(repeating: "d", count: 4_900)
-        for i in 0..<50 {
-            _ = writer.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":{"name":"P\#(i)","category":"park","lat":-33.9,"lon":151.2,"description":"\#(description)"}}"#)
-        }
+        try suite.createHeavyPlaces(50)
         let pid = suite.gateway.process.processIdentifier
         let before = HostileClientTests.residentMiB(pid)
         // 300 clients from three addresses each ask for 40 pages of about 250 KB and read none.
@@ -152,7 +148,7 @@ import Glibc
         }
         // What stays is glibc's cache of thread stacks (at most 40 MiB) and the like, not their buffers.
         #expect(after - before < 100, "before \(before) MiB, peak \(peak) MiB, after \(after) MiB")
-        #expect(json(writer.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
+        #expect(json(try GatewayConnection(port: suite.port).call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
     }
 
     @Test func aRequestWaitingForATurnHearsOfItsDeadlineOnTime() throws {

@@ -94,6 +94,16 @@ final class SuiteFixture {
     }
 
     /// A connection signed in as the admin (catalog writes need one).
+    /// Creates `count` parks with a 4,900-byte description each, as the admin: pages of
+    /// `catalog.list limit 100` of about 250 KB, for tests of clients that do not read.
+    func createHeavyPlaces(_ count: Int) throws {
+        let writer = try adminConnection()
+        let description = String(repeating: "d", count: 4_900)
+        for i in 0..<count {
+            _ = writer.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":{"name":"P\#(i)","category":"park","lat":-33.9,"lon":151.2,"description":"\#(description)"}}"#)
+        }
+    }
+
     func adminConnection(timeoutMilliseconds: Int = 5_000) throws -> GatewayConnection {
         let c = try GatewayConnection(port: port, timeoutMilliseconds: timeoutMilliseconds)
         let reply = c.call(#"{"jsonrpc":"2.0","id":0,"method":"auth.login","params":{"username":"\#(SuiteFixture.admin.username)","password":"\#(SuiteFixture.admin.password)"}}"#) ?? ""
