@@ -92,42 +92,6 @@ public struct Auth: Codable, Sendable, Equatable {
     }
 }
 
-/// A request as sent: `{"v":1,"id":…,"type":…,"auth":…,"deadline_ms":…,"body":…}`.
-///
-/// `deadline_ms` is the time budget the caller gives the request, counted from when it
-/// is received (a relative budget works across hosts whose clocks differ).
-public struct RequestEnvelope<Body: Encodable>: Encodable {
-    public var v = envelopeVersion
-    public var id: String
-    public var type: String
-    public var auth: Auth?
-    public var deadlineMs: Int
-    public var body: Body
-
-    public init(id: String, type: String, auth: Auth?, deadlineMs: Int, body: Body) {
-        self.id = id
-        self.type = type
-        self.auth = auth
-        self.deadlineMs = deadlineMs
-        self.body = body
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case v, id, type, auth, body
-        case deadlineMs = "deadline_ms"
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(v, forKey: .v)
-        try c.encode(id, forKey: .id)
-        try c.encode(type, forKey: .type)
-        try c.encode(auth, forKey: .auth)
-        try c.encode(deadlineMs, forKey: .deadlineMs)
-        try c.encode(body, forKey: .body)
-    }
-}
-
 /// The routing part of a request, decoded before the body's type is known.
 public struct RequestHeader: Decodable, Sendable {
     public var v: Int

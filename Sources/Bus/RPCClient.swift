@@ -175,21 +175,6 @@ public final class RPCClient: Sendable {
         return try request(type: type, body: encoded, auth: auth, timeoutMilliseconds: timeoutMilliseconds).body(resultType)
     }
 
-    /// The async form of `call`.
-    public func call<Body: Encodable, Result: Decodable & Sendable>(
-        _ type: String, _ body: Body, as resultType: Result.Type = Result.self, auth: Auth? = nil,
-        timeoutMilliseconds: Int? = nil
-    ) async throws(ServiceError) -> Result {
-        let encoded: Data
-        do { encoded = try JSONCoding.encoder.encode(body) } catch {
-            throw ServiceError(.invalidArgument, "request body did not encode: \(error)")
-        }
-        let reply: Swift.Result<Reply, ServiceError> = await withCheckedContinuation { continuation in
-            send(type: type, body: encoded, auth: auth, timeoutMilliseconds: timeoutMilliseconds) { continuation.resume(returning: $0) }
-        }
-        return try reply.get().body(resultType)
-    }
-
     // MARK: The socket thread
 
     /// What callers and the socket thread share: submitted requests and a few flags.
