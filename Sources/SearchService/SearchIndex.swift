@@ -317,12 +317,12 @@ enum SearchIndex {
 
     /// Keeps the index in step with the catalog.
     static let catalogApplier = EventApplier(
-        apply: { event, db in
+        apply: { event, scope in
             switch event.header.type {
             case "catalog.place.upserted":
                 let fast = event.bodyBytes.flatMap(IndexedPlace.init(spans:))
-                try upsert(try fast ?? event.body(IndexedPlace.self), db)
-            case "catalog.place.deleted": try delete(try event.body(Deleted.self).id, db)
+                try upsert(try fast ?? event.body(IndexedPlace.self), scope.db)
+            case "catalog.place.deleted": try delete(try event.body(Deleted.self).id, scope.db)
             default: break
             }
         },
@@ -337,8 +337,8 @@ enum SearchIndex {
 
     /// Keeps ratings in step with the social service.
     static let socialApplier = EventApplier(
-        apply: { event, db in
-            if event.header.type == "social.rating.updated" { try rating(try event.body(RatingUpdated.self), db) }
+        apply: { event, scope in
+            if event.header.type == "social.rating.updated" { try rating(try event.body(RatingUpdated.self), scope.db) }
         },
         reset: { db in try db.run("DELETE FROM ratings") })
 }

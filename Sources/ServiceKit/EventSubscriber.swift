@@ -79,6 +79,9 @@ public struct SubscriptionOptions: Sendable {
     public var retryMilliseconds = 300
     /// Timeout of each catch-up request.
     public var requestTimeoutMilliseconds = 5_000
+    /// The subscribing service's outbox relay, woken when an applier emitted (so those events
+    /// leave at once, not at the next heartbeat).
+    public var relayWakeup: Wakeup?
     /// Test hook: live events for which this returns true are discarded, as a lossy network would.
     public var dropLiveEvent: (@Sendable (Int64) -> Bool)?
 
@@ -90,11 +93,29 @@ public struct SubscriptionOptions: Sendable {
     }
 }
 
+/// What an applier works with: the subscriber's database, inside the transaction that also
+/// stores the cursor, and the same emit handle handlers have, for events of its own that the
+/// effect causes (they commit with it, and the relay sends them at once).
+public final class EventScope {
+    /// The subscribing service's database, in the applying transaction.
+    public let db: Database
+    /// Whether an event was emitted since the subscriber last looked.
+    var emitted = false
+
+    public init(db: Database) { self.db = db }
+
+    /// Appends an event of this service's own to its outbox, in the applying transaction.
+    public func emit<Body: Encodable>(_ type: String, _ body: Body) throws {
+        _ = try Outbox(database: db).append(type: type, body: try JSONCoding.encoder.encode(body))
+        emitted = true
+    }
+}
+
 /// How a subscribing service applies another service's events to its own database.
 public struct EventApplier: Sendable {
     /// Applies one event; runs inside a transaction that also stores the cursor. Must be
     /// idempotent: the same event may come twice.
-    public var apply: @Sendable (ReceivedEvent, Database) throws -> Void
+    public var apply: @Sendable (ReceivedEvent, EventScope) throws -> Void
     /// Forgets everything learned from this source, before a rebuild from `sys.snapshot`.
     public var reset: @Sendable (Database) throws -> Void
     /// Runs before many events are applied at once (a long backlog, a snapshot): a chance to
@@ -104,7 +125,7 @@ public struct EventApplier: Sendable {
     /// interrupted; must do nothing when there is nothing to finish.
     public var finishBulk: (@Sendable (Database) throws -> Void)?
 
-    public init(apply: @escaping @Sendable (ReceivedEvent, Database) throws -> Void,
+    public init(apply: @escaping @Sendable (ReceivedEvent, EventScope) throws -> Void,
                 reset: @escaping @Sendable (Database) throws -> Void,
                 startBulk: (@Sendable (Database) throws -> Void)? = nil,
                 finishBulk: (@Sendable (Database) throws -> Void)? = nil) {
@@ -268,10 +289,12 @@ struct SubscriberLoop: Sendable {
     private func apply(_ events: [ReceivedEvent], db: Database, cursor: inout EventCursor?) throws {
         guard let last = events.last, let current = cursor else { return }
         var skipped = 0
+        let scope = EventScope(db: db)
+        defer { if scope.emitted { options.relayWakeup?.signal() } }
         try db.transaction {
             for event in events {
                 do {
-                    try applier.apply(event, db)
+                    try applier.apply(event, scope)
                 } catch let error as ServiceError {
                     skipped += 1
                     logger.error("skipped an event that cannot apply", ["source": options.source, "seq": event.header.seq,
@@ -353,7 +376,11 @@ struct SubscriberLoop: Sendable {
         struct SnapshotReply: Decodable { var epoch: String; var seq: Int64; var next: String? }
         var result: EventCursor?
         var count = 0
-        defer { finishBulk(db) }
+        let scope = EventScope(db: db)
+        defer {
+            finishBulk(db)
+            if scope.emitted { options.relayWakeup?.signal() }
+        }
         status.update { $0.bulk = applier.startBulk != nil }
         try db.transaction {
             try applier.startBulk?(db)
@@ -366,7 +393,7 @@ struct SubscriberLoop: Sendable {
                 if let first = result, first.epoch != page.epoch { throw NeedsSnapshot() }
                 if result == nil { result = EventCursor(epoch: page.epoch, seq: page.seq) }
                 for data in reply.attachments {
-                    try applier.apply(try ReceivedEvent(envelope: data), db)
+                    try applier.apply(try ReceivedEvent(envelope: data), scope)
                     count += 1
                 }
                 after = page.next

@@ -84,6 +84,7 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
             }
             var options = SubscriptionOptions(source: source, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc, databasePath: path)
             options.tuning = definition.tuning
+            options.relayWakeup = relay?.wakeup
             subscribers.append(try EventSubscriber(context: context, options: options, applier: applier, logger: logger))
         }
         self.subscribers = subscribers

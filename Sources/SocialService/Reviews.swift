@@ -255,14 +255,13 @@ extension SocialStore {
     /// catalog's, so a rebuild from the catalog's snapshot forgets nothing (`reset` does
     /// nothing); a place deleted while this service could not follow keeps its reviews.
     static let catalogApplier = EventApplier(
-        apply: { event, db in
+        apply: { event, scope in
             guard event.header.type == "catalog.place.deleted" else { return }
             struct Deleted: Decodable { var id: Int64 }
             let id = try event.body(Deleted.self).id
-            guard try db.scalarInt("SELECT 1 FROM reviews WHERE place_id = ? LIMIT 1", id) != nil else { return }
-            try db.run("DELETE FROM reviews WHERE place_id = ?", id)
-            _ = try Outbox(database: db).append(type: SocialEvents.ratingUpdated,
-                                                body: try JSONCoding.encoder.encode(RatingUpdated(placeId: id, average: 0, count: 0)))
+            guard try scope.db.scalarInt("SELECT 1 FROM reviews WHERE place_id = ? LIMIT 1", id) != nil else { return }
+            try scope.db.run("DELETE FROM reviews WHERE place_id = ?", id)
+            try scope.emit(SocialEvents.ratingUpdated, RatingUpdated(placeId: id, average: 0, count: 0))
         },
         reset: { _ in })
 

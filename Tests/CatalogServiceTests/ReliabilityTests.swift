@@ -138,7 +138,7 @@ import Testing
         let replay = try catalog.client.request(type: "sys.replay", body: Data(#"{"after":0,"limit":100}"#.utf8))
         let db = try Database(path: mirror.path)
         for _ in 0..<2 {
-            for frame in replay.attachments { try PlaceMirror.applier.apply(try ReceivedEvent(envelope: frame), db) }
+            for frame in replay.attachments { try PlaceMirror.applier.apply(try ReceivedEvent(envelope: frame), EventScope(db: db)) }
         }
         #expect(try mirror.rows() == before)
     }

@@ -111,7 +111,8 @@ final class PlaceMirror {
     static let failOnce = Mutex<Int64?>(nil)
 
     static let applier = EventApplier(
-        apply: { event, db in
+        apply: { event, scope in
+            let db = scope.db
             if failOnce.withLock({ seq in seq == event.header.seq ? { seq = nil; return true }() : false }) { throw InjectedFailure() }
             switch event.header.type {
             case CatalogEvents.upserted:

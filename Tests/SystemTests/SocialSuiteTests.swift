@@ -156,4 +156,31 @@ import Testing
             #expect(errorCode(c, method, #"{"token":"\#(token)"}"#) == "not_found")
         }
     }
+
+    /// An event social emits while applying the catalog's (a deleted place's rating going to
+    /// nothing) leaves at once, not at social's next heartbeat: here an hour away.
+    @Test func anEventEmittedWhileApplyingLeavesAtOnce() throws {
+        let suite = try SuiteFixture(socialArguments: ["--heartbeat-ms", "3600000"])
+        let admin = try suite.adminConnection()
+        let created = json(admin.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.create","params":{"name":"Gone soon","category":"cafe","lat":-33.87,"lon":151.2}}"#))
+        let placeId = (created["result"] as? [String: Any])?["id"] as? Int ?? 0
+        let (c, _) = try member(suite, "hugo")
+        #expect(result(c, "reviews.add", #"{"place_id":\#(placeId),"rating":4,"text":"ok"}"#) != nil)
+        let context = try ZMQContext()
+        let sub = try Socket(context, .sub)
+        try sub.subscribe("social.rating.updated")
+        try sub.setReceiveTimeout(milliseconds: 100)
+        try sub.connect((suite.social.endpoints["publish"] as? [String])?.first ?? "")
+        usleep(300_000)  // the subscription reaches the publisher
+        let deleted = Date()
+        #expect(result(admin, "catalog.delete", #"{"id":\#(placeId)}"#) != nil)
+        var zeroed = false
+        for _ in 0..<30 where !zeroed {
+            guard let frames = try sub.receive(), frames.count >= 2 else { continue }
+            let body = (try? JSONSerialization.jsonObject(with: frames[1])) as? [String: Any]
+            let rating = body?["body"] as? [String: Any]
+            zeroed = rating?["place_id"] as? Int == placeId && rating?["count"] as? Int == 0
+        }
+        #expect(zeroed && Date().timeIntervalSince(deleted) < 3, "\(Date().timeIntervalSince(deleted)) s")
+    }
 }

@@ -39,14 +39,14 @@ final class SuiteFixture {
     var processes: [ServiceProcess] { [gateway, search, social, catalog].compactMap { $0 } }
 
     /// Starts the suite; a child's failure at teardown points at `sourceLocation`, the test's line that made it.
-    init(gatewayArguments: [String] = [], withSearch: Bool = false, passwordCost: String = "minimum",
+    init(gatewayArguments: [String] = [], socialArguments: [String] = [], withSearch: Bool = false, passwordCost: String = "minimum",
          sourceLocation: SourceLocation = #_sourceLocation) throws {
         catalog = try ServiceProcess("tourbus-catalog", folder: folder, sourceLocation: sourceLocation)
         catalogEndpoint = catalog.rpc
         // Passwords hashed at the cheapest cost unless asked: tests sign in often.
         let catalogEvents = (catalog.endpoints["publish"] as? [String])?.first ?? ""
         social = try ServiceProcess("tourbus-social", folder: folder,
-                                    arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"],
+                                    arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"] + socialArguments,
                                     environment: ["TOURBUS_PASSWORD_COST": passwordCost], sourceLocation: sourceLocation)
         var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)",
                      "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
