@@ -47,7 +47,7 @@ let package = Package(
         // Helpers shared by test targets (transcript matching); never linked into the executables.
         .target(name: "TestSupport", dependencies: ["Bus"], path: "Tests/TestSupport"),
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus", "ServiceKit", "CatalogService", "SearchService", "SocialService"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus", "ServiceKit", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "ServiceKit", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.

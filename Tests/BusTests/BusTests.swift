@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// Request and reply bodies of the test server.
@@ -310,24 +311,16 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
 }
 
 @Suite struct LoggerFieldTests {
-    /// Lines collected from a logger's sink.
-    final class Lines: @unchecked Sendable {
-        private let lock = NSLock()
-        private var lines: [String] = []
-        func append(_ line: String) { lock.withLock { lines.append(line) } }
-        var all: [String] { lock.withLock { lines } }
-    }
-
     @Test func fieldsChosenAtRunTimeAreWrittenInOrderAndQuoted() {
-        let lines = Lines()
-        let log = Logger(component: "up", level: .info) { lines.append($0) }
+        let lines = Locked<[String]>([])
+        let log = Logger(component: "up", level: .info) { line in lines.withLock { $0.append(line) } }
         let exits: [(key: String, value: Any)] = [(key: "status", value: 1), (key: "signal", value: "SIGKILL")]
         for exit in exits {
             log.log(.warn, "restarted", fields: [(key: "service", value: "catalog"), exit, (key: "note", value: "a b")])
         }
         log.log(.debug, "dropped", fields: [])
-        #expect(lines.all.count == 2)
-        for (line, exit) in zip(lines.all, exits) {
+        #expect(lines.value.count == 2)
+        for (line, exit) in zip(lines.value, exits) {
             #expect(line.hasPrefix("ts=") && line.hasSuffix(" level=warn component=up msg=restarted service=catalog \(exit.key)=\(exit.value) note=\"a b\"\n"),
                     "\(line)")
         }

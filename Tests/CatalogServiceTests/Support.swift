@@ -4,6 +4,7 @@ import Foundation
 import ServiceKit
 import Storage
 import Synchronization
+import TestSupport
 
 let quiet = Logger(component: "catalog-test", level: .error)
 
@@ -56,18 +57,18 @@ final class CatalogFixture {
     /// Creates `count` places with up to 64 requests in flight; returns when all are answered.
     func createMany(_ count: Int, prefix: String) throws {
         let group = DispatchGroup()
-        let failures = Failures()
+        let failures = Locked<[ServiceError]>([])
         for i in 0..<count {
             group.enter()
             let body = try JSONCoding.encoder.encode(PlaceInput(name: "\(prefix) \(i)", category: "cafe", lat: -33.8 + Double(i) * 1e-4, lon: 151.2))
             client.send(type: "catalog.create", body: body, timeoutMilliseconds: 30_000) { result in
-                if case .failure(let error) = result { failures.add(error) }
+                if case .failure(let error) = result { failures.withLock { $0.append(error) } }
                 group.leave()
             }
             if i % 64 == 63 { group.wait() }
         }
         group.wait()
-        if let error = failures.first { throw error }
+        if let error = failures.value.first { throw error }
     }
 
     /// Every place, by paging through `catalog.list`.
@@ -84,12 +85,6 @@ final class CatalogFixture {
     }
 }
 
-final class Failures: @unchecked Sendable {
-    private let lock = NSLock()
-    private var errors: [ServiceError] = []
-    func add(_ e: ServiceError) { lock.withLock { errors.append(e) } }
-    var first: ServiceError? { lock.withLock { errors.first } }
-}
 
 /// A subscriber that keeps a copy of the catalog's places (id, name, version) in its own database.
 final class PlaceMirror {

@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import ServiceKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// A `ClientSession` driven by hand: bytes in, a fake clock, a dispatcher that answers at once
@@ -53,13 +54,6 @@ final class SessionHarness {
     }
 
     func advance(milliseconds: Int) { now += UInt64(milliseconds) * 1_000_000 }
-}
-
-/// A value shared between threads behind a lock.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
 }
 
 /// Runs `body` on a thread with the gateway's connection stack size (512 KiB), as a connection would.

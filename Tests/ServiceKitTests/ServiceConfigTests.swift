@@ -179,20 +179,16 @@ import TestSupport
 
 @Suite struct LoggerTests {
     @Test func logfmtLinesWithLevelsAndQuoting() {
-        final class Lines: @unchecked Sendable {
-            var all: [String] = []
-            let lock = NSLock()
-        }
-        let lines = Lines()
-        let logger = Logger(component: "unit", level: .info) { line in lines.lock.withLock { lines.all.append(line) } }
+        let lines = Locked<[String]>([])
+        let logger = Logger(component: "unit", level: .info) { line in lines.withLock { $0.append(line) } }
         logger.debug("hidden")
         logger.info("hello world", ["key": "a b", "n": 3, "quote": "say \"hi\"\n"])
         logger.error("plain")
-        #expect(lines.all.count == 2)
-        let first = lines.all[0]
+        #expect(lines.value.count == 2)
+        let first = lines.value[0]
         #expect(first.hasPrefix("ts=") && first.hasSuffix("\n"))
         #expect(first.contains(#"level=info component=unit msg="hello world" key="a b" n=3 quote="say \"hi\"\n""#))
-        #expect(lines.all[1].contains("level=error component=unit msg=plain"))
+        #expect(lines.value[1].contains("level=error component=unit msg=plain"))
         #expect(Logger.timestamp(Date(timeIntervalSince1970: 1_700_000_000.123)) == "2023-11-14T22:13:20.123Z")
     }
 }
