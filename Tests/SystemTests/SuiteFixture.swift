@@ -93,7 +93,6 @@ final class SuiteFixture {
         catalog = try ServiceProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint], sourceLocation: sourceLocation)
     }
 
-    /// A connection signed in as the admin (catalog writes need one).
     /// Creates `count` parks with a 4,900-byte description each, as the admin: pages of
     /// `catalog.list limit 100` of about 250 KB, for tests of clients that do not read.
     func createHeavyPlaces(_ count: Int) throws {
@@ -104,6 +103,7 @@ final class SuiteFixture {
         }
     }
 
+    /// A connection signed in as the admin (catalog writes need one).
     func adminConnection(timeoutMilliseconds: Int = 5_000) throws -> GatewayConnection {
         let c = try GatewayConnection(port: port, timeoutMilliseconds: timeoutMilliseconds)
         let reply = c.call(#"{"jsonrpc":"2.0","id":0,"method":"auth.login","params":{"username":"\#(SuiteFixture.admin.username)","password":"\#(SuiteFixture.admin.password)"}}"#) ?? ""
