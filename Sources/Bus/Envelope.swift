@@ -253,35 +253,40 @@ public enum JSONCoding {
 
 extension JSONCoding {
     /// Foundation reports a number that fits no Swift type (`1e999`, or `2.5` for an integer)
-    /// as invalid JSON with no path. This finds the field for the out-of-range case by
-    /// asking JSONSerialization which literal it was and looking for `"key": literal`.
+    /// as invalid JSON with no path. This finds the out-of-range literal itself, walking the
+    /// document by span (no error text is read), and names the member it is the value of.
     static func unrepresentableNumber(in data: Data) -> ServiceError {
         do {
-            _ = try JSONSerialization.jsonObject(with: data)
+            try StrictJSON.check(data, maxDepth: 512)
         } catch {
-            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? ""
-            guard let match = detail.firstMatch(of: /Number (\S+) is not representable/) else {
-                return ServiceError(.invalidArgument, "malformed JSON")
-            }
-            let literal = String(match.1)
-            let text = String(decoding: data, as: UTF8.self)
-            var field: String?
-            if let range = text.range(of: literal) {
-                // Walk back over `"key"   :   ` to the key.
-                var before = text[..<range.lowerBound]
-                while before.last?.isWhitespace == true { before.removeLast() }
-                if before.last == ":" {
-                    before.removeLast()
-                    while before.last?.isWhitespace == true { before.removeLast() }
-                    if before.last == "\"" {
-                        before.removeLast()
-                        if let open = before.lastIndex(of: "\"") { field = String(before[before.index(after: open)...]) }
-                    }
-                }
-            }
+            return ServiceError(.invalidArgument, "malformed JSON: \(error.message)")
+        }
+        if let (literal, field) = firstNonFiniteNumber(in: data, key: nil) {
             return ServiceError(.invalidArgument, "number \(literal) is out of range", field: field)
         }
         return ServiceError(.invalidArgument, "a number does not fit its field (an integer where a fraction was given?)")
+    }
+
+    /// The first number literal in document order that is no finite `Double`, with the key
+    /// of the member it belongs to (nil inside a top-level array).
+    private static func firstNonFiniteNumber(in json: Data, key: String?) -> (String, String?)? {
+        guard let lead = json.first else { return nil }
+        switch lead {
+        case UInt8(ascii: "{"):
+            for (member, range) in JSONSpan.members(of: json) ?? [] {
+                if let found = firstNonFiniteNumber(in: json.subdata(in: range), key: member) { return found }
+            }
+        case UInt8(ascii: "["):
+            for range in JSONSpan.elements(at: 0..<json.count, in: json) ?? [] {
+                if let found = firstNonFiniteNumber(in: json.subdata(in: range), key: key) { return found }
+            }
+        case UInt8(ascii: "-"), 0x30...0x39:
+            let literal = String(decoding: json, as: UTF8.self)
+            if Double(literal)?.isFinite != true { return (literal, key) }
+        default:
+            break
+        }
+        return nil
     }
 }
 

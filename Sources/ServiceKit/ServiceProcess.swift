@@ -43,9 +43,7 @@ public enum ServiceProcess {
             logger.error("failed to start", ["error": error])
             exit(1)
         }
-        let sorted = JSONEncoder()
-        sorted.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        if let line = try? sorted.encode(started.endpoints) {
+        if let line = try? JSONCoding.encoder.encode(started.endpoints) {
             FileHandle.standardOutput.write(line + Data("\n".utf8))
             if let file = config.readyFile { try? line.write(to: URL(fileURLWithPath: file), options: .atomic) }
         }

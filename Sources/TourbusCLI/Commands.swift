@@ -112,7 +112,7 @@ public enum TourbusCommand {
 
     static func callGateway(_ gateway: String, method: String, params: Data, timeout: Int) -> Int32 {
         var request = Data(#"{"jsonrpc":"2.0","id":1,"method":"#.utf8)
-        request.append((try? JSONEncoder().encode(method)) ?? Data("\"\"".utf8))
+        request.append((try? JSONCoding.encoder.encode(method)) ?? Data("\"\"".utf8))
         request.append(Data(#","deadline_ms":\#(timeout),"params":"#.utf8))
         request.append(params)
         request.append(Data("}\n".utf8))

@@ -52,3 +52,28 @@ import Testing
     }
 
 }
+
+/// Numbers that fit no Swift type are named by their field, found by span, not by Foundation's error text.
+@Suite struct UnrepresentableNumberTests {
+    struct Point: Decodable { var lat: Double }
+    struct Nested: Decodable { struct Inner: Decodable { var b: [Double] }; var a: Inner }
+    struct Count: Decodable { var n: Int }
+
+    @Test func theFieldOfAnOutOfRangeNumberIsNamed() {
+        #expect(throws: ServiceError(.invalidArgument, "number 1e999 is out of range", field: "lat")) {
+            try JSONCoding.decode(Point.self, from: Data(#"{"lat":1e999}"#.utf8))
+        }
+        #expect(throws: ServiceError(.invalidArgument, "number -2e400 is out of range", field: "b")) {
+            try JSONCoding.decode(Nested.self, from: Data(#"{"a":{"b":[1, -2e400]}}"#.utf8))
+        }
+    }
+
+    @Test func aFractionForAnIntegerIsSaidPlainly() throws {
+        do {
+            _ = try JSONCoding.decode(Count.self, from: Data(#"{"n":2.5}"#.utf8))
+            Issue.record("2.5 decoded as an integer")
+        } catch {
+            #expect(error.code == .invalidArgument)
+        }
+    }
+}
