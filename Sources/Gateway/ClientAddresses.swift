@@ -154,14 +154,9 @@ final class ClientAddresses: Sendable {
             }
             var entry = table[address] ?? fresh(now)
             defer { table[address] = entry }
-            switch kind {
-            case .login:
-                if entry.logins.take(now: now) { return nil }
-                return Int(entry.logins.wait(now: now) / 1_000_000_000) + 1
-            case .registration:
-                if entry.registrations.take(now: now) { return nil }
-                return Int(entry.registrations.wait(now: now) / 1_000_000_000) + 1
-            }
+            let bucket: WritableKeyPath<Entry, TokenBucket> = kind == .login ? \.logins : \.registrations
+            if entry[keyPath: bucket].take(now: now) { return nil }
+            return Int(entry[keyPath: bucket].wait(now: now) / 1_000_000_000) + 1
         }
     }
 

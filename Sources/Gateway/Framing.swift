@@ -37,12 +37,13 @@ struct Reading {
     var waiting = false
 }
 
-/// The limits a framing applies to what it reads and writes.
+/// The limits a framing applies to what it reads and writes: the suite-wide request size
+/// and depth, and the gateway's batch and reply limits (defaults from their declarations).
 struct FramingLimits: Sendable {
-    var maxRequestBytes = 1 << 20
+    var maxRequestBytes = ServiceConfig(service: "gateway").maxRequestBytes
     var maxDepth = StrictJSON.defaultMaxDepth
-    var maxBatch = 128
-    var maxReplyBytes = 4 << 20
+    var maxBatch = GatewayLimits().maxBatch
+    var maxReplyBytes = GatewayLimits().maxReplyBytes
 }
 
 extension ServiceError {

@@ -329,15 +329,21 @@ struct RESPFraming: Framing {
     private mutating func client(_ arguments: [String]) -> [UInt8] {
         switch (arguments.first?.lowercased(), arguments.count) {
         case ("setname", 2):
-            guard !arguments[1].contains(where: { $0 == " " || $0.isNewline }), arguments[1].utf8.count <= 128 else {
-                return RESP.error("ERR", "Client names cannot contain spaces, newlines or special characters.")
-            }
-            name = arguments[1].isEmpty ? nil : arguments[1]
-            return RESP.simple("OK")
+            return rename(arguments[1]) ?? RESP.simple("OK")
         case ("setinfo", 3): return RESP.simple("OK")
         case ("getname", 1): return name.map { RESP.bulk(Array($0.utf8)) } ?? (version == 3 ? RESP.null3 : RESP.nullBulk)
         default: return RESP.error("ERR", "unknown or malformed CLIENT subcommand; this gateway knows SETNAME, SETINFO and GETNAME")
         }
+    }
+
+    /// Names the connection (`CLIENT SETNAME`, `HELLO … SETNAME`; empty clears the name), or
+    /// the error that refuses the name: at most 128 bytes, no spaces or line breaks.
+    private mutating func rename(_ newName: String) -> [UInt8]? {
+        guard !newName.contains(where: { $0 == " " || $0.isNewline }), newName.utf8.count <= 128 else {
+            return RESP.error("ERR", "Client names cannot contain spaces, newlines or special characters.")
+        }
+        name = newName.isEmpty ? nil : newName
+        return nil
     }
 
     /// The call that signs in for `AUTH` or `HELLO … AUTH`: a token resumes a session (as the
@@ -369,17 +375,17 @@ struct RESPFraming: Framing {
         while let option = rest.first?.lowercased() {
             switch option {
             case "auth" where rest.count >= 3:
-                signIn = RESPFraming.signIn(Array(rest)[1], Array(rest)[2])
+                signIn = RESPFraming.signIn(rest[rest.startIndex + 1], rest[rest.startIndex + 2])
                 rest = rest.dropFirst(3)
             case "setname" where rest.count >= 2:
-                newName = Array(rest)[1]
+                newName = rest[rest.startIndex + 1]
                 rest = rest.dropFirst(2)
             default:
                 return .reply(RESP.error("ERR", "syntax error in HELLO option '\(Echo.clip(option))'"))
             }
         }
+        if let newName, let refusal = rename(newName) { return .reply(refusal) }
         if let chosen = arguments.first { version = chosen == "3" ? 3 : 2 }
-        if let newName { name = newName.isEmpty ? nil : newName }
         let fields: [(String, [UInt8])] = [("server", RESP.bulk(Array("tourbus".utf8))), ("version", RESP.bulk(Array("1.0.0".utf8))),
                                            ("proto", RESP.integer(version)), ("mode", RESP.bulk(Array("standalone".utf8))),
                                            ("role", RESP.bulk(Array("master".utf8))), ("modules", RESP.emptyArray)]

@@ -191,6 +191,8 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(s.send("HELLO 2\r\n").hasPrefix("*12\r\n$6\r\nserver\r\n"))
         #expect(s.send("HELLO 3 SETNAME app\r\n").hasPrefix("%6\r\n$6\r\nserver\r\n"))
         #expect(s.send("CLIENT GETNAME\r\n") == "$3\r\napp\r\n")
+        #expect(s.send("HELLO 3 SETNAME \"two words\"\r\n").hasPrefix("-ERR Client names cannot contain spaces"))
+        #expect(s.send("CLIENT GETNAME\r\n") == "$3\r\napp\r\n")
         #expect(s.send("CLIENT SETNAME \"\"\r\n") == "+OK\r\n")
         #expect(s.send("CLIENT GETNAME\r\n") == "_\r\n")
     }
