@@ -8,16 +8,6 @@ import TestSupport
 
 let quiet = Logger(component: "catalog-test", level: .error)
 
-/// A fresh temporary folder, removed when the fixture goes away.
-final class TemporaryFolder: Sendable {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "tourbus-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// A catalog service running in this process on loopback ports, with a client to it.
 final class CatalogFixture {
     let folder = TemporaryFolder()

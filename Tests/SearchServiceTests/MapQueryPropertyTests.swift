@@ -8,17 +8,15 @@ import TestSupport
 
 /// An index in a temporary file, filled directly through the event-applying code.
 final class TestIndex {
-    let path = NSTemporaryDirectory() + "tourbus-search-\(UUID().uuidString).sqlite"
+    let folder = TemporaryFolder("search")
+    let path: String
     let db: Database
     var places: [IndexedPlace] = []
 
     init() throws {
+        path = folder.file("search.sqlite")
         db = try Database(path: path)
         try db.migrate(CursorSchema.migrations + SearchSchema.migrations)  // as the runtime orders them
-    }
-
-    deinit {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
     func add(_ points: [(Double, Double)], rng: inout SplitMix64) throws {

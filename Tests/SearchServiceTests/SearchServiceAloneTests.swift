@@ -4,6 +4,7 @@ import SearchService
 import ServiceKit
 import Storage
 import Testing
+import TestSupport
 
 let quiet = Logger(component: "search-test", level: .error)
 
@@ -48,7 +49,8 @@ func fakePublisher(name: String) -> ServiceDefinition<FakeState> {
 
 /// The search service with fake catalog and social publishers, all in this process over loopback.
 final class SearchFixture {
-    let folder: String
+    let scratch = TemporaryFolder("searchalone")
+    var folder: String { scratch.path }
     let context: ZMQContext
     let catalog: ServiceRuntime<FakeState>
     let social: ServiceRuntime<FakeState>
@@ -58,8 +60,7 @@ final class SearchFixture {
     var searchClient: RPCClient?
 
     init() throws {
-        let dir = NSTemporaryDirectory() + "tourbus-searchalone-\(UUID().uuidString)"
-        folder = dir
+        let dir = scratch.path
         context = try ZMQContext()
         func config(_ name: String) -> ServiceConfig {
             var c = ServiceConfig(service: name)
@@ -96,7 +97,6 @@ final class SearchFixture {
         socialClient.close()
         catalog.stop()
         social.stop()
-        try? FileManager.default.removeItem(atPath: folder)
     }
 
     @discardableResult

@@ -3,6 +3,7 @@ import Foundation
 import ServiceKit
 import Storage
 import Testing
+import TestSupport
 
 /// A service with one handler that answers any body with `{}`.
 private final class EchoState: ServiceState {
@@ -28,13 +29,12 @@ private final class EchoState: ServiceState {
     }
 
     @Test func theRuntimeTakesTheDepthLimitFromTheConfig() throws {
-        let folder = NSTemporaryDirectory() + "tourbus-strict-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let scratch = TemporaryFolder("strict")
         var handlers = HandlerTable<EchoState>()
         handlers.onRaw("echo.any") { _, _ in Response(body: Data("{}".utf8)) }
         let definition = ServiceDefinition(name: "echo", migrations: [], handlers: handlers) { EchoState(worker: $0) }
         var config = ServiceConfig(service: "echo")
-        config.dataDirectory = folder
+        config.dataDirectory = scratch.path
         config.maxJSONDepth = 3
         let context = try ZMQContext()
         let runtime = try ServiceRuntime(definition: definition, config: config, context: context,

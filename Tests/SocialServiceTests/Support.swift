@@ -4,18 +4,9 @@ import ServiceKit
 import SocialService
 import Storage
 import Synchronization
+import TestSupport
 
 let quiet = Logger(component: "social-test", level: .error)
-
-/// A fresh temporary folder, removed when the fixture goes away.
-final class TemporaryFolder: Sendable {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "tourbus-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
 
 /// A clock the tests move by hand; it starts at 2026-06-01T00:00:00Z.
 final class TestClock: Sendable {

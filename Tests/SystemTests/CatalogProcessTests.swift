@@ -2,13 +2,14 @@ import Bus
 import CatalogService
 import Foundation
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct CatalogProcessTests {
-    let folder = NSTemporaryDirectory() + "tourbus-system-\(UUID().uuidString)"
+    let scratch = TemporaryFolder("system")
+    var folder: String { scratch.path }
 
     @Test func badInputNeverTakesTheProcessDown() throws {
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let service = try ServiceProcess("tourbus-catalog", folder: folder)
+        let service = try ChildProcess("tourbus-catalog", folder: folder)
         let context = try ZMQContext()
         let raw = try Socket(context, .dealer)
         try raw.setReceiveTimeout(milliseconds: 5_000)
@@ -39,10 +40,9 @@ import Testing
     }
 
     @Test func gracefulStopKeepsDataAndRestartContinuesTheSequence() throws {
-        defer { try? FileManager.default.removeItem(atPath: folder) }
         let context = try ZMQContext()
         let logger = Logger(component: "test", level: .error)
-        var service = try ServiceProcess("tourbus-catalog", folder: folder)
+        var service = try ChildProcess("tourbus-catalog", folder: folder)
         var client = try RPCClient(context: context, endpoints: [service.rpc], logger: logger)
         for i in 0..<3 { _ = try client.call("catalog.create", PlaceInput(name: "P\(i)", category: "park", lat: -33.9, lon: 151.1), as: Place.self) }
         struct Replay: Decodable { var epoch: String; var head: Int64 }
@@ -51,7 +51,7 @@ import Testing
         #expect(service.terminate() == 0)
         #expect(service.log.contains("signal received") && service.log.contains("service stopped"))
 
-        service = try ServiceProcess("tourbus-catalog", folder: folder)
+        service = try ChildProcess("tourbus-catalog", folder: folder)
         client = try RPCClient(context: context, endpoints: [service.rpc], logger: logger)
         let list = try client.call("catalog.list", ListPlaces(category: "park"), as: PlacePage.self)
         #expect(list.places.map(\.name) == ["P0", "P1", "P2"])
@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func badConfigurationExitsWithUsage() throws {
-        let run = try BoundedRun(try ServiceProcess.executable("tourbus-catalog").path, ["--frobnicate", "1"], timeout: 30)
+        let run = try BoundedRun(try ChildProcess.executable("tourbus-catalog").path, ["--frobnicate", "1"], timeout: 30)
         #expect(run.exit == .status(2), "\(run.ending)")
         #expect(run.errors.contains("unknown option --frobnicate") && run.errors.contains("usage: tourbus-catalog"))
     }

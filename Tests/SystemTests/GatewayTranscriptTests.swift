@@ -50,7 +50,7 @@ func sameJSON(_ expected: String, _ actual: String) -> Bool {
         let suite = try SuiteFixture(withSearch: true)
         let c = try suite.adminConnection()
         for (i, place) in fixture.enumerated() {
-            #expect(json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":\#(place.text)}"#))["result"] != nil)
+            #expect(c.reply(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.create","params":\#(place.text)}"#).succeeded)
         }
         // Wait (bounded) until search has indexed all of them.
         var indexed = 0

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct SearchSuiteTests {
     /// Polls the gateway (bounded: 10 s) until the nearby answer satisfies `condition`.
@@ -15,8 +16,8 @@ import Testing
     @Test func createUpdateDeleteShowInSearchThroughTheGateway() throws {
         let suite = try SuiteFixture(withSearch: true)
         let c = try suite.adminConnection()
-        let created = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.create","params":{"name":"Circular Quay Wharf","category":"transport","lat":-33.8612,"lon":151.2111}}"#))
-        let id = (created["result"] as? [String: Any])?["id"] as? Int
+        let created = c.reply(#"{"jsonrpc":"2.0","id":1,"method":"catalog.create","params":{"name":"Circular Quay Wharf","category":"transport","lat":-33.8612,"lon":151.2111}}"#)
+        let id = created.field("id", Int.self)
         #expect(id == 1)
         let here = #"{"lat":-33.8612,"lon":151.2111,"radius_m":200}"#
         #expect(eventually(c, here) { $0.first?["name"] as? String == "Circular Quay Wharf" })
@@ -27,14 +28,14 @@ import Testing
         _ = c.call(#"{"jsonrpc":"2.0","id":3,"method":"catalog.delete","params":{"id":1}}"#)
         #expect(eventually(c, here) { $0.isEmpty })
 
-        let bad = json(c.call(#"{"jsonrpc":"2.0","id":4,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":60000}}"#))
-        #expect(((bad["error"] as? [String: Any])?["data"] as? [String: Any])?["field"] as? String == "radius_m")
+        let bad = c.reply(#"{"jsonrpc":"2.0","id":4,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":60000}}"#)
+        #expect(bad.failure?.data?.field == "radius_m")
         // Categories are checked against the catalog's list.
         let unknown = json(c.call(#"{"jsonrpc":"2.0","id":5,"method":"search.text","params":{"q":"quay","categories":["spaceship"]}}"#))
         let error = unknown["error"] as? [String: Any]
         #expect((error?["data"] as? [String: Any])?["field"] as? String == "categories")
         #expect((error?["message"] as? String)?.hasPrefix("unknown category 'spaceship'; known: attraction, bar") == true)
-        #expect(json(c.call(#"{"jsonrpc":"2.0","id":6,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":100,"exclude_categories":["museum"]}}"#))["result"] != nil)
+        #expect(c.reply(#"{"jsonrpc":"2.0","id":6,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":100,"exclude_categories":["museum"]}}"#).succeeded)
     }
 
     @Test func aSearchThatWasDownFindsTenThousandNewPlacesOnce() throws {

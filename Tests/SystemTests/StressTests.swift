@@ -2,6 +2,7 @@ import Bus
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,12 +22,12 @@ import Glibc
         let suite = try SuiteFixture(passwordCost: "interactive")
         let pids = [suite.catalog.process.processIdentifier, suite.social.process.processIdentifier, suite.gateway.process.processIdentifier]
         let admin = try suite.adminConnection()
-        let created = json(admin.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.create","params":{"name":"Opera","category":"attraction","lat":-33.85,"lon":151.21}}"#))
-        let placeId = (created["result"] as? [String: Any])?["id"] as? Int ?? 1
+        let created = admin.reply(#"{"jsonrpc":"2.0","id":1,"method":"catalog.create","params":{"name":"Opera","category":"attraction","lat":-33.85,"lon":151.21}}"#)
+        let placeId = created.field("id", Int.self) ?? 1
         let victimName = "victim"
         let registration = try GatewayConnection(port: suite.port, from: "127.0.0.9").call(
             #"{"jsonrpc":"2.0","id":1,"method":"auth.register","params":{"username":"\#(victimName)","email":"v@example.org","name":"V","password":"Victim-Pass-1"}}"#)
-        #expect(json(registration)["result"] != nil)
+        #expect(RPCReply(registration).succeeded)
 
         let port = suite.port
         let end = Date().addingTimeInterval(StressTests.attackSeconds)
@@ -108,7 +109,7 @@ import Glibc
                             #"{"jsonrpc":"2.0","id":4,"method":"profile.get","params":{"token":"\#(token ?? "")"}}"#] {
                 let asked = Date()
                 let reply = victim.call(request)
-                if json(reply)["result"] == nil || Date().timeIntervalSince(asked) > 2.1 {
+                if !RPCReply(reply).succeeded || Date().timeIntervalSince(asked) > 2.1 {
                     failures.append("\(request.prefix(60)): \(reply?.prefix(200) ?? "no answer") after \(Date().timeIntervalSince(asked)) s")
                 }
                 reads += 1
@@ -124,6 +125,6 @@ import Glibc
         #expect([suite.catalog.process.processIdentifier, suite.social.process.processIdentifier, suite.gateway.process.processIdentifier] == pids)
         // The floods were held back, not served in full: sign-ups were limited per address.
         let status = try GatewayConnection(port: port, from: "127.0.0.9").call(#"{"jsonrpc":"2.0","id":9,"method":"auth.register","params":{"username":"late","email":"late@example.org","name":"L","password":"Late-Pass-1"}}"#)
-        #expect(json(status)["result"] != nil, "\(status ?? "")")
+        #expect(RPCReply(status).succeeded, "\(status ?? "")")
     }
 }

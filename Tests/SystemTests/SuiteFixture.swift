@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,17 +10,18 @@ import Glibc
 /// loopback ports of their own choosing; a search service too when asked.
 ///
 /// No process of the suite may crash, restart or end during a test unless the test says so:
-/// each child is a `ServiceProcess`, and when the fixture goes away at the end of the test,
+/// each child is a `ChildProcess`, and when the fixture goes away at the end of the test,
 /// every child must still be the process it started, unless the test stopped it on purpose
 /// (`stopCatalog()`, `stopSearch()`, `stopSocial()`, or a child's own `terminate()`,
 /// `stop(with:)` or `expectExit(because:)`). A child that died fails the test, naming it and
 /// how it ended; so does one that does not stop cleanly on SIGTERM at teardown.
 final class SuiteFixture {
-    let folder = NSTemporaryDirectory() + "tourbus-suite-\(UUID().uuidString)"
-    private(set) var catalog: ServiceProcess
-    private(set) var search: ServiceProcess?
-    let social: ServiceProcess
-    let gateway: ServiceProcess
+    private let scratch = TemporaryFolder("suite")
+    let folder: String
+    private(set) var catalog: ChildProcess
+    private(set) var search: ChildProcess?
+    let social: ChildProcess
+    let gateway: ChildProcess
     let catalogEndpoint: String
     /// The admin every suite has, as the docs' transcripts sign in.
     static let admin = (username: "admin", password: "Admin-Pass-1")
@@ -30,34 +32,35 @@ final class SuiteFixture {
     }
 
     /// The publishers' request and event endpoints, as a subscriber's arguments.
-    private static func publishers(_ catalog: ServiceProcess, _ social: ServiceProcess) -> [String] {
+    private static func publishers(_ catalog: ChildProcess, _ social: ChildProcess) -> [String] {
         ["--peer", "catalog=\(catalog.rpc)", "--peer-pub", "catalog=\((catalog.endpoints["publish"] as? [String])?.first ?? "")",
          "--peer", "social=\(social.rpc)", "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
     }
 
     /// The current process of each service, the gateway first (the order teardown stops them in).
-    var processes: [ServiceProcess] { [gateway, search, social, catalog].compactMap { $0 } }
+    var processes: [ChildProcess] { [gateway, search, social, catalog].compactMap { $0 } }
 
     /// Starts the suite; a child's failure at teardown points at `sourceLocation`, the test's line that made it.
     init(gatewayArguments: [String] = [], socialArguments: [String] = [], withSearch: Bool = false, passwordCost: String = "minimum",
          sourceLocation: SourceLocation = #_sourceLocation) throws {
-        catalog = try ServiceProcess("tourbus-catalog", folder: folder, sourceLocation: sourceLocation)
+        folder = scratch.path
+        catalog = try ChildProcess("tourbus-catalog", folder: folder, sourceLocation: sourceLocation)
         catalogEndpoint = catalog.rpc
         // Passwords hashed at the cheapest cost unless asked: tests sign in often.
         let catalogEvents = (catalog.endpoints["publish"] as? [String])?.first ?? ""
-        social = try ServiceProcess("tourbus-social", folder: folder,
+        social = try ChildProcess("tourbus-social", folder: folder,
                                     arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"] + socialArguments,
                                     environment: ["TOURBUS_PASSWORD_COST": passwordCost], sourceLocation: sourceLocation)
         var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)",
                      "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
         search = nil
         if withSearch {
-            let search = try ServiceProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social),
+            let search = try ChildProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social),
                                             sourceLocation: sourceLocation)
             peers += ["--peer", "search=\(search.rpc)"]
             self.search = search
         }
-        gateway = try ServiceProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + peers + gatewayArguments,
+        gateway = try ChildProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + peers + gatewayArguments,
                                      sourceLocation: sourceLocation)
         let context = try ZMQContext()
         let client = try RPCClient(context: context, endpoints: [social.rpc], logger: Logger(component: "test", level: .error))
@@ -72,25 +75,27 @@ final class SuiteFixture {
         }
     }
 
-    /// Stops the catalog on purpose (SIGTERM); `startCatalog()` brings it back.
+    /// Stops the catalog process on purpose (SIGTERM); `startCatalog()` starts a new one in its place.
     func stopCatalog(sourceLocation: SourceLocation = #_sourceLocation) { _ = catalog.terminate(sourceLocation: sourceLocation) }
 
-    /// Stops the search service on purpose (SIGTERM); `startSearch()` brings it back.
+    /// Stops the search process on purpose (SIGTERM); `startSearch()` starts a new one in its place.
     func stopSearch(sourceLocation: SourceLocation = #_sourceLocation) { _ = search?.terminate(sourceLocation: sourceLocation) }
 
     /// Stops the social service on purpose (SIGTERM) for the rest of the test.
     func stopSocial(sourceLocation: SourceLocation = #_sourceLocation) { _ = social.terminate(sourceLocation: sourceLocation) }
 
-    /// Starts the search service again on the same endpoint and index.
+    /// Starts a new search process, bound to the old one's request endpoint, on the same index
+    /// file. The old process must have ended (`stopSearch()`); the fixture then watches the new one.
     func startSearch(sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let old = search else { return }
-        search = try ServiceProcess("tourbus-search", folder: folder, arguments: ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social),
+        search = try ChildProcess("tourbus-search", folder: folder, arguments: ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social),
                                     sourceLocation: sourceLocation)
     }
 
-    /// Starts the catalog again on the same endpoint and data.
+    /// Starts a new catalog process, bound to the old one's request endpoint, on the same data.
+    /// The old process must have ended (`stopCatalog()`); the fixture then watches the new one.
     func startCatalog(sourceLocation: SourceLocation = #_sourceLocation) throws {
-        catalog = try ServiceProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint], sourceLocation: sourceLocation)
+        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint], sourceLocation: sourceLocation)
     }
 
     /// Creates `count` parks with a 4,900-byte description each, as the admin: pages of
@@ -117,7 +122,6 @@ final class SuiteFixture {
         let children = processes
         children.forEach { $0.checkAtTeardown() }
         children.forEach { $0.stopAtTeardown() }
-        try? FileManager.default.removeItem(atPath: folder)
     }
 }
 
@@ -219,6 +223,14 @@ final class GatewayConnection {
     func call(_ json: String) -> String? {
         send(json + "\n")
         return line()
+    }
+
+    /// Sends a JSON-RPC line and reads the answer into types.
+    func reply(_ json: String) -> RPCReply { RPCReply(call(json)) }
+
+    /// Calls `method` with `params` (JSON text) as request `id`.
+    func rpc(_ method: String, _ params: String = "{}", id: Int = 1) -> RPCReply {
+        reply(#"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":\#(params)}"#)
     }
 
     /// A RESP array command.

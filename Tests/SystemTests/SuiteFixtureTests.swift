@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +14,7 @@ import Glibc
         try withKnownIssue("the fixture's teardown reports the gateway's SIGSEGV") {
             let suite = try SuiteFixture()
             let c = try GatewayConnection(port: suite.port)
-            #expect(json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
+            #expect(c.reply(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).result(String.self) == "pong")
             // Not through the fixture: a crash, as far as it knows. Swift's runtime catches the
             // first SIGSEGV to print a backtrace and, the fault not being real, carries on; a
             // later one finds the default action and kills. The backtrace may take seconds on a busy machine.

@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,12 +45,11 @@ func logfmt(_ line: Substring) -> [String: String] {
     }
 
     @Test func upStartsTheSuiteLoadsTheDemoRestartsCrashesAndStopsCleanly() throws {
-        let folder = NSTemporaryDirectory() + "tourbus-up-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let scratch = TemporaryFolder("up")
+        let folder = scratch.path
         let port = 20_000 + Int(getpid() % 20_000)
         let process = Process()
-        process.executableURL = try ServiceProcess.executable("tourbus")
+        process.executableURL = try ChildProcess.executable("tourbus")
         process.arguments = ["up", "--data-dir", folder, "--listen", "127.0.0.1:\(port)"]
         let outFile = folder + "/up.out", errFile = folder + "/up.err"
         _ = FileManager.default.createFile(atPath: outFile, contents: nil)
@@ -92,14 +92,14 @@ func logfmt(_ line: Substring) -> [String: String] {
         #expect(counts?.reduce(0, +) == 242)
 
         // The first admin, made by the CLI from the endpoints `up` wrote, can write places.
-        let admin = try BoundedRun(try ServiceProcess.executable("tourbus").path,
+        let admin = try BoundedRun(try ChildProcess.executable("tourbus").path,
                                    ["admin", "create", "--data-dir", folder, "--username", "admin", "--email", "admin@example.org", "--name", "Admin"],
                                    input: "Admin-Pass-1\n", timeout: 30)
         #expect(admin.succeeded, "\(admin.ending): \(admin.digest)")
-        let login = json(c.call(#"{"jsonrpc":"2.0","id":2,"method":"auth.login","params":{"username":"admin","password":"Admin-Pass-1"}}"#))
-        #expect((login["result"] as? [String: Any])?["token"] != nil)
-        let created = json(c.call(#"{"jsonrpc":"2.0","id":3,"method":"catalog.create","params":{"name":"Luna Park","category":"attraction","lat":-33.8475,"lon":151.2098}}"#))
-        #expect((created["result"] as? [String: Any])?["id"] as? Int == 243)
+        let login = c.reply(#"{"jsonrpc":"2.0","id":2,"method":"auth.login","params":{"username":"admin","password":"Admin-Pass-1"}}"#)
+        #expect(login.field("token", String.self) != nil)
+        let created = c.reply(#"{"jsonrpc":"2.0","id":3,"method":"catalog.create","params":{"name":"Luna Park","category":"attraction","lat":-33.8475,"lon":151.2098}}"#)
+        #expect(created.field("id", Int.self) == 243)
 
         // Kill the catalog: the supervisor brings it back on the same endpoint.
         let catalogs = children(of: process.processIdentifier, named: "tourbus-catalog")
@@ -108,7 +108,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         var back = false
         for i in 0..<100 where !back {
             usleep(100_000)
-            back = json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.get","params":{"id":1}}"#))["result"] != nil
+            back = c.reply(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.get","params":{"id":1}}"#).succeeded
         }
         #expect(back)
         let restarted = children(of: process.processIdentifier, named: "tourbus-catalog")
@@ -145,7 +145,7 @@ func logfmt(_ line: Substring) -> [String: String] {
 @Suite struct TourbusCallTests {
     /// Runs the CLI (30 s at most); its exit status (-1 if it did not exit by itself), standard output and error.
     func tourbus(_ arguments: [String], input: String? = nil, token: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        let run = try BoundedRun(try ServiceProcess.executable("tourbus").path, arguments, input: input,
+        let run = try BoundedRun(try ChildProcess.executable("tourbus").path, arguments, input: input,
                                  environment: ["TOURBUS_TOKEN": token], timeout: 30)
         guard !run.timedOut, case .status(let status)? = run.exit else { return (-1, run.output, run.errors + "\n" + run.ending) }
         return (status, run.output, run.errors)

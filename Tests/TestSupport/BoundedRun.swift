@@ -7,23 +7,21 @@ import Glibc
 /// A command run to its end, but never for longer than `timeout` (then it is killed): its
 /// exit, standard output and standard error. Tests run other programs (the CLI, redis-cli,
 /// Python) only this way, so none can hang a test.
-struct BoundedRun {
-    var exit: ProcessExit?
+public struct BoundedRun {
+    public var exit: ProcessExit?
     /// Standard output.
-    var output: String
+    public var output: String
     /// Standard error.
-    var errors: String
+    public var errors: String
     /// Whether it ran over `timeout` and was killed (SIGKILL).
-    var timedOut: Bool
+    public var timedOut: Bool
 
     /// Runs `executable` (a path) with `arguments`; standard input is `input`, or the file at
     /// `inputFile`, or empty. `environment` changes the test's own: a nil value removes a variable.
-    init(_ executable: String, _ arguments: [String], input: String? = nil, inputFile: String? = nil,
+    public init(_ executable: String, _ arguments: [String], input: String? = nil, inputFile: String? = nil,
          environment changes: [String: String?] = [:], timeout: TimeInterval = 60) throws {
-        let scratch = NSTemporaryDirectory() + "tourbus-run-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let outFile = scratch + "/out", errFile = scratch + "/err", inFile = inputFile ?? scratch + "/in"
+        let scratch = TemporaryFolder("run")
+        let outFile = scratch.file("out"), errFile = scratch.file("err"), inFile = inputFile ?? scratch.file("in")
         _ = FileManager.default.createFile(atPath: outFile, contents: nil)
         _ = FileManager.default.createFile(atPath: errFile, contents: nil)
         if inputFile == nil { _ = FileManager.default.createFile(atPath: inFile, contents: Data((input ?? "").utf8)) }
@@ -60,14 +58,14 @@ struct BoundedRun {
     }
 
     /// Exit status 0 within the time.
-    var succeeded: Bool { !timedOut && exit == .status(0) }
+    public var succeeded: Bool { !timedOut && exit == .status(0) }
 
     /// How the run ended, in words.
-    var ending: String { timedOut ? "ran over its time and was killed" : exit.map { "ended with \($0)" } ?? "never ended" }
+    public var ending: String { timedOut ? "ran over its time and was killed" : exit.map { "ended with \($0)" } ?? "never ended" }
 
     /// Standard output and error for a failure message: whole when short, else how often each
     /// distinct line came (the most frequent first) and the last lines.
-    var digest: String {
+    public var digest: String {
         let lines = (output + (output.isEmpty || output.hasSuffix("\n") ? "" : "\n") + errors).split(separator: "\n")
         guard lines.count > 20 else { return lines.joined(separator: "\n") }
         var counts: [Substring: Int] = [:]
@@ -80,5 +78,5 @@ struct BoundedRun {
 /// A failed expectation shows how the run ended, not its whole output (which may be
 /// megabytes); messages add `digest`.
 extension BoundedRun: CustomTestStringConvertible {
-    var testDescription: String { "a run that \(ending), \(output.utf8.count + errors.utf8.count) bytes of output" }
+    public var testDescription: String { "a run that \(ending), \(output.utf8.count + errors.utf8.count) bytes of output" }
 }

@@ -6,17 +6,17 @@ import Glibc
 #endif
 
 /// How a child process ended: its exit status, or the signal that killed it.
-enum ProcessExit: Equatable, CustomStringConvertible {
+public enum ProcessExit: Equatable, CustomStringConvertible {
     case status(Int32)
     case signal(Int32)
 
     /// How `process` ended; nil while it runs.
-    init?(_ process: Process) {
+    public init?(_ process: Process) {
         guard !process.isRunning else { return nil }
         self = process.terminationReason == .uncaughtSignal ? .signal(process.terminationStatus) : .status(process.terminationStatus)
     }
 
-    var description: String {
+    public var description: String {
         switch self {
         case .status(let code): "exit status \(code)"
         case .signal(let number): "signal \(number) (\(signalName(number)))"
@@ -25,14 +25,14 @@ enum ProcessExit: Equatable, CustomStringConvertible {
 }
 
 /// `SIGSEGV` for 11: the usual name of a Linux signal, `SIG<n>` for others.
-func signalName(_ number: Int32) -> String {
+public func signalName(_ number: Int32) -> String {
     let names: [Int32: String] = [SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
                                   SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGUSR1: "SIGUSR1",
                                   SIGSEGV: "SIGSEGV", SIGUSR2: "SIGUSR2", SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM"]
     return names[number] ?? "SIG\(number)"
 }
 
-/// A real Tourbus executable (`tourbus-catalog`, `tourbus-gateway`, …) started from the build
+/// The one launcher of long-running children in tests: a real Tourbus executable (`tourbus-catalog`, `tourbus-gateway`, …) started from the build
 /// folder, watched from its start to the end of the test.
 ///
 /// The fixture keeps the child's pid and its start time (from `/proc`, so a reused pid is not
@@ -43,25 +43,25 @@ func signalName(_ number: Int32) -> String {
 /// how it ended (`signal 11 (SIGSEGV)`), and the end of its log. Then the child is stopped
 /// with SIGTERM and must exit with status 0 within 10 s: a crash or hang while stopping
 /// fails the test too.
-final class ServiceProcess {
-    let process = Process()
+public final class ChildProcess {
+    public let process = Process()
     /// The executable's name, as failures name it.
-    let name: String
-    let folder: String
-    let stderrFile: String
-    let endpoints: [String: Any]
+    public let name: String
+    public let folder: String
+    public let stderrFile: String
+    public let endpoints: [String: Any]
     /// The child's pid, taken when it started.
-    let pid: Int32
+    public let pid: Int32
     /// The child's start time in clock ticks since boot (`/proc/PID/stat`), which tells it from a later process with the same pid.
     private let startTicks: UInt64?
     /// Why the test does not expect the child to be running at teardown; nil while it must be.
-    private(set) var endedOnPurpose: String?
+    public private(set) var endedOnPurpose: String?
     private var checked = false
     private var tornDown = false
     /// Where the test made this fixture: its teardown failures point there.
     private let sourceLocation: SourceLocation
 
-    static func executable(_ name: String) throws -> URL {
+    public static func executable(_ name: String) throws -> URL {
         let candidates = [
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
             URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -74,7 +74,7 @@ final class ServiceProcess {
         throw ServiceError(.notFound, "\(name) is not built next to the tests; run swift build first")
     }
 
-    init(_ name: String, folder: String, arguments: [String] = [], environment extra: [String: String] = [:],
+    public init(_ name: String, folder: String, arguments: [String] = [], environment extra: [String: String] = [:],
          sourceLocation: SourceLocation = #_sourceLocation) throws {
         self.name = name
         self.folder = folder
@@ -83,7 +83,7 @@ final class ServiceProcess {
         let ready = folder + "/ready-\(UUID().uuidString).json"
         stderrFile = folder + "/stderr-\(UUID().uuidString).log"
         _ = FileManager.default.createFile(atPath: stderrFile, contents: nil)
-        process.executableURL = try ServiceProcess.executable(name)
+        process.executableURL = try ChildProcess.executable(name)
         process.arguments = ["--data-dir", folder, "--ready-file", ready, "--heartbeat-ms", "100"] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrFile))
@@ -93,7 +93,7 @@ final class ServiceProcess {
         process.environment = environment
         try process.run()
         pid = process.processIdentifier
-        startTicks = ServiceProcess.startTicks(of: pid)
+        startTicks = ChildProcess.startTicks(of: pid)
         var found: [String: Any]?
         for _ in 0..<500 where found == nil && process.isRunning {
             if let data = FileManager.default.contents(atPath: ready), !data.isEmpty {
@@ -113,12 +113,12 @@ final class ServiceProcess {
         endpoints = found
     }
 
-    var rpc: String { (endpoints["rpc"] as? [String])?.first ?? "" }
-    var log: String { String(decoding: FileManager.default.contents(atPath: stderrFile) ?? Data(), as: UTF8.self) }
+    public var rpc: String { (endpoints["rpc"] as? [String])?.first ?? "" }
+    public var log: String { String(decoding: FileManager.default.contents(atPath: stderrFile) ?? Data(), as: UTF8.self) }
 
     /// Stops the child on purpose with SIGTERM and waits (bounded) for it; its exit status,
     /// or nil if it still runs after `timeout`.
-    func terminate(timeout: TimeInterval = 10, sourceLocation: SourceLocation = #_sourceLocation) -> Int32? {
+    public func terminate(timeout: TimeInterval = 10, sourceLocation: SourceLocation = #_sourceLocation) -> Int32? {
         switch stop(with: SIGTERM, timeout: timeout, sourceLocation: sourceLocation) {
         case .status(let code)?: code
         case .signal(let number)?: 128 + number
@@ -129,7 +129,7 @@ final class ServiceProcess {
     /// Sends `signal` to the child on purpose (SIGKILL to play a crash) and waits (bounded)
     /// for it to end; how it ended, or nil if it still runs after `timeout`.
     @discardableResult
-    func stop(with signal: Int32, timeout: TimeInterval = 10, sourceLocation: SourceLocation = #_sourceLocation) -> ProcessExit? {
+    public func stop(with signal: Int32, timeout: TimeInterval = 10, sourceLocation: SourceLocation = #_sourceLocation) -> ProcessExit? {
         // A child that already died is a failure the stop must not hide.
         if let problem = unexpectedEnd() { Issue.record(Comment(rawValue: problem), sourceLocation: sourceLocation) }
         if endedOnPurpose == nil { endedOnPurpose = "the test sent it \(signalName(signal))" }
@@ -139,12 +139,12 @@ final class ServiceProcess {
 
     /// Declares that the test makes the child end by itself (bad input meant to stop it, say):
     /// teardown then does not count its end as a failure.
-    func expectExit(because reason: String) {
+    public func expectExit(because reason: String) {
         if endedOnPurpose == nil { endedOnPurpose = reason }
     }
 
     /// How the child ended, once Foundation has reaped it, waiting at most `timeout`.
-    func waitForExit(timeout: TimeInterval) -> ProcessExit? {
+    public func waitForExit(timeout: TimeInterval) -> ProcessExit? {
         let limit = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < limit { usleep(10_000) }
         return ProcessExit(process)
@@ -152,9 +152,9 @@ final class ServiceProcess {
 
     /// Why the child is not the live process the test started, when nothing excuses it; nil
     /// while it runs or when the test ended it on purpose.
-    func unexpectedEnd() -> String? {
+    public func unexpectedEnd() -> String? {
         guard endedOnPurpose == nil else { return nil }
-        if process.isRunning, let ticks = startTicks, ServiceProcess.startTicks(of: pid) == ticks, !ServiceProcess.isZombie(pid) { return nil }
+        if process.isRunning, let ticks = startTicks, ChildProcess.startTicks(of: pid) == ticks, !ChildProcess.isZombie(pid) { return nil }
         // Gone or a zombie: give Foundation a moment (bounded) to reap it and tell how it ended.
         guard let exit = waitForExit(timeout: 2) else {
             return "\(name) (pid \(pid)) is no longer the process the test started"
@@ -164,21 +164,21 @@ final class ServiceProcess {
 
     /// The teardown check, then a graceful stop: records an issue on the running test for a
     /// child that ended unexpectedly, or that does not stop cleanly on SIGTERM. Runs once.
-    func tearDown() {
+    public func tearDown() {
         checkAtTeardown()
         stopAtTeardown()
     }
 
     /// Records an issue on the running test if the child ended and the test did not say it
     /// would. Runs once; a fixture with several children checks them all before stopping any.
-    func checkAtTeardown() {
+    public func checkAtTeardown() {
         guard !checked && !tornDown else { return }
         checked = true
         if let problem = unexpectedEnd() { Issue.record(Comment(rawValue: problem), sourceLocation: sourceLocation) }
     }
 
     /// SIGTERM to a child still running, which must exit with status 0 within 10 s (else SIGKILL and an issue).
-    func stopAtTeardown() {
+    public func stopAtTeardown() {
         guard !tornDown else { return }
         tornDown = true
         guard process.isRunning else { return }
@@ -214,12 +214,12 @@ final class ServiceProcess {
     }
 
     /// Field 22 of `/proc/PID/stat`, the start time; nil when there is no such process.
-    static func startTicks(of pid: Int32) -> UInt64? {
+    public static func startTicks(of pid: Int32) -> UInt64? {
         statFields(pid).flatMap { $0.count > 19 ? UInt64($0[19]) : nil }
     }
 
     /// Whether `pid` has exited and waits for its parent to reap it.
-    static func isZombie(_ pid: Int32) -> Bool { statFields(pid)?.first == "Z" }
+    public static func isZombie(_ pid: Int32) -> Bool { statFields(pid)?.first == "Z" }
 
     /// The fields of `/proc/PID/stat` after the command name, from the state (field 3) on.
     private static func statFields(_ pid: Int32) -> [Substring]? {
