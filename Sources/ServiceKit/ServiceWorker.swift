@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import ServiceCore
 import Storage
 
 /// One handler thread's view of its service: its own database connection and the outbox.
