@@ -1,6 +1,6 @@
 import Bus
 import Foundation
-import ServiceKit
+import ServiceCore
 import Synchronization
 
 /// How an answer changes the signed-in user of the connection that asked: a login, resume

@@ -1,6 +1,6 @@
 import Bus
 import Foundation
-import ServiceKit
+import ServiceCore
 import Synchronization
 
 /// What the gateway knows of one backend service: reachable or not, how fast, what failed last.

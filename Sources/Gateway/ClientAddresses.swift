@@ -1,5 +1,5 @@
 import Bus
-import ServiceKit
+import ServiceCore
 import Synchronization
 
 /// A rate with a burst: `capacity` tokens, refilled at `perSecond`.

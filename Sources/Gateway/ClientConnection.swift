@@ -1,6 +1,5 @@
 import Bus
 import Foundation
-import ServiceKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 import Bus
 import Foundation
-import ServiceKit
+import ServiceCore
 
 /// One client connection's life as a state machine over bytes in, bytes out and the clock,
 /// independent of how the socket is driven.

@@ -1,6 +1,6 @@
 import Bus
 import Foundation
-import ServiceKit
+import ServiceCore
 import Synchronization
 
 /// The answer to one gateway command, before either framing formats it.

@@ -1,6 +1,6 @@
 import Bus
 import Foundation
-import ServiceKit
+import ServiceCore
 
 /// A connection's wire format, as a state machine over bytes: it reads calls from the input
 /// and writes the outcomes of calls as reply bytes, in whatever order the format needs.
@@ -40,7 +40,7 @@ struct Reading {
 /// The limits a framing applies to what it reads and writes: the suite-wide request size
 /// and depth, and the gateway's batch and reply limits (defaults from their declarations).
 struct FramingLimits: Sendable {
-    var maxRequestBytes = ServiceConfig(service: "gateway").maxRequestBytes
+    var maxRequestBytes = CommonConfig(name: "gateway").maxRequestBytes
     var maxDepth = StrictJSON.defaultMaxDepth
     var maxBatch = GatewayLimits().maxBatch
     var maxReplyBytes = GatewayLimits().maxReplyBytes

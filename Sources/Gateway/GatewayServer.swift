@@ -1,6 +1,6 @@
 import Bus
 import Foundation
-import ServiceKit
+import ServiceCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -12,50 +12,82 @@ import Glibc
 /// `ClientSession`. Backends are reached through one RPC client per service, in a window
 /// shared fairly between clients. The accounts service's events about sessions and roles
 /// drop the token validations they concern at once.
-public final class GatewayServer: Sendable {
+///
+/// Its pieces start in this order and stop in the reverse one (`Lifecycle`): the backend
+/// clients, the client connections, the accounts events, the deadline sweeper, the acceptor.
+/// So a stop first stops accepting, then lets every connection close (up to 5 s), and closes
+/// the backend clients last.
+public final class GatewayServer: Service {
     /// `host:port` really bound.
     public let endpoint: String
     /// The port really bound.
     public let port: UInt16
-    private let backends: Backends
+    /// What was bound, for the ready line.
+    public let endpoints: BoundEndpoints
     private let stopping = StopFlag()
     private let connections = ConnectionCount()
-    private let acceptor: WorkerThread
-    private let sweeper: WorkerThread
-    private let accountEvents: EventFollower?
+    private let lifecycle: Lifecycle
     private let logger: Logger
 
     /// Listens on `config.listen` and connects to `config.peers`.
-    public init(config: ServiceConfig, context: ZMQContext, logger: Logger, healthCheckMilliseconds: Int = 1_000) throws {
+    public init(config: GatewayConfig, context: ZMQContext, logger: Logger, healthCheckMilliseconds: Int = 1_000) throws {
         self.logger = logger
         MemoryRelease.mapLargeBuffers()
-        let limits = config.gateway
+        let limits = config.limits
         let (host, requestedPort) = try GatewayServer.split(config.listen)
         let listener = try TCPSocket.listen(host: host, port: requestedPort)
         listener.setNonBlocking()
         port = listener.localPort()
         endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        let backends = try Backends(context: context, peers: config.peers, window: limits.backendWindow, logger: logger,
-                                    checkIntervalMilliseconds: healthCheckMilliseconds)
-        self.backends = backends
-        let addresses = ClientAddresses(limits: limits)
-        let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
-        accountEvents = try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, context: context, logger: logger)
-        let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections)
-        let framing = FramingLimits(maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
-                                    maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
-        let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses,
-                                logger: logger, stopping: stopping, connections: connections)
-        acceptor = WorkerThread(name: "gateway-accept") { accept.run() }
-        // Requests waiting for a turn hear of their deadline on time, even when nothing finishes.
-        let queues = backends.fairQueues + [authenticator.passwordChecks], stopping = self.stopping
-        sweeper = WorkerThread(name: "gateway-sweep") {
-            while !stopping.isSet {
-                usleep(50_000)
-                queues.forEach { $0.expireOverdue() }
+        endpoints = BoundEndpoints(service: "gateway", listen: endpoint)
+        let lifecycle = Lifecycle(logger: logger)
+        self.lifecycle = lifecycle
+        let stopping = self.stopping, connections = self.connections
+        do {
+            let backends = try lifecycle.start("backend clients", stop: { $0.close() }) {
+                try Backends(context: context, peers: config.peers, window: limits.backendWindow, logger: logger,
+                             checkIntervalMilliseconds: healthCheckMilliseconds)
             }
+            // Every connection's thread sees the flag and closes its connection.
+            lifecycle.onStop("client connections") {
+                stopping.set()
+                for _ in 0..<100 where connections.value > 0 { usleep(50_000) }
+            }
+            let addresses = ClientAddresses(limits: limits)
+            let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
+            _ = try lifecycle.start("accounts events", stop: { $0?.stop() }) {
+                try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, context: context, logger: logger)
+            }
+            let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections)
+            let framing = FramingLimits(maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
+                                        maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
+            // Requests waiting for a turn hear of their deadline on time, even when nothing finishes.
+            let queues = backends.fairQueues + [authenticator.passwordChecks]
+            _ = try lifecycle.start("deadline sweeper", stop: { stopping.set(); $0.join() }) {
+                WorkerThread(name: "gateway-sweep") {
+                    while !stopping.isSet {
+                        usleep(50_000)
+                        queues.forEach { $0.expireOverdue() }
+                    }
+                }
+            }
+            let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses,
+                                    logger: logger, stopping: stopping, connections: connections)
+            _ = try lifecycle.start("acceptor", stop: { stopping.set(); $0.join() }) {
+                WorkerThread(name: "gateway-accept") { accept.run() }
+            }
+        } catch {
+            lifecycle.stop()
+            throw error
         }
         logger.info("listening", ["endpoint": endpoint, "backends": config.peers.keys.sorted().joined(separator: ",")])
+    }
+
+    /// Runs the gateway as a process (see `ServiceProcess.run`).
+    public static func main(arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
+        ServiceProcess.run(name: "gateway", arguments: arguments) { (config: GatewayConfig, context, logger) in
+            try GatewayServer(config: config, context: context, logger: logger)
+        }
     }
 
     /// Client connections open now.
@@ -85,13 +117,9 @@ public final class GatewayServer: Sendable {
     }
 
     /// Stops accepting, closes every connection (waiting up to 5 s) and the backend clients.
+    /// Later calls do nothing.
     public func stop() {
-        stopping.set()
-        acceptor.join()
-        sweeper.join()
-        accountEvents?.stop()
-        for _ in 0..<100 where connections.value > 0 { usleep(50_000) }
-        backends.close()
+        guard lifecycle.stop() else { return }
         logger.info("gateway stopped", [:])
     }
 

@@ -154,7 +154,7 @@ struct MapQueries {
 
     func nearby(_ q: NearbyQuery) throws -> SearchPage {
         let center: Coordinate
-        do { center = try Coordinate(latitude: q.lat, longitude: q.lon) } catch { throw error.serviceError }
+        center = try Coordinate(latitude: q.lat, longitude: q.lon)
         guard q.radiusM.isFinite, q.radiusM >= 1, q.radiusM <= MapQueries.maxRadius else {
             throw ServiceError.invalid("radius_m", "must be 1 to 50000 metres")
         }
@@ -174,7 +174,7 @@ struct MapQueries {
             return SearchPage(hits: try hits(ids: ids, from: center), nextCursor: next)
         case .popularity:
             let box: BoundingBox
-            do { box = try BoundingBox.around(center, radiusMeters: q.radiusM) } catch { throw error.serviceError }
+            box = try BoundingBox.around(center, radiusMeters: q.radiusM)
             let found = try mostPopular(in: box, want: limit + 1, after: after, q.filters) { $0.coordinate.distance(to: center) <= q.radiusM }
             let (ids, next) = MapQueries.page(found.map { (-$0.popularity, $0.id) }, limit: limit, after: after)
             return SearchPage(hits: try hits(ids: ids, from: center), nextCursor: next)
@@ -187,7 +187,7 @@ struct MapQueries {
     /// Every place within `radius` metres of `center` that passes the filters, with its distance.
     private func within(_ radius: Double, of center: Coordinate, _ filters: PlaceFilters) throws -> [SearchHit] {
         let box: BoundingBox
-        do { box = try BoundingBox.around(center, radiusMeters: radius) } catch { throw error.serviceError }
+        box = try BoundingBox.around(center, radiusMeters: radius)
         var hits: [SearchHit] = []
         for part in MapQueries.areas(box) {
             for var hit in try candidates(in: part, filters) {
@@ -207,7 +207,7 @@ struct MapQueries {
         }
         guard q.south <= q.north else { throw ServiceError.invalid("south", "must not be north of north") }
         let box: BoundingBox
-        do { box = try BoundingBox(south: q.south, west: q.west, north: q.north, east: q.east) } catch { throw error.serviceError }
+        box = try BoundingBox(south: q.south, west: q.west, north: q.north, east: q.east)
         guard box.widthDegrees <= 180 else { throw ServiceError.invalid("east", "the box may be at most 180 degrees wide") }
         let sort = q.sort ?? .popularity
         guard sort != .distance else { throw ServiceError.invalid("sort", "a viewport has no point to measure distance from; use rating or popularity") }
@@ -381,7 +381,7 @@ struct MapQueries {
         var ring = min(reach, max(100, start * 1.25))
         while true {
             let box: BoundingBox
-            do { box = try BoundingBox.around(center, radiusMeters: ring) } catch { throw error.serviceError }
+            box = try BoundingBox.around(center, radiusMeters: ring)
             let areas = MapQueries.areas(box)
             // Exact bounds, widened by 1e-7 degree (1 cm) so rounding never leaves out a point.
             let widened = areas.map { (south: $0.south - 1e-7, north: $0.north + 1e-7, west: $0.west - 1e-7, east: $0.east + 1e-7) }

@@ -285,7 +285,7 @@ struct TextQueries {
         let after = try q.cursor.map(SearchCursor.decode)
         var center: Coordinate?
         if let near = q.near {
-            do { center = try Coordinate(latitude: near.lat, longitude: near.lon) } catch { throw error.serviceError }
+            center = try Coordinate(latitude: near.lat, longitude: near.lon)
         }
         if let radius = q.radiusM {
             guard center != nil else { throw ServiceError.invalid("radius_m", "needs near") }
@@ -293,7 +293,7 @@ struct TextQueries {
         }
         var box: BoundingBox?
         if let b = q.bbox {
-            do { box = try BoundingBox(south: b.south, west: b.west, north: b.north, east: b.east) } catch { throw error.serviceError }
+            box = try BoundingBox(south: b.south, west: b.west, north: b.north, east: b.east)
             guard (box?.widthDegrees ?? 0) <= 180 else { throw ServiceError.invalid("bbox", "the box may be at most 180 degrees wide") }
         }
         let sort = q.sort ?? .relevance
@@ -329,7 +329,7 @@ struct TextQueries {
         guard (1...20).contains(limit) else { throw ServiceError.invalid("limit", "must be 1 to 20") }
         var center: Coordinate?
         if let near = q.near {
-            do { center = try Coordinate(latitude: near.lat, longitude: near.lon) } catch { throw error.serviceError }
+            center = try Coordinate(latitude: near.lat, longitude: near.lon)
         }
         var suggestions: [Suggestion] = []
         if words.count == 1, let word = words.first {

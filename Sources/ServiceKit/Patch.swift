@@ -1,5 +1,4 @@
 import Bus
-import Geo
 
 /// One field of a partial update: left alone, cleared (`null`), or set.
 public enum Patch<Value: Sendable>: Sendable {
@@ -33,9 +32,4 @@ extension KeyedDecodingContainer {
         if try decodeNil(forKey: key) { return .null }
         return .value(try decode(type, forKey: key))
     }
-}
-
-extension GeoError: ServiceErrorConvertible {
-    /// Always `invalid_argument`, naming the coordinate field at fault.
-    public var serviceError: ServiceError { ServiceError.invalid(field, description) }
 }

@@ -1,52 +1,28 @@
 import Bus
 import Foundation
+import ServiceCore
 import Storage
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The endpoints a started service really bound.
-public struct BoundEndpoints: Codable, Sendable, Equatable {
-    public var service: String
-    public var rpc: [String]
-    public var publish: [String]
-    /// The gateway's TCP endpoint (`host:port`); nil for services.
-    public var listen: String?
-    public var pid: Int32
-
-    public init(service: String, rpc: [String] = [], publish: [String] = [], listen: String? = nil) {
-        self.service = service
-        self.rpc = rpc
-        self.publish = publish
-        self.listen = listen
-        self.pid = getpid()
-    }
-}
-
-/// The reply of `sys.methods`: the service's own request types (not `sys.*`) with one line each.
-public struct MethodList: Codable, Sendable, Equatable {
-    /// One request type.
-    public struct Method: Codable, Sendable, Equatable {
-        public var type: String
-        public var description: String
-    }
-
-    public var methods: [Method]
-}
-
 /// Runs a `ServiceDefinition`: migrates its database, serves its handlers plus the `sys.*`
 /// requests, relays its outbox, and stops gracefully.
-public final class ServiceRuntime<State: ServiceState>: Sendable {
+///
+/// Its pieces start in this order and stop in the reverse one (`Lifecycle`): the clients to
+/// its peers, the outbox relay, the event subscribers, the request server. So a stop first
+/// stops taking requests and finishes those in flight, then stops applying events, then
+/// publishes what is committed, and closes the peer clients last.
+public final class ServiceRuntime<State: ServiceState>: Service {
     /// What was bound.
     public let endpoints: BoundEndpoints
     /// The request server (for its stats).
     public let server: RPCServer<State>
-    private let relay: OutboxRelay?
-    private let subscribers: [EventSubscriber]
-    private let peers: PeerClients
+    private let lifecycle: Lifecycle
     private let logger: Logger
 
-    /// Starts the service; throws when the database cannot be opened or migrated, or a bind fails.
+    /// Starts the service; throws when the database cannot be opened or migrated, or a bind
+    /// fails (after stopping what had started).
     public init(definition: ServiceDefinition<State>, config: ServiceConfig, context: ZMQContext, logger: Logger? = nil) throws {
         let logger = logger ?? Logger(component: definition.name, level: config.logLevel)
         self.logger = logger
@@ -68,68 +44,71 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
             }
         }
 
-        let relay = definition.publishes
-            ? try OutboxRelay(context: context, bind: config.publish, databasePath: path,
-                              heartbeatMilliseconds: config.heartbeatMilliseconds, retention: config.outboxRetention, logger: logger)
-            : nil
-        self.relay = relay
-        let peers = try PeerClients(context: context, peers: config.peers, logger: logger)
-        self.peers = peers
-
-        var subscribers: [EventSubscriber] = []
-        for (source, applier) in definition.subscriptions.sorted(by: { $0.key < $1.key }) {
-            guard let peer = config.peers[source], !peer.publish.isEmpty, !peer.rpc.isEmpty else {
-                logger.warn("not subscribed: no request and event endpoints configured", ["source": source])
-                continue
-            }
-            var options = SubscriptionOptions(source: source, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc, databasePath: path)
-            options.tuning = definition.tuning
-            options.relayWakeup = relay?.wakeup
-            subscribers.append(try EventSubscriber(context: context, options: options, applier: applier, logger: logger))
-        }
-        self.subscribers = subscribers
-        let following = subscribers
-
-        var table = definition.handlers
-        // Read handlers may emit too: one that first waits on something slow (a password hash,
-        // another service) writes in its own short transaction on its reader thread.
-        for kind in [HandlerKind.read, .write] {
-            table.wrap(kind) { context, state, inner in
-                defer { state.worker.flushEmitted() }
-                return try inner(context, state)
-            }
-        }
-        let stats = ServerStats()
-        ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats) { following.map(\.status) }
-
-        var options = RPCServerOptions()
-        options.readers = config.readers
-        options.maxRequestBytes = config.maxRequestBytes
-        options.maxJSONDepth = config.maxJSONDepth
-        let wakeup = relay?.wakeup
-        let makeState = definition.makeState
-        let tuning = definition.tuning
+        let lifecycle = Lifecycle(logger: logger)
+        self.lifecycle = lifecycle
         do {
-            server = try RPCServer(context: context, bind: config.bind, table: table, options: options, stats: stats, logger: logger) { _ in
-                let db = try Database(path: path)
-                try db.tune(tuning)
-                return try makeState(ServiceWorker(db: db, config: config, logger: logger, peers: peers, relayWakeup: wakeup))
+            let peers = try lifecycle.start("peer clients", stop: { $0.closeAll() }) {
+                try PeerClients(context: context, peers: config.peers, logger: logger)
             }
+            let relay = definition.publishes
+                ? try lifecycle.start("outbox relay", stop: { $0.stop() }) {
+                    try OutboxRelay(context: context, bind: config.publish, databasePath: path,
+                                    heartbeatMilliseconds: config.heartbeatMilliseconds, retention: config.outboxRetention, logger: logger)
+                }
+                : nil
+
+            var subscribers: [EventSubscriber] = []
+            for (source, applier) in definition.subscriptions.sorted(by: { $0.key < $1.key }) {
+                guard let peer = config.peers[source], !peer.publish.isEmpty, !peer.rpc.isEmpty else {
+                    logger.warn("not subscribed: no request and event endpoints configured", ["source": source])
+                    continue
+                }
+                var options = SubscriptionOptions(source: source, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc, databasePath: path)
+                options.tuning = definition.tuning
+                options.relayWakeup = relay?.wakeup
+                subscribers.append(try lifecycle.start("subscriber to \(source)", stop: { $0.stop() }) {
+                    try EventSubscriber(context: context, options: options, applier: applier, logger: logger)
+                })
+            }
+            let following = subscribers
+
+            var table = definition.handlers
+            // Read handlers may emit too: one that first waits on something slow (a password hash,
+            // another service) writes in its own short transaction on its reader thread.
+            for kind in [HandlerKind.read, .write] {
+                table.wrap(kind) { context, state, inner in
+                    defer { state.worker.flushEmitted() }
+                    return try inner(context, state)
+                }
+            }
+            let stats = ServerStats()
+            ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats) { following.map(\.status) }
+
+            var options = RPCServerOptions()
+            options.readers = config.readers
+            options.maxRequestBytes = config.maxRequestBytes
+            options.maxJSONDepth = config.maxJSONDepth
+            let wakeup = relay?.wakeup
+            let makeState = definition.makeState
+            let tuning = definition.tuning
+            server = try lifecycle.start("request server", stop: { $0.stop() }) {
+                try RPCServer(context: context, bind: config.bind, table: table, options: options, stats: stats, logger: logger) { _ in
+                    let db = try Database(path: path)
+                    try db.tune(tuning)
+                    return try makeState(ServiceWorker(db: db, config: config, logger: logger, peers: peers, relayWakeup: wakeup))
+                }
+            }
+            endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [])
         } catch {
-            relay?.stop()
-            subscribers.forEach { $0.stop() }
-            peers.closeAll()
+            lifecycle.stop()
             throw error
         }
-        endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [])
     }
 
-    /// Stops taking requests, finishes those in flight, publishes what is committed, closes everything.
+    /// Stops taking requests, finishes those in flight, stops applying events, publishes what
+    /// is committed, closes everything. Later calls do nothing.
     public func stop() {
-        server.stop()
-        subscribers.forEach { $0.stop() }
-        relay?.stop()
-        peers.closeAll()
+        guard lifecycle.stop() else { return }
         logger.info("service stopped", [:])
     }
 
@@ -239,9 +218,8 @@ public final class ServiceRuntime<State: ServiceState>: Sendable {
 
     /// Runs the service as a process (see `ServiceProcess.run`).
     public static func main(_ definition: ServiceDefinition<State>, arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
-        ServiceProcess.run(name: definition.name, arguments: arguments) { config, context, logger in
-            let runtime = try ServiceRuntime(definition: definition, config: config, context: context, logger: logger)
-            return (runtime.endpoints, runtime.stop)
+        ServiceProcess.run(name: definition.name, arguments: arguments) { (config: ServiceConfig, context, logger) in
+            try ServiceRuntime(definition: definition, config: config, context: context, logger: logger)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import ServiceCore
 import Storage
 
 /// One handler thread's view of its service: its own database connection and the outbox.
@@ -112,16 +113,4 @@ public final class PeerClients: Sendable {
     }
 
     func closeAll() { clients.values.forEach { $0.close() } }
-}
-
-extension SQLiteError: ServiceErrorConvertible {
-    /// Busy and locked databases are `unavailable` (try again); constraint violations are
-    /// `conflict`; anything else is `internal`.
-    public var serviceError: ServiceError {
-        switch code {
-        case .busy, .locked: ServiceError(.unavailable, "database busy, try again")
-        case .constraint: ServiceError(.conflict, "constraint violated: \(message)")
-        default: ServiceError(.internal, "storage error")
-        }
-    }
 }

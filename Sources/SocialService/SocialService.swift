@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import ServiceCore
 import ServiceKit
 
 /// Settings of the social service that are not the runtime's.

@@ -44,7 +44,9 @@ func start(_ name: String, _ args: [String]) -> (Process, [String: Any]) {
     try? FileManager.default.removeItem(atPath: ready)
     let process = Process()
     process.executableURL = folder.appendingPathComponent("tourbus-\(name)")
-    process.arguments = ["--data-dir", data, "--ready-file", ready, "--log-level", "warn"] + args
+    // The gateway keeps nothing on disk and refuses --data-dir.
+    let storage = name == "gateway" ? [] : ["--data-dir", data]
+    process.arguments = storage + ["--ready-file", ready, "--log-level", "warn"] + args
     process.standardOutput = FileHandle.nullDevice
     do { try process.run() } catch { fail("cannot start tourbus-\(name): \(error)") }
     for _ in 0..<600 {

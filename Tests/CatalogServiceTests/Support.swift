@@ -1,6 +1,7 @@
 import Bus
 import CatalogService
 import Foundation
+import ServiceCore
 import ServiceKit
 import Storage
 import Synchronization

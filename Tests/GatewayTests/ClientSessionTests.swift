@@ -1,7 +1,7 @@
 import Bus
 import Foundation
 @testable import Gateway
-import ServiceKit
+import ServiceCore
 import Synchronization
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import SearchService
+import ServiceCore
 import ServiceKit
 import Storage
 import Testing

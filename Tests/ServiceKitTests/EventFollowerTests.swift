@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+@testable import ServiceCore
 @testable import ServiceKit
 import Storage
 import Synchronization

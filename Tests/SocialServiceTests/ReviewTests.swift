@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import ServiceCore
 import ServiceKit
 import SocialService
 import Testing

@@ -146,6 +146,17 @@ import Glibc
         #expect(hog.isClosedByPeer())
     }
 
+    /// The gateway keeps nothing on disk and publishes nothing: the services' flags are
+    /// refused with why, and the usage it prints is its own.
+    @Test(arguments: [("--data-dir", "the gateway keeps nothing on disk"), ("--readers", "the gateway has no reader threads"),
+                      ("--publish", "the gateway publishes no events")])
+    func theGatewayRefusesServiceFlags(flag: String, reason: String) throws {
+        let run = try BoundedRun(try ChildProcess.executable("tourbus-gateway").path, ["--listen", "127.0.0.1:0", flag, "x"], timeout: 30)
+        #expect(run.exit == .status(2), "\(run.ending)")
+        #expect(run.errors.contains("tourbus-gateway: \(flag) is not a gateway option (\(reason)"), "\(run.errors)")
+        #expect(run.errors.contains("usage: tourbus-gateway") && !run.errors.contains("--data-dir DIR"))
+    }
+
     @Test func replicasShareTheLoad() throws {
         let scratch = TemporaryFolder("replicas")
         let folder = scratch.path

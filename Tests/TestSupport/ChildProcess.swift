@@ -84,7 +84,10 @@ public final class ChildProcess {
         stderrFile = folder + "/stderr-\(UUID().uuidString).log"
         _ = FileManager.default.createFile(atPath: stderrFile, contents: nil)
         process.executableURL = try ChildProcess.executable(name)
-        process.arguments = ["--data-dir", folder, "--ready-file", ready, "--heartbeat-ms", "100"] + arguments
+        // Every child writes a ready file; a service also gets its data folder and a quick
+        // heartbeat. The gateway keeps nothing on disk and publishes nothing: it refuses those.
+        let own = name == "tourbus-gateway" ? [] : ["--data-dir", folder, "--heartbeat-ms", "100"]
+        process.arguments = own + ["--ready-file", ready] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrFile))
         var environment = ProcessInfo.processInfo.environment

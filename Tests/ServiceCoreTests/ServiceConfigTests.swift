@@ -1,6 +1,6 @@
 import Bus
 import Foundation
-import ServiceKit
+import ServiceCore
 import Testing
 import TestSupport
 
@@ -22,7 +22,7 @@ import TestSupport
         #expect(search.bind == ["tcp://*:7102"] && search.dataDirectory == "/var/lib/tourbus")
         #expect(search.peers["catalog"] == PeerEndpoints(rpc: ["tcp://10.0.0.1:7101"], publish: ["tcp://10.0.0.1:7111"]))
         #expect(search.peers["social"] == PeerEndpoints(rpc: ["tcp://10.0.0.1:7104"], publish: ["tcp://10.0.0.1:7114"]))
-        let gateway = try ServiceConfig.load(service: "gateway", arguments: ["--config", file], environment: [:])
+        let gateway = try GatewayConfig.load(arguments: ["--config", file], environment: [:])
         #expect(Set(gateway.peers.keys) == ["catalog", "search", "favorites", "social"])
         #expect(gateway.peers["favorites"]?.rpc == ["tcp://10.0.0.2:7103"])
     }
@@ -136,13 +136,13 @@ import TestSupport
     @Test func gatewaySectionAndFlags() throws {
         let file = try writeFile(#"{"services": {"gateway": {"listen": "0.0.0.0:7700", "max_connections": 64, "idle_timeout_ms": 900, "deadline_ms": 750}, "catalog": {"bind": ["tcp://*:7101"]}}}"#)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let config = try ServiceConfig.load(service: "gateway", arguments: ["--config", file], environment: [:])
-        #expect(config.listen == "0.0.0.0:7700" && config.gateway.maxConnections == 64 && config.gateway.idleTimeoutMilliseconds == 900 && config.gateway.deadlineMilliseconds == 750)
+        let config = try GatewayConfig.load(arguments: ["--config", file], environment: [:])
+        #expect(config.listen == "0.0.0.0:7700" && config.limits.maxConnections == 64 && config.limits.idleTimeoutMilliseconds == 900 && config.limits.deadlineMilliseconds == 750)
         #expect(config.peers["catalog"]?.rpc == ["tcp://127.0.0.1:7101"])
-        let flagged = try ServiceConfig.load(service: "gateway", arguments: ["--config", file, "--listen", "127.0.0.1:0", "--deadline-ms", "100"],
+        let flagged = try GatewayConfig.load(arguments: ["--config", file, "--listen", "127.0.0.1:0", "--deadline-ms", "100"],
                                              environment: ["TOURBUS_GATEWAY_LISTEN": "127.0.0.1:1"])
-        #expect(flagged.listen == "127.0.0.1:0" && flagged.gateway.deadlineMilliseconds == 100)
-        #expect(try ServiceConfig.load(service: "gateway", arguments: [], environment: ["TOURBUS_GATEWAY_LISTEN": "127.0.0.1:1"]).listen == "127.0.0.1:1")
+        #expect(flagged.listen == "127.0.0.1:0" && flagged.limits.deadlineMilliseconds == 100)
+        #expect(try GatewayConfig.load(arguments: [], environment: ["TOURBUS_GATEWAY_LISTEN": "127.0.0.1:1"]).listen == "127.0.0.1:1")
     }
 
     @Test func everyGatewayLimitComesFromFlagsEnvironmentAndFile() throws {
@@ -150,19 +150,19 @@ import TestSupport
             let value = 1_000 + i
             let file = try writeFile(#"{"services": {"gateway": {"\#(setting.fileKey)": \#(value)}}}"#)
             defer { try? FileManager.default.removeItem(atPath: file) }
-            let fromFile = try? ServiceConfig.load(service: "gateway", arguments: ["--config", file], environment: [:])
-            let fromEnvironment = try? ServiceConfig.load(service: "gateway", arguments: [], environment: [setting.environmentKey: "\(value)"])
-            let fromFlag = try? ServiceConfig.load(service: "gateway", arguments: ["--\(setting.name)", "\(value)"], environment: [:])
+            let fromFile = try? GatewayConfig.load(arguments: ["--config", file], environment: [:])
+            let fromEnvironment = try? GatewayConfig.load(arguments: [], environment: [setting.environmentKey: "\(value)"])
+            let fromFlag = try? GatewayConfig.load(arguments: ["--\(setting.name)", "\(value)"], environment: [:])
             // max-batch above max-in-flight (128 by default) is refused as a mistake.
             if setting.name == "max-batch" {
                 #expect(fromFile == nil && fromEnvironment == nil && fromFlag == nil)
                 continue
             }
             for config in [fromFile, fromEnvironment, fromFlag] {
-                #expect(config?.gateway[keyPath: setting.field] == value, "\(setting.name)")
+                #expect(config?.limits[keyPath: setting.field] == value, "\(setting.name)")
             }
         }
-        #expect(throws: ConfigError.self) { try ServiceConfig.load(service: "gateway", arguments: ["--backend-window", "0"], environment: [:]) }
+        #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--backend-window", "0"], environment: [:]) }
     }
 
     @Test func malformedFileNamesTheField() throws {
@@ -190,5 +190,86 @@ import TestSupport
         #expect(first.contains(#"level=info component=unit msg="hello world" key="a b" n=3 quote="say \"hi\"\n""#))
         #expect(lines.value[1].contains("level=error component=unit msg=plain"))
         #expect(Logger.timestamp(Date(timeIntervalSince1970: 1_700_000_000.123)) == "2023-11-14T22:13:20.123Z")
+    }
+}
+
+/// Each kind of process takes its own flags and refuses the other kind's, saying why; what a
+/// whole suite shares (the file, the environment) it reads without choking on the rest.
+@Suite struct ProcessKindTests {
+    @Test(arguments: [
+        ("--data-dir", "the gateway keeps nothing on disk"),
+        ("--db", "the gateway keeps nothing on disk"),
+        ("--readers", "the gateway has no reader threads: each client connection has a thread of its own"),
+        ("--publish", "the gateway publishes no events"),
+        ("--heartbeat-ms", "the gateway publishes no events"),
+        ("--outbox-retention", "the gateway publishes no events"),
+        ("--bind", "the gateway binds no request endpoint: clients reach it at --listen"),
+    ])
+    func theGatewayRefusesServiceFlags(flag: String, reason: String) {
+        let message = "\(flag) is not a gateway option (\(reason))"
+        #expect(throws: ConfigError(message)) { try GatewayConfig.load(arguments: ["--listen", "127.0.0.1:0", flag, "1"], environment: [:]) }
+        #expect(throws: ConfigError(message)) { try GatewayConfig.load(arguments: ["\(flag)=1"], environment: [:]) }
+        // Refused for what it is, even without a value.
+        #expect(throws: ConfigError(message)) { try GatewayConfig.load(arguments: [flag], environment: [:]) }
+    }
+
+    @Test func servicesRefuseGatewayFlags() {
+        #expect(throws: ConfigError("--listen is not a service option (only the gateway listens for clients)")) {
+            try ServiceConfig.load(service: "catalog", arguments: ["--listen", "127.0.0.1:0"], environment: [:])
+        }
+        for setting in GatewayLimits.settings {
+            #expect(throws: ConfigError("--\(setting.name) is not a service option (it is one of the gateway's limits)")) {
+                try ServiceConfig.load(service: "search", arguments: ["--\(setting.name)", "5"], environment: [:])
+            }
+        }
+    }
+
+    @Test func bothKindsTakeTheCommonFlags() throws {
+        let common = ["--peer", "catalog=tcp://h:1", "--peer-pub", "catalog=tcp://h:2", "--max-request-bytes", "4096",
+                      "--max-json-depth", "32", "--ready-file", "/tmp/ready.json", "--log-level", "warn"]
+        let service = try ServiceConfig.load(service: "search", arguments: common, environment: [:])
+        let gateway = try GatewayConfig.load(arguments: common, environment: [:])
+        #expect(service.common == gateway.common.renamed("search"))
+        #expect(gateway.peers["catalog"] == PeerEndpoints(rpc: ["tcp://h:1"], publish: ["tcp://h:2"]))
+        #expect(gateway.maxRequestBytes == 4096 && gateway.maxJSONDepth == 32 && gateway.readyFile == "/tmp/ready.json" && gateway.logLevel == .warn)
+    }
+
+    /// A suite file and environment every process shares: the gateway ignores the data
+    /// directory and the publishers' settings, and still refuses their flags.
+    @Test func theGatewayReadsTheSharedSuiteFileAndIgnoresTheDataDirectory() throws {
+        let path = NSTemporaryDirectory() + "tourbus-config-\(UUID().uuidString).json"
+        try Data(#"""
+            {"data_dir": "/var/lib/tourbus", "heartbeat_ms": 250, "outbox_retention": 10, "max_request_bytes": 9000,
+             "services": {"catalog": {"bind": ["tcp://*:7101"], "publish": ["tcp://*:7111"], "readers": 4},
+                          "gateway": {"listen": "0.0.0.0:7700", "max_connections": 64}}}
+            """#.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let environment = ["TOURBUS_CONFIG": path, "TOURBUS_DATA_DIR": "/srv/tourbus"]
+        let gateway = try GatewayConfig.load(arguments: [], environment: environment)
+        #expect(gateway.listen == "0.0.0.0:7700" && gateway.limits.maxConnections == 64 && gateway.maxRequestBytes == 9000)
+        #expect(gateway.peers["catalog"] == PeerEndpoints(rpc: ["tcp://127.0.0.1:7101"], publish: ["tcp://127.0.0.1:7111"]))
+        let catalog = try ServiceConfig.load(service: "catalog", arguments: [], environment: environment)
+        #expect(catalog.dataDirectory == "/srv/tourbus" && catalog.heartbeatMilliseconds == 250 && catalog.readers == 4)
+        #expect(catalog.maxRequestBytes == 9000 && catalog.peers["gateway"] == PeerEndpoints())
+        #expect(throws: ConfigError("--data-dir is not a gateway option (the gateway keeps nothing on disk)")) {
+            try GatewayConfig.load(arguments: ["--data-dir", "/srv"], environment: environment)
+        }
+    }
+
+    @Test func usageListsOnlyTheKindsOwnFlags() {
+        let gateway = GatewayConfig.usage
+        #expect(gateway.contains("usage: tourbus-gateway") && gateway.contains("--listen HOST:PORT") && gateway.contains("--max-connections N"))
+        #expect(!gateway.contains("--data-dir DIR") && !gateway.contains("--readers N") && !gateway.contains("--publish ENDPOINT"))
+        let catalog = ServiceConfig.usage(service: "catalog")
+        #expect(catalog.contains("usage: tourbus-catalog") && catalog.contains("--data-dir DIR") && catalog.contains("--config FILE"))
+        #expect(!catalog.contains("--listen HOST:PORT") && !catalog.contains("--max-connections N"))
+    }
+}
+
+private extension CommonConfig {
+    func renamed(_ name: String) -> CommonConfig {
+        var copy = self
+        copy.name = name
+        return copy
     }
 }

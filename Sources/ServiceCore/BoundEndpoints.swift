@@ -1,0 +1,41 @@
+import Bus
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The endpoints a started process really bound: its ready line.
+public struct BoundEndpoints: Codable, Sendable, Equatable {
+    public var service: String
+    public var rpc: [String]
+    public var publish: [String]
+    /// The gateway's TCP endpoint (`host:port`); nil for services.
+    public var listen: String?
+    public var pid: Int32
+
+    public init(service: String, rpc: [String] = [], publish: [String] = [], listen: String? = nil) {
+        self.service = service
+        self.rpc = rpc
+        self.publish = publish
+        self.listen = listen
+        self.pid = getpid()
+    }
+}
+
+/// The reply of `sys.methods`: the service's own request types (not `sys.*`) with one line each.
+public struct MethodList: Codable, Sendable, Equatable {
+    /// One request type.
+    public struct Method: Codable, Sendable, Equatable {
+        public var type: String
+        public var description: String
+
+        public init(type: String, description: String) {
+            self.type = type
+            self.description = description
+        }
+    }
+
+    public var methods: [Method]
+
+    public init(methods: [Method]) { self.methods = methods }
+}

@@ -1,0 +1,282 @@
+import Bus
+import Foundation
+
+/// A configuration mistake, reported before anything starts.
+public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Where another service can be reached: its request endpoints and its event endpoints.
+public struct PeerEndpoints: Sendable, Equatable, Codable {
+    public var rpc: [String]
+    public var publish: [String]
+
+    public init(rpc: [String] = [], publish: [String] = []) {
+        self.rpc = rpc
+        self.publish = publish
+    }
+}
+
+/// What every Tourbus process reads, a service or the gateway: its peers, the bounds of a
+/// request, the ready file and the log level.
+///
+/// Sources, strongest first: command-line flags, environment variables, a JSON file
+/// (`--config` or `TOURBUS_CONFIG`), defaults. The same file can describe a whole suite on
+/// one host or many; see `Protocols/configuration.md`. `ServiceConfig` and `GatewayConfig`
+/// add what only their kind of process reads.
+public struct CommonConfig: Sendable, Equatable {
+    /// The process's short name (`catalog`, `gateway`), which picks its section of the file.
+    public var name: String
+    /// Other services by name.
+    public var peers: [String: PeerEndpoints] = [:]
+    /// Largest request accepted, in bytes.
+    public var maxRequestBytes = 1 << 20
+    /// Deepest nesting of arrays and objects accepted in a request envelope (the envelope is one level).
+    public var maxJSONDepth = StrictJSON.defaultMaxDepth
+    /// The range `maxJSONDepth` must lie in: Foundation's parsers, which run after the check, refuse past 512.
+    public static let maxJSONDepthRange = 1...512
+    /// A file to write the bound endpoints to once ready (JSON), besides the line on stdout.
+    public var readyFile: String?
+    /// The log level, when set here rather than by `LOG_LEVEL`.
+    public var logLevel: Logger.Level?
+
+    public init(name: String) { self.name = name }
+
+    /// The flags every process takes.
+    static let flags: Set<String> = ["config", "peer", "peer-pub", "max-request-bytes", "max-json-depth", "ready-file", "log-level"]
+
+    /// Usage lines of the flags every process takes.
+    static let usageLines = """
+          --config FILE           suite configuration (JSON); also TOURBUS_CONFIG
+          --peer NAME=EP[,EP]     request endpoints of another service
+          --peer-pub NAME=EP[,EP] event endpoints of another service
+          --max-request-bytes N   largest request accepted (default 1048576)
+          --max-json-depth N      deepest JSON nesting accepted in a request, 1-512 (default 64);
+                                  also TOURBUS_MAX_JSON_DEPTH
+          --ready-file FILE       write the bound endpoints here once ready
+          --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
+        """
+
+    /// Reads the common settings of process `name` from its sources: file, then environment, then flags.
+    init(name: String, sources: ConfigSources) throws(ConfigError) {
+        self.init(name: name)
+        let flags = sources.flags, environment = sources.environment
+
+        if let file = sources.file {
+            if let value = try file.positive(file.maxRequestBytes, "max_request_bytes") { maxRequestBytes = value }
+            if let value = file.maxJSONDepth {
+                guard Self.maxJSONDepthRange.contains(value) else {
+                    throw file.error("max_json_depth must be an integer from \(Self.maxJSONDepthRange.lowerBound) to \(Self.maxJSONDepthRange.upperBound), got \(value)")
+                }
+                maxJSONDepth = value
+            }
+            // Every other section is a peer, reached at its connect/subscribe endpoints, or
+            // at its bind endpoints with `*` read as 127.0.0.1.
+            for (peer, section) in file.services where peer != name {
+                let local = { (eps: [String]) in eps.map { $0.replacingOccurrences(of: "://*:", with: "://127.0.0.1:").replacingOccurrences(of: "://0.0.0.0:", with: "://127.0.0.1:") } }
+                peers[peer] = PeerEndpoints(rpc: section.connect ?? local(section.bind ?? []),
+                                            publish: section.subscribe ?? local(section.publish ?? []))
+            }
+        }
+
+        if let value = environment["TOURBUS_MAX_JSON_DEPTH"] { maxJSONDepth = try Self.jsonDepth(value, "TOURBUS_MAX_JSON_DEPTH") }
+        for (key, value) in environment where key.hasPrefix("TOURBUS_PEER_") {
+            var peer = String(key.dropFirst("TOURBUS_PEER_".count)).lowercased()
+            let isPublish = peer.hasSuffix("_pub")
+            if isPublish { peer.removeLast(4) }
+            var endpoints = peers[peer] ?? PeerEndpoints()
+            if isPublish { endpoints.publish = split(value) } else { endpoints.rpc = split(value) }
+            peers[peer] = endpoints
+        }
+
+        if let value = flags.last("ready-file") { readyFile = value }
+        for (flag, isPublish) in [("peer", false), ("peer-pub", true)] {
+            for spec in flags.all(flag) {
+                guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex else {
+                    throw ConfigError("--\(flag) takes NAME=ENDPOINT[,ENDPOINT], got '\(spec)'")
+                }
+                let peer = String(spec[..<eq]).lowercased()
+                var endpoints = peers[peer] ?? PeerEndpoints()
+                let list = split(String(spec[spec.index(after: eq)...]))
+                if isPublish { endpoints.publish = list } else { endpoints.rpc = list }
+                peers[peer] = endpoints
+            }
+        }
+        if let value = flags.last("max-request-bytes") { maxRequestBytes = try positive(value, "--max-request-bytes") }
+        if let value = flags.last("max-json-depth") { maxJSONDepth = try Self.jsonDepth(value, "--max-json-depth") }
+        if let value = flags.last("log-level") ?? environment["LOG_LEVEL"] {
+            guard let level = Logger.Level(name: value) else { throw ConfigError("unknown log level '\(value)'") }
+            logLevel = level
+        }
+    }
+
+    private static func jsonDepth(_ value: String, _ source: String) throws(ConfigError) -> Int {
+        guard let n = Int(value), maxJSONDepthRange.contains(n) else {
+            throw ConfigError("\(source) takes an integer from \(maxJSONDepthRange.lowerBound) to \(maxJSONDepthRange.upperBound), got '\(value)'")
+        }
+        return n
+    }
+}
+
+/// What a process's configuration is read from: its flags, its environment and the suite
+/// file, if one is named. Each kind of process reads its own settings from it.
+struct ConfigSources {
+    let flags: Flags
+    let environment: [String: String]
+    let file: SuiteFile?
+
+    init(arguments: [String], environment: [String: String], options: ProcessOptions) throws(ConfigError) {
+        flags = try Flags(arguments, options: options)
+        self.environment = environment
+        if let path = flags.last("config") ?? environment["TOURBUS_CONFIG"] {
+            file = try SuiteFile(path: path)
+        } else {
+            file = nil
+        }
+    }
+}
+
+/// The flags one kind of process takes, and those of the other kind it refuses, each with why.
+struct ProcessOptions {
+    /// `gateway` or `service`, as the refusal names it.
+    let kind: String
+    let takes: Set<String>
+    /// Flag name to the reason this kind does not take it.
+    let refuses: [String: String]
+}
+
+/// The suite file: `{"data_dir":…, "services":{"catalog":{"bind":[…],"publish":[…],"connect":[…],"subscribe":[…],"readers":N}}}`.
+///
+/// Every process reads the whole file and takes what it uses: its own section, the other
+/// sections as peers, and the top-level keys of its kind. Unknown keys are ignored.
+struct SuiteFile {
+    struct Section: Decodable {
+        var bind: [String]?
+        var publish: [String]?
+        var connect: [String]?
+        var subscribe: [String]?
+        var readers: Int?
+        var db: String?
+        var listen: String?
+        /// The gateway's limits, by their file keys.
+        var limits: [String: Int] = [:]
+
+        enum CodingKeys: String, CodingKey {
+            case bind, publish, connect, subscribe, readers, db, listen
+        }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            bind = try c.decodeIfPresent([String].self, forKey: .bind)
+            publish = try c.decodeIfPresent([String].self, forKey: .publish)
+            connect = try c.decodeIfPresent([String].self, forKey: .connect)
+            subscribe = try c.decodeIfPresent([String].self, forKey: .subscribe)
+            readers = try c.decodeIfPresent(Int.self, forKey: .readers)
+            db = try c.decodeIfPresent(String.self, forKey: .db)
+            listen = try c.decodeIfPresent(String.self, forKey: .listen)
+            let all = try decoder.container(keyedBy: AnyKey.self)
+            for setting in GatewayLimits.settings {
+                if let value = try all.decodeIfPresent(Int.self, forKey: AnyKey(setting.fileKey)) { limits[setting.fileKey] = value }
+            }
+        }
+    }
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+    private struct Contents: Decodable {
+        var dataDir: String?
+        var heartbeatMs: Int?
+        var outboxRetention: Int?
+        var maxRequestBytes: Int?
+        var maxJSONDepth: Int?
+        var services: [String: Section]?
+        enum CodingKeys: String, CodingKey {
+            case dataDir = "data_dir", heartbeatMs = "heartbeat_ms", outboxRetention = "outbox_retention",
+                 maxRequestBytes = "max_request_bytes", maxJSONDepth = "max_json_depth", services
+        }
+    }
+
+    let path: String
+    private let contents: Contents
+
+    var dataDir: String? { contents.dataDir }
+    var heartbeatMs: Int? { contents.heartbeatMs }
+    var outboxRetention: Int? { contents.outboxRetention }
+    var maxRequestBytes: Int? { contents.maxRequestBytes }
+    var maxJSONDepth: Int? { contents.maxJSONDepth }
+    var services: [String: Section] { contents.services ?? [:] }
+
+    init(path: String) throws(ConfigError) {
+        self.path = path
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            try StrictJSON.check(data)
+            contents = try JSONDecoder().decode(Contents.self, from: data)
+        } catch let error as JSONSyntaxError {
+            throw ConfigError("config file \(path): \(error.message)")
+        } catch let error as DecodingError {
+            throw ConfigError("config file \(path): \(ServiceError.decoding(error, dropping: []).description)")
+        } catch {
+            throw ConfigError("config file \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// A mistake in the file, naming it.
+    func error(_ message: String) -> ConfigError { ConfigError("config file \(path): \(message)") }
+
+    /// `value` if it is positive; an error naming `key` if it is not.
+    func positive(_ value: Int?, _ key: String) throws(ConfigError) -> Int? {
+        guard let value else { return nil }
+        guard value > 0 else { throw error("\(key) must be a positive integer, got \(value)") }
+        return value
+    }
+}
+
+/// `--name value` and `--name=value` flags, repeatable; a flag of the other kind of process
+/// is refused with why, anything else unknown is an error.
+struct Flags {
+    private var values: [(String, String)] = []
+
+    init(_ arguments: [String], options: ProcessOptions) throws(ConfigError) {
+        var i = 0
+        while i < arguments.count {
+            let arg = arguments[i]
+            guard arg.hasPrefix("--") else { throw ConfigError("unexpected argument '\(arg)'") }
+            var name = String(arg.dropFirst(2))
+            var value: String?
+            if let eq = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            if let reason = options.refuses[name] { throw ConfigError("--\(name) is not a \(options.kind) option (\(reason))") }
+            guard options.takes.contains(name) else { throw ConfigError("unknown option --\(name)") }
+            if value == nil {
+                guard i + 1 < arguments.count else { throw ConfigError("--\(name) needs a value") }
+                i += 1
+                value = arguments[i]
+            }
+            values.append((name, value ?? ""))
+            i += 1
+        }
+    }
+
+    func all(_ name: String) -> [String] { values.filter { $0.0 == name }.map(\.1) }
+    func last(_ name: String) -> String? { all(name).last }
+}
+
+/// A comma-separated list, spaces trimmed, empty items dropped.
+func split(_ value: String) -> [String] {
+    value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+}
+
+/// `value` as a positive integer, or an error naming `flag`.
+func positive(_ value: String, _ flag: String) throws(ConfigError) -> Int {
+    guard let n = Int(value), n > 0 else { throw ConfigError("\(flag) takes a positive integer, got '\(value)'") }
+    return n
+}

@@ -1,0 +1,106 @@
+import Bus
+import Foundation
+
+/// Everything the gateway needs to start: the common settings, where it listens for
+/// clients, and its limits on them.
+///
+/// The gateway keeps nothing durable and binds no bus endpoint, so the services' flags
+/// (`--data-dir`, `--readers`, `--publish`, …) are refused with why; `TOURBUS_DATA_DIR` and the
+/// suite file's top-level `data_dir`, `heartbeat_ms` and `outbox_retention`, which a whole
+/// suite shares, are ignored. The common settings read through (`config.peers`).
+@dynamicMemberLookup
+public struct GatewayConfig: Sendable, Equatable {
+    /// The settings every process has.
+    public var common = CommonConfig(name: "gateway")
+    /// `HOST:PORT` the gateway listens on (port 0 picks a free one).
+    public var listen = "127.0.0.1:7700"
+    /// The gateway's limits on its clients.
+    public var limits = GatewayLimits()
+
+    public init() {}
+
+    public subscript<Value>(dynamicMember field: WritableKeyPath<CommonConfig, Value>) -> Value {
+        get { common[keyPath: field] }
+        set { common[keyPath: field] = newValue }
+    }
+
+    /// The flags only the gateway takes.
+    static var ownFlags: [String: String] {
+        var flags = ["listen": "only the gateway listens for clients"]
+        for setting in GatewayLimits.settings { flags[setting.name] = "it is one of the gateway's limits" }
+        return flags
+    }
+
+    /// The flags only the gateway takes, and the services', which it refuses.
+    static let options = ProcessOptions(
+        kind: "gateway",
+        takes: CommonConfig.flags.union(ownFlags.keys),
+        refuses: [
+            "data-dir": "the gateway keeps nothing on disk",
+            "db": "the gateway keeps nothing on disk",
+            "readers": "the gateway has no reader threads: each client connection has a thread of its own",
+            "publish": "the gateway publishes no events",
+            "heartbeat-ms": "the gateway publishes no events",
+            "outbox-retention": "the gateway publishes no events",
+            "bind": "the gateway binds no request endpoint: clients reach it at --listen",
+        ])
+
+    /// Usage text for `--help`.
+    public static var usage: String {
+        """
+        usage: tourbus-gateway [options]
+        \(CommonConfig.usageLines)
+          --listen HOST:PORT      TCP endpoint for clients (default 127.0.0.1:7700); also TOURBUS_GATEWAY_LISTEN
+        \(limitsUsage)
+        Environment: TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB; the limits as TOURBUS_GATEWAY_<NAME>
+                     (upper case, _ for -), or services.gateway.<name> (_ for -) in the suite file.
+        The gateway keeps nothing on disk and binds no bus endpoint: the services' options (--data-dir, --db,
+        --readers, --publish, --heartbeat-ms, --outbox-retention, --bind) are refused; TOURBUS_DATA_DIR is ignored.
+        """
+    }
+
+    /// One line per gateway limit: flag, meaning, default.
+    private static var limitsUsage: String {
+        let defaults = GatewayLimits()
+        return GatewayLimits.settings.map { "  --\($0.name) N\n      \($0.summary) (default \(defaults[keyPath: $0.field]))" }
+            .joined(separator: "\n")
+    }
+
+    /// Builds the gateway's configuration from flags, environment and file; `name` picks its
+    /// section of the file and its `TOURBUS_<NAME>_LISTEN`.
+    public static func load(name: String = "gateway", arguments: [String], environment: [String: String]) throws(ConfigError) -> GatewayConfig {
+        let sources = try ConfigSources(arguments: arguments, environment: environment, options: options)
+        var config = GatewayConfig()
+        config.common = try CommonConfig(name: name, sources: sources)
+        let flags = sources.flags
+
+        if let file = sources.file, let section = file.services[name] {
+            if let value = section.listen { config.listen = value }
+            for setting in GatewayLimits.settings {
+                if let value = try file.positive(section.limits[setting.fileKey], "services.\(name).\(setting.fileKey)") {
+                    config.limits[keyPath: setting.field] = value
+                }
+            }
+        }
+
+        if let value = environment["TOURBUS_\(name.uppercased())_LISTEN"] { config.listen = value }
+        for setting in GatewayLimits.settings {
+            if let value = environment[setting.environmentKey] { config.limits[keyPath: setting.field] = try positive(value, setting.environmentKey) }
+        }
+
+        if let value = flags.last("listen") { config.listen = value }
+        for setting in GatewayLimits.settings {
+            if let value = flags.last(setting.name) { config.limits[keyPath: setting.field] = try positive(value, "--\(setting.name)") }
+        }
+        try config.limits.validate()
+        return config
+    }
+}
+
+extension GatewayConfig: ProcessConfig {
+    public static func load(process name: String, arguments: [String], environment: [String: String]) throws(ConfigError) -> GatewayConfig {
+        try load(name: name, arguments: arguments, environment: environment)
+    }
+
+    public static func usage(process name: String) -> String { usage }
+}

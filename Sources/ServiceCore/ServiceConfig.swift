@@ -1,0 +1,108 @@
+import Bus
+import Foundation
+
+/// Everything a service needs to start: the common settings, where to bind, where its
+/// database lives, how many readers it runs and how it publishes.
+///
+/// Read by `load(service:arguments:environment:)` from flags, environment and file (see
+/// `CommonConfig`). The common settings read through (`config.peers`).
+@dynamicMemberLookup
+public struct ServiceConfig: Sendable, Equatable {
+    /// The settings every process has.
+    public var common: CommonConfig
+    /// The service's short name (`catalog`), which picks its section of the file.
+    public var service: String { common.name }
+    /// Request (ROUTER) endpoints to bind.
+    public var bind: [String] = ["tcp://127.0.0.1:0"]
+    /// Event (PUB) endpoints to bind, for services that publish.
+    public var publish: [String] = ["tcp://127.0.0.1:0"]
+    /// Folder for the service's SQLite file (`<data_dir>/<service>.sqlite`).
+    public var dataDirectory = "data"
+    /// An explicit database path, overriding `dataDirectory`.
+    public var databasePath: String?
+    /// Threads running read handlers.
+    public var readers = 2
+    /// Milliseconds between event heartbeats.
+    public var heartbeatMilliseconds = 1_000
+    /// Outbox rows kept for `sys.replay`; older ones are trimmed (subscribers further behind use `sys.snapshot`).
+    public var outboxRetention = 100_000
+
+    public init(service: String) { common = CommonConfig(name: service) }
+
+    public subscript<Value>(dynamicMember field: WritableKeyPath<CommonConfig, Value>) -> Value {
+        get { common[keyPath: field] }
+        set { common[keyPath: field] = newValue }
+    }
+
+    /// The SQLite file this service owns.
+    public var resolvedDatabasePath: String {
+        databasePath ?? (dataDirectory as NSString).appendingPathComponent("\(service).sqlite")
+    }
+
+    /// The flags only services take, and the gateway's, which a service refuses.
+    static let options = ProcessOptions(
+        kind: "service",
+        takes: CommonConfig.flags.union(["bind", "publish", "data-dir", "db", "readers", "heartbeat-ms", "outbox-retention"]),
+        refuses: GatewayConfig.ownFlags)
+
+    /// Usage text for `--help`.
+    public static func usage(service: String) -> String {
+        """
+        usage: tourbus-\(service) [options]
+        \(CommonConfig.usageLines)
+          --bind ENDPOINT         request endpoint to bind (repeatable; default tcp://127.0.0.1:0)
+          --publish ENDPOINT      event endpoint to bind (repeatable; default tcp://127.0.0.1:0)
+          --data-dir DIR          folder of the SQLite file (default ./data); also TOURBUS_DATA_DIR
+          --db FILE               explicit SQLite file
+          --readers N             reader threads (default 2)
+          --heartbeat-ms N        event heartbeat interval (default 1000)
+          --outbox-retention N    outbox rows kept for replay (default 100000)
+        Environment: TOURBUS_\(service.uppercased())_BIND, TOURBUS_\(service.uppercased())_PUBLISH (comma-separated),
+                     TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB.
+        The gateway's options (--listen and its limits) are refused: see tourbus-gateway --help.
+        """
+    }
+
+    /// Builds the configuration of `service` from flags, environment and file.
+    public static func load(service: String, arguments: [String], environment: [String: String]) throws(ConfigError) -> ServiceConfig {
+        let sources = try ConfigSources(arguments: arguments, environment: environment, options: options)
+        var config = ServiceConfig(service: service)
+        config.common = try CommonConfig(name: service, sources: sources)
+        let flags = sources.flags
+        let upper = service.uppercased()
+
+        if let file = sources.file {
+            if let value = file.dataDir { config.dataDirectory = value }
+            if let value = try file.positive(file.heartbeatMs, "heartbeat_ms") { config.heartbeatMilliseconds = value }
+            if let value = try file.positive(file.outboxRetention, "outbox_retention") { config.outboxRetention = value }
+            if let section = file.services[service] {
+                if let value = section.bind { config.bind = value }
+                if let value = section.publish { config.publish = value }
+                if let value = try file.positive(section.readers, "services.\(service).readers") { config.readers = value }
+                if let value = section.db { config.databasePath = value }
+            }
+        }
+
+        if let value = environment["TOURBUS_DATA_DIR"] { config.dataDirectory = value }
+        if let value = environment["TOURBUS_\(upper)_BIND"] { config.bind = split(value) }
+        if let value = environment["TOURBUS_\(upper)_PUBLISH"] { config.publish = split(value) }
+
+        if !flags.all("bind").isEmpty { config.bind = flags.all("bind").flatMap(split) }
+        if !flags.all("publish").isEmpty { config.publish = flags.all("publish").flatMap(split) }
+        if let value = flags.last("data-dir") { config.dataDirectory = value }
+        if let value = flags.last("db") { config.databasePath = value }
+        if let value = flags.last("readers") { config.readers = try positive(value, "--readers") }
+        if let value = flags.last("heartbeat-ms") { config.heartbeatMilliseconds = try positive(value, "--heartbeat-ms") }
+        if let value = flags.last("outbox-retention") { config.outboxRetention = try positive(value, "--outbox-retention") }
+        guard !config.bind.isEmpty else { throw ConfigError("no request endpoint to bind") }
+        return config
+    }
+}
+
+extension ServiceConfig: ProcessConfig {
+    public static func load(process name: String, arguments: [String], environment: [String: String]) throws(ConfigError) -> ServiceConfig {
+        try load(service: name, arguments: arguments, environment: environment)
+    }
+
+    public static func usage(process name: String) -> String { usage(service: name) }
+}

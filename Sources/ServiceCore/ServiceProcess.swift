@@ -1,0 +1,77 @@
+import Bus
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A started Tourbus process's work, as `ServiceProcess.run` runs it: a service's runtime or
+/// the gateway.
+public protocol Service: AnyObject, Sendable {
+    /// What was bound, for the ready line.
+    var endpoints: BoundEndpoints { get }
+    /// Stops everything the service started, the last started first (see `Lifecycle`).
+    func stop()
+}
+
+/// The configuration of one kind of process (`ServiceConfig`, `GatewayConfig`): how it is
+/// read, and what `--help` says.
+public protocol ProcessConfig: Sendable {
+    /// The settings every process has.
+    var common: CommonConfig { get }
+    /// Reads the configuration of process `name` from flags, environment and file.
+    static func load(process name: String, arguments: [String], environment: [String: String]) throws(ConfigError) -> Self
+    /// Usage text for `--help`.
+    static func usage(process name: String) -> String
+}
+
+/// The life of a Tourbus process: configuration, start, the ready line, and a graceful stop.
+public enum ServiceProcess {
+    /// Reads the configuration of `name` from flags, environment and file (exit 2 with usage
+    /// on a mistake), starts the process's work (exit 1 if that fails), prints the bound
+    /// endpoints as one JSON line on stdout (and to `--ready-file`), then waits for SIGINT or
+    /// SIGTERM and stops the service gracefully (exit 0).
+    public static func run<Config: ProcessConfig>(name: String, arguments: [String],
+                                                  start: (Config, ZMQContext, Logger) throws -> any Service) -> Never {
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(Config.usage(process: name))
+            exit(0)
+        }
+        let config: Config
+        do {
+            config = try Config.load(process: name, arguments: arguments, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("tourbus-\(name): \(error)\n\(Config.usage(process: name))\n".utf8))
+            exit(2)
+        }
+        let common = config.common
+        let logger = Logger(component: name, level: common.logLevel)
+
+        // Block the stop signals before any thread exists, so every thread inherits the
+        // mask and only sigwait below sees them.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+
+        let service: any Service
+        do {
+            service = try start(config, try ZMQContext(), logger)
+        } catch {
+            logger.error("failed to start", ["error": error])
+            exit(1)
+        }
+        let endpoints = service.endpoints
+        if let line = try? JSONCoding.encoder.encode(endpoints) {
+            FileHandle.standardOutput.write(line + Data("\n".utf8))
+            if let file = common.readyFile { try? line.write(to: URL(fileURLWithPath: file), options: .atomic) }
+        }
+        logger.info("ready", ["rpc": endpoints.rpc.joined(separator: ","), "publish": endpoints.publish.joined(separator: ","),
+                              "listen": endpoints.listen ?? "-"])
+        var received: Int32 = 0
+        sigwait(&signals, &received)
+        logger.info("signal received; stopping", ["signal": received])
+        service.stop()
+        exit(0)
+    }
+}
