@@ -22,20 +22,23 @@ let package = Package(
         .target(name: "Bus", dependencies: ["CZeroMQ"]),
         .target(name: "Storage", dependencies: ["CSQLite"]),
         .target(name: "Geo"),
-        .target(name: "ServiceKit", dependencies: ["Bus", "Storage", "Geo"]),
+        // Wire types more than one module reads (places, event bodies, auth payloads, replay
+        // and snapshot, paging), declared once by their owner; depends on Bus only.
+        .target(name: "Contracts", dependencies: ["Bus"]),
+        .target(name: "ServiceKit", dependencies: ["Bus", "Contracts", "Storage", "Geo"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
-        .target(name: "CatalogService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
-        .target(name: "SearchService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
-        .target(name: "SocialService", dependencies: ["ServiceKit", "Bus", "Storage", "CSodium"]),
-        .target(name: "Gateway", dependencies: ["ServiceKit", "Bus"]),
+        .target(name: "CatalogService", dependencies: ["ServiceKit", "Contracts", "Bus", "Storage", "Geo"]),
+        .target(name: "SearchService", dependencies: ["ServiceKit", "Contracts", "Bus", "Storage", "Geo"]),
+        .target(name: "SocialService", dependencies: ["ServiceKit", "Contracts", "Bus", "Storage", "CSodium"]),
+        .target(name: "Gateway", dependencies: ["ServiceKit", "Contracts", "Bus"]),
 
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),
         .executableTarget(name: "tourbus-search", dependencies: ["SearchService", "ServiceKit"]),
         .executableTarget(name: "tourbus-social", dependencies: ["SocialService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway", "ServiceKit", "Bus"]),
-        .target(name: "TourbusCLI", dependencies: ["Bus"]),
+        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Benchmark driver (bench/search); talks to the real executables, imports no service.
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus"]),
@@ -46,12 +49,12 @@ let package = Package(
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage", "TestSupport"]),
         // Helpers shared by test targets (transcript matching); never linked into the executables.
         .target(name: "TestSupport", dependencies: ["Bus"], path: "Tests/TestSupport"),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus", "ServiceKit", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
-        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "ServiceKit", "Bus", "Storage", "Geo", "TestSupport"]),
-        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "ServiceKit", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Contracts", "ServiceKit", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceKit", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
+        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "Contracts", "ServiceKit", "Bus", "Storage", "Geo", "TestSupport"]),
+        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Contracts", "ServiceKit", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.
-        .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService", "TestSupport"], exclude: ["Resources"]),
+        .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "TestSupport"], exclude: ["Resources"]),
     ],
     swiftLanguageModes: [.v6]
 )

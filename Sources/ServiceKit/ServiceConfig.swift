@@ -224,7 +224,7 @@ public struct ServiceConfig: Sendable, Equatable {
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             try StrictJSON.check(data)
-            file = try JSONDecoder().decode(File.self, from: data)
+            file = try JSONCoding.decoder.decode(File.self, from: data)
         } catch let error as JSONSyntaxError {
             throw ConfigError("config file \(path): \(error.message)")
         } catch let error as DecodingError {
