@@ -44,6 +44,7 @@ let package = Package(
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "Bus", "Storage", "TestSupport"]),
