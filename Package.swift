@@ -22,41 +22,45 @@ let package = Package(
         .target(name: "Bus", dependencies: ["CZeroMQ"]),
         .target(name: "Storage", dependencies: ["CSQLite"]),
         .target(name: "Geo"),
+        // Wire types more than one module reads (places, event bodies, auth payloads, replay
+        // and snapshot, paging), declared once by their owner; depends on Bus only.
+        .target(name: "Contracts", dependencies: ["Bus"]),
         // A process's life and configuration, with no storage: what the gateway shares with the services.
         .target(name: "ServiceCore", dependencies: ["Bus"]),
         // What a service adds: its SQLite file, outbox relay, event subscribers, request runtime.
-        .target(name: "ServiceKit", dependencies: ["ServiceCore", "Bus", "Storage", "Geo"]),
+        .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
-        .target(name: "CatalogService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
-        .target(name: "SearchService", dependencies: ["ServiceKit", "Bus", "Storage", "Geo"]),
-        .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Bus", "Storage", "CSodium"]),
+        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
+        .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
+        .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "CSodium"]),
         // The gateway keeps nothing durable: no Storage, no SQLite, no Geo, not even through ServiceKit.
-        .target(name: "Gateway", dependencies: ["ServiceCore", "Bus"]),
+        .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus"]),
 
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),
         .executableTarget(name: "tourbus-search", dependencies: ["SearchService", "ServiceKit"]),
         .executableTarget(name: "tourbus-social", dependencies: ["SocialService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway"]),
-        .target(name: "TourbusCLI", dependencies: ["Bus"]),
+        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Benchmark driver (bench/search); talks to the real executables, imports no service.
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Bus", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Helpers shared by test targets (transcript matching); never linked into the executables.
         .target(name: "TestSupport", dependencies: ["Bus"], path: "Tests/TestSupport"),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
-        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
-        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
+        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
+        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.
-        .testTarget(name: "SystemTests", dependencies: ["Bus", "CatalogService", "TestSupport"], exclude: ["Resources"]),
+        .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "TestSupport"], exclude: ["Resources"]),
     ],
     swiftLanguageModes: [.v6]
 )

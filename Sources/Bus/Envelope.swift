@@ -117,7 +117,7 @@ struct BodyOf<Body: Decodable>: Decodable {
         if c.contains(.body), try !c.decodeNil(forKey: .body) {
             body = try c.decode(Body.self, forKey: .body)
         } else {
-            body = try JSONDecoder().decode(Body.self, from: Data("{}".utf8))
+            body = try JSONCoding.decoder.decode(Body.self, from: Data("{}".utf8))
         }
     }
 }

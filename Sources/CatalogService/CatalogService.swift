@@ -1,33 +1,7 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
-
-/// Event types the catalog publishes.
-public enum CatalogEvents {
-    /// Body: the whole `Place` after the change.
-    public static let upserted = "catalog.place.upserted"
-    /// Body: `PlaceDeleted`.
-    public static let deleted = "catalog.place.deleted"
-}
-
-/// Body of `catalog.place.deleted` and the reply of `catalog.delete`.
-public struct PlaceDeleted: Codable, Sendable, Equatable {
-    public var id: Int64
-    public init(id: Int64) { self.id = id }
-}
-
-/// A category of places, with how many places it has when listed.
-public struct Category: Codable, Sendable, Equatable {
-    public var id: String
-    public var name: String
-    public var count: Int?
-}
-
-/// `catalog.get` and `catalog.delete`.
-public struct PlaceID: Codable, Sendable {
-    public var id: Int64
-    public init(id: Int64) { self.id = id }
-}
 
 /// `catalog.list`: a page of places by id, optionally of one category.
 public struct ListPlaces: Codable, Sendable {
@@ -53,15 +27,12 @@ public struct PlacePage: Codable, Sendable {
     }
 }
 
-/// The reply of `catalog.categories`.
-public struct CategoryList: Codable, Sendable {
-    public var categories: [Category]
-}
-
 /// The catalog service: places and categories, published as `catalog.place.*` events.
 public enum CatalogService {
-    /// Page size bounds of `catalog.list`.
-    static let defaultLimit = 20, maxLimit = 100
+    /// Page sizes of `catalog.list`.
+    static let pageLimit = PageLimit(default: 20, max: 100)
+    /// Page cursors of `catalog.list`: the last id seen.
+    static let pageCursor = IDCursor(tag: "p", maxLength: 64, minimum: 0)
 
     /// The definition `ServiceRuntime` runs.
     public static let definition: ServiceDefinition<CatalogStore> = {
@@ -74,12 +45,11 @@ public enum CatalogService {
         }
         table.on("catalog.get", description: "one place by id") { (request: PlaceID, _, store) in try store.get(request.id) }
         table.on("catalog.list", description: "places by id, optionally of one category, paged by cursor") { (request: ListPlaces, _, store) -> PlacePage in
-            let limit = request.limit ?? defaultLimit
-            guard (1...maxLimit).contains(limit) else { throw ServiceError.invalid("limit", "must be 1 to \(maxLimit)") }
+            let limit = try pageLimit.validated(request.limit)
             if let category = request.category { try PlaceRules.category(category, among: store.categoryIds) }
-            let after = try request.cursor.map(PageCursor.decode) ?? 0
+            let after = try request.cursor.map(pageCursor.decode) ?? 0
             let places = try store.list(category: request.category, after: after, limit: limit)
-            let next = places.count == limit ? places.last.map { PageCursor.encode($0.id) } : nil
+            let next = places.count == limit ? places.last.map { pageCursor.encode($0.id) } : nil
             return PlacePage(places: places, nextCursor: next)
         }
         table.on("catalog.categories", description: "the categories with how many places each has") { (_: Empty, _, store) in CategoryList(categories: try store.categoryCounts()) }
@@ -88,17 +58,4 @@ public enum CatalogService {
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             makeState: { worker in try CatalogStore(worker: worker) })
     }()
-}
-
-/// Page cursors of `catalog.list`: the last id seen.
-enum PageCursor {
-    static func encode(_ id: Int64) -> String { OpaqueCursor.encode("p\(id)") }
-
-    static func decode(_ cursor: String) throws(ServiceError) -> Int64 {
-        let text = try OpaqueCursor.decode(cursor, maxLength: 64)
-        guard text.hasPrefix("p"), let id = Int64(text.dropFirst()), id >= 0 else {
-            throw ServiceError.invalid("cursor", "not a cursor from this service")
-        }
-        return id
-    }
 }

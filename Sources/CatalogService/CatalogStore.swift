@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
 import Storage
@@ -143,16 +144,9 @@ public final class CatalogStore: ServiceState {
 
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events.
     func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
-        let start: Int64
-        if let after {
-            guard let id = Int64(after) else { throw ServiceError.invalid("after", "not a snapshot key from this service") }
-            start = id
-        } else {
-            start = 0
-        }
-        let places = try list(category: nil, after: start, limit: limit)
+        let places = try list(category: nil, after: try SnapshotKey.id(after: after), limit: limit)
         let events = try places.map { (type: CatalogEvents.upserted, body: try JSONCoding.encoder.encode($0)) }
-        return SnapshotPage(events: events, next: places.count == limit ? places.last.map { String($0.id) } : nil)
+        return SnapshotPage(events: events, next: SnapshotKey.next(after: places.map(\.id), limit: limit))
     }
 }
 

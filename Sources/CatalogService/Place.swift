@@ -1,111 +1,8 @@
 import Bus
+import Contracts
 import Foundation
 import Geo
 import ServiceKit
-
-/// A photo of a place: where it is and whom to credit.
-public struct Photo: Codable, Sendable, Equatable {
-    public var url: String
-    public var attribution: String?
-
-    public init(url: String, attribution: String? = nil) {
-        self.url = url
-        self.attribution = attribution
-    }
-}
-
-/// One opening period in a week: ISO weekday 1 (Monday) to 7, times `HH:MM` local to the place.
-/// A `close` earlier than `open` runs past midnight; `24:00` closes at midnight.
-public struct OpeningPeriod: Codable, Sendable, Equatable {
-    public var day: Int
-    public var open: String
-    public var close: String
-
-    public init(day: Int, open: String, close: String) {
-        self.day = day
-        self.open = open
-        self.close = close
-    }
-}
-
-/// A place (point of interest) as the catalog stores it and publishes it.
-public struct Place: Codable, Sendable, Equatable {
-    public var id: Int64
-    public var name: String
-    public var category: String
-    public var lat: Double
-    public var lon: Double
-    public var address: String?
-    public var phone: String?
-    public var website: String?
-    /// 0 (free) to 4 (most expensive).
-    public var priceLevel: Int?
-    public var description: String?
-    public var openingHours: [OpeningPeriod]
-    public var photos: [Photo]
-    /// A non-negative score; higher is more popular.
-    public var popularity: Double
-    /// Ids of this place in other datasets (`{"osm":"node/123"}`), unique per source.
-    public var externalIds: [String: String]
-    public var createdAt: String
-    public var updatedAt: String
-    /// Starts at 1 and grows by one with every update.
-    public var version: Int64
-    /// The IANA time zone of the place (`Australia/Sydney`), which its opening hours are in.
-    public var timezone: String? = nil
-
-    enum CodingKeys: String, CodingKey {
-        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, version, timezone
-        case priceLevel = "price_level"
-        case openingHours = "opening_hours"
-        case externalIds = "external_ids"
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
-    }
-}
-
-/// The writable fields of a place, as `catalog.create` takes them.
-public struct PlaceInput: Codable, Sendable, Equatable {
-    public var name: String
-    public var category: String
-    public var lat: Double
-    public var lon: Double
-    public var address: String?
-    public var phone: String?
-    public var website: String?
-    public var priceLevel: Int?
-    public var description: String?
-    public var openingHours: [OpeningPeriod]?
-    public var photos: [Photo]?
-    public var popularity: Double?
-    public var externalIds: [String: String]?
-    public var timezone: String?
-
-    public init(name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
-                website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod]? = nil,
-                photos: [Photo]? = nil, popularity: Double? = nil, externalIds: [String: String]? = nil) {
-        self.name = name
-        self.category = category
-        self.lat = lat
-        self.lon = lon
-        self.address = address
-        self.phone = phone
-        self.website = website
-        self.priceLevel = priceLevel
-        self.description = description
-        self.openingHours = openingHours
-        self.photos = photos
-        self.popularity = popularity
-        self.externalIds = externalIds
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case name, category, lat, lon, address, phone, website, description, photos, popularity, timezone
-        case priceLevel = "price_level"
-        case openingHours = "opening_hours"
-        case externalIds = "external_ids"
-    }
-}
 
 /// `catalog.update`: the place's id and only the fields to change; `null` clears an optional field.
 public struct PlaceUpdate: Decodable, Sendable {
@@ -215,10 +112,10 @@ enum PlaceRules {
         guard p.openingHours.count <= 50 else { throw .invalid("opening_hours", "at most 50 periods") }
         for (i, period) in p.openingHours.enumerated() {
             guard (1...7).contains(period.day) else { throw .invalid("opening_hours[\(i)].day", "must be 1 (Monday) to 7 (Sunday)") }
-            guard minutes(period.open) != nil, minutes(period.open) != 24 * 60 else {
+            guard OpeningPeriod.minutes(period.open) != nil, OpeningPeriod.minutes(period.open) != 24 * 60 else {
                 throw .invalid("opening_hours[\(i)].open", "must be HH:MM from 00:00 to 23:59")
             }
-            guard minutes(period.close) != nil else { throw .invalid("opening_hours[\(i)].close", "must be HH:MM from 00:00 to 24:00") }
+            guard OpeningPeriod.minutes(period.close) != nil else { throw .invalid("opening_hours[\(i)].close", "must be HH:MM from 00:00 to 24:00") }
         }
         if let zone = p.timezone, zone.utf8.count > 64 || TimeZone(identifier: zone) == nil {
             throw .invalid("timezone", "not an IANA time zone name (such as Australia/Sydney)")
@@ -244,15 +141,6 @@ enum PlaceRules {
         var place = p
         place.name = p.name.trimmingCharacters(in: .whitespacesAndNewlines)
         return place
-    }
-
-    /// Minutes since midnight of `HH:MM` (00:00 to 24:00), or nil.
-    static func minutes(_ hhmm: String) -> Int? {
-        let parts = hhmm.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
-              let h = Int(parts[0]), let m = Int(parts[1]), (0...24).contains(h), (0...59).contains(m),
-              h < 24 || m == 0 else { return nil }
-        return h * 60 + m
     }
 
     private static func httpURL(_ value: String, _ field: String) throws(ServiceError) {

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 import Synchronization
@@ -43,7 +44,7 @@ final class Authenticator: Sendable {
     /// Who a token is: from the cache when it was checked moments ago, else asked of the
     /// accounts service within `timeoutMilliseconds`, through the client's fair share of it.
     func validate(_ token: String, client: ClientKey, timeoutMilliseconds: Int, then: @escaping @Sendable (Result<TokenOwner, ServiceError>) -> Void) {
-        guard Authenticator.looksLikeToken(token) else {
+        guard SessionToken.isWellFormed(token) else {
             then(.failure(ServiceError(.unauthenticated, "invalid or expired token", field: "token")))
             return
         }
@@ -53,7 +54,7 @@ final class Authenticator: Sendable {
         }
         let tokens = self.tokens
         let deadline = Deadline(milliseconds: timeoutMilliseconds)
-        backends.send(Authenticator.accounts, type: "auth.validate", body: Authenticator.json(["token": token]), auth: nil,
+        backends.send(Authenticator.accounts, type: "auth.validate", body: Authenticator.json(TokenBody(token: token)), auth: nil,
                       client: client, deadline: deadline) { result in
             switch result {
             case .success(let reply):
@@ -115,7 +116,7 @@ final class Authenticator: Sendable {
                         }
                         // The reply says who the token is: the requests that follow need not ask,
                         // and so leave in the order they came.
-                        tokens.remember(signedIn.token, TokenOwner(userId: signedIn.user.id, role: signedIn.user.role, expiresAt: signedIn.expiresAt))
+                        tokens.remember(signedIn.token, signedIn.owner)
                         completion(.result(reply.bodyJSON), .signedIn(token: signedIn.token))
                     case .success(let reply):
                         done()
@@ -134,7 +135,7 @@ final class Authenticator: Sendable {
     /// `auth.logout`: ends the session of the token that signed the request in.
     func logout(token: String, owner: TokenOwner, client: ClientKey, deadline: Deadline, completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) {
         let tokens = self.tokens
-        backends.send(Authenticator.accounts, type: "auth.logout", body: Authenticator.json(["token": token]),
+        backends.send(Authenticator.accounts, type: "auth.logout", body: Authenticator.json(TokenBody(token: token)),
                       auth: Auth(userId: String(owner.userId), role: owner.role),
                       client: client, deadline: deadline) { result in
             switch result {
@@ -147,44 +148,7 @@ final class Authenticator: Sendable {
         }
     }
 
-    /// Whether a string has the shape of a token `auth.login` gives (`tb1_` and 43 base64url
-    /// characters): anything else is refused without asking the accounts service.
-    static func looksLikeToken(_ token: String) -> Bool {
-        let body = token.utf8.dropFirst(4)
-        return token.hasPrefix("tb1_") && body.count == 43
-            && body.allSatisfy { (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x5F }
-    }
-
     static func json<T: Encodable>(_ value: T) -> Data { (try? JSONCoding.encoder.encode(value)) ?? Data("{}".utf8) }
-
-    /// What `auth.login` answers, as far as the gateway reads it.
-    struct LoginReply: Decodable {
-        struct User: Decodable {
-            var id: Int64
-            var role: String
-        }
-        var token: String
-        var expiresAt: String?
-        var user: User
-
-        enum CodingKeys: String, CodingKey {
-            case token, user
-            case expiresAt = "expires_at"
-        }
-    }
-}
-
-/// Who a token signs in, as `auth.validate` answers (and `auth.resume` replies).
-struct TokenOwner: Codable, Sendable, Equatable {
-    var userId: Int64
-    var role: String
-    var expiresAt: String?
-
-    enum CodingKeys: String, CodingKey {
-        case userId = "user_id"
-        case role
-        case expiresAt = "expires_at"
-    }
 }
 
 /// When a request's time is up, counted from its arrival.

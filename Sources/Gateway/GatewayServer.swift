@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 import Synchronization
@@ -101,17 +102,17 @@ public final class GatewayServer: Service {
             logger.warn("no event endpoint for the accounts service: cached tokens live out their 2 s", ["service": Authenticator.accounts])
             return nil
         }
-        /// The part of `social.session.ended` and `social.role.changed` the gateway reads.
-        struct UserEvent: Decodable {
-            var userId: Int64
-            enum CodingKeys: String, CodingKey { case userId = "user_id" }
-        }
         let options = EventFollowerOptions(source: Authenticator.accounts, publishEndpoints: peer.publish,
-                                           topics: ["social.session.ended", "social.role.changed"])
+                                           topics: [SocialEvents.sessionEnded, SocialEvents.roleChanged])
         return try EventFollower(context: context, options: options, logger: logger.named("gateway<-\(Authenticator.accounts)"),
                                  onEvent: { event in
-                                     guard let user = try? event.body(UserEvent.self) else { return }
-                                     tokens.forget(userId: user.userId)
+                                     let userId = switch event.header.type {
+                                     case SocialEvents.sessionEnded: try? event.body(SessionEnded.self).userId
+                                     case SocialEvents.roleChanged: try? event.body(RoleChange.self).userId
+                                     default: Int64?.none
+                                     }
+                                     guard let userId else { return }
+                                     tokens.forget(userId: userId)
                                  },
                                  onGap: { _ in tokens.forgetAll() })
     }

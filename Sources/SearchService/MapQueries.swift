@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import Geo
 import Storage
@@ -149,7 +150,8 @@ struct MapQueries {
     let db: Database
     /// The catalog's category ids, when known.
     var knownCategories: Set<String>? = nil
-    static let maxLimit = 50, defaultLimit = 20
+    /// Page sizes of `search.nearby`, `search.viewport` and `search.text`.
+    static let pageLimit = PageLimit(default: 20, max: 50)
     static let maxRadius = 50_000.0
 
     func nearby(_ q: NearbyQuery) throws -> SearchPage {
@@ -252,11 +254,7 @@ struct MapQueries {
         return try db.query(sql, args).map(MapQueries.hit)
     }
 
-    static func limit(_ requested: Int?) throws(ServiceError) -> Int {
-        let limit = requested ?? defaultLimit
-        guard (1...maxLimit).contains(limit) else { throw .invalid("limit", "must be 1 to \(maxLimit)") }
-        return limit
-    }
+    static func limit(_ requested: Int?) throws(ServiceError) -> Int { try pageLimit.validated(requested) }
 
     /// Places whose indexed point lies in `box` (which does not cross the antimeridian) and pass the filters.
     private func candidates(in box: BoundingBox, _ filters: PlaceFilters) throws -> [SearchHit] {

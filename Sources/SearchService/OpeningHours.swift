@@ -1,25 +1,14 @@
+import Bus
+import Contracts
 import Foundation
 
 /// Whether a place is open at a moment, from its weekly periods in its own time zone.
 enum OpeningHours {
-    struct Period: Decodable {
-        var day: Int
-        var open: String
-        var close: String
-    }
-
-    /// Minutes since midnight of `HH:MM`, or nil.
-    static func minutes(_ hhmm: String) -> Int? {
-        let parts = hhmm.split(separator: ":")
-        guard parts.count == 2, let h = Int(parts[0]), let m = Int(parts[1]) else { return nil }
-        return h * 60 + m
-    }
-
     /// Open at `date`: a period of today contains the local time, or one of yesterday runs past
     /// midnight into it. A place without hours or time zone is never open (it cannot be said).
     static func isOpen(hoursJSON: String?, timezone: String?, at date: Date) -> Bool {
         guard let hoursJSON, let timezone, let zone = TimeZone(identifier: timezone),
-              let periods = try? JSONDecoder().decode([Period].self, from: Data(hoursJSON.utf8)), !periods.isEmpty else { return false }
+              let periods = try? JSONCoding.decoder.decode([OpeningPeriod].self, from: Data(hoursJSON.utf8)), !periods.isEmpty else { return false }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
         let parts = calendar.dateComponents([.weekday, .hour, .minute], from: date)
@@ -28,7 +17,7 @@ enum OpeningHours {
         let yesterday = today == 1 ? 7 : today - 1
         let now = (parts.hour ?? 0) * 60 + (parts.minute ?? 0)
         return periods.contains { period in
-            guard let open = minutes(period.open), let close = minutes(period.close) else { return false }
+            guard let open = OpeningPeriod.minutes(period.open), let close = OpeningPeriod.minutes(period.close) else { return false }
             if close > open { return period.day == today && now >= open && now < close }
             // Closes after midnight (or at 00:00 the next day).
             return (period.day == today && now >= open) || (period.day == yesterday && now < close)

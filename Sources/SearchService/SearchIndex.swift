@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
 import Storage
@@ -76,40 +77,15 @@ enum SearchSchema {
         """
 }
 
-/// The fields of a catalog place that search keeps (its own reading of `catalog.place.upserted`).
-struct IndexedPlace: Codable, Sendable, Equatable {
-    var id: Int64
-    var name: String
-    var category: String
-    var lat: Double
-    var lon: Double
-    var address: String?
-    var priceLevel: Int?
-    var popularity: Double?
-    var openingHours: [OpeningPeriod]?
-    var description: String?
-    var timezone: String?
-
-    struct OpeningPeriod: Codable, Sendable, Equatable {
-        var day: Int
-        var open: String
-        var close: String
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, name, category, lat, lon, address, popularity, description, timezone
-        case priceLevel = "price_level"
-        case openingHours = "opening_hours"
-    }
-}
+/// What search keeps of a catalog place: the catalog's `PlaceSummary`, read from
+/// `catalog.place.upserted` (by spans when it can, see `init(spans:)`).
+typealias IndexedPlace = PlaceSummary
 
 extension IndexedPlace {
-    static let fields: Set<String> = ["id", "name", "category", "lat", "lon", "address", "description", "timezone",
-                                      "price_level", "popularity", "opening_hours"]
-
     /// Reads a `catalog.place.upserted` body by spans, without `Decodable`: catching up reads a
     /// million of them. Nil when the body is not plainly shaped, and then `JSONDecoder` reads
-    /// it, with its errors.
+    /// it, with its errors. What it reads is what decoding the body as a `PlaceSummary` reads
+    /// (tests hold the two to that).
     init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
         func isNull(_ range: Range<Int>) -> Bool { json[range].elementsEqual("null".utf8) }
@@ -127,7 +103,7 @@ extension IndexedPlace {
         var read = Set<String>()
         for (key, range) in members {
             // A field given twice is left to the decoder, whose reading of it is the reference.
-            guard read.insert(key).inserted || !IndexedPlace.fields.contains(key) else { return nil }
+            guard read.insert(key).inserted || !PlaceSummary.memberNames.contains(key) else { return nil }
             switch key {
             case "id": guard let value = integer(range) else { return nil }; id = value
             case "name": guard let value = JSONSpan.string(at: range, in: json) else { return nil }; name = value
@@ -192,7 +168,7 @@ enum JSONNumber {
     }
 }
 
-extension IndexedPlace.OpeningPeriod {
+extension OpeningPeriod {
     /// Reads `{"day":…,"open":…,"close":…}` by spans; nil when not plainly shaped.
     init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
@@ -207,24 +183,6 @@ extension IndexedPlace.OpeningPeriod {
         }
         guard let day, let open, let close else { return nil }
         self.init(day: day, open: open, close: close)
-    }
-}
-
-/// `social.rating.updated`: a place's review average and count.
-public struct RatingUpdated: Codable, Sendable, Equatable {
-    public var placeId: Int64
-    public var average: Double
-    public var count: Int
-
-    public init(placeId: Int64, average: Double, count: Int) {
-        self.placeId = placeId
-        self.average = average
-        self.count = count
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case placeId = "place_id"
-        case average, count
     }
 }
 
@@ -313,16 +271,14 @@ enum SearchIndex {
         }
     }
 
-    struct Deleted: Decodable { var id: Int64 }
-
     /// Keeps the index in step with the catalog.
     static let catalogApplier = EventApplier(
         apply: { event, scope in
             switch event.header.type {
-            case "catalog.place.upserted":
+            case CatalogEvents.upserted:
                 let fast = event.bodyBytes.flatMap(IndexedPlace.init(spans:))
                 try upsert(try fast ?? event.body(IndexedPlace.self), scope.db)
-            case "catalog.place.deleted": try delete(try event.body(Deleted.self).id, scope.db)
+            case CatalogEvents.deleted: try delete(try event.body(PlaceDeleted.self).id, scope.db)
             default: break
             }
         },
@@ -338,7 +294,7 @@ enum SearchIndex {
     /// Keeps ratings in step with the social service.
     static let socialApplier = EventApplier(
         apply: { event, scope in
-            if event.header.type == "social.rating.updated" { try rating(try event.body(RatingUpdated.self), scope.db) }
+            if event.header.type == SocialEvents.ratingUpdated { try rating(try event.body(RatingUpdated.self), scope.db) }
         },
         reset: { db in try db.run("DELETE FROM ratings") })
 }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
 import Storage
@@ -18,11 +19,6 @@ public final class SearchStore: ServiceState {
     /// even while the subscriber commits changes to it (a bulk load drops and builds an index).
     func snapshot<Result>(_ search: () throws -> Result) throws -> Result {
         try worker.db.transaction(.deferred, search)
-    }
-
-    struct CategoryList: Decodable {
-        struct Category: Decodable { var id: String }
-        var categories: [Category]
     }
 
     /// The catalog's category ids, asked for at most once a minute per thread (quickly, so a

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import Geo
 import Storage
@@ -106,6 +107,8 @@ struct TextQueries {
     var allMatchesUpTo = 3_000
     /// Candidates of a search whose words match more places than that.
     static let widerCandidates = 50
+    /// Sizes of `search.autocomplete`: 10 suggestions unless asked, at most 20.
+    static let suggestionLimit = PageLimit(default: 10, max: 20)
     static let maxQuery = 200
     /// Vocabulary words a prefix may stand for before FTS5 merges them itself.
     static let maxPrefixTerms = 30
@@ -325,8 +328,7 @@ struct TextQueries {
         guard q.prefix.count <= TextQueries.maxQuery else { throw ServiceError.invalid("prefix", "must be at most \(TextQueries.maxQuery) characters") }
         let words = SearchIndex.words(q.prefix)
         guard !words.isEmpty else { return Suggestions(suggestions: []) }
-        let limit = q.limit ?? 10
-        guard (1...20).contains(limit) else { throw ServiceError.invalid("limit", "must be 1 to 20") }
+        let limit = try TextQueries.suggestionLimit.validated(q.limit)
         var center: Coordinate?
         if let near = q.near {
             center = try Coordinate(latitude: near.lat, longitude: near.lon)

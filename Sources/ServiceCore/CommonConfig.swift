@@ -217,7 +217,7 @@ struct SuiteFile {
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             try StrictJSON.check(data)
-            contents = try JSONDecoder().decode(Contents.self, from: data)
+            contents = try JSONCoding.decoder.decode(Contents.self, from: data)
         } catch let error as JSONSyntaxError {
             throw ConfigError("config file \(path): \(error.message)")
         } catch let error as DecodingError {

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 import Storage
@@ -279,8 +280,6 @@ struct SubscriberLoop: Sendable {
 
     /// Replays from the cursor until caught up with the head; rebuilds from a snapshot when replay cannot serve.
     private func catchUp(db: Database, client: RPCClient, cursor: inout EventCursor?) throws {
-        struct ReplayRequest: Encodable { var after: Int64; var limit: Int }
-        struct ReplayReply: Decodable { var epoch: String; var head: Int64; var trimmed: Bool }
         func ask(after: Int64) throws -> RPCClient.PendingReply {
             client.start(type: "sys.replay", body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: options.replayBatch)),
                          timeoutMilliseconds: options.requestTimeoutMilliseconds)
@@ -338,8 +337,6 @@ struct SubscriberLoop: Sendable {
 
     /// Forgets this source's effects and reloads them from `sys.snapshot`, all in one transaction.
     private func rebuild(db: Database, client: RPCClient, cursor: inout EventCursor?) throws {
-        struct SnapshotRequest: Encodable { var after: String?; var limit: Int }
-        struct SnapshotReply: Decodable { var epoch: String; var seq: Int64; var next: String? }
         var result: EventCursor?
         var count = 0
         let scope = EventScope(db: db)

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 import Storage
@@ -133,31 +134,6 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         var subscriptions: [SubscriberStatus]?
     }
 
-    struct ReplayRequest: Codable, Sendable {
-        var after: Int64
-        var limit: Int?
-    }
-
-    struct ReplayReply: Codable, Sendable {
-        var epoch: String
-        var head: Int64
-        var first: Int64?
-        var trimmed: Bool
-        var count: Int
-    }
-
-    struct SnapshotRequest: Codable, Sendable {
-        var after: String?
-        var limit: Int?
-    }
-
-    struct SnapshotReply: Codable, Sendable {
-        var epoch: String
-        var seq: Int64
-        var next: String?
-        var count: Int
-    }
-
     private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
                                           subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
         let name = definition.name
@@ -178,9 +154,9 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             return Stats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following)
         }
         guard publishes else { return }
-        table.onRaw("sys.replay") { context, state in
+        table.onRaw(EventStreamRequests.replay) { context, state in
             let request = try context.body(ReplayRequest.self)
-            let limit = min(max(request.limit ?? 1_000, 1), 10_000)
+            let limit = EventStreamRequests.batch.clamped(request.limit)
             guard request.after >= 0 else { throw ServiceError.invalid("after", "must be 0 or more") }
             let db = state.worker.db
             return try db.transaction(.deferred) {
@@ -196,9 +172,9 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             }
         }
         guard let snapshot = definition.snapshot else { return }
-        table.onRaw("sys.snapshot") { context, state in
+        table.onRaw(EventStreamRequests.snapshot) { context, state in
             let request = try context.body(SnapshotRequest.self)
-            let limit = min(max(request.limit ?? 1_000, 1), 10_000)
+            let limit = EventStreamRequests.batch.clamped(request.limit)
             let db = state.worker.db
             // One read transaction: the head and the page are of the same moment.
             return try db.transaction(.deferred) {

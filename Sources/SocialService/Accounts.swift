@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
 import Storage
@@ -7,21 +8,6 @@ import Synchronization
 /// What a user may do: `admin`s also delete anyone's review and change roles.
 enum Role: String {
     case user, admin
-}
-
-/// A user as anyone may see them (never the email or the password hash).
-public struct PublicUser: Codable, Sendable, Equatable {
-    public var id: Int64
-    public var username: String
-    public var name: String
-    public var role: String
-
-    public init(id: Int64, username: String, name: String, role: String) {
-        self.id = id
-        self.username = username
-        self.name = name
-        self.role = role
-    }
 }
 
 /// `auth.register` and `admin.create`: a new account.
@@ -47,54 +33,6 @@ public struct Credentials: Codable, Sendable {
     public init(username: String, password: String) {
         self.username = username
         self.password = password
-    }
-}
-
-/// The reply of `auth.login`: the session token (shown once, never stored), when it expires, and who it signs in.
-public struct LoginReply: Codable, Sendable, Equatable {
-    public var token: String
-    public var expiresAt: String
-    public var user: PublicUser
-
-    enum CodingKeys: String, CodingKey {
-        case token, user
-        case expiresAt = "expires_at"
-    }
-}
-
-/// The body of `auth.validate` and `auth.logout`: a session token.
-public struct TokenBody: Codable, Sendable {
-    public var token: String
-
-    public init(token: String) { self.token = token }
-}
-
-/// The reply of `auth.validate`: who a token signs in, until when.
-public struct TokenOwner: Codable, Sendable, Equatable {
-    public var userId: Int64
-    public var role: String
-    public var expiresAt: String
-
-    enum CodingKeys: String, CodingKey {
-        case role
-        case userId = "user_id"
-        case expiresAt = "expires_at"
-    }
-}
-
-/// `admin.set_role`'s params, and the body of `social.role.changed`.
-public struct RoleChange: Codable, Sendable, Equatable {
-    public var userId: Int64
-    public var role: String
-
-    public init(userId: Int64, role: String) {
-        self.userId = userId
-        self.role = role
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case role
-        case userId = "user_id"
     }
 }
 
@@ -287,7 +225,7 @@ extension SocialStore {
         let stored = try row?.string(4).map(PasswordHash.init(encoded:)) ?? decoy.value()
         guard try stored.matches(credentials.password), let row, let id = row.int(0) else { throw Self.wrongCredentials }
 
-        let token = try SessionToken.generate()
+        let token = try HashedToken.generate()
         let expiresAt = timestamp(now.addingTimeInterval(options.sessionLifetime))
         try db.transaction {
             try db.run("DELETE FROM login_failures WHERE username = ?", key)
@@ -302,7 +240,7 @@ extension SocialStore {
 
     /// Who a live session token signs in; `unauthenticated` for anything else.
     func validate(_ token: String) throws -> TokenOwner {
-        guard let hash = try SessionToken.storedHash(of: token),
+        guard let hash = try HashedToken.storedHash(of: token),
               let row = try db.queryOne("""
                   SELECT s.user_id, u.role, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
                   WHERE s.token_hash = ? AND s.expires_at > ?
@@ -314,7 +252,7 @@ extension SocialStore {
     /// Ends the caller's session with this token at once (nothing to do if it has ended already),
     /// publishing `social.session.ended` in the same transaction.
     func logout(_ token: String, caller: Caller) throws {
-        guard let hash = try SessionToken.storedHash(of: token) else { return }
+        guard let hash = try HashedToken.storedHash(of: token) else { return }
         try db.transaction {
             try db.run("DELETE FROM sessions WHERE token_hash = ? AND user_id = ?", hash, caller.id)
             if db.changes > 0 { try worker.emit(SocialEvents.sessionEnded, SessionEnded(userId: caller.id)) }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import Storage
 
@@ -69,25 +70,21 @@ extension SocialStore {
         return FollowState(userId: userId, following: false)
     }
 
+    /// Page cursors of the follow lists: the id of the last follow seen.
+    static let followCursor = IDCursor(tag: "f|")
+
     /// Who follows `userId` (`followers`), or whom `userId` follows; the newest follow first,
     /// `limit` users (fewer when they would take more than the page budget).
     func follows(of userId: Int64, followers: Bool, cursor: String?, limit: Int) throws -> UserPage {
         let (own, other) = followers ? ("followee_id", "follower_id") : ("follower_id", "followee_id")
-        var after = Int64.max
-        if let cursor {
-            let text = try OpaqueCursor.decode(cursor)
-            guard text.hasPrefix("f|"), let id = Int64(text.dropFirst(2)) else {
-                throw ServiceError.invalid("cursor", "not a cursor from this service")
-            }
-            after = id
-        }
+        let after = try cursor.map(Self.followCursor.decode) ?? Int64.max
         let page = try readPage("""
             SELECT f.id, u.id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
             WHERE f.\(own) = ? AND f.id < ? ORDER BY f.id DESC LIMIT ?
             """, [userId, after], limit: limit,
             item: { (follow: $0.int(0) ?? 0, user: UserSummary(id: $0.int(1) ?? 0, username: $0.string(2) ?? "", name: $0.string(3) ?? "")) },
             wire: \.user)
-        let next = page.isFull ? page.items.last.map { OpaqueCursor.encode("f|\($0.follow)") } : nil
+        let next = page.isFull ? page.items.last.map { Self.followCursor.encode($0.follow) } : nil
         return UserPage(users: page.items.map(\.user), nextCursor: next)
     }
 }

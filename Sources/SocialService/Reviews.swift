@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
 import Storage
@@ -256,9 +257,8 @@ extension SocialStore {
     /// nothing); a place deleted while this service could not follow keeps its reviews.
     static let catalogApplier = EventApplier(
         apply: { event, scope in
-            guard event.header.type == "catalog.place.deleted" else { return }
-            struct Deleted: Decodable { var id: Int64 }
-            let id = try event.body(Deleted.self).id
+            guard event.header.type == CatalogEvents.deleted else { return }
+            let id = try event.body(PlaceDeleted.self).id
             guard try scope.db.scalarInt("SELECT 1 FROM reviews WHERE place_id = ? LIMIT 1", id) != nil else { return }
             try scope.db.run("DELETE FROM reviews WHERE place_id = ?", id)
             try scope.emit(SocialEvents.ratingUpdated, RatingUpdated(placeId: id, average: 0, count: 0))
@@ -277,14 +277,10 @@ extension SocialStore {
 
     /// One snapshot page: the rating of each place with reviews after the place id in `after`.
     func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
-        var start: Int64 = 0
-        if let after {
-            guard let id = Int64(after) else { throw ServiceError.invalid("after", "not a snapshot key from this service") }
-            start = id
-        }
-        let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?", start, limit)
+        let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?",
+                                  try SnapshotKey.id(after: after), limit)
             .compactMap { $0.int(0) }
         let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0))) }
-        return SnapshotPage(events: events, next: places.count == limit ? places.last.map { String($0) } : nil)
+        return SnapshotPage(events: events, next: SnapshotKey.next(after: places, limit: limit))
     }
 }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 import ServiceKit
@@ -39,8 +40,8 @@ public struct SocialOptions: Sendable {
 /// handlers: they run on a reader thread and then write in their own short transaction, so
 /// the one writer thread is never held up by them. The rest of the writes run on the writer.
 public enum SocialService {
-    /// Page size bounds of every list.
-    static let defaultLimit = 20, maxLimit = 50
+    /// Page sizes of every list.
+    static let pageLimit = PageLimit(default: 20, max: 50)
 
     /// The definition `ServiceRuntime` runs.
     public static func definition(options: SocialOptions = SocialOptions()) -> ServiceDefinition<SocialStore> {
@@ -133,9 +134,5 @@ public enum SocialService {
     }
 
     /// A page size: `limit` (default 20), 1 to 50.
-    static func limit(_ value: Int?) throws(ServiceError) -> Int {
-        let limit = value ?? defaultLimit
-        guard (1...maxLimit).contains(limit) else { throw .invalid("limit", "must be 1 to \(maxLimit)") }
-        return limit
-    }
+    static func limit(_ value: Int?) throws(ServiceError) -> Int { try pageLimit.validated(value) }
 }

@@ -1,3 +1,4 @@
+import Contracts
 import CSodium
 import Foundation
 
@@ -89,31 +90,24 @@ struct PasswordHash: Sendable, Equatable {
     }
 }
 
-/// A session token: `tb1_` and 32 random bytes in base64url without padding (47 characters).
-/// The service keeps only its BLAKE2b-256 hash, so a copy of the database signs no one in.
-struct SessionToken {
-    static let prefix = "tb1_"
-    static let length = prefix.count + 43
-
+/// A new session token (`SessionToken`'s format) with what the service stores of it: only
+/// its BLAKE2b-256 hash, so a copy of the database signs no one in.
+struct HashedToken {
     /// The token as the client holds it.
     let text: String
     /// What the service stores: `storedHash(of: text)`.
     let hash: String
 
     /// A new random token.
-    static func generate() throws(SodiumError) -> SessionToken {
-        let text = prefix + Data(try Sodium.randomBytes(32)).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        return SessionToken(text: text, hash: try Sodium.blake2b256Hex(Array(text.utf8)))
+    static func generate() throws(SodiumError) -> HashedToken {
+        let text = SessionToken.text(randomBytes: try Sodium.randomBytes(SessionToken.randomByteCount))
+        return HashedToken(text: text, hash: try Sodium.blake2b256Hex(Array(text.utf8)))
     }
 
     /// The stored form of a token: the hex BLAKE2b-256 of its text; nil when `text` does not
     /// have a token's shape (then no session can match it).
     static func storedHash(of text: String) throws(SodiumError) -> String? {
-        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        guard text.utf8.count == length, text.hasPrefix(prefix), text.utf8.dropFirst(prefix.count).allSatisfy(alphabet.contains) else {
-            return nil
-        }
+        guard SessionToken.isWellFormed(text) else { return nil }
         return try Sodium.blake2b256Hex(Array(text.utf8))
     }
 }

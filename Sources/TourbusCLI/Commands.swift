@@ -265,6 +265,6 @@ enum SuiteEndpoints {
 
     static func read(_ dataDirectory: String) -> [String: Service]? {
         guard let data = FileManager.default.contents(atPath: path(dataDirectory)) else { return nil }
-        return try? JSONDecoder().decode([String: Service].self, from: data)
+        return try? JSONCoding.decoder.decode([String: Service].self, from: data)
     }
 }

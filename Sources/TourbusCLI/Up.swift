@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -180,13 +181,15 @@ enum DemoLoader {
         let page = try catalog.request(type: "catalog.list", body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
         guard let body = try JSONSerialization.jsonObject(with: page.bodyJSON) as? [String: Any],
               (body["places"] as? [Any])?.isEmpty == true else { return 0 }
-        guard let places = try JSONSerialization.jsonObject(with: Data(DemoData.sydneyPlacesJSON.utf8)) as? [[String: Any]] else {
-            throw Failure(description: "the demo data is not a JSON array")
+        let places: [PlaceInput]
+        do {
+            places = try JSONCoding.decoder.decode([PlaceInput].self, from: Data(DemoData.sydneyPlacesJSON.utf8))
+        } catch {
+            throw Failure(description: "the demo data is not a list of places as catalog.create takes them: \(error)")
         }
         var created = 0
         for place in places {
-            let json = try JSONSerialization.data(withJSONObject: place)
-            _ = try catalog.request(type: "catalog.create", body: json, timeoutMilliseconds: 5_000)
+            _ = try catalog.request(type: "catalog.create", body: try JSONCoding.encoder.encode(place), timeoutMilliseconds: 5_000)
             created += 1
         }
         return created

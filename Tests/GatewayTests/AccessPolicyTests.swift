@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import CatalogService
 @testable import Gateway
@@ -41,11 +42,11 @@ import Testing
     }
 
     @Test func onlyTheShapeOfAnIssuedTokenIsCheckedWithTheSocialService() {
-        #expect(Authenticator.looksLikeToken("tb1_" + String(repeating: "a", count: 42) + "-"))
-        #expect(Authenticator.looksLikeToken("tb1_" + String(repeating: "Z9_", count: 14) + "q"))
+        #expect(SessionToken.isWellFormed("tb1_" + String(repeating: "a", count: 42) + "-"))
+        #expect(SessionToken.isWellFormed("tb1_" + String(repeating: "Z9_", count: 14) + "q"))
         for bad in ["", "tb1_", "tb1_forged", "tb2_" + String(repeating: "a", count: 43), "tb1_" + String(repeating: "a", count: 44),
                     "tb1_" + String(repeating: "a", count: 42) + "="] {
-            #expect(!Authenticator.looksLikeToken(bad), "\(bad)")
+            #expect(!SessionToken.isWellFormed(bad), "\(bad)")
         }
     }
 }

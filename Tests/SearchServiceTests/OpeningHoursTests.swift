@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 @testable import SearchService
 import Testing
@@ -23,7 +24,7 @@ import Testing
 
     @Test func openNowFilterKeepsOnlyOpenPlaces() throws {
         let index = try TestIndex()
-        let always = (1...7).map { IndexedPlace.OpeningPeriod(day: $0, open: "00:00", close: "24:00") }
+        let always = (1...7).map { OpeningPeriod(day: $0, open: "00:00", close: "24:00") }
         try SearchIndex.upsert(IndexedPlace(id: 1, name: "Always Open", category: "cafe", lat: -33.87, lon: 151.21, address: nil, priceLevel: nil,
                                             popularity: 1, openingHours: always, description: nil, timezone: "Australia/Sydney"), index.db)
         try SearchIndex.upsert(IndexedPlace(id: 2, name: "No Hours Known", category: "cafe", lat: -33.87, lon: 151.2101, address: nil, priceLevel: nil,

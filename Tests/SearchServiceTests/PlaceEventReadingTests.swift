@@ -1,3 +1,5 @@
+import Bus
+import Contracts
 import Foundation
 @testable import SearchService
 import Testing
@@ -32,6 +34,37 @@ import TestSupport
                     #"{"id":1,"name":"x","category":"c","lat":1.,"lon":0}"#] {
             #expect(IndexedPlace(spans: Data(odd.utf8)) == nil, "\(odd)")
         }
+    }
+
+    /// The fast path reads what the catalog's contract says: `JSONDecoder` of the Contracts
+    /// `PlaceSummary`, on whole `Place` bodies and on odd ones.
+    @Test func spansReadWhatTheContractTypeDecodes() throws {
+        let place = Place(id: 9, name: "Caf\u{E9} \"Q\" \\ / 東京", category: "cafe", lat: -33.8568, lon: 151.2153, address: "Line\none",
+                          priceLevel: 2, description: "tab\there \u{2028}", openingHours: [OpeningPeriod(day: 7, open: "22:00", close: "02:00")],
+                          photos: [Photo(url: "https://example.org/p.jpg", attribution: nil)], popularity: 12.25, externalIds: ["osm": "node/1"],
+                          createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z", version: 3, timezone: "Australia/Sydney")
+        let bodies = [
+            String(decoding: try JSONCoding.encoder.encode(place), as: UTF8.self),
+            String(decoding: try JSONCoding.encoder.encode(Place(id: 1, name: "Bare", category: "park", lat: 0, lon: 0, createdAt: "t", updatedAt: "t")), as: UTF8.self),
+            // Only what a summary needs; optional members missing.
+            #"{"id":1,"name":"x","category":"c","lat":0,"lon":-0.5}"#,
+            // Nulls where a place may have none.
+            #"{"id":2,"name":"x","category":"c","lat":1e-7,"lon":180,"address":null,"price_level":null,"popularity":null,"opening_hours":null,"description":null,"timezone":null}"#,
+            // Escapes of every kind, members in another order, unknown members of any shape.
+            #"{"lon":2.5E+1,"lat":-9.75,"name":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00","category":"caf\u00E9","id":3,"extra":{"a":[1,{"b":null}]},"photos":[],"opening_hours":[{"close":"17:00","open":"09:00","day":1,"note":"x"}]}"#,
+            " { \"id\" : 4 , \"name\" : \"\" , \"category\" : \"c\" , \"lat\" : 0 , \"lon\" : 0 , \"opening_hours\" : [ ] } ",
+        ]
+        for (i, body) in bodies.enumerated() {
+            let json = Data(body.utf8)
+            let decoded = try JSONCoding.decoder.decode(PlaceSummary.self, from: json)
+            // White space between tokens may be left to the decoder; the rest is read by spans.
+            guard let fast = IndexedPlace(spans: json) else {
+                #expect(i == bodies.count - 1, "not read by spans: \(body)")
+                continue
+            }
+            #expect(fast == decoded, "\(body)")
+        }
+        #expect(try JSONCoding.decoder.decode(PlaceSummary.self, from: Data(bodies[0].utf8)) == PlaceSummary(place))
     }
 
     @Test func jsonNumbersAsTheGrammarHasThem() {

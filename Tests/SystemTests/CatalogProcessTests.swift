@@ -1,5 +1,6 @@
 import Bus
 import CatalogService
+import Contracts
 import Foundation
 import Testing
 import TestSupport

@@ -1,4 +1,8 @@
+import Bus
 import Foundation
+
+// The social service's events. Declared once here; the social service publishes these types
+// and its followers (search, the gateway) decode the same ones.
 
 /// Event types the social service publishes.
 public enum SocialEvents {
@@ -39,4 +43,20 @@ public struct SessionEnded: Codable, Sendable, Equatable {
     public init(userId: Int64) { self.userId = userId }
 
     enum CodingKeys: String, CodingKey { case userId = "user_id" }
+}
+
+/// `admin.set_role`'s params, and the body of `social.role.changed`: a user and their role.
+public struct RoleChange: Codable, Sendable, Equatable {
+    public var userId: Int64
+    public var role: String
+
+    public init(userId: Int64, role: String) {
+        self.userId = userId
+        self.role = role
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case role
+        case userId = "user_id"
+    }
 }

@@ -1,0 +1,234 @@
+import Bus
+import Foundation
+
+// The catalog's wire contract: its place, the writable fields `catalog.create` takes, and the
+// events it publishes. Declared once here; the catalog publishes these types and its
+// followers (search, social) decode the same ones.
+
+/// Event types the catalog publishes.
+public enum CatalogEvents {
+    /// Body: the whole `Place` after the change (followers may read it as a `PlaceSummary`).
+    public static let upserted = "catalog.place.upserted"
+    /// Body: `PlaceDeleted`.
+    public static let deleted = "catalog.place.deleted"
+}
+
+/// Body of `catalog.place.deleted` and the reply of `catalog.delete`.
+public struct PlaceDeleted: Codable, Sendable, Equatable {
+    public var id: Int64
+    public init(id: Int64) { self.id = id }
+}
+
+/// A photo of a place: where it is and whom to credit.
+public struct Photo: Codable, Sendable, Equatable {
+    public var url: String
+    public var attribution: String?
+
+    public init(url: String, attribution: String? = nil) {
+        self.url = url
+        self.attribution = attribution
+    }
+}
+
+/// One opening period in a week: ISO weekday 1 (Monday) to 7, times `HH:MM` local to the place.
+/// A `close` earlier than `open` runs past midnight; `24:00` closes at midnight.
+public struct OpeningPeriod: Codable, Sendable, Equatable {
+    public var day: Int
+    public var open: String
+    public var close: String
+
+    public init(day: Int, open: String, close: String) {
+        self.day = day
+        self.open = open
+        self.close = close
+    }
+
+    /// Minutes since midnight of a time as periods write it (`HH:MM`, 00:00 to 24:00), or nil
+    /// for anything else.
+    public static func minutes(_ hhmm: String) -> Int? {
+        let parts = hhmm.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
+              let h = Int(parts[0]), let m = Int(parts[1]), (0...24).contains(h), (0...59).contains(m),
+              h < 24 || m == 0 else { return nil }
+        return h * 60 + m
+    }
+}
+
+/// A place (point of interest) as the catalog stores it, answers it and publishes it
+/// (the body of `catalog.place.upserted`).
+public struct Place: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var category: String
+    public var lat: Double
+    public var lon: Double
+    public var address: String?
+    public var phone: String?
+    public var website: String?
+    /// 0 (free) to 4 (most expensive).
+    public var priceLevel: Int?
+    public var description: String?
+    public var openingHours: [OpeningPeriod]
+    public var photos: [Photo]
+    /// A non-negative score; higher is more popular.
+    public var popularity: Double
+    /// Ids of this place in other datasets (`{"osm":"node/123"}`), unique per source.
+    public var externalIds: [String: String]
+    public var createdAt: String
+    public var updatedAt: String
+    /// Starts at 1 and grows by one with every update.
+    public var version: Int64
+    /// The IANA time zone of the place (`Australia/Sydney`), which its opening hours are in.
+    public var timezone: String? = nil
+
+    public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
+                website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod] = [],
+                photos: [Photo] = [], popularity: Double = 0, externalIds: [String: String] = [:], createdAt: String, updatedAt: String,
+                version: Int64 = 1, timezone: String? = nil) {
+        self.id = id
+        self.name = name
+        self.category = category
+        self.lat = lat
+        self.lon = lon
+        self.address = address
+        self.phone = phone
+        self.website = website
+        self.priceLevel = priceLevel
+        self.description = description
+        self.openingHours = openingHours
+        self.photos = photos
+        self.popularity = popularity
+        self.externalIds = externalIds
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+        self.timezone = timezone
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, version, timezone
+        case priceLevel = "price_level"
+        case openingHours = "opening_hours"
+        case externalIds = "external_ids"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+}
+
+/// The part of a `Place` that a follower of `catalog.place.upserted` keeps to find places
+/// (search): the same names and types, with what such a follower can do without optional.
+/// A `Place` body decodes as one; other members are ignored.
+public struct PlaceSummary: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var category: String
+    public var lat: Double
+    public var lon: Double
+    public var address: String?
+    public var priceLevel: Int?
+    public var popularity: Double?
+    public var openingHours: [OpeningPeriod]?
+    public var description: String?
+    public var timezone: String?
+
+    public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, priceLevel: Int? = nil,
+                popularity: Double? = nil, openingHours: [OpeningPeriod]? = nil, description: String? = nil, timezone: String? = nil) {
+        self.id = id
+        self.name = name
+        self.category = category
+        self.lat = lat
+        self.lon = lon
+        self.address = address
+        self.priceLevel = priceLevel
+        self.popularity = popularity
+        self.openingHours = openingHours
+        self.description = description
+        self.timezone = timezone
+    }
+
+    /// The summary of a place, as a follower decoding its event body reads it.
+    public init(_ place: Place) {
+        self.init(id: place.id, name: place.name, category: place.category, lat: place.lat, lon: place.lon, address: place.address,
+                  priceLevel: place.priceLevel, popularity: place.popularity, openingHours: place.openingHours,
+                  description: place.description, timezone: place.timezone)
+    }
+
+    /// The JSON member names this type reads (those of `Place`).
+    public static let memberNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, name, category, lat, lon, address, popularity, description, timezone
+        case priceLevel = "price_level"
+        case openingHours = "opening_hours"
+    }
+}
+
+/// The writable fields of a place, as `catalog.create` takes them.
+public struct PlaceInput: Codable, Sendable, Equatable {
+    public var name: String
+    public var category: String
+    public var lat: Double
+    public var lon: Double
+    public var address: String?
+    public var phone: String?
+    public var website: String?
+    public var priceLevel: Int?
+    public var description: String?
+    public var openingHours: [OpeningPeriod]?
+    public var photos: [Photo]?
+    public var popularity: Double?
+    public var externalIds: [String: String]?
+    public var timezone: String?
+
+    public init(name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
+                website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod]? = nil,
+                photos: [Photo]? = nil, popularity: Double? = nil, externalIds: [String: String]? = nil, timezone: String? = nil) {
+        self.name = name
+        self.category = category
+        self.lat = lat
+        self.lon = lon
+        self.address = address
+        self.phone = phone
+        self.website = website
+        self.priceLevel = priceLevel
+        self.description = description
+        self.openingHours = openingHours
+        self.photos = photos
+        self.popularity = popularity
+        self.externalIds = externalIds
+        self.timezone = timezone
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, category, lat, lon, address, phone, website, description, photos, popularity, timezone
+        case priceLevel = "price_level"
+        case openingHours = "opening_hours"
+        case externalIds = "external_ids"
+    }
+}
+
+/// `catalog.get` and `catalog.delete`: a place by id.
+public struct PlaceID: Codable, Sendable {
+    public var id: Int64
+    public init(id: Int64) { self.id = id }
+}
+
+/// A category of places, with how many places it has when listed.
+public struct Category: Codable, Sendable, Equatable {
+    public var id: String
+    public var name: String
+    public var count: Int?
+
+    public init(id: String, name: String, count: Int? = nil) {
+        self.id = id
+        self.name = name
+        self.count = count
+    }
+}
+
+/// The reply of `catalog.categories` (search reads it to check the categories a query names).
+public struct CategoryList: Codable, Sendable {
+    public var categories: [Category]
+
+    public init(categories: [Category]) { self.categories = categories }
+}

@@ -1,0 +1,79 @@
+import Bus
+import Foundation
+
+// Catching up with a publisher: the bodies of `sys.replay` and `sys.snapshot`, which every
+// publishing service answers (ServiceKit's runtime) and every reliable subscriber asks.
+
+/// The request types a publisher answers for subscribers that missed events.
+public enum EventStreamRequests {
+    /// Body `ReplayRequest`, reply `ReplayReply` and one event envelope per extra frame.
+    public static let replay = "sys.replay"
+    /// Body `SnapshotRequest`, reply `SnapshotReply` and one event envelope per extra frame.
+    public static let snapshot = "sys.snapshot"
+    /// The page size of both when a request names none, and the bounds it is clamped to.
+    public static let batch = PageLimit(default: 1_000, max: 10_000)
+}
+
+/// `sys.replay`: the events after the subscriber's cursor.
+public struct ReplayRequest: Codable, Sendable, Equatable {
+    /// Send events with a seq greater than this (0 or more).
+    public var after: Int64
+    /// At most this many events; default 1000, clamped to 1 … 10 000.
+    public var limit: Int?
+
+    public init(after: Int64, limit: Int? = nil) {
+        self.after = after
+        self.limit = limit
+    }
+}
+
+/// The reply of `sys.replay`; `count` event frames follow it.
+public struct ReplayReply: Codable, Sendable, Equatable {
+    /// Names the publisher's outbox history.
+    public var epoch: String
+    /// The highest seq ever assigned.
+    public var head: Int64
+    /// The lowest seq still stored; absent when the outbox is empty.
+    public var first: Int64?
+    /// Events after `after` exist but some were deleted: nothing is sent, rebuild from a snapshot.
+    public var trimmed: Bool
+    public var count: Int
+
+    public init(epoch: String, head: Int64, first: Int64?, trimmed: Bool, count: Int) {
+        self.epoch = epoch
+        self.head = head
+        self.first = first
+        self.trimmed = trimmed
+        self.count = count
+    }
+}
+
+/// `sys.snapshot`: one page of the publisher's state, each item as the event that would create it.
+public struct SnapshotRequest: Codable, Sendable, Equatable {
+    /// The `next` of the previous page (`SnapshotKey`); absent for the first.
+    public var after: String?
+    /// Items per page; default 1000, clamped to 1 … 10 000.
+    public var limit: Int?
+
+    public init(after: String? = nil, limit: Int? = nil) {
+        self.after = after
+        self.limit = limit
+    }
+}
+
+/// The reply of `sys.snapshot`; `count` item frames follow it.
+public struct SnapshotReply: Codable, Sendable, Equatable {
+    public var epoch: String
+    /// The head when the page was read.
+    public var seq: Int64
+    /// The key of the next page; absent on the last.
+    public var next: String?
+    public var count: Int
+
+    public init(epoch: String, seq: Int64, next: String?, count: Int) {
+        self.epoch = epoch
+        self.seq = seq
+        self.next = next
+        self.count = count
+    }
+}

@@ -1,0 +1,91 @@
+import Bus
+import Contracts
+import Foundation
+import Testing
+
+/// The event envelopes the protocol documents show, by event type.
+enum ProtocolDocs {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Protocols")
+
+    /// Every line of `file` that is an event envelope of `type`, as the body's JSON text.
+    static func eventBodies(_ type: String, in file: String) throws -> [Data] {
+        let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+        return try text.split(separator: "\n").compactMap { line -> Data? in
+            guard line.hasPrefix(#"{"v":1,"seq":"#), line.contains(#""type":"\#(type)""#) else { return nil }
+            let envelope = Data(line.utf8)
+            let object = try #require(try JSONSerialization.jsonObject(with: envelope) as? [String: Any])
+            return try JSONSerialization.data(withJSONObject: try #require(object["body"]))
+        }
+    }
+
+    /// A JSON document as Foundation objects, to compare two texts member by member.
+    static func object(_ json: Data) throws -> NSObject {
+        try #require(try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed]) as? NSObject)
+    }
+}
+
+/// Each body decodes as its declared type and encodes back to the same members: a renamed,
+/// dropped or retyped field fails here.
+func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) throws -> Body {
+    let decoded = try JSONCoding.decoder.decode(Body.self, from: json)
+    let encoded = try JSONCoding.encoder.encode(decoded)
+    #expect(try ProtocolDocs.object(encoded) == ProtocolDocs.object(json), "\(String(decoding: json, as: UTF8.self))")
+    #expect(try JSONCoding.decoder.decode(Body.self, from: encoded) == decoded)
+    return decoded
+}
+
+@Suite struct EventBodyTests {
+    @Test func catalogEventsAsTheDocsShowThem() throws {
+        let upserted = try ProtocolDocs.eventBodies(CatalogEvents.upserted, in: "catalog.md")
+        let deleted = try ProtocolDocs.eventBodies(CatalogEvents.deleted, in: "catalog.md")
+        try #require(!upserted.isEmpty && !deleted.isEmpty)
+        for body in upserted {
+            let place = try roundTrips(Place.self, body)
+            // A follower's reading of the same body is the place's summary.
+            #expect(try JSONCoding.decoder.decode(PlaceSummary.self, from: body) == PlaceSummary(place))
+        }
+        for body in deleted { _ = try roundTrips(PlaceDeleted.self, body) }
+        #expect(try roundTrips(PlaceDeleted.self, Data(#"{"id":4}"#.utf8)) == PlaceDeleted(id: 4))
+    }
+
+    @Test func socialEventsAsTheDocsShowThem() throws {
+        let ratings = try ProtocolDocs.eventBodies(SocialEvents.ratingUpdated, in: "social.md")
+        let ended = try ProtocolDocs.eventBodies(SocialEvents.sessionEnded, in: "social.md")
+        let roles = try ProtocolDocs.eventBodies(SocialEvents.roleChanged, in: "social.md")
+        try #require(!ratings.isEmpty && !ended.isEmpty && !roles.isEmpty)
+        for body in ratings { _ = try roundTrips(RatingUpdated.self, body) }
+        for body in ended { _ = try roundTrips(SessionEnded.self, body) }
+        for body in roles { _ = try roundTrips(RoleChange.self, body) }
+        // Sorted keys, as the publisher writes them: the text itself.
+        let rating = String(decoding: try JSONCoding.encoder.encode(RatingUpdated(placeId: 1, average: 3.5, count: 2)), as: UTF8.self)
+        #expect(rating == #"{"average":3.5,"count":2,"place_id":1}"#)
+        #expect(String(decoding: try JSONCoding.encoder.encode(RoleChange(userId: 2, role: "admin")), as: UTF8.self) == #"{"role":"admin","user_id":2}"#)
+        #expect(String(decoding: try JSONCoding.encoder.encode(SessionEnded(userId: 1)), as: UTF8.self) == #"{"user_id":1}"#)
+    }
+
+    @Test func aPlaceHasItsMemberNames() throws {
+        let place = Place(id: 1, name: "Opera House", category: "attraction", lat: -33.8568, lon: 151.2153, address: "Bennelong Point",
+                          phone: "+61 2 9250 7111", website: "https://www.sydneyoperahouse.com", priceLevel: 3, description: "Arts",
+                          openingHours: [OpeningPeriod(day: 1, open: "09:00", close: "17:00")], photos: [Photo(url: "https://example.org/o.jpg")],
+                          popularity: 99.5, externalIds: ["osm": "way/5163069"], createdAt: "2026-11-29T17:49:39.741Z",
+                          updatedAt: "2026-11-29T17:49:39.742Z", version: 2, timezone: "Australia/Sydney")
+        let object = try #require(try JSONSerialization.jsonObject(with: try JSONCoding.encoder.encode(place)) as? [String: Any])
+        #expect(Set(object.keys) == ["id", "name", "category", "lat", "lon", "address", "phone", "website", "price_level", "description",
+                                     "opening_hours", "photos", "popularity", "external_ids", "created_at", "updated_at", "version", "timezone"])
+        #expect(PlaceSummary.memberNames.isSubset(of: Set(object.keys)))
+        let summary = try JSONCoding.decoder.decode(PlaceSummary.self, from: try JSONCoding.encoder.encode(place))
+        #expect(summary == PlaceSummary(place))
+        // Optional members a place leaves out are left out, not written as null.
+        let bare = Place(id: 2, name: "Bare", category: "park", lat: 0, lon: 0, createdAt: "t", updatedAt: "t")
+        let bareText = String(decoding: try JSONCoding.encoder.encode(bare), as: UTF8.self)
+        #expect(!bareText.contains("null") && !bareText.contains("timezone") && bareText.contains(#""opening_hours":[]"#))
+    }
+
+    @Test func openingTimesAsPeriodsWriteThem() {
+        #expect(OpeningPeriod.minutes("00:00") == 0)
+        #expect(OpeningPeriod.minutes("09:30") == 570)
+        #expect(OpeningPeriod.minutes("24:00") == 1_440)
+        for bad in ["9:30", "24:01", "25:00", "12:60", "12-30", "", "12:3a", "123:0"] { #expect(OpeningPeriod.minutes(bad) == nil, "\(bad)") }
+    }
+}
