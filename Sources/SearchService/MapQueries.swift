@@ -108,7 +108,7 @@ struct MapQueries {
             args += [-after.key, -after.key, after.id]
         }
         sql += " ORDER BY \(key) DESC, p.id LIMIT \(limit + 1)"
-        return try db.query(sql, args).map(MapQueries.hit)
+        return try MapQueries.hits(db.query(sql, args))
     }
 
     static func limit(_ requested: Int?) throws(ServiceError) -> Int {
@@ -126,7 +126,7 @@ struct MapQueries {
             """
         var args = MapQueries.bounds(box)
         MapQueries.appendFilters(filters, to: &sql, &args)
-        return try MapQueries.openFilter(filters, db.query(sql, args)).map(MapQueries.hit)
+        return try MapQueries.hits(MapQueries.openFilter(filters, db.query(sql, args)))
     }
 
     /// The hits of these places, in this order, with their distances from `center` when given.
@@ -138,8 +138,7 @@ struct MapQueries {
             WHERE p.id IN (SELECT value FROM json_each(?))
             """, MapQueries.jsonArray(ids))
         var byId: [Int64: SearchHit] = [:]
-        for row in rows {
-            var hit = MapQueries.hit(row)
+        for var hit in try MapQueries.hits(rows) {
             hit.distanceM = center.map { Coordinate(uncheckedLatitude: hit.lat, longitude: hit.lon).distance(to: $0) }
             byId[hit.id] = hit
         }

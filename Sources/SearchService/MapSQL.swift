@@ -5,10 +5,13 @@ import Storage
 
 /// SQL and filter building: the columns read, the filters as SQL, the R*Tree bounds, and reading a place.
 extension MapQueries {
-    /// Keeps the rows (with opening_hours and timezone in columns 10 and 11) that are open now, when asked.
-    static func openFilter(_ filters: PlaceFilters, _ rows: [Row], at now: Date = Date()) -> [Row] {
-        guard filters.openNow == true else { return rows }
-        return rows.filter { OpeningHours.isOpen(hoursJSON: $0.string(10), timezone: $0.string(11), at: now) }
+    /// Keeps the rows (of `hitColumns` with `p.opening_hours, p.timezone`) that are open now, when asked.
+    static func openFilter(_ filters: PlaceFilters, _ rows: [Row], at now: Date = Date()) throws -> [Row] {
+        guard filters.openNow == true, let first = rows.first else { return rows }
+        let hours = try first.columns.column("opening_hours"), zone = try first.columns.column("timezone")
+        return try rows.filter { row in
+            try OpeningHours.isOpen(hoursJSON: row.decode(hours, as: String.self), timezone: row.decode(zone, as: String?.self), at: now)
+        }
     }
 
     /// A place read to decide whether it is a candidate, before any of it is copied: a row of
@@ -18,19 +21,57 @@ extension MapQueries {
         static func columns(_ filters: PlaceFilters) -> String {
             "p.id, p.lat, p.lon, p.popularity, r.average, p.name_words, p.other_words" + (filters.openNow == true ? ", p.opening_hours, p.timezone" : "")
         }
-        let statement: Statement
 
-        var id: Int64 { statement.int64(0) }
-        var coordinate: Coordinate { Coordinate(uncheckedLatitude: statement.double(1), longitude: statement.double(2)) }
-        var popularity: Double { statement.double(3) }
-        var rating: Double? { statement.value(4).realValue }
+        /// The columns of `Probe.columns`, found by name once per execution of a probe's statement.
+        struct Columns {
+            let id, lat, lon, popularity, average, nameWords, otherWords: Column
+            /// Found only when the probe reads opening hours.
+            let openingHours, timezone: Column?
+
+            init(_ statement: Statement, openNow: Bool) throws(RowError) {
+                id = try statement.column("id")
+                lat = try statement.column("lat")
+                lon = try statement.column("lon")
+                popularity = try statement.column("popularity")
+                average = try statement.column("average")
+                nameWords = try statement.column("name_words")
+                otherWords = try statement.column("other_words")
+                openingHours = openNow ? try statement.column("opening_hours") : nil
+                timezone = openNow ? try statement.column("timezone") : nil
+            }
+        }
+
+        let statement: Statement
+        let columns: Columns
+        let id: Int64
+        let coordinate: Coordinate
+        let popularity: Double
+        let rating: Double?
+
+        /// Reads the statement's current row, checking every column's type (the words are lent later, unchecked).
+        init(statement: Statement, columns: Columns) throws(RowError) {
+            self.statement = statement
+            self.columns = columns
+            id = try statement.int64(columns.id)
+            coordinate = Coordinate(uncheckedLatitude: try statement.double(columns.lat), longitude: try statement.double(columns.lon))
+            popularity = try statement.double(columns.popularity)
+            rating = try statement.optionalDouble(columns.average)
+            try statement.requireText(columns.nameWords)
+            try statement.requireText(columns.otherWords)
+        }
+
         /// The folded words of the name, and of the category, address and description.
         func withWords<Result>(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ other: UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-            statement.withUTF8(5) { name in statement.withUTF8(6) { other in body(name, other) } }
+            statement.withUTF8(columns.nameWords.index) { name in statement.withUTF8(columns.otherWords.index) { other in body(name, other) } }
         }
+
         /// Whether the place is open now by its hours in its own time zone.
-        var isOpenNow: Bool {
-            OpeningHours.isOpen(hoursJSON: statement.value(7).textValue, timezone: statement.value(8).textValue, at: Date())
+        func isOpenNow() throws(RowError) -> Bool {
+            guard let hours = columns.openingHours, let zone = columns.timezone else {
+                throw RowError(column: "opening_hours", problem: .missing(available: statement.columnNames), sql: statement.sql)
+            }
+            return OpeningHours.isOpen(hoursJSON: try statement.decode(hours, as: String.self),
+                                       timezone: try statement.decode(zone, as: String?.self), at: Date())
         }
     }
 
@@ -41,9 +82,13 @@ extension MapQueries {
         var sql = "SELECT \(Probe.columns(filters)) FROM \(from) LEFT JOIN ratings r ON r.place_id = p.id WHERE \(conditions)"
         var args = conditionArgs
         MapQueries.appendFilters(filters, to: &sql, &args)
+        let openNow = filters.openNow == true
+        var columns: Probe.Columns?
         try db.forEachStep(sql, args) { statement in
-            let probe = Probe(statement: statement)
-            if filters.openNow == true, !probe.isOpenNow { return }
+            let found = try columns ?? Probe.Columns(statement, openNow: openNow)
+            columns = found
+            let probe = try Probe(statement: statement, columns: found)
+            if openNow, try !probe.isOpenNow() { return }
             accept(probe)
         }
     }
@@ -99,13 +144,38 @@ extension MapQueries {
         }
     }
 
-    /// What every search reads of a place (`places p` joined with `ratings r`), in the order `hit` expects.
+    /// What every search reads of a place (`places p` joined with `ratings r`), as `HitColumns` finds them.
     static let hitColumns = "p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count"
 
-    /// A hit from the columns of `hitColumns`.
-    static func hit(_ row: Row) -> SearchHit {
-        SearchHit(id: row.int(0) ?? 0, name: row.string(1) ?? "", category: row.string(2) ?? "", address: row.string(3),
-                  lat: row.double(4) ?? 0, lon: row.double(5) ?? 0, priceLevel: row.int(6).map { Int($0) },
-                  popularity: row.double(7) ?? 0, rating: row.double(8), reviewCount: row.int(9).map { Int($0) }, distanceM: nil)
+    /// The columns of `hitColumns`, found by name once per result.
+    struct HitColumns {
+        let id, name, category, address, lat, lon, priceLevel, popularity, average, count: Column
+
+        init(_ columns: ResultColumns) throws(RowError) {
+            id = try columns.column("id")
+            name = try columns.column("name")
+            category = try columns.column("category")
+            address = try columns.column("address")
+            lat = try columns.column("lat")
+            lon = try columns.column("lon")
+            priceLevel = try columns.column("price_level")
+            popularity = try columns.column("popularity")
+            average = try columns.column("average")
+            count = try columns.column("count")
+        }
+    }
+
+    /// A hit from a row of `hitColumns`; the rating and its count are NULL for a place without reviews.
+    static func hit(_ row: Row, _ c: HitColumns) throws(RowError) -> SearchHit {
+        try SearchHit(id: row.decode(c.id), name: row.decode(c.name), category: row.decode(c.category), address: row.decode(c.address),
+                      lat: row.decode(c.lat), lon: row.decode(c.lon), priceLevel: row.decode(c.priceLevel),
+                      popularity: row.decode(c.popularity), rating: row.decode(c.average), reviewCount: row.decode(c.count), distanceM: nil)
+    }
+
+    /// The hits of rows of `hitColumns`, in their order.
+    static func hits(_ rows: [Row]) throws(RowError) -> [SearchHit] {
+        guard let first = rows.first else { return [] }
+        let columns = try HitColumns(first.columns)
+        return try rows.map { row throws(RowError) in try hit(row, columns) }
     }
 }
