@@ -85,30 +85,28 @@ public final class ResultColumns: Sendable {
     public func column(_ name: String) throws(RowError) -> Column {
         let found = exact[name] ?? folded[name.lowercased()]
         switch found {
-        case .some(.some(let index)): return Column(index: index, name: name, sql: sql)
+        case .some(.some(let index)): return Column(index: index)
         case .some(.none): throw RowError(column: name, problem: .ambiguous, sql: sql)
         case .none: throw RowError(column: name, problem: .missing(available: names), sql: sql)
         }
     }
+
+    /// The error for the value `found` in column `index` where `expected` was needed.
+    @usableFromInline
+    func mismatch(at index: Int, _ found: SQLValue, expected: String) -> RowError {
+        guard names.indices.contains(index) else { return RowError(column: "#\(index)", problem: .missing(available: names), sql: sql) }
+        return RowError(column: names[index], problem: found == .null ? .null(expected: expected)
+                            : .wrongType(expected: expected, found: found.storageClassName), sql: sql)
+    }
 }
 
-/// A result column found by name once, for reading many rows by position (see
-/// `Statement.int64(_:)` and friends, `Row.decode(_:as:)`); it carries its name for errors.
+/// A result column found by name once (`ResultColumns.column(_:)`, `Statement.column(_:)`),
+/// for reading many rows by position with `Statement.int64(_:)` and friends or
+/// `Row.decode(_:as:)`. Only a position, so it costs nothing to copy; errors take the
+/// column's name from the result it is read from.
 public struct Column: Sendable, Hashable {
     /// The 0-based position in the result.
     public let index: Int
-    /// The name it was found by.
-    public let name: String
-    /// The SQL it belongs to, for errors.
-    public let sql: String?
-
-    /// A `RowError` for this column.
-    func error(_ problem: RowError.Problem) -> RowError { RowError(column: name, problem: problem, sql: sql) }
-
-    /// The error for a value of storage class `found` where `expected` was needed.
-    func mismatch(_ found: SQLValue, expected: String) -> RowError {
-        found == .null ? error(.null(expected: expected)) : error(.wrongType(expected: expected, found: found.storageClassName))
-    }
 }
 
 extension SQLValue {
@@ -136,78 +134,80 @@ public protocol SQLColumnDecodable {
 }
 
 extension Int64: SQLColumnDecodable {
-    public static func fromColumn(_ value: SQLValue) -> Int64? {
+    @inlinable public static func fromColumn(_ value: SQLValue) -> Int64? {
         if case .integer(let number) = value { number } else { nil }
     }
-    public static var columnExpectation: String { "INTEGER" }
+    @inlinable public static var columnExpectation: String { "INTEGER" }
 }
 
 extension Int: SQLColumnDecodable {
-    public static func fromColumn(_ value: SQLValue) -> Int? {
+    @inlinable public static func fromColumn(_ value: SQLValue) -> Int? {
         if case .integer(let number) = value { Int(exactly: number) } else { nil }
     }
-    public static var columnExpectation: String { "INTEGER" }
+    @inlinable public static var columnExpectation: String { "INTEGER" }
 }
 
 /// REAL, or INTEGER widened, as SQLite itself reads a REAL column holding a whole number.
 extension Double: SQLColumnDecodable {
-    public static func fromColumn(_ value: SQLValue) -> Double? {
+    @inlinable public static func fromColumn(_ value: SQLValue) -> Double? {
         switch value {
         case .real(let number): number
         case .integer(let number): Double(number)
         default: nil
         }
     }
-    public static var columnExpectation: String { "REAL" }
+    @inlinable public static var columnExpectation: String { "REAL" }
 }
 
 /// INTEGER 0 or 1, SQLite's own convention.
 extension Bool: SQLColumnDecodable {
-    public static func fromColumn(_ value: SQLValue) -> Bool? {
+    @inlinable public static func fromColumn(_ value: SQLValue) -> Bool? {
         switch value {
         case .integer(0): false
         case .integer(1): true
         default: nil
         }
     }
-    public static var columnExpectation: String { "INTEGER 0 or 1" }
+    @inlinable public static var columnExpectation: String { "INTEGER 0 or 1" }
 }
 
 extension String: SQLColumnDecodable {
-    public static func fromColumn(_ value: SQLValue) -> String? { value.textValue }
-    public static var columnExpectation: String { "TEXT" }
+    @inlinable public static func fromColumn(_ value: SQLValue) -> String? { value.textValue }
+    @inlinable public static var columnExpectation: String { "TEXT" }
 }
 
 extension Array: SQLColumnDecodable where Element == UInt8 {
-    public static func fromColumn(_ value: SQLValue) -> [UInt8]? { value.blobValue }
-    public static var columnExpectation: String { "BLOB" }
+    @inlinable public static func fromColumn(_ value: SQLValue) -> [UInt8]? { value.blobValue }
+    @inlinable public static var columnExpectation: String { "BLOB" }
 }
 
 extension Data: SQLColumnDecodable {
-    public static func fromColumn(_ value: SQLValue) -> Data? { value.blobValue.map { Data($0) } }
-    public static var columnExpectation: String { "BLOB" }
+    @inlinable public static func fromColumn(_ value: SQLValue) -> Data? { value.blobValue.map { Data($0) } }
+    @inlinable public static var columnExpectation: String { "BLOB" }
 }
 
 /// NULL reads as nil; anything else as `Wrapped` would read it.
 extension Optional: SQLColumnDecodable where Wrapped: SQLColumnDecodable {
-    public static func fromColumn(_ value: SQLValue) -> Wrapped?? {
+    @inlinable public static func fromColumn(_ value: SQLValue) -> Wrapped?? {
         value == .null ? .some(nil) : Wrapped.fromColumn(value).map { .some($0) }
     }
-    public static var columnExpectation: String { Wrapped.columnExpectation + " or NULL" }
+    @inlinable public static var columnExpectation: String { Wrapped.columnExpectation + " or NULL" }
 }
 
 extension Row {
     /// The named column as `type`, strictly: throws a `RowError` naming the column (and the
     /// SQL) if there is no such column, if it is NULL and `type` is not optional, or if it
     /// holds another storage class. Read a nullable column as an optional: `as: String?.self`.
+    @inlinable
     public func decode<T: SQLColumnDecodable>(_ name: String, as type: T.Type = T.self) throws(RowError) -> T {
         try decode(columns.column(name), as: type)
     }
 
     /// A column found once with `columns.column(_:)`, as `type`, strictly (see `decode(_:as:)`).
+    @inlinable
     public func decode<T: SQLColumnDecodable>(_ column: Column, as type: T.Type = T.self) throws(RowError) -> T {
         let value = self.value(column.index)
-        guard let decoded = T.fromColumn(value) else { throw column.mismatch(value, expected: T.columnExpectation) }
+        guard let decoded = T.fromColumn(value) else { throw columns.mismatch(at: column.index, value, expected: T.columnExpectation) }
         return decoded
     }
 }
@@ -219,44 +219,53 @@ extension Statement {
     }
 
     /// An INTEGER column of the current row, without making a `Row`; throws if it holds anything else.
-    @inline(__always)
     public func int64(_ column: Column) throws(RowError) -> Int64 {
-        let type = storageType(column.index)
-        guard type == SQLITE_INTEGER else { throw column.mismatch(value(column.index), expected: "INTEGER") }
-        return int64(column.index)
+        let handle = handle, index = Int32(column.index)
+        guard sqlite3_column_type(handle, index) == SQLITE_INTEGER else { throw mismatch(column, expected: "INTEGER") }
+        return sqlite3_column_int64(handle, index)
     }
 
     /// A REAL (or INTEGER) column of the current row, without making a `Row`; throws on NULL or anything else.
-    @inline(__always)
     public func double(_ column: Column) throws(RowError) -> Double {
-        let type = storageType(column.index)
-        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw column.mismatch(value(column.index), expected: "REAL") }
-        return double(column.index)
+        let handle = handle, index = Int32(column.index)
+        let type = sqlite3_column_type(handle, index)
+        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw mismatch(column, expected: "REAL") }
+        return sqlite3_column_double(handle, index)
     }
 
     /// A nullable REAL (or INTEGER) column of the current row: nil for NULL; throws on anything else.
-    @inline(__always)
     public func optionalDouble(_ column: Column) throws(RowError) -> Double? {
-        storageType(column.index) == SQLITE_NULL ? nil : try double(column)
+        let handle = handle, index = Int32(column.index)
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_NULL: return nil
+        case SQLITE_FLOAT, SQLITE_INTEGER: return sqlite3_column_double(handle, index)
+        default: throw mismatch(column, expected: "REAL or NULL")
+        }
     }
 
     /// A column of the current row as `type`, strictly (see `Row.decode(_:as:)`).
+    @inlinable
     public func decode<T: SQLColumnDecodable>(_ column: Column, as type: T.Type = T.self) throws(RowError) -> T {
         let value = value(column.index)
-        guard let decoded = T.fromColumn(value) else { throw column.mismatch(value, expected: T.columnExpectation) }
+        guard let decoded = T.fromColumn(value) else { throw columns.mismatch(at: column.index, value, expected: T.columnExpectation) }
         return decoded
     }
 
+    /// The error for the current row's value in `column` where `expected` was needed.
+    private func mismatch(_ column: Column, expected: String) -> RowError {
+        columns.mismatch(at: column.index, value(column.index), expected: expected)
+    }
+
     /// Throws unless the column holds TEXT in the current row, so that `withUTF8` can then lend it unchecked.
-    @inline(__always)
     public func requireText(_ column: Column) throws(RowError) {
-        guard storageType(column.index) == SQLITE_TEXT else { throw column.mismatch(value(column.index), expected: "TEXT") }
+        guard sqlite3_column_type(handle, Int32(column.index)) == SQLITE_TEXT else { throw mismatch(column, expected: "TEXT") }
     }
 }
 
 extension Array where Element == Row {
     /// The named column of each row as `type`, strictly (see `Row.decode(_:as:)`); the name is
     /// looked up once for rows that share their columns, as the rows of one query do.
+    @inlinable
     public func decode<T: SQLColumnDecodable>(_ name: String, as type: T.Type = T.self) throws(RowError) -> [T] {
         guard let first else { return [] }
         let column = try first.columns.column(name)

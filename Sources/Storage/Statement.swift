@@ -7,7 +7,7 @@ public final class Statement {
     /// The SQL text this statement was prepared from.
     public let sql: String
     /// The prepared statement, nil once finalized (its database closed first).
-    private var handle: OpaquePointer?
+    private(set) var handle: OpaquePointer?
     /// The columns of the current result, named once per execution.
     private var columnsOfCurrentResult: ResultColumns?
     /// Set while a `Database` helper is stepping this statement, so a nested use of the same SQL gets its own statement.
@@ -138,10 +138,6 @@ public final class Statement {
         columnsOfCurrentResult = columns
         return columns
     }
-
-    /// The storage class (SQLITE_INTEGER, …) of a column of the current row.
-    @inline(__always)
-    func storageType(_ column: Int) -> Int32 { sqlite3_column_type(handle, Int32(column)) }
 
     /// The value in a column of the current row; valid only after `step()` returned true.
     public func value(_ column: Int) -> SQLValue {
