@@ -54,7 +54,7 @@ public struct RowError: Error, Sendable, Equatable, CustomStringConvertible {
 /// The result columns of one execution of a statement: their names in order, and a lookup
 /// from name to position built once, so rows are read by name without a search per row.
 ///
-/// Names match exactly first, then ignoring ASCII case as SQL does. Shared by every `Row`
+/// Names match exactly first, then ignoring case, as SQL does. Shared by every `Row`
 /// of the execution.
 public final class ResultColumns: Sendable {
     /// The names, in column order (as `sqlite3_column_name` gives them: the `AS` name, else
