@@ -15,8 +15,8 @@ public final class CatalogStore: ServiceState {
 
     public init(worker: ServiceWorker) throws {
         self.worker = worker
-        categories = try worker.db.query("SELECT id, name FROM categories ORDER BY id").map {
-            Category(id: $0.string(0) ?? "", name: $0.string(1) ?? "", count: nil)
+        categories = try worker.db.query("SELECT id, name FROM categories ORDER BY id").map { row throws(RowError) in
+            Category(id: try row.decode("id"), name: try row.decode("name"), count: nil)
         }
         categoryIds = Set(categories.map(\.id))
     }
@@ -46,8 +46,8 @@ public final class CatalogStore: ServiceState {
     }
 
     func categoryCounts() throws -> [Category] {
-        let counts = Dictionary(uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) FROM places GROUP BY category").map {
-            ($0.string(0) ?? "", Int($0.int(1) ?? 0))
+        let counts = Dictionary(uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) AS count FROM places GROUP BY category").map {
+            row throws(RowError) in (try row.decode("category", as: String.self), try row.decode("count", as: Int.self))
         })
         return categories.map { Category(id: $0.id, name: $0.name, count: counts[$0.id] ?? 0) }
     }
@@ -128,18 +128,19 @@ public final class CatalogStore: ServiceState {
                 String(decoding: try encoder.encode(p.externalIds), as: UTF8.self), p.timezone]
     }
 
+    /// A place from a row of `columns`; the JSON columns hold its opening hours, photos and external ids.
     private static func place(_ row: Row) throws -> Place {
-        func json<T: Decodable>(_ index: Int, _ type: T.Type, _ empty: T) throws -> T {
-            guard let text = row.string(index) else { return empty }
-            return try JSONCoding.decoder.decode(type, from: Data(text.utf8))
+        func json<T: Decodable>(_ column: String, _ type: T.Type) throws -> T {
+            try JSONCoding.decoder.decode(type, from: Data(row.decode(column, as: String.self).utf8))
         }
-        return Place(
-            id: row.int(0) ?? 0, name: row.string(1) ?? "", category: row.string(2) ?? "",
-            lat: row.double(3) ?? 0, lon: row.double(4) ?? 0, address: row.string(5), phone: row.string(6),
-            website: row.string(7), priceLevel: row.int(8).map { Int($0) }, description: row.string(9),
-            openingHours: try json(10, [OpeningPeriod].self, []), photos: try json(11, [Photo].self, []),
-            popularity: row.double(12) ?? 0, externalIds: try json(13, [String: String].self, [:]),
-            createdAt: row.string(14) ?? "", updatedAt: row.string(15) ?? "", version: row.int(16) ?? 1, timezone: row.string(17))
+        return try Place(
+            id: row.decode("id"), name: row.decode("name"), category: row.decode("category"),
+            lat: row.decode("lat"), lon: row.decode("lon"), address: row.decode("address"), phone: row.decode("phone"),
+            website: row.decode("website"), priceLevel: row.decode("price_level"), description: row.decode("description"),
+            openingHours: json("opening_hours", [OpeningPeriod].self), photos: json("photos", [Photo].self),
+            popularity: row.decode("popularity"), externalIds: json("external_ids", [String: String].self),
+            createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"), version: row.decode("version"),
+            timezone: row.decode("timezone"))
     }
 
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events.

@@ -227,12 +227,14 @@ enum SearchIndex {
     static func upsert(_ place: IndexedPlace, _ db: Database) throws {
         let hours = String(decoding: try JSONCoding.encoder.encode(place.openingHours ?? []), as: UTF8.self)
         let (name, other) = indexedWords(place)
-        let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", place.id)
-        let textChanged = old?.string(0) != name || old?.string(1) != other
+        let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", place.id).map { row throws(RowError) in
+            (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self))
+        }
+        let textChanged = old?.name != name || old?.other != other
         if let old, textChanged {
             // FTS5 forgets a row of external content only when told the words it indexed.
             try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
-                       place.id, old.string(0), old.string(1))
+                       place.id, old.name, old.other)
         }
         try db.run("""
             INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, opening_hours, timezone, name_words, other_words)
@@ -257,7 +259,7 @@ enum SearchIndex {
     static func delete(_ id: Int64, _ db: Database) throws {
         guard let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", id) else { return }
         try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
-                   id, old.string(0), old.string(1))
+                   id, try old.decode("name_words", as: String.self), try old.decode("other_words", as: String.self))
         try db.run("DELETE FROM places WHERE id = ?", id)
         try db.run("DELETE FROM places_geo WHERE id = ?", id)
     }

@@ -181,7 +181,7 @@ struct TextQueries {
         guard word.prefix else { return [quoted] }
         guard word.typed.count > 3, !word.typed.allSatisfy(\.isNumber) else { return [quoted + " *"] }
         let terms = try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ? LIMIT \(TextQueries.maxPrefixTerms + 1)",
-                                 word.typed, word.typed + "\u{10FFFF}").compactMap { $0.string(0) }
+                                 word.typed, word.typed + "\u{10FFFF}").decode("term", as: String.self)
         guard terms.count <= TextQueries.maxPrefixTerms else { return [quoted + " *"] }
         return terms.isEmpty ? [quoted] : terms.map(TextQueries.quoted)
     }
@@ -192,7 +192,7 @@ struct TextQueries {
     private func known(_ word: String, prefix: Bool) throws -> Bool {
         let candidates = prefix
             ? try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ? LIMIT \(TextQueries.maxPrefixTerms + 1)",
-                           word, word + "\u{10FFFF}").compactMap { $0.string(0) }
+                           word, word + "\u{10FFFF}").decode("term", as: String.self)
             : [word]
         // So many words start so: some place surely has one.
         if candidates.count > TextQueries.maxPrefixTerms { return true }
@@ -207,8 +207,8 @@ struct TextQueries {
         let allowed = TextQueries.allowedTypos(word)
         let start = String(first), end = String(first) + "\u{10FFFF}"
         var found: [(String, Int)] = []
-        for row in try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ?", start, end) {
-            guard let term = row.string(0), abs(term.count - word.count) <= allowed else { continue }
+        for term in try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ?", start, end).decode("term", as: String.self) {
+            guard abs(term.count - word.count) <= allowed else { continue }
             let distance = TextQueries.editDistance(Array(word), Array(term), limit: allowed)
             if distance <= allowed { found.append((term, distance)) }
         }
@@ -339,7 +339,7 @@ struct TextQueries {
             var last: String?
             while suggestions.count < 5, let category = try db.queryOne(
                 "SELECT category FROM places WHERE category \(last == nil ? ">=" : ">") ? AND category < ? ORDER BY category LIMIT 1",
-                last ?? word, word + "\u{10FFFF}")?.string(0) {
+                last ?? word, word + "\u{10FFFF}")?.decode("category", as: String.self) {
                 suggestions.append(Suggestion(kind: "category", text: category, id: nil, category: nil, distanceM: nil,
                                               highlights: [[0, word.utf16.count]]))
                 last = category
@@ -366,11 +366,12 @@ struct TextQueries {
     /// The ids of the places matching an FTS5 expression, at most `limit` of them.
     private func matchingIds(_ expression: String, limit: Int) throws -> [Int64] {
         var ids: [Int64] = []
-        let matching = try db.statement("SELECT rowid FROM places_text WHERE places_text MATCH ? LIMIT ?")
+        let matching = try db.statement("SELECT rowid AS id FROM places_text WHERE places_text MATCH ? LIMIT ?")
         defer { matching.reset() }
         try matching.bind([expression, Int64(limit)])
+        let id = try matching.column("id")
         while try matching.step() {
-            if case .integer(let id) = matching.value(0) { ids.append(id) }
+            ids.append(try matching.int64(id))
         }
         return ids
     }

@@ -211,8 +211,9 @@ extension SocialStore {
         let nowMs = Int64((now.timeIntervalSince1970 * 1_000).rounded(.down))
         try db.transaction {
             let row = try db.queryOne("SELECT failures, last_failure_ms FROM login_failures WHERE username = ?", key)
-            let last = row?.int(1) ?? 0
-            let failures = nowMs - last >= LoginThrottle.forgetMilliseconds ? 0 : row?.int(0) ?? 0
+            // No row: no failures to remember.
+            let last: Int64 = try row?.decode("last_failure_ms") ?? 0
+            let failures: Int64 = nowMs - last >= LoginThrottle.forgetMilliseconds ? 0 : try row?.decode("failures") ?? 0
             if let refusal = LoginThrottle.refusal(failures: failures, lastFailure: last, now: nowMs) { throw refusal }
             try db.run("DELETE FROM login_failures WHERE last_failure_ms < ?", nowMs - LoginThrottle.forgetMilliseconds)
             try db.run("""
@@ -222,8 +223,9 @@ extension SocialStore {
         }
         let row = try db.queryOne("SELECT id, username, name, role, password_hash FROM users WHERE username = ?", key)
         // An unknown user costs a verification too, so the time taken does not tell who exists.
-        let stored = try row?.string(4).map(PasswordHash.init(encoded:)) ?? decoy.value()
-        guard try stored.matches(credentials.password), let row, let id = row.int(0) else { throw Self.wrongCredentials }
+        let stored = try row.map { row throws(RowError) in PasswordHash(encoded: try row.decode("password_hash")) } ?? decoy.value()
+        guard try stored.matches(credentials.password), let row else { throw Self.wrongCredentials }
+        let id: Int64 = try row.decode("id")
 
         let token = try HashedToken.generate()
         let expiresAt = timestamp(now.addingTimeInterval(options.sessionLifetime))
@@ -235,7 +237,7 @@ extension SocialStore {
                        token.hash, id, timestamp(now), expiresAt)
         }
         return LoginReply(token: token.text, expiresAt: expiresAt,
-                          user: PublicUser(id: id, username: row.string(1) ?? "", name: row.string(2) ?? "", role: row.string(3) ?? ""))
+                          user: PublicUser(id: id, username: try row.decode("username"), name: try row.decode("name"), role: try row.decode("role")))
     }
 
     /// Who a live session token signs in; `unauthenticated` for anything else.
@@ -244,9 +246,8 @@ extension SocialStore {
               let row = try db.queryOne("""
                   SELECT s.user_id, u.role, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
                   WHERE s.token_hash = ? AND s.expires_at > ?
-                  """, hash, timestamp()),
-              let userId = row.int(0) else { throw Self.invalidToken }
-        return TokenOwner(userId: userId, role: row.string(1) ?? "", expiresAt: row.string(2) ?? "")
+                  """, hash, timestamp()) else { throw Self.invalidToken }
+        return try TokenOwner(userId: row.decode("user_id"), role: row.decode("role"), expiresAt: row.decode("expires_at"))
     }
 
     /// Ends the caller's session with this token at once (nothing to do if it has ended already),
@@ -265,7 +266,7 @@ extension SocialStore {
         guard caller.isAdmin else { throw ServiceError(.permissionDenied, "only an admin may change roles") }
         let role = try AccountRules.role(change.role)
         return try db.transaction {
-            guard let before = try db.queryOne("SELECT role FROM users WHERE id = ?", change.userId)?.string(0) else {
+            guard let before = try db.queryOne("SELECT role FROM users WHERE id = ?", change.userId)?.decode("role", as: String.self) else {
                 throw Self.noUser(change.userId)
             }
             if before != role.rawValue {
@@ -278,7 +279,7 @@ extension SocialStore {
 
     func publicUser(_ id: Int64) throws -> PublicUser {
         guard let row = try db.queryOne("SELECT username, name, role FROM users WHERE id = ?", id) else { throw Self.noUser(id) }
-        return PublicUser(id: id, username: row.string(0) ?? "", name: row.string(1) ?? "", role: row.string(2) ?? "")
+        return try PublicUser(id: id, username: row.decode("username"), name: row.decode("name"), role: row.decode("role"))
     }
 
     static func noUser(_ id: Int64) -> ServiceError { ServiceError(.notFound, "no user with id \(id)", field: "user_id") }

@@ -79,10 +79,13 @@ extension SocialStore {
         let (own, other) = followers ? ("followee_id", "follower_id") : ("follower_id", "followee_id")
         let after = try cursor.map(Self.followCursor.decode) ?? Int64.max
         let page = try readPage("""
-            SELECT f.id, u.id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
+            SELECT f.id AS follow_id, u.id AS user_id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
             WHERE f.\(own) = ? AND f.id < ? ORDER BY f.id DESC LIMIT ?
             """, [userId, after], limit: limit,
-            item: { (follow: $0.int(0) ?? 0, user: UserSummary(id: $0.int(1) ?? 0, username: $0.string(2) ?? "", name: $0.string(3) ?? "")) },
+            item: { row throws -> (follow: Int64, user: UserSummary) in
+                (follow: try row.decode("follow_id"),
+                 user: UserSummary(id: try row.decode("user_id"), username: try row.decode("username"), name: try row.decode("name")))
+            },
             wire: \.user)
         let next = page.isFull ? page.items.last.map { Self.followCursor.encode($0.follow) } : nil
         return UserPage(users: page.items.map(\.user), nextCursor: next)

@@ -115,16 +115,18 @@ extension SocialStore {
     func profile(_ id: Int64, viewer: Int64?) throws -> Profile {
         guard let row = try db.queryOne("""
             SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, created_at,
-                   (SELECT count(*) FROM follows WHERE followee_id = users.id), (SELECT count(*) FROM follows WHERE follower_id = users.id)
+                   (SELECT count(*) FROM follows WHERE followee_id = users.id) AS followers,
+                   (SELECT count(*) FROM follows WHERE follower_id = users.id) AS following
             FROM users WHERE id = ?
             """, id) else { throw Self.noUser(id) }
         let own = viewer == id
-        let birthYear = row.int(8).map { Int($0) }
-        return Profile(id: id, username: row.string(0) ?? "", name: row.string(1) ?? "", role: row.string(2) ?? "",
-                       bio: row.string(3), avatarUrl: row.string(4), language: row.string(5), homeCity: row.string(6),
-                       email: own ? row.string(7) : nil, birthYear: own ? birthYear : nil,
-                       ageGroup: own ? nil : birthYear.map { ProfileRules.ageGroup(birthYear: $0, currentYear: currentYear) },
-                       followers: Int(row.int(10) ?? 0), following: Int(row.int(11) ?? 0), createdAt: row.string(9) ?? "")
+        let birthYear: Int? = try row.decode("birth_year")
+        let email: String = try row.decode("email")
+        return try Profile(id: id, username: row.decode("username"), name: row.decode("name"), role: row.decode("role"),
+                           bio: row.decode("bio"), avatarUrl: row.decode("avatar_url"), language: row.decode("language"),
+                           homeCity: row.decode("home_city"), email: own ? email : nil, birthYear: own ? birthYear : nil,
+                           ageGroup: own ? nil : birthYear.map { ProfileRules.ageGroup(birthYear: $0, currentYear: currentYear) },
+                           followers: row.decode("followers"), following: row.decode("following"), createdAt: row.decode("created_at"))
     }
 
     /// Checks the fields the update sets (in the order of the table in social.md), before any

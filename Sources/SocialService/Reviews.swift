@@ -200,10 +200,11 @@ extension SocialStore {
     /// Deletes a review: its author or an admin may.
     func deleteReview(_ id: Int64, caller: Caller) throws {
         try db.transaction {
-            guard let row = try db.queryOne("SELECT user_id, place_id FROM reviews WHERE id = ?", id), let placeId = row.int(1) else {
+            guard let row = try db.queryOne("SELECT user_id, place_id FROM reviews WHERE id = ?", id) else {
                 throw ServiceError(.notFound, "no review with id \(id)", field: "review_id")
             }
-            guard row.int(0) == caller.id || caller.isAdmin else {
+            let placeId: Int64 = try row.decode("place_id")
+            guard try row.decode("user_id", as: Int64.self) == caller.id || caller.isAdmin else {
                 throw ServiceError(.permissionDenied, "only its author or an admin may delete review \(id)")
             }
             try db.run("DELETE FROM reviews WHERE id = ?", id)
@@ -215,7 +216,7 @@ extension SocialStore {
         guard let row = try db.queryOne("\(Self.reviewColumns) WHERE r.id = ?", id) else {
             throw ServiceError(.notFound, "no review with id \(id)", field: "review_id")
         }
-        return Self.review(row)
+        return try Self.review(row)
     }
 
     /// A page of a place's reviews.
@@ -244,10 +245,11 @@ extension SocialStore {
         return ReviewPage(reviews: page.items, nextCursor: page.isFull ? page.items.last.map(order.cursor(after:)) : nil)
     }
 
-    private static func review(_ row: Row) -> Review {
-        Review(id: row.int(0) ?? 0, placeId: row.int(1) ?? 0,
-               user: UserSummary(id: row.int(2) ?? 0, username: row.string(3) ?? "", name: row.string(4) ?? ""),
-               rating: Int(row.int(5) ?? 0), text: row.string(6) ?? "", createdAt: row.string(7) ?? "", updatedAt: row.string(8) ?? "")
+    /// A review from a row of `reviewColumns`.
+    private static func review(_ row: Row) throws(RowError) -> Review {
+        try Review(id: row.decode("id"), placeId: row.decode("place_id"),
+                   user: UserSummary(id: row.decode("user_id"), username: row.decode("username"), name: row.decode("name")),
+                   rating: row.decode("rating"), text: row.decode("text"), createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"))
     }
 
     /// Emits the place's rating as it now stands; call inside the transaction that changed it.
@@ -270,8 +272,9 @@ extension SocialStore {
     }
 
     private func rating(of placeId: Int64) throws -> RatingUpdated {
-        let row = try db.queryOne("SELECT count(*), coalesce(sum(rating), 0) FROM reviews WHERE place_id = ?", placeId)
-        let count = row?.int(0) ?? 0, sum = row?.int(1) ?? 0
+        // An aggregate without GROUP BY always gives its one row; none would mean no reviews.
+        let row = try db.queryOne("SELECT count(*) AS count, coalesce(sum(rating), 0) AS sum FROM reviews WHERE place_id = ?", placeId)
+        let count: Int64 = try row?.decode("count") ?? 0, sum: Int64 = try row?.decode("sum") ?? 0
         return RatingUpdated(placeId: placeId, average: count == 0 ? 0 : Double(sum) / Double(count), count: Int(count))
     }
 
@@ -279,7 +282,7 @@ extension SocialStore {
     func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
         let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?",
                                   try SnapshotKey.id(after: after), limit)
-            .compactMap { $0.int(0) }
+            .decode("place_id", as: Int64.self)
         let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0))) }
         return SnapshotPage(events: events, next: SnapshotKey.next(after: places, limit: limit))
     }

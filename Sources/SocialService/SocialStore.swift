@@ -34,7 +34,7 @@ public final class SocialStore: ServiceState {
     /// Identity comes only from the envelope: ids in bodies never say who is asking.
     func caller(_ context: RequestContext) throws -> Caller {
         guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
-        guard let id = Int64(auth.userId), let role = try db.queryOne("SELECT role FROM users WHERE id = ?", id)?.string(0) else {
+        guard let id = Int64(auth.userId), let role = try db.queryOne("SELECT role FROM users WHERE id = ?", id)?.decode("role", as: String.self) else {
             throw ServiceError(.unauthenticated, "no user with id \(auth.userId)")
         }
         return Caller(id: id, isAdmin: role == Role.admin.rawValue)

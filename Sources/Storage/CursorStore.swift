@@ -38,10 +38,11 @@ public struct CursorStore {
     }
 
     /// The cursor stored for `source`, nil if none.
-    public func get(source: String) throws(SQLiteError) -> EventCursor? {
-        guard let row = try database.queryOne("SELECT epoch, seq FROM event_cursor WHERE source = ?", source),
-              let epoch = row.string(0), let seq = row.int(1) else { return nil }
-        return EventCursor(epoch: epoch, seq: seq)
+    ///
+    /// Throws a `SQLiteError`, or a `RowError` if the stored row is not an epoch and a seq.
+    public func get(source: String) throws -> EventCursor? {
+        guard let row = try database.queryOne("SELECT epoch, seq FROM event_cursor WHERE source = ?", source) else { return nil }
+        return try EventCursor(epoch: row.decode("epoch"), seq: row.decode("seq"))
     }
 
     /// Stores (inserts or replaces) the cursor for `source`.

@@ -85,12 +85,13 @@ public struct Outbox {
     }
 
     /// Up to `limit` records with seq greater than `after`, in seq order.
-    public func read(after seq: Int64, limit: Int) throws(SQLiteError) -> [OutboxRecord] {
+    ///
+    /// Throws a `SQLiteError`, or a `RowError` for a row that is not a record.
+    public func read(after seq: Int64, limit: Int) throws -> [OutboxRecord] {
         guard limit > 0 else { return [] }
         return try database.query("SELECT seq, type, ts, body FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
-                                  seq, limit).map { row in
-            OutboxRecord(seq: row.int(0) ?? 0, type: row.string(1) ?? "", ts: row.string(2) ?? "",
-                         body: row.data(3) ?? Data())
+                                  seq, limit).map { row throws(RowError) in
+            try OutboxRecord(seq: row.decode("seq"), type: row.decode("type"), ts: row.decode("ts"), body: row.decode("body"))
         }
     }
 

@@ -87,17 +87,38 @@ extension Optional: SQLBindable where Wrapped: SQLBindable {
 
 /// A copy of one result row: column names and values, detached from the statement.
 ///
-/// Accessors return nil (or `.null`) for a missing column or a value of another storage class.
+/// Read it by name with `decode(_:as:)`, which throws a `RowError` naming the column for a
+/// missing column, a NULL where a value is required, or a value of another storage class.
+/// The older accessors (`int`, `string`, …) are lenient: they return nil (or `.null`) for a
+/// missing column or a value of another storage class.
 public struct Row: Sendable, Hashable {
-    /// The result column names, in order.
-    public let columnNames: [String]
+    /// The result columns (names and their lookup), shared by the rows of one execution.
+    public let columns: ResultColumns
     /// The values, in column order.
     public let values: [SQLValue]
 
+    /// The result column names, in order.
+    public var columnNames: [String] { columns.names }
+
     /// Pairs names with values; both arrays must have the same length.
     public init(columnNames: [String], values: [SQLValue]) {
-        self.columnNames = columnNames
+        self.init(columns: ResultColumns(names: columnNames), values: values)
+    }
+
+    /// Pairs a statement's columns with one row's values, in the same order.
+    public init(columns: ResultColumns, values: [SQLValue]) {
+        self.columns = columns
         self.values = values
+    }
+
+    /// Rows are equal when their column names and values are.
+    public static func == (lhs: Row, rhs: Row) -> Bool {
+        lhs.columnNames == rhs.columnNames && lhs.values == rhs.values
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(columnNames)
+        hasher.combine(values)
     }
 
     /// The number of columns.

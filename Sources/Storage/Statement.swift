@@ -7,9 +7,9 @@ public final class Statement {
     /// The SQL text this statement was prepared from.
     public let sql: String
     /// The prepared statement, nil once finalized (its database closed first).
-    private var handle: OpaquePointer?
-    /// Column names of the current result, read once per execution.
-    private var columnNamesOfCurrentResult: [String]?
+    private(set) var handle: OpaquePointer?
+    /// The columns of the current result, named once per execution.
+    private var columnsOfCurrentResult: ResultColumns?
     /// Set while a `Database` helper is stepping this statement, so a nested use of the same SQL gets its own statement.
     var isInUse = false
 
@@ -63,7 +63,7 @@ public final class Statement {
     /// sqlite3_reset's return code only repeats the last step's error, already thrown by `step()`.
     public func reset() {
         _ = sqlite3_reset(handle)
-        columnNamesOfCurrentResult = nil
+        columnsOfCurrentResult = nil
     }
 
     /// Resets, clears old bindings, and binds `values` to parameters 1...n.
@@ -125,13 +125,18 @@ public final class Statement {
     public var columnCount: Int { Int(sqlite3_column_count(handle)) }
 
     /// The result column names, in order.
-    public var columnNames: [String] {
-        if let columnNamesOfCurrentResult { return columnNamesOfCurrentResult }
+    public var columnNames: [String] { columns.names }
+
+    /// The result columns, with their lookup by name: read from `sqlite3_column_name` once per
+    /// execution (a reset forgets them, as a changed schema may change them) and shared by its rows.
+    public var columns: ResultColumns {
+        if let columnsOfCurrentResult { return columnsOfCurrentResult }
         let names = (0..<Int32(columnCount)).map { column in
             sqlite3_column_name(handle, column).map { String(cString: $0) } ?? ""
         }
-        columnNamesOfCurrentResult = names
-        return names
+        let columns = ResultColumns(names: names, sql: sql)
+        columnsOfCurrentResult = columns
+        return columns
     }
 
     /// The value in a column of the current row; valid only after `step()` returned true.
@@ -172,6 +177,6 @@ public final class Statement {
 
     /// A copy of the current row; valid only after `step()` returned true.
     public var row: Row {
-        Row(columnNames: columnNames, values: (0..<columnCount).map(value))
+        Row(columns: columns, values: (0..<columnCount).map(value))
     }
 }

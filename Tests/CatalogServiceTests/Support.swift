@@ -18,14 +18,14 @@ final class CatalogFixture {
     let client: RPCClient
     let config: ServiceConfig
 
-    init(retention: Int = 100_000, heartbeatMs: Int = 100) throws {
+    init(retention: Int = 100_000, heartbeatMs: Int = 100, logger: Logger = quiet) throws {
         context = try ZMQContext()
         var config = ServiceConfig(service: "catalog")
         config.dataDirectory = folder.path
         config.heartbeatMilliseconds = heartbeatMs
         config.outboxRetention = retention
         self.config = config
-        runtime = try ServiceRuntime(definition: CatalogService.definition, config: config, context: context, logger: quiet)
+        runtime = try ServiceRuntime(definition: CatalogService.definition, config: config, context: context, logger: logger)
         client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)
     }
 

@@ -1,0 +1,162 @@
+import Bus
+import Contracts
+import Foundation
+
+/// One search result: the place summary, and its distance when the query had a point.
+public struct SearchHit: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var category: String
+    public var address: String?
+    public var lat: Double
+    public var lon: Double
+    public var priceLevel: Int?
+    public var popularity: Double
+    public var rating: Double?
+    public var reviewCount: Int?
+    public var distanceM: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, category, address, lat, lon, popularity, rating
+        case priceLevel = "price_level"
+        case reviewCount = "review_count"
+        case distanceM = "distance_m"
+    }
+}
+
+/// A page of hits and the cursor of the next one (nil on the last).
+public struct SearchPage: Codable, Sendable, Equatable {
+    public var hits: [SearchHit]
+    public var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case hits
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// How hits are ordered; ties always break by id, so pages are stable.
+public enum SortOrder: String, Codable, Sendable {
+    case distance, rating, popularity
+}
+
+/// Filters every search request accepts.
+public struct PlaceFilters: Decodable, Sendable, Equatable {
+    public var categories: [String]?
+    public var excludeCategories: [String]?
+    public var priceLevels: [Int]?
+    public var minRating: Double?
+    /// Only places open now, by their opening hours in their own time zone.
+    public var openNow: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case openNow = "open_now"
+        case categories
+        case excludeCategories = "exclude_categories"
+        case priceLevels = "price_levels"
+        case minRating = "min_rating"
+    }
+
+    /// Checks the filters; category ids are checked against `known` when the catalog's list is at hand.
+    func validate(knownCategories known: Set<String>?) throws(ServiceError) {
+        for (list, field) in [(categories, "categories"), (excludeCategories, "exclude_categories")] {
+            guard let list else { continue }
+            guard list.count <= 20, list.allSatisfy({ !$0.isEmpty && $0.count <= 50 }) else {
+                throw .invalid(field, "at most 20 category ids of 1-50 characters")
+            }
+            if let known, let unknown = list.first(where: { !known.contains($0) }) {
+                throw .invalid(field, "unknown category '\(unknown)'; known: \(known.sorted().joined(separator: ", "))")
+            }
+        }
+        if let levels = priceLevels, levels.count > 5 || !levels.allSatisfy({ (0...4).contains($0) }) {
+            throw .invalid("price_levels", "price levels are 0 to 4")
+        }
+        if let rating = minRating, !(rating.isFinite && (0...5).contains(rating)) {
+            throw .invalid("min_rating", "must be 0 to 5")
+        }
+    }
+}
+
+/// `search.nearby`: places within `radius_m` of a point.
+public struct NearbyQuery: Decodable, Sendable {
+    public var lat: Double
+    public var lon: Double
+    public var radiusM: Double
+    public var filters: PlaceFilters
+    public var sort: SortOrder?
+    public var limit: Int?
+    public var cursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case lat, lon, sort, limit, cursor
+        case radiusM = "radius_m"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        lat = try c.decode(Double.self, forKey: .lat)
+        lon = try c.decode(Double.self, forKey: .lon)
+        radiusM = try c.decode(Double.self, forKey: .radiusM)
+        sort = try SortOrder.decode(c, .sort)
+        limit = try c.decodeIfPresent(Int.self, forKey: .limit)
+        cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
+        filters = try PlaceFilters(from: decoder)
+    }
+}
+
+/// `search.viewport`: places inside a map box (west > east crosses the 180th meridian).
+public struct ViewportQuery: Decodable, Sendable {
+    public var south: Double
+    public var west: Double
+    public var north: Double
+    public var east: Double
+    public var filters: PlaceFilters
+    public var sort: SortOrder?
+    public var limit: Int?
+    public var cursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case south, west, north, east, sort, limit, cursor
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        south = try c.decode(Double.self, forKey: .south)
+        west = try c.decode(Double.self, forKey: .west)
+        north = try c.decode(Double.self, forKey: .north)
+        east = try c.decode(Double.self, forKey: .east)
+        sort = try SortOrder.decode(c, .sort)
+        limit = try c.decodeIfPresent(Int.self, forKey: .limit)
+        cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
+        filters = try PlaceFilters(from: decoder)
+    }
+}
+
+extension SortOrder {
+    /// Decodes a sort name, answering an unknown one with the names that exist.
+    static func decode<K: CodingKey>(_ c: KeyedDecodingContainer<K>, _ key: K) throws -> SortOrder? {
+        guard let name = try c.decodeIfPresent(String.self, forKey: key) else { return nil }
+        guard let order = SortOrder(rawValue: name) else {
+            throw ServiceError.invalid("sort", "unknown sort '\(name)'; use distance, rating or popularity")
+        }
+        return order
+    }
+}
+
+/// Where a page ended: the sort key and id of its last hit, exact to the bit.
+struct SearchCursor: Equatable {
+    var key: Double
+    var id: Int64
+
+    var encoded: String { OpaqueCursor.encode("s1:\(String(key.bitPattern, radix: 16)):\(id)") }
+
+    static func decode(_ cursor: String) throws(ServiceError) -> SearchCursor {
+        let parts = try OpaqueCursor.decode(cursor, maxLength: 100).split(separator: ":")
+        guard parts.count == 3, parts[0] == "s1", let bits = UInt64(parts[1], radix: 16), let id = Int64(parts[2]) else {
+            throw .invalid("cursor", "not a cursor from this service")
+        }
+        let key = Double(bitPattern: bits)
+        guard key.isFinite else { throw .invalid("cursor", "not a cursor from this service") }
+        return SearchCursor(key: key, id: id)
+    }
+}
