@@ -2,6 +2,7 @@ import Bus
 import Foundation
 import Geo
 @testable import SearchService
+import ServiceKit
 import Storage
 import Testing
 import TestSupport
