@@ -1,0 +1,186 @@
+import Bus
+import Foundation
+import ServiceKit
+import Storage
+import Testing
+import TestSupport
+
+private let quiet = Logger(component: "subscriber-test", level: .error)
+
+/// A temporary folder, removed when this goes away.
+private final class Scratch {
+    let path = NSTemporaryDirectory() + "tourbus-subscriber-\(UUID().uuidString)"
+    init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A subscriber's database holding a copy of a publisher's items, `(id, name)`, and `notes`,
+/// which only the subscribing service itself writes.
+private struct ItemCopy {
+    static let migrations = CursorSchema.migrations + [Migration(domain: "copy", version: 1, sql: """
+        CREATE TABLE copy (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+        CREATE TABLE notes (text TEXT NOT NULL);
+        """)]
+
+    struct Item: Codable { var id: Int64; var name: String }
+
+    static let applier = EventApplier(
+        apply: { event, scope in
+            guard event.header.type == "item.upserted" else { return }
+            let item = try event.body(Item.self)
+            try scope.db.run("INSERT OR REPLACE INTO copy (id, name) VALUES (?, ?)", item.id, item.name)
+        },
+        reset: { db in try db.run("DELETE FROM copy") })
+
+    let path: String
+
+    init(in folder: Scratch) throws {
+        path = folder.path + "/copy.sqlite"
+        _ = try Database(path: path).migrate(Self.migrations)
+    }
+
+    /// The copy's names by id, read on a connection of its own (a reader of the service).
+    func names() throws -> [String] {
+        try Database(path: path).query("SELECT name FROM copy ORDER BY id").compactMap { $0.string(0) }
+    }
+}
+
+/// A publisher whose `sys.snapshot` is slow: pages of `perPage` items, each after a delay;
+/// the last page waits, besides, until the test opens `lastPage` (at most 10 s).
+private final class SlowPublisher {
+    final class State: ServiceState {
+        let worker: ServiceWorker
+        init(worker: ServiceWorker) { self.worker = worker }
+    }
+
+    let folder: Scratch
+    let context: ZMQContext
+    let config: ServiceConfig
+    let runtime: ServiceRuntime<State>
+    /// Pages asked for so far.
+    let asked = Locked(0)
+    let lastPage = DispatchSemaphore(value: 0)
+
+    init(pages: Int, perPage: Int, delayMilliseconds: Int) throws {
+        folder = try Scratch()
+        context = try ZMQContext()
+        var config = ServiceConfig(service: "slow")
+        config.dataDirectory = folder.path
+        config.heartbeatMilliseconds = 50
+        self.config = config
+        let asked = self.asked, lastPage = self.lastPage
+        let definition = ServiceDefinition<State>(
+            name: "slow", migrations: [], handlers: HandlerTable(), publishes: true,
+            snapshot: { _, after, _ in
+                let page = Int(after ?? "0") ?? 0
+                asked.withLock { $0 += 1 }
+                usleep(UInt32(delayMilliseconds) * 1_000)
+                if page == pages - 1 { _ = lastPage.wait(timeout: .now() + 10) }
+                let events = (0..<perPage).map { i -> (type: String, body: Data) in
+                    let id = page * perPage + i + 1
+                    return ("item.upserted", Data(#"{"id":\#(id),"name":"new \#(id)"}"#.utf8))
+                }
+                return SnapshotPage(events: events, next: page + 1 < pages ? String(page + 1) : nil)
+            },
+            makeState: { State(worker: $0) })
+        runtime = try ServiceRuntime(definition: definition, config: config, context: context, logger: quiet)
+    }
+
+    deinit {
+        lastPage.signal()
+        runtime.stop()
+    }
+
+    func subscribe(_ copy: ItemCopy) throws -> EventSubscriber {
+        var options = SubscriptionOptions(source: "slow", publishEndpoints: runtime.endpoints.publish,
+                                          rpcEndpoints: runtime.endpoints.rpc, databasePath: copy.path)
+        options.snapshotBatch = 100
+        return try EventSubscriber(context: context, options: options, applier: ItemCopy.applier, logger: quiet)
+    }
+}
+
+@Suite(.serialized) struct SnapshotRebuildTests {
+    /// The service's own writers go on while a rebuild waits for the publisher's pages, and
+    /// its readers see the old copy until the whole snapshot is in.
+    @Test func writersAndReadersGoOnDuringARebuild() throws {
+        let folder = try Scratch()
+        let copy = try ItemCopy(in: folder)
+        do {
+            let db = try Database(path: copy.path)
+            try db.run("INSERT INTO copy (id, name) VALUES (1, 'old 1'), (2, 'old 2')")
+            // A cursor of a history the publisher does not have: the subscriber must rebuild.
+            try CursorStore(database: db).set(source: "slow", EventCursor(epoch: "gone", seq: 7))
+        }
+        let publisher = try SlowPublisher(pages: 4, perPage: 3, delayMilliseconds: 100)
+        let subscriber = try publisher.subscribe(copy)
+        defer { subscriber.stop() }
+
+        // Wait until the last page is asked for: the first three are in, the rebuild is under way.
+        var waited = 0
+        while publisher.asked.value < 4 && waited < 1_000 { usleep(10_000); waited += 1 }
+        #expect(publisher.asked.value == 4)
+
+        // The service's own writes, with a busy timeout far shorter than the rebuild (which
+        // lasts until the test lets the last page go), succeed.
+        let writer = try Database(path: copy.path, busyTimeoutMilliseconds: 200)
+        for i in 0..<3 {
+            #expect(throws: Never.self) {
+                try writer.transaction { try writer.run("INSERT INTO notes (text) VALUES (?)", "written during the rebuild \(i)") }
+            }
+        }
+        #expect(try writer.scalarInt("SELECT count(*) FROM notes") == 3)
+        // A reader sees the old copy and the old cursor: a partial rebuild is invisible.
+        #expect(try copy.names() == ["old 1", "old 2"])
+        #expect(try CursorStore(database: writer).get(source: "slow") == EventCursor(epoch: "gone", seq: 7))
+        #expect(subscriber.status.snapshots == 0)
+
+        publisher.lastPage.signal()
+        var rebuilt = false
+        for _ in 0..<1_000 where !rebuilt {
+            rebuilt = subscriber.status.snapshots == 1
+            if !rebuilt { usleep(10_000) }
+        }
+        #expect(rebuilt)
+        #expect(try copy.names() == (1...12).map { "new \($0)" })
+        let epoch = try Outbox(database: Database(path: publisher.config.resolvedDatabasePath)).epoch()
+        #expect(try CursorStore(database: writer).get(source: "slow") == EventCursor(epoch: epoch, seq: 0))
+        #expect(try writer.scalarInt("SELECT count(*) FROM notes") == 3)
+    }
+}
+@Suite struct CursorStoreTests {
+    @Test func upsertGetRemove() throws {
+        let database = try Database(path: ":memory:")
+        try database.migrate(CursorSchema.migrations)
+        let cursors = CursorStore(database: database)
+        #expect(try cursors.get(source: "catalog") == nil)
+
+        try cursors.set(source: "catalog", EventCursor(epoch: "e1", seq: 5))
+        #expect(try cursors.get(source: "catalog") == EventCursor(epoch: "e1", seq: 5))
+        try cursors.set(source: "catalog", EventCursor(epoch: "e2", seq: 1))
+        #expect(try cursors.get(source: "catalog") == EventCursor(epoch: "e2", seq: 1))
+        try cursors.set(source: "billing", EventCursor(epoch: "b", seq: 9))
+        #expect(try database.scalarInt("SELECT count(*) FROM event_cursor") == 2)
+
+        try cursors.remove(source: "catalog")
+        #expect(try cursors.get(source: "catalog") == nil)
+        #expect(try cursors.get(source: "billing") == EventCursor(epoch: "b", seq: 9))
+    }
+
+    @Test func cursorUpdateRollsBackWithTheEffect() throws {
+        let database = try Database(path: ":memory:")
+        try database.migrate(CursorSchema.migrations)
+        try database.execute("CREATE TABLE effect(x)")
+        let cursors = CursorStore(database: database)
+        try cursors.set(source: "s", EventCursor(epoch: "e", seq: 1))
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try database.transaction {
+                try database.run("INSERT INTO effect VALUES(2)")
+                try cursors.set(source: "s", EventCursor(epoch: "e", seq: 2))
+                throw Boom()
+            }
+        }
+        #expect(try cursors.get(source: "s") == EventCursor(epoch: "e", seq: 1))
+        #expect(try database.scalarInt("SELECT count(*) FROM effect") == 0)
+    }
+}
