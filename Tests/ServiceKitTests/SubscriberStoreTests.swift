@@ -5,7 +5,7 @@ import Storage
 import Testing
 import TestSupport
 
-private let quiet = Logger(component: "subscriber-test", level: .error)
+private let quiet = Logger(component: "subscriber-test", level: .error) { _ in }
 
 /// A temporary folder, removed when this goes away.
 private final class Scratch {
@@ -147,6 +147,112 @@ private final class SlowPublisher {
         #expect(try writer.scalarInt("SELECT count(*) FROM notes") == 3)
     }
 }
+/// An event as a publisher would send it.
+private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 1) throws -> ReceivedEvent {
+    try ReceivedEvent(envelope: EnvelopeCoding.event(seq: seq, type: type, ts: "t", epoch: "e2",
+                                                     body: Data(#"{"id":\#(id),"name":"\#(name)"}"#.utf8)))
+}
+
+@Suite struct SQLiteCursorStoreTests {
+    /// The copy's applier, wanting only upserts (so others are not staged), failing on item 666.
+    static let applier = EventApplier(
+        apply: { event, scope in
+            struct Boom: Error {}
+            let item = try event.body(ItemCopy.Item.self)
+            if item.id == 666 { throw Boom() }
+            try ItemCopy.applier.apply(event, scope)
+        },
+        reset: ItemCopy.applier.reset,
+        types: ["item.upserted"])
+
+    fileprivate func store(_ copy: ItemCopy) throws -> SQLiteCursorStore {
+        let options = SubscriptionOptions(source: "items", publishEndpoints: [], rpcEndpoints: [], databasePath: copy.path)
+        return try SQLiteCursorStore(options: options, applier: Self.applier, logger: quiet)
+    }
+
+    fileprivate func oldCopy(_ copy: ItemCopy) throws -> Database {
+        let reader = try Database(path: copy.path)
+        try reader.run("INSERT INTO copy (id, name) VALUES (1, 'old 1')")
+        try CursorStore(database: reader).set(source: "items", EventCursor(epoch: "e1", seq: 4))
+        return reader
+    }
+
+    @Test func aStagedSnapshotIsInvisibleUntilTheSwap() throws {
+        let folder = try Scratch()
+        let copy = try ItemCopy(in: folder)
+        let reader = try oldCopy(copy)
+        let store = try store(copy)
+        let staging = CursorStore(database: reader)
+
+        try store.stageSnapshot([try event("item.upserted", 1, "half 1"), try event("item.noise", 2)])
+        #expect(try staging.stagedCount(source: "items") == 1)  // the noise is not wanted, so not staged
+        #expect(try copy.names() == ["old 1"])
+        // A new snapshot starts over.
+        try store.discardSnapshot()
+        #expect(try staging.stagedCount(source: "items") == 0)
+
+        try store.stageSnapshot([try event("item.upserted", 2, "new 2"), try event("item.noise", 9)])
+        try store.stageSnapshot([try event("item.upserted", 3, "new 3")])
+        #expect(try copy.names() == ["old 1"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 4))
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8)) == 2)
+        #expect(try copy.names() == ["new 2", "new 3"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 8))
+        #expect(try staging.stagedCount(source: "items") == 0)
+    }
+
+    @Test func aFailedSwapLeavesTheOldCopyAndCursor() throws {
+        let folder = try Scratch()
+        let copy = try ItemCopy(in: folder)
+        let reader = try oldCopy(copy)
+        let store = try store(copy)
+        try store.stageSnapshot([try event("item.upserted", 2, "new 2"), try event("item.upserted", 666, "boom")])
+        #expect(throws: (any Error).self) { try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8)) }
+        #expect(try copy.names() == ["old 1"])
+        #expect(try CursorStore(database: reader).get(source: "items") == EventCursor(epoch: "e1", seq: 4))
+    }
+
+    @Test func skippedEventsStillMoveTheCursor() throws {
+        let folder = try Scratch()
+        let copy = try ItemCopy(in: folder)
+        _ = try oldCopy(copy)
+        let store = try store(copy)
+        // An upsert whose body is not an item can never apply: skipped. Noise is not wanted.
+        let broken = try ReceivedEvent(envelope: EnvelopeCoding.event(seq: 5, type: "item.upserted", ts: "t", epoch: "e1", body: Data("{}".utf8)))
+        let skipped = try store.apply([broken, try event("item.noise", 0, seq: 6), try event("item.upserted", 7, "seven", seq: 7)],
+                                      advancingTo: EventCursor(epoch: "e1", seq: 7))
+        #expect(skipped == 1)
+        #expect(try copy.names() == ["old 1", "seven"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 7))
+    }
+}
+
+@Suite struct MemoryCursorStoreTests {
+    @Test func appliesStagesAndSwapsInMemory() throws {
+        var copy: [Int64: String] = [:]
+        let store = MemoryCursorStore(source: "items", logger: quiet, types: ["item.upserted"],
+                                      apply: { event in
+                                          let item = try event.body(ItemCopy.Item.self)
+                                          copy[item.id] = item.name
+                                      },
+                                      reset: { copy = [:] })
+        #expect(try store.loadCursor() == nil)
+        let broken = try ReceivedEvent(envelope: EnvelopeCoding.event(seq: 2, type: "item.upserted", ts: "t", epoch: "e1", body: Data("{}".utf8)))
+        #expect(try store.apply([try event("item.upserted", 1, "one"), broken, try event("item.noise", 5)],
+                                advancingTo: EventCursor(epoch: "e1", seq: 3)) == 1)
+        #expect(copy == [1: "one"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 3))
+
+        try store.stageSnapshot([try event("item.upserted", 2, "two"), try event("item.noise", 3)])
+        #expect(store.stagedCount == 1 && copy == [1: "one"])
+        try store.discardSnapshot()
+        try store.stageSnapshot([try event("item.upserted", 4, "four")])
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 9)) == 1)
+        #expect(copy == [4: "four"] && store.stagedCount == 0)
+        #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 9))
+    }
+}
+
 @Suite struct CursorStoreTests {
     @Test func upsertGetRemove() throws {
         let database = try Database(path: ":memory:")
