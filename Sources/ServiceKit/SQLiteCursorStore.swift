@@ -159,7 +159,8 @@ public final class SQLiteCursorStore: EventCursorStore {
             try applier.startBulk?(db)
             try applier.reset(db)
             try cursors.forEachStaged(source: source) { envelope in
-                try applier.apply(try ReceivedEvent(envelope: envelope), scope)
+                // Checked when staged: only the header is read again.
+                try applier.apply(try ReceivedEvent(checkedEnvelope: envelope), scope)
                 count += 1
             }
             try cursors.set(source: source, cursor)
