@@ -145,10 +145,10 @@ public protocol EventCursorStore: AnyObject {
 
 /// Keeps a local copy fed by a publisher's events, losing none and applying none twice.
 ///
-/// Live events arrive on SUB. The cursor (publisher epoch + last applied seq) is stored in
-/// the same transaction as each batch's effects. A gap, a heartbeat ahead of the cursor,
-/// or a start-up triggers `sys.replay` from the cursor; when the publisher's outbox was
-/// trimmed past it, or its epoch changed, the copy is rebuilt from `sys.snapshot`.
+/// Live events arrive on SUB. The cursor (publisher epoch + last applied seq) is stored with
+/// each batch's effects, atomically (`EventCursorStore`). A gap, a heartbeat ahead of the
+/// cursor, or a start-up triggers `sys.replay` from the cursor; when the publisher's outbox
+/// was trimmed past it, or its epoch changed, the copy is rebuilt from `sys.snapshot`.
 public final class EventSubscriber: Sendable {
     private let stopping = StopFlag()
     private let state: StatusCell
