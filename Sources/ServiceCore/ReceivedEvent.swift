@@ -14,6 +14,12 @@ public struct ReceivedEvent: Sendable {
         } catch {
             throw ServiceError(.invalidArgument, "malformed event envelope: \(error.message)")
         }
+        try self.init(checkedEnvelope: envelope)
+    }
+
+    /// Parses the header of an envelope this process already checked as `init(envelope:)`
+    /// does (a snapshot's item, staged and read back), without checking it again.
+    package init(checkedEnvelope envelope: Data) throws(ServiceError) {
         if let scanned = EventHeader.scan(envelope) {
             header = scanned
         } else {

@@ -2,7 +2,6 @@ import Bus
 import Contracts
 import Foundation
 import ServiceCore
-import Storage
 import Synchronization
 
 /// Where a subscriber is and what it has done, for tests and `sys.stats`.
@@ -24,21 +23,19 @@ public struct SubscriberStatus: Sendable, Equatable, Codable {
     }
 }
 
-/// The subscriber side of the reliable event stream from one publishing service.
-public struct SubscriptionOptions: Sendable {
+/// The subscriber side of the reliable event stream from one publishing service: where the
+/// publisher is and how the subscriber asks it for what it missed (no storage settings, which
+/// belong to the store; see `SubscriptionOptions` for a service's SQLite subscriber).
+public struct EventStreamOptions: Sendable {
     /// The publisher's name (`catalog`), the key of the stored cursor.
     public var source: String
     /// The publisher's event (PUB) endpoints.
     public var publishEndpoints: [String]
     /// The publisher's request endpoints, for `sys.replay` and `sys.snapshot`.
     public var rpcEndpoints: [String]
-    /// The subscriber's own SQLite file, where the cursor lives beside the effects.
-    public var databasePath: String
-    /// Memory settings of the subscriber's SQLite connection.
-    public var tuning = DatabaseTuning()
     /// Events asked for per `sys.replay` call.
     public var replayBatch = 10_000
-    /// A backlog of at least this many events is applied as a bulk load (`EventApplier.startBulk`).
+    /// A backlog of at least this many events is applied as a bulk load (`EventCursorStore.startBulk`).
     public var bulkThreshold: Int64 = 20_000
     /// Items asked for per `sys.snapshot` page.
     public var snapshotBatch = 1_000
@@ -46,80 +43,86 @@ public struct SubscriptionOptions: Sendable {
     public var retryMilliseconds = 300
     /// Timeout of each catch-up request.
     public var requestTimeoutMilliseconds = 5_000
-    /// The subscribing service's outbox relay, woken when an applier emitted (so those events
-    /// leave at once, not at the next heartbeat).
-    public var relayWakeup: Wakeup?
     /// Test hook: live events for which this returns true are discarded, as a lossy network would.
     public var dropLiveEvent: (@Sendable (Int64) -> Bool)?
 
-    public init(source: String, publishEndpoints: [String], rpcEndpoints: [String], databasePath: String) {
+    public init(source: String, publishEndpoints: [String], rpcEndpoints: [String]) {
         self.source = source
         self.publishEndpoints = publishEndpoints
         self.rpcEndpoints = rpcEndpoints
-        self.databasePath = databasePath
     }
 }
 
-/// What an applier works with: the subscriber's database, inside the transaction that also
-/// stores the cursor, and the same emit handle handlers have, for events of its own that the
-/// effect causes (they commit with it, and the relay sends them at once).
-public final class EventScope {
-    /// The subscribing service's database, in the applying transaction.
-    public let db: Database
-    /// Whether an event was emitted since the subscriber last looked.
-    var emitted = false
+/// A position in a source's outbox: the outbox's epoch and the last seq consumed.
+public struct EventCursor: Sendable, Equatable {
+    /// The source outbox's epoch; a different epoch means the source's history started over.
+    public let epoch: String
+    /// The last seq consumed.
+    public let seq: Int64
 
-    public init(db: Database) { self.db = db }
-
-    /// Appends an event of this service's own to its outbox, in the applying transaction.
-    public func emit<Body: Encodable>(_ type: String, _ body: Body) throws {
-        _ = try Outbox(database: db).append(type: type, body: try JSONCoding.encoder.encode(body))
-        emitted = true
+    /// Describes a position.
+    public init(epoch: String, seq: Int64) {
+        self.epoch = epoch
+        self.seq = seq
     }
 }
 
-/// How a subscribing service applies another service's events to its own database.
-public struct EventApplier: Sendable {
-    /// Applies one event; runs inside a transaction that also stores the cursor. Must be
-    /// idempotent: the same event may come twice.
-    public var apply: @Sendable (ReceivedEvent, EventScope) throws -> Void
-    /// Forgets everything learned from this source, before a rebuild from `sys.snapshot`.
-    public var reset: @Sendable (Database) throws -> Void
-    /// Runs before many events are applied at once (a long backlog, a snapshot): a chance to
-    /// drop an index that is cheaper to build again than to keep up row by row.
-    public var startBulk: (@Sendable (Database) throws -> Void)?
-    /// Runs after them, and also when the subscriber starts, to finish a bulk load a crash
-    /// interrupted; must do nothing when there is nothing to finish.
-    public var finishBulk: (@Sendable (Database) throws -> Void)?
-
-    public init(apply: @escaping @Sendable (ReceivedEvent, EventScope) throws -> Void,
-                reset: @escaping @Sendable (Database) throws -> Void,
-                startBulk: (@Sendable (Database) throws -> Void)? = nil,
-                finishBulk: (@Sendable (Database) throws -> Void)? = nil) {
-        self.apply = apply
-        self.reset = reset
-        self.startBulk = startBulk
-        self.finishBulk = finishBulk
-    }
+/// Where a subscriber keeps one source's cursor and the copy its events build: a service's
+/// SQLite database (`SQLiteCursorStore`), or memory for a subscriber that keeps nothing durable.
+///
+/// The subscriber makes its store on its own thread and uses it only there (a SQLite
+/// connection belongs to one thread), so a store need not be Sendable. Whatever changes the
+/// copy stores the cursor with it, atomically: the copy and the cursor are never out of step,
+/// so no event is applied twice or skipped.
+///
+/// A rebuild from `sys.snapshot` fetches its pages with nothing held: each page is staged
+/// aside (`stageSnapshot`) and the copy is left as it is, so the store's other writers never
+/// wait for the publisher and readers see the old copy; once the last page is in,
+/// `swapSnapshot` replaces the copy in one local step.
+public protocol EventCursorStore: AnyObject {
+    /// The stored cursor, nil when nothing was applied yet.
+    func loadCursor() throws -> EventCursor?
+    /// Applies `events` (the ones after the stored cursor, in order) and stores `cursor`,
+    /// atomically; returns how many were skipped as events that can never apply (each
+    /// reported by the store). Any other error undoes the whole batch and is thrown.
+    func apply(_ events: [ReceivedEvent], advancingTo cursor: EventCursor) throws -> Int
+    /// Whether `startBulk` and `finishBulk` do anything (for `SubscriberStatus.bulk`).
+    var hasBulkLoad: Bool { get }
+    /// Runs before many events are applied at once (a long backlog).
+    func startBulk() throws
+    /// Runs after them, after a snapshot's swap, and at start (to finish a bulk load a crash
+    /// interrupted); does nothing when there is nothing to finish.
+    func finishBulk() throws
+    /// Forgets the snapshot staged, if any: a new one starts from nothing.
+    func discardSnapshot() throws
+    /// Stages one page of a snapshot beside the copy, leaving the copy as it is. The store
+    /// may leave out events it would ignore.
+    func stageSnapshot(_ events: [ReceivedEvent]) throws
+    /// Replaces everything learned from the source with the snapshot staged (as a bulk load
+    /// when the store has one, `finishBulk` coming after) and stores `cursor`, atomically;
+    /// the staging is then empty. Returns how many staged events were applied.
+    func swapSnapshot(cursor: EventCursor) throws -> Int
 }
 
 /// Keeps a local copy fed by a publisher's events, losing none and applying none twice.
 ///
-/// Live events arrive on SUB. The cursor (publisher epoch + last applied seq) is stored in
-/// the same transaction as each batch's effects. A gap, a heartbeat ahead of the cursor,
-/// or a start-up triggers `sys.replay` from the cursor; when the publisher's outbox was
-/// trimmed past it, or its epoch changed, the copy is rebuilt from `sys.snapshot`.
+/// Live events arrive on SUB. The cursor (publisher epoch + last applied seq) is stored with
+/// each batch's effects, atomically (`EventCursorStore`). A gap, a heartbeat ahead of the
+/// cursor, or a start-up triggers `sys.replay` from the cursor; when the publisher's outbox
+/// was trimmed past it, or its epoch changed, the copy is rebuilt from `sys.snapshot`.
 public final class EventSubscriber: Sendable {
     private let stopping = StopFlag()
     private let state: StatusCell
     private let thread: WorkerThread
 
-    /// Starts the subscriber thread (its own database connection, SUB socket and RPC client).
-    public init(context: ZMQContext, options: SubscriptionOptions, applier: EventApplier, logger: Logger) throws {
+    /// Starts the subscriber thread (its own store, SUB socket and RPC client). `makeStore`
+    /// runs on that thread, which alone uses the store; when it throws, so does this.
+    public init(context: ZMQContext, options: EventStreamOptions, logger: Logger,
+                store makeStore: @escaping @Sendable () throws -> any EventCursorStore) throws {
         let state = StatusCell(SubscriberStatus(source: options.source))
         self.state = state
         let startup = StartupReport()
-        let loop = SubscriberLoop(context: context, options: options, applier: applier, logger: logger,
+        let loop = SubscriberLoop(context: context, options: options, makeStore: makeStore, logger: logger,
                                   stopping: stopping, status: state)
         thread = WorkerThread(name: "\(logger.component)-sub-\(options.source)") { loop.run(startup: startup) }
         if case .failure(let error) = startup.wait() {
@@ -161,8 +164,8 @@ final class StatusCell: Sendable {
 /// The subscriber thread's work; every socket and connection here belongs to that thread.
 struct SubscriberLoop: Sendable {
     let context: ZMQContext
-    let options: SubscriptionOptions
-    let applier: EventApplier
+    let options: EventStreamOptions
+    let makeStore: @Sendable () throws -> any EventCursorStore
     let logger: Logger
     let stopping: StopFlag
     let status: StatusCell
@@ -171,14 +174,13 @@ struct SubscriberLoop: Sendable {
     struct NeedsSnapshot: Error {}
 
     func run(startup: StartupReport) {
-        let db: Database
+        let store: any EventCursorStore
         let socket: Socket
         let client: RPCClient
         var cursor: EventCursor?
         do {
-            db = try Database(path: options.databasePath)
-            try db.tune(options.tuning)
-            cursor = try CursorStore(database: db).get(source: options.source)
+            store = try makeStore()
+            cursor = try store.loadCursor()
             socket = try Socket(context, .sub)
             try socket.setReceiveHighWaterMark(100_000)
             try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
@@ -192,7 +194,14 @@ struct SubscriberLoop: Sendable {
         defer { client.close() }
         startup.succeeded(nil)
         // A bulk load a crash interrupted is finished first (a failure is logged; catching up retries it).
-        finishBulk(db)
+        finishBulk(store)
+        // So is a snapshot's staging a crash left: it is never resumed (a rebuild starts over),
+        // and it may be large. A failure is logged; the next rebuild discards it anyway.
+        do {
+            try store.discardSnapshot()
+        } catch {
+            logger.warn("could not discard a staged snapshot", ["source": options.source, "error": error])
+        }
         status.update { $0.epoch = cursor?.epoch; $0.seq = cursor?.seq ?? 0 }
 
         var needSync = true
@@ -201,7 +210,7 @@ struct SubscriberLoop: Sendable {
         while !stopping.isSet {
             if needSync && monotonicNanos() >= retryAt {
                 do {
-                    try catchUp(db: db, client: client, cursor: &cursor)
+                    try catchUp(store: store, client: client, cursor: &cursor)
                     needSync = false
                 } catch {
                     logger.warn("catch-up failed; will retry", ["source": options.source, "error": error])
@@ -219,12 +228,12 @@ struct SubscriberLoop: Sendable {
                 }
                 batch.append(event)
             }
-            if !needSync { needSync = !applyLive(batch, db: db, cursor: &cursor) }
+            if !needSync { needSync = !applyLive(batch, store: store, cursor: &cursor) }
         }
     }
 
     /// Applies the consecutive live events of a batch; false when a gap, a new epoch or a heartbeat ahead shows events were missed.
-    private func applyLive(_ batch: [ReceivedEvent], db: Database, cursor: inout EventCursor?) -> Bool {
+    private func applyLive(_ batch: [ReceivedEvent], store: any EventCursorStore, cursor: inout EventCursor?) -> Bool {
         guard let current = cursor else { return false }
         var next = current.seq + 1
         var consecutive: [ReceivedEvent] = []
@@ -243,7 +252,7 @@ struct SubscriberLoop: Sendable {
             next += 1
         }
         do {
-            try apply(consecutive, db: db, cursor: &cursor)
+            try apply(consecutive, store: store, cursor: &cursor)
         } catch {
             logger.warn("applying live events failed; will catch up", ["source": options.source, "error": error])
             return false
@@ -251,26 +260,13 @@ struct SubscriberLoop: Sendable {
         return inStep
     }
 
-    /// Applies events and moves the cursor in one transaction. An event whose body does not
-    /// decode is skipped with an error line (it can never apply); storage errors roll back.
-    private func apply(_ events: [ReceivedEvent], db: Database, cursor: inout EventCursor?) throws {
+    /// Applies events and moves the cursor in one step of the store. An event whose body does
+    /// not decode is skipped (it can never apply); storage errors undo the batch.
+    private func apply(_ events: [ReceivedEvent], store: any EventCursorStore, cursor: inout EventCursor?) throws {
         guard let last = events.last, let current = cursor else { return }
-        var skipped = 0
-        let scope = EventScope(db: db)
-        defer { if scope.emitted { options.relayWakeup?.signal() } }
-        try db.transaction {
-            for event in events {
-                do {
-                    try applier.apply(event, scope)
-                } catch let error as ServiceError {
-                    skipped += 1
-                    logger.error("skipped an event that cannot apply", ["source": options.source, "seq": event.header.seq,
-                                                                         "type": event.header.type, "error": error])
-                }
-            }
-            try CursorStore(database: db).set(source: options.source, EventCursor(epoch: current.epoch, seq: last.header.seq))
-        }
-        cursor = EventCursor(epoch: current.epoch, seq: last.header.seq)
+        let next = EventCursor(epoch: current.epoch, seq: last.header.seq)
+        let skipped = try store.apply(events, advancingTo: next)
+        cursor = next
         status.update { s in
             s.seq = last.header.seq
             s.applied += events.count - skipped
@@ -279,7 +275,7 @@ struct SubscriberLoop: Sendable {
     }
 
     /// Replays from the cursor until caught up with the head; rebuilds from a snapshot when replay cannot serve.
-    private func catchUp(db: Database, client: RPCClient, cursor: inout EventCursor?) throws {
+    private func catchUp(store: any EventCursorStore, client: RPCClient, cursor: inout EventCursor?) throws {
         func ask(after: Int64) throws -> RPCClient.PendingReply {
             client.start(type: "sys.replay", body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: options.replayBatch)),
                          timeoutMilliseconds: options.requestTimeoutMilliseconds)
@@ -297,18 +293,18 @@ struct SubscriberLoop: Sendable {
             status.update { $0.replays += 1 }
             if let current = cursor, current.epoch != info.epoch || info.head < current.seq {
                 logger.info("publisher history changed; rebuilding from snapshot", ["source": options.source])
-                try rebuild(db: db, client: client, cursor: &cursor)
+                try rebuild(store: store, client: client, cursor: &cursor)
                 continue
             }
             if info.trimmed {
                 logger.info("outbox trimmed past the cursor; rebuilding from snapshot", ["source": options.source, "cursor": after])
-                try rebuild(db: db, client: client, cursor: &cursor)
+                try rebuild(store: store, client: client, cursor: &cursor)
                 continue
             }
             if cursor == nil { cursor = EventCursor(epoch: info.epoch, seq: 0) }
-            if !bulk, info.head - after >= options.bulkThreshold, let start = applier.startBulk {
+            if !bulk, info.head - after >= options.bulkThreshold, store.hasBulkLoad {
                 logger.info("catching up in bulk", ["source": options.source, "events": info.head - after])
-                try db.transaction { try start(db) }
+                try store.startBulk()
                 bulk = true
                 status.update { $0.bulk = true }
             }
@@ -316,61 +312,67 @@ struct SubscriberLoop: Sendable {
             guard events.allSatisfy({ $0.header.epoch == info.epoch }) else { throw ServiceError(.internal, "replay mixed epochs") }
             let more = !events.isEmpty && (events.last?.header.seq ?? 0) < info.head
             if more, let last = events.last?.header.seq { next = (last, try ask(after: last)) }
-            try apply(events.filter { $0.header.seq > after }, db: db, cursor: &cursor)
+            try apply(events.filter { $0.header.seq > after }, store: store, cursor: &cursor)
             if !more {
-                if bulk { finishBulk(db) }
+                if bulk { finishBulk(store) }
                 return
             }
         }
     }
 
     /// Finishes a bulk load; a failure is logged, and the next catch-up tries again.
-    private func finishBulk(_ db: Database) {
-        guard let finish = applier.finishBulk else { return }
+    private func finishBulk(_ store: any EventCursorStore) {
         do {
-            try db.transaction { try finish(db) }
+            try store.finishBulk()
             status.update { $0.bulk = false }
         } catch {
             logger.error("could not finish a bulk load", ["source": options.source, "error": error])
         }
     }
 
-    /// Forgets this source's effects and reloads them from `sys.snapshot`, all in one transaction.
-    private func rebuild(db: Database, client: RPCClient, cursor: inout EventCursor?) throws {
+    /// Forgets this source's effects and reloads them from `sys.snapshot`.
+    ///
+    /// No transaction is open across a round trip: each page is staged aside in a short
+    /// step of its own, so the service's own writers never wait for the publisher, and its
+    /// readers see the old copy until the last page is in and the store swaps the staged
+    /// snapshot in at once. A failure or a stop half-way discards the staging: a partial
+    /// snapshot never becomes the copy, and the next attempt starts over.
+    private func rebuild(store: any EventCursorStore, client: RPCClient, cursor: inout EventCursor?) throws {
         var result: EventCursor?
         var count = 0
-        let scope = EventScope(db: db)
-        defer {
-            finishBulk(db)
-            if scope.emitted { options.relayWakeup?.signal() }
-        }
-        status.update { $0.bulk = applier.startBulk != nil }
-        try db.transaction {
-            try applier.startBulk?(db)
-            try applier.reset(db)
+        try store.discardSnapshot()
+        do {
             var after: String?
             repeat {
                 let reply = try client.request(type: "sys.snapshot", body: try JSONCoding.encoder.encode(SnapshotRequest(after: after, limit: options.snapshotBatch)),
                                                timeoutMilliseconds: options.requestTimeoutMilliseconds)
                 let page = try reply.body(SnapshotReply.self)
+                // Pages of another epoch are of another history: start over.
                 if let first = result, first.epoch != page.epoch { throw NeedsSnapshot() }
                 if result == nil { result = EventCursor(epoch: page.epoch, seq: page.seq) }
-                for data in reply.attachments {
-                    try applier.apply(try ReceivedEvent(envelope: data), scope)
-                    count += 1
-                }
+                let events = try reply.attachments.map { data throws(ServiceError) in try ReceivedEvent(envelope: data) }
+                try store.stageSnapshot(events)
+                count += events.count
                 after = page.next
-                // Stopping half-way rolls back: a partial snapshot must never look complete.
                 if stopping.isSet { throw CancellationError() }
             } while after != nil
-            guard let result else { return }
-            try CursorStore(database: db).set(source: options.source, result)
+        } catch {
+            do {
+                try store.discardSnapshot()
+            } catch let discarding {
+                logger.warn("could not discard a staged snapshot", ["source": options.source, "error": discarding])
+            }
+            throw error
         }
+        guard let result else { return }
+        status.update { $0.bulk = store.hasBulkLoad }
+        defer { finishBulk(store) }
+        _ = try store.swapSnapshot(cursor: result)
         cursor = result
         status.update { s in
             s.snapshots += 1
-            s.epoch = result?.epoch
-            s.seq = result?.seq ?? s.seq
+            s.epoch = result.epoch
+            s.seq = result.seq
             s.applied += count
         }
     }

@@ -265,7 +265,8 @@ extension SocialStore {
             try scope.db.run("DELETE FROM reviews WHERE place_id = ?", id)
             try scope.emit(SocialEvents.ratingUpdated, RatingUpdated(placeId: id, average: 0, count: 0))
         },
-        reset: { _ in })
+        reset: { _ in },
+        types: ["catalog.place.deleted"])
 
     private func publishRating(of placeId: Int64) throws {
         try worker.emit(SocialEvents.ratingUpdated, try rating(of: placeId))

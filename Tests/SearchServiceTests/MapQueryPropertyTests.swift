@@ -3,6 +3,7 @@ import Contracts
 import Foundation
 import Geo
 @testable import SearchService
+import ServiceKit
 import Storage
 import Testing
 import TestSupport

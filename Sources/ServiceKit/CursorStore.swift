@@ -1,6 +1,11 @@
+import Foundation
+import ServiceCore
+import Storage
+
 /// Tables for subscriber cursors: how far each event source has been consumed.
 public enum CursorSchema {
-    /// Domain "cursor": the `event_cursor` table, one row per source.
+    /// Domain "cursor": the `event_cursor` table, one row per source; from version 2 also
+    /// `event_staging`, where a snapshot's pages wait until the last one is in.
     public static let migrations: [Migration] = [
         Migration(domain: "cursor", version: 1, sql: """
             CREATE TABLE event_cursor(
@@ -8,21 +13,14 @@ public enum CursorSchema {
                 epoch TEXT NOT NULL,
                 seq INTEGER NOT NULL);
             """),
+        Migration(domain: "cursor", version: 2, sql: """
+            CREATE TABLE event_staging(
+                source TEXT NOT NULL,
+                n INTEGER NOT NULL,
+                envelope BLOB NOT NULL,
+                PRIMARY KEY(source, n)) WITHOUT ROWID;
+            """),
     ]
-}
-
-/// A position in a source's outbox: the outbox's epoch and the last seq consumed.
-public struct EventCursor: Sendable, Equatable {
-    /// The source outbox's epoch; a different epoch means the source's history started over.
-    public let epoch: String
-    /// The last seq consumed.
-    public let seq: Int64
-
-    /// Describes a position.
-    public init(epoch: String, seq: Int64) {
-        self.epoch = epoch
-        self.seq = seq
-    }
 }
 
 /// Cursors of one database, keyed by source name.
@@ -59,5 +57,35 @@ public struct CursorStore {
     /// Deletes the cursor for `source`, if any.
     public func remove(source: String) throws(SQLiteError) {
         try database.run("DELETE FROM event_cursor WHERE source = ?", source)
+    }
+
+    // MARK: Snapshot staging
+
+    /// Appends event envelopes to the snapshot staged for `source`, after those already there.
+    /// Run it in a transaction (one per page): the page is staged whole or not at all.
+    public func stage(source: String, _ envelopes: [Data]) throws(SQLiteError) {
+        guard !envelopes.isEmpty else { return }
+        var n = try database.scalarInt("SELECT coalesce(max(n), 0) FROM event_staging WHERE source = ?", source) ?? 0
+        for envelope in envelopes {
+            n += 1
+            try database.run("INSERT INTO event_staging(source, n, envelope) VALUES(?, ?, ?)", source, n, envelope)
+        }
+    }
+
+    /// Calls `body` with each envelope staged for `source`, in the order staged.
+    public func forEachStaged(source: String, _ body: (Data) throws -> Void) throws {
+        try database.forEachRow("SELECT envelope FROM event_staging WHERE source = ? ORDER BY n", [source]) { row in
+            try body(row.data(0) ?? Data())
+        }
+    }
+
+    /// How many envelopes are staged for `source`.
+    public func stagedCount(source: String) throws(SQLiteError) -> Int {
+        Int(try database.scalarInt("SELECT count(*) FROM event_staging WHERE source = ?", source) ?? 0)
+    }
+
+    /// Forgets the snapshot staged for `source`, if any.
+    public func clearStaging(source: String) throws(SQLiteError) {
+        try database.run("DELETE FROM event_staging WHERE source = ?", source)
     }
 }

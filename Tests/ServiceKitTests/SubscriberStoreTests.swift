@@ -1,0 +1,286 @@
+import Bus
+import Foundation
+import ServiceCore
+import ServiceKit
+import Storage
+import Testing
+import TestSupport
+
+private let quiet = Logger(component: "subscriber-test", level: .error) { _ in }
+
+/// A subscriber's database holding a copy of a publisher's items, `(id, name)`, and `notes`,
+/// which only the subscribing service itself writes.
+private struct ItemCopy {
+    static let migrations = CursorSchema.migrations + [Migration(domain: "copy", version: 1, sql: """
+        CREATE TABLE copy (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+        CREATE TABLE notes (text TEXT NOT NULL);
+        """)]
+
+    struct Item: Codable { var id: Int64; var name: String }
+
+    static let applier = EventApplier(
+        apply: { event, scope in
+            guard event.header.type == "item.upserted" else { return }
+            let item = try event.body(Item.self)
+            try scope.db.run("INSERT OR REPLACE INTO copy (id, name) VALUES (?, ?)", item.id, item.name)
+        },
+        reset: { db in try db.run("DELETE FROM copy") })
+
+    let path: String
+
+    init(in folder: TemporaryFolder) throws {
+        path = folder.path + "/copy.sqlite"
+        _ = try Database(path: path).migrate(Self.migrations)
+    }
+
+    /// The copy's names by id, read on a connection of its own (a reader of the service).
+    func names() throws -> [String] {
+        try Database(path: path).query("SELECT name FROM copy ORDER BY id").compactMap { $0.string(0) }
+    }
+}
+
+/// A publisher whose `sys.snapshot` is slow: pages of `perPage` items, each after a delay;
+/// the last page waits, besides, until the test opens `lastPage` (at most 10 s).
+private final class SlowPublisher {
+    final class State: ServiceState {
+        let worker: ServiceWorker
+        init(worker: ServiceWorker) { self.worker = worker }
+    }
+
+    let folder: TemporaryFolder
+    let context: ZMQContext
+    let config: ServiceConfig
+    let runtime: ServiceRuntime<State>
+    /// Pages asked for so far.
+    let asked = Locked(0)
+    let lastPage = DispatchSemaphore(value: 0)
+
+    init(pages: Int, perPage: Int, delayMilliseconds: Int) throws {
+        folder = TemporaryFolder("subscriber")
+        context = try ZMQContext()
+        var config = ServiceConfig(service: "slow")
+        config.dataDirectory = folder.path
+        config.heartbeatMilliseconds = 50
+        self.config = config
+        let asked = self.asked, lastPage = self.lastPage
+        let definition = ServiceDefinition<State>(
+            name: "slow", migrations: [], handlers: HandlerTable(), publishes: true,
+            snapshot: { _, after, _ in
+                let page = Int(after ?? "0") ?? 0
+                asked.withLock { $0 += 1 }
+                usleep(UInt32(delayMilliseconds) * 1_000)
+                if page == pages - 1 { _ = lastPage.wait(timeout: .now() + 10) }
+                let events = (0..<perPage).map { i -> (type: String, body: Data) in
+                    let id = page * perPage + i + 1
+                    return ("item.upserted", Data(#"{"id":\#(id),"name":"new \#(id)"}"#.utf8))
+                }
+                return SnapshotPage(events: events, next: page + 1 < pages ? String(page + 1) : nil)
+            },
+            makeState: { State(worker: $0) })
+        runtime = try ServiceRuntime(definition: definition, config: config, context: context, logger: quiet)
+    }
+
+    deinit {
+        lastPage.signal()
+        runtime.stop()
+    }
+
+    func subscribe(_ copy: ItemCopy) throws -> EventSubscriber {
+        var options = SubscriptionOptions(source: "slow", publishEndpoints: runtime.endpoints.publish,
+                                          rpcEndpoints: runtime.endpoints.rpc, databasePath: copy.path)
+        options.snapshotBatch = 100
+        return try EventSubscriber(context: context, options: options, applier: ItemCopy.applier, logger: quiet)
+    }
+}
+
+@Suite(.serialized) struct SnapshotRebuildTests {
+    /// The service's own writers go on while a rebuild waits for the publisher's pages, and
+    /// its readers see the old copy until the whole snapshot is in.
+    @Test func writersAndReadersGoOnDuringARebuild() throws {
+        let folder = TemporaryFolder("subscriber")
+        let copy = try ItemCopy(in: folder)
+        do {
+            let db = try Database(path: copy.path)
+            try db.run("INSERT INTO copy (id, name) VALUES (1, 'old 1'), (2, 'old 2')")
+            // A cursor of a history the publisher does not have: the subscriber must rebuild.
+            try CursorStore(database: db).set(source: "slow", EventCursor(epoch: "gone", seq: 7))
+        }
+        let publisher = try SlowPublisher(pages: 4, perPage: 3, delayMilliseconds: 100)
+        let subscriber = try publisher.subscribe(copy)
+        defer { subscriber.stop() }
+
+        // Wait until the last page is asked for: the first three are in, the rebuild is under way.
+        var waited = 0
+        while publisher.asked.value < 4 && waited < 1_000 { usleep(10_000); waited += 1 }
+        #expect(publisher.asked.value == 4)
+
+        // The service's own writes, with a busy timeout far shorter than the rebuild (which
+        // lasts until the test lets the last page go), succeed.
+        let writer = try Database(path: copy.path, busyTimeoutMilliseconds: 200)
+        for i in 0..<3 {
+            #expect(throws: Never.self) {
+                try writer.transaction { try writer.run("INSERT INTO notes (text) VALUES (?)", "written during the rebuild \(i)") }
+            }
+        }
+        #expect(try writer.scalarInt("SELECT count(*) FROM notes") == 3)
+        // A reader sees the old copy and the old cursor: a partial rebuild is invisible.
+        #expect(try copy.names() == ["old 1", "old 2"])
+        #expect(try CursorStore(database: writer).get(source: "slow") == EventCursor(epoch: "gone", seq: 7))
+        #expect(subscriber.status.snapshots == 0)
+
+        publisher.lastPage.signal()
+        var rebuilt = false
+        for _ in 0..<1_000 where !rebuilt {
+            rebuilt = subscriber.status.snapshots == 1
+            if !rebuilt { usleep(10_000) }
+        }
+        #expect(rebuilt)
+        #expect(try copy.names() == (1...12).map { "new \($0)" })
+        let epoch = try Outbox(database: Database(path: publisher.config.resolvedDatabasePath)).epoch()
+        #expect(try CursorStore(database: writer).get(source: "slow") == EventCursor(epoch: epoch, seq: 0))
+        #expect(try writer.scalarInt("SELECT count(*) FROM notes") == 3)
+    }
+}
+/// An event as a publisher would send it.
+private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 1) throws -> ReceivedEvent {
+    try ReceivedEvent(envelope: EnvelopeCoding.event(seq: seq, type: type, ts: "t", epoch: "e2",
+                                                     body: Data(#"{"id":\#(id),"name":"\#(name)"}"#.utf8)))
+}
+
+@Suite struct SQLiteCursorStoreTests {
+    /// The copy's applier, wanting only upserts (so others are not staged), failing on item 666.
+    static let applier = EventApplier(
+        apply: { event, scope in
+            struct Boom: Error {}
+            let item = try event.body(ItemCopy.Item.self)
+            if item.id == 666 { throw Boom() }
+            try ItemCopy.applier.apply(event, scope)
+        },
+        reset: ItemCopy.applier.reset,
+        types: ["item.upserted"])
+
+    fileprivate func store(_ copy: ItemCopy) throws -> SQLiteCursorStore {
+        let options = SubscriptionOptions(source: "items", publishEndpoints: [], rpcEndpoints: [], databasePath: copy.path)
+        return try SQLiteCursorStore(options: options, applier: Self.applier, logger: quiet)
+    }
+
+    fileprivate func oldCopy(_ copy: ItemCopy) throws -> Database {
+        let reader = try Database(path: copy.path)
+        try reader.run("INSERT INTO copy (id, name) VALUES (1, 'old 1')")
+        try CursorStore(database: reader).set(source: "items", EventCursor(epoch: "e1", seq: 4))
+        return reader
+    }
+
+    @Test func aStagedSnapshotIsInvisibleUntilTheSwap() throws {
+        let folder = TemporaryFolder("subscriber")
+        let copy = try ItemCopy(in: folder)
+        let reader = try oldCopy(copy)
+        let store = try store(copy)
+        let staging = CursorStore(database: reader)
+
+        try store.stageSnapshot([try event("item.upserted", 1, "half 1"), try event("item.noise", 2)])
+        #expect(try staging.stagedCount(source: "items") == 1)  // the noise is not wanted, so not staged
+        #expect(try copy.names() == ["old 1"])
+        // A new snapshot starts over.
+        try store.discardSnapshot()
+        #expect(try staging.stagedCount(source: "items") == 0)
+
+        try store.stageSnapshot([try event("item.upserted", 2, "new 2"), try event("item.noise", 9)])
+        try store.stageSnapshot([try event("item.upserted", 3, "new 3")])
+        #expect(try copy.names() == ["old 1"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 4))
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8)) == 2)
+        #expect(try copy.names() == ["new 2", "new 3"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 8))
+        #expect(try staging.stagedCount(source: "items") == 0)
+    }
+
+    @Test func aFailedSwapLeavesTheOldCopyAndCursor() throws {
+        let folder = TemporaryFolder("subscriber")
+        let copy = try ItemCopy(in: folder)
+        let reader = try oldCopy(copy)
+        let store = try store(copy)
+        try store.stageSnapshot([try event("item.upserted", 2, "new 2"), try event("item.upserted", 666, "boom")])
+        #expect(throws: (any Error).self) { try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8)) }
+        #expect(try copy.names() == ["old 1"])
+        #expect(try CursorStore(database: reader).get(source: "items") == EventCursor(epoch: "e1", seq: 4))
+    }
+
+    @Test func skippedEventsStillMoveTheCursor() throws {
+        let folder = TemporaryFolder("subscriber")
+        let copy = try ItemCopy(in: folder)
+        _ = try oldCopy(copy)
+        let store = try store(copy)
+        // An upsert whose body is not an item can never apply: skipped. Noise is not wanted.
+        let broken = try ReceivedEvent(envelope: EnvelopeCoding.event(seq: 5, type: "item.upserted", ts: "t", epoch: "e1", body: Data("{}".utf8)))
+        let skipped = try store.apply([broken, try event("item.noise", 0, seq: 6), try event("item.upserted", 7, "seven", seq: 7)],
+                                      advancingTo: EventCursor(epoch: "e1", seq: 7))
+        #expect(skipped == 1)
+        #expect(try copy.names() == ["old 1", "seven"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 7))
+    }
+}
+
+@Suite struct MemoryCursorStoreTests {
+    @Test func appliesStagesAndSwapsInMemory() throws {
+        var copy: [Int64: String] = [:]
+        let store = MemoryCursorStore(source: "items", logger: quiet, types: ["item.upserted"],
+                                      apply: { event in
+                                          let item = try event.body(ItemCopy.Item.self)
+                                          copy[item.id] = item.name
+                                      },
+                                      reset: { copy = [:] })
+        #expect(try store.loadCursor() == nil)
+        let broken = try ReceivedEvent(envelope: EnvelopeCoding.event(seq: 2, type: "item.upserted", ts: "t", epoch: "e1", body: Data("{}".utf8)))
+        #expect(try store.apply([try event("item.upserted", 1, "one"), broken, try event("item.noise", 5)],
+                                advancingTo: EventCursor(epoch: "e1", seq: 3)) == 1)
+        #expect(copy == [1: "one"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 3))
+
+        try store.stageSnapshot([try event("item.upserted", 2, "two"), try event("item.noise", 3)])
+        #expect(store.stagedCount == 1 && copy == [1: "one"])
+        try store.discardSnapshot()
+        try store.stageSnapshot([try event("item.upserted", 4, "four")])
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 9)) == 1)
+        #expect(copy == [4: "four"] && store.stagedCount == 0)
+        #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 9))
+    }
+}
+
+@Suite struct CursorStoreTests {
+    @Test func upsertGetRemove() throws {
+        let database = try Database(path: ":memory:")
+        try database.migrate(CursorSchema.migrations)
+        let cursors = CursorStore(database: database)
+        #expect(try cursors.get(source: "catalog") == nil)
+
+        try cursors.set(source: "catalog", EventCursor(epoch: "e1", seq: 5))
+        #expect(try cursors.get(source: "catalog") == EventCursor(epoch: "e1", seq: 5))
+        try cursors.set(source: "catalog", EventCursor(epoch: "e2", seq: 1))
+        #expect(try cursors.get(source: "catalog") == EventCursor(epoch: "e2", seq: 1))
+        try cursors.set(source: "billing", EventCursor(epoch: "b", seq: 9))
+        #expect(try database.scalarInt("SELECT count(*) FROM event_cursor") == 2)
+
+        try cursors.remove(source: "catalog")
+        #expect(try cursors.get(source: "catalog") == nil)
+        #expect(try cursors.get(source: "billing") == EventCursor(epoch: "b", seq: 9))
+    }
+
+    @Test func cursorUpdateRollsBackWithTheEffect() throws {
+        let database = try Database(path: ":memory:")
+        try database.migrate(CursorSchema.migrations)
+        try database.execute("CREATE TABLE effect(x)")
+        let cursors = CursorStore(database: database)
+        try cursors.set(source: "s", EventCursor(epoch: "e", seq: 1))
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try database.transaction {
+                try database.run("INSERT INTO effect VALUES(2)")
+                try cursors.set(source: "s", EventCursor(epoch: "e", seq: 2))
+                throw Boom()
+            }
+        }
+        #expect(try cursors.get(source: "s") == EventCursor(epoch: "e", seq: 1))
+        #expect(try database.scalarInt("SELECT count(*) FROM effect") == 0)
+    }
+}
