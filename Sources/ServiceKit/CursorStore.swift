@@ -75,7 +75,7 @@ public struct CursorStore {
     /// Calls `body` with each envelope staged for `source`, in the order staged.
     public func forEachStaged(source: String, _ body: (Data) throws -> Void) throws {
         try database.forEachRow("SELECT envelope FROM event_staging WHERE source = ? ORDER BY n", [source]) { row in
-            try body(row.data(0) ?? Data())
+            try body(try row.decode("envelope", as: Data.self))
         }
     }
 

@@ -140,35 +140,39 @@ public struct Row: Sendable, Hashable {
         index(of: name).map(value) ?? .null
     }
 
+    // Lenient reads (nil for a missing column, NULL or another type) for Storage's own
+    // metadata queries and its tests; every other module reads with `decode`, which names
+    // the column when it is missing or holds the wrong type.
+
     /// True if the column holds NULL (or does not exist).
-    public func isNull(_ index: Int) -> Bool { value(index) == .null }
+    func isNull(_ index: Int) -> Bool { value(index) == .null }
     /// True if the named column holds NULL (or does not exist).
-    public func isNull(_ name: String) -> Bool { value(name) == .null }
+    func isNull(_ name: String) -> Bool { value(name) == .null }
 
     /// The integer at a column index (a real holding a whole number also converts).
-    public func int(_ index: Int) -> Int64? { value(index).integerValue }
+    func int(_ index: Int) -> Int64? { value(index).integerValue }
     /// The integer in a named column.
-    public func int(_ name: String) -> Int64? { value(name).integerValue }
+    func int(_ name: String) -> Int64? { value(name).integerValue }
 
     /// The floating-point value at a column index (integers widen).
-    public func double(_ index: Int) -> Double? { value(index).realValue }
+    func double(_ index: Int) -> Double? { value(index).realValue }
     /// The floating-point value in a named column.
-    public func double(_ name: String) -> Double? { value(name).realValue }
+    func double(_ name: String) -> Double? { value(name).realValue }
 
     /// The text at a column index.
-    public func string(_ index: Int) -> String? { value(index).textValue }
+    func string(_ index: Int) -> String? { value(index).textValue }
     /// The text in a named column.
-    public func string(_ name: String) -> String? { value(name).textValue }
+    func string(_ name: String) -> String? { value(name).textValue }
 
     /// The bytes at a column index.
-    public func blob(_ index: Int) -> [UInt8]? { value(index).blobValue }
+    func blob(_ index: Int) -> [UInt8]? { value(index).blobValue }
     /// The bytes in a named column.
-    public func blob(_ name: String) -> [UInt8]? { value(name).blobValue }
+    func blob(_ name: String) -> [UInt8]? { value(name).blobValue }
 
     /// The bytes at a column index as `Data`.
-    public func data(_ index: Int) -> Data? { blob(index).map { Data($0) } }
+    func data(_ index: Int) -> Data? { blob(index).map { Data($0) } }
     /// The bytes in a named column as `Data`.
-    public func data(_ name: String) -> Data? { blob(name).map { Data($0) } }
+    func data(_ name: String) -> Data? { blob(name).map { Data($0) } }
 
     /// The integer at a column index read as a flag: nonzero is true.
     public func bool(_ index: Int) -> Bool? { int(index).map { $0 != 0 } }

@@ -119,7 +119,7 @@ final class PlaceMirror {
 
     /// The bulk hooks the applier saw, in order.
     func bulkLog() throws -> [String] {
-        try Database(path: path).query("SELECT step FROM bulk_log ORDER BY rowid").compactMap { $0.string(0) }
+        try Database(path: path).query("SELECT step FROM bulk_log ORDER BY rowid").decode("step", as: String.self)
     }
 
     func subscribe(to catalog: CatalogFixture, drop: (@Sendable (Int64) -> Bool)? = nil, bulkThreshold: Int64 = 20_000) throws -> EventSubscriber {
@@ -135,7 +135,9 @@ final class PlaceMirror {
     /// The mirrored rows as (id, name, version), by id.
     func rows() throws -> [[String]] {
         let db = try Database(path: path)
-        return try db.query("SELECT id, name, version FROM mirror ORDER BY id").map { [String($0.int(0) ?? -1), $0.string(1) ?? "", String($0.int(2) ?? -1)] }
+        return try db.query("SELECT id, name, version FROM mirror ORDER BY id").map { row throws in
+            [String(try row.decode("id", as: Int64.self)), try row.decode("name", as: String.self), String(try row.decode("version", as: Int64.self))]
+        }
     }
 }
 

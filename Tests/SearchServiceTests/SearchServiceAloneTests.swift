@@ -42,8 +42,8 @@ func fakePublisher(name: String) -> ServiceDefinition<FakeState> {
         handlers: table, publishes: true,
         snapshot: { state, after, limit in
             let rows = try state.worker.db.query("SELECT key, type, body FROM held WHERE key > ? ORDER BY key LIMIT ?", after ?? "", limit)
-            return SnapshotPage(events: rows.map { (type: $0.string(1) ?? "", body: Data(($0.string(2) ?? "").utf8)) },
-                                next: rows.count == limit ? rows.last?.string(0) : nil)
+            return SnapshotPage(events: try rows.map { (type: try $0.decode("type", as: String.self), body: Data(try $0.decode("body", as: String.self).utf8)) },
+                                next: rows.count == limit ? try rows.last?.decode("key", as: String.self) : nil)
         },
         makeState: { FakeState(worker: $0) })
 }

@@ -35,7 +35,7 @@ private struct ItemCopy {
 
     /// The copy's names by id, read on a connection of its own (a reader of the service).
     func names() throws -> [String] {
-        try Database(path: path).query("SELECT name FROM copy ORDER BY id").compactMap { $0.string(0) }
+        try Database(path: path).query("SELECT name FROM copy ORDER BY id").decode("name", as: String.self)
     }
 }
 

@@ -202,7 +202,7 @@ let invalidToken = ServiceError(.unauthenticated, "invalid or expired token", fi
         #expect(SocialOptions().passwordCost == .interactive)
         let f = try SocialFixture(cost: .interactive)
         try f.register("kate")
-        let hash = try Database(path: f.databasePath).queryOne("SELECT password_hash FROM users WHERE username = 'kate'")?.string(0)
+        let hash = try Database(path: f.databasePath).queryOne("SELECT password_hash FROM users WHERE username = 'kate'")?.decode("password_hash", as: String.self)
         #expect(hash?.hasPrefix("$argon2id$v=19$m=65536,t=2,p=1$") == true)
 
         func fastest(_ username: String) -> Duration {

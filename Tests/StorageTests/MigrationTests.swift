@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Storage
+@testable import Storage
 
 @Suite struct MigrationTests {
     let shop = [
