@@ -1,7 +1,6 @@
 import Bus
 import Contracts
 import Foundation
-import ServiceCore
 import Synchronization
 
 /// Where a subscriber is and what it has done, for tests and `sys.stats`.
@@ -25,7 +24,7 @@ public struct SubscriberStatus: Sendable, Equatable, Codable {
 
 /// The subscriber side of the reliable event stream from one publishing service: where the
 /// publisher is and how the subscriber asks it for what it missed (no storage settings, which
-/// belong to the store; see `SubscriptionOptions` for a service's SQLite subscriber).
+/// belong to the store; see ServiceKit's `SubscriptionOptions` for a service's SQLite subscriber).
 public struct EventStreamOptions: Sendable {
     /// The publisher's name (`catalog`), the key of the stored cursor.
     public var source: String

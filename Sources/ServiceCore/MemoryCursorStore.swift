@@ -1,6 +1,5 @@
 import Bus
 import Foundation
-import ServiceCore
 
 /// A cursor store in memory, for a subscriber that keeps nothing durable (a cache of what a
 /// publisher's events say): the cursor lives as long as the process, and `apply` and `reset`
