@@ -2,45 +2,39 @@ import Bus
 import Foundation
 
 /// A cursor store in memory, for a subscriber that keeps nothing durable (a cache of what a
-/// publisher's events say): the cursor lives as long as the process, and `apply` and `reset`
-/// act on the caller's memory. At start there is no cursor, so the subscriber replays the
-/// publisher's history, or rebuilds from its snapshot when the outbox was trimmed.
+/// publisher's events say, such as the gateway's token validations): the cursor lives as long
+/// as the process, and `apply` and `forgetAll` act on the caller's memory. At start there is no
+/// cursor, so the subscriber forgets all and follows from the publisher's head; it does the same
+/// wherever the publisher's history no longer reaches the cursor (`CacheCursorStore`).
 ///
-/// Made on the subscriber's thread (in `EventSubscriber`'s `store` closure) and used only
+/// Made on the subscriber's thread (in `EventSubscriber`'s `cache` closure) and used only
 /// there. Memory cannot roll back: when `apply` throws something other than a `ServiceError`
 /// half-way through a batch, the events before it stay applied and the cursor stays where it
-/// was, so they come again (appliers are idempotent). A snapshot is staged in memory and the
-/// copy changes only at the swap, as with SQLite.
-public final class MemoryCursorStore: EventCursorStore {
+/// was, so they come again (appliers are idempotent).
+public final class MemoryCursorStore: CacheCursorStore {
     private let source: String
     private let logger: Logger
     private let types: Set<String>?
     private let applyEvent: (ReceivedEvent) throws -> Void
-    private let resetAll: () throws -> Void
+    private let forgetEverything: () throws -> Void
     private var cursor: EventCursor?
-    private var staged: [ReceivedEvent] = []
 
-    /// `apply` acts on one event (only those of `types`, when given); `reset` forgets
-    /// everything learned from the source, before a snapshot is swapped in.
+    /// `apply` acts on one event (only those of `types`, when given; a `ServiceError` skips
+    /// the event, logged); `forgetAll` forgets everything learned from the source.
     public init(source: String, logger: Logger, types: Set<String>? = nil,
-                apply: @escaping (ReceivedEvent) throws -> Void, reset: @escaping () throws -> Void) {
+                apply: @escaping (ReceivedEvent) throws -> Void, forgetAll: @escaping () throws -> Void) {
         self.source = source
         self.logger = logger
         self.types = types
         applyEvent = apply
-        resetAll = reset
+        forgetEverything = forgetAll
     }
-
-    private func wants(_ event: ReceivedEvent) -> Bool { types?.contains(event.header.type) ?? true }
-
-    /// How many events a snapshot has staged so far.
-    public var stagedCount: Int { staged.count }
 
     public func loadCursor() throws -> EventCursor? { cursor }
 
     public func apply(_ events: [ReceivedEvent], advancingTo cursor: EventCursor) throws -> Int {
         var skipped = 0
-        for event in events where wants(event) {
+        for event in events where types?.contains(event.header.type) ?? true {
             do {
                 try applyEvent(event)
             } catch let error as ServiceError {
@@ -53,20 +47,8 @@ public final class MemoryCursorStore: EventCursorStore {
         return skipped
     }
 
-    public var hasBulkLoad: Bool { false }
-    public func startBulk() throws {}
-    public func finishBulk() throws {}
-
-    public func discardSnapshot() throws { staged = [] }
-
-    public func stageSnapshot(_ events: [ReceivedEvent]) throws { staged += events.filter(wants) }
-
-    public func swapSnapshot(cursor: EventCursor) throws -> Int {
-        try resetAll()
-        for event in staged { try applyEvent(event) }
-        let count = staged.count
-        staged = []
+    public func forgetAll(advancingTo cursor: EventCursor) throws {
+        try forgetEverything()
         self.cursor = cursor
-        return count
     }
 }
