@@ -25,8 +25,9 @@ let package = Package(
         // Wire types more than one module reads (places, event bodies, auth payloads, replay
         // and snapshot, paging), declared once by their owner; depends on Bus only.
         .target(name: "Contracts", dependencies: ["Bus"]),
-        // A process's life and configuration, with no storage: what the gateway shares with the services.
-        .target(name: "ServiceCore", dependencies: ["Bus"]),
+        // A process's life and configuration and the event subscriber's loop, with no storage: what
+        // the gateway shares with the services (Contracts for the sys.replay and sys.snapshot bodies).
+        .target(name: "ServiceCore", dependencies: ["Contracts", "Bus"]),
         // What a service adds: its SQLite file, outbox relay, event subscribers, request runtime.
         .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
 

@@ -95,26 +95,26 @@ public final class GatewayServer: Service {
     public var openConnections: Int { connections.value }
 
     /// Follows the accounts service's events: a session that ended or a role that changed
-    /// drops that user's cached tokens at once; a gap (or a start) drops them all, since
-    /// an event may have been missed. Nothing is kept: the cursor lives in memory.
-    private static func followAccounts(_ peer: PeerEndpoints?, _ tokens: TokenCache, context: ZMQContext, logger: Logger) throws -> EventFollower? {
+    /// drops that user's cached tokens at once. Nothing is kept: the cursor lives in memory
+    /// (`MemoryCursorStore`). Lost events are replayed from it; at start, and when the
+    /// accounts service's history no longer reaches it, every cached token is dropped and the
+    /// follower goes on from the head.
+    private static func followAccounts(_ peer: PeerEndpoints?, _ tokens: TokenCache, context: ZMQContext, logger: Logger) throws -> EventSubscriber? {
         guard let peer, !peer.publish.isEmpty else {
             logger.warn("no event endpoint for the accounts service: cached tokens live out their 2 s", ["service": Authenticator.accounts])
             return nil
         }
-        let options = EventFollowerOptions(source: Authenticator.accounts, publishEndpoints: peer.publish,
-                                           topics: [SocialEvents.sessionEnded, SocialEvents.roleChanged])
-        return try EventFollower(context: context, options: options, logger: logger.named("gateway<-\(Authenticator.accounts)"),
-                                 onEvent: { event in
-                                     let userId = switch event.header.type {
-                                     case SocialEvents.sessionEnded: try? event.body(SessionEnded.self).userId
-                                     case SocialEvents.roleChanged: try? event.body(RoleChange.self).userId
-                                     default: Int64?.none
-                                     }
-                                     guard let userId else { return }
-                                     tokens.forget(userId: userId)
-                                 },
-                                 onGap: { _ in tokens.forgetAll() })
+        let options = EventStreamOptions(source: Authenticator.accounts, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc)
+        let logger = logger.named("gateway<-\(Authenticator.accounts)")
+        return try EventSubscriber(context: context, options: options, logger: logger) {
+            MemoryCursorStore(source: Authenticator.accounts, logger: logger, types: [SocialEvents.sessionEnded, SocialEvents.roleChanged],
+                              apply: { event in
+                                  let userId = event.header.type == SocialEvents.sessionEnded
+                                      ? try event.body(SessionEnded.self).userId : try event.body(RoleChange.self).userId
+                                  tokens.forget(userId: userId)
+                              },
+                              forgetAll: { tokens.forgetAll() })
+        }
     }
 
     /// Stops accepting, closes every connection (waiting up to 5 s) and the backend clients.

@@ -86,7 +86,7 @@ public struct EventApplier: Sendable {
 /// by an `EventApplier` in transactions that also store the cursor. A snapshot's pages are
 /// staged in `event_staging` (`CursorSchema` version 2), each in a short transaction, and
 /// swapped in by one transaction that reads nothing from the network.
-public final class SQLiteCursorStore: EventCursorStore {
+public final class SQLiteCursorStore: SnapshotCursorStore {
     /// The subscriber's own connection (used on the subscriber's thread only).
     public let db: Database
     private let source: String

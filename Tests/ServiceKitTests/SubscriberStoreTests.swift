@@ -222,14 +222,14 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
 }
 
 @Suite struct MemoryCursorStoreTests {
-    @Test func appliesStagesAndSwapsInMemory() throws {
+    @Test func appliesItsTypesAndForgetsAllInMemory() throws {
         var copy: [Int64: String] = [:]
         let store = MemoryCursorStore(source: "items", logger: quiet, types: ["item.upserted"],
                                       apply: { event in
                                           let item = try event.body(ItemCopy.Item.self)
                                           copy[item.id] = item.name
                                       },
-                                      reset: { copy = [:] })
+                                      forgetAll: { copy = [:] })
         #expect(try store.loadCursor() == nil)
         let broken = try ReceivedEvent(envelope: EnvelopeCoding.event(seq: 2, type: "item.upserted", ts: "t", epoch: "e1", body: Data("{}".utf8)))
         #expect(try store.apply([try event("item.upserted", 1, "one"), broken, try event("item.noise", 5)],
@@ -237,12 +237,8 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         #expect(copy == [1: "one"])
         #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 3))
 
-        try store.stageSnapshot([try event("item.upserted", 2, "two"), try event("item.noise", 3)])
-        #expect(store.stagedCount == 1 && copy == [1: "one"])
-        try store.discardSnapshot()
-        try store.stageSnapshot([try event("item.upserted", 4, "four")])
-        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 9)) == 1)
-        #expect(copy == [4: "four"] && store.stagedCount == 0)
+        try store.forgetAll(advancingTo: EventCursor(epoch: "e2", seq: 9))
+        #expect(copy.isEmpty)
         #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 9))
     }
 }

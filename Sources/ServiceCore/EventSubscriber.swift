@@ -1,7 +1,6 @@
 import Bus
 import Contracts
 import Foundation
-import ServiceCore
 import Synchronization
 
 /// Where a subscriber is and what it has done, for tests and `sys.stats`.
@@ -25,7 +24,7 @@ public struct SubscriberStatus: Sendable, Equatable, Codable {
 
 /// The subscriber side of the reliable event stream from one publishing service: where the
 /// publisher is and how the subscriber asks it for what it missed (no storage settings, which
-/// belong to the store; see `SubscriptionOptions` for a service's SQLite subscriber).
+/// belong to the store; see ServiceKit's `SubscriptionOptions` for a service's SQLite subscriber).
 public struct EventStreamOptions: Sendable {
     /// The publisher's name (`catalog`), the key of the stored cursor.
     public var source: String
@@ -67,18 +66,16 @@ public struct EventCursor: Sendable, Equatable {
     }
 }
 
-/// Where a subscriber keeps one source's cursor and the copy its events build: a service's
-/// SQLite database (`SQLiteCursorStore`), or memory for a subscriber that keeps nothing durable.
+/// Where a subscriber keeps one source's cursor and what the source's events taught it. A store
+/// is one of two kinds, which differ only where the publisher's history no longer reaches the
+/// cursor: a copy of the publisher's state, rebuilt from `sys.snapshot`
+/// (`SnapshotCursorStore`: a service's SQLite file), or a cache with nothing to rebuild, which
+/// forgets instead (`CacheCursorStore`: memory, for a process that keeps nothing durable).
 ///
 /// The subscriber makes its store on its own thread and uses it only there (a SQLite
-/// connection belongs to one thread), so a store need not be Sendable. Whatever changes the
-/// copy stores the cursor with it, atomically: the copy and the cursor are never out of step,
-/// so no event is applied twice or skipped.
-///
-/// A rebuild from `sys.snapshot` fetches its pages with nothing held: each page is staged
-/// aside (`stageSnapshot`) and the copy is left as it is, so the store's other writers never
-/// wait for the publisher and readers see the old copy; once the last page is in,
-/// `swapSnapshot` replaces the copy in one local step.
+/// connection belongs to one thread), so a store need not be Sendable. Whatever changes what
+/// the store keeps stores the cursor with it, atomically: the two are never out of step, so
+/// no event is applied twice or skipped.
 public protocol EventCursorStore: AnyObject {
     /// The stored cursor, nil when nothing was applied yet.
     func loadCursor() throws -> EventCursor?
@@ -86,6 +83,17 @@ public protocol EventCursorStore: AnyObject {
     /// atomically; returns how many were skipped as events that can never apply (each
     /// reported by the store). Any other error undoes the whole batch and is thrown.
     func apply(_ events: [ReceivedEvent], advancingTo cursor: EventCursor) throws -> Int
+}
+
+/// A store keeping a copy of the publisher's state, rebuilt from `sys.snapshot` when the
+/// publisher's history no longer reaches the cursor. With no cursor, the subscriber replays the
+/// whole history the publisher still has.
+///
+/// A rebuild fetches its pages with nothing held: each page is staged aside (`stageSnapshot`)
+/// and the copy is left as it is, so the store's other writers never wait for the publisher
+/// and readers see the old copy; once the last page is in, `swapSnapshot` replaces the copy
+/// in one local step.
+public protocol SnapshotCursorStore: EventCursorStore {
     /// Whether `startBulk` and `finishBulk` do anything (for `SubscriberStatus.bulk`).
     var hasBulkLoad: Bool { get }
     /// Runs before many events are applied at once (a long backlog).
@@ -104,25 +112,63 @@ public protocol EventCursorStore: AnyObject {
     func swapSnapshot(cursor: EventCursor) throws -> Int
 }
 
+/// A store that is a cache of what the publisher's events say (memory): it has nothing to
+/// rebuild and never asks for `sys.snapshot`. With no cursor (at start), and wherever the
+/// publisher's history no longer reaches the cursor (trimmed past it, a new epoch, a head
+/// behind it), the subscriber calls `forgetAll` and follows from the publisher's head, without
+/// applying the history before it. A gap in live events is still filled by `sys.replay`.
+public protocol CacheCursorStore: EventCursorStore {
+    /// Forgets everything learned from the source and stores `cursor` (the publisher's head).
+    func forgetAll(advancingTo cursor: EventCursor) throws
+}
+
+/// A subscriber's store, by kind: what the loop does when the history is lost.
+enum OpenedStore {
+    case copy(any SnapshotCursorStore)
+    case cache(any CacheCursorStore)
+
+    var store: any EventCursorStore {
+        switch self {
+        case .copy(let store): store
+        case .cache(let store): store
+        }
+    }
+}
+
 /// Keeps a local copy fed by a publisher's events, losing none and applying none twice.
 ///
 /// Live events arrive on SUB. The cursor (publisher epoch + last applied seq) is stored with
 /// each batch's effects, atomically (`EventCursorStore`). A gap, a heartbeat ahead of the
 /// cursor, or a start-up triggers `sys.replay` from the cursor; when the publisher's outbox
-/// was trimmed past it, or its epoch changed, the copy is rebuilt from `sys.snapshot`.
+/// was trimmed past it, or its epoch changed, a copy is rebuilt from `sys.snapshot`
+/// (`SnapshotCursorStore`) and a cache forgets everything and follows from the publisher's
+/// head (`CacheCursorStore`), where it also starts.
 public final class EventSubscriber: Sendable {
     private let stopping = StopFlag()
     private let state: StatusCell
     private let thread: WorkerThread
 
-    /// Starts the subscriber thread (its own store, SUB socket and RPC client). `makeStore`
-    /// runs on that thread, which alone uses the store; when it throws, so does this.
-    public init(context: ZMQContext, options: EventStreamOptions, logger: Logger,
-                store makeStore: @escaping @Sendable () throws -> any EventCursorStore) throws {
+    /// Starts the subscriber of a copy rebuilt from snapshots: its thread, with its own store,
+    /// SUB socket and RPC client. `makeStore` runs on that thread, which alone uses the store;
+    /// when it throws, so does this.
+    public convenience init(context: ZMQContext, options: EventStreamOptions, logger: Logger,
+                            store makeStore: @escaping @Sendable () throws -> any SnapshotCursorStore) throws {
+        try self.init(context: context, options: options, logger: logger) { .copy(try makeStore()) }
+    }
+
+    /// Starts the subscriber of a cache (`CacheCursorStore`), as `init(context:options:logger:store:)`
+    /// does a copy's.
+    public convenience init(context: ZMQContext, options: EventStreamOptions, logger: Logger,
+                            cache makeStore: @escaping @Sendable () throws -> any CacheCursorStore) throws {
+        try self.init(context: context, options: options, logger: logger) { .cache(try makeStore()) }
+    }
+
+    private init(context: ZMQContext, options: EventStreamOptions, logger: Logger,
+                 open: @escaping @Sendable () throws -> OpenedStore) throws {
         let state = StatusCell(SubscriberStatus(source: options.source))
         self.state = state
         let startup = StartupReport()
-        let loop = SubscriberLoop(context: context, options: options, makeStore: makeStore, logger: logger,
+        let loop = SubscriberLoop(context: context, options: options, open: open, logger: logger,
                                   stopping: stopping, status: state)
         thread = WorkerThread(name: "\(logger.component)-sub-\(options.source)") { loop.run(startup: startup) }
         if case .failure(let error) = startup.wait() {
@@ -165,7 +211,7 @@ final class StatusCell: Sendable {
 struct SubscriberLoop: Sendable {
     let context: ZMQContext
     let options: EventStreamOptions
-    let makeStore: @Sendable () throws -> any EventCursorStore
+    let open: @Sendable () throws -> OpenedStore
     let logger: Logger
     let stopping: StopFlag
     let status: StatusCell
@@ -174,13 +220,13 @@ struct SubscriberLoop: Sendable {
     struct NeedsSnapshot: Error {}
 
     func run(startup: StartupReport) {
-        let store: any EventCursorStore
+        let opened: OpenedStore
         let socket: Socket
         let client: RPCClient
         var cursor: EventCursor?
         do {
-            store = try makeStore()
-            cursor = try store.loadCursor()
+            opened = try open()
+            cursor = try opened.store.loadCursor()
             socket = try Socket(context, .sub)
             try socket.setReceiveHighWaterMark(100_000)
             try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
@@ -193,14 +239,16 @@ struct SubscriberLoop: Sendable {
         }
         defer { client.close() }
         startup.succeeded(nil)
-        // A bulk load a crash interrupted is finished first (a failure is logged; catching up retries it).
-        finishBulk(store)
-        // So is a snapshot's staging a crash left: it is never resumed (a rebuild starts over),
-        // and it may be large. A failure is logged; the next rebuild discards it anyway.
-        do {
-            try store.discardSnapshot()
-        } catch {
-            logger.warn("could not discard a staged snapshot", ["source": options.source, "error": error])
+        if case .copy(let copy) = opened {
+            // A bulk load a crash interrupted is finished first (a failure is logged; catching up retries it).
+            finishBulk(copy)
+            // So is a snapshot's staging a crash left: it is never resumed (a rebuild starts over),
+            // and it may be large. A failure is logged; the next rebuild discards it anyway.
+            do {
+                try copy.discardSnapshot()
+            } catch {
+                logger.warn("could not discard a staged snapshot", ["source": options.source, "error": error])
+            }
         }
         status.update { $0.epoch = cursor?.epoch; $0.seq = cursor?.seq ?? 0 }
 
@@ -210,7 +258,7 @@ struct SubscriberLoop: Sendable {
         while !stopping.isSet {
             if needSync && monotonicNanos() >= retryAt {
                 do {
-                    try catchUp(store: store, client: client, cursor: &cursor)
+                    try catchUp(opened, client: client, cursor: &cursor)
                     needSync = false
                 } catch {
                     logger.warn("catch-up failed; will retry", ["source": options.source, "error": error])
@@ -228,7 +276,7 @@ struct SubscriberLoop: Sendable {
                 }
                 batch.append(event)
             }
-            if !needSync { needSync = !applyLive(batch, store: store, cursor: &cursor) }
+            if !needSync { needSync = !applyLive(batch, store: opened.store, cursor: &cursor) }
         }
     }
 
@@ -274,10 +322,11 @@ struct SubscriberLoop: Sendable {
         }
     }
 
-    /// Replays from the cursor until caught up with the head; rebuilds from a snapshot when replay cannot serve.
-    private func catchUp(store: any EventCursorStore, client: RPCClient, cursor: inout EventCursor?) throws {
-        func ask(after: Int64) throws -> RPCClient.PendingReply {
-            client.start(type: "sys.replay", body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: options.replayBatch)),
+    /// Replays from the cursor until caught up with the head. When replay cannot serve, a copy
+    /// is rebuilt from a snapshot and a cache forgets all and goes on from the head.
+    private func catchUp(_ opened: OpenedStore, client: RPCClient, cursor: inout EventCursor?) throws {
+        func ask(after: Int64, limit: Int) throws -> RPCClient.PendingReply {
+            client.start(type: "sys.replay", body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: limit)),
                          timeoutMilliseconds: options.requestTimeoutMilliseconds)
         }
         // The next batch is asked for before this one is applied, so the publisher reads while we write.
@@ -286,42 +335,61 @@ struct SubscriberLoop: Sendable {
         var bulk = status.value.bulk
         while !stopping.isSet {
             let after = cursor?.seq ?? 0
-            let pending = try next.flatMap { $0.after == after ? $0.reply : nil } ?? ask(after: after)
+            // A cache with no cursor wants no history: one event's reply says where the head is.
+            let limit = if case .cache = opened, cursor == nil { 1 } else { options.replayBatch }
+            let pending = try next.flatMap { $0.after == after ? $0.reply : nil } ?? ask(after: after, limit: limit)
             next = nil
             let reply = try pending.wait()
             let info = try reply.body(ReplayReply.self)
             status.update { $0.replays += 1 }
-            if let current = cursor, current.epoch != info.epoch || info.head < current.seq {
-                logger.info("publisher history changed; rebuilding from snapshot", ["source": options.source])
-                try rebuild(store: store, client: client, cursor: &cursor)
+            let lost: String? = if let current = cursor, current.epoch != info.epoch || info.head < current.seq {
+                "publisher history changed"
+            } else if info.trimmed {
+                "outbox trimmed past the cursor"
+            } else {
+                nil
+            }
+            if case .cache(let cache) = opened, cursor == nil || lost != nil {
+                let head = EventCursor(epoch: info.epoch, seq: info.head)
+                logger.info("\(lost ?? "starting"); forgetting all, following from the head",
+                            ["source": options.source, "cursor": after, "head": info.head])
+                try cache.forgetAll(advancingTo: head)
+                cursor = head
+                status.update { s in
+                    s.epoch = head.epoch
+                    s.seq = head.seq
+                }
+                return
+            }
+            if let lost, case .copy(let copy) = opened {
+                logger.info("\(lost); rebuilding from snapshot", ["source": options.source, "cursor": after])
+                try rebuild(copy, client: client, cursor: &cursor)
                 continue
             }
-            if info.trimmed {
-                logger.info("outbox trimmed past the cursor; rebuilding from snapshot", ["source": options.source, "cursor": after])
-                try rebuild(store: store, client: client, cursor: &cursor)
-                continue
+            if cursor == nil {
+                cursor = EventCursor(epoch: info.epoch, seq: 0)
+                status.update { $0.epoch = info.epoch }
             }
-            if cursor == nil { cursor = EventCursor(epoch: info.epoch, seq: 0) }
-            if !bulk, info.head - after >= options.bulkThreshold, store.hasBulkLoad {
+            if !bulk, info.head - after >= options.bulkThreshold, case .copy(let copy) = opened, copy.hasBulkLoad {
                 logger.info("catching up in bulk", ["source": options.source, "events": info.head - after])
-                try store.startBulk()
+                try copy.startBulk()
                 bulk = true
                 status.update { $0.bulk = true }
             }
             let events = try reply.attachments.map { data throws(ServiceError) in try ReceivedEvent(envelope: data) }
             guard events.allSatisfy({ $0.header.epoch == info.epoch }) else { throw ServiceError(.internal, "replay mixed epochs") }
             let more = !events.isEmpty && (events.last?.header.seq ?? 0) < info.head
-            if more, let last = events.last?.header.seq { next = (last, try ask(after: last)) }
-            try apply(events.filter { $0.header.seq > after }, store: store, cursor: &cursor)
+            if more, let last = events.last?.header.seq { next = (last, try ask(after: last, limit: options.replayBatch)) }
+            try apply(events.filter { $0.header.seq > after }, store: opened.store, cursor: &cursor)
             if !more {
-                if bulk { finishBulk(store) }
+                if bulk, case .copy(let copy) = opened { finishBulk(copy) }
                 return
             }
         }
     }
 
     /// Finishes a bulk load; a failure is logged, and the next catch-up tries again.
-    private func finishBulk(_ store: any EventCursorStore) {
+    private func finishBulk(_ store: any SnapshotCursorStore) {
         do {
             try store.finishBulk()
             status.update { $0.bulk = false }
@@ -337,7 +405,7 @@ struct SubscriberLoop: Sendable {
     /// readers see the old copy until the last page is in and the store swaps the staged
     /// snapshot in at once. A failure or a stop half-way discards the staging: a partial
     /// snapshot never becomes the copy, and the next attempt starts over.
-    private func rebuild(store: any EventCursorStore, client: RPCClient, cursor: inout EventCursor?) throws {
+    private func rebuild(_ store: any SnapshotCursorStore, client: RPCClient, cursor: inout EventCursor?) throws {
         var result: EventCursor?
         var count = 0
         try store.discardSnapshot()
