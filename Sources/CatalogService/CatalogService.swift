@@ -37,13 +37,13 @@ public enum CatalogService {
     /// The definition `ServiceRuntime` runs.
     public static let definition: ServiceDefinition<CatalogStore> = {
         var table = HandlerTable<CatalogStore>()
-        table.on("catalog.create", .write, description: "add a place: name, category, lat, lon and optional details") { (input: PlaceInput, _, store) in try store.create(input) }
+        table.on(CatalogRequests.create, .write, description: "add a place: name, category, lat, lon and optional details") { (input: PlaceInput, _, store) in try store.create(input) }
         table.on("catalog.update", .write, description: "change some fields of a place by id; null clears an optional field") { (update: PlaceUpdate, _, store) in try store.update(update) }
         table.on("catalog.delete", .write, description: "delete a place by id") { (request: PlaceID, _, store) -> PlaceDeleted in
             try store.delete(request.id)
             return PlaceDeleted(id: request.id)
         }
-        table.on("catalog.get", description: "one place by id") { (request: PlaceID, _, store) in try store.get(request.id) }
+        table.on(CatalogRequests.get, description: "one place by id") { (request: PlaceID, _, store) in try store.get(request.id) }
         table.on("catalog.list", description: "places by id, optionally of one category, paged by cursor") { (request: ListPlaces, _, store) -> PlacePage in
             let limit = try pageLimit.validated(request.limit)
             if let category = request.category { try PlaceRules.category(category, among: store.categoryIds) }
@@ -52,7 +52,7 @@ public enum CatalogService {
             let next = places.count == limit ? places.last.map { pageCursor.encode($0.id) } : nil
             return PlacePage(places: places, nextCursor: next)
         }
-        table.on("catalog.categories", description: "the categories with how many places each has") { (_: Empty, _, store) in CategoryList(categories: try store.categoryCounts()) }
+        table.on(CatalogRequests.categories, description: "the categories with how many places each has") { (_: Empty, _, store) in CategoryList(categories: try store.categoryCounts()) }
         return ServiceDefinition(
             name: "catalog", migrations: CatalogSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },

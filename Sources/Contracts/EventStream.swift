@@ -1,18 +1,49 @@
 import Bus
 import Foundation
 
-// Catching up with a publisher: the bodies of `sys.replay` and `sys.snapshot`, which every
-// publishing service answers (ServiceKit's runtime) and every reliable subscriber asks.
+// The `sys.*` requests every service answers (ServiceKit's runtime), and catching up with a
+// publisher: the bodies of `sys.replay` and `sys.snapshot`, which every reliable subscriber asks.
 
-/// The request types a publisher answers for subscribers that missed events.
-public enum EventStreamRequests {
+/// The request types every service answers besides its own.
+public enum SystemRequests {
+    /// Liveness: the service's name and clock.
+    public static let ping = "sys.ping"
+    /// Reply `MethodList`: the service's own request types.
+    public static let methods = "sys.methods"
+    /// The service's counters, outbox and subscriptions.
+    public static let stats = "sys.stats"
     /// Body `ReplayRequest`, reply `ReplayReply` and one event envelope per extra frame.
     public static let replay = "sys.replay"
     /// Body `SnapshotRequest`, reply `SnapshotReply` and one event envelope per extra frame.
     public static let snapshot = "sys.snapshot"
-    /// The page size of both when a request names none, and the bounds it is clamped to.
+    /// The page size of `replay` and `snapshot` when a request names none, and the bounds it is clamped to.
     public static let batch = PageLimit(default: 1_000, max: 10_000)
 }
+
+/// The event a publisher sends when it has nothing new (its `seq` is the head), so a
+/// subscriber notices what it missed.
+public enum SystemEvents {
+    public static let heartbeat = "sys.heartbeat"
+}
+
+/// The reply of `sys.methods`: the service's own request types (not `sys.*`) with one line each.
+public struct MethodList: Codable, Sendable, Equatable {
+    /// One request type.
+    public struct Method: Codable, Sendable, Equatable {
+        public var type: String
+        public var description: String
+
+        public init(type: String, description: String) {
+            self.type = type
+            self.description = description
+        }
+    }
+
+    public var methods: [Method]
+
+    public init(methods: [Method]) { self.methods = methods }
+}
+
 
 /// `sys.replay`: the events after the subscriber's cursor.
 public struct ReplayRequest: Codable, Sendable, Equatable {

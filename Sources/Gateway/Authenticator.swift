@@ -22,9 +22,9 @@ final class Authenticator: Sendable {
     /// The service that checks passwords and tokens.
     static let accounts = "social"
     /// Methods that start or end the connection's session: requests after them wait for their answer.
-    static let sessionMethods: Set<String> = ["auth.login", "auth.resume", "auth.logout"]
+    static let sessionMethods: Set<String> = [AuthRequests.login, "auth.resume", AuthRequests.logout]
     /// Methods that hash a password.
-    static let passwordMethods: Set<String> = ["auth.login", "auth.register"]
+    static let passwordMethods: Set<String> = [AuthRequests.login, AuthRequests.register]
     static let busyRetryMilliseconds = 20
 
     let tokens: TokenCache
@@ -54,7 +54,7 @@ final class Authenticator: Sendable {
         }
         let tokens = self.tokens
         let deadline = Deadline(milliseconds: timeoutMilliseconds)
-        backends.send(Authenticator.accounts, type: "auth.validate", body: Authenticator.json(TokenBody(token: token)), auth: nil,
+        backends.send(Authenticator.accounts, type: AuthRequests.validate, body: Authenticator.json(TokenBody(token: token)), auth: nil,
                       client: client, deadline: deadline) { result in
             switch result {
             case .success(let reply):
@@ -88,7 +88,7 @@ final class Authenticator: Sendable {
     /// password check, tried again while the accounts service is busy hashing others.
     func checkPassword(_ method: String, params: Data, client: ClientKey, deadline: Deadline,
                        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
-        let kind: ClientAddresses.SignIn = method == "auth.register" ? .registration : .login
+        let kind: ClientAddresses.SignIn = method == AuthRequests.register ? .registration : .login
         if let wait = addresses.signInPermit(client.address, kind) {
             // Each refusal also costs the address a little of its request rate, so a flood of
             // refused sign-ins is read more slowly instead of keeping a core busy refusing.
@@ -108,7 +108,7 @@ final class Authenticator: Sendable {
                     case .failure(let error):
                         done()
                         completion(.failure(error), nil)
-                    case .success(let reply) where method == "auth.login":
+                    case .success(let reply) where method == AuthRequests.login:
                         done()
                         guard let signedIn = try? JSONCoding.decoder.decode(LoginReply.self, from: reply.bodyJSON) else {
                             completion(.failure(ServiceError(.internal, "auth.login answered without a token")), nil)
@@ -135,7 +135,7 @@ final class Authenticator: Sendable {
     /// `auth.logout`: ends the session of the token that signed the request in.
     func logout(token: String, owner: TokenOwner, client: ClientKey, deadline: Deadline, completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) {
         let tokens = self.tokens
-        backends.send(Authenticator.accounts, type: "auth.logout", body: Authenticator.json(TokenBody(token: token)),
+        backends.send(Authenticator.accounts, type: AuthRequests.logout, body: Authenticator.json(TokenBody(token: token)),
                       auth: Auth(userId: String(owner.userId), role: owner.role),
                       client: client, deadline: deadline) { result in
             switch result {

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 import Synchronization
@@ -128,7 +129,7 @@ final class Backends: Sendable {
         for (name, client) in clients {
             group.enter()
             let started = monotonicNanos()
-            client.send(type: "sys.ping", body: Data("{}".utf8), timeoutMilliseconds: 1_000) { result in
+            client.send(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 1_000) { result in
                 let now = Logger.timestamp()
                 state.health.withLock { h in
                     switch result {
@@ -152,7 +153,7 @@ final class Backends: Sendable {
         group.wait()
         let known = state.methods.withLock { $0 }
         for (name, client) in clients where known[name] == nil && state.health.withLock({ $0[name]?.up == true }) {
-            if let list = try? client.call("sys.methods", Empty(), as: MethodList.self, timeoutMilliseconds: 1_000) {
+            if let list = try? client.call(SystemRequests.methods, Empty(), as: MethodList.self, timeoutMilliseconds: 1_000) {
                 state.methods.withLock { $0[name] = list }
             }
         }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 import Synchronization
@@ -101,7 +102,7 @@ final class Dispatcher: Sendable {
         let checkBudget = optional ? max(1, deadline.remainingMilliseconds / 2) : deadline.remainingMilliseconds
         authenticator.validate(token, client: client, timeoutMilliseconds: checkBudget) { [self] result in
             switch result {
-            case .failure(let error) where error.code == .unauthenticated && method == "auth.logout":
+            case .failure(let error) where error.code == .unauthenticated && method == AuthRequests.logout:
                 // A session that already ended: logging out again does nothing.
                 completion(.result(Data("{}".utf8)), .signedOut(token: token))
             case .failure(let error) where error.code == .unauthenticated && ownToken:
@@ -115,7 +116,7 @@ final class Dispatcher: Sendable {
             case .success(let user):
                 if rule.access == .admin && user.role != "admin" {
                     completion(.failure(ServiceError(.permissionDenied, "\(method) needs an admin")), nil)
-                } else if method == "auth.logout" {
+                } else if method == AuthRequests.logout {
                     authenticator.logout(token: token, owner: user, client: client, deadline: deadline, completion: completion)
                 } else {
                     forward(request, auth: Auth(userId: String(user.userId), role: user.role), completion)

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 
 /// The Redis serialization protocol (RESP2), as far as clients send it: arrays of bulk
@@ -350,7 +351,7 @@ struct RESPFraming: Framing {
     /// password of no user or of the user `default`), a username and password log in.
     private static func signIn(_ username: String?, _ secret: String) -> Call {
         let params = username == nil || username == "default" ? ["token": secret] : ["username": username ?? "", "password": secret]
-        let method = params["token"] != nil ? "auth.resume" : "auth.login"
+        let method = params["token"] != nil ? "auth.resume" : AuthRequests.login
         return Call(method: method, params: Authenticator.json(params))
     }
 

@@ -153,10 +153,10 @@ struct SearchCursor: Equatable {
     static func decode(_ cursor: String) throws(ServiceError) -> SearchCursor {
         let parts = try OpaqueCursor.decode(cursor, maxLength: 100).split(separator: ":")
         guard parts.count == 3, parts[0] == "s1", let bits = UInt64(parts[1], radix: 16), let id = Int64(parts[2]) else {
-            throw .invalid("cursor", "not a cursor from this service")
+            throw OpaqueCursor.invalid
         }
         let key = Double(bitPattern: bits)
-        guard key.isFinite else { throw .invalid("cursor", "not a cursor from this service") }
+        guard key.isFinite else { throw OpaqueCursor.invalid }
         return SearchCursor(key: key, id: id)
     }
 }

@@ -290,7 +290,7 @@ enum SearchIndex {
             try db.run("DELETE FROM places_geo")
             try db.run("DELETE FROM search_terms")
         },
-        types: ["catalog.place.upserted", "catalog.place.deleted"],
+        types: [CatalogEvents.upserted, CatalogEvents.deleted],
         startBulk: { db in try db.run("DROP INDEX IF EXISTS places_by_strip") },
         finishBulk: { db in try db.run(SearchSchema.stripIndex) })
 
@@ -300,5 +300,5 @@ enum SearchIndex {
             if event.header.type == SocialEvents.ratingUpdated { try rating(try event.body(RatingUpdated.self), scope.db) }
         },
         reset: { db in try db.run("DELETE FROM ratings") },
-        types: ["social.rating.updated"])
+        types: [SocialEvents.ratingUpdated])
 }

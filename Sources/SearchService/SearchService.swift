@@ -29,7 +29,7 @@ public final class SearchStore: ServiceState {
         let stale = categories == nil ? 5_000_000_000 : 60_000_000_000 as UInt64
         guard now - categoriesFetched > stale || categoriesFetched == 0 else { return categories }
         categoriesFetched = now
-        if let list = try? worker.peers.client("catalog").call("catalog.categories", Empty(), as: CategoryList.self, timeoutMilliseconds: 200) {
+        if let list = try? worker.peers.client("catalog").call(CatalogRequests.categories, Empty(), as: CategoryList.self, timeoutMilliseconds: 200) {
             categories = Set(list.categories.map(\.id))
         }
         return categories

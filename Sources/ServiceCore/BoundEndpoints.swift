@@ -21,21 +21,3 @@ public struct BoundEndpoints: Codable, Sendable, Equatable {
         self.pid = getpid()
     }
 }
-
-/// The reply of `sys.methods`: the service's own request types (not `sys.*`) with one line each.
-public struct MethodList: Codable, Sendable, Equatable {
-    /// One request type.
-    public struct Method: Codable, Sendable, Equatable {
-        public var type: String
-        public var description: String
-
-        public init(type: String, description: String) {
-            self.type = type
-            self.description = description
-        }
-    }
-
-    public var methods: [Method]
-
-    public init(methods: [Method]) { self.methods = methods }
-}

@@ -216,8 +216,11 @@ struct SubscriberLoop: Sendable {
     let stopping: StopFlag
     let status: StatusCell
 
-    /// Thrown when the publisher's history no longer matches the cursor, so a snapshot is needed.
-    struct NeedsSnapshot: Error {}
+    /// Thrown when the publisher's epoch changes between the pages of one snapshot: the
+    /// pages are of two histories, and the rebuild starts over.
+    struct NeedsSnapshot: Error, CustomStringConvertible {
+        var description: String { "the publisher's history changed during a snapshot; starting over" }
+    }
 
     func run(startup: StartupReport) {
         let opened: OpenedStore
@@ -254,15 +257,26 @@ struct SubscriberLoop: Sendable {
 
         var needSync = true
         var retryAt: UInt64 = 0
+        // The failure of the catch-up attempts since the last success, logged once per streak
+        // (a publisher that is down fails every `retryMilliseconds`).
+        var failing: String?
         var poller = Poller([.socket(socket)])
         while !stopping.isSet {
             if needSync && monotonicNanos() >= retryAt {
                 do {
                     try catchUp(opened, client: client, cursor: &cursor)
                     needSync = false
+                    if failing != nil { logger.info("caught up again", ["source": options.source]) }
+                    failing = nil
                 } catch {
-                    logger.warn("catch-up failed; will retry", ["source": options.source, "error": error])
-                    status.update { $0.lastError = "\(error)" }
+                    let text = "\(error)"
+                    if failing != text {
+                        logger.warn("catch-up failed; will retry", ["source": options.source, "error": error])
+                    } else {
+                        logger.debug("catch-up failed again", ["source": options.source, "error": error])
+                    }
+                    failing = text
+                    status.update { $0.lastError = text }
                     retryAt = monotonicNanos() + UInt64(options.retryMilliseconds) * 1_000_000
                 }
             }
@@ -289,7 +303,7 @@ struct SubscriberLoop: Sendable {
         for event in batch {
             let header = event.header
             if header.epoch != current.epoch { inStep = false; break }
-            if header.type == "sys.heartbeat" {
+            if header.type == SystemEvents.heartbeat {
                 if header.seq >= next { inStep = false; break }
                 continue
             }
@@ -326,7 +340,7 @@ struct SubscriberLoop: Sendable {
     /// is rebuilt from a snapshot and a cache forgets all and goes on from the head.
     private func catchUp(_ opened: OpenedStore, client: RPCClient, cursor: inout EventCursor?) throws {
         func ask(after: Int64, limit: Int) throws -> RPCClient.PendingReply {
-            client.start(type: "sys.replay", body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: limit)),
+            client.start(type: SystemRequests.replay, body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: limit)),
                          timeoutMilliseconds: options.requestTimeoutMilliseconds)
         }
         // The next batch is asked for before this one is applied, so the publisher reads while we write.
@@ -412,7 +426,7 @@ struct SubscriberLoop: Sendable {
         do {
             var after: String?
             repeat {
-                let reply = try client.request(type: "sys.snapshot", body: try JSONCoding.encoder.encode(SnapshotRequest(after: after, limit: options.snapshotBatch)),
+                let reply = try client.request(type: SystemRequests.snapshot, body: try JSONCoding.encoder.encode(SnapshotRequest(after: after, limit: options.snapshotBatch)),
                                                timeoutMilliseconds: options.requestTimeoutMilliseconds)
                 let page = try reply.body(SnapshotReply.self)
                 // Pages of another epoch are of another history: start over.

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import Storage
 
@@ -95,9 +96,9 @@ public final class OutboxRelay: Sendable {
             if ready[0] { wakeup.drain() }
             publishCommitted()
             if monotonicNanos() >= nextHeartbeat || stop {
-                let beat = EnvelopeCoding.event(seq: sent, type: "sys.heartbeat", ts: Logger.timestamp(), epoch: epoch,
+                let beat = EnvelopeCoding.event(seq: sent, type: SystemEvents.heartbeat, ts: Logger.timestamp(), epoch: epoch,
                                                 body: Data("{\"head\":\(sent)}".utf8))
-                _ = try? socket.send([Data("sys.heartbeat".utf8), beat], dontWait: true)
+                _ = try? socket.send([Data(SystemEvents.heartbeat.utf8), beat], dontWait: true)
                 nextHeartbeat = monotonicNanos() + UInt64(heartbeat) * 1_000_000
             }
             if monotonicNanos() >= nextTrim {

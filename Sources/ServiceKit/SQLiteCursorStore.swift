@@ -117,17 +117,25 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
         defer { if scope.emitted { relayWakeup?.signal() } }
         try db.transaction {
             for event in events where applier.wants(event.header.type) {
-                do {
-                    try applier.apply(event, scope)
-                } catch let error as ServiceError {
-                    skipped += 1
-                    logger.error("skipped an event that cannot apply", ["source": source, "seq": event.header.seq,
-                                                                         "type": event.header.type, "error": error])
-                }
+                if try !applyOrSkip(event, scope) { skipped += 1 }
             }
             try cursors.set(source: source, cursor)
         }
         return skipped
+    }
+
+    /// Applies one event; false when it can never apply (its applier throws a `ServiceError`:
+    /// a body that does not decode, say), which is logged and skipped rather than blocking
+    /// the stream. Any other error (storage) is thrown, and undoes the batch.
+    private func applyOrSkip(_ event: ReceivedEvent, _ scope: EventScope) throws -> Bool {
+        do {
+            try applier.apply(event, scope)
+            return true
+        } catch let error as ServiceError {
+            logger.error("skipped an event that cannot apply", ["source": source, "seq": event.header.seq,
+                                                                 "type": event.header.type, "error": error])
+            return false
+        }
     }
 
     public var hasBulkLoad: Bool { applier.startBulk != nil }
@@ -160,9 +168,9 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
             try applier.startBulk?(db)
             try applier.reset(db)
             try cursors.forEachStaged(source: source) { envelope in
-                // Checked when staged: only the header is read again.
-                try applier.apply(try ReceivedEvent(checkedEnvelope: envelope), scope)
-                count += 1
+                // Checked when staged: only the header is read again. An item that can never
+                // apply is skipped, as a live event would be, so it cannot wedge every rebuild.
+                if try applyOrSkip(try ReceivedEvent(checkedEnvelope: envelope), scope) { count += 1 }
             }
             try cursors.set(source: source, cursor)
             try cursors.clearStaging(source: source)

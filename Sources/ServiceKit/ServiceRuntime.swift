@@ -137,14 +137,14 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
                                           subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
         let name = definition.name
-        table.on("sys.ping", description: "liveness: the service name and its clock") { (_: Empty, _, _) -> Ping in
+        table.on(SystemRequests.ping, description: "liveness: the service name and its clock") { (_: Empty, _, _) -> Ping in
             Ping(service: name, time: Logger.timestamp())
         }
         // The service's own request types: sys.* belong to the runtime and are not offered to clients.
         let methods = MethodList(methods: (definition.handlers.descriptions.map { MethodList.Method(type: $0.type, description: $0.description) }))
-        table.on("sys.methods", description: "the request types this service answers") { (_: Empty, _, _) -> MethodList in methods }
+        table.on(SystemRequests.methods, description: "the request types this service answers") { (_: Empty, _, _) -> MethodList in methods }
         let publishes = definition.publishes
-        table.on("sys.stats") { (_: Empty, _, state) -> Stats in
+        table.on(SystemRequests.stats) { (_: Empty, _, state) -> Stats in
             var outbox: OutboxInfo?
             if publishes {
                 let box = Outbox(database: state.worker.db)
@@ -154,9 +154,9 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             return Stats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following)
         }
         guard publishes else { return }
-        table.onRaw(EventStreamRequests.replay) { context, state in
+        table.onRaw(SystemRequests.replay) { context, state in
             let request = try context.body(ReplayRequest.self)
-            let limit = EventStreamRequests.batch.clamped(request.limit)
+            let limit = SystemRequests.batch.clamped(request.limit)
             guard request.after >= 0 else { throw ServiceError.invalid("after", "must be 0 or more") }
             let db = state.worker.db
             return try db.transaction(.deferred) {
@@ -172,9 +172,9 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             }
         }
         guard let snapshot = definition.snapshot else { return }
-        table.onRaw(EventStreamRequests.snapshot) { context, state in
+        table.onRaw(SystemRequests.snapshot) { context, state in
             let request = try context.body(SnapshotRequest.self)
-            let limit = EventStreamRequests.batch.clamped(request.limit)
+            let limit = SystemRequests.batch.clamped(request.limit)
             let db = state.worker.db
             // One read transaction: the head and the page are of the same moment.
             return try db.transaction(.deferred) {

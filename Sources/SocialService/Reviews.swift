@@ -157,10 +157,10 @@ struct ReviewOrder {
     /// The key and id a cursor of this order holds.
     func position(_ cursor: String) throws(ServiceError) -> (key: any SQLBindable, id: Int64) {
         let parts = try OpaqueCursor.decode(cursor).split(separator: "|", omittingEmptySubsequences: false)
-        guard parts.count == 3, let id = Int64(parts[2]) else { throw .invalid("cursor", "not a cursor from this service") }
+        guard parts.count == 3, let id = Int64(parts[2]) else { throw OpaqueCursor.invalid }
         guard parts[0] == tag else { throw .invalid("cursor", "this cursor belongs to another sort or order") }
         if !byRating { return (String(parts[1]), id) }
-        guard let rating = Int64(parts[1]) else { throw .invalid("cursor", "not a cursor from this service") }
+        guard let rating = Int64(parts[1]) else { throw OpaqueCursor.invalid }
         return (rating, id)
     }
 }
@@ -266,7 +266,7 @@ extension SocialStore {
             try scope.emit(SocialEvents.ratingUpdated, RatingUpdated(placeId: id, average: 0, count: 0))
         },
         reset: { _ in },
-        types: ["catalog.place.deleted"])
+        types: [CatalogEvents.deleted])
 
     private func publishRating(of placeId: Int64) throws {
         try worker.emit(SocialEvents.ratingUpdated, try rating(of: placeId))

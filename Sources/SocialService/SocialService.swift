@@ -48,17 +48,17 @@ public enum SocialService {
         var table = HandlerTable<SocialStore>()
 
         // Accounts and sessions.
-        table.on("auth.register", description: "create an account: username, email, name, password") { (request: Registration, _, store) in
+        table.on(AuthRequests.register, description: "create an account: username, email, name, password") { (request: Registration, _, store) in
             try store.register(request, role: .user)
         }
-        table.on("auth.login", description: "sign in with username and password; answers a session token") { (request: Credentials, _, store) in
+        table.on(AuthRequests.login, description: "sign in with username and password; answers a session token") { (request: Credentials, _, store) in
             try store.login(request)
         }
-        table.on("auth.logout", .write, description: "end the session whose token the gateway sends") { (request: TokenBody, context, store) -> Empty in
+        table.on(AuthRequests.logout, .write, description: "end the session whose token the gateway sends") { (request: TokenBody, context, store) -> Empty in
             try store.logout(request.token, caller: try store.caller(context))
             return Empty()
         }
-        table.on("auth.validate", description: "internal (gateway): who a session token signs in") { (request: TokenBody, _, store) in
+        table.on(AuthRequests.validate, description: "internal (gateway): who a session token signs in") { (request: TokenBody, _, store) in
             try store.validate(request.token)
         }
         table.on("admin.create", description: "internal (tourbus admin create): create an admin account") { (request: Registration, _, store) in

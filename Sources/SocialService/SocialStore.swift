@@ -59,7 +59,7 @@ public final class SocialStore: ServiceState {
         struct Named: Decodable { var name: String }
         do {
             let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
-            return try worker.peers.client("catalog").call("catalog.get", PlaceID(id: id), as: Named.self, timeoutMilliseconds: timeout).name
+            return try worker.peers.client("catalog").call(CatalogRequests.get, PlaceID(id: id), as: Named.self, timeoutMilliseconds: timeout).name
         } catch let error where error.code == .notFound && error.field == "id" {
             throw ServiceError(.notFound, "no place with id \(id)", field: "place_id")
         } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {

@@ -123,7 +123,7 @@ extension TourbusCommand {
                 if name == "gateway" {
                     let ping = Data(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.utf8 + [0x0A])
                     if (try? LineClient(endpoint: listen, timeoutMilliseconds: 500).exchange(ping)) != nil { waiting.remove(name) }
-                } else if (try? clients[name]?.request(type: "sys.ping", body: Data("{}".utf8), timeoutMilliseconds: 500)) != nil {
+                } else if (try? clients[name]?.request(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 500)) != nil {
                     waiting.remove(name)
                 }
             }
@@ -189,7 +189,7 @@ enum DemoLoader {
         }
         var created = 0
         for place in places {
-            _ = try catalog.request(type: "catalog.create", body: try JSONCoding.encoder.encode(place), timeoutMilliseconds: 5_000)
+            _ = try catalog.request(type: CatalogRequests.create, body: try JSONCoding.encoder.encode(place), timeoutMilliseconds: 5_000)
             created += 1
         }
         return created

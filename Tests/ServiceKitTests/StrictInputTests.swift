@@ -31,6 +31,7 @@ private final class EchoState: ServiceState {
 
     @Test func theRuntimeTakesTheDepthLimitFromTheConfig() throws {
         let scratch = TemporaryFolder("strict")
+        defer { withExtendedLifetime(scratch) {} }
         var handlers = HandlerTable<EchoState>()
         handlers.onRaw("echo.any") { _, _ in Response(body: Data("{}".utf8)) }
         let definition = ServiceDefinition(name: "echo", migrations: [], handlers: handlers) { EchoState(worker: $0) }

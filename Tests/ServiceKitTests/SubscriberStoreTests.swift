@@ -98,6 +98,7 @@ private final class SlowPublisher {
     /// its readers see the old copy until the whole snapshot is in.
     @Test func writersAndReadersGoOnDuringARebuild() throws {
         let folder = TemporaryFolder("subscriber")
+        defer { withExtendedLifetime(folder) {} }
         let copy = try ItemCopy(in: folder)
         do {
             let db = try Database(path: copy.path)
@@ -173,6 +174,7 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
 
     @Test func aStagedSnapshotIsInvisibleUntilTheSwap() throws {
         let folder = TemporaryFolder("subscriber")
+        defer { withExtendedLifetime(folder) {} }
         let copy = try ItemCopy(in: folder)
         let reader = try oldCopy(copy)
         let store = try store(copy)
@@ -197,6 +199,7 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
 
     @Test func aFailedSwapLeavesTheOldCopyAndCursor() throws {
         let folder = TemporaryFolder("subscriber")
+        defer { withExtendedLifetime(folder) {} }
         let copy = try ItemCopy(in: folder)
         let reader = try oldCopy(copy)
         let store = try store(copy)
@@ -206,8 +209,23 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         #expect(try CursorStore(database: reader).get(source: "items") == EventCursor(epoch: "e1", seq: 4))
     }
 
+    @Test func aSnapshotItemThatCanNeverApplyIsSkippedNotWedgingTheSwap() throws {
+        let folder = TemporaryFolder("subscriber")
+        defer { withExtendedLifetime(folder) {} }
+        let copy = try ItemCopy(in: folder)
+        _ = try oldCopy(copy)
+        let store = try store(copy)
+        // Its body is not an item (a ServiceError when decoded): skipped, as live events are.
+        let broken = try ReceivedEvent(envelope: EnvelopeCoding.event(seq: 8, type: "item.upserted", ts: "t", epoch: "e2", body: Data("{}".utf8)))
+        try store.stageSnapshot([try event("item.upserted", 2, "new 2"), broken, try event("item.upserted", 3, "new 3")])
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8)) == 2)
+        #expect(try copy.names() == ["new 2", "new 3"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 8))
+    }
+
     @Test func skippedEventsStillMoveTheCursor() throws {
         let folder = TemporaryFolder("subscriber")
+        defer { withExtendedLifetime(folder) {} }
         let copy = try ItemCopy(in: folder)
         _ = try oldCopy(copy)
         let store = try store(copy)

@@ -159,6 +159,7 @@ import Glibc
 
     @Test func replicasShareTheLoad() throws {
         let scratch = TemporaryFolder("replicas")
+        defer { withExtendedLifetime(scratch) {} }  // the folder lives to the end of the scope
         let folder = scratch.path
         // Two catalogs with different contents stand in for replicas, so each answer shows where it came from.
         let one = try ChildProcess("tourbus-catalog", folder: folder + "/one")

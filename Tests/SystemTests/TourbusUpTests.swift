@@ -46,6 +46,7 @@ func logfmt(_ line: Substring) -> [String: String] {
 
     @Test func upStartsTheSuiteLoadsTheDemoRestartsCrashesAndStopsCleanly() throws {
         let scratch = TemporaryFolder("up")
+        defer { withExtendedLifetime(scratch) {} }  // the folder lives to the end of the scope
         let folder = scratch.path
         let port = 20_000 + Int(getpid() % 20_000)
         let process = Process()

@@ -21,6 +21,7 @@ public struct BoundedRun {
     public init(_ executable: String, _ arguments: [String], input: String? = nil, inputFile: String? = nil,
          environment changes: [String: String?] = [:], timeout: TimeInterval = 60) throws {
         let scratch = TemporaryFolder("run")
+        defer { withExtendedLifetime(scratch) {} }  // the folder lives to the end of the scope
         let outFile = scratch.file("out"), errFile = scratch.file("err"), inFile = inputFile ?? scratch.file("in")
         _ = FileManager.default.createFile(atPath: outFile, contents: nil)
         _ = FileManager.default.createFile(atPath: errFile, contents: nil)

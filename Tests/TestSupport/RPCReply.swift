@@ -33,7 +33,7 @@ public struct RPCReply: CustomStringConvertible, Sendable {
         self.line = line
         let data = Data(line.utf8)
         result = JSONSpan.member("result", in: data).map { data.subdata(in: $0) }
-        failure = JSONSpan.member("error", in: data).flatMap { try? JSONDecoder().decode(Failure.self, from: data.subdata(in: $0)) }
+        failure = JSONSpan.member("error", in: data).flatMap { try? JSONCoding.decoder.decode(Failure.self, from: data.subdata(in: $0)) }
     }
 
     /// Whether the reply has a result.
@@ -41,13 +41,13 @@ public struct RPCReply: CustomStringConvertible, Sendable {
 
     /// The result decoded as `type`; nil when there is none or it has another shape.
     public func result<T: Decodable>(_ type: T.Type) -> T? {
-        result.flatMap { try? JSONDecoder().decode(T.self, from: $0) }
+        result.flatMap { try? JSONCoding.decoder.decode(T.self, from: $0) }
     }
 
     /// The result's member `key` decoded as `type` (`reply.field("id", Int.self)`).
     public func field<T: Decodable>(_ key: String, _ type: T.Type) -> T? {
         guard let result, let range = JSONSpan.member(key, in: result) else { return nil }
-        return try? JSONDecoder().decode(T.self, from: result.subdata(in: range))
+        return try? JSONCoding.decoder.decode(T.self, from: result.subdata(in: range))
     }
 
     /// The Tourbus error code (`unavailable`), from `error.data.code`.
