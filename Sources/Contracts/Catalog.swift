@@ -190,23 +190,12 @@ public struct PlaceInput: Codable, Sendable, Equatable {
     public var externalIds: [String: String]?
     public var timezone: String?
 
-    public init(name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
-                website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod]? = nil,
-                photos: [Photo]? = nil, popularity: Double? = nil, externalIds: [String: String]? = nil, timezone: String? = nil) {
+    /// The required fields; the optional ones start absent and are set by name.
+    public init(name: String, category: String, lat: Double, lon: Double) {
         self.name = name
         self.category = category
         self.lat = lat
         self.lon = lon
-        self.address = address
-        self.phone = phone
-        self.website = website
-        self.priceLevel = priceLevel
-        self.description = description
-        self.openingHours = openingHours
-        self.photos = photos
-        self.popularity = popularity
-        self.externalIds = externalIds
-        self.timezone = timezone
     }
 
     enum CodingKeys: String, CodingKey {
