@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A prepared SQL statement; owns its `sqlite3_stmt` and finalizes it in deinit.
 ///
@@ -8,8 +11,9 @@ public final class Statement {
     public let sql: String
     /// The prepared statement, nil once finalized (its database closed first).
     private(set) var handle: OpaquePointer?
-    /// The columns of the current result, named once per execution.
-    private var columnsOfCurrentResult: ResultColumns?
+    /// The columns of the last result, kept across executions while its names still match
+    /// (SQLite prepares a statement again when the schema changes, which may rename them).
+    private var columnsOfLastResult: ResultColumns?
     /// Set while a `Database` helper is stepping this statement, so a nested use of the same SQL gets its own statement.
     var isInUse = false
 
@@ -63,7 +67,6 @@ public final class Statement {
     /// sqlite3_reset's return code only repeats the last step's error, already thrown by `step()`.
     public func reset() {
         _ = sqlite3_reset(handle)
-        columnsOfCurrentResult = nil
     }
 
     /// Resets, clears old bindings, and binds `values` to parameters 1...n.
@@ -127,16 +130,29 @@ public final class Statement {
     /// The result column names, in order.
     public var columnNames: [String] { columns.names }
 
-    /// The result columns, with their lookup by name: read from `sqlite3_column_name` once per
-    /// execution (a reset forgets them, as a changed schema may change them) and shared by its rows.
+    /// The result columns, with their lookup by name, shared by the rows of a result. Built
+    /// from `sqlite3_column_name` once, and kept for later executions as long as those names
+    /// still match (checked without allocating), so a cached statement does not build its
+    /// lookup again for every query.
     public var columns: ResultColumns {
-        if let columnsOfCurrentResult { return columnsOfCurrentResult }
+        if let last = columnsOfLastResult, namesMatch(last.names) { return last }
         let names = (0..<Int32(columnCount)).map { column in
             sqlite3_column_name(handle, column).map { String(cString: $0) } ?? ""
         }
         let columns = ResultColumns(names: names, sql: sql)
-        columnsOfCurrentResult = columns
+        columnsOfLastResult = columns
         return columns
+    }
+
+    /// Whether the statement's result columns are named `names`, in order.
+    private func namesMatch(_ names: [String]) -> Bool {
+        guard names.count == columnCount else { return false }
+        for (index, name) in names.enumerated() {
+            guard let text = sqlite3_column_name(handle, Int32(index)) else { return false }
+            let bytes = UnsafeRawBufferPointer(start: text, count: strlen(text))
+            guard name.utf8.elementsEqual(bytes) else { return false }
+        }
+        return true
     }
 
     /// The value in a column of the current row; valid only after `step()` returned true.

@@ -94,6 +94,20 @@ import Testing
         #expect(try database.query("SELECT x FROM t WHERE 0").decode("x", as: Int64.self).isEmpty)
     }
 
+    @Test func aCachedStatementKeepsItsColumnsUntilTheSchemaRenamesThem() throws {
+        let database = try Database(path: ":memory:")
+        try database.execute("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1);")
+        let first = try #require(try database.queryOne("SELECT * FROM t"))
+        let again = try #require(try database.queryOne("SELECT * FROM t"))
+        #expect(first.columns === again.columns)  // the lookup is built once, not per query
+        // SQLite prepares the cached statement again for the new schema: the lookup follows.
+        try database.execute("ALTER TABLE t ADD COLUMN y TEXT DEFAULT 'new'")
+        let after = try #require(try database.queryOne("SELECT * FROM t"))
+        #expect(after.columns !== first.columns)
+        #expect(try after.decode("y", as: String.self) == "new")
+        #expect(try after.decode("x", as: Int64.self) == 1)
+    }
+
     @Test func aStatementReadsColumnsFoundOnceAndChecksEachRow() throws {
         let database = try database()
         try database.execute("INSERT INTO t (i, d, s) VALUES ('forty', NULL, x'07')")
