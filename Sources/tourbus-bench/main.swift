@@ -206,7 +206,7 @@ let anonymous = residentKilobytes(searchProcess.processIdentifier, "RssAnon")
 if textOnly {
     print("places: \(placeCount) (\(min(placeCount, towns.count)) real towns of rg_cities1000.csv, the rest named places near them); 2 cores")
     print(String(format: "search index: %.1f MiB, built or caught up in %.1f s", Double(indexBytes) / 1_048_576, buildSeconds))
-    TextBench(search: search, towns: towns, rounds: queryCount).run()
+    TextBench(search: search, searchPid: searchProcess.processIdentifier, towns: towns, rounds: queryCount).run()
     catalog.close()
     search.close()
     // exit() runs no defer: stop the services here.
