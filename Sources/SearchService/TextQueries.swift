@@ -99,10 +99,12 @@ public struct Suggestions: Codable, Sendable, Equatable {
 /// would cost too much, so the candidates are the `widerCandidates` matches nearest the point
 /// (within the radius), or without a point the most popular ones (inside the box): both are
 /// found by reading places outward or downward until enough match, never the rest, and at
-/// most `readBudget` places. When that runs out first, the first `allMatchesUpTo` matches (by
+/// most `readBudget` places. When that runs out first, the first `fallbackMatches` matches (by
 /// id) are ranked with what it found, and the best `widerCandidates` of both are the
-/// candidates. So a search reads at most `allMatchesUpTo + 1` matches and probes at most
-/// `readBudget + allMatchesUpTo` places, however many places its words match.
+/// candidates: with popularity tied (unknown, 0) below what was read, the matches with the
+/// lowest ids are the next most popular. So a search reads at most `allMatchesUpTo + 1`
+/// matches and probes at most `max(allMatchesUpTo, readBudget + fallbackMatches)` places,
+/// however many places its words match.
 struct TextQueries {
     let db: Database
     /// The catalog's category ids, when known.
@@ -110,7 +112,9 @@ struct TextQueries {
     /// Up to this many matching places are all ranked.
     var allMatchesUpTo = 3_000
     /// Places read in order of distance or popularity, at most, when the words match more.
-    var readBudget = 3_000
+    var readBudget = 2_000
+    /// Matches ranked with them when that budget runs out before enough match.
+    static let fallbackMatches = 500
     /// Counts what searches read, when set (tests hold it to the budgets).
     var tally: Tally? = nil
 
@@ -310,7 +314,7 @@ struct TextQueries {
         }
         guard chosen.count < want, budget.ranOut else { return chosen.compactMap { found[$0] } }
         // The budget ran out first: the best of what it read and of the first matches.
-        try rankFirstMatches(ids.prefix(allMatchesUpTo))
+        try rankFirstMatches(ids.prefix(min(TextQueries.fallbackMatches, allMatchesUpTo)))
         // Nearest first with a point, else most popular first; ties by id.
         let keyed = found.values.map { (key: $0.distance ?? -$0.popularity, candidate: $0) }
         return keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.candidate.id < $1.candidate.id }.prefix(want).map(\.candidate)
