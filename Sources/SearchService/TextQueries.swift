@@ -234,7 +234,7 @@ struct TextQueries {
                 // Bytes when both are ASCII (a letter is then a byte), else characters.
                 let near: (String, Int)? = statement.withUTF8(0) { term in
                     let distance = ascii && term.allSatisfy({ $0 < 0x80 })
-                        ? TextQueries.editDistance(typedBytes, Array(term), limit: allowed)
+                        ? typedBytes.withUnsafeBufferPointer { TextQueries.editDistance($0, term, limit: allowed) }
                         : TextQueries.editDistance(typed, Array(String(decoding: term, as: UTF8.self)), limit: allowed)
                     return distance <= allowed ? (String(decoding: term, as: UTF8.self), distance) : nil
                 }
@@ -244,27 +244,33 @@ struct TextQueries {
         return found.sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }.prefix(20).map(\.0)
     }
 
-    /// Damerau-Levenshtein (optimal string alignment) distance, stopping early past `limit`.
-    static func editDistance<Letter: Equatable>(_ a: [Letter], _ b: [Letter], limit: Int) -> Int {
+    /// Damerau-Levenshtein (optimal string alignment) distance, stopping early past `limit`;
+    /// its three rows live on the stack (it runs for every word of about the typed length).
+    static func editDistance<Word: RandomAccessCollection>(_ a: Word, _ b: Word, limit: Int) -> Int
+    where Word.Element: Equatable, Word.Index == Int {
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
-        var previous2 = [Int](repeating: 0, count: b.count + 1)
-        var previous = Array(0...b.count)
-        var current = [Int](repeating: 0, count: b.count + 1)
-        for i in 1...a.count {
-            current[0] = i
-            var rowMinimum = i
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                var value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { value = min(value, previous2[j - 2] + 1) }
-                current[j] = value
-                rowMinimum = min(rowMinimum, value)
+        let width = b.count + 1
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: 3 * width) { rows in
+            // Rows i-2, i-1 and i, rotated by offset.
+            var (previous2, previous, current) = (0, width, 2 * width)
+            for j in 0..<width { rows[previous + j] = j }
+            for i in 1...a.count {
+                let x = a[a.startIndex + i - 1]
+                rows[current] = i
+                var rowMinimum = i
+                for j in 1...b.count {
+                    let y = b[b.startIndex + j - 1]
+                    var value = min(rows[previous + j] + 1, rows[current + j - 1] + 1, rows[previous + j - 1] + (x == y ? 0 : 1))
+                    if i > 1, j > 1, x == b[b.startIndex + j - 2], a[a.startIndex + i - 2] == y { value = min(value, rows[previous2 + j - 2] + 1) }
+                    rows[current + j] = value
+                    rowMinimum = min(rowMinimum, value)
+                }
+                if rowMinimum > limit { return limit + 1 }
+                (previous2, previous, current) = (previous, current, previous2)
             }
-            if rowMinimum > limit { return limit + 1 }
-            (previous2, previous, current) = (previous, current, previous2)
+            return rows[previous + b.count]
         }
-        return previous[b.count]
     }
 
     /// A place worth ranking, with what ranking it needs.
