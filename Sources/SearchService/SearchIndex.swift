@@ -67,6 +67,25 @@ enum SearchSchema {
             ALTER TABLE places ADD COLUMN strip INTEGER GENERATED ALWAYS AS (CAST((lat + 90) * 1000 AS INTEGER)) VIRTUAL;
             \(stripIndex);
             """),
+        // The most popular places first, with what a search reads to decide on a place (as
+        // `places_by_strip`): a text search whose words match too many places to rank them all
+        // reads its candidates down this index, a bounded number of them, without a table
+        // lookup each.
+        Migration(domain: "search", version: 5, sql: """
+            CREATE INDEX places_by_popularity ON places(popularity DESC, id, lat, lon, category, price_level, name_words, other_words)
+            """),
+        // The vocabulary by length in letters (characters as Swift counts them), so a word's
+        // near spellings are looked for among the words of about its length only. The index
+        // starts over and is rebuilt from the catalog's events, which count the letters.
+        Migration(domain: "search", version: 6, sql: """
+            DROP TABLE search_terms;
+            CREATE TABLE search_terms (term TEXT PRIMARY KEY, letters INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE INDEX search_terms_by_letters ON search_terms(letters, term);
+            INSERT INTO places_text (places_text) VALUES ('delete-all');
+            DELETE FROM places;
+            DELETE FROM places_geo;
+            DELETE FROM event_cursor WHERE source = 'catalog';
+            """),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while
@@ -252,7 +271,7 @@ enum SearchIndex {
         guard textChanged else { return }
         try db.run("INSERT INTO places_text (rowid, name_words, other_words) VALUES (?, ?, ?)", place.id, name, other)
         for term in Set((name + " " + other).split(separator: " ")) where !term.allSatisfy(\.isNumber) {
-            try db.run("INSERT OR IGNORE INTO search_terms (term) VALUES (?)", String(term))
+            try db.run("INSERT OR IGNORE INTO search_terms (term, letters) VALUES (?, ?)", String(term), term.count)
         }
     }
 
