@@ -64,11 +64,13 @@ extension MapQueries {
 
     /// The `want` most popular places (ties by id) that pass the filters and that `accept`
     /// takes, read down `places_by_popularity` until enough are found or `budget` runs out:
-    /// then the answer is those found, fewer than `want` but still the most popular.
+    /// then the answer is those found, fewer than `want` but still the most popular. While a
+    /// bulk load has dropped that index, SQLite sorts the places instead (slower, same answer).
     func mostPopular(want: Int, budget: ReadBudget, _ filters: PlaceFilters, accept: (Probe) -> Bool) throws -> [(id: Int64, popularity: Double)] {
         var found: [(id: Int64, popularity: Double)] = []
         guard want > 0, !budget.ranOut else { return found }
-        budget.spend(try probe(from: "places p INDEXED BY places_by_popularity", where: "1", [], filters, order: "p.popularity DESC, p.id", limit: budget.left) { place in
+        let source = try SearchSchema.hasIndex("places_by_popularity", db) ? "places p INDEXED BY places_by_popularity" : "places p"
+        budget.spend(try probe(from: source, where: "1", [], filters, order: "p.popularity DESC, p.id", limit: budget.left) { place in
             if accept(place) { found.append((place.id, place.popularity)) }
             return found.count < want
         })

@@ -48,7 +48,7 @@ extension MapQueries {
         // The last ring read whole, when a budget cuts one short.
         var whole: Double = -1
         // While a bulk load rebuilds the strips, the R*Tree serves every ring.
-        let strips = try db.scalarInt("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'places_by_strip'") != nil
+        let strips = try SearchSchema.hasIndex("places_by_strip", db)
         // A dense city centre holds tens of places within 100 m.
         var ring = min(reach, max(100, start * 1.25))
         while true {

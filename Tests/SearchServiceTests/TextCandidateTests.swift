@@ -132,4 +132,24 @@ import TestSupport
             }
         }
     }
+
+    @Test func aBulkLoadThatDroppedTheIndexesStillAnswersTheSame() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for i in 1...400 {
+                let place = IndexedPlace(id: Int64(i), name: "San \(i)", category: "attraction", lat: 40.4 + Double(i) * 1e-5,
+                                         lon: -3.7, popularity: Double(i % 7))
+                try SearchIndex.upsert(place, index.db)
+            }
+        }
+        var queries = TextQueries(db: index.db)
+        (queries.allMatchesUpTo, queries.readBudget) = (50, 100)
+        let asked = [#"{"q":"san"}"#, #"{"q":"san","near":{"lat":40.4,"lon":-3.7}}"#]
+        let before = try asked.map { try queries.search(try textQuery($0)).hits.map(\.id) }
+        try index.db.transaction { try SearchIndex.catalogApplier.startBulk?(index.db) }
+        #expect(try !SearchSchema.hasIndex("places_by_popularity", index.db) && !SearchSchema.hasIndex("places_by_strip", index.db))
+        #expect(try asked.map { try queries.search(try textQuery($0)).hits.map(\.id) } == before)
+        try index.db.transaction { try SearchIndex.catalogApplier.finishBulk?(index.db) }
+        #expect(try SearchSchema.hasIndex("places_by_popularity", index.db) && SearchSchema.hasIndex("places_by_strip", index.db))
+    }
 }
