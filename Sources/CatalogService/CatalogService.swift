@@ -37,13 +37,20 @@ public enum CatalogService {
     /// The definition `ServiceRuntime` runs.
     public static let definition: ServiceDefinition<CatalogStore> = {
         var table = HandlerTable<CatalogStore>()
-        table.on(CatalogRequests.create, .write, description: "add a place: name, category, lat, lon and optional details") { (input: PlaceInput, _, store) in try store.create(input) }
-        table.on("catalog.update", .write, description: "change some fields of a place by id; null clears an optional field") { (update: PlaceUpdate, _, store) in try store.update(update) }
+        // A place's JSON is kept ready in its row: create, update and get answer it as it is.
+        table.onRaw(CatalogRequests.create, .write, description: "add a place: name, category, lat, lon and optional details") { context, store in
+            Response(body: try store.create(try context.body(PlaceInput.self)))
+        }
+        table.onRaw("catalog.update", .write, description: "change some fields of a place by id; null clears an optional field") { context, store in
+            Response(body: try store.update(try context.body(PlaceUpdate.self)))
+        }
         table.on("catalog.delete", .write, description: "delete a place by id") { (request: PlaceID, _, store) -> PlaceDeleted in
             try store.delete(request.id)
             return PlaceDeleted(id: request.id)
         }
-        table.on(CatalogRequests.get, description: "one place by id") { (request: PlaceID, _, store) in try store.get(request.id) }
+        table.onRaw(CatalogRequests.get, description: "one place by id") { context, store in
+            Response(body: try store.json(try context.body(PlaceID.self).id))
+        }
         table.on("catalog.list", description: "places by id, optionally of one category, paged by cursor") { (request: ListPlaces, _, store) -> PlacePage in
             let limit = try pageLimit.validated(request.limit)
             if let category = request.category { try PlaceRules.category(category, among: store.categoryIds) }

@@ -35,6 +35,31 @@ public final class CatalogStore: ServiceState {
         return try Self.place(row)
     }
 
+    /// Place `id` as the JSON that `catalog.get` answers, or `not_found`: its stored `json`
+    /// column, as it is. A row written before `catalog/3` has none yet; its JSON is made from
+    /// its columns and stored for the next read (unless the place changed meanwhile).
+    func json(_ id: Int64) throws -> Data {
+        var found = false
+        var stored = Data()
+        // A NULL column reads as no bytes, and no place's JSON is empty.
+        try db.forEachStep("SELECT json FROM places WHERE id = ?", [id]) { statement in
+            found = true
+            stored = statement.withUTF8(0) { Data($0) }
+        }
+        guard found else { throw ServiceError(.notFound, "no place with id \(id)", field: "id") }
+        guard stored.isEmpty else { return stored }
+        let place = try get(id)
+        let body = try JSONCoding.encoder.encode(place)
+        do {
+            try db.run("UPDATE places SET json = ? WHERE id = ? AND version = ? AND json IS NULL",
+                       String(decoding: body, as: UTF8.self), id, place.version)
+        } catch {
+            // Storing it only saves later reads the work: the answer stands without it.
+            worker.logger.warn("could not store a place's JSON", ["id": id, "error": error])
+        }
+        return body
+    }
+
     /// Places by ascending id after `after`, optionally of one category.
     func list(category: String?, after: Int64, limit: Int) throws -> [Place] {
         let rows = if let category {
@@ -54,7 +79,8 @@ public final class CatalogStore: ServiceState {
 
     // MARK: Writes (writer thread only; each in one transaction with its event)
 
-    func create(_ input: PlaceInput) throws -> Place {
+    /// Adds a place; answers its JSON, which is also stored and published.
+    func create(_ input: PlaceInput) throws -> Data {
         let now = Logger.timestamp()
         var place = Place(id: 0, name: input.name, category: input.category, lat: input.lat, lon: input.lon, address: input.address,
                           phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
@@ -70,12 +96,17 @@ public final class CatalogStore: ServiceState {
                 """, try Self.values(place) + [now, now])
             place.id = db.lastInsertRowID
             try claimExternalIds(place)
-            try worker.emit(CatalogEvents.upserted, place)
-            return place
+            // The id is known only now, and it is part of the JSON.
+            let body = try JSONCoding.encoder.encode(place)
+            try db.run("UPDATE places SET json = ? WHERE id = ?", String(decoding: body, as: UTF8.self), place.id)
+            try worker.emit(CatalogEvents.upserted, json: body)
+            return body
         }
     }
 
-    func update(_ update: PlaceUpdate) throws -> Place {
+    /// Changes the fields `update` names; answers the place's JSON after the change, which is
+    /// also stored and published (an update that changes nothing answers the place as it is).
+    func update(_ update: PlaceUpdate) throws -> Data {
         try db.transaction {
             let current = try get(update.id)
             if let expected = update.expectedVersion, expected != current.version {
@@ -84,20 +115,22 @@ public final class CatalogStore: ServiceState {
             var place = PlaceRules.normalized(try update.applied(to: current))
             try PlaceRules.validate(place, categories: categoryIds)
             // An update that changes nothing writes nothing and publishes nothing.
-            if place == current { return current }
+            if place == current { return try json(update.id) }
             place.version = current.version + 1
             place.updatedAt = Logger.timestamp()
+            let body = try JSONCoding.encoder.encode(place)
             try db.run("""
                 UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
-                       description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?, updated_at = ?, version = ?
+                       description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?, updated_at = ?, version = ?,
+                       json = ?
                 WHERE id = ?
-                """, try Self.values(place) + [place.updatedAt, place.version, place.id])
+                """, try Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
             if place.externalIds != current.externalIds {
                 try db.run("DELETE FROM place_external_ids WHERE place_id = ?", place.id)
                 try claimExternalIds(place)
             }
-            try worker.emit(CatalogEvents.upserted, place)
-            return place
+            try worker.emit(CatalogEvents.upserted, json: body)
+            return body
         }
     }
 
@@ -194,5 +227,9 @@ enum CatalogSchema {
             CREATE INDEX place_external_ids_by_place ON place_external_ids(place_id);
             """),
         Migration(domain: "catalog", version: 2, sql: "ALTER TABLE places ADD COLUMN timezone TEXT"),
+        // The place as the JSON replies and events carry (`JSONCoding.encoder` of its `Place`),
+        // written with every change of its fields; NULL for rows written before, until first read.
+        // A later migration that changes how a place reads must set it back to NULL.
+        Migration(domain: "catalog", version: 3, sql: "ALTER TABLE places ADD COLUMN json TEXT"),
     ]
 }

@@ -29,8 +29,13 @@ public final class ServiceWorker {
     /// Appends an event to the outbox. Call it inside the `db.transaction` that makes the
     /// change, so the change and its event commit (or vanish) together.
     public func emit<Body: Encodable>(_ type: String, _ body: Body) throws {
-        let encoded = try JSONCoding.encoder.encode(body)
-        _ = try Outbox(database: db).append(type: type, body: encoded)
+        try emit(type, json: try JSONCoding.encoder.encode(body))
+    }
+
+    /// Appends an event whose body is already JSON (as `JSONCoding.encoder` makes it), in the
+    /// transaction that makes the change, like `emit(_:_:)`.
+    public func emit(_ type: String, json body: Data) throws {
+        _ = try Outbox(database: db).append(type: type, body: body)
         emitted = true
     }
 
