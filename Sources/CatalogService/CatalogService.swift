@@ -44,12 +44,13 @@ public enum CatalogService {
         table.onRaw("catalog.update", .write, description: "change some fields of a place by id; null clears an optional field") { context, store in
             Response(body: try store.update(try context.body(PlaceUpdate.self)))
         }
-        table.on("catalog.delete", .write, description: "delete a place by id") { (request: PlaceID, _, store) -> PlaceDeleted in
-            try store.delete(request.id)
-            return PlaceDeleted(id: request.id)
+        table.onRaw("catalog.delete", .write, description: "delete a place by id") { context, store in
+            let id = try PlaceID.read(fromEnvelope: context.envelope).id
+            try store.delete(id)
+            return Response(body: try JSONCoding.encoder.encode(PlaceDeleted(id: id)))
         }
         table.onRaw(CatalogRequests.get, description: "one place by id") { context, store in
-            Response(body: try store.json(try context.body(PlaceID.self).id))
+            Response(body: try store.json(try PlaceID.read(fromEnvelope: context.envelope).id))
         }
         table.on("catalog.list", description: "places by id, optionally of one category, paged by cursor") { (request: ListPlaces, _, store) -> PlacePage in
             let limit = try pageLimit.validated(request.limit)

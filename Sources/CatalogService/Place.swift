@@ -73,6 +73,29 @@ public struct PlaceUpdate: Decodable, Sendable {
     }
 }
 
+extension PlaceID {
+    /// The body of `catalog.get` and `catalog.delete` in a request envelope. A body that is
+    /// plainly `{"id":N}` (that one member, N an integer literal that fits) is read by span,
+    /// without the decoder; any other body, valid or not, is decoded as before, so its answers
+    /// and error messages stay the decoder's. The server has checked the envelope as strict JSON.
+    public static func read(fromEnvelope envelope: Data) throws(ServiceError) -> PlaceID {
+        if let id = plainID(inEnvelope: envelope) { return PlaceID(id: id) }
+        return try JSONCoding.decodeBody(PlaceID.self, fromEnvelope: envelope)
+    }
+
+    /// N of a body that is exactly `{"id":N}` up to white space, or nil. Duplicate keys (which
+    /// strict JSON allows) are left to the decoder too.
+    static func plainID(inEnvelope envelope: Data) -> Int64? {
+        guard let members = JSONSpan.members(of: envelope) else { return nil }
+        let bodies = members.filter { $0.key == "body" }
+        guard bodies.count == 1 else { return nil }
+        let body = envelope.subdata(in: bodies[0].value)
+        guard let inner = JSONSpan.members(of: body), inner.count == 1, inner[0].key == "id" else { return nil }
+        // Strict JSON has no `+` and no leading zeros, so what Int64 parses is a plain integer.
+        return Int64(String(decoding: body[inner[0].value], as: UTF8.self))
+    }
+}
+
 /// The rules every stored place satisfies; each failure names its field. Texts are bounded
 /// in UTF-8 bytes (4 per character) before their characters are counted (`TextRule`).
 enum PlaceRules {
