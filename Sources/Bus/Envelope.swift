@@ -106,6 +106,54 @@ public struct RequestHeader: Decodable, Sendable {
     }
 }
 
+extension RequestHeader {
+    /// Reads the header of a request envelope by span, without the decoder, when it is plainly
+    /// shaped: each member once, `v` and `deadline_ms` integer literals, `id` and `type`
+    /// strings, `auth` absent, `null` or `{"user_id":S,"role":S}`. Nil for anything else
+    /// (a wrong type, a repeated key, an `auth` with other members): then decode the envelope,
+    /// whose errors are the contract. Expects text already checked as strict JSON.
+    public static func scan(_ envelope: Data) -> RequestHeader? {
+        guard let members = JSONSpan.members(of: envelope) else { return nil }
+        var v: Int?, id: String?, type: String?, auth: Auth?, deadlineMs: Int?
+        var seen = Set<String>()
+        for (key, range) in members {
+            guard seen.insert(key).inserted else { return nil }
+            let isNull = envelope[range].elementsEqual("null".utf8)
+            switch key {
+            case "v": guard let value = Int(String(decoding: envelope[range], as: UTF8.self)) else { return nil }; v = value
+            case "id": guard let value = JSONSpan.string(at: range, in: envelope) else { return nil }; id = value
+            case "type": guard let value = JSONSpan.string(at: range, in: envelope) else { return nil }; type = value
+            case "deadline_ms":
+                guard !isNull else { continue }
+                guard let value = Int(String(decoding: envelope[range], as: UTF8.self)) else { return nil }
+                deadlineMs = value
+            case "auth":
+                guard !isNull else { continue }
+                guard let value = scanAuth(envelope.subdata(in: range)) else { return nil }
+                auth = value
+            default: continue
+            }
+        }
+        guard let v, let id, let type else { return nil }
+        return RequestHeader(v: v, id: id, type: type, auth: auth, deadlineMs: deadlineMs)
+    }
+
+    /// `{"user_id":S,"role":S}` with nothing else, or nil.
+    private static func scanAuth(_ json: Data) -> Auth? {
+        guard let members = JSONSpan.members(of: json), members.count == 2 else { return nil }
+        var userId: String?, role: String?
+        for (key, range) in members {
+            switch key {
+            case "user_id": userId = JSONSpan.string(at: range, in: json)
+            case "role": role = JSONSpan.string(at: range, in: json)
+            default: return nil
+            }
+        }
+        guard let userId, let role else { return nil }
+        return Auth(userId: userId, role: role)
+    }
+}
+
 /// Decodes only the `body` of an envelope as `Body`; a missing or null body reads as `{}`.
 struct BodyOf<Body: Decodable>: Decodable {
     var body: Body

@@ -343,7 +343,8 @@ public final class RPCServer<State>: Sendable {
             }
             let header: RequestHeader
             do {
-                header = try JSONCoding.decoder.decode(RequestHeader.self, from: envelope)
+                // By span when plainly shaped (nearly always), else by the decoder and its errors.
+                header = try RequestHeader.scan(envelope) ?? JSONCoding.decoder.decode(RequestHeader.self, from: envelope)
             } catch {
                 refuseMalformed((error as? DecodingError).map { ServiceError.decoding($0, dropping: []).description } ?? "not JSON")
                 return

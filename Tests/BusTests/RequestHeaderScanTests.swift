@@ -1,0 +1,37 @@
+import Bus
+import Foundation
+import Testing
+
+/// The server reads a plainly shaped request header by span and leaves any other to the
+/// decoder; what the span reads must be what the decoder reads.
+@Suite struct RequestHeaderScanTests {
+    static func fields(_ header: RequestHeader) -> [String] {
+        [String(header.v), header.id, header.type, header.auth.map { "\($0.userId)|\($0.role)" } ?? "-", header.deadlineMs.map(String.init) ?? "-"]
+    }
+
+    @Test(arguments: [
+        #"{"v":1,"id":"k3x9a1-17","type":"catalog.get","auth":null,"deadline_ms":2000,"body":{"id":1}}"#,
+        #"{"v":1,"id":"a","type":"sys.ping"}"#,
+        #"{ "type" : "x.y", "id" : "a\"b\\c\u00e9", "v" : 2, "deadline_ms" : null, "extra" : [1, {"v": 9}] }"#,
+        #"{"v":1,"id":"","type":"catalog.get","auth":{"user_id":"u-1","role":"admin"},"deadline_ms":-5,"body":null}"#,
+        #"{"v":1,"id":"é東","type":"t","auth":{"role":"user","user_id":"\u0075"},"deadline_ms":0}"#,
+        #"{"body":{"v":7,"id":"inner"},"v":1,"id":"outer","type":"t"}"#,
+    ])
+    func aPlainHeaderIsScannedAsTheDecoderReadsIt(envelope: String) throws {
+        let data = Data(envelope.utf8)
+        let scanned = try #require(RequestHeader.scan(data))
+        #expect(Self.fields(scanned) == Self.fields(try JSONDecoder().decode(RequestHeader.self, from: data)))
+    }
+
+    @Test(arguments: [
+        #"{"v":1,"id":"a"}"#, #"{"id":"a","type":"t"}"#, #"{"v":"1","id":"a","type":"t"}"#, #"{"v":1.0,"id":"a","type":"t"}"#,
+        #"{"v":1,"id":5,"type":"t"}"#, #"{"v":1,"id":"a","type":null}"#, #"{"v":1,"id":"a","type":"t","deadline_ms":"100"}"#,
+        #"{"v":1,"id":"a","type":"t","deadline_ms":1.5}"#, #"{"v":1,"id":"a","type":"t","deadline_ms":1e999}"#,
+        #"{"v":99999999999999999999,"id":"a","type":"t"}"#, #"{"v":1,"id":"a","type":"t","auth":{"user_id":"u"}}"#,
+        #"{"v":1,"id":"a","type":"t","auth":{"user_id":"u","role":"r","extra":1}}"#, #"{"v":1,"id":"a","type":"t","auth":"u"}"#,
+        #"{"v":1,"id":"a","type":"t","auth":{"user_id":1,"role":"r"}}"#, #"{"v":1,"id":"a","id":"b","type":"t"}"#, #"[1]"#,
+    ])
+    func anyOtherHeaderGoesToTheDecoder(envelope: String) {
+        #expect(RequestHeader.scan(Data(envelope.utf8)) == nil)
+    }
+}
