@@ -115,20 +115,33 @@ extension RequestHeader {
     public static func scan(_ envelope: Data) -> RequestHeader? {
         guard let members = JSONSpan.members(of: envelope) else { return nil }
         var v: Int?, id: String?, type: String?, auth: Auth?, deadlineMs: Int?
-        var seen = Set<String>()
+        // One bit per header member seen: a repeated one is left to the decoder.
+        var seen: UInt8 = 0
+        func once(_ bit: UInt8) -> Bool {
+            defer { seen |= bit }
+            return seen & bit == 0
+        }
+        // In strict JSON a value that starts with `n` is `null`.
+        func isNull(_ range: Range<Int>) -> Bool { envelope[range.lowerBound] == UInt8(ascii: "n") }
         for (key, range) in members {
-            guard seen.insert(key).inserted else { return nil }
-            let isNull = envelope[range].elementsEqual("null".utf8)
             switch key {
-            case "v": guard let value = Int(String(decoding: envelope[range], as: UTF8.self)) else { return nil }; v = value
-            case "id": guard let value = JSONSpan.string(at: range, in: envelope) else { return nil }; id = value
-            case "type": guard let value = JSONSpan.string(at: range, in: envelope) else { return nil }; type = value
+            case "v":
+                guard once(1), let value = Int(String(decoding: envelope[range], as: UTF8.self)) else { return nil }
+                v = value
+            case "id":
+                guard once(2), let value = JSONSpan.string(at: range, in: envelope) else { return nil }
+                id = value
+            case "type":
+                guard once(4), let value = JSONSpan.string(at: range, in: envelope) else { return nil }
+                type = value
             case "deadline_ms":
-                guard !isNull else { continue }
+                guard once(8) else { return nil }
+                guard !isNull(range) else { continue }
                 guard let value = Int(String(decoding: envelope[range], as: UTF8.self)) else { return nil }
                 deadlineMs = value
             case "auth":
-                guard !isNull else { continue }
+                guard once(16) else { return nil }
+                guard !isNull(range) else { continue }
                 guard let value = scanAuth(envelope.subdata(in: range)) else { return nil }
                 auth = value
             default: continue
@@ -225,9 +238,17 @@ public enum EnvelopeCoding {
         return out
     }
 
-    /// A JSON string literal (or `null`).
+    /// A JSON string literal (or `null`), as `JSONCoding.encoder` writes it. Printable ASCII
+    /// without `"` and `\` (request ids, types, times) needs no escape and is copied.
     static func quoted(_ s: String?) -> Data {
         guard let s else { return Data("null".utf8) }
+        if s.utf8.allSatisfy({ (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            var out = Data(capacity: s.utf8.count + 2)
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return out
+        }
         return (try? JSONCoding.encoder.encode(s)) ?? Data("null".utf8)
     }
 }

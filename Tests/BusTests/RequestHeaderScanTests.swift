@@ -35,3 +35,13 @@ import Testing
         #expect(RequestHeader.scan(Data(envelope.utf8)) == nil)
     }
 }
+
+/// Reply and event envelopes copy a plain string (printable ASCII without quote or backslash)
+/// between quotes; every string must come out as `JSONCoding.encoder` writes it.
+@Suite struct EnvelopeQuotingTests {
+    @Test(arguments: ["k3x9a1-17", "", "a/b", "sp ace", "<>&'~`{}[]:,", "é", "東京", "a\"b", "a\\b", "\u{7F}", "\u{2028}", "\t", "\u{0}", "🦆"])
+    func anIdIsQuotedAsTheEncoderQuotesIt(id: String) throws {
+        let expected = "{\"v\":1,\"id\":\(String(decoding: try JSONCoding.encoder.encode(id), as: UTF8.self)),\"ok\":true,\"body\":{}}"
+        #expect(EnvelopeCoding.success(id: id, body: Data("{}".utf8)) == Data(expected.utf8))
+    }
+}
