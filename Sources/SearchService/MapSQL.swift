@@ -75,32 +75,47 @@ extension MapQueries {
         }
     }
 
-    /// Calls `accept` with each place of `places p` (joined with `ratings r`) meeting
-    /// `conditions` and the filters; open now is judged here when asked.
+    /// Calls `visit` with each place of `places p` (joined with `ratings r`) meeting
+    /// `conditions` and the filters, in `order` when given, until `visit` returns false or
+    /// `limit` rows are read; open now is judged here when asked. Returns how many rows were
+    /// read (a place that is not open now is one).
+    @discardableResult
     func probe(from: String, where conditions: String, _ conditionArgs: [SQLBindable?], _ filters: PlaceFilters,
-                       _ accept: (Probe) -> Void) throws {
+               order: String? = nil, limit: Int? = nil, _ visit: (Probe) -> Bool) throws -> Int {
         var sql = "SELECT \(Probe.columns(filters)) FROM \(from) LEFT JOIN ratings r ON r.place_id = p.id WHERE \(conditions)"
         var args = conditionArgs
         MapQueries.appendFilters(filters, to: &sql, &args)
+        if let order { sql += " ORDER BY \(order)" }
+        if let limit {
+            // Bound, so that one prepared statement serves every limit.
+            sql += " LIMIT ?"
+            args.append(limit)
+        }
         let openNow = filters.openNow == true
         var columns: Probe.Columns?
-        try db.forEachStep(sql, args) { statement in
+        var read = 0
+        try db.stepWhile(sql, args) { statement in
+            read += 1
             let found = try columns ?? Probe.Columns(statement, openNow: openNow)
             columns = found
             let probe = try Probe(statement: statement, columns: found)
-            if openNow, try !probe.isOpenNow() { return }
-            accept(probe)
+            if openNow, try !probe.isOpenNow() { return true }
+            return visit(probe)
         }
+        return read
     }
 
     /// Ids as a JSON array, for `json_each(?)`.
     static func jsonArray(_ ids: [Int64]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
 
-    /// Probes the places with these ids.
-    func probe(ids: [Int64], _ filters: PlaceFilters, _ accept: (Probe) -> Void) throws {
-        guard !ids.isEmpty else { return }
-        try probe(from: "places p", where: "p.id IN (SELECT value FROM json_each(?))",
-                  [MapQueries.jsonArray(ids)], filters, accept)
+    /// Probes the places with these ids; returns how many were read.
+    @discardableResult
+    func probe(ids: [Int64], _ filters: PlaceFilters, _ visit: (Probe) -> Void) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try probe(from: "places p", where: "p.id IN (SELECT value FROM json_each(?))", [MapQueries.jsonArray(ids)], filters) { place in
+            visit(place)
+            return true
+        }
     }
 
     static let inBox = "g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?"

@@ -8,8 +8,10 @@ extension MapQueries {
     /// pass the filters and that `accept` takes, most popular first (ties by id). Finds the
     /// highest popularity there, then reads bands of popularity downward, each twice as deep
     /// as the last, until enough are found: every place above a band's floor is read, so the
-    /// order is exact, and a dense box is not read whole for one page.
-    func mostPopular(in box: BoundingBox?, want: Int, after: SearchCursor?, _ filters: PlaceFilters,
+    /// order is exact, and a dense box is not read whole for one page. With a `budget`, at
+    /// most what it has left is read: when it runs out within a band, the answer is what the
+    /// bands above it found, still the most popular, but fewer than `want`.
+    func mostPopular(in box: BoundingBox?, want: Int, after: SearchCursor?, budget: ReadBudget? = nil, _ filters: PlaceFilters,
                      accept: (Probe) -> Bool) throws -> [(id: Int64, popularity: Double)] {
         let areas: [(String, [SQLBindable?])] = box.map { MapQueries.areas($0).map { (MapQueries.inBox + " AND ", MapQueries.bounds($0)) } } ?? [("", [])]
         // Popularities in the R*Tree's hundredths. The cursor's band comes again; the cursor cuts it below.
@@ -28,9 +30,13 @@ extension MapQueries {
             if try anyAtLeast(middle) { low = middle } else { high = middle - 1 }
         }
         var found: [(id: Int64, popularity: Double)] = []
+        func mostPopularFirst() -> [(id: Int64, popularity: Double)] {
+            Array(found.sorted { $0.popularity != $1.popularity ? $0.popularity > $1.popularity : $0.id < $1.id }.prefix(want))
+        }
         var top = low, depth = max(1, low / 64)
         while true {
             let floor = max(0, top - depth + 1)
+            let above = found.count
             for (area, args) in areas {
                 var conditions = area + "g.min_pop >= ? AND g.max_pop <= ?"
                 var conditionArgs = args + [floor, top]
@@ -38,14 +44,52 @@ extension MapQueries {
                     conditions += " AND (p.popularity < ? OR (p.popularity = ? AND p.id > ?))"
                     conditionArgs += [-after.key, -after.key, after.id]
                 }
-                try probe(from: MapQueries.fromTree, where: conditions, conditionArgs, filters) { place in
+                let read = try probe(from: MapQueries.fromTree, where: conditions, conditionArgs, filters, limit: budget?.left) { place in
                     if accept(place) { found.append((place.id, place.popularity)) }
+                    return true
+                }
+                budget?.spend(read)
+                if budget?.ranOut == true {
+                    // This band may be cut short: only the bands above it were read whole.
+                    found.removeSubrange(above...)
+                    return mostPopularFirst()
                 }
             }
             if found.count >= want || floor == 0 { break }
             top = floor - 1
             depth *= 2
         }
-        return Array(found.sorted { $0.popularity != $1.popularity ? $0.popularity > $1.popularity : $0.id < $1.id }.prefix(want))
+        return mostPopularFirst()
+    }
+
+    /// The `want` most popular places (ties by id) that pass the filters and that `accept`
+    /// takes, read down `places_by_popularity` until enough are found or `budget` runs out:
+    /// then the answer is those found, fewer than `want` but still the most popular. While a
+    /// bulk load has dropped that index, SQLite sorts the places instead (slower, same answer).
+    func mostPopular(want: Int, budget: ReadBudget, _ filters: PlaceFilters, accept: (Probe) -> Bool) throws -> [(id: Int64, popularity: Double)] {
+        var found: [(id: Int64, popularity: Double)] = []
+        guard want > 0, !budget.ranOut else { return found }
+        let source = try SearchSchema.hasIndex("places_by_popularity", db) ? "places p INDEXED BY places_by_popularity" : "places p"
+        budget.spend(try probe(from: source, where: "1", [], filters, order: "p.popularity DESC, p.id", limit: budget.left) { place in
+            if accept(place) { found.append((place.id, place.popularity)) }
+            return found.count < want
+        })
+        return found
+    }
+}
+
+/// How many more places a search may read: a bound on its work whatever the index holds.
+final class ReadBudget {
+    private(set) var left: Int
+    /// Places read so far.
+    private(set) var spent = 0
+
+    init(_ places: Int) { left = places }
+
+    var ranOut: Bool { left <= 0 }
+
+    func spend(_ places: Int) {
+        left -= places
+        spent += places
     }
 }

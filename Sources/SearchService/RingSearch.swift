@@ -15,18 +15,40 @@ extension MapQueries {
     /// nearest are exact. Each ring is sized from how many the last one found, so little more
     /// is read than the answer needs; a ring read by latitude bands reads the inner ones
     /// again (cheaply, skipped), one read through the R*Tree leaves out what the R*Tree read.
-    func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, _ filters: PlaceFilters,
+    ///
+    /// With a `budget`, at most what it has left is read (places read again counted again):
+    /// when it runs out before `want` are found, the answer is those found within the last
+    /// ring read whole, still the nearest, but fewer than `want` (none before the first ring).
+    func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, budget: ReadBudget? = nil, _ filters: PlaceFilters,
                  accept: (Probe) -> Bool) throws -> [(id: Int64, distance: Double)] {
         var found: [(id: Int64, distance: Double)] = []
         var seen = Set<Int64>()
         var read: [BoundingBox] = []
-        func consider(_ place: Probe) {
-            guard seen.insert(place.id).inserted else { return }
+        func consider(_ place: Probe) -> Bool {
+            guard seen.insert(place.id).inserted else { return true }
             let distance = place.coordinate.distance(to: center)
             if distance <= reach, accept(place) { found.append((place.id, distance)) }
+            return true
         }
+        func nearestFirst(within radius: Double) -> [(id: Int64, distance: Double)] {
+            Array(found.filter { $0.distance <= radius }
+                .sorted { $0.distance != $1.distance ? $0.distance < $1.distance : $0.id < $1.id }
+                .prefix(want))
+        }
+        /// Reads one part of a ring; false when the budget ran out (it may have cut the part short).
+        func readPart(from: String, where conditions: String, _ args: [SQLBindable?]) throws -> Bool {
+            guard let budget else {
+                try probe(from: from, where: conditions, args, filters, consider)
+                return true
+            }
+            guard !budget.ranOut else { return false }
+            budget.spend(try probe(from: from, where: conditions, args, filters, limit: budget.left, consider))
+            return !budget.ranOut
+        }
+        // The last ring read whole, when a budget cuts one short.
+        var whole: Double = -1
         // While a bulk load rebuilds the strips, the R*Tree serves every ring.
-        let strips = try db.scalarInt("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'places_by_strip'") != nil
+        let strips = try SearchSchema.hasIndex("places_by_strip", db)
         // A dense city centre holds tens of places within 100 m.
         var ring = min(reach, max(100, start * 1.25))
         while true {
@@ -39,31 +61,30 @@ extension MapQueries {
                 // Band by band, in longitude order; what an earlier ring read comes again, cheaply, and is skipped.
                 for area in widened {
                     for strip in MapQueries.strip(area.south)...MapQueries.strip(area.north) {
-                        try probe(from: "places p INDEXED BY places_by_strip",
-                                  where: "p.strip = ? AND p.lon BETWEEN ? AND ? AND p.lat BETWEEN ? AND ?",
-                                  [strip, area.west, area.east, area.south, area.north], filters, consider)
+                        guard try readPart(from: "places p INDEXED BY places_by_strip",
+                                           where: "p.strip = ? AND p.lon BETWEEN ? AND ? AND p.lat BETWEEN ? AND ?",
+                                           [strip, area.west, area.east, area.south, area.north]) else { return nearestFirst(within: whole) }
                     }
                 }
                 read = []
             } else {
-                // A tall box: the R*Tree, leaving out what earlier rings read through it.
+                // A tall box: the R*Tree, leaving out what earlier rings read through it; with a
+                // budget, reading them again (skipped) instead, so that every place the tree
+                // walks to is one the budget counts.
                 for area in areas {
                     var conditions = MapQueries.inBox
                     var args = MapQueries.bounds(area)
-                    for done in read {
+                    for done in read where budget == nil {
                         conditions += " AND NOT (\(MapQueries.inBox))"
                         args += MapQueries.bounds(done)
                     }
-                    try probe(from: MapQueries.fromTree, where: conditions, args, filters, consider)
+                    guard try readPart(from: MapQueries.fromTree, where: conditions, args) else { return nearestFirst(within: whole) }
                 }
                 read = areas
             }
+            whole = ring
             let inside = found.lazy.filter { $0.distance <= ring }.count
-            if ring >= reach || inside >= want {
-                return Array(found.filter { $0.distance <= ring }
-                    .sorted { $0.distance != $1.distance ? $0.distance < $1.distance : $0.id < $1.id }
-                    .prefix(want))
-            }
+            if ring >= reach || inside >= want { return nearestFirst(within: ring) }
             // Found grows with the area: aim a little past the radius that should hold `want`.
             let aim = inside == 0 ? ring * 4 : ring * (Double(want) / Double(inside)).squareRoot() * 1.15
             ring = min(reach, min(ring * 4, max(ring * 1.25, aim)))

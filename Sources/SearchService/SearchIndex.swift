@@ -67,6 +67,23 @@ enum SearchSchema {
             ALTER TABLE places ADD COLUMN strip INTEGER GENERATED ALWAYS AS (CAST((lat + 90) * 1000 AS INTEGER)) VIRTUAL;
             \(stripIndex);
             """),
+        // The most popular places first, with what a search reads to decide on a place (as
+        // `places_by_strip`): a text search whose words match too many places to rank them all
+        // reads its candidates down this index, a bounded number of them, without a table
+        // lookup each.
+        Migration(domain: "search", version: 5, sql: popularityIndex),
+        // The vocabulary by length in letters (characters as Swift counts them), so a word's
+        // near spellings are looked for among the words of about its length only. The index
+        // starts over and is rebuilt from the catalog's events, which count the letters.
+        Migration(domain: "search", version: 6, sql: """
+            DROP TABLE search_terms;
+            CREATE TABLE search_terms (term TEXT PRIMARY KEY, letters INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE INDEX search_terms_by_letters ON search_terms(letters, term);
+            INSERT INTO places_text (places_text) VALUES ('delete-all');
+            DELETE FROM places;
+            DELETE FROM places_geo;
+            DELETE FROM event_cursor WHERE source = 'catalog';
+            """),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while
@@ -75,6 +92,19 @@ enum SearchSchema {
     static let stripIndex = """
         CREATE INDEX IF NOT EXISTS places_by_strip ON places(strip, lon, lat, id, popularity, category, price_level, name_words, other_words)
         """
+
+    /// Built by migration 5, and again after each bulk load, as `stripIndex` is.
+    static let popularityIndex = """
+        CREATE INDEX IF NOT EXISTS places_by_popularity ON places(popularity DESC, id, lat, lon, category, price_level, name_words, other_words)
+        """
+
+    /// The indexes a bulk load drops first and builds once at its end.
+    static let bulkIndexes = [("places_by_strip", stripIndex), ("places_by_popularity", popularityIndex)]
+
+    /// Whether `name` exists now: a bulk load may have dropped it, and then searches read without it.
+    static func hasIndex(_ name: String, _ db: Database) throws -> Bool {
+        try db.scalarInt("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", name) != nil
+    }
 }
 
 /// What search keeps of a catalog place: the catalog's `PlaceSummary`, read from
@@ -252,7 +282,7 @@ enum SearchIndex {
         guard textChanged else { return }
         try db.run("INSERT INTO places_text (rowid, name_words, other_words) VALUES (?, ?, ?)", place.id, name, other)
         for term in Set((name + " " + other).split(separator: " ")) where !term.allSatisfy(\.isNumber) {
-            try db.run("INSERT OR IGNORE INTO search_terms (term) VALUES (?)", String(term))
+            try db.run("INSERT OR IGNORE INTO search_terms (term, letters) VALUES (?, ?)", String(term), term.count)
         }
     }
 
@@ -291,8 +321,8 @@ enum SearchIndex {
             try db.run("DELETE FROM search_terms")
         },
         types: [CatalogEvents.upserted, CatalogEvents.deleted],
-        startBulk: { db in try db.run("DROP INDEX IF EXISTS places_by_strip") },
-        finishBulk: { db in try db.run(SearchSchema.stripIndex) })
+        startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
+        finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } })
 
     /// Keeps ratings in step with the social service.
     static let socialApplier = EventApplier(

