@@ -51,7 +51,7 @@ public final class CatalogStore: ServiceState {
         let place = try get(id)
         let body = try JSONCoding.encoder.encode(place)
         do {
-            try db.run("UPDATE places SET json = ? WHERE id = ? AND version = ? AND json IS NULL",
+            try db.run("UPDATE places SET json = ? WHERE id = ? AND version = ? AND (json IS NULL OR json = '')",
                        String(decoding: body, as: UTF8.self), id, place.version)
         } catch {
             // Storing it only saves later reads the work: the answer stands without it.

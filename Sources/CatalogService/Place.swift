@@ -159,10 +159,15 @@ enum PlaceRules {
         }
     }
 
-    /// Surrounding white space is not part of a name.
+    /// Surrounding white space is not part of a name, and a negative zero is zero: SQLite
+    /// stores -0.0 as 0.0, so the JSON kept with the row must say 0 as every reading of the
+    /// row does (`+ 0.0` turns -0.0 into 0.0 and changes no other number).
     static func normalized(_ p: Place) -> Place {
         var place = p
         place.name = p.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        place.lat = p.lat + 0.0
+        place.lon = p.lon + 0.0
+        place.popularity = p.popularity + 0.0
         return place
     }
 

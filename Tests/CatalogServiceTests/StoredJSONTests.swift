@@ -84,5 +84,22 @@ import Testing
         try Database(path: catalog.config.resolvedDatabasePath).run("UPDATE places SET json = NULL WHERE id = ?", id)
         #expect(try catalog.client.request(type: "catalog.update", body: Data(#"{"id":\#(id)}"#.utf8)).bodyJSON == created)
         #expect(try storedJSON(catalog, id) == String(decoding: created, as: UTF8.self))
+
+        // An empty column is no JSON either: it is made again and stored.
+        try Database(path: catalog.config.resolvedDatabasePath).run("UPDATE places SET json = '' WHERE id = ?", id)
+        #expect(try catalog.client.request(type: "catalog.get", body: Data(#"{"id":\#(id)}"#.utf8)).bodyJSON == created)
+        #expect(try storedJSON(catalog, id) == String(decoding: created, as: UTF8.self))
+    }
+
+    @Test func aNegativeZeroIsStoredAndAnsweredAsZeroEverywhere() throws {
+        let catalog = try CatalogFixture()
+        let body = Data(#"{"name":"Null Island","category":"park","lat":-0.0,"lon":-0.0,"popularity":-0.0}"#.utf8)
+        let created = try catalog.client.request(type: "catalog.create", body: body).bodyJSON
+        let place = try JSONCoding.decoder.decode(Place.self, from: created)
+        let got = try catalog.client.request(type: "catalog.get", body: Data(#"{"id":\#(place.id)}"#.utf8)).bodyJSON
+        let listed = try #require(try catalog.allPlaces().first { $0.id == place.id })
+        let listedJSON = try JSONCoding.encoder.encode(listed)
+        #expect(got == created && got == listedJSON)
+        #expect(!String(decoding: got, as: UTF8.self).contains("-0"))
     }
 }
