@@ -99,6 +99,9 @@ public struct RequestHeader: Decodable, Sendable {
     public var type: String
     public var auth: Auth?
     public var deadlineMs: Int?
+    /// Where the `body` member's value lies in the envelope, when `scan` read the header (it
+    /// saw the body once, or not at all); nil when the decoder read it.
+    public var bodyRange: Range<Int>? = nil
 
     enum CodingKeys: String, CodingKey {
         case v, id, type, auth
@@ -114,8 +117,8 @@ extension RequestHeader {
     /// whose errors are the contract. Expects text already checked as strict JSON.
     public static func scan(_ envelope: Data) -> RequestHeader? {
         guard let members = JSONSpan.members(of: envelope) else { return nil }
-        var v: Int?, id: String?, type: String?, auth: Auth?, deadlineMs: Int?
-        // One bit per header member seen: a repeated one is left to the decoder.
+        var v: Int?, id: String?, type: String?, auth: Auth?, deadlineMs: Int?, body: Range<Int>?
+        // One bit per header member seen (and the body): a repeated one is left to the decoder.
         var seen: UInt8 = 0
         func once(_ bit: UInt8) -> Bool {
             defer { seen |= bit }
@@ -144,11 +147,14 @@ extension RequestHeader {
                 guard !isNull(range) else { continue }
                 guard let value = scanAuth(envelope.subdata(in: range)) else { return nil }
                 auth = value
+            case "body":
+                guard once(32) else { return nil }
+                body = range
             default: continue
             }
         }
         guard let v, let id, let type else { return nil }
-        return RequestHeader(v: v, id: id, type: type, auth: auth, deadlineMs: deadlineMs)
+        return RequestHeader(v: v, id: id, type: type, auth: auth, deadlineMs: deadlineMs, bodyRange: body)
     }
 
     /// `{"user_id":S,"role":S}` with nothing else, or nil.

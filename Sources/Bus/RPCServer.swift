@@ -35,6 +35,14 @@ public struct RequestContext: Sendable {
     public let deadline: UInt64
     /// The whole request envelope, for handlers that decode it themselves.
     public let envelope: Data
+    /// Where the body lies in `envelope`, when the server read the header by span (which
+    /// saw at most one `body`); nil when the decoder read it.
+    public let bodyRange: Range<Int>?
+
+    /// The body's JSON text, when the header was read by span and the body is present: for
+    /// handlers that read a plainly shaped body without the decoder, without walking the
+    /// envelope again.
+    public var scannedBody: Data? { bodyRange.map { envelope.subdata(in: $0) } }
 
     /// What is left of the caller's budget, at least 1 ms, for calls this handler makes in turn.
     public var remainingMilliseconds: Int {
@@ -373,7 +381,8 @@ public final class RPCServer<State>: Sendable {
             }
             let now = monotonicNanos()
             let context = RequestContext(id: header.id, type: header.type, auth: header.auth,
-                                         deadline: now + UInt64(min(budget, 3_600_000)) * 1_000_000, envelope: envelope)
+                                         deadline: now + UInt64(min(budget, 3_600_000)) * 1_000_000, envelope: envelope,
+                                         bodyRange: header.bodyRange)
             inFlight += 1
             stats.setInFlight(inFlight)
             queue.push(Job(prefix: prefix, context: context, route: route, received: now))

@@ -45,12 +45,12 @@ public enum CatalogService {
             Response(body: try store.update(try context.body(PlaceUpdate.self)))
         }
         table.onRaw("catalog.delete", .write, description: "delete a place by id") { context, store in
-            let id = try PlaceID.read(fromEnvelope: context.envelope).id
+            let id = try PlaceID.read(scannedBody: context.scannedBody, envelope: context.envelope).id
             try store.delete(id)
             return Response(body: try JSONCoding.encoder.encode(PlaceDeleted(id: id)))
         }
         table.onRaw(CatalogRequests.get, description: "one place by id") { context, store in
-            Response(body: try store.json(try PlaceID.read(fromEnvelope: context.envelope).id))
+            Response(body: try store.json(try PlaceID.read(scannedBody: context.scannedBody, envelope: context.envelope).id))
         }
         table.on("catalog.list", description: "places by id, optionally of one category, paged by cursor") { (request: ListPlaces, _, store) -> PlacePage in
             let limit = try pageLimit.validated(request.limit)

@@ -74,25 +74,22 @@ public struct PlaceUpdate: Decodable, Sendable {
 }
 
 extension PlaceID {
-    /// The body of `catalog.get` and `catalog.delete` in a request envelope. A body that is
-    /// plainly `{"id":N}` (that one member, N an integer literal that fits) is read by span,
-    /// without the decoder; any other body, valid or not, is decoded as before, so its answers
-    /// and error messages stay the decoder's. The server has checked the envelope as strict JSON.
-    public static func read(fromEnvelope envelope: Data) throws(ServiceError) -> PlaceID {
-        if let id = plainID(inEnvelope: envelope) { return PlaceID(id: id) }
+    /// The body of `catalog.get` and `catalog.delete`. When the server's header scan found the
+    /// body (`RequestContext.scannedBody`) and it is plainly `{"id":N}` (that one member, N an
+    /// integer literal that fits), it is read by span, without the decoder and without walking
+    /// the envelope again; any other body, valid or not, is decoded from `envelope` as before,
+    /// so its answers and error messages stay the decoder's. The server has checked the
+    /// envelope as strict JSON.
+    public static func read(scannedBody: Data?, envelope: Data) throws(ServiceError) -> PlaceID {
+        if let scannedBody, let id = plainID(body: scannedBody) { return PlaceID(id: id) }
         return try JSONCoding.decodeBody(PlaceID.self, fromEnvelope: envelope)
     }
 
-    /// N of a body that is exactly `{"id":N}` up to white space, or nil. Duplicate keys (which
-    /// strict JSON allows) are left to the decoder too.
-    static func plainID(inEnvelope envelope: Data) -> Int64? {
-        guard let members = JSONSpan.members(of: envelope) else { return nil }
-        let bodies = members.filter { $0.key == "body" }
-        guard bodies.count == 1 else { return nil }
-        let body = envelope.subdata(in: bodies[0].value)
-        guard let inner = JSONSpan.members(of: body), inner.count == 1, inner[0].key == "id" else { return nil }
+    /// N of a body that is exactly `{"id":N}` up to white space, or nil.
+    static func plainID(body: Data) -> Int64? {
+        guard let members = JSONSpan.members(of: body), members.count == 1, members[0].key == "id" else { return nil }
         // Strict JSON has no `+` and no leading zeros, so what Int64 parses is a plain integer.
-        return Int64(String(decoding: body[inner[0].value], as: UTF8.self))
+        return Int64(String(decoding: body[members[0].value], as: UTF8.self))
     }
 }
 
