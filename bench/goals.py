@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zmq  # noqa: E402
 
-from rebuild import Client, dealer, fail  # noqa: E402
+from rebuild import Client, create_all, dealer, fail  # noqa: E402
 
 CATEGORIES = ["restaurant", "cafe", "bar", "hotel", "attraction", "museum", "park", "beach", "shopping", "market"]
 DENSE = [("Paris", 48.8566, 2.3522), ("Tokyo", 35.6762, 139.6503), ("Sydney", -33.8688, 151.2093)]
@@ -53,44 +53,19 @@ def load(args):
     endpoint, path, count, out = args[0], args[1], int(args[2]), args[3]
     rows = places(path, count)
     rng = random.Random(11)
-    ctx = zmq.Context()
-    sock = dealer(ctx, endpoint)
-    window, in_flight, sent, done = 512, 0, 0, 0
-    pending = {}
-    start = time.monotonic()
+    bodies = ({"name": name, "category": rng.choice(CATEGORIES), "lat": lat, "lon": lon,
+               "popularity": rng.randrange(100), "price_level": rng.randrange(5)} for name, lat, lon in rows)
     with open(out, "w", encoding="utf-8") as redis_out:
-        while done < len(rows):
-            if time.monotonic() - start > 1800:
-                fail("loading took over 30 minutes: %d of %d done" % (done, len(rows)))
-            while in_flight < window and sent < len(rows):
-                name, lat, lon = rows[sent]
-                body = {"name": name, "category": rng.choice(CATEGORIES), "lat": lat, "lon": lon,
-                        "popularity": rng.randrange(100), "price_level": rng.randrange(5)}
-                frame = json.dumps({"v": 1, "id": "c%d" % sent, "type": "catalog.create", "deadline_ms": 120000, "body": body})
-                try:
-                    sock.send(frame.encode(), zmq.NOBLOCK)
-                except zmq.Again:
-                    break
-                pending["c%d" % sent] = (lat, lon)
-                sent += 1
-                in_flight += 1
-            if sock.poll(1000):
-                while True:
-                    try:
-                        frames = sock.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    reply = json.loads(frames[0])
-                    in_flight -= 1
-                    done += 1
-                    if not reply.get("ok"):
-                        fail("a create failed: %s" % reply.get("error"))
-                    lat, lon = pending.pop(reply["id"])
-                    place = reply["body"]
-                    pid = place["id"]
-                    redis_out.write(resp("GEOADD", "places", repr(lon), repr(lat), pid))
-                    redis_out.write(resp("SET", "place:%d" % pid, json.dumps(place, separators=(",", ":"), ensure_ascii=False).encode()))
-    seconds = time.monotonic() - start
+        def to_redis(index, reply):
+            if not reply.get("ok"):
+                fail("a create failed: %s" % reply.get("error"))
+            _, lat, lon = rows[index]
+            place = reply["body"]
+            pid = place["id"]
+            redis_out.write(resp("GEOADD", "places", repr(lon), repr(lat), pid))
+            redis_out.write(resp("SET", "place:%d" % pid, json.dumps(place, separators=(",", ":"), ensure_ascii=False).encode()))
+
+        seconds = create_all(endpoint, bodies, len(rows), to_redis)
     print("%d %.1f %.0f" % (len(rows), seconds, len(rows) / seconds))
 
 

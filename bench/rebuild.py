@@ -119,27 +119,26 @@ def generate(count, cities_csv, seed=2026):
                "popularity": rng.randrange(100), "price_level": rng.randrange(5)}
 
 
-def load(args):
-    endpoint, count = args[0], int(args[1])
-    cities = args[2] if len(args) > 2 and args[2] else None
+def create_all(endpoint, bodies, count, on_reply, window=512, limit_seconds=1800):
+    """Sends `count` `catalog.create` requests, their bodies taken from the iterator `bodies`,
+    on one DEALER with at most `window` in flight; calls on_reply(index, reply) for each reply
+    (the index of its body) and fails past `limit_seconds`. Returns the seconds it took."""
     ctx = zmq.Context()
     sock = dealer(ctx, endpoint)
-    window, in_flight, done, failures = 512, 0, 0, 0
-    first_error = None
+    in_flight, done, sent = 0, 0, 0
+    frame = None  # the next request, kept when the socket could not take it yet
     start = time.monotonic()
-    deadline = start + 1800
-    places = generate(count, cities)
-    sent = 0
     while done < count:
-        if time.monotonic() > deadline:
-            fail("loading took over 30 minutes: %d of %d done" % (done, count))
+        if time.monotonic() - start > limit_seconds:
+            fail("loading took over %d s: %d of %d done" % (limit_seconds, done, count))
         while in_flight < window and sent < count:
-            body = next(places)
-            frame = json.dumps({"v": 1, "id": "c%d" % sent, "type": "catalog.create", "deadline_ms": 120000, "body": body})
+            frame = frame or json.dumps({"v": 1, "id": "c%d" % sent, "type": "catalog.create", "deadline_ms": 120000,
+                                         "body": next(bodies)}).encode()
             try:
-                sock.send(frame.encode(), zmq.NOBLOCK)
+                sock.send(frame, zmq.NOBLOCK)
             except zmq.Again:
                 break
+            frame = None
             sent += 1
             in_flight += 1
         if sock.poll(1000):
@@ -151,12 +150,24 @@ def load(args):
                 reply = json.loads(frames[0])
                 in_flight -= 1
                 done += 1
-                if not reply.get("ok"):
-                    failures += 1
-                    first_error = first_error or reply.get("error")
-    seconds = time.monotonic() - start
+                on_reply(int(reply["id"][1:]), reply)
+    sock.close()
+    ctx.term()
+    return time.monotonic() - start
+
+
+def load(args):
+    endpoint, count = args[0], int(args[1])
+    cities = args[2] if len(args) > 2 and args[2] else None
+    failures = []
+
+    def count_failure(_, reply):
+        if not reply.get("ok"):
+            failures.append(reply.get("error"))
+
+    seconds = create_all(endpoint, generate(count, cities), count, count_failure)
     if failures:
-        fail("%d creates failed, the first: %s" % (failures, first_error))
+        fail("%d creates failed, the first: %s" % (len(failures), failures[0]))
     print("%.1f %.0f" % (seconds, count / seconds))
 
 
