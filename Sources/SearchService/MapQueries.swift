@@ -13,7 +13,9 @@ struct MapQueries {
     static let pageLimit = PageLimit(default: 20, max: 50)
     static let maxRadius = 50_000.0
 
-    func nearby(_ q: NearbyQuery) throws -> SearchPage {
+    /// The reply body of `search.nearby`, a `SearchPage`: nearest first (the default) written
+    /// from the hits' stored JSON (`HitJSON`), the other sorts encoded.
+    func nearby(_ q: NearbyQuery) throws -> Data {
         let center: Coordinate
         center = try Coordinate(latitude: q.lat, longitude: q.lon)
         guard q.radiusM.isFinite, q.radiusM >= 1, q.radiusM <= MapQueries.maxRadius else {
@@ -31,18 +33,40 @@ struct MapQueries {
                 let d = place.coordinate.distance(to: center)
                 return d > after.key || (d == after.key && place.id > after.id)
             }
-            let (ids, next) = MapQueries.page(found.map { ($0.distance, $0.id) }, limit: limit, after: after)
-            return SearchPage(hits: try hits(ids: ids, from: center), nextCursor: next)
+            let (page, next) = MapQueries.page(found.map { ($0.distance, $0.id) }, limit: limit, after: after)
+            return try hitJSON(page, next: next)
         case .popularity:
             let box: BoundingBox
             box = try BoundingBox.around(center, radiusMeters: q.radiusM)
             let found = try mostPopular(in: box, want: limit + 1, after: after, q.filters) { $0.coordinate.distance(to: center) <= q.radiusM }
-            let (ids, next) = MapQueries.page(found.map { (-$0.popularity, $0.id) }, limit: limit, after: after)
-            return SearchPage(hits: try hits(ids: ids, from: center), nextCursor: next)
+            let (page, next) = MapQueries.page(found.map { (-$0.popularity, $0.id) }, limit: limit, after: after)
+            return try JSONCoding.encoder.encode(SearchPage(hits: try hits(ids: page.map(\.id), from: center), nextCursor: next))
         case .rating:
             let hits = try within(q.radiusM, of: center, q.filters)
-            return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
+            return try JSONCoding.encoder.encode(MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) })
         }
+    }
+
+    /// A page of hits written from their stored JSON, each with its distance (the key of a
+    /// page nearest first), in this order.
+    private func hitJSON(_ page: [(key: Double, id: Int64)], next: String?) throws -> Data {
+        var writer = HitPageWriter()
+        let sql = "SELECT p.hit_head, p.hit_tail, r.average, r.count FROM places p LEFT JOIN ratings r ON r.place_id = p.id WHERE p.id = ?"
+        var columns: (head: Column, tail: Column, average: Column, count: Column)?
+        for (distance, id) in page {
+            try db.stepWhile(sql, [id]) { statement in
+                let c = try columns ?? (statement.column("hit_head"), statement.column("hit_tail"), statement.column("average"), statement.column("count"))
+                columns = c
+                try statement.requireText(c.head)
+                try statement.requireText(c.tail)
+                let rating = try statement.optionalDouble(c.average).map { (average: $0, count: try statement.int64(c.count)) }
+                statement.withUTF8(c.head.index) { head in
+                    statement.withUTF8(c.tail.index) { tail in writer.append(head: head, tail: tail, distance: distance, rating: rating) }
+                }
+                return false
+            }
+        }
+        return writer.finish(nextCursor: next)
     }
 
     /// Every place within `radius` metres of `center` that passes the filters, with its distance.
@@ -155,12 +179,12 @@ struct MapQueries {
     /// Orders hits by (key, id), skips those up to the cursor, and cuts a page.
     static func page(_ hits: [SearchHit], limit: Int, after: SearchCursor?, key: (SearchHit) -> Double) -> SearchPage {
         let byId = Dictionary(hits.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        let (ids, next) = page(hits.map { (key($0), $0.id) }, limit: limit, after: after)
-        return SearchPage(hits: ids.compactMap { byId[$0] }, nextCursor: next)
+        let (page, next) = page(hits.map { (key($0), $0.id) }, limit: limit, after: after)
+        return SearchPage(hits: page.compactMap { byId[$0.id] }, nextCursor: next)
     }
 
-    /// Orders (key, id) pairs, skips those up to the cursor, and cuts a page: its ids, and the next page's cursor.
-    static func page(_ items: [(key: Double, id: Int64)], limit: Int, after: SearchCursor?) -> (ids: [Int64], next: String?) {
+    /// Orders (key, id) pairs, skips those up to the cursor, and cuts a page: its pairs, and the next page's cursor.
+    static func page(_ items: [(key: Double, id: Int64)], limit: Int, after: SearchCursor?) -> (page: [(key: Double, id: Int64)], next: String?) {
         var keyed = items
         if let after {
             keyed = keyed.filter { $0.key > after.key || ($0.key == after.key && $0.id > after.id) }
@@ -168,6 +192,6 @@ struct MapQueries {
         keyed.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
         let page = keyed.prefix(limit)
         let next = keyed.count > limit ? page.last.map { SearchCursor(key: $0.key, id: $0.id).encoded } : nil
-        return (page.map(\.id), next)
+        return (Array(page), next)
     }
 }

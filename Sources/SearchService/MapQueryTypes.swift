@@ -102,6 +102,40 @@ public struct NearbyQuery: Decodable, Sendable {
         cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
         filters = try PlaceFilters(from: decoder)
     }
+
+    /// Reads a plain body by span, without `Decodable`: `lat`, `lon` and `radius_m` as JSON
+    /// numbers, `limit` an integer literal, `sort` and `cursor` strings, each at most once, and
+    /// nothing else. Nil for any other body (filters, a member given twice, null, a string for a
+    /// number, an integer out of range, an unknown member): then the decoder reads it, with its
+    /// answers and errors. The body has been checked as strict JSON by the server.
+    init?(spans body: Data) {
+        guard let members = JSONSpan.members(of: body), members.count <= 6 else { return nil }
+        var lat: Double?, lon: Double?, radius: Double?, limit: Int?, sort: SortOrder?, cursor: String?
+        func number(_ range: Range<Int>) -> Double? {
+            guard JSONNumber.isValid(body[range]), let value = Double(String(decoding: body[range], as: UTF8.self)), value.isFinite else { return nil }
+            return value
+        }
+        for (key, range) in members {
+            switch key {
+            case "lat": guard lat == nil, let value = number(range) else { return nil }; lat = value
+            case "lon": guard lon == nil, let value = number(range) else { return nil }; lon = value
+            case "radius_m": guard radius == nil, let value = number(range) else { return nil }; radius = value
+            case "limit":
+                // Strict JSON has no `+` and no leading zeros, so what Int parses is a plain integer.
+                guard limit == nil, let value = Int(String(decoding: body[range], as: UTF8.self)) else { return nil }
+                limit = value
+            case "sort":
+                guard sort == nil, let name = JSONSpan.string(at: range, in: body), let value = SortOrder(rawValue: name) else { return nil }
+                sort = value
+            case "cursor":
+                guard cursor == nil, let value = JSONSpan.string(at: range, in: body) else { return nil }
+                cursor = value
+            default: return nil
+            }
+        }
+        guard let lat, let lon, let radius else { return nil }
+        (self.lat, self.lon, radiusM, self.limit, self.sort, self.cursor, filters) = (lat, lon, radius, limit, sort, cursor, PlaceFilters())
+    }
 }
 
 /// `search.viewport`: places inside a map box (west > east crosses the 180th meridian).

@@ -84,6 +84,18 @@ enum SearchSchema {
             DELETE FROM places_geo;
             DELETE FROM event_cursor WHERE source = 'catalog';
             """),
+        // Each place's hit as the reply's JSON, made once when indexed (see `HitJSON`): the
+        // members before `distance_m` and those after it, up to the rating. The index starts
+        // over and is rebuilt from the catalog's events, which write them.
+        Migration(domain: "search", version: 7, sql: """
+            ALTER TABLE places ADD COLUMN hit_head TEXT NOT NULL DEFAULT '';
+            ALTER TABLE places ADD COLUMN hit_tail TEXT NOT NULL DEFAULT '';
+            INSERT INTO places_text (places_text) VALUES ('delete-all');
+            DELETE FROM places;
+            DELETE FROM places_geo;
+            DELETE FROM search_terms;
+            DELETE FROM event_cursor WHERE source = 'catalog';
+            """),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while
@@ -266,15 +278,17 @@ enum SearchIndex {
             try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
                        place.id, old.name, old.other)
         }
+        let hit = try HitJSON(place)
         try db.run("""
-            INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, opening_hours, timezone, name_words, other_words)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, opening_hours, timezone, name_words, other_words,
+                                hit_head, hit_tail)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
                 lat = excluded.lat, lon = excluded.lon, price_level = excluded.price_level,
                 popularity = excluded.popularity, opening_hours = excluded.opening_hours, timezone = excluded.timezone,
-                name_words = excluded.name_words, other_words = excluded.other_words
+                name_words = excluded.name_words, other_words = excluded.other_words, hit_head = excluded.hit_head, hit_tail = excluded.hit_tail
             """, place.id, place.name, place.category, place.address, place.lat, place.lon, place.priceLevel,
-                   place.popularity ?? 0, hours, place.timezone, name, other)
+                   place.popularity ?? 0, hours, place.timezone, name, other, hit.head, hit.tail)
         let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
         let popularity = scaledPopularity(place.popularity ?? 0)
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon, min_pop, max_pop) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -42,10 +42,12 @@ public enum SearchService {
     /// The definition `ServiceRuntime` runs.
     public static let definition: ServiceDefinition<SearchStore> = {
         var table = HandlerTable<SearchStore>()
-        table.on("search.nearby", description: "places within radius_m of lat/lon, by distance (or rating, popularity), filtered, paged") {
-            (query: NearbyQuery, _, store) in
+        table.onRaw("search.nearby", description: "places within radius_m of lat/lon, by distance (or rating, popularity), filtered, paged") {
+            context, store in
+            // A plain body by span, any other through the decoder; the reply is written, not encoded.
+            let query = try context.scannedBody.flatMap(NearbyQuery.init(spans:)) ?? context.body(NearbyQuery.self)
             let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
-            return try store.snapshot { try maps.nearby(query) }
+            return Response(body: try store.snapshot { try maps.nearby(query) })
         }
         table.on("search.viewport", description: "places inside a map box south/west/north/east (may cross the 180th meridian), paged") {
             (query: ViewportQuery, _, store) in

@@ -367,8 +367,8 @@ struct TextQueries {
                 return (-value, candidate.id)
             }
         }
-        let (ids, next) = MapQueries.page(keyed, limit: limit, after: after)
-        return SearchPage(hits: try MapQueries(db: db).hits(ids: ids, from: center), nextCursor: next)
+        let (page, next) = MapQueries.page(keyed, limit: limit, after: after)
+        return SearchPage(hits: try MapQueries(db: db).hits(ids: page.map(\.id), from: center), nextCursor: next)
     }
 
     func autocomplete(_ q: AutocompleteQuery) throws -> Suggestions {
@@ -402,8 +402,8 @@ struct TextQueries {
             query.allSatisfy { $0.found(in: name) } ? 1 : nil
         }
         let keyed = found.map { ($0.distance ?? -$0.popularity, $0.id) }
-        let (ids, _) = MapQueries.page(keyed, limit: limit, after: nil)
-        suggestions += try MapQueries(db: db).hits(ids: ids, from: center).map { hit in
+        let (page, _) = MapQueries.page(keyed, limit: limit, after: nil)
+        suggestions += try MapQueries(db: db).hits(ids: page.map(\.id), from: center).map { hit in
             Suggestion(kind: "place", text: hit.name, id: hit.id, category: hit.category, distanceM: hit.distanceM,
                        highlights: TextQueries.highlights(words, in: hit.name))
         }

@@ -38,6 +38,11 @@ final class TestIndex {
     var queries: MapQueries { MapQueries(db: db) }
 }
 
+extension MapQueries {
+    /// `nearby`'s reply body read back as a page.
+    func nearbyPage(_ q: NearbyQuery) throws -> SearchPage { try JSONDecoder().decode(SearchPage.self, from: nearby(q)) }
+}
+
 func nearbyQuery(_ json: String) throws -> NearbyQuery { try JSONDecoder().decode(NearbyQuery.self, from: Data(json.utf8)) }
 func viewportQuery(_ json: String) throws -> ViewportQuery { try JSONDecoder().decode(ViewportQuery.self, from: Data(json.utf8)) }
 
@@ -77,7 +82,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                 var got: [SearchHit] = []
                 var cursor: String?
                 for _ in 0..<1_000 {
-                    let page = try index.queries.nearby(try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"limit":50\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                    let page = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"limit":50\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
                     got += page.hits
                     guard let next = page.nextCursor else { break }
                     cursor = next
@@ -95,7 +100,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                 var popular: [Int64] = []
                 cursor = nil
                 for _ in 0..<1_000 {
-                    let page = try index.queries.nearby(try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"sort":"popularity","limit":29\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                    let page = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"sort":"popularity","limit":29\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
                     popular += page.hits.map(\.id)
                     guard let next = page.nextCursor else { break }
                     cursor = next
@@ -111,7 +116,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         var rng = SplitMix64(seed: 1)
         let index = try TestIndex()
         try index.add([(-33.92755664, 151.21)], rng: &rng)
-        let page = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":50000,"limit":1}"#))
+        let page = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":50000,"limit":1}"#))
         #expect(page.hits.map(\.id) == [1])
     }
 
@@ -121,13 +126,13 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         try index.add(testPoints(&rng), rng: &rng)
         let queries = [#"{"lat":-33.87,"lon":151.21,"radius_m":3000,"limit":50}"#, #"{"lat":0.5,"lon":179.99,"radius_m":800}"#,
                        #"{"lat":89.95,"lon":10,"radius_m":5000,"sort":"popularity"}"#]
-        let withStrips = try queries.map { try index.queries.nearby(try nearbyQuery($0)) }
+        let withStrips = try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) }
         try SearchIndex.catalogApplier.startBulk?(index.db)
         #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 0)
-        #expect(try queries.map { try index.queries.nearby(try nearbyQuery($0)) } == withStrips)
+        #expect(try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) } == withStrips)
         try SearchIndex.catalogApplier.finishBulk?(index.db)
         #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 1)
-        #expect(try queries.map { try index.queries.nearby(try nearbyQuery($0)) } == withStrips)
+        #expect(try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) } == withStrips)
         #expect(withStrips.allSatisfy { !$0.hits.isEmpty })
     }
 
@@ -150,7 +155,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         for _ in 0..<2_000 where !toggler.isFinished {
             searches += 1
             do {
-                _ = try index.db.transaction(.deferred) { try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":2000}"#)) }
+                _ = try index.db.transaction(.deferred) { try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":2000}"#)) }
             } catch {
                 failures += 1
             }
@@ -214,13 +219,13 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         var rng = SplitMix64(seed: 99)
         let index = try TestIndex()
         try index.add((0..<100).map { _ in (-33.87 + Double.random(in: -0.01...0.01, using: &rng), 151.21 + Double.random(in: -0.01...0.01, using: &rng)) }, rng: &rng)
-        let first = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30}"#))
+        let first = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30}"#))
         // A place right at the centre arrives between pages: it sorts before the cursor, so it is not repeated or slipped in.
         try index.add([(-33.87, 151.21)], rng: &rng)
         var seen = first.hits.map(\.id)
         var cursor = first.nextCursor
         while let c = cursor {
-            let page = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30,"cursor":"\#(c)"}"#))
+            let page = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30,"cursor":"\#(c)"}"#))
             seen += page.hits.map(\.id)
             cursor = page.nextCursor
         }
@@ -233,17 +238,17 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         try index.add((0..<40).map { i in (-33.87 + Double(i) * 1e-4, 151.21) }, rng: &rng)
         try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 10), index.db)
         try SearchIndex.rating(RatingUpdated(placeId: 7, average: 3.0, count: 2), index.db)
-        let cafes = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"categories":["cafe"],"limit":50}"#))
+        let cafes = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"categories":["cafe"],"limit":50}"#))
         #expect(!cafes.hits.isEmpty && cafes.hits.allSatisfy { $0.category == "cafe" })
-        let cheap = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"price_levels":[0,1],"exclude_categories":["bar"],"limit":50}"#))
+        let cheap = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"price_levels":[0,1],"exclude_categories":["bar"],"limit":50}"#))
         #expect(cheap.hits.allSatisfy { ($0.priceLevel ?? 9) <= 1 && $0.category != "bar" })
-        let rated = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"min_rating":3.5}"#))
+        let rated = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"min_rating":3.5}"#))
         #expect(rated.hits.map(\.id) == [3] && rated.hits.first?.reviewCount == 10 && rated.hits.first?.rating == 4.5)
-        let byRating = try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"sort":"rating","limit":3}"#))
+        let byRating = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"sort":"rating","limit":3}"#))
         #expect(byRating.hits.map(\.id).prefix(2) == [3, 7])
         // A rating that drops to no reviews disappears.
         try SearchIndex.rating(RatingUpdated(placeId: 3, average: 0, count: 0), index.db)
-        #expect(try index.queries.nearby(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"min_rating":3.5}"#)).hits.isEmpty)
+        #expect(try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"min_rating":3.5}"#)).hits.isEmpty)
     }
 
     @Test(arguments: [
@@ -261,7 +266,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
     func nearbyRefusesBadInputNamingTheField(json: String, field: String) throws {
         let index = try TestIndex()
         do {
-            _ = try index.queries.nearby(try nearbyQuery(json))
+            _ = try index.queries.nearbyPage(try nearbyQuery(json))
             Issue.record("accepted \(json)")
         } catch let error as ServiceError {
             #expect(error.code == .invalidArgument && error.field == field, "\(error)")

@@ -1,0 +1,100 @@
+import Bus
+import Foundation
+
+/// A place's hit as the reply's JSON (`SearchHit` as `JSONCoding.encoder` writes it), in the
+/// two pieces that do not change between queries, made by the encoder itself when the place is
+/// indexed. The encoder sorts keys, so a hit is `{` head `,"distance_m":`D `,` tail
+/// `,"rating":`R`,"review_count":`N `}`, the distance and rating present when known: a query
+/// copies the pieces and writes only those numbers (`JSONNumberText`).
+struct HitJSON: Equatable {
+    /// The members before `distance_m`: `"address":…,"category":…` (no address when it has none).
+    var head: String
+    /// The members after `distance_m`, up to the rating: `"id":…,"lat":…,"lon":…,"name":…,"popularity":…,"price_level":…`.
+    var tail: String
+
+    private struct Head: Encodable {
+        var address: String?
+        var category: String
+    }
+
+    private struct Tail: Encodable {
+        var id: Int64
+        var lat: Double
+        var lon: Double
+        var name: String
+        var popularity: Double
+        var priceLevel: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case id, lat, lon, name, popularity
+            case priceLevel = "price_level"
+        }
+    }
+
+    /// The pieces of `place`'s hit, with its numbers as SQLite gives them back (a negative zero
+    /// is stored as 0).
+    init(_ place: IndexedPlace) throws {
+        func stored(_ x: Double) -> Double { x == 0 ? 0 : x }
+        head = try HitJSON.inside(Head(address: place.address, category: place.category))
+        tail = try HitJSON.inside(Tail(id: place.id, lat: stored(place.lat), lon: stored(place.lon), name: place.name,
+                                       popularity: stored(place.popularity ?? 0), priceLevel: place.priceLevel))
+    }
+
+    /// The members of the encoder's object, without its braces.
+    private static func inside(_ value: some Encodable) throws -> String {
+        let object = try JSONCoding.encoder.encode(value)
+        return String(decoding: object.dropFirst().dropLast(), as: UTF8.self)
+    }
+}
+
+/// Numbers as `JSONCoding.encoder` writes them: a finite `Double` as its `description` without a
+/// trailing `.0` (so 12.0 is `12`, 1e-05 stays `1e-05`), which is what Foundation's encoder does.
+enum JSONNumberText {
+    static func append(_ value: Double, to out: inout [UInt8]) {
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        out.append(contentsOf: text.utf8)
+    }
+}
+
+/// A `search.nearby` reply (a `SearchPage`) written from hits' stored pieces.
+struct HitPageWriter {
+    private(set) var bytes: [UInt8] = Array(#"{"hits":["#.utf8)
+    private var count = 0
+
+    init() { bytes.reserveCapacity(4096) }
+
+    /// Appends one hit: its stored pieces, its distance, and its rating when it has one.
+    mutating func append(head: UnsafeBufferPointer<UInt8>, tail: UnsafeBufferPointer<UInt8>, distance: Double?, rating: (average: Double, count: Int64)?) {
+        if count > 0 { bytes.append(UInt8(ascii: ",")) }
+        count += 1
+        bytes.append(UInt8(ascii: "{"))
+        bytes.append(contentsOf: head)
+        if let distance {
+            bytes.append(contentsOf: #","distance_m":"#.utf8)
+            JSONNumberText.append(distance, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: ","))
+        bytes.append(contentsOf: tail)
+        if let rating {
+            bytes.append(contentsOf: #","rating":"#.utf8)
+            JSONNumberText.append(rating.average, to: &bytes)
+            bytes.append(contentsOf: #","review_count":"#.utf8)
+            bytes.append(contentsOf: String(rating.count).utf8)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// The page, closed, with the next page's cursor when there is one (an opaque cursor is
+    /// plain base64, copied between quotes).
+    consuming func finish(nextCursor: String?) -> Data {
+        bytes.append(UInt8(ascii: "]"))
+        if let nextCursor {
+            bytes.append(contentsOf: #","next_cursor":""#.utf8)
+            bytes.append(contentsOf: nextCursor.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return Data(bytes)
+    }
+}
