@@ -15,6 +15,9 @@ extension MapQueries {
     /// nearest are exact. Each ring is sized from how many the last one found, so little more
     /// is read than the answer needs; a ring read by latitude bands reads the inner ones
     /// again (cheaply, skipped), one read through the R*Tree leaves out what the R*Tree read.
+    /// Bands cost a range scan each, the R*Tree a table lookup per place: a ring is read by
+    /// bands only where the places read so far say it holds more places than bands (a dense
+    /// city), through the R*Tree elsewhere (and for the first ring, before anything is known).
     ///
     /// With a `budget`, at most what it has left is read (places read again counted again):
     /// when it runs out before `want` are found, the answer is those found within the last
@@ -47,17 +50,29 @@ extension MapQueries {
         }
         // The last ring read whole, when a budget cuts one short.
         var whole: Double = -1
-        // While a bulk load rebuilds the strips, the R*Tree serves every ring.
-        let strips = try SearchSchema.hasIndex("places_by_strip", db)
+        // While a bulk load rebuilds the strips, the R*Tree serves every ring (asked once, when bands would be read).
+        var strips: Bool?
+        func hasStrips() throws -> Bool {
+            if let strips { return strips }
+            let has = try SearchSchema.hasIndex("places_by_strip", db)
+            strips = has
+            return has
+        }
         // A dense city centre holds tens of places within 100 m.
         var ring = min(reach, max(100, start * 1.25))
+        // The ring read last (its box read whole) and how many places its box held.
+        var last: (ring: Double, places: Int)?
         while true {
             let box: BoundingBox
             box = try BoundingBox.around(center, radiusMeters: ring)
             let areas = MapQueries.areas(box)
             // Exact bounds, widened by 1e-7 degree (1 cm) so rounding never leaves out a point.
             let widened = areas.map { (south: $0.south - 1e-7, north: $0.north + 1e-7, west: $0.west - 1e-7, east: $0.east + 1e-7) }
-            if strips, widened.allSatisfy({ MapQueries.strip($0.north) - MapQueries.strip($0.south) < MapQueries.maxStrips }) {
+            let bands = widened.reduce(0) { $0 + MapQueries.strip($1.north) - MapQueries.strip($1.south) + 1 }
+            // The places this box should hold, at the density of the last one.
+            let expected = last.map { Double($0.places) * (ring / $0.ring) * (ring / $0.ring) } ?? 0
+            if expected >= Double(bands), widened.allSatisfy({ MapQueries.strip($0.north) - MapQueries.strip($0.south) < MapQueries.maxStrips }),
+               try hasStrips() {
                 // Band by band, in longitude order; what an earlier ring read comes again, cheaply, and is skipped.
                 for area in widened {
                     for strip in MapQueries.strip(area.south)...MapQueries.strip(area.north) {
@@ -83,6 +98,7 @@ extension MapQueries {
                 read = areas
             }
             whole = ring
+            last = (ring, seen.count)
             let inside = found.lazy.filter { $0.distance <= ring }.count
             if ring >= reach || inside >= want { return nearestFirst(within: ring) }
             // Found grows with the area: aim a little past the radius that should hold `want`.
