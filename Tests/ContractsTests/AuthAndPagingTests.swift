@@ -77,6 +77,23 @@ import Testing
         #expect(try follows.decode(OpaqueCursor.encode("f|-3")) == -3)
     }
 
+    /// Base64url as Foundation's base64 with `-` for `+`, `_` for `/` and no padding, for every length and byte.
+    @Test func base64URLIsFoundationsBase64WithItsLettersReplaced() {
+        var state: UInt64 = 7
+        for length in 0..<200 {
+            let bytes = (0..<length).map { _ -> UInt8 in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return UInt8(truncatingIfNeeded: state >> 33)
+            }
+            let data = Data(bytes)
+            let expected = data.base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(data) == expected, "\(bytes)")
+            #expect(Base64URL.decode(Base64URL.encode(data)) == data)
+        }
+        #expect(Base64URL.encode(Data([0xFB, 0xFF, 0xBF])) == "-_-_")
+    }
+
     @Test func snapshotKeysAreDecimalIds() throws {
         #expect(try SnapshotKey.id(after: nil) == 0)
         #expect(try SnapshotKey.id(after: "42") == 42)
