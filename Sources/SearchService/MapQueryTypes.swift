@@ -111,10 +111,7 @@ public struct NearbyQuery: Decodable, Sendable {
     init?(spans body: Data) {
         guard let members = JSONSpan.members(of: body), members.count <= 6 else { return nil }
         var lat: Double?, lon: Double?, radius: Double?, limit: Int?, sort: SortOrder?, cursor: String?
-        func number(_ range: Range<Int>) -> Double? {
-            guard JSONNumber.isValid(body[range]), let value = Double(String(decoding: body[range], as: UTF8.self)), value.isFinite else { return nil }
-            return value
-        }
+        func number(_ range: Range<Int>) -> Double? { JSONNumber.finite(body[range]) }
         for (key, range) in members {
             switch key {
             case "lat": guard lat == nil, let value = number(range) else { return nil }; lat = value

@@ -131,10 +131,7 @@ extension IndexedPlace {
     init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
         func isNull(_ range: Range<Int>) -> Bool { json[range].elementsEqual("null".utf8) }
-        func number(_ range: Range<Int>) -> Double? {
-            guard JSONNumber.isValid(json[range]), let value = Double(String(decoding: json[range], as: UTF8.self)), value.isFinite else { return nil }
-            return value
-        }
+        func number(_ range: Range<Int>) -> Double? { JSONNumber.finite(json[range]) }
         func integer(_ range: Range<Int>) -> Int64? {
             guard JSONNumber.isValid(json[range]) else { return nil }
             return Int64(String(decoding: json[range], as: UTF8.self))
@@ -183,6 +180,12 @@ extension IndexedPlace {
 
 /// JSON's number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
 enum JSONNumber {
+    /// The value of a JSON number's text, when it is one and finite.
+    static func finite(_ text: Data.SubSequence) -> Double? {
+        guard isValid(text), let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
+        return value
+    }
+
     static func isValid<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
         var i = bytes.startIndex
         func digits() -> Int {
