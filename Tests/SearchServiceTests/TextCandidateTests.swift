@@ -133,6 +133,36 @@ import TestSupport
         }
     }
 
+    /// More matches than are all ranked, most of them nearer (or more popular) but matching only
+    /// in their address; the one place with the word in its name ranks first all the same, and
+    /// the page is the one ranking every match gives.
+    @Test func aNameMatchIsNotCrowdedOutByNearerAddressMatches() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for i in 1...300 {
+                // 3 to 4 km east of the Opera House's point, and more popular.
+                let place = IndexedPlace(id: Int64(i), name: "Shop \(i)", category: "shop", lat: -33.87,
+                                         lon: 151.21 + 0.0325 + Double(i) * 0.0108 / 300, address: "Opera Lane",
+                                         popularity: 10)
+                try SearchIndex.upsert(place, index.db)
+            }
+            try SearchIndex.upsert(IndexedPlace(id: 301, name: "Opera House", category: "attraction", lat: -33.87,
+                                                lon: 151.21 + 0.0487, popularity: 1), index.db)
+        }
+        var exact = TextQueries(db: index.db)
+        exact.allMatchesUpTo = 3_000
+        var bounded = TextQueries(db: index.db)
+        (bounded.allMatchesUpTo, bounded.readBudget) = (100, 1_000)
+        for json in [#"{"q":"opera","near":{"lat":-33.87,"lon":151.21}}"#, #"{"q":"opera"}"#] {
+            let tally = TextQueries.Tally()
+            bounded.tally = tally
+            let got = try bounded.search(try textQuery(json)).hits.map(\.id)
+            #expect(tally.matches == bounded.allMatchesUpTo + 1, "\(json): the search must take the bounded road")
+            #expect(got.first == 301, "\(json)")
+            #expect(got == (try exact.search(try textQuery(json)).hits.map(\.id)), "\(json)")
+        }
+    }
+
     @Test func aBulkLoadThatDroppedTheIndexesStillAnswersTheSame() throws {
         let index = try TestIndex()
         try index.db.transaction {
