@@ -20,17 +20,38 @@ enum RESP {
     /// Most arguments in one command.
     static let maxArguments = 4_096
 
+    /// How far an array command that has not all come yet was read: the bulk strings
+    /// complete so far, and where the next one starts (from the array's first byte). The next
+    /// read goes on from there, so a command trickled in byte by byte is read once in all,
+    /// not again from its start on every read.
+    struct ArrayProgress: Equatable {
+        var count: Int
+        var arguments: [[UInt8]]
+        /// Where the next bulk string starts, counted from the array's `*`.
+        var offset: Int
+        var total: Int
+    }
+
     /// Parses one command from `input` starting at `start`; `atEnd`: nothing more will come,
     /// so an inline command without its LF is complete.
-    /// `searched`: bytes from `start` already known to hold no LF.
-    static func parse(_ input: ArraySlice<UInt8>, from start: Int, maxBytes: Int, atEnd: Bool = false, searched: Int = 0) -> Parsed {
+    /// `searched`: bytes from `start` already known to hold no LF. `progress`: how far an
+    /// earlier call read the array command at `start` (kept there when this one is incomplete
+    /// too, else cleared).
+    static func parse(_ input: ArraySlice<UInt8>, from start: Int, maxBytes: Int, atEnd: Bool = false, searched: Int = 0,
+                      progress: inout ArrayProgress?) -> Parsed {
         guard start < input.endIndex else { return .incomplete }
-        if input[start] == UInt8(ascii: "*") { return parseArray(input, start, maxBytes) }
+        if input[start] == UInt8(ascii: "*") {
+            let parsed = parseArray(input, start, maxBytes, &progress)
+            if parsed != .incomplete { progress = nil }
+            return parsed
+        }
+        progress = nil
         return parseInline(input, start, maxBytes, atEnd: atEnd, searched: searched)
     }
 
     static func parse(_ input: [UInt8], from start: Int, maxBytes: Int) -> Parsed {
-        parse(input[...], from: start, maxBytes: maxBytes)
+        var progress: ArrayProgress?
+        return parse(input[...], from: start, maxBytes: maxBytes, progress: &progress)
     }
 
     /// The line at `start`: where its text ends and the next begins, or nil when its LF has
@@ -62,18 +83,25 @@ enum RESP {
         return Int(String(decoding: bytes, as: UTF8.self))
     }
 
-    private static func parseArray(_ input: ArraySlice<UInt8>, _ start: Int, _ maxBytes: Int) -> Parsed {
-        guard let header = line(input, start, limit: 32, crlf: true) else {
-            return input.endIndex - start > 34 ? .protocolError("invalid multibulk length") : .incomplete
+    private static func parseArray(_ input: ArraySlice<UInt8>, _ start: Int, _ maxBytes: Int, _ progress: inout ArrayProgress?) -> Parsed {
+        if progress == nil {
+            guard let header = line(input, start, limit: 32, crlf: true) else {
+                return input.endIndex - start > 34 ? .protocolError("invalid multibulk length") : .incomplete
+            }
+            guard let count = integer(input[(start + 1)..<header.end]), count <= maxArguments else {
+                return .protocolError("invalid multibulk length")
+            }
+            var arguments: [[UInt8]] = []
+            arguments.reserveCapacity(max(count, 0))
+            progress = ArrayProgress(count: max(count, 0), arguments: arguments, offset: header.next - start, total: 0)
         }
-        guard let count = integer(input[(start + 1)..<header.end]), count <= maxArguments else {
-            return .protocolError("invalid multibulk length")
-        }
-        var arguments: [[UInt8]] = []
-        arguments.reserveCapacity(max(count, 0))
-        var i = header.next
-        var total = 0
-        for _ in 0..<max(count, 0) {
+        guard var read = progress else { return .incomplete }
+        // Handed back in the progress when the array is not all here yet.
+        progress = nil
+        defer { if read.arguments.count < read.count { progress = read } }
+        var i = start + read.offset
+        while read.arguments.count < read.count {
+            read.offset = i - start
             guard i < input.endIndex else { return .incomplete }
             guard input[i] == UInt8(ascii: "$") else {
                 return .protocolError("expected '$', got '\(Character(Unicode.Scalar(input[i])))'")
@@ -82,7 +110,7 @@ enum RESP {
                 return input.endIndex - i > 34 ? .protocolError("invalid bulk length") : .incomplete
             }
             guard let size = integer(input[(i + 1)..<sizeLine.end]), size >= 0 else { return .protocolError("invalid bulk length") }
-            total += size
+            let total = read.total + size
             guard size <= maxBytes, total <= maxBytes else {
                 return .tooLarge(size > maxBytes ? "bulk string of \(size) bytes exceeds the limit of \(maxBytes)"
                                                  : "command of more than \(maxBytes) bytes exceeds the limit")
@@ -92,10 +120,11 @@ enum RESP {
             guard input[dataStart + size] == 0x0D, input[dataStart + size + 1] == 0x0A else {
                 return .protocolError("bulk string longer than its declared length \(size)")
             }
-            arguments.append(Array(input[dataStart..<(dataStart + size)]))
+            read.arguments.append(Array(input[dataStart..<(dataStart + size)]))
+            read.total = total
             i = dataStart + size + 2
         }
-        return .command(arguments, consumed: i - start)
+        return .command(read.arguments, consumed: i - start)
     }
 
     private static func parseInline(_ input: ArraySlice<UInt8>, _ start: Int, _ maxBytes: Int, atEnd: Bool, searched: Int) -> Parsed {
@@ -219,6 +248,8 @@ struct RESPFraming: Framing {
     private var closing = false
     /// Bytes at the front of the unread input already searched for the LF of an inline command.
     private var searched = 0
+    /// How far the array command at the front of the unread input was read.
+    private var array: RESP.ArrayProgress?
 
     init(limits: FramingLimits) { self.limits = limits }
 
@@ -230,7 +261,8 @@ struct RESPFraming: Framing {
         var room = room
         while room > 0 && !closing && heldBytes + reading.output.count < bytes {
             let known = position == input.startIndex ? searched : 0
-            switch RESP.parse(input, from: position, maxBytes: limits.maxRequestBytes, atEnd: atEnd, searched: known) {
+            if position != input.startIndex { array = nil }
+            switch RESP.parse(input, from: position, maxBytes: limits.maxRequestBytes, atEnd: atEnd, searched: known, progress: &array) {
             case .incomplete:
                 searched = input.endIndex - position
                 reading.consumed = position - input.startIndex

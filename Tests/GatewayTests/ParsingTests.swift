@@ -24,6 +24,50 @@ import Testing
         }
     }
 
+    /// An array that comes a few bytes at a time is read on from where the last read stopped:
+    /// each bulk string is read once, not again from the array's start on every read (which
+    /// let one trickling client keep its event loop busy), and the result is the same command
+    /// even when the buffer before it was dropped in between.
+    @Test func aTrickledArrayIsReadOnFromWhereItStopped() {
+        let words = (0..<300).map { i in String(repeating: Character(Unicode.Scalar(UInt8(97 + i % 26))), count: i % 7) }
+        let whole = Array(("*\(words.count)\r\n" + words.map { "$\($0.utf8.count)\r\n\($0)\r\n" }.joined()).utf8)
+        let junk: [UInt8] = Array("PING\r\n".utf8)
+        var progress: RESP.ArrayProgress?
+        var complete: RESP.Parsed?
+        for end in 1...whole.count {
+            // The command sits after a varying amount of input already used, as in a buffer compacted now and then.
+            let before = junk.prefix(end % junk.count)
+            let input = (before + whole.prefix(end))[...]
+            let parsed = RESP.parse(input, from: before.count, maxBytes: 1 << 20, progress: &progress)
+            guard parsed == .incomplete else {
+                complete = parsed
+                #expect(end == whole.count)
+                break
+            }
+            // Whatever bulk strings have fully come are kept, and where the next one starts.
+            let read = progress?.arguments.count ?? 0
+            let expected = words.indices.first { i in
+                let upTo = "*\(words.count)\r\n" + words[...i].map { "$\($0.utf8.count)\r\n\($0)\r\n" }.joined()
+                return upTo.utf8.count > end
+            } ?? words.count
+            #expect(read == expected, "after \(end) bytes")
+        }
+        #expect(progress == nil)
+        #expect(complete == .command(words.map { Array($0.utf8) }, consumed: whole.count))
+
+        // What was read is not read again: the bulk strings before the stop are taken from the
+        // progress even when those bytes now say something else.
+        let half = whole.count / 2
+        _ = RESP.parse(whole.prefix(half), from: 0, maxBytes: 1 << 20, progress: &progress)
+        let kept = progress?.arguments.count ?? 0
+        #expect(kept > 100)
+        var changed = whole
+        let stop = progress?.offset ?? 0
+        for i in 0..<stop where (97...122).contains(changed[i]) { changed[i] = UInt8(ascii: "X") }
+        let resumed = RESP.parse(changed[...], from: 0, maxBytes: 1 << 20, progress: &progress)
+        #expect(resumed == .command(words.map { Array($0.utf8) }, consumed: whole.count))
+    }
+
     @Test func brokenInputIsAProtocolError() {
         for broken in ["*x\r\n", "*1\r\n+PING\r\n", "*1\r\n$-3\r\n", "*1\r\n$2\r\nhello\r\n", "*99999999\r\n"] {
             guard case .protocolError = RESP.parse(Array(broken.utf8), from: 0, maxBytes: 1 << 20) else {
