@@ -248,7 +248,12 @@ public enum EnvelopeCoding {
     /// without `"` and `\` (request ids, types, times) needs no escape and is copied.
     static func quoted(_ s: String?) -> Data {
         guard let s else { return Data("null".utf8) }
-        if s.utf8.allSatisfy({ (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+        var plain = true
+        for byte in s.utf8 where byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            plain = false
+            break
+        }
+        if plain {
             var out = Data(capacity: s.utf8.count + 2)
             out.append(UInt8(ascii: "\""))
             out.append(contentsOf: s.utf8)
