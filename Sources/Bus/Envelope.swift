@@ -253,13 +253,9 @@ public enum EnvelopeCoding {
             plain = false
             break
         }
-        if plain {
-            var out = Data(capacity: s.utf8.count + 2)
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: s.utf8)
-            out.append(UInt8(ascii: "\""))
-            return out
-        }
+        // One copy of contiguous bytes: Data's appends, byte by byte or of a sequence, cost
+        // thousands of instructions each (callgrind-create).
+        if plain { return Data("\"\(s)\"".utf8) }
         return (try? JSONCoding.encoder.encode(s)) ?? Data("null".utf8)
     }
 }
