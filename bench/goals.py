@@ -1,8 +1,9 @@
 # Helpers of bench/goals, run with the pyzmq of .build/benchenv. Speaks the request envelope
 # of Protocols/envelope.md over ZeroMQ DEALERs (Client and dealer come from rebuild.py).
 #
-#   goals.py load CATALOG_RPC CSV PLACES OUT.resp   one catalog place per real place (the first
-#            PLACES of a fixed shuffle); writes GEOADD and SET place:ID <the created JSON> for Redis
+#   goals.py load CATALOG_RPC CSV PLACES OUT.resp [WINDOW]   one catalog place per real place (the
+#            first PLACES of a fixed shuffle, WINDOW in flight, 512 unless given); writes GEOADD and
+#            SET place:ID <the created JSON> for Redis
 #   goals.py indexed SEARCH_RPC SEQ                 waits until search applied SEQ events, bulk load done
 #   goals.py admin SOCIAL_RPC USER PASS             makes an admin (social's internal admin.create)
 #   goals.py cities CSV PLACES                      prints "name lat lon places-within-50-km" per city
@@ -51,6 +52,7 @@ def resp(*parts):
 
 def load(args):
     endpoint, path, count, out = args[0], args[1], int(args[2]), args[3]
+    window = int(args[4]) if len(args) > 4 else 512
     rows = places(path, count)
     rng = random.Random(11)
     bodies = ({"name": name, "category": rng.choice(CATEGORIES), "lat": lat, "lon": lon,
@@ -65,7 +67,7 @@ def load(args):
             redis_out.write(resp("GEOADD", "places", repr(lon), repr(lat), pid))
             redis_out.write(resp("SET", "place:%d" % pid, json.dumps(place, separators=(",", ":"), ensure_ascii=False).encode()))
 
-        seconds = create_all(endpoint, bodies, len(rows), to_redis)
+        seconds = create_all(endpoint, bodies, len(rows), to_redis, window)
     print("%d %.1f %.0f" % (len(rows), seconds, len(rows) / seconds))
 
 

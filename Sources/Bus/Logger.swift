@@ -94,7 +94,23 @@ public struct Logger: Sendable {
         var seconds = time_t(millis / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(millis % 1000))
+        // By hand, not String(format:): every write stamps its row and its event, and
+        // Foundation's formatting cost ~20,000 instructions a call (callgrind-create).
+        var text = ""
+        text.reserveCapacity(24)
+        func append(_ value: Int, width: Int, then separator: String) {
+            let digits = String(value)
+            if digits.utf8.count < width { text += String(repeating: "0", count: width - digits.utf8.count) }
+            text += digits
+            text += separator
+        }
+        append(Int(parts.tm_year) + 1900, width: 4, then: "-")
+        append(Int(parts.tm_mon) + 1, width: 2, then: "-")
+        append(Int(parts.tm_mday), width: 2, then: "T")
+        append(Int(parts.tm_hour), width: 2, then: ":")
+        append(Int(parts.tm_min), width: 2, then: ":")
+        append(Int(parts.tm_sec), width: 2, then: ".")
+        append(Int(millis % 1000), width: 3, then: "Z")
+        return text
     }
 }

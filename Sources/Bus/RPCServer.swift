@@ -72,6 +72,13 @@ public struct HandlerTable<State>: Sendable {
 
     var routes: [String: Route] = [:]
 
+    /// Group commit: runs the write handlers of one batch, which `body` runs one after another,
+    /// as one unit (a service puts `body` in one database transaction, and each handler in a
+    /// savepoint of it). The server answers a batch's requests only after this returns; if it
+    /// throws, every request of the batch is answered with that error. Without it, each write
+    /// runs and is answered on its own.
+    public var writeBatch: (@Sendable (State, _ body: () throws -> Void) throws -> Void)?
+
     public init() {}
 
     /// The request types registered, sorted.
@@ -125,6 +132,9 @@ public struct RPCServerOptions: Sendable {
     public var maxReplyBytes = 4 << 20
     /// Requests waiting for a thread before new ones get `unavailable`.
     public var maxQueued = 10_000
+    /// Most write requests run in one batch (`HandlerTable.writeBatch`): the first request's
+    /// reply waits for the whole batch, and reads and replies for the I/O thread meanwhile.
+    public var maxWriteBatch = 64
     /// Budget for requests that do not state `deadline_ms`.
     public var defaultDeadlineMilliseconds = 5_000
     /// When set, the ROUTER is a CURVE server with this secret key.
@@ -183,9 +193,11 @@ public final class RPCServer<State>: Sendable {
         for (index, role) in roles.enumerated() {
             let queue = role == .write ? shared.writeQueue : shared.readQueue
             let maxReplyBytes = options.maxReplyBytes
+            // Reads are answered one by one; writes in batches when the table groups them.
+            let batching = role == .write ? table.writeBatch.map { (run: $0, limit: max(1, options.maxWriteBatch)) } : nil
             threads.append(WorkerThread(name: "\(logger.component)-\(role == .write ? "writer" : "reader\(index)")") {
-                RPCServer.workerLoop(role: role, queue: queue, shared: shared, stats: stats, logger: logger,
-                                     maxReplyBytes: maxReplyBytes, makeState: makeState, startup: startup)
+                RPCServer.workerLoop(queue: queue, batching: batching, shared: shared, stats: stats, logger: logger,
+                                     maxReplyBytes: maxReplyBytes, makeState: makeState, role: role, startup: startup)
             })
         }
         threads.append(WorkerThread(name: "\(logger.component)-rpc") {
@@ -217,9 +229,18 @@ public final class RPCServer<State>: Sendable {
 
     // MARK: Threads
 
+    /// A job's answer, kept until its batch commits.
+    struct Answer {
+        var frames: [Data]
+        var type: String
+        var received: UInt64
+        var failure: ErrorCode?
+    }
+
     private static func workerLoop(
-        role: HandlerKind, queue: BlockingQueue<Job>, shared: Shared, stats: ServerStats, logger: Logger,
-        maxReplyBytes: Int, makeState: @Sendable (HandlerKind) throws -> State, startup: StartupReport
+        queue: BlockingQueue<Job>, batching: (run: @Sendable (State, () throws -> Void) throws -> Void, limit: Int)?,
+        shared: Shared, stats: ServerStats, logger: Logger, maxReplyBytes: Int,
+        makeState: @Sendable (HandlerKind) throws -> State, role: HandlerKind, startup: StartupReport
     ) {
         let state: State
         do {
@@ -234,13 +255,38 @@ public final class RPCServer<State>: Sendable {
                 if shared.workersStop.load(ordering: .sequentiallyConsistent) { return }
                 continue
             }
-            let frames = run(job, state: state, logger: logger, stats: stats, maxReplyBytes: maxReplyBytes)
-            shared.replies.withLock { $0.append(frames) }
+            var answers: [Answer] = []
+            if let batching {
+                // The first job and those queued behind it (up to the limit, taken as the batch
+                // runs) commit together; nothing is answered before the batch's end.
+                var jobs = [job]
+                do {
+                    try batching.run(state) {
+                        var next: Job? = job
+                        while let current = next {
+                            answers.append(run(current, state: state, logger: logger, maxReplyBytes: maxReplyBytes))
+                            next = jobs.count < batching.limit ? queue.tryPop() : nil
+                            if let next { jobs.append(next) }
+                        }
+                    }
+                } catch {
+                    let serviceError = asServiceError(error, logger: logger, type: "a batch of writes")
+                    answers = jobs.map { job in
+                        Answer(frames: job.prefix + [EnvelopeCoding.failure(id: job.context.id, error: serviceError)],
+                               type: job.context.type, received: job.received, failure: serviceError.code)
+                    }
+                }
+            } else {
+                answers = [run(job, state: state, logger: logger, maxReplyBytes: maxReplyBytes)]
+            }
+            let now = monotonicNanos()
+            for answer in answers { stats.record(type: answer.type, nanoseconds: now - answer.received, error: answer.failure) }
+            shared.replies.withLock { $0.append(contentsOf: answers.map(\.frames)) }
             shared.wakeup.signal()
         }
     }
 
-    private static func run(_ job: Job, state: State, logger: Logger, stats: ServerStats, maxReplyBytes: Int) -> [Data] {
+    private static func run(_ job: Job, state: State, logger: Logger, maxReplyBytes: Int) -> Answer {
         let context = job.context
         var reply: Data
         var attachments: [Data] = []
@@ -266,8 +312,7 @@ public final class RPCServer<State>: Sendable {
                 reply = EnvelopeCoding.failure(id: context.id, error: serviceError)
             }
         }
-        stats.record(type: context.type, nanoseconds: monotonicNanos() - job.received, error: failure)
-        return job.prefix + [reply] + attachments
+        return Answer(frames: job.prefix + [reply] + attachments, type: context.type, received: job.received, failure: failure)
     }
 
     private static func asServiceError(_ error: Error, logger: Logger, type: String) -> ServiceError {

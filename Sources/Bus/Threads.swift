@@ -99,7 +99,17 @@ public final class BlockingQueue<Element: Sendable>: Sendable {
     /// Takes the oldest element, waiting up to `timeout` for one; nil when none came.
     public func pop(timeout: DispatchTimeInterval) -> Element? {
         guard available.wait(timeout: .now() + timeout) == .success else { return nil }
-        return state.withLock { s in
+        return take()
+    }
+
+    /// Takes the oldest element if one is queued, without waiting.
+    public func tryPop() -> Element? {
+        guard available.wait(timeout: .now()) == .success else { return nil }
+        return take()
+    }
+
+    private func take() -> Element? {
+        state.withLock { s in
             let element = s.items[s.head]
             s.items[s.head] = nil
             s.head += 1

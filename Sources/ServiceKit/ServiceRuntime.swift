@@ -76,11 +76,19 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             var table = definition.handlers
             // Read handlers may emit too: one that first waits on something slow (a password hash,
             // another service) writes in its own short transaction on its reader thread.
-            for kind in [HandlerKind.read, .write] {
-                table.wrap(kind) { context, state, inner in
-                    defer { state.worker.flushEmitted() }
-                    return try inner(context, state)
-                }
+            table.wrap(.read) { context, state, inner in
+                defer { state.worker.flushEmitted() }
+                return try inner(context, state)
+            }
+            // Group commit: the writes queued together run in one transaction, each in its own
+            // savepoint (one that throws undoes only itself); the server answers them after the
+            // commit, and the relay is woken after it.
+            table.wrap(.write) { context, state, inner in
+                try state.worker.db.transaction { try inner(context, state) }
+            }
+            table.writeBatch = { state, body in
+                defer { state.worker.flushEmitted() }
+                try state.worker.db.transaction(.immediate, body)
             }
             let stats = ServerStats()
             ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats) { following.map(\.status) }

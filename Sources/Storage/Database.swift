@@ -207,7 +207,9 @@ public final class Database {
     public func transaction<Result>(_ kind: TransactionKind = .immediate, _ body: () throws -> Result) throws -> Result {
         let nested = transactionDepth > 0 || isInTransaction
         let savepoint = "storage_savepoint_\(transactionDepth + 1)"
-        try execute(nested ? "SAVEPOINT \(savepoint)" : "BEGIN \(kind.rawValue)")
+        // Prepared once and cached, like any statement: a write runs four of these (its
+        // savepoint and the handler's within a group commit), and sqlite3_exec parses each anew.
+        try run(nested ? "SAVEPOINT \(savepoint)" : "BEGIN \(kind.rawValue)")
         transactionDepth += 1
         defer { transactionDepth -= 1 }
 
@@ -219,7 +221,7 @@ public final class Database {
             throw error
         }
         do {
-            try execute(nested ? "RELEASE \(savepoint)" : "COMMIT")
+            try run(nested ? "RELEASE \(savepoint)" : "COMMIT")
         } catch {
             rollBack(nested: nested, savepoint: savepoint)
             throw error
