@@ -35,6 +35,18 @@ def proc_status(pid):
     return int(fields["VmRSS"][0]), int(fields["Threads"][0])
 
 
+def cpu_seconds(pid):
+    """User and system CPU time the process has used."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
 def command(sock, *words):
     """One RESP command on a blocking socket; its reply line and bulk body (if any)."""
     payload = "*%d\r\n" % len(words) + "".join("$%d\r\n%s\r\n" % (len(w.encode()), w) for w in words)
@@ -170,6 +182,7 @@ def run(argv):
     print("%-44s %10d %8d" % ("holding %d idle signed-in connections" % opened, rss2, threads2))
     print("RSS per connection: %.1f KiB (from after the sign-ins; goal <= 10 KB)" % ((rss2 - rss1) / opened))
     print("threads per connection: %.3f" % ((threads2 - threads1) / opened))
+    cpu0, load = cpu_seconds(gateway_pid), load_average()
     t0 = time.monotonic()
     for child in children:
         child.stdin.write("go\n")
@@ -181,9 +194,12 @@ def run(argv):
             fail("a client process failed while pinging")
         slowest = max(slowest, float(line[1]))
     total = time.monotonic() - t0
+    cpu = cpu_seconds(gateway_pid) - cpu0
     rss3, threads3 = proc_status(gateway_pid)
     print("PING on every one of %d connections: all PONGs back in %.3f s (slowest process %.3f s; goal <= 2 s)"
           % (opened, total, slowest))
+    print("  gateway CPU time for them: %.2f s (%.1f us a PING); load average before: %s on %d cores"
+          % (cpu, cpu / opened * 1e6, load, os.cpu_count()))
     print("after the PINGs: RSS %d KiB, %d threads" % (rss3, threads3))
     # The connections stay open (the caller measures more) until "quit" on standard input.
     print("holding", flush=True)
