@@ -32,7 +32,7 @@ final class ClientSession {
     /// Starts a call: returns its outcome when there is one at once, else calls `completion`
     /// later (on any thread), exactly once.
     typealias Dispatch = (_ call: Call, _ token: String?, _ completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome?
-    /// Hands an outcome from any thread back to the session's own thread.
+    /// Hands an outcome from any thread back to the thread that runs the session (its event loop's).
     typealias Deliver = @Sendable (_ slot: Int, _ outcome: Outcome, _ change: SessionChange?) -> Void
     /// Counts requests read against the client address's rate: nanoseconds to pause reading.
     typealias Charge = (_ requests: Int) -> UInt64

@@ -317,12 +317,23 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Writes what the session has (once), ends it when it is over or past a limit of time,
-    /// and otherwise watches its socket and its next deadline.
+    /// Ends the session when it is past a limit of time, else writes what it has (once), ends
+    /// it when it is over, and otherwise watches its socket and its next deadline.
     private func service(_ connection: Connection, now: UInt64) {
         let session = connection.session
         // It may have closed after it was touched in this wake-up.
         guard connections[connection.key] === connection else { return }
+        // Limits of time first: a client that has not read for its grace is not let off by the
+        // few bytes its kernel takes now and then.
+        if let ending = session.expired(now: now) {
+            if ending == .slowReader {
+                logger.warn("disconnecting a client that does not read its replies", ["pending_bytes": session.pendingOutput])
+            } else {
+                logger.debug("closing a connection", ["reason": ending.rawValue])
+            }
+            finish(connection)
+            return
+        }
         if session.pendingOutput > 0 {
             guard let sent = try? connection.socket.write(session.output, from: session.outputSent) else {
                 finish(connection)
@@ -331,15 +342,6 @@ final class EventLoop: @unchecked Sendable {
             session.wrote(sent, now: now)
         }
         if session.isFinished {
-            finish(connection)
-            return
-        }
-        if let ending = session.expired(now: now) {
-            if ending == .slowReader {
-                logger.warn("disconnecting a client that does not read its replies", ["pending_bytes": session.pendingOutput])
-            } else {
-                logger.debug("closing a connection", ["reason": ending.rawValue])
-            }
             finish(connection)
             return
         }
