@@ -17,6 +17,8 @@ let package = Package(
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // Linux's epoll header (in libc), for the gateway's event loops.
+        .systemLibrary(name: "CEpoll"),
 
         // Shared rooms.
         .target(name: "Bus", dependencies: ["CZeroMQ"]),
@@ -36,7 +38,7 @@ let package = Package(
         .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "CSodium"]),
         // The gateway keeps nothing durable: no Storage, no SQLite, no Geo, not even through ServiceKit.
-        .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus"]),
+        .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll"]),
 
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),

@@ -32,7 +32,7 @@ final class ClientSession {
     /// Starts a call: returns its outcome when there is one at once, else calls `completion`
     /// later (on any thread), exactly once.
     typealias Dispatch = (_ call: Call, _ token: String?, _ completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome?
-    /// Hands an outcome from any thread back to the session's own thread.
+    /// Hands an outcome from any thread back to the thread that runs the session (its event loop's).
     typealias Deliver = @Sendable (_ slot: Int, _ outcome: Outcome, _ change: SessionChange?) -> Void
     /// Counts requests read against the client address's rate: nanoseconds to pause reading.
     typealias Charge = (_ requests: Int) -> UInt64
@@ -45,6 +45,9 @@ final class ClientSession {
     /// a few calls in flight (16 at the default bound) and widens to the window as small
     /// replies come back.
     static let firstReplyEstimate = 64 << 10
+    /// Capacity of an emptied input or output buffer that is kept for the next bytes; a larger
+    /// one is freed.
+    static let keptBuffer = 4 << 10
 
     private let limits: GatewayLimits
     private let framingLimits: FramingLimits
@@ -106,7 +109,8 @@ final class ClientSession {
     /// Bytes from the client.
     func receive(_ bytes: some Collection<UInt8>, now: UInt64) {
         if inputStart == input.count {
-            input.removeAll(keepingCapacity: input.capacity <= 1 << 20)
+            // Only a small buffer is kept between reads: thousands of idle connections hold none.
+            input.removeAll(keepingCapacity: input.capacity <= ClientSession.keptBuffer)
             inputStart = 0
         }
         input.append(contentsOf: bytes)
@@ -163,8 +167,8 @@ final class ClientSession {
         if endSeenAt != nil { wroteSinceEnd = true }
         lastActivity = now
         if outputSent == output.count {
-            // Give a large buffer back rather than keep it for the life of the connection.
-            output.removeAll(keepingCapacity: output.capacity <= 1 << 20)
+            // Give a buffer back rather than keep it for the life of the connection.
+            output.removeAll(keepingCapacity: output.capacity <= ClientSession.keptBuffer)
             outputSent = 0
         } else if outputSent > 1 << 20 {
             output.removeFirst(outputSent)
@@ -206,8 +210,21 @@ final class ClientSession {
         return nil
     }
 
-    /// When the session next needs the clock (a pause ends), if sooner than its timeouts matter.
-    func nextWake(now: UInt64) -> UInt64? { pausedUntil > now ? pausedUntil : nil }
+    /// The earliest time at which `expired` or `tick` may change their answer with no other
+    /// event (a timeout runs out, a pause ends); nil while only an outcome can move it.
+    /// Earlier events may move it: ask again after each.
+    func nextDeadline() -> UInt64? {
+        func after(_ since: UInt64, _ milliseconds: Int) -> UInt64 { since + UInt64(milliseconds) * 1_000_000 + 1 }
+        var soonest = UInt64.max
+        if framing == nil && !peerClosed { soonest = min(soonest, after(openedAt, limits.firstByteTimeoutMilliseconds)) }
+        if let since = partialSince { soonest = min(soonest, after(since, limits.requestTimeoutMilliseconds)) }
+        if pendingOutput >= limits.maxPendingOutputBytes { soonest = min(soonest, lastWrite + ClientSession.slowReaderGrace + 1) }
+        if pendingOutput > 0 { soonest = min(soonest, after(lastWrite, limits.idleTimeoutMilliseconds)) }
+        if let end = endSeenAt, !wroteSinceEnd { soonest = min(soonest, after(end, limits.requestTimeoutMilliseconds)) }
+        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 { soonest = min(soonest, after(lastActivity, limits.idleTimeoutMilliseconds)) }
+        if pausedUntil != 0 { soonest = min(soonest, pausedUntil) }
+        return soonest == .max ? nil : soonest
+    }
 
     /// The clock moved: requests read while the address was over its rate go on once the pause ends.
     func tick(now: UInt64) {

@@ -9,8 +9,9 @@ import Glibc
 
 /// The gateway: one TCP endpoint for clients (JSON-RPC lines or RESP), in front of the services.
 ///
-/// One thread accepts; each connection gets a thread of its own, which drives a
-/// `ClientSession`. Backends are reached through one RPC client per service, in a window
+/// One thread accepts and hands each connection to one of a few event-loop threads
+/// (`EventLoop`, epoll), each of which drives the `ClientSession`s of many connections.
+/// Backends are reached through one RPC client per service, in a window
 /// shared fairly between clients. The accounts service's events about sessions and roles
 /// drop the token validations they concern at once.
 ///
@@ -49,12 +50,16 @@ public final class GatewayServer: Service {
                 try Backends(context: context, peers: config.peers, window: limits.backendWindow, logger: logger,
                              checkIntervalMilliseconds: healthCheckMilliseconds)
             }
-            // Every connection's thread sees the flag and closes its connection.
-            lifecycle.onStop("client connections") {
+            let addresses = ClientAddresses(limits: limits)
+            // Every loop sees the flag, answers what is in flight and closes its connections;
+            // what is still open after 5 s is closed as it is.
+            let loops = try lifecycle.start("client connections", stop: { (loops: EventLoops) in
                 stopping.set()
                 for _ in 0..<100 where connections.value > 0 { usleep(50_000) }
+                loops.abandon()
+            }) {
+                try EventLoops(count: EventLoops.defaultCount, addresses: addresses, connections: connections, logger: logger, stopping: stopping)
             }
-            let addresses = ClientAddresses(limits: limits)
             let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
             _ = try lifecycle.start("accounts events", stop: { $0?.stop() }) {
                 try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, context: context, logger: logger)
@@ -73,7 +78,7 @@ public final class GatewayServer: Service {
                 }
             }
             let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses,
-                                    logger: logger, stopping: stopping, connections: connections)
+                                    loops: loops, logger: logger, stopping: stopping, connections: connections)
             _ = try lifecycle.start("acceptor", stop: { stopping.set(); $0.join() }) {
                 WorkerThread(name: "gateway-accept") { accept.run() }
             }
@@ -134,7 +139,7 @@ public final class GatewayServer: Service {
     }
 }
 
-/// How many client connections are open, shared by the acceptor and the connection threads.
+/// How many client connections are open, shared by the acceptor and the event loops.
 final class ConnectionCount: Sendable {
     private let count = Atomic<Int>(0)
     /// Adds `n` (negative to remove) and returns the new count.
@@ -151,6 +156,7 @@ struct AcceptLoop: @unchecked Sendable {
     let dispatcher: Dispatcher
     let framing: FramingLimits
     let addresses: ClientAddresses
+    let loops: EventLoops
     let logger: Logger
     let stopping: StopFlag
     let connections: ConnectionCount
@@ -179,17 +185,15 @@ struct AcceptLoop: @unchecked Sendable {
                     continue
                 }
                 nextConnection += 1
-                do {
-                    let connection = try ClientConnection(socket: socket, client: ClientKey(address: address, connection: nextConnection),
-                                                          dispatcher: dispatcher, framing: framing, addresses: addresses,
-                                                          logger: logger, stopping: stopping)
-                    let handoff = Handoff(connection: connection, address: address, addresses: addresses, connections: connections)
-                    _ = WorkerThread(name: "gateway-conn", stackSize: 512 << 10) { handoff.serve() }
-                } catch {
-                    _ = connections.add(-1)
-                    addresses.close(address)
-                    logger.error("could not serve a connection", ["error": error])
-                }
+                let client = ClientKey(address: address, connection: nextConnection)
+                let inbox = loops.next().inbox
+                let dispatcher = self.dispatcher, addresses = self.addresses
+                let session = ClientSession(
+                    limits: limits, framing: framing, now: monotonicNanos(),
+                    dispatch: { call, token, completion in dispatcher.dispatch(call, client: client, token: token, completion: completion) },
+                    deliver: { inbox.post(.outcome(key: client.connection, slot: $0, outcome: $1, change: $2)) },
+                    charge: { addresses.charge(client.address, requests: $0) })
+                inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }
         }
     }
@@ -234,23 +238,36 @@ struct Refusal: @unchecked Sendable {
     }
 }
 
-/// Moves a connection onto its own thread. Unchecked: the connection is used only there from then on.
-struct Handoff: @unchecked Sendable {
-    let connection: ClientConnection
-    let address: String
-    let addresses: ClientAddresses
-    let connections: ConnectionCount
+/// The gateway's event loops, each on a thread of its own; new connections go to them in turn.
+final class EventLoops: Sendable {
+    private let loops: [EventLoop]
+    private let threads: [WorkerThread]
+    private let turn = Atomic<Int>(0)
+    private let abandoned = StopFlag()
+    /// Loops a gateway runs: one per core, at least 2 and at most 8, whatever the connections.
+    static let defaultCount = min(8, max(2, ProcessInfo.processInfo.activeProcessorCount))
 
-    func serve() {
-        connection.run()
-        addresses.close(address)
-        _ = connections.add(-1)
-        MemoryRelease.soon()
+    init(count: Int, addresses: ClientAddresses, connections: ConnectionCount, logger: Logger, stopping: StopFlag) throws(SystemError) {
+        var loops: [EventLoop] = []
+        for _ in 0..<max(1, count) {
+            loops.append(try EventLoop(addresses: addresses, connections: connections, logger: logger, stopping: stopping, abandon: abandoned))
+        }
+        self.loops = loops
+        threads = loops.enumerated().map { index, loop in WorkerThread(name: "gateway-loop-\(index)") { loop.run() } }
+    }
+
+    /// The loop the next connection goes to.
+    func next() -> EventLoop { loops[turn.add(1, ordering: .relaxed).oldValue % loops.count] }
+
+    /// Closes the connections still open and waits for the loops' threads to end.
+    func abandon() {
+        abandoned.set()
+        threads.forEach { $0.join() }
     }
 }
 
 /// Gives memory that closed connections freed back to the system, a second after a
-/// connection closes (one release for all that close in that second): their threads' malloc
+/// connection closes (one release for all that close in that second): the loops' malloc
 /// arenas otherwise keep it, and a burst of clients that did not read would leave the
 /// process large long after they left.
 enum MemoryRelease {

@@ -38,7 +38,7 @@ public struct GatewayConfig: Sendable, Equatable {
         refuses: [
             "data-dir": "the gateway keeps nothing on disk",
             "db": "the gateway keeps nothing on disk",
-            "readers": "the gateway has no reader threads: each client connection has a thread of its own",
+            "readers": "the gateway has no reader threads: a few event loops serve every client connection",
             "publish": "the gateway publishes no events",
             "heartbeat-ms": "the gateway publishes no events",
             "outbox-retention": "the gateway publishes no events",
