@@ -35,6 +35,10 @@ public final class GatewayServer: Service {
     public init(config: GatewayConfig, context: ZMQContext, logger: Logger, healthCheckMilliseconds: Int = 1_000) throws {
         self.logger = logger
         MemoryRelease.mapLargeBuffers()
+        // libdispatch opens the descriptors of its timers the first time one is set, and stops
+        // the process when it cannot: set one now, while descriptors are free, so that a later
+        // `asyncAfter` (a sign-in's retry) cannot come when the clients have taken them all.
+        DispatchQueue.global().asyncAfter(deadline: .now()) {}
         let limits = config.limits
         let (host, requestedPort) = try GatewayServer.split(config.listen)
         let listener = try TCPSocket.listen(host: host, port: requestedPort)
@@ -74,6 +78,7 @@ public final class GatewayServer: Service {
                     while !stopping.isSet {
                         usleep(50_000)
                         queues.forEach { $0.expireOverdue() }
+                        MemoryRelease.releaseIfDue(now: monotonicNanos())
                     }
                 }
             }
@@ -164,13 +169,34 @@ struct AcceptLoop: @unchecked Sendable {
     let refusing = ConnectionCount()
     static let maxRefusing = 64
 
+    /// How long accepting pauses when the process is out of files (or memory): the listener
+    /// stays readable meanwhile, so trying again at once would spin.
+    static let exhaustedPauseMicroseconds: UInt32 = 100_000
+
     func run() {
         var fds = [pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)]
         var nextConnection: UInt64 = 0
         let limits = dispatcher.limits
+        var exhausted = false
         while !stopping.isSet {
             guard poll(&fds, 1, 200) > 0 else { continue }
-            while let (socket, address) = try? listener.accept() {
+            while true {
+                let accepted: (socket: TCPSocket, address: String)?
+                do {
+                    accepted = try listener.accept()
+                } catch {
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection waits in the listen backlog until
+                    // a connection closes; say so once, not on every try.
+                    if !exhausted { logger.error("cannot accept connections; trying again every 100 ms", ["error": error]) }
+                    exhausted = true
+                    usleep(AcceptLoop.exhaustedPauseMicroseconds)
+                    break
+                }
+                guard let (socket, address) = accepted else { break }
+                if exhausted {
+                    exhausted = false
+                    logger.info("accepting connections again", [:])
+                }
                 let open = connections.add(1)
                 if open > limits.maxConnections {
                     _ = connections.add(-1)
@@ -271,14 +297,20 @@ final class EventLoops: Sendable {
 /// arenas otherwise keep it, and a burst of clients that did not read would leave the
 /// process large long after they left.
 enum MemoryRelease {
-    private static let scheduled = Atomic<Bool>(false)
+    /// When the next release is due (monotonic nanoseconds), 0 when none is.
+    private static let due = Atomic<UInt64>(0)
 
+    /// Asks for a release a second from now (one for all the closes of that second).
     static func soon() {
-        guard scheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
-            scheduled.store(false, ordering: .releasing)
-            _ = trim?(0)
-        }
+        _ = due.compareExchange(expected: 0, desired: monotonicNanos() + 1_000_000_000, ordering: .relaxed)
+    }
+
+    /// Releases when one is due; the gateway's sweeper calls it every 50 ms. Not a libdispatch
+    /// timer: the first one opens descriptors, and a connection may close when there are none.
+    static func releaseIfDue(now: UInt64) {
+        let at = due.load(ordering: .relaxed)
+        guard at != 0, now >= at, due.compareExchange(expected: at, desired: 0, ordering: .relaxed).exchanged else { return }
+        _ = trim?(0)
     }
 
     /// Has every allocation of 256 KiB or more (connection buffers past their first bytes)
