@@ -17,8 +17,9 @@ import ServiceCore
 ///   connection's memory stays near that bound whatever its replies weigh.
 /// - Time: a connection must send its first request byte within `firstByteTimeout`, finish
 ///   a request it started within `requestTimeout`, and is closed after `idleTimeout`
-///   without requests or replies (blank lines do not count); a client that leaves more than
-///   `maxPendingOutputBytes` unread and takes no byte for 5 s is disconnected.
+///   without requests or replies (blank lines do not count); a client whose unread replies
+///   stop the reading (the output bound above, not the window) and that takes no byte for
+///   5 s is disconnected.
 final class ClientSession {
     /// Why a session ended before the client closed it.
     enum Ending: String, Equatable {
@@ -39,7 +40,8 @@ final class ClientSession {
 
     /// Input kept buffered, beyond one request, while no more requests may be read.
     static let readAhead = 64 << 10
-    /// How long a client may leave more than `maxPendingOutputBytes` unread without taking a byte.
+    /// How long a client whose unread replies stop the reading (they reach `maxPendingOutputBytes`
+    /// with what the calls owed are likely to add) may go without taking a byte.
     static let slowReaderGrace: UInt64 = 5_000_000_000
     /// What a reply is assumed to weigh before any was written: a new connection starts with
     /// a few calls in flight (16 at the default bound) and widens to the window as small
@@ -201,7 +203,7 @@ final class ClientSession {
         func past(_ since: UInt64, _ milliseconds: Int) -> Bool { now > since && now - since > UInt64(milliseconds) * 1_000_000 }
         if framing == nil && !peerClosed && past(openedAt, limits.firstByteTimeoutMilliseconds) { return .firstByteTimeout }
         if let since = partialSince, past(since, limits.requestTimeoutMilliseconds) { return .requestTimeout }
-        if pendingOutput >= limits.maxPendingOutputBytes && now > lastWrite && now - lastWrite > ClientSession.slowReaderGrace { return .slowReader }
+        if pendingOutput > 0 && readingWaitsForClient && now > lastWrite && now - lastWrite > ClientSession.slowReaderGrace { return .slowReader }
         if pendingOutput > 0 && past(lastWrite, limits.idleTimeoutMilliseconds) { return .slowReader }
         // A client that closed its side may be gone for good: with no reply to write there is no
         // way to know, so requests that answer nothing (notifications) run for a while only.
@@ -218,7 +220,7 @@ final class ClientSession {
         var soonest = UInt64.max
         if framing == nil && !peerClosed { soonest = min(soonest, after(openedAt, limits.firstByteTimeoutMilliseconds)) }
         if let since = partialSince { soonest = min(soonest, after(since, limits.requestTimeoutMilliseconds)) }
-        if pendingOutput >= limits.maxPendingOutputBytes { soonest = min(soonest, lastWrite + ClientSession.slowReaderGrace + 1) }
+        if pendingOutput > 0 && readingWaitsForClient { soonest = min(soonest, lastWrite + ClientSession.slowReaderGrace + 1) }
         if pendingOutput > 0 { soonest = min(soonest, after(lastWrite, limits.idleTimeoutMilliseconds)) }
         if let end = endSeenAt, !wroteSinceEnd { soonest = min(soonest, after(end, limits.requestTimeoutMilliseconds)) }
         if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 { soonest = min(soonest, after(lastActivity, limits.idleTimeoutMilliseconds)) }
@@ -238,14 +240,25 @@ final class ClientSession {
     /// Unsent output and replies held back in the framing: what the connection holds for its client.
     private var heldForClient: Int { pendingOutput + (framing?.heldBytes ?? 0) }
 
-    /// Calls that may be read now: within the window, and within the output bound counting
-    /// what the calls owed are likely to add (at least one when none is owed).
-    private func room(now: UInt64) -> Int {
-        guard !closing, now >= pausedUntil, heldForClient < limits.maxPendingOutputBytes else { return 0 }
+    /// Whether the last look at the input left requests unread because of the output bound
+    /// (not the window of calls in flight, nor the rate): nothing more is read until the
+    /// client takes its replies.
+    private var readingWaitsForClient = false
+
+    /// Calls the output bound leaves room for: what the connection holds for its client, with
+    /// what the calls owed are likely to add, within `maxPendingOutputBytes` (at least one when
+    /// none is owed and the bound is not reached).
+    private var outputRoom: Int {
+        guard heldForClient < limits.maxPendingOutputBytes else { return 0 }
         let owed = framing?.outstanding ?? 0
         let budget = limits.maxPendingOutputBytes - heldForClient - owed * replyEstimate
-        let byBytes = max(owed == 0 ? 1 : 0, budget / replyEstimate)
-        return max(0, min(limits.maxInFlight - owed, byBytes))
+        return max(owed == 0 ? 1 : 0, budget / replyEstimate)
+    }
+
+    /// Calls that may be read now: within the window and within the output bound.
+    private func room(now: UInt64) -> Int {
+        guard !closing, now >= pausedUntil else { return 0 }
+        return max(0, min(limits.maxInFlight - (framing?.outstanding ?? 0), outputRoom))
     }
 
     /// Whether `process` is running (a call answered at once asks for another round instead of recursing).
@@ -274,15 +287,19 @@ final class ClientSession {
         }
         guard framing != nil else { return }
         let room = room(now: now)
+        // The output bound, not the window, sets the room: the client's reading paces this one.
+        let paced = !closing && now >= pausedUntil && outputRoom < limits.maxInFlight - (framing?.outstanding ?? 0)
         guard room > 0 else {
-            // Waiting on the gateway (or the rate), not on the client: no request timeout runs.
+            // Waiting on the gateway, the rate or the client's reading: no request timeout runs.
+            readingWaitsForClient = paced
             partialSince = nil
             inputExhausted = inputStart == input.count
             return
         }
         // Read in place: the framing is not copied for each read.
-        guard let reading = framing?.read(input[inputStart...], atEnd: peerClosed, room: room,
-                                          bytes: limits.maxPendingOutputBytes - pendingOutput) else { return }
+        let bytes = limits.maxPendingOutputBytes - pendingOutput
+        guard let reading = framing?.read(input[inputStart...], atEnd: peerClosed, room: room, bytes: bytes) else { return }
+        readingWaitsForClient = reading.waiting && (paced || (framing?.heldBytes ?? 0) + reading.output.count >= bytes)
         inputStart += reading.consumed
         if inputStart > 1 << 20 && inputStart * 2 > input.count {
             input.removeFirst(inputStart)

@@ -264,6 +264,28 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(session.expired(now: 6_000_000_000) == .slowReader)
     }
 
+    /// Replies that the session answers itself (ECHO) pile up below the bound on unsent bytes,
+    /// yet with what the calls owed would add they stop the reading: a client that then takes
+    /// nothing for 5 s is a slow reader, as one over the bound is (not kept for the idle timeout).
+    @Test func aClientThatStopsTheReadingBelowTheBoundIsDroppedAfterTheGrace() {
+        let harness = SessionHarness()
+        let limits = GatewayLimits()
+        let echo = RESPClient.command(["ECHO", String(repeating: "e", count: 1_000)])
+        var sent = 0
+        for _ in 0..<2_000 where harness.session.wantsInput(now: harness.now) {
+            harness.session.receive((0..<64).flatMap { _ in echo }, now: harness.now)
+            sent += 64
+        }
+        let session = harness.session
+        #expect(!session.wantsInput(now: harness.now), "still reading after \(sent) commands")
+        #expect(session.pendingOutput > 0)
+        harness.advance(milliseconds: 4_000)
+        #expect(session.expired(now: harness.now) == nil)
+        harness.advance(milliseconds: 1_100)
+        #expect(session.expired(now: harness.now) == .slowReader, "\(session.pendingOutput) bytes unsent")
+        #expect(session.nextDeadline().map { $0 <= harness.now } == true)
+    }
+
     @Test func aRateOverTheAddressLimitPausesReading() {
         let s = SessionHarness(charge: { $0 > 0 ? 500_000_000 : 0 })
         #expect(s.send("PING\r\n") == "+PONG\r\n")
