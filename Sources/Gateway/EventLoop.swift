@@ -99,8 +99,6 @@ final class LoopInbox: Sendable {
 struct TimerHeap {
     private var entries: [(at: UInt64, key: UInt64)] = []
 
-    var isEmpty: Bool { entries.isEmpty }
-    var count: Int { entries.count }
     var first: (at: UInt64, key: UInt64)? { entries.first }
 
     mutating func push(_ at: UInt64, _ key: UInt64) {
@@ -228,6 +226,8 @@ final class EventLoop: @unchecked Sendable {
             serviceTouched(now: now)
         }
         for key in Array(connections.keys) { finish(key) }
+        // Connections handed over as the loop ended: closed (their sockets with them), and counted out.
+        for case .arrival(let arrival) in inbox.take() { closed(arrival.address) }
     }
 
     private func touch(_ connection: Connection) {

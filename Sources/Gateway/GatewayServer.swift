@@ -180,7 +180,7 @@ struct AcceptLoop: @unchecked Sendable {
         var exhausted = false
         while !stopping.isSet {
             guard poll(&fds, 1, 200) > 0 else { continue }
-            while true {
+            while !stopping.isSet {
                 let accepted: (socket: TCPSocket, address: String)?
                 do {
                     accepted = try listener.accept()

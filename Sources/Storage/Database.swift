@@ -204,7 +204,14 @@ public final class Database {
     ///
     /// A call inside another transaction uses a savepoint instead, so if the inner body throws and the outer
     /// body catches that error, only the inner work is undone. `kind` applies to the outermost call only.
+    ///
+    /// When SQLite has rolled back the outer transaction on its own (after SQLITE_FULL, an I/O
+    /// error), an inner call throws `SQLITE_ABORT` instead of running: a savepoint opened then
+    /// would begin a transaction of its own and commit on release, outside the outer one.
     public func transaction<Result>(_ kind: TransactionKind = .immediate, _ body: () throws -> Result) throws -> Result {
+        if transactionDepth > 0 && !isInTransaction {
+            throw SQLiteError(extendedCode: SQLITE_ABORT, message: "the enclosing transaction was rolled back", sql: nil)
+        }
         let nested = transactionDepth > 0 || isInTransaction
         let savepoint = "storage_savepoint_\(transactionDepth + 1)"
         // Prepared once and cached, like any statement: a write runs four of these (its

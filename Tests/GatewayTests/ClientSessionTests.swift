@@ -269,7 +269,6 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
     /// nothing for 5 s is a slow reader, as one over the bound is (not kept for the idle timeout).
     @Test func aClientThatStopsTheReadingBelowTheBoundIsDroppedAfterTheGrace() {
         let harness = SessionHarness()
-        let limits = GatewayLimits()
         let echo = RESPClient.command(["ECHO", String(repeating: "e", count: 1_000)])
         var sent = 0
         for _ in 0..<2_000 where harness.session.wantsInput(now: harness.now) {

@@ -2,12 +2,14 @@ import Bus
 import Foundation
 @testable import Gateway
 import ServiceCore
+import TestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// One `EventLoop` on its thread, fed connected sockets whose sessions answer `ping` at once.
+/// One `EventLoop` on its thread, fed connected sockets whose sessions answer `ping` at once
+/// and keep `wait` calls (in `kept`) for the test to answer.
 final class LoopHarness {
     let limits: GatewayLimits
     let count = ConnectionCount()
@@ -18,6 +20,8 @@ final class LoopHarness {
     private let listener: TCPSocket
     private let charge: ClientSession.Charge
     private var nextKey: UInt64 = 0
+    /// The completions of `wait` calls, not answered yet.
+    let kept = Locked<[@Sendable (Outcome, SessionChange?) -> Void]>([])
 
     init(limits: GatewayLimits = GatewayLimits(), charge: @escaping ClientSession.Charge = { _ in 0 }) throws {
         self.limits = limits
@@ -49,9 +53,13 @@ final class LoopHarness {
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         nextKey += 1
-        let key = nextKey, inbox = loop.inbox
+        let key = nextKey, inbox = loop.inbox, kept = self.kept
         let session = ClientSession(limits: limits, framing: FramingLimits(), now: monotonicNanos(),
-                                    dispatch: { call, _, _ in call.method == "ping" ? .pong : .result(call.params) },
+                                    dispatch: { call, _, completion in
+                                        guard call.method == "wait" else { return call.method == "ping" ? .pong : .result(call.params) }
+                                        kept.withLock { $0.append(completion) }
+                                        return nil
+                                    },
                                     deliver: { inbox.post(.outcome(key: key, slot: $0, outcome: $1, change: $2)) },
                                     charge: charge)
         _ = count.add(1)
@@ -147,7 +155,16 @@ final class LoopHarness {
         defer { clients.forEach { close($0) } }
         for fd in clients { LoopHarness.send(fd, "PING\r\n") }
         #expect(LoopHarness.pongs(clients) == clients.count)
+        // A call in flight on every connection when the loop is told to stop.
+        for fd in clients { LoopHarness.send(fd, "wait\r\n") }
+        for _ in 0..<250 where harness.kept.withLock({ $0.count }) < clients.count { usleep(20_000) }
+        #expect(harness.kept.withLock { $0.count } == clients.count)
         harness.stopping.set()
+        usleep(100_000)
+        #expect(harness.count.value == clients.count, "connections closed with their calls still in flight")
+        for completion in harness.kept.withLock({ $0 }) { completion(.pong, nil) }
+        // Each gets its answer, then the close.
+        #expect(LoopHarness.pongs(clients) == clients.count)
         #expect(LoopHarness.closedByPeer(clients) == clients.count)
         for _ in 0..<50 where harness.count.value > 0 { usleep(20_000) }
         #expect(harness.count.value == 0)

@@ -32,6 +32,13 @@ import Testing
         let words = (0..<300).map { i in String(repeating: Character(Unicode.Scalar(UInt8(97 + i % 26))), count: i % 7) }
         let whole = Array(("*\(words.count)\r\n" + words.map { "$\($0.utf8.count)\r\n\($0)\r\n" }.joined()).utf8)
         let junk: [UInt8] = Array("PING\r\n".utf8)
+        // Where each bulk string ends in `whole`.
+        var ends: [Int] = []
+        var offset = "*\(words.count)\r\n".utf8.count
+        for word in words {
+            offset += "$\(word.utf8.count)\r\n".utf8.count + word.utf8.count + 2
+            ends.append(offset)
+        }
         var progress: RESP.ArrayProgress?
         var complete: RESP.Parsed?
         for end in 1...whole.count {
@@ -46,10 +53,7 @@ import Testing
             }
             // Whatever bulk strings have fully come are kept, and where the next one starts.
             let read = progress?.arguments.count ?? 0
-            let expected = words.indices.first { i in
-                let upTo = "*\(words.count)\r\n" + words[...i].map { "$\($0.utf8.count)\r\n\($0)\r\n" }.joined()
-                return upTo.utf8.count > end
-            } ?? words.count
+            let expected = ends.firstIndex { $0 > end } ?? words.count
             #expect(read == expected, "after \(end) bytes")
         }
         #expect(progress == nil)

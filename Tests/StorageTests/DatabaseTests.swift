@@ -254,6 +254,32 @@ import Testing
         #expect(values == ["outer before", "sibling", "outer after"])
     }
 
+    /// SQLite may roll a transaction back on its own (after SQLITE_FULL, an I/O error): a
+    /// savepoint opened after that would be a transaction of its own, committed on release.
+    /// So an inner call throws instead of running, and nothing of it is written.
+    @Test func anInnerCallAfterSQLiteRolledBackTheOuterOneWritesNothing() throws {
+        let database = try Database(path: ":memory:")
+        try database.execute("CREATE TABLE t(x)")
+        var innerRan = false
+        let error = sqliteError(.abort) {
+            try database.transaction {
+                try database.run("INSERT INTO t VALUES(1)")
+                try database.execute("ROLLBACK")  // as SQLite does by itself after some errors
+                _ = sqliteError(.abort) {
+                    try database.transaction {
+                        innerRan = true
+                        try database.run("INSERT INTO t VALUES(2)")
+                    }
+                }
+                try database.transaction { try database.run("INSERT INTO t VALUES(3)") }
+            }
+        }
+        #expect(error != nil)
+        #expect(!innerRan)
+        #expect(try database.scalarInt("SELECT count(*) FROM t") == 0)
+        #expect(!database.isInTransaction)
+    }
+
     @Test func innerFailureNotCaughtUndoesEverything() throws {
         let database = try Database(path: ":memory:")
         try database.execute("CREATE TABLE t(x)")
