@@ -17,7 +17,8 @@ extension MapQueries {
     /// again (cheaply, skipped), one read through the R*Tree leaves out what the R*Tree read.
     /// Bands cost a range scan each, the R*Tree a table lookup per place: a ring is read by
     /// bands only where the places read so far say it holds more places than bands (a dense
-    /// city), through the R*Tree elsewhere (and for the first ring, before anything is known).
+    /// city), through the R*Tree elsewhere (and for the first ring, before anything is known);
+    /// with a budget, by bands whenever the ring is short enough for them.
     ///
     /// With a `budget`, at most what it has left is read (places read again counted again):
     /// when it runs out before `want` are found, the answer is those found within the last
@@ -69,9 +70,11 @@ extension MapQueries {
             // Exact bounds, widened by 1e-7 degree (1 cm) so rounding never leaves out a point.
             let widened = areas.map { (south: $0.south - 1e-7, north: $0.north + 1e-7, west: $0.west - 1e-7, east: $0.east + 1e-7) }
             let bands = widened.reduce(0) { $0 + MapQueries.strip($1.north) - MapQueries.strip($1.south) + 1 }
-            // The places this box should hold, at the density of the last one.
+            // The places this box should hold, at the density of the last one. With a budget (text
+            // search, which reads far for few matches) bands serve every ring short enough: the
+            // R*Tree would read the inner rings again, each place counted against the budget.
             let expected = last.map { Double($0.places) * (ring / $0.ring) * (ring / $0.ring) } ?? 0
-            if expected >= Double(bands), widened.allSatisfy({ MapQueries.strip($0.north) - MapQueries.strip($0.south) < MapQueries.maxStrips }),
+            if budget != nil || expected >= Double(bands), widened.allSatisfy({ MapQueries.strip($0.north) - MapQueries.strip($0.south) < MapQueries.maxStrips }),
                try hasStrips() {
                 // Band by band, in longitude order; what an earlier ring read comes again, cheaply, and is skipped.
                 for area in widened {
