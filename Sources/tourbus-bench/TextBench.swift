@@ -26,32 +26,46 @@ struct Town {
         ("Beach", "beach"), ("Cafe", "cafe"), ("Bar", "bar"), ("Grill", "restaurant"), ("Mall", "shopping"),
     ]
 
+    /// A generated place as `catalog.create` takes it.
+    struct PlaceBody: Encodable {
+        var name, category: String
+        var lat, lon: Double
+        var address: String
+        var popularity: Int
+        var price_level: Int? = nil
+
+        /// Its JSON (a price level only when it has one).
+        var json: String {
+            guard let json = try? JSONEncoder().encode(self) else { fail("cannot encode \(name)") }
+            return String(decoding: json, as: UTF8.self)
+        }
+    }
+
+    /// A point around the town, on a gaussian of `spread` metres each way.
+    func point(spread: Double, _ rng: inout Random) -> (lat: Double, lon: Double) {
+        let pointLat = max(-89.9, min(89.9, lat + rng.gaussian() * spread / 111_320))
+        var pointLon = lon + rng.gaussian() * spread / (111_320 * max(0.01, cos(lat * .pi / 180)))
+        if pointLon > 180 { pointLon -= 360 }
+        if pointLon < -180 { pointLon += 360 }
+        return (pointLat, pointLon)
+    }
+
     /// Place `i` as `catalog.create` takes it: the `i`th town itself while there are towns, with
     /// popularity 0 (GeoNames has none), then a named place within a few km of a random town,
     /// most with popularity 0 and a few with a skewed one. Its point is appended to `points`.
     static func place(_ i: Int, _ towns: [Town], _ rng: inout Random, _ points: inout [(lat: Double, lon: Double)]) -> String {
-        struct Body: Encodable {
-            var name, category: String
-            var lat, lon: Double
-            var address: String
-            var popularity: Int
-        }
-        let body: Body
+        let body: PlaceBody
         if i < towns.count {
             let t = towns[i]
-            body = Body(name: t.name, category: "attraction", lat: t.lat, lon: t.lon, address: t.address, popularity: 0)
+            body = PlaceBody(name: t.name, category: "attraction", lat: t.lat, lon: t.lon, address: t.address, popularity: 0)
         } else {
             let t = rng.pick(towns), kind = rng.pick(kinds)
-            let lat = max(-89.9, min(89.9, t.lat + rng.gaussian() * 2_000 / 111_320))
-            var lon = t.lon + rng.gaussian() * 2_000 / (111_320 * max(0.01, cos(t.lat * .pi / 180)))
-            if lon > 180 { lon -= 360 }
-            if lon < -180 { lon += 360 }
+            let (lat, lon) = t.point(spread: 2_000, &rng)
             let popularity = rng.unit() < 0.8 ? 0 : 1 + Int(pow(rng.unit(), 3) * 99)
-            body = Body(name: "\(t.name) \(kind.word)", category: kind.category, lat: lat, lon: lon, address: t.address, popularity: popularity)
+            body = PlaceBody(name: "\(t.name) \(kind.word)", category: kind.category, lat: lat, lon: lon, address: t.address, popularity: popularity)
         }
         points.append((body.lat, body.lon))
-        guard let json = try? JSONEncoder().encode(body) else { fail("cannot encode place \(i)") }
-        return String(decoding: json, as: UTF8.self)
+        return body.json
     }
 }
 

@@ -43,30 +43,16 @@ struct ZipfTowns {
 
     /// A point around the town of `rank`, as far out as its size makes it.
     func point(around rank: Int, _ rng: inout Random) -> (lat: Double, lon: Double) {
-        let town = towns[rank]
-        let spread = min(15_000, max(500, 250 * expected[rank].squareRoot()))
-        let lat = max(-89.9, min(89.9, town.lat + rng.gaussian() * spread / 111_320))
-        var lon = town.lon + rng.gaussian() * spread / (111_320 * max(0.01, cos(town.lat * .pi / 180)))
-        if lon > 180 { lon -= 360 }
-        if lon < -180 { lon += 360 }
-        return (lat, lon)
+        towns[rank].point(spread: min(15_000, max(500, 250 * expected[rank].squareRoot())), &rng)
     }
 
     /// Place `i` as `catalog.create` takes it ("Lyon Market 12"), its point appended to `points`.
     func place(_ i: Int, _ rng: inout Random, _ points: inout [(lat: Double, lon: Double)]) -> String {
-        struct Body: Encodable {
-            var name, category: String
-            var lat, lon: Double
-            var address: String
-            var popularity: Int
-            var price_level: Int
-        }
         let rank = pick(&rng), kind = rng.pick(Town.kinds)
         let (lat, lon) = point(around: rank, &rng)
         points.append((lat, lon))
-        let body = Body(name: "\(towns[rank].name) \(kind.word) \(i)", category: kind.category, lat: lat, lon: lon,
-                        address: towns[rank].address, popularity: Int(pow(rng.unit(), 3) * 100), price_level: Int(rng.next() % 5))
-        guard let json = try? JSONEncoder().encode(body) else { fail("cannot encode place \(i)") }
-        return String(decoding: json, as: UTF8.self)
+        return Town.PlaceBody(name: "\(towns[rank].name) \(kind.word) \(i)", category: kind.category, lat: lat, lon: lon,
+                              address: towns[rank].address, popularity: Int(pow(rng.unit(), 3) * 100),
+                              price_level: Int(rng.next() % 5)).json
     }
 }
