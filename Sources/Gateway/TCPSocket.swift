@@ -61,7 +61,12 @@ final class TCPSocket {
         }
     }
 
-    /// Accepts one connection (non-blocking, no delay) with the client's address, or nil when none is waiting.
+    /// The kernel's send buffer of a client connection (it doubles it for its own use). Left to
+    /// itself it grows to `tcp_wmem`'s maximum (4 MiB here), and replies a client does not
+    /// read would sit there, out of the gateway's output bound and its slow-reader rule.
+    static let sendBufferBytes: Int32 = 128 << 10
+
+    /// Accepts one connection (non-blocking, no delay, a bounded send buffer) with the client's address, or nil when none is waiting.
     func accept() throws(SystemError) -> (socket: TCPSocket, address: String)? {
         while true {
             var storage = sockaddr_storage()
@@ -74,6 +79,8 @@ final class TCPSocket {
                 _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
                 var one: Int32 = 1
                 setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                var sendBuffer = TCPSocket.sendBufferBytes
+                setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
                 return (TCPSocket(descriptor: fd), TCPSocket.clientAddress(storage))
             }
             switch errno {

@@ -151,6 +151,23 @@ import Glibc
         #expect(hog.isClosedByPeer())
     }
 
+    /// Replies a client does not read cannot hide in the kernel: its send buffer is bounded, so
+    /// 3 MB asked for and not read reach the gateway's output bound and the client is dropped
+    /// as a slow reader (left to autotuning, the kernel took them all and the connection stayed).
+    @Test func aClientThatDoesNotReadCannotParkItsRepliesInTheKernel() throws {
+        let suite = try SuiteFixture()
+        try suite.createHeavyPlaces(100)
+        let hog = try GatewayConnection(port: suite.port, timeoutMilliseconds: 10_000, receiveBuffer: 4_096)
+        // Six answers of about half a megabyte each, none read.
+        hog.send(Array([[UInt8]](repeating: GatewayConnection.resp(["catalog.list", "limit", "100"]), count: 6).joined()))
+        var disconnected = false
+        for _ in 0..<300 where !disconnected {
+            disconnected = suite.gateway.log.contains("does not read its replies")
+            if !disconnected { usleep(50_000) }
+        }
+        #expect(disconnected, "a client that reads nothing of 3 MB of replies is still connected after 15 s")
+    }
+
     /// The gateway keeps nothing on disk and publishes nothing: the services' flags are
     /// refused with why, and the usage it prints is its own.
     @Test(arguments: [("--data-dir", "the gateway keeps nothing on disk"), ("--readers", "the gateway has no reader threads"),

@@ -135,9 +135,12 @@ final class GatewayConnection {
     /// How long one call (a send, a line, a reply, waiting for the close) may take.
     let timeout: TimeInterval
 
-    init(port: UInt16, from source: String? = nil, timeoutMilliseconds: Int = 5_000) throws {
+    /// `receiveBuffer`: the socket's receive buffer, set before connecting (a client that reads
+    /// little takes little into its kernel).
+    init(port: UInt16, from source: String? = nil, timeoutMilliseconds: Int = 5_000, receiveBuffer: Int32? = nil) throws {
         timeout = Double(timeoutMilliseconds) / 1000
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size)) }
         func address(_ host: String, _ port: UInt16) -> sockaddr_in {
             var a = sockaddr_in()
             a.sin_family = sa_family_t(AF_INET)
