@@ -192,10 +192,13 @@ struct AcceptLoop: @unchecked Sendable {
                     usleep(AcceptLoop.exhaustedPauseMicroseconds)
                     break
                 }
-                guard let (socket, address) = accepted else { break }
-                if exhausted {
-                    exhausted = false
-                    logger.info("accepting connections again", [:])
+                guard let (socket, address) = accepted else {
+                    // The backlog is empty: files are to spare again (a file freed now and then does not say so).
+                    if exhausted {
+                        exhausted = false
+                        logger.info("accepting connections again", [:])
+                    }
+                    break
                 }
                 let open = connections.add(1)
                 if open > limits.maxConnections {
