@@ -12,38 +12,22 @@ struct HitJSON: Equatable {
     /// The members after `distance_m`, up to the rating: `"id":…,"lat":…,"lon":…,"name":…,"popularity":…,"price_level":…`.
     var tail: String
 
-    private struct Head: Encodable {
-        var address: String?
-        var category: String
-    }
-
-    private struct Tail: Encodable {
-        var id: Int64
-        var lat: Double
-        var lon: Double
-        var name: String
-        var popularity: Double
-        var priceLevel: Int?
-
-        enum CodingKeys: String, CodingKey {
-            case id, lat, lon, name, popularity
-            case priceLevel = "price_level"
-        }
-    }
-
     /// The pieces of `place`'s hit, with its numbers as SQLite gives them back (a negative zero
-    /// is stored as 0).
+    /// is stored as 0): the encoder's `SearchHit` without distance or rating, cut where `id`
+    /// begins. Keys are sorted, and `,"id":` cannot stand inside a string (its quotes would be
+    /// escaped), so the first one is the member's.
     init(_ place: IndexedPlace) throws {
         func stored(_ x: Double) -> Double { x == 0 ? 0 : x }
-        head = try HitJSON.inside(Head(address: place.address, category: place.category))
-        tail = try HitJSON.inside(Tail(id: place.id, lat: stored(place.lat), lon: stored(place.lon), name: place.name,
-                                       popularity: stored(place.popularity ?? 0), priceLevel: place.priceLevel))
-    }
-
-    /// The members of the encoder's object, without its braces.
-    private static func inside(_ value: some Encodable) throws -> String {
-        let object = try JSONCoding.encoder.encode(value)
-        return String(decoding: object.dropFirst().dropLast(), as: UTF8.self)
+        let hit = SearchHit(id: place.id, name: place.name, category: place.category, address: place.address,
+                            lat: stored(place.lat), lon: stored(place.lon), priceLevel: place.priceLevel,
+                            popularity: stored(place.popularity ?? 0), rating: nil, reviewCount: nil, distanceM: nil)
+        let object = String(decoding: try JSONCoding.encoder.encode(hit), as: UTF8.self)
+        let inside = object.dropFirst().dropLast()
+        guard let cut = inside.range(of: #","id":"#) else {
+            throw ServiceError(.internal, "a search hit's JSON has no id member")
+        }
+        head = String(inside[..<cut.lowerBound])
+        tail = String(inside[inside.index(after: cut.lowerBound)...])
     }
 }
 
