@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zmq  # noqa: E402
 
-from rebuild import Client, create_all, dealer, fail  # noqa: E402
+from rebuild import Client, create_all, dealer, fail, ready_replies  # noqa: E402
 
 CATEGORIES = ["restaurant", "cafe", "bar", "hotel", "attraction", "museum", "park", "beach", "shopping", "market"]
 DENSE = [("Paris", 48.8566, 2.3522), ("Tokyo", 35.6762, 139.6503), ("Sydney", -33.8688, 151.2093)]
@@ -163,12 +163,7 @@ def writer(args):
             sent_at[rid] = now
             n += 1
         if sock.poll(20):
-            while True:
-                try:
-                    frames = sock.recv_multipart(zmq.NOBLOCK)
-                except zmq.Again:
-                    break
-                reply = json.loads(frames[0])
+            for reply in ready_replies(sock):
                 if sent_at.pop(reply.get("id"), None) is None:
                     continue
                 if reply.get("ok"):

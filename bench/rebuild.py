@@ -119,6 +119,16 @@ def generate(count, cities_csv, seed=2026):
                "popularity": rng.randrange(100), "price_level": rng.randrange(5)}
 
 
+def ready_replies(sock):
+    """The decoded reply envelopes a DEALER socket holds now, without waiting."""
+    while True:
+        try:
+            frames = sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
+        yield json.loads(frames[0])
+
+
 def create_all(endpoint, bodies, count, on_reply, window=512, limit_seconds=1800):
     """Sends `count` `catalog.create` requests, their bodies taken from the iterator `bodies`,
     on one DEALER with at most `window` in flight; calls on_reply(index, reply) for each reply
@@ -142,12 +152,7 @@ def create_all(endpoint, bodies, count, on_reply, window=512, limit_seconds=1800
             sent += 1
             in_flight += 1
         if sock.poll(1000):
-            while True:
-                try:
-                    frames = sock.recv_multipart(zmq.NOBLOCK)
-                except zmq.Again:
-                    break
-                reply = json.loads(frames[0])
+            for reply in ready_replies(sock):
                 in_flight -= 1
                 done += 1
                 on_reply(int(reply["id"][1:]), reply)
