@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Benchmark driver (bench/search); talks to the real executables, imports no service.
-        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Geo"]),
+        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus"]),

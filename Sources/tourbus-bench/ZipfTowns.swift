@@ -51,8 +51,7 @@ struct ZipfTowns {
         let rank = pick(&rng), kind = rng.pick(Town.kinds)
         let (lat, lon) = point(around: rank, &rng)
         points.append((lat, lon))
-        return Town.PlaceBody(name: "\(towns[rank].name) \(kind.word) \(i)", category: kind.category, lat: lat, lon: lon,
-                              address: towns[rank].address, popularity: Int(pow(rng.unit(), 3) * 100),
-                              price_level: Int(rng.next() % 5)).json
+        return Town.json(name: "\(towns[rank].name) \(kind.word) \(i)", category: kind.category, lat: lat, lon: lon,
+                         address: towns[rank].address, popularity: Int(pow(rng.unit(), 3) * 100), priceLevel: Int(rng.next() % 5))
     }
 }
