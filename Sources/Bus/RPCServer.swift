@@ -281,7 +281,7 @@ public final class RPCServer<State>: Sendable {
             }
             let now = monotonicNanos()
             for answer in answers { stats.record(type: answer.type, nanoseconds: now - answer.received, error: answer.failure) }
-            shared.replies.withLock { $0.append(contentsOf: answers.map(\.frames)) }
+            shared.replies.withLock { replies in for answer in answers { replies.append(answer.frames) } }
             shared.wakeup.signal()
         }
     }
