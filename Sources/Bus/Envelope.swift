@@ -113,47 +113,49 @@ extension RequestHeader {
     /// Reads the header of a request envelope by span, without the decoder, when it is plainly
     /// shaped: each member once, `v` and `deadline_ms` integer literals, `id` and `type`
     /// strings, `auth` absent, `null` or `{"user_id":S,"role":S}`. Nil for anything else
-    /// (a wrong type, a repeated key, an `auth` with other members): then decode the envelope,
-    /// whose errors are the contract. Expects text already checked as strict JSON.
+    /// (a wrong type, a repeated key, a key written with escapes, an `auth` with other members):
+    /// then decode the envelope, whose errors are the contract. Expects text already checked
+    /// as strict JSON.
     public static func scan(_ envelope: Data) -> RequestHeader? {
-        guard let members = JSONSpan.members(of: envelope) else { return nil }
         var v: Int?, id: String?, type: String?, auth: Auth?, deadlineMs: Int?, body: Range<Int>?
         // One bit per header member seen (and the body): a repeated one is left to the decoder.
         var seen: UInt8 = 0
-        func once(_ bit: UInt8) -> Bool {
-            defer { seen |= bit }
-            return seen & bit == 0
-        }
-        // In strict JSON a value that starts with `n` is `null`.
-        func isNull(_ range: Range<Int>) -> Bool { envelope[range.lowerBound] == UInt8(ascii: "n") }
-        for (key, range) in members {
-            switch key {
-            case "v":
-                guard once(1), let value = Int(String(decoding: envelope[range], as: UTF8.self)) else { return nil }
-                v = value
-            case "id":
-                guard once(2), let value = JSONSpan.string(at: range, in: envelope) else { return nil }
-                id = value
-            case "type":
-                guard once(4), let value = JSONSpan.string(at: range, in: envelope) else { return nil }
-                type = value
-            case "deadline_ms":
-                guard once(8) else { return nil }
-                guard !isNull(range) else { continue }
-                guard let value = Int(String(decoding: envelope[range], as: UTF8.self)) else { return nil }
-                deadlineMs = value
-            case "auth":
-                guard once(16) else { return nil }
-                guard !isNull(range) else { continue }
-                guard let value = scanAuth(envelope.subdata(in: range)) else { return nil }
-                auth = value
-            case "body":
-                guard once(32) else { return nil }
-                body = range
-            default: continue
+        let plain = JSONSpan.walkMembers(of: envelope) { key, value, range in
+            // In strict JSON a value that starts with `n` is `null`.
+            let isNull = value.first == UInt8(ascii: "n")
+            func once(_ bit: UInt8) -> Bool {
+                defer { seen |= bit }
+                return seen & bit == 0
             }
+            if JSONSpan.key(key, is: "v") {
+                guard once(1), let number = JSONSpan.integer(value) else { return false }
+                v = number
+            } else if JSONSpan.key(key, is: "id") {
+                guard once(2), let string = JSONSpan.plainString(value) ?? JSONSpan.string(at: range, in: envelope) else { return false }
+                id = string
+            } else if JSONSpan.key(key, is: "type") {
+                guard once(4), let string = JSONSpan.plainString(value) ?? JSONSpan.string(at: range, in: envelope) else { return false }
+                type = string
+            } else if JSONSpan.key(key, is: "deadline_ms") {
+                guard once(8) else { return false }
+                guard !isNull else { return true }
+                guard let number = JSONSpan.integer(value) else { return false }
+                deadlineMs = number
+            } else if JSONSpan.key(key, is: "auth") {
+                guard once(16) else { return false }
+                guard !isNull else { return true }
+                guard let scanned = scanAuth(envelope.subdata(in: range)) else { return false }
+                auth = scanned
+            } else if JSONSpan.key(key, is: "body") {
+                guard once(32) else { return false }
+                body = range
+            } else if JSONSpan.hasEscape(key) {
+                // It might spell one of the above.
+                return false
+            }
+            return true
         }
-        guard let v, let id, let type else { return nil }
+        guard plain, let v, let id, let type else { return nil }
         return RequestHeader(v: v, id: id, type: type, auth: auth, deadlineMs: deadlineMs, bodyRange: body)
     }
 
@@ -195,68 +197,141 @@ public struct ReplyHeader: Decodable, Sendable {
     public var id: String?
     public var ok: Bool
     public var error: ServiceError?
+    /// Where the `body` member's value lies in the envelope, when `read` took the header by
+    /// span; nil when the decoder read it.
+    public var bodyRange: Range<Int>? = nil
 
-    /// Reads a reply's head: a success by span (its body, often large, is not parsed here;
-    /// whoever wants it decodes it once), anything else by decoding. Nil when malformed.
+    enum CodingKeys: String, CodingKey {
+        case v, id, ok, error
+    }
+
+    /// Reads a reply's head: a success in one walk of the envelope's members (its body, often
+    /// large, is only stepped over; whoever wants it takes `bodyRange`), anything else by
+    /// decoding. A success that is not plainly shaped (`v` not an integer, `id` not a string
+    /// without escapes, a member repeated) is decoded too. Nil when malformed. Expects text
+    /// already checked as strict JSON.
     public static func read(_ envelope: Data) -> ReplyHeader? {
-        if JSONSpan.literal("ok", in: envelope) == "true", let id = JSONSpan.plainString("id", in: envelope),
-           let v = JSONSpan.literal("v", in: envelope).flatMap(Int.init) {
-            return ReplyHeader(v: v, id: id, ok: true, error: nil)
+        var v: Int?, id: String?, ok: Bool?, body: Range<Int>?
+        // One bit per member seen: a repeated one (or an escaped key) is left to the decoder.
+        var seen: UInt8 = 0
+        let plain = JSONSpan.walkMembers(of: envelope) { key, value, range in
+            func once(_ bit: UInt8) -> Bool {
+                defer { seen |= bit }
+                return seen & bit == 0
+            }
+            if JSONSpan.key(key, is: "v") {
+                guard once(1) else { return false }
+                v = JSONSpan.integer(value)
+            } else if JSONSpan.key(key, is: "id") {
+                guard once(2) else { return false }
+                id = JSONSpan.plainString(value)
+            } else if JSONSpan.key(key, is: "ok") {
+                guard once(4) else { return false }
+                // In strict JSON a value that starts with `t` is `true`.
+                ok = value.first == UInt8(ascii: "t")
+            } else if JSONSpan.key(key, is: "body") {
+                guard once(8) else { return false }
+                body = range
+            } else if JSONSpan.hasEscape(key) {
+                return false
+            }
+            return true
+        }
+        if plain, ok == true, let v, let id {
+            return ReplyHeader(v: v, id: id, ok: true, error: nil, bodyRange: body)
         }
         return try? JSONCoding.decoder.decode(ReplyHeader.self, from: envelope)
     }
 }
 
 /// Reply and event framing built by concatenation, so a body already encoded (or stored,
-/// as outbox rows are) is never decoded and encoded again.
+/// as outbox rows are) is never decoded and encoded again. Each envelope is written into one
+/// byte array sized for it and copied once into its `Data`: `Data`'s own appends cost
+/// thousands of instructions each (callgrind-get, callgrind-create).
 public enum EnvelopeCoding {
     /// `{"v":1,"id":…,"ok":true,"body":<body>}`.
     public static func success(id: String?, body: Data) -> Data {
-        var out = Data("{\"v\":\(envelopeVersion),\"id\":".utf8)
-        out.append(quoted(id))
-        out.append(contentsOf: Array(",\"ok\":true,\"body\":".utf8))
+        var out = Bytes(capacity: body.count + 64)
+        out.raw("{\"v\":\(envelopeVersion),\"id\":")
+        out.quoted(id)
+        out.raw(",\"ok\":true,\"body\":")
         out.append(body)
-        out.append(UInt8(ascii: "}"))
-        return out
+        out.raw("}")
+        return out.data
     }
 
     /// `{"v":1,"id":…,"ok":false,"error":{…}}`.
     public static func failure(id: String?, error: ServiceError) -> Data {
-        var out = Data("{\"v\":\(envelopeVersion),\"id\":".utf8)
-        out.append(quoted(id))
-        out.append(contentsOf: Array(",\"ok\":false,\"error\":".utf8))
+        var out = Bytes(capacity: 256)
+        out.raw("{\"v\":\(envelopeVersion),\"id\":")
+        out.quoted(id)
+        out.raw(",\"ok\":false,\"error\":")
         out.append((try? JSONCoding.encoder.encode(error)) ?? Data("{\"code\":\"internal\",\"message\":\"unencodable error\"}".utf8))
-        out.append(UInt8(ascii: "}"))
-        return out
+        out.raw("}")
+        return out.data
     }
 
     /// `{"v":1,"seq":…,"type":…,"ts":…,"epoch":…,"body":<body>}`.
     public static func event(seq: Int64, type: String, ts: String, epoch: String, body: Data) -> Data {
-        var out = Data("{\"v\":\(envelopeVersion),\"seq\":\(seq),\"type\":".utf8)
-        out.append(quoted(type))
-        out.append(contentsOf: Array(",\"ts\":".utf8))
-        out.append(quoted(ts))
-        out.append(contentsOf: Array(",\"epoch\":".utf8))
-        out.append(quoted(epoch))
-        out.append(contentsOf: Array(",\"body\":".utf8))
+        var out = Bytes(capacity: body.count + 128)
+        out.raw("{\"v\":\(envelopeVersion),\"seq\":\(seq),\"type\":")
+        out.quoted(type)
+        out.raw(",\"ts\":")
+        out.quoted(ts)
+        out.raw(",\"epoch\":")
+        out.quoted(epoch)
+        out.raw(",\"body\":")
         out.append(body)
-        out.append(UInt8(ascii: "}"))
-        return out
+        out.raw("}")
+        return out.data
     }
 
-    /// A JSON string literal (or `null`), as `JSONCoding.encoder` writes it. Printable ASCII
-    /// without `"` and `\` (request ids, types, times) needs no escape and is copied.
-    static func quoted(_ s: String?) -> Data {
-        guard let s else { return Data("null".utf8) }
-        var plain = true
-        for byte in s.utf8 where byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-            plain = false
-            break
+    /// `{"v":1,"id":…,"type":…,"auth":…,"deadline_ms":…,"body":<body>}`, what `RPCClient` sends.
+    public static func request(id: String, type: String, auth: Auth?, deadlineMilliseconds: Int, body: Data) -> Data {
+        var out = Bytes(capacity: body.count + 128)
+        out.raw("{\"v\":\(envelopeVersion),\"id\":")
+        out.quoted(id)
+        out.raw(",\"type\":")
+        out.quoted(type)
+        out.raw(",\"auth\":")
+        if let auth {
+            out.raw("{\"role\":")
+            out.quoted(auth.role)
+            out.raw(",\"user_id\":")
+            out.quoted(auth.userId)
+            out.raw("}")
+        } else {
+            out.raw("null")
         }
-        // One copy of contiguous bytes: Data's appends, byte by byte or of a sequence, cost
-        // thousands of instructions each (callgrind-create).
-        if plain { return Data("\"\(s)\"".utf8) }
-        return (try? JSONCoding.encoder.encode(s)) ?? Data("null".utf8)
+        out.raw(",\"deadline_ms\":\(deadlineMilliseconds),\"body\":")
+        out.append(body)
+        out.raw("}")
+        return out.data
+    }
+
+    /// An envelope being written.
+    struct Bytes {
+        private var bytes: [UInt8] = []
+
+        init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+        var data: Data { Data(bytes) }
+
+        mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+        mutating func append(_ data: Data) { bytes.append(contentsOf: data) }
+
+        /// A JSON string literal (or `null`). Printable ASCII without `"` and `\` (request ids,
+        /// types, times) needs no escape and is copied; anything else is written by the encoder.
+        mutating func quoted(_ s: String?) {
+            guard let s else { return raw("null") }
+            for byte in s.utf8 where byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                return append((try? JSONCoding.encoder.encode(s)) ?? Data("null".utf8))
+            }
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: s.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        }
     }
 }
 

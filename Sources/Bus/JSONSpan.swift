@@ -36,7 +36,12 @@ public enum JSONSpan {
     /// The top-level member `key` when it is a string without escapes (ids, types, times),
     /// or nil: then the caller decodes the document properly.
     public static func plainString(_ key: String, in json: Data) -> String? {
-        guard let range = member(key, in: json), range.count >= 2 else { return nil }
+        member(key, in: json).flatMap { plainString(at: $0, in: json) }
+    }
+
+    /// The string at `range` of `json` when it has no escapes, or nil.
+    public static func plainString(at range: Range<Int>, in json: Data) -> String? {
+        guard range.count >= 2 else { return nil }
         let bytes = json[range]
         guard bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\""), !bytes.contains(UInt8(ascii: "\\")) else { return nil }
         return String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self)
@@ -50,28 +55,79 @@ public enum JSONSpan {
     /// The top-level members of the object `json`, in order: each key with escapes resolved,
     /// and the byte range of its value. Nil when `json` is not shaped as an object.
     public static func members(of json: Data) -> [(key: String, value: Range<Int>)]? {
-        json.withUnsafeBytes { raw -> [(key: String, value: Range<Int>)]? in
+        var members: [(key: String, value: Range<Int>)] = []
+        let whole = walkMembers(of: json) { key, _, range in
+            guard let key = unescaped(key) else { return false }
+            members.append((key, range))
+            return true
+        }
+        return whole ? members : nil
+    }
+
+    /// Walks the top-level members of the object `json` without allocating: `visit` gets each
+    /// key as written between its quotes (escapes unresolved), its value's bytes and their
+    /// range in `json`, and returns false to stop. False when `json` is not shaped as an object
+    /// or `visit` stopped.
+    public static func walkMembers(
+        of json: Data, _ visit: (_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool
+    ) -> Bool {
+        json.withUnsafeBytes { raw -> Bool in
             let bytes = raw.bindMemory(to: UInt8.self)
-            var members: [(key: String, value: Range<Int>)] = []
             var i = skipSpace(bytes, 0)
-            guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return nil }
+            guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return false }
             i = skipSpace(bytes, i + 1)
-            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { return members }
+            if i < bytes.count, bytes[i] == UInt8(ascii: "}") { return true }
             while true {
-                guard i < bytes.count, bytes[i] == UInt8(ascii: "\""), let keyEnd = stringEnd(bytes, i),
-                      let key = unescaped(UnsafeBufferPointer(rebasing: bytes[(i + 1)..<(keyEnd - 1)])) else { return nil }
+                guard i < bytes.count, bytes[i] == UInt8(ascii: "\""), let keyEnd = stringEnd(bytes, i) else { return false }
+                let key = UnsafeBufferPointer(rebasing: bytes[(i + 1)..<(keyEnd - 1)])
                 i = skipSpace(bytes, keyEnd)
-                guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
+                guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return false }
                 let valueStart = skipSpace(bytes, i + 1)
-                guard let valueEnd = valueEnd(bytes, valueStart) else { return nil }
-                members.append((key, (json.startIndex + valueStart)..<(json.startIndex + valueEnd)))
+                guard let valueEnd = valueEnd(bytes, valueStart),
+                      visit(key, UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd]),
+                            (json.startIndex + valueStart)..<(json.startIndex + valueEnd)) else { return false }
                 i = skipSpace(bytes, valueEnd)
-                guard i < bytes.count else { return nil }
-                if bytes[i] == UInt8(ascii: "}") { return members }
-                guard bytes[i] == UInt8(ascii: ",") else { return nil }
+                guard i < bytes.count else { return false }
+                if bytes[i] == UInt8(ascii: "}") { return true }
+                guard bytes[i] == UInt8(ascii: ",") else { return false }
                 i = skipSpace(bytes, i + 1)
             }
         }
+    }
+
+    /// Whether a key `walkMembers` gave is `name`, byte for byte (a key written with escapes
+    /// never is: whoever must read those reads `members(of:)`).
+    public static func key(_ key: UnsafeBufferPointer<UInt8>, is name: StaticString) -> Bool {
+        key.count == name.utf8CodeUnitCount && (key.isEmpty || memcmp(key.baseAddress!, name.utf8Start, key.count) == 0)
+    }
+
+    /// Whether a key `walkMembers` gave holds an escape.
+    public static func hasEscape(_ key: UnsafeBufferPointer<UInt8>) -> Bool { key.contains(UInt8(ascii: "\\")) }
+
+    /// A value `walkMembers` gave, when it is a string without escapes, or nil.
+    public static func plainString(_ value: UnsafeBufferPointer<UInt8>) -> String? {
+        guard value.count >= 2, value.first == UInt8(ascii: "\""), value.last == UInt8(ascii: "\""),
+              !value.contains(UInt8(ascii: "\\")) else { return nil }
+        return String(decoding: UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)]), as: UTF8.self)
+    }
+
+    /// A value `walkMembers` gave, when it is an integer literal that fits an `Int`, or nil.
+    public static func integer(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
+        var i = 0
+        let negative = value.first == UInt8(ascii: "-")
+        if negative { i = 1 }
+        guard i < value.count else { return nil }
+        var result = 0
+        while i < value.count {
+            let digit = Int(value[i]) - 0x30
+            guard digit >= 0 && digit <= 9 else { return nil }
+            let (times, o1) = result.multipliedReportingOverflow(by: 10)
+            let (next, o2) = negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
+            guard !o1 && !o2 else { return nil }
+            result = next
+            i += 1
+        }
+        return result
     }
 
     /// The byte ranges of the elements of the array at `range` of `json`, or nil when it is not an array.

@@ -35,10 +35,12 @@ public struct Reply: Sendable {
     public let envelope: Data
     /// Frames after the envelope (events of `sys.replay`, for instance).
     public let attachments: [Data]
+    /// Where the body lies in `envelope`, when reading the reply's head found it.
+    let bodyRange: Range<Int>?
 
     /// The body's JSON text as the server sent it (`{}` when there is none).
     public var bodyJSON: Data {
-        guard let range = JSONSpan.member("body", in: envelope) else { return Data("{}".utf8) }
+        guard let range = bodyRange ?? JSONSpan.member("body", in: envelope) else { return Data("{}".utf8) }
         return envelope.subdata(in: range)
     }
 
@@ -115,13 +117,7 @@ public final class RPCClient: Sendable {
                      completion: @escaping Completion) {
         let timeout = max(1, timeoutMilliseconds ?? options.defaultTimeoutMilliseconds)
         let id = "\(idPrefix)-\(counter.add(1, ordering: .relaxed).newValue)"
-        var envelope = Data("{\"v\":\(envelopeVersion),\"id\":\"\(id)\",\"type\":".utf8)
-        envelope.append(EnvelopeCoding.quoted(type))
-        envelope.append(contentsOf: Array(",\"auth\":".utf8))
-        envelope.append((try? auth.map { try JSONCoding.encoder.encode($0) }) ?? nil ?? Data("null".utf8))
-        envelope.append(contentsOf: Array(",\"deadline_ms\":\(timeout),\"body\":".utf8))
-        envelope.append(body)
-        envelope.append(UInt8(ascii: "}"))
+        let envelope = EnvelopeCoding.request(id: id, type: type, auth: auth, deadlineMilliseconds: timeout, body: body)
         let outgoing = Outgoing(id: id, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
                                 completion: completion)
         let accepted = channel.submitted.withLock { queue in
@@ -276,7 +272,7 @@ public final class RPCClient: Sendable {
                     continue
                 }
                 if header.ok {
-                    finish(id, .success(Reply(envelope: envelope, attachments: Array(frames.dropFirst()))))
+                    finish(id, .success(Reply(envelope: envelope, attachments: Array(frames.dropFirst()), bodyRange: header.bodyRange)))
                 } else {
                     finish(id, .failure(header.error ?? ServiceError(.internal, "error reply without an error")))
                 }

@@ -296,7 +296,6 @@ final class ClientSession {
             inputExhausted = inputStart == input.count
             return
         }
-        // Read in place: the framing is not copied for each read.
         let bytes = limits.maxPendingOutputBytes - pendingOutput
         guard let reading = framing?.read(input[inputStart...], atEnd: peerClosed, room: room, bytes: bytes) else { return }
         readingWaitsForClient = reading.waiting && (paced || (framing?.heldBytes ?? 0) + reading.output.count >= bytes)

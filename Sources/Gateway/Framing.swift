@@ -5,15 +5,15 @@ import ServiceCore
 /// A connection's wire format, as a state machine over bytes: it reads calls from the input
 /// and writes the outcomes of calls as reply bytes, in whatever order the format needs.
 /// Independent of how the socket is driven.
-protocol Framing {
+protocol Framing: AnyObject {
     /// Reads what it can from the front of `input`, taking at most `room` requests (a JSON-RPC
     /// batch that does not fit waits unread) and stopping once the replies it made itself and
     /// holds pass `bytes`. `atEnd`: the client will send nothing more, so a last line without
     /// its LF counts.
-    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading
+    func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading
     /// The reply bytes that `slot`'s outcome makes ready to write (maybe with earlier ones it
     /// released, maybe none yet).
-    mutating func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8]
+    func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8]
     /// Replies owed to the client: calls read and not yet answered or written.
     var outstanding: Int { get }
     /// Bytes of replies ready but held back (behind an earlier RESP reply, or until a batch is

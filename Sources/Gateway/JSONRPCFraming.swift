@@ -134,7 +134,7 @@ enum JSONRPC {
 ///
 /// Every line is checked by `StrictJSON` (strict grammar, bounded depth) before anything
 /// parses it; every response is bounded by `maxReplyBytes`.
-struct JSONRPCFraming: Framing {
+final class JSONRPCFraming: Framing {
     let limits: FramingLimits
     private var discardingLine = false
     /// Bytes at the front of the unread input already searched for a newline (so a long
@@ -152,7 +152,7 @@ struct JSONRPCFraming: Framing {
 
     var outstanding: Int { ids.count }
 
-    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading {
+    func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading {
         var reading = Reading()
         var position = input.startIndex
         var room = room
@@ -208,7 +208,7 @@ struct JSONRPCFraming: Framing {
     }
 
     /// Handles one line; the calls it started, or nil when it is a batch that must wait for room.
-    private mutating func handle(_ line: ArraySlice<UInt8>, room: Int, into reading: inout Reading) -> Int? {
+    private func handle(_ line: ArraySlice<UInt8>, room: Int, into reading: inout Reading) -> Int? {
         do {
             try StrictJSON.check(line, maxDepth: limits.maxDepth)
         } catch {
@@ -242,7 +242,7 @@ struct JSONRPCFraming: Framing {
         reading.output += JSONRPC.error(id: Data("null".utf8), error, code: code) + [0x0A]
     }
 
-    private mutating func submit(_ request: JSONRPC.Request, batch: Int?, into reading: inout Reading) {
+    private func submit(_ request: JSONRPC.Request, batch: Int?, into reading: inout Reading) {
         let slot = nextSlot
         nextSlot += 1
         if let batch { slotBatch[slot] = batch }
@@ -256,7 +256,7 @@ struct JSONRPCFraming: Framing {
         }
     }
 
-    mutating func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
+    func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
         guard let entry = ids[slot] else { return [] }
         let id = entry ?? Data("null".utf8)
         switch outcome {
@@ -269,7 +269,7 @@ struct JSONRPCFraming: Framing {
     }
 
     /// Files a response: written at once, or kept until its batch is complete. Notifications get none.
-    private mutating func finish(_ slot: Int, _ response: [UInt8]) -> [UInt8] {
+    private func finish(_ slot: Int, _ response: [UInt8]) -> [UInt8] {
         let notification = ids.removeValue(forKey: slot).map { $0 == nil } ?? true
         guard let batchId = slotBatch.removeValue(forKey: slot) else { return notification ? [] : response + [0x0A] }
         guard var batch = batches[batchId] else { return [] }

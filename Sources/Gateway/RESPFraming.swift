@@ -232,7 +232,7 @@ enum RESP {
 ///
 /// The Redis commands that tools and libraries send on their own (`HELLO`, `CLIENT`,
 /// `SELECT`, `ECHO`, `COMMAND`, …) are answered here, so they work unchanged.
-struct RESPFraming: Framing {
+final class RESPFraming: Framing {
     let limits: FramingLimits
     private var nextSlot = 0
     private var nextToSend = 0
@@ -255,7 +255,7 @@ struct RESPFraming: Framing {
 
     var outstanding: Int { nextSlot - nextToSend }
 
-    mutating func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading {
+    func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading {
         var reading = Reading()
         var position = input.startIndex
         var room = room
@@ -288,18 +288,18 @@ struct RESPFraming: Framing {
         return reading
     }
 
-    private mutating func close(_ reading: inout Reading) {
+    private func close(_ reading: inout Reading) {
         closing = true
         reading.close = true
     }
 
-    private mutating func takeSlot() -> Int {
+    private func takeSlot() -> Int {
         defer { nextSlot += 1 }
         return nextSlot
     }
 
     /// One command: answered here (Redis housekeeping, AUTH's shape), or a call.
-    private mutating func command(_ words: [[UInt8]], into reading: inout Reading) {
+    private func command(_ words: [[UInt8]], into reading: inout Reading) {
         let slot = takeSlot()
         let method = String(decoding: words[0], as: UTF8.self).lowercased()
         var arguments: [String] { words.dropFirst().map { String(decoding: $0, as: UTF8.self) } }
@@ -359,7 +359,7 @@ struct RESPFraming: Framing {
     }
 
     /// `CLIENT SETNAME`, `SETINFO`, `GETNAME`, `ID`: what client libraries send at connect time.
-    private mutating func client(_ arguments: [String]) -> [UInt8] {
+    private func client(_ arguments: [String]) -> [UInt8] {
         switch (arguments.first?.lowercased(), arguments.count) {
         case ("setname", 2):
             return rename(arguments[1]) ?? RESP.simple("OK")
@@ -371,7 +371,7 @@ struct RESPFraming: Framing {
 
     /// Names the connection (`CLIENT SETNAME`, `HELLO … SETNAME`; empty clears the name), or
     /// the error that refuses the name: at most 128 bytes, no spaces or line breaks.
-    private mutating func rename(_ newName: String) -> [UInt8]? {
+    private func rename(_ newName: String) -> [UInt8]? {
         guard !newName.contains(where: { $0 == " " || $0.isNewline }), newName.utf8.count <= 128 else {
             return RESP.error("ERR", "Client names cannot contain spaces, newlines or special characters.")
         }
@@ -395,7 +395,7 @@ struct RESPFraming: Framing {
 
     /// `HELLO [2|3] [AUTH username password] [SETNAME name]`: chooses the RESP version and
     /// answers the server's description (a map in RESP3), after signing in when asked.
-    private mutating func hello(_ arguments: [String]) -> Hello {
+    private func hello(_ arguments: [String]) -> Hello {
         var rest = arguments[...]
         if let first = rest.first {
             guard first == "2" || first == "3" else {
@@ -428,7 +428,7 @@ struct RESPFraming: Framing {
         return .reply(description)
     }
 
-    mutating func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
+    func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
         if let success = authSlots.removeValue(forKey: slot), case .result = outcome { return file(slot, success) }
         switch outcome {
         case .result(let body) where body.count > limits.maxReplyBytes:
@@ -440,7 +440,7 @@ struct RESPFraming: Framing {
     }
 
     /// Files a reply under its slot: the replies now ready in order.
-    private mutating func file(_ slot: Int, _ reply: [UInt8]) -> [UInt8] {
+    private func file(_ slot: Int, _ reply: [UInt8]) -> [UInt8] {
         if slot == nextToSend && ready.isEmpty {
             nextToSend += 1
             return reply

@@ -301,6 +301,32 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
         // An escaped id is left to the decoder, which still reads it.
         #expect(ReplyHeader.read(Data(#"{"v":1,"id":"a\"b","ok":true,"body":{}}"#.utf8))?.id == "a\"b")
         #expect(ReplyHeader.read(Data("garbage".utf8)) == nil)
+        // The body is found in the same walk, wherever it lies among the members.
+        let envelope = Data(#"{"body":{"ok":false,"id":"x"},"v":1,"ok":true,"id":"c-9"}"#.utf8)
+        let bodyFirst = try #require(ReplyHeader.read(envelope))
+        let bodyRange = try #require(bodyFirst.bodyRange)
+        #expect(bodyFirst.ok && bodyFirst.id == "c-9" && envelope[bodyRange] == Data(#"{"ok":false,"id":"x"}"#.utf8))
+        // A repeated member is the decoder's to judge, not the first one the walk meets.
+        let twice = Data(#"{"v":1,"id":"a","ok":true,"ok":false,"error":{"code":"conflict","message":"m"}}"#.utf8)
+        let decoded = try? JSONDecoder().decode(ReplyHeader.self, from: twice)
+        let repeated = ReplyHeader.read(twice)
+        #expect(repeated?.ok == decoded?.ok && repeated?.error == decoded?.error && repeated?.bodyRange == nil)
+    }
+
+    @Test func requestEnvelopesAreWhatTheDecoderReads() throws {
+        for auth in [nil, Auth(userId: "17", role: "admin"), Auth(userId: "a\"b\\c\u{7}é", role: "r/")] {
+            for type in ["catalog.get", "t\"y\npe"] {
+                let envelope = EnvelopeCoding.request(id: "p-1", type: type, auth: auth, deadlineMilliseconds: 250, body: Data(#"{"id":5}"#.utf8))
+                try StrictJSON.check(envelope)
+                let decoded = try JSONDecoder().decode(RequestHeader.self, from: envelope)
+                #expect(decoded.v == 1 && decoded.id == "p-1" && decoded.type == type && decoded.auth == auth && decoded.deadlineMs == 250)
+                #expect(try JSONCoding.decodeBody([String: Int].self, fromEnvelope: envelope) == ["id": 5])
+            }
+        }
+        // The plain case is the documented JSON, byte for byte.
+        let plain = EnvelopeCoding.request(id: "p-2", type: "catalog.get", auth: Auth(userId: "3", role: "user"), deadlineMilliseconds: 9, body: Data("{}".utf8))
+        #expect(String(decoding: plain, as: UTF8.self)
+                == #"{"v":1,"id":"p-2","type":"catalog.get","auth":{"role":"user","user_id":"3"},"deadline_ms":9,"body":{}}"#)
     }
 
     @Test func missingBodyReadsAsEmptyObject() throws {
