@@ -74,7 +74,8 @@ public final class RPCClient: Sendable {
     public typealias Completion = @Sendable (Result<Reply, ServiceError>) -> Void
 
     struct Outgoing: Sendable {
-        var id: String
+        /// The request's number: its id is the client's prefix, `-`, and this.
+        var number: Int
         var envelope: Data
         var deadline: UInt64
         var completion: Completion
@@ -88,8 +89,9 @@ public final class RPCClient: Sendable {
         let state = try Channel()
         self.channel = state
         let startup = StartupReport(expected: 1)
+        let idPrefix = self.idPrefix
         thread = WorkerThread(name: "\(logger.component)-client") {
-            RPCClient.ioLoop(context: context, endpoints: endpoints, options: options, state: state,
+            RPCClient.ioLoop(context: context, endpoints: endpoints, options: options, idPrefix: idPrefix, state: state,
                              logger: logger, startup: startup)
         }
         if case .failure(let error) = startup.wait() {
@@ -116,20 +118,22 @@ public final class RPCClient: Sendable {
     public func send(type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil,
                      completion: @escaping Completion) {
         let timeout = max(1, timeoutMilliseconds ?? options.defaultTimeoutMilliseconds)
-        let id = "\(idPrefix)-\(counter.add(1, ordering: .relaxed).newValue)"
+        let number = counter.add(1, ordering: .relaxed).newValue
+        let id = "\(idPrefix)-\(number)"
         let envelope = EnvelopeCoding.request(id: id, type: type, auth: auth, deadlineMilliseconds: timeout, body: body)
-        let outgoing = Outgoing(id: id, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
+        let outgoing = Outgoing(number: number, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
                                 completion: completion)
-        let accepted = channel.submitted.withLock { queue in
-            guard queue.count < options.maxPending, !channel.closing.load(ordering: .relaxed) else { return false }
+        let accepted: Bool? = channel.submitted.withLock { queue in
+            guard queue.count < options.maxPending, !channel.closing.load(ordering: .relaxed) else { return nil }
             queue.append(outgoing)
-            return true
+            return queue.count == 1
         }
-        guard accepted else {
+        guard let first = accepted else {
             completion(.failure(ServiceError(.unavailable, "client is closed or has too many requests pending")))
             return
         }
-        channel.wakeup.signal()
+        // The socket thread drains the eventfd before it takes the queue, so one signal per batch is enough.
+        if first { channel.wakeup.signal() }
     }
 
     /// Sends a request and waits for its reply (blocking the calling thread, never past the timeout).
@@ -182,8 +186,8 @@ public final class RPCClient: Sendable {
         init() throws(SystemError) { wakeup = try Wakeup() }
     }
 
-    private static func ioLoop(context: ZMQContext, endpoints: [String], options: RPCClientOptions, state: Channel,
-                               logger: Logger, startup: StartupReport) {
+    private static func ioLoop(context: ZMQContext, endpoints: [String], options: RPCClientOptions, idPrefix: String,
+                               state: Channel, logger: Logger, startup: StartupReport) {
         let socket: Socket
         let monitor: Socket
         do {
@@ -213,17 +217,27 @@ public final class RPCClient: Sendable {
         startup.succeeded(nil)
 
         // Only this thread touches these.
-        var pending: [String: Outgoing] = [:]
-        var unsent: [String] = []
+        // By request number: a reply's id is this client's prefix and the number.
+        var pending: [Int: Outgoing] = [:]
+        var unsent: [Int] = []
         var deadlines = DeadlineHeap()
         var live = Set<String>()
         let inproc = endpoints.filter { $0.hasPrefix("inproc://") }.count
         state.connected.store(inproc, ordering: .relaxed)
         var poller = Poller([.socket(socket), .socket(monitor), .descriptor(state.wakeup.descriptor)])
 
-        func finish(_ id: String, _ result: Result<Reply, ServiceError>) {
+        func finish(_ id: Int, _ result: Result<Reply, ServiceError>) {
             guard let request = pending.removeValue(forKey: id) else { return }
             request.completion(result)
+        }
+
+        /// The number in a reply's id, when the id is one of this client's.
+        let idHead = idPrefix + "-"
+        func number(_ id: String) -> Int? {
+            guard id.hasPrefix(idHead) else { return nil }
+            let digits = id.utf8.dropFirst(idHead.utf8.count)
+            guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+            return Int(Substring(digits))
         }
 
         func flushUnsent() {
@@ -262,12 +276,12 @@ public final class RPCClient: Sendable {
                 } catch {
                     logger.warn("malformed reply", ["bytes": envelope.count, "error": error.message])
                     // The span reader does not recurse; an id it finds before the fault names the request.
-                    if let id = JSONSpan.plainString("id", in: envelope) {
+                    if let id = JSONSpan.plainString("id", in: envelope).flatMap(number) {
                         finish(id, .failure(ServiceError(.internal, "malformed reply: \(error.message)")))
                     }
                     continue
                 }
-                guard let header = ReplyHeader.read(envelope), let id = header.id else {
+                guard let header = ReplyHeader.read(envelope), let id = header.id.flatMap(number) else {
                     logger.warn("dropped a malformed reply", ["bytes": envelope.count])
                     continue
                 }
@@ -334,9 +348,9 @@ public final class RPCClient: Sendable {
                     return queue
                 }
                 for request in incoming {
-                    pending[request.id] = request
-                    unsent.append(request.id)
-                    deadlines.push(request.deadline, request.id)
+                    pending[request.number] = request
+                    unsent.append(request.number)
+                    deadlines.push(request.deadline, request.number)
                 }
             }
             if !unsent.isEmpty { flushUnsent() }
@@ -347,18 +361,18 @@ public final class RPCClient: Sendable {
             defer { queue.removeAll() }
             return queue
         }
-        for request in leftovers { pending[request.id] = request }
+        for request in leftovers { pending[request.number] = request }
         for id in Array(pending.keys) { finish(id, .failure(ServiceError(.unavailable, "client closed"))) }
     }
 }
 
-/// A min-heap of (deadline, request id).
+/// A min-heap of (deadline, request number).
 struct DeadlineHeap {
-    private var items: [(UInt64, String)] = []
+    private var items: [(UInt64, Int)] = []
 
-    func peek() -> (UInt64, String)? { items.first }
+    func peek() -> (UInt64, Int)? { items.first }
 
-    mutating func push(_ deadline: UInt64, _ id: String) {
+    mutating func push(_ deadline: UInt64, _ id: Int) {
         items.append((deadline, id))
         var i = items.count - 1
         while i > 0 {

@@ -155,25 +155,8 @@ public final class RPCServer<State>: Sendable {
     /// Counters and latencies of this server.
     public let stats: ServerStats
 
-    private let shared: Shared
+    private let shared: ServerThreads.Shared
     private let threads: [WorkerThread]
-
-    final class Shared: Sendable {
-        let readQueue = BlockingQueue<Job>()
-        let writeQueue = BlockingQueue<Job>()
-        let replies = Mutex<[[Data]]>([])
-        let wakeup: Wakeup
-        let stopping = Atomic<Bool>(false)
-        let workersStop = Atomic<Bool>(false)
-        init() throws(SystemError) { wakeup = try Wakeup() }
-    }
-
-    struct Job: Sendable {
-        var prefix: [Data]
-        var context: RequestContext
-        var route: HandlerTable<State>.Route
-        var received: UInt64
-    }
 
     /// Starts the worker threads (each making its `State`), binds `endpoints` and begins serving.
     /// Throws if a bind or a `makeState` fails; nothing is left running then.
@@ -182,10 +165,16 @@ public final class RPCServer<State>: Sendable {
         options: RPCServerOptions = RPCServerOptions(), stats: ServerStats = ServerStats(), logger: Logger,
         makeState: @escaping @Sendable (HandlerKind) throws -> State
     ) throws {
-        let shared = try Shared()
+        let shared = try ServerThreads.Shared()
         self.shared = shared
         self.stats = stats
 
+        // Routes by number, so that what crosses between threads has no `State` in its type:
+        // generic types made at run time cost the runtime a metadata lookup on every request.
+        let types = table.types
+        let routeNumbers = Dictionary(uniqueKeysWithValues: types.enumerated().map { ($0.element, $0.offset) })
+        let kinds = types.map { table.routes[$0]!.kind }
+        let runs = types.map { table.routes[$0]!.run }
         var roles: [HandlerKind] = Array(repeating: .read, count: max(1, options.readers))
         if table.hasWriters { roles.append(.write) }
         let startup = StartupReport(expected: roles.count + 1)
@@ -194,15 +183,26 @@ public final class RPCServer<State>: Sendable {
             let queue = role == .write ? shared.writeQueue : shared.readQueue
             let maxReplyBytes = options.maxReplyBytes
             // Reads are answered one by one; writes in batches when the table groups them.
-            let batching = role == .write ? table.writeBatch.map { (run: $0, limit: max(1, options.maxWriteBatch)) } : nil
+            let writeBatch = role == .write ? table.writeBatch : nil
+            let limit = max(1, options.maxWriteBatch)
             threads.append(WorkerThread(name: "\(logger.component)-\(role == .write ? "writer" : "reader\(index)")") {
-                RPCServer.workerLoop(queue: queue, batching: batching, shared: shared, stats: stats, logger: logger,
-                                     maxReplyBytes: maxReplyBytes, makeState: makeState, role: role, startup: startup)
+                let state: State
+                do {
+                    state = try makeState(role)
+                    startup.succeeded(nil)
+                } catch {
+                    startup.failed(error)
+                    return
+                }
+                ServerThreads.serve(
+                    queue: queue, handlers: runs.map { run in { context in try run(context, state) } },
+                    batching: writeBatch.map { batch in (run: { body in try batch(state, body) }, limit: limit) },
+                    shared: shared, stats: stats, logger: logger, maxReplyBytes: maxReplyBytes)
             })
         }
         threads.append(WorkerThread(name: "\(logger.component)-rpc") {
-            RPCServer.ioLoop(context: context, endpoints: endpoints, routes: table.routes, options: options,
-                             shared: shared, stats: stats, logger: logger, startup: startup)
+            ServerThreads.ioLoop(context: context, endpoints: endpoints, routes: routeNumbers, kinds: kinds, options: options,
+                                 shared: shared, stats: stats, logger: logger, startup: startup)
         })
         self.threads = threads
         switch startup.wait() {
@@ -226,8 +226,30 @@ public final class RPCServer<State>: Sendable {
     }
 
     deinit { stop() }
+}
 
-    // MARK: Threads
+/// A request on its way from the I/O thread to a handler thread. Nothing here depends on a
+/// server's `State`: a generic type made at run time would cost a metadata lookup per request.
+struct ServerJob: Sendable {
+    var prefix: [Data]
+    var context: RequestContext
+    /// The route's number in the server's table.
+    var route: Int
+    var received: UInt64
+}
+
+/// The threads of an `RPCServer`, apart from its `State`.
+enum ServerThreads {
+    /// What the I/O thread and the handler threads share.
+    final class Shared: Sendable {
+        let readQueue = BlockingQueue<ServerJob>()
+        let writeQueue = BlockingQueue<ServerJob>()
+        let replies = Mutex<[[Data]]>([])
+        let wakeup: Wakeup
+        let stopping = Atomic<Bool>(false)
+        let workersStop = Atomic<Bool>(false)
+        init() throws(SystemError) { wakeup = try Wakeup() }
+    }
 
     /// A job's answer, kept until its batch commits.
     struct Answer {
@@ -237,19 +259,13 @@ public final class RPCServer<State>: Sendable {
         var failure: ErrorCode?
     }
 
-    private static func workerLoop(
-        queue: BlockingQueue<Job>, batching: (run: @Sendable (State, () throws -> Void) throws -> Void, limit: Int)?,
-        shared: Shared, stats: ServerStats, logger: Logger, maxReplyBytes: Int,
-        makeState: @Sendable (HandlerKind) throws -> State, role: HandlerKind, startup: StartupReport
+    /// A handler thread's loop: `handlers` by route number, with the thread's state bound in;
+    /// `batching` runs a batch of writes as one unit.
+    static func serve(
+        queue: BlockingQueue<ServerJob>, handlers: [(RequestContext) throws -> Response],
+        batching: (run: (() throws -> Void) throws -> Void, limit: Int)?,
+        shared: Shared, stats: ServerStats, logger: Logger, maxReplyBytes: Int
     ) {
-        let state: State
-        do {
-            state = try makeState(role)
-            startup.succeeded(nil)
-        } catch {
-            startup.failed(error)
-            return
-        }
         while true {
             guard let job = queue.pop(timeout: .milliseconds(50)) else {
                 if shared.workersStop.load(ordering: .sequentiallyConsistent) { return }
@@ -261,10 +277,10 @@ public final class RPCServer<State>: Sendable {
                 // runs) commit together; nothing is answered before the batch's end.
                 var jobs = [job]
                 do {
-                    try batching.run(state) {
-                        var next: Job? = job
+                    try batching.run {
+                        var next: ServerJob? = job
                         while let current = next {
-                            answers.append(run(current, state: state, logger: logger, maxReplyBytes: maxReplyBytes))
+                            answers.append(run(current, handlers[current.route], logger: logger, maxReplyBytes: maxReplyBytes))
                             next = jobs.count < batching.limit ? queue.tryPop() : nil
                             if let next { jobs.append(next) }
                         }
@@ -277,16 +293,20 @@ public final class RPCServer<State>: Sendable {
                     }
                 }
             } else {
-                answers = [run(job, state: state, logger: logger, maxReplyBytes: maxReplyBytes)]
+                answers = [run(job, handlers[job.route], logger: logger, maxReplyBytes: maxReplyBytes)]
             }
             let now = monotonicNanos()
             for answer in answers { stats.record(type: answer.type, nanoseconds: now - answer.received, error: answer.failure) }
-            shared.replies.withLock { replies in for answer in answers { replies.append(answer.frames) } }
-            shared.wakeup.signal()
+            let first = shared.replies.withLock { replies in
+                for answer in answers { replies.append(answer.frames) }
+                return replies.count == answers.count
+            }
+            // The I/O thread drains the eventfd before it takes the replies, so one signal per batch is enough.
+            if first { shared.wakeup.signal() }
         }
     }
 
-    private static func run(_ job: Job, state: State, logger: Logger, maxReplyBytes: Int) -> Answer {
+    private static func run(_ job: ServerJob, _ handler: (RequestContext) throws -> Response, logger: Logger, maxReplyBytes: Int) -> Answer {
         let context = job.context
         var reply: Data
         var attachments: [Data] = []
@@ -296,7 +316,7 @@ public final class RPCServer<State>: Sendable {
             reply = EnvelopeCoding.failure(id: context.id, error: ServiceError(.deadlineExceeded, "the request waited past its deadline"))
         } else {
             do {
-                let response = try job.route.run(context, state)
+                let response = try handler(context)
                 reply = EnvelopeCoding.success(id: context.id, body: response.body)
                 attachments = response.attachments
                 if reply.count > maxReplyBytes {
@@ -326,8 +346,8 @@ public final class RPCServer<State>: Sendable {
         }
     }
 
-    private static func ioLoop(
-        context: ZMQContext, endpoints: [String], routes: [String: HandlerTable<State>.Route],
+    static func ioLoop(
+        context: ZMQContext, endpoints: [String], routes: [String: Int], kinds: [HandlerKind],
         options: RPCServerOptions, shared: Shared, stats: ServerStats, logger: Logger, startup: StartupReport
     ) {
         let socket: Socket
@@ -419,7 +439,7 @@ public final class RPCServer<State>: Sendable {
                 refuse(header.id, ServiceError(.deadlineExceeded, "deadline_ms must be positive", field: "deadline_ms"))
                 return
             }
-            let queue = route.kind == .write ? shared.writeQueue : shared.readQueue
+            let queue = kinds[route] == .write ? shared.writeQueue : shared.readQueue
             guard queue.count < options.maxQueued else {
                 refuse(header.id, ServiceError(.unavailable, "server overloaded: \(options.maxQueued) requests waiting"))
                 return
@@ -430,7 +450,7 @@ public final class RPCServer<State>: Sendable {
                                          bodyRange: header.bodyRange)
             inFlight += 1
             stats.setInFlight(inFlight)
-            queue.push(Job(prefix: prefix, context: context, route: route, received: now))
+            queue.push(ServerJob(prefix: prefix, context: context, route: route, received: now))
         }
 
         while true {
@@ -474,6 +494,7 @@ public final class RPCServer<State>: Sendable {
         logger.info("stopped", [:])
     }
 }
+
 
 /// Collects the start-up outcome of threads that own sockets: the bound endpoints or the first error.
 public final class StartupReport: Sendable {
