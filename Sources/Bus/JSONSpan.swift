@@ -221,7 +221,7 @@ public enum JSONSpan {
 
     /// The index just past the string starting at `start` (which is a quote).
     private static func stringEnd(_ b: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int? {
-        var i = start + 1
+        var i = ByteScan.skipToQuoteOrEscape(UnsafeRawBufferPointer(b), from: start + 1, to: b.count)
         while i < b.count {
             switch b[i] {
             case UInt8(ascii: "\\"): i += 2

@@ -347,3 +347,35 @@ enum RandomJSON {
         return mutant
     }
 }
+
+/// Strings are scanned eight bytes at a time (`ByteScan`) before byte by byte: whatever ends
+/// a plain run must be found wherever it falls in a word, and near the end of the input.
+@Suite struct WordAtATimeScanTests {
+    @Test func everyStopIsFoundAtEveryOffset() throws {
+        let stops: [(bytes: [UInt8], valid: Bool)] = [
+            (Array(#"\""#.utf8), true), (Array(#"\\"#.utf8), true), (Array(#"\n"#.utf8), true), (Array("é".utf8), true),
+            ([0x1F], false), ([0x0A], false), ([0x00], false), ([0xFF], false), ([0xC3], false),
+        ]
+        for stop in stops {
+            for before in 0..<20 {
+                for after in [0, 1, 7, 8, 9] {
+                    let plain = Array(repeating: UInt8(ascii: "a"), count: before)
+                    let text = Array(#"{"k":""#.utf8) + plain + stop.bytes + Array(repeating: UInt8(ascii: "b"), count: after) + Array(#"","n":1}"#.utf8)
+                    #expect((verdict(text) == nil) == stop.valid, "\(stop.bytes) after \(before) bytes")
+                    #expect((verdict(text) == nil) == foundationParses(text), "\(stop.bytes) after \(before) bytes")
+                    guard stop.valid else { continue }
+                    // The span reader finds the string's end, and the member after it, wherever the stop fell.
+                    let data = Data(text)
+                    let value = try #require(JSONSpan.member("k", in: data))
+                    #expect(Array(data[value]) == [UInt8(ascii: "\"")] + plain + stop.bytes + Array(repeating: UInt8(ascii: "b"), count: after) + [UInt8(ascii: "\"")])
+                    #expect(JSONSpan.literal("n", in: data) == "1")
+                }
+            }
+        }
+        // A string cut off inside a word, or at its end, is not JSON.
+        for length in 0..<20 {
+            #expect(verdict(Array(#"[""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: length)) != nil)
+            #expect(JSONSpan.member("k", in: Data(Array(#"{"k":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: length))) == nil)
+        }
+    }
+}
