@@ -5,7 +5,7 @@ import Foundation
 /// two pieces that do not change between queries, made by the encoder itself when the place is
 /// indexed. The encoder sorts keys, so a hit is `{` head `,"distance_m":`D `,` tail
 /// `,"rating":`R`,"review_count":`N `}`, the distance and rating present when known: a query
-/// copies the pieces and writes only those numbers (`JSONNumberText`).
+/// copies the pieces and writes only those numbers (`JSONText`).
 struct HitJSON: Equatable {
     /// The members before `distance_m`: `"address":…,"category":…` (no address when it has none).
     var head: String
@@ -31,16 +31,6 @@ struct HitJSON: Equatable {
     }
 }
 
-/// Numbers as `JSONCoding.encoder` writes them: a finite `Double` as its `description` without a
-/// trailing `.0` (so 12.0 is `12`, 1e-05 stays `1e-05`), which is what Foundation's encoder does.
-enum JSONNumberText {
-    static func append(_ value: Double, to out: inout [UInt8]) {
-        var text = value.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        out.append(contentsOf: text.utf8)
-    }
-}
-
 /// A `search.nearby` reply (a `SearchPage`) written from hits' stored pieces.
 struct HitPageWriter {
     private(set) var bytes: [UInt8] = Array(#"{"hits":["#.utf8)
@@ -56,13 +46,13 @@ struct HitPageWriter {
         bytes.append(contentsOf: head)
         if let distance {
             bytes.append(contentsOf: #","distance_m":"#.utf8)
-            JSONNumberText.append(distance, to: &bytes)
+            JSONText.append(distance, to: &bytes)
         }
         bytes.append(UInt8(ascii: ","))
         bytes.append(contentsOf: tail)
         if let rating {
             bytes.append(contentsOf: #","rating":"#.utf8)
-            JSONNumberText.append(rating.average, to: &bytes)
+            JSONText.append(rating.average, to: &bytes)
             bytes.append(contentsOf: #","review_count":"#.utf8)
             bytes.append(contentsOf: String(rating.count).utf8)
         }

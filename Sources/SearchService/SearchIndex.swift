@@ -178,59 +178,6 @@ extension IndexedPlace {
     }
 }
 
-/// JSON's number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
-enum JSONNumber {
-    /// The value of a JSON number's text, when it is one and finite.
-    static func finite(_ text: Data.SubSequence) -> Double? {
-        guard isValid(text), let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
-        return value
-    }
-
-    static func isValid<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
-        var i = bytes.startIndex
-        func digits() -> Int {
-            var count = 0
-            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) { i = bytes.index(after: i); count += 1 }
-            return count
-        }
-        func take(_ byte: UInt8) -> Bool {
-            guard i != bytes.endIndex, bytes[i] == byte else { return false }
-            i = bytes.index(after: i)
-            return true
-        }
-        _ = take(UInt8(ascii: "-"))
-        if take(UInt8(ascii: "0")) {
-            // no more digits after a leading zero
-        } else if digits() == 0 {
-            return false
-        }
-        if take(UInt8(ascii: ".")), digits() == 0 { return false }
-        if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
-            _ = take(UInt8(ascii: "+")) || take(UInt8(ascii: "-"))
-            if digits() == 0 { return false }
-        }
-        return i == bytes.endIndex
-    }
-}
-
-extension OpeningPeriod {
-    /// Reads `{"day":…,"open":…,"close":…}` by spans; nil when not plainly shaped.
-    init?(spans json: Data) {
-        guard let members = JSONSpan.members(of: json) else { return nil }
-        var day: Int?, open: String?, close: String?
-        for (key, range) in members {
-            switch key {
-            case "day": day = JSONNumber.isValid(json[range]) ? Int(String(decoding: json[range], as: UTF8.self)) : nil
-            case "open": open = JSONSpan.string(at: range, in: json)
-            case "close": close = JSONSpan.string(at: range, in: json)
-            default: continue
-            }
-        }
-        guard let day, let open, let close else { return nil }
-        self.init(day: day, open: open, close: close)
-    }
-}
-
 /// Applies events to the index; every change is idempotent (the same event twice changes nothing).
 enum SearchIndex {
     static let scale = 1e7
