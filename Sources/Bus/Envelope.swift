@@ -210,53 +210,88 @@ public struct ReplyHeader: Decodable, Sendable {
 /// Reply and event framing built by concatenation, so a body already encoded (or stored,
 /// as outbox rows are) is never decoded and encoded again.
 public enum EnvelopeCoding {
+    /// `{"v":1,"id":…,"type":…,"auth":{…}|null,"deadline_ms":…,"body":<body>}`, `auth` as
+    /// `JSONCoding.encoder` writes it.
+    public static func request(id: String, type: String, auth: Auth?, deadlineMilliseconds: Int, body: Data) -> Data {
+        var out = start(capacity: body.count + 160)
+        JSONText.append(id, to: &out)
+        out.append(contentsOf: #","type":"#.utf8)
+        JSONText.append(type, to: &out)
+        out.append(contentsOf: #","auth":"#.utf8)
+        if let auth {
+            out.append(contentsOf: #"{"role":"#.utf8)
+            JSONText.append(auth.role, to: &out)
+            out.append(contentsOf: #","user_id":"#.utf8)
+            JSONText.append(auth.userId, to: &out)
+            out.append(UInt8(ascii: "}"))
+        } else {
+            out.append(contentsOf: "null".utf8)
+        }
+        out.append(contentsOf: #","deadline_ms":"#.utf8)
+        JSONText.append(Int64(deadlineMilliseconds), to: &out)
+        out.append(contentsOf: #","body":"#.utf8)
+        return finish(out, body)
+    }
+
     /// `{"v":1,"id":…,"ok":true,"body":<body>}`.
     public static func success(id: String?, body: Data) -> Data {
-        var out = Data("{\"v\":\(envelopeVersion),\"id\":".utf8)
-        out.append(quoted(id))
-        out.append(contentsOf: Array(",\"ok\":true,\"body\":".utf8))
-        out.append(body)
-        out.append(UInt8(ascii: "}"))
-        return out
+        var out = start(capacity: body.count + 64)
+        appendQuoted(id, to: &out)
+        out.append(contentsOf: #","ok":true,"body":"#.utf8)
+        return finish(out, body)
     }
 
     /// `{"v":1,"id":…,"ok":false,"error":{…}}`.
     public static func failure(id: String?, error: ServiceError) -> Data {
-        var out = Data("{\"v\":\(envelopeVersion),\"id\":".utf8)
-        out.append(quoted(id))
-        out.append(contentsOf: Array(",\"ok\":false,\"error\":".utf8))
-        out.append((try? JSONCoding.encoder.encode(error)) ?? Data("{\"code\":\"internal\",\"message\":\"unencodable error\"}".utf8))
-        out.append(UInt8(ascii: "}"))
-        return out
+        var out = start(capacity: 128)
+        appendQuoted(id, to: &out)
+        out.append(contentsOf: #","ok":false,"error":"#.utf8)
+        return finish(out, (try? JSONCoding.encoder.encode(error)) ?? Data("{\"code\":\"internal\",\"message\":\"unencodable error\"}".utf8))
     }
 
     /// `{"v":1,"seq":…,"type":…,"ts":…,"epoch":…,"body":<body>}`.
     public static func event(seq: Int64, type: String, ts: String, epoch: String, body: Data) -> Data {
-        var out = Data("{\"v\":\(envelopeVersion),\"seq\":\(seq),\"type\":".utf8)
-        out.append(quoted(type))
-        out.append(contentsOf: Array(",\"ts\":".utf8))
-        out.append(quoted(ts))
-        out.append(contentsOf: Array(",\"epoch\":".utf8))
-        out.append(quoted(epoch))
-        out.append(contentsOf: Array(",\"body\":".utf8))
-        out.append(body)
-        out.append(UInt8(ascii: "}"))
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + 128)
+        out.append(contentsOf: #"{"v":"#.utf8)
+        JSONText.append(Int64(envelopeVersion), to: &out)
+        out.append(contentsOf: #","seq":"#.utf8)
+        JSONText.append(seq, to: &out)
+        out.append(contentsOf: #","type":"#.utf8)
+        JSONText.append(type, to: &out)
+        out.append(contentsOf: #","ts":"#.utf8)
+        JSONText.append(ts, to: &out)
+        out.append(contentsOf: #","epoch":"#.utf8)
+        JSONText.append(epoch, to: &out)
+        out.append(contentsOf: #","body":"#.utf8)
+        return finish(out, body)
+    }
+
+    // An envelope is written into one byte array and copied into `Data` once: Data's appends
+    // cost thousands of instructions each (callgrind-create).
+
+    /// `{"v":1,"id":` in a buffer of `capacity`.
+    private static func start(capacity: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(capacity)
+        out.append(contentsOf: #"{"v":"#.utf8)
+        JSONText.append(Int64(envelopeVersion), to: &out)
+        out.append(contentsOf: #","id":"#.utf8)
         return out
     }
 
-    /// A JSON string literal (or `null`), as `JSONCoding.encoder` writes it. Printable ASCII
-    /// without `"` and `\` (request ids, types, times) needs no escape and is copied.
-    static func quoted(_ s: String?) -> Data {
-        guard let s else { return Data("null".utf8) }
-        var plain = true
-        for byte in s.utf8 where byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-            plain = false
-            break
-        }
-        // One copy of contiguous bytes: Data's appends, byte by byte or of a sequence, cost
-        // thousands of instructions each (callgrind-create).
-        if plain { return Data("\"\(s)\"".utf8) }
-        return (try? JSONCoding.encoder.encode(s)) ?? Data("null".utf8)
+    /// `out`, then `value`, then the closing brace, as `Data`.
+    private static func finish(_ out: [UInt8], _ value: Data) -> Data {
+        var out = out
+        value.withUnsafeBytes { out.append(contentsOf: $0) }
+        out.append(UInt8(ascii: "}"))
+        return Data(out)
+    }
+
+    /// A JSON string literal (or `null`), as `JSONCoding.encoder` writes it.
+    private static func appendQuoted(_ s: String?, to out: inout [UInt8]) {
+        guard let s else { return out.append(contentsOf: "null".utf8) }
+        JSONText.append(s, to: &out)
     }
 }
 

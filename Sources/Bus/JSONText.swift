@@ -6,23 +6,29 @@ public enum JSONNumber {
     /// `JSONDecoder` reads it: finite, and not rounded to zero from a number that is not zero
     /// (`1e-400`), which the decoder refuses too.
     public static func finite(_ text: Data.SubSequence) -> Double? {
-        guard isValid(text), let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
-        if value == 0 {
-            // Zero only when every digit before the exponent is a zero.
-            for byte in text {
-                if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") { break }
-                if byte >= UInt8(ascii: "1") && byte <= UInt8(ascii: "9") { return nil }
+        text.withUnsafeBytes { raw -> Double? in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            guard isValid(bytes), let value = Double(String(decoding: bytes, as: UTF8.self)), value.isFinite else { return nil }
+            if value == 0 {
+                // Zero only when every digit before the exponent is a zero.
+                for byte in bytes {
+                    if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") { break }
+                    if byte >= UInt8(ascii: "1") && byte <= UInt8(ascii: "9") { return nil }
+                }
             }
+            return value
         }
-        return value
     }
 
     /// The value of a JSON number's text when it is a plain integer literal (no fraction, no
     /// exponent) that fits an `Int64`, else nil.
     public static func integer(_ text: Data.SubSequence) -> Int64? {
-        // Strict JSON has no `+` and no leading zeros; Int64's parser refuses `.` and `e`.
-        guard isValid(text) else { return nil }
-        return Int64(String(decoding: text, as: UTF8.self))
+        text.withUnsafeBytes { raw -> Int64? in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            // Strict JSON has no `+` and no leading zeros; Int64's parser refuses `.` and `e`.
+            guard isValid(bytes) else { return nil }
+            return Int64(String(decoding: bytes, as: UTF8.self))
+        }
     }
 
     public static func isValid<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {

@@ -115,13 +115,7 @@ public final class RPCClient: Sendable {
                      completion: @escaping Completion) {
         let timeout = max(1, timeoutMilliseconds ?? options.defaultTimeoutMilliseconds)
         let id = "\(idPrefix)-\(counter.add(1, ordering: .relaxed).newValue)"
-        var envelope = Data("{\"v\":\(envelopeVersion),\"id\":\"\(id)\",\"type\":".utf8)
-        envelope.append(EnvelopeCoding.quoted(type))
-        envelope.append(contentsOf: Array(",\"auth\":".utf8))
-        envelope.append((try? auth.map { try JSONCoding.encoder.encode($0) }) ?? nil ?? Data("null".utf8))
-        envelope.append(contentsOf: Array(",\"deadline_ms\":\(timeout),\"body\":".utf8))
-        envelope.append(body)
-        envelope.append(UInt8(ascii: "}"))
+        let envelope = EnvelopeCoding.request(id: id, type: type, auth: auth, deadlineMilliseconds: timeout, body: body)
         let outgoing = Outgoing(id: id, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
                                 completion: completion)
         let accepted = channel.submitted.withLock { queue in

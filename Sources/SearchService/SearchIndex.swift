@@ -130,19 +130,20 @@ extension IndexedPlace {
     /// (tests hold the two to that).
     init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
-        func isNull(_ range: Range<Int>) -> Bool { json[range].elementsEqual("null".utf8) }
+        // In strict JSON a value that starts with `n` is `null`.
+        func isNull(_ range: Range<Int>) -> Bool { json[range.lowerBound] == UInt8(ascii: "n") }
         func number(_ range: Range<Int>) -> Double? { JSONNumber.finite(json[range]) }
-        func integer(_ range: Range<Int>) -> Int64? {
-            guard JSONNumber.isValid(json[range]) else { return nil }
-            return Int64(String(decoding: json[range], as: UTF8.self))
-        }
+        func integer(_ range: Range<Int>) -> Int64? { JSONNumber.integer(json[range]) }
         func text(_ range: Range<Int>) -> String?? { isNull(range) ? .some(nil) : JSONSpan.string(at: range, in: json).map { .some($0) } }
         var id: Int64?, name: String?, category: String?, lat: Double?, lon: Double?
         var place = IndexedPlace(id: 0, name: "", category: "", lat: 0, lon: 0)
-        var read = Set<String>()
+        var read: UInt16 = 0
         for (key, range) in members {
             // A field given twice is left to the decoder, whose reading of it is the reference.
-            guard read.insert(key).inserted || !PlaceSummary.memberNames.contains(key) else { return nil }
+            if let bit = Self.memberBits[key] {
+                guard read & bit == 0 else { return nil }
+                read |= bit
+            }
             switch key {
             case "id": guard let value = integer(range) else { return nil }; id = value
             case "name": guard let value = JSONSpan.string(at: range, in: json) else { return nil }; name = value
@@ -176,6 +177,11 @@ extension IndexedPlace {
         (place.id, place.name, place.category, place.lat, place.lon) = (id, name, category, lat, lon)
         self = place
     }
+
+    /// One bit per member a `PlaceSummary` decodes.
+    private static let memberBits: [String: UInt16] = Dictionary(uniqueKeysWithValues: PlaceSummary.memberNames.sorted().enumerated().map {
+        ($1, UInt16(1) << UInt16($0))
+    })
 }
 
 /// Applies events to the index; every change is idempotent (the same event twice changes nothing).
@@ -217,7 +223,7 @@ enum SearchIndex {
     }
 
     static func upsert(_ place: IndexedPlace, _ db: Database) throws {
-        let hours = String(decoding: try JSONCoding.encoder.encode(place.openingHours ?? []), as: UTF8.self)
+        let hours = PlaceJSON.text(place.openingHours ?? [])
         let (name, other) = indexedWords(place)
         let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", place.id).map { row throws(RowError) in
             (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self))

@@ -281,6 +281,25 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
                                                       "permission_denied", "rate_limited", "too_large", "unavailable", "deadline_exceeded", "internal"])
     }
 
+    /// A request is written by hand: its `auth` is the encoder's bytes, its strings escaped as
+    /// the encoder escapes them, and it reads back (by span and by decoding) as it was given.
+    @Test func requestsAreTheDocumentedJSON() throws {
+        let body = Data(#"{"a":[1,"x"]}"#.utf8)
+        for (type, auth) in [("catalog.create", Auth(userId: "17", role: "admin")), ("a\"b\\c\n/é", Auth(userId: "u\"1\u{1}", role: "r/ö")),
+                             ("sys.ping", nil)] {
+            let envelope = EnvelopeCoding.request(id: "g-9", type: type, auth: auth, deadlineMilliseconds: 250, body: body)
+            let authJSON = try auth.map { String(decoding: try JSONCoding.encoder.encode($0), as: UTF8.self) } ?? "null"
+            let typeJSON = String(decoding: try JSONCoding.encoder.encode(type), as: UTF8.self)
+            #expect(String(decoding: envelope, as: UTF8.self)
+                    == #"{"v":1,"id":"g-9","type":\#(typeJSON),"auth":\#(authJSON),"deadline_ms":250,"body":{"a":[1,"x"]}}"#)
+            try StrictJSON.check(envelope)
+            let decoded = try JSONDecoder().decode(RequestHeader.self, from: envelope)
+            #expect(decoded.type == type && decoded.auth == auth && decoded.deadlineMs == 250 && decoded.id == "g-9")
+            let scanned = try #require(RequestHeader.scan(envelope))
+            #expect(scanned.type == type && scanned.auth == auth && scanned.bodyRange.map { envelope.subdata(in: $0) } == body)
+        }
+    }
+
     @Test func eventHeadersScanLikeTheyDecode() throws {
         let event = EnvelopeCoding.event(seq: 42, type: "catalog.place.upserted", ts: "2026-01-01T00:00:00.000Z", epoch: "e-1",
                                          body: Data(#"{"seq":1,"type":"not this","body":{"epoch":"x"}}"#.utf8))
