@@ -89,16 +89,19 @@ public final class CatalogStore: ServiceState {
         place = PlaceRules.normalized(place)
         try PlaceRules.validate(place, categories: categoryIds)
         return try db.transaction {
-            try db.run("""
-                INSERT INTO places (name, category, lat, lon, address, phone, website, price_level, description,
-                                    opening_hours, photos, popularity, external_ids, timezone, created_at, updated_at, version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
-                """, Self.values(place) + [now, now])
-            place.id = db.lastInsertRowID
-            try claimExternalIds(place)
-            // The id is known only now, and it is part of the JSON.
+            // The id AUTOINCREMENT would give (one more than the largest ever used), taken before
+            // the row is written: it is part of the JSON, which is then written with the row.
+            place.id = try db.scalarInt("""
+                SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'places'), 0),
+                           coalesce((SELECT max(id) FROM places), 0)) + 1
+                """) ?? 1
             let body = try PlaceJSON.encode(place)
-            try db.run("UPDATE places SET json = ? WHERE id = ?", String(decoding: body, as: UTF8.self), place.id)
+            try db.run("""
+                INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
+                                    opening_hours, photos, popularity, external_ids, timezone, created_at, updated_at, version, json)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+                """, [place.id] + Self.values(place) + [now, now, String(decoding: body, as: UTF8.self)])
+            try claimExternalIds(place)
             try worker.emit(CatalogEvents.upserted, json: body)
             return body
         }

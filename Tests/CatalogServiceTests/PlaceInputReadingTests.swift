@@ -1,4 +1,5 @@
 import Bus
+@testable import CatalogService
 import Contracts
 import Foundation
 import Testing
@@ -46,6 +47,22 @@ import Testing
                 #expect(throws: error) { try catalog.raw("catalog.create", body) }
             } else {
                 #expect(throws: ServiceError.self) { try catalog.raw("catalog.create", body) }
+            }
+        }
+    }
+}
+
+/// A name's surrounding white space is trimmed as Foundation's `.whitespacesAndNewlines` trims
+/// it, also where the fast path answers without Foundation.
+@Suite struct NameTrimmingTests {
+    @Test func trimmingIsFoundationsWhateverTheEdges() {
+        let edges: [String] = (0..<0x80).compactMap { Unicode.Scalar($0).map { String(Character($0)) } }
+            + ["\u{85}", "\u{A0}", "\u{2028}", "\u{2029}", "\u{3000}", "\u{200B}", "\u{FEFF}", "é", "e\u{301}", "😀", ""]
+        for first in edges {
+            for last in edges {
+                for text in [first + "Harbour" + last, first + last, first] {
+                    #expect(PlaceRules.trimmed(text) == text.trimmingCharacters(in: .whitespacesAndNewlines), "\(text.unicodeScalars.map(\.value))")
+                }
             }
         }
     }
