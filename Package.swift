@@ -51,7 +51,7 @@ let package = Package(
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
-        .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus"]),
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Bus", "TestSupport"]),

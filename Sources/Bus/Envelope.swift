@@ -249,89 +249,85 @@ public struct ReplyHeader: Decodable, Sendable {
 /// byte array sized for it and copied once into its `Data`: `Data`'s own appends cost
 /// thousands of instructions each (callgrind-get, callgrind-create).
 public enum EnvelopeCoding {
+    /// `{"v":1,"id":…,"type":…,"auth":{…}|null,"deadline_ms":…,"body":<body>}`, `auth` as
+    /// `JSONCoding.encoder` writes it.
+    public static func request(id: String, type: String, auth: Auth?, deadlineMilliseconds: Int, body: Data) -> Data {
+        var out = start(capacity: body.count + 160)
+        JSONText.append(id, to: &out)
+        out.append(contentsOf: #","type":"#.utf8)
+        JSONText.append(type, to: &out)
+        out.append(contentsOf: #","auth":"#.utf8)
+        if let auth {
+            out.append(contentsOf: #"{"role":"#.utf8)
+            JSONText.append(auth.role, to: &out)
+            out.append(contentsOf: #","user_id":"#.utf8)
+            JSONText.append(auth.userId, to: &out)
+            out.append(UInt8(ascii: "}"))
+        } else {
+            out.append(contentsOf: "null".utf8)
+        }
+        out.append(contentsOf: #","deadline_ms":"#.utf8)
+        JSONText.append(Int64(deadlineMilliseconds), to: &out)
+        out.append(contentsOf: #","body":"#.utf8)
+        return finish(out, body)
+    }
+
     /// `{"v":1,"id":…,"ok":true,"body":<body>}`.
     public static func success(id: String?, body: Data) -> Data {
-        var out = Bytes(capacity: body.count + 64)
-        out.raw("{\"v\":\(envelopeVersion),\"id\":")
-        out.quoted(id)
-        out.raw(",\"ok\":true,\"body\":")
-        out.append(body)
-        out.raw("}")
-        return out.data
+        var out = start(capacity: body.count + 64)
+        appendQuoted(id, to: &out)
+        out.append(contentsOf: #","ok":true,"body":"#.utf8)
+        return finish(out, body)
     }
 
     /// `{"v":1,"id":…,"ok":false,"error":{…}}`.
     public static func failure(id: String?, error: ServiceError) -> Data {
-        var out = Bytes(capacity: 256)
-        out.raw("{\"v\":\(envelopeVersion),\"id\":")
-        out.quoted(id)
-        out.raw(",\"ok\":false,\"error\":")
-        out.append((try? JSONCoding.encoder.encode(error)) ?? Data("{\"code\":\"internal\",\"message\":\"unencodable error\"}".utf8))
-        out.raw("}")
-        return out.data
+        var out = start(capacity: 128)
+        appendQuoted(id, to: &out)
+        out.append(contentsOf: #","ok":false,"error":"#.utf8)
+        return finish(out, (try? JSONCoding.encoder.encode(error)) ?? Data("{\"code\":\"internal\",\"message\":\"unencodable error\"}".utf8))
     }
 
     /// `{"v":1,"seq":…,"type":…,"ts":…,"epoch":…,"body":<body>}`.
     public static func event(seq: Int64, type: String, ts: String, epoch: String, body: Data) -> Data {
-        var out = Bytes(capacity: body.count + 128)
-        out.raw("{\"v\":\(envelopeVersion),\"seq\":\(seq),\"type\":")
-        out.quoted(type)
-        out.raw(",\"ts\":")
-        out.quoted(ts)
-        out.raw(",\"epoch\":")
-        out.quoted(epoch)
-        out.raw(",\"body\":")
-        out.append(body)
-        out.raw("}")
-        return out.data
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + 128)
+        out.append(contentsOf: #"{"v":"#.utf8)
+        JSONText.append(Int64(envelopeVersion), to: &out)
+        out.append(contentsOf: #","seq":"#.utf8)
+        JSONText.append(seq, to: &out)
+        out.append(contentsOf: #","type":"#.utf8)
+        JSONText.append(type, to: &out)
+        out.append(contentsOf: #","ts":"#.utf8)
+        JSONText.append(ts, to: &out)
+        out.append(contentsOf: #","epoch":"#.utf8)
+        JSONText.append(epoch, to: &out)
+        out.append(contentsOf: #","body":"#.utf8)
+        return finish(out, body)
     }
 
-    /// `{"v":1,"id":…,"type":…,"auth":…,"deadline_ms":…,"body":<body>}`, what `RPCClient` sends.
-    public static func request(id: String, type: String, auth: Auth?, deadlineMilliseconds: Int, body: Data) -> Data {
-        var out = Bytes(capacity: body.count + 128)
-        out.raw("{\"v\":\(envelopeVersion),\"id\":")
-        out.quoted(id)
-        out.raw(",\"type\":")
-        out.quoted(type)
-        out.raw(",\"auth\":")
-        if let auth {
-            out.raw("{\"role\":")
-            out.quoted(auth.role)
-            out.raw(",\"user_id\":")
-            out.quoted(auth.userId)
-            out.raw("}")
-        } else {
-            out.raw("null")
-        }
-        out.raw(",\"deadline_ms\":\(deadlineMilliseconds),\"body\":")
-        out.append(body)
-        out.raw("}")
-        return out.data
+    /// `{"v":1,"id":` in a buffer of `capacity`.
+    private static func start(capacity: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(capacity)
+        out.append(contentsOf: #"{"v":"#.utf8)
+        JSONText.append(Int64(envelopeVersion), to: &out)
+        out.append(contentsOf: #","id":"#.utf8)
+        return out
     }
 
-    /// An envelope being written.
-    struct Bytes {
-        private var bytes: [UInt8] = []
+    /// `out`, then `value`, then the closing brace, as `Data`.
+    private static func finish(_ out: [UInt8], _ value: Data) -> Data {
+        var out = out
+        value.withUnsafeBytes { out.append(contentsOf: $0) }
+        out.append(UInt8(ascii: "}"))
+        return Data(out)
+    }
 
-        init(capacity: Int) { bytes.reserveCapacity(capacity) }
-
-        var data: Data { Data(bytes) }
-
-        mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
-
-        mutating func append(_ data: Data) { bytes.append(contentsOf: data) }
-
-        /// A JSON string literal (or `null`). Printable ASCII without `"` and `\` (request ids,
-        /// types, times) needs no escape and is copied; anything else is written by the encoder.
-        mutating func quoted(_ s: String?) {
-            guard let s else { return raw("null") }
-            for byte in s.utf8 where byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                return append((try? JSONCoding.encoder.encode(s)) ?? Data("null".utf8))
-            }
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(contentsOf: s.utf8)
-            bytes.append(UInt8(ascii: "\""))
-        }
+    /// A JSON string literal (or `null`), as `JSONCoding.encoder` writes it.
+    private static func appendQuoted(_ s: String?, to out: inout [UInt8]) {
+        guard let s else { return out.append(contentsOf: "null".utf8) }
+        JSONText.append(s, to: &out)
     }
 }
 

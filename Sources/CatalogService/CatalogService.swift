@@ -39,7 +39,9 @@ public enum CatalogService {
         var table = HandlerTable<CatalogStore>()
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.
         table.onRaw(CatalogRequests.create, .write, description: "add a place: name, category, lat, lon and optional details") { context, store in
-            Response(body: try store.create(try context.body(PlaceInput.self)))
+            // A plainly shaped body is read by spans; any other goes to the decoder, whose answers and errors are the contract.
+            let input = try context.scannedBody.flatMap(PlaceInput.init(spans:)) ?? context.body(PlaceInput.self)
+            return Response(body: try store.create(input))
         }
         table.onRaw("catalog.update", .write, description: "change some fields of a place by id; null clears an optional field") { context, store in
             Response(body: try store.update(try context.body(PlaceUpdate.self)))

@@ -49,7 +49,7 @@ public final class CatalogStore: ServiceState {
         guard found else { throw ServiceError(.notFound, "no place with id \(id)", field: "id") }
         guard stored.isEmpty else { return stored }
         let place = try get(id)
-        let body = try JSONCoding.encoder.encode(place)
+        let body = try PlaceJSON.encode(place)
         do {
             try db.run("UPDATE places SET json = ? WHERE id = ? AND version = ? AND (json IS NULL OR json = '')",
                        String(decoding: body, as: UTF8.self), id, place.version)
@@ -89,16 +89,19 @@ public final class CatalogStore: ServiceState {
         place = PlaceRules.normalized(place)
         try PlaceRules.validate(place, categories: categoryIds)
         return try db.transaction {
+            // The id AUTOINCREMENT would give (one more than the largest ever used), taken before
+            // the row is written: it is part of the JSON, which is then written with the row.
+            place.id = try db.scalarInt("""
+                SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'places'), 0),
+                           coalesce((SELECT max(id) FROM places), 0)) + 1
+                """) ?? 1
+            let body = try PlaceJSON.encode(place)
             try db.run("""
-                INSERT INTO places (name, category, lat, lon, address, phone, website, price_level, description,
-                                    opening_hours, photos, popularity, external_ids, timezone, created_at, updated_at, version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
-                """, try Self.values(place) + [now, now])
-            place.id = db.lastInsertRowID
+                INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
+                                    opening_hours, photos, popularity, external_ids, timezone, created_at, updated_at, version, json)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+                """, [place.id] + Self.values(place) + [now, now, String(decoding: body, as: UTF8.self)])
             try claimExternalIds(place)
-            // The id is known only now, and it is part of the JSON.
-            let body = try JSONCoding.encoder.encode(place)
-            try db.run("UPDATE places SET json = ? WHERE id = ?", String(decoding: body, as: UTF8.self), place.id)
             try worker.emit(CatalogEvents.upserted, json: body)
             return body
         }
@@ -118,13 +121,13 @@ public final class CatalogStore: ServiceState {
             if place == current { return try json(update.id) }
             place.version = current.version + 1
             place.updatedAt = Logger.timestamp()
-            let body = try JSONCoding.encoder.encode(place)
+            let body = try PlaceJSON.encode(place)
             try db.run("""
                 UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
                        description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?, updated_at = ?, version = ?,
                        json = ?
                 WHERE id = ?
-                """, try Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
+                """, Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
             if place.externalIds != current.externalIds {
                 try db.run("DELETE FROM place_external_ids WHERE place_id = ?", place.id)
                 try claimExternalIds(place)
@@ -153,12 +156,9 @@ public final class CatalogStore: ServiceState {
 
     // MARK: Rows
 
-    private static func values(_ p: Place) throws -> [SQLBindable?] {
-        let encoder = JSONCoding.encoder
-        return [p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
-                String(decoding: try encoder.encode(p.openingHours), as: UTF8.self),
-                String(decoding: try encoder.encode(p.photos), as: UTF8.self), p.popularity,
-                String(decoding: try encoder.encode(p.externalIds), as: UTF8.self), p.timezone]
+    private static func values(_ p: Place) -> [SQLBindable?] {
+        [p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
+         PlaceJSON.text(p.openingHours), PlaceJSON.text(p.photos), p.popularity, PlaceJSON.text(p.externalIds), p.timezone]
     }
 
     /// A place from a row of `columns`; the JSON columns hold its opening hours, photos and external ids.
@@ -179,7 +179,7 @@ public final class CatalogStore: ServiceState {
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events.
     func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
         let places = try list(category: nil, after: try SnapshotKey.id(after: after), limit: limit)
-        let events = try places.map { (type: CatalogEvents.upserted, body: try JSONCoding.encoder.encode($0)) }
+        let events = try places.map { (type: CatalogEvents.upserted, body: try PlaceJSON.encode($0)) }
         return SnapshotPage(events: events, next: SnapshotKey.next(after: places.map(\.id), limit: limit))
     }
 }

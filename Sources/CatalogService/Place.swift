@@ -161,11 +161,21 @@ enum PlaceRules {
     /// row does (`+ 0.0` turns -0.0 into 0.0 and changes no other number).
     static func normalized(_ p: Place) -> Place {
         var place = p
-        place.name = p.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        place.name = trimmed(p.name)
         place.lat = p.lat + 0.0
         place.lon = p.lon + 0.0
         place.popularity = p.popularity + 0.0
         return place
+    }
+
+    /// `text` without the white space and newlines around it (Foundation's
+    /// `.whitespacesAndNewlines`). A text that starts and ends with a byte of ASCII that is not
+    /// white space (most names) has none, and is answered without Foundation, which cost 4% of
+    /// a create (callgrind-create).
+    static func trimmed(_ text: String) -> String {
+        func plain(_ byte: UInt8?) -> Bool { byte.map { $0 < 0x80 && $0 != 0x20 && !(0x09...0x0D).contains($0) } ?? false }
+        if plain(text.utf8.first), plain(text.utf8.last) { return text }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     private static func httpURL(_ value: String, _ field: String) throws(ServiceError) {

@@ -130,19 +130,20 @@ extension IndexedPlace {
     /// (tests hold the two to that).
     init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
-        func isNull(_ range: Range<Int>) -> Bool { json[range].elementsEqual("null".utf8) }
+        // In strict JSON a value that starts with `n` is `null`.
+        func isNull(_ range: Range<Int>) -> Bool { json[range.lowerBound] == UInt8(ascii: "n") }
         func number(_ range: Range<Int>) -> Double? { JSONNumber.finite(json[range]) }
-        func integer(_ range: Range<Int>) -> Int64? {
-            guard JSONNumber.isValid(json[range]) else { return nil }
-            return Int64(String(decoding: json[range], as: UTF8.self))
-        }
+        func integer(_ range: Range<Int>) -> Int64? { JSONNumber.integer(json[range]) }
         func text(_ range: Range<Int>) -> String?? { isNull(range) ? .some(nil) : JSONSpan.string(at: range, in: json).map { .some($0) } }
         var id: Int64?, name: String?, category: String?, lat: Double?, lon: Double?
         var place = IndexedPlace(id: 0, name: "", category: "", lat: 0, lon: 0)
-        var read = Set<String>()
+        var read: UInt16 = 0
         for (key, range) in members {
             // A field given twice is left to the decoder, whose reading of it is the reference.
-            guard read.insert(key).inserted || !PlaceSummary.memberNames.contains(key) else { return nil }
+            if let bit = Self.memberBits[key] {
+                guard read & bit == 0 else { return nil }
+                read |= bit
+            }
             switch key {
             case "id": guard let value = integer(range) else { return nil }; id = value
             case "name": guard let value = JSONSpan.string(at: range, in: json) else { return nil }; name = value
@@ -176,59 +177,11 @@ extension IndexedPlace {
         (place.id, place.name, place.category, place.lat, place.lon) = (id, name, category, lat, lon)
         self = place
     }
-}
 
-/// JSON's number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
-enum JSONNumber {
-    /// The value of a JSON number's text, when it is one and finite.
-    static func finite(_ text: Data.SubSequence) -> Double? {
-        guard isValid(text), let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
-        return value
-    }
-
-    static func isValid<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
-        var i = bytes.startIndex
-        func digits() -> Int {
-            var count = 0
-            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) { i = bytes.index(after: i); count += 1 }
-            return count
-        }
-        func take(_ byte: UInt8) -> Bool {
-            guard i != bytes.endIndex, bytes[i] == byte else { return false }
-            i = bytes.index(after: i)
-            return true
-        }
-        _ = take(UInt8(ascii: "-"))
-        if take(UInt8(ascii: "0")) {
-            // no more digits after a leading zero
-        } else if digits() == 0 {
-            return false
-        }
-        if take(UInt8(ascii: ".")), digits() == 0 { return false }
-        if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
-            _ = take(UInt8(ascii: "+")) || take(UInt8(ascii: "-"))
-            if digits() == 0 { return false }
-        }
-        return i == bytes.endIndex
-    }
-}
-
-extension OpeningPeriod {
-    /// Reads `{"day":…,"open":…,"close":…}` by spans; nil when not plainly shaped.
-    init?(spans json: Data) {
-        guard let members = JSONSpan.members(of: json) else { return nil }
-        var day: Int?, open: String?, close: String?
-        for (key, range) in members {
-            switch key {
-            case "day": day = JSONNumber.isValid(json[range]) ? Int(String(decoding: json[range], as: UTF8.self)) : nil
-            case "open": open = JSONSpan.string(at: range, in: json)
-            case "close": close = JSONSpan.string(at: range, in: json)
-            default: continue
-            }
-        }
-        guard let day, let open, let close else { return nil }
-        self.init(day: day, open: open, close: close)
-    }
+    /// One bit per member a `PlaceSummary` decodes.
+    private static let memberBits: [String: UInt16] = Dictionary(uniqueKeysWithValues: PlaceSummary.memberNames.sorted().enumerated().map {
+        ($1, UInt16(1) << UInt16($0))
+    })
 }
 
 /// Applies events to the index; every change is idempotent (the same event twice changes nothing).
@@ -270,7 +223,7 @@ enum SearchIndex {
     }
 
     static func upsert(_ place: IndexedPlace, _ db: Database) throws {
-        let hours = String(decoding: try JSONCoding.encoder.encode(place.openingHours ?? []), as: UTF8.self)
+        let hours = PlaceJSON.text(place.openingHours ?? [])
         let (name, other) = indexedWords(place)
         let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", place.id).map { row throws(RowError) in
             (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self))

@@ -23,7 +23,7 @@ import TestSupport
         }
         for value in values {
             var written: [UInt8] = []
-            JSONNumberText.append(value, to: &written)
+            JSONText.append(value, to: &written)
             let encoded = try JSONCoding.encoder.encode([value])
             #expect(written == Array(encoded.dropFirst().dropLast()), "\(value)")
         }
