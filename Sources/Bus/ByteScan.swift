@@ -23,27 +23,25 @@ enum ByteScan {
     /// there. Only whole words are looked at.
     @inline(__always)
     static func skipPlain(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
-        guard let base = bytes.baseAddress else { return start }
-        var i = start
-        while i + 8 <= end {
-            let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            if word & highs != 0 || anyBelow(word, 0x20) || any(word, UInt8(ascii: "\"")) || any(word, UInt8(ascii: "\\")) { return i }
-            i += 8
+        skipWords(bytes, from: start, to: end) { word in
+            word & highs == 0 && !anyBelow(word, 0x20) && !any(word, UInt8(ascii: "\"")) && !any(word, UInt8(ascii: "\\"))
         }
-        return i
     }
 
     /// The first index from `start` (before `end`) that may be `"` or `\`, as `skipPlain` does
     /// for any byte: the caller goes on byte by byte from there.
     @inline(__always)
     static func skipToQuoteOrEscape(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int {
+        skipWords(bytes, from: start, to: end) { word in !any(word, UInt8(ascii: "\"")) && !any(word, UInt8(ascii: "\\")) }
+    }
+
+    /// Steps over whole words while `plain` says so; the index of the first word it refused, or
+    /// where fewer than eight bytes are left.
+    @inline(__always)
+    private static func skipWords(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int, while plain: (UInt64) -> Bool) -> Int {
         guard let base = bytes.baseAddress else { return start }
         var i = start
-        while i + 8 <= end {
-            let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            if any(word, UInt8(ascii: "\"")) || any(word, UInt8(ascii: "\\")) { return i }
-            i += 8
-        }
+        while i + 8 <= end, plain(base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { i += 8 }
         return i
     }
 }
