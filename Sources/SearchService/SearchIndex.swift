@@ -96,6 +96,19 @@ enum SearchSchema {
             DELETE FROM search_terms;
             DELETE FROM event_cursor WHERE source = 'catalog';
             """),
+        // Each place under each of its words and short prefixes, at its position on a Z-order
+        // curve (`PlaceTerms`): a text search near a point reads the places of one word outward
+        // from the point, and no others. The index starts over and is rebuilt from the
+        // catalog's events, which write the rows.
+        Migration(domain: "search", version: 8, sql: """
+            CREATE TABLE place_terms (term TEXT NOT NULL, cell INTEGER NOT NULL);
+            \(termIndex);
+            INSERT INTO places_text (places_text) VALUES ('delete-all');
+            DELETE FROM places;
+            DELETE FROM places_geo;
+            DELETE FROM search_terms;
+            DELETE FROM event_cursor WHERE source = 'catalog';
+            """),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while
@@ -110,8 +123,11 @@ enum SearchSchema {
         CREATE INDEX IF NOT EXISTS places_by_popularity ON places(popularity DESC, id, lat, lon, category, price_level, name_words, other_words)
         """
 
+    /// Built by migration 8, and again after each bulk load, as `stripIndex` is.
+    static let termIndex = "CREATE INDEX IF NOT EXISTS place_terms_by_cell ON place_terms(term, cell)"
+
     /// The indexes a bulk load drops first and builds once at its end.
-    static let bulkIndexes = [("places_by_strip", stripIndex), ("places_by_popularity", popularityIndex)]
+    static let bulkIndexes = [("places_by_strip", stripIndex), ("places_by_popularity", popularityIndex), ("place_terms_by_cell", termIndex)]
 
     /// Whether `name` exists now: a bulk load may have dropped it, and then searches read without it.
     static func hasIndex(_ name: String, _ db: Database) throws -> Bool {
@@ -272,10 +288,14 @@ enum SearchIndex {
     static func upsert(_ place: IndexedPlace, _ db: Database) throws {
         let hours = String(decoding: try JSONCoding.encoder.encode(place.openingHours ?? []), as: UTF8.self)
         let (name, other) = indexedWords(place)
-        let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", place.id).map { row throws(RowError) in
-            (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self))
+        let old = try db.queryOne("SELECT name_words, other_words, lat, lon FROM places WHERE id = ?", place.id).map { row throws(RowError) in
+            (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self),
+             lat: try row.decode("lat", as: Double.self), lon: try row.decode("lon", as: Double.self))
         }
         let textChanged = old?.name != name || old?.other != other
+        if textChanged || old?.lat != place.lat || old?.lon != place.lon {
+            try PlaceTerms.write(place.id, words: (name, other, place.lat, place.lon), db)
+        }
         if let old, textChanged {
             // FTS5 forgets a row of external content only when told the words it indexed.
             try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
@@ -309,6 +329,7 @@ enum SearchIndex {
                    id, try old.decode("name_words", as: String.self), try old.decode("other_words", as: String.self))
         try db.run("DELETE FROM places WHERE id = ?", id)
         try db.run("DELETE FROM places_geo WHERE id = ?", id)
+        try PlaceTerms.write(id, words: nil, db)
     }
 
     static func rating(_ update: RatingUpdated, _ db: Database) throws {
@@ -336,6 +357,7 @@ enum SearchIndex {
             try db.run("DELETE FROM places")
             try db.run("DELETE FROM places_geo")
             try db.run("DELETE FROM search_terms")
+            try db.run("DELETE FROM place_terms")
         },
         types: [CatalogEvents.upserted, CatalogEvents.deleted],
         startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
