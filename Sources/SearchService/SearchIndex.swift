@@ -101,8 +101,7 @@ enum SearchSchema {
         // from the point, and no others. The index starts over and is rebuilt from the
         // catalog's events, which write the rows.
         Migration(domain: "search", version: 8, sql: """
-            CREATE TABLE place_terms (term TEXT NOT NULL, cell INTEGER NOT NULL);
-            \(termIndex);
+            CREATE TABLE place_terms (term TEXT NOT NULL, cell INTEGER NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (term, cell, id)) WITHOUT ROWID;
             INSERT INTO places_text (places_text) VALUES ('delete-all');
             DELETE FROM places;
             DELETE FROM places_geo;
@@ -123,11 +122,8 @@ enum SearchSchema {
         CREATE INDEX IF NOT EXISTS places_by_popularity ON places(popularity DESC, id, lat, lon, category, price_level, name_words, other_words)
         """
 
-    /// Built by migration 8, and again after each bulk load, as `stripIndex` is.
-    static let termIndex = "CREATE INDEX IF NOT EXISTS place_terms_by_cell ON place_terms(term, cell)"
-
     /// The indexes a bulk load drops first and builds once at its end.
-    static let bulkIndexes = [("places_by_strip", stripIndex), ("places_by_popularity", popularityIndex), ("place_terms_by_cell", termIndex)]
+    static let bulkIndexes = [("places_by_strip", stripIndex), ("places_by_popularity", popularityIndex)]
 
     /// Whether `name` exists now: a bulk load may have dropped it, and then searches read without it.
     static func hasIndex(_ name: String, _ db: Database) throws -> Bool {
@@ -293,9 +289,7 @@ enum SearchIndex {
              lat: try row.decode("lat", as: Double.self), lon: try row.decode("lon", as: Double.self))
         }
         let textChanged = old?.name != name || old?.other != other
-        if textChanged || old?.lat != place.lat || old?.lon != place.lon {
-            try PlaceTerms.write(place.id, words: (name, other, place.lat, place.lon), db)
-        }
+        try PlaceTerms.rewrite(place.id, from: old.map { ($0.name, $0.other, $0.lat, $0.lon) }, to: (name, other, place.lat, place.lon), db)
         if let old, textChanged {
             // FTS5 forgets a row of external content only when told the words it indexed.
             try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
@@ -324,12 +318,12 @@ enum SearchIndex {
     }
 
     static func delete(_ id: Int64, _ db: Database) throws {
-        guard let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", id) else { return }
-        try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
-                   id, try old.decode("name_words", as: String.self), try old.decode("other_words", as: String.self))
+        guard let old = try db.queryOne("SELECT name_words, other_words, lat, lon FROM places WHERE id = ?", id) else { return }
+        let (name, other) = (try old.decode("name_words", as: String.self), try old.decode("other_words", as: String.self))
+        try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)", id, name, other)
         try db.run("DELETE FROM places WHERE id = ?", id)
         try db.run("DELETE FROM places_geo WHERE id = ?", id)
-        try PlaceTerms.write(id, words: nil, db)
+        try PlaceTerms.rewrite(id, from: (name, other, try old.decode("lat", as: Double.self), try old.decode("lon", as: Double.self)), to: nil, db)
     }
 
     static func rating(_ update: RatingUpdated, _ db: Database) throws {

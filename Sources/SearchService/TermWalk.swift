@@ -7,12 +7,6 @@ import Storage
 /// one, two and three letters of each word (`s*`, `sa*`, `san*`), so that a text search near a
 /// point reads the places of one word or short prefix outward from the point, and no others.
 enum PlaceTerms {
-    /// A place's rows are numbered `id << shift` up to `id << shift | (1 << shift) - 1`: all
-    /// of them are deleted by one range of rowids.
-    static let shift: Int64 = 16
-    /// Ids above this have no room for their rows' numbers.
-    static let maxId: Int64 = Int64.max >> shift
-
     /// The key of a word's first letters (at most three): the letters and `*`, which no folded word has.
     static func prefixKey(_ word: String) -> String { String(word.prefix(3)) + "*" }
 
@@ -61,18 +55,24 @@ enum PlaceTerms {
         return x
     }
 
-    /// Rewrites a place's keys (none when `words` is nil: the place is gone).
-    static func write(_ id: Int64, words: (name: String, other: String, lat: Double, lon: Double)?, _ db: Database) throws {
-        guard id >= 0, id <= maxId else { throw ServiceError(.invalidArgument, "place id \(id) is out of the search index's range", field: "id") }
-        let first = id << shift
-        try db.run("DELETE FROM place_terms WHERE rowid BETWEEN ? AND ?", first, first | ((1 << shift) - 1))
-        guard let words else { return }
-        let keys = keys(name: words.name, other: words.other)
-        // A description of 5,000 characters has far fewer keys.
-        guard keys.count < 1 << shift else { throw ServiceError(.invalidArgument, "a place has more than \(1 << shift) words and prefixes", field: "description") }
-        let cell = cell(lat: words.lat, lon: words.lon)
-        for (k, key) in keys.sorted().enumerated() {
-            try db.run("INSERT INTO place_terms (rowid, term, cell) VALUES (?, ?, ?)", first | Int64(k), key, cell)
+    /// A place's words and position, as `place_terms` has them.
+    typealias Indexed = (name: String, other: String, lat: Double, lon: Double)
+
+    /// Changes a place's rows from what it was indexed by (nil: nothing) to what it is now
+    /// (nil: it is gone): only the keys that changed, unless it moved.
+    static func rewrite(_ id: Int64, from old: Indexed?, to new: Indexed?, _ db: Database) throws {
+        let oldKeys = old.map { keys(name: $0.name, other: $0.other) } ?? [], oldCell = old.map { cell(lat: $0.lat, lon: $0.lon) }
+        let newKeys = new.map { keys(name: $0.name, other: $0.other) } ?? [], newCell = new.map { cell(lat: $0.lat, lon: $0.lon) }
+        let moved = oldCell != newCell
+        if let oldCell {
+            for key in moved ? oldKeys : oldKeys.subtracting(newKeys) {
+                try db.run("DELETE FROM place_terms WHERE term = ? AND cell = ? AND id = ?", key, oldCell, id)
+            }
+        }
+        if let newCell {
+            for key in moved ? newKeys : newKeys.subtracting(oldKeys) {
+                try db.run("INSERT INTO place_terms (term, cell, id) VALUES (?, ?, ?)", key, newCell, id)
+            }
         }
     }
 }
@@ -163,7 +163,7 @@ extension MapQueries {
     /// `PlaceTerms`), pass the filters and that `accept` takes, nearest first (ties by id),
     /// with their distances: the places of the key are read outward from the point through a
     /// quadtree of the Earth, nearest cell first (a cell's places are one range of
-    /// `place_terms_by_cell`; a cell holding more than `walkCell` has the smallest cell
+    /// `place_terms`; a cell holding more than `walkCell` has the smallest cell
     /// holding them all split in four), and probed
     /// nearest first until `want` are found. Every place nearer than what is left to read has
     /// been read, so the nearest are exact.
@@ -193,12 +193,12 @@ extension MapQueries {
             return found.lazy.filter { $0.distance <= frontier }.count >= want
         }
         let cells = try db.statement("""
-            SELECT cell, rowid AS row FROM place_terms INDEXED BY place_terms_by_cell WHERE term = ? AND cell BETWEEN ? AND ? LIMIT ?
+            SELECT cell, id FROM place_terms WHERE term = ? AND cell BETWEEN ? AND ? LIMIT ?
             """)
         defer { cells.reset() }
-        let cellColumn = try cells.column("cell"), rowColumn = try cells.column("row")
+        let cellColumn = try cells.column("cell"), idColumn = try cells.column("id")
         let last = try db.statement("""
-            SELECT cell FROM place_terms INDEXED BY place_terms_by_cell WHERE term = ? AND cell BETWEEN ? AND ? ORDER BY cell DESC LIMIT 1
+            SELECT cell FROM place_terms WHERE term = ? AND cell BETWEEN ? AND ? ORDER BY cell DESC LIMIT 1
             """)
         defer { last.reset() }
         let lastColumn = try last.column("cell")
@@ -222,7 +222,7 @@ extension MapQueries {
             try cells.bind([key, Int64(bitPattern: next.base ^ PlaceTerms.signBit), Int64(bitPattern: (next.base | span) ^ PlaceTerms.signBit), Int64(limit)])
             var rows: [(cell: UInt64, id: Int64)] = []
             while try cells.step() {
-                rows.append((UInt64(bitPattern: cells.int64(cellColumn.index)) ^ PlaceTerms.signBit, cells.int64(rowColumn.index) >> PlaceTerms.shift))
+                rows.append((UInt64(bitPattern: cells.int64(cellColumn.index)) ^ PlaceTerms.signBit, cells.int64(idColumn.index)))
             }
             cells.reset()
             budget.spend(max(1, rows.count))

@@ -327,13 +327,10 @@ struct TextQueries {
         let budget = ReadBudget(readBudget)
         defer { tally?.probed += budget.spent }
         let chosen: Int
-        if let center, try SearchSchema.hasIndex("place_terms_by_cell", db) {
+        if let center {
             // The places of the query's most telling word or prefix, outward from the point, as
             // far as the radius goes or the whole Earth.
             chosen = try maps.nearest(having: key, center, within: radius ?? 20_040_000, want: want, budget: budget, filters, accept: accept).count
-        } else if let center {
-            // While a bulk load rebuilds the index of words by place, the places outward from the point.
-            chosen = try maps.nearest(center, within: radius ?? 20_040_000, want: want, budget: budget, filters, accept: accept).count
         } else if let box {
             chosen = try maps.mostPopular(in: box, want: want, after: nil, budget: budget, filters, accept: accept).count
         } else {
