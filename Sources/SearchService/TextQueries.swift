@@ -177,13 +177,22 @@ struct TextQueries {
         return score
     }
 
-    /// The query's words with the near spellings of those the index does not know.
+    /// The query's words with the near spellings of those the index does not know. Once the
+    /// words before one that needs them match no place together, neither can the whole query:
+    /// the rest are left as typed, without looking for near spellings.
     func queryWords(_ words: [String], prefixLast: Bool) throws -> [QueryWord] {
-        try words.enumerated().map { i, word in
+        var query: [QueryWord] = []
+        var matchesNothing = false
+        for (i, word) in words.enumerated() {
             let prefix = prefixLast && i == words.count - 1
-            let spellings = try TextQueries.allowedTypos(word) > 0 && !known(word, prefix: prefix) ? nearSpellings(word) : []
-            return QueryWord(typed: word, spellings: spellings, prefix: prefix)
+            var spellings: [String] = []
+            if !matchesNothing, TextQueries.allowedTypos(word) > 0, try !known(word, prefix: prefix) {
+                matchesNothing = try !query.isEmpty && db.scalarInt("SELECT rowid FROM places_text WHERE places_text MATCH ? LIMIT 1", try expression(query)) == nil
+                if !matchesNothing { spellings = try nearSpellings(word) }
+            }
+            query.append(QueryWord(typed: word, spellings: spellings, prefix: prefix))
         }
+        return query
     }
 
     /// The key of `place_terms` (see `PlaceTerms`) that every place matching the query has: a

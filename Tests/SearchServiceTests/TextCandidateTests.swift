@@ -232,6 +232,26 @@ import TestSupport
         #expect(try rows(150) == 0)
     }
 
+    /// Near spellings are looked for only while the words before match some place together:
+    /// past that the query matches nothing whatever the spellings, and the answer is the same.
+    @Test func misspelledWordsAfterAnImpossiblePairAreNotSpelledOut() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for (id, name) in [(1, "Alpha Bravo Charlie"), (2, "Alpha Delta"), (3, "Bravo Foxtrot"), (4, "Charlie Delta")] {
+                try SearchIndex.upsert(IndexedPlace(id: Int64(id), name: name, category: "bar", lat: 1, lon: 2), index.db)
+            }
+        }
+        let queries = TextQueries(db: index.db)
+        // Every misspelled word of "alpah bravvo charlei" has a near spelling, and place 1 has them all.
+        let found = try queries.queryWords(["alpah", "bravvo", "charlei"], prefixLast: false)
+        #expect(found.map(\.spellings) == [["alpha"], ["bravo"], ["charlie"]])
+        #expect(try queries.search(try textQuery(#"{"q":"alpah bravvo charlei "}"#)).hits.map(\.id) == [1])
+        // No place has both foxtrot and delta: charlie is not looked for, and nothing is found.
+        let none = try queries.queryWords(["foxtort", "dleta", "charlei"], prefixLast: false)
+        #expect(none.map(\.spellings) == [["foxtrot"], ["delta"], []])
+        #expect(try queries.search(try textQuery(#"{"q":"foxtort dleta charlei "}"#)).hits.isEmpty)
+    }
+
     /// The walk's bound on the distance to a cell never exceeds the distance to a point in it.
     @Test func theWalksBoundOnACellsDistanceIsALowerBound() throws {
         var rng = SplitMix64(seed: 15)
