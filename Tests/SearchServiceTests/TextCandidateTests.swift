@@ -196,6 +196,33 @@ import TestSupport
         }
     }
 
+    /// Without a point, a filter that turns away the most popular matches does not make the
+    /// search read on down the popularity index: the places it turns away count against the
+    /// budget, and the first matches by id are ranked instead (Protocols/search.md, *Candidates*).
+    @Test func aFilterThatTurnsAwayThePopularMatchesEndsTheReading() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for i in 1...3_000 {
+                try SearchIndex.upsert(IndexedPlace(id: Int64(1_000 + i), name: "San Bar \(i)", category: "bar", lat: 40.4 + Double(i) * 1e-4,
+                                                    lon: -3.7, popularity: 10), index.db)
+            }
+            // Five cafés with the lowest ids, less popular than one with a high id.
+            for (id, popularity) in [(1, 1.0), (2, 1), (3, 1), (4, 1), (5, 1), (5_000, 5)] {
+                try SearchIndex.upsert(IndexedPlace(id: Int64(id), name: "San Café", category: "cafe", lat: 41, lon: -3.7, popularity: popularity), index.db)
+            }
+        }
+        var queries = TextQueries(db: index.db)
+        (queries.allMatchesUpTo, queries.readBudget) = (100, 200)
+        let tally = TextQueries.Tally()
+        queries.tally = tally
+        let got = try queries.search(try textQuery(#"{"q":"san","categories":["cafe"],"sort":"popularity"}"#)).hits.map(\.id)
+        #expect(got == [1, 2, 3, 4, 5])
+        #expect(tally.probed <= queries.readBudget + queries.allMatchesUpTo)
+        // Within the budget, the same filter finds the most popular café first.
+        queries.readBudget = 3_500
+        #expect(try queries.search(try textQuery(#"{"q":"san","categories":["cafe"],"sort":"popularity"}"#)).hits.map(\.id) == [5_000, 1, 2, 3, 4, 5])
+    }
+
     /// The index of words by place follows a place's renames, moves and deletion: a search
     /// near a point that reads it finds the place where it is now, by the words it has now.
     @Test func theWordIndexFollowsRenamesMovesAndDeletes() throws {
