@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 import Geo
+import ServiceCore
 import Storage
 
 /// The keys a place is found by in `place_terms`: each of its folded words, and the first
@@ -77,50 +78,19 @@ enum PlaceTerms {
     }
 }
 
-/// A least-first heap of what a walk outward from a point reads next.
-struct WalkQueue {
-    /// A quadtree cell not read yet, or a place read but not probed; `key` is a lower bound of
-    /// the distance from the point to anything in it.
-    struct Entry {
-        var key: Double
-        var level: Int
-        var base: UInt64
-        var latLow: Int64
-        var lonLow: Int64
-        /// A place's id, for a place.
-        var id: Int64?
-    }
+/// What a walk outward from a point reads next: a quadtree cell not read yet, or a place read
+/// but not probed; `key` is a lower bound of the distance from the point to anything in it,
+/// which orders them (least first).
+struct WalkEntry: Comparable {
+    var key: Double
+    var level: Int
+    var base: UInt64
+    var latLow: Int64
+    var lonLow: Int64
+    /// A place's id, for a place.
+    var id: Int64?
 
-    private var entries: [Entry] = []
-    var first: Entry? { entries.first }
-    var isEmpty: Bool { entries.isEmpty }
-
-    mutating func push(_ entry: Entry) {
-        entries.append(entry)
-        var child = entries.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard entries[child].key < entries[parent].key else { break }
-            entries.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func pop() -> Entry? {
-        guard !entries.isEmpty else { return nil }
-        entries.swapAt(0, entries.count - 1)
-        let top = entries.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var least = parent
-            if left < entries.count, entries[left].key < entries[least].key { least = left }
-            if right < entries.count, entries[right].key < entries[least].key { least = right }
-            guard least != parent else { return top }
-            entries.swapAt(parent, least)
-            parent = least
-        }
-    }
+    static func < (a: WalkEntry, b: WalkEntry) -> Bool { a.key < b.key }
 }
 
 extension MapQueries {
@@ -150,13 +120,13 @@ extension MapQueries {
     }
 
     /// The entry of a quadtree cell (nil when it lies wholly beyond the poles or the 180th meridian).
-    static func cellEntry(_ center: Coordinate, level: Int, base: UInt64, latLow: Int64, lonLow: Int64) -> WalkQueue.Entry? {
+    static func cellEntry(_ center: Coordinate, level: Int, base: UInt64, latLow: Int64, lonLow: Int64) -> WalkEntry? {
         let side = Int64(1) << (32 - level)
         let south = latLow - PlaceTerms.latOffset, west = lonLow - PlaceTerms.lonOffset
         guard south <= PlaceTerms.latOffset, west <= PlaceTerms.lonOffset else { return nil }
         let key = lowerBound(center, south: Double(south) / SearchIndex.scale, north: Double(min(south + side, PlaceTerms.latOffset)) / SearchIndex.scale,
                              west: Double(west) / SearchIndex.scale, east: Double(min(west + side, PlaceTerms.lonOffset)) / SearchIndex.scale)
-        return WalkQueue.Entry(key: key, level: level, base: base, latLow: latLow, lonLow: lonLow, id: nil)
+        return WalkEntry(key: key, level: level, base: base, latLow: latLow, lonLow: lonLow, id: nil)
     }
 
     /// The `want` places nearest `center` within `reach` metres that have `key` (see
@@ -202,7 +172,7 @@ extension MapQueries {
             """)
         defer { last.reset() }
         let lastColumn = try last.column("cell")
-        var queue = WalkQueue()
+        var queue = MinHeap<WalkEntry>()
         if let root = MapQueries.cellEntry(center, level: 0, base: 0, latLow: 0, lonLow: 0) { queue.push(root) }
         while let next = queue.first {
             if next.key > reach { break }
@@ -233,7 +203,7 @@ extension MapQueries {
                     // The place's own coordinates round to these: a box of one unit either side holds them.
                     let bound = MapQueries.lowerBound(center, south: Double(lat - 1) / SearchIndex.scale, north: Double(lat + 1) / SearchIndex.scale,
                                                       west: Double(lon - 1) / SearchIndex.scale, east: Double(lon + 1) / SearchIndex.scale)
-                    queue.push(WalkQueue.Entry(key: bound, level: 33, base: 0, latLow: 0, lonLow: 0, id: row.id))
+                    queue.push(WalkEntry(key: bound, level: 33, base: 0, latLow: 0, lonLow: 0, id: row.id))
                 }
                 // A deepest cell cut short by the budget: nothing past it is known.
                 if deepest, budget.ranOut, rows.count == limit {
