@@ -71,14 +71,21 @@ extension MapQueries {
         var found: [(id: Int64, popularity: Double)] = []
         guard want > 0, !budget.ranOut else { return found }
         let index = try SearchSchema.hasIndex("places_by_popularity", db) ? " INDEXED BY places_by_popularity" : ""
-        // What the probe and the filters read (covered by the index but for opening hours).
-        let columns = "id, lat, lon, popularity, category, price_level, name_words, other_words" + (filters.openNow == true ? ", opening_hours, timezone" : "")
-        let limit = budget.left
-        let read = try probe(from: "(SELECT \(columns) FROM places\(index) ORDER BY popularity DESC, id LIMIT ?) p", where: "1", [limit], filters,
-                             order: "p.popularity DESC, p.id") { place in
+        func take(_ place: Probe) -> Bool {
             if accept(place) { found.append((place.id, place.popularity)) }
             return found.count < want
         }
+        guard MapQueries.judgesInSQL(filters) else {
+            // Every place read comes to the probe (open now is judged there), and is counted.
+            budget.spend(try probe(from: "places p" + index, where: "1", [], filters, order: "p.popularity DESC, p.id", limit: budget.left, take))
+            return found
+        }
+        // The budget's places, the filters judging them after: what they turn away is counted.
+        // The columns are what the probe and the filters read (the index covers them but opening hours).
+        let columns = "id, lat, lon, popularity, category, price_level, name_words, other_words" + (filters.openNow == true ? ", opening_hours, timezone" : "")
+        let limit = budget.left
+        let read = try probe(from: "(SELECT \(columns) FROM places\(index) ORDER BY popularity DESC, id LIMIT ?) p", where: "1", [limit], filters,
+                             order: "p.popularity DESC, p.id", take)
         // Stopped early, it read at least those it took; else the whole limit.
         budget.spend(found.count < want ? limit : read)
         return found
