@@ -1,6 +1,7 @@
 import Bus
 import CEpoll
 import Foundation
+import ServiceCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -93,42 +94,12 @@ final class LoopInbox: Sendable {
     }
 }
 
-/// The earliest of many deadlines: a binary min-heap of (time, connection key). A
-/// connection's earlier deadline makes its later entry stale; stale entries are skipped
-/// when they come up, so nothing is searched or removed in the middle.
-struct TimerHeap {
-    private var entries: [(at: UInt64, key: UInt64)] = []
+/// A connection's deadline, as the loop's heap of deadlines orders them: earliest first.
+struct TimerEntry: Comparable {
+    let at: UInt64
+    let key: UInt64
 
-    var first: (at: UInt64, key: UInt64)? { entries.first }
-
-    mutating func push(_ at: UInt64, _ key: UInt64) {
-        entries.append((at, key))
-        var child = entries.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard entries[child].at < entries[parent].at else { break }
-            entries.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func pop() -> (at: UInt64, key: UInt64)? {
-        guard !entries.isEmpty else { return nil }
-        entries.swapAt(0, entries.count - 1)
-        let top = entries.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var least = parent
-            if left < entries.count && entries[left].at < entries[least].at { least = left }
-            if right < entries.count && entries[right].at < entries[least].at { least = right }
-            guard least != parent else { break }
-            entries.swapAt(parent, least)
-            parent = least
-        }
-        if entries.isEmpty { entries = [] }
-        return top
-    }
+    static func < (a: TimerEntry, b: TimerEntry) -> Bool { a.at < b.at }
 }
 
 /// One event-loop thread's share of the client connections: one epoll set, one inbox for
@@ -172,7 +143,10 @@ final class EventLoop: @unchecked Sendable {
     private let stopping: StopFlag
     private let abandon: StopFlag
     private var connections: [UInt64: Connection] = [:]
-    private var timers = TimerHeap()
+    /// The earliest of the connections' deadlines first. A connection's earlier deadline makes
+    /// its later entry stale; stale entries are skipped when they come up, so nothing is
+    /// searched or removed in the middle.
+    private var timers = MinHeap<TimerEntry>()
     private var touched: [Connection] = []
     /// The loop's one read buffer: bytes go from it into the session that reads them.
     private var scratch = [UInt8](repeating: 0, count: 32 << 10)
@@ -358,7 +332,7 @@ final class EventLoop: @unchecked Sendable {
         // Never a deadline already past: the heap is run once per wake-up.
         if let deadline = session.nextDeadline().map({ max($0, now + 1) }), connection.scheduled.map({ deadline < $0 }) ?? true {
             connection.scheduled = deadline
-            timers.push(deadline, connection.key)
+            timers.push(TimerEntry(at: deadline, key: connection.key))
         }
     }
 

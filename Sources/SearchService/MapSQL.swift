@@ -140,6 +140,12 @@ extension MapQueries {
     }
 
     /// Adds the filters' conditions to a query over `places p` joined with `ratings r`.
+    /// Whether `appendFilters` adds anything: SQL then turns places away before a probe sees them.
+    static func judgesInSQL(_ filters: PlaceFilters) -> Bool {
+        filters.categories?.isEmpty == false || filters.excludeCategories?.isEmpty == false || filters.priceLevels?.isEmpty == false
+            || filters.minRating != nil
+    }
+
     static func appendFilters(_ filters: PlaceFilters, to sql: inout String, _ args: inout [SQLBindable?]) {
         if let categories = filters.categories, !categories.isEmpty {
             sql += " AND p.category IN (\(Array(repeating: "?", count: categories.count).joined(separator: ",")))"

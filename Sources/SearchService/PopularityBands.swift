@@ -64,16 +64,30 @@ extension MapQueries {
 
     /// The `want` most popular places (ties by id) that pass the filters and that `accept`
     /// takes, read down `places_by_popularity` until enough are found or `budget` runs out:
-    /// then the answer is those found, fewer than `want` but still the most popular. While a
-    /// bulk load has dropped that index, SQLite sorts the places instead (slower, same answer).
+    /// then the answer is those found, fewer than `want` but still the most popular. The
+    /// filters judge the places the budget reads, so a place they turn away is counted too.
+    /// While a bulk load has dropped that index, SQLite sorts the places instead (slower, same answer).
     func mostPopular(want: Int, budget: ReadBudget, _ filters: PlaceFilters, accept: (Probe) -> Bool) throws -> [(id: Int64, popularity: Double)] {
         var found: [(id: Int64, popularity: Double)] = []
         guard want > 0, !budget.ranOut else { return found }
-        let source = try SearchSchema.hasIndex("places_by_popularity", db) ? "places p INDEXED BY places_by_popularity" : "places p"
-        budget.spend(try probe(from: source, where: "1", [], filters, order: "p.popularity DESC, p.id", limit: budget.left) { place in
+        let index = try SearchSchema.hasIndex("places_by_popularity", db) ? " INDEXED BY places_by_popularity" : ""
+        func take(_ place: Probe) -> Bool {
             if accept(place) { found.append((place.id, place.popularity)) }
             return found.count < want
-        })
+        }
+        guard MapQueries.judgesInSQL(filters) else {
+            // Every place read comes to the probe (open now is judged there), and is counted.
+            budget.spend(try probe(from: "places p" + index, where: "1", [], filters, order: "p.popularity DESC, p.id", limit: budget.left, take))
+            return found
+        }
+        // The budget's places, the filters judging them after: what they turn away is counted.
+        // The columns are what the probe and the filters read (the index covers them but opening hours).
+        let columns = "id, lat, lon, popularity, category, price_level, name_words, other_words" + (filters.openNow == true ? ", opening_hours, timezone" : "")
+        let limit = budget.left
+        let read = try probe(from: "(SELECT \(columns) FROM places\(index) ORDER BY popularity DESC, id LIMIT ?) p", where: "1", [limit], filters,
+                             order: "p.popularity DESC, p.id", take)
+        // Stopped early, it read at least those it took; else the whole limit.
+        budget.spend(found.count < want ? limit : read)
         return found
     }
 }

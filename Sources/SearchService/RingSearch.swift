@@ -17,13 +17,8 @@ extension MapQueries {
     /// again (cheaply, skipped), one read through the R*Tree leaves out what the R*Tree read.
     /// Bands cost a range scan each, the R*Tree a table lookup per place: a ring is read by
     /// bands only where the places read so far say it holds more places than bands (a dense
-    /// city), through the R*Tree elsewhere (and for the first ring, before anything is known);
-    /// with a budget, by bands whenever the ring is short enough for them.
-    ///
-    /// With a `budget`, at most what it has left is read (places read again counted again):
-    /// when it runs out before `want` are found, the answer is those found within the last
-    /// ring read whole, still the nearest, but fewer than `want` (none before the first ring).
-    func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, budget: ReadBudget? = nil, _ filters: PlaceFilters,
+    /// city), through the R*Tree elsewhere (and for the first ring, before anything is known).
+    func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, _ filters: PlaceFilters,
                  accept: (Probe) -> Bool) throws -> [(id: Int64, distance: Double)] {
         var found: [(id: Int64, distance: Double)] = []
         var seen = Set<Int64>()
@@ -39,18 +34,6 @@ extension MapQueries {
                 .sorted { $0.distance != $1.distance ? $0.distance < $1.distance : $0.id < $1.id }
                 .prefix(want))
         }
-        /// Reads one part of a ring; false when the budget ran out (it may have cut the part short).
-        func readPart(from: String, where conditions: String, _ args: [SQLBindable?]) throws -> Bool {
-            guard let budget else {
-                try probe(from: from, where: conditions, args, filters, consider)
-                return true
-            }
-            guard !budget.ranOut else { return false }
-            budget.spend(try probe(from: from, where: conditions, args, filters, limit: budget.left, consider))
-            return !budget.ranOut
-        }
-        // The last ring read whole, when a budget cuts one short.
-        var whole: Double = -1
         // While a bulk load rebuilds the strips, the R*Tree serves every ring (asked once, when bands would be read).
         var strips: Bool?
         func hasStrips() throws -> Bool {
@@ -70,37 +53,32 @@ extension MapQueries {
             // Exact bounds, widened by 1e-7 degree (1 cm) so rounding never leaves out a point.
             let widened = areas.map { (south: $0.south - 1e-7, north: $0.north + 1e-7, west: $0.west - 1e-7, east: $0.east + 1e-7) }
             let bands = widened.reduce(0) { $0 + MapQueries.strip($1.north) - MapQueries.strip($1.south) + 1 }
-            // The places this box should hold, at the density of the last one. With a budget (text
-            // search, which reads far for few matches) bands serve every ring short enough: the
-            // R*Tree would read the inner rings again, each place counted against the budget.
+            // The places this box should hold, at the density of the last one.
             let expected = last.map { Double($0.places) * (ring / $0.ring) * (ring / $0.ring) } ?? 0
-            if budget != nil || expected >= Double(bands), widened.allSatisfy({ MapQueries.strip($0.north) - MapQueries.strip($0.south) < MapQueries.maxStrips }),
+            if expected >= Double(bands), widened.allSatisfy({ MapQueries.strip($0.north) - MapQueries.strip($0.south) < MapQueries.maxStrips }),
                try hasStrips() {
                 // Band by band, in longitude order; what an earlier ring read comes again, cheaply, and is skipped.
                 for area in widened {
                     for strip in MapQueries.strip(area.south)...MapQueries.strip(area.north) {
-                        guard try readPart(from: "places p INDEXED BY places_by_strip",
-                                           where: "p.strip = ? AND p.lon BETWEEN ? AND ? AND p.lat BETWEEN ? AND ?",
-                                           [strip, area.west, area.east, area.south, area.north]) else { return nearestFirst(within: whole) }
+                        try probe(from: "places p INDEXED BY places_by_strip",
+                                  where: "p.strip = ? AND p.lon BETWEEN ? AND ? AND p.lat BETWEEN ? AND ?",
+                                  [strip, area.west, area.east, area.south, area.north], filters, consider)
                     }
                 }
                 read = []
             } else {
-                // A tall box: the R*Tree, leaving out what earlier rings read through it; with a
-                // budget, reading them again (skipped) instead, so that every place the tree
-                // walks to is one the budget counts.
+                // A tall box: the R*Tree, leaving out what earlier rings read through it.
                 for area in areas {
                     var conditions = MapQueries.inBox
                     var args = MapQueries.bounds(area)
-                    for done in read where budget == nil {
+                    for done in read {
                         conditions += " AND NOT (\(MapQueries.inBox))"
                         args += MapQueries.bounds(done)
                     }
-                    guard try readPart(from: MapQueries.fromTree, where: conditions, args) else { return nearestFirst(within: whole) }
+                    try probe(from: MapQueries.fromTree, where: conditions, args, filters, consider)
                 }
                 read = areas
             }
-            whole = ring
             last = (ring, seen.count)
             let inside = found.lazy.filter { $0.distance <= ring }.count
             if ring >= reach || inside >= want { return nearestFirst(within: ring) }

@@ -96,6 +96,18 @@ enum SearchSchema {
             DELETE FROM search_terms;
             DELETE FROM event_cursor WHERE source = 'catalog';
             """),
+        // Each place under each of its words and short prefixes, at its position on a Z-order
+        // curve (`PlaceTerms`): a text search near a point reads the places of one word outward
+        // from the point, and no others. The index starts over and is rebuilt from the
+        // catalog's events, which write the rows.
+        Migration(domain: "search", version: 8, sql: """
+            CREATE TABLE place_terms (term TEXT NOT NULL, cell INTEGER NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (term, cell, id)) WITHOUT ROWID;
+            INSERT INTO places_text (places_text) VALUES ('delete-all');
+            DELETE FROM places;
+            DELETE FROM places_geo;
+            DELETE FROM search_terms;
+            DELETE FROM event_cursor WHERE source = 'catalog';
+            """),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while
@@ -225,10 +237,12 @@ enum SearchIndex {
     static func upsert(_ place: IndexedPlace, _ db: Database) throws {
         let hours = PlaceJSON.text(place.openingHours ?? [])
         let (name, other) = indexedWords(place)
-        let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", place.id).map { row throws(RowError) in
-            (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self))
+        let old = try db.queryOne("SELECT name_words, other_words, lat, lon FROM places WHERE id = ?", place.id).map { row throws(RowError) in
+            (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self),
+             lat: try row.decode("lat", as: Double.self), lon: try row.decode("lon", as: Double.self))
         }
         let textChanged = old?.name != name || old?.other != other
+        try PlaceTerms.rewrite(place.id, from: old.map { ($0.name, $0.other, $0.lat, $0.lon) }, to: (name, other, place.lat, place.lon), db)
         if let old, textChanged {
             // FTS5 forgets a row of external content only when told the words it indexed.
             try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
@@ -257,11 +271,12 @@ enum SearchIndex {
     }
 
     static func delete(_ id: Int64, _ db: Database) throws {
-        guard let old = try db.queryOne("SELECT name_words, other_words FROM places WHERE id = ?", id) else { return }
-        try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)",
-                   id, try old.decode("name_words", as: String.self), try old.decode("other_words", as: String.self))
+        guard let old = try db.queryOne("SELECT name_words, other_words, lat, lon FROM places WHERE id = ?", id) else { return }
+        let (name, other) = (try old.decode("name_words", as: String.self), try old.decode("other_words", as: String.self))
+        try db.run("INSERT INTO places_text (places_text, rowid, name_words, other_words) VALUES ('delete', ?, ?, ?)", id, name, other)
         try db.run("DELETE FROM places WHERE id = ?", id)
         try db.run("DELETE FROM places_geo WHERE id = ?", id)
+        try PlaceTerms.rewrite(id, from: (name, other, try old.decode("lat", as: Double.self), try old.decode("lon", as: Double.self)), to: nil, db)
     }
 
     static func rating(_ update: RatingUpdated, _ db: Database) throws {
@@ -289,6 +304,7 @@ enum SearchIndex {
             try db.run("DELETE FROM places")
             try db.run("DELETE FROM places_geo")
             try db.run("DELETE FROM search_terms")
+            try db.run("DELETE FROM place_terms")
         },
         types: [CatalogEvents.upserted, CatalogEvents.deleted],
         startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },

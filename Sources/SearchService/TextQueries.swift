@@ -101,7 +101,8 @@ public struct Suggestions: Codable, Sendable, Equatable {
 /// `widerCandidates`-th that has every word in its name (a weaker match read before it is a
 /// candidate too, so a name match is not crowded out by address matches): both are found by
 /// reading places outward or downward until enough match, never the rest, and at most
-/// `readBudget` places. When that runs out first, the first `fallbackMatches` matches (by id)
+/// `readBudget` places; outward from a point, only places having one word of the query are
+/// read (`MapQueries.nearest(having:)`), `readBudget` entries of their index at most. When that runs out first, the first `fallbackMatches` matches (by id)
 /// are ranked with what it found, and the candidates are taken from both in the same order:
 /// with popularity tied (unknown, 0) below what was read, the matches with the lowest ids are
 /// the next most popular. So a search reads at most `allMatchesUpTo + 1`
@@ -176,13 +177,34 @@ struct TextQueries {
         return score
     }
 
-    /// The query's words with the near spellings of those the index does not know.
+    /// The query's words with the near spellings of those the index does not know. Once the
+    /// words before one that needs them match no place together, neither can the whole query:
+    /// the rest are left as typed, without looking for near spellings.
     func queryWords(_ words: [String], prefixLast: Bool) throws -> [QueryWord] {
-        try words.enumerated().map { i, word in
+        var query: [QueryWord] = []
+        var matchesNothing = false
+        for (i, word) in words.enumerated() {
             let prefix = prefixLast && i == words.count - 1
-            let spellings = try TextQueries.allowedTypos(word) > 0 && !known(word, prefix: prefix) ? nearSpellings(word) : []
-            return QueryWord(typed: word, spellings: spellings, prefix: prefix)
+            var spellings: [String] = []
+            if !matchesNothing, TextQueries.allowedTypos(word) > 0, try !known(word, prefix: prefix) {
+                matchesNothing = try !query.isEmpty && db.scalarInt("SELECT rowid FROM places_text WHERE places_text MATCH ? LIMIT 1", try expression(query)) == nil
+                if !matchesNothing { spellings = try nearSpellings(word) }
+            }
+            query.append(QueryWord(typed: word, spellings: spellings, prefix: prefix))
         }
+        return query
+    }
+
+    /// The key of `place_terms` (see `PlaceTerms`) that every place matching the query has: a
+    /// whole word's own when one is known as typed (the longest), else the first three letters
+    /// of a prefix (the longest), else the first letter of a misspelled word, which its near
+    /// spellings share.
+    static func walkKey(_ query: [QueryWord]) -> String {
+        if let word = query.filter({ !$0.prefix && $0.spellings.isEmpty }).max(by: { $0.typed.count < $1.typed.count }) { return word.typed }
+        if let word = query.filter({ $0.spellings.isEmpty }).max(by: { min($0.typed.count, 3) < min($1.typed.count, 3) }) {
+            return PlaceTerms.prefixKey(word.typed)
+        }
+        return PlaceTerms.prefixKey(String(query.first?.typed.prefix(1) ?? ""))
     }
 
     /// The MATCH expression: every word must match, through any of its spellings.
@@ -288,7 +310,7 @@ struct TextQueries {
     /// words `score` gives a score, within the radius or box. A score of at least `strong`
     /// (every word in the name) is what a reading in order of distance or popularity counts
     /// toward `want`; weaker matches read before the `want`-th strong one are candidates too.
-    private func candidates(_ expression: String, near center: Coordinate?, within radius: Double?, box: BoundingBox?,
+    private func candidates(_ expression: String, key: String, near center: Coordinate?, within radius: Double?, box: BoundingBox?,
                             want: Int, strong: Double, _ filters: PlaceFilters,
                             score: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Double?) throws -> [Candidate] {
         let maps = MapQueries(db: db)
@@ -315,8 +337,9 @@ struct TextQueries {
         defer { tally?.probed += budget.spent }
         let chosen: Int
         if let center {
-            // As far as the radius goes, or the whole Earth.
-            chosen = try maps.nearest(center, within: radius ?? 20_040_000, want: want, budget: budget, filters, accept: accept).count
+            // The places of the query's most telling word or prefix, outward from the point, as
+            // far as the radius goes or the whole Earth.
+            chosen = try maps.nearest(having: key, center, within: radius ?? 20_040_000, want: want, budget: budget, filters, accept: accept).count
         } else if let box {
             chosen = try maps.mostPopular(in: box, want: want, after: nil, budget: budget, filters, accept: accept).count
         } else {
@@ -365,7 +388,7 @@ struct TextQueries {
 
         let prefixLast = !(q.q.last.map { $0.isWhitespace } ?? false)
         let query = try queryWords(words, prefixLast: prefixLast)
-        let found = try candidates(try expression(query), near: center, within: q.radiusM, box: box,
+        let found = try candidates(try expression(query), key: TextQueries.walkKey(query), near: center, within: q.radiusM, box: box,
                                    want: TextQueries.widerCandidates, strong: 3 * Double(query.count), q.filters) { name, other in
             TextQueries.score(query, name: name, other: other)
         }
@@ -412,7 +435,7 @@ struct TextQueries {
             let terms = try prefixTerms(word)
             return terms.count == 1 ? terms[0] : "(" + terms.joined(separator: " OR ") + ")"
         }).joined(separator: " AND ") + ")"
-        let found = try candidates(expression, near: center, within: nil, box: nil, want: limit, strong: 1, PlaceFilters()) { name, _ in
+        let found = try candidates(expression, key: TextQueries.walkKey(query), near: center, within: nil, box: nil, want: limit, strong: 1, PlaceFilters()) { name, _ in
             query.allSatisfy { $0.found(in: name) } ? 1 : nil
         }
         let keyed = found.map { ($0.distance ?? -$0.popularity, $0.id) }

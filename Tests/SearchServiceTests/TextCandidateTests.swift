@@ -110,7 +110,8 @@ import TestSupport
             }
         }
         var queries = TextQueries(db: index.db)
-        (queries.allMatchesUpTo, queries.readBudget) = (100, 200)
+        // Enough for the walk down to the nearest of 3,000 places on a line, not for the 2,000 museums.
+        (queries.allMatchesUpTo, queries.readBudget) = (100, 400)
         for json in [#"{"q":"san"}"#, #"{"q":"san","near":{"lat":-33.87,"lon":151.21}}"#] {
             let tally = TextQueries.Tally()
             queries.tally = tally
@@ -118,18 +119,176 @@ import TestSupport
             #expect(tally.matches <= queries.allMatchesUpTo + 1, "\(json)")
             #expect(tally.probed <= queries.readBudget + queries.allMatchesUpTo, "\(json)")
             if json.contains("near") {
-                // Sydney's museums use up the budget: the first 100 matches (2001-2100) are ranked, nearest first.
+                // Sydney's museums are not read: the 50 "san" places nearest Sydney are, and ranked.
                 let sydney = try Coordinate(latitude: -33.87, longitude: 151.21)
-                struct Match { var id: Int64; var d: Double }
-                let first: [Match] = (2_001...2_100).map { i in
-                    Match(id: Int64(i), d: Coordinate(uncheckedLatitude: 40.4 + Double(i) * 1e-5, longitude: -3.7).distance(to: sydney))
+                struct Match { var id: Int64; var d: Double; var value: Double }
+                let all: [Match] = (2_001...5_000).map { i in
+                    let d = Coordinate(uncheckedLatitude: 40.4 + Double(i) * 1e-5, longitude: -3.7).distance(to: sydney)
+                    return Match(id: Int64(i), d: d, value: 3 * (1 + 0.1 * log1p(i == 4_999 ? 20 : 0)) / (1 + d / 1_000))
                 }
-                let nearest: [Int64] = first.sorted { (a: Match, b: Match) -> Bool in a.d != b.d ? a.d < b.d : a.id < b.id }.prefix(20).map(\.id)
-                #expect(page.hits.map(\.id) == nearest, "\(json)")
+                let nearest = all.sorted { (a: Match, b: Match) -> Bool in a.d != b.d ? a.d < b.d : a.id < b.id }.prefix(TextQueries.widerCandidates)
+                let ranked: [Int64] = nearest.sorted { (a: Match, b: Match) -> Bool in a.value != b.value ? a.value > b.value : a.id < b.id }
+                    .prefix(20).map(\.id)
+                #expect(page.hits.map(\.id) == ranked, "\(json)")
             } else {
                 // The most popular place of all matches; the other matches tie at popularity 0, by id.
                 #expect(page.hits.map(\.id) == [4_999] + Array(2_001...2_019), "\(json)")
             }
+        }
+    }
+
+    /// A word of 12,000 places, none within 2,000 km of the point, and 3,000 places around the
+    /// point that do not match (more than the budget reads): the search reads only places of the
+    /// word, outward from the point, and answers the nearest of them, as ranking every match
+    /// does, within its budgets. Also where the nearest 40 share one point (more than a cell of
+    /// the walk is read whole with), and with a filter that turns away all but a few matches.
+    @Test func aWordFarFromThePointIsReadWhereItIsWithinTheBudget() throws {
+        var rng = SplitMix64(seed: 14)
+        let sydney = try Coordinate(latitude: -33.87, longitude: 151.21)
+        let index = try TestIndex()
+        var spots: [(lat: Double, lon: Double)] = []
+        while spots.count < 12_000 {
+            let spot = (lat: Double.random(in: -80...80, using: &rng), lon: Double.random(in: -180...180, using: &rng))
+            if Coordinate(uncheckedLatitude: spot.lat, longitude: spot.lon).distance(to: sydney) > 2_000_000 { spots.append(spot) }
+        }
+        // The 40 places nearest Sydney of all: one point, 1,850 km west, by ids spread among the rest.
+        let shared = (lat: -33.87, lon: 151.21 - 20)
+        var sharedIds = Set<Int64>()
+        while sharedIds.count < 40 { sharedIds.insert(Int64.random(in: 1...12_000, using: &rng)) }
+        // Ten of them cafés, every other place a bar.
+        let cafes = Set(sharedIds.sorted().prefix(10))
+        try index.db.transaction {
+            for (i, spot) in spots.enumerated() {
+                let id = Int64(i + 1)
+                let at = sharedIds.contains(id) ? shared : spot
+                let place = IndexedPlace(id: id, name: "San \(id)", category: cafes.contains(id) ? "cafe" : "bar", lat: at.lat, lon: at.lon)
+                try SearchIndex.upsert(place, index.db)
+                index.places.append(place)
+            }
+            for i in 1...3_000 {
+                try SearchIndex.upsert(IndexedPlace(id: Int64(20_000 + i), name: "Museum \(i)", category: "museum",
+                                                    lat: -33.87 + Double(i % 60) * 1e-3, lon: 151.21 + Double(i / 60) * 1e-3), index.db)
+            }
+        }
+        var queries = TextQueries(db: index.db)
+        #expect(queries.allMatchesUpTo == 3_000 && queries.readBudget == 2_000)
+        for (json, category) in [(#"{"q":"san","near":{"lat":-33.87,"lon":151.21},"sort":"distance","limit":50}"#, nil),
+                                 (#"{"q":"san","near":{"lat":-33.87,"lon":151.21},"limit":50}"#, nil),
+                                 (#"{"q":"san","near":{"lat":-33.87,"lon":151.21},"categories":["cafe"],"sort":"distance"}"#, "cafe")] {
+            let tally = TextQueries.Tally()
+            queries.tally = tally
+            let got = try queries.search(try textQuery(json)).hits
+            #expect(tally.matches <= queries.allMatchesUpTo + 1, "\(json)")
+            #expect(tally.probed <= queries.readBudget + TextQueries.fallbackMatches, "\(json): \(tally.probed) probed")
+            struct Match { var id: Int64; var d: Double }
+            let nearest = index.places.filter { category == nil || $0.category == category }
+                .map { Match(id: $0.id, d: Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon).distance(to: sydney)) }
+                .sorted { (a: Match, b: Match) -> Bool in a.d != b.d ? a.d < b.d : a.id < b.id }
+            if category == nil {
+                // Popularity ties at 0: relevance orders by distance too.
+                #expect(got.map(\.id) == nearest.prefix(50).map(\.id), "\(json)")
+                #expect(Set(got.prefix(40).map(\.id)) == sharedIds, "\(json)")
+            } else {
+                // Too few cafés for the budget: it runs out after finding the nearest ones, all ten.
+                #expect(got.map(\.id) == nearest.map(\.id), "\(json)")
+                #expect(got.count == 10, "\(json)")
+            }
+        }
+    }
+
+    /// Without a point, a filter that turns away the most popular matches does not make the
+    /// search read on down the popularity index: the places it turns away count against the
+    /// budget, and the first matches by id are ranked instead (Protocols/search.md, *Candidates*).
+    @Test func aFilterThatTurnsAwayThePopularMatchesEndsTheReading() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for i in 1...3_000 {
+                try SearchIndex.upsert(IndexedPlace(id: Int64(1_000 + i), name: "San Bar \(i)", category: "bar", lat: 40.4 + Double(i) * 1e-4,
+                                                    lon: -3.7, popularity: 10), index.db)
+            }
+            // Five cafés with the lowest ids, less popular than one with a high id.
+            for (id, popularity) in [(1, 1.0), (2, 1), (3, 1), (4, 1), (5, 1), (5_000, 5)] {
+                try SearchIndex.upsert(IndexedPlace(id: Int64(id), name: "San Café", category: "cafe", lat: 41, lon: -3.7, popularity: popularity), index.db)
+            }
+        }
+        var queries = TextQueries(db: index.db)
+        (queries.allMatchesUpTo, queries.readBudget) = (100, 200)
+        let tally = TextQueries.Tally()
+        queries.tally = tally
+        let got = try queries.search(try textQuery(#"{"q":"san","categories":["cafe"],"sort":"popularity"}"#)).hits.map(\.id)
+        #expect(got == [1, 2, 3, 4, 5])
+        #expect(tally.probed <= queries.readBudget + queries.allMatchesUpTo)
+        // Within the budget, the same filter finds the most popular café first.
+        queries.readBudget = 3_500
+        #expect(try queries.search(try textQuery(#"{"q":"san","categories":["cafe"],"sort":"popularity"}"#)).hits.map(\.id) == [5_000, 1, 2, 3, 4, 5])
+    }
+
+    /// The index of words by place follows a place's renames, moves and deletion: a search
+    /// near a point that reads it finds the place where it is now, by the words it has now.
+    @Test func theWordIndexFollowsRenamesMovesAndDeletes() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for i in 1...200 {
+                try SearchIndex.upsert(IndexedPlace(id: Int64(i), name: "Harbour \(i)", category: "bar", lat: 10 + Double(i) * 1e-3, lon: 20), index.db)
+            }
+        }
+        var queries = TextQueries(db: index.db)
+        (queries.allMatchesUpTo, queries.readBudget) = (50, 100)
+        func first(_ q: String) throws -> Int64? {
+            try queries.search(try textQuery(#"{"q":"\#(q)","near":{"lat":-40,"lon":20},"sort":"distance"}"#)).hits.first?.id
+        }
+        func rows(_ id: Int64) throws -> Int64? {
+            try index.db.scalarInt("SELECT count(*) FROM place_terms WHERE id = ?", id)
+        }
+        #expect(try first("harbour") == 1)
+        // "Harbour Lights": harbour, lights, h*, ha*, har*, l*, li*, lig*; the category's bar, b*, ba*, bar*.
+        try index.db.transaction { try SearchIndex.upsert(IndexedPlace(id: 150, name: "Harbour Lights", category: "bar", lat: -39, lon: 20), index.db) }
+        #expect(try first("harbour") == 150)
+        #expect(try rows(150) == 12)
+        try index.db.transaction { try SearchIndex.upsert(IndexedPlace(id: 150, name: "Quay", category: "bar", lat: -39, lon: 20), index.db) }
+        #expect(try first("harbour") == 1)
+        try index.db.transaction { try SearchIndex.upsert(IndexedPlace(id: 150, name: "Harbour Quay", category: "bar", lat: -39, lon: 20), index.db) }
+        #expect(try first("harbour") == 150 && first("quay") == 150)
+        // Moved back north, past the other harbours: found where it is now only.
+        try index.db.transaction { try SearchIndex.upsert(IndexedPlace(id: 150, name: "Harbour Quay", category: "bar", lat: 11, lon: 20), index.db) }
+        #expect(try first("harbour") == 1 && first("quay") == 150)
+        #expect(try rows(150) == 12)
+        #expect(try index.db.scalarInt("SELECT count(*) FROM place_terms WHERE id = 150 AND cell = ?", PlaceTerms.cell(lat: 11, lon: 20)) == 12)
+        try index.db.transaction { try SearchIndex.delete(150, index.db) }
+        #expect(try first("harbour") == 1)
+        #expect(try rows(150) == 0)
+    }
+
+    /// Near spellings are looked for only while the words before match some place together:
+    /// past that the query matches nothing whatever the spellings, and the answer is the same.
+    @Test func misspelledWordsAfterAnImpossiblePairAreNotSpelledOut() throws {
+        let index = try TestIndex()
+        try index.db.transaction {
+            for (id, name) in [(1, "Alpha Bravo Charlie"), (2, "Alpha Delta"), (3, "Bravo Foxtrot"), (4, "Charlie Delta")] {
+                try SearchIndex.upsert(IndexedPlace(id: Int64(id), name: name, category: "bar", lat: 1, lon: 2), index.db)
+            }
+        }
+        let queries = TextQueries(db: index.db)
+        // Every misspelled word of "alpah bravvo charlei" has a near spelling, and place 1 has them all.
+        let found = try queries.queryWords(["alpah", "bravvo", "charlei"], prefixLast: false)
+        #expect(found.map(\.spellings) == [["alpha"], ["bravo"], ["charlie"]])
+        #expect(try queries.search(try textQuery(#"{"q":"alpah bravvo charlei "}"#)).hits.map(\.id) == [1])
+        // No place has both foxtrot and delta: charlie is not looked for, and nothing is found.
+        let none = try queries.queryWords(["foxtort", "dleta", "charlei"], prefixLast: false)
+        #expect(none.map(\.spellings) == [["foxtrot"], ["delta"], []])
+        #expect(try queries.search(try textQuery(#"{"q":"foxtort dleta charlei "}"#)).hits.isEmpty)
+    }
+
+    /// The walk's bound on the distance to a cell never exceeds the distance to a point in it.
+    @Test func theWalksBoundOnACellsDistanceIsALowerBound() throws {
+        var rng = SplitMix64(seed: 15)
+        for _ in 0..<20_000 {
+            let center = Coordinate(uncheckedLatitude: Double.random(in: -90...90, using: &rng), longitude: Double.random(in: -180...180, using: &rng))
+            let south = Double.random(in: -90...89, using: &rng), west = Double.random(in: -180...179, using: &rng)
+            let north = min(90, south + Double.random(in: 0...40, using: &rng)), east = min(180, west + Double.random(in: 0...120, using: &rng))
+            let point = Coordinate(uncheckedLatitude: Double.random(in: south...north, using: &rng), longitude: Double.random(in: west...east, using: &rng))
+            let bound = MapQueries.lowerBound(center, south: south, north: north, west: west, east: east)
+            #expect(bound <= point.distance(to: center), "\(center) to \(point) in \(south) \(north) \(west) \(east)")
         }
     }
 
@@ -173,7 +332,8 @@ import TestSupport
             }
         }
         var queries = TextQueries(db: index.db)
-        (queries.allMatchesUpTo, queries.readBudget) = (50, 100)
+        // A budget that no reading uses up: each answer is then the exact one.
+        (queries.allMatchesUpTo, queries.readBudget) = (50, 400)
         let asked = [#"{"q":"san"}"#, #"{"q":"san","near":{"lat":40.4,"lon":-3.7}}"#]
         let before = try asked.map { try queries.search(try textQuery($0)).hits.map(\.id) }
         try index.db.transaction { try SearchIndex.catalogApplier.startBulk?(index.db) }
