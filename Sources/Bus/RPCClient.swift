@@ -236,7 +236,9 @@ public final class RPCClient: Sendable {
         func number(_ id: String) -> Int? {
             guard id.hasPrefix(idHead) else { return nil }
             let digits = id.utf8.dropFirst(idHead.utf8.count)
-            guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+            // Written as the client writes numbers (from 1, no leading zero): `P-01` is not request 1.
+            guard let lead = digits.first, lead >= UInt8(ascii: "1"), lead <= UInt8(ascii: "9"),
+                  digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
             return Int(Substring(digits))
         }
 

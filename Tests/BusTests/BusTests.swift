@@ -266,6 +266,28 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
         let reqReply = try #require(try raw.receive())
         #expect(reqReply.count == 2 && reqReply[0].isEmpty)
     }
+
+    /// The client knows its requests by number; a reply naming the number another way (`P-01`
+    /// for `P-1`, valid or malformed) is not that request's, and the real reply still is.
+    @Test func aReplyWithTheRequestNumberWrittenAnotherWayIsNotItsReply() throws {
+        let context = try ZMQContext()
+        let router = try Socket(context, .router)
+        let endpoint = try router.bind("tcp://127.0.0.1:0")
+        try router.setReceiveTimeout(milliseconds: 5_000)
+        let client = try RPCClient(context: context, endpoints: [endpoint], logger: logger)
+        defer { client.close() }
+        let pending = client.start(type: "test.echo", body: Data(#"{"text":"real"}"#.utf8), timeoutMilliseconds: 3_000)
+        let frames = try #require(try router.receive())
+        let id = try JSONDecoder().decode(RequestHeader.self, from: frames[1]).id
+        let dash = try #require(id.lastIndex(of: "-"))
+        for zeros in ["0", "00"] {
+            let forged = String(id[...dash]) + zeros + String(id[id.index(after: dash)...])
+            try router.send([frames[0], EnvelopeCoding.success(id: forged, body: Data(#"{"text":"forged"}"#.utf8))])
+            try router.send([frames[0], Data(#"{"v":1,"id":"\#(forged)","ok":true,"body":[1,}"#.utf8)])
+        }
+        try router.send([frames[0], EnvelopeCoding.success(id: id, body: Data(#"{"text":"real"}"#.utf8))])
+        #expect(try pending.wait().bodyJSON == Data(#"{"text":"real"}"#.utf8))
+    }
 }
 
 @Suite struct EnvelopeTests {
