@@ -128,7 +128,7 @@ extension RequestHeader {
                 return seen & bit == 0
             }
             if JSONSpan.key(key, is: "v") {
-                guard once(1), let number = JSONSpan.integer(value) else { return false }
+                guard once(1), let number = JSONNumber.integer(value).map(Int.init) else { return false }
                 v = number
             } else if JSONSpan.key(key, is: "id") {
                 guard once(2), let string = JSONSpan.plainString(value) ?? JSONSpan.string(at: range, in: envelope) else { return false }
@@ -139,7 +139,7 @@ extension RequestHeader {
             } else if JSONSpan.key(key, is: "deadline_ms") {
                 guard once(8) else { return false }
                 guard !isNull else { return true }
-                guard let number = JSONSpan.integer(value) else { return false }
+                guard let number = JSONNumber.integer(value).map(Int.init) else { return false }
                 deadlineMs = number
             } else if JSONSpan.key(key, is: "auth") {
                 guard once(16) else { return false }
@@ -221,7 +221,7 @@ public struct ReplyHeader: Decodable, Sendable {
             }
             if JSONSpan.key(key, is: "v") {
                 guard once(1) else { return false }
-                v = JSONSpan.integer(value)
+                v = JSONNumber.integer(value).map(Int.init)
             } else if JSONSpan.key(key, is: "id") {
                 guard once(2) else { return false }
                 id = JSONSpan.plainString(value)

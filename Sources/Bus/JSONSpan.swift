@@ -116,25 +116,6 @@ public enum JSONSpan {
         return String(decoding: UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)]), as: UTF8.self)
     }
 
-    /// A value `walkMembers` gave, when it is an integer literal that fits an `Int`, or nil.
-    public static func integer(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
-        var i = 0
-        let negative = value.first == UInt8(ascii: "-")
-        if negative { i = 1 }
-        guard i < value.count else { return nil }
-        var result = 0
-        while i < value.count {
-            let digit = Int(value[i]) - 0x30
-            guard digit >= 0 && digit <= 9 else { return nil }
-            let (times, o1) = result.multipliedReportingOverflow(by: 10)
-            let (next, o2) = negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
-            guard !o1 && !o2 else { return nil }
-            result = next
-            i += 1
-        }
-        return result
-    }
-
     /// The byte ranges of the elements of the array at `range` of `json`, or nil when it is not an array.
     public static func elements(at range: Range<Int>, in json: Data) -> [Range<Int>]? {
         json.withUnsafeBytes { raw -> [Range<Int>]? in

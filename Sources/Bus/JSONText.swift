@@ -23,12 +23,14 @@ public enum JSONNumber {
     /// The value of a JSON number's text when it is a plain integer literal (no fraction, no
     /// exponent) that fits an `Int64`, else nil.
     public static func integer(_ text: Data.SubSequence) -> Int64? {
-        text.withUnsafeBytes { raw -> Int64? in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            // Strict JSON has no `+` and no leading zeros; Int64's parser refuses `.` and `e`.
-            guard isValid(bytes) else { return nil }
-            return Int64(String(decoding: bytes, as: UTF8.self))
-        }
+        text.withUnsafeBytes { raw in integer(raw.bindMemory(to: UInt8.self)) }
+    }
+
+    /// The same over contiguous bytes (a value `JSONSpan.walkMembers` gave, say).
+    public static func integer(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        // Strict JSON has no `+` and no leading zeros; Int64's parser refuses `.` and `e`.
+        guard isValid(bytes) else { return nil }
+        return Int64(String(decoding: bytes, as: UTF8.self))
     }
 
     public static func isValid<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
