@@ -94,34 +94,10 @@ extension CommandArguments {
     /// The kinds of number JSON writes.
     enum NumberKind { case integer, fraction }
 
-    /// Whether `bytes` is a number as JSON writes it.
-    public static func isJSONNumber(_ bytes: [UInt8]) -> Bool { jsonNumber(bytes) != nil }
-
-    /// Whether `bytes` is a number as JSON writes it (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`),
-    /// and which kind: one pass over the bytes, whatever their length.
+    /// Whether `bytes` is a number as JSON writes it (`JSONNumber`'s grammar), and which kind.
     static func jsonNumber(_ bytes: [UInt8]) -> NumberKind? {
-        var i = 0
-        func digits() -> Int {
-            let start = i
-            while i < bytes.count, (0x30...0x39).contains(bytes[i]) { i += 1 }
-            return i - start
-        }
-        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { i += 1 }
-        let integerStart = i
-        guard digits() > 0, bytes[integerStart] != UInt8(ascii: "0") || i == integerStart + 1 else { return nil }
-        var kind = NumberKind.integer
-        if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
-            i += 1
-            guard digits() > 0 else { return nil }
-            kind = .fraction
-        }
-        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
-            i += 1
-            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
-            guard digits() > 0 else { return nil }
-            kind = .fraction
-        }
-        return i == bytes.count ? kind : nil
+        guard JSONNumber.isValid(bytes) else { return nil }
+        return bytes.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") } ? .fraction : .integer
     }
 }
 

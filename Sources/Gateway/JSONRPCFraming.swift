@@ -83,7 +83,7 @@ enum JSONRPC {
         }
         var deadline: Int?
         if let raw = members["deadline_ms"] {
-            guard raw.count <= 32, CommandArguments.isJSONNumber(Array(json[raw])), let number = Double(String(decoding: json[raw], as: UTF8.self)),
+            guard raw.count <= 32, JSONNumber.isValid(json[raw]), let number = Double(String(decoding: json[raw], as: UTF8.self)),
                   let value = Int(exactly: number) else {
                 return .invalid(id: id, ServiceError(.invalidArgument, "deadline_ms must be an integer", field: "deadline_ms"), code: invalidParams)
             }
