@@ -1,5 +1,5 @@
-/// A binary min-heap: the least element first, a push or a pop in O(log n) swaps. The
-/// gateway's deadlines and text search's walk outward from a point are kept in one.
+/// A binary min-heap: the least element first, a push or a pop in O(log n) swaps. The RPC
+/// client's and the gateway's deadlines and text search's walk outward from a point are kept in one.
 public struct MinHeap<Element: Comparable> {
     @usableFromInline var entries: [Element] = []
 

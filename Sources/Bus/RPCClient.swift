@@ -220,7 +220,7 @@ public final class RPCClient: Sendable {
         // By request number: a reply's id is this client's prefix and the number.
         var pending: [Int: Outgoing] = [:]
         var unsent: [Int] = []
-        var deadlines = DeadlineHeap()
+        var deadlines = MinHeap<RequestDeadline>()
         var live = Set<String>()
         let inproc = endpoints.filter { $0.hasPrefix("inproc://") }.count
         state.connected.store(inproc, ordering: .relaxed)
@@ -319,8 +319,9 @@ public final class RPCClient: Sendable {
         }
 
         func expire(now: UInt64) {
-            while let (deadline, id) = deadlines.peek(), deadline <= now {
-                deadlines.pop()
+            while let due = deadlines.first, due.at <= now {
+                _ = deadlines.pop()
+                let id = due.number
                 guard pending[id] != nil else { continue }
                 if let index = unsent.firstIndex(of: id) {
                     unsent.remove(at: index)
@@ -334,7 +335,7 @@ public final class RPCClient: Sendable {
         while !state.closing.load(ordering: .sequentiallyConsistent) {
             let now = monotonicNanos()
             var timeout = unsent.isEmpty ? 200 : 5
-            if let (next, _) = deadlines.peek() {
+            if let next = deadlines.first?.at {
                 timeout = min(timeout, next > now ? Int((next - now + 999_999) / 1_000_000) : 0)
             }
             let ready: [Bool]
@@ -352,7 +353,7 @@ public final class RPCClient: Sendable {
                 for request in incoming {
                     pending[request.number] = request
                     unsent.append(request.number)
-                    deadlines.push(request.deadline, request.number)
+                    deadlines.push(RequestDeadline(at: request.deadline, number: request.number))
                 }
             }
             if !unsent.isEmpty { flushUnsent() }
@@ -368,36 +369,10 @@ public final class RPCClient: Sendable {
     }
 }
 
-/// A min-heap of (deadline, request number).
-struct DeadlineHeap {
-    private var items: [(UInt64, Int)] = []
+/// A request's deadline, in the client's heap of them (earliest first).
+struct RequestDeadline: Comparable {
+    var at: UInt64
+    var number: Int
 
-    func peek() -> (UInt64, Int)? { items.first }
-
-    mutating func push(_ deadline: UInt64, _ id: Int) {
-        items.append((deadline, id))
-        var i = items.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard items[i].0 < items[parent].0 else { break }
-            items.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    mutating func pop() {
-        guard !items.isEmpty else { return }
-        items.swapAt(0, items.count - 1)
-        items.removeLast()
-        var i = 0
-        while true {
-            let left = 2 * i + 1, right = left + 1
-            var smallest = i
-            if left < items.count && items[left].0 < items[smallest].0 { smallest = left }
-            if right < items.count && items[right].0 < items[smallest].0 { smallest = right }
-            if smallest == i { return }
-            items.swapAt(i, smallest)
-            i = smallest
-        }
-    }
+    static func < (a: RequestDeadline, b: RequestDeadline) -> Bool { a.at < b.at }
 }

@@ -1,7 +1,6 @@
 import Bus
 import Foundation
 import Geo
-import ServiceCore
 import Storage
 
 /// The keys a place is found by in `place_terms`: each of its folded words, and the first

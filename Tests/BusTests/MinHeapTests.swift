@@ -1,4 +1,4 @@
-import ServiceCore
+import Bus
 import Testing
 import TestSupport
 
