@@ -114,13 +114,13 @@ extension RequestHeader {
     /// shaped: each member once, `v` and `deadline_ms` integer literals, `id` and `type`
     /// strings, `auth` absent, `null` or `{"user_id":S,"role":S}`. Nil for anything else
     /// (a wrong type, a repeated key, a key written with escapes, an `auth` with other members):
-    /// then decode the envelope, whose errors are the contract. Expects text already checked
-    /// as strict JSON.
-    public static func scan(_ envelope: Data) -> RequestHeader? {
+    /// then decode the envelope, whose errors are the contract. The same walk checks the
+    /// envelope as strict JSON nested at most `maxDepth` levels, and throws unless it is.
+    public static func scan(_ envelope: Data, maxDepth: Int = StrictJSON.defaultMaxDepth) throws(JSONSyntaxError) -> RequestHeader? {
         var v: Int?, id: String?, type: String?, auth: Auth?, deadlineMs: Int?, body: Range<Int>?
         // One bit per header member seen (and the body): a repeated one is left to the decoder.
         var seen: UInt8 = 0
-        let plain = JSONSpan.walkMembers(of: envelope) { key, value, range in
+        let plain = try StrictJSON.checkMembers(envelope, maxDepth: maxDepth) { key, value, range in
             // In strict JSON a value that starts with `n` is `null`.
             let isNull = value.first == UInt8(ascii: "n")
             func once(_ bit: UInt8) -> Bool {
@@ -208,13 +208,14 @@ public struct ReplyHeader: Decodable, Sendable {
     /// Reads a reply's head: a success in one walk of the envelope's members (its body, often
     /// large, is only stepped over; whoever wants it takes `bodyRange`), anything else by
     /// decoding. A success that is not plainly shaped (`v` not an integer, `id` not a string
-    /// without escapes, a member repeated) is decoded too. Nil when malformed. Expects text
-    /// already checked as strict JSON.
-    public static func read(_ envelope: Data) -> ReplyHeader? {
+    /// without escapes, a member repeated) is decoded too. Nil when malformed. The same walk
+    /// checks the envelope as strict JSON nested at most `maxDepth` levels, and throws unless it
+    /// is: the decoder only ever sees checked text.
+    public static func read(_ envelope: Data, maxDepth: Int = StrictJSON.defaultMaxDepth) throws(JSONSyntaxError) -> ReplyHeader? {
         var v: Int?, id: String?, ok: Bool?, body: Range<Int>?
         // One bit per member seen: a repeated one (or an escaped key) is left to the decoder.
         var seen: UInt8 = 0
-        let plain = JSONSpan.walkMembers(of: envelope) { key, value, range in
+        let plain = try StrictJSON.checkMembers(envelope, maxDepth: maxDepth) { key, value, range in
             func once(_ bit: UInt8) -> Bool {
                 defer { seen |= bit }
                 return seen & bit == 0

@@ -272,9 +272,11 @@ public final class RPCClient: Sendable {
                     logger.warn("dropped a reply with no frames", [:])
                     continue
                 }
-                // Strict and shallow before Foundation sees it: a broken peer fails its request, never the process.
+                // Strict and shallow before Foundation sees it (checked in the walk that reads
+                // the head): a broken peer fails its request, never the process.
+                let read: ReplyHeader?
                 do throws(JSONSyntaxError) {
-                    try StrictJSON.check(envelope, maxDepth: options.maxJSONDepth)
+                    read = try ReplyHeader.read(envelope, maxDepth: options.maxJSONDepth)
                 } catch {
                     logger.warn("malformed reply", ["bytes": envelope.count, "error": error.message])
                     // The span reader does not recurse; an id it finds before the fault names the request.
@@ -283,7 +285,7 @@ public final class RPCClient: Sendable {
                     }
                     continue
                 }
-                guard let header = ReplyHeader.read(envelope), let id = header.id.flatMap(number) else {
+                guard let header = read, let id = header.id.flatMap(number) else {
                     logger.warn("dropped a malformed reply", ["bytes": envelope.count])
                     continue
                 }

@@ -407,9 +407,11 @@ enum ServerThreads {
                     refuse(nil, ServiceError(.invalidArgument, "malformed envelope: \(detail)"))
                 }
             }
-            // Strict and shallow before Foundation sees it: its parsers recurse and forgive.
+            // Strict and shallow before Foundation sees it (its parsers recurse and forgive),
+            // checked in the walk that reads the header.
+            let scanned: RequestHeader?
             do throws(JSONSyntaxError) {
-                try StrictJSON.check(envelope, maxDepth: options.maxJSONDepth)
+                scanned = try RequestHeader.scan(envelope, maxDepth: options.maxJSONDepth)
             } catch {
                 refuseMalformed(error.message)
                 return
@@ -417,7 +419,7 @@ enum ServerThreads {
             let header: RequestHeader
             do {
                 // By span when plainly shaped (nearly always), else by the decoder and its errors.
-                header = try RequestHeader.scan(envelope) ?? JSONCoding.decoder.decode(RequestHeader.self, from: envelope)
+                header = try scanned ?? JSONCoding.decoder.decode(RequestHeader.self, from: envelope)
             } catch {
                 refuseMalformed((error as? DecodingError).map { ServiceError.decoding($0, dropping: []).description } ?? "not JSON")
                 return

@@ -94,6 +94,38 @@ public enum StrictJSON {
         if let failure { throw failure }
     }
 
+    /// The same check, which also lends the top-level members of an object to `visit` as they
+    /// are read, as `JSONSpan.walkMembers` does (the key between its quotes, escapes unresolved;
+    /// the value's bytes and their range in `json`), so a reader of an envelope's head needs no
+    /// second walk. After `visit` returns false the check goes on, visiting nothing more.
+    /// Throws unless `json` is strict JSON; returns false when it is not an object or `visit`
+    /// stopped.
+    public static func checkMembers(
+        _ json: Data, maxDepth: Int = defaultMaxDepth,
+        _ visit: (_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Bool
+    ) throws(JSONSyntaxError) -> Bool {
+        let outcome = json.withUnsafeBytes { raw -> Result<Bool, JSONSyntaxError> in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            let words = (min(max(maxDepth, 0), raw.count) + 63) / 64 + 1
+            return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: words) { containers in
+                var scanner = Scanner(bytes: raw, maxDepth: maxDepth, containers: containers)
+                var accepted = true
+                do throws(JSONSyntaxError) {
+                    try scanner.document { keyStart, keyEnd, valueStart, valueEnd in
+                        guard accepted else { return }
+                        accepted = visit(UnsafeBufferPointer(rebasing: bytes[(keyStart + 1)..<(keyEnd - 1)]),
+                                         UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd]),
+                                         (json.startIndex + valueStart)..<(json.startIndex + valueEnd))
+                    }
+                } catch {
+                    return .failure(error)
+                }
+                return .success(accepted && scanner.topIsObject)
+            }
+        }
+        return try outcome.get()
+    }
+
     /// Throws unless `bytes` (a `Data`, `[UInt8]`, `ArraySlice<UInt8>`…) is one strict JSON value;
     /// see `check(_:maxDepth:)` on a raw buffer.
     public static func check(_ bytes: some ContiguousBytes, maxDepth: Int = defaultMaxDepth) throws(JSONSyntaxError) {
@@ -172,9 +204,26 @@ private struct Scanner {
         }
     }
 
+    /// Whether the top-level value is an object (once the text is checked).
+    var topIsObject: Bool { bytes.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 } == Self.openObject }
+
     /// Checks the whole text: one value, whitespace around it, nothing else.
     mutating func document() throws(JSONSyntaxError) {
+        try document { _, _, _, _ in }
+    }
+
+    /// Checks the whole text, calling `member` with the bounds of each member of a top-level
+    /// object as its value ends: its key's (quotes included) and its value's.
+    mutating func document(member: (_ keyStart: Int, _ keyEnd: Int, _ valueStart: Int, _ valueEnd: Int) -> Void) throws(JSONSyntaxError) {
         var expecting = Expecting.value
+        // The member of the top-level object being read: its key's bounds, and where its value began.
+        var keyStart = 0, keyEnd = 0
+        var valueStart: Int?
+        func ended(_ scanner: Scanner) {
+            guard scanner.depth == 1, let start = valueStart else { return }
+            member(keyStart, keyEnd, start, scanner.index)
+            valueStart = nil
+        }
         while true {
             skipWhitespace()
             guard index < bytes.count else {
@@ -188,12 +237,14 @@ private struct Scanner {
                     depth -= 1
                     index += 1
                     expecting = .separatorOrEnd
+                    ended(self)
                     continue
                 }
                 if byte == Self.closeArray && depth > 0 && !innermostIsObject {
                     // Inside an array, a value is expected (rather than a value or `]`) only after a comma.
                     throw JSONSyntaxError(.trailingComma, at: lastComma)
                 }
+                if depth == 1 && innermostIsObject { valueStart = index }
                 switch byte {
                 case Self.openArray:
                     try open(object: false)
@@ -219,15 +270,20 @@ private struct Scanner {
                 default:
                     throw JSONSyntaxError(.unexpectedByte, at: index)
                 }
+                // A scalar has ended (a container opened one level deeper).
+                ended(self)
             case .keyOrObjectEnd, .key:
                 if byte == Self.quote {
+                    let start = index
                     try string()
+                    if depth == 1 { (keyStart, keyEnd) = (start, index) }
                     expecting = .colon
                 } else if byte == Self.closeObject {
                     guard expecting == .keyOrObjectEnd else { throw JSONSyntaxError(.trailingComma, at: lastComma) }
                     depth -= 1
                     index += 1
                     expecting = .separatorOrEnd
+                    ended(self)
                 } else {
                     throw JSONSyntaxError(.unexpectedByte, at: index)
                 }
@@ -245,6 +301,7 @@ private struct Scanner {
                 } else if byte == (inObject ? Self.closeObject : Self.closeArray) {
                     depth -= 1
                     index += 1
+                    ended(self)
                 } else {
                     throw JSONSyntaxError(.unexpectedByte, at: index)
                 }

@@ -317,7 +317,7 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
             try StrictJSON.check(envelope)
             let decoded = try JSONDecoder().decode(RequestHeader.self, from: envelope)
             #expect(decoded.type == type && decoded.auth == auth && decoded.deadlineMs == 250 && decoded.id == "g-9")
-            let scanned = try #require(RequestHeader.scan(envelope))
+            let scanned = try #require(try RequestHeader.scan(envelope))
             #expect(scanned.type == type && scanned.auth == auth && scanned.bodyRange.map { envelope.subdata(in: $0) } == body)
         }
     }
@@ -335,22 +335,25 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
     }
 
     @Test func replyHeadsReadBySpanOrByDecoding() throws {
-        let success = try #require(ReplyHeader.read(EnvelopeCoding.success(id: "c-7", body: Data(#"{"id":"other","ok":false}"#.utf8))))
+        let success = try #require(try ReplyHeader.read(EnvelopeCoding.success(id: "c-7", body: Data(#"{"id":"other","ok":false}"#.utf8))))
         #expect(success.ok && success.id == "c-7" && success.error == nil)
-        let failure = try #require(ReplyHeader.read(EnvelopeCoding.failure(id: "c-8", error: ServiceError(.conflict, "no", field: "x"))))
+        let failure = try #require(try ReplyHeader.read(EnvelopeCoding.failure(id: "c-8", error: ServiceError(.conflict, "no", field: "x"))))
         #expect(!failure.ok && failure.id == "c-8" && failure.error == ServiceError(.conflict, "no", field: "x"))
         // An escaped id is left to the decoder, which still reads it.
-        #expect(ReplyHeader.read(Data(#"{"v":1,"id":"a\"b","ok":true,"body":{}}"#.utf8))?.id == "a\"b")
-        #expect(ReplyHeader.read(Data("garbage".utf8)) == nil)
+        #expect(try ReplyHeader.read(Data(#"{"v":1,"id":"a\"b","ok":true,"body":{}}"#.utf8))?.id == "a\"b")
+        // Text that is not strict JSON is refused by the walk that reads the head, before any decoder sees it.
+        #expect(throws: JSONSyntaxError.self) { try ReplyHeader.read(Data("garbage".utf8)) }
+        #expect(throws: JSONSyntaxError(.tooDeep(limit: 3), at: 35)) { try ReplyHeader.read(Data(#"{"v":1,"id":"a","ok":true,"body":[[[1]]]}"#.utf8), maxDepth: 3) }
+        #expect(throws: JSONSyntaxError(.trailingComma, at: 35)) { try ReplyHeader.read(Data(#"{"v":1,"id":"a","ok":true,"body":{},}"#.utf8)) }
         // The body is found in the same walk, wherever it lies among the members.
         let envelope = Data(#"{"body":{"ok":false,"id":"x"},"v":1,"ok":true,"id":"c-9"}"#.utf8)
-        let bodyFirst = try #require(ReplyHeader.read(envelope))
+        let bodyFirst = try #require(try ReplyHeader.read(envelope))
         let bodyRange = try #require(bodyFirst.bodyRange)
         #expect(bodyFirst.ok && bodyFirst.id == "c-9" && envelope[bodyRange] == Data(#"{"ok":false,"id":"x"}"#.utf8))
         // A repeated member is the decoder's to judge, not the first one the walk meets.
         let twice = Data(#"{"v":1,"id":"a","ok":true,"ok":false,"error":{"code":"conflict","message":"m"}}"#.utf8)
         let decoded = try? JSONDecoder().decode(ReplyHeader.self, from: twice)
-        let repeated = ReplyHeader.read(twice)
+        let repeated = try ReplyHeader.read(twice)
         #expect(repeated?.ok == decoded?.ok && repeated?.error == decoded?.error && repeated?.bodyRange == nil)
     }
 

@@ -246,6 +246,57 @@ private func foundationParses(_ input: [UInt8]) -> Bool {
         // The mutations reach every outcome often enough to mean something.
         #expect(accepted > 500 && refused > 2_000 && documentedDifferences > 100, "\(accepted) \(refused) \(documentedDifferences)")
     }
+
+    /// `checkMembers` gives the verdict `check` gives, and on an object the members
+    /// `JSONSpan.walkMembers` finds: random objects of random values, and mutations of them.
+    @Test func checkingMembersJudgesAsCheckAndVisitsAsTheWalk() throws {
+        typealias Member = (key: [UInt8], value: [UInt8], range: Range<Int>)
+        var rng = SplitMix64(seed: 0x3E3B_E125)
+        var objects = 0, refused = 0, scalars = 0
+        for _ in 0..<2_000 {
+            var text = Array(" {".utf8)
+            for index in 0..<Int(rng.next() % 5) {
+                if index > 0 { text.append(UInt8(ascii: ",")) }
+                text += Array(" \"k\(index)\"\t: ".utf8) + RandomJSON.document(&rng)
+            }
+            text += Array("} ".utf8)
+            for input in [text, RandomJSON.mutate(text, &rng), RandomJSON.document(&rng)] {
+                let data = Data(input)
+                var visited: [Member] = []
+                let outcome = Result { () throws(JSONSyntaxError) -> Bool in
+                    try StrictJSON.checkMembers(data) { key, value, range in
+                        visited.append((Array(key), Array(value), range))
+                        return true
+                    }
+                }
+                let expected = verdict(input)
+                switch outcome {
+                case .failure(let error):
+                    #expect(error == expected, "\(String(decoding: input, as: UTF8.self).debugDescription)")
+                    refused += 1
+                case .success(let isObject):
+                    #expect(expected == nil, "\(String(decoding: input, as: UTF8.self).debugDescription)")
+                    var walked: [Member] = []
+                    let walkedWhole = JSONSpan.walkMembers(of: data) { key, value, range in
+                        walked.append((Array(key), Array(value), range))
+                        return true
+                    }
+                    #expect(isObject == walkedWhole, "\(String(decoding: input, as: UTF8.self).debugDescription)")
+                    #expect(visited.map(\.key) == walked.map(\.key) && visited.map(\.value) == walked.map(\.value)
+                            && visited.map(\.range) == walked.map(\.range), "\(String(decoding: input, as: UTF8.self).debugDescription)")
+                    if isObject { objects += 1 } else { scalars += 1 }
+                }
+            }
+        }
+        // A visitor that stops is not visited again, and the rest of the text is still checked.
+        var calls = 0
+        #expect(try StrictJSON.checkMembers(Data(#"{"a":1,"b":2}"#.utf8)) { _, _, _ in calls += 1; return false } == false)
+        #expect(calls == 1)
+        #expect(throws: JSONSyntaxError(.trailingComma, at: 13)) {
+            try StrictJSON.checkMembers(Data(#"{"a":1,"b":[2,]}"#.utf8)) { _, _, _ in false }
+        }
+        #expect(objects > 1_000 && refused > 200 && scalars > 200, "\(objects) \(refused) \(scalars)")
+    }
 }
 
 /// Random JSON text for property tests: every value kind, escapes, multi-byte UTF-8,

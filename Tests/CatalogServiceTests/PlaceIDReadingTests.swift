@@ -17,7 +17,7 @@ import Testing
 
     /// The body as the server's header scan finds it, or nil when the scan leaves the header to the decoder.
     static func scannedBody(_ envelope: Data) -> Data? {
-        RequestHeader.scan(envelope)?.bodyRange.map { envelope.subdata(in: $0) }
+        (try? RequestHeader.scan(envelope))??.bodyRange.map { envelope.subdata(in: $0) }
     }
 
     /// N read by span from the scanned body, or nil.
