@@ -9,6 +9,8 @@ struct MapQueries {
     let db: Database
     /// The catalog's category ids, when known.
     var knownCategories: Set<String>? = nil
+    /// The copy nearest-first searches without filters read, when the service keeps one.
+    var memory: NearbyMemory? = nil
     /// Page sizes of `search.nearby`, `search.viewport` and `search.text`.
     static let pageLimit = PageLimit(default: 20, max: 50)
     static let maxRadius = 50_000.0
@@ -27,11 +29,19 @@ struct MapQueries {
         let after = try q.cursor.map(SearchCursor.decode)
         switch sort {
         case .distance:
+            // Past the last page's end.
+            func accept(_ id: Int64, _ distance: Double) -> Bool {
+                guard let after else { return true }
+                return distance > after.key || (distance == after.key && id > after.id)
+            }
+            if answersFromMemory(q), let memory,
+               let reply = memory.nearest(center, within: q.radiusM, want: limit + 1, from: after?.key ?? 0, accept: accept,
+                                          page: { MapQueries.page($0, limit: limit, after: after) }) {
+                return reply
+            }
             // Nearest first: rings from the centre (or from the last page's end) until the page fills.
             let found = try nearest(center, within: q.radiusM, want: limit + 1, from: after?.key ?? 0, q.filters) { place in
-                guard let after else { return true }
-                let d = place.coordinate.distance(to: center)
-                return d > after.key || (d == after.key && place.id > after.id)
+                accept(place.id, place.coordinate.distance(to: center))
             }
             let (page, next) = MapQueries.page(found.map { ($0.distance, $0.id) }, limit: limit, after: after)
             return try hitJSON(page, next: next)
@@ -45,6 +55,12 @@ struct MapQueries {
             let hits = try within(q.radiusM, of: center, q.filters)
             return try JSONCoding.encoder.encode(MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) })
         }
+    }
+
+    /// Whether `memory` answers `q` (when it is filled and the point is not near a pole):
+    /// nearest first, without filters.
+    func answersFromMemory(_ q: NearbyQuery) -> Bool {
+        memory != nil && (q.sort ?? .distance) == .distance && !MapQueries.judgesInSQL(q.filters) && q.filters.openNow != true
     }
 
     /// A page of hits written from their stored JSON, each with its distance (the key of a

@@ -234,7 +234,9 @@ enum SearchIndex {
         return (words(place.name).joined(separator: " "), other.joined(separator: " "))
     }
 
-    static func upsert(_ place: IndexedPlace, _ db: Database) throws {
+    /// Indexes `place` (again); returns its hit's pieces as stored.
+    @discardableResult
+    static func upsert(_ place: IndexedPlace, _ db: Database) throws -> HitJSON {
         let hours = PlaceJSON.text(place.openingHours ?? [])
         let (name, other) = indexedWords(place)
         let old = try db.queryOne("SELECT name_words, other_words, lat, lon FROM places WHERE id = ?", place.id).map { row throws(RowError) in
@@ -263,11 +265,12 @@ enum SearchIndex {
         let popularity = scaledPopularity(place.popularity ?? 0)
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon, min_pop, max_pop) VALUES (?, ?, ?, ?, ?, ?, ?)",
                    place.id, lat, lat, lon, lon, popularity, popularity)
-        guard textChanged else { return }
+        guard textChanged else { return hit }
         try db.run("INSERT INTO places_text (rowid, name_words, other_words) VALUES (?, ?, ?)", place.id, name, other)
         for term in Set((name + " " + other).split(separator: " ")) where !term.allSatisfy(\.isNumber) {
             try db.run("INSERT OR IGNORE INTO search_terms (term, letters) VALUES (?, ?)", String(term), term.count)
         }
+        return hit
     }
 
     static func delete(_ id: Int64, _ db: Database) throws {
@@ -288,33 +291,54 @@ enum SearchIndex {
         }
     }
 
-    /// Keeps the index in step with the catalog.
-    static let catalogApplier = EventApplier(
-        apply: { event, scope in
-            switch event.header.type {
-            case CatalogEvents.upserted:
-                let fast = event.bodyBytes.flatMap(IndexedPlace.init(spans:))
-                try upsert(try fast ?? event.body(IndexedPlace.self), scope.db)
-            case CatalogEvents.deleted: try delete(try event.body(PlaceDeleted.self).id, scope.db)
-            default: break
-            }
-        },
-        reset: { db in
-            try db.run("INSERT INTO places_text (places_text) VALUES ('delete-all')")
-            try db.run("DELETE FROM places")
-            try db.run("DELETE FROM places_geo")
-            try db.run("DELETE FROM search_terms")
-            try db.run("DELETE FROM place_terms")
-        },
-        types: [CatalogEvents.upserted, CatalogEvents.deleted],
-        startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
-        finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } })
+    /// Keeps the index in step with the catalog, and `memory` with the index.
+    static func catalogApplier(memory: NearbyMemory) -> EventApplier {
+        let changes = NearbyMemory.Changes()
+        return EventApplier(
+            apply: { event, scope in
+                switch event.header.type {
+                case CatalogEvents.upserted:
+                    let fast = event.bodyBytes.flatMap(IndexedPlace.init(spans:))
+                    let place = try fast ?? event.body(IndexedPlace.self)
+                    let hit = try upsert(place, scope.db)
+                    changes.note(.upsert(id: place.id, latitude: place.lat, longitude: place.lon, head: hit.head, tail: hit.tail))
+                case CatalogEvents.deleted:
+                    let id = try event.body(PlaceDeleted.self).id
+                    try delete(id, scope.db)
+                    changes.note(.delete(id: id))
+                default: break
+                }
+            },
+            reset: { db in
+                try db.run("INSERT INTO places_text (places_text) VALUES ('delete-all')")
+                try db.run("DELETE FROM places")
+                try db.run("DELETE FROM places_geo")
+                try db.run("DELETE FROM search_terms")
+                try db.run("DELETE FROM place_terms")
+                changes.note(.placesReset)
+            },
+            types: [CatalogEvents.upserted, CatalogEvents.deleted],
+            startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
+            finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } },
+            settled: { committed in memory.settle(changes.take(), committed: committed) })
+    }
 
-    /// Keeps ratings in step with the social service.
-    static let socialApplier = EventApplier(
-        apply: { event, scope in
-            if event.header.type == SocialEvents.ratingUpdated { try rating(try event.body(RatingUpdated.self), scope.db) }
-        },
-        reset: { db in try db.run("DELETE FROM ratings") },
-        types: [SocialEvents.ratingUpdated])
+    /// Keeps ratings in step with the social service, and `memory` with them.
+    static func socialApplier(memory: NearbyMemory) -> EventApplier {
+        let changes = NearbyMemory.Changes()
+        return EventApplier(
+            apply: { event, scope in
+                guard event.header.type == SocialEvents.ratingUpdated else { return }
+                let update = try event.body(RatingUpdated.self)
+                try rating(update, scope.db)
+                changes.note(update.count <= 0 ? .unrated(placeId: update.placeId)
+                                               : .rating(placeId: update.placeId, average: update.average, count: Int64(update.count)))
+            },
+            reset: { db in
+                try db.run("DELETE FROM ratings")
+                changes.note(.ratingsReset)
+            },
+            types: [SocialEvents.ratingUpdated],
+            settled: { committed in memory.settle(changes.take(), committed: committed) })
+    }
 }

@@ -7,13 +7,18 @@ import Storage
 /// One worker thread's view of the index.
 public final class SearchStore: ServiceState {
     public let worker: ServiceWorker
+    /// The service's copy of what nearby searches read (shared by its threads).
+    let nearbyMemory: NearbyMemory
     private var categories: Set<String>?
     private var categoriesFetched: UInt64 = 0
 
-    var maps: MapQueries { MapQueries(db: worker.db, knownCategories: knownCategories()) }
+    var maps: MapQueries { MapQueries(db: worker.db, knownCategories: knownCategories(), memory: nearbyMemory) }
     var text: TextQueries { TextQueries(db: worker.db, knownCategories: knownCategories()) }
 
-    init(worker: ServiceWorker) { self.worker = worker }
+    init(worker: ServiceWorker, nearbyMemory: NearbyMemory) {
+        self.worker = worker
+        self.nearbyMemory = nearbyMemory
+    }
 
     /// Runs a search in one read transaction: all its statements see one state of the index,
     /// even while the subscriber commits changes to it (a bulk load drops and builds an index).
@@ -39,14 +44,19 @@ public final class SearchStore: ServiceState {
 /// The search service: its own index of the catalog's places (and social's ratings),
 /// fed by their events, answering map searches.
 public enum SearchService {
-    /// The definition `ServiceRuntime` runs.
-    public static let definition: ServiceDefinition<SearchStore> = {
+    /// A definition for `ServiceRuntime` to run: each one makes a service with its own
+    /// `NearbyMemory`, which its appliers keep in step and its threads read.
+    public static func definition() -> ServiceDefinition<SearchStore> {
+        let memory = NearbyMemory()
         var table = HandlerTable<SearchStore>()
         table.onRaw("search.nearby", description: "places within radius_m of lat/lon, by distance (or rating, popularity), filtered, paged") {
             context, store in
             // A plain body by span, any other through the decoder; the reply is written, not encoded.
             let query = try context.scannedBody.flatMap(NearbyQuery.init(spans:)) ?? context.body(NearbyQuery.self)
             let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
+            // Filled (once) in a transaction of its own, before the query's; a load that fails
+            // leaves it empty, and the index answers (and says what is wrong with it, if anything).
+            if maps.answersFromMemory(query) { try? store.nearbyMemory.load(from: store.worker.db) }
             return Response(body: try store.snapshot { try maps.nearby(query) })
         }
         table.on("search.viewport", description: "places inside a map box south/west/north/east (may cross the 180th meridian), paged") {
@@ -66,11 +76,11 @@ public enum SearchService {
         }
         return ServiceDefinition(
             name: "search", migrations: SearchSchema.migrations, handlers: table,
-            subscriptions: ["catalog": SearchIndex.catalogApplier, "social": SearchIndex.socialApplier],
+            subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory)],
             // The index is read at random: a larger page cache keeps the trees' upper levels in
             // memory, and reading the file through a map saves a read call per page. Catching
             // up writes much: fewer, larger checkpoints.
             tuning: DatabaseTuning(cacheMebibytes: 64, mapMebibytes: 2_048, checkpointPages: 10_000),
-            makeState: { worker in SearchStore(worker: worker) })
-    }()
+            makeState: { worker in SearchStore(worker: worker, nearbyMemory: memory) })
+    }
 }

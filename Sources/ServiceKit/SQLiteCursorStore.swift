@@ -64,17 +64,24 @@ public struct EventApplier: Sendable {
     /// Runs after them, and also when the subscriber starts, to finish a bulk load a crash
     /// interrupted; must do nothing when there is nothing to finish.
     public var finishBulk: (@Sendable (Database) throws -> Void)?
+    /// Runs after each transaction in which `apply` or `reset` ran, on the subscriber's thread:
+    /// `true` once it has committed, `false` when it was rolled back. A service that keeps a
+    /// copy of what it applied outside its database (in memory) makes the copy follow commits,
+    /// and only commits, with it.
+    public var settled: (@Sendable (_ committed: Bool) -> Void)?
 
     public init(apply: @escaping @Sendable (ReceivedEvent, EventScope) throws -> Void,
                 reset: @escaping @Sendable (Database) throws -> Void,
                 types: Set<String>? = nil,
                 startBulk: (@Sendable (Database) throws -> Void)? = nil,
-                finishBulk: (@Sendable (Database) throws -> Void)? = nil) {
+                finishBulk: (@Sendable (Database) throws -> Void)? = nil,
+                settled: (@Sendable (_ committed: Bool) -> Void)? = nil) {
         self.apply = apply
         self.reset = reset
         self.types = types
         self.startBulk = startBulk
         self.finishBulk = finishBulk
+        self.settled = settled
     }
 
     /// Whether `apply` acts on events of `type`.
@@ -115,13 +122,24 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
         var skipped = 0
         let scope = EventScope(db: db)
         defer { if scope.emitted { relayWakeup?.signal() } }
-        try db.transaction {
+        try applying {
             for event in events where applier.wants(event.header.type) {
                 if try !applyOrSkip(event, scope) { skipped += 1 }
             }
             try cursors.set(source: source, cursor)
         }
         return skipped
+    }
+
+    /// Runs `body` in a transaction, then tells the applier whether it committed.
+    private func applying(_ body: () throws -> Void) throws {
+        do {
+            try db.transaction(.immediate, body)
+        } catch {
+            applier.settled?(false)
+            throw error
+        }
+        applier.settled?(true)
     }
 
     /// Applies one event; false when it can never apply (its applier throws a `ServiceError`:
@@ -164,7 +182,7 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
         var count = 0
         let scope = EventScope(db: db)
         defer { if scope.emitted { relayWakeup?.signal() } }
-        try db.transaction {
+        try applying {
             try applier.startBulk?(db)
             try applier.reset(db)
             try cursors.forEachStaged(source: source) { envelope in

@@ -1,4 +1,4 @@
 import SearchService
 import ServiceKit
 
-ServiceRuntime.main(SearchService.definition)
+ServiceRuntime.main(SearchService.definition())

@@ -127,10 +127,10 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         let queries = [#"{"lat":-33.87,"lon":151.21,"radius_m":3000,"limit":50}"#, #"{"lat":0.5,"lon":179.99,"radius_m":800}"#,
                        #"{"lat":89.95,"lon":10,"radius_m":5000,"sort":"popularity"}"#]
         let withStrips = try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) }
-        try SearchIndex.catalogApplier.startBulk?(index.db)
+        try SearchIndex.catalogApplier(memory: NearbyMemory()).startBulk?(index.db)
         #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 0)
         #expect(try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) } == withStrips)
-        try SearchIndex.catalogApplier.finishBulk?(index.db)
+        try SearchIndex.catalogApplier(memory: NearbyMemory()).finishBulk?(index.db)
         #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 1)
         #expect(try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) } == withStrips)
         #expect(withStrips.allSatisfy { !$0.hits.isEmpty })
@@ -146,8 +146,8 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         let toggler = Thread {
             guard let db = try? Database(path: path) else { return }
             for _ in 0..<100 {
-                try? db.transaction { try SearchIndex.catalogApplier.startBulk?(db) }
-                try? db.transaction { try SearchIndex.catalogApplier.finishBulk?(db) }
+                try? db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory()).startBulk?(db) }
+                try? db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory()).finishBulk?(db) }
             }
         }
         toggler.start()
@@ -289,5 +289,109 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                 #expect(error.field == field, "\(json): \(error)")
             }
         }
+    }
+}
+
+/// The copy in memory answers nearest-first searches as the index does, byte for byte.
+@Suite struct NearbyMemoryTests {
+    /// An index of the test points, a third of them rated, and a copy of it loaded.
+    static func indexAndCopy(seed: UInt64) throws -> (TestIndex, NearbyMemory) {
+        var rng = SplitMix64(seed: seed)
+        let index = try TestIndex()
+        try index.add(testPoints(&rng), rng: &rng)
+        for place in index.places where place.id % 3 == 0 {
+            try SearchIndex.rating(RatingUpdated(placeId: place.id, average: Double(Int.random(in: 2...10, using: &rng)) / 2, count: Int(place.id % 7) + 1), index.db)
+        }
+        let memory = NearbyMemory()
+        try memory.load(from: index.db)
+        return (index, memory)
+    }
+
+    @Test func everyPageIsTheIndexsPageByteForByte() throws {
+        let (index, memory) = try Self.indexAndCopy(seed: 45)
+        var fromMemory = index.queries
+        fromMemory.memory = memory
+        let centres: [(Double, Double)] = [(-33.87, 151.21), (89.95, 10), (89.999, -170), (-89.95, -120), (0.5, 179.99), (0.5, -179.99),
+                                           (-15, -179.995), (-15, 179.999), (51.5, -0.12), (10, 10), (0, 180), (-0.05, -180)]
+        var pages = 0, answered = 0
+        for (lat, lon) in centres {
+            for radius in [1.0, 500, 5_000, 25_000, 50_000] {
+                for limit in [1, 50] {
+                    var cursor: String?
+                    for _ in 0..<1_000 {
+                        let query = try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"limit":\#(limit)\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#)
+                        let expected = try index.queries.nearby(query)
+                        #expect(try fromMemory.nearby(query) == expected, "\(lat),\(lon) radius \(radius) limit \(limit)")
+                        pages += 1
+                        let page = try JSONDecoder().decode(SearchPage.self, from: expected)
+                        let after = try page.nextCursor.map(SearchCursor.decode)
+                        let reply = memory.nearest(try Coordinate(latitude: lat, longitude: lon), within: radius, want: limit + 1, from: 0,
+                                                   accept: { _, _ in true }, page: { MapQueries.page($0, limit: limit, after: nil) })
+                        if reply != nil { answered += 1 }
+                        guard let next = page.nextCursor, after != nil else { break }
+                        cursor = next
+                    }
+                }
+            }
+        }
+        // Only the points next to a pole are left to the index.
+        #expect(pages > 300 && answered >= pages * 2 / 3, "\(answered) of \(pages)")
+    }
+
+    @Test func filtersAndOtherOrdersAreLeftToTheIndex() throws {
+        let (index, memory) = try Self.indexAndCopy(seed: 46)
+        var fromMemory = index.queries
+        fromMemory.memory = memory
+        for body in [#"{"lat":-33.87,"lon":151.21,"radius_m":50000,"categories":["cafe"]}"#, #"{"lat":-33.87,"lon":151.21,"radius_m":50000,"min_rating":3}"#,
+                     #"{"lat":-33.87,"lon":151.21,"radius_m":50000,"sort":"rating"}"#, #"{"lat":-33.87,"lon":151.21,"radius_m":50000,"price_levels":[1,2]}"#] {
+            let query = try nearbyQuery(body)
+            #expect(!fromMemory.answersFromMemory(query))
+            #expect(try fromMemory.nearby(query) == index.queries.nearby(query), "\(body)")
+        }
+        #expect(fromMemory.answersFromMemory(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":50000,"categories":[]}"#)))
+    }
+
+    /// The copy takes a transaction's changes once it has committed, never when it rolled back;
+    /// a reset empties it until it is loaded again.
+    @Test func theCopyFollowsCommitsOnly() throws {
+        let (index, memory) = try Self.indexAndCopy(seed: 47)
+        var fromMemory = index.queries
+        fromMemory.memory = memory
+        let query = try nearbyQuery(#"{"lat":51.5,"lon":-0.12,"radius_m":50000,"limit":3}"#)
+        let before = try fromMemory.nearby(query)
+        #expect(try JSONDecoder().decode(SearchPage.self, from: before).hits.count == 3)
+        // A new nearest place, in a transaction that is rolled back, then in one that commits.
+        let place = IndexedPlace(id: 99_999, name: "Closest", category: "cafe", lat: 51.5, lon: -0.12)
+        let changes = NearbyMemory.Changes()
+        struct Undo: Error {}
+        #expect(throws: Undo.self) {
+            try index.db.transaction {
+                let hit = try SearchIndex.upsert(place, index.db)
+                changes.note(.upsert(id: place.id, latitude: place.lat, longitude: place.lon, head: hit.head, tail: hit.tail))
+                throw Undo()
+            }
+        }
+        memory.settle(changes.take(), committed: false)
+        #expect(try fromMemory.nearby(query) == before)
+        try index.db.transaction {
+            let hit = try SearchIndex.upsert(place, index.db)
+            changes.note(.upsert(id: place.id, latitude: place.lat, longitude: place.lon, head: hit.head, tail: hit.tail))
+            try SearchIndex.rating(RatingUpdated(placeId: place.id, average: 4.5, count: 2), index.db)
+            changes.note(.rating(placeId: place.id, average: 4.5, count: 2))
+        }
+        memory.settle(changes.take(), committed: true)
+        let after = try fromMemory.nearby(query)
+        #expect(after == (try index.queries.nearby(query)))
+        #expect(try JSONDecoder().decode(SearchPage.self, from: after).hits.first?.id == 99_999)
+        // Deleted, and then every place forgotten: the copy answers nothing until it is loaded again.
+        try SearchIndex.delete(place.id, index.db)
+        memory.settle([.delete(id: place.id)], committed: true)
+        #expect(try fromMemory.nearby(query) == before)
+        memory.settle([.placesReset], committed: true)
+        #expect(memory.nearest(try Coordinate(latitude: 51.5, longitude: -0.12), within: 50_000, want: 4, from: 0, accept: { _, _ in true },
+                               page: { MapQueries.page($0, limit: 3, after: nil) }) == nil)
+        #expect(try fromMemory.nearby(query) == before)  // from the index meanwhile
+        try memory.load(from: index.db)
+        #expect(try fromMemory.nearby(query) == before)
     }
 }

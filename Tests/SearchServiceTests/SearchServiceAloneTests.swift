@@ -81,7 +81,7 @@ final class SearchFixture {
         c.dataDirectory = folder
         c.peers = ["catalog": PeerEndpoints(rpc: catalog.endpoints.rpc, publish: catalog.endpoints.publish),
                    "social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish)]
-        let runtime = try ServiceRuntime(definition: SearchService.definition, config: c, context: context, logger: quiet)
+        let runtime = try ServiceRuntime(definition: SearchService.definition(), config: c, context: context, logger: quiet)
         search = runtime
         searchClient = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)
     }

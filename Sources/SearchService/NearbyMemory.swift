@@ -1,0 +1,223 @@
+import Bus
+import Foundation
+import Geo
+import Storage
+import Synchronization
+
+/// What `search.nearby` needs of every indexed place, in memory: its point in a grid of cells,
+/// its hit's stored JSON pieces, and its rating. A query nearest first without filters is then
+/// answered without SQLite: the cells around the point are read in widening boxes, as the ring
+/// search reads the index, and the hits are copied from the pieces.
+///
+/// The copy follows the index's commits and only them: the appliers note each change as they
+/// make it in SQLite (`Changes`), and hand the notes over once the transaction has committed
+/// (`settle`); a rollback drops them. It is filled from the index at the first query (`load`),
+/// in a read transaction begun after it holds the lock, so a commit either is in what it reads
+/// or is handed over after it (a change handed over twice is harmless: each sets what it says).
+/// A catalog snapshot's reset empties it, and the next query fills it again.
+///
+/// One lock guards it: a query holds it for the microseconds of its cells, the subscribers to
+/// hand changes over, the first query for the load (about a second for 250,000 places).
+final class NearbyMemory: Sendable {
+    /// Cells are this many degrees of latitude and of longitude.
+    static let cellDegrees = 0.1
+    static let rows = Int(180 / cellDegrees), columns = Int(360 / cellDegrees)
+    /// A query whose box covers more cells than this (within a few degrees of a pole) reads the
+    /// index instead: near a pole, 50 km spans every longitude.
+    static let maxCells = 2_048
+
+    /// A place's point, as its cell keeps it.
+    struct Point {
+        let id: Int64
+        let latitude: Double
+        let longitude: Double
+    }
+
+    /// A place as a hit: its point and its JSON pieces, `head` then `tail` in one array.
+    struct Place {
+        let latitude: Double
+        let longitude: Double
+        let pieces: [UInt8]
+        let headCount: Int
+    }
+
+    /// A change an applier made in the index, handed over once it has committed.
+    enum Change: Sendable {
+        case upsert(id: Int64, latitude: Double, longitude: Double, head: String, tail: String)
+        case delete(id: Int64)
+        case rating(placeId: Int64, average: Double, count: Int64)
+        case unrated(placeId: Int64)
+        /// Every place was forgotten (a snapshot's reset): empty, to be filled again.
+        case placesReset
+        case ratingsReset
+    }
+
+    /// One applier's notes of the transaction it is in (the subscriber's thread only, but the
+    /// applier's closures must be `Sendable`).
+    final class Changes: Sendable {
+        private let noted = Mutex<[Change]>([])
+        func note(_ change: Change) { noted.withLock { $0.append(change) } }
+        func take() -> [Change] { noted.withLock { list in defer { list = [] }; return list } }
+    }
+
+    private struct State {
+        var loaded = false
+        var cells: [Int: [Point]] = [:]
+        var places: [Int64: Place] = [:]
+        var ratings: [Int64: (average: Double, count: Int64)] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    // MARK: Following the index
+
+    /// Applies the notes of a transaction that committed; drops them when it rolled back.
+    func settle(_ changes: [Change], committed: Bool) {
+        guard committed, !changes.isEmpty else { return }
+        state.withLock { s in
+            for change in changes {
+                switch change {
+                case .placesReset:
+                    s = State()
+                case .ratingsReset:
+                    s.ratings = [:]
+                default:
+                    // Not filled yet: the load will read what has committed.
+                    guard s.loaded else { continue }
+                    NearbyMemory.apply(change, to: &s)
+                }
+            }
+        }
+    }
+
+    private static func apply(_ change: Change, to s: inout State) {
+        switch change {
+        case .upsert(let id, let latitude, let longitude, let head, let tail):
+            remove(id, from: &s)
+            let place = Place(latitude: latitude, longitude: longitude, pieces: Array(head.utf8) + Array(tail.utf8), headCount: head.utf8.count)
+            s.places[id] = place
+            s.cells[cell(latitude, longitude), default: []].append(Point(id: id, latitude: latitude, longitude: longitude))
+        case .delete(let id):
+            remove(id, from: &s)
+        case .rating(let placeId, let average, let count):
+            s.ratings[placeId] = (average, count)
+        case .unrated(let placeId):
+            s.ratings[placeId] = nil
+        case .placesReset, .ratingsReset:
+            break
+        }
+    }
+
+    private static func remove(_ id: Int64, from s: inout State) {
+        guard let old = s.places.removeValue(forKey: id) else { return }
+        let key = cell(old.latitude, old.longitude)
+        s.cells[key]?.removeAll { $0.id == id }
+        if s.cells[key]?.isEmpty == true { s.cells[key] = nil }
+    }
+
+    /// Fills the copy from the index, unless it is filled: in a read transaction of its own
+    /// (none may be open on `db`), begun once the lock is held.
+    func load(from db: Database) throws {
+        if state.withLock({ $0.loaded }) { return }
+        try state.withLock { s throws in
+            guard !s.loaded else { return }
+            var fresh = State()
+            try db.transaction(.deferred) {
+                var columns: (id: Column, lat: Column, lon: Column, head: Column, tail: Column)?
+                try db.forEachStep("SELECT id, lat, lon, hit_head, hit_tail FROM places") { statement in
+                    let c = try columns ?? (statement.column("id"), statement.column("lat"), statement.column("lon"),
+                                            statement.column("hit_head"), statement.column("hit_tail"))
+                    columns = c
+                    try statement.requireText(c.head)
+                    try statement.requireText(c.tail)
+                    let id = try statement.int64(c.id), latitude = try statement.double(c.lat), longitude = try statement.double(c.lon)
+                    var pieces: [UInt8] = []
+                    statement.withUTF8(c.head.index) { pieces.append(contentsOf: $0) }
+                    let headCount = pieces.count
+                    statement.withUTF8(c.tail.index) { pieces.append(contentsOf: $0) }
+                    fresh.places[id] = Place(latitude: latitude, longitude: longitude, pieces: pieces, headCount: headCount)
+                    fresh.cells[NearbyMemory.cell(latitude, longitude), default: []].append(Point(id: id, latitude: latitude, longitude: longitude))
+                }
+                for row in try db.query("SELECT place_id, average, count FROM ratings") {
+                    fresh.ratings[try row.decode("place_id", as: Int64.self)] = (try row.decode("average", as: Double.self), try row.decode("count", as: Int64.self))
+                }
+            }
+            fresh.loaded = true
+            s = fresh
+        }
+    }
+
+    // MARK: Answering
+
+    /// The reply of a `search.nearby` nearest first without filters, as `MapQueries.nearby`
+    /// writes it from the index: the `want` places nearest `center` within `reach` that
+    /// `accept` takes, cut into a page by `page`. Nil when the copy is not filled or the query
+    /// is too near a pole: then the index answers.
+    func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double, accept: (Int64, Double) -> Bool,
+                 page: ([(key: Double, id: Int64)]) -> (page: [(key: Double, id: Int64)], next: String?)) -> Data? {
+        state.withLock { s -> Data? in
+            guard s.loaded, NearbyMemory.cells(around: center, radius: reach) != nil else { return nil }
+            var found: [(key: Double, id: Int64)] = []
+            // As the ring search: from a small box (or the last page's end), widened until it holds enough.
+            var ring = min(reach, max(100, start * 1.25))
+            while true {
+                guard let keys = NearbyMemory.cells(around: center, radius: ring) else { return nil }
+                found.removeAll(keepingCapacity: true)
+                for key in keys {
+                    for point in s.cells[key] ?? [] {
+                        let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
+                        if distance <= reach, accept(point.id, distance) { found.append((distance, point.id)) }
+                    }
+                }
+                let inside = found.lazy.filter { $0.key <= ring }.count
+                if ring >= reach || inside >= want {
+                    found.removeAll { $0.key > ring }
+                    break
+                }
+                let aim = inside == 0 ? ring * 4 : ring * (Double(want) / Double(inside)).squareRoot() * 1.15
+                ring = min(reach, min(ring * 4, max(ring * 1.25, aim)))
+            }
+            let (hits, next) = page(found)
+            var writer = HitPageWriter()
+            for (distance, id) in hits {
+                guard let place = s.places[id] else { continue }
+                place.pieces.withUnsafeBufferPointer { pieces in
+                    writer.append(head: UnsafeBufferPointer(rebasing: pieces[..<place.headCount]),
+                                  tail: UnsafeBufferPointer(rebasing: pieces[place.headCount...]), distance: distance, rating: s.ratings[id])
+                }
+            }
+            return writer.finish(nextCursor: next)
+        }
+    }
+
+    /// The key of the cell a point lies in (longitude 180 is -180's cell).
+    static func cell(_ latitude: Double, _ longitude: Double) -> Int {
+        let row = min(rows - 1, max(0, Int(((latitude + 90) / cellDegrees).rounded(.down))))
+        let column = Int(((longitude + 180) / cellDegrees).rounded(.down)) % columns
+        return row * columns + max(0, column)
+    }
+
+    /// The keys of the cells that hold every point within `radius` metres of `center`, each
+    /// once; nil when they are more than `maxCells`.
+    static func cells(around center: Coordinate, radius: Double) -> [Int]? {
+        guard let box = try? BoundingBox.around(center, radiusMeters: radius) else { return nil }
+        var keys: [Int] = []
+        for part in box.parts {
+            // Widened by 1e-7 degree (1 cm), as the index's boxes are, so rounding never leaves out a point.
+            let south = cell(part.south - 1e-7, 0) / columns, north = cell(part.north + 1e-7, 0) / columns
+            let west = Int(((max(-180, part.west - 1e-7) + 180) / cellDegrees).rounded(.down))
+            let east = Int(((min(180, part.east + 1e-7) + 180) / cellDegrees).rounded(.down))
+            guard keys.count + (north - south + 1) * (east - west + 1) <= maxCells else { return nil }
+            for row in south...north {
+                for column in west...east { keys.append(row * columns + column % columns) }
+            }
+        }
+        keys.sort()
+        var unique: [Int] = []
+        unique.reserveCapacity(keys.count)
+        for key in keys where unique.last != key { unique.append(key) }
+        return unique
+    }
+}
