@@ -6,18 +6,20 @@ public enum JSONNumber {
     /// `JSONDecoder` reads it: finite, and not rounded to zero from a number that is not zero
     /// (`1e-400`), which the decoder refuses too.
     public static func finite(_ text: Data.SubSequence) -> Double? {
-        text.withUnsafeBytes { raw -> Double? in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            guard isValid(bytes), let value = Double(String(decoding: bytes, as: UTF8.self)), value.isFinite else { return nil }
-            if value == 0 {
-                // Zero only when every digit before the exponent is a zero.
-                for byte in bytes {
-                    if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") { break }
-                    if byte >= UInt8(ascii: "1") && byte <= UInt8(ascii: "9") { return nil }
-                }
+        text.withUnsafeBytes { raw in finite(raw.bindMemory(to: UInt8.self)) }
+    }
+
+    /// The same over contiguous bytes (a value `JSONSpan.walkMembers` gave, say).
+    public static func finite(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        guard isValid(bytes), let value = Double(String(decoding: bytes, as: UTF8.self)), value.isFinite else { return nil }
+        if value == 0 {
+            // Zero only when every digit before the exponent is a zero.
+            for byte in bytes {
+                if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") { break }
+                if byte >= UInt8(ascii: "1") && byte <= UInt8(ascii: "9") { return nil }
             }
-            return value
         }
+        return value
     }
 
     /// The value of a JSON number's text when it is a plain integer literal (no fraction, no

@@ -109,27 +109,34 @@ public struct NearbyQuery: Decodable, Sendable {
     /// number, an integer out of range, an unknown member): then the decoder reads it, with its
     /// answers and errors. The body has been checked as strict JSON by the server.
     init?(spans body: Data) {
-        guard let members = JSONSpan.members(of: body), members.count <= 6 else { return nil }
         var lat: Double?, lon: Double?, radius: Double?, limit: Int?, sort: SortOrder?, cursor: String?
-        func number(_ range: Range<Int>) -> Double? { JSONNumber.finite(body[range]) }
-        for (key, range) in members {
-            switch key {
-            case "lat": guard lat == nil, let value = number(range) else { return nil }; lat = value
-            case "lon": guard lon == nil, let value = number(range) else { return nil }; lon = value
-            case "radius_m": guard radius == nil, let value = number(range) else { return nil }; radius = value
-            case "limit":
-                // Strict JSON has no `+` and no leading zeros, so what Int parses is a plain integer.
-                guard limit == nil, let value = Int(String(decoding: body[range], as: UTF8.self)) else { return nil }
-                limit = value
-            case "sort":
-                guard sort == nil, let name = JSONSpan.string(at: range, in: body), let value = SortOrder(rawValue: name) else { return nil }
+        func number(_ value: UnsafeBufferPointer<UInt8>) -> Double? { JSONNumber.finite(value) }
+        let plain = JSONSpan.walkMembers(of: body) { key, value, range in
+            if JSONSpan.key(key, is: "lat") {
+                guard lat == nil, let number = number(value) else { return false }
+                lat = number
+            } else if JSONSpan.key(key, is: "lon") {
+                guard lon == nil, let number = number(value) else { return false }
+                lon = number
+            } else if JSONSpan.key(key, is: "radius_m") {
+                guard radius == nil, let number = number(value) else { return false }
+                radius = number
+            } else if JSONSpan.key(key, is: "limit") {
+                guard limit == nil, let number = JSONNumber.integer(value).flatMap({ Int(exactly: $0) }) else { return false }
+                limit = number
+            } else if JSONSpan.key(key, is: "sort") {
+                guard sort == nil, let name = JSONSpan.string(at: range, in: body), let value = SortOrder(rawValue: name) else { return false }
                 sort = value
-            case "cursor":
-                guard cursor == nil, let value = JSONSpan.string(at: range, in: body) else { return nil }
+            } else if JSONSpan.key(key, is: "cursor") {
+                guard cursor == nil, let value = JSONSpan.string(at: range, in: body) else { return false }
                 cursor = value
-            default: return nil
+            } else {
+                // Anything else (a filter, a key written with escapes) is the decoder's.
+                return false
             }
+            return true
         }
+        guard plain else { return nil }
         guard let lat, let lon, let radius else { return nil }
         (self.lat, self.lon, radiusM, self.limit, self.sort, self.cursor, filters) = (lat, lon, radius, limit, sort, cursor, PlaceFilters())
     }

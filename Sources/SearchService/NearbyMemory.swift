@@ -159,13 +159,14 @@ final class NearbyMemory: Sendable {
                  page: ([(key: Double, id: Int64)]) -> (page: [(key: Double, id: Int64)], next: String?)) -> Data? {
         state.withLock { s -> Data? in
             guard s.loaded, NearbyMemory.cells(around: center, radius: reach) != nil else { return nil }
+            // What the cells read so far hold within reach (each cell is read once).
             var found: [(key: Double, id: Int64)] = []
+            var read = Set<Int>()
             // As the ring search: from a small box (or the last page's end), widened until it holds enough.
             var ring = min(reach, max(100, start * 1.25))
             while true {
                 guard let keys = NearbyMemory.cells(around: center, radius: ring) else { return nil }
-                found.removeAll(keepingCapacity: true)
-                for key in keys {
+                for key in keys where read.insert(key).inserted {
                     for point in s.cells[key] ?? [] {
                         let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
                         if distance <= reach, accept(point.id, distance) { found.append((distance, point.id)) }
