@@ -35,7 +35,7 @@ struct MapQueries {
                 return distance > after.key || (distance == after.key && id > after.id)
             }
             if answersFromMemory(q), let memory,
-               let reply = memory.nearest(center, within: q.radiusM, want: limit + 1, from: after?.key ?? 0, accept: accept,
+               let reply = memory.nearest(center, within: q.radiusM, want: limit + 1, accept: accept,
                                           page: { MapQueries.page($0, limit: limit, after: after) }) {
                 return reply
             }

@@ -155,30 +155,29 @@ final class NearbyMemory: Sendable {
     /// writes it from the index: the `want` places nearest `center` within `reach` that
     /// `accept` takes, cut into a page by `page`. Nil when the copy is not filled or the query
     /// is too near a pole: then the index answers.
-    func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double, accept: (Int64, Double) -> Bool,
+    ///
+    /// Best first: the cells within reach that hold places, nearest possible first; a cell is
+    /// read only while it could hold a place nearer than the `want`th found so far.
+    func nearest(_ center: Coordinate, within reach: Double, want: Int, accept: (Int64, Double) -> Bool,
                  page: ([(key: Double, id: Int64)]) -> (page: [(key: Double, id: Int64)], next: String?)) -> Data? {
         state.withLock { s -> Data? in
-            guard s.loaded, NearbyMemory.cells(around: center, radius: reach) != nil else { return nil }
-            // What the cells read so far hold within reach (each cell is read once).
+            guard s.loaded, let keys = NearbyMemory.cells(around: center, radius: reach) else { return nil }
+            var near: [(bound: Double, key: Int)] = []
+            for key in keys where s.cells[key] != nil {
+                let bound = NearbyMemory.nearestPossible(key, to: center)
+                if bound <= reach { near.append((bound, key)) }
+            }
+            near.sort { $0.bound != $1.bound ? $0.bound < $1.bound : $0.key < $1.key }
+            // The nearest found so far, at most `want` once a cell is read, nearest first (ties by id).
             var found: [(key: Double, id: Int64)] = []
-            var read = Set<Int>()
-            // As the ring search: from a small box (or the last page's end), widened until it holds enough.
-            var ring = min(reach, max(100, start * 1.25))
-            while true {
-                guard let keys = NearbyMemory.cells(around: center, radius: ring) else { return nil }
-                for key in keys where read.insert(key).inserted {
-                    for point in s.cells[key] ?? [] {
-                        let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
-                        if distance <= reach, accept(point.id, distance) { found.append((distance, point.id)) }
-                    }
+            for (bound, key) in near {
+                if found.count >= want, found[want - 1].key < bound { break }
+                for point in s.cells[key] ?? [] {
+                    let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
+                    if distance <= reach, accept(point.id, distance) { found.append((distance, point.id)) }
                 }
-                let inside = found.lazy.filter { $0.key <= ring }.count
-                if ring >= reach || inside >= want {
-                    found.removeAll { $0.key > ring }
-                    break
-                }
-                let aim = inside == 0 ? ring * 4 : ring * (Double(want) / Double(inside)).squareRoot() * 1.15
-                ring = min(reach, min(ring * 4, max(ring * 1.25, aim)))
+                found.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
+                if found.count > want { found.removeLast(found.count - want) }
             }
             let (hits, next) = page(found)
             var writer = HitPageWriter()
@@ -191,6 +190,25 @@ final class NearbyMemory: Sendable {
             }
             return writer.finish(nextCursor: next)
         }
+    }
+
+    /// A distance (metres) that no point of cell `key` is nearer `center` than: the larger of
+    /// the latitudes' difference along a meridian and of what the longitudes' difference alone
+    /// adds to the haversine at the cell's latitude nearest a pole, less a centimetre for rounding.
+    static func nearestPossible(_ key: Int, to center: Coordinate) -> Double {
+        let south = Double(key / columns) * cellDegrees - 90, north = south + cellDegrees
+        let west = Double(key % columns) * cellDegrees - 180, east = west + cellDegrees
+        let latitudes = max(0, south - center.latitude, center.latitude - north)
+        var longitudes = 0.0
+        if center.longitude < west || center.longitude > east {
+            func around(_ degrees: Double) -> Double { (degrees.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360) }
+            longitudes = min(180, around(west - center.longitude), around(center.longitude - east))
+        }
+        let radians = Double.pi / 180
+        let coolest = min(cos(south * radians), cos(north * radians))
+        let h = max(0, cos(center.latitude * radians) * coolest) * pow(sin(longitudes * radians / 2), 2)
+        let bound = max(latitudes * radians * Earth.meanRadiusMeters, 2 * Earth.meanRadiusMeters * asin(min(1, h.squareRoot())))
+        return max(0, bound - 0.01)
     }
 
     /// The key of the cell a point lies in (longitude 180 is -180's cell).

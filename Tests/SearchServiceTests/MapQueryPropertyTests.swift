@@ -325,7 +325,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                         pages += 1
                         let page = try JSONDecoder().decode(SearchPage.self, from: expected)
                         let after = try page.nextCursor.map(SearchCursor.decode)
-                        let reply = memory.nearest(try Coordinate(latitude: lat, longitude: lon), within: radius, want: limit + 1, from: 0,
+                        let reply = memory.nearest(try Coordinate(latitude: lat, longitude: lon), within: radius, want: limit + 1,
                                                    accept: { _, _ in true }, page: { MapQueries.page($0, limit: limit, after: nil) })
                         if reply != nil { answered += 1 }
                         guard let next = page.nextCursor, after != nil else { break }
@@ -336,6 +336,32 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         }
         // Only the points next to a pole are left to the index.
         #expect(pages > 300 && answered >= pages * 2 / 3, "\(answered) of \(pages)")
+    }
+
+    /// No point of a cell is nearer than the cell's bound, wherever the centre is (poles and the
+    /// 180th meridian included), and the bound is not idle: near the centre it is small.
+    @Test func aCellsBoundIsNeverFartherThanItsPoints() throws {
+        var rng = SplitMix64(seed: 48)
+        var positive = 0
+        for round in 0..<20_000 {
+            let centre = try Coordinate(latitude: Double.random(in: -90...90, using: &rng), longitude: Double.random(in: -180...180, using: &rng))
+            // A cell near the centre (half the rounds) or anywhere.
+            let near = round % 2 == 0
+            let lat = near ? min(90, max(-90, centre.latitude + Double.random(in: -1...1, using: &rng))) : Double.random(in: -90...90, using: &rng)
+            var lon = near ? centre.longitude + Double.random(in: -3...3, using: &rng) : Double.random(in: -180...180, using: &rng)
+            if lon > 180 { lon -= 360 } else if lon < -180 { lon += 360 }
+            let key = NearbyMemory.cell(lat, lon)
+            let bound = NearbyMemory.nearestPossible(key, to: centre)
+            if bound > 0 { positive += 1 }
+            let south = Double(key / NearbyMemory.columns) * NearbyMemory.cellDegrees - 90
+            let west = Double(key % NearbyMemory.columns) * NearbyMemory.cellDegrees - 180
+            for corner in [(0.0, 0.0), (1, 1), (0, 1), (1, 0), (Double.random(in: 0...1, using: &rng), Double.random(in: 0...1, using: &rng))] {
+                let point = Coordinate(uncheckedLatitude: min(90, south + corner.0 * NearbyMemory.cellDegrees),
+                                       longitude: min(180, west + corner.1 * NearbyMemory.cellDegrees))
+                #expect(point.distance(to: centre) >= bound, "cell \(key) centre \(centre) bound \(bound)")
+            }
+        }
+        #expect(positive > 15_000)
     }
 
     @Test func filtersAndOtherOrdersAreLeftToTheIndex() throws {
@@ -388,7 +414,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         memory.settle([.delete(id: place.id)], committed: true)
         #expect(try fromMemory.nearby(query) == before)
         memory.settle([.placesReset], committed: true)
-        #expect(memory.nearest(try Coordinate(latitude: 51.5, longitude: -0.12), within: 50_000, want: 4, from: 0, accept: { _, _ in true },
+        #expect(memory.nearest(try Coordinate(latitude: 51.5, longitude: -0.12), within: 50_000, want: 4, accept: { _, _ in true },
                                page: { MapQueries.page($0, limit: 3, after: nil) }) == nil)
         #expect(try fromMemory.nearby(query) == before)  // from the index meanwhile
         try memory.load(from: index.db)
