@@ -162,16 +162,23 @@ final class NearbyMemory: Sendable {
                  page: ([(key: Double, id: Int64)]) -> (page: [(key: Double, id: Int64)], next: String?)) -> Data? {
         state.withLock { s -> Data? in
             guard s.loaded, let keys = NearbyMemory.cells(around: center, radius: reach) else { return nil }
+            var bounds = CellBounds(center)
+            let reachable = CellBounds.haversine(reach + 0.01)
             var near: [(bound: Double, key: Int)] = []
             for key in keys where s.cells[key] != nil {
-                let bound = NearbyMemory.nearestPossible(key, to: center)
-                if bound <= reach { near.append((bound, key)) }
+                let bound = bounds.haversine(key)
+                if bound <= reachable { near.append((bound, key)) }
             }
-            near.sort { $0.bound != $1.bound ? $0.bound < $1.bound : $0.key < $1.key }
             // The nearest found so far, at most `want` once a cell is read, nearest first (ties by id).
             var found: [(key: Double, id: Int64)] = []
-            for (bound, key) in near {
-                if found.count >= want, found[want - 1].key < bound { break }
+            while !near.isEmpty {
+                // The cell left that could be nearest (few are read: picked, not sorted).
+                var pick = 0
+                for index in near.indices where near[index].bound < near[pick].bound { pick = index }
+                let (bound, key) = near[pick]
+                near.swapAt(pick, near.count - 1)
+                near.removeLast()
+                if found.count >= want, found[want - 1].key < CellBounds.metres(bound) - 0.01 { break }
                 for point in s.cells[key] ?? [] {
                     let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
                     if distance <= reach, accept(point.id, distance) { found.append((distance, point.id)) }
@@ -192,23 +199,50 @@ final class NearbyMemory: Sendable {
         }
     }
 
-    /// A distance (metres) that no point of cell `key` is nearer `center` than: the larger of
-    /// the latitudes' difference along a meridian and of what the longitudes' difference alone
-    /// adds to the haversine at the cell's latitude nearest a pole, less a centimetre for rounding.
+    /// A distance (metres) that no point of cell `key` is nearer `center` than (see `CellBounds`),
+    /// less a centimetre for rounding.
     static func nearestPossible(_ key: Int, to center: Coordinate) -> Double {
-        let south = Double(key / columns) * cellDegrees - 90, north = south + cellDegrees
-        let west = Double(key % columns) * cellDegrees - 180, east = west + cellDegrees
-        let latitudes = max(0, south - center.latitude, center.latitude - north)
-        var longitudes = 0.0
-        if center.longitude < west || center.longitude > east {
-            func around(_ degrees: Double) -> Double { (degrees.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360) }
-            longitudes = min(180, around(west - center.longitude), around(center.longitude - east))
+        var bounds = CellBounds(center)
+        return max(0, CellBounds.metres(bounds.haversine(key)) - 0.01)
+    }
+
+    /// Lower bounds on the distance from one centre to cells, as haversines (`sin²(d / 2R)`,
+    /// which grows with the distance d): the larger of the latitudes' difference along a
+    /// meridian and of what the longitudes' difference alone adds to the haversine at the
+    /// cell's latitude nearest a pole. What depends on the row is kept while keys come row by row.
+    struct CellBounds {
+        let center: Coordinate
+        private let cosine: Double
+        private var row = -1
+        private var rowLatitudes = 0.0, rowCoolest = 0.0
+
+        init(_ center: Coordinate) {
+            self.center = center
+            cosine = cos(center.latitude * .pi / 180)
         }
-        let radians = Double.pi / 180
-        let coolest = min(cos(south * radians), cos(north * radians))
-        let h = max(0, cos(center.latitude * radians) * coolest) * pow(sin(longitudes * radians / 2), 2)
-        let bound = max(latitudes * radians * Earth.meanRadiusMeters, 2 * Earth.meanRadiusMeters * asin(min(1, h.squareRoot())))
-        return max(0, bound - 0.01)
+
+        /// The haversine of a distance no point of cell `key` is nearer `center` than.
+        mutating func haversine(_ key: Int) -> Double {
+            let degrees = NearbyMemory.cellDegrees, radians = Double.pi / 180
+            if key / NearbyMemory.columns != row {
+                row = key / NearbyMemory.columns
+                let south = Double(row) * degrees - 90, north = south + degrees
+                let gap = max(0, south - center.latitude, center.latitude - north)
+                rowLatitudes = pow(sin(gap * radians / 2), 2)
+                rowCoolest = max(0, cosine * min(cos(south * radians), cos(north * radians)))
+            }
+            let west = Double(key % NearbyMemory.columns) * degrees - 180, east = west + degrees
+            guard center.longitude < west || center.longitude > east else { return rowLatitudes }
+            // Both in [-180, 180]: the gaps east to the cell's west edge and west to its east edge.
+            var eastward = west - center.longitude, westward = center.longitude - east
+            if eastward < 0 { eastward += 360 }
+            if westward < 0 { westward += 360 }
+            let gap = min(180, eastward, westward)
+            return max(rowLatitudes, rowCoolest * pow(sin(gap * radians / 2), 2))
+        }
+
+        static func haversine(_ metres: Double) -> Double { pow(sin(min(metres / Earth.meanRadiusMeters, .pi) / 2), 2) }
+        static func metres(_ haversine: Double) -> Double { 2 * Earth.meanRadiusMeters * asin(min(1, max(0, haversine).squareRoot())) }
     }
 
     /// The key of the cell a point lies in (longitude 180 is -180's cell).
