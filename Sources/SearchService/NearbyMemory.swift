@@ -181,10 +181,16 @@ final class NearbyMemory: Sendable {
                 if found.count >= want, found[want - 1].key < CellBounds.metres(bound) - 0.01 { break }
                 for point in s.cells[key] ?? [] {
                     let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
-                    if distance <= reach, accept(point.id, distance) { found.append((distance, point.id)) }
+                    guard distance <= reach else { continue }
+                    // Kept in order, `want` at most: most points of later cells lie past the last kept.
+                    func before(_ kept: (key: Double, id: Int64)) -> Bool { distance != kept.key ? distance < kept.key : point.id < kept.id }
+                    if found.count == want, let last = found.last, !before(last) { continue }
+                    guard accept(point.id, distance) else { continue }
+                    var index = found.count
+                    while index > 0 && before(found[index - 1]) { index -= 1 }
+                    found.insert((distance, point.id), at: index)
+                    if found.count > want { found.removeLast() }
                 }
-                found.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
-                if found.count > want { found.removeLast(found.count - want) }
             }
             let (hits, next) = page(found)
             var writer = HitPageWriter()
