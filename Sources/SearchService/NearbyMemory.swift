@@ -6,8 +6,8 @@ import Synchronization
 
 /// What `search.nearby` needs of every indexed place, in memory: its point in a grid of cells,
 /// its hit's stored JSON pieces, and its rating. A query nearest first without filters is then
-/// answered without SQLite: the cells around the point are read in widening boxes, as the ring
-/// search reads the index, and the hits are copied from the pieces.
+/// answered without SQLite: the cells around the point are read nearest first, and the hits
+/// are copied from the pieces.
 ///
 /// The copy follows the index's commits and only them: the appliers note each change as they
 /// make it in SQLite (`Changes`), and hand the notes over once the transaction has committed
@@ -60,9 +60,49 @@ final class NearbyMemory: Sendable {
         func take() -> [Change] { noted.withLock { list in defer { list = [] }; return list } }
     }
 
+    /// The places' points by cell: for each row of cells (south to north), the cells that hold
+    /// any, in column order (west to east), so a box is read row by row from one binary search.
+    struct Grid {
+        struct Cell {
+            let column: Int
+            var points: [Point]
+        }
+
+        private(set) var rows = [[Cell]](repeating: [], count: NearbyMemory.rows)
+
+        /// Where in `rows[row]` the cell of `column` is, or would be.
+        func index(_ row: Int, _ column: Int) -> Int {
+            let cells = rows[row]
+            var low = 0, high = cells.count
+            while low < high {
+                let middle = (low + high) / 2
+                if cells[middle].column < column { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+
+        mutating func insert(_ point: Point) {
+            let (row, column) = NearbyMemory.position(point.latitude, point.longitude)
+            let at = index(row, column)
+            if at < rows[row].count && rows[row][at].column == column {
+                rows[row][at].points.append(point)
+            } else {
+                rows[row].insert(Cell(column: column, points: [point]), at: at)
+            }
+        }
+
+        mutating func remove(_ id: Int64, latitude: Double, longitude: Double) {
+            let (row, column) = NearbyMemory.position(latitude, longitude)
+            let at = index(row, column)
+            guard at < rows[row].count && rows[row][at].column == column else { return }
+            rows[row][at].points.removeAll { $0.id == id }
+            if rows[row][at].points.isEmpty { rows[row].remove(at: at) }
+        }
+    }
+
     private struct State {
         var loaded = false
-        var cells: [Int: [Point]] = [:]
+        var grid = Grid()
         var places: [Int64: Place] = [:]
         var ratings: [Int64: (average: Double, count: Int64)] = [:]
     }
@@ -98,7 +138,7 @@ final class NearbyMemory: Sendable {
             remove(id, from: &s)
             let place = Place(latitude: latitude, longitude: longitude, pieces: Array(head.utf8) + Array(tail.utf8), headCount: head.utf8.count)
             s.places[id] = place
-            s.cells[cell(latitude, longitude), default: []].append(Point(id: id, latitude: latitude, longitude: longitude))
+            s.grid.insert(Point(id: id, latitude: latitude, longitude: longitude))
         case .delete(let id):
             remove(id, from: &s)
         case .rating(let placeId, let average, let count):
@@ -112,9 +152,7 @@ final class NearbyMemory: Sendable {
 
     private static func remove(_ id: Int64, from s: inout State) {
         guard let old = s.places.removeValue(forKey: id) else { return }
-        let key = cell(old.latitude, old.longitude)
-        s.cells[key]?.removeAll { $0.id == id }
-        if s.cells[key]?.isEmpty == true { s.cells[key] = nil }
+        s.grid.remove(id, latitude: old.latitude, longitude: old.longitude)
     }
 
     /// Fills the copy from the index, unless it is filled: in a read transaction of its own
@@ -138,7 +176,7 @@ final class NearbyMemory: Sendable {
                     let headCount = pieces.count
                     statement.withUTF8(c.tail.index) { pieces.append(contentsOf: $0) }
                     fresh.places[id] = Place(latitude: latitude, longitude: longitude, pieces: pieces, headCount: headCount)
-                    fresh.cells[NearbyMemory.cell(latitude, longitude), default: []].append(Point(id: id, latitude: latitude, longitude: longitude))
+                    fresh.grid.insert(Point(id: id, latitude: latitude, longitude: longitude))
                 }
                 for row in try db.query("SELECT place_id, average, count FROM ratings") {
                     fresh.ratings[try row.decode("place_id", as: Int64.self)] = (try row.decode("average", as: Double.self), try row.decode("count", as: Int64.self))
@@ -161,13 +199,18 @@ final class NearbyMemory: Sendable {
     func nearest(_ center: Coordinate, within reach: Double, want: Int, accept: (Int64, Double) -> Bool,
                  page: ([(key: Double, id: Int64)]) -> (page: [(key: Double, id: Int64)], next: String?)) -> Data? {
         state.withLock { s -> Data? in
-            guard s.loaded, let keys = NearbyMemory.cells(around: center, radius: reach) else { return nil }
+            guard s.loaded, let spans = NearbyMemory.spans(around: center, radius: reach) else { return nil }
             var bounds = CellBounds(center)
             let reachable = CellBounds.haversine(reach + 0.01)
-            var near: [(bound: Double, key: Int)] = []
-            for key in keys where s.cells[key] != nil {
-                let bound = bounds.haversine(key)
-                if bound <= reachable { near.append((bound, key)) }
+            var near: [(bound: Double, points: [Point])] = []
+            for (row, columns) in spans {
+                let cells = s.grid.rows[row]
+                var at = s.grid.index(row, columns.lowerBound)
+                while at < cells.count && cells[at].column <= columns.upperBound {
+                    let bound = bounds.haversine(row: row, column: cells[at].column)
+                    if bound <= reachable { near.append((bound, cells[at].points)) }
+                    at += 1
+                }
             }
             // The nearest found so far, at most `want` once a cell is read, nearest first (ties by id).
             var found: [(key: Double, id: Int64)] = []
@@ -175,11 +218,11 @@ final class NearbyMemory: Sendable {
                 // The cell left that could be nearest (few are read: picked, not sorted).
                 var pick = 0
                 for index in near.indices where near[index].bound < near[pick].bound { pick = index }
-                let (bound, key) = near[pick]
+                let (bound, points) = near[pick]
                 near.swapAt(pick, near.count - 1)
                 near.removeLast()
                 if found.count >= want, found[want - 1].key < CellBounds.metres(bound) - 0.01 { break }
-                for point in s.cells[key] ?? [] {
+                for point in points {
                     let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
                     guard distance <= reach else { continue }
                     // Kept in order, `want` at most: most points of later cells lie past the last kept.
@@ -207,15 +250,15 @@ final class NearbyMemory: Sendable {
 
     /// A distance (metres) that no point of cell `key` is nearer `center` than (see `CellBounds`),
     /// less a centimetre for rounding.
-    static func nearestPossible(_ key: Int, to center: Coordinate) -> Double {
+    static func nearestPossible(row: Int, column: Int, to center: Coordinate) -> Double {
         var bounds = CellBounds(center)
-        return max(0, CellBounds.metres(bounds.haversine(key)) - 0.01)
+        return max(0, CellBounds.metres(bounds.haversine(row: row, column: column)) - 0.01)
     }
 
     /// Lower bounds on the distance from one centre to cells, as haversines (`sin²(d / 2R)`,
     /// which grows with the distance d): the larger of the latitudes' difference along a
     /// meridian and of what the longitudes' difference alone adds to the haversine at the
-    /// cell's latitude nearest a pole. What depends on the row is kept while keys come row by row.
+    /// cell's latitude nearest a pole. What depends on the row is kept while cells come row by row.
     struct CellBounds {
         let center: Coordinate
         private let cosine: Double
@@ -227,17 +270,17 @@ final class NearbyMemory: Sendable {
             cosine = cos(center.latitude * .pi / 180)
         }
 
-        /// The haversine of a distance no point of cell `key` is nearer `center` than.
-        mutating func haversine(_ key: Int) -> Double {
+        /// The haversine of a distance no point of the cell at `row`, `column` is nearer `center` than.
+        mutating func haversine(row: Int, column: Int) -> Double {
             let degrees = NearbyMemory.cellDegrees, radians = Double.pi / 180
-            if key / NearbyMemory.columns != row {
-                row = key / NearbyMemory.columns
+            if row != self.row {
+                self.row = row
                 let south = Double(row) * degrees - 90, north = south + degrees
                 let gap = max(0, south - center.latitude, center.latitude - north)
                 rowLatitudes = pow(sin(gap * radians / 2), 2)
                 rowCoolest = max(0, cosine * min(cos(south * radians), cos(north * radians)))
             }
-            let west = Double(key % NearbyMemory.columns) * degrees - 180, east = west + degrees
+            let west = Double(column) * degrees - 180, east = west + degrees
             guard center.longitude < west || center.longitude > east else { return rowLatitudes }
             // Both in [-180, 180]: the gaps east to the cell's west edge and west to its east edge.
             var eastward = west - center.longitude, westward = center.longitude - east
@@ -251,32 +294,32 @@ final class NearbyMemory: Sendable {
         static func metres(_ haversine: Double) -> Double { 2 * Earth.meanRadiusMeters * asin(min(1, max(0, haversine).squareRoot())) }
     }
 
-    /// The key of the cell a point lies in (longitude 180 is -180's cell).
-    static func cell(_ latitude: Double, _ longitude: Double) -> Int {
-        let row = min(rows - 1, max(0, Int(((latitude + 90) / cellDegrees).rounded(.down))))
-        let column = Int(((longitude + 180) / cellDegrees).rounded(.down)) % columns
-        return row * columns + max(0, column)
+    /// The row and column of the cell a point lies in (longitude 180 in the easternmost
+    /// column, -180 in the westernmost: one meridian, but a place is stored at one of them).
+    static func position(_ latitude: Double, _ longitude: Double) -> (row: Int, column: Int) {
+        (min(rows - 1, max(0, Int(((latitude + 90) / cellDegrees).rounded(.down)))),
+         min(columns - 1, max(0, Int(((longitude + 180) / cellDegrees).rounded(.down)))))
     }
 
-    /// The keys of the cells that hold every point within `radius` metres of `center`, each
-    /// once; nil when they are more than `maxCells`.
-    static func cells(around center: Coordinate, radius: Double) -> [Int]? {
+    /// The cells that hold every point within `radius` metres of `center`: for each row, a
+    /// range of columns, each cell once; nil when they are more than `maxCells`.
+    static func spans(around center: Coordinate, radius: Double) -> [(row: Int, columns: ClosedRange<Int>)]? {
         guard let box = try? BoundingBox.around(center, radiusMeters: radius) else { return nil }
-        var keys: [Int] = []
-        for part in box.parts {
+        var spans: [(row: Int, columns: ClosedRange<Int>)] = []
+        var parts: [ClosedRange<Int>] = []
+        var count = 0
+        // The meridian on the other side too, when only one side of it is in (as the index reads it).
+        for part in MapQueries.areas(box) {
             // Widened by 1e-7 degree (1 cm), as the index's boxes are, so rounding never leaves out a point.
-            let south = cell(part.south - 1e-7, 0) / columns, north = cell(part.north + 1e-7, 0) / columns
-            let west = Int(((max(-180, part.west - 1e-7) + 180) / cellDegrees).rounded(.down))
-            let east = Int(((min(180, part.east + 1e-7) + 180) / cellDegrees).rounded(.down))
-            guard keys.count + (north - south + 1) * (east - west + 1) <= maxCells else { return nil }
-            for row in south...north {
-                for column in west...east { keys.append(row * columns + column % columns) }
-            }
+            let (south, west) = position(part.south - 1e-7, part.west - 1e-7)
+            let (north, east) = position(part.north + 1e-7, part.east + 1e-7)
+            // Parts of a box never share a cell, unless widening made them: then the index answers.
+            guard !parts.contains(where: { $0.overlaps(west...east) }) else { return nil }
+            parts.append(west...east)
+            count += (north - south + 1) * (east - west + 1)
+            guard count <= maxCells else { return nil }
+            for row in south...north { spans.append((row, west...east)) }
         }
-        keys.sort()
-        var unique: [Int] = []
-        unique.reserveCapacity(keys.count)
-        for key in keys where unique.last != key { unique.append(key) }
-        return unique
+        return spans
     }
 }

@@ -350,15 +350,15 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
             let lat = near ? min(90, max(-90, centre.latitude + Double.random(in: -1...1, using: &rng))) : Double.random(in: -90...90, using: &rng)
             var lon = near ? centre.longitude + Double.random(in: -3...3, using: &rng) : Double.random(in: -180...180, using: &rng)
             if lon > 180 { lon -= 360 } else if lon < -180 { lon += 360 }
-            let key = NearbyMemory.cell(lat, lon)
-            let bound = NearbyMemory.nearestPossible(key, to: centre)
+            let (row, column) = NearbyMemory.position(lat, lon)
+            let bound = NearbyMemory.nearestPossible(row: row, column: column, to: centre)
             if bound > 0 { positive += 1 }
-            let south = Double(key / NearbyMemory.columns) * NearbyMemory.cellDegrees - 90
-            let west = Double(key % NearbyMemory.columns) * NearbyMemory.cellDegrees - 180
+            let south = Double(row) * NearbyMemory.cellDegrees - 90
+            let west = Double(column) * NearbyMemory.cellDegrees - 180
             for corner in [(0.0, 0.0), (1, 1), (0, 1), (1, 0), (Double.random(in: 0...1, using: &rng), Double.random(in: 0...1, using: &rng))] {
                 let point = Coordinate(uncheckedLatitude: min(90, south + corner.0 * NearbyMemory.cellDegrees),
                                        longitude: min(180, west + corner.1 * NearbyMemory.cellDegrees))
-                #expect(point.distance(to: centre) >= bound, "cell \(key) centre \(centre) bound \(bound)")
+                #expect(point.distance(to: centre) >= bound, "cell \(row),\(column) centre \(centre) bound \(bound)")
             }
         }
         #expect(positive > 15_000)
