@@ -202,13 +202,13 @@ final class NearbyMemory: Sendable {
             guard s.loaded, let spans = NearbyMemory.spans(around: center, radius: reach) else { return nil }
             var bounds = CellBounds(center)
             let reachable = CellBounds.haversine(reach + 0.01)
-            var near: [(bound: Double, points: [Point])] = []
+            // Where the cells are, not their arrays: plain numbers cost nothing to let go.
+            var near: [(bound: Double, row: Int, at: Int)] = []
             for (row, columns) in spans {
-                let cells = s.grid.rows[row]
                 var at = s.grid.index(row, columns.lowerBound)
-                while at < cells.count && cells[at].column <= columns.upperBound {
-                    let bound = bounds.haversine(row: row, column: cells[at].column)
-                    if bound <= reachable { near.append((bound, cells[at].points)) }
+                while at < s.grid.rows[row].count && s.grid.rows[row][at].column <= columns.upperBound {
+                    let bound = bounds.haversine(row: row, column: s.grid.rows[row][at].column)
+                    if bound <= reachable { near.append((bound, row, at)) }
                     at += 1
                 }
             }
@@ -218,11 +218,11 @@ final class NearbyMemory: Sendable {
                 // The cell left that could be nearest (few are read: picked, not sorted).
                 var pick = 0
                 for index in near.indices where near[index].bound < near[pick].bound { pick = index }
-                let (bound, points) = near[pick]
+                let (bound, row, at) = near[pick]
                 near.swapAt(pick, near.count - 1)
                 near.removeLast()
                 if found.count >= want, found[want - 1].key < CellBounds.metres(bound) - 0.01 { break }
-                for point in points {
+                for point in s.grid.rows[row][at].points {
                     let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
                     guard distance <= reach else { continue }
                     // Kept in order, `want` at most: most points of later cells lie past the last kept.
