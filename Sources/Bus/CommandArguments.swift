@@ -26,22 +26,25 @@ public enum CommandArguments {
         guard words.count % 2 == 0 else {
             return .failure(ServiceError(.invalidArgument, "arguments are key value pairs; '\(Echo.clip(String(decoding: words[words.count - 1], as: UTF8.self)))' has no value"))
         }
-        // Keys in the order first given; a repeated key keeps its last value.
-        var order: [String] = []
-        var values: [String: [UInt8]] = [:]
-        for i in stride(from: 0, to: words.count, by: 2) {
-            let key = String(decoding: words[i], as: UTF8.self)
-            switch value(words[i + 1], maxDepth: maxDepth) {
-            case .success(let value):
-                if values.updateValue(value, forKey: key) == nil { order.append(key) }
-            case .failure(let error):
-                return .failure(ServiceError(.invalidArgument, error.message, field: Echo.clip(key)))
-            }
-        }
+        // Keys in the order first given; a repeated key keeps its last value (at its first place).
+        let keys = stride(from: 0, to: words.count, by: 2).map { words[$0] }
+        var last: [[UInt8]: Int] = [:]
+        for (index, key) in keys.enumerated() { last[key] = index }
         var object: [UInt8] = [UInt8(ascii: "{")]
-        for (n, key) in order.enumerated() {
-            if n > 0 { object.append(UInt8(ascii: ",")) }
-            object += jsonString(key) + [UInt8(ascii: ":")] + (values[key] ?? [])
+        object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })
+        var written = 0
+        for (index, key) in keys.enumerated() where last[key] != nil {
+            let chosen = last.removeValue(forKey: key) ?? index
+            switch value(words[2 * chosen + 1], maxDepth: maxDepth) {
+            case .success(let value):
+                if written > 0 { object.append(UInt8(ascii: ",")) }
+                written += 1
+                appendString(key, to: &object)
+                object.append(UInt8(ascii: ":"))
+                object += value
+            case .failure(let error):
+                return .failure(ServiceError(.invalidArgument, error.message, field: Echo.clip(String(decoding: key, as: UTF8.self))))
+            }
         }
         object.append(UInt8(ascii: "}"))
         return .success(Data(object))
@@ -51,7 +54,7 @@ public enum CommandArguments {
     /// reads as one (as written), else the word as a JSON string; a word that starts like
     /// JSON but nests deeper than `maxDepth` is refused.
     static func value(_ bytes: [UInt8], maxDepth: Int) -> Result<[UInt8], JSONSyntaxError> {
-        if bytes == Array("true".utf8) || bytes == Array("false".utf8) || bytes == Array("null".utf8) { return .success(bytes) }
+        if bytes.elementsEqual("true".utf8) || bytes.elementsEqual("false".utf8) || bytes.elementsEqual("null".utf8) { return .success(bytes) }
         // Numbers as JSON writes them (so "+61…" and "0x1A" stay strings), if they are finite.
         if let kind = jsonNumber(bytes), kind == .integer || Double(String(decoding: bytes, as: UTF8.self))?.isFinite == true {
             return .success(bytes)
@@ -67,14 +70,23 @@ public enum CommandArguments {
                 // Not JSON: the word is a string.
             }
         }
-        return .success(jsonString(String(decoding: bytes, as: UTF8.self)))
+        var string: [UInt8] = []
+        appendString(bytes, to: &string)
+        return .success(string)
     }
 
-    /// `text` as a JSON string literal.
-    static func jsonString(_ text: String) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "\"")]
-        out.reserveCapacity(text.utf8.count + 2)
-        for byte in text.utf8 {
+    /// Appends `bytes` as a JSON string literal; bytes that are not UTF-8 become U+FFFD.
+    static func appendString(_ bytes: [UInt8], to out: inout [UInt8]) {
+        guard bytes.allSatisfy({ $0 < 0x80 }) else {
+            appendEscaped(String(decoding: bytes, as: UTF8.self).utf8, to: &out)
+            return
+        }
+        appendEscaped(bytes, to: &out)
+    }
+
+    private static func appendEscaped(_ text: some Sequence<UInt8>, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text {
             switch byte {
             case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
             case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
@@ -86,7 +98,6 @@ public enum CommandArguments {
             }
         }
         out.append(UInt8(ascii: "\""))
-        return out
     }
 }
 

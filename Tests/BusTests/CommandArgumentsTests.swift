@@ -24,6 +24,31 @@ import Testing
         #expect(p?["word"] as? String == "Sydney")
     }
 
+    /// Keys come in the order first given, each once, with its last value; written bytes
+    /// are exactly that object (random pairs over few keys, so many repeat).
+    @Test func aRepeatedKeyKeepsItsLastValueAtItsFirstPlace() throws {
+        let data = try CommandArguments.params([Array("a".utf8), Array("1".utf8), Array("b".utf8), Array("x".utf8), Array("a".utf8), Array("[3]".utf8)]).get()
+        #expect(String(decoding: data, as: UTF8.self) == #"{"a":[3],"b":"x"}"#)
+        var rng = SplitMix64(seed: 0xC0A5)
+        let keys = ["id", "lat", "é", "a\"b", "n"], values = ["1", "-2.5", "true", "null", "word", #""s""#, "{\"k\":[1]}", "1e999"]
+        for _ in 0..<500 {
+            var words: [String] = []
+            var expected: [(String, String)] = []
+            for _ in 0..<Int(rng.next() % 6 + 1) {
+                let key = keys[Int(rng.next() % UInt64(keys.count))], value = values[Int(rng.next() % UInt64(values.count))]
+                words += [key, value]
+                if let at = expected.firstIndex(where: { $0.0 == key }) { expected[at].1 = value } else { expected.append((key, value)) }
+            }
+            let got = String(decoding: try CommandArguments.params(words.map { Array($0.utf8) }).get(), as: UTF8.self)
+            let written = expected.map { key, value -> String in
+                let keyJSON = String(decoding: try! JSONEncoder().encode(key), as: UTF8.self)
+                let valueJSON = value == "word" || value == "1e999" ? "\"\(value)\"" : value
+                return keyJSON + ":" + valueJSON
+            }
+            #expect(got == "{" + written.joined(separator: ",") + "}", "\(words)")
+        }
+    }
+
     @Test func oneJSONObjectOrNothing() {
         #expect(params([#"{"id":1}"#])?["id"] as? Int == 1)
         #expect(params([])?.isEmpty == true)
