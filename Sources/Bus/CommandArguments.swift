@@ -26,19 +26,36 @@ public enum CommandArguments {
         guard words.count % 2 == 0 else {
             return .failure(ServiceError(.invalidArgument, "arguments are key value pairs; '\(Echo.clip(String(decoding: words[words.count - 1], as: UTF8.self)))' has no value"))
         }
-        // Keys in the order first given; a repeated key keeps its last value (at its first place).
-        let keys = stride(from: 0, to: words.count, by: 2).map { words[$0] }
-        var last: [[UInt8]: Int] = [:]
-        for (index, key) in keys.enumerated() { last[key] = index }
+        // Keys in the order first given; a repeated key keeps its last value (at its first place):
+        // for each pair, the pair whose value it takes, or nil when an earlier one took it.
+        let pairs = words.count / 2
+        var source: [Int?] = Array(0..<pairs)
+        if pairs <= 16 {
+            for later in 1..<max(1, pairs) {
+                if let first = (0..<later).first(where: { source[$0] != nil && words[2 * $0] == words[2 * later] }) {
+                    source[first] = later
+                    source[later] = nil
+                }
+            }
+        } else {
+            var firsts: [[UInt8]: Int] = [:]
+            for pair in 0..<pairs {
+                if let first = firsts[words[2 * pair]] {
+                    source[first] = pair
+                    source[pair] = nil
+                } else {
+                    firsts[words[2 * pair]] = pair
+                }
+            }
+        }
         var object: [UInt8] = [UInt8(ascii: "{")]
         object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })
-        var written = 0
-        for (index, key) in keys.enumerated() where last[key] != nil {
-            let chosen = last.removeValue(forKey: key) ?? index
-            switch value(words[2 * chosen + 1], maxDepth: maxDepth) {
+        for pair in 0..<pairs {
+            guard let from = source[pair] else { continue }
+            let key = words[2 * pair]
+            switch value(words[2 * from + 1], maxDepth: maxDepth) {
             case .success(let value):
-                if written > 0 { object.append(UInt8(ascii: ",")) }
-                written += 1
+                if object.count > 1 { object.append(UInt8(ascii: ",")) }
                 appendString(key, to: &object)
                 object.append(UInt8(ascii: ":"))
                 object += value
@@ -55,8 +72,11 @@ public enum CommandArguments {
     /// JSON but nests deeper than `maxDepth` is refused.
     static func value(_ bytes: [UInt8], maxDepth: Int) -> Result<[UInt8], JSONSyntaxError> {
         if bytes.elementsEqual("true".utf8) || bytes.elementsEqual("false".utf8) || bytes.elementsEqual("null".utf8) { return .success(bytes) }
-        // Numbers as JSON writes them (so "+61…" and "0x1A" stay strings), if they are finite.
-        if let kind = jsonNumber(bytes), kind == .integer || Double(String(decoding: bytes, as: UTF8.self))?.isFinite == true {
+        // Numbers as JSON writes them (so "+61…" and "0x1A" stay strings), if they are finite:
+        // without an exponent, a number of fewer than 300 digits is.
+        if let kind = jsonNumber(bytes),
+           kind == .integer || (bytes.count < 300 && !bytes.contains { $0 | 0x20 == UInt8(ascii: "e") })
+            || Double(String(decoding: bytes, as: UTF8.self))?.isFinite == true {
             return .success(bytes)
         }
         // A JSON object, array or string literal ("\"2046\"" forces a string).

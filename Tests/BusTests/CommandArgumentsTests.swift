@@ -34,7 +34,7 @@ import Testing
         for _ in 0..<500 {
             var words: [String] = []
             var expected: [(String, String)] = []
-            for _ in 0..<Int(rng.next() % 6 + 1) {
+            for _ in 0..<Int(rng.next() % 40 + 1) {  // beyond 16 pairs too, where repeats are found by hashing
                 let key = keys[Int(rng.next() % UInt64(keys.count))], value = values[Int(rng.next() % UInt64(values.count))]
                 words += [key, value]
                 if let at = expected.firstIndex(where: { $0.0 == key }) { expected[at].1 = value } else { expected.append((key, value)) }
