@@ -15,33 +15,43 @@ struct MapQueries {
     static let pageLimit = PageLimit(default: 20, max: 50)
     static let maxRadius = 50_000.0
 
-    /// The reply body of `search.nearby`, a `SearchPage`: nearest first (the default) written
-    /// from the hits' stored JSON (`HitJSON`), the other sorts encoded.
-    func nearby(_ q: NearbyQuery) throws -> Data {
+    /// A nearby query's point, page size and cursor, checked.
+    private func checked(_ q: NearbyQuery) throws -> (center: Coordinate, limit: Int, after: SearchCursor?) {
         let center: Coordinate
         center = try Coordinate(latitude: q.lat, longitude: q.lon)
         guard q.radiusM.isFinite, q.radiusM >= 1, q.radiusM <= MapQueries.maxRadius else {
             throw ServiceError.invalid("radius_m", "must be 1 to 50000 metres")
         }
-        let sort = q.sort ?? .distance
         let limit = try MapQueries.limit(q.limit)
         try q.filters.validate(knownCategories: knownCategories)
-        let after = try q.cursor.map(SearchCursor.decode)
-        switch sort {
+        return (center, limit, try q.cursor.map(SearchCursor.decode))
+    }
+
+    /// Whether a hit at `distance` comes after the last page's end.
+    private static func accepts(_ id: Int64, _ distance: Double, after: SearchCursor?) -> Bool {
+        guard let after else { return true }
+        return distance > after.key || (distance == after.key && id > after.id)
+    }
+
+    /// The reply body of `search.nearby` from `memory`, when it answers `q` (see
+    /// `answersFromMemory`); it reads nothing of the index, so it needs no transaction.
+    func nearbyFromMemory(_ q: NearbyQuery) throws -> Data? {
+        guard answersFromMemory(q), let memory else { return nil }
+        let (center, limit, after) = try checked(q)
+        return memory.nearest(center, within: q.radiusM, want: limit + 1, accept: { MapQueries.accepts($0, $1, after: after) },
+                              page: { MapQueries.page($0, limit: limit, after: after) })
+    }
+
+    /// The reply body of `search.nearby`, a `SearchPage`: nearest first (the default) written
+    /// from the hits' stored JSON (`HitJSON`), from memory when it answers, the other sorts encoded.
+    func nearby(_ q: NearbyQuery) throws -> Data {
+        let (center, limit, after) = try checked(q)
+        switch q.sort ?? .distance {
         case .distance:
-            // Past the last page's end.
-            func accept(_ id: Int64, _ distance: Double) -> Bool {
-                guard let after else { return true }
-                return distance > after.key || (distance == after.key && id > after.id)
-            }
-            if answersFromMemory(q), let memory,
-               let reply = memory.nearest(center, within: q.radiusM, want: limit + 1, accept: accept,
-                                          page: { MapQueries.page($0, limit: limit, after: after) }) {
-                return reply
-            }
+            if let reply = try nearbyFromMemory(q) { return reply }
             // Nearest first: rings from the centre (or from the last page's end) until the page fills.
             let found = try nearest(center, within: q.radiusM, want: limit + 1, from: after?.key ?? 0, q.filters) { place in
-                accept(place.id, place.coordinate.distance(to: center))
+                MapQueries.accepts(place.id, place.coordinate.distance(to: center), after: after)
             }
             let (page, next) = MapQueries.page(found.map { ($0.distance, $0.id) }, limit: limit, after: after)
             return try hitJSON(page, next: next)
@@ -53,7 +63,7 @@ struct MapQueries {
             return try JSONCoding.encoder.encode(SearchPage(hits: try hits(ids: page.map(\.id), from: center), nextCursor: next))
         case .rating:
             let hits = try within(q.radiusM, of: center, q.filters)
-            return try JSONCoding.encoder.encode(MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) })
+            return try JSONCoding.encoder.encode(MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, .rating) })
         }
     }
 

@@ -54,9 +54,12 @@ public enum SearchService {
             // A plain body by span, any other through the decoder; the reply is written, not encoded.
             let query = try context.scannedBody.flatMap(NearbyQuery.init(spans:)) ?? context.body(NearbyQuery.self)
             let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
-            // Filled (once) in a transaction of its own, before the query's; a load that fails
-            // leaves it empty, and the index answers (and says what is wrong with it, if anything).
-            if maps.answersFromMemory(query) { try? store.nearbyMemory.load(from: store.worker.db) }
+            if maps.answersFromMemory(query) {
+                // Filled (once) in a transaction of its own; a load that fails leaves it empty, and
+                // the index answers (and says what is wrong with it, if anything).
+                try? store.nearbyMemory.load(from: store.worker.db)
+                if let reply = try maps.nearbyFromMemory(query) { return Response(body: reply) }
+            }
             return Response(body: try store.snapshot { try maps.nearby(query) })
         }
         table.on("search.viewport", description: "places inside a map box south/west/north/east (may cross the 180th meridian), paged") {
