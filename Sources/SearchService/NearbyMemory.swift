@@ -17,7 +17,8 @@ import Synchronization
 /// A catalog snapshot's reset empties it, and the next query fills it again.
 ///
 /// One lock guards it: a query holds it for the microseconds of its cells, the subscribers to
-/// hand changes over, the first query for the load (about a second for 250,000 places).
+/// hand changes over, the first query for the load (0.4 s for 144,561 places, which then take
+/// about 300 bytes each).
 final class NearbyMemory: Sendable {
     /// Cells are this many degrees of latitude and of longitude.
     static let cellDegrees = 0.1
