@@ -13,7 +13,8 @@ import Synchronization
 /// make it in SQLite (`Changes`), and hand the notes over once the transaction has committed
 /// (`settle`); a rollback drops them. It is filled from the index at the first query (`load`),
 /// in a read transaction begun after it holds the lock, so a commit either is in what it reads
-/// or is handed over after it (a change handed over twice is harmless: each sets what it says).
+/// or is handed over after it: the changes handed over after the load (some already in it) are
+/// applied again in commit order, each setting what it says, so the copy ends where the index is.
 /// A catalog snapshot's reset empties it, and the next query fills it again.
 ///
 /// One lock guards it: a query holds it for the microseconds of its cells, the subscribers to
