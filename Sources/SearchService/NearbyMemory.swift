@@ -27,6 +27,10 @@ final class NearbyMemory: Sendable {
     /// A query whose box covers more cells than this (within a few degrees of a pole) reads the
     /// index instead: near a pole, 50 km spans every longitude.
     static let maxCells = 2_048
+    /// A query that would measure more places than this (a cell of 0.1 degree can hold a
+    /// city's tens of thousands of places, a deep page reads past every place before its
+    /// cursor) reads the index instead, whose rings widen from the point in steps of metres.
+    static let maxPoints = 8_192
 
     /// A place's point, as its cell keeps it.
     struct Point {
@@ -194,7 +198,7 @@ final class NearbyMemory: Sendable {
     /// The reply of a `search.nearby` nearest first without filters, as `MapQueries.nearby`
     /// writes it from the index: the `want` places nearest `center` within `reach` that
     /// `accept` takes, cut into a page by `page`. Nil when the copy is not filled or the query
-    /// is too near a pole: then the index answers.
+    /// is too near a pole, or would measure more than `maxPoints` places: then the index answers.
     ///
     /// Best first: the cells within reach that hold places, nearest possible first; a cell is
     /// read only while it could hold a place nearer than the `want`th found so far.
@@ -216,6 +220,7 @@ final class NearbyMemory: Sendable {
             }
             // The nearest found so far, at most `want` once a cell is read, nearest first (ties by id).
             var found: [(key: Double, id: Int64)] = []
+            var measured = 0
             while !near.isEmpty {
                 // The cell left that could be nearest (few are read: picked, not sorted).
                 var pick = 0
@@ -224,6 +229,8 @@ final class NearbyMemory: Sendable {
                 near.swapAt(pick, near.count - 1)
                 near.removeLast()
                 if found.count >= want, found[want - 1].key < CellBounds.metres(bound) - 0.01 { break }
+                measured += s.grid.rows[row][at].points.count
+                guard measured <= NearbyMemory.maxPoints else { return nil }
                 for point in s.grid.rows[row][at].points {
                     let distance = Coordinate(uncheckedLatitude: point.latitude, longitude: point.longitude).distance(to: center)
                     guard distance <= reach else { continue }

@@ -365,6 +365,26 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         #expect(positive > 15_000)
     }
 
+    /// A crowd of places in one cell, more than a query may measure: the index answers the
+    /// queries that would read it, and the same as before.
+    @Test func aCrowdedCellIsLeftToTheIndex() throws {
+        var rng = SplitMix64(seed: 49)
+        let index = try TestIndex()
+        let crowd = (0..<(NearbyMemory.maxPoints + 10)).map { _ in (48.85 + Double.random(in: 0...0.01, using: &rng), 2.35 + Double.random(in: 0...0.01, using: &rng)) }
+        try index.add(crowd + [(10, 10), (10.001, 10.001)], rng: &rng)
+        let memory = NearbyMemory()
+        try memory.load(from: index.db)
+        var fromMemory = index.queries
+        fromMemory.memory = memory
+        let crowded = try nearbyQuery(#"{"lat":48.855,"lon":2.355,"radius_m":2000,"limit":5}"#)
+        #expect(try fromMemory.nearbyFromMemory(crowded) == nil)
+        let page = try JSONDecoder().decode(SearchPage.self, from: try fromMemory.nearby(crowded))
+        #expect(page.hits.count == 5 && page.nextCursor != nil)
+        // Elsewhere memory still answers.
+        let quiet = try nearbyQuery(#"{"lat":10,"lon":10,"radius_m":2000}"#)
+        #expect(try fromMemory.nearbyFromMemory(quiet) == (try index.queries.nearby(quiet)))
+    }
+
     @Test func filtersAndOtherOrdersAreLeftToTheIndex() throws {
         let (index, memory) = try Self.indexAndCopy(seed: 46)
         var fromMemory = index.queries
