@@ -370,9 +370,9 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
     @Test func aCrowdedCellIsLeftToTheIndex() throws {
         var rng = SplitMix64(seed: 49)
         let index = try TestIndex()
-        let crowd = (0..<(NearbyMemory.maxPoints + 10)).map { _ in (48.85 + Double.random(in: 0...0.01, using: &rng), 2.35 + Double.random(in: 0...0.01, using: &rng)) }
+        let crowd = (0..<60).map { _ in (48.85 + Double.random(in: 0...0.01, using: &rng), 2.35 + Double.random(in: 0...0.01, using: &rng)) }
         try index.add(crowd + [(10, 10), (10.001, 10.001)], rng: &rng)
-        let memory = NearbyMemory()
+        let memory = NearbyMemory(maxPoints: 50)
         try memory.load(from: index.db)
         var fromMemory = index.queries
         fromMemory.memory = memory
