@@ -149,6 +149,9 @@ public struct RPCServerOptions: Sendable {
 ///
 /// One I/O thread owns the socket; handler threads own their `State`; requests and replies
 /// cross between them through queues and an eventfd, never through a shared socket.
+/// How far into a request past the size limit its id is looked for, to echo it.
+private let tooLargeIdSearchBytes = 4_096
+
 public final class RPCServer<State>: Sendable {
     /// The real endpoints bound (port 0 resolved).
     public let endpoints: [String]
@@ -399,13 +402,17 @@ enum ServerThreads {
                 reply(prefix + [EnvelopeCoding.failure(id: id, error: error)])
             }
             let size = payload.reduce(0) { $0 + $1.count }
+            // Too large before anything is read: a request past the limit costs the socket
+            // thread no walk of it. Its id is echoed when the first bytes hold it plainly.
+            guard size <= options.maxRequestBytes else {
+                logger.warn("request too large", ["bytes": size])
+                let id = JSONSpan.plainString("id", in: envelope.prefix(tooLargeIdSearchBytes))
+                refuse(id, ServiceError(.tooLarge, "request of \(size) bytes exceeds the limit of \(options.maxRequestBytes)"))
+                return
+            }
             func refuseMalformed(_ detail: String) {
                 logger.warn("malformed envelope", ["bytes": size, "error": detail])
-                if size > options.maxRequestBytes {
-                    refuse(nil, ServiceError(.tooLarge, "request of \(size) bytes exceeds the limit of \(options.maxRequestBytes)"))
-                } else {
-                    refuse(nil, ServiceError(.invalidArgument, "malformed envelope: \(detail)"))
-                }
+                refuse(nil, ServiceError(.invalidArgument, "malformed envelope: \(detail)"))
             }
             // Strict and shallow before Foundation sees it (its parsers recurse and forgive),
             // checked in the walk that reads the header.
@@ -426,10 +433,6 @@ enum ServerThreads {
             }
             guard header.v == envelopeVersion else {
                 refuse(header.id, ServiceError(.invalidArgument, "unsupported envelope version \(header.v); this server speaks \(envelopeVersion)", field: "v"))
-                return
-            }
-            guard size <= options.maxRequestBytes else {
-                refuse(header.id, ServiceError(.tooLarge, "request of \(size) bytes exceeds the limit of \(options.maxRequestBytes)"))
                 return
             }
             guard let route = routes[header.type] else {
