@@ -410,7 +410,8 @@ extension JSONCoding {
             return ServiceError(.invalidArgument, "malformed JSON: \(error.message)")
         }
         if let (literal, field) = firstNonFiniteNumber(in: data, key: nil) {
-            return ServiceError(.invalidArgument, "number \(literal) is out of range", field: field)
+            // Echoed cut, as every error cuts what a client sent: the literal may be a megabyte of digits.
+            return ServiceError(.invalidArgument, "number \(Echo.clip(literal)) is out of range", field: field.map { Echo.clip($0) })
         }
         return ServiceError(.invalidArgument, "a number does not fit its field (an integer where a fraction was given?)")
     }

@@ -91,6 +91,11 @@ import Testing
         #expect(throws: ServiceError(.invalidArgument, "number -2e400 is out of range", field: "b")) {
             try JSONCoding.decode(Nested.self, from: Data(#"{"a":{"b":[1, -2e400]}}"#.utf8))
         }
+        // A megabyte of digits is echoed cut to 100 bytes, as every error cuts what a client sent.
+        let digits = "1" + String(repeating: "0", count: 1_000_000)
+        #expect(throws: ServiceError(.invalidArgument, "number \(digits.prefix(100))… is out of range", field: "lat")) {
+            try JSONCoding.decode(Point.self, from: Data(#"{"lat":\#(digits)}"#.utf8))
+        }
     }
 
     @Test func aFractionForAnIntegerIsSaidPlainly() throws {
