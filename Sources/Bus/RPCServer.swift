@@ -145,13 +145,13 @@ public struct RPCServerOptions: Sendable {
     public init() {}
 }
 
+/// How far into a request past the size limit its id is looked for, to echo it.
+private let tooLargeIdSearchBytes = 4_096
+
 /// Binds a ROUTER socket and answers requests by type, on reader threads and one writer thread.
 ///
 /// One I/O thread owns the socket; handler threads own their `State`; requests and replies
 /// cross between them through queues and an eventfd, never through a shared socket.
-/// How far into a request past the size limit its id is looked for, to echo it.
-private let tooLargeIdSearchBytes = 4_096
-
 public final class RPCServer<State>: Sendable {
     /// The real endpoints bound (port 0 resolved).
     public let endpoints: [String]
