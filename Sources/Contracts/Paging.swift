@@ -30,7 +30,10 @@ public struct PageLimit: Sendable, Equatable {
 public enum Base64URL {
     /// The base64url letters of `data`, without padding (written here: Foundation's encoding
     /// and three replacements cost a search page's cursor more than its hits).
-    public static func encode(_ data: Data) -> String {
+    public static func encode(_ data: Data) -> String { encode(Array(data)) }
+
+    /// The same over bytes in hand (a cursor written byte by byte).
+    public static func encode(_ data: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((data.count * 4 + 2) / 3)
         var bits: UInt32 = 0, count = 0
