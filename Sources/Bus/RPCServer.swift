@@ -427,8 +427,16 @@ enum ServerThreads {
             do {
                 // By span when plainly shaped (nearly always), else by the decoder and its errors.
                 header = try scanned ?? JSONCoding.decoder.decode(RequestHeader.self, from: envelope)
+            } catch let error as DecodingError {
+                // A number no Swift type holds (`"v":1e999`) is named as the body's decoder names it.
+                if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                    refuseMalformed(JSONCoding.unrepresentableNumber(in: envelope).description)
+                } else {
+                    refuseMalformed(ServiceError.decoding(error, dropping: []).description)
+                }
+                return
             } catch {
-                refuseMalformed((error as? DecodingError).map { ServiceError.decoding($0, dropping: []).description } ?? "not JSON")
+                refuseMalformed("not JSON")
                 return
             }
             guard header.v == envelopeVersion else {

@@ -51,12 +51,17 @@ private func repeated(_ text: String, _ count: Int) -> String { String(repeating
         let big = try #require(try raw.ask(Data((#"{"v":2,"id":"big","\u0074ype":"test.sum","body":[1,,"# + repeated("7", 2 << 20)).utf8)))
         #expect(big.error?.code == .tooLarge && big.id == "big")
 
+        // A header number no Swift type holds is named, as a body's decoder names it.
+        let infinite = try #require(try raw.ask(Data(#"{"v":1e999,"id":"n","type":"test.sum","body":{}}"#.utf8)))
+        #expect(infinite.error?.code == .invalidArgument && infinite.error?.message.contains("number 1e999 is out of range") == true,
+                "\(String(describing: infinite.error))")
+
         // Still serving.
         let sum = Data(#"{"v":1,"id":"ok","type":"test.sum","body":{"a":1,"b":2}}"#.utf8)
         let answered = try #require(try raw.ask(sum))
         #expect(answered.ok && answered.id == "ok")
         let stats = server.stats.snapshot()
-        #expect(stats.errorsByCode["invalid_argument"] == 3 && stats.errorsByCode["too_large"] == 2)
+        #expect(stats.errorsByCode["invalid_argument"] == 4 && stats.errorsByCode["too_large"] == 2)
     }
 
     @Test func theDepthLimitIsAnOption() throws {
