@@ -71,13 +71,18 @@ public enum JSONText {
     /// numbers out (the encoder refuses them).
     public static func append(_ value: Double, to out: inout [UInt8]) {
         var text = value.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        out.append(contentsOf: text.utf8)
+        // Copied from its contiguous bytes: appending a `String.UTF8View` costs more than the digits.
+        text.withUTF8 { bytes in
+            let count = bytes.count
+            let end = count >= 2 && bytes[count - 2] == UInt8(ascii: ".") && bytes[count - 1] == UInt8(ascii: "0") ? count - 2 : count
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<end]))
+        }
     }
 
     /// An integer in decimal.
     public static func append(_ value: Int64, to out: inout [UInt8]) {
-        out.append(contentsOf: String(value).utf8)
+        var text = String(value)
+        text.withUTF8 { out.append(contentsOf: $0) }
     }
 
     /// A string literal escaped as the encoder escapes (with `.withoutEscapingSlashes`): `"` and
