@@ -101,9 +101,11 @@ enum JSONRPC {
     /// `{"jsonrpc":"2.0","id":…,"result":…}`.
     static func result(id: Data, _ result: Data) -> [UInt8] {
         var out = Array(#"{"jsonrpc":"2.0","id":"#.utf8)
-        out.append(contentsOf: id)
-        out.append(contentsOf: Array(#","result":"#.utf8))
-        out.append(contentsOf: result)
+        out.reserveCapacity(out.count + id.count + result.count + 12)
+        // Copied from their contiguous bytes: element by element, `Data` costs several instructions a byte.
+        id.withUnsafeBytes { out.append(contentsOf: $0) }
+        out.append(contentsOf: #","result":"#.utf8)
+        result.withUnsafeBytes { out.append(contentsOf: $0) }
         out.append(UInt8(ascii: "}"))
         return out
     }

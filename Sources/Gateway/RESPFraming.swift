@@ -213,11 +213,23 @@ enum RESP {
     static func integer(_ value: Int) -> [UInt8] { Array(":\(value)\r\n".utf8) }
 
 
-    static func bulk<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
-        var out = Array("$\(bytes.count)\r\n".utf8)
-        out.reserveCapacity(out.count + bytes.count + 2)
+    static func bulk(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBytes { bulk($0) }
+    }
+
+    /// A reply body, copied from its contiguous bytes (element by element, `Data` costs
+    /// several instructions a byte).
+    static func bulk(_ bytes: Data) -> [UInt8] {
+        bytes.withUnsafeBytes { bulk($0) }
+    }
+
+    private static func bulk(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "$")]
+        out.reserveCapacity(bytes.count + 24)
+        JSONText.append(Int64(bytes.count), to: &out)
+        out += [0x0D, 0x0A]
         out.append(contentsOf: bytes)
-        out.append(contentsOf: [0x0D, 0x0A])
+        out += [0x0D, 0x0A]
         return out
     }
 
