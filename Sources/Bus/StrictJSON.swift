@@ -219,9 +219,10 @@ private struct Scanner {
         // The member of the top-level object being read: its key's bounds, and where its value began.
         var keyStart = 0, keyEnd = 0
         var valueStart: Int?
-        func ended(_ scanner: Scanner) {
-            guard scanner.depth == 1, let start = valueStart else { return }
-            member(keyStart, keyEnd, start, scanner.index)
+        // Called where a value has ended at depth 1 (so not for the many values deeper down).
+        func ended(at end: Int) {
+            guard let start = valueStart else { return }
+            member(keyStart, keyEnd, start, end)
             valueStart = nil
         }
         while true {
@@ -237,7 +238,7 @@ private struct Scanner {
                     depth -= 1
                     index += 1
                     expecting = .separatorOrEnd
-                    ended(self)
+                    if depth == 1 { ended(at: index) }
                     continue
                 }
                 if byte == Self.closeArray && depth > 0 && !innermostIsObject {
@@ -271,7 +272,7 @@ private struct Scanner {
                     throw JSONSyntaxError(.unexpectedByte, at: index)
                 }
                 // A scalar has ended (a container opened one level deeper).
-                ended(self)
+                if depth == 1 { ended(at: index) }
             case .keyOrObjectEnd, .key:
                 if byte == Self.quote {
                     let start = index
@@ -283,7 +284,7 @@ private struct Scanner {
                     depth -= 1
                     index += 1
                     expecting = .separatorOrEnd
-                    ended(self)
+                    if depth == 1 { ended(at: index) }
                 } else {
                     throw JSONSyntaxError(.unexpectedByte, at: index)
                 }
@@ -301,7 +302,7 @@ private struct Scanner {
                 } else if byte == (inObject ? Self.closeObject : Self.closeArray) {
                     depth -= 1
                     index += 1
-                    ended(self)
+                    if depth == 1 { ended(at: index) }
                 } else {
                     throw JSONSyntaxError(.unexpectedByte, at: index)
                 }
@@ -319,30 +320,33 @@ private struct Scanner {
         index += expected.count
     }
 
-    func isDigit(_ at: Int) -> Bool { at < bytes.count && bytes[at] >= Self.zero && bytes[at] <= Self.nine }
+    /// One digit or more from `index`, in a loop over locals.
+    mutating func requireDigits() throws(JSONSyntaxError) {
+        let end = bytes.count
+        guard index < end else { throw JSONSyntaxError(.unexpectedEnd, at: end) }
+        var position = index
+        while position < end && bytes[position] &- Self.zero < 10 { position += 1 }
+        guard position > index else { throw JSONSyntaxError(.badNumber, at: index) }
+        index = position
+    }
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, whose first byte is at `index`.
     /// A digit, `.`, `e`, `E`, `+` or `-` right after it (`01`, `1.2.3`, `1e5e`) is a bad number too.
     mutating func number() throws(JSONSyntaxError) {
-        func requireDigits(_ scanner: inout Scanner) throws(JSONSyntaxError) {
-            guard scanner.index < scanner.bytes.count else { throw JSONSyntaxError(.unexpectedEnd, at: scanner.bytes.count) }
-            guard scanner.isDigit(scanner.index) else { throw JSONSyntaxError(.badNumber, at: scanner.index) }
-            while scanner.isDigit(scanner.index) { scanner.index += 1 }
-        }
         if bytes[index] == Self.minus { index += 1 }
         if index < bytes.count && bytes[index] == Self.zero {
             index += 1
         } else {
-            try requireDigits(&self)
+            try requireDigits()
         }
         if index < bytes.count && bytes[index] == Self.dot {
             index += 1
-            try requireDigits(&self)
+            try requireDigits()
         }
         if index < bytes.count && (bytes[index] | 0x20) == UInt8(ascii: "e") {
             index += 1
             if index < bytes.count && (bytes[index] == Self.plus || bytes[index] == Self.minus) { index += 1 }
-            try requireDigits(&self)
+            try requireDigits()
         }
         if index < bytes.count {
             switch bytes[index] {
