@@ -29,10 +29,16 @@ public enum CommandArguments {
         // Keys in the order first given; a repeated key keeps its last value (at its first place):
         // for each pair, the pair whose value it takes, or nil when an earlier one took it.
         let pairs = words.count / 2
+        // Keys as they will be written (bytes that are not UTF-8 repaired), so two that are
+        // written alike are one key.
+        let keys = (0..<pairs).map { pair in
+            let word = words[2 * pair]
+            return word.allSatisfy { $0 < 0x80 } ? word : Array(String(decoding: word, as: UTF8.self).utf8)
+        }
         var source: [Int?] = Array(0..<pairs)
         if pairs <= 16 {
             for later in 1..<max(1, pairs) {
-                if let first = (0..<later).first(where: { source[$0] != nil && words[2 * $0] == words[2 * later] }) {
+                if let first = (0..<later).first(where: { source[$0] != nil && keys[$0] == keys[later] }) {
                     source[first] = later
                     source[later] = nil
                 }
@@ -40,11 +46,11 @@ public enum CommandArguments {
         } else {
             var firsts: [[UInt8]: Int] = [:]
             for pair in 0..<pairs {
-                if let first = firsts[words[2 * pair]] {
+                if let first = firsts[keys[pair]] {
                     source[first] = pair
                     source[pair] = nil
                 } else {
-                    firsts[words[2 * pair]] = pair
+                    firsts[keys[pair]] = pair
                 }
             }
         }
@@ -52,7 +58,7 @@ public enum CommandArguments {
         object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })
         for pair in 0..<pairs {
             guard let from = source[pair] else { continue }
-            let key = words[2 * pair]
+            let key = keys[pair]
             switch value(words[2 * from + 1], maxDepth: maxDepth) {
             case .success(let value):
                 if object.count > 1 { object.append(UInt8(ascii: ",")) }

@@ -29,6 +29,9 @@ import Testing
     @Test func aRepeatedKeyKeepsItsLastValueAtItsFirstPlace() throws {
         let data = try CommandArguments.params([Array("a".utf8), Array("1".utf8), Array("b".utf8), Array("x".utf8), Array("a".utf8), Array("[3]".utf8)]).get()
         #expect(String(decoding: data, as: UTF8.self) == #"{"a":[3],"b":"x"}"#)
+        // Two keys that are not UTF-8 but are written alike (U+FFFD) are one key.
+        let repaired = try CommandArguments.params([[0xFF], Array("1".utf8), [0xFE], Array("2".utf8)]).get()
+        #expect(String(decoding: repaired, as: UTF8.self) == "{\"\u{FFFD}\":2}")
         var rng = SplitMix64(seed: 0xC0A5)
         let keys = ["id", "lat", "é", "a\"b", "n"], values = ["1", "-2.5", "true", "null", "word", #""s""#, "{\"k\":[1]}", "1e999"]
         for _ in 0..<500 {
