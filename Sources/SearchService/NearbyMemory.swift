@@ -279,6 +279,9 @@ final class NearbyMemory: Sendable {
     /// which grows with the distance d): the larger of the latitudes' difference along a
     /// meridian and of what the longitudes' difference alone adds to the haversine at the
     /// cell's latitude nearest a pole. What depends on the row is kept while cells come row by row.
+    /// Looser than `MapQueries.lowerBound` (the distance to a box's nearest point, which the text
+    /// search's walk needs for few cells), and cheap enough for every cell within reach: with
+    /// that one instead, a nearby of one hit in Paris cost 444,513 instructions, not 108,882.
     struct CellBounds {
         let center: Coordinate
         private let cosine: Double
