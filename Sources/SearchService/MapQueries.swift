@@ -42,13 +42,18 @@ struct MapQueries {
                               page: { MapQueries.page($0, limit: limit, after: after) })
     }
 
-    /// The reply body of `search.nearby`, a `SearchPage`: nearest first (the default) written
-    /// from the hits' stored JSON (`HitJSON`), from memory when it answers, the other sorts encoded.
+    /// The reply body of `search.nearby`, a `SearchPage`: from memory when it answers, else
+    /// from the index.
     func nearby(_ q: NearbyQuery) throws -> Data {
+        try nearbyFromMemory(q) ?? nearbyFromIndex(q)
+    }
+
+    /// The reply body of `search.nearby` from the index: nearest first (the default) written
+    /// from the hits' stored JSON (`HitJSON`), the other sorts encoded.
+    func nearbyFromIndex(_ q: NearbyQuery) throws -> Data {
         let (center, limit, after) = try checked(q)
         switch q.sort ?? .distance {
         case .distance:
-            if let reply = try nearbyFromMemory(q) { return reply }
             // Nearest first: rings from the centre (or from the last page's end) until the page fills.
             let found = try nearest(center, within: q.radiusM, want: limit + 1, from: after?.key ?? 0, q.filters) { place in
                 MapQueries.accepts(place.id, place.coordinate.distance(to: center), after: after)

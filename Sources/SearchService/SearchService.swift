@@ -60,7 +60,8 @@ public enum SearchService {
                 try? store.nearbyMemory.load(from: store.worker.db)
                 if let reply = try maps.nearbyFromMemory(query) { return Response(body: reply) }
             }
-            return Response(body: try store.snapshot { try maps.nearby(query) })
+            // Memory has had its turn: the index answers, memory's work not done again.
+            return Response(body: try store.snapshot { try maps.nearbyFromIndex(query) })
         }
         table.on("search.viewport", description: "places inside a map box south/west/north/east (may cross the 180th meridian), paged") {
             (query: ViewportQuery, _, store) in
