@@ -37,6 +37,7 @@ let package = Package(
         .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "CSodium"]),
+        .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         // The gateway keeps nothing durable: no Storage, no SQLite, no Geo, not even through ServiceKit.
         .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll"]),
 
@@ -61,6 +62,7 @@ let package = Package(
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
+        .testTarget(name: "NotifyServiceTests", dependencies: ["NotifyService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.
         .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "TestSupport"], exclude: ["Resources"]),
