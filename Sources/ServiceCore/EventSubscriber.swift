@@ -233,7 +233,9 @@ struct SubscriberLoop: Sendable {
             socket = try Socket(context, .sub)
             try socket.setReceiveHighWaterMark(100_000)
             try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
-            try socket.subscribe("")
+            // Its source's events and the heartbeat, not the pushes beside them (`push.`).
+            try socket.subscribe(options.source + ".")
+            try socket.subscribe("sys.")
             for endpoint in options.publishEndpoints { try socket.connect(endpoint) }
             client = try RPCClient(context: context, endpoints: options.rpcEndpoints, logger: logger)
         } catch {

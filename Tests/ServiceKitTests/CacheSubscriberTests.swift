@@ -78,14 +78,14 @@ private final class CacheRecord: Sendable {
     /// Follows the publisher at `endpoints` into a `MemoryCursorStore` that applies
     /// `item.upserted` only.
     func subscribe(_ context: ZMQContext, to endpoints: BoundEndpoints) throws -> EventSubscriber {
-        var options = EventStreamOptions(source: "items", publishEndpoints: endpoints.publish, rpcEndpoints: endpoints.rpc)
+        var options = EventStreamOptions(source: "item", publishEndpoints: endpoints.publish, rpcEndpoints: endpoints.rpc)
         options.retryMilliseconds = 50
         options.dropLiveEvent = { seq in
             self.live.withLock { $0.append(seq) }
             return seq == self.drop.value
         }
         return try EventSubscriber(context: context, options: options, logger: quiet) {
-            MemoryCursorStore(source: "items", logger: quiet, types: ["item.upserted"],
+            MemoryCursorStore(source: "item", logger: quiet, types: ["item.upserted"],
                               apply: { event in self.entries.withLock { $0.append(.applied(event.header.seq)) } },
                               forgetAll: { self.entries.withLock { $0.append(.forgotAll) } })
         }
