@@ -9,6 +9,8 @@ import Synchronization
 enum SessionChange: Sendable, Equatable {
     case signedIn(token: String)
     case signedOut(token: String)
+    /// `subscribe`'s check: the token signs in this user.
+    case subscribed(userId: Int64, token: String)
 }
 
 /// Signing in at the gateway: who a token is, and the requests that start or end a session.

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 
@@ -28,6 +29,7 @@ final class ClientSession {
         case idle = "idle"
         case slowReader = "client does not read its replies"
         case abandoned = "client closed after notifications that get no reply"
+        case unreadPushes = "client does not read its pushes"
     }
 
     /// Starts a call: returns its outcome when there is one at once, else calls `completion`
@@ -37,6 +39,9 @@ final class ClientSession {
     typealias Deliver = @Sendable (_ slot: Int, _ outcome: Outcome, _ change: SessionChange?) -> Void
     /// Counts requests read against the client address's rate: nanoseconds to pause reading.
     typealias Charge = (_ requests: Int) -> UInt64
+    /// Tells the gateway's `PushRegistry` the topics on which this connection hears `user`'s
+    /// pushes (none: it hears nothing).
+    typealias Listen = (_ user: Int64, _ topics: Set<String>) -> Void
 
     /// Input kept buffered, beyond one request, while no more requests may be read.
     static let readAhead = 64 << 10
@@ -50,12 +55,18 @@ final class ClientSession {
     /// Capacity of an emptied input or output buffer that is kept for the next bytes; a larger
     /// one is freed.
     static let keptBuffer = 4 << 10
+    /// Topics one connection may hear at once.
+    static let maxTopics = 32
+    /// Pushes kept for a client whose unsent output is at its bound; past this, or past that
+    /// bound in bytes, it is disconnected (`unreadPushes`).
+    static let maxQueuedPushes = 1_024
 
     private let limits: GatewayLimits
     private let framingLimits: FramingLimits
     private let dispatch: Dispatch
     private let deliver: Deliver
     private let charge: Charge
+    private let listen: Listen
 
     private var framing: (any Framing)?
     private var input: [UInt8] = []
@@ -79,6 +90,17 @@ final class ClientSession {
     private var sessionSlot: Int?
     private var held: [(slot: Int, call: Call)] = []
 
+    /// Whose pushes the connection hears (the user its token signed in when it subscribed), on which topics.
+    private var listener: (user: Int64, token: String)?
+    private(set) var topics: Set<String> = []
+    /// The topics of `subscribe` calls waiting for their token's check.
+    private var subscribing: [Int: [String]] = [:]
+    /// Pushes that did not fit under the output bound, oldest first, with their coalescing keys.
+    private var queuedPushes: [(key: String?, bytes: [UInt8])] = []
+    private var queuedPushBytes = 0
+    /// More pushes came than a client that does not read may be kept.
+    private var pushesOverflowed = false
+
     private let openedAt: UInt64
     private var lastActivity: UInt64
     private var lastWrite: UInt64
@@ -95,12 +117,14 @@ final class ClientSession {
     /// Calls answered since bytes were last written for them (a batch's answers come out together).
     private var answeredUnwritten = 0
 
-    init(limits: GatewayLimits, framing: FramingLimits, now: UInt64, dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge) {
+    init(limits: GatewayLimits, framing: FramingLimits, now: UInt64, dispatch: @escaping Dispatch, deliver: @escaping Deliver,
+         charge: @escaping Charge, listen: @escaping Listen = { _, _ in }) {
         self.limits = limits
         self.framingLimits = framing
         self.dispatch = dispatch
         self.deliver = deliver
         self.charge = charge
+        self.listen = listen
         openedAt = now
         lastActivity = now
         lastWrite = now
@@ -134,10 +158,33 @@ final class ClientSession {
 
     /// The outcome of a call, back on the session's thread.
     func complete(_ slot: Int, _ outcome: Outcome, _ change: SessionChange?, now: UInt64) {
-        // Calls sent after this answer carry the identity it leaves.
+        if slot == ClientSession.recheckSlot {
+            if case .signedOut(let oldToken)? = change, token == oldToken {
+                token = nil
+                stopListening()
+                closing = true
+            }
+            return
+        }
+        var outcome = outcome
+        let named = subscribing.removeValue(forKey: slot)
+        // Calls sent after this answer carry the identity it leaves; pushes for whoever it
+        // leaves signed in need a subscription of their own.
         switch change {
-        case .signedIn(let newToken)?: token = newToken
-        case .signedOut(let oldToken)?: if token == oldToken { token = nil }
+        case .signedIn(let newToken)?:
+            token = newToken
+            stopListening()
+        case .signedOut(let oldToken)?:
+            if token == oldToken {
+                token = nil
+                stopListening()
+            }
+        case .subscribed(let user, let checked)?:
+            if let named, checked == token {
+                outcome = .subscription(startListening(named, as: user, token: checked))
+            } else {
+                outcome = .failure(ServiceError(.unauthenticated, "signed out before the subscription took; sign in and subscribe again"))
+            }
         case nil: break
         }
         let reply = framing?.answer(slot, outcome) ?? []
@@ -161,6 +208,138 @@ final class ClientSession {
     /// The gateway is stopping: read no more requests, answer those in flight.
     func stop() { closing = true }
 
+    /// The connection closed: it hears no more pushes.
+    func closed() { stopListening() }
+
+    /// The slot under which `recheck`'s answer comes back: no request's, and answered to no one.
+    static let recheckSlot = -1
+
+    /// Checks again that the token this connection listens with is valid (a session of its
+    /// user ended elsewhere). If it is not, the connection is signed out, hears no more
+    /// pushes and closes once its replies are written: a subscriber learns it must sign in
+    /// again. If the accounts service cannot say, it goes on listening.
+    func recheck() {
+        guard let listener, token == listener.token else { return }
+        let deliver = self.deliver
+        if let immediate = dispatch(Call(method: "subscribe", params: Data("{}".utf8)), token, { deliver(ClientSession.recheckSlot, $0, $1) }) {
+            complete(ClientSession.recheckSlot, immediate, nil, now: lastActivity)
+        }
+    }
+
+    // MARK: Pushes
+
+    /// A push for the user this connection listens for: written between whole replies, or kept
+    /// (the latest of each coalescing key only) while the unsent output is at its bound.
+    func push(_ push: Push) {
+        guard listener?.user == push.userId, topics.contains(push.topic), !pushesOverflowed, let framing else { return }
+        let bytes = framing.push(push)
+        if queuedPushes.isEmpty && pendingOutput + bytes.count <= limits.maxPendingOutputBytes {
+            appendOutput(bytes)
+            return
+        }
+        if let key = push.coalesce, let index = queuedPushes.firstIndex(where: { $0.key == key }) {
+            queuedPushBytes -= queuedPushes[index].bytes.count
+            queuedPushes.remove(at: index)
+        }
+        queuedPushes.append((push.coalesce, bytes))
+        queuedPushBytes += bytes.count
+        if queuedPushes.count > ClientSession.maxQueuedPushes || queuedPushBytes > limits.maxPendingOutputBytes {
+            pushesOverflowed = true
+            queuedPushes = []
+            queuedPushBytes = 0
+        }
+    }
+
+    /// Queued pushes that now fit under the output bound go out, oldest first.
+    private func releasePushes() {
+        var taken = 0
+        while taken < queuedPushes.count, pendingOutput + queuedPushes[taken].bytes.count <= limits.maxPendingOutputBytes {
+            appendOutput(queuedPushes[taken].bytes)
+            queuedPushBytes -= queuedPushes[taken].bytes.count
+            taken += 1
+        }
+        queuedPushes.removeFirst(taken)
+    }
+
+    /// `subscribe` and `unsubscribe`, which the session answers itself once it knows who is
+    /// signed in (a subscription goes through the dispatcher, which checks the token).
+    private func subscription(_ slot: Int, _ call: Call) {
+        let named: [String]
+        switch ClientSession.topicList(call.params) {
+        case .success(let list): named = list
+        case .failure(let error):
+            complete(slot, .failure(error), nil, now: lastActivity)
+            return
+        }
+        if call.method == "unsubscribe" {
+            complete(slot, .subscription(stopListening(to: named)), nil, now: lastActivity)
+            return
+        }
+        guard !named.isEmpty else {
+            complete(slot, .failure(ServiceError.invalid("topics", "name at least one topic")), nil, now: lastActivity)
+            return
+        }
+        guard topics.union(named).count <= ClientSession.maxTopics else {
+            complete(slot, .failure(ServiceError.invalid("topics", "at most \(ClientSession.maxTopics) topics per connection")), nil, now: lastActivity)
+            return
+        }
+        subscribing[slot] = named
+        let deliver = self.deliver
+        if let immediate = dispatch(call, token, { deliver(slot, $0, $1) }) {
+            complete(slot, immediate, nil, now: lastActivity)
+        }
+    }
+
+    /// The topics a `subscribe` or `unsubscribe` names (`{"topics":[...]}`; none when absent),
+    /// each checked, at most `maxTopics` of them.
+    static func topicList(_ params: Data) -> Result<[String], ServiceError> {
+        guard let range = JSONSpan.member("topics", in: params) else { return .success([]) }
+        guard let elements = JSONSpan.elements(at: range, in: params) else { return .failure(ServiceError.invalid("topics", "must be an array of topic names")) }
+        guard elements.count <= maxTopics else { return .failure(ServiceError.invalid("topics", "at most \(maxTopics) topics per connection")) }
+        var names: [String] = []
+        for element in elements {
+            guard let name = JSONSpan.string(at: element, in: params), Push.isValidTopic(name) else {
+                return .failure(ServiceError.invalid("topics", "a topic is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_' and '-', starting with a letter"))
+            }
+            if !names.contains(name) { names.append(name) }
+        }
+        return .success(names)
+    }
+
+    private func startListening(_ named: [String], as user: Int64, token checked: String) -> SubscriptionChange {
+        if listener?.user != user { stopListening() }
+        listener = (user, checked)
+        var counts: [Int] = []
+        for name in named {
+            topics.insert(name)
+            counts.append(topics.count)
+        }
+        listen(user, topics)
+        return SubscriptionChange(subscribed: true, topics: named, counts: counts, all: topics.sorted())
+    }
+
+    /// Stops hearing `named` (all, when none are named).
+    private func stopListening(to named: [String]) -> SubscriptionChange {
+        let dropped = named.isEmpty ? topics.sorted() : named
+        var counts: [Int] = []
+        for name in dropped {
+            topics.remove(name)
+            counts.append(topics.count)
+        }
+        if let listener {
+            listen(listener.user, topics)
+            if topics.isEmpty { self.listener = nil }
+        }
+        return SubscriptionChange(subscribed: false, topics: dropped, counts: counts, all: topics.sorted())
+    }
+
+    private func stopListening() {
+        guard listener != nil else { return }
+        _ = stopListening(to: [])
+        queuedPushes = []
+        queuedPushBytes = 0
+    }
+
     /// The socket took `count` bytes of `output` from `outputSent`.
     func wrote(_ count: Int, now: UInt64) {
         guard count > 0 else { return }
@@ -168,6 +347,7 @@ final class ClientSession {
         lastWrite = now
         if endSeenAt != nil { wroteSinceEnd = true }
         lastActivity = now
+        if !queuedPushes.isEmpty { releasePushes() }
         if outputSent == output.count {
             // Give a buffer back rather than keep it for the life of the connection.
             output.removeAll(keepingCapacity: output.capacity <= ClientSession.keptBuffer)
@@ -201,6 +381,7 @@ final class ClientSession {
     /// A limit of time the session has crossed, if any.
     func expired(now: UInt64) -> Ending? {
         func past(_ since: UInt64, _ milliseconds: Int) -> Bool { now > since && now - since > UInt64(milliseconds) * 1_000_000 }
+        if pushesOverflowed { return .unreadPushes }
         if framing == nil && !peerClosed && past(openedAt, limits.firstByteTimeoutMilliseconds) { return .firstByteTimeout }
         if let since = partialSince, past(since, limits.requestTimeoutMilliseconds) { return .requestTimeout }
         if pendingOutput > 0 && readingWaitsForClient && now > lastWrite && now - lastWrite > ClientSession.slowReaderGrace { return .slowReader }
@@ -208,7 +389,8 @@ final class ClientSession {
         // A client that closed its side may be gone for good: with no reply to write there is no
         // way to know, so requests that answer nothing (notifications) run for a while only.
         if let end = endSeenAt, !wroteSinceEnd, past(end, limits.requestTimeoutMilliseconds) { return .abandoned }
-        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && past(lastActivity, limits.idleTimeoutMilliseconds) { return .idle }
+        // A connection that waits for pushes is not idle.
+        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && topics.isEmpty && past(lastActivity, limits.idleTimeoutMilliseconds) { return .idle }
         return nil
     }
 
@@ -223,7 +405,7 @@ final class ClientSession {
         if pendingOutput > 0 && readingWaitsForClient { soonest = min(soonest, lastWrite + ClientSession.slowReaderGrace + 1) }
         if pendingOutput > 0 { soonest = min(soonest, after(lastWrite, limits.idleTimeoutMilliseconds)) }
         if let end = endSeenAt, !wroteSinceEnd { soonest = min(soonest, after(end, limits.requestTimeoutMilliseconds)) }
-        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 { soonest = min(soonest, after(lastActivity, limits.idleTimeoutMilliseconds)) }
+        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && topics.isEmpty { soonest = min(soonest, after(lastActivity, limits.idleTimeoutMilliseconds)) }
         if pausedUntil != 0 { soonest = min(soonest, pausedUntil) }
         return soonest == .max ? nil : soonest
     }
@@ -329,6 +511,10 @@ final class ClientSession {
     private func start(_ slot: Int, _ call: Call) {
         if sessionSlot != nil && !Dispatcher.immediate.contains(call.method) {
             held.append((slot, call))
+            return
+        }
+        if call.method == "subscribe" || call.method == "unsubscribe" {
+            subscription(slot, call)
             return
         }
         if Authenticator.sessionMethods.contains(call.method) { sessionSlot = slot }

@@ -12,6 +12,29 @@ enum Outcome: Sendable {
     case pong
     /// An error from the closed set.
     case failure(ServiceError)
+    /// What `subscribe` or `unsubscribe` changed: each framing answers it its own way.
+    case subscription(SubscriptionChange)
+}
+
+/// The answer to `subscribe` or `unsubscribe`: the topics it named (all it dropped, for an
+/// unsubscribe that named none) with the connection's count of topics after each, as Redis
+/// confirms them one by one, and every topic the connection now hears.
+struct SubscriptionChange: Sendable, Equatable {
+    var subscribed: Bool
+    var topics: [String]
+    var counts: [Int]
+    var all: [String]
+
+    /// JSON-RPC's result: `{"topics":[...]}`, every topic heard now, sorted.
+    var json: Data {
+        var out: [UInt8] = Array(#"{"topics":["#.utf8)
+        for (i, topic) in all.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONText.append(topic, to: &out)
+        }
+        out += Array("]}".utf8)
+        return Data(out)
+    }
 }
 
 /// A command as either framing hands it over: a method, its params object and an optional deadline.
@@ -48,6 +71,8 @@ final class Dispatcher: Sendable {
         ("help", "every method with a one-line description"),
         ("gateway.status", "each backend: up or down, latency, last error; open client connections"),
         ("auth.resume", "sign this connection in with a token from auth.login (RESP: AUTH <token>)"),
+        ("subscribe", "hear your pushes on topics: {topics: [...]} (signed in; RESP: SUBSCRIBE topic ...)"),
+        ("unsubscribe", "stop hearing pushes on topics, or on all without any (RESP: UNSUBSCRIBE [topic ...])"),
     ]
     /// Answered at once, whoever is signed in and whatever waits for a sign-in.
     static let immediate: Set<String> = ["ping", "help", "gateway.status"]
@@ -69,6 +94,7 @@ final class Dispatcher: Sendable {
         case "help": return encoded(help())
         case "gateway.status": return encoded(Status(backends: backends.status(), connections: .init(open: connections.value, limit: limits.maxConnections)))
         case "auth.resume": return authenticator.resume(params: call.params, client: client, deadline: deadline, completion: completion)
+        case "subscribe": return subscriber(connectionToken, client: client, deadline: deadline, completion: completion)
         default: break
         }
         guard let rule = policy.rule(for: method), backends.has(rule.service) else {
@@ -121,6 +147,24 @@ final class Dispatcher: Sendable {
                 } else {
                     forward(request, auth: Auth(userId: String(user.userId), role: user.role), completion)
                 }
+            }
+        }
+        return nil
+    }
+
+    /// Who the connection's own token signs in, for `subscribe`: pushes are addressed to
+    /// users, so a connection hears them only once signed in (a token in the params does not
+    /// count: it stands for one request). The session adds the topics when the answer comes.
+    private func subscriber(_ token: String?, client: ClientKey, deadline: Deadline,
+                            completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
+        guard let token else {
+            return .failure(ServiceError(.unauthenticated, "sign in first to hear pushes: auth.login, auth.resume or AUTH"))
+        }
+        authenticator.validate(token, client: client, timeoutMilliseconds: deadline.remainingMilliseconds) { result in
+            switch result {
+            case .success(let owner): completion(.result(Data("{}".utf8)), .subscribed(userId: owner.userId, token: token))
+            case .failure(let error) where error.code == .unauthenticated: completion(.failure(error), .signedOut(token: token))
+            case .failure(let error): completion(.failure(error), nil)
             }
         }
         return nil

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import CEpoll
 import Foundation
 import ServiceCore
@@ -63,12 +64,14 @@ struct Arrival: @unchecked Sendable {
     let key: UInt64
 }
 
-/// What other threads hand to a loop's thread: call outcomes for its connections and new
-/// connections, in one queue behind one eventfd for the whole loop.
+/// What other threads hand to a loop's thread: call outcomes and pushes for its connections and
+/// new connections, in one queue behind one eventfd for the whole loop.
 final class LoopInbox: Sendable {
     enum Message: Sendable {
         case outcome(key: UInt64, slot: Int, outcome: Outcome, change: SessionChange?)
         case arrival(Arrival)
+        case push(key: UInt64, Push)
+        case recheck(key: UInt64)
     }
 
     let wakeup: Wakeup
@@ -220,6 +223,12 @@ final class EventLoop: @unchecked Sendable {
                 touch(connection)
             case .arrival(let arrival):
                 adopt(arrival, now: now)
+            case .push(let key, let push):
+                guard let connection = connections[key] else { continue }
+                connection.session.push(push)
+                touch(connection)
+            case .recheck(let key):
+                connections[key]?.session.recheck()
             }
         }
     }
@@ -300,8 +309,8 @@ final class EventLoop: @unchecked Sendable {
         // Limits of time first: a client that has not read for its grace is not let off by the
         // few bytes its kernel takes now and then.
         if let ending = session.expired(now: now) {
-            if ending == .slowReader {
-                logger.warn("disconnecting a client that does not read its replies", ["pending_bytes": session.pendingOutput])
+            if ending == .slowReader || ending == .unreadPushes {
+                logger.warn("disconnecting a client that does not read", ["reason": ending.rawValue, "pending_bytes": session.pendingOutput])
             } else {
                 logger.debug("closing a connection", ["reason": ending.rawValue])
             }
@@ -340,6 +349,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func finish(_ key: UInt64) {
         guard let connection = connections.removeValue(forKey: key) else { return }
+        connection.session.closed()
         epoll.remove(connection.socket.descriptor)
         closed(connection.address)
     }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 
@@ -14,6 +15,8 @@ protocol Framing: AnyObject {
     /// The reply bytes that `slot`'s outcome makes ready to write (maybe with earlier ones it
     /// released, maybe none yet).
     func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8]
+    /// A push's bytes in this framing, written between whole replies.
+    func push(_ push: Push) -> [UInt8]
     /// Replies owed to the client: calls read and not yet answered or written.
     var outstanding: Int { get }
     /// Bytes of replies ready but held back (behind an earlier RESP reply, or until a batch is
@@ -50,5 +53,20 @@ extension ServiceError {
     /// A reply over the gateway's reply limit, answered instead of it.
     static func replyTooLarge(_ size: Int, limit: Int) -> ServiceError {
         ServiceError(.tooLarge, "reply of \(size) bytes exceeds the limit of \(limit); ask for a smaller page")
+    }
+}
+
+extension Push {
+    /// What a client receives of a push: `{"topic":…,"id":…,"body":{…}}` (JSON-RPC's params,
+    /// RESP's message payload).
+    var clientJSON: [UInt8] {
+        var out: [UInt8] = Array(#"{"topic":"#.utf8)
+        JSONText.append(topic, to: &out)
+        out += Array(#","id":"#.utf8)
+        JSONText.append(id, to: &out)
+        out += Array(#","body":"#.utf8)
+        body.withUnsafeBytes { out.append(contentsOf: $0) }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }

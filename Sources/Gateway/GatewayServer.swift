@@ -65,8 +65,14 @@ public final class GatewayServer: Service {
                 try EventLoops(count: EventLoops.defaultCount, addresses: addresses, connections: connections, logger: logger, stopping: stopping)
             }
             let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
+            let pushes = PushRegistry()
+            _ = try lifecycle.start("pushes", stop: { $0?.stop() }) { () throws(ZMQError) -> PushReceiver? in
+                let endpoints = config.peers.keys.sorted().flatMap { config.peers[$0]?.publish ?? [] }
+                if endpoints.isEmpty { logger.warn("no event endpoints of any service: no pushes will reach clients", [:]) }
+                return endpoints.isEmpty ? nil : try PushReceiver(context: context, endpoints: endpoints, registry: pushes, logger: logger.named("gateway-pushes"))
+            }
             _ = try lifecycle.start("accounts events", stop: { $0?.stop() }) {
-                try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, context: context, logger: logger)
+                try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, pushes, context: context, logger: logger)
             }
             let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections)
             let framing = FramingLimits(maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
@@ -82,7 +88,7 @@ public final class GatewayServer: Service {
                     }
                 }
             }
-            let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses,
+            let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses, pushes: pushes,
                                     loops: loops, logger: logger, stopping: stopping, connections: connections)
             _ = try lifecycle.start("acceptor", stop: { stopping.set(); $0.join() }) {
                 WorkerThread(name: "gateway-accept") { accept.run() }
@@ -105,11 +111,13 @@ public final class GatewayServer: Service {
     public var openConnections: Int { connections.value }
 
     /// Follows the accounts service's events: a session that ended or a role that changed
-    /// drops that user's cached tokens at once. Nothing is kept: the cursor lives in memory
+    /// drops that user's cached tokens at once, and their connections that hear pushes check
+    /// their tokens again. Nothing is kept: the cursor lives in memory
     /// (`MemoryCursorStore`). Lost events are replayed from it; at start, and when the
     /// accounts service's history no longer reaches it, every cached token is dropped and the
     /// follower goes on from the head.
-    private static func followAccounts(_ peer: PeerEndpoints?, _ tokens: TokenCache, context: ZMQContext, logger: Logger) throws -> EventSubscriber? {
+    private static func followAccounts(_ peer: PeerEndpoints?, _ tokens: TokenCache, _ pushes: PushRegistry, context: ZMQContext,
+                                       logger: Logger) throws -> EventSubscriber? {
         guard let peer, !peer.publish.isEmpty else {
             logger.warn("no event endpoint for the accounts service: cached tokens live out their 2 s", ["service": Authenticator.accounts])
             return nil
@@ -122,8 +130,12 @@ public final class GatewayServer: Service {
                                   let userId = event.header.type == SocialEvents.sessionEnded
                                       ? try event.body(SessionEnded.self).userId : try event.body(RoleChange.self).userId
                                   tokens.forget(userId: userId)
+                                  pushes.recheck(user: userId)
                               },
-                              forgetAll: { tokens.forgetAll() })
+                              forgetAll: {
+                                  tokens.forgetAll()
+                                  pushes.recheck(user: nil)
+                              })
         }
     }
 
@@ -161,6 +173,7 @@ struct AcceptLoop: @unchecked Sendable {
     let dispatcher: Dispatcher
     let framing: FramingLimits
     let addresses: ClientAddresses
+    let pushes: PushRegistry
     let loops: EventLoops
     let logger: Logger
     let stopping: StopFlag
@@ -216,12 +229,13 @@ struct AcceptLoop: @unchecked Sendable {
                 nextConnection += 1
                 let client = ClientKey(address: address, connection: nextConnection)
                 let inbox = loops.next().inbox
-                let dispatcher = self.dispatcher, addresses = self.addresses
+                let dispatcher = self.dispatcher, addresses = self.addresses, pushes = self.pushes
                 let session = ClientSession(
                     limits: limits, framing: framing, now: monotonicNanos(),
                     dispatch: { call, token, completion in dispatcher.dispatch(call, client: client, token: token, completion: completion) },
                     deliver: { inbox.post(.outcome(key: client.connection, slot: $0, outcome: $1, change: $2)) },
-                    charge: { addresses.charge(client.address, requests: $0) })
+                    charge: { addresses.charge(client.address, requests: $0) },
+                    listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, topics: $1) })
                 inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }
         }

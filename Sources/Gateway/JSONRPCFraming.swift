@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 
 /// JSON-RPC 2.0 over newline-delimited JSON: request parsing, responses and error codes.
@@ -267,7 +268,13 @@ final class JSONRPCFraming: Framing {
         case .result(let body): return finish(slot, JSONRPC.result(id: id, body))
         case .pong: return finish(slot, JSONRPC.result(id: id, Data("\"pong\"".utf8)))
         case .failure(let error): return finish(slot, JSONRPC.error(id: id, error))
+        case .subscription(let change): return finish(slot, JSONRPC.result(id: id, change.json))
         }
+    }
+
+    /// `{"jsonrpc":"2.0","method":"push","params":{"topic":…,"id":…,"body":{…}}}`, a notification line.
+    func push(_ push: Push) -> [UInt8] {
+        Array(#"{"jsonrpc":"2.0","method":"push","params":"#.utf8) + push.clientJSON + Array("}\n".utf8)
     }
 
     /// Files a response: written at once, or kept until its batch is complete. Notifications get none.

@@ -237,6 +237,26 @@ enum RESP {
     static let nullBulk: [UInt8] = Array("$-1\r\n".utf8)
     /// RESP3's null.
     static let null3: [UInt8] = Array("_\r\n".utf8)
+
+    /// The head of a three-part pub/sub message: an array in RESP2, a push frame in RESP3.
+    private static func pubSubHead(_ version: Int) -> [UInt8] { Array((version == 3 ? ">3\r\n" : "*3\r\n").utf8) }
+
+    /// `subscribe`/`unsubscribe` confirmations as Redis sends them: one per topic named, with
+    /// the connection's count of topics after it (`unsubscribe`, nil, 0 when there were none).
+    static func subscription(_ change: SubscriptionChange, version: Int) -> [UInt8] {
+        let kind = bulk(Array((change.subscribed ? "subscribe" : "unsubscribe").utf8))
+        guard !change.topics.isEmpty else { return pubSubHead(version) + kind + (version == 3 ? null3 : nullBulk) + integer(0) }
+        var out: [UInt8] = []
+        for (topic, count) in zip(change.topics, change.counts) {
+            out += pubSubHead(version) + kind + bulk(Array(topic.utf8)) + integer(count)
+        }
+        return out
+    }
+
+    /// A push as Redis delivers a published message: `message`, the topic, the payload.
+    static func message(_ push: Push, version: Int) -> [UInt8] {
+        pubSubHead(version) + bulk(Array("message".utf8)) + bulk(Array(push.topic.utf8)) + bulk(push.clientJSON)
+    }
 }
 
 /// RESP on a connection, as a state machine over bytes: commands in, calls out; outcomes
@@ -258,6 +278,13 @@ final class RESPFraming: Framing {
     /// The RESP version `HELLO` chose: 2, or 3 (maps, a null of its own, later push frames).
     private var version = 2
     private var closing = false
+    /// RESP2's pub/sub mode: from a SUBSCRIBE until no topic is left, only the pub/sub
+    /// commands, PING and QUIT are taken (RESP3 keeps every command).
+    private var listening = false
+    /// Topics the connection hears, as the last answer to a (un)subscription said.
+    private var heard = 0
+    /// Slots of SUBSCRIBE commands not answered yet (a refused one may end the pub/sub mode).
+    private var subscribeSlots: Set<Int> = []
     /// Bytes at the front of the unread input already searched for the LF of an inline command.
     private var searched = 0
     /// How far the array command at the front of the unread input was read.
@@ -316,10 +343,40 @@ final class RESPFraming: Framing {
         let method = String(decoding: words[0], as: UTF8.self).lowercased()
         var arguments: [String] { words.dropFirst().map { String(decoding: $0, as: UTF8.self) } }
         func reply(_ bytes: [UInt8]) { reading.output += file(slot, bytes) }
+        if listening {
+            switch method {
+            case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "quit": break
+            case "ping" where words.count <= 2:
+                reply(Array("*2\r\n".utf8) + RESP.bulk(Array("pong".utf8)) + RESP.bulk(words.count == 2 ? words[1] : []))
+                return
+            default:
+                reply(RESP.error("ERR", "Can't execute '\(Echo.clip(method))': only SUBSCRIBE / UNSUBSCRIBE / PING / QUIT are allowed in this context"))
+                return
+            }
+        }
         switch method {
         case "quit":
             reply(RESP.simple("OK"))
             close(&reading)
+            return
+        case "subscribe" where words.count < 2:
+            reply(RESP.error("ERR", "wrong number of arguments for 'subscribe' command"))
+            return
+        case "subscribe", "unsubscribe":
+            var params: [UInt8] = Array(#"{"topics":["#.utf8)
+            for (i, word) in words.dropFirst().enumerated() {
+                if i > 0 { params.append(UInt8(ascii: ",")) }
+                JSONText.append(String(decoding: word, as: UTF8.self), to: &params)
+            }
+            params += Array("]}".utf8)
+            if method == "subscribe" {
+                subscribeSlots.insert(slot)
+                listening = version == 2
+            }
+            reading.calls.append((slot, Call(method: method, params: Data(params))))
+            return
+        case "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe":
+            reply(RESP.error("ERR", "\(method.uppercased()) is not supported: SUBSCRIBE names each topic"))
             return
         case "ping" where words.count == 2, "echo" where words.count == 2:
             reply(RESP.bulk(words[1]))
@@ -442,14 +499,21 @@ final class RESPFraming: Framing {
 
     func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
         if let success = authSlots.removeValue(forKey: slot), case .result = outcome { return file(slot, success) }
+        if subscribeSlots.remove(slot) != nil, case .failure = outcome { listening = version == 2 && heard > 0 }
         switch outcome {
         case .result(let body) where body.count > limits.maxReplyBytes:
             return file(slot, RESP.error(.replyTooLarge(body.count, limit: limits.maxReplyBytes)))
         case .result(let body): return file(slot, RESP.bulk(body))
         case .pong: return file(slot, RESP.simple("PONG"))
         case .failure(let error): return file(slot, RESP.error(error))
+        case .subscription(let change):
+            heard = change.all.count
+            if version == 2 && heard == 0 && subscribeSlots.isEmpty { listening = false }
+            return file(slot, RESP.subscription(change, version: version))
         }
     }
+
+    func push(_ push: Push) -> [UInt8] { RESP.message(push, version: version) }
 
     /// Files a reply under its slot: the replies now ready in order.
     private func file(_ slot: Int, _ reply: [UInt8]) -> [UInt8] {

@@ -83,7 +83,8 @@ extension TourbusCommand {
         var gatewayArgs = ["--listen", listen]
         for name in services {
             gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"]
-            // Social's events drop cached sign-ins at once (a logout, a demoted admin).
+            // Social's events drop cached sign-ins at once (a logout, a demoted admin); every
+            // publisher's pushes reach the clients that subscribed.
             if publishers.contains(name) { gatewayArgs += ["--peer-pub", "\(name)=\(pub[name] ?? "")"] }
         }
         members.append(SuiteMember(name: "gateway", executable: folder.appendingPathComponent("tourbus-gateway"), arguments: gatewayArgs))

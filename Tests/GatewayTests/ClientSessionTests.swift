@@ -18,15 +18,50 @@ final class SessionHarness {
     let delivered = Locked<[(slot: Int, outcome: Outcome, change: SessionChange?)]>([])
 
     /// `answer` returns an outcome at once, or nil to keep the call for `answerKept`.
+    /// What the session told the push registry, in order.
+    let listened = Locked<[(user: Int64, topics: Set<String>)]>([])
+    /// Whether `subscribe`'s token check passes (false: the session ended elsewhere).
+    let tokensValid = Locked(true)
+
+    /// `answer` returns an outcome at once, or nil to keep the call for `answerKept`. With a
+    /// `user`, every token signs them in: `auth.resume` (signing in with the params' token),
+    /// `auth.logout` and `subscribe` are answered as the gateway's dispatcher does, through `deliverAll`.
     init(limits: GatewayLimits = GatewayLimits(), framing: FramingLimits = FramingLimits(),
-         charge: @escaping ClientSession.Charge = { _ in 0 },
+         charge: @escaping ClientSession.Charge = { _ in 0 }, user: Int64? = nil,
          answer: @escaping (Call) -> Outcome? = { call in call.method == "ping" ? .pong : .result(call.params) }) {
-        let kept = self.kept, delivered = self.delivered
-        session = ClientSession(limits: limits, framing: framing, now: now, dispatch: { call, _, completion in
-            if let outcome = answer(call) { return outcome }
-            kept.withLock { $0.append((call, completion)) }
-            return nil
-        }, deliver: { slot, outcome, change in delivered.withLock { $0.append((slot, outcome, change)) } }, charge: charge)
+        let kept = self.kept, delivered = self.delivered, listened = self.listened, tokensValid = self.tokensValid
+        session = ClientSession(limits: limits, framing: framing, now: now, dispatch: { call, token, completion in
+            switch user.map({ _ in call.method }) {
+            case "auth.resume":
+                let given = JSONSpan.plainString("token", in: call.params) ?? ""
+                completion(.result(Data("{}".utf8)), .signedIn(token: given))
+                return nil
+            case "auth.logout":
+                completion(.result(Data("{}".utf8)), token.map { .signedOut(token: $0) })
+                return nil
+            case "subscribe":
+                guard let token else { return .failure(ServiceError(.unauthenticated, "sign in first")) }
+                if let user, tokensValid.withLock({ $0 }) {
+                    completion(.result(Data("{}".utf8)), .subscribed(userId: user, token: token))
+                } else {
+                    completion(.failure(ServiceError(.unauthenticated, "invalid or expired token")), .signedOut(token: token))
+                }
+                return nil
+            default:
+                if let outcome = answer(call) { return outcome }
+                kept.withLock { $0.append((call, completion)) }
+                return nil
+            }
+        }, deliver: { slot, outcome, change in delivered.withLock { $0.append((slot, outcome, change)) } }, charge: charge,
+           listen: { user, topics in listened.withLock { $0.append((user, topics)) } })
+    }
+
+    /// Hands the session every outcome its calls delivered, as its loop would; then drains.
+    @discardableResult
+    func deliverAll() -> String {
+        let outcomes = delivered.withLock { all in defer { all.removeAll() }; return all }
+        for (slot, outcome, change) in outcomes { session.complete(slot, outcome, change, now: now) }
+        return drain()
     }
 
     /// Answers every kept call with its params, as the session's thread would; how many.

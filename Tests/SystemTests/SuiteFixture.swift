@@ -23,6 +23,8 @@ final class SuiteFixture {
     let social: ChildProcess
     let gateway: ChildProcess
     let catalogEndpoint: String
+    /// The gateway's arguments that name the services (and its own extra arguments), so a test can start a second one like it.
+    let gatewayArguments: [String]
     /// The admin every suite has, as the docs' transcripts sign in.
     static let admin = (username: "admin", password: "Admin-Pass-1")
 
@@ -60,7 +62,8 @@ final class SuiteFixture {
             peers += ["--peer", "search=\(search.rpc)"]
             self.search = search
         }
-        gateway = try ChildProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + peers + gatewayArguments,
+        self.gatewayArguments = peers + gatewayArguments
+        gateway = try ChildProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + self.gatewayArguments,
                                      sourceLocation: sourceLocation)
         let context = try ZMQContext()
         let client = try RPCClient(context: context, endpoints: [social.rpc], logger: Logger(component: "test", level: .error))

@@ -1,0 +1,206 @@
+import Bus
+import Contracts
+import Foundation
+@testable import Gateway
+import ServiceCore
+import Testing
+
+/// Subscriptions and pushes on one connection, driven by hand (`SessionHarness`): what each
+/// framing answers, who hears what, and what a client that does not read costs.
+@Suite struct PushSessionTests {
+    static func push(_ n: Int, user: Int64 = 7, topic: String = "notify.alert", coalesce: String? = nil, body: String? = nil) -> Push {
+        Push(topic: topic, id: "p\(n)", userId: user, coalesce: coalesce, body: Data((body ?? #"{"n":\#(n)}"#).utf8))
+    }
+
+    @Test func aSignedInJSONRPCConnectionSubscribesAndHearsItsUsersPushesOnly() {
+        let h = SessionHarness(user: 7)
+        // Not signed in: refused, and nothing registered.
+        #expect(h.send(#"{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n").contains(#""code":"unauthenticated""#))
+        #expect(h.listened.withLock { $0.isEmpty })
+        h.send(#"{"jsonrpc":"2.0","id":2,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
+        h.deliverAll()
+        h.send(#"{"jsonrpc":"2.0","id":3,"method":"subscribe","params":{"topics":["notify.alert","chat.message"]}}"# + "\n")
+        #expect(h.deliverAll() == #"{"jsonrpc":"2.0","id":3,"result":{"topics":["chat.message","notify.alert"]}}"# + "\n")
+        #expect(h.listened.withLock { $0.last?.user == 7 && $0.last?.topics == ["notify.alert", "chat.message"] })
+        h.session.push(PushSessionTests.push(1))
+        #expect(h.drain() == #"{"jsonrpc":"2.0","method":"push","params":{"topic":"notify.alert","id":"p1","body":{"n":1}}}"# + "\n")
+        // Another user's push, or a topic not subscribed: nothing.
+        h.session.push(PushSessionTests.push(2, user: 8))
+        h.session.push(PushSessionTests.push(3, topic: "other.topic"))
+        #expect(h.drain().isEmpty)
+        #expect(h.send(#"{"jsonrpc":"2.0","id":4,"method":"unsubscribe","params":{"topics":["chat.message"]}}"# + "\n")
+                == #"{"jsonrpc":"2.0","id":4,"result":{"topics":["notify.alert"]}}"# + "\n")
+        #expect(h.send(#"{"jsonrpc":"2.0","id":5,"method":"unsubscribe"}"# + "\n") == #"{"jsonrpc":"2.0","id":5,"result":{"topics":[]}}"# + "\n")
+        #expect(h.listened.withLock { $0.last?.topics.isEmpty == true })
+        h.session.push(PushSessionTests.push(4))
+        #expect(h.drain().isEmpty)
+    }
+
+    @Test func signingOutOrInAgainEndsTheSubscriptions() {
+        let h = SessionHarness(user: 7)
+        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
+        h.deliverAll()
+        h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
+        h.deliverAll()
+        h.send(#"{"jsonrpc":"2.0","id":3,"method":"auth.logout"}"# + "\n")
+        h.deliverAll()
+        #expect(h.session.topics.isEmpty)
+        #expect(h.listened.withLock { $0.last?.topics.isEmpty == true })
+        h.session.push(PushSessionTests.push(1))
+        #expect(h.drain().isEmpty)
+        // A new sign-in starts with none too.
+        h.send(#"{"jsonrpc":"2.0","id":4,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
+        h.deliverAll()
+        h.send(#"{"jsonrpc":"2.0","id":5,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
+        h.deliverAll()
+        h.send(#"{"jsonrpc":"2.0","id":6,"method":"auth.resume","params":{"token":"other"}}"# + "\n")
+        h.deliverAll()
+        #expect(h.session.topics.isEmpty)
+        // The connection closing takes it out of the registry.
+        h.send(#"{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
+        h.deliverAll()
+        #expect(h.session.topics == ["notify.alert"])
+        h.session.closed()
+        #expect(h.listened.withLock { $0.last?.topics.isEmpty == true })
+    }
+
+    @Test func aSessionEndedElsewhereStopsThePushesAndClosesTheConnection() {
+        let h = SessionHarness(user: 7)
+        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
+        h.deliverAll()
+        h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
+        h.deliverAll()
+        // Still valid: nothing changes, and nothing is written.
+        h.session.recheck()
+        #expect(h.deliverAll().isEmpty)
+        #expect(h.session.topics == ["notify.alert"] && !h.session.isFinished)
+        h.tokensValid.withLock { $0 = false }
+        h.session.recheck()
+        #expect(h.deliverAll().isEmpty)
+        #expect(h.session.topics.isEmpty)
+        #expect(h.listened.withLock { $0.last?.topics.isEmpty == true })
+        #expect(h.session.isFinished)
+    }
+
+    @Test func badTopicListsAreRefusedNamingTheField() {
+        let h = SessionHarness(user: 7)
+        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
+        h.deliverAll()
+        let many = (0...ClientSession.maxTopics).map { #""t\#($0)""# }.joined(separator: ",")
+        for params in [#"{"topics":"notify.alert"}"#, #"{"topics":["Notify"]}"#, #"{"topics":[""]}"#, #"{"topics":[1]}"#,
+                       #"{"topics":["\#(String(repeating: "a", count: 65))"]}"#, #"{"topics":[]}"#, "{}", #"{"topics":[\#(many)]}"#] {
+            let reply = h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":\#(params)}"# + "\n")
+            #expect(reply.contains(#""field":"topics""#), "\(params): \(reply)")
+        }
+        #expect(h.listened.withLock { $0.isEmpty })
+        // 32 at once is the most, over several calls too.
+        let half = (0..<16).map { #""a\#($0)""# }.joined(separator: ",")
+        let other = (0..<17).map { #""b\#($0)""# }.joined(separator: ",")
+        h.send(#"{"jsonrpc":"2.0","id":3,"method":"subscribe","params":{"topics":[\#(half)]}}"# + "\n")
+        #expect(h.deliverAll().contains("a15"))
+        #expect(h.send(#"{"jsonrpc":"2.0","id":4,"method":"subscribe","params":{"topics":[\#(other)]}}"# + "\n").contains("at most 32 topics"))
+    }
+
+    /// Signs a RESP harness in (AUTH <token>) and subscribes it to `topics`; returns the confirmation.
+    static func respSubscriber(_ h: SessionHarness, _ topics: String) -> String {
+        h.send("AUTH tok\r\n")
+        #expect(h.deliverAll() == "+OK\r\n")
+        h.send("SUBSCRIBE \(topics)\r\n")
+        return h.deliverAll()
+    }
+
+    @Test func respTwoSubscribesAsRedisDoesAndTakesOnlyPubSubCommandsMeanwhile() {
+        let h = SessionHarness(user: 7)
+        #expect(PushSessionTests.respSubscriber(h, "notify.alert chat.message")
+                == "*3\r\n$9\r\nsubscribe\r\n$12\r\nnotify.alert\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$12\r\nchat.message\r\n:2\r\n")
+        h.session.push(PushSessionTests.push(1))
+        #expect(h.drain() == "*3\r\n$7\r\nmessage\r\n$12\r\nnotify.alert\r\n$49\r\n" + #"{"topic":"notify.alert","id":"p1","body":{"n":1}}"# + "\r\n")
+        #expect(h.send("PING\r\n") == "*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+        #expect(h.send("catalog.get id 1\r\n").hasPrefix("-ERR Can't execute 'catalog.get'"))
+        #expect(h.send("UNSUBSCRIBE chat.message\r\n") == "*3\r\n$11\r\nunsubscribe\r\n$12\r\nchat.message\r\n:1\r\n")
+        #expect(h.send("UNSUBSCRIBE\r\n") == "*3\r\n$11\r\nunsubscribe\r\n$12\r\nnotify.alert\r\n:0\r\n")
+        #expect(h.send("UNSUBSCRIBE\r\n") == "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n")
+        // Out of the pub/sub mode: every command again.
+        #expect(h.send("PING\r\n") == "+PONG\r\n")
+    }
+
+    @Test func aRefusedRespSubscribeLeavesThePubSubMode() {
+        let h = SessionHarness(user: 7)
+        #expect(h.send("SUBSCRIBE notify.alert\r\n").hasPrefix("-UNAUTHENTICATED"))
+        #expect(h.send("PING\r\n") == "+PONG\r\n")
+        #expect(h.send("SUBSCRIBE\r\n").hasPrefix("-ERR wrong number of arguments"))
+        #expect(h.send("PSUBSCRIBE notify.*\r\n").hasPrefix("-ERR PSUBSCRIBE is not supported"))
+    }
+
+    @Test func respThreeSendsPushFramesAndKeepsEveryCommand() {
+        let h = SessionHarness(user: 7)
+        #expect(h.send("HELLO 3\r\n").hasPrefix("%6\r\n"))
+        #expect(PushSessionTests.respSubscriber(h, "notify.alert") == ">3\r\n$9\r\nsubscribe\r\n$12\r\nnotify.alert\r\n:1\r\n")
+        h.session.push(PushSessionTests.push(1))
+        #expect(h.drain().hasPrefix(">3\r\n$7\r\nmessage\r\n$12\r\nnotify.alert\r\n"))
+        #expect(h.send("PING\r\n") == "+PONG\r\n")
+        #expect(h.send("UNSUBSCRIBE\r\n") == ">3\r\n$11\r\nunsubscribe\r\n$12\r\nnotify.alert\r\n:0\r\n")
+    }
+
+    @Test func aClientThatDoesNotReadKeepsOnlyTheLatestOfEachKeyThenIsDisconnected() {
+        var limits = GatewayLimits()
+        limits.maxPendingOutputBytes = 16_384
+        let h = SessionHarness(limits: limits, user: 7)
+        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
+        h.deliverAll()
+        h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
+        h.deliverAll()
+        // The client reads nothing: 16 KiB of output fill, the rest queue; positions coalesce.
+        let big = #"{"pad":"\#(String(repeating: "x", count: 900))"}"#
+        for n in 0..<10 { h.session.push(PushSessionTests.push(n, body: big)) }
+        for n in 0..<500 { h.session.push(PushSessionTests.push(1_000 + n, coalesce: "position", body: #"{"n":\#(n)}"#)) }
+        #expect(h.session.expired(now: h.now) == nil)
+        // Once it reads, what was kept comes out in order: the unkeyed ones, then the last position only.
+        var out = ""
+        for _ in 0..<20 { out += h.drain() }
+        #expect((0..<10).allSatisfy { out.contains(#""id":"p\#($0)""#) })
+        #expect(out.contains(#""id":"p1499""#) && !out.contains(#""id":"p1498""#))
+        // A thousand and more it cannot keep: it is disconnected, and hears nothing more.
+        for n in 0...ClientSession.maxQueuedPushes + 5 { h.session.push(PushSessionTests.push(2_000 + n, body: big)) }
+        #expect(h.session.expired(now: h.now) == .unreadPushes)
+    }
+
+    @Test func aSubscribedConnectionIsNotIdle() {
+        var limits = GatewayLimits()
+        limits.idleTimeoutMilliseconds = 1_000
+        let h = SessionHarness(limits: limits, user: 7)
+        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
+        h.deliverAll()
+        h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
+        h.deliverAll()
+        h.advance(milliseconds: 5_000)
+        #expect(h.session.expired(now: h.now) == nil)
+        h.send(#"{"jsonrpc":"2.0","id":3,"method":"unsubscribe"}"# + "\n")
+        h.advance(milliseconds: 1_500)
+        #expect(h.session.expired(now: h.now) == .idle)
+    }
+
+    @Test func theRegistryPostsAPushToItsUsersConnectionsOnItsTopicOnly() throws {
+        let registry = PushRegistry()
+        let inbox = try LoopInbox()
+        registry.set(user: 1, connection: 10, inbox: inbox, topics: ["notify.alert"])
+        registry.set(user: 1, connection: 11, inbox: inbox, topics: ["chat.message"])
+        registry.set(user: 2, connection: 20, inbox: inbox, topics: ["notify.alert"])
+        #expect(registry.deliver(PushSessionTests.push(1, user: 1)) == 1)
+        guard case .push(let key, let push)? = inbox.take().first else {
+            Issue.record("nothing posted")
+            return
+        }
+        #expect(key == 10 && push.id == "p1")
+        #expect(registry.deliver(PushSessionTests.push(2, user: 3)) == 0)
+        registry.set(user: 1, connection: 10, inbox: inbox, topics: [])
+        #expect(registry.deliver(PushSessionTests.push(3, user: 1)) == 0)
+        #expect(registry.count == 2)
+        registry.recheck(user: 2)
+        guard case .recheck(let checked)? = inbox.take().last else {
+            Issue.record("no recheck posted")
+            return
+        }
+        #expect(checked == 20)
+    }
+}
