@@ -8,8 +8,9 @@ import TestSupport
 /// are told of with `--peer-pub`) sends one to a user, and each gateway hands it to that
 /// user's subscribed connections.
 @Suite(.serialized) struct PushDeliveryTests {
-    /// A bound PUB socket standing for a service that pushes.
-    final class Pusher {
+    /// A bound PUB socket standing for a service that pushes. Unchecked: a test uses it from
+    /// one thread at a time.
+    final class Pusher: @unchecked Sendable {
         let context: ZMQContext
         let socket: Socket
         let endpoint: String
@@ -85,6 +86,27 @@ import TestSupport
         // Each connection still answers requests between pushes.
         #expect(alice.rpc("ping").line == #"{"jsonrpc":"2.0","id":1,"result":"pong"}"#)
         _ = other
+    }
+
+    @Test func redisCLISubscribeHearsPushes() throws {
+        let pusher = try Pusher()
+        let suite = try SuiteFixture(gatewayArguments: ["--peer-pub", "notify=\(pusher.endpoint)"])
+        // The admin is user 1. redis-cli runs until it is killed after 3 s; meanwhile the test
+        // pushes every 50 ms (the first ones go out before redis-cli has subscribed).
+        let publishing = Thread {
+            let end = Date().addingTimeInterval(2.5)
+            while Date() < end {
+                _ = try? pusher.push(to: 1, body: #"{"near":"Opera House"}"#)
+                usleep(50_000)
+            }
+        }
+        publishing.start()
+        let run = try BoundedRun("/usr/bin/env", ["redis-cli", "-h", "127.0.0.1", "-p", String(suite.port), "--user", SuiteFixture.admin.username,
+                                                  "--pass", SuiteFixture.admin.password, "--no-auth-warning", "SUBSCRIBE", "notify.alert"], timeout: 3)
+        let lines = run.output.split(separator: "\n").map(String.init)
+        #expect(Array(lines.prefix(3)) == ["subscribe", "notify.alert", "1"], "redis-cli (./deploy/local/test installs redis-tools) said: \(run.digest)")
+        #expect(lines.count >= 6 && lines[3] == "message" && lines[4] == "notify.alert", "\(lines.prefix(8))")
+        #expect(lines.count >= 6 && json(lines[5])["body"] as? [String: String] == ["near": "Opera House"], "\(lines.prefix(8))")
     }
 
     @Test func aSubscriberWhoseSessionEndsElsewhereIsClosedAndHearsNothingMore() throws {
