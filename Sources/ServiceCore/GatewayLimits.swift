@@ -29,7 +29,7 @@ public struct GatewayLimits: Sendable, Equatable {
     /// Requests per second one client address may send before its connections are read more slowly.
     public var requestsPerSecondPerAddress = 100_000
     /// Requests in flight to each endpoint of a service; the rest wait in a queue shared fairly between clients.
-    public var backendWindow = 64
+    public var backendWindow = 16
     /// Password checks (`auth.login`, `auth.register`, `AUTH user pass`) in flight to each endpoint of the accounts service.
     public var passwordCheckWindow = 1
     /// `auth.login` and `AUTH user pass` per minute from one client address (also the burst); more get `rate_limited`.
