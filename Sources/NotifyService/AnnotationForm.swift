@@ -123,14 +123,8 @@ public struct AnnotationForm: Sendable, Equatable {
         } catch {
             throw FormError("", "malformed JSON: \(error.message)")
         }
-        let tree: FormJSON
-        do {
-            tree = try JSONDecoder().decode(FormJSON.self, from: json)
-        } catch let error as FormError {
-            throw error
-        } catch {
-            throw FormError("", "malformed JSON")
-        }
+        let text = json.trimmingWhitespace()
+        let tree = try FormJSON.read(text, text.startIndex..<text.endIndex, at: "")
         let root = try tree.object(at: "", keys: ["version", "fields"])
         version = try Self.readInteger(root["version"], at: "version", in: 1...Self.maxVersion)
         let fieldValues = try tree.member("fields", at: "").array(at: "fields", count: 1...Self.maxFields)
@@ -416,6 +410,16 @@ extension AnnotationForm {
 /// `A-Z` or `a-z`.
 func isASCIILetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
 
+private extension Data {
+    /// The bytes without JSON's white space around them; not empty for strict JSON.
+    func trimmingWhitespace() -> Data {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        let start = firstIndex { !isSpace($0) } ?? endIndex
+        let end = lastIndex { !isSpace($0) }.map { index(after: $0) } ?? start
+        return self[start..<end]
+    }
+}
+
 private extension Double {
     /// `100000` rather than `100000.0` in a message.
     func formatted() -> String {
@@ -423,9 +427,9 @@ private extension Double {
     }
 }
 
-/// A JSON value as the form reader walks it; decoded only from text that `StrictJSON` has
-/// checked, so its depth is bounded.
-enum FormJSON: Decodable, Equatable {
+/// A JSON value as the form reader walks it, read by span (`JSONSpan`) from text that
+/// `StrictJSON` has checked, so its depth is bounded and every key is seen, a repeated one too.
+enum FormJSON: Equatable {
     case null
     case bool(Bool)
     case number(Double)
@@ -433,43 +437,33 @@ enum FormJSON: Decodable, Equatable {
     case array([FormJSON])
     case object([String: FormJSON])
 
-    private struct AnyKey: CodingKey {
-        let stringValue: String
-        let intValue: Int?
-        init(stringValue: String) { self.stringValue = stringValue; intValue = nil }
-        init?(intValue: Int) { stringValue = String(intValue); self.intValue = intValue }
-    }
-
-    init(from decoder: any Decoder) throws {
-        if let object = try? decoder.container(keyedBy: AnyKey.self) {
-            var members: [String: FormJSON] = [:]
-            for key in object.allKeys { members[key.stringValue] = try object.decode(FormJSON.self, forKey: key) }
-            self = .object(members)
-        } else if var array = try? decoder.unkeyedContainer() {
-            var elements: [FormJSON] = []
-            while !array.isAtEnd { elements.append(try array.decode(FormJSON.self)) }
-            self = .array(elements)
-        } else {
-            let value = try decoder.singleValueContainer()
-            if value.decodeNil() {
-                self = .null
-            } else if let flag = try? value.decode(Bool.self) {
-                self = .bool(flag)
-            } else if let number = try? value.decode(Double.self) {
-                self = .number(number)
-            } else if let text = try? value.decode(String.self) {
-                self = .string(text)
-            } else {
-                throw FormError(Self.path(decoder.codingPath), "is a number out of range")
+    /// The value at `range` of `json`, strict JSON; `path` names it in a refusal.
+    static func read(_ json: Data, _ range: Range<Int>, at path: String) throws(FormError) -> FormJSON {
+        switch json[range.lowerBound] {
+        case UInt8(ascii: "{"):
+            guard let members = JSONSpan.members(of: json[range]) else { throw FormError(path, "malformed object") }
+            var object: [String: FormJSON] = [:]
+            for (key, value) in members {
+                // A key that is not a name is refused later as unknown, without being echoed.
+                let memberPath = AnnotationForm.isName(key) ? (path.isEmpty ? key : "\(path).\(key)") : path
+                guard object[key] == nil else { throw FormError(memberPath, "appears twice") }
+                object[key] = try read(json, value, at: memberPath)
             }
-        }
-    }
-
-    /// `fields[2].choices[5]` from a decoder's coding path.
-    private static func path(_ codingPath: [any CodingKey]) -> String {
-        codingPath.reduce("") { path, key in
-            if let index = key.intValue { return "\(path)[\(index)]" }
-            return path.isEmpty ? key.stringValue : "\(path).\(key.stringValue)"
+            return .object(object)
+        case UInt8(ascii: "["):
+            guard let ranges = JSONSpan.elements(at: range, in: json) else { throw FormError(path, "malformed array") }
+            var elements: [FormJSON] = []
+            for (i, element) in ranges.enumerated() { elements.append(try read(json, element, at: "\(path)[\(i)]")) }
+            return .array(elements)
+        case UInt8(ascii: "\""):
+            guard let text = JSONSpan.string(at: range, in: json) else { throw FormError(path, "malformed string") }
+            return .string(text)
+        case UInt8(ascii: "t"): return .bool(true)
+        case UInt8(ascii: "f"): return .bool(false)
+        case UInt8(ascii: "n"): return .null
+        default:
+            guard let number = JSONNumber.finite(json[range]) else { throw FormError(path, "is a number out of range") }
+            return .number(number)
         }
     }
 

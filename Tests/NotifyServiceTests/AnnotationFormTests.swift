@@ -178,6 +178,15 @@ private func shippedForm() throws -> AnnotationForm {
         #expect(refusal(json)?.path == "fields[2].choices[5].parent")
     }
 
+    @Test func aKeyTwiceInOneObjectIsRefused() {
+        let twice = #"{"version":1,"version":2,"fields":[\#(field("kind", [choice("a")]))]}"#
+        #expect(refusal(twice)?.path == "version")
+        let twiceInAChoice = form([field("kind", [#"{"value":"a","labels":{"en":"a"},"value":"b"}"#])])
+        let error = refusal(twiceInAChoice)
+        #expect(error?.path == "fields[0].choices[0].value")
+        #expect(error?.message == "appears twice")
+    }
+
     @Test func refusesADependencyOnALaterFieldEvenWhenItExists() {
         // `later` is defined after `detail`: depending on it is refused, though the name exists.
         let json = form([field("detail", [choice("x1", #","parent":"x""#)], #","depends_on":"later""#), field("later", [choice("x")])])
