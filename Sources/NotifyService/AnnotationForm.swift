@@ -408,7 +408,7 @@ extension AnnotationForm {
 }
 
 /// `A-Z` or `a-z`.
-func isASCIILetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+private func isASCIILetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
 
 private extension Data {
     /// The bytes without JSON's white space around them; not empty for strict JSON.

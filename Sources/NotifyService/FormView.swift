@@ -42,14 +42,15 @@ public struct FormView: Encodable, Sendable, Equatable {
 
 extension AnnotationForm {
     /// The longest language tag a client may ask for (BCP 47 asks implementations to take
-    /// 35 characters); a longer or malformed one gets English.
+    /// 35 characters); a longer one gets English.
     public static let maxRequestedLanguageBytes = 35
 
     /// The form as a client at `position` reading `language` gets it.
     ///
     /// Labels: the tag asked for (case ignored), then that tag with its last `-` subtag cut,
-    /// repeatedly (`fr-CA`, then `fr`), then English. A tag that is not ASCII letters, digits
-    /// and `-`, or is longer than `maxRequestedLanguageBytes`, gets English.
+    /// repeatedly (`fr-CA`, then `fr`), then English. A tag longer than
+    /// `maxRequestedLanguageBytes` gets English. A malformed tag matches nothing the form has
+    /// (its tags are letters and `-`), but its well-formed head does (`fr-C_A` gets `fr`).
     ///
     /// With a position: only choices whose region contains it, and in a dependent field only
     /// choices whose parent value is itself shown. A field left with no choice is left out
@@ -79,9 +80,7 @@ extension AnnotationForm {
 
     /// The lower-case tags to look labels up by, most specific first, English last.
     static func languageFallbacks(_ requested: String?) -> [String] {
-        guard let requested, (1...maxRequestedLanguageBytes).contains(requested.utf8.count),
-              requested.utf8.allSatisfy({ isASCIILetter($0) || (0x30...0x39).contains($0) || $0 == UInt8(ascii: "-") })
-        else { return ["en"] }
+        guard let requested, (1...maxRequestedLanguageBytes).contains(requested.utf8.count) else { return ["en"] }
         var chain: [String] = []
         var tag = Substring(requested.lowercased())
         while !tag.isEmpty {  // at most one turn per byte of a tag of 35 bytes

@@ -302,7 +302,7 @@ private func shippedForm() throws -> AnnotationForm {
     @Test(arguments: [
         ("fr", "Quoi", "Un", "B"), ("fr-CA", "Quoi", "Un", "Bé"), ("FR-ca", "Quoi", "Un", "Bé"),
         ("fr-BE", "Quoi", "Un", "B"), ("zh", "什么", "A", "B"), ("de", "What", "A", "B"),
-        ("fr_CA", "What", "A", "B"), ("fr-CA-x-" + String(repeating: "a", count: 28), "What", "A", "B"),
+        ("fr_CA", "What", "A", "B"), ("fr-C_A", "Quoi", "Un", "B"), ("f\u{E9}-CA", "What", "A", "B"), ("fr-CA-x-" + String(repeating: "a", count: 28), "What", "A", "B"),
         ("fr-CA-x-" + String(repeating: "a", count: 27), "Quoi", "Un", "Bé"), ("", "What", "A", "B"),
     ])
     func labelsFallBackToTheShorterTagThenEnglish(language: String, field: String, a: String, b: String) throws {
