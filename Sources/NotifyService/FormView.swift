@@ -16,11 +16,15 @@ public struct FormView: Encodable, Sendable, Equatable {
 
     /// One picker as shown.
     public struct Field: Encodable, Sendable, Equatable {
+        /// Its key in a submission's values.
         public let name: String
+        /// Its label in the language asked for, or the nearest one the form has.
         public let label: String
+        /// As the form says; a field is left out where it has nothing to pick.
         public let required: Bool
         /// The earlier field whose value selects among `choices`.
         public let dependsOn: String?
+        /// What can be picked, in the form's order.
         public let choices: [Choice]
 
         enum CodingKeys: String, CodingKey {
@@ -31,7 +35,9 @@ public struct FormView: Encodable, Sendable, Equatable {
 
     /// One choice as shown.
     public struct Choice: Encodable, Sendable, Equatable {
+        /// What a submission sends.
         public let value: String
+        /// Its label in the language asked for, or the nearest one the form has.
         public let label: String
         /// The parent field's value this choice belongs to, in a dependent field.
         public let parent: String?
