@@ -2,17 +2,52 @@ import Bus
 import Contracts
 import Foundation
 import Storage
+import Synchronization
+
+/// Pushes a service hands to its relay, which sends them on the PUB socket beside the events
+/// (at most once: past `capacity` waiting, the newest are dropped and counted).
+public final class PushOutlet: Sendable {
+    /// Pushes that may wait for the relay's thread.
+    public static let capacity = 100_000
+    private let waiting = Mutex<(pushes: [Push], dropped: Int)>(([], 0))
+    private let wakeup: Wakeup
+
+    init(wakeup: Wakeup) { self.wakeup = wakeup }
+
+    /// Queues `pushes` and wakes the relay.
+    public func send(_ pushes: [Push]) {
+        guard !pushes.isEmpty else { return }
+        waiting.withLock { w in
+            let room = max(0, PushOutlet.capacity - w.pushes.count)
+            w.pushes += pushes.prefix(room)
+            w.dropped += max(0, pushes.count - room)
+        }
+        wakeup.signal()
+    }
+
+    /// What waits, and how many were dropped since the last take.
+    func take() -> (pushes: [Push], dropped: Int) {
+        waiting.withLock { w in
+            defer { w = ([], 0) }
+            return w
+        }
+    }
+}
 
 /// Publishes a service's committed outbox rows on a PUB socket, with a heartbeat carrying the head.
 ///
 /// Topic frame = event type; second frame = the event envelope. A heartbeat
 /// (`sys.heartbeat`, `seq` = head) lets subscribers see that they are behind even when the
-/// last events were dropped. The relay also trims the outbox to its retention.
+/// last events were dropped. The relay also trims the outbox to its retention. The same
+/// socket sends the service's pushes (`push.<topic>`, see `Push`), after the events committed
+/// before them.
 public final class OutboxRelay: Sendable {
     /// The endpoints bound (port 0 resolved).
     public let endpoints: [String]
     /// Signal this after committing outbox rows to publish them at once.
     public let wakeup: Wakeup
+    /// Where the service's pushes go.
+    public let pushes: PushOutlet
     private let stopping = StopFlag()
     private let thread: WorkerThread
 
@@ -21,11 +56,13 @@ public final class OutboxRelay: Sendable {
                 retention: Int, logger: Logger) throws {
         let wakeup = try Wakeup()
         self.wakeup = wakeup
+        let pushes = PushOutlet(wakeup: wakeup)
+        self.pushes = pushes
         let startup = StartupReport()
         let stopping = self.stopping
         thread = WorkerThread(name: "\(logger.component)-relay") {
             OutboxRelay.loop(context: context, bind: bind, databasePath: databasePath, heartbeat: heartbeatMilliseconds,
-                             retention: retention, wakeup: wakeup, stopping: stopping, logger: logger, startup: startup)
+                             retention: retention, wakeup: wakeup, pushes: pushes, stopping: stopping, logger: logger, startup: startup)
         }
         switch startup.wait() {
         case .success(let bound): endpoints = bound
@@ -45,7 +82,7 @@ public final class OutboxRelay: Sendable {
     deinit { stop() }
 
     private static func loop(context: ZMQContext, bind: [String], databasePath: String, heartbeat: Int, retention: Int,
-                             wakeup: Wakeup, stopping: StopFlag, logger: Logger, startup: StartupReport) {
+                             wakeup: Wakeup, pushes: PushOutlet, stopping: StopFlag, logger: Logger, startup: StartupReport) {
         let socket: Socket
         let outbox: Outbox
         var sent: Int64
@@ -95,6 +132,10 @@ public final class OutboxRelay: Sendable {
             let ready = (try? poller.poll(timeoutMilliseconds: stop ? 0 : wait)) ?? [false]
             if ready[0] { wakeup.drain() }
             publishCommitted()
+            let (waiting, dropped) = pushes.take()
+            // PUB never blocks, for pushes too: delivery is at most once.
+            for push in waiting { _ = try? socket.send(push.frames, dontWait: true) }
+            if dropped > 0 { logger.warn("dropped pushes: more were waiting than the relay keeps", ["dropped": dropped]) }
             if monotonicNanos() >= nextHeartbeat || stop {
                 let beat = EnvelopeCoding.event(seq: sent, type: SystemEvents.heartbeat, ts: Logger.timestamp(), epoch: epoch,
                                                 body: Data("{\"head\":\(sent)}".utf8))

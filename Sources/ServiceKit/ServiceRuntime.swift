@@ -78,17 +78,34 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             // another service) writes in its own short transaction on its reader thread.
             table.wrap(.read) { context, state, inner in
                 defer { state.worker.flushEmitted() }
-                return try inner(context, state)
+                let mark = state.worker.pushMark
+                do {
+                    return try inner(context, state)
+                } catch {
+                    state.worker.dropPushes(after: mark)
+                    throw error
+                }
             }
             // Group commit: the writes queued together run in one transaction, each in its own
             // savepoint (one that throws undoes only itself); the server answers them after the
             // commit, and the relay is woken after it.
             table.wrap(.write) { context, state, inner in
-                try state.worker.db.transaction { try inner(context, state) }
+                let mark = state.worker.pushMark
+                do {
+                    return try state.worker.db.transaction { try inner(context, state) }
+                } catch {
+                    state.worker.dropPushes(after: mark)
+                    throw error
+                }
             }
             table.writeBatch = { state, body in
                 defer { state.worker.flushEmitted() }
-                try state.worker.db.transaction(.immediate, body)
+                do {
+                    try state.worker.db.transaction(.immediate, body)
+                } catch {
+                    state.worker.dropPushes(after: 0)
+                    throw error
+                }
             }
             let stats = ServerStats()
             ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats) { following.map(\.status) }
@@ -97,14 +114,14 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             options.readers = config.readers
             options.maxRequestBytes = config.maxRequestBytes
             options.maxJSONDepth = config.maxJSONDepth
-            let wakeup = relay?.wakeup
+            let wakeup = relay?.wakeup, outlet = relay?.pushes
             let makeState = definition.makeState
             let tuning = definition.tuning
             server = try lifecycle.start("request server", stop: { $0.stop() }) {
                 try RPCServer(context: context, bind: config.bind, table: table, options: options, stats: stats, logger: logger) { _ in
                     let db = try Database(path: path)
                     try db.tune(tuning)
-                    return try makeState(ServiceWorker(db: db, config: config, logger: logger, peers: peers, relayWakeup: wakeup))
+                    return try makeState(ServiceWorker(db: db, config: config, logger: logger, peers: peers, relayWakeup: wakeup, pushes: outlet))
                 }
             }
             endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [])

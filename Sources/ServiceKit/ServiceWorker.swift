@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 import Storage
@@ -16,14 +17,34 @@ public final class ServiceWorker {
     /// Peers' request clients, shared by all threads.
     public let peers: PeerClients
     private let relayWakeup: Wakeup?
+    private let outlet: PushOutlet?
     private var emitted = false
+    /// Pushes of the work not yet committed.
+    private var pending: [Push] = []
 
-    init(db: Database, config: ServiceConfig, logger: Logger, peers: PeerClients, relayWakeup: Wakeup?) {
+    init(db: Database, config: ServiceConfig, logger: Logger, peers: PeerClients, relayWakeup: Wakeup?, pushes: PushOutlet?) {
         self.db = db
         self.config = config
         self.logger = logger
         self.peers = peers
         self.relayWakeup = relayWakeup
+        outlet = pushes
+    }
+
+    /// Sends `push` to its user's subscribed connections, through every gateway, once the
+    /// handler's work has committed (a write's transaction; at once after a read handler). A
+    /// write that throws, or a batch that fails to commit, sends none of its pushes. Delivery
+    /// is at most once; a service that does not publish sends nothing.
+    public func push(_ push: Push) {
+        pending.append(push)
+    }
+
+    /// Pushes recorded so far, to drop those of a write that is undone (`dropPushes(after:)`).
+    var pushMark: Int { pending.count }
+
+    /// Forgets the pushes recorded after `mark` (their work was undone).
+    func dropPushes(after mark: Int) {
+        if pending.count > mark { pending.removeSubrange(mark...) }
     }
 
     /// Appends an event to the outbox. Call it inside the `db.transaction` that makes the
@@ -39,8 +60,13 @@ public final class ServiceWorker {
         emitted = true
     }
 
-    /// Wakes the relay if this thread emitted since the last call (after its transaction committed).
+    /// Wakes the relay if this thread emitted since the last call, and hands it the pushes
+    /// recorded (after their transaction committed).
     func flushEmitted() {
+        if !pending.isEmpty {
+            outlet?.send(pending)
+            pending.removeAll()
+        }
         guard emitted else { return }
         emitted = false
         relayWakeup?.signal()
