@@ -276,7 +276,7 @@ enum AlertRulesTests {
             let b = note(2, east(200), created: t0 + hour)
             let starts = AlertRules.initialPairs(of: b, zones: user.zones)
             #expect(starts == [AlertPairStart(userId: 1, pair: AlertPair(annotationId: 2, state: .waiting, disarmedBy: 1))])
-            user.pairs[2] = starts[0].pair
+            user.pairs[2] = try #require(starts.first).pair
             // A late report from before B existed, in range of B: it does not count for B.
             let early = try user.report(east(200), at: t0 + hour - 1, now: t0 + hour, [b])
             #expect(early.pairChanges.isEmpty && early.alerts.isEmpty && !early.stale)
@@ -396,7 +396,7 @@ enum AlertRulesTests {
             #expect(AlertRules.initialPairs(of: note(20, origin, created: t0), zones: twice) == [waiting(1, 5, 20), waiting(2, 1, 20)])
             // And the waiting pair does what it says: no alert in range, seen instead.
             let later = note(20, edge, created: t0 + hour)
-            ann.pairs[20] = AlertRules.initialPairs(of: later, zones: ann.zones)[0].pair
+            ann.pairs[20] = try #require(AlertRules.initialPairs(of: later, zones: ann.zones).first).pair
             let judgement = try ann.report(origin, at: t0 + hour, [a, later])
             #expect(judgement.alerts.isEmpty && ann.state(20) == .seen)
         }
@@ -422,6 +422,7 @@ enum AlertRulesTests {
             // Mirrored across the report, the same distance: still the older first, both alert (1 km apart).
             var mirrored = AlertUser()
             let judgement = try mirrored.report(origin, at: t0, [note(1, east(499), created: t0), note(2, east(-499), created: t0 - 1)])
+            try #require(judgement.alerts.count == 2)
             #expect(judgement.alerts[0].distanceM == judgement.alerts[1].distanceM)
             #expect(alerted(judgement) == [2, 1])
         }
