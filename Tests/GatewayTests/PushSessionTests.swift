@@ -12,13 +12,24 @@ import Testing
         Push(topic: topic, id: "p\(n)", userId: user, coalesce: coalesce, body: Data((body ?? #"{"n":\#(n)}"#).utf8))
     }
 
+    /// Signs `h` in (JSON-RPC `auth.resume` with the token `tok`), and subscribes it to `notify.alert` when asked.
+    static func signIn(_ h: SessionHarness, subscribe: Bool = false) {
+        h.send(#"{"jsonrpc":"2.0","id":90,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
+        h.deliverAll()
+        if subscribe { self.subscribe(h) }
+    }
+
+    static func subscribe(_ h: SessionHarness) {
+        h.send(#"{"jsonrpc":"2.0","id":91,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
+        h.deliverAll()
+    }
+
     @Test func aSignedInJSONRPCConnectionSubscribesAndHearsItsUsersPushesOnly() {
         let h = SessionHarness(user: 7)
         // Not signed in: refused, and nothing registered.
         #expect(h.send(#"{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n").contains(#""code":"unauthenticated""#))
         #expect(h.listened.withLock { $0.isEmpty })
-        h.send(#"{"jsonrpc":"2.0","id":2,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
-        h.deliverAll()
+        PushSessionTests.signIn(h)
         h.send(#"{"jsonrpc":"2.0","id":3,"method":"subscribe","params":{"topics":["notify.alert","chat.message"]}}"# + "\n")
         #expect(h.deliverAll() == #"{"jsonrpc":"2.0","id":3,"result":{"topics":["chat.message","notify.alert"]}}"# + "\n")
         #expect(h.listened.withLock { $0.last?.user == 7 && $0.last?.topics == ["notify.alert", "chat.message"] })
@@ -38,10 +49,7 @@ import Testing
 
     @Test func signingOutOrInAgainEndsTheSubscriptions() {
         let h = SessionHarness(user: 7)
-        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
-        h.deliverAll()
-        h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
-        h.deliverAll()
+        PushSessionTests.signIn(h, subscribe: true)
         h.send(#"{"jsonrpc":"2.0","id":3,"method":"auth.logout"}"# + "\n")
         h.deliverAll()
         #expect(h.session.topics.isEmpty)
@@ -49,16 +57,12 @@ import Testing
         h.session.push(PushSessionTests.push(1))
         #expect(h.drain().isEmpty)
         // A new sign-in starts with none too.
-        h.send(#"{"jsonrpc":"2.0","id":4,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
-        h.deliverAll()
-        h.send(#"{"jsonrpc":"2.0","id":5,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
-        h.deliverAll()
+        PushSessionTests.signIn(h, subscribe: true)
         h.send(#"{"jsonrpc":"2.0","id":6,"method":"auth.resume","params":{"token":"other"}}"# + "\n")
         h.deliverAll()
         #expect(h.session.topics.isEmpty)
         // The connection closing takes it out of the registry.
-        h.send(#"{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
-        h.deliverAll()
+        PushSessionTests.subscribe(h)
         #expect(h.session.topics == ["notify.alert"])
         h.session.closed()
         #expect(h.listened.withLock { $0.last?.topics.isEmpty == true })
@@ -66,10 +70,7 @@ import Testing
 
     @Test func aSessionEndedElsewhereStopsThePushesAndClosesTheConnection() {
         let h = SessionHarness(user: 7)
-        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
-        h.deliverAll()
-        h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
-        h.deliverAll()
+        PushSessionTests.signIn(h, subscribe: true)
         // Still valid: nothing changes, and nothing is written.
         h.session.recheck()
         #expect(h.deliverAll().isEmpty)
@@ -84,8 +85,7 @@ import Testing
 
     @Test func badTopicListsAreRefusedNamingTheField() {
         let h = SessionHarness(user: 7)
-        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
-        h.deliverAll()
+        PushSessionTests.signIn(h)
         let many = (0...ClientSession.maxTopics).map { #""t\#($0)""# }.joined(separator: ",")
         for params in [#"{"topics":"notify.alert"}"#, #"{"topics":["Notify"]}"#, #"{"topics":[""]}"#, #"{"topics":[1]}"#,
                        #"{"topics":["\#(String(repeating: "a", count: 65))"]}"#, #"{"topics":[]}"#, "{}", #"{"topics":[\#(many)]}"#] {
@@ -146,10 +146,7 @@ import Testing
         var limits = GatewayLimits()
         limits.maxPendingOutputBytes = 16_384
         let h = SessionHarness(limits: limits, user: 7)
-        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
-        h.deliverAll()
-        h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
-        h.deliverAll()
+        PushSessionTests.signIn(h, subscribe: true)
         // The client reads nothing: 16 KiB of output fill, the rest queue; positions coalesce.
         let big = #"{"pad":"\#(String(repeating: "x", count: 900))"}"#
         for n in 0..<10 { h.session.push(PushSessionTests.push(n, body: big)) }
@@ -169,10 +166,7 @@ import Testing
         var limits = GatewayLimits()
         limits.idleTimeoutMilliseconds = 1_000
         let h = SessionHarness(limits: limits, user: 7)
-        h.send(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"tok"}}"# + "\n")
-        h.deliverAll()
-        h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
-        h.deliverAll()
+        PushSessionTests.signIn(h, subscribe: true)
         h.advance(milliseconds: 5_000)
         #expect(h.session.expired(now: h.now) == nil)
         h.send(#"{"jsonrpc":"2.0","id":3,"method":"unsubscribe"}"# + "\n")
