@@ -80,15 +80,19 @@ public struct ServiceError: Error, Codable, Sendable, Equatable, CustomStringCon
 public struct Auth: Codable, Sendable, Equatable {
     public var userId: String
     public var role: String
+    /// The client connection the request came on (`<gateway>/<connection>`), as the gateway
+    /// names it, so that a push the request causes can leave that connection out.
+    public var origin: String?
 
-    public init(userId: String, role: String) {
+    public init(userId: String, role: String, origin: String? = nil) {
         self.userId = userId
         self.role = role
+        self.origin = origin
     }
 
     enum CodingKeys: String, CodingKey {
         case userId = "user_id"
-        case role
+        case role, origin
     }
 }
 
@@ -159,19 +163,22 @@ extension RequestHeader {
         return RequestHeader(v: v, id: id, type: type, auth: auth, deadlineMs: deadlineMs, bodyRange: body)
     }
 
-    /// `{"user_id":S,"role":S}` with nothing else, or nil.
+    /// `{"user_id":S,"role":S}` or `{"user_id":S,"role":S,"origin":S}` with nothing else, or nil.
     private static func scanAuth(_ json: Data) -> Auth? {
-        guard let members = JSONSpan.members(of: json), members.count == 2 else { return nil }
-        var userId: String?, role: String?
+        guard let members = JSONSpan.members(of: json), members.count == 2 || members.count == 3 else { return nil }
+        var userId: String?, role: String?, origin: String?
         for (key, range) in members {
             switch key {
             case "user_id": userId = JSONSpan.string(at: range, in: json)
             case "role": role = JSONSpan.string(at: range, in: json)
+            case "origin":
+                guard let text = JSONSpan.string(at: range, in: json) else { return nil }
+                origin = text
             default: return nil
             }
         }
-        guard let userId, let role else { return nil }
-        return Auth(userId: userId, role: role)
+        guard let userId, let role, members.count == 2 || origin != nil else { return nil }
+        return Auth(userId: userId, role: role, origin: origin)
     }
 }
 
@@ -259,7 +266,14 @@ public enum EnvelopeCoding {
         JSONText.append(type, to: &out)
         out.append(contentsOf: #","auth":"#.utf8)
         if let auth {
-            out.append(contentsOf: #"{"role":"#.utf8)
+            // In the encoder's order: keys sorted.
+            out.append(UInt8(ascii: "{"))
+            if let origin = auth.origin {
+                out.append(contentsOf: #""origin":"#.utf8)
+                JSONText.append(origin, to: &out)
+                out.append(UInt8(ascii: ","))
+            }
+            out.append(contentsOf: #""role":"#.utf8)
             JSONText.append(auth.role, to: &out)
             out.append(contentsOf: #","user_id":"#.utf8)
             JSONText.append(auth.userId, to: &out)

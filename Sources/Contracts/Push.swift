@@ -7,7 +7,7 @@ import Foundation
 ///
 /// On the bus it goes out on the service's PUB socket, beside its events, as two frames:
 /// `push.<topic>` and the envelope
-/// `{"v":1,"id":"…","topic":"notify.alert","user_id":12,"coalesce":null,"body":{…}}`.
+/// `{"v":1,"id":"…","topic":"notify.alert","user_id":12,"coalesce":null,"origin":null,"body":{…}}`.
 /// The prefix keeps pushes from event subscribers (they subscribe to their source's events);
 /// gateways subscribe to the prefix only.
 public struct Push: Sendable, Equatable {
@@ -18,6 +18,7 @@ public struct Push: Sendable, Equatable {
     public static let maxTopicBytes = 64
     public static let maxIdBytes = 128
     public static let maxCoalesceBytes = 128
+    public static let maxOriginBytes = 128
     /// How deep an envelope nests (its body two levels less).
     public static let maxDepth = 32
 
@@ -29,14 +30,18 @@ public struct Push: Sendable, Equatable {
     public var userId: Int64
     /// A connection that cannot keep up keeps only the latest push with the same key.
     public var coalesce: String?
+    /// The connection that made the change the push tells of (the request's `auth.origin`),
+    /// which does not hear it: a device need not hear of its own change.
+    public var origin: String?
     /// The body, a JSON object, as its bytes.
     public var body: Data
 
-    public init(topic: String, id: String, userId: Int64, coalesce: String? = nil, body: Data) {
+    public init(topic: String, id: String, userId: Int64, coalesce: String? = nil, origin: String? = nil, body: Data) {
         self.topic = topic
         self.id = id
         self.userId = userId
         self.coalesce = coalesce
+        self.origin = origin
         self.body = body
     }
 
@@ -58,6 +63,8 @@ public struct Push: Sendable, Equatable {
         JSONText.append(userId, to: &out)
         out += Array(#","coalesce":"#.utf8)
         if let coalesce { JSONText.append(coalesce, to: &out) } else { out += Array("null".utf8) }
+        out += Array(#","origin":"#.utf8)
+        if let origin { JSONText.append(origin, to: &out) } else { out += Array("null".utf8) }
         out += Array(#","body":"#.utf8)
         out += body
         out.append(UInt8(ascii: "}"))
@@ -72,12 +79,12 @@ public struct Push: Sendable, Equatable {
 
     /// Reads a push from its two frames, checking everything a gateway relies on: the size,
     /// strict JSON within `maxDepth`, `v` 1, the topic valid and the same as the frame's, a
-    /// positive user id, the bounded id and coalescing key, and an object body.
+    /// positive user id, the bounded id, coalescing key and origin, and an object body.
     public static func read(_ frames: [Data]) throws(Refusal) -> Push {
         guard frames.count == 2 else { throw Refusal("\(frames.count) frames, not 2") }
         let envelope = frames[1]
         guard envelope.count <= maxEnvelopeBytes else { throw Refusal("envelope of \(envelope.count) bytes exceeds \(maxEnvelopeBytes)") }
-        var version: Int64?, id: String?, topic: String?, userId: Int64?, coalesce: String?, body: Range<Int>?
+        var version: Int64?, id: String?, topic: String?, userId: Int64?, coalesce: String?, origin: String?, body: Range<Int>?
         var bad: String?
         let object: Bool
         do {
@@ -99,6 +106,11 @@ public struct Push: Sendable, Equatable {
                     if value.first != UInt8(ascii: "n") {
                         coalesce = text(maxCoalesceBytes)
                         if coalesce == nil { bad = "coalesce must be null or a string of at most \(maxCoalesceBytes) bytes without escapes" }
+                    }
+                } else if JSONSpan.key(key, is: "origin") {
+                    if value.first != UInt8(ascii: "n") {
+                        origin = text(maxOriginBytes)
+                        if origin == nil { bad = "origin must be null or a string of at most \(maxOriginBytes) bytes without escapes" }
                     }
                 } else if JSONSpan.key(key, is: "body") {
                     guard value.first == UInt8(ascii: "{") else {
@@ -122,6 +134,6 @@ public struct Push: Sendable, Equatable {
         guard let id else { throw Refusal("no id") }
         guard let userId, userId > 0 else { throw Refusal("user_id must be a positive integer") }
         guard let body else { throw Refusal("no body") }
-        return Push(topic: topic, id: id, userId: userId, coalesce: coalesce, body: envelope.subdata(in: body))
+        return Push(topic: topic, id: id, userId: userId, coalesce: coalesce, origin: origin, body: envelope.subdata(in: body))
     }
 }

@@ -56,13 +56,17 @@ final class Dispatcher: Sendable {
     let authenticator: Authenticator
     let limits: GatewayLimits
     let connections: ConnectionCount
+    /// This gateway process's name in the origins it gives requests (`<gateway>/<connection>`).
+    let gatewayId: String
 
-    init(backends: Backends, authenticator: Authenticator, policy: AccessPolicy = .standard, limits: GatewayLimits, connections: ConnectionCount) {
+    init(backends: Backends, authenticator: Authenticator, policy: AccessPolicy = .standard, limits: GatewayLimits, connections: ConnectionCount,
+         gatewayId: String = PushRegistry.newGatewayId()) {
         self.backends = backends
         self.authenticator = authenticator
         self.policy = policy
         self.limits = limits
         self.connections = connections
+        self.gatewayId = gatewayId
     }
 
     /// The gateway's own methods and what they do.
@@ -145,7 +149,8 @@ final class Dispatcher: Sendable {
                 } else if method == AuthRequests.logout {
                     authenticator.logout(token: token, owner: user, client: client, deadline: deadline, completion: completion)
                 } else {
-                    forward(request, auth: Auth(userId: String(user.userId), role: user.role), completion)
+                    forward(request, auth: Auth(userId: String(user.userId), role: user.role,
+                                                origin: PushRegistry.origin(gatewayId, client.connection)), completion)
                 }
             }
         }

@@ -65,7 +65,7 @@ public final class GatewayServer: Service {
                 try EventLoops(count: EventLoops.defaultCount, addresses: addresses, connections: connections, logger: logger, stopping: stopping)
             }
             let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
-            let pushes = PushRegistry()
+            let pushes = PushRegistry(gatewayId: PushRegistry.newGatewayId())
             _ = try lifecycle.start("pushes", stop: { $0?.stop() }) { () throws(ZMQError) -> PushReceiver? in
                 let endpoints = config.peers.keys.sorted().flatMap { config.peers[$0]?.publish ?? [] }
                 if endpoints.isEmpty { logger.warn("no event endpoints of any service: no pushes will reach clients", [:]) }
@@ -74,7 +74,8 @@ public final class GatewayServer: Service {
             _ = try lifecycle.start("accounts events", stop: { $0?.stop() }) {
                 try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, pushes, context: context, logger: logger)
             }
-            let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections)
+            let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections,
+                                        gatewayId: pushes.gatewayId)
             let framing = FramingLimits(maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
                                         maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
             // Requests waiting for a turn hear of their deadline on time, even when nothing finishes.

@@ -15,6 +15,19 @@ final class PushRegistry: Sendable {
     }
 
     private let users = Mutex<[Int64: [UInt64: Subscriber]]>([:])
+    /// This gateway's name in the origins of its connections.
+    let gatewayId: String
+
+    init(gatewayId: String) { self.gatewayId = gatewayId }
+
+    /// A name for a gateway process, new at each start: 13 characters of base 36.
+    static func newGatewayId() -> String {
+        let id = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        return String(repeating: "0", count: 13 - id.count) + id
+    }
+
+    /// How requests from connection `key` of gateway `gatewayId` name their origin (`auth.origin`).
+    static func origin(_ gatewayId: String, _ key: UInt64) -> String { "\(gatewayId)/\(key)" }
 
     /// Connection `key` (served by the loop of `inbox`) hears `user`'s pushes on `topics`;
     /// none removes it.
@@ -29,11 +42,14 @@ final class PushRegistry: Sendable {
         }
     }
 
-    /// Posts `push` to every connection of its user subscribed to its topic; how many.
+    /// Posts `push` to every connection of its user subscribed to its topic, but the one it
+    /// names as its origin; how many.
     @discardableResult
     func deliver(_ push: Push) -> Int {
         let targets: [(LoopInbox, UInt64)] = users.withLock { users in
-            (users[push.userId] ?? [:]).compactMap { key, subscriber in subscriber.topics.contains(push.topic) ? (subscriber.inbox, key) : nil }
+            (users[push.userId] ?? [:]).compactMap { key, subscriber in
+                subscriber.topics.contains(push.topic) && push.origin != PushRegistry.origin(gatewayId, key) ? (subscriber.inbox, key) : nil
+            }
         }
         for (inbox, key) in targets { inbox.post(.push(key: key, push)) }
         return targets.count

@@ -308,7 +308,7 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
     @Test func requestsAreTheDocumentedJSON() throws {
         let body = Data(#"{"a":[1,"x"]}"#.utf8)
         for (type, auth) in [("catalog.create", Auth(userId: "17", role: "admin")), ("a\"b\\c\n/é", Auth(userId: "u\"1\u{1}", role: "r/ö")),
-                             ("sys.ping", nil)] {
+                             ("notify.location", Auth(userId: "3", role: "user", origin: "k2x/17")), ("sys.ping", nil)] {
             let envelope = EnvelopeCoding.request(id: "g-9", type: type, auth: auth, deadlineMilliseconds: 250, body: body)
             let authJSON = try auth.map { String(decoding: try JSONCoding.encoder.encode($0), as: UTF8.self) } ?? "null"
             let typeJSON = String(decoding: try JSONCoding.encoder.encode(type), as: UTF8.self)

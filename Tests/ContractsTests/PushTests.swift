@@ -11,11 +11,15 @@ import Testing
         let push = Push(topic: "notify.alert", id: "a-1", userId: 12, coalesce: "pos", body: Data(#"{"x":[1,{"y":"é\n"}]}"#.utf8))
         #expect(String(decoding: push.frames[0], as: UTF8.self) == "push.notify.alert")
         #expect(String(decoding: push.frames[1], as: UTF8.self)
-                == #"{"v":1,"id":"a-1","topic":"notify.alert","user_id":12,"coalesce":"pos","body":{"x":[1,{"y":"é\n"}]}}"#)
+                == #"{"v":1,"id":"a-1","topic":"notify.alert","user_id":12,"coalesce":"pos","origin":null,"body":{"x":[1,{"y":"é\n"}]}}"#)
         #expect(try Push.read(push.frames) == push)
         var plain = push
         plain.coalesce = nil
         #expect(try Push.read(plain.frames) == plain)
+        var fromDevice = plain
+        fromDevice.origin = "k2x/17"
+        #expect(String(decoding: fromDevice.frames[1], as: UTF8.self).contains(#""origin":"k2x/17""#))
+        #expect(try Push.read(fromDevice.frames) == fromDevice)
     }
 
     @Test func whatBreaksTheContractIsRefused() {
@@ -32,6 +36,7 @@ import Testing
             ("no body", PushTests.frames(good.replacingOccurrences(of: #","body":{}"#, with: ""))),
             ("id too long", PushTests.frames(good.replacingOccurrences(of: #""id":"a""#, with: #""id":"\#(String(repeating: "i", count: 129))""#))),
             ("coalesce a number", PushTests.frames(good.replacingOccurrences(of: #""coalesce":null"#, with: #""coalesce":5"#))),
+            ("origin too long", PushTests.frames(good.replacingOccurrences(of: #""coalesce":null"#, with: #""origin":"\#(String(repeating: "o", count: 129))""#))),
             ("not JSON", PushTests.frames(good + "x")),
             ("too deep", PushTests.frames(good.replacingOccurrences(of: #""body":{}"#, with: #""body":\#(String(repeating: "[", count: 40))\#(String(repeating: "]", count: 40))"#))),
             ("too long", PushTests.frames(good.replacingOccurrences(of: #""body":{}"#, with: #""body":{"p":"\#(String(repeating: "x", count: Push.maxEnvelopeBytes))"}"#))),

@@ -175,7 +175,7 @@ import Testing
     }
 
     @Test func theRegistryPostsAPushToItsUsersConnectionsOnItsTopicOnly() throws {
-        let registry = PushRegistry()
+        let registry = PushRegistry(gatewayId: "gw")
         let inbox = try LoopInbox()
         registry.set(user: 1, connection: 10, inbox: inbox, topics: ["notify.alert"])
         registry.set(user: 1, connection: 11, inbox: inbox, topics: ["chat.message"])
@@ -187,6 +187,13 @@ import Testing
         }
         #expect(key == 10 && push.id == "p1")
         #expect(registry.deliver(PushSessionTests.push(2, user: 3)) == 0)
+        // Not to the connection whose request caused it.
+        var own = PushSessionTests.push(4, user: 1)
+        own.origin = PushRegistry.origin("gw", 10)
+        #expect(registry.deliver(own) == 0)
+        own.origin = PushRegistry.origin("other-gateway", 10)
+        #expect(registry.deliver(own) == 1)
+        _ = inbox.take()
         registry.set(user: 1, connection: 10, inbox: inbox, topics: [])
         #expect(registry.deliver(PushSessionTests.push(3, user: 1)) == 0)
         #expect(registry.count == 2)
