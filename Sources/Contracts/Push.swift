@@ -78,12 +78,15 @@ public struct Push: Sendable, Equatable {
     }
 
     /// Reads a push from its two frames, checking everything a gateway relies on: the size,
-    /// strict JSON within `maxDepth`, `v` 1, the topic valid and the same as the frame's, a
+    /// strict JSON within `maxDepth` and on one line, `v` 1, the topic valid and the same as the frame's, a
     /// positive user id, the bounded id, coalescing key and origin, and an object body.
     public static func read(_ frames: [Data]) throws(Refusal) -> Push {
         guard frames.count == 2 else { throw Refusal("\(frames.count) frames, not 2") }
         let envelope = frames[1]
         guard envelope.count <= maxEnvelopeBytes else { throw Refusal("envelope of \(envelope.count) bytes exceeds \(maxEnvelopeBytes)") }
+        // Line breaks can only be white space between tokens here; a JSON-RPC client reads one
+        // object per line, so a push that holds one would break its stream.
+        guard !envelope.contains(0x0A), !envelope.contains(0x0D) else { throw Refusal("line breaks in the envelope") }
         var version: Int64?, id: String?, topic: String?, userId: Int64?, coalesce: String?, origin: String?, body: Range<Int>?
         var bad: String?
         let object: Bool

@@ -40,8 +40,9 @@ final class ClientSession {
     /// Counts requests read against the client address's rate: nanoseconds to pause reading.
     typealias Charge = (_ requests: Int) -> UInt64
     /// Tells the gateway's `PushRegistry` the topics on which this connection hears `user`'s
-    /// pushes (none: it hears nothing).
-    typealias Listen = (_ user: Int64, _ topics: Set<String>) -> Void
+    /// pushes (none: it hears nothing); false when the registry refuses (too many of the
+    /// user's connections listen already).
+    typealias Listen = (_ user: Int64, _ topics: Set<String>) -> Bool
 
     /// Input kept buffered, beyond one request, while no more requests may be read.
     static let readAhead = 64 << 10
@@ -100,6 +101,11 @@ final class ClientSession {
     private var queuedPushBytes = 0
     /// More pushes came than a client that does not read may be kept.
     private var pushesOverflowed = false
+    /// When a listening connection next checks its token again (a session can end with no
+    /// event the gateway hears of: it expires, or the accounts service's events are not followed).
+    private var recheckAt: UInt64?
+    /// How often a listening connection checks its token.
+    static let recheckInterval: UInt64 = 60_000_000_000
 
     private let openedAt: UInt64
     private var lastActivity: UInt64
@@ -118,7 +124,7 @@ final class ClientSession {
     private var answeredUnwritten = 0
 
     init(limits: GatewayLimits, framing: FramingLimits, now: UInt64, dispatch: @escaping Dispatch, deliver: @escaping Deliver,
-         charge: @escaping Charge, listen: @escaping Listen = { _, _ in }) {
+         charge: @escaping Charge, listen: @escaping Listen = { _, _ in true }) {
         self.limits = limits
         self.framingLimits = framing
         self.dispatch = dispatch
@@ -181,7 +187,7 @@ final class ClientSession {
             }
         case .subscribed(let user, let checked)?:
             if let named, checked == token {
-                outcome = .subscription(startListening(named, as: user, token: checked))
+                outcome = startListening(named, as: user, token: checked, now: now)
             } else {
                 outcome = .failure(ServiceError(.unauthenticated, "signed out before the subscription took; sign in and subscribe again"))
             }
@@ -237,11 +243,13 @@ final class ClientSession {
             appendOutput(bytes)
             return
         }
-        if let key = push.coalesce, let index = queuedPushes.firstIndex(where: { $0.key == key }) {
+        // A key coalesces pushes of its own topic only.
+        let key = push.coalesce.map { push.topic + " " + $0 }
+        if let key, let index = queuedPushes.firstIndex(where: { $0.key == key }) {
             queuedPushBytes -= queuedPushes[index].bytes.count
             queuedPushes.remove(at: index)
         }
-        queuedPushes.append((push.coalesce, bytes))
+        queuedPushes.append((key, bytes))
         queuedPushBytes += bytes.count
         if queuedPushes.count > ClientSession.maxQueuedPushes || queuedPushBytes > limits.maxPendingOutputBytes {
             pushesOverflowed = true
@@ -284,6 +292,9 @@ final class ClientSession {
             return
         }
         subscribing[slot] = named
+        // Calls after it wait for its answer, as after a sign-in: subscriptions change in the
+        // order they were asked for, each counted against the topics the one before left.
+        sessionSlot = slot
         let deliver = self.deliver
         if let immediate = dispatch(call, token, { deliver(slot, $0, $1) }) {
             complete(slot, immediate, nil, now: lastActivity)
@@ -291,7 +302,7 @@ final class ClientSession {
     }
 
     /// The topics a `subscribe` or `unsubscribe` names (`{"topics":[...]}`; none when absent),
-    /// each checked, at most `maxTopics` of them.
+    /// each checked, at most `maxTopics` of them, repeats kept (each is confirmed, as Redis does).
     static func topicList(_ params: Data) -> Result<[String], ServiceError> {
         guard let range = JSONSpan.member("topics", in: params) else { return .success([]) }
         guard let elements = JSONSpan.elements(at: range, in: params) else { return .failure(ServiceError.invalid("topics", "must be an array of topic names")) }
@@ -301,21 +312,26 @@ final class ClientSession {
             guard let name = JSONSpan.string(at: element, in: params), Push.isValidTopic(name) else {
                 return .failure(ServiceError.invalid("topics", "a topic is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_' and '-', starting with a letter"))
             }
-            if !names.contains(name) { names.append(name) }
+            names.append(name)
         }
         return .success(names)
     }
 
-    private func startListening(_ named: [String], as user: Int64, token checked: String) -> SubscriptionChange {
+    private func startListening(_ named: [String], as user: Int64, token checked: String, now: UInt64) -> Outcome {
         if listener?.user != user { stopListening() }
-        listener = (user, checked)
         var counts: [Int] = []
+        var after = topics
         for name in named {
-            topics.insert(name)
-            counts.append(topics.count)
+            after.insert(name)
+            counts.append(after.count)
         }
-        listen(user, topics)
-        return SubscriptionChange(subscribed: true, topics: named, counts: counts, all: topics.sorted())
+        guard listen(user, after) else {
+            return .failure(ServiceError(.tooLarge, "at most \(PushRegistry.maxConnectionsPerUser) connections of one user hear pushes on one gateway"))
+        }
+        listener = (user, checked)
+        topics = after
+        recheckAt = recheckAt ?? now + ClientSession.recheckInterval
+        return .subscription(SubscriptionChange(subscribed: true, topics: named, counts: counts, all: topics.sorted()))
     }
 
     /// Stops hearing `named` (all, when none are named).
@@ -327,8 +343,11 @@ final class ClientSession {
             counts.append(topics.count)
         }
         if let listener {
-            listen(listener.user, topics)
-            if topics.isEmpty { self.listener = nil }
+            _ = listen(listener.user, topics)
+            if topics.isEmpty {
+                self.listener = nil
+                recheckAt = nil
+            }
         }
         return SubscriptionChange(subscribed: false, topics: dropped, counts: counts, all: topics.sorted())
     }
@@ -407,11 +426,17 @@ final class ClientSession {
         if let end = endSeenAt, !wroteSinceEnd { soonest = min(soonest, after(end, limits.requestTimeoutMilliseconds)) }
         if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && topics.isEmpty { soonest = min(soonest, after(lastActivity, limits.idleTimeoutMilliseconds)) }
         if pausedUntil != 0 { soonest = min(soonest, pausedUntil) }
+        if let recheckAt { soonest = min(soonest, recheckAt) }
         return soonest == .max ? nil : soonest
     }
 
-    /// The clock moved: requests read while the address was over its rate go on once the pause ends.
+    /// The clock moved: requests read while the address was over its rate go on once the pause
+    /// ends; a listening connection checks its token when that is due.
     func tick(now: UInt64) {
+        if let at = recheckAt, now >= at {
+            recheckAt = now + ClientSession.recheckInterval
+            recheck()
+        }
         guard pausedUntil != 0, now >= pausedUntil else { return }
         pausedUntil = 0
         process(now: now)

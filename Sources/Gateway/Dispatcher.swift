@@ -56,17 +56,17 @@ final class Dispatcher: Sendable {
     let authenticator: Authenticator
     let limits: GatewayLimits
     let connections: ConnectionCount
-    /// This gateway process's name in the origins it gives requests (`<gateway>/<connection>`).
-    let gatewayId: String
+    /// Who hears pushes here: it names this gateway in the origins of requests, and hears of sign-outs.
+    let pushes: PushRegistry
 
     init(backends: Backends, authenticator: Authenticator, policy: AccessPolicy = .standard, limits: GatewayLimits, connections: ConnectionCount,
-         gatewayId: String = PushRegistry.newGatewayId()) {
+         pushes: PushRegistry = PushRegistry(gatewayId: PushRegistry.newGatewayId())) {
         self.backends = backends
         self.authenticator = authenticator
         self.policy = policy
         self.limits = limits
         self.connections = connections
-        self.gatewayId = gatewayId
+        self.pushes = pushes
     }
 
     /// The gateway's own methods and what they do.
@@ -147,10 +147,15 @@ final class Dispatcher: Sendable {
                 if rule.access == .admin && user.role != "admin" {
                     completion(.failure(ServiceError(.permissionDenied, "\(method) needs an admin")), nil)
                 } else if method == AuthRequests.logout {
-                    authenticator.logout(token: token, owner: user, client: client, deadline: deadline, completion: completion)
+                    // The user's connections that hear pushes check their tokens: this one may be theirs.
+                    let pushes = self.pushes
+                    authenticator.logout(token: token, owner: user, client: client, deadline: deadline) { outcome, change in
+                        completion(outcome, change)
+                        if change != nil { pushes.recheck(user: user.userId) }
+                    }
                 } else {
                     forward(request, auth: Auth(userId: String(user.userId), role: user.role,
-                                                origin: PushRegistry.origin(gatewayId, client.connection)), completion)
+                                                origin: PushRegistry.origin(pushes.gatewayId, client.connection)), completion)
                 }
             }
         }

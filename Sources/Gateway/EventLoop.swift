@@ -70,7 +70,7 @@ final class LoopInbox: Sendable {
     enum Message: Sendable {
         case outcome(key: UInt64, slot: Int, outcome: Outcome, change: SessionChange?)
         case arrival(Arrival)
-        case push(key: UInt64, Push)
+        case push(key: UInt64, Push, PushBacklog)
         case recheck(key: UInt64)
     }
 
@@ -223,7 +223,8 @@ final class EventLoop: @unchecked Sendable {
                 touch(connection)
             case .arrival(let arrival):
                 adopt(arrival, now: now)
-            case .push(let key, let push):
+            case .push(let key, let push, let backlog):
+                backlog.release()
                 guard let connection = connections[key] else { continue }
                 connection.session.push(push)
                 touch(connection)

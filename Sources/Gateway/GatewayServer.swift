@@ -75,7 +75,7 @@ public final class GatewayServer: Service {
                 try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, pushes, context: context, logger: logger)
             }
             let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections,
-                                        gatewayId: pushes.gatewayId)
+                                        pushes: pushes)
             let framing = FramingLimits(maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
                                         maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
             // Requests waiting for a turn hear of their deadline on time, even when nothing finishes.

@@ -3,15 +3,38 @@ import Contracts
 import Foundation
 import Synchronization
 
+/// Pushes posted to a connection's loop and not yet handed to its session: past
+/// `ClientSession.maxQueuedPushes` more are dropped before they are posted, so a connection
+/// whose loop falls behind (or whose client does not read) holds a bounded number.
+final class PushBacklog: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// Takes a place for one more push; false when the backlog is full.
+    func take() -> Bool {
+        guard count.load(ordering: .relaxed) < ClientSession.maxQueuedPushes else { return false }
+        count.add(1, ordering: .relaxed)
+        return true
+    }
+
+    /// The loop handed one to its session.
+    func release() { count.subtract(1, ordering: .relaxed) }
+}
+
 /// Which connections of this gateway hear which user's pushes, and on which topics.
 ///
 /// A session sets its entry when a subscription of its changes and removes it when it signs
 /// out, signs in as someone else, or closes; the push receiver's thread looks a push's user
-/// up and posts it to the inbox of each connection that subscribed to its topic.
+/// up and posts it to the inbox of each connection that subscribed to its topic. A user's
+/// connections that hear pushes are at most `maxConnectionsPerUser` on one gateway, so one
+/// push costs a bounded amount of work.
 final class PushRegistry: Sendable {
+    /// Connections of one user that may hear pushes on one gateway.
+    static let maxConnectionsPerUser = 16
+
     private struct Subscriber {
         let inbox: LoopInbox
         var topics: Set<String>
+        let backlog = PushBacklog()
     }
 
     private let users = Mutex<[Int64: [UInt64: Subscriber]]>([:])
@@ -30,29 +53,39 @@ final class PushRegistry: Sendable {
     static func origin(_ gatewayId: String, _ key: UInt64) -> String { "\(gatewayId)/\(key)" }
 
     /// Connection `key` (served by the loop of `inbox`) hears `user`'s pushes on `topics`;
-    /// none removes it.
-    func set(user: Int64, connection key: UInt64, inbox: LoopInbox, topics: Set<String>) {
+    /// none removes it. False, and nothing changed, when it would be more than
+    /// `maxConnectionsPerUser` of that user.
+    @discardableResult
+    func set(user: Int64, connection key: UInt64, inbox: LoopInbox, topics: Set<String>) -> Bool {
         users.withLock { users in
             if topics.isEmpty {
                 users[user]?.removeValue(forKey: key)
                 if users[user]?.isEmpty == true { users.removeValue(forKey: user) }
+            } else if users[user]?[key] != nil {
+                users[user]?[key]?.topics = topics
             } else {
+                guard (users[user]?.count ?? 0) < PushRegistry.maxConnectionsPerUser else { return false }
                 users[user, default: [:]][key] = Subscriber(inbox: inbox, topics: topics)
             }
+            return true
         }
     }
 
     /// Posts `push` to every connection of its user subscribed to its topic, but the one it
-    /// names as its origin; how many.
+    /// names as its origin and those whose backlog is full; how many.
     @discardableResult
     func deliver(_ push: Push) -> Int {
-        let targets: [(LoopInbox, UInt64)] = users.withLock { users in
+        let targets: [(LoopInbox, UInt64, PushBacklog)] = users.withLock { users in
             (users[push.userId] ?? [:]).compactMap { key, subscriber in
-                subscriber.topics.contains(push.topic) && push.origin != PushRegistry.origin(gatewayId, key) ? (subscriber.inbox, key) : nil
+                subscriber.topics.contains(push.topic) && push.origin != PushRegistry.origin(gatewayId, key) ? (subscriber.inbox, key, subscriber.backlog) : nil
             }
         }
-        for (inbox, key) in targets { inbox.post(.push(key: key, push)) }
-        return targets.count
+        var posted = 0
+        for (inbox, key, backlog) in targets where backlog.take() {
+            inbox.post(.push(key: key, push, backlog))
+            posted += 1
+        }
+        return posted
     }
 
     /// Has each connection that hears `user`'s pushes check its token again (the accounts
@@ -81,7 +114,10 @@ final class PushReceiver: Sendable {
     /// Subscribes to `push.` at `endpoints` (every peer's event endpoints).
     init(context: ZMQContext, endpoints: [String], registry: PushRegistry, logger: Logger) throws(ZMQError) {
         let socket = try Socket(context, .sub)
-        try socket.setReceiveHighWaterMark(100_000)
+        // A burst waits here, bounded in count and in each message's size (a bigger one drops
+        // the link to its sender, which reconnects): at most 10,000 of 68 KiB.
+        try socket.setReceiveHighWaterMark(10_000)
+        try socket.setMaxMessageSize(Int64(Push.maxEnvelopeBytes + 4_096))
         try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
         try socket.setReceiveTimeout(milliseconds: 200)
         try socket.subscribe(Push.framePrefix)

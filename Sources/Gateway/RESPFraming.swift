@@ -278,9 +278,10 @@ final class RESPFraming: Framing {
     /// The RESP version `HELLO` chose: 2, or 3 (maps, a null of its own, later push frames).
     private var version = 2
     private var closing = false
-    /// RESP2's pub/sub mode: from a SUBSCRIBE until no topic is left, only the pub/sub
-    /// commands, PING and QUIT are taken (RESP3 keeps every command).
-    private var listening = false
+    /// RESP2's pub/sub mode: from a SUBSCRIBE until no topic is left (and none is being
+    /// subscribed), only the pub/sub commands, PING and QUIT are taken; RESP3 keeps every
+    /// command, and a `HELLO 2` while subscribed comes back to the mode.
+    private var listening: Bool { version == 2 && (heard > 0 || !subscribeSlots.isEmpty) }
     /// Topics the connection hears, as the last answer to a (un)subscription said.
     private var heard = 0
     /// Slots of SUBSCRIBE commands not answered yet (a refused one may end the pub/sub mode).
@@ -369,10 +370,7 @@ final class RESPFraming: Framing {
                 JSONText.append(String(decoding: word, as: UTF8.self), to: &params)
             }
             params += Array("]}".utf8)
-            if method == "subscribe" {
-                subscribeSlots.insert(slot)
-                listening = version == 2
-            }
+            if method == "subscribe" { subscribeSlots.insert(slot) }
             reading.calls.append((slot, Call(method: method, params: Data(params))))
             return
         case "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe":
@@ -499,7 +497,7 @@ final class RESPFraming: Framing {
 
     func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
         if let success = authSlots.removeValue(forKey: slot), case .result = outcome { return file(slot, success) }
-        if subscribeSlots.remove(slot) != nil, case .failure = outcome { listening = version == 2 && heard > 0 }
+        subscribeSlots.remove(slot)
         switch outcome {
         case .result(let body) where body.count > limits.maxReplyBytes:
             return file(slot, RESP.error(.replyTooLarge(body.count, limit: limits.maxReplyBytes)))
@@ -508,7 +506,6 @@ final class RESPFraming: Framing {
         case .failure(let error): return file(slot, RESP.error(error))
         case .subscription(let change):
             heard = change.all.count
-            if version == 2 && heard == 0 && subscribeSlots.isEmpty { listening = false }
             return file(slot, RESP.subscription(change, version: version))
         }
     }

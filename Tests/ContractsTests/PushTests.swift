@@ -38,6 +38,7 @@ import Testing
             ("coalesce a number", PushTests.frames(good.replacingOccurrences(of: #""coalesce":null"#, with: #""coalesce":5"#))),
             ("origin too long", PushTests.frames(good.replacingOccurrences(of: #""coalesce":null"#, with: #""origin":"\#(String(repeating: "o", count: 129))""#))),
             ("not JSON", PushTests.frames(good + "x")),
+            ("a line break", PushTests.frames(good.replacingOccurrences(of: #""body":{}"#, with: "\"body\":{\n}"))),
             ("too deep", PushTests.frames(good.replacingOccurrences(of: #""body":{}"#, with: #""body":\#(String(repeating: "[", count: 40))\#(String(repeating: "]", count: 40))"#))),
             ("too long", PushTests.frames(good.replacingOccurrences(of: #""body":{}"#, with: #""body":{"p":"\#(String(repeating: "x", count: Push.maxEnvelopeBytes))"}"#))),
         ]

@@ -22,6 +22,8 @@ final class SessionHarness {
     let listened = Locked<[(user: Int64, topics: Set<String>)]>([])
     /// Whether `subscribe`'s token check passes (false: the session ended elsewhere).
     let tokensValid = Locked(true)
+    /// What the fake push registry answers a connection that starts listening.
+    let acceptListeners = Locked(true)
 
     /// `answer` returns an outcome at once, or nil to keep the call for `answerKept`. With a
     /// `user`, every token signs them in: `auth.resume` (signing in with the params' token),
@@ -30,6 +32,7 @@ final class SessionHarness {
          charge: @escaping ClientSession.Charge = { _ in 0 }, user: Int64? = nil,
          answer: @escaping (Call) -> Outcome? = { call in call.method == "ping" ? .pong : .result(call.params) }) {
         let kept = self.kept, delivered = self.delivered, listened = self.listened, tokensValid = self.tokensValid
+        let acceptListeners = self.acceptListeners
         session = ClientSession(limits: limits, framing: framing, now: now, dispatch: { call, token, completion in
             switch user.map({ _ in call.method }) {
             case "auth.resume":
@@ -53,7 +56,10 @@ final class SessionHarness {
                 return nil
             }
         }, deliver: { slot, outcome, change in delivered.withLock { $0.append((slot, outcome, change)) } }, charge: charge,
-           listen: { user, topics in listened.withLock { $0.append((user, topics)) } })
+           listen: { user, topics in
+               listened.withLock { $0.append((user, topics)) }
+               return acceptListeners.withLock { $0 }
+           })
     }
 
     /// Hands the session every outcome its calls delivered, as its loop would; then drains.

@@ -68,6 +68,45 @@ import Testing
         #expect(h.listened.withLock { $0.last?.topics.isEmpty == true })
     }
 
+    @Test func pipelinedSubscriptionsChangeInTheOrderAskedAndCountAgainstTheLimitTogether() {
+        let h = SessionHarness(user: 7)
+        PushSessionTests.signIn(h)
+        // Subscribe then unsubscribe in one write: the unsubscribe waits for the subscribe's check.
+        h.send(#"{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"topics":["a"]}}"# + "\n" + #"{"jsonrpc":"2.0","id":2,"method":"unsubscribe","params":{"topics":["a"]}}"# + "\n")
+        #expect(h.deliverAll() == #"{"jsonrpc":"2.0","id":1,"result":{"topics":["a"]}}"# + "\n" + #"{"jsonrpc":"2.0","id":2,"result":{"topics":[]}}"# + "\n")
+        #expect(h.session.topics.isEmpty && h.listened.withLock { $0.last?.topics.isEmpty == true })
+        // Two subscribes of 32 topics each in one write: the second is counted after the first.
+        let first = (0..<32).map { #""a\#($0)""# }.joined(separator: ","), second = (0..<32).map { #""b\#($0)""# }.joined(separator: ",")
+        h.send(#"{"jsonrpc":"2.0","id":3,"method":"subscribe","params":{"topics":[\#(first)]}}"# + "\n" + #"{"jsonrpc":"2.0","id":4,"method":"subscribe","params":{"topics":[\#(second)]}}"# + "\n")
+        let replies = h.deliverAll().split(separator: "\n")
+        #expect(replies.count == 2 && replies[1].contains("at most 32 topics"), "\(replies)")
+        #expect(h.session.topics.count == 32)
+    }
+
+    @Test func aListenerChecksItsTokenEveryMinuteAndClosesWhenItExpired() {
+        let h = SessionHarness(user: 7)
+        PushSessionTests.signIn(h, subscribe: true)
+        #expect(h.session.nextDeadline().map { $0 <= h.now + ClientSession.recheckInterval } == true)
+        h.tokensValid.withLock { $0 = false }  // it expired: no event says so
+        h.advance(milliseconds: 59_000)
+        h.session.tick(now: h.now)
+        h.deliverAll()
+        #expect(h.session.topics == ["notify.alert"])
+        h.advance(milliseconds: 2_000)
+        h.session.tick(now: h.now)
+        h.deliverAll()
+        #expect(h.session.topics.isEmpty && h.session.isFinished)
+    }
+
+    @Test func aUserWithTooManyListeningConnectionsIsRefused() {
+        let h = SessionHarness(user: 7)
+        h.acceptListeners.withLock { $0 = false }
+        PushSessionTests.signIn(h)
+        h.send(#"{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"topics":["notify.alert"]}}"# + "\n")
+        #expect(h.deliverAll().contains(#""code":"too_large""#))
+        #expect(h.session.topics.isEmpty)
+    }
+
     @Test func aSessionEndedElsewhereStopsThePushesAndClosesTheConnection() {
         let h = SessionHarness(user: 7)
         PushSessionTests.signIn(h, subscribe: true)
@@ -124,6 +163,28 @@ import Testing
         #expect(h.send("PING\r\n") == "+PONG\r\n")
     }
 
+    @Test func respTwoPubSubModeHoldsWhileASubscriptionIsPendingOrAfterHelloTwo() {
+        let h = SessionHarness(user: 7)
+        h.send("AUTH tok\r\n")
+        h.deliverAll()
+        // A refused SUBSCRIBE right behind a pending one: the mode holds for the pending one.
+        #expect(h.send("SUBSCRIBE a\r\nSUBSCRIBE Bad\r\nPING\r\n").isEmpty)
+        #expect(h.deliverAll().hasSuffix("-INVALID_ARGUMENT topics: a topic is 1 to 64 bytes of a-z, 0-9, '.', '_' and '-', starting with a letter\r\n*2\r\n$4\r\npong\r\n$0\r\n\r\n"))
+        #expect(h.send("HELLO 3\r\n").hasPrefix("-ERR Can't execute 'hello'"))
+        // RESP3 takes every command; back to RESP2 while subscribed, the mode is back.
+        let k = SessionHarness(user: 7)
+        k.send("AUTH tok\r\n")
+        k.deliverAll()
+        k.send("HELLO 3\r\n")
+        k.send("SUBSCRIBE a\r\n")
+        k.deliverAll()
+        #expect(k.send("HELLO 2\r\n").hasPrefix("*"))
+        #expect(k.send("PING\r\n") == "*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+        // Each topic named is confirmed, repeats too.
+        #expect(k.send("SUBSCRIBE b b\r\n").isEmpty)
+        #expect(k.deliverAll() == "*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n")
+    }
+
     @Test func aRefusedRespSubscribeLeavesThePubSubMode() {
         let h = SessionHarness(user: 7)
         #expect(h.send("SUBSCRIBE notify.alert\r\n").hasPrefix("-UNAUTHENTICATED"))
@@ -147,16 +208,20 @@ import Testing
         limits.maxPendingOutputBytes = 16_384
         let h = SessionHarness(limits: limits, user: 7)
         PushSessionTests.signIn(h, subscribe: true)
+        h.send(#"{"jsonrpc":"2.0","id":9,"method":"subscribe","params":{"topics":["chat.message"]}}"# + "\n")
+        h.deliverAll()
         // The client reads nothing: 16 KiB of output fill, the rest queue; positions coalesce.
         let big = #"{"pad":"\#(String(repeating: "x", count: 900))"}"#
         for n in 0..<10 { h.session.push(PushSessionTests.push(n, body: big)) }
         for n in 0..<500 { h.session.push(PushSessionTests.push(1_000 + n, coalesce: "position", body: #"{"n":\#(n)}"#)) }
+        // The same key on another topic is another push's.
+        h.session.push(PushSessionTests.push(1_600, topic: "chat.message", coalesce: "position"))
         #expect(h.session.expired(now: h.now) == nil)
         // Once it reads, what was kept comes out in order: the unkeyed ones, then the last position only.
         var out = ""
         for _ in 0..<20 { out += h.drain() }
         #expect((0..<10).allSatisfy { out.contains(#""id":"p\#($0)""#) })
-        #expect(out.contains(#""id":"p1499""#) && !out.contains(#""id":"p1498""#))
+        #expect(out.contains(#""id":"p1499""#) && !out.contains(#""id":"p1498""#) && out.contains(#""id":"p1600""#))
         // A thousand and more it cannot keep: it is disconnected, and hears nothing more.
         for n in 0...ClientSession.maxQueuedPushes + 5 { h.session.push(PushSessionTests.push(2_000 + n, body: big)) }
         #expect(h.session.expired(now: h.now) == .unreadPushes)
@@ -181,7 +246,7 @@ import Testing
         registry.set(user: 1, connection: 11, inbox: inbox, topics: ["chat.message"])
         registry.set(user: 2, connection: 20, inbox: inbox, topics: ["notify.alert"])
         #expect(registry.deliver(PushSessionTests.push(1, user: 1)) == 1)
-        guard case .push(let key, let push)? = inbox.take().first else {
+        guard case .push(let key, let push, _)? = inbox.take().first else {
             Issue.record("nothing posted")
             return
         }
@@ -197,11 +262,19 @@ import Testing
         registry.set(user: 1, connection: 10, inbox: inbox, topics: [])
         #expect(registry.deliver(PushSessionTests.push(3, user: 1)) == 0)
         #expect(registry.count == 2)
-        registry.recheck(user: 2)
-        guard case .recheck(let checked)? = inbox.take().last else {
-            Issue.record("no recheck posted")
-            return
+        // A backlog the loop has not taken is bounded: past it, pushes are dropped before they are posted.
+        var posted = 0
+        for n in 0...ClientSession.maxQueuedPushes { posted += registry.deliver(PushSessionTests.push(100 + n, user: 2)) }
+        #expect(posted == ClientSession.maxQueuedPushes)
+        _ = inbox.take()
+        // At most 16 listening connections of one user.
+        for key in UInt64(100)..<UInt64(100 + PushRegistry.maxConnectionsPerUser - 1) {
+            #expect(registry.set(user: 2, connection: key, inbox: inbox, topics: ["notify.alert"]))
         }
-        #expect(checked == 20)
+        #expect(!registry.set(user: 2, connection: 999, inbox: inbox, topics: ["notify.alert"]))
+        #expect(registry.set(user: 2, connection: 20, inbox: inbox, topics: ["chat.message"]))
+        registry.recheck(user: 2)
+        let rechecked: [UInt64] = inbox.take().compactMap { if case .recheck(let key) = $0 { key } else { nil } }
+        #expect(rechecked.count == PushRegistry.maxConnectionsPerUser && rechecked.contains(20))
     }
 }
