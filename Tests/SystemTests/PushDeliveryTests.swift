@@ -128,6 +128,29 @@ import TestSupport
         #expect(closed)
     }
 
+    @Test func withoutTheAccountsEventsALogoutThroughTheSameGatewayStillClosesTheListener() throws {
+        let pusher = try Pusher()
+        let suite = try SuiteFixture()
+        // A gateway that does not follow the social service's events.
+        let quiet = try ChildProcess("tourbus-gateway", folder: suite.folder, arguments: [
+            "--listen", "127.0.0.1:0", "--peer", "catalog=\(suite.catalogEndpoint)", "--peer", "social=\(suite.social.rpc)",
+            "--peer-pub", "notify=\(pusher.endpoint)"])
+        let port = UInt16((quiet.endpoints["listen"] as? String ?? "").split(separator: ":").last ?? "") ?? 0
+        let listener = try GatewayConnection(port: port, timeoutMilliseconds: 50)
+        let (dave, token) = PushDeliveryTests.signIn("dave", on: listener)
+        #expect(listener.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
+        #expect(try PushDeliveryTests.pushUntil(pusher, to: dave) { listener.line() != nil })
+        let other = try GatewayConnection(port: port)
+        #expect(other.rpc("auth.resume", #"{"token":"\#(token)"}"#).succeeded)
+        #expect(other.rpc("auth.logout").succeeded)
+        var closed = false
+        for _ in 0..<100 where !closed {
+            while listener.line() != nil {}
+            closed = listener.isClosedByPeer()
+        }
+        #expect(closed)
+    }
+
     @Test func aClientThatNeverReadsIsDisconnectedAndOthersKeepTheirAnswersAndPushes() throws {
         let pusher = try Pusher()
         let suite = try SuiteFixture(gatewayArguments: ["--peer-pub", "notify=\(pusher.endpoint)"])
