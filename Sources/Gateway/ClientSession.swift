@@ -205,7 +205,7 @@ final class ClientSession {
             sessionSlot = nil
             while sessionSlot == nil, !held.isEmpty {
                 let next = held.removeFirst()
-                start(next.slot, next.call)
+                run(next.slot, next.call)
             }
         }
         process(now: now)
@@ -533,11 +533,18 @@ final class ClientSession {
         for (slot, call) in reading.calls { start(slot, call) }
     }
 
+    /// Starts a call just read, or holds it behind a sign-in or subscription under way and
+    /// behind the calls held before it (an answer given at once while those are let go may read
+    /// more input: that comes after them).
     private func start(_ slot: Int, _ call: Call) {
-        if sessionSlot != nil && !Dispatcher.immediate.contains(call.method) {
+        if (sessionSlot != nil || !held.isEmpty) && !Dispatcher.immediate.contains(call.method) {
             held.append((slot, call))
             return
         }
+        run(slot, call)
+    }
+
+    private func run(_ slot: Int, _ call: Call) {
         if call.method == "subscribe" || call.method == "unsubscribe" {
             subscription(slot, call)
             return

@@ -277,4 +277,25 @@ import Testing
         let rechecked: [UInt64] = inbox.take().compactMap { if case .recheck(let key) = $0 { key } else { nil } }
         #expect(rechecked.count == PushRegistry.maxConnectionsPerUser && rechecked.contains(20))
     }
+
+    /// 5,000 subscribes and unsubscribes in one write: each waits for the one before, and
+    /// calls read while held ones are let go come after them, so the state is the last asked.
+    @Test func fiveThousandPipelinedChangesLeaveExactlyTheLastState() {
+        let h = SessionHarness(user: 7)
+        PushSessionTests.signIn(h)
+        var chunk = ""
+        for k in 0..<5_000 {
+            chunk += #"{"jsonrpc":"2.0","id":\#(10_000 + k),"method":"\#(k % 2 == 0 ? "subscribe" : "unsubscribe")","params":{"topics":["churn.\#(k % 7)"]}}"# + "\n"
+        }
+        h.send(chunk)
+        var answers = 0
+        for _ in 0..<10_000 {
+            let out = h.deliverAll()
+            answers += out.split(separator: "\n").count
+            if answers >= 5_000 { break }
+        }
+        #expect(answers == 5_000)
+        // The last change of each topic: churn.0, .3 and .5 subscribed, the others not.
+        #expect(h.session.topics == ["churn.0", "churn.3", "churn.5"])
+    }
 }
