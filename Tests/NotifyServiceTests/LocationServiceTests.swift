@@ -93,6 +93,20 @@ import TestSupport
         #expect(Self.alertIds(try f.call("notify.location", #"{"lat":\#(quay.lat + 0.0018),"lon":151.211}"#, as: 5)).contains(second))
     }
 
+    @Test func anAlertSuppressesAnnotationsBeyondTheUsersRadiusToo() throws {
+        let f = try NotifyFixture()
+        try f.setForm()
+        try f.call("notify.settings.set", #"{"radius_m":50}"#, as: 3)
+        let near = try f.submit(by: 2)
+        let beyond = try f.submit(by: 4, lat: quay.lat + 0.0036)  // 400 m north: out of 50 m, within R3's 500 m
+        f.advance(1_000)
+        #expect(Self.alertIds(try f.call("notify.location", Self.atQuay, as: 3)) == [near])
+        f.advance(1_000)
+        // Walking there finds it suppressed (waiting, now seen): no alert.
+        #expect(Self.alertIds(try f.call("notify.location", #"{"lat":\#(quay.lat + 0.0036),"lon":151.211}"#, as: 3)).isEmpty)
+        #expect(beyond > near)
+    }
+
     @Test func alertsOffMeansNoAlertAndAFarReportReArms() throws {
         let f = try NotifyFixture()
         try f.setForm()
@@ -106,6 +120,11 @@ import TestSupport
         #expect(Self.alertIds(try f.call("notify.location", #"{"lat":-33.8621,"lon":151.211}"#, as: 3)).isEmpty)  // 122 m: left
         f.advance(1)
         #expect(Self.alertIds(try f.call("notify.location", Self.atQuay, as: 3)) == [id])  // back: armed again
+        // Leaving far away (2 km, beyond radius_m + 500 m) re-arms it as well.
+        f.advance(1)
+        #expect(Self.alertIds(try f.call("notify.location", #"{"lat":-33.879,"lon":151.211}"#, as: 3)).isEmpty)
+        f.advance(1)
+        #expect(Self.alertIds(try f.call("notify.location", Self.atQuay, as: 3)) == [id])
     }
 
     @Test func aPushListsAtMost20AlertsAndAtMostItsBytesAndCountsTheRest() throws {
