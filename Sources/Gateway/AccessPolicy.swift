@@ -73,5 +73,15 @@ public struct AccessPolicy: Sendable {
         Rule("social.feed", "social", .user),
         Rule("share.place", "social", .anyone),
         Rule("admin.set_role", "social", .admin),
+        // Annotations and alerts: the notify service. Anyone reads annotations and the form;
+        // users submit, delete their own, and report positions; admins replace the form.
+        Rule("annotations.form", "notify", .anyone),
+        Rule("annotations.form.set", "notify", .admin),
+        Rule("annotations.submit", "notify", .user),
+        Rule("annotations.get", "notify", .anyone),
+        Rule("annotations.delete", "notify", .user),
+        Rule("annotations.nearby", "notify", .anyone),
+        Rule("annotations.viewport", "notify", .anyone),
+        Rule("notify.", "notify", .user),
     ])
 }

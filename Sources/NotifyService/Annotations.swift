@@ -1,0 +1,204 @@
+import Bus
+import Contracts
+import Foundation
+import Geo
+import ServiceKit
+import Storage
+
+/// The form, and annotations: submit, get, delete, nearby and viewport.
+extension NotifyStore {
+    /// An annotation's text: at most 500 characters (the issue's bound, in Swift `Character`s)
+    /// and at most 2,000 UTF-8 bytes, checked first; line breaks allowed.
+    static let textRule = TextRule("text", maxCharacters: 500, maxBytes: 2_000, lines: .multiple)
+    /// The largest `radius_m` of `annotations.nearby`: 50 km.
+    static let maxNearbyRadiusM = 50_000.0
+    /// Cursors of the annotation lists are at most this many characters.
+    static let maxCursorBytes = 128
+
+    static func noAnnotation(_ id: Int64) -> ServiceError {
+        ServiceError(.notFound, "no live annotation with id \(id)", field: "id")
+    }
+
+    // MARK: Form
+
+    /// The form in force, or nil before one is set; parsed once per version on each thread.
+    func currentForm() throws -> AnnotationForm? {
+        guard let row = try db.queryOne("SELECT version, json FROM form WHERE id = 1") else { return nil }
+        let version = try row.decode("version", as: Int.self)
+        if let cachedForm, cachedForm.version == version { return cachedForm }
+        let form = try AnnotationForm(json: Data(try row.decode("json", as: String.self).utf8))
+        cachedForm = form
+        return form
+    }
+
+    /// Stores `json` as the form when there is none (at start, `--form`).
+    func storeInitialForm(_ json: Data) throws {
+        let form = try AnnotationForm(json: json)
+        try db.transaction {
+            try db.run("INSERT OR IGNORE INTO form (id, version, json, updated_at_ms) VALUES (1, ?, ?, ?)",
+                       form.version, String(decoding: json, as: UTF8.self), now)
+        }
+    }
+
+    /// `annotations.form`: the view at the position (both `lat` and `lon`, or neither) in `lang`.
+    func formView(_ request: FormRequest) throws -> FormView {
+        var position: Coordinate?
+        switch (request.lat, request.lon) {
+        case (let lat?, let lon?): position = try Self.coordinate(lat, lon)
+        case (nil, nil): position = nil
+        case (nil, _): throw ServiceError.invalid("lat", "lat and lon come together")
+        case (_, nil): throw ServiceError.invalid("lon", "lat and lon come together")
+        }
+        guard let form = try currentForm() else { throw ServiceError(.notFound, "no form has been set yet", field: "form") }
+        return form.view(at: position, language: request.lang)
+    }
+
+    /// `annotations.form.set {form}` (admins): the form's JSON as sent, checked by
+    /// `AnnotationForm`; its version must be greater than the current one, else `conflict`.
+    func setForm(_ context: RequestContext) throws -> FormSet {
+        guard try caller(context).isAdmin else { throw ServiceError(.permissionDenied, "only an admin sets the form") }
+        let body = context.scannedBody ?? JSONSpan.member("body", in: context.envelope).map { context.envelope.subdata(in: $0) } ?? Data("{}".utf8)
+        guard let member = JSONSpan.member("form", in: body) else { throw ServiceError.invalid("form", "is missing") }
+        let json = body.subdata(in: member)
+        let form: AnnotationForm
+        do {
+            form = try AnnotationForm(json: json)
+        } catch {
+            throw ServiceError(.invalidArgument, error.message, field: error.path.isEmpty ? "form" : "form.\(error.path)")
+        }
+        if let current = try db.scalarInt("SELECT version FROM form WHERE id = 1"), Int64(form.version) <= current {
+            throw ServiceError(.conflict, "the version must be greater than the current one, \(current)", field: "form.version")
+        }
+        try db.run("""
+            INSERT INTO form (id, version, json, updated_at_ms) VALUES (1, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET version = excluded.version, json = excluded.json, updated_at_ms = excluded.updated_at_ms
+            """, form.version, String(decoding: json, as: UTF8.self), now)
+        return FormSet(version: form.version)
+    }
+
+    // MARK: Annotations
+
+    /// `annotations.submit`: checks the values with the form at the position and the text,
+    /// stores the annotation, and starts it *waiting* for each user whose suppression zone
+    /// covers it (R3).
+    func submit(_ request: SubmitRequest, caller: Caller) throws -> AnnotationJSON {
+        let point = try Self.coordinate(request.lat, request.lon)
+        try Self.textRule.check(request.text)
+        guard let form = try currentForm() else {
+            throw ServiceError(.unavailable, "no form has been set yet; an admin sets one with annotations.form.set")
+        }
+        try form.validate(values: request.values, at: point)
+        let createdAt = now
+        let valuesJSON = String(decoding: try JSONCoding.encoder.encode(request.values), as: UTF8.self)
+        try db.run("INSERT INTO annotations (user_id, lat, lon, values_json, text, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                   caller.id, point.latitude, point.longitude, valuesJSON, request.text, createdAt)
+        let id = db.lastInsertRowID
+        let cell = Self.cell(point)
+        try db.run("INSERT INTO annotations_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
+                   id, cell.lat, cell.lat, cell.lon, cell.lon)
+        let annotation = StoredAnnotation(id: id, userId: caller.id, point: point, values: request.values, text: request.text, createdAt: createdAt)
+        for start in AlertRules.initialPairs(of: annotation.rules, zones: try zones(covering: annotation)) {
+            try db.run("INSERT OR REPLACE INTO pairs (user_id, annotation_id, state, disarmed_by) VALUES (?, ?, ?, ?)",
+                       start.userId, id, start.pair.state.rawValue, start.pair.disarmedBy)
+        }
+        return annotation.wire()
+    }
+
+    /// Every zone that can cover `annotation`: within 500 m of it (by the zones' R*Tree) and
+    /// made within 2 h of its `created_at`; `AlertRules` checks each exactly.
+    func zones(covering annotation: StoredAnnotation) throws -> [SuppressionZone] {
+        let box = try BoundingBox.around(annotation.point, radiusMeters: AlertRules.suppressionRadiusM)
+        var zones: [Int64: SuppressionZone] = [:]
+        for area in Self.areas(box) {
+            try db.forEachRow("""
+                SELECT z.id, z.user_id, z.lat, z.lon, z.at_ms, z.report FROM zones_geo g JOIN zones z ON z.id = g.id
+                WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ? AND z.at_ms BETWEEN ? AND ?
+                """, [Int64((area.south * Self.scale).rounded(.down)), Int64((area.north * Self.scale).rounded(.up)),
+                      Int64((area.west * Self.scale).rounded(.down)), Int64((area.east * Self.scale).rounded(.up)),
+                      AlertRules.shifted(annotation.createdAt, by: -AlertRules.suppressionWindowMs),
+                      AlertRules.shifted(annotation.createdAt, by: AlertRules.suppressionWindowMs)]) { row in
+                zones[try row.decode("id")] = SuppressionZone(
+                    userId: try row.decode("user_id"),
+                    center: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
+                    at: try row.decode("at_ms"), report: try row.decode("report"))
+            }
+        }
+        return zones.keys.sorted().compactMap { zones[$0] }
+    }
+
+    /// `annotations.delete`: its author or an admin deletes a live annotation, with its pairs.
+    func delete(_ id: Int64, caller: Caller) throws {
+        guard let found = try liveAnnotation(id, now: now) else { throw Self.noAnnotation(id) }
+        guard found.userId == caller.id || caller.isAdmin else {
+            throw ServiceError(.permissionDenied, "only its author or an admin deletes an annotation")
+        }
+        try db.run("DELETE FROM pairs WHERE annotation_id = ?", id)
+        try db.run("DELETE FROM annotations_geo WHERE id = ?", id)
+        try db.run("DELETE FROM annotations WHERE id = ?", id)
+    }
+
+    /// `annotations.nearby`: live annotations within `radius_m` (1 m to 50 km), nearest
+    /// first, then by id; the cursor holds the last one's distance and id.
+    func nearby(_ request: NearbyRequest) throws -> AnnotationPage {
+        let center = try Self.coordinate(request.lat, request.lon)
+        guard request.radiusM.isFinite, request.radiusM >= 1, request.radiusM <= Self.maxNearbyRadiusM else {
+            throw ServiceError.invalid("radius_m", "must be 1 to \(Int(Self.maxNearbyRadiusM)) metres")
+        }
+        let limit = try NotifyService.limit(request.limit)
+        var after: (distance: Double, id: Int64)?
+        if let cursor = request.cursor {
+            let text = try OpaqueCursor.decode(cursor, maxLength: Self.maxCursorBytes)
+            let parts = text.split(separator: "_")
+            guard parts.count == 3, parts[0] == "n", let bits = UInt64(parts[1]), let id = Int64(parts[2]),
+                  Double(bitPattern: bits).isFinite else { throw OpaqueCursor.invalid }
+            after = (Double(bitPattern: bits), id)
+        }
+        struct Found {
+            let annotation: StoredAnnotation
+            let distance: Double
+        }
+        var ordered: [Found] = []
+        for annotation in try liveAnnotations(near: center, radius: request.radiusM, now: now) {
+            let distance = center.distance(to: annotation.point)
+            if let after, distance < after.distance || (distance == after.distance && annotation.id <= after.id) { continue }
+            ordered.append(Found(annotation: annotation, distance: distance))
+        }
+        ordered.sort { a, b in a.distance != b.distance ? a.distance < b.distance : a.annotation.id < b.annotation.id }
+        let page = try fill(ordered, limit: limit) { $0.annotation.wire() }
+        var next: String?
+        if page.isFull, page.items.count < ordered.count, let last = page.items.last {
+            next = OpaqueCursor.encode("n_\(last.distance.bitPattern)_\(last.annotation.id)")
+        }
+        return AnnotationPage(annotations: page.items.map { $0.annotation.wire() }, nextCursor: next)
+    }
+
+    /// `annotations.viewport`: live annotations inside the box (edges included; `west > east`
+    /// crosses the 180th meridian), by id; the cursor holds the last id.
+    func viewport(_ request: ViewportRequest) throws -> AnnotationPage {
+        for (name, value) in [("south", request.south), ("north", request.north)] where !(value.isFinite && (-90...90).contains(value)) {
+            throw ServiceError.invalid(name, "must be a finite number in [-90, 90]")
+        }
+        for (name, value) in [("west", request.west), ("east", request.east)] where !(value.isFinite && (-180...180).contains(value)) {
+            throw ServiceError.invalid(name, "must be a finite number in [-180, 180]")
+        }
+        guard request.south <= request.north else { throw ServiceError.invalid("north", "must not be below south") }
+        let box = try BoundingBox(south: request.south, west: request.west, north: request.north, east: request.east)
+        let limit = try NotifyService.limit(request.limit)
+        let after = try request.cursor.map { cursor throws(ServiceError) in try Self.viewportCursor.decode(cursor) }
+        let ordered = try liveAnnotations(in: box, now: now).filter { after == nil || $0.id > after! }
+        let page = try fill(ordered, limit: limit) { $0.wire() }
+        let next = page.isFull && page.items.count < ordered.count ? page.items.last.map { Self.viewportCursor.encode($0.id) } : nil
+        return AnnotationPage(annotations: page.items.map { $0.wire() }, nextCursor: next)
+    }
+
+    static let viewportCursor = IDCursor(tag: "v", maxLength: maxCursorBytes, minimum: 0)
+
+    /// The first items of `ordered` that fit a page of `limit` items and the page budget.
+    func fill<Item, Wire: Encodable>(_ ordered: [Item], limit: Int, wire: (Item) -> Wire) throws -> PageFiller<Item> {
+        var page = PageFiller<Item>(limit: limit, budget: options.pageBudgetBytes)
+        for item in ordered {
+            guard page.add(item, size: try JSONCoding.encoder.encode(wire(item)).count) else { break }
+        }
+        return page
+    }
+}

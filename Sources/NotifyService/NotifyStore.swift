@@ -1,0 +1,230 @@
+import Bus
+import Foundation
+import Geo
+import ServiceKit
+import Storage
+
+/// The signed-in user a request comes from, as the envelope's `auth` says (the gateway fills
+/// it in after `auth.validate`; notify keeps no users of its own).
+struct Caller {
+    let id: Int64
+    let isAdmin: Bool
+}
+
+/// One stored annotation, as read back from the `annotations` table.
+struct StoredAnnotation {
+    let id: Int64
+    let userId: Int64
+    let point: Coordinate
+    let values: [String: String]
+    let text: String?
+    let createdAt: Int64
+
+    /// What the alert rules need of it.
+    var rules: AlertAnnotation { AlertAnnotation(id: id, authorId: userId, point: point, createdAt: createdAt) }
+
+    /// As clients get it, with `distance_m` when it is an alert.
+    func wire(distanceM: Double? = nil) -> AnnotationJSON {
+        AnnotationJSON(id: id, lat: point.latitude, lon: point.longitude, values: values, text: text, userId: userId,
+                       createdAt: Logger.timestamp(NotifyStore.date(createdAt)),
+                       expiresAt: Logger.timestamp(NotifyStore.date(AlertRules.expiresAt(createdAt: createdAt))), distanceM: distanceM)
+    }
+}
+
+/// The notify service's tables and the queries over them, on one worker thread's connection.
+/// Annotations, settings and alerts each add their part in their own file.
+public final class NotifyStore: ServiceState {
+    public let worker: ServiceWorker
+    let options: NotifyOptions
+    var db: Database { worker.db }
+    /// The form last read, by version, so a thread parses a stored form once.
+    var cachedForm: AnnotationForm?
+
+    init(worker: ServiceWorker, options: NotifyOptions) {
+        self.worker = worker
+        self.options = options
+    }
+
+    /// The service clock, in milliseconds since 1970.
+    var now: Int64 { options.clock() }
+
+    /// A time in milliseconds as a `Date`.
+    static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
+
+    /// The caller, or `unauthenticated` when the request carries no usable identity. Identity
+    /// comes only from the envelope; an admin is a caller whose `auth.role` is `admin`.
+    func caller(_ context: RequestContext) throws(ServiceError) -> Caller {
+        guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
+        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0 else {
+            throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
+        }
+        return Caller(id: id, isAdmin: auth.role == "admin")
+    }
+
+    /// A point from a request's `lat` and `lon`: `invalid_argument` naming the one out of range.
+    static func coordinate(_ lat: Double, _ lon: Double) throws(ServiceError) -> Coordinate {
+        do {
+            return try Coordinate(latitude: lat, longitude: lon)
+        } catch {
+            throw error.serviceError
+        }
+    }
+
+    // MARK: Geometry
+
+    /// The R*Tree holds degrees times this, as 32-bit integers (as SearchService does).
+    static let scale = 1e7
+
+    /// The R*Tree's integer cell of a point.
+    static func cell(_ point: Coordinate) -> (lat: Int64, lon: Int64) {
+        (Int64((point.latitude * scale).rounded()), Int64((point.longitude * scale).rounded()))
+    }
+
+    /// The boxes to read for `box`: its parts (two across the 180th meridian), plus the
+    /// meridian on the other side when only one side of it is in (-180 and 180 are one line,
+    /// but a point is stored at one of them).
+    static func areas(_ box: BoundingBox) -> [BoundingBox] {
+        var areas = box.parts
+        let touchesWest = areas.contains { $0.west == -180 }, touchesEast = areas.contains { $0.east == 180 }
+        let meridian: Double? = touchesWest && !touchesEast ? 180 : touchesEast && !touchesWest ? -180 : nil
+        if let meridian, let line = try? BoundingBox(south: box.south, west: meridian, north: box.north, east: meridian) { areas.append(line) }
+        return areas
+    }
+
+    static let annotationColumns = "a.id, a.user_id, a.lat, a.lon, a.values_json, a.text, a.created_at_ms"
+
+    /// An annotation from a row of `annotationColumns`.
+    static func annotation(_ row: Row) throws -> StoredAnnotation {
+        let valuesJSON = try row.decode("values_json", as: String.self)
+        let values = try JSONCoding.decoder.decode([String: String].self, from: Data(valuesJSON.utf8))
+        return StoredAnnotation(
+            id: try row.decode("id"), userId: try row.decode("user_id"),
+            point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
+            values: values, text: try row.decode("text", as: String?.self), createdAt: try row.decode("created_at_ms"))
+    }
+
+    /// The live annotations (not purged at `now`) whose point lies in `box`, edges included, by id.
+    func liveAnnotations(in box: BoundingBox, now: Int64) throws -> [StoredAnnotation] {
+        var found: [Int64: StoredAnnotation] = [:]
+        for area in Self.areas(box) {
+            let bounds: [(any SQLBindable)?] = [
+                Int64((area.south * Self.scale).rounded(.down)), Int64((area.north * Self.scale).rounded(.up)),
+                Int64((area.west * Self.scale).rounded(.down)), Int64((area.east * Self.scale).rounded(.up)),
+            ]
+            try db.forEachRow("""
+                SELECT \(Self.annotationColumns) FROM annotations_geo g JOIN annotations a ON a.id = g.id
+                WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ? AND a.created_at_ms >= ?
+                """, bounds + [AlertRules.purgeHorizon(now: now)]) { row in
+                let annotation = try Self.annotation(row)
+                if box.contains(annotation.point) { found[annotation.id] = annotation }
+            }
+        }
+        return found.values.sorted { $0.id < $1.id }
+    }
+
+    /// The live annotations within `radius` metres of `center`, by id.
+    func liveAnnotations(near center: Coordinate, radius: Double, now: Int64) throws -> [StoredAnnotation] {
+        let box = try BoundingBox.around(center, radiusMeters: radius)
+        return try liveAnnotations(in: box, now: now).filter { center.distance(to: $0.point) <= radius }
+    }
+
+    /// The live annotation `id`, or nil.
+    func liveAnnotation(_ id: Int64, now: Int64) throws -> StoredAnnotation? {
+        try db.queryOne("SELECT \(Self.annotationColumns) FROM annotations a WHERE a.id = ? AND a.created_at_ms >= ?",
+                        id, AlertRules.purgeHorizon(now: now)).map(Self.annotation)
+    }
+}
+
+/// A page of a list being filled: items until `limit` of them, or until the next one would
+/// take the page's encoded items past `budget` bytes. A page always takes its first item, so
+/// paging always moves on.
+struct PageFiller<Item> {
+    let limit: Int
+    let budget: Int
+    private(set) var items: [Item] = []
+    private(set) var bytes = 0
+    /// Whether the page stopped before the items did.
+    private(set) var isFull = false
+
+    /// Adds `item` of `size` encoded bytes if it fits; false once the page is full.
+    mutating func add(_ item: Item, size: Int) -> Bool {
+        let size = size + (items.isEmpty ? 0 : 1)
+        if !items.isEmpty && bytes + size > budget {
+            isFull = true
+            return false
+        }
+        items.append(item)
+        bytes += size
+        if items.count >= limit { isFull = true }
+        return !isFull
+    }
+}
+
+/// The notify service's schema, in order. Never edit a shipped migration: add the next one.
+///
+/// Times are integer milliseconds since 1970 (`_ms`), so every bound of the alert rules is
+/// exact. The R*Trees hold degrees times 10^7 as 32-bit integers.
+enum NotifySchema {
+    static let migrations: [Migration] = [
+        Migration(domain: "notify", version: 1, sql: """
+            CREATE TABLE form (
+                id            INTEGER PRIMARY KEY CHECK (id = 1),
+                version       INTEGER NOT NULL,
+                json          TEXT NOT NULL,
+                updated_at_ms INTEGER NOT NULL
+            );
+            CREATE TABLE annotations (
+                id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                user_id       INTEGER NOT NULL,
+                lat           REAL NOT NULL,
+                lon           REAL NOT NULL,
+                values_json   TEXT NOT NULL,
+                text          TEXT,
+                created_at_ms INTEGER NOT NULL
+            );
+            CREATE INDEX annotations_by_time ON annotations(created_at_ms);
+            CREATE VIRTUAL TABLE annotations_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
+            CREATE TABLE settings (
+                user_id        INTEGER PRIMARY KEY,
+                alerts         INTEGER NOT NULL,
+                radius_m       INTEGER NOT NULL,
+                timezone       TEXT NOT NULL,
+                app_timer_min  INTEGER,
+                idle_timer_min INTEGER
+            );
+            CREATE TABLE judged (
+                user_id INTEGER PRIMARY KEY,
+                at_ms   INTEGER NOT NULL,
+                number  INTEGER NOT NULL
+            );
+            CREATE TABLE pairs (
+                user_id       INTEGER NOT NULL,
+                annotation_id INTEGER NOT NULL REFERENCES annotations(id) ON DELETE CASCADE,
+                state         TEXT NOT NULL CHECK (state IN ('seen', 'waiting')),
+                disarmed_by   INTEGER NOT NULL,
+                PRIMARY KEY (user_id, annotation_id)
+            );
+            CREATE INDEX pairs_by_annotation ON pairs(annotation_id);
+            CREATE TABLE zones (
+                id      INTEGER PRIMARY KEY AUTOINCREMENT,
+                user_id INTEGER NOT NULL,
+                lat     REAL NOT NULL,
+                lon     REAL NOT NULL,
+                at_ms   INTEGER NOT NULL,
+                report  INTEGER NOT NULL
+            );
+            CREATE INDEX zones_by_time ON zones(at_ms);
+            CREATE VIRTUAL TABLE zones_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
+            CREATE TABLE inbox (
+                id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                user_id       INTEGER NOT NULL,
+                annotation_id INTEGER NOT NULL,
+                at_ms         INTEGER NOT NULL,
+                alert_json    TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL
+            );
+            CREATE INDEX inbox_by_user ON inbox(user_id, id);
+            CREATE INDEX inbox_by_time ON inbox(created_at_ms);
+            """),
+    ]
+}

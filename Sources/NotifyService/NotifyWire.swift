@@ -1,0 +1,178 @@
+import Bus
+import Foundation
+import ServiceKit
+
+// The request and reply bodies of the notify service (Protocols/notify.md). They are the
+// service's own: no other module reads them, so they stay here rather than in Contracts.
+
+/// An annotation as clients get it; an alert is one with `distance_m`.
+public struct AnnotationJSON: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var lat: Double
+    public var lon: Double
+    public var values: [String: String]
+    public var text: String?
+    public var userId: Int64
+    public var createdAt: String
+    public var expiresAt: String
+    /// Metres from the report, in an alert; absent elsewhere.
+    public var distanceM: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case id, lat, lon, values, text
+        case userId = "user_id"
+        case createdAt = "created_at"
+        case expiresAt = "expires_at"
+        case distanceM = "distance_m"
+    }
+}
+
+/// `annotations.form {lat?, lon?, lang?}`.
+struct FormRequest: Decodable, Sendable {
+    var lat: Double?
+    var lon: Double?
+    var lang: String?
+}
+
+/// `annotations.form.set`'s reply: the version now in force.
+struct FormSet: Encodable, Sendable {
+    var version: Int
+}
+
+/// `annotations.submit {lat, lon, values, text?}`.
+struct SubmitRequest: Decodable, Sendable {
+    var lat: Double
+    var lon: Double
+    var values: [String: String]
+    var text: String?
+}
+
+/// `annotations.get {id}`, `annotations.delete {id}`.
+struct AnnotationRef: Decodable, Sendable {
+    var id: Int64
+}
+
+/// `annotations.delete`'s reply.
+struct AnnotationDeleted: Encodable, Sendable {
+    var id: Int64
+    var deleted = true
+}
+
+/// `annotations.nearby {lat, lon, radius_m, cursor?, limit?}`.
+struct NearbyRequest: Decodable, Sendable {
+    var lat: Double
+    var lon: Double
+    var radiusM: Double
+    var cursor: String?
+    var limit: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case lat, lon, cursor, limit
+        case radiusM = "radius_m"
+    }
+}
+
+/// `annotations.viewport {south, west, north, east, cursor?, limit?}`.
+struct ViewportRequest: Decodable, Sendable {
+    var south: Double
+    var west: Double
+    var north: Double
+    var east: Double
+    var cursor: String?
+    var limit: Int?
+}
+
+/// A page of annotations.
+struct AnnotationPage: Encodable, Sendable {
+    var annotations: [AnnotationJSON]
+    var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case annotations
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// A user's notify settings, as `notify.settings.get` and `.set` answer them.
+struct SettingsJSON: Codable, Sendable, Equatable {
+    var alerts: Bool
+    var radiusM: Int
+    var timezone: String
+    var appTimerMin: Int?
+    var idleTimerMin: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case alerts, timezone
+        case radiusM = "radius_m"
+        case appTimerMin = "app_timer_min"
+        case idleTimerMin = "idle_timer_min"
+    }
+}
+
+/// `notify.settings.set`: what is absent stays; `null` clears a timer.
+struct SettingsChange: Decodable, Sendable {
+    var alerts: Bool?
+    var radiusM: Int?
+    var timezone: String?
+    var appTimerMin: Patch<Int>
+    var idleTimerMin: Patch<Int>
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: SettingsJSON.CodingKeys.self)
+        alerts = try c.decodeIfPresent(Bool.self, forKey: .alerts)
+        radiusM = try c.decodeIfPresent(Int.self, forKey: .radiusM)
+        timezone = try c.decodeIfPresent(String.self, forKey: .timezone)
+        appTimerMin = try c.decodePatch(Int.self, forKey: .appTimerMin)
+        idleTimerMin = try c.decodePatch(Int.self, forKey: .idleTimerMin)
+    }
+}
+
+/// `notify.location {lat, lon, at?}`.
+struct LocationRequest: Decodable, Sendable {
+    var lat: Double
+    var lon: Double
+    var at: String?
+}
+
+/// What a report alerted: the push's body, and with `stale` the reply to `notify.location`.
+struct AlertList: Encodable, Sendable {
+    var alerts: [AnnotationJSON]
+    /// How many alerts of the report are not listed; absent when none.
+    var more: Int?
+    /// Only in the reply to `notify.location`.
+    var stale: Bool?
+}
+
+/// `notify.inbox {cursor?, limit?}`.
+struct InboxRequest: Decodable, Sendable {
+    var cursor: String?
+    var limit: Int?
+}
+
+/// One alert kept for its user until acknowledged.
+struct InboxEntry: Encodable, Sendable {
+    var id: Int64
+    var at: String
+    var alert: AnnotationJSON
+}
+
+/// A page of the inbox, oldest first.
+struct InboxPage: Encodable, Sendable {
+    var entries: [InboxEntry]
+    var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case entries
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// `notify.ack {ids}`.
+struct AckRequest: Decodable, Sendable {
+    var ids: [Int64]
+}
+
+/// `notify.ack`'s reply: how many of the ids were the caller's entries and are now gone.
+struct Acked: Encodable, Sendable {
+    var acked: Int
+}

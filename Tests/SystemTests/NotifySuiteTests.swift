@@ -1,0 +1,70 @@
+import Bus
+import Foundation
+import Testing
+import TestSupport
+
+/// The notify service through a real gateway: `tourbus-notify` started next to the suite
+/// (with the shipped form), the gateway told of it with `--peer` and `--peer-pub`.
+@Suite(.serialized) struct NotifySuiteTests {
+    /// The shipped form, `deploy/notify-form.json`.
+    static let formPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("deploy/notify-form.json").path
+
+    /// Values of the shipped form that hold anywhere: a hazard has no line or venue to pick.
+    static let values = #"{"kind":"hazard","detail":"flooding","severity":"minor"}"#
+
+    @Test func anAnnotationAlertsAnotherUserOnTheirSubscribedConnectionAndWaitsInTheirInbox() throws {
+        let scratch = TemporaryFolder("notify-suite")
+        let notify = try ChildProcess("tourbus-notify", folder: scratch.path, arguments: ["--form", NotifySuiteTests.formPath])
+        defer { notify.tearDown() }
+        let publish = (notify.endpoints["publish"] as? [String])?.first ?? ""
+        let suite = try SuiteFixture(gatewayArguments: ["--peer", "notify=\(notify.rpc)", "--peer-pub", "notify=\(publish)"])
+        // Wait (bounded) until the gateway knows notify's methods.
+        var known = false
+        for _ in 0..<100 where !known {
+            known = (try? GatewayConnection(port: suite.port).call(#"{"jsonrpc":"2.0","id":0,"method":"help"}"#))?.contains("notify.location") == true
+            if !known { usleep(50_000) }
+        }
+        #expect(known)
+
+        let ann = try GatewayConnection(port: suite.port)
+        PushDeliveryTests.signIn("ann", on: ann)
+        let benListening = try GatewayConnection(port: suite.port, timeoutMilliseconds: 100)
+        let ben = PushDeliveryTests.signIn("ben", on: benListening).id
+        #expect(benListening.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
+        let benReporting = try GatewayConnection(port: suite.port)
+        PushDeliveryTests.signIn("ben", on: benReporting)
+        // Anyone reads the form; a client that is not signed in cannot report.
+        #expect(try GatewayConnection(port: suite.port).rpc("annotations.form", #"{"lat":-33.8568,"lon":151.2153}"#).succeeded)
+        #expect(try GatewayConnection(port: suite.port).rpc("notify.location", #"{"lat":-33.8568,"lon":151.2153}"#).failure?.data?.code == "unauthenticated")
+
+        // Ann posts; Ben reports there and hears the alert on his other connection. A push is
+        // at most once: should the gateway's subscription not be up yet, try again 1 km further
+        // on (out of reach of the last alert's suppression), at most 5 times.
+        var pushLine: String?
+        var annotationId: Int64 = 0
+        for step in 0..<5 where pushLine == nil {
+            let lat = -33.8568 - Double(step) * 0.009
+            let submitted = ann.rpc("annotations.submit", #"{"lat":\#(lat),"lon":151.2153,"values":\#(NotifySuiteTests.values),"text":"Water over the path"}"#)
+            annotationId = ((json(submitted.line)["result"] as? [String: Any])?["id"] as? NSNumber)?.int64Value ?? 0
+            #expect(annotationId > 0, "\(submitted.line)")
+            let reply = benReporting.rpc("notify.location", #"{"lat":\#(lat),"lon":151.2153}"#)
+            let alerts = (json(reply.line)["result"] as? [String: Any])?["alerts"] as? [[String: Any]] ?? []
+            #expect(alerts.compactMap { ($0["id"] as? NSNumber)?.int64Value } == [annotationId], "\(reply.line)")
+            for _ in 0..<20 where pushLine == nil { pushLine = benListening.line() }
+        }
+        let push = (json(pushLine)["params"] as? [String: Any]) ?? [:]
+        #expect(json(pushLine)["method"] as? String == "push" && push["topic"] as? String == "notify.alert", "\(pushLine ?? "no push")")
+        let pushed = ((push["body"] as? [String: Any])?["alerts"] as? [[String: Any]]) ?? []
+        #expect(pushed.compactMap { ($0["id"] as? NSNumber)?.int64Value } == [annotationId])
+        #expect(pushed.first?["text"] as? String == "Water over the path" && pushed.first?["distance_m"] as? Double == 0)
+
+        // The same alert waits in Ben's inbox until he acknowledges it; Ann's is empty.
+        let inbox = (json(benReporting.rpc("notify.inbox").line)["result"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+        #expect(inbox.last.flatMap { (($0["alert"] as? [String: Any])?["id"] as? NSNumber)?.int64Value } == annotationId)
+        let annInbox = (json(ann.rpc("notify.inbox").line)["result"] as? [String: Any])?["entries"] as? [Any]
+        #expect(annInbox?.isEmpty == true)
+        #expect(ben > 0)
+        _ = suite
+    }
+}
