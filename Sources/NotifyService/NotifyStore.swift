@@ -9,6 +9,8 @@ import Storage
 struct Caller {
     let id: Int64
     let isAdmin: Bool
+    /// The client connection the request came on, as the gateway names it (`auth.origin`).
+    var origin: String? = nil
 }
 
 /// One stored annotation, as read back from the `annotations` table.
@@ -58,7 +60,7 @@ public final class NotifyStore: ServiceState {
         guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0 else {
             throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
         }
-        return Caller(id: id, isAdmin: auth.role == "admin")
+        return Caller(id: id, isAdmin: auth.role == "admin", origin: auth.origin)
     }
 
     /// A point from a request's `lat` and `lon`: `invalid_argument` naming the one out of range.

@@ -8,10 +8,11 @@ import Glibc
 public enum TourbusCommand {
     static let usage = """
         usage:
-          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo]
+          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo] [--notify-form FILE]
               start every built service and the gateway, load the Sydney demo into an empty
-              catalog, restart what crashes (each restart logged in DIR/restarts.log), stop
-              everything on Ctrl-C
+              catalog (and a few annotations into notify when none is live), restart what
+              crashes (each restart logged in DIR/restarts.log), stop everything on Ctrl-C;
+              notify's first form is FILE (default deploy/notify-form.json, when there)
           tourbus call [--gateway HOST:PORT] [--timeout-ms N] METHOD [JSON | key value …]
               call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY);
               the timeout (default 5000) is also sent as the request's deadline; a token from

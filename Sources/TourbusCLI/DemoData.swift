@@ -247,4 +247,13 @@ enum DemoData {
       {"name":"Sydney Airport International Terminal","category":"transport","lat":-33.9366,"lon":151.1659,"address":"Airport Dr, Mascot NSW 2020","website":"https://www.sydneyairport.com.au","description":"Terminal 1 of Sydney Kingsford Smith Airport, handling international flights.","popularity":75,"external_ids":{"demo":"syd-242"}}
     ]
     """#
+
+    /// A few annotations around Sydney, as `annotations.submit` takes them with the shipped form.
+    static let sydneyAnnotations = [
+        #"{"lat":-33.8915,"lon":151.2767,"values":{"kind":"hazard","detail":"flooding","severity":"minor"},"text":"Water over the promenade at the south end"}"#,
+        #"{"lat":-33.8523,"lon":151.2108,"values":{"kind":"traffic","detail":"roadworks","severity":"moderate"},"text":"One lane closed on the bridge approach"}"#,
+        #"{"lat":-33.8568,"lon":151.2153,"values":{"kind":"event","detail":"concert","venue":"opera_house","severity":"minor"},"text":"Forecourt concert, crowds at the steps"}"#,
+        #"{"lat":-33.8731,"lon":151.2111,"values":{"kind":"hazard","detail":"fallen_tree","severity":"moderate"},"text":"Branch across the path near the fountain"}"#,
+        #"{"lat":-33.8688,"lon":151.2093,"values":{"kind":"traffic","detail":"congestion","severity":"minor"}}"#,
+    ]
 }

@@ -15,16 +15,23 @@ extension TourbusCommand {
         var dataDirectory = ProcessInfo.processInfo.environment["TOURBUS_DATA_DIR"] ?? "data"
         var listen = ProcessInfo.processInfo.environment["TOURBUS_GATEWAY_LISTEN"] ?? "127.0.0.1:7700"
         var loadDemo = true
+        // The notify service's form when its database has none: the shipped one, from the
+        // repository's root (where ./deploy/local/run starts), unless another is named.
+        var notifyForm: String? = FileManager.default.fileExists(atPath: "deploy/notify-form.json") ? "deploy/notify-form.json" : nil
         var args = arguments[...]
         while let flag = args.popFirst() {
             switch flag {
             case "--no-demo": loadDemo = false
-            case "--data-dir", "--listen":
+            case "--data-dir", "--listen", "--notify-form":
                 guard let value = args.popFirst() else {
                     printError("\(flag) needs a value")
                     return 2
                 }
-                if flag == "--data-dir" { dataDirectory = value } else { listen = value }
+                switch flag {
+                case "--data-dir": dataDirectory = value
+                case "--listen": listen = value
+                default: notifyForm = value
+                }
             default:
                 printError("unknown option \(flag)\n\(usage)")
                 return 2
@@ -64,6 +71,7 @@ extension TourbusCommand {
                 args += ["--peer", "\(peer)=\(rpc[peer] ?? "")"]
                 if publishers.contains(peer) { args += ["--peer-pub", "\(peer)=\(pub[peer] ?? "")"] }
             }
+            if name == "notify", let notifyForm { args += ["--form", notifyForm] }
             members.append(SuiteMember(name: name, executable: folder.appendingPathComponent("tourbus-\(name)"), arguments: args))
         }
         do {
@@ -144,6 +152,14 @@ extension TourbusCommand {
                 printError("demo data not loaded: \(error)")
             }
         }
+        if loadDemo, let notify = clients["notify"], let social = clients["social"] {
+            do {
+                let posted = try DemoLoader.postAnnotationsIfNone(notify, social: social, dataDirectory: dataDirectory)
+                if posted > 0 { print("posted \(posted) Sydney annotations (they expire in 12 h)") }
+            } catch {
+                printError("demo annotations not posted: \(error)")
+            }
+        }
 
         let (host, port) = (listen.split(separator: ":").dropLast().joined(separator: ":"), listen.split(separator: ":").last ?? "7700")
         print("""
@@ -194,5 +210,33 @@ enum DemoLoader {
             created += 1
         }
         return created
+    }
+
+    /// Where the demo annotations' author's user id is kept, in the data directory.
+    static func demoUserFile(_ dataDirectory: String) -> String { dataDirectory + "/demo-user" }
+
+    /// Posts the demo annotations when notify has none live around Sydney, as the demo user
+    /// (registered with social on the first run, its id kept in the data directory); how many.
+    static func postAnnotationsIfNone(_ notify: RPCClient, social: RPCClient, dataDirectory: String) throws -> Int {
+        let sydney = #"{"south":-34.2,"west":150.5,"north":-33.5,"east":151.5,"limit":1}"#
+        let live = try notify.request(type: "annotations.viewport", body: Data(sydney.utf8), timeoutMilliseconds: 5_000)
+        guard let page = try JSONSerialization.jsonObject(with: live.bodyJSON) as? [String: Any],
+              (page["annotations"] as? [Any])?.isEmpty == true else { return 0 }
+        let file = demoUserFile(dataDirectory)
+        var userId = (try? String(contentsOfFile: file, encoding: .utf8)).flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        if userId == nil {
+            // Nobody signs in as it: its password is thrown away.
+            let password = "Demo-\(UInt64.random(in: 0...UInt64.max))-Pass-1"
+            let body = #"{"username":"sydney_demo","email":"sydney-demo@tourbus.example","name":"Sydney demo","password":"\#(password)"}"#
+            let registered = try social.request(type: AuthRequests.register, body: Data(body.utf8), timeoutMilliseconds: 30_000)
+            let user = try JSONCoding.decoder.decode(PublicUser.self, from: registered.bodyJSON)
+            try String(user.id).write(toFile: file, atomically: true, encoding: .utf8)
+            userId = user.id
+        }
+        let author = Auth(userId: String(userId ?? 0), role: "user")
+        for annotation in DemoData.sydneyAnnotations {
+            _ = try notify.request(type: "annotations.submit", body: Data(annotation.utf8), auth: author, timeoutMilliseconds: 5_000)
+        }
+        return DemoData.sydneyAnnotations.count
     }
 }

@@ -32,8 +32,10 @@ import TestSupport
         let benListening = try GatewayConnection(port: suite.port, timeoutMilliseconds: 100)
         let ben = PushDeliveryTests.signIn("ben", on: benListening).id
         #expect(benListening.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
-        let benReporting = try GatewayConnection(port: suite.port)
+        let benReporting = try GatewayConnection(port: suite.port, timeoutMilliseconds: 300)
         PushDeliveryTests.signIn("ben", on: benReporting)
+        // The reporting phone listens too, but has its alerts in the answer: no push for it.
+        #expect(benReporting.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
         // Anyone reads the form; a client that is not signed in cannot report.
         #expect(try GatewayConnection(port: suite.port).rpc("annotations.form", #"{"lat":-33.8568,"lon":151.2153}"#).succeeded)
         #expect(try GatewayConnection(port: suite.port).rpc("notify.location", #"{"lat":-33.8568,"lon":151.2153}"#).failure?.data?.code == "unauthenticated")
@@ -58,6 +60,8 @@ import TestSupport
         let pushed = ((push["body"] as? [String: Any])?["alerts"] as? [[String: Any]]) ?? []
         #expect(pushed.compactMap { ($0["id"] as? NSNumber)?.int64Value } == [annotationId])
         #expect(pushed.first?["text"] as? String == "Water over the path" && pushed.first?["distance_m"] as? Double == 0)
+
+        #expect(benReporting.line() == nil)
 
         // The same alert waits in Ben's inbox until he acknowledges it; Ann's is empty.
         let inbox = (json(benReporting.rpc("notify.inbox").line)["result"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []

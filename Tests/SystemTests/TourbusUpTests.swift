@@ -82,15 +82,21 @@ func logfmt(_ line: Substring) -> [String: String] {
             output = (try? String(contentsOfFile: outFile, encoding: .utf8)) ?? ""
         }
         #expect(output.contains("loaded 242 Sydney places"), "\(output)")
+        #expect(output.contains("posted 5 Sydney annotations"), "\(output)")
         #expect(output.contains("gateway at 127.0.0.1:\(port)"))
         #expect(FileManager.default.fileExists(atPath: restartsFile) && restarts().isEmpty, "\(restarts())")
-        let before = Dictionary(uniqueKeysWithValues: ["catalog", "social", "search", "gateway"].map { ($0, children(of: process.processIdentifier, named: "tourbus-\($0)")) })
+        let before = Dictionary(uniqueKeysWithValues: ["catalog", "social", "search", "notify", "gateway"].map { ($0, children(of: process.processIdentifier, named: "tourbus-\($0)")) })
         #expect(before.values.allSatisfy { $0.count == 1 }, "\(before)")
 
         let c = try GatewayConnection(port: UInt16(port))
         let categories = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))
         let counts = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.compactMap { $0["count"] as? Int }
         #expect(counts?.reduce(0, +) == 242)
+        // The notify service runs with the shipped form, and the demo's annotations are live.
+        let form = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"annotations.form","params":{"lang":"en"}}"#))
+        #expect((form["result"] as? [String: Any])?["version"] != nil, "\(form)")
+        let nearby = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"annotations.nearby","params":{"lat":-33.8688,"lon":151.2093,"radius_m":10000}}"#))
+        #expect(((nearby["result"] as? [String: Any])?["annotations"] as? [Any])?.count == 5, "\(nearby)")
 
         // The first admin, made by the CLI from the endpoints `up` wrote, can write places.
         let admin = try BoundedRun(try ChildProcess.executable("tourbus").path,
@@ -129,7 +135,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         #expect(errors.contains("msg=\"exited; restarting\" service=catalog pid=\(catalogs.first ?? 0) signal=SIGKILL"), "\(errors)")
         // The gateway follows social's events, so sign-ins end at once everywhere.
         #expect(!errors.contains("no event endpoint for the accounts service"), "\(errors)")
-        for name in ["social", "search", "gateway"] {
+        for name in ["social", "search", "notify", "gateway"] {
             #expect(children(of: process.processIdentifier, named: "tourbus-\(name)") == before[name], "tourbus-\(name) restarted")
         }
 
