@@ -125,14 +125,20 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 }
             }
             endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [])
+            if !definition.periodic.isEmpty {
+                let own = server.endpoints
+                _ = try lifecycle.start("periodic requests", stop: { $0.stop() }) {
+                    try PeriodicRequests(context: context, endpoints: own, requests: definition.periodic, logger: logger)
+                }
+            }
         } catch {
             lifecycle.stop()
             throw error
         }
     }
 
-    /// Stops taking requests, finishes those in flight, stops applying events, publishes what
-    /// is committed, closes everything. Later calls do nothing.
+    /// Stops the periodic requests, stops taking requests, finishes those in flight, stops
+    /// applying events, publishes what is committed, closes everything. Later calls do nothing.
     public func stop() {
         guard lifecycle.stop() else { return }
         logger.info("service stopped", [:])
@@ -222,5 +228,43 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         ServiceProcess.run(name: definition.name, arguments: arguments) { (config: ServiceConfig, context, logger) in
             try ServiceRuntime(definition: definition, config: config, context: context, logger: logger)
         }
+    }
+}
+
+/// The thread that sends a service's `PeriodicRequest`s to its own endpoint: each at start,
+/// then every interval; a failure is logged and tried again at the next interval.
+final class PeriodicRequests: Sendable {
+    private let stopping = StopFlag()
+    private let thread: WorkerThread
+    private let client: RPCClient
+
+    init(context: ZMQContext, endpoints: [String], requests: [PeriodicRequest], logger: Logger) throws {
+        let client = try RPCClient(context: context, endpoints: endpoints, logger: logger.named("\(logger.component)-periodic"))
+        self.client = client
+        let stopping = self.stopping
+        thread = WorkerThread(name: "\(logger.component)-periodic") {
+            var due = requests.map { _ in monotonicNanos() }
+            while !stopping.isSet {
+                let now = monotonicNanos()
+                for (i, request) in requests.enumerated() where due[i] <= now {
+                    due[i] = now + UInt64(max(1, request.intervalMilliseconds)) * 1_000_000
+                    do {
+                        _ = try client.request(type: request.type, body: Data("{}".utf8), timeoutMilliseconds: 30_000)
+                    } catch {
+                        logger.warn("periodic request failed", ["type": request.type, "error": error])
+                    }
+                }
+                // Wake at least every 100 ms, so a stop is seen in time.
+                let next = due.min() ?? now
+                let wait = next > monotonicNanos() ? min(100_000, (next - monotonicNanos()) / 1_000) : 0
+                if wait > 0 { usleep(UInt32(wait)) }
+            }
+        }
+    }
+
+    func stop() {
+        stopping.set()
+        thread.join()
+        client.close()
     }
 }

@@ -109,6 +109,10 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
     public var subscriptions: [String: EventApplier]
     /// Memory settings of each of the service's SQLite connections.
     public var tuning: DatabaseTuning
+    /// Requests the service sends itself, each at start and then every interval (housekeeping
+    /// such as purging what expired), through its own request endpoint like any client's, so
+    /// they run on the thread and in the transactions their kind says.
+    public var periodic: [PeriodicRequest] = []
 
     public init(name: String, migrations: [Migration], handlers: HandlerTable<State>, publishes: Bool = false,
                 snapshot: (@Sendable (State, String?, Int) throws -> SnapshotPage)? = nil,
@@ -122,6 +126,17 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
         self.makeState = makeState
         self.publishes = publishes
         self.snapshot = snapshot
+    }
+}
+
+/// A request a service sends itself every `intervalMilliseconds`, with an empty body.
+public struct PeriodicRequest: Sendable {
+    public var type: String
+    public var intervalMilliseconds: Int
+
+    public init(type: String, intervalMilliseconds: Int) {
+        self.type = type
+        self.intervalMilliseconds = intervalMilliseconds
     }
 }
 

@@ -1,0 +1,52 @@
+import Bus
+import Foundation
+import ServiceCore
+@testable import ServiceKit
+import Storage
+import Testing
+import TestSupport
+
+/// A service's periodic requests reach its own handlers, at start and then every interval, and stop with it.
+@Suite(.serialized) struct PeriodicRequestTests {
+    final class State: ServiceState {
+        let worker: ServiceWorker
+        init(worker: ServiceWorker) { self.worker = worker }
+    }
+
+    /// Runs the toy service with `toy.tick` every `interval` ms until `until` holds of the
+    /// ticks (at most 3 s), stops it; the ticks' times.
+    static func ticks(every interval: Int, until done: ([UInt64]) -> Bool) throws -> (ticks: [UInt64], afterStop: Int) {
+        let folder = TemporaryFolder("periodic")
+        var config = ServiceConfig(service: "toy")
+        config.dataDirectory = folder.path
+        let ticks = Locked<[UInt64]>([])
+        var table = HandlerTable<State>()
+        table.on("toy.tick", .write) { (_: Empty, _, _) -> Empty in
+            ticks.withLock { $0.append(monotonicNanos()) }
+            return Empty()
+        }
+        var definition = ServiceDefinition<State>(name: "toy", migrations: [], handlers: table, makeState: { State(worker: $0) })
+        definition.periodic = [PeriodicRequest(type: "toy.tick", intervalMilliseconds: interval)]
+        let runtime = try ServiceRuntime(definition: definition, config: config, context: try ZMQContext(),
+                                         logger: Logger(component: "toy", level: .error) { _ in })
+        for _ in 0..<60 where !done(ticks.withLock { $0 }) { usleep(50_000) }
+        runtime.stop()
+        let seen = ticks.withLock { $0 }
+        usleep(300_000)
+        return (seen, ticks.withLock { $0.count } - seen.count)
+    }
+
+    @Test func aPeriodicRequestRunsAtStart() throws {
+        // An interval far longer than the test: the one tick is the one at start.
+        let run = try PeriodicRequestTests.ticks(every: 60_000) { !$0.isEmpty }
+        #expect(run.ticks.count == 1 && run.afterStop == 0)
+    }
+
+    @Test func aPeriodicRequestRunsEveryIntervalAndStopsWithTheService() throws {
+        let run = try PeriodicRequestTests.ticks(every: 100) { $0.count >= 4 }
+        #expect(run.ticks.count >= 4, "\(run.ticks.count) ticks")
+        // Never sooner than the interval (a busy machine may make them later).
+        #expect(zip(run.ticks, run.ticks.dropFirst()).allSatisfy { $1 - $0 >= 95_000_000 })
+        #expect(run.afterStop == 0)
+    }
+}
