@@ -82,6 +82,7 @@ public struct AccessPolicy: Sendable {
         Rule("annotations.delete", "notify", .user),
         Rule("annotations.nearby", "notify", .anyone),
         Rule("annotations.viewport", "notify", .anyone),
+        Rule("annotations.sync", "notify", .anyone),
         Rule("notify.", "notify", .user),
     ])
 }

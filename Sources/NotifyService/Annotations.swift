@@ -101,6 +101,7 @@ extension NotifyStore {
             try db.run("INSERT OR REPLACE INTO pairs (user_id, annotation_id, state, disarmed_by) VALUES (?, ?, ?, ?)",
                        start.userId, id, start.pair.state.rawValue, start.pair.disarmedBy)
         }
+        try recordChange(id, at: point, deleted: false)
         return annotation.wire()
     }
 
@@ -135,6 +136,7 @@ extension NotifyStore {
         try db.run("DELETE FROM pairs WHERE annotation_id = ?", id)
         try db.run("DELETE FROM annotations_geo WHERE id = ?", id)
         try db.run("DELETE FROM annotations WHERE id = ?", id)
+        try recordChange(id, at: found.point, deleted: true)
     }
 
     /// `annotations.nearby`: live annotations within `radius_m` (1 m to 50 km), nearest
@@ -175,14 +177,7 @@ extension NotifyStore {
     /// `annotations.viewport`: live annotations inside the box (edges included; `west > east`
     /// crosses the 180th meridian), by id; the cursor holds the last id.
     func viewport(_ request: ViewportRequest) throws -> AnnotationPage {
-        for (name, value) in [("south", request.south), ("north", request.north)] where !(value.isFinite && (-90...90).contains(value)) {
-            throw ServiceError.invalid(name, "must be a finite number in [-90, 90]")
-        }
-        for (name, value) in [("west", request.west), ("east", request.east)] where !(value.isFinite && (-180...180).contains(value)) {
-            throw ServiceError.invalid(name, "must be a finite number in [-180, 180]")
-        }
-        guard request.south <= request.north else { throw ServiceError.invalid("north", "must not be below south") }
-        let box = try BoundingBox(south: request.south, west: request.west, north: request.north, east: request.east)
+        let box = try BoxEdges(south: request.south, west: request.west, north: request.north, east: request.east).checked()
         let limit = try NotifyService.limit(request.limit)
         let after = try request.cursor.map { cursor throws(ServiceError) in try Self.viewportCursor.decode(cursor) }
         let ordered = try liveAnnotations(in: box, now: now).filter { after == nil || $0.id > after! }

@@ -18,6 +18,10 @@ public struct NotifyOptions: Sendable {
     /// encoded: 48 KiB, so a push stays well under `Push.maxEnvelopeBytes`. Alerts past it
     /// are counted in `more`, as those past `AlertRules.pushLimit` are.
     public var pushBudgetBytes = 48 * 1_024
+    /// `annotations.sync`'s `next_poll_s` from 05:00 to 23:00 in the caller's time zone, and
+    /// from 23:00 to 05:00.
+    public var dayPollSeconds = 60
+    public var nightPollSeconds = 600
 
     public init() {}
 }
@@ -67,6 +71,14 @@ public enum NotifyService {
             (request: ViewportRequest, _, store) -> AnnotationPage in
             try store.viewport(request)
         }
+        table.on("annotations.sync", description: "what changed since the cursor (all live ones without it), in a box if given, and when to ask again") {
+            (request: SyncRequest, context, store) -> SyncPage in
+            try store.sync(request, caller: try context.auth.map { _ in try store.caller(context) })
+        }
+        table.on("annotations.purge", .write, description: "internal (the service's own, every minute): delete what is older than 12 h") {
+            (_: Empty, _, store) -> Purged in
+            try store.purge()
+        }
 
         // Settings, reports, inbox.
         table.on("notify.settings.get", description: "your alert settings") { (_: Empty, context, store) -> SettingsJSON in
@@ -89,13 +101,15 @@ public enum NotifyService {
         }
 
         let initialForm = options.initialForm
-        return ServiceDefinition(
+        var definition = ServiceDefinition(
             name: "notify", migrations: NotifySchema.migrations, handlers: table, publishes: true,
             makeState: { worker in
                 let store = NotifyStore(worker: worker, options: options)
                 if let initialForm { try store.storeInitialForm(initialForm) }
                 return store
             })
+        definition.periodic = [PeriodicRequest(type: "annotations.purge", intervalMilliseconds: NotifyStore.purgeIntervalMilliseconds)]
+        return definition
     }
 
     /// A page size: `limit` (default 20), 1 to 100.

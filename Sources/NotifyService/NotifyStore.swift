@@ -228,5 +228,23 @@ enum NotifySchema {
             CREATE INDEX inbox_by_user ON inbox(user_id, id);
             CREATE INDEX inbox_by_time ON inbox(created_at_ms);
             """),
+        // What changed, for annotations.sync: each submit, deletion and purge in order, where
+        // it was (a sync of a box hears of deletions in it), kept `NotifyStore.changeRetentionMs`.
+        Migration(domain: "notify", version: 2, sql: """
+            CREATE TABLE changes (
+                seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+                annotation_id INTEGER NOT NULL,
+                lat           REAL NOT NULL,
+                lon           REAL NOT NULL,
+                deleted       INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+                at_ms         INTEGER NOT NULL
+            );
+            CREATE INDEX changes_by_time ON changes(at_ms);
+            CREATE TABLE trimmed (
+                id      INTEGER PRIMARY KEY CHECK (id = 1),
+                through INTEGER NOT NULL
+            );
+            INSERT INTO changes (annotation_id, lat, lon, deleted, at_ms) SELECT id, lat, lon, 0, created_at_ms FROM annotations ORDER BY id;
+            """),
     ]
 }

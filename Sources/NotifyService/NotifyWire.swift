@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import Geo
 import ServiceKit
 
 // The request and reply bodies of the notify service (Protocols/notify.md). They are the
@@ -175,4 +176,62 @@ struct AckRequest: Decodable, Sendable {
 /// `notify.ack`'s reply: how many of the ids were the caller's entries and are now gone.
 struct Acked: Encodable, Sendable {
     var acked: Int
+}
+
+/// `annotations.sync {cursor?, south?, west?, north?, east?, limit?}`.
+struct SyncRequest: Decodable, Sendable {
+    var cursor: String?
+    var south: Double?
+    var west: Double?
+    var north: Double?
+    var east: Double?
+    var limit: Int?
+
+    /// The box, when all four edges are given (none: everywhere); each checked, naming it.
+    func box() throws(ServiceError) -> BoundingBox? {
+        let edges = [("south", south), ("west", west), ("north", north), ("east", east)]
+        let given = edges.filter { $0.1 != nil }
+        guard !given.isEmpty else { return nil }
+        if let missing = edges.first(where: { $0.1 == nil }) { throw .invalid(missing.0, "south, west, north and east come together") }
+        return try BoxEdges(south: south ?? 0, west: west ?? 0, north: north ?? 0, east: east ?? 0).checked()
+    }
+}
+
+/// The four edges of a box as a request gives them, checked naming the one at fault.
+struct BoxEdges {
+    var south, west, north, east: Double
+
+    func checked() throws(ServiceError) -> BoundingBox {
+        for (name, value) in [("south", south), ("north", north)] where !(value.isFinite && (-90...90).contains(value)) {
+            throw .invalid(name, "must be a finite number in [-90, 90]")
+        }
+        for (name, value) in [("west", west), ("east", east)] where !(value.isFinite && (-180...180).contains(value)) {
+            throw .invalid(name, "must be a finite number in [-180, 180]")
+        }
+        guard south <= north else { throw .invalid("north", "must not be below south") }
+        do {
+            return try BoundingBox(south: south, west: west, north: north, east: east)
+        } catch {
+            throw .invalid("south", "\(error)")
+        }
+    }
+}
+
+/// A page of `annotations.sync`.
+struct SyncPage: Encodable, Sendable {
+    var changed: [AnnotationJSON]
+    var deleted: [Int64]
+    var cursor: String
+    var more: Bool
+    var nextPollS: Int
+
+    enum CodingKeys: String, CodingKey {
+        case changed, deleted, cursor, more
+        case nextPollS = "next_poll_s"
+    }
+}
+
+/// What one purge removed.
+struct Purged: Encodable, Sendable {
+    var annotations: Int
 }
