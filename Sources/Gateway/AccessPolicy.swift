@@ -83,6 +83,7 @@ public struct AccessPolicy: Sendable {
         Rule("annotations.nearby", "notify", .anyone),
         Rule("annotations.viewport", "notify", .anyone),
         Rule("annotations.sync", "notify", .anyone),
+        Rule("annotations.import", "notify", .admin),
         Rule("notify.", "notify", .user),
     ])
 }

@@ -60,9 +60,9 @@ extension NotifyStore {
 
     /// A report's `at`: an RFC 3339 time in UTC or with an offset, fractions of a second to
     /// the millisecond (`2026-06-01T08:30:00.250Z`), at most 40 bytes; nil when absent.
-    static func milliseconds(at text: String?) throws(ServiceError) -> Int64? {
+    static func milliseconds(at text: String?, field: String = "at") throws(ServiceError) -> Int64? {
         guard let text else { return nil }
-        let refusal = ServiceError.invalid("at", "must be a time such as 2026-06-01T08:30:00.250Z")
+        let refusal = ServiceError.invalid(field, "must be a time such as 2026-06-01T08:30:00.250Z")
         guard text.utf8.count <= maxAtBytes else { throw refusal }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

@@ -88,21 +88,78 @@ extension NotifyStore {
             throw ServiceError(.unavailable, "no form has been set yet; an admin sets one with annotations.form.set")
         }
         try form.validate(values: request.values, at: point)
-        let createdAt = now
-        let valuesJSON = String(decoding: try JSONCoding.encoder.encode(request.values), as: UTF8.self)
-        try db.run("INSERT INTO annotations (user_id, lat, lon, values_json, text, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                   caller.id, point.latitude, point.longitude, valuesJSON, request.text, createdAt)
+        return try insert(by: caller.id, at: point, values: request.values, text: request.text, createdAt: now).wire()
+    }
+
+    /// Stores a checked annotation: its row, its place in the R*Tree, its pairs that start
+    /// *waiting* (R3: every user whose suppression zone covers it), its change for sync.
+    func insert(by user: Int64, at point: Coordinate, values: [String: String], text: String?, createdAt: Int64,
+                externalId: String? = nil) throws -> StoredAnnotation {
+        let valuesJSON = String(decoding: try JSONCoding.encoder.encode(values), as: UTF8.self)
+        try db.run("INSERT INTO annotations (user_id, lat, lon, values_json, text, created_at_ms, external_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   user, point.latitude, point.longitude, valuesJSON, text, createdAt, externalId)
         let id = db.lastInsertRowID
         let cell = Self.cell(point)
         try db.run("INSERT INTO annotations_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
                    id, cell.lat, cell.lat, cell.lon, cell.lon)
-        let annotation = StoredAnnotation(id: id, userId: caller.id, point: point, values: request.values, text: request.text, createdAt: createdAt)
+        let annotation = StoredAnnotation(id: id, userId: user, point: point, values: values, text: text, createdAt: createdAt)
         for start in AlertRules.initialPairs(of: annotation.rules, zones: try zones(covering: annotation)) {
             try db.run("INSERT OR REPLACE INTO pairs (user_id, annotation_id, state, disarmed_by) VALUES (?, ?, ?, ?)",
                        start.userId, id, start.pair.state.rawValue, start.pair.disarmedBy)
         }
         try recordChange(id, at: point, deleted: false)
-        return annotation.wire()
+        return annotation
+    }
+
+    /// Annotations one `annotations.import` takes at most.
+    static let maxImport = 500
+    /// The bytes of an `external_id`.
+    static let maxExternalIdBytes = 128
+
+    /// `annotations.import` (admins): annotations from another system, each checked as a
+    /// submission is (its field paths under `annotations[i]`), with a `created_at` within the
+    /// last 12 h (RFC 3339) and an `external_id`; one already imported is left as it is. All or
+    /// nothing: a refusal imports none. The author is the admin who imports.
+    func importAnnotations(_ request: ImportRequest, caller: Caller) throws -> Imported {
+        guard caller.isAdmin else { throw ServiceError(.permissionDenied, "only an admin imports annotations") }
+        guard (1...Self.maxImport).contains(request.annotations.count) else {
+            throw ServiceError.invalid("annotations", "must hold 1 to \(Self.maxImport) annotations")
+        }
+        guard let form = try currentForm() else {
+            throw ServiceError(.unavailable, "no form has been set yet; an admin sets one with annotations.form.set")
+        }
+        let now = self.now
+        var ids: [Int64] = [], imported = 0
+        for (i, item) in request.annotations.enumerated() {
+            let path = "annotations[\(i)]"
+            do {
+                let point = try Self.coordinate(item.lat, item.lon)
+                try Self.textRule.check(item.text)
+                guard (1...Self.maxExternalIdBytes).contains(item.externalId.utf8.count),
+                      !item.externalId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                    throw ServiceError.invalid("external_id", "must be 1 to \(Self.maxExternalIdBytes) bytes without control characters")
+                }
+                let createdAt = try Self.milliseconds(at: item.createdAt, field: "created_at") ?? now
+                guard createdAt <= now, createdAt >= AlertRules.purgeHorizon(now: now) else {
+                    throw ServiceError.invalid("created_at", "must be within the last 12 hours")
+                }
+                if let existing = try db.scalarInt("SELECT id FROM annotations WHERE external_id = ?", item.externalId) {
+                    ids.append(existing)
+                    continue
+                }
+                do {
+                    try form.validate(values: item.values, at: point)
+                } catch {
+                    throw error.serviceError
+                }
+                ids.append(try insert(by: caller.id, at: point, values: item.values, text: item.text, createdAt: createdAt,
+                                      externalId: item.externalId).id)
+                imported += 1
+            } catch let error as ServiceError {
+                throw ServiceError(error.code, error.message, field: error.field.map { "\(path).\($0)" } ?? path)
+            }
+        }
+        return Imported(ids: ids, imported: imported)
     }
 
     /// Every zone that can cover `annotation`: within 500 m of it (by the zones' R*Tree) and

@@ -71,6 +71,10 @@ public enum NotifyService {
             (request: ViewportRequest, _, store) -> AnnotationPage in
             try store.viewport(request)
         }
+        table.on("annotations.import", .write, description: "load annotations from another system: lat, lon, values, text?, created_at (last 12 h), external_id (admins only)") {
+            (request: ImportRequest, context, store) -> Imported in
+            try store.importAnnotations(request, caller: try store.caller(context))
+        }
         table.on("annotations.sync", description: "what changed since the cursor (all live ones without it), in a box if given, and when to ask again") {
             (request: SyncRequest, context, store) -> SyncPage in
             try store.sync(request, caller: try context.auth.map { _ in try store.caller(context) })

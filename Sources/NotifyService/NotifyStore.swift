@@ -246,5 +246,10 @@ enum NotifySchema {
             );
             INSERT INTO changes (annotation_id, lat, lon, deleted, at_ms) SELECT id, lat, lon, 0, created_at_ms FROM annotations ORDER BY id;
             """),
+        // Annotations imported from another system keep its id, so a second import of one changes nothing.
+        Migration(domain: "notify", version: 3, sql: """
+            ALTER TABLE annotations ADD COLUMN external_id TEXT;
+            CREATE UNIQUE INDEX annotations_by_external_id ON annotations(external_id) WHERE external_id IS NOT NULL;
+            """),
     ]
 }

@@ -235,3 +235,30 @@ struct SyncPage: Encodable, Sendable {
 struct Purged: Encodable, Sendable {
     var annotations: Int
 }
+
+/// `annotations.import {annotations: [...]}`.
+struct ImportRequest: Decodable, Sendable {
+    struct Item: Decodable, Sendable {
+        var lat: Double
+        var lon: Double
+        var values: [String: String]
+        var text: String?
+        var createdAt: String
+        var externalId: String
+
+        enum CodingKeys: String, CodingKey {
+            case lat, lon, values, text
+            case createdAt = "created_at"
+            case externalId = "external_id"
+        }
+    }
+
+    var annotations: [Item]
+}
+
+/// `annotations.import`'s reply: the id of each annotation given, in order (an earlier
+/// import's for one imported before), and how many are new.
+struct Imported: Encodable, Sendable {
+    var ids: [Int64]
+    var imported: Int
+}

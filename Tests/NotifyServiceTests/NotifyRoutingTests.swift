@@ -8,7 +8,7 @@ import Testing
     static let access: [String: Access] = [
         "annotations.form": .anyone, "annotations.form.set": .admin, "annotations.submit": .user,
         "annotations.get": .anyone, "annotations.delete": .user, "annotations.nearby": .anyone,
-        "annotations.viewport": .anyone, "annotations.sync": .anyone, "notify.settings.get": .user, "notify.settings.set": .user,
+        "annotations.viewport": .anyone, "annotations.sync": .anyone, "annotations.import": .admin, "notify.settings.get": .user, "notify.settings.set": .user,
         "notify.location": .user, "notify.inbox": .user, "notify.ack": .user,
     ]
     /// Sent by the service to itself only.
