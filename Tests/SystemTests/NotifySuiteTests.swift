@@ -13,7 +13,7 @@ import TestSupport
     /// Values of the shipped form that hold anywhere: a hazard has no line or venue to pick.
     static let values = #"{"kind":"hazard","detail":"flooding","severity":"minor"}"#
 
-    @Test func anAnnotationAlertsAnotherUserOnTheirSubscribedConnectionAndWaitsInTheirInbox() throws {
+    @Test func anAnnotationAlertsAnotherUserOnTheirConnectionOnAnotherGatewayAndWaitsInTheirInbox() throws {
         let scratch = TemporaryFolder("notify-suite")
         let notify = try ChildProcess("tourbus-notify", folder: scratch.path, arguments: ["--form", NotifySuiteTests.formPath])
         defer { notify.tearDown() }
@@ -27,13 +27,18 @@ import TestSupport
         }
         #expect(known)
 
+        // Ben's listening phone is on a second gateway.
+        let second = try ChildProcess("tourbus-gateway", folder: scratch.path, arguments: ["--listen", "127.0.0.1:0"] + suite.gatewayArguments)
+        defer { second.tearDown() }
+        let secondPort = UInt16((second.endpoints["listen"] as? String ?? "").split(separator: ":").last ?? "") ?? 0
         let ann = try GatewayConnection(port: suite.port)
         PushDeliveryTests.signIn("ann", on: ann)
-        let benListening = try GatewayConnection(port: suite.port, timeoutMilliseconds: 100)
+        let benListening = try GatewayConnection(port: secondPort, timeoutMilliseconds: 100)
         let ben = PushDeliveryTests.signIn("ben", on: benListening).id
         #expect(benListening.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
         let benReporting = try GatewayConnection(port: suite.port, timeoutMilliseconds: 300)
-        PushDeliveryTests.signIn("ben", on: benReporting)
+        let login = benReporting.rpc("auth.login", #"{"username":"ben","password":"Pass-ben-1"}"#)
+        #expect(login.succeeded)
         // The reporting phone listens too, but has its alerts in the answer: no push for it.
         #expect(benReporting.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
         // Anyone reads the form; a client that is not signed in cannot report.
