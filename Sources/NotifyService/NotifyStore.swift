@@ -137,31 +137,6 @@ public final class NotifyStore: ServiceState {
     }
 }
 
-/// A page of a list being filled: items until `limit` of them, or until the next one would
-/// take the page's encoded items past `budget` bytes. A page always takes its first item, so
-/// paging always moves on.
-struct PageFiller<Item> {
-    let limit: Int
-    let budget: Int
-    private(set) var items: [Item] = []
-    private(set) var bytes = 0
-    /// Whether the page stopped before the items did.
-    private(set) var isFull = false
-
-    /// Adds `item` of `size` encoded bytes if it fits; false once the page is full.
-    mutating func add(_ item: Item, size: Int) -> Bool {
-        let size = size + (items.isEmpty ? 0 : 1)
-        if !items.isEmpty && bytes + size > budget {
-            isFull = true
-            return false
-        }
-        items.append(item)
-        bytes += size
-        if items.count >= limit { isFull = true }
-        return !isFull
-    }
-}
-
 /// The notify service's schema, in order. Never edit a shipped migration: add the next one.
 ///
 /// Times are integer milliseconds since 1970 (`_ms`), so every bound of the alert rules is
