@@ -112,12 +112,18 @@ import TestSupport
     @Test func aSubscriberWhoseSessionEndsElsewhereIsClosedAndHearsNothingMore() throws {
         let pusher = try Pusher()
         let suite = try SuiteFixture(gatewayArguments: ["--peer-pub", "notify=\(pusher.endpoint)"])
-        let listener = try GatewayConnection(port: suite.port, timeoutMilliseconds: 50)
-        let (carol, token) = PushDeliveryTests.signIn("carol", on: listener)
-        #expect(listener.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
-        #expect(try PushDeliveryTests.pushUntil(pusher, to: carol) { listener.line() != nil })
         // Her session ends on another connection: the listener is closed.
-        let other = try GatewayConnection(port: suite.port)
+        try PushDeliveryTests.listenerClosesAfterALogoutElsewhere("carol", port: suite.port, pusher: pusher)
+    }
+
+    /// `name` listens on one connection of the gateway at `port` and hears a push; another
+    /// connection resumes the same session and logs out; the listener must be closed (within about 10 s).
+    static func listenerClosesAfterALogoutElsewhere(_ name: String, port: UInt16, pusher: Pusher) throws {
+        let listener = try GatewayConnection(port: port, timeoutMilliseconds: 50)
+        let (user, token) = PushDeliveryTests.signIn(name, on: listener)
+        #expect(listener.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
+        #expect(try PushDeliveryTests.pushUntil(pusher, to: user) { listener.line() != nil })
+        let other = try GatewayConnection(port: port)
         #expect(other.rpc("auth.resume", #"{"token":"\#(token)"}"#).succeeded)
         #expect(other.rpc("auth.logout").succeeded)
         var closed = false
@@ -136,19 +142,7 @@ import TestSupport
             "--listen", "127.0.0.1:0", "--peer", "catalog=\(suite.catalogEndpoint)", "--peer", "social=\(suite.social.rpc)",
             "--peer-pub", "notify=\(pusher.endpoint)"])
         let port = UInt16((quiet.endpoints["listen"] as? String ?? "").split(separator: ":").last ?? "") ?? 0
-        let listener = try GatewayConnection(port: port, timeoutMilliseconds: 50)
-        let (dave, token) = PushDeliveryTests.signIn("dave", on: listener)
-        #expect(listener.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
-        #expect(try PushDeliveryTests.pushUntil(pusher, to: dave) { listener.line() != nil })
-        let other = try GatewayConnection(port: port)
-        #expect(other.rpc("auth.resume", #"{"token":"\#(token)"}"#).succeeded)
-        #expect(other.rpc("auth.logout").succeeded)
-        var closed = false
-        for _ in 0..<100 where !closed {
-            while listener.line() != nil {}
-            closed = listener.isClosedByPeer()
-        }
-        #expect(closed)
+        try PushDeliveryTests.listenerClosesAfterALogoutElsewhere("dave", port: port, pusher: pusher)
     }
 
     @Test func aClientThatNeverReadsIsDisconnectedAndOthersKeepTheirAnswersAndPushes() throws {
