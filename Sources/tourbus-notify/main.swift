@@ -21,4 +21,15 @@ if let flag = arguments.firstIndex(of: "--form") {
         exit(2)
     }
 }
+// `--day-poll-s N` and `--night-poll-s N`: annotations.sync's next_poll_s by day (05:00-23:00 in
+// the caller's time zone) and by night, 1 to 86,400 s.
+for (flag, apply) in [("--day-poll-s", { (n: Int) in options.dayPollSeconds = n }), ("--night-poll-s", { (n: Int) in options.nightPollSeconds = n })] {
+    guard let at = arguments.firstIndex(of: flag) else { continue }
+    guard at + 1 < arguments.count, let seconds = Int(arguments[at + 1]), (1...86_400).contains(seconds) else {
+        FileHandle.standardError.write(Data("tourbus-notify: \(flag) takes 1 to 86400 seconds\n".utf8))
+        exit(2)
+    }
+    apply(seconds)
+    arguments.removeSubrange(at...(at + 1))
+}
 ServiceRuntime.main(NotifyService.definition(options: options), arguments: arguments)

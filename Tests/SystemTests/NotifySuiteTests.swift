@@ -76,4 +76,19 @@ import TestSupport
         #expect(ben > 0)
         _ = suite
     }
+
+    @Test func thePollIntervalsAreSetByFlags() throws {
+        let scratch = TemporaryFolder("notify-flags")
+        let notify = try ChildProcess("tourbus-notify", folder: scratch.path, arguments: ["--day-poll-s", "77", "--night-poll-s", "88"])
+        defer { notify.tearDown() }
+        let client = try RPCClient(context: try ZMQContext(), endpoints: [notify.rpc], logger: Logger(component: "test", level: .error))
+        defer { client.close() }
+        let hour = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date()).hour ?? 0
+        let reply = try client.request(type: "annotations.sync", body: Data("{}".utf8), timeoutMilliseconds: 5_000)
+        let poll = (try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any])?["next_poll_s"] as? Int
+        // Not signed in: UTC's hour decides (a request at the turn of 05:00 or 23:00 may see either).
+        #expect(poll == ((5..<23).contains(hour) ? 77 : 88) || [4, 5, 22, 23].contains(hour) && [77, 88].contains(poll ?? 0), "\(String(describing: poll)) at \(hour) h UTC")
+        let bad = try BoundedRun(try ChildProcess.executable("tourbus-notify").path, ["--night-poll-s", "0"], timeout: 30)
+        #expect(bad.exit == .status(2) && bad.errors.contains("--night-poll-s takes 1 to 86400 seconds"), "\(bad.digest)")
+    }
 }
