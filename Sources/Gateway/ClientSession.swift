@@ -42,7 +42,7 @@ final class ClientSession {
     /// Tells the gateway's `PushRegistry` the topics on which this connection hears `user`'s
     /// pushes (none: it hears nothing); false when the registry refuses (too many of the
     /// user's connections listen already).
-    typealias Listen = (_ user: Int64, _ topics: Set<String>) -> Bool
+    typealias Listen = (_ user: Int64, _ interests: Interests) -> Bool
 
     /// Input kept buffered, beyond one request, while no more requests may be read.
     static let readAhead = 64 << 10
@@ -93,9 +93,11 @@ final class ClientSession {
 
     /// Whose pushes the connection hears (the user its token signed in when it subscribed), on which topics.
     private var listener: (user: Int64, token: String)?
-    private(set) var topics: Set<String> = []
-    /// The topics of `subscribe` calls waiting for their token's check.
-    private var subscribing: [Int: [String]] = [:]
+    private(set) var interests = Interests()
+    /// The topics the connection hears by name.
+    var topics: Set<String> { interests.topics }
+    /// The topics or patterns of `subscribe` and `psubscribe` calls waiting for their token's check.
+    private var subscribing: [Int: (names: [String], patterns: Bool)] = [:]
     /// Pushes that did not fit under the output bound, oldest first, with their coalescing keys.
     private var queuedPushes: [(key: String?, bytes: [UInt8])] = []
     private var queuedPushBytes = 0
@@ -187,7 +189,7 @@ final class ClientSession {
             }
         case .subscribed(let user, let checked)?:
             if let named, checked == token {
-                outcome = startListening(named, as: user, token: checked, now: now)
+                outcome = startListening(named.names, patterns: named.patterns, as: user, token: checked, now: now)
             } else {
                 outcome = .failure(ServiceError(.unauthenticated, "signed out before the subscription took; sign in and subscribe again"))
             }
@@ -237,8 +239,13 @@ final class ClientSession {
     /// A push for the user this connection listens for: written between whole replies, or kept
     /// (the latest of each coalescing key only) while the unsent output is at its bound.
     func push(_ push: Push) {
-        guard listener?.user == push.userId, topics.contains(push.topic), !pushesOverflowed, let framing else { return }
-        let bytes = framing.push(push)
+        guard listener?.user == push.userId, !pushesOverflowed, let framing else { return }
+        // As Redis: a message if the topic is heard by name, and one for each pattern it matches.
+        var bytes = interests.topics.contains(push.topic) ? framing.push(push, pattern: nil) : []
+        for pattern in interests.patterns.sorted() where TopicPattern.matches(pattern, push.topic) {
+            bytes += framing.push(push, pattern: pattern)
+        }
+        guard !bytes.isEmpty else { return }
         if queuedPushes.isEmpty && pendingOutput + bytes.count <= limits.maxPendingOutputBytes {
             appendOutput(bytes)
             return
@@ -269,92 +276,99 @@ final class ClientSession {
         queuedPushes.removeFirst(taken)
     }
 
-    /// `subscribe` and `unsubscribe`, which the session answers itself once it knows who is
-    /// signed in (a subscription goes through the dispatcher, which checks the token).
+    /// The methods the session answers itself: `subscribe`, `unsubscribe` and RESP's pattern forms.
+    static let subscriptionMethods: Set<String> = ["subscribe", "unsubscribe", "psubscribe", "punsubscribe"]
+
+    /// `subscribe`, `unsubscribe` (topics) and `psubscribe`, `punsubscribe` (patterns, RESP's
+    /// only), which the session answers itself once it knows who is signed in (a subscription
+    /// goes through the dispatcher, which checks the token).
     private func subscription(_ slot: Int, _ call: Call) {
+        let patterns = call.method.hasPrefix("p")
+        let field = patterns ? "patterns" : "topics"
         let named: [String]
-        switch ClientSession.topicList(call.params) {
+        switch ClientSession.names(call.params, patterns: patterns) {
         case .success(let list): named = list
         case .failure(let error):
             complete(slot, .failure(error), nil, now: lastActivity)
             return
         }
-        if call.method == "unsubscribe" {
-            complete(slot, .subscription(stopListening(to: named)), nil, now: lastActivity)
+        if call.method.hasSuffix("unsubscribe") {
+            complete(slot, .subscription(stopListening(to: named, patterns: patterns)), nil, now: lastActivity)
             return
         }
         guard !named.isEmpty else {
-            complete(slot, .failure(ServiceError.invalid("topics", "name at least one topic")), nil, now: lastActivity)
+            complete(slot, .failure(ServiceError.invalid(field, "name at least one")), nil, now: lastActivity)
             return
         }
-        guard topics.union(named).count <= ClientSession.maxTopics else {
-            complete(slot, .failure(ServiceError.invalid("topics", "at most \(ClientSession.maxTopics) topics per connection")), nil, now: lastActivity)
+        var after = interests
+        after.add(named, patterns: patterns)
+        guard after.count <= ClientSession.maxTopics else {
+            complete(slot, .failure(ServiceError.invalid(field, "at most \(ClientSession.maxTopics) topics and patterns per connection")), nil, now: lastActivity)
             return
         }
-        subscribing[slot] = named
+        subscribing[slot] = (named, patterns)
         // Calls after it wait for its answer, as after a sign-in: subscriptions change in the
-        // order they were asked for, each counted against the topics the one before left.
+        // order they were asked for, each counted against what the one before left.
         sessionSlot = slot
         let deliver = self.deliver
-        if let immediate = dispatch(call, token, { deliver(slot, $0, $1) }) {
+        if let immediate = dispatch(Call(method: "subscribe", params: Data("{}".utf8)), token, { deliver(slot, $0, $1) }) {
             complete(slot, immediate, nil, now: lastActivity)
         }
     }
 
-    /// The topics a `subscribe` or `unsubscribe` names (`{"topics":[...]}`; none when absent),
-    /// each checked, at most `maxTopics` of them, repeats kept (each is confirmed, as Redis does).
-    static func topicList(_ params: Data) -> Result<[String], ServiceError> {
-        guard let range = JSONSpan.member("topics", in: params) else { return .success([]) }
-        guard let elements = JSONSpan.elements(at: range, in: params) else { return .failure(ServiceError.invalid("topics", "must be an array of topic names")) }
-        guard elements.count <= maxTopics else { return .failure(ServiceError.invalid("topics", "at most \(maxTopics) topics per connection")) }
+    /// The topics (or patterns) a (un)subscription names (`{"topics":[...]}`,
+    /// `{"patterns":[...]}`; none when absent), each checked, at most `maxTopics` of them,
+    /// repeats kept (each is confirmed, as Redis does).
+    static func names(_ params: Data, patterns: Bool) -> Result<[String], ServiceError> {
+        let field = patterns ? "patterns" : "topics"
+        guard let range = JSONSpan.member(field, in: params) else { return .success([]) }
+        guard let elements = JSONSpan.elements(at: range, in: params) else { return .failure(ServiceError.invalid(field, "must be an array of names")) }
+        guard elements.count <= maxTopics else { return .failure(ServiceError.invalid(field, "at most \(maxTopics) topics and patterns per connection")) }
         var names: [String] = []
         for element in elements {
-            guard let name = JSONSpan.string(at: element, in: params), Push.isValidTopic(name) else {
-                return .failure(ServiceError.invalid("topics", "a topic is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_' and '-', starting with a letter"))
+            guard let name = JSONSpan.string(at: element, in: params), patterns ? TopicPattern.isValid(name) : Push.isValidTopic(name) else {
+                return .failure(ServiceError.invalid(field, patterns
+                    ? "a pattern is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_', '-' and the glob characters * ? [ ] ^ \\"
+                    : "a topic is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_' and '-', starting with a letter"))
             }
             names.append(name)
         }
         return .success(names)
     }
 
-    private func startListening(_ named: [String], as user: Int64, token checked: String, now: UInt64) -> Outcome {
+    private func startListening(_ named: [String], patterns: Bool, as user: Int64, token checked: String, now: UInt64) -> Outcome {
         if listener?.user != user { stopListening() }
-        var counts: [Int] = []
-        var after = topics
-        for name in named {
-            after.insert(name)
-            counts.append(after.count)
-        }
+        var after = interests
+        let counts = after.add(named, patterns: patterns)
         guard listen(user, after) else {
             return .failure(ServiceError(.tooLarge, "at most \(PushRegistry.maxConnectionsPerUser) connections of one user hear pushes on one gateway"))
         }
         listener = (user, checked)
-        topics = after
+        interests = after
         recheckAt = recheckAt ?? now + ClientSession.recheckInterval
-        return .subscription(SubscriptionChange(subscribed: true, topics: named, counts: counts, all: topics.sorted()))
+        return .subscription(SubscriptionChange(kind: patterns ? "psubscribe" : "subscribe", topics: named, counts: counts, all: interests.topics.sorted()))
     }
 
-    /// Stops hearing `named` (all, when none are named).
-    private func stopListening(to named: [String]) -> SubscriptionChange {
-        let dropped = named.isEmpty ? topics.sorted() : named
-        var counts: [Int] = []
-        for name in dropped {
-            topics.remove(name)
-            counts.append(topics.count)
-        }
+    /// Stops hearing `named` topics or patterns (all of them, when none are named).
+    private func stopListening(to named: [String], patterns: Bool) -> SubscriptionChange {
+        let dropped = named.isEmpty ? (patterns ? interests.patterns : interests.topics).sorted() : named
+        let counts = interests.remove(dropped, patterns: patterns)
         if let listener {
-            _ = listen(listener.user, topics)
-            if topics.isEmpty {
+            _ = listen(listener.user, interests)
+            if interests.isEmpty {
                 self.listener = nil
                 recheckAt = nil
             }
         }
-        return SubscriptionChange(subscribed: false, topics: dropped, counts: counts, all: topics.sorted())
+        return SubscriptionChange(kind: patterns ? "punsubscribe" : "unsubscribe", topics: dropped, counts: counts, all: interests.topics.sorted())
     }
 
     private func stopListening() {
         guard listener != nil else { return }
-        _ = stopListening(to: [])
+        interests = Interests()
+        if let listener { _ = listen(listener.user, interests) }
+        listener = nil
+        recheckAt = nil
         queuedPushes = []
         queuedPushBytes = 0
     }
@@ -409,7 +423,7 @@ final class ClientSession {
         // way to know, so requests that answer nothing (notifications) run for a while only.
         if let end = endSeenAt, !wroteSinceEnd, past(end, limits.requestTimeoutMilliseconds) { return .abandoned }
         // A connection that waits for pushes is not idle.
-        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && topics.isEmpty && past(lastActivity, limits.idleTimeoutMilliseconds) { return .idle }
+        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && interests.isEmpty && past(lastActivity, limits.idleTimeoutMilliseconds) { return .idle }
         return nil
     }
 
@@ -424,7 +438,7 @@ final class ClientSession {
         if pendingOutput > 0 && readingWaitsForClient { soonest = min(soonest, lastWrite + ClientSession.slowReaderGrace + 1) }
         if pendingOutput > 0 { soonest = min(soonest, after(lastWrite, limits.idleTimeoutMilliseconds)) }
         if let end = endSeenAt, !wroteSinceEnd { soonest = min(soonest, after(end, limits.requestTimeoutMilliseconds)) }
-        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && topics.isEmpty { soonest = min(soonest, after(lastActivity, limits.idleTimeoutMilliseconds)) }
+        if (framing?.outstanding ?? 0) == 0 && pendingOutput == 0 && interests.isEmpty { soonest = min(soonest, after(lastActivity, limits.idleTimeoutMilliseconds)) }
         if pausedUntil != 0 { soonest = min(soonest, pausedUntil) }
         if let recheckAt { soonest = min(soonest, recheckAt) }
         return soonest == .max ? nil : soonest
@@ -545,7 +559,7 @@ final class ClientSession {
     }
 
     private func run(_ slot: Int, _ call: Call) {
-        if call.method == "subscribe" || call.method == "unsubscribe" {
+        if ClientSession.subscriptionMethods.contains(call.method) {
             subscription(slot, call)
             return
         }

@@ -16,11 +16,12 @@ enum Outcome: Sendable {
     case subscription(SubscriptionChange)
 }
 
-/// The answer to `subscribe` or `unsubscribe`: the topics it named (all it dropped, for an
-/// unsubscribe that named none) with the connection's count of topics after each, as Redis
-/// confirms them one by one, and every topic the connection now hears.
+/// The answer to `subscribe`, `unsubscribe`, `psubscribe` or `punsubscribe` (`kind`): the
+/// topics or patterns it named (all it dropped, for an unsubscribe that named none) with the
+/// connection's count of topics and patterns after each, as Redis confirms them one by one,
+/// and every topic the connection now hears by name.
 struct SubscriptionChange: Sendable, Equatable {
-    var subscribed: Bool
+    var kind: String
     var topics: [String]
     var counts: [Int]
     var all: [String]

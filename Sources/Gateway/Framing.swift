@@ -15,8 +15,9 @@ protocol Framing: AnyObject {
     /// The reply bytes that `slot`'s outcome makes ready to write (maybe with earlier ones it
     /// released, maybe none yet).
     func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8]
-    /// A push's bytes in this framing, written between whole replies.
-    func push(_ push: Push) -> [UInt8]
+    /// A push's bytes in this framing, written between whole replies; `pattern`: heard by that
+    /// pattern (RESP's `pmessage`), nil: by its topic's name.
+    func push(_ push: Push, pattern: String?) -> [UInt8]
     /// Replies owed to the client: calls read and not yet answered or written.
     var outstanding: Int { get }
     /// Bytes of replies ready but held back (behind an earlier RESP reply, or until a batch is

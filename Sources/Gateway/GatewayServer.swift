@@ -236,7 +236,7 @@ struct AcceptLoop: @unchecked Sendable {
                     dispatch: { call, token, completion in dispatcher.dispatch(call, client: client, token: token, completion: completion) },
                     deliver: { inbox.post(.outcome(key: client.connection, slot: $0, outcome: $1, change: $2)) },
                     charge: { addresses.charge(client.address, requests: $0) },
-                    listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, topics: $1) })
+                    listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) })
                 inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }
         }

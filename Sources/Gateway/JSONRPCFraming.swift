@@ -273,7 +273,7 @@ final class JSONRPCFraming: Framing {
     }
 
     /// `{"jsonrpc":"2.0","method":"push","params":{"topic":…,"id":…,"body":{…}}}`, a notification line.
-    func push(_ push: Push) -> [UInt8] {
+    func push(_ push: Push, pattern: String?) -> [UInt8] {
         Array(#"{"jsonrpc":"2.0","method":"push","params":"#.utf8) + push.clientJSON + Array("}\n".utf8)
     }
 

@@ -3,6 +3,119 @@ import Contracts
 import Foundation
 import Synchronization
 
+/// What a connection hears: topics by name, and patterns of topics (RESP's `PSUBSCRIBE`).
+struct Interests: Equatable, Sendable {
+    var topics: Set<String> = []
+    var patterns: Set<String> = []
+
+    var count: Int { topics.count + patterns.count }
+    var isEmpty: Bool { topics.isEmpty && patterns.isEmpty }
+
+    /// Whether a push on `topic` is heard: by name or by a pattern.
+    func hears(_ topic: String) -> Bool { topics.contains(topic) || patterns.contains { TopicPattern.matches($0, topic) } }
+
+    /// Adds `names` (topics, or patterns); the count after each.
+    @discardableResult
+    mutating func add(_ names: [String], patterns isPattern: Bool) -> [Int] {
+        names.map { name in
+            if isPattern { patterns.insert(name) } else { topics.insert(name) }
+            return count
+        }
+    }
+
+    /// Removes `names`; the count after each.
+    mutating func remove(_ names: [String], patterns isPattern: Bool) -> [Int] {
+        names.map { name in
+            if isPattern { patterns.remove(name) } else { topics.remove(name) }
+            return count
+        }
+    }
+}
+
+/// Redis's glob patterns of channels, for topics: `*` any bytes, `?` one, `[abc]`, `[a-z]`,
+/// `[^a]` one of a set (or not), `\x` the byte x. Matched over bytes by dynamic programming, so
+/// no pattern takes more than (pattern bytes × topic bytes) steps.
+enum TopicPattern {
+    /// 1 to `Push.maxTopicBytes` bytes of a topic's characters and the glob characters.
+    static func isValid(_ pattern: String) -> Bool {
+        let bytes = pattern.utf8
+        return (1...Push.maxTopicBytes).contains(bytes.count) && bytes.allSatisfy {
+            (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || Array("._-*?[]^\\".utf8).contains($0)
+        }
+    }
+
+    private enum Token {
+        case any, one, byte(UInt8), set(Set<UInt8>, negated: Bool)
+
+        func takes(_ byte: UInt8) -> Bool {
+            switch self {
+            case .any, .one: true
+            case .byte(let b): b == byte
+            case .set(let set, let negated): set.contains(byte) != negated
+            }
+        }
+    }
+
+    private static func tokens(_ pattern: [UInt8]) -> [Token] {
+        var tokens: [Token] = []
+        var i = 0
+        while i < pattern.count {
+            switch pattern[i] {
+            case UInt8(ascii: "*"): tokens.append(.any)
+            case UInt8(ascii: "?"): tokens.append(.one)
+            case UInt8(ascii: "\\") where i + 1 < pattern.count:
+                i += 1
+                tokens.append(.byte(pattern[i]))
+            case UInt8(ascii: "["):
+                var j = i + 1
+                let negated = j < pattern.count && pattern[j] == UInt8(ascii: "^")
+                if negated { j += 1 }
+                var set = Set<UInt8>()
+                while j < pattern.count && pattern[j] != UInt8(ascii: "]") {
+                    if pattern[j] == UInt8(ascii: "\\"), j + 1 < pattern.count {
+                        j += 1
+                        set.insert(pattern[j])
+                    } else if j + 2 < pattern.count, pattern[j + 1] == UInt8(ascii: "-"), pattern[j + 2] != UInt8(ascii: "]") {
+                        let (low, high) = (min(pattern[j], pattern[j + 2]), max(pattern[j], pattern[j + 2]))
+                        set.formUnion(low...high)
+                        j += 2
+                    } else {
+                        set.insert(pattern[j])
+                    }
+                    j += 1
+                }
+                tokens.append(.set(set, negated: negated))
+                i = j  // at the `]`, or past the end when it never closed (Redis takes that as the end)
+            default: tokens.append(.byte(pattern[i]))
+            }
+            i += 1
+        }
+        return tokens
+    }
+
+    /// Whether `topic` matches `pattern`.
+    static func matches(_ pattern: String, _ topic: String) -> Bool {
+        let tokens = tokens(Array(pattern.utf8)), text = Array(topic.utf8)
+        // reach[j]: the first i tokens can match the first j bytes.
+        var reach = [Bool](repeating: false, count: text.count + 1)
+        reach[0] = true
+        for token in tokens {
+            var next = [Bool](repeating: false, count: text.count + 1)
+            if case .any = token {
+                var seen = false
+                for j in 0...text.count {
+                    seen = seen || reach[j]
+                    next[j] = seen
+                }
+            } else {
+                for j in 0..<text.count where reach[j] && token.takes(text[j]) { next[j + 1] = true }
+            }
+            reach = next
+        }
+        return reach[text.count]
+    }
+}
+
 /// Pushes posted to a connection's loop and not yet handed to its session: past
 /// `ClientSession.maxQueuedPushes` more are dropped before they are posted, so a connection
 /// whose loop falls behind (or whose client does not read) holds a bounded number.
@@ -33,7 +146,7 @@ final class PushRegistry: Sendable {
 
     private struct Subscriber {
         let inbox: LoopInbox
-        var topics: Set<String>
+        var interests: Interests
         let backlog = PushBacklog()
     }
 
@@ -52,20 +165,20 @@ final class PushRegistry: Sendable {
     /// How requests from connection `key` of gateway `gatewayId` name their origin (`auth.origin`).
     static func origin(_ gatewayId: String, _ key: UInt64) -> String { "\(gatewayId)/\(key)" }
 
-    /// Connection `key` (served by the loop of `inbox`) hears `user`'s pushes on `topics`;
-    /// none removes it. False, and nothing changed, when it would be more than
-    /// `maxConnectionsPerUser` of that user.
+    /// Connection `key` (served by the loop of `inbox`) hears `user`'s pushes on what
+    /// `interests` names; none removes it. False, and nothing changed, when it would be more
+    /// than `maxConnectionsPerUser` of that user.
     @discardableResult
-    func set(user: Int64, connection key: UInt64, inbox: LoopInbox, topics: Set<String>) -> Bool {
+    func set(user: Int64, connection key: UInt64, inbox: LoopInbox, interests: Interests) -> Bool {
         users.withLock { users in
-            if topics.isEmpty {
+            if interests.isEmpty {
                 users[user]?.removeValue(forKey: key)
                 if users[user]?.isEmpty == true { users.removeValue(forKey: user) }
             } else if users[user]?[key] != nil {
-                users[user]?[key]?.topics = topics
+                users[user]?[key]?.interests = interests
             } else {
                 guard (users[user]?.count ?? 0) < PushRegistry.maxConnectionsPerUser else { return false }
-                users[user, default: [:]][key] = Subscriber(inbox: inbox, topics: topics)
+                users[user, default: [:]][key] = Subscriber(inbox: inbox, interests: interests)
             }
             return true
         }
@@ -77,7 +190,7 @@ final class PushRegistry: Sendable {
     func deliver(_ push: Push) -> Int {
         let targets: [(LoopInbox, UInt64, PushBacklog)] = users.withLock { users in
             (users[push.userId] ?? [:]).compactMap { key, subscriber in
-                subscriber.topics.contains(push.topic) && push.origin != PushRegistry.origin(gatewayId, key) ? (subscriber.inbox, key, subscriber.backlog) : nil
+                subscriber.interests.hears(push.topic) && push.origin != PushRegistry.origin(gatewayId, key) ? (subscriber.inbox, key, subscriber.backlog) : nil
             }
         }
         var posted = 0

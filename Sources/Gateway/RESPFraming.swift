@@ -238,13 +238,13 @@ enum RESP {
     /// RESP3's null.
     static let null3: [UInt8] = Array("_\r\n".utf8)
 
-    /// The head of a three-part pub/sub message: an array in RESP2, a push frame in RESP3.
-    private static func pubSubHead(_ version: Int) -> [UInt8] { Array((version == 3 ? ">3\r\n" : "*3\r\n").utf8) }
+    /// The head of a pub/sub message of `parts`: an array in RESP2, a push frame in RESP3.
+    private static func pubSubHead(_ version: Int, _ parts: Int = 3) -> [UInt8] { Array("\(version == 3 ? ">" : "*")\(parts)\r\n".utf8) }
 
     /// `subscribe`/`unsubscribe` confirmations as Redis sends them: one per topic named, with
     /// the connection's count of topics after it (`unsubscribe`, nil, 0 when there were none).
     static func subscription(_ change: SubscriptionChange, version: Int) -> [UInt8] {
-        let kind = bulk(Array((change.subscribed ? "subscribe" : "unsubscribe").utf8))
+        let kind = bulk(Array(change.kind.utf8))
         guard !change.topics.isEmpty else { return pubSubHead(version) + kind + (version == 3 ? null3 : nullBulk) + integer(0) }
         var out: [UInt8] = []
         for (topic, count) in zip(change.topics, change.counts) {
@@ -253,9 +253,11 @@ enum RESP {
         return out
     }
 
-    /// A push as Redis delivers a published message: `message`, the topic, the payload.
-    static func message(_ push: Push, version: Int) -> [UInt8] {
-        pubSubHead(version) + bulk(Array("message".utf8)) + bulk(Array(push.topic.utf8)) + bulk(push.clientJSON)
+    /// A push as Redis delivers a published message: `message`, the topic, the payload; or,
+    /// heard by a pattern, `pmessage`, the pattern, the topic, the payload.
+    static func message(_ push: Push, pattern: String?, version: Int) -> [UInt8] {
+        guard let pattern else { return pubSubHead(version) + bulk(Array("message".utf8)) + bulk(Array(push.topic.utf8)) + bulk(push.clientJSON) }
+        return pubSubHead(version, 4) + bulk(Array("pmessage".utf8)) + bulk(Array(pattern.utf8)) + bulk(Array(push.topic.utf8)) + bulk(push.clientJSON)
     }
 }
 
@@ -360,21 +362,21 @@ final class RESPFraming: Framing {
             reply(RESP.simple("OK"))
             close(&reading)
             return
-        case "subscribe" where words.count < 2:
-            reply(RESP.error("ERR", "wrong number of arguments for 'subscribe' command"))
+        case "subscribe" where words.count < 2, "psubscribe" where words.count < 2:
+            reply(RESP.error("ERR", "wrong number of arguments for '\(method)' command"))
             return
-        case "subscribe", "unsubscribe":
-            var params: [UInt8] = Array(#"{"topics":["#.utf8)
+        case "subscribe", "unsubscribe", "psubscribe", "punsubscribe":
+            var params: [UInt8] = Array((method.hasPrefix("p") ? #"{"patterns":["# : #"{"topics":["#).utf8)
             for (i, word) in words.dropFirst().enumerated() {
                 if i > 0 { params.append(UInt8(ascii: ",")) }
                 JSONText.append(String(decoding: word, as: UTF8.self), to: &params)
             }
             params += Array("]}".utf8)
-            if method == "subscribe" { subscribeSlots.insert(slot) }
+            if method.hasSuffix("subscribe") && !method.hasSuffix("unsubscribe") { subscribeSlots.insert(slot) }
             reading.calls.append((slot, Call(method: method, params: Data(params))))
             return
-        case "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe":
-            reply(RESP.error("ERR", "\(method.uppercased()) is not supported: SUBSCRIBE names each topic"))
+        case "ssubscribe", "sunsubscribe":
+            reply(RESP.error("ERR", "\(method.uppercased()) is not supported: there are no shard channels here; use SUBSCRIBE"))
             return
         case "ping" where words.count == 2, "echo" where words.count == 2:
             reply(RESP.bulk(words[1]))
@@ -510,7 +512,7 @@ final class RESPFraming: Framing {
         }
     }
 
-    func push(_ push: Push) -> [UInt8] { RESP.message(push, version: version) }
+    func push(_ push: Push, pattern: String?) -> [UInt8] { RESP.message(push, pattern: pattern, version: version) }
 
     /// Files a reply under its slot: the replies now ready in order.
     private func file(_ slot: Int, _ reply: [UInt8]) -> [UInt8] {

@@ -56,8 +56,8 @@ final class SessionHarness {
                 return nil
             }
         }, deliver: { slot, outcome, change in delivered.withLock { $0.append((slot, outcome, change)) } }, charge: charge,
-           listen: { user, topics in
-               listened.withLock { $0.append((user, topics)) }
+           listen: { user, interests in
+               listened.withLock { $0.append((user, interests.topics.union(interests.patterns))) }
                return acceptListeners.withLock { $0 }
            })
     }
