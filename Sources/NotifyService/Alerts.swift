@@ -35,8 +35,11 @@ extension NotifyStore {
         if let alerts = change.alerts { settings.alerts = alerts }
         if let radius = change.radiusM { settings.radiusM = try AlertSettings(alerts: settings.alerts, radiusM: radius).radiusM }
         if let timezone = change.timezone {
-            guard timezone.utf8.count <= Self.maxTimezoneBytes,
-                  timezone == "UTC" || TimeZone.knownTimeZoneIdentifiers.contains(timezone), TimeZone(identifier: timezone) != nil else {
+            // An IANA name (Area/Place, Etc/GMT-10, UTC, US/Eastern…) that Foundation knows as
+            // itself: not only ICU's list of current names, which leaves out Asia/Kolkata.
+            guard timezone.utf8.count <= Self.maxTimezoneBytes, !timezone.contains(".."),
+                  timezone.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || "/_-+".utf8.contains($0) }),
+                  timezone == "UTC" || TimeZone(identifier: timezone)?.identifier == timezone else {
                 throw ServiceError.invalid("timezone", "must be an IANA time zone name such as Australia/Sydney, or UTC")
             }
             settings.timezone = timezone
@@ -91,7 +94,9 @@ extension NotifyStore {
         }
         if let last, report.at < last.at { return AlertList(alerts: [], more: nil, stale: true) }
 
-        var annotations = try liveAnnotations(near: point, radius: Double(settings.radiusM) + AlertRules.suppressionRadiusM, now: now)
+        // A metre more than the rules reach: the rules check each exactly, and a pre-filter whose
+        // rounding left out an annotation at the bound would change what they decide.
+        var annotations = try liveAnnotations(near: point, radius: Double(settings.radiusM) + AlertRules.suppressionRadiusM + 1, now: now)
         var pairs: [AlertPair] = []
         try db.forEachRow("""
             SELECT p.annotation_id, p.state, p.disarmed_by, \(Self.annotationColumns)
@@ -157,8 +162,9 @@ extension NotifyStore {
         var more = false
         struct PageIsFull: Error {}
         do {
-            try db.forEachRow("SELECT id, at_ms, alert_json FROM inbox WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?",
-                              [caller.id, after, limit + 1]) { row in
+            // R6: entries older than 12 h are gone, whether the purge took them yet or not.
+            try db.forEachRow("SELECT id, at_ms, alert_json FROM inbox WHERE user_id = ? AND id > ? AND created_at_ms >= ? ORDER BY id LIMIT ?",
+                              [caller.id, after, AlertRules.purgeHorizon(now: now), limit + 1]) { row in
                 guard !page.isFull else {
                     more = true
                     throw PageIsFull()

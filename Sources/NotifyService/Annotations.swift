@@ -8,8 +8,9 @@ import Storage
 /// The form, and annotations: submit, get, delete, nearby and viewport.
 extension NotifyStore {
     /// An annotation's text: at most 500 characters (the bound, in Swift `Character`s)
-    /// and at most 2,000 UTF-8 bytes, checked first; line breaks allowed.
-    static let textRule = TextRule("text", maxCharacters: 500, maxBytes: 2_000, lines: .multiple)
+    /// and at most 8,000 UTF-8 bytes, checked first (500 flags or skin-toned emoji, 8 bytes
+    /// each, fit); line breaks allowed.
+    static let textRule = TextRule("text", maxCharacters: 500, maxBytes: 8_000, lines: .multiple)
     /// The largest `radius_m` of `annotations.nearby`: 50 km.
     static let maxNearbyRadiusM = 50_000.0
     /// Cursors of the annotation lists are at most this many characters.

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import Geo
 import ServiceKit
@@ -57,10 +58,12 @@ public final class NotifyStore: ServiceState {
     /// comes only from the envelope; an admin is a caller whose `auth.role` is `admin`.
     func caller(_ context: RequestContext) throws(ServiceError) -> Caller {
         guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
-        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0 else {
+        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else {
             throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
         }
-        return Caller(id: id, isAdmin: auth.role == "admin", origin: auth.origin)
+        // An origin a gateway would not take back would make it drop the push: none then.
+        let origin = auth.origin.flatMap { $0.utf8.count <= Push.maxOriginBytes && !$0.contains("\"") && !$0.contains("\\") ? $0 : nil }
+        return Caller(id: id, isAdmin: auth.role == "admin", origin: origin)
     }
 
     /// A point from a request's `lat` and `lon`: `invalid_argument` naming the one out of range.

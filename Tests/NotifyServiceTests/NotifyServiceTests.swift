@@ -71,17 +71,19 @@ import TestSupport
         #expect(refusedField(f.error("annotations.submit", #"{\#(at),"values":\#(quayValues)}"#)) == "unauthenticated -")
     }
 
-    @Test func textIsAtMost500CharactersAnd2000Bytes() throws {
+    @Test func textIsAtMost500CharactersAnd8000Bytes() throws {
         let f = try NotifyFixture()
         try f.setForm()
         #expect(try f.submit(by: 2, text: String(repeating: "é", count: 500)) > 0)  // 1,000 bytes
+        // 500 flags, 8 bytes each: 500 characters a phone's keyboard makes.
+        #expect(try f.submit(by: 2, text: String(repeating: "\u{1F1E6}\u{1F1FA}", count: 500)) > 0)
         #expect(throws: ServiceError.self) { try f.submit(by: 2, text: String(repeating: "a", count: 501)) }
-        // 400 characters of 7 bytes each (a letter and three combining accents): 2,800 bytes.
-        let heavy = String(repeating: "e\u{0301}\u{0302}\u{0303}", count: 400)
-        #expect(heavy.count == 400 && heavy.utf8.count == 2_800)
+        // 400 characters of 25 bytes each (a letter and twelve combining accents): 10,000 bytes.
+        let heavy = String(repeating: "e" + String(repeating: "\u{0301}", count: 12), count: 400)
+        #expect(heavy.count == 400 && heavy.utf8.count == 10_000)
         do {
             try f.submit(by: 2, text: heavy)
-            Issue.record("2,800 bytes of text were accepted")
+            Issue.record("10,000 bytes of text were accepted")
         } catch let error as ServiceError {
             #expect(error.field == "text" && error.message.contains("bytes"))
         }

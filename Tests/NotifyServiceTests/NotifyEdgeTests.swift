@@ -1,0 +1,48 @@
+import Bus
+import Foundation
+import Testing
+
+/// Edges an attacker found: time zone names, canonical ids, an origin no gateway takes, the inbox at 12 h.
+@Suite(.serialized) struct NotifyEdgeTests {
+    @Test func ianaTimeZoneNamesAreTakenAsFoundationKnowsThem() throws {
+        let f = try NotifyFixture()
+        for zone in ["Asia/Kolkata", "Etc/GMT-10", "US/Eastern", "Australia/Sydney", "UTC"] {
+            #expect(f.error("notify.settings.set", #"{"timezone":"\#(zone)"}"#, as: 2) == nil, "\(zone)")
+        }
+        for zone in ["../etc/passwd", "GMT+10:00", "Mars/Olympus", "", String(repeating: "A", count: 65)] {
+            #expect(f.error("notify.settings.set", #"{"timezone":"\#(zone)"}"#, as: 2)?.field == "timezone", "\(zone)")
+        }
+    }
+
+    @Test func aUserIdIsOneDecimalSpelling() throws {
+        let f = try NotifyFixture()
+        let reply = try f.client.request(type: "notify.settings.get", body: Data("{}".utf8), auth: Auth(userId: "7", role: "user"), timeoutMilliseconds: 5_000)
+        #expect(!reply.bodyJSON.isEmpty)
+        for odd in ["007", "+7", "7 "] {
+            #expect(throws: ServiceError.self, "\(odd)") {
+                _ = try f.client.request(type: "notify.settings.get", body: Data("{}".utf8), auth: Auth(userId: odd, role: "user"), timeoutMilliseconds: 5_000)
+            }
+        }
+    }
+
+    @Test func anOriginNoGatewayWouldTakeIsLeftOutNotThePush() throws {
+        let f = try NotifyFixture()
+        try f.setForm()
+        try f.submit(by: 2)
+        let listener = try f.pushListener()
+        let body = Data(#"{"lat":\#(quay.lat),"lon":\#(quay.lon)}"#.utf8)
+        _ = try f.client.request(type: "notify.location", body: body, auth: Auth(userId: "3", role: "user", origin: #"gw/1"quoted"#), timeoutMilliseconds: 5_000)
+        let push = try NotifyFixture.nextPush(listener)
+        #expect(push?.userId == 3 && push?.origin == nil)
+    }
+
+    @Test func inboxEntriesOlderThanTwelveHoursAreGoneBeforeThePurge() throws {
+        let f = try NotifyFixture()
+        try f.setForm()
+        try f.submit(by: 2)
+        try f.call("notify.location", #"{"lat":\#(quay.lat),"lon":\#(quay.lon)}"#, as: 3)
+        #expect(((try f.call("notify.inbox", as: 3))["entries"] as? [Any])?.count == 1)
+        f.advance(12 * 3_600_000 + 1)
+        #expect(((try f.call("notify.inbox", as: 3))["entries"] as? [Any])?.isEmpty == true)
+    }
+}
