@@ -89,25 +89,33 @@ extension NotifyStore {
         let report = try AlertReport(userId: caller.id, point: point, at: try Self.milliseconds(at: request.at), now: now)
         let stored = try settingsJSON(of: caller.id)
         let settings = try AlertSettings(alerts: stored.alerts, radiusM: stored.radiusM)
-        let last = try db.queryOne("SELECT at_ms, number FROM judged WHERE user_id = ?", caller.id).map { row in
-            JudgedReport(at: try row.decode("at_ms"), number: try row.decode("number"))
+        var judgedAt: Int64 = 0
+        let last = try db.queryOne("SELECT at_ms, number, judged_at_ms FROM judged WHERE user_id = ?", caller.id).map { row in
+            judgedAt = try row.decode("judged_at_ms")
+            return JudgedReport(at: try row.decode("at_ms"), number: try row.decode("number"))
         }
         if let last, report.at < last.at { return AlertList(alerts: [], more: nil, stale: true) }
+        // A report reads every annotation within reach: one user's are judged at most this often.
+        guard last == nil || now - judgedAt >= options.reportIntervalMs else {
+            throw ServiceError(.rateLimited, "at most one report every \(options.reportIntervalMs) ms; try again in a moment")
+        }
 
         // A metre more than the rules reach: the rules check each exactly, and a pre-filter whose
         // rounding left out an annotation at the bound would change what they decide.
-        var annotations = try liveAnnotations(near: point, radius: Double(settings.radiusM) + AlertRules.suppressionRadiusM + 1, now: now)
+        var annotations = try alertAnnotations(near: point, radius: Double(settings.radiusM) + AlertRules.suppressionRadiusM + 1, now: now)
         var pairs: [AlertPair] = []
         try db.forEachRow("""
-            SELECT p.annotation_id, p.state, p.disarmed_by, \(Self.annotationColumns)
+            SELECT p.annotation_id, p.state, p.disarmed_by, a.id, a.user_id, a.lat, a.lon, a.created_at_ms
             FROM pairs p JOIN annotations a ON a.id = p.annotation_id WHERE p.user_id = ? AND a.created_at_ms >= ?
             """, [caller.id, AlertRules.purgeHorizon(now: now)]) { row in
             guard let state = AlertPairState(rawValue: try row.decode("state", as: String.self)) else { return }
-            pairs.append(AlertPair(annotationId: try row.decode("annotation_id"), state: state, disarmedBy: try row.decode("disarmed_by")))
-            annotations.append(try Self.annotation(row))
+            let id: Int64 = try row.decode("annotation_id")
+            pairs.append(AlertPair(annotationId: id, state: state, disarmedBy: try row.decode("disarmed_by")))
+            annotations[id] = AlertAnnotation(id: id, authorId: try row.decode("user_id"),
+                                              point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
+                                              createdAt: try row.decode("created_at_ms"))
         }
-        let byId = Dictionary(annotations.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let judgement = AlertRules.judge(report, settings: settings, lastJudged: last, annotations: annotations.map(\.rules), pairs: pairs)
+        let judgement = AlertRules.judge(report, settings: settings, lastJudged: last, annotations: annotations.values.sorted { $0.id < $1.id }, pairs: pairs)
         guard !judgement.stale else { return AlertList(alerts: [], more: nil, stale: true) }
 
         let number = judgement.judged.number
@@ -126,11 +134,13 @@ extension NotifyStore {
             try db.run("INSERT INTO zones_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
                        db.lastInsertRowID, cell.lat, cell.lat, cell.lon, cell.lon)
         }
-        try db.run("INSERT OR REPLACE INTO judged (user_id, at_ms, number) VALUES (?, ?, ?)", caller.id, judgement.judged.at, number)
+        try db.run("INSERT OR REPLACE INTO judged (user_id, at_ms, number, judged_at_ms) VALUES (?, ?, ?, ?)",
+                   caller.id, judgement.judged.at, number, now)
 
         var wires: [AnnotationJSON] = []
         for alert in judgement.alerts {
-            guard let annotation = byId[alert.annotationId] else { continue }
+            // Only what alerted is read whole.
+            guard let annotation = try liveAnnotation(alert.annotationId, now: now) else { continue }
             let wire = annotation.wire(distanceM: alert.distanceM)
             try db.run("INSERT INTO inbox (user_id, annotation_id, at_ms, alert_json, created_at_ms) VALUES (?, ?, ?, ?, ?)",
                        caller.id, alert.annotationId, report.at, String(decoding: try JSONCoding.encoder.encode(wire), as: UTF8.self), now)

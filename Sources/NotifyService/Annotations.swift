@@ -89,6 +89,17 @@ extension NotifyStore {
             throw ServiceError(.unavailable, "no form has been set yet; an admin sets one with annotations.form.set")
         }
         try form.validate(values: request.values, at: point)
+        let now = self.now
+        func count(since: Int64, upTo limit: Int) throws -> Int {
+            Int(try db.scalarInt("SELECT COUNT(*) FROM (SELECT 1 FROM annotations WHERE user_id = ? AND created_at_ms >= ? LIMIT ?)",
+                                 caller.id, since, Int64(limit)) ?? 0)
+        }
+        guard try count(since: now - 59_999, upTo: options.submitsPerMinute) < options.submitsPerMinute else {
+            throw ServiceError(.rateLimited, "at most \(options.submitsPerMinute) annotations a minute; try again in a moment")
+        }
+        guard try count(since: AlertRules.purgeHorizon(now: now), upTo: options.liveAnnotationsPerUser) < options.liveAnnotationsPerUser else {
+            throw ServiceError(.rateLimited, "at most \(options.liveAnnotationsPerUser) of your annotations live at once; they expire after 12 h")
+        }
         return try insert(by: caller.id, at: point, values: request.values, text: request.text, createdAt: now).wire()
     }
 

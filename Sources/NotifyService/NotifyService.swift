@@ -22,6 +22,11 @@ public struct NotifyOptions: Sendable {
     /// from 23:00 to 05:00.
     public var dayPollSeconds = 60
     public var nightPollSeconds = 600
+    /// What one user may do, so that no one fills a city or holds the one writer: submit this
+    /// many annotations a minute, keep this many live, have a report judged this often.
+    public var submitsPerMinute = 10
+    public var liveAnnotationsPerUser = 100
+    public var reportIntervalMs: Int64 = 1_000
 
     public init() {}
 }

@@ -108,21 +108,31 @@ public final class NotifyStore: ServiceState {
             values: values, text: try row.decode("text", as: String?.self), createdAt: try row.decode("created_at_ms"))
     }
 
-    /// The live annotations (not purged at `now`) whose point lies in `box`, edges included, by id.
-    func liveAnnotations(in box: BoundingBox, now: Int64) throws -> [StoredAnnotation] {
-        var found: [Int64: StoredAnnotation] = [:]
+    /// Each row of `columns` (`a.` the annotation, and its `lat` and `lon` among them) of a
+    /// live annotation (not purged at `now`) whose point lies in `box`, edges included, with
+    /// that point; an annotation on the 180th meridian may come twice.
+    private func forEachLive(in box: BoundingBox, now: Int64, columns: String, _ take: (Row, Coordinate) throws -> Void) throws {
         for area in Self.areas(box) {
             let bounds: [(any SQLBindable)?] = [
                 Int64((area.south * Self.scale).rounded(.down)), Int64((area.north * Self.scale).rounded(.up)),
                 Int64((area.west * Self.scale).rounded(.down)), Int64((area.east * Self.scale).rounded(.up)),
             ]
             try db.forEachRow("""
-                SELECT \(Self.annotationColumns) FROM annotations_geo g JOIN annotations a ON a.id = g.id
+                SELECT \(columns) FROM annotations_geo g JOIN annotations a ON a.id = g.id
                 WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ? AND a.created_at_ms >= ?
                 """, bounds + [AlertRules.purgeHorizon(now: now)]) { row in
-                let annotation = try Self.annotation(row)
-                if box.contains(annotation.point) { found[annotation.id] = annotation }
+                let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
+                if box.contains(point) { try take(row, point) }
             }
+        }
+    }
+
+    /// The live annotations whose point lies in `box`, edges included, by id.
+    func liveAnnotations(in box: BoundingBox, now: Int64) throws -> [StoredAnnotation] {
+        var found: [Int64: StoredAnnotation] = [:]
+        try forEachLive(in: box, now: now, columns: Self.annotationColumns) { row, _ in
+            let annotation = try Self.annotation(row)
+            found[annotation.id] = annotation
         }
         return found.values.sorted { $0.id < $1.id }
     }
@@ -131,6 +141,19 @@ public final class NotifyStore: ServiceState {
     func liveAnnotations(near center: Coordinate, radius: Double, now: Int64) throws -> [StoredAnnotation] {
         let box = try BoundingBox.around(center, radiusMeters: radius)
         return try liveAnnotations(in: box, now: now).filter { center.distance(to: $0.point) <= radius }
+    }
+
+    /// What the alert rules need of the live annotations within `radius` metres of `center`
+    /// (no values or text read: a report may have thousands in reach).
+    func alertAnnotations(near center: Coordinate, radius: Double, now: Int64) throws -> [Int64: AlertAnnotation] {
+        let box = try BoundingBox.around(center, radiusMeters: radius)
+        var found: [Int64: AlertAnnotation] = [:]
+        try forEachLive(in: box, now: now, columns: "a.id, a.user_id, a.lat, a.lon, a.created_at_ms") { row, point in
+            guard center.distance(to: point) <= radius else { return }
+            let id: Int64 = try row.decode("id")
+            found[id] = AlertAnnotation(id: id, authorId: try row.decode("user_id"), point: point, createdAt: try row.decode("created_at_ms"))
+        }
+        return found
     }
 
     /// The live annotation `id`, or nil.
@@ -228,6 +251,11 @@ enum NotifySchema {
         Migration(domain: "notify", version: 3, sql: """
             ALTER TABLE annotations ADD COLUMN external_id TEXT;
             CREATE UNIQUE INDEX annotations_by_external_id ON annotations(external_id) WHERE external_id IS NOT NULL;
+            """),
+        // What one user may do: annotations counted by author and time, reports by when they were judged.
+        Migration(domain: "notify", version: 4, sql: """
+            CREATE INDEX annotations_by_user ON annotations(user_id, created_at_ms);
+            ALTER TABLE judged ADD COLUMN judged_at_ms INTEGER NOT NULL DEFAULT 0;
             """),
     ]
 }

@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import NotifyService
 import Testing
 
 /// Edges an attacker found: time zone names, canonical ids, an origin no gateway takes, the inbox at 12 h.
@@ -44,5 +45,32 @@ import Testing
         #expect(((try f.call("notify.inbox", as: 3))["entries"] as? [Any])?.count == 1)
         f.advance(12 * 3_600_000 + 1)
         #expect(((try f.call("notify.inbox", as: 3))["entries"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test func oneUserSubmitsTenAMinuteKeepsAHundredLiveAndReportsOnceASecond() throws {
+        let defaults = NotifyOptions()
+        let f = try NotifyFixture { options in
+            options.reportIntervalMs = defaults.reportIntervalMs
+            options.submitsPerMinute = defaults.submitsPerMinute
+            options.liveAnnotationsPerUser = defaults.liveAnnotationsPerUser
+        }
+        try f.setForm()
+        for _ in 0..<10 { try f.submit(by: 2) }
+        #expect(f.error("annotations.submit", #"{"lat":\#(quay.lat),"lon":\#(quay.lon),"values":\#(quayValues)}"#, as: 2)?.code == .rateLimited)
+        // Another user is not held back; a minute on, the first goes on, up to 100 live.
+        try f.submit(by: 3)
+        for _ in 0..<9 {
+            f.advance(60_000)
+            for _ in 0..<10 { try f.submit(by: 2) }
+        }
+        f.advance(60_000)
+        #expect(f.error("annotations.submit", #"{"lat":\#(quay.lat),"lon":\#(quay.lon),"values":\#(quayValues)}"#, as: 2)?.message.contains("live") == true)
+        // Reports: one a second per user.
+        let here = #"{"lat":\#(quay.lat),"lon":\#(quay.lon)}"#
+        try f.call("notify.location", here, as: 4)
+        #expect(f.error("notify.location", here, as: 4)?.code == .rateLimited)
+        #expect(f.error("notify.location", here, as: 5) == nil)
+        f.advance(1_000)
+        #expect(f.error("notify.location", here, as: 4) == nil)
     }
 }

@@ -50,6 +50,11 @@ final class NotifyFixture {
         var options = NotifyOptions()
         options.clock = { clock.value }
         options.initialForm = initialForm.map { Data($0.utf8) }
+        // Tests of the rules report and submit often on a clock that stands still; the limits of
+        // one user have tests of their own (NotifyEdgeTests), which put them back.
+        options.reportIntervalMs = 0
+        options.submitsPerMinute = 1_000
+        options.liveAnnotationsPerUser = 10_000
         configure(&options)
         runtime = try ServiceRuntime(definition: NotifyService.definition(options: options), config: config, context: context, logger: notifyQuiet)
         client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: notifyQuiet)
