@@ -1,6 +1,6 @@
 import Bus
 import Foundation
-import NotifyService
+@testable import NotifyService
 import Testing
 
 /// Edges an attacker found: time zone names, canonical ids, an origin no gateway takes, the inbox at 12 h.
@@ -72,5 +72,21 @@ import Testing
         #expect(f.error("notify.location", here, as: 5) == nil)
         f.advance(1_000)
         #expect(f.error("notify.location", here, as: 4) == nil)
+    }
+
+    @Test func timesAreRFC3339ReadStrictly() throws {
+        let ok: [(String, Int64)] = [
+            ("2026-06-01T00:00:00Z", notifyEpochMs), ("2026-06-01t00:00:00.25z", notifyEpochMs + 250),
+            ("2026-06-01 10:00:00+10:00", notifyEpochMs), ("2026-05-31T23:30:00.123456789-00:30", notifyEpochMs + 123),
+            ("2024-02-29T12:00:00Z", 1_709_208_000_000), ("2026-05-31T23:59:60Z", notifyEpochMs),  // a leap second: the next one
+            ("1970-01-01T00:00:00Z", 0),
+        ]
+        for (text, expected) in ok { #expect(try NotifyStore.milliseconds(at: text) == expected, "\(text)") }
+        for bad in ["2026-06-01T00:00:00Z; DROP TABLE", "2026-06-01T00:00:00Z\u{0}", "2026-06-01T00:00:00-11:99", "2026-06-01T00:00:00+05:30:45",
+                    "2026-06-01T00:00:00+10", "2026-06-01T00:00:00+24:00", "2026-06-01T24:00:00Z", "2026-02-30T00:00:00Z", "2025-02-29T00:00:00Z",
+                    "0000-01-01T00:00:00Z", "2026-6-1T00:00:00Z", "2026-06-01T00:00:00", "2026-06-01T00:00:00.Z", "2026-06-01T00:00:00.1234567890Z",
+                    "2026-06-01", "1e9"] {
+            #expect(throws: ServiceError.self, "\(bad)") { try NotifyStore.milliseconds(at: bad) }
+        }
     }
 }
