@@ -224,23 +224,23 @@ extension NotifyStore {
                   Double(bitPattern: bits).isFinite else { throw OpaqueCursor.invalid }
             after = (Double(bitPattern: bits), id)
         }
-        struct Found {
-            let annotation: StoredAnnotation
-            let distance: Double
+        // Points only, sorted; then only the page's annotations are read whole.
+        var ordered: [(id: Int64, distance: Double)] = []
+        for (id, point) in try livePoints(in: try BoundingBox.around(center, radiusMeters: request.radiusM), now: now) {
+            let distance = center.distance(to: point)
+            guard distance <= request.radiusM else { continue }
+            if let after, distance < after.distance || (distance == after.distance && id <= after.id) { continue }
+            ordered.append((id, distance))
         }
-        var ordered: [Found] = []
-        for annotation in try liveAnnotations(near: center, radius: request.radiusM, now: now) {
-            let distance = center.distance(to: annotation.point)
-            if let after, distance < after.distance || (distance == after.distance && annotation.id <= after.id) { continue }
-            ordered.append(Found(annotation: annotation, distance: distance))
-        }
-        ordered.sort { a, b in a.distance != b.distance ? a.distance < b.distance : a.annotation.id < b.annotation.id }
-        let page = try fill(ordered, limit: limit) { $0.annotation.wire() }
+        ordered.sort { a, b in a.distance != b.distance ? a.distance < b.distance : a.id < b.id }
+        let now = self.now
+        let candidates = try ordered.prefix(limit).compactMap { found in try liveAnnotation(found.id, now: now).map { ($0, found.distance) } }
+        let page = try fill(candidates, limit: limit) { $0.0.wire() }
         var next: String?
         if page.isFull, page.items.count < ordered.count, let last = page.items.last {
-            next = OpaqueCursor.encode("n_\(last.distance.bitPattern)_\(last.annotation.id)")
+            next = OpaqueCursor.encode("n_\(last.1.bitPattern)_\(last.0.id)")
         }
-        return AnnotationPage(annotations: page.items.map { $0.annotation.wire() }, nextCursor: next)
+        return AnnotationPage(annotations: page.items.map { $0.0.wire() }, nextCursor: next)
     }
 
     /// `annotations.viewport`: live annotations inside the box (edges included; `west > east`
@@ -248,10 +248,13 @@ extension NotifyStore {
     func viewport(_ request: ViewportRequest) throws -> AnnotationPage {
         let box = try BoxEdges(south: request.south, west: request.west, north: request.north, east: request.east).checked()
         let limit = try NotifyService.limit(request.limit)
-        let after = try request.cursor.map { cursor throws(ServiceError) in try Self.viewportCursor.decode(cursor) }
-        let ordered = try liveAnnotations(in: box, now: now).filter { after == nil || $0.id > after! }
+        let after = try request.cursor.map { cursor throws(ServiceError) in try Self.viewportCursor.decode(cursor) } ?? 0
+        // Points only, then only the page's annotations are read whole.
+        let ids = try livePoints(in: box, now: now).keys.filter { $0 > after }.sorted()
+        let now = self.now
+        let ordered = try ids.prefix(limit).compactMap { try liveAnnotation($0, now: now) }
         let page = try fill(ordered, limit: limit) { $0.wire() }
-        let next = page.isFull && page.items.count < ordered.count ? page.items.last.map { Self.viewportCursor.encode($0.id) } : nil
+        let next = page.items.count < ids.count ? page.items.last.map { Self.viewportCursor.encode($0.id) } : nil
         return AnnotationPage(annotations: page.items.map { $0.wire() }, nextCursor: next)
     }
 

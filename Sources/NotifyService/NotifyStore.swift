@@ -143,6 +143,14 @@ public final class NotifyStore: ServiceState {
         return try liveAnnotations(in: box, now: now).filter { center.distance(to: $0.point) <= radius }
     }
 
+    /// The ids and points of the live annotations in `box` (nothing else read: a page of a list
+    /// reads whole only the annotations it shows).
+    func livePoints(in box: BoundingBox, now: Int64) throws -> [Int64: Coordinate] {
+        var found: [Int64: Coordinate] = [:]
+        try forEachLive(in: box, now: now, columns: "a.id, a.lat, a.lon") { row, point in found[try row.decode("id")] = point }
+        return found
+    }
+
     /// What the alert rules need of the live annotations within `radius` metres of `center`
     /// (no values or text read: a report may have thousands in reach).
     func alertAnnotations(near center: Coordinate, radius: Double, now: Int64) throws -> [Int64: AlertAnnotation] {
