@@ -23,8 +23,10 @@ import TestSupport
         #expect(search.peers["catalog"] == PeerEndpoints(rpc: ["tcp://10.0.0.1:7101"], publish: ["tcp://10.0.0.1:7111"]))
         #expect(search.peers["social"] == PeerEndpoints(rpc: ["tcp://10.0.0.1:7104"], publish: ["tcp://10.0.0.1:7114"]))
         let gateway = try GatewayConfig.load(arguments: ["--config", file], environment: [:])
-        #expect(Set(gateway.peers.keys) == ["catalog", "search", "favorites", "social"])
+        #expect(Set(gateway.peers.keys) == ["catalog", "search", "favorites", "social", "notify"])
         #expect(gateway.peers["favorites"]?.rpc == ["tcp://10.0.0.2:7103"])
+        // The gateway hears notify's pushes on its event endpoint.
+        #expect(gateway.peers["notify"] == PeerEndpoints(rpc: ["tcp://10.0.0.2:7105"], publish: ["tcp://10.0.0.2:7115"]))
     }
 
     @Test func defaultsBindLoopbackOnAnyPort() throws {

@@ -36,6 +36,12 @@ import TestSupport
         let benListening = try GatewayConnection(port: secondPort, timeoutMilliseconds: 100)
         let ben = PushDeliveryTests.signIn("ben", on: benListening).id
         #expect(benListening.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
+        // And a Redis client of his, as redis-cli SUBSCRIBE is, on the second gateway too.
+        let benRedis = try GatewayConnection(port: secondPort, timeoutMilliseconds: 100)
+        benRedis.send(GatewayConnection.resp(["AUTH", "ben", "Pass-ben-1"]))
+        #expect(benRedis.respReply() == "+OK")
+        benRedis.send(GatewayConnection.resp(["SUBSCRIBE", "notify.alert"]))
+        #expect([benRedis.line(), benRedis.respReply(), benRedis.respReply(), benRedis.respReply()] == ["*3", "$subscribe", "$notify.alert", ":1"])
         let benReporting = try GatewayConnection(port: suite.port, timeoutMilliseconds: 300)
         let login = benReporting.rpc("auth.login", #"{"username":"ben","password":"Pass-ben-1"}"#)
         #expect(login.succeeded)
@@ -67,6 +73,10 @@ import TestSupport
         #expect(pushed.first?["text"] as? String == "Water over the path" && pushed.first?["distance_m"] as? Double == 0)
 
         #expect(benReporting.line() == nil)
+        var redisLines: [String] = []
+        for _ in 0..<30 where redisLines.count < 7 { if let line = benRedis.line() { redisLines.append(line) } }
+        #expect(Array(redisLines.prefix(5)) == ["*3", "$7", "message", "$12", "notify.alert"] && redisLines.last?.contains(#""topic":"notify.alert""#) == true,
+                "\(redisLines)")
 
         // The same alert waits in Ben's inbox until he acknowledges it; Ann's is empty.
         let inbox = (json(benReporting.rpc("notify.inbox").line)["result"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
