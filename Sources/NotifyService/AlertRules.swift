@@ -137,14 +137,32 @@ public enum AlertRules {
                 if a.createdAt != b.createdAt { return a.createdAt < b.createdAt }
                 return a.id < b.id
             }
+            // R3's neighbours are looked for in a latitude band: a great-circle distance is never
+            // less than the latitudes' difference times the radius, so what lies outside the band
+            // is farther than 500 m (a hair more is taken, and each is checked exactly).
+            let byLatitude = live.values.sorted { $0.point.latitude < $1.point.latitude }
+            let band = suppressionRadiusM / Earth.meanRadiusMeters * 180 / .pi + 1e-9
+            func firstNorthOf(_ latitude: Double) -> Int {
+                var low = 0, high = byLatitude.count
+                while low < high {
+                    let mid = (low + high) / 2
+                    if byLatitude[mid].point.latitude < latitude { low = mid + 1 } else { high = mid }
+                }
+                return low
+            }
             for annotation in candidates where state[annotation.id] == nil {
                 alerts.append(Alert(annotationId: annotation.id, distanceM: distance[annotation.id, default: .infinity]))
                 state[annotation.id] = AlertPair(annotationId: annotation.id, state: .seen, disarmedBy: number)
                 let zone = SuppressionZone(userId: report.userId, center: annotation.point, at: report.at, report: number)
                 zones.append(zone)
                 // R3, before the next candidate is considered.
-                for other in live.values where state[other.id] == nil && covers(zone, other) {
-                    state[other.id] = AlertPair(annotationId: other.id, state: .waiting, disarmedBy: number)
+                var i = firstNorthOf(annotation.point.latitude - band)
+                while i < byLatitude.count, byLatitude[i].point.latitude <= annotation.point.latitude + band {
+                    let other = byLatitude[i]
+                    if state[other.id] == nil && covers(zone, other) {
+                        state[other.id] = AlertPair(annotationId: other.id, state: .waiting, disarmedBy: number)
+                    }
+                    i += 1
                 }
             }
         }

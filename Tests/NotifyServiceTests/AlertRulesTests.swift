@@ -323,6 +323,16 @@ enum AlertRulesTests {
             #expect(alerted(try judge(note(2, try beyond(edge), created: t0))) == [1, 2])
         }
 
+        /// North and south too (the neighbours are looked for in a band of latitude): 499.9 m
+        /// due north or south is suppressed, 500.1 m is not.
+        @Test func anAlertSuppressesDueNorthAndSouth() throws {
+            for sign in [1.0, -1.0] {
+                let within = try judge(note(2, offset(north: sign * 499.9, east: 0), created: t0))
+                #expect(alerted(within) == [1] && within.pairChanges.last?.to == .waiting, "\(sign)")
+                #expect(alerted(try judge(note(2, offset(north: sign * 500.1, east: 0), created: t0))) == [1, 2], "\(sign)")
+            }
+        }
+
         @Test func anAlertSuppressesWithinTwoHoursEitherWayInclusive() throws {
             // The report is at t0 but processed later, so that B may be created after it.
             let now = t0 + 3 * hour
