@@ -81,6 +81,17 @@ public struct BoundingBox: Sendable, Hashable, Codable {
         ]
     }
 
+    /// The boxes to read in an index of points for this box: its `parts`, plus the 180th
+    /// meridian on the other side when only one side of it is in (-180 and 180 are one line,
+    /// but a point on it is stored at one of them).
+    public var indexAreas: [BoundingBox] {
+        var areas = parts
+        let touchesWest = areas.contains { $0.west == -180 }, touchesEast = areas.contains { $0.east == 180 }
+        let meridian: Double? = touchesWest && !touchesEast ? 180 : touchesEast && !touchesWest ? -180 : nil
+        if let meridian { areas.append(BoundingBox(uncheckedSouth: south, west: meridian, north: north, east: meridian)) }
+        return areas
+    }
+
     /// Whether `coordinate` lies inside or on the edge of the box.
     ///
     /// Longitudes -180 and 180 are treated as the same meridian.

@@ -179,7 +179,7 @@ extension NotifyStore {
     func zones(covering annotation: StoredAnnotation) throws -> [SuppressionZone] {
         let box = try BoundingBox.around(annotation.point, radiusMeters: AlertRules.suppressionRadiusM)
         var zones: [Int64: SuppressionZone] = [:]
-        for area in Self.areas(box) {
+        for area in box.indexAreas {
             try db.forEachRow("""
                 SELECT z.id, z.user_id, z.lat, z.lon, z.at_ms, z.report FROM zones_geo g JOIN zones z ON z.id = g.id
                 WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ? AND z.at_ms BETWEEN ? AND ?

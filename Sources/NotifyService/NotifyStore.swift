@@ -85,17 +85,6 @@ public final class NotifyStore: ServiceState {
         (Int64((point.latitude * scale).rounded()), Int64((point.longitude * scale).rounded()))
     }
 
-    /// The boxes to read for `box`: its parts (two across the 180th meridian), plus the
-    /// meridian on the other side when only one side of it is in (-180 and 180 are one line,
-    /// but a point is stored at one of them).
-    static func areas(_ box: BoundingBox) -> [BoundingBox] {
-        var areas = box.parts
-        let touchesWest = areas.contains { $0.west == -180 }, touchesEast = areas.contains { $0.east == 180 }
-        let meridian: Double? = touchesWest && !touchesEast ? 180 : touchesEast && !touchesWest ? -180 : nil
-        if let meridian, let line = try? BoundingBox(south: box.south, west: meridian, north: box.north, east: meridian) { areas.append(line) }
-        return areas
-    }
-
     static let annotationColumns = "a.id, a.user_id, a.lat, a.lon, a.values_json, a.text, a.created_at_ms"
 
     /// An annotation from a row of `annotationColumns`.
@@ -112,7 +101,7 @@ public final class NotifyStore: ServiceState {
     /// live annotation (not purged at `now`) whose point lies in `box`, edges included, with
     /// that point; an annotation on the 180th meridian may come twice.
     private func forEachLive(in box: BoundingBox, now: Int64, columns: String, _ take: (Row, Coordinate) throws -> Void) throws {
-        for area in Self.areas(box) {
+        for area in box.indexAreas {
             let bounds: [(any SQLBindable)?] = [
                 Int64((area.south * Self.scale).rounded(.down)), Int64((area.north * Self.scale).rounded(.up)),
                 Int64((area.west * Self.scale).rounded(.down)), Int64((area.east * Self.scale).rounded(.up)),

@@ -105,7 +105,7 @@ struct MapQueries {
         let box: BoundingBox
         box = try BoundingBox.around(center, radiusMeters: radius)
         var hits: [SearchHit] = []
-        for part in MapQueries.areas(box) {
+        for part in box.indexAreas {
             for var hit in try candidates(in: part, filters) {
                 let d = Coordinate(uncheckedLatitude: hit.lat, longitude: hit.lon).distance(to: center)
                 guard d <= radius else { continue }
@@ -135,7 +135,7 @@ struct MapQueries {
             // The most popular first, read band by band of popularity: a dense box holds thousands.
             hits = try self.hits(ids: mostPopular(in: box, want: limit + 1, after: after, q.filters) { box.contains($0.coordinate) }.map(\.id))
         } else {
-            for part in MapQueries.areas(box) {
+            for part in box.indexAreas {
                 if q.filters.openNow == true {
                     // Opening hours are judged in Swift, so SQL cannot cut the page.
                     hits += try candidates(in: part, q.filters).filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }

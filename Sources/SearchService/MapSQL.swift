@@ -120,17 +120,6 @@ extension MapQueries {
 
     static let inBox = "g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?"
 
-    /// The boxes to read for `box`: its parts (two across the 180th meridian), plus the
-    /// meridian itself on the other side when only one side of it is in: -180 and 180 are
-    /// one line, but a place is stored at one of them.
-    static func areas(_ box: BoundingBox) -> [BoundingBox] {
-        var areas = box.parts
-        let touchesWest = areas.contains { $0.west == -180 }, touchesEast = areas.contains { $0.east == 180 }
-        let meridian: Double? = touchesWest && !touchesEast ? 180 : touchesEast && !touchesWest ? -180 : nil
-        if let meridian, let line = try? BoundingBox(south: box.south, west: meridian, north: box.north, east: meridian) { areas.append(line) }
-        return areas
-    }
-
     static let fromTree = "places_geo g JOIN places p ON p.id = g.id"
 
     /// The R*Tree's integer bounds of a box, rounded outward.

@@ -333,7 +333,7 @@ final class NearbyMemory: Sendable {
         var parts: [ClosedRange<Int>] = []
         var count = 0
         // The meridian on the other side too, when only one side of it is in (as the index reads it).
-        for part in MapQueries.areas(box) {
+        for part in box.indexAreas {
             // Widened by 1e-7 degree (1 cm), as the index's boxes are, so rounding never leaves out a point.
             let (south, west) = position(part.south - 1e-7, part.west - 1e-7)
             let (north, east) = position(part.north + 1e-7, part.east + 1e-7)

@@ -13,7 +13,7 @@ extension MapQueries {
     /// bands above it found, still the most popular, but fewer than `want`.
     func mostPopular(in box: BoundingBox?, want: Int, after: SearchCursor?, budget: ReadBudget? = nil, _ filters: PlaceFilters,
                      accept: (Probe) -> Bool) throws -> [(id: Int64, popularity: Double)] {
-        let areas: [(String, [SQLBindable?])] = box.map { MapQueries.areas($0).map { (MapQueries.inBox + " AND ", MapQueries.bounds($0)) } } ?? [("", [])]
+        let areas: [(String, [SQLBindable?])] = box.map { $0.indexAreas.map { (MapQueries.inBox + " AND ", MapQueries.bounds($0)) } } ?? [("", [])]
         // Popularities in the R*Tree's hundredths. The cursor's band comes again; the cursor cuts it below.
         let ceiling = after.map { SearchIndex.scaledPopularity(-$0.key) } ?? 2_000_000_000
         func anyAtLeast(_ floor: Int64) throws -> Bool {

@@ -49,7 +49,7 @@ extension MapQueries {
         while true {
             let box: BoundingBox
             box = try BoundingBox.around(center, radiusMeters: ring)
-            let areas = MapQueries.areas(box)
+            let areas = box.indexAreas
             // Exact bounds, widened by 1e-7 degree (1 cm) so rounding never leaves out a point.
             let widened = areas.map { (south: $0.south - 1e-7, north: $0.north + 1e-7, west: $0.west - 1e-7, east: $0.east + 1e-7) }
             let bands = widened.reduce(0) { $0 + MapQueries.strip($1.north) - MapQueries.strip($1.south) + 1 }

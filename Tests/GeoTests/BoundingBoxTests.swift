@@ -121,4 +121,15 @@ import TestSupport
         }
         #expect(checkedPoints == 60_000)
     }
+
+    /// A box that reaches one side of the 180th meridian also reads the other side's line
+    /// (a point on it is stored at -180 or 180); one that reaches neither, or both, does not.
+    @Test func indexAreasReadTheMeridianOnBothSides() throws {
+        let east = try BoundingBox(south: -1, west: 170, north: 1, east: 180)
+        #expect(east.indexAreas.count == 2 && east.indexAreas.last.map { $0.west == -180 && $0.east == -180 } == true)
+        let plain = try BoundingBox(south: -1, west: 10, north: 1, east: 20)
+        #expect(plain.indexAreas.count == 1)
+        let across = try BoundingBox(south: -1, west: 170, north: 1, east: -170)
+        #expect(across.indexAreas.count == 2)
+    }
 }
