@@ -100,6 +100,9 @@ import Testing
         let listed = try #require(try catalog.allPlaces().first { $0.id == place.id })
         let listedJSON = try JSONCoding.encoder.encode(listed)
         #expect(got == created && got == listedJSON)
-        #expect(!String(decoding: got, as: UTF8.self).contains("-0"))
+        // Each number as written: `0`, not `-0` (the timestamps hold "-0" from the 1st to the 9th of a month).
+        let text = String(decoding: got, as: UTF8.self)
+        #expect(text.contains(#""lat":0,"#) && text.contains(#""lon":0,"#) && text.contains(#""popularity":0,"#), "\(text)")
+        #expect(!text.contains(":-0"), "\(text)")
     }
 }
