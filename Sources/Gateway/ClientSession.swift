@@ -346,7 +346,8 @@ final class ClientSession {
         listener = (user, checked)
         interests = after
         recheckAt = recheckAt ?? now + ClientSession.recheckInterval
-        return .subscription(SubscriptionChange(kind: patterns ? "psubscribe" : "subscribe", topics: named, counts: counts, all: interests.topics.sorted()))
+        return .subscription(SubscriptionChange(kind: patterns ? "psubscribe" : "subscribe", topics: named, counts: counts,
+                                                all: interests.topics.sorted(), total: interests.count))
     }
 
     /// Stops hearing `named` topics or patterns (all of them, when none are named).
@@ -360,7 +361,8 @@ final class ClientSession {
                 recheckAt = nil
             }
         }
-        return SubscriptionChange(kind: patterns ? "punsubscribe" : "unsubscribe", topics: dropped, counts: counts, all: interests.topics.sorted())
+        return SubscriptionChange(kind: patterns ? "punsubscribe" : "unsubscribe", topics: dropped, counts: counts,
+                                  all: interests.topics.sorted(), total: interests.count)
     }
 
     private func stopListening() {

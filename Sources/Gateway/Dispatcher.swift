@@ -25,6 +25,8 @@ struct SubscriptionChange: Sendable, Equatable {
     var topics: [String]
     var counts: [Int]
     var all: [String]
+    /// Topics and patterns the connection hears after it.
+    var total: Int
 
     /// JSON-RPC's result: `{"topics":[...]}`, every topic heard now, sorted.
     var json: Data {

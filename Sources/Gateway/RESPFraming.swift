@@ -242,10 +242,11 @@ enum RESP {
     private static func pubSubHead(_ version: Int, _ parts: Int = 3) -> [UInt8] { Array("\(version == 3 ? ">" : "*")\(parts)\r\n".utf8) }
 
     /// `subscribe`/`unsubscribe` confirmations as Redis sends them: one per topic named, with
-    /// the connection's count of topics after it (`unsubscribe`, nil, 0 when there were none).
+    /// the connection's count of topics and patterns after it (`unsubscribe`, nil and the count
+    /// when there was none to drop).
     static func subscription(_ change: SubscriptionChange, version: Int) -> [UInt8] {
         let kind = bulk(Array(change.kind.utf8))
-        guard !change.topics.isEmpty else { return pubSubHead(version) + kind + (version == 3 ? null3 : nullBulk) + integer(0) }
+        guard !change.topics.isEmpty else { return pubSubHead(version) + kind + (version == 3 ? null3 : nullBulk) + integer(change.total) }
         var out: [UInt8] = []
         for (topic, count) in zip(change.topics, change.counts) {
             out += pubSubHead(version) + kind + bulk(Array(topic.utf8)) + integer(count)
@@ -284,7 +285,7 @@ final class RESPFraming: Framing {
     /// subscribed), only the pub/sub commands, PING and QUIT are taken; RESP3 keeps every
     /// command, and a `HELLO 2` while subscribed comes back to the mode.
     private var listening: Bool { version == 2 && (heard > 0 || !subscribeSlots.isEmpty) }
-    /// Topics the connection hears, as the last answer to a (un)subscription said.
+    /// Topics and patterns the connection hears, as the last answer to a (un)subscription said.
     private var heard = 0
     /// Slots of SUBSCRIBE commands not answered yet (a refused one may end the pub/sub mode).
     private var subscribeSlots: Set<Int> = []
@@ -507,7 +508,7 @@ final class RESPFraming: Framing {
         case .pong: return file(slot, RESP.simple("PONG"))
         case .failure(let error): return file(slot, RESP.error(error))
         case .subscription(let change):
-            heard = change.all.count
+            heard = change.total
             return file(slot, RESP.subscription(change, version: version))
         }
     }

@@ -318,6 +318,15 @@ import Testing
         h.session.push(PushSessionTests.push(4, topic: "chat.zoo"))
         let chat = h.drain()
         #expect(chat.contains(#""id":"p3""#) && !chat.contains(#""id":"p4""#))
+        // Patterns alone keep RESP2's pub/sub mode.
+        let p = SessionHarness(user: 7)
+        p.send("AUTH tok\r\n")
+        p.deliverAll()
+        p.send("PSUBSCRIBE notify.*\r\n")
+        p.deliverAll()
+        #expect(p.send("PING\r\n") == "*2\r\n$4\r\npong\r\n$0\r\n\r\n")
+        #expect(p.send("UNSUBSCRIBE\r\n") == "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:1\r\n")
+        #expect(p.send("PING\r\n") == "*2\r\n$4\r\npong\r\n$0\r\n\r\n")
         #expect(h.send("PUNSUBSCRIBE notify.*\r\n") == "*3\r\n$12\r\npunsubscribe\r\n$8\r\nnotify.*\r\n:2\r\n")
         #expect(h.send("PUNSUBSCRIBE\r\n") == "*3\r\n$12\r\npunsubscribe\r\n$11\r\nchat.[a-m]*\r\n:1\r\n")
         // Topics and patterns share the 32.
