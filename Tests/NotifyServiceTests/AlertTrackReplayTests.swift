@@ -1,5 +1,6 @@
 import Geo
 import Testing
+import TestSupport
 @testable import NotifyService
 
 /// Replays generated GPS tracks through `AlertRules`, report by report, the way the service will
@@ -13,22 +14,17 @@ enum AlertTrackReplayTests {
     static let start: Int64 = 1_800_000_000_000 - 6 * hour
     static let sydney = Coordinate(uncheckedLatitude: -33.8688, longitude: 151.2093)
 
-    /// SplitMix64: a small deterministic generator, so that every run replays the same city.
+    /// Dice thrown by SplitMix64, so that every run replays the same city.
     struct Dice: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-        mutating func meters(_ range: ClosedRange<Double>) -> Double { Double.random(in: range, using: &self) }
-        mutating func millis(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &self) }
+        var generator: SplitMix64
+        init(state: UInt64) { generator = SplitMix64(seed: state) }
+        mutating func next() -> UInt64 { generator.next() }
+        mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &generator) < p }
+        mutating func meters(_ range: ClosedRange<Double>) -> Double { Double.random(in: range, using: &generator) }
+        mutating func millis(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &generator) }
         mutating func near(_ point: Coordinate, within meters: Double) -> Coordinate {
-            point.destination(bearingDegrees: Double.random(in: 0..<360, using: &self),
-                              distanceMeters: Double.random(in: 0...meters, using: &self))
+            point.destination(bearingDegrees: Double.random(in: 0..<360, using: &generator),
+                              distanceMeters: Double.random(in: 0...meters, using: &generator))
         }
     }
 
