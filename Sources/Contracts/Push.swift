@@ -53,7 +53,13 @@ public struct Push: Sendable, Equatable {
         return bytes.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D }
     }
 
-    /// The two frames that send it on a PUB socket.
+    /// Whether `origin` reads back as a push's origin: at most `maxOriginBytes`, no escapes.
+    public static func isValidOrigin(_ origin: String) -> Bool {
+        origin.utf8.count <= maxOriginBytes && !origin.utf8.contains(UInt8(ascii: "\"")) && !origin.utf8.contains(UInt8(ascii: "\\"))
+    }
+
+    /// The two frames that send it on a PUB socket. An origin that would not read back (see
+    /// `isValidOrigin`) is written as none, so it cannot cost the push itself.
     public var frames: [Data] {
         var out: [UInt8] = Array(#"{"v":1,"id":"#.utf8)
         JSONText.append(id, to: &out)
@@ -64,7 +70,7 @@ public struct Push: Sendable, Equatable {
         out += Array(#","coalesce":"#.utf8)
         if let coalesce { JSONText.append(coalesce, to: &out) } else { out += Array("null".utf8) }
         out += Array(#","origin":"#.utf8)
-        if let origin { JSONText.append(origin, to: &out) } else { out += Array("null".utf8) }
+        if let origin, Push.isValidOrigin(origin) { JSONText.append(origin, to: &out) } else { out += Array("null".utf8) }
         out += Array(#","body":"#.utf8)
         out += body
         out.append(UInt8(ascii: "}"))

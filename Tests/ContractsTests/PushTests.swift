@@ -20,6 +20,11 @@ import Testing
         fromDevice.origin = "k2x/17"
         #expect(String(decoding: fromDevice.frames[1], as: UTF8.self).contains(#""origin":"k2x/17""#))
         #expect(try Push.read(fromDevice.frames) == fromDevice)
+        // An origin that would not read back is written as none: the push still goes.
+        for odd in [#"gw/"1"#, #"gw\1"#, String(repeating: "o", count: 129)] {
+            fromDevice.origin = odd
+            #expect(try Push.read(fromDevice.frames).origin == nil, "\(odd)")
+        }
     }
 
     @Test func whatBreaksTheContractIsRefused() {
