@@ -182,20 +182,22 @@ extension NotifyStore {
         try db.run("INSERT OR REPLACE INTO judged (user_id, at_ms, number, judged_at_ms) VALUES (?, ?, ?, ?)",
                    caller.id, judgement.judged.at, number, now)
 
-        var wires: [AnnotationJSON] = []
+        // Each alert encoded once: for the inbox, and for its size in the push's budget.
+        var wires: [(alert: AnnotationJSON, json: Data)] = []
         for alert in judgement.alerts {
             // Only what alerted is read whole.
             guard let annotation = try liveAnnotation(alert.annotationId, now: now) else { continue }
             let wire = annotation.wire(distanceM: alert.distanceM)
+            let json = try JSONCoding.encoder.encode(wire)
             try db.run("INSERT INTO inbox (user_id, annotation_id, at_ms, alert_json, created_at_ms) VALUES (?, ?, ?, ?, ?)",
-                       caller.id, alert.annotationId, report.at, String(decoding: try JSONCoding.encoder.encode(wire), as: UTF8.self), now)
-            wires.append(wire)
+                       caller.id, alert.annotationId, report.at, String(decoding: json, as: UTF8.self), now)
+            wires.append((wire, json))
         }
         guard !wires.isEmpty else { return AlertList(alerts: [], more: nil, stale: false) }
         // R5: at most `pushLimit` alerts, and at most `pushBudgetBytes` of them; `more` counts the rest.
         var page = PageFiller<AnnotationJSON>(limit: AlertRules.pushLimit, budget: options.pushBudgetBytes)
         for wire in wires {
-            guard page.add(wire, size: try JSONCoding.encoder.encode(wire).count) else { break }
+            guard page.add(wire.alert, size: wire.json.count) else { break }
         }
         let more = wires.count - page.items.count
         let body = AlertList(alerts: page.items, more: more > 0 ? more : nil, stale: nil)
