@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "tourbus-search", targets: ["tourbus-search"]),
         .executable(name: "tourbus-social", targets: ["tourbus-social"]),
         .executable(name: "tourbus-notify", targets: ["tourbus-notify"]),
+        .executable(name: "tourbus-favorites", targets: ["tourbus-favorites"]),
         .executable(name: "tourbus-gateway", targets: ["tourbus-gateway"]),
         .executable(name: "tourbus", targets: ["tourbus"]),
     ],
@@ -39,6 +40,7 @@ let package = Package(
         .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "CSodium"]),
         .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
+        .target(name: "FavoritesService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         // The gateway keeps nothing durable: no Storage, no SQLite, no Geo, not even through ServiceKit.
         .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll"]),
 
@@ -47,6 +49,7 @@ let package = Package(
         .executableTarget(name: "tourbus-search", dependencies: ["SearchService", "ServiceKit"]),
         .executableTarget(name: "tourbus-social", dependencies: ["SocialService", "ServiceKit"]),
         .executableTarget(name: "tourbus-notify", dependencies: ["NotifyService", "ServiceKit"]),
+        .executableTarget(name: "tourbus-favorites", dependencies: ["FavoritesService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway"]),
         .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
@@ -65,6 +68,7 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "NotifyServiceTests", dependencies: ["NotifyService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
+        .testTarget(name: "FavoritesServiceTests", dependencies: ["FavoritesService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.
         .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "TestSupport"], exclude: ["Resources"]),

@@ -2,7 +2,7 @@ import Bus
 import Foundation
 
 // The social service's events. Declared once here; the social service publishes these types
-// and its followers (search, the gateway) decode the same ones.
+// and its followers (search, favorites, notify, the gateway) decode the same ones.
 
 /// Event types the social service publishes.
 public enum SocialEvents {
@@ -12,6 +12,18 @@ public enum SocialEvents {
     public static let sessionEnded = "social.session.ended"
     /// Body: `RoleChange` (the user and the role they have now), the same shape as `admin.set_role`'s params.
     public static let roleChanged = "social.role.changed"
+    /// Body: `UserDeleted`. The account is gone (`auth.delete`): every service that keeps data
+    /// of this user erases it, and gateways end the user's sessions as for `sessionEnded`.
+    public static let userDeleted = "social.user.deleted"
+}
+
+/// Body of `social.user.deleted`: the id of an account that no longer exists.
+public struct UserDeleted: Codable, Sendable, Equatable {
+    public var userId: Int64
+
+    public init(userId: Int64) { self.userId = userId }
+
+    enum CodingKeys: String, CodingKey { case userId = "user_id" }
 }
 
 /// Body of `social.rating.updated`: a place's average rating and review count after a change

@@ -1,0 +1,46 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceCore
+import ServiceKit
+import Storage
+
+/// Settings of the favorites service that are not the runtime's.
+public struct FavoritesOptions: Sendable {
+    /// The time in milliseconds since 1970: when items were added, visits, idempotency windows.
+    /// Tests move it by hand.
+    public var clock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+    /// The most bytes the items of one page of a list take, encoded: 256 KiB.
+    public var pageBudgetBytes = 256 * 1_024
+
+    public init() {}
+}
+
+/// The favorites service (issue 13): each user's saved places in lists (the built-in
+/// `favorites`, `visited` and `want_to_go`, and their own), read-only share links to a list,
+/// and their own map pins. It keeps a copy of the catalog's places and social's ratings, so a
+/// list never calls the catalog per item, and publishes each place's counts
+/// (`favorites.place.counted`) for search's popularity.
+public enum FavoritesService {
+    /// The push topic of a change made on one of a user's connections.
+    static let changedTopic = "favorites.changed"
+
+    /// The definition `ServiceRuntime` runs.
+    public static func definition(options: FavoritesOptions = FavoritesOptions()) -> ServiceDefinition<FavoritesStore> {
+        var table = HandlerTable<FavoritesStore>()
+        Lists.register(&table)
+        Pins.register(&table)
+        return ServiceDefinition(
+            name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations, handlers: table, publishes: true,
+            snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
+            subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier],
+            makeState: { worker in FavoritesStore(worker: worker, options: options) })
+    }
+
+    /// Erases everything of user `id` (`social.user.deleted`): lists, items, shares, pins, and
+    /// the idempotency records of their requests; publishes the counts of the places they had.
+    static func erase(user id: Int64, _ scope: EventScope) throws {
+        try Lists.erase(user: id, scope)
+        try Pins.erase(user: id, scope.db)
+    }
+}

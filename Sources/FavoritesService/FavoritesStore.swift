@@ -1,0 +1,77 @@
+import Bus
+import Contracts
+import Foundation
+import Geo
+import ServiceKit
+import Storage
+
+/// The signed-in user a request comes from, as the envelope's `auth` says (the gateway fills
+/// it in after `auth.validate`; favorites keeps no users of its own).
+struct Caller {
+    let id: Int64
+    /// The client connection the request came on, as the gateway names it (`auth.origin`).
+    var origin: String? = nil
+}
+
+/// The favorites service's tables and the queries over them, on one worker thread's
+/// connection. Places (the copy of the catalog's), lists and pins each add their part in
+/// their own file.
+public final class FavoritesStore: ServiceState {
+    public let worker: ServiceWorker
+    let options: FavoritesOptions
+    var db: Database { worker.db }
+
+    init(worker: ServiceWorker, options: FavoritesOptions) {
+        self.worker = worker
+        self.options = options
+    }
+
+    /// The service clock, in milliseconds since 1970.
+    var now: Int64 { options.clock() }
+
+    /// A time in milliseconds as clients read it (RFC 3339, UTC, milliseconds).
+    static func timestamp(_ ms: Int64) -> String { Logger.timestamp(Date(timeIntervalSince1970: Double(ms) / 1000)) }
+
+    /// The caller, or `unauthenticated` when the request carries no usable identity. Identity
+    /// comes only from the envelope.
+    func caller(_ context: RequestContext) throws(ServiceError) -> Caller {
+        guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
+        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else {
+            throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
+        }
+        return Caller(id: id, origin: auth.origin)
+    }
+
+    /// Tells the caller's other connections that their saved things changed
+    /// (`favorites.changed`), once the write commits; the connection that made the change does
+    /// not hear it.
+    func pushChanged(_ change: ChangeNotice, caller: Caller) throws {
+        let body = try JSONCoding.encoder.encode(change)
+        worker.push(Push(topic: FavoritesService.changedTopic, id: "\(caller.id)-\(now)-\(UUID().uuidString.prefix(8))", userId: caller.id,
+                         origin: caller.origin, body: body))
+    }
+}
+
+/// The body of a `favorites.changed` push: what changed, so a second device updates its hearts
+/// or its map without reading everything again.
+struct ChangeNotice: Codable, Sendable {
+    /// `saved`, `removed`, `list_created`, `list_renamed`, `list_deleted`, `visited`,
+    /// `pin_added`, `pin_updated`, `pin_deleted`, `shared`, `unshared`.
+    var change: String
+    var list: String?
+    var placeId: Int64?
+    var pinId: Int64?
+
+    init(change: String, list: String? = nil, placeId: Int64? = nil, pinId: Int64? = nil) {
+        self.change = change
+        self.list = list
+        self.placeId = placeId
+        self.pinId = pinId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case change, list
+        case placeId = "place_id"
+        case pinId = "pin_id"
+    }
+}

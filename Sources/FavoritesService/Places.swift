@@ -1,0 +1,202 @@
+import Bus
+import Contracts
+import Foundation
+import Geo
+import ServiceKit
+import Storage
+
+/// What favorites shows of a place (a list item's, a pin's nearest place): the catalog's name,
+/// category, address and point, with social's rating when it has one.
+struct PlaceCard: Codable, Sendable, Equatable {
+    var id: Int64
+    var name: String
+    var category: String
+    var address: String?
+    var lat: Double
+    var lon: Double
+    /// The average rating, 1 to 5, and how many reviews make it; absent when unrated.
+    var rating: Double?
+    var ratingCount: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, category, address, lat, lon, rating
+        case ratingCount = "rating_count"
+    }
+
+    /// Columns of `places p LEFT JOIN ratings r ON r.place_id = p.id` that `init(row:)` reads.
+    static let columns = "p.id, p.name, p.category, p.address, p.lat, p.lon, r.average, r.count"
+    /// The join `columns` read from.
+    static let from = "places p LEFT JOIN ratings r ON r.place_id = p.id"
+
+    init(row: Row) throws {
+        id = try row.decode("id")
+        name = try row.decode("name")
+        category = try row.decode("category")
+        address = try row.decode("address", as: String?.self)
+        lat = try row.decode("lat")
+        lon = try row.decode("lon")
+        rating = try row.decode("average", as: Double?.self)
+        ratingCount = try row.decode("count", as: Int64?.self).map(Int.init)
+    }
+}
+
+/// The copy of the catalog's places that favorites keeps (`places`, `places_geo`), fed by
+/// `catalog.place.*` events, and social's ratings (`ratings`), fed by `social.rating.updated`.
+///
+/// Rows of `places` are never replaced (`INSERT OR REPLACE` would delete the row first, and
+/// with it, by `ON DELETE CASCADE`, every list item of the place): they are upserted. A place
+/// the catalog deleted is remembered in `places_gone` (catalog ids are never reused), so a
+/// `catalog.get` answer that raced with the deletion cannot bring it back.
+enum Places {
+    /// The R*Tree holds degrees times this, as 32-bit integers.
+    static let scale = 1e7
+
+    static let migrations: [Migration] = [
+        Migration(domain: "places", version: 1, sql: """
+            CREATE TABLE places (
+                id       INTEGER PRIMARY KEY,
+                name     TEXT NOT NULL,
+                category TEXT NOT NULL,
+                address  TEXT,
+                lat      REAL NOT NULL,
+                lon      REAL NOT NULL,
+                version  INTEGER NOT NULL,
+                stale    INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1))
+            );
+            CREATE INDEX places_stale ON places(stale) WHERE stale = 1;
+            CREATE VIRTUAL TABLE places_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
+            CREATE TABLE places_gone (id INTEGER PRIMARY KEY);
+            CREATE TABLE ratings (
+                place_id INTEGER PRIMARY KEY,
+                average  REAL NOT NULL,
+                count    INTEGER NOT NULL
+            );
+            """),
+    ]
+
+    /// Stores `place` (from an event, or `catalog.get`) unless the copy has a later version or
+    /// the catalog deleted it; either way it is no longer stale.
+    static func upsert(_ place: PlaceSummary, version: Int64, _ db: Database) throws {
+        guard try db.queryOne("SELECT 1 FROM places_gone WHERE id = ?", place.id) == nil else { return }
+        try db.run("""
+            INSERT INTO places (id, name, category, address, lat, lon, version, stale) VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+            ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
+                lat = excluded.lat, lon = excluded.lon, version = excluded.version, stale = 0
+            WHERE excluded.version >= places.version
+            """, place.id, place.name, place.category, place.address, place.lat, place.lon, version)
+        guard db.changes > 0 else { return }
+        let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
+        try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)", place.id, lat, lat, lon, lon)
+    }
+
+    /// Forgets a place the catalog deleted: its list items go with it (`ON DELETE CASCADE`).
+    static func delete(_ id: Int64, _ db: Database) throws {
+        try db.run("DELETE FROM places WHERE id = ?", id)
+        try db.run("DELETE FROM places_geo WHERE id = ?", id)
+        try db.run("INSERT OR IGNORE INTO places_gone (id) VALUES (?)", id)
+    }
+
+    /// Keeps the copy in step with the catalog. A rebuild from the catalog's snapshot marks
+    /// every place stale (`reset`), the snapshot's upserts mark theirs fresh again, and the
+    /// sweep after the swap (`finishBulk`) deletes what is still stale: places deleted while
+    /// favorites could not follow, which leave every list as a live deletion does.
+    static let catalogApplier = EventApplier(
+        apply: { event, scope in
+            switch event.header.type {
+            case CatalogEvents.upserted:
+                struct Versioned: Decodable { var version: Int64 }
+                let place = try event.body(PlaceSummary.self)
+                try upsert(place, version: try event.body(Versioned.self).version, scope.db)
+            case CatalogEvents.deleted:
+                try delete(try event.body(PlaceDeleted.self).id, scope.db)
+            default: break
+            }
+        },
+        reset: { db in try db.run("UPDATE places SET stale = 1") },
+        types: [CatalogEvents.upserted, CatalogEvents.deleted],
+        finishBulk: { db in
+            let stale = try db.query("SELECT id FROM places WHERE stale = 1").decode("id", as: Int64.self)
+            for id in stale { try delete(id, db) }
+        })
+
+    /// Keeps ratings in step with social, and erases a deleted user's data.
+    static let socialApplier = EventApplier(
+        apply: { event, scope in
+            switch event.header.type {
+            case SocialEvents.ratingUpdated:
+                let update = try event.body(RatingUpdated.self)
+                if update.count <= 0 {
+                    try scope.db.run("DELETE FROM ratings WHERE place_id = ?", update.placeId)
+                } else {
+                    try scope.db.run("INSERT OR REPLACE INTO ratings (place_id, average, count) VALUES (?, ?, ?)",
+                                     update.placeId, update.average, update.count)
+                }
+            case SocialEvents.userDeleted:
+                try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, scope)
+            default: break
+            }
+        },
+        // Social's snapshot holds every rating; a deleted user is not in it (nothing of them is
+        // kept), so a rebuild cannot erase what a missed deletion left (see Protocols/favorites.md).
+        reset: { db in try db.run("DELETE FROM ratings") },
+        types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted])
+}
+
+extension FavoritesStore {
+    /// The card of place `id` from the copy, or nil.
+    func card(_ id: Int64) throws -> PlaceCard? {
+        try db.queryOne("SELECT \(PlaceCard.columns) FROM \(PlaceCard.from) WHERE p.id = ?", id).map(PlaceCard.init(row:))
+    }
+
+    /// Makes sure place `id` is in the copy, asking the catalog (`catalog.get`) on a miss so
+    /// a place created a moment ago can be saved at once; `not_found` naming `field` when the
+    /// catalog has no such place, `unavailable` when it does not answer in time.
+    ///
+    /// Call it before the write transaction: it may wait on the catalog.
+    func ensurePlace(_ id: Int64, field: String = "place_id", context: RequestContext) throws {
+        guard id > 0 else { throw ServiceError.invalid(field, "must be a positive place id") }
+        if try db.queryOne("SELECT 1 FROM places WHERE id = ?", id) != nil { return }
+        struct Fetched: Decodable {
+            var version: Int64
+        }
+        let reply: Reply
+        let body = Data(#"{"id":\#(id)}"#.utf8)
+        do {
+            let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
+            reply = try worker.peers.client("catalog").request(type: CatalogRequests.get, body: body, timeoutMilliseconds: timeout)
+        } catch let error where error.code == .notFound {
+            throw ServiceError(.notFound, "no place with id \(id)", field: field)
+        } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {
+            worker.logger.warn("catalog did not answer", ["type": context.type, "error": error])
+            throw ServiceError(.unavailable, "the catalog is not answering; try again")
+        } catch {
+            throw error  // the catalog's own refusal, as it gave it
+        }
+        let place = try reply.body(PlaceSummary.self)
+        guard place.id == id else { throw ServiceError(.internal, "the catalog answered another place") }
+        try db.transaction(.immediate) { try Places.upsert(place, version: try reply.body(Fetched.self).version, db) }
+        guard try db.queryOne("SELECT 1 FROM places WHERE id = ?", id) != nil else {
+            throw ServiceError(.notFound, "no place with id \(id)", field: field)
+        }
+    }
+
+    /// The place of the copy nearest to `point` within `meters`, or nil.
+    func nearestPlace(to point: Coordinate, within meters: Double) throws -> (card: PlaceCard, distanceM: Double)? {
+        let box = try BoundingBox.around(point, radiusMeters: meters)
+        var best: (card: PlaceCard, distanceM: Double)?
+        for area in box.indexAreas {
+            try db.forEachRow("""
+                SELECT \(PlaceCard.columns) FROM places_geo g JOIN \(PlaceCard.from) ON p.id = g.id
+                WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
+                """, [Int64((area.south * Places.scale).rounded(.down)), Int64((area.north * Places.scale).rounded(.up)),
+                      Int64((area.west * Places.scale).rounded(.down)), Int64((area.east * Places.scale).rounded(.up))]) { row in
+                let card = try PlaceCard(row: row)
+                let distance = point.distance(to: Coordinate(uncheckedLatitude: card.lat, longitude: card.lon))
+                if distance <= meters, distance < best?.distanceM ?? .infinity || (distance == best?.distanceM && card.id < best?.card.id ?? 0) {
+                    best = (card, distance)
+                }
+            }
+        }
+        return best
+    }
+}

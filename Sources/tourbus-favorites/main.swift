@@ -1,0 +1,4 @@
+import FavoritesService
+import ServiceKit
+
+ServiceRuntime.main(FavoritesService.definition())
