@@ -85,5 +85,10 @@ public struct AccessPolicy: Sendable {
         Rule("annotations.sync", "notify", .anyone),
         Rule("annotations.import", "notify", .admin),
         Rule("notify.", "notify", .user),
+        // Saved places, lists and map pins: the favorites service, each user's own. A share
+        // token alone reads the one list it was made for.
+        Rule("favorites.", "favorites", .user),
+        Rule("favorites.shared", "favorites", .anyone),
+        Rule("pins.", "favorites", .user),
     ])
 }

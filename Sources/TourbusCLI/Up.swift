@@ -9,7 +9,7 @@ extension TourbusCommand {
     /// The services `up` starts when their executables are built, in start order.
     static let knownServices = ["catalog", "search", "favorites", "social", "notify"]
     /// Services that publish events.
-    static let publishers: Set<String> = ["catalog", "social", "notify"]
+    static let publishers: Set<String> = ["catalog", "social", "notify", "favorites"]
 
     static func up(_ arguments: [String]) -> Int32 {
         var dataDirectory = ProcessInfo.processInfo.environment["TOURBUS_DATA_DIR"] ?? "data"

@@ -6,16 +6,13 @@ import TestSupport
 /// The notify service through a real gateway: `tourbus-notify` started next to the suite
 /// (with the shipped form), the gateway told of it with `--peer` and `--peer-pub`.
 @Suite(.serialized) struct NotifySuiteTests {
-    /// The shipped form, `deploy/notify-form.json`.
-    static let formPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("deploy/notify-form.json").path
 
     /// Values of the shipped form that hold anywhere: a hazard has no line or venue to pick.
     static let values = #"{"kind":"hazard","detail":"flooding","severity":"minor"}"#
 
     @Test func anAnnotationAlertsAnotherUserOnTheirConnectionOnAnotherGatewayAndWaitsInTheirInbox() throws {
         let scratch = TemporaryFolder("notify-suite")
-        let notify = try ChildProcess("tourbus-notify", folder: scratch.path, arguments: ["--form", NotifySuiteTests.formPath])
+        let notify = try ChildProcess("tourbus-notify", folder: scratch.path, arguments: ["--form", SuiteFixture.notifyFormPath])
         defer { notify.tearDown() }
         let publish = (notify.endpoints["publish"] as? [String])?.first ?? ""
         let suite = try SuiteFixture(gatewayArguments: ["--peer", "notify=\(notify.rpc)", "--peer-pub", "notify=\(publish)"])

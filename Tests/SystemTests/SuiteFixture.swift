@@ -21,6 +21,9 @@ final class SuiteFixture {
     private(set) var catalog: ChildProcess
     private(set) var search: ChildProcess?
     let social: ChildProcess
+    /// With `everything`: the favorites and notify services.
+    private(set) var favorites: ChildProcess?
+    private(set) var notify: ChildProcess?
     let gateway: ChildProcess
     let catalogEndpoint: String
     /// The gateway's arguments that name the services (and its own extra arguments), so a test can start a second one like it.
@@ -34,17 +37,25 @@ final class SuiteFixture {
     }
 
     /// The publishers' request and event endpoints, as a subscriber's arguments.
-    private static func publishers(_ catalog: ChildProcess, _ social: ChildProcess) -> [String] {
-        ["--peer", "catalog=\(catalog.rpc)", "--peer-pub", "catalog=\((catalog.endpoints["publish"] as? [String])?.first ?? "")",
-         "--peer", "social=\(social.rpc)", "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
+    private static func publishers(_ publishers: ChildProcess?...) -> [String] {
+        publishers.compactMap { $0 }.flatMap { process in
+            let name = process.name.replacingOccurrences(of: "tourbus-", with: "")
+            return ["--peer", "\(name)=\(process.rpc)", "--peer-pub", "\(name)=\((process.endpoints["publish"] as? [String])?.first ?? "")"]
+        }
     }
 
+    /// The shipped annotation form, `deploy/notify-form.json`.
+    static let notifyFormPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("deploy/notify-form.json").path
+
     /// The current process of each service, the gateway first (the order teardown stops them in).
-    var processes: [ChildProcess] { [gateway, search, social, catalog].compactMap { $0 } }
+    var processes: [ChildProcess] { [gateway, search, favorites, notify, social, catalog].compactMap { $0 } }
 
     /// Starts the suite; a child's failure at teardown points at `sourceLocation`, the test's line that made it.
-    init(gatewayArguments: [String] = [], socialArguments: [String] = [], withSearch: Bool = false, passwordCost: String = "minimum",
-         sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// `everything` starts search, favorites and notify too, each following the publishers it
+    /// follows in `tourbus up`.
+    init(gatewayArguments: [String] = [], socialArguments: [String] = [], withSearch: Bool = false, everything: Bool = false,
+         passwordCost: String = "minimum", sourceLocation: SourceLocation = #_sourceLocation) throws {
         folder = scratch.path
         catalog = try ChildProcess("tourbus-catalog", folder: folder, sourceLocation: sourceLocation)
         catalogEndpoint = catalog.rpc
@@ -56,12 +67,23 @@ final class SuiteFixture {
         var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)",
                      "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
         search = nil
-        if withSearch {
-            let search = try ChildProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social),
+        var favorites: ChildProcess?
+        if everything {
+            let started = try ChildProcess("tourbus-favorites", folder: folder, arguments: SuiteFixture.publishers(catalog, social),
+                                               sourceLocation: sourceLocation)
+            let notify = try ChildProcess("tourbus-notify", folder: folder,
+                                            arguments: SuiteFixture.publishers(social) + ["--form", SuiteFixture.notifyFormPath], sourceLocation: sourceLocation)
+            peers += SuiteFixture.publishers(started, notify)
+            favorites = started
+            self.notify = notify
+        }
+        if withSearch || everything {
+            let search = try ChildProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social, favorites),
                                             sourceLocation: sourceLocation)
             peers += ["--peer", "search=\(search.rpc)"]
             self.search = search
         }
+        self.favorites = favorites
         self.gatewayArguments = peers + gatewayArguments
         gateway = try ChildProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + self.gatewayArguments,
                                      sourceLocation: sourceLocation)
@@ -73,7 +95,8 @@ final class SuiteFixture {
         // Wait (bounded) until the gateway has seen the catalog and social, so `help` lists their methods.
         for _ in 0..<100 {
             let status = try? GatewayConnection(port: port).call(#"{"jsonrpc":"2.0","id":0,"method":"help"}"#)
-            if let status, status.contains("catalog.get"), status.contains("reviews.list") { break }
+            if let status, status.contains("catalog.get"), status.contains("reviews.list"),
+               !everything || (status.contains("favorites.list") && status.contains("annotations.form")) { break }
             usleep(50_000)
         }
     }
@@ -91,7 +114,7 @@ final class SuiteFixture {
     /// file. The old process must have ended (`stopSearch()`); the fixture then watches the new one.
     func startSearch(sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let old = search else { return }
-        search = try ChildProcess("tourbus-search", folder: folder, arguments: ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social),
+        search = try ChildProcess("tourbus-search", folder: folder, arguments: ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social, favorites),
                                     sourceLocation: sourceLocation)
     }
 
