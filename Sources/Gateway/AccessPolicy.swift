@@ -61,6 +61,7 @@ public struct AccessPolicy: Sendable {
         Rule("auth.register", "social", .anyone),
         Rule("auth.login", "social", .anyone),
         Rule("auth.logout", "social", .user),
+        Rule("auth.delete", "social", .user),
         Rule("profile.get", "social", .anyone),
         Rule("profile.update", "social", .user),
         Rule("reviews.list", "social", .anyone),

@@ -23,10 +23,12 @@ enum SessionChange: Sendable, Equatable {
 final class Authenticator: Sendable {
     /// The service that checks passwords and tokens.
     static let accounts = "social"
+    /// Deleting the signed-in caller's account (`{password}`): a password method that needs a caller.
+    static let deleteAccount = "auth.delete"
     /// Methods that start or end the connection's session: requests after them wait for their answer.
-    static let sessionMethods: Set<String> = [AuthRequests.login, "auth.resume", AuthRequests.logout]
+    static let sessionMethods: Set<String> = [AuthRequests.login, "auth.resume", AuthRequests.logout, deleteAccount]
     /// Methods that hash a password.
-    static let passwordMethods: Set<String> = [AuthRequests.login, AuthRequests.register]
+    static let passwordMethods: Set<String> = [AuthRequests.login, AuthRequests.register, deleteAccount]
     static let busyRetryMilliseconds = 20
 
     let tokens: TokenCache
@@ -86,22 +88,26 @@ final class Authenticator: Sendable {
         return nil
     }
 
-    /// `auth.login` or `auth.register`: within the address's rate, then in its fair turn for a
-    /// password check, tried again while the accounts service is busy hashing others.
-    func checkPassword(_ method: String, params: Data, client: ClientKey, deadline: Deadline,
+    /// `auth.login`, `auth.register` or `auth.delete`: within the address's rate, then in its
+    /// fair turn for a password check, tried again while the accounts service is busy hashing
+    /// others. `auth.delete` goes with its `caller` (a token validated moments ago) in the
+    /// envelope's `auth`; once it succeeds the caller's tokens are forgotten and the
+    /// connection that sent the token is signed out.
+    func checkPassword(_ method: String, params: Data, caller: (token: String, owner: TokenOwner)? = nil, client: ClientKey, deadline: Deadline,
                        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
         let kind: ClientAddresses.SignIn = method == AuthRequests.register ? .registration : .login
         if let wait = addresses.signInPermit(client.address, kind) {
             // Each refusal also costs the address a little of its request rate, so a flood of
             // refused sign-ins is read more slowly instead of keeping a core busy refusing.
             addresses.chargeRefusal(client.address)
-            let what = kind == .login ? "logins" : "sign-ups"
+            let what = method == Authenticator.deleteAccount ? "password checks" : kind == .login ? "logins" : "sign-ups"
             return .failure(ServiceError(.rateLimited, "too many \(what) from your address; try again in \(wait) s"))
         }
         let tokens = self.tokens, backends = self.backends
+        let auth = caller.map { Auth(userId: String($0.owner.userId), role: $0.owner.role) }
         let job = FairQueue.Job(deadline: deadline.end, run: { done in
             @Sendable func attempt() {
-                backends.send(Authenticator.accounts, type: method, body: params, auth: nil, client: nil, deadline: deadline) { result in
+                backends.send(Authenticator.accounts, type: method, body: params, auth: auth, client: nil, deadline: deadline) { result in
                     switch result {
                     case .failure(let error) where error.code == .unavailable && deadline.remainingMilliseconds > 2 * Authenticator.busyRetryMilliseconds:
                         // The accounts service hashes a few passwords at a time and refuses more
@@ -120,6 +126,14 @@ final class Authenticator: Sendable {
                         // and so leave in the order they came.
                         tokens.remember(signedIn.token, signedIn.owner)
                         completion(.result(reply.bodyJSON), .signedIn(token: signedIn.token))
+                    case .success(let reply) where method == Authenticator.deleteAccount:
+                        done()
+                        // The account is gone: none of its tokens signs anyone in here any more.
+                        if let caller {
+                            tokens.forget(userId: caller.owner.userId)
+                            tokens.revoke(caller.token)
+                        }
+                        completion(.result(reply.bodyJSON), caller.map { .signedOut(token: $0.token) })
                     case .success(let reply):
                         done()
                         completion(.result(reply.bodyJSON), nil)

@@ -107,18 +107,19 @@ final class Dispatcher: Sendable {
         guard let rule = policy.rule(for: method), backends.has(rule.service) else {
             return .failure(Dispatcher.unknownMethod(method))
         }
+        if method == Authenticator.deleteAccount {
+            return deleteAccount(call.params, connectionToken: connectionToken, client: client, deadline: deadline, completion: completion)
+        }
         if Authenticator.passwordMethods.contains(method) {
             return authenticator.checkPassword(method, params: call.params, client: client, deadline: deadline, completion: completion)
         }
         // A deadline the client shortened says nothing about the backend when it passes.
         let ownDeadline = call.deadlineMilliseconds.map { $0 < ceiling } ?? false
-        // A token in the params stands for this one request.
-        var params = call.params
-        var token = connectionToken
-        if let range = JSONSpan.member("token", in: params) {
-            guard let given = JSONSpan.string(at: range, in: params) else { return .failure(ServiceError.invalid("token", "must be a string")) }
-            token = given
-            params = Dispatcher.removingToken(from: params)
+        let (token, params): (String?, Data)
+        do {
+            (token, params) = try Dispatcher.requestToken(call.params, connectionToken: connectionToken)
+        } catch {
+            return .failure(error)
         }
         let request = Forwarded(method: method, service: rule.service, params: params, client: client, deadline: deadline, ownDeadline: ownDeadline)
         guard let token else {
@@ -160,6 +161,51 @@ final class Dispatcher: Sendable {
                     forward(request, auth: Auth(userId: String(user.userId), role: user.role,
                                                 origin: PushRegistry.origin(pushes.gatewayId, client.connection)), completion)
                 }
+            }
+        }
+        return nil
+    }
+
+    /// The token a request goes with and its params to forward: a `token` in the params
+    /// stands for this one request (and is taken out of them), else the connection's.
+    static func requestToken(_ params: Data, connectionToken: String?) throws(ServiceError) -> (token: String?, params: Data) {
+        guard let range = JSONSpan.member("token", in: params) else { return (connectionToken, params) }
+        guard let given = JSONSpan.string(at: range, in: params) else { throw ServiceError.invalid("token", "must be a string") }
+        return (given, removingToken(from: params))
+    }
+
+    /// `auth.delete {password}`: it hashes, so it goes the way of `auth.login` (the address's
+    /// rate, the fair queue of password checks), but it needs the signed-in caller: the token
+    /// (the connection's, or the params') is validated first and forwarded as the envelope's
+    /// `auth`. On success the connection it signed in is signed out, and this gateway's
+    /// listening connections of the user check their tokens again (the accounts service's
+    /// `social.user.deleted` does the same on every gateway).
+    private func deleteAccount(_ raw: Data, connectionToken: String?, client: ClientKey, deadline: Deadline,
+                               completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
+        let (token, params): (String?, Data)
+        do {
+            (token, params) = try Dispatcher.requestToken(raw, connectionToken: connectionToken)
+        } catch {
+            return .failure(error)
+        }
+        guard let token else {
+            return .failure(ServiceError(.unauthenticated, "sign in first: auth.login, auth.resume, AUTH <token>, or a token param"))
+        }
+        let ownToken = token == connectionToken
+        let authenticator = self.authenticator, pushes = self.pushes
+        authenticator.validate(token, client: client, timeoutMilliseconds: deadline.remainingMilliseconds) { result in
+            switch result {
+            case .failure(let error) where error.code == .unauthenticated && ownToken:
+                completion(.failure(error), .signedOut(token: token))
+            case .failure(let error):
+                completion(.failure(error), nil)
+            case .success(let owner):
+                let refused = authenticator.checkPassword(Authenticator.deleteAccount, params: params, caller: (token, owner), client: client,
+                                                          deadline: deadline) { outcome, change in
+                    completion(outcome, change)
+                    if change != nil { pushes.recheck(user: owner.userId) }
+                }
+                if let refused { completion(refused, nil) }
             }
         }
         return nil

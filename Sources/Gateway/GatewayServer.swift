@@ -111,10 +111,11 @@ public final class GatewayServer: Service {
     /// Client connections open now.
     public var openConnections: Int { connections.value }
 
-    /// Follows the accounts service's events: a session that ended or a role that changed
-    /// drops that user's cached tokens at once, and their connections that hear pushes check
-    /// their tokens again. Nothing is kept: the cursor lives in memory
-    /// (`MemoryCursorStore`). Lost events are replayed from it; at start, and when the
+    /// Follows the accounts service's events: a session that ended, a role that changed or an
+    /// account that was deleted drops that user's cached tokens at once, and their connections
+    /// that hear pushes check their tokens again (a deleted user's are refused and closed).
+    /// Other types (`social.redacted`, ratings) are passed over. Nothing is kept: the cursor
+    /// lives in memory (`MemoryCursorStore`). Lost events are replayed from it; at start, and when the
     /// accounts service's history no longer reaches it, every cached token is dropped and the
     /// follower goes on from the head.
     private static func followAccounts(_ peer: PeerEndpoints?, _ tokens: TokenCache, _ pushes: PushRegistry, context: ZMQContext,
@@ -126,10 +127,14 @@ public final class GatewayServer: Service {
         let options = EventStreamOptions(source: Authenticator.accounts, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc)
         let logger = logger.named("gateway<-\(Authenticator.accounts)")
         return try EventSubscriber(context: context, options: options, logger: logger) {
-            MemoryCursorStore(source: Authenticator.accounts, logger: logger, types: [SocialEvents.sessionEnded, SocialEvents.roleChanged],
+            MemoryCursorStore(source: Authenticator.accounts, logger: logger,
+                              types: [SocialEvents.sessionEnded, SocialEvents.roleChanged, SocialEvents.userDeleted],
                               apply: { event in
-                                  let userId = event.header.type == SocialEvents.sessionEnded
-                                      ? try event.body(SessionEnded.self).userId : try event.body(RoleChange.self).userId
+                                  let userId = switch event.header.type {
+                                  case SocialEvents.sessionEnded: try event.body(SessionEnded.self).userId
+                                  case SocialEvents.roleChanged: try event.body(RoleChange.self).userId
+                                  default: try event.body(UserDeleted.self).userId
+                                  }
                                   tokens.forget(userId: userId)
                                   pushes.recheck(user: userId)
                               },

@@ -112,6 +112,8 @@ public enum NotifyService {
         let initialForm = options.initialForm
         var definition = ServiceDefinition(
             name: "notify", migrations: NotifySchema.migrations, handlers: table, publishes: true,
+            // A deleted account's data goes with it (`Erasure`).
+            subscriptions: ["social": Erasure.socialApplier(clock: options.clock)],
             makeState: { worker in
                 let store = NotifyStore(worker: worker, options: options)
                 if let initialForm { try store.storeInitialForm(initialForm) }

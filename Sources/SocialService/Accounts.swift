@@ -205,22 +205,9 @@ extension SocialStore {
     }
 
     private func checkedLogin(_ credentials: Credentials) throws -> LoginReply {
-        // No username is longer than 32 characters; 64 bound what an attacker can make us store.
-        let key = String(credentials.username.lowercased().prefix(64))
+        let key = Self.throttleKey(credentials.username)
         let now = options.clock()
-        let nowMs = Int64((now.timeIntervalSince1970 * 1_000).rounded(.down))
-        try db.transaction {
-            let row = try db.queryOne("SELECT failures, last_failure_ms FROM login_failures WHERE username = ?", key)
-            // No row: no failures to remember.
-            let last: Int64 = try row?.decode("last_failure_ms") ?? 0
-            let failures: Int64 = nowMs - last >= LoginThrottle.forgetMilliseconds ? 0 : try row?.decode("failures") ?? 0
-            if let refusal = LoginThrottle.refusal(failures: failures, lastFailure: last, now: nowMs) { throw refusal }
-            try db.run("DELETE FROM login_failures WHERE last_failure_ms < ?", nowMs - LoginThrottle.forgetMilliseconds)
-            try db.run("""
-                INSERT INTO login_failures (username, failures, last_failure_ms) VALUES (?, ?, ?)
-                ON CONFLICT (username) DO UPDATE SET failures = excluded.failures, last_failure_ms = excluded.last_failure_ms
-                """, key, failures + 1, nowMs)
-        }
+        try countAttempt(key, now: now)
         let row = try db.queryOne("SELECT id, username, name, role, password_hash FROM users WHERE username = ?", key)
         // An unknown user costs a verification too, so the time taken does not tell who exists.
         let stored = try row.map { row throws(RowError) in PasswordHash(encoded: try row.decode("password_hash")) } ?? decoy.value()
@@ -238,6 +225,29 @@ extension SocialStore {
         }
         return LoginReply(token: token.text, expiresAt: expiresAt,
                           user: PublicUser(id: id, username: try row.decode("username"), name: try row.decode("name"), role: try row.decode("role")))
+    }
+
+    /// The `login_failures` key of a username as a client typed it. No username is longer
+    /// than 32 characters; 64 bound what an attacker can make us store.
+    static func throttleKey(_ username: String) -> String { String(username.lowercased().prefix(64)) }
+
+    /// Counts a password attempt against `key` as a failure before the (slow) check, so guesses
+    /// sent in parallel are throttled too: `rate_limited` (field `username`) when it comes too
+    /// soon after earlier failures (`LoginThrottle`). The caller clears the count on a success.
+    func countAttempt(_ key: String, now: Date) throws {
+        let nowMs = Int64((now.timeIntervalSince1970 * 1_000).rounded(.down))
+        try db.transaction {
+            let row = try db.queryOne("SELECT failures, last_failure_ms FROM login_failures WHERE username = ?", key)
+            // No row: no failures to remember.
+            let last: Int64 = try row?.decode("last_failure_ms") ?? 0
+            let failures: Int64 = nowMs - last >= LoginThrottle.forgetMilliseconds ? 0 : try row?.decode("failures") ?? 0
+            if let refusal = LoginThrottle.refusal(failures: failures, lastFailure: last, now: nowMs) { throw refusal }
+            try db.run("DELETE FROM login_failures WHERE last_failure_ms < ?", nowMs - LoginThrottle.forgetMilliseconds)
+            try db.run("""
+                INSERT INTO login_failures (username, failures, last_failure_ms) VALUES (?, ?, ?)
+                ON CONFLICT (username) DO UPDATE SET failures = excluded.failures, last_failure_ms = excluded.last_failure_ms
+                """, key, failures + 1, nowMs)
+        }
     }
 
     /// Who a live session token signs in; `unauthenticated` for anything else.

@@ -268,7 +268,7 @@ extension SocialStore {
         reset: { _ in },
         types: [CatalogEvents.deleted])
 
-    private func publishRating(of placeId: Int64) throws {
+    func publishRating(of placeId: Int64) throws {
         try worker.emit(SocialEvents.ratingUpdated, try rating(of: placeId))
     }
 

@@ -58,6 +58,10 @@ public enum SocialService {
             try store.logout(request.token, caller: try store.caller(context))
             return Empty()
         }
+        table.on(SocialStore.deleteAccountType, description: "delete your account and all of it (reviews, follows, profile, sessions): password") {
+            (request: AccountDeletion, context, store) in
+            try store.deleteAccount(request, caller: try store.caller(context))
+        }
         table.on(AuthRequests.validate, description: "internal (gateway): who a session token signs in") { (request: TokenBody, _, store) in
             try store.validate(request.token)
         }

@@ -1,0 +1,81 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import Storage
+
+/// `auth.delete`: the caller's password, asked again before their account and everything
+/// of it goes.
+public struct AccountDeletion: Codable, Sendable {
+    public var password: String
+
+    public init(password: String) { self.password = password }
+}
+
+/// The reply of `auth.delete`: the id of the account that no longer exists.
+public struct AccountDeleted: Codable, Sendable, Equatable {
+    public var userId: Int64
+
+    enum CodingKeys: String, CodingKey { case userId = "user_id" }
+}
+
+extension SocialStore {
+    /// The request type of deleting one's account.
+    static let deleteAccountType = "auth.delete"
+    /// What an outbox row that named a deleted user becomes: its `seq` stays (replay stays
+    /// gap-free), its body is `{}`, and every follower ignores the type.
+    public static let redactedType = "social.redacted"
+    /// A wrong password from a signed-in caller: the caller is known, the proof is not.
+    static let wrongPassword = ServiceError(.permissionDenied, "wrong password", field: "password")
+
+    /// Deletes the caller's account after checking their password as `auth.login` does: the
+    /// same byte bound first, the same hashing gate, the attempt counted in the same
+    /// throttle (by username) before the slow check, and a decoy hash when the account has
+    /// gone meanwhile. Then `erase(user:username:email:)` in one transaction.
+    func deleteAccount(_ request: AccountDeletion, caller: Caller) throws -> AccountDeleted {
+        try AccountRules.passwordBytes(request.password)
+        return try hashing.run(readers: worker.config.readers) { try checkedDeletion(request.password, caller: caller) }
+    }
+
+    private func checkedDeletion(_ password: String, caller: Caller) throws -> AccountDeleted {
+        let row = try db.queryOne("SELECT username, email, password_hash FROM users WHERE id = ?", caller.id)
+        let username: String? = try row?.decode("username")
+        if let username { try countAttempt(Self.throttleKey(username), now: options.clock()) }
+        let stored = try row.map { row throws(RowError) in PasswordHash(encoded: try row.decode("password_hash")) } ?? decoy.value()
+        guard try stored.matches(password), let row, let username else {
+            if row == nil { throw ServiceError(.unauthenticated, "no user with id \(caller.id)") }
+            throw Self.wrongPassword
+        }
+        try db.transaction {
+            // Another deletion of the same account may have committed since the check.
+            guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", caller.id) != nil else {
+                throw ServiceError(.unauthenticated, "no user with id \(caller.id)")
+            }
+            try erase(user: caller.id, username: username, email: try row.decode("email"))
+        }
+        return AccountDeleted(userId: caller.id)
+    }
+
+    /// Removes every row of user `id` from this service, inside the caller's transaction:
+    /// their reviews (publishing each affected place's new rating), follows both ways,
+    /// sessions, the login failures counted against their username (or their e-mail typed as
+    /// one), and the account with its profile. Earlier outbox events that name the user
+    /// become `social.redacted` with body `{}`; then `social.user.deleted` is emitted, the one
+    /// row left that holds the id.
+    private func erase(user id: Int64, username: String, email: String) throws {
+        let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE user_id = ? ORDER BY place_id", id)
+            .decode("place_id", as: Int64.self)
+        try db.run("DELETE FROM reviews WHERE user_id = ?", id)
+        for place in places { try publishRating(of: place) }
+        try db.run("DELETE FROM follows WHERE follower_id = ? OR followee_id = ?", id, id)
+        try db.run("DELETE FROM sessions WHERE user_id = ?", id)
+        try db.run("DELETE FROM login_failures WHERE username IN (?, ?)", Self.throttleKey(username), Self.throttleKey(email))
+        try db.run("DELETE FROM users WHERE id = ?", id)
+        // Every body that names a user does so as `user_id` (session ended, role changed).
+        try db.run("""
+            UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
+            WHERE json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
+            """, Self.redactedType, id)
+        try worker.emit(SocialEvents.userDeleted, UserDeleted(userId: id))
+    }
+}

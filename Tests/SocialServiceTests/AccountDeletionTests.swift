@@ -1,0 +1,143 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import SocialService
+import Storage
+import Testing
+
+/// What of user `id` is left in the SQLite file at `path`: each table and column, with a
+/// count, where a row holds one of `texts` (case-insensitive, anywhere in the value), a JSON
+/// `"user_id":id`, or `id` itself in a column of `userColumns` (`column` or `table.column`).
+/// `except` keeps rows out of a table's count by an SQL condition on them.
+func rowsNaming(_ id: Int64, texts: [String], userColumns: Set<String>, except: [String: String] = [:], path: String) throws -> [String] {
+    let db = try Database(path: path)
+    var found: [String] = []
+    // sqlite_sequence holds counters, not rows of anyone.
+    let tables = try db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .decode("name", as: String.self)
+    for table in tables {
+        for column in try db.query("SELECT name FROM pragma_table_info(?)", table).decode("name", as: String.self) {
+            let value = "CAST(\"\(column)\" AS TEXT)"
+            var conditions = texts.map { _ in "instr(lower(\(value)), ?) > 0" } + ["\(value) LIKE ?", "\(value) LIKE ?"]
+            var arguments: [(any SQLBindable)?] = texts.map { $0.lowercased() } + [#"%"user_id":\#(id),%"#, #"%"user_id":\#(id)}%"#]
+            if userColumns.contains(column) || userColumns.contains("\(table).\(column)") {
+                conditions.append("\"\(column)\" = ?")
+                arguments.append(id)
+            }
+            var sql = "SELECT count(*) FROM \"\(table)\" WHERE (\(conditions.joined(separator: " OR ")))"
+            if let excluded = except[table] { sql += " AND NOT (\(excluded))" }
+            if let count = try db.scalarInt(sql, arguments), count > 0 { found.append("\(table).\(column): \(count)") }
+        }
+    }
+    return found
+}
+
+@Suite struct AccountDeletionTests {
+    static let socialUserColumns: Set<String> = ["user_id", "follower_id", "followee_id", "users.id"]
+
+    /// The events of the outbox as `seq type body`.
+    func outbox(_ f: SocialFixture) throws -> [String] {
+        try f.events().map { "\($0.header.seq) \($0.header.type) \(String(decoding: $0.bodyBytes ?? Data(), as: UTF8.self))" }
+    }
+
+    @Test func deletingAnAccountLeavesNoRowOfTheUser() throws {
+        let f = try SocialFixture()
+        let root = try f.register("root", admin: true)
+        let ann = try f.register("annika.q"), ben = try f.register("ben"), cat = try f.register("cat")
+        try f.review(1, 5, by: ann, text: "ann was here")
+        try f.review(2, 2, by: ann)
+        try f.review(1, 3, by: ben)
+        try f.call("social.follow", #"{"user_id":\#(ben)}"#, as: ann)
+        try f.call("social.follow", #"{"user_id":\#(ann)}"#, as: ben)
+        try f.call("social.follow", #"{"user_id":\#(ann)}"#, as: cat)
+        try f.call("social.follow", #"{"user_id":\#(cat)}"#, as: ben)
+        try f.call("profile.update", #"{"bio":"ann's bio","home_city":"Sydney"}"#, as: ann)
+        // Earlier events that name ann, and ben's that must stay.
+        try f.call("admin.set_role", #"{"user_id":\#(ann),"role":"admin"}"#, as: root)
+        try f.call("admin.set_role", #"{"user_id":\#(ann),"role":"user"}"#, as: root)
+        let first = try f.login("annika.q").token
+        try f.call("auth.logout", #"{"token":"\#(first)"}"#, as: ann)
+        try f.call("auth.logout", #"{"token":"\#(try f.login("ben").token)"}"#, as: ben)
+        let live = try f.login("annika.q").token
+        // Failed logins counted against her username and against her e-mail typed as one.
+        #expect(throws: ServiceError.self) { try f.login("annika.q", "Wrong-Passw0rd") }
+        #expect(throws: ServiceError.self) { try f.login("annika.q@example.com", "Wrong-Passw0rd") }
+        let before = try outbox(f)
+        #expect(try !rowsNaming(ann, texts: ["annika.q"], userColumns: Self.socialUserColumns, path: f.databasePath).isEmpty)
+
+        let reply = try f.call("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)
+        #expect(reply["user_id"] as? Int == Int(ann))
+
+        // No row holds her id, username or e-mail, but the deletion event's.
+        #expect(try rowsNaming(ann, texts: ["annika.q", "ann was here", "ann's bio"], userColumns: Self.socialUserColumns,
+                               except: ["outbox": "type = 'social.user.deleted'"], path: f.databasePath) == [])
+        let db = try Database(path: f.databasePath)
+        #expect(try db.scalarInt("SELECT count(*) FROM users WHERE username = 'annika.q'") == 0)
+        #expect(try db.scalarInt("SELECT count(*) FROM login_failures WHERE username IN ('annika.q', 'annika.q@example.com')") == 0)
+        // Everyone else's rows stay.
+        #expect(try db.scalarInt("SELECT count(*) FROM users") == 3)
+        #expect(try db.scalarInt("SELECT count(*) FROM follows WHERE follower_id = ? AND followee_id = ?", ben, cat) == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM reviews WHERE user_id = ?", ben) == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM sessions") == 0)
+
+        // The outbox: the same seqs; ann's earlier events redacted, ben's kept; the new ratings and the deletion last.
+        let after = try outbox(f)
+        #expect(after.count == before.count + 3)
+        for (old, new) in zip(before, after) {
+            let seq = old.prefix { $0 != " " }
+            if old.contains(#""user_id":\#(ann)"#) {
+                #expect(new == "\(seq) social.redacted {}")
+            } else {
+                #expect(new == old)
+            }
+        }
+        #expect(before.filter { $0.contains(#""user_id":\#(ann)"#) }.count == 3)
+        let added = try f.events().suffix(3)
+        #expect(try added.prefix(2).map { try $0.body(RatingUpdated.self) } == [
+            RatingUpdated(placeId: 1, average: 3, count: 1), RatingUpdated(placeId: 2, average: 0, count: 0),
+        ])
+        #expect(added.last?.header.type == SocialEvents.userDeleted)
+        #expect(try added.last?.body(UserDeleted.self) == UserDeleted(userId: ann))
+
+        // Her token signs no one in; her username is free again, as a new account.
+        #expect(f.error("auth.validate", #"{"token":"\#(live)"}"#)?.code == .unauthenticated)
+        #expect(f.error("profile.get", #"{"user_id":\#(ann)}"#)?.code == .notFound)
+        #expect(try f.register("annika.q") > cat)
+        #expect(try f.call("profile.get", #"{"user_id":\#(ben)}"#)["followers"] as? Int == 0)
+    }
+
+    @Test func aWrongPasswordDeletesNothingAndIsThrottledLikeALogin() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann")
+        try f.review(1, 4, by: ann)
+        let events = try f.events().count
+        for _ in 0..<5 {
+            let error = f.error("auth.delete", #"{"password":"Wrong-Passw0rd"}"#, as: ann)
+            #expect(error?.code == .permissionDenied)
+            #expect(error?.field == "password")
+        }
+        // The sixth comes too soon after five failures, as a login would.
+        #expect(f.error("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)?.code == .rateLimited)
+        #expect(f.error("auth.login", #"{"username":"ann","password":"\#(SocialFixture.password)"}"#)?.code == .rateLimited)
+        f.clock.advance(2)
+        #expect(try f.events().count == events)
+        #expect(try f.call("profile.get", #"{"user_id":\#(ann)}"#)["username"] as? String == "ann")
+        try f.call("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)
+        #expect(f.error("profile.get", #"{"user_id":\#(ann)}"#)?.code == .notFound)
+    }
+
+    @Test func deletingNeedsASignedInUserAndABoundedPassword() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann")
+        #expect(f.error("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#)?.code == .unauthenticated)
+        #expect(f.error("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: 999)?.code == .unauthenticated)
+        let long = f.error("auth.delete", #"{"password":"\#(String(repeating: "é", count: 513))"}"#, as: ann)
+        #expect(long?.code == .invalidArgument)
+        #expect(long?.field == "password")
+        #expect(f.error("auth.delete", "{}", as: ann)?.code == .invalidArgument)
+        // Refusals counted no failure: the right password still works at once.
+        try f.call("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)
+        #expect(f.error("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)?.code == .unauthenticated)
+    }
+}
