@@ -186,7 +186,7 @@ extension FavoritesStore {
         var best: (card: PlaceCard, distanceM: Double)?
         for area in box.indexAreas {
             try db.forEachRow("""
-                SELECT \(PlaceCard.columns) FROM places_geo g JOIN \(PlaceCard.from) ON p.id = g.id
+                SELECT \(PlaceCard.columns) FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
                 WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
                 """, [Int64((area.south * Places.scale).rounded(.down)), Int64((area.north * Places.scale).rounded(.up)),
                       Int64((area.west * Places.scale).rounded(.down)), Int64((area.east * Places.scale).rounded(.up))]) { row in
