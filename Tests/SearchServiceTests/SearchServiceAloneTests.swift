@@ -148,6 +148,16 @@ final class SearchFixture {
         return try client.request(type: "search.nearby", body: Data(json.utf8)).body(SearchPage.self)
     }
 
+    /// Polls (bounded: 10 s) until search has applied `source`'s events up to `seq`.
+    func caughtUp(_ source: String, to seq: Int64) throws -> Bool {
+        for _ in 0..<200 {
+            let stats = try searchClient?.call("sys.stats", Empty(), as: SubscriberCheck.self)
+            if stats?.subscriptions?.first(where: { $0.source == source })?.seq == seq { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
     /// Polls (bounded: 10 s) until `condition` holds for the nearby answer.
     func eventually(_ json: String, _ condition: (SearchPage) -> Bool) throws -> Bool {
         for _ in 0..<200 {
@@ -283,8 +293,9 @@ extension SearchServiceAloneTests {
         try f.counted(2, saves: 120, visits: 40)
         #expect(try f.eventually(popular) { $0.hits.map(\.id) == [2, 1] })
         #expect(try f.nearby(popular).hits.map(\.popularity) == [85, 90])
-        // Counted before the catalog has the place: 80 + 2·ln 501 = 92.4, between the two.
-        try f.counted(3, saves: 500, visits: 0)
+        // Counted, and applied, before the catalog has the place: 80 + 2·ln 501 = 92.4, between the two.
+        let head = try f.counted(3, saves: 500, visits: 0)
+        #expect(try f.caughtUp("favorites", to: head))
         try f.place(3, name: "Bar", lat: -33.8572, lon: 151.2142, category: "bar", popularity: 80)
         #expect(try f.eventually(popular) { $0.hits.map(\.id) == [2, 3, 1] })
     }
