@@ -133,7 +133,10 @@ struct MapQueries {
         var hits: [SearchHit] = []
         if sort == .popularity {
             // The most popular first, read band by band of popularity: a dense box holds thousands.
-            hits = try self.hits(ids: mostPopular(in: box, want: limit + 1, after: after, q.filters) { box.contains($0.coordinate) }.map(\.id))
+            // Paged by the popularity ranked (the blend), which the hits do not show.
+            let found = try mostPopular(in: box, want: limit + 1, after: after, q.filters) { box.contains($0.coordinate) }
+            let (page, next) = MapQueries.page(found.map { (-$0.popularity, $0.id) }, limit: limit, after: after)
+            return SearchPage(hits: try self.hits(ids: page.map(\.id)), nextCursor: next)
         } else {
             for part in box.indexAreas {
                 if q.filters.openNow == true {
@@ -198,7 +201,9 @@ struct MapQueries {
         return ids.compactMap { byId[$0] }
     }
 
-    /// The sort key of a hit: smaller comes first.
+    /// The sort key of a hit: smaller comes first. Not for popularity, which a hit shows as the
+    /// catalog's and is ranked by the blend (`Popularity`): that sort pages (key, id) pairs read
+    /// from the index instead.
     static func key(_ hit: SearchHit, _ sort: SortOrder) -> Double {
         switch sort {
         case .distance: hit.distanceM ?? 0

@@ -155,7 +155,8 @@ extension MapQueries {
     }
 
     /// What every search reads of a place (`places p` joined with `ratings r`), as `HitColumns` finds them.
-    static let hitColumns = "p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.popularity, r.average, r.count"
+    /// A hit shows the catalog's popularity, as its stored JSON (`HitJSON`) does, not the blend it is ranked by.
+    static let hitColumns = "p.id, p.name, p.category, p.address, p.lat, p.lon, p.price_level, p.catalog_popularity AS popularity, r.average, r.count"
 
     /// The columns of `hitColumns`, found by name once per result.
     struct HitColumns {

@@ -108,6 +108,19 @@ enum SearchSchema {
             DELETE FROM search_terms;
             DELETE FROM event_cursor WHERE source = 'catalog';
             """),
+        // Popularity as search ranks it (`Popularity`): `popularity` becomes the catalog's
+        // number blended with the favorites service's counts, which `place_counts` keeps (for
+        // places not indexed yet too); `catalog_popularity` is the catalog's own, which hits show.
+        // No counts yet, so the two start equal.
+        Migration(domain: "search", version: 9, sql: """
+            ALTER TABLE places ADD COLUMN catalog_popularity REAL NOT NULL DEFAULT 0;
+            UPDATE places SET catalog_popularity = popularity;
+            CREATE TABLE place_counts (
+                place_id   INTEGER PRIMARY KEY,
+                saves      INTEGER NOT NULL,
+                visits_30d INTEGER NOT NULL
+            );
+            """),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while
@@ -251,18 +264,21 @@ enum SearchIndex {
                        place.id, old.name, old.other)
         }
         let hit = try HitJSON(place)
+        // Ranked by the catalog's popularity blended with the counts stored for it (`Popularity`).
+        let ranked = try Popularity.blended(place.id, catalog: place.popularity ?? 0, db)
         try db.run("""
-            INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, opening_hours, timezone, name_words, other_words,
-                                hit_head, hit_tail)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, catalog_popularity, opening_hours, timezone,
+                                name_words, other_words, hit_head, hit_tail)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
                 lat = excluded.lat, lon = excluded.lon, price_level = excluded.price_level,
-                popularity = excluded.popularity, opening_hours = excluded.opening_hours, timezone = excluded.timezone,
+                popularity = excluded.popularity, catalog_popularity = excluded.catalog_popularity,
+                opening_hours = excluded.opening_hours, timezone = excluded.timezone,
                 name_words = excluded.name_words, other_words = excluded.other_words, hit_head = excluded.hit_head, hit_tail = excluded.hit_tail
             """, place.id, place.name, place.category, place.address, place.lat, place.lon, place.priceLevel,
-                   place.popularity ?? 0, hours, place.timezone, name, other, hit.head, hit.tail)
+                   ranked, place.popularity ?? 0, hours, place.timezone, name, other, hit.head, hit.tail)
         let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
-        let popularity = scaledPopularity(place.popularity ?? 0)
+        let popularity = scaledPopularity(ranked)
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon, min_pop, max_pop) VALUES (?, ?, ?, ?, ?, ?, ?)",
                    place.id, lat, lat, lon, lon, popularity, popularity)
         guard textChanged else { return hit }

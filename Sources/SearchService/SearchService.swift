@@ -41,8 +41,8 @@ public final class SearchStore: ServiceState {
     }
 }
 
-/// The search service: its own index of the catalog's places (and social's ratings),
-/// fed by their events, answering map searches.
+/// The search service: its own index of the catalog's places (social's ratings and the
+/// favorites service's counts), fed by their events, answering map searches.
 public enum SearchService {
     /// A definition for `ServiceRuntime` to run: each one makes a service with its own
     /// `NearbyMemory`, which its appliers keep in step and its threads read.
@@ -80,7 +80,8 @@ public enum SearchService {
         }
         return ServiceDefinition(
             name: "search", migrations: SearchSchema.migrations, handlers: table,
-            subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory)],
+            subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory),
+                            "favorites": Popularity.favoritesApplier()],
             // The index is read at random: a larger page cache keeps the trees' upper levels in
             // memory, and reading the file through a map saves a read call per page. Catching
             // up writes much: fewer, larger checkpoints.

@@ -14,6 +14,8 @@ final class TestIndex {
     let path: String
     let db: Database
     var places: [IndexedPlace] = []
+    /// The favorites service's counts applied, by place.
+    var counts: [Int64: (saves: Int, visits: Int)] = [:]
 
     init() throws {
         path = folder.file("search.sqlite")
@@ -21,7 +23,9 @@ final class TestIndex {
         try db.migrate(CursorSchema.migrations + SearchSchema.migrations)  // as the runtime orders them
     }
 
-    func add(_ points: [(Double, Double)], rng: inout SplitMix64) throws {
+    /// Indexes places at `points`; with `counted`, two places in three get random saves and
+    /// visits, half of them before their place is indexed and half after.
+    func add(_ points: [(Double, Double)], rng: inout SplitMix64, counted: Bool = false) throws {
         let categories = ["cafe", "park", "museum", "bar"]
         try db.transaction {
             for (lat, lon) in points {
@@ -29,10 +33,25 @@ final class TestIndex {
                 let place = IndexedPlace(id: id, name: "P\(id)", category: categories[Int(id) % 4], lat: lat, lon: lon,
                                          address: nil, priceLevel: Int(id % 5), popularity: Double(Int.random(in: 0...20, using: &rng)),
                                          openingHours: nil)
+                let saves = Int.random(in: 0...500, using: &rng), visits = Int.random(in: 0...100, using: &rng)
+                if counted && id % 3 == 0 { try count(id, saves: saves, visits: visits) }
                 try SearchIndex.upsert(place, db)
                 places.append(place)
+                if counted && id % 3 == 1 { try count(id, saves: saves, visits: visits) }
             }
         }
+    }
+
+    /// Applies a `favorites.place.counted` event, as the favorites applier does.
+    func count(_ id: Int64, saves: Int, visits: Int) throws {
+        try Popularity.counted(PlaceCounted(placeId: id, saves: saves, visits30d: visits), db)
+        counts[id] = (saves, visits)
+    }
+
+    /// A place's popularity as search should rank it: the formula of Protocols/search.md.
+    func ranked(_ place: IndexedPlace) -> Double {
+        let (saves, visits) = counts[place.id] ?? (0, 0)
+        return (place.popularity ?? 0) + 2 * log(1 + Double(saves)) + log(1 + Double(visits))
     }
 
     var queries: MapQueries { MapQueries(db: db) }
@@ -67,7 +86,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
     @Test func nearbyReturnsExactlyThePlacesWithinTheRadiusInDistanceOrder() throws {
         var rng = SplitMix64(seed: 42)
         let index = try TestIndex()
-        try index.add(testPoints(&rng), rng: &rng)
+        try index.add(testPoints(&rng), rng: &rng, counted: true)
         let centres: [(Double, Double)] = [(-33.87, 151.21), (89.95, 10), (89.999, -170), (-89.95, -120), (0.5, 179.99), (0.5, -179.99),
                                            (-15, -179.995), (-15, 179.999), (51.5, -0.12), (10, 10)]
         for (lat, lon) in centres {
@@ -92,8 +111,8 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                 #expect(gotIds == expectedIds, "centre \(lat),\(lon) radius \(radius)")
                 #expect(zip(got, expected).allSatisfy { (hit: SearchHit, e: Expected) in abs((hit.distanceM ?? -1) - e.d) < 1e-6 })
 
-                // The same places by popularity (ties by id), paged.
-                let popularity = Dictionary(uniqueKeysWithValues: index.places.map { ($0.id, $0.popularity ?? 0) })
+                // The same places by popularity as ranked (blended with counts; ties by id), paged.
+                let popularity = Dictionary(uniqueKeysWithValues: index.places.map { ($0.id, index.ranked($0)) })
                 let byPopularity: [Int64] = expectedIds.sorted { (a: Int64, b: Int64) -> Bool in
                     popularity[a]! != popularity[b]! ? popularity[a]! > popularity[b]! : a < b
                 }
@@ -167,7 +186,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
     @Test func viewportReturnsExactlyThePlacesInsideTheBox() throws {
         var rng = SplitMix64(seed: 7)
         let index = try TestIndex()
-        try index.add(testPoints(&rng), rng: &rng)
+        try index.add(testPoints(&rng), rng: &rng, counted: true)
         var ratings: [Int64: Double] = [:]
         for place in index.places where place.id % 3 == 0 {
             let average = Double(Int.random(in: 2...10, using: &rng)) / 2  // ties on purpose
@@ -186,11 +205,13 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         for (south, west, north, east) in boxes {
             let box = try BoundingBox(south: south, west: west, north: north, east: east)
             let expected = index.places.filter { box.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) }
-                .sorted { ($0.popularity ?? 0) != ($1.popularity ?? 0) ? ($0.popularity ?? 0) > ($1.popularity ?? 0) : $0.id < $1.id }
+                .sorted { index.ranked($0) != index.ranked($1) ? index.ranked($0) > index.ranked($1) : $0.id < $1.id }
             var got: [Int64] = []
             var cursor: String?
             for _ in 0..<1_000 {
                 let page = try index.queries.viewport(try viewportQuery(#"{"south":\#(south),"west":\#(west),"north":\#(north),"east":\#(east),"limit":37\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                // Ranked by the blend, the hits still show the catalog's popularity.
+                #expect(page.hits.allSatisfy { hit in hit.popularity == index.places[Int(hit.id) - 1].popularity })
                 got += page.hits.map(\.id)
                 guard let next = page.nextCursor else { break }
                 cursor = next
@@ -298,7 +319,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
     static func indexAndCopy(seed: UInt64) throws -> (TestIndex, NearbyMemory) {
         var rng = SplitMix64(seed: seed)
         let index = try TestIndex()
-        try index.add(testPoints(&rng), rng: &rng)
+        try index.add(testPoints(&rng), rng: &rng, counted: true)
         for place in index.places where place.id % 3 == 0 {
             try SearchIndex.rating(RatingUpdated(placeId: place.id, average: Double(Int.random(in: 2...10, using: &rng)) / 2, count: Int(place.id % 7) + 1), index.db)
         }
@@ -328,6 +349,9 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                         }
                         #expect(try fromMemory.nearby(query) == expected, "\(lat),\(lon) radius \(radius) limit \(limit)")
                         let page = try JSONDecoder().decode(SearchPage.self, from: expected)
+                        // The same hits as the other sorts read them from SQL (`hitColumns`), counts and all.
+                        #expect(try page.hits == index.queries.hits(ids: page.hits.map(\.id), from: Coordinate(latitude: lat, longitude: lon)),
+                                "hits from SQL, \(lat),\(lon) radius \(radius) limit \(limit)")
                         let after = try page.nextCursor.map(SearchCursor.decode)
                         guard let next = page.nextCursor, after != nil else { break }
                         cursor = next

@@ -48,17 +48,21 @@ func fakePublisher(name: String) -> ServiceDefinition<FakeState> {
         makeState: { FakeState(worker: $0) })
 }
 
-/// The search service with fake catalog and social publishers, all in this process over loopback.
+/// The search service with fake catalog, social and favorites publishers, all in this process over loopback.
 final class SearchFixture {
     let scratch = TemporaryFolder("searchalone")
     var folder: String { scratch.path }
     let context: ZMQContext
     let catalog: ServiceRuntime<FakeState>
     let social: ServiceRuntime<FakeState>
+    var favorites: ServiceRuntime<FakeState>
     var search: ServiceRuntime<SearchStore>?
     let catalogClient: RPCClient
     let socialClient: RPCClient
+    var favoritesClient: RPCClient
     var searchClient: RPCClient?
+    /// How many favorites publishers were started: each new one has a database (a history) of its own.
+    private var favoritesHistories = 0
 
     init() throws {
         let dir = scratch.path
@@ -73,14 +77,34 @@ final class SearchFixture {
         social = try ServiceRuntime(definition: fakePublisher(name: "social"), config: config("social"), context: context, logger: quiet)
         catalogClient = try RPCClient(context: context, endpoints: catalog.endpoints.rpc, logger: quiet)
         socialClient = try RPCClient(context: context, endpoints: social.endpoints.rpc, logger: quiet)
+        (favorites, favoritesClient) = try SearchFixture.startFavorites(in: dir + "/favorites-0", context: context)
         try startSearch()
+    }
+
+    /// A fake favorites publisher with its database in `folder`.
+    private static func startFavorites(in folder: String, context: ZMQContext) throws -> (ServiceRuntime<FakeState>, RPCClient) {
+        var c = ServiceConfig(service: "favorites")
+        c.dataDirectory = folder
+        c.heartbeatMilliseconds = 50
+        let runtime = try ServiceRuntime(definition: fakePublisher(name: "favorites"), config: c, context: context, logger: quiet)
+        return (runtime, try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet))
+    }
+
+    /// Replaces the favorites publisher (search stopped meanwhile) with one whose database is new,
+    /// as a restore would: its history is another, and search rebuilds its counts from its snapshot.
+    func replaceFavorites() throws {
+        favoritesClient.close()
+        favorites.stop()
+        favoritesHistories += 1
+        (favorites, favoritesClient) = try SearchFixture.startFavorites(in: folder + "/favorites-\(favoritesHistories)", context: context)
     }
 
     func startSearch() throws {
         var c = ServiceConfig(service: "search")
         c.dataDirectory = folder
         c.peers = ["catalog": PeerEndpoints(rpc: catalog.endpoints.rpc, publish: catalog.endpoints.publish),
-                   "social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish)]
+                   "social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish),
+                   "favorites": PeerEndpoints(rpc: favorites.endpoints.rpc, publish: favorites.endpoints.publish)]
         let runtime = try ServiceRuntime(definition: SearchService.definition(), config: c, context: context, logger: quiet)
         search = runtime
         searchClient = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)
@@ -96,8 +120,17 @@ final class SearchFixture {
         stopSearch()
         catalogClient.close()
         socialClient.close()
+        favoritesClient.close()
         catalog.stop()
         social.stop()
+        favorites.stop()
+    }
+
+    /// Publishes a place's counts as the favorites service does (its snapshot holds the last of each place's).
+    @discardableResult
+    func counted(_ id: Int, saves: Int, visits: Int) throws -> Int64 {
+        let body = #"{"place_id":\#(id),"saves":\#(saves),"visits_30d":\#(visits)}"#
+        return try favoritesClient.call("fake.emit", Emit(type: "favorites.place.counted", key: String(format: "%08d", id), body: body), as: Int64.self)
     }
 
     @discardableResult
@@ -113,6 +146,16 @@ final class SearchFixture {
     func nearby(_ json: String) throws -> SearchPage {
         guard let client = searchClient else { throw ServiceError(.unavailable, "search is stopped") }
         return try client.request(type: "search.nearby", body: Data(json.utf8)).body(SearchPage.self)
+    }
+
+    /// Polls (bounded: 10 s) until search has applied `source`'s events up to `seq`.
+    func caughtUp(_ source: String, to seq: Int64) throws -> Bool {
+        for _ in 0..<200 {
+            let stats = try searchClient?.call("sys.stats", Empty(), as: SubscriberCheck.self)
+            if stats?.subscriptions?.first(where: { $0.source == source })?.seq == seq { return true }
+            usleep(50_000)
+        }
+        return false
     }
 
     /// Polls (bounded: 10 s) until `condition` holds for the nearby answer.
@@ -232,6 +275,48 @@ struct SubscriberCheck: Decodable {
         var source: String
         var seq: Int64
         var skipped: Int?
+        var snapshots: Int?
     }
     var subscriptions: [Status]?
+}
+
+extension SearchServiceAloneTests {
+    /// Popularity follows what travellers save: counts from the favorites service reorder
+    /// `sort: popularity`, also those that come before their place.
+    @Test func favoritesCountsReorderPopularity() throws {
+        let f = try SearchFixture()
+        let popular = #"{"lat":-33.86,"lon":151.21,"radius_m":5000,"sort":"popularity"}"#
+        try f.place(1, name: "Garden", lat: -33.8642, lon: 151.2166, category: "park", popularity: 90)
+        try f.place(2, name: "Museum", lat: -33.8599, lon: 151.2090, category: "museum", popularity: 85)
+        #expect(try f.eventually(popular) { $0.hits.map(\.id) == [1, 2] })
+        // 85 + 2·ln 121 + ln 41 = 98.3: the museum first; its hit still shows the catalog's 85.
+        try f.counted(2, saves: 120, visits: 40)
+        #expect(try f.eventually(popular) { $0.hits.map(\.id) == [2, 1] })
+        #expect(try f.nearby(popular).hits.map(\.popularity) == [85, 90])
+        // Counted, and applied, before the catalog has the place: 80 + 2·ln 501 = 92.4, between the two.
+        let head = try f.counted(3, saves: 500, visits: 0)
+        #expect(try f.caughtUp("favorites", to: head))
+        try f.place(3, name: "Bar", lat: -33.8572, lon: 151.2142, category: "bar", popularity: 80)
+        #expect(try f.eventually(popular) { $0.hits.map(\.id) == [2, 3, 1] })
+    }
+
+    /// A rebuild from the favorites service's snapshot replaces the counts: those its snapshot
+    /// lacks are forgotten, those it has are blended.
+    @Test func aRebuildFromTheFavoritesSnapshotReplacesTheCounts() throws {
+        let f = try SearchFixture()
+        let popular = #"{"lat":-33.86,"lon":151.21,"radius_m":5000,"sort":"popularity"}"#
+        try f.place(1, name: "Garden", lat: -33.8642, lon: 151.2166, category: "park", popularity: 90)
+        try f.place(2, name: "Museum", lat: -33.8599, lon: 151.2090, category: "museum", popularity: 85)
+        try f.place(3, name: "Bar", lat: -33.8572, lon: 151.2142, category: "bar", popularity: 80)
+        try f.counted(3, saves: 500, visits: 100)  // 80 + 12.43 + 4.62 = 97.0
+        #expect(try f.eventually(popular) { $0.hits.map(\.id) == [3, 1, 2] })
+        f.stopSearch()
+        // A new history: the bar's counts are gone, the museum's are new (85 + 2·ln 201 = 95.6).
+        try f.replaceFavorites()
+        try f.counted(2, saves: 200, visits: 0)
+        try f.startSearch()
+        #expect(try f.eventually(popular) { $0.hits.map(\.id) == [2, 1, 3] })
+        let favorites = try f.searchClient?.call("sys.stats", Empty(), as: SubscriberCheck.self).subscriptions?.first { $0.source == "favorites" }
+        #expect((favorites?.snapshots ?? 0) >= 1)
+    }
 }

@@ -25,8 +25,12 @@ import TestSupport
                 let place = IndexedPlace(id: Int64(i), name: name, category: i % 2 == 0 ? "cafe" : "bar", lat: lat, lon: lon,
                                          address: nil, priceLevel: nil, popularity: Double(Int.random(in: 0...40, using: &rng)) / 4,
                                          openingHours: nil)
+                // Counts from favorites for two places in five, before the place is indexed or after.
+                let saves = Int.random(in: 0...200, using: &rng), visits = Int.random(in: 0...50, using: &rng)
+                if i % 5 == 0 { try index.count(Int64(i), saves: saves, visits: visits) }
                 try SearchIndex.upsert(place, index.db)
                 index.places.append(place)
+                if i % 5 == 1 { try index.count(Int64(i), saves: saves, visits: visits) }
             }
         }
         return index
@@ -77,7 +81,7 @@ import TestSupport
         for (word, bbox) in [("charlie", nil), ("alpha", box)] {
             let expected = index.places
                 .filter { hasWord($0, word) && (bbox?.contains(Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon)) ?? true) }
-                .sorted { ($0.popularity ?? 0) != ($1.popularity ?? 0) ? ($0.popularity ?? 0) > ($1.popularity ?? 0) : $0.id < $1.id }
+                .sorted { index.ranked($0) != index.ranked($1) ? index.ranked($0) > index.ranked($1) : $0.id < $1.id }
                 .prefix(TextQueries.widerCandidates)
             let area = bbox.map { #","bbox":{"south":\#($0.south),"west":\#($0.west),"north":\#($0.north),"east":\#($0.east)}"# } ?? ""
             let got = try allPages(index, #"{"q":"\#(word) ","sort":"popularity","limit":13\#(area)}"#)

@@ -1,0 +1,82 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import Storage
+
+/// A place's popularity as search ranks it: the catalog's `popularity` blended with how many
+/// travellers save the place and visited it lately (the favorites service's counts).
+///
+/// `places.popularity` holds the blend, so every ranking that reads it (the R*Tree's popularity
+/// dimension, `places_by_popularity`, the probes of text and map searches) follows the counts;
+/// `places.catalog_popularity` holds the catalog's own number, which hits show. The counts live
+/// in `place_counts`, apart from the places, so counts that come before their place (or outlive
+/// a catalog rebuild) are blended when it is indexed.
+enum Popularity {
+    /// What one more save adds, at most (the first one): 2·ln 2 ≈ 1.39.
+    static let savesWeight = 2.0
+    /// What one more recent visit adds, at most (the first one): ln 2 ≈ 0.69.
+    static let visitsWeight = 1.0
+
+    /// The blend (Protocols/search.md states it): `catalog + 2·ln(1 + saves) + ln(1 + visits_30d)`,
+    /// counts below 0 read as 0. Monotonic in each input, and each count's share grows as its
+    /// logarithm, so many travellers lift a place and one traveller barely does.
+    static func blended(catalog: Double, saves: Int, visits30d: Int) -> Double {
+        catalog + savesWeight * log1p(Double(max(saves, 0))) + visitsWeight * log1p(Double(max(visits30d, 0)))
+    }
+
+    /// The counts stored for `placeId`, zero when none are.
+    static func counts(of placeId: Int64, _ db: Database) throws -> (saves: Int, visits30d: Int) {
+        guard let row = try db.queryOne("SELECT saves, visits_30d FROM place_counts WHERE place_id = ?", placeId) else { return (0, 0) }
+        return (try row.decode("saves", as: Int.self), try row.decode("visits_30d", as: Int.self))
+    }
+
+    /// The blend of `placeId`'s stored counts with the catalog's `catalog` popularity.
+    static func blended(_ placeId: Int64, catalog: Double, _ db: Database) throws -> Double {
+        let (saves, visits) = try counts(of: placeId, db)
+        return blended(catalog: catalog, saves: saves, visits30d: visits)
+    }
+
+    /// Sets an indexed place's ranked popularity, in the table and in the R*Tree alike.
+    static func rank(_ placeId: Int64, as popularity: Double, _ db: Database) throws {
+        try db.run("UPDATE places SET popularity = ? WHERE id = ?", popularity, placeId)
+        let scaled = SearchIndex.scaledPopularity(popularity)
+        try db.run("UPDATE places_geo SET min_pop = ?, max_pop = ? WHERE id = ?", scaled, scaled, placeId)
+    }
+
+    /// Stores a place's counts (none when both are 0 or less) and ranks the place anew when it
+    /// is indexed; a place not indexed yet is blended when its upsert comes.
+    static func counted(_ event: PlaceCounted, _ db: Database) throws {
+        if event.saves <= 0 && event.visits30d <= 0 {
+            try db.run("DELETE FROM place_counts WHERE place_id = ?", event.placeId)
+        } else {
+            try db.run("INSERT OR REPLACE INTO place_counts (place_id, saves, visits_30d) VALUES (?, ?, ?)",
+                       event.placeId, max(event.saves, 0), max(event.visits30d, 0))
+        }
+        guard let row = try db.queryOne("SELECT catalog_popularity FROM places WHERE id = ?", event.placeId) else { return }
+        let catalog = try row.decode("catalog_popularity", as: Double.self)
+        try rank(event.placeId, as: blended(catalog: catalog, saves: event.saves, visits30d: event.visits30d), db)
+    }
+
+    /// Forgets every count, ranking the places that had any by the catalog's popularity alone:
+    /// before a rebuild from the favorites service's snapshot, which brings the counts again.
+    static func forgetCounts(_ db: Database) throws {
+        let had = try db.query("SELECT p.id, p.catalog_popularity FROM place_counts c JOIN places p ON p.id = c.place_id")
+        for row in had {
+            try rank(try row.decode("id", as: Int64.self), as: try row.decode("catalog_popularity", as: Double.self), db)
+        }
+        try db.run("DELETE FROM place_counts")
+    }
+
+    /// Keeps the counts in step with the favorites service. Memory needs no note: it answers
+    /// nearest first only, and its hits show the catalog's popularity.
+    static func favoritesApplier() -> EventApplier {
+        EventApplier(
+            apply: { event, scope in
+                guard event.header.type == FavoritesEvents.counted else { return }
+                try counted(try event.body(PlaceCounted.self), scope.db)
+            },
+            reset: { db in try forgetCounts(db) },
+            types: [FavoritesEvents.counted])
+    }
+}
