@@ -16,11 +16,11 @@ import TestSupport
         try f.call("favorites.visited.add", #"{"place_id":1}"#)
         try f.deletePlace(1)
         #expect(f.waitForPlace(1, present: false))
-        #expect(placeIds(try f.call("favorites.list")) == [2])
-        #expect(items(try f.call("favorites.list", #"{"list":"visited"}"#)).isEmpty)
+        #expect(listedPlaceIds(try f.call("favorites.list")) == [2])
+        #expect(listedItems(try f.call("favorites.list", #"{"list":"visited"}"#)).isEmpty)
         #expect((try f.call("favorites.contains", #"{"place_ids":[1]}"#)["saved"] as? [Any])?.isEmpty == true)
         // It cannot come back: the catalog has it no more.
-        #expect(refused(f.error("favorites.add", #"{"place_id":1}"#)) == "not_found place_id")
+        #expect(refusal(f.error("favorites.add", #"{"place_id":1}"#)) == "not_found place_id")
     }
 
     @Test func aPlaceWhoseEventHasNotArrivedIsSavedThroughCatalogGet() throws {
@@ -29,13 +29,13 @@ import TestSupport
         #expect(try f.rows("SELECT 1 FROM places WHERE id = 7").isEmpty)
         let reply = try f.call("favorites.toggle", #"{"place_id":7}"#)
         #expect(reply["saved"] as? Bool == true)
-        let card = items(try f.call("favorites.list")).first?["place"] as? [String: Any]
+        let card = listedItems(try f.call("favorites.list")).first?["place"] as? [String: Any]
         #expect(card?["name"] as? String == "Brand new")
         // A place the catalog never had is not_found, for every method that saves.
-        #expect(refused(f.error("favorites.toggle", #"{"place_id":99}"#)) == "not_found place_id")
-        #expect(refused(f.error("favorites.add", #"{"place_id":99}"#)) == "not_found place_id")
-        #expect(refused(f.error("favorites.visited.add", #"{"place_id":99}"#)) == "not_found place_id")
-        #expect(refused(f.error("favorites.add", #"{"place_id":0}"#)) == "invalid_argument place_id")
+        #expect(refusal(f.error("favorites.toggle", #"{"place_id":99}"#)) == "not_found place_id")
+        #expect(refusal(f.error("favorites.add", #"{"place_id":99}"#)) == "not_found place_id")
+        #expect(refusal(f.error("favorites.visited.add", #"{"place_id":99}"#)) == "not_found place_id")
+        #expect(refusal(f.error("favorites.add", #"{"place_id":0}"#)) == "invalid_argument place_id")
     }
 
     @Test func aCatalogThatIsDownIsUnavailableWithinTheDeadline() throws {
@@ -44,7 +44,7 @@ import TestSupport
         #expect(f.waitForPlace(1))
         f.catalog.stop()
         let started = Date()
-        #expect(refused(f.error("favorites.add", #"{"place_id":5}"#)) == "unavailable -")
+        #expect(refusal(f.error("favorites.add", #"{"place_id":5}"#)) == "unavailable -")
         #expect(Date().timeIntervalSince(started) < 3)
         // What favorites already has is saved without the catalog.
         #expect(try f.call("favorites.toggle", #"{"place_id":1}"#)["saved"] as? Bool == true)
@@ -52,10 +52,10 @@ import TestSupport
 
     @Test func favoritesStartedBehindTheCatalogCatchesUpByReplay() throws {
         let f = try FavoritesFixture(start: false)
-        // Known to the catalog only through its events (catalog.get would answer not_found).
+        // FakeKnown to the catalog only through its events (catalog.get would answer not_found).
         for id in Int64(1)...3 {
             try f.place(id)
-            _ = try f.catalogClient.call("fake.known", Known(id: id, body: nil), as: Int64.self)
+            _ = try f.catalogClient.call("fake.known", FakeKnown(id: id, body: nil), as: Int64.self)
         }
         try f.startFavorites()
         #expect(f.waitForPlace(3))
@@ -65,6 +65,6 @@ import TestSupport
         try f.deletePlace(2)
         try f.startFavorites()
         #expect(f.waitForPlace(2, present: false))
-        #expect(placeIds(try f.call("favorites.list")).isEmpty)
+        #expect(listedPlaceIds(try f.call("favorites.list")).isEmpty)
     }
 }

@@ -34,7 +34,7 @@ import TestSupport
         try f.call("favorites.visited.add", #"{"place_id":1,"at":"2026-05-10T00:00:00Z"}"#, as: 1)
         try f.call("favorites.visited.add", #"{"place_id":1}"#, as: 3)
         try f.call("favorites.visited.add", #"{"place_id":2,"at":"2026-04-01T00:00:00Z"}"#, as: 3)
-        #expect(int(try f.flush(), "published") == 1)
+        #expect(intMember(try f.flush(), "published") == 1)
         #expect(try f.counted() == [PlaceCounted(placeId: 1, saves: 2, visits30d: 2)])
         // Nothing changed: nothing more is published.
         try f.call("favorites.add", #"{"place_id":1}"#, as: 1)
@@ -50,14 +50,14 @@ import TestSupport
         try f.flush()
         #expect(try f.counted().last == PlaceCounted(placeId: 1, saves: 2, visits30d: 1))
         // The snapshot holds every place with saves or visits, as last published.
-        let page = try snapshot(f)
+        let page = try countedSnapshot(f)
         #expect(page == [PlaceCounted(placeId: 1, saves: 2, visits30d: 1)])
         // A deleted place is published with nothing, and leaves the snapshot.
         try f.deletePlace(1)
         #expect(f.waitForPlace(1, present: false))
         try f.flush()
         #expect(try f.counted().last == PlaceCounted(placeId: 1, saves: 0, visits30d: 0))
-        #expect(try snapshot(f).isEmpty)
+        #expect(try countedSnapshot(f).isEmpty)
     }
 
     @Test func anErasedUserLeavesNoRowAndTheirPlacesAreRecounted() throws {
@@ -77,15 +77,15 @@ import TestSupport
         for table in ["lists WHERE user_id = 5", "toggle_requests WHERE user_id = 5", "shares", "items i JOIN lists l ON l.id = i.list_id WHERE l.user_id = 5"] {
             #expect(try f.rows("SELECT 1 FROM \(table)").isEmpty, "\(table)")
         }
-        #expect(refused(f.error("favorites.shared", #"{"token":"\#(token)"}"#, as: nil)) == "not_found token")
+        #expect(refusal(f.error("favorites.shared", #"{"token":"\#(token)"}"#, as: nil)) == "not_found token")
         try f.flush()
         #expect(try f.counted().last == PlaceCounted(placeId: 1, saves: 1, visits30d: 0))
-        #expect(placeIds(try f.call("favorites.list", as: 6)) == [1])
+        #expect(listedPlaceIds(try f.call("favorites.list", as: 6)) == [1])
     }
 }
 
 /// The counted events of favorites' first `sys.snapshot` page.
-func snapshot(_ f: FavoritesFixture) throws -> [PlaceCounted] {
+func countedSnapshot(_ f: FavoritesFixture) throws -> [PlaceCounted] {
     guard let client = f.client else { return [] }
     let reply = try client.request(type: "sys.snapshot", body: Data("{}".utf8), timeoutMilliseconds: 5_000)
     return try reply.attachments.map { try ReceivedEvent(envelope: $0).body(PlaceCounted.self) }

@@ -13,13 +13,13 @@ let favoritesQuiet = Logger(component: "favorites-test", level: .error) { _ in }
 let favoritesEpochMs: Int64 = 1_780_272_000_000
 
 /// The state of a fake catalog or social service.
-final class FakeState: ServiceState {
+final class ListsFakeState: ServiceState {
     let worker: ServiceWorker
     init(worker: ServiceWorker) { self.worker = worker }
 }
 
 /// `fake.emit`: an event to publish (and hold for the snapshot under `key`, or drop with `delete`).
-struct Emit: Codable, Sendable {
+struct FakeEmit: Codable, Sendable {
     var type: String
     var key: String
     var body: String
@@ -27,7 +27,7 @@ struct Emit: Codable, Sendable {
 }
 
 /// `fake.known`: what `catalog.get` answers for place `id` (nil body: forget it).
-struct Known: Codable, Sendable {
+struct FakeKnown: Codable, Sendable {
     var id: Int64
     var body: String?
 }
@@ -35,9 +35,9 @@ struct Known: Codable, Sendable {
 /// A stand-in publisher named like the service it imitates: `fake.emit` writes any event to
 /// its outbox, with a snapshot of what it holds; as the catalog it also answers `catalog.get`
 /// from what `fake.known` told it, so a place can exist at the catalog before its event.
-func fakePublisher(name: String) -> ServiceDefinition<FakeState> {
-    var table = HandlerTable<FakeState>()
-    table.on("fake.emit", .write) { (emit: Emit, _, state) -> Int64 in
+func listsFakePublisher(name: String) -> ServiceDefinition<ListsFakeState> {
+    var table = HandlerTable<ListsFakeState>()
+    table.on("fake.emit", .write) { (emit: FakeEmit, _, state) -> Int64 in
         let db = state.worker.db
         if emit.delete == true {
             try db.run("DELETE FROM held WHERE key = ?", emit.key)
@@ -46,7 +46,7 @@ func fakePublisher(name: String) -> ServiceDefinition<FakeState> {
         }
         return try Outbox(database: db).append(type: emit.type, body: Data(emit.body.utf8))
     }
-    table.on("fake.known", .write) { (known: Known, _, state) -> Int64 in
+    table.on("fake.known", .write) { (known: FakeKnown, _, state) -> Int64 in
         if let body = known.body {
             try state.worker.db.run("INSERT OR REPLACE INTO known (id, body) VALUES (?, ?)", known.id, body)
         } else {
@@ -74,7 +74,7 @@ func fakePublisher(name: String) -> ServiceDefinition<FakeState> {
             return SnapshotPage(events: try rows.map { (type: try $0.decode("type", as: String.self), body: Data(try $0.decode("body", as: String.self).utf8)) },
                                 next: rows.count == limit ? try rows.last?.decode("key", as: String.self) : nil)
         },
-        makeState: { FakeState(worker: $0) })
+        makeState: { ListsFakeState(worker: $0) })
 }
 
 /// The favorites service with a fake catalog and a fake social, all in this process over
@@ -83,8 +83,8 @@ final class FavoritesFixture {
     let folder = TemporaryFolder("favorites")
     let context: ZMQContext
     let clock = Locked(favoritesEpochMs)
-    let catalog: ServiceRuntime<FakeState>
-    let social: ServiceRuntime<FakeState>
+    let catalog: ServiceRuntime<ListsFakeState>
+    let social: ServiceRuntime<ListsFakeState>
     let catalogClient: RPCClient
     let socialClient: RPCClient
     private(set) var favorites: ServiceRuntime<FavoritesStore>?
@@ -101,8 +101,8 @@ final class FavoritesFixture {
             c.heartbeatMilliseconds = 50
             return c
         }
-        catalog = try ServiceRuntime(definition: fakePublisher(name: "catalog"), config: config("catalog"), context: context, logger: favoritesQuiet)
-        social = try ServiceRuntime(definition: fakePublisher(name: "social"), config: config("social"), context: context, logger: favoritesQuiet)
+        catalog = try ServiceRuntime(definition: listsFakePublisher(name: "catalog"), config: config("catalog"), context: context, logger: favoritesQuiet)
+        social = try ServiceRuntime(definition: listsFakePublisher(name: "social"), config: config("social"), context: context, logger: favoritesQuiet)
         catalogClient = try RPCClient(context: context, endpoints: catalog.endpoints.rpc, logger: favoritesQuiet)
         socialClient = try RPCClient(context: context, endpoints: social.endpoints.rpc, logger: favoritesQuiet)
         var options = FavoritesOptions()
@@ -152,22 +152,22 @@ final class FavoritesFixture {
     /// Creates place `id` at the catalog: `catalog.get` knows it, and with `publish` its event goes out.
     func place(_ id: Int64, name: String = "Cafe", lat: Double = -33.86, lon: Double = 151.21, publish: Bool = true) throws {
         let body = Self.placeJSON(id, name: name, lat: lat, lon: lon)
-        _ = try catalogClient.call("fake.known", Known(id: id, body: body), as: Int64.self)
+        _ = try catalogClient.call("fake.known", FakeKnown(id: id, body: body), as: Int64.self)
         if publish {
-            _ = try catalogClient.call("fake.emit", Emit(type: CatalogEvents.upserted, key: String(format: "%08d", id), body: body), as: Int64.self)
+            _ = try catalogClient.call("fake.emit", FakeEmit(type: CatalogEvents.upserted, key: String(format: "%08d", id), body: body), as: Int64.self)
         }
     }
 
     /// Deletes place `id` at the catalog, with its event.
     func deletePlace(_ id: Int64) throws {
-        _ = try catalogClient.call("fake.known", Known(id: id, body: nil), as: Int64.self)
-        _ = try catalogClient.call("fake.emit", Emit(type: CatalogEvents.deleted, key: String(format: "%08d", id), body: #"{"id":\#(id)}"#, delete: true),
+        _ = try catalogClient.call("fake.known", FakeKnown(id: id, body: nil), as: Int64.self)
+        _ = try catalogClient.call("fake.emit", FakeEmit(type: CatalogEvents.deleted, key: String(format: "%08d", id), body: #"{"id":\#(id)}"#, delete: true),
                                    as: Int64.self)
     }
 
     /// Publishes `social.user.deleted` for `user`.
     func deleteUser(_ user: Int64) throws {
-        _ = try socialClient.call("fake.emit", Emit(type: SocialEvents.userDeleted, key: "u\(user)", body: #"{"user_id":\#(user)}"#, delete: true),
+        _ = try socialClient.call("fake.emit", FakeEmit(type: SocialEvents.userDeleted, key: "u\(user)", body: #"{"user_id":\#(user)}"#, delete: true),
                                   as: Int64.self)
     }
 
@@ -228,18 +228,18 @@ final class FavoritesFixture {
 }
 
 /// The items of a `favorites.list` reply.
-func items(_ reply: [String: Any]) -> [[String: Any]] { reply["items"] as? [[String: Any]] ?? [] }
+func listedItems(_ reply: [String: Any]) -> [[String: Any]] { reply["items"] as? [[String: Any]] ?? [] }
 
 /// The place ids of a `favorites.list` reply, in order.
-func placeIds(_ reply: [String: Any]) -> [Int64] {
-    items(reply).compactMap { (($0["place"] as? [String: Any])?["id"] as? NSNumber)?.int64Value }
+func listedPlaceIds(_ reply: [String: Any]) -> [Int64] {
+    listedItems(reply).compactMap { (($0["place"] as? [String: Any])?["id"] as? NSNumber)?.int64Value }
 }
 
 /// `code field` of a refusal, or "no error" when the call succeeded.
-func refused(_ error: ServiceError?) -> String {
+func refusal(_ error: ServiceError?) -> String {
     guard let error else { return "no error" }
     return "\(error.code.rawValue) \(error.field ?? "-")"
 }
 
 /// An integer member of a reply.
-func int(_ reply: [String: Any], _ key: String) -> Int? { (reply[key] as? NSNumber)?.intValue }
+func intMember(_ reply: [String: Any], _ key: String) -> Int? { (reply[key] as? NSNumber)?.intValue }

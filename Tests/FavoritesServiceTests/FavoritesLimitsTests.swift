@@ -11,14 +11,14 @@ import TestSupport
         for id in Int64(1)...5 { try f.place(id) }
         #expect(f.waitForPlace(5))
         for id in 1...3 { try f.call("favorites.add", #"{"place_id":\#(id)}"#) }
-        #expect(refused(f.error("favorites.add", #"{"place_id":4}"#)) == "conflict list")
-        #expect(refused(f.error("favorites.toggle", #"{"place_id":4}"#)) == "conflict list")
-        #expect(refused(f.error("favorites.toggle", #"{"place_id":4,"list":"visited"}"#)) == "no error")
+        #expect(refusal(f.error("favorites.add", #"{"place_id":4}"#)) == "conflict list")
+        #expect(refusal(f.error("favorites.toggle", #"{"place_id":4}"#)) == "conflict list")
+        #expect(refusal(f.error("favorites.toggle", #"{"place_id":4,"list":"visited"}"#)) == "no error")
         // Adding again what is there, and toggling one out, still work.
         try f.call("favorites.add", #"{"place_id":3,"note":"x"}"#)
         #expect(try f.call("favorites.toggle", #"{"place_id":3}"#)["saved"] as? Bool == false)
         try f.call("favorites.add", #"{"place_id":4}"#)
-        #expect(int(try f.call("favorites.lists")["lists"].flatMap { ($0 as? [[String: Any]])?.first } ?? [:], "count") == 3)
+        #expect(intMember(try f.call("favorites.lists")["lists"].flatMap { ($0 as? [[String: Any]])?.first } ?? [:], "count") == 3)
     }
 
     @Test func aListHoldsTenThousandPlacesAndNoMore() throws {
@@ -37,11 +37,11 @@ import TestSupport
                 try db.run("INSERT INTO items (list_id, place_id, added_at) VALUES (?, ?, 0)", list, id)
             }
         }
-        #expect(int(try f.call("favorites.add", #"{"place_id":10001}"#), "count") == 10_000)
-        #expect(refused(f.error("favorites.add", #"{"place_id":10002}"#)) == "conflict list")
+        #expect(intMember(try f.call("favorites.add", #"{"place_id":10001}"#), "count") == 10_000)
+        #expect(refusal(f.error("favorites.add", #"{"place_id":10002}"#)) == "conflict list")
         // A page of the full list near a point stays within its bounds.
         let page = try f.call("favorites.list", #"{"near":{"lat":-33.8,"lon":151.2},"sort":"distance","limit":100}"#)
-        #expect(items(page).count == 100 && page["next_cursor"] != nil)
+        #expect(listedItems(page).count == 100 && page["next_cursor"] != nil)
     }
 
     @Test func aNoteIsBoundedInCharactersAndInBytes() throws {
@@ -50,7 +50,7 @@ import TestSupport
         #expect(f.waitForPlace(1))
         func add(_ note: String) -> String {
             let json = String(decoding: try! JSONEncoder().encode(["note": note]), as: UTF8.self)
-            return refused(f.error("favorites.add", #"{"place_id":1,"# + json.dropFirst()))
+            return refusal(f.error("favorites.add", #"{"place_id":1,"# + json.dropFirst()))
         }
         #expect(add(String(repeating: "é", count: 500)) == "no error")          // 1,000 bytes
         #expect(add(String(repeating: "😀", count: 500)) == "no error")         // 2,000 bytes
@@ -66,37 +66,37 @@ import TestSupport
     @Test func aUserHasAtMostAHundredOwnListsWithBoundedNames() throws {
         let f = try FavoritesFixture()
         for i in 1...100 { try f.call("favorites.lists.create", #"{"name":"List \#(i)"}"#) }
-        #expect(refused(f.error("favorites.lists.create", #"{"name":"List 101"}"#)) == "conflict name")
+        #expect(refusal(f.error("favorites.lists.create", #"{"name":"List 101"}"#)) == "conflict name")
         // Another user is not held back by the first one's lists.
-        #expect(refused(f.error("favorites.lists.create", #"{"name":"List 101"}"#, as: 2)) == "no error")
+        #expect(refusal(f.error("favorites.lists.create", #"{"name":"List 101"}"#, as: 2)) == "no error")
         try f.call("favorites.lists.delete", #"{"name":"List 1"}"#)
-        #expect(refused(f.error("favorites.lists.create", #"{"name":"\#(String(repeating: "n", count: 100))"}"#)) == "no error")
+        #expect(refusal(f.error("favorites.lists.create", #"{"name":"\#(String(repeating: "n", count: 100))"}"#)) == "no error")
         try f.call("favorites.lists.delete", #"{"name":"List 2"}"#)
-        #expect(refused(f.error("favorites.lists.create", #"{"name":"\#(String(repeating: "n", count: 101))"}"#)) == "invalid_argument name")
-        #expect(refused(f.error("favorites.lists.create", #"{"name":"e\#(String(repeating: "\u{301}", count: 400))"}"#)) == "invalid_argument name")
-        #expect(refused(f.error("favorites.lists.create", #"{"name":"   "}"#)) == "invalid_argument name")
-        #expect(refused(f.error("favorites.lists.create", #"{"name":"two\nlines"}"#)) == "invalid_argument name")
-        #expect(refused(f.error("favorites.lists.rename", #"{"name":"List 3","new_name":"\#(String(repeating: "n", count: 101))"}"#)) == "invalid_argument new_name")
+        #expect(refusal(f.error("favorites.lists.create", #"{"name":"\#(String(repeating: "n", count: 101))"}"#)) == "invalid_argument name")
+        #expect(refusal(f.error("favorites.lists.create", #"{"name":"e\#(String(repeating: "\u{301}", count: 400))"}"#)) == "invalid_argument name")
+        #expect(refusal(f.error("favorites.lists.create", #"{"name":"   "}"#)) == "invalid_argument name")
+        #expect(refusal(f.error("favorites.lists.create", #"{"name":"two\nlines"}"#)) == "invalid_argument name")
+        #expect(refusal(f.error("favorites.lists.rename", #"{"name":"List 3","new_name":"\#(String(repeating: "n", count: 101))"}"#)) == "invalid_argument new_name")
         // A name too long to be any list's is simply not one.
-        #expect(refused(f.error("favorites.list", #"{"list":"\#(String(repeating: "n", count: 5_000))"}"#)) == "not_found list")
+        #expect(refusal(f.error("favorites.list", #"{"list":"\#(String(repeating: "n", count: 5_000))"}"#)) == "not_found list")
     }
 
     @Test func containsTakesOneToAHundredIds() throws {
         let f = try FavoritesFixture()
         let hundred = (1...100).map(String.init).joined(separator: ",")
-        #expect(refused(f.error("favorites.contains", #"{"place_ids":[\#(hundred)]}"#)) == "no error")
-        #expect(refused(f.error("favorites.contains", #"{"place_ids":[\#(hundred),101]}"#)) == "invalid_argument place_ids")
-        #expect(refused(f.error("favorites.contains", #"{"place_ids":[]}"#)) == "invalid_argument place_ids")
-        #expect(refused(f.error("favorites.contains", #"{"place_ids":"1"}"#)).hasPrefix("invalid_argument"))
+        #expect(refusal(f.error("favorites.contains", #"{"place_ids":[\#(hundred)]}"#)) == "no error")
+        #expect(refusal(f.error("favorites.contains", #"{"place_ids":[\#(hundred),101]}"#)) == "invalid_argument place_ids")
+        #expect(refusal(f.error("favorites.contains", #"{"place_ids":[]}"#)) == "invalid_argument place_ids")
+        #expect(refusal(f.error("favorites.contains", #"{"place_ids":"1"}"#)).hasPrefix("invalid_argument"))
     }
 
     @Test func aRequestIdIsBounded() throws {
         let f = try FavoritesFixture()
         try f.place(1)
         #expect(f.waitForPlace(1))
-        #expect(refused(f.error("favorites.toggle", #"{"place_id":1,"request_id":"\#(String(repeating: "r", count: 64))"}"#)) == "no error")
-        #expect(refused(f.error("favorites.toggle", #"{"place_id":1,"request_id":"\#(String(repeating: "r", count: 65))"}"#)) == "invalid_argument request_id")
-        #expect(refused(f.error("favorites.toggle", #"{"place_id":1,"request_id":"\#(String(repeating: "é", count: 33))"}"#)) == "invalid_argument request_id")
-        #expect(refused(f.error("favorites.toggle", #"{"place_id":1,"request_id":""}"#)) == "invalid_argument request_id")
+        #expect(refusal(f.error("favorites.toggle", #"{"place_id":1,"request_id":"\#(String(repeating: "r", count: 64))"}"#)) == "no error")
+        #expect(refusal(f.error("favorites.toggle", #"{"place_id":1,"request_id":"\#(String(repeating: "r", count: 65))"}"#)) == "invalid_argument request_id")
+        #expect(refusal(f.error("favorites.toggle", #"{"place_id":1,"request_id":"\#(String(repeating: "é", count: 33))"}"#)) == "invalid_argument request_id")
+        #expect(refusal(f.error("favorites.toggle", #"{"place_id":1,"request_id":""}"#)) == "invalid_argument request_id")
     }
 }

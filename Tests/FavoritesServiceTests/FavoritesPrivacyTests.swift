@@ -26,21 +26,21 @@ import TestSupport
             let text = String(decoding: try JSONSerialization.data(withJSONObject: try f.call(type, body, as: 2)), as: UTF8.self)
             #expect(!text.contains("secret") && !text.contains("Secret") && !text.contains(#""place_id":1"#) && !text.contains(#""count":1"#), "\(type): \(text)")
         }
-        #expect(refused(f.error("favorites.list", #"{"list":"Secret"}"#, as: 2)) == "not_found list")
+        #expect(refusal(f.error("favorites.list", #"{"list":"Secret"}"#, as: 2)) == "not_found list")
         // User 2 writes: their own lists only, or not_found for user 1's own list.
-        #expect(refused(f.error("favorites.remove", #"{"place_id":1,"list":"Secret"}"#, as: 2)) == "not_found list")
-        #expect(refused(f.error("favorites.lists.rename", #"{"name":"Secret","new_name":"Mine"}"#, as: 2)) == "not_found name")
-        #expect(refused(f.error("favorites.lists.delete", #"{"name":"Secret"}"#, as: 2)) == "not_found name")
-        #expect(refused(f.error("favorites.share", #"{"list":"Secret"}"#, as: 2)) == "not_found list")
-        #expect(refused(f.error("favorites.share.revoke", #"{"list":"Secret"}"#, as: 2)) == "not_found list")
+        #expect(refusal(f.error("favorites.remove", #"{"place_id":1,"list":"Secret"}"#, as: 2)) == "not_found list")
+        #expect(refusal(f.error("favorites.lists.rename", #"{"name":"Secret","new_name":"Mine"}"#, as: 2)) == "not_found name")
+        #expect(refusal(f.error("favorites.lists.delete", #"{"name":"Secret"}"#, as: 2)) == "not_found name")
+        #expect(refusal(f.error("favorites.share", #"{"list":"Secret"}"#, as: 2)) == "not_found list")
+        #expect(refusal(f.error("favorites.share.revoke", #"{"list":"Secret"}"#, as: 2)) == "not_found list")
         try f.call("favorites.remove", #"{"place_id":1}"#, as: 2)
         try f.call("favorites.toggle", #"{"place_id":1}"#, as: 2)
         try f.call("favorites.share.revoke", #"{"list":"favorites"}"#, as: 2)
         try f.call("favorites.lists.create", #"{"name":"Secret"}"#, as: 2)
         // User 1's data is as it was.
-        #expect(items(try f.call("favorites.list", as: 1)).first?["note"] as? String == "secret note")
-        #expect(placeIds(try f.call("favorites.list", #"{"list":"Secret"}"#, as: 1)) == [1])
-        #expect(placeIds(try f.call("favorites.list", #"{"list":"visited"}"#, as: 1)) == [1])
+        #expect(listedItems(try f.call("favorites.list", as: 1)).first?["note"] as? String == "secret note")
+        #expect(listedPlaceIds(try f.call("favorites.list", #"{"list":"Secret"}"#, as: 1)) == [1])
+        #expect(listedPlaceIds(try f.call("favorites.list", #"{"list":"visited"}"#, as: 1)) == [1])
         #expect(try f.call("favorites.shared", #"{"token":"\#(token)"}"#, as: nil)["list"] as? String == "Secret")
         // Without a user, every method but favorites.shared is unauthenticated.
         for type in ["favorites.list", "favorites.lists", "favorites.contains", "favorites.toggle", "favorites.add", "favorites.remove",
@@ -69,23 +69,23 @@ import TestSupport
         #expect(lists.compactMap { $0["shared"] as? Bool } == [true, false, false, true])
         // Anyone with the token reads it, paged, with no notes and no owner.
         let page = try f.call("favorites.shared", #"{"token":"\#(token)","limit":2}"#, as: nil)
-        #expect(page["list"] as? String == "Sydney" && placeIds(page) == [3, 2])
+        #expect(page["list"] as? String == "Sydney" && listedPlaceIds(page) == [3, 2])
         let text = String(decoding: try JSONSerialization.data(withJSONObject: page), as: UTF8.self)
         #expect(!text.contains("private") && !text.contains("user"))
         let rest = try f.call("favorites.shared", #"{"token":"\#(token)","cursor":"\#(page["next_cursor"] as? String ?? "")"}"#, as: 7)
-        #expect(placeIds(rest) == [1] && rest["next_cursor"] == nil)
+        #expect(listedPlaceIds(rest) == [1] && rest["next_cursor"] == nil)
         // Revoked and unknown tokens answer alike.
         #expect(try f.call("favorites.share.revoke", #"{"list":"Sydney"}"#)["revoked"] as? Bool == true)
         #expect(try f.call("favorites.share.revoke", #"{"list":"Sydney"}"#)["revoked"] as? Bool == false)
         let revoked = f.error("favorites.shared", #"{"token":"\#(token)"}"#, as: nil)
         let unknown = f.error("favorites.shared", #"{"token":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}"#, as: nil)
-        #expect(refused(revoked) == "not_found token" && revoked?.message == unknown?.message && refused(unknown) == "not_found token")
-        #expect(refused(f.error("favorites.shared", #"{"token":"\#(String(repeating: "A", count: 10_000))"}"#, as: nil)) == "not_found token")
+        #expect(refusal(revoked) == "not_found token" && revoked?.message == unknown?.message && refusal(unknown) == "not_found token")
+        #expect(refusal(f.error("favorites.shared", #"{"token":"\#(String(repeating: "A", count: 10_000))"}"#, as: nil)) == "not_found token")
         // A new share is a new token; deleting the list ends it.
         let again = try f.call("favorites.share", #"{"list":"Sydney"}"#)["token"] as? String ?? ""
         #expect(again != token && again.utf8.count == 32)
         try f.call("favorites.lists.delete", #"{"name":"Sydney"}"#)
-        #expect(refused(f.error("favorites.shared", #"{"token":"\#(again)"}"#, as: nil)) == "not_found token")
+        #expect(refusal(f.error("favorites.shared", #"{"token":"\#(again)"}"#, as: nil)) == "not_found token")
     }
 
     @Test func aChangeIsPushedToTheUsersOtherConnections() throws {
@@ -120,17 +120,17 @@ import TestSupport
             try f.call(type, body, as: 4, origin: "gw-1/c7")
             let push = try nextPush()
             #expect(push?.topic == "favorites.changed" && push?.userId == 4 && push?.origin == "gw-1/c7", "\(type)")
-            let notice = push.map { jsonObject($0.body) } ?? [:]
+            let notice = push.map { listsJSONObject($0.body) } ?? [:]
             #expect(notice["change"] as? String == change, "\(type)")
         }
         // What changes nothing pushes nothing: the next push is the toggle's.
         try f.call("favorites.remove", #"{"place_id":1}"#, as: 4)
         try f.call("favorites.toggle", #"{"place_id":1}"#, as: 4)
-        #expect((try nextPush()).map { jsonObject($0.body)["change"] as? String } == "saved")
+        #expect((try nextPush()).map { listsJSONObject($0.body)["change"] as? String } == "saved")
     }
 }
 
 /// A JSON object's text as a dictionary.
-func jsonObject(_ data: Data) -> [String: Any] {
+func listsJSONObject(_ data: Data) -> [String: Any] {
     (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
 }
