@@ -12,6 +12,14 @@ public struct FavoritesOptions: Sendable {
     public var clock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
     /// The most bytes the items of one page of a list take, encoded: 256 KiB.
     public var pageBudgetBytes = 256 * 1_024
+    /// The most places one list holds, and own lists one user has (tests lower them).
+    public var maxItemsPerList = 10_000
+    public var maxOwnLists = 100
+    /// How often the places' counts are recounted and published (`favorites.counts.flush`).
+    public var countsFlushIntervalMs = 1_000
+    /// How long `favorites.toggle` keeps a `request_id`'s answer, and how many per user.
+    public var toggleRecordMs: Int64 = 24 * 3_600_000
+    public var toggleRecordsPerUser = 1_000
 
     public init() {}
 }
@@ -30,11 +38,13 @@ public enum FavoritesService {
         var table = HandlerTable<FavoritesStore>()
         Lists.register(&table)
         Pins.register(&table)
-        return ServiceDefinition(
+        var definition = ServiceDefinition(
             name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
             subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier],
             makeState: { worker in FavoritesStore(worker: worker, options: options) })
+        definition.periodic = [PeriodicRequest(type: Counts.flushType, intervalMilliseconds: options.countsFlushIntervalMs)]
+        return definition
     }
 
     /// Erases everything of user `id` (`social.user.deleted`): lists, items, shares, pins, and

@@ -129,7 +129,7 @@ extension FavoritesStore {
     }
 
     /// `pins.add`: checks the point and the texts, refuses a pin past `Pins.maxPerUser`
-    /// (`rate_limited` on `pins`, as notify refuses a user's annotations past its limit),
+    /// (`conflict` on `pins`, as a full list is refused: the state, not the request, is at fault),
     /// stores it and tells the caller's other connections.
     func addPin(_ request: PinAdd, caller: Caller) throws -> PinJSON {
         let point = try Pins.coordinate(request.lat, request.lon)
@@ -137,7 +137,7 @@ extension FavoritesStore {
         try Pins.noteRule.check(request.note)
         let held = try db.scalarInt("SELECT COUNT(*) FROM pins WHERE user_id = ?", caller.id) ?? 0
         guard held < Pins.maxPerUser else {
-            throw ServiceError(.rateLimited, "at most \(Pins.maxPerUser) pins per user; delete one to add another", field: "pins")
+            throw ServiceError(.conflict, "at most \(Pins.maxPerUser) pins per user; delete one to add another", field: "pins")
         }
         let now = self.now
         try db.run("INSERT INTO pins (user_id, lat, lon, title, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -88,7 +88,19 @@ public struct AccessPolicy: Sendable {
         Rule("notify.", "notify", .user),
         // Saved places, lists and map pins: the favorites service, each user's own. A share
         // token alone reads the one list it was made for.
-        Rule("favorites.", "favorites", .user),
+        // Named one by one: `favorites.counts.flush` is the service's own.
+        Rule("favorites.toggle", "favorites", .user),
+        Rule("favorites.add", "favorites", .user),
+        Rule("favorites.remove", "favorites", .user),
+        Rule("favorites.visited.add", "favorites", .user),
+        Rule("favorites.list", "favorites", .user),
+        Rule("favorites.contains", "favorites", .user),
+        Rule("favorites.lists", "favorites", .user),
+        Rule("favorites.lists.create", "favorites", .user),
+        Rule("favorites.lists.rename", "favorites", .user),
+        Rule("favorites.lists.delete", "favorites", .user),
+        Rule("favorites.share", "favorites", .user),
+        Rule("favorites.share.revoke", "favorites", .user),
         Rule("favorites.shared", "favorites", .anyone),
         Rule("pins.", "favorites", .user),
     ])

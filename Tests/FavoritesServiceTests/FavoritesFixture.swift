@@ -1,0 +1,245 @@
+import Bus
+import Contracts
+import FavoritesService
+import Foundation
+import ServiceCore
+import ServiceKit
+import Storage
+import TestSupport
+
+let favoritesQuiet = Logger(component: "favorites-test", level: .error) { _ in }
+
+/// 2026-06-01T00:00:00Z in milliseconds: where the fixture's clock starts.
+let favoritesEpochMs: Int64 = 1_780_272_000_000
+
+/// The state of a fake catalog or social service.
+final class ListsFakeState: ServiceState {
+    let worker: ServiceWorker
+    init(worker: ServiceWorker) { self.worker = worker }
+}
+
+/// `fake.emit`: an event to publish (and hold for the snapshot under `key`, or drop with `delete`).
+struct FakeEmit: Codable, Sendable {
+    var type: String
+    var key: String
+    var body: String
+    var delete: Bool?
+}
+
+/// `fake.known`: what `catalog.get` answers for place `id` (nil body: forget it).
+struct FakeKnown: Codable, Sendable {
+    var id: Int64
+    var body: String?
+}
+
+/// A stand-in publisher named like the service it imitates: `fake.emit` writes any event to
+/// its outbox, with a snapshot of what it holds; as the catalog it also answers `catalog.get`
+/// from what `fake.known` told it, so a place can exist at the catalog before its event.
+func listsFakePublisher(name: String) -> ServiceDefinition<ListsFakeState> {
+    var table = HandlerTable<ListsFakeState>()
+    table.on("fake.emit", .write) { (emit: FakeEmit, _, state) -> Int64 in
+        let db = state.worker.db
+        if emit.delete == true {
+            try db.run("DELETE FROM held WHERE key = ?", emit.key)
+        } else {
+            try db.run("INSERT OR REPLACE INTO held (key, type, body) VALUES (?, ?, ?)", emit.key, emit.type, emit.body)
+        }
+        return try Outbox(database: db).append(type: emit.type, body: Data(emit.body.utf8))
+    }
+    table.on("fake.known", .write) { (known: FakeKnown, _, state) -> Int64 in
+        if let body = known.body {
+            try state.worker.db.run("INSERT OR REPLACE INTO known (id, body) VALUES (?, ?)", known.id, body)
+        } else {
+            try state.worker.db.run("DELETE FROM known WHERE id = ?", known.id)
+        }
+        return known.id
+    }
+    table.onRaw(CatalogRequests.get) { context, state in
+        struct ById: Decodable { var id: Int64 }
+        let id = try context.body(ById.self).id
+        guard let row = try state.worker.db.queryOne("SELECT body FROM known WHERE id = ?", id) else {
+            throw ServiceError(.notFound, "no place with id \(id)", field: "id")
+        }
+        return Response(body: Data(try row.decode("body", as: String.self).utf8))
+    }
+    return ServiceDefinition(
+        name: name,
+        migrations: [Migration(domain: "fake", version: 1, sql: """
+            CREATE TABLE held (key TEXT PRIMARY KEY, type TEXT NOT NULL, body TEXT NOT NULL);
+            CREATE TABLE known (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+            """)],
+        handlers: table, publishes: true,
+        snapshot: { state, after, limit in
+            let rows = try state.worker.db.query("SELECT key, type, body FROM held WHERE key > ? ORDER BY key LIMIT ?", after ?? "", limit)
+            return SnapshotPage(events: try rows.map { (type: try $0.decode("type", as: String.self), body: Data(try $0.decode("body", as: String.self).utf8)) },
+                                next: rows.count == limit ? try rows.last?.decode("key", as: String.self) : nil)
+        },
+        makeState: { ListsFakeState(worker: $0) })
+}
+
+/// The favorites service with a fake catalog and a fake social, all in this process over
+/// loopback, with a hand-moved clock (milliseconds).
+final class FavoritesFixture {
+    let folder = TemporaryFolder("favorites")
+    let context: ZMQContext
+    let clock = Locked(favoritesEpochMs)
+    let catalog: ServiceRuntime<ListsFakeState>
+    let social: ServiceRuntime<ListsFakeState>
+    let catalogClient: RPCClient
+    let socialClient: RPCClient
+    private(set) var favorites: ServiceRuntime<FavoritesStore>?
+    private(set) var client: RPCClient?
+    let options: FavoritesOptions
+
+    /// The counts are flushed only when a test asks (`flush()`), unless `configure` says otherwise.
+    init(start: Bool = true, configure: (inout FavoritesOptions) -> Void = { _ in }) throws {
+        context = try ZMQContext()
+        let path = folder.path
+        func config(_ name: String) -> ServiceConfig {
+            var c = ServiceConfig(service: name)
+            c.dataDirectory = path
+            c.heartbeatMilliseconds = 50
+            return c
+        }
+        catalog = try ServiceRuntime(definition: listsFakePublisher(name: "catalog"), config: config("catalog"), context: context, logger: favoritesQuiet)
+        social = try ServiceRuntime(definition: listsFakePublisher(name: "social"), config: config("social"), context: context, logger: favoritesQuiet)
+        catalogClient = try RPCClient(context: context, endpoints: catalog.endpoints.rpc, logger: favoritesQuiet)
+        socialClient = try RPCClient(context: context, endpoints: social.endpoints.rpc, logger: favoritesQuiet)
+        var options = FavoritesOptions()
+        let clock = self.clock
+        options.clock = { clock.value }
+        options.countsFlushIntervalMs = 3_600_000
+        configure(&options)
+        self.options = options
+        if start { try startFavorites() }
+    }
+
+    /// Starts (or restarts) favorites on the same folder.
+    func startFavorites() throws {
+        var c = ServiceConfig(service: "favorites")
+        c.dataDirectory = folder.path
+        c.heartbeatMilliseconds = 50
+        c.peers = ["catalog": PeerEndpoints(rpc: catalog.endpoints.rpc, publish: catalog.endpoints.publish),
+                   "social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish)]
+        let runtime = try ServiceRuntime(definition: FavoritesService.definition(options: options), config: c, context: context, logger: favoritesQuiet)
+        favorites = runtime
+        client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: favoritesQuiet)
+    }
+
+    func stopFavorites() {
+        client?.close()
+        favorites?.stop()
+        client = nil
+        favorites = nil
+    }
+
+    deinit {
+        stopFavorites()
+        catalogClient.close()
+        socialClient.close()
+        catalog.stop()
+        social.stop()
+    }
+
+    /// Moves the clock by `ms` milliseconds.
+    func advance(_ ms: Int64) { clock.withLock { $0 += ms } }
+
+    /// A catalog place's JSON, as events and `catalog.get` carry it.
+    static func placeJSON(_ id: Int64, name: String, lat: Double, lon: Double, version: Int = 1) -> String {
+        #"{"id":\#(id),"name":"\#(name)","category":"cafe","address":"\#(id) George St","lat":\#(lat),"lon":\#(lon),"popularity":0,"opening_hours":[],"photos":[],"external_ids":{},"version":\#(version),"created_at":"x","updated_at":"x"}"#
+    }
+
+    /// Creates place `id` at the catalog: `catalog.get` knows it, and with `publish` its event goes out.
+    func place(_ id: Int64, name: String = "Cafe", lat: Double = -33.86, lon: Double = 151.21, publish: Bool = true) throws {
+        let body = Self.placeJSON(id, name: name, lat: lat, lon: lon)
+        _ = try catalogClient.call("fake.known", FakeKnown(id: id, body: body), as: Int64.self)
+        if publish {
+            _ = try catalogClient.call("fake.emit", FakeEmit(type: CatalogEvents.upserted, key: String(format: "%08d", id), body: body), as: Int64.self)
+        }
+    }
+
+    /// Deletes place `id` at the catalog, with its event.
+    func deletePlace(_ id: Int64) throws {
+        _ = try catalogClient.call("fake.known", FakeKnown(id: id, body: nil), as: Int64.self)
+        _ = try catalogClient.call("fake.emit", FakeEmit(type: CatalogEvents.deleted, key: String(format: "%08d", id), body: #"{"id":\#(id)}"#, delete: true),
+                                   as: Int64.self)
+    }
+
+    /// Publishes `social.user.deleted` for `user`.
+    func deleteUser(_ user: Int64) throws {
+        _ = try socialClient.call("fake.emit", FakeEmit(type: SocialEvents.userDeleted, key: "u\(user)", body: #"{"user_id":\#(user)}"#, delete: true),
+                                  as: Int64.self)
+    }
+
+    /// Sends a raw JSON body as `user` (nil: no identity) and returns the reply body, or throws the error.
+    @discardableResult
+    func call(_ type: String, _ json: String = "{}", as user: Int64? = 1, origin: String? = nil) throws(ServiceError) -> [String: Any] {
+        guard let client else { throw ServiceError(.unavailable, "favorites is stopped") }
+        let reply = try client.request(type: type, body: Data(json.utf8), auth: user.map { Auth(userId: String($0), role: "user", origin: origin) },
+                                       timeoutMilliseconds: 5_000)
+        return (try? JSONSerialization.jsonObject(with: reply.bodyJSON)) as? [String: Any] ?? [:]
+    }
+
+    /// The error `call` throws, or nil when it succeeds.
+    func error(_ type: String, _ json: String = "{}", as user: Int64? = 1) -> ServiceError? {
+        do {
+            try call(type, json, as: user)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Runs `query` on favorites' own SQLite file (read-only), as the test's eyes.
+    func rows(_ query: String, _ args: (any SQLBindable)?...) throws -> [Row] {
+        let db = try Database(path: folder.file("favorites.sqlite"), readOnly: true)
+        return try db.query(query, args)
+    }
+
+    /// Whether favorites' copy holds place `id`, polled until `expected` (at most 5 s).
+    @discardableResult
+    func waitForPlace(_ id: Int64, present expected: Bool = true) -> Bool {
+        for _ in 0..<100 {
+            if let found = try? rows("SELECT 1 FROM places WHERE id = ?", id), !found.isEmpty == expected { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    /// Polls `condition` (at most 5 s).
+    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<100 {
+            if try condition() { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    /// Recounts and publishes what is due now (the periodic request, sent by hand).
+    @discardableResult
+    func flush() throws -> [String: Any] { try call("favorites.counts.flush", as: nil) }
+
+    /// Every `favorites.place.counted` favorites published so far, oldest first.
+    func counted(_ place: Int64? = nil) throws -> [PlaceCounted] {
+        try rows("SELECT CAST(body AS TEXT) AS body FROM outbox WHERE type = ? ORDER BY seq", FavoritesEvents.counted).map { row in
+            try JSONDecoder().decode(PlaceCounted.self, from: Data(try row.decode("body", as: String.self).utf8))
+        }.filter { place == nil || $0.placeId == place }
+    }
+}
+
+/// The items of a `favorites.list` reply.
+func listedItems(_ reply: [String: Any]) -> [[String: Any]] { reply["items"] as? [[String: Any]] ?? [] }
+
+/// The place ids of a `favorites.list` reply, in order.
+func listedPlaceIds(_ reply: [String: Any]) -> [Int64] {
+    listedItems(reply).compactMap { (($0["place"] as? [String: Any])?["id"] as? NSNumber)?.int64Value }
+}
+
+/// `code field` of a refusal, or "no error" when the call succeeded.
+func refusal(_ error: ServiceError?) -> String {
+    guard let error else { return "no error" }
+    return "\(error.code.rawValue) \(error.field ?? "-")"
+}
+
+/// An integer member of a reply.
+func intMember(_ reply: [String: Any], _ key: String) -> Int? { (reply[key] as? NSNumber)?.intValue }
