@@ -14,7 +14,7 @@ import TestSupport
         let c = try GatewayConnection(port: suite.port)
         let registered = c.rpc("auth.register", #"{"username":"\#(username)","email":"\#(username)@example.org","name":"\#(username) marker","password":"User-Pass-1"}"#)
         let login = c.rpc("auth.login", #"{"username":"\#(username)","password":"User-Pass-1"}"#)
-        let id = (login.field("user", [String: Int?].self)?["id"] ?? nil) ?? 0
+        let id = ((json(login.line)["result"] as? [String: Any])?["user"] as? [String: Any])?["id"] as? Int ?? 0
         guard registered.succeeded, login.succeeded, id > 0 else { throw ServiceError(.unauthenticated, "\(username): \(registered) \(login)") }
         return (c, id)
     }
@@ -31,6 +31,102 @@ import TestSupport
             usleep(50_000)
         }
         return false
+    }
+
+    @Test func aSavedPlaceReachesTheOtherDeviceSearchAndLeavesWithTheCatalogsPlace() throws {
+        let suite = try SuiteFixture(everything: true)
+        let admin = try suite.adminConnection()
+        let opera = Self.place(admin, "Opera Bar", lat: -33.8568, lon: 151.2153, popularity: 1)
+        let lookout = Self.place(admin, "Harbour Lookout", lat: -33.8570, lon: 151.2150, popularity: 1.5)
+        #expect(opera > 0 && lookout > 0)
+        let (phone, _) = try Self.signedIn(suite, "alice")
+        // Alice's tablet listens for her changes.
+        let tablet = try GatewayConnection(port: suite.port, timeoutMilliseconds: 200)
+        #expect(tablet.rpc("auth.login", #"{"username":"alice","password":"User-Pass-1"}"#).succeeded)
+        #expect(tablet.rpc("subscribe", #"{"topics":["favorites.changed"]}"#).succeeded)
+
+        // Search ranks by popularity: before any save, the Lookout (1.5) comes first.
+        let popular = #"{"lat":-33.8568,"lon":151.2153,"radius_m":1000,"sort":"popularity"}"#
+        func first() -> Int? { ((json(phone.rpc("search.nearby", popular).line)["result"] as? [String: Any])?["hits"] as? [[String: Any]])?.first?["id"] as? Int }
+        #expect(Self.eventually { first() != nil } && first() == lookout)
+
+        // A heart: in, out, in; a retried tap changes nothing.
+        #expect(phone.rpc("favorites.toggle", #"{"place_id":\#(opera)}"#).line.contains(#""saved":true"#))
+        #expect(phone.rpc("favorites.toggle", #"{"place_id":\#(opera),"request_id":"tap-2"}"#).line.contains(#""saved":false"#))
+        #expect(phone.rpc("favorites.toggle", #"{"place_id":\#(opera),"request_id":"tap-2"}"#).line.contains(#""saved":false"#))
+        #expect(phone.rpc("favorites.contains", #"{"place_ids":[\#(opera)]}"#).line.contains(#""saved":[]"#))
+        #expect(phone.rpc("favorites.toggle", #"{"place_id":\#(opera)}"#).line.contains(#""count":1,"list":"favorites","saved":true"#))
+        // The tablet heard each change, and the phone none of its own.
+        var pushes: [String] = []
+        for _ in 0..<30 where pushes.count < 3 { if let line = tablet.line() { pushes.append(line) } }
+        #expect(pushes.count == 3 && pushes.allSatisfy { $0.contains(#""topic":"favorites.changed""#) }, "\(pushes)")
+        #expect(pushes.map { $0.contains(#""change":"saved""#) } == [true, false, true], "\(pushes)")
+        #expect(phone.line() == nil)
+        let listed = phone.rpc("favorites.list", #"{"near":{"lat":-33.8568,"lon":151.2153},"sort":"distance"}"#)
+        #expect(listed.line.contains(#""name":"Opera Bar""#) && listed.line.contains(#""distance_m""#), "\(listed)")
+
+        // With the save, Opera Bar (1 + 2 ln 2) passes the Lookout.
+        #expect(Self.eventually { first() == opera },
+                "\(phone.rpc("search.nearby", popular))")
+
+        // The catalog deletes the place: it leaves the list.
+        #expect(admin.rpc("catalog.delete", #"{"id":\#(opera)}"#).succeeded)
+        #expect(Self.eventually { phone.rpc("favorites.list").line.contains(#""items":[]"#) }, "\(phone.rpc("favorites.list"))")
+    }
+
+    @Test func deletingAnAccountLeavesNoRowOfItInAnyServiceAndEndsItsSessionsEverywhere() throws {
+        let suite = try SuiteFixture(everything: true)
+        let admin = try suite.adminConnection()
+        let opera = Self.place(admin, "Opera Bar", lat: -33.8568, lon: 151.2153)
+        let (gone, goneId) = try Self.signedIn(suite, "eraseme")
+        let (bob, bobId) = try Self.signedIn(suite, "bob")
+        let marker = "Zq7marker"
+        // Everything a user leaves behind, in every service.
+        var writes: [RPCReply] = [
+            gone.rpc("reviews.add", #"{"place_id":\#(opera),"rating":5,"text":"\#(marker) review"}"#),
+            gone.rpc("social.follow", #"{"user_id":\#(bobId)}"#),
+            bob.rpc("social.follow", #"{"user_id":\#(goneId)}"#),
+            gone.rpc("profile.update", #"{"bio":"\#(marker) bio"}"#),
+            gone.rpc("notify.settings.set", #"{"radius_m":500}"#),
+            gone.rpc("annotations.submit", #"{"lat":-33.8568,"lon":151.2153,"values":\#(Self.formValues),"text":"\#(marker) annotation"}"#),
+            gone.rpc("notify.location", #"{"lat":-33.80,"lon":151.2153}"#),
+            bob.rpc("notify.location", #"{"lat":-33.8568,"lon":151.2153}"#),
+            gone.rpc("favorites.add", #"{"place_id":\#(opera),"note":"\#(marker) note"}"#),
+            gone.rpc("favorites.visited.add", #"{"place_id":\#(opera)}"#),
+            gone.rpc("favorites.lists.create", #"{"name":"\#(marker) list"}"#),
+            gone.rpc("favorites.share", #"{"list":"\#(marker) list"}"#),
+            gone.rpc("pins.add", #"{"lat":-33.85,"lon":151.21,"title":"\#(marker) pin"}"#),
+        ]
+        #expect(writes.allSatisfy { $0.succeeded }, "\(writes.filter { !$0.succeeded })")
+        // Bob's alert names the annotation's author.
+        #expect(bob.rpc("notify.inbox").line.contains(marker))
+        #expect(try Self.eventually { try !Self.rowsOfUser(id: goneId, markers: [marker], in: suite.folder).isEmpty })
+
+        // Another session of the same user, on a second gateway.
+        let second = try ChildProcess("tourbus-gateway", folder: suite.folder, arguments: ["--listen", "127.0.0.1:0"] + suite.gatewayArguments)
+        defer { second.tearDown() }
+        let secondPort = UInt16((second.endpoints["listen"] as? String ?? "").split(separator: ":").last ?? "") ?? 0
+        let elsewhere = try GatewayConnection(port: secondPort)
+        #expect(elsewhere.rpc("auth.login", #"{"username":"eraseme","password":"User-Pass-1"}"#).succeeded)
+        #expect(elsewhere.rpc("favorites.lists").succeeded)
+
+        #expect(gone.rpc("auth.delete", #"{"password":"wrong-Pass-1"}"#).errorCode == "permission_denied")
+        writes = [gone.rpc("auth.delete", #"{"password":"User-Pass-1"}"#)]
+        #expect(writes.allSatisfy { $0.succeeded }, "\(writes)")
+        #expect(gone.rpc("favorites.lists").errorCode == "unauthenticated")
+        #expect(Self.eventually { elsewhere.rpc("favorites.lists").errorCode == "unauthenticated" })
+
+        // Every service erases on the event: a query of every table of every database finds nothing.
+        var left: [String] = []
+        #expect(try Self.eventually {
+            left = try Self.rowsOfUser(id: goneId, markers: [marker, "eraseme"], in: suite.folder)
+            return left.isEmpty
+        }, "\(left)")
+        // The account is gone (a failed login is recorded under the name it tried, so only now).
+        #expect(try GatewayConnection(port: suite.port).rpc("auth.login", #"{"username":"eraseme","password":"User-Pass-1"}"#).errorCode == "unauthenticated")
+        // Bob's own data is still there.
+        #expect(bob.rpc("notify.settings.get").succeeded && bob.rpc("social.following").succeeded)
+        #expect(try Self.rowsOfUser(id: bobId, markers: ["bob@example.org"], in: suite.folder).count > 0)
     }
 
     /// Every row of every table of every service's database that holds the user: their id in a
