@@ -85,7 +85,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         #expect(output.contains("posted 5 Sydney annotations"), "\(output)")
         #expect(output.contains("gateway at 127.0.0.1:\(port)"))
         #expect(FileManager.default.fileExists(atPath: restartsFile) && restarts().isEmpty, "\(restarts())")
-        let before = Dictionary(uniqueKeysWithValues: ["catalog", "social", "search", "notify", "gateway"].map { ($0, children(of: process.processIdentifier, named: "tourbus-\($0)")) })
+        let before = Dictionary(uniqueKeysWithValues: ["catalog", "social", "search", "notify", "favorites", "gateway"].map { ($0, children(of: process.processIdentifier, named: "tourbus-\($0)")) })
         #expect(before.values.allSatisfy { $0.count == 1 }, "\(before)")
 
         let c = try GatewayConnection(port: UInt16(port))
@@ -107,6 +107,9 @@ func logfmt(_ line: Substring) -> [String: String] {
         #expect(login.field("token", String.self) != nil)
         let created = c.reply(#"{"jsonrpc":"2.0","id":3,"method":"catalog.create","params":{"name":"Luna Park","category":"attraction","lat":-33.8475,"lon":151.2098}}"#)
         #expect(created.field("id", Int.self) == 243)
+        // Favorites runs: the admin saves the place just made (favorites asks the catalog for it).
+        let saved = c.reply(#"{"jsonrpc":"2.0","id":4,"method":"favorites.toggle","params":{"place_id":243}}"#)
+        #expect(saved.field("saved", Bool.self) == true, "\(saved)")
 
         // Kill the catalog: the supervisor brings it back on the same endpoint.
         let catalogs = children(of: process.processIdentifier, named: "tourbus-catalog")
@@ -135,7 +138,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         #expect(errors.contains("msg=\"exited; restarting\" service=catalog pid=\(catalogs.first ?? 0) signal=SIGKILL"), "\(errors)")
         // The gateway follows social's events, so sign-ins end at once everywhere.
         #expect(!errors.contains("no event endpoint for the accounts service"), "\(errors)")
-        for name in ["social", "search", "notify", "gateway"] {
+        for name in ["social", "search", "notify", "favorites", "gateway"] {
             #expect(children(of: process.processIdentifier, named: "tourbus-\(name)") == before[name], "tourbus-\(name) restarted")
         }
 
