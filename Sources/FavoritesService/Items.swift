@@ -40,9 +40,9 @@ enum Items {
             (request: VisitedRequest, context, store) -> VisitedReply in
             try store.visit(request, context: context)
         }
-        table.on("favorites.list", description: "a list's places: list?, near? {lat, lon}, sort? (added, name, distance), limit?, cursor?") {
-            (request: ListRequest, context, store) -> ItemPage in
-            try store.page(request, userId: try store.caller(context).id)
+        table.onRaw("favorites.list", description: "a list's places: list?, near? {lat, lon}, sort? (added, name, distance), limit?, cursor?") { context, store in
+            let request = try context.body(ListRequest.self)
+            return Response(body: try store.page(request, userId: try store.caller(context).id).body)
         }
         table.on("favorites.contains", description: "which of place_ids (1-100) you saved, and in which lists") {
             (request: ContainsRequest, context, store) -> ContainsReply in
@@ -251,24 +251,37 @@ extension FavoritesStore {
             }
             points.sort { ($0.distance, $0.id) < ($1.distance, $1.id) }
             let start = after.map { key in points.firstIndex { ($0.distance, $0.id) > (key.distance, key.placeId) } ?? points.count } ?? 0
-            rows = try points[start...].prefix(limit + 1).compactMap { point in
-                try db.queryOne("\(select) WHERE i.list_id = ? AND i.place_id = ?", listId, point.id)
+            // The page's rows in one query, put back in distance order.
+            let page = points[start...].prefix(limit + 1).map(\.id)
+            var byId: [Int64: Row] = [:]
+            if !page.isEmpty {
+                let marks = Array(repeating: "?", count: page.count).joined(separator: ",")
+                for row in try db.query("\(select) WHERE i.list_id = ? AND i.place_id IN (\(marks))", [listId] + page.map { $0 as (any SQLBindable)? }) {
+                    byId[try row.decode("id")] = row
+                }
             }
+            rows = page.compactMap { byId[$0] }
         }
-        var filler = PageFiller<(item: ListItem, key: ItemCursor)>(limit: limit, budget: options.pageBudgetBytes)
+        var filler = PageFiller<ItemCursor>(limit: limit, budget: options.pageBudgetBytes)
+        var items: [UInt8] = [], item: [UInt8] = []
         for row in rows where !filler.isFull {
             let card = try PlaceCard(row: row)
             let distance = near.map { $0.distance(to: Coordinate(uncheckedLatitude: card.lat, longitude: card.lon)) }
             let addedAt: Int64 = try row.decode("added_at")
-            let item = ListItem(place: card, note: notes ? try row.decode("note", as: String?.self) : nil,
-                                addedAt: Self.timestamp(addedAt), visitedAt: try row.decode("visited_at", as: Int64?.self).map(Self.timestamp),
-                                distanceM: distance)
+            item.removeAll(keepingCapacity: true)
+            ListItem(place: card, note: notes ? try row.decode("note", as: String?.self) : nil,
+                     addedAt: Self.timestamp(addedAt), visitedAt: try row.decode("visited_at", as: Int64?.self).map(Self.timestamp),
+                     distanceM: distance).appendJSON(to: &item)
             let key = ItemCursor(sort: sort, added: addedAt, distance: distance ?? 0, placeId: card.id, name: sort == .name ? card.name : nil)
-            _ = filler.add((item, key), size: try JSONCoding.encoder.encode(item).count)
+            let taken = filler.items.count
+            _ = filler.add(key, size: item.count)
+            guard filler.items.count > taken else { break }
+            if taken > 0 { items.append(UInt8(ascii: ",")) }
+            items += item
         }
         // limit + 1 rows were read: any row left out means more follow.
         let more = rows.count > filler.items.count
-        return ItemPage(list: name, items: filler.items.map(\.item), nextCursor: more ? filler.items.last?.key.encoded : nil)
+        return ItemPage(list: name, items: items, nextCursor: more ? filler.items.last?.encoded : nil)
     }
 }
 

@@ -27,7 +27,9 @@ struct PlaceCard: Codable, Sendable, Equatable {
     static let columns = "p.id, p.name, p.category, p.address, p.lat, p.lon, r.average, r.count"
     /// The join `columns` read from.
     static let from = "places p LEFT JOIN ratings r ON r.place_id = p.id"
+}
 
+extension PlaceCard {
     init(row: Row) throws {
         id = try row.decode("id")
         name = try row.decode("name")

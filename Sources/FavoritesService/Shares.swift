@@ -25,9 +25,8 @@ enum Shares {
             (request: ShareRequest, context, store) -> Revoked in
             try store.revokeShare(request.list, caller: try store.caller(context))
         }
-        table.on("favorites.shared", description: "a shared list by its token (no sign-in needed): token, limit?, cursor?") {
-            (request: SharedRequest, _, store) -> ItemPage in
-            try store.shared(request)
+        table.onRaw("favorites.shared", description: "a shared list by its token (no sign-in needed): token, limit?, cursor?") { context, store in
+            Response(body: try store.shared(try context.body(SharedRequest.self)).body)
         }
     }
 
