@@ -62,8 +62,9 @@ let package = Package(
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Bus", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
-        // Helpers shared by test targets (transcript matching); never linked into the executables.
-        .target(name: "TestSupport", dependencies: ["Bus"], path: "Tests/TestSupport"),
+        // Helpers shared by test targets (transcript matching, a stand-in publisher, a search of a
+        // database for a user's rows); never linked into the executables.
+        .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "ServiceKit", "Storage"], path: "Tests/TestSupport"),
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),

@@ -12,79 +12,14 @@ let favoritesQuiet = Logger(component: "favorites-test", level: .error) { _ in }
 /// 2026-06-01T00:00:00Z in milliseconds: where the fixture's clock starts.
 let favoritesEpochMs: Int64 = 1_780_272_000_000
 
-/// The state of a fake catalog or social service.
-final class ListsFakeState: ServiceState {
-    let worker: ServiceWorker
-    init(worker: ServiceWorker) { self.worker = worker }
-}
-
-/// `fake.emit`: an event to publish (and hold for the snapshot under `key`, or drop with `delete`).
-struct FakeEmit: Codable, Sendable {
-    var type: String
-    var key: String
-    var body: String
-    var delete: Bool?
-}
-
-/// `fake.known`: what `catalog.get` answers for place `id` (nil body: forget it).
-struct FakeKnown: Codable, Sendable {
-    var id: Int64
-    var body: String?
-}
-
-/// A stand-in publisher named like the service it imitates: `fake.emit` writes any event to
-/// its outbox, with a snapshot of what it holds; as the catalog it also answers `catalog.get`
-/// from what `fake.known` told it, so a place can exist at the catalog before its event.
-func listsFakePublisher(name: String) -> ServiceDefinition<ListsFakeState> {
-    var table = HandlerTable<ListsFakeState>()
-    table.on("fake.emit", .write) { (emit: FakeEmit, _, state) -> Int64 in
-        let db = state.worker.db
-        if emit.delete == true {
-            try db.run("DELETE FROM held WHERE key = ?", emit.key)
-        } else {
-            try db.run("INSERT OR REPLACE INTO held (key, type, body) VALUES (?, ?, ?)", emit.key, emit.type, emit.body)
-        }
-        return try Outbox(database: db).append(type: emit.type, body: Data(emit.body.utf8))
-    }
-    table.on("fake.known", .write) { (known: FakeKnown, _, state) -> Int64 in
-        if let body = known.body {
-            try state.worker.db.run("INSERT OR REPLACE INTO known (id, body) VALUES (?, ?)", known.id, body)
-        } else {
-            try state.worker.db.run("DELETE FROM known WHERE id = ?", known.id)
-        }
-        return known.id
-    }
-    table.onRaw(CatalogRequests.get) { context, state in
-        struct ById: Decodable { var id: Int64 }
-        let id = try context.body(ById.self).id
-        guard let row = try state.worker.db.queryOne("SELECT body FROM known WHERE id = ?", id) else {
-            throw ServiceError(.notFound, "no place with id \(id)", field: "id")
-        }
-        return Response(body: Data(try row.decode("body", as: String.self).utf8))
-    }
-    return ServiceDefinition(
-        name: name,
-        migrations: [Migration(domain: "fake", version: 1, sql: """
-            CREATE TABLE held (key TEXT PRIMARY KEY, type TEXT NOT NULL, body TEXT NOT NULL);
-            CREATE TABLE known (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
-            """)],
-        handlers: table, publishes: true,
-        snapshot: { state, after, limit in
-            let rows = try state.worker.db.query("SELECT key, type, body FROM held WHERE key > ? ORDER BY key LIMIT ?", after ?? "", limit)
-            return SnapshotPage(events: try rows.map { (type: try $0.decode("type", as: String.self), body: Data(try $0.decode("body", as: String.self).utf8)) },
-                                next: rows.count == limit ? try rows.last?.decode("key", as: String.self) : nil)
-        },
-        makeState: { ListsFakeState(worker: $0) })
-}
-
 /// The favorites service with a fake catalog and a fake social, all in this process over
 /// loopback, with a hand-moved clock (milliseconds).
 final class FavoritesFixture {
     let folder = TemporaryFolder("favorites")
     let context: ZMQContext
     let clock = Locked(favoritesEpochMs)
-    let catalog: ServiceRuntime<ListsFakeState>
-    let social: ServiceRuntime<ListsFakeState>
+    let catalog: ServiceRuntime<FakePublisherState>
+    let social: ServiceRuntime<FakePublisherState>
     let catalogClient: RPCClient
     let socialClient: RPCClient
     private(set) var favorites: ServiceRuntime<FavoritesStore>?
@@ -101,8 +36,8 @@ final class FavoritesFixture {
             c.heartbeatMilliseconds = 50
             return c
         }
-        catalog = try ServiceRuntime(definition: listsFakePublisher(name: "catalog"), config: config("catalog"), context: context, logger: favoritesQuiet)
-        social = try ServiceRuntime(definition: listsFakePublisher(name: "social"), config: config("social"), context: context, logger: favoritesQuiet)
+        catalog = try ServiceRuntime(definition: fakePublisher(name: "catalog"), config: config("catalog"), context: context, logger: favoritesQuiet)
+        social = try ServiceRuntime(definition: fakePublisher(name: "social"), config: config("social"), context: context, logger: favoritesQuiet)
         catalogClient = try RPCClient(context: context, endpoints: catalog.endpoints.rpc, logger: favoritesQuiet)
         socialClient = try RPCClient(context: context, endpoints: social.endpoints.rpc, logger: favoritesQuiet)
         var options = FavoritesOptions()

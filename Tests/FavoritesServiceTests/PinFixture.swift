@@ -12,47 +12,6 @@ let pinQuiet = Logger(component: "pins-test", level: .error) { _ in }
 /// 2026-06-01T00:00:00Z in milliseconds: where the pin fixture's clock starts.
 let pinEpochMs: Int64 = 1_780_272_000_000
 
-/// A stand-in publisher for pin tests: a real runtime named like the service it imitates
-/// (catalog, social), whose one request (`fake.emit`) writes any event to its outbox, with a
-/// snapshot of what it holds.
-final class PinFakeState: ServiceState {
-    let worker: ServiceWorker
-    init(worker: ServiceWorker) { self.worker = worker }
-}
-
-/// `fake.emit`: an event of `type` with `body`, held under `key` for the snapshot (or no
-/// longer held, with `delete`).
-struct PinEmit: Codable, Sendable {
-    var type: String
-    var key: String
-    var body: String
-    var delete: Bool?
-}
-
-/// The definition of a fake publisher named `name`.
-func pinFakePublisher(name: String) -> ServiceDefinition<PinFakeState> {
-    var table = HandlerTable<PinFakeState>()
-    table.on("fake.emit", .write) { (emit: PinEmit, _, state) -> Int64 in
-        let db = state.worker.db
-        if emit.delete == true {
-            try db.run("DELETE FROM held WHERE key = ?", emit.key)
-        } else {
-            try db.run("INSERT OR REPLACE INTO held (key, type, body) VALUES (?, ?, ?)", emit.key, emit.type, emit.body)
-        }
-        return try Outbox(database: db).append(type: emit.type, body: Data(emit.body.utf8))
-    }
-    return ServiceDefinition(
-        name: name,
-        migrations: [Migration(domain: "fake", version: 1, sql: "CREATE TABLE held (key TEXT PRIMARY KEY, type TEXT NOT NULL, body TEXT NOT NULL)")],
-        handlers: table, publishes: true,
-        snapshot: { state, after, limit in
-            let rows = try state.worker.db.query("SELECT key, type, body FROM held WHERE key > ? ORDER BY key LIMIT ?", after ?? "", limit)
-            return SnapshotPage(events: try rows.map { (type: try $0.decode("type", as: String.self), body: Data(try $0.decode("body", as: String.self).utf8)) },
-                                next: rows.count == limit ? try rows.last?.decode("key", as: String.self) : nil)
-        },
-        makeState: { PinFakeState(worker: $0) })
-}
-
 /// What `sys.stats` says of the subscriptions: how far each source has been applied.
 struct PinSubscriptions: Decodable {
     struct Status: Decodable {
@@ -111,8 +70,8 @@ final class PinFixture {
     let folder = TemporaryFolder("pins")
     let context: ZMQContext
     let clock = Locked(pinEpochMs)
-    let catalog: ServiceRuntime<PinFakeState>
-    let social: ServiceRuntime<PinFakeState>
+    let catalog: ServiceRuntime<FakePublisherState>
+    let social: ServiceRuntime<FakePublisherState>
     let favorites: ServiceRuntime<FavoritesStore>
     let catalogClient: RPCClient
     let socialClient: RPCClient
@@ -127,8 +86,8 @@ final class PinFixture {
             c.heartbeatMilliseconds = 50
             return c
         }
-        catalog = try ServiceRuntime(definition: pinFakePublisher(name: "catalog"), config: config("catalog"), context: context, logger: pinQuiet)
-        social = try ServiceRuntime(definition: pinFakePublisher(name: "social"), config: config("social"), context: context, logger: pinQuiet)
+        catalog = try ServiceRuntime(definition: fakePublisher(name: "catalog"), config: config("catalog"), context: context, logger: pinQuiet)
+        social = try ServiceRuntime(definition: fakePublisher(name: "social"), config: config("social"), context: context, logger: pinQuiet)
         catalogClient = try RPCClient(context: context, endpoints: catalog.endpoints.rpc, logger: pinQuiet)
         socialClient = try RPCClient(context: context, endpoints: social.endpoints.rpc, logger: pinQuiet)
         var c = config("favorites")
@@ -201,17 +160,17 @@ final class PinFixture {
     func place(_ id: Int64, name: String, lat: Double, lon: Double, category: String = "cafe", address: String? = nil, version: Int64 = 1) throws {
         let addressMember = address.map { #","address":"\#($0)""# } ?? ""
         let body = #"{"id":\#(id),"name":"\#(name)","category":"\#(category)","lat":\#(lat),"lon":\#(lon)\#(addressMember),"version":\#(version),"created_at":"x","updated_at":"x"}"#
-        try waitFor("catalog", try catalogClient.call("fake.emit", PinEmit(type: CatalogEvents.upserted, key: String(format: "%08d", id), body: body), as: Int64.self))
+        try waitFor("catalog", try catalogClient.call("fake.emit", FakeEmit(type: CatalogEvents.upserted, key: String(format: "%08d", id), body: body), as: Int64.self))
     }
 
     /// Deletes place `id` in the fake catalog and waits until favorites has applied it.
     func deletePlace(_ id: Int64) throws {
-        try waitFor("catalog", try catalogClient.call("fake.emit", PinEmit(type: CatalogEvents.deleted, key: String(format: "%08d", id), body: #"{"id":\#(id)}"#, delete: true), as: Int64.self))
+        try waitFor("catalog", try catalogClient.call("fake.emit", FakeEmit(type: CatalogEvents.deleted, key: String(format: "%08d", id), body: #"{"id":\#(id)}"#, delete: true), as: Int64.self))
     }
 
     /// Publishes `social.user.deleted` for `user` and waits until favorites has applied it.
     func deleteUser(_ user: Int64) throws {
-        try waitFor("social", try socialClient.call("fake.emit", PinEmit(type: SocialEvents.userDeleted, key: "u\(user)", body: #"{"user_id":\#(user)}"#), as: Int64.self))
+        try waitFor("social", try socialClient.call("fake.emit", FakeEmit(type: SocialEvents.userDeleted, key: "u\(user)", body: #"{"user_id":\#(user)}"#), as: Int64.self))
     }
 
     struct NotApplied: Error {}

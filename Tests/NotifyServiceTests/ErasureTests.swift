@@ -8,57 +8,12 @@ import Storage
 import Testing
 import TestSupport
 
-/// A stand-in social service: a real runtime named `social` whose one request
-/// (`fake.emit {type, body}`) writes any event to its outbox.
-final class FakeSocialState: ServiceState {
-    let worker: ServiceWorker
-    init(worker: ServiceWorker) { self.worker = worker }
-}
-
-/// `fake.emit`'s body.
-struct FakeEvent: Codable, Sendable {
-    var type: String
-    var body: String
-}
-
-func fakeSocial() -> ServiceDefinition<FakeSocialState> {
-    var table = HandlerTable<FakeSocialState>()
-    table.on("fake.emit", .write) { (event: FakeEvent, _, state) -> Int64 in
-        try state.worker.db.transaction { try Outbox(database: state.worker.db).append(type: event.type, body: Data(event.body.utf8)) }
-    }
-    return ServiceDefinition(name: "social", migrations: [], handlers: table, publishes: true,
-                             snapshot: { _, _, _ in SnapshotPage(events: [], next: nil) }, makeState: { FakeSocialState(worker: $0) })
-}
-
-/// What of user `id` is left in the SQLite file at `path`: each table and column, with a
-/// count, where a `user_id` column holds `id` or a value holds the JSON `"user_id":id`.
-func rowsNaming(_ id: Int64, path: String) throws -> [String] {
-    let db = try Database(path: path)
-    var found: [String] = []
-    // sqlite_sequence holds counters, not rows of anyone.
-    let tables = try db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-        .decode("name", as: String.self)
-    for table in tables {
-        for column in try db.query("SELECT name FROM pragma_table_info(?)", table).decode("name", as: String.self) {
-            let value = "CAST(\"\(column)\" AS TEXT)"
-            var sql = "SELECT count(*) FROM \"\(table)\" WHERE \(value) LIKE ? OR \(value) LIKE ?"
-            var arguments: [(any SQLBindable)?] = [#"%"user_id":\#(id),%"#, #"%"user_id":\#(id)}%"#]
-            if column == "user_id" {
-                sql += " OR user_id = ?"
-                arguments.append(id)
-            }
-            if let count = try db.scalarInt(sql, arguments), count > 0 { found.append("\(table).\(column): \(count)") }
-        }
-    }
-    return found
-}
-
 /// Notify following a fake social, over loopback, with a hand-moved clock.
 final class ErasureFixture {
     let folder = TemporaryFolder("notify-erase")
     let context: ZMQContext
     let clock = Locked(notifyEpochMs)
-    let social: ServiceRuntime<FakeSocialState>
+    let social: ServiceRuntime<FakePublisherState>
     let notify: ServiceRuntime<NotifyStore>
     let socialClient: RPCClient
     let client: RPCClient
@@ -69,7 +24,7 @@ final class ErasureFixture {
         var socialConfig = ServiceConfig(service: "social")
         socialConfig.dataDirectory = folder.path
         socialConfig.heartbeatMilliseconds = 50
-        social = try ServiceRuntime(definition: fakeSocial(), config: socialConfig, context: context, logger: notifyQuiet)
+        social = try ServiceRuntime(definition: fakePublisher(name: "social"), config: socialConfig, context: context, logger: notifyQuiet)
         var config = ServiceConfig(service: "notify")
         config.dataDirectory = folder.path
         config.heartbeatMilliseconds = 50
@@ -108,8 +63,9 @@ final class ErasureFixture {
         return alerts.compactMap { ($0["id"] as? NSNumber)?.int64Value }
     }
 
+    /// Publishes an event from the fake social (held for its snapshot under a key of its own).
     func emit(_ type: String, _ body: String) throws {
-        _ = try socialClient.call("fake.emit", FakeEvent(type: type, body: body), as: Int64.self)
+        _ = try socialClient.call("fake.emit", FakeEmit(type: type, key: UUID().uuidString, body: body), as: Int64.self)
     }
 
     func count(_ sql: String, _ arguments: (any SQLBindable)?...) throws -> Int64 {
@@ -146,7 +102,7 @@ final class ErasureFixture {
         #expect(try f.report(by: other, lat: quay.lat, lon: quay.lon).contains(goneAt))
         #expect(try f.report(by: other, lat: Self.east.lat, lon: Self.east.lon) == [thirdAt])
         let cursor = try f.call("annotations.sync", as: other)["cursor"] as? String ?? ""
-        #expect(try !rowsNaming(gone, path: f.databasePath).isEmpty)
+        #expect(try !rowsNaming(gone, texts: [], userColumns: ["user_id"], path: f.databasePath).isEmpty)
         let othersRows = "SELECT (SELECT count(*) FROM settings WHERE user_id = ?) || '/' || (SELECT count(*) FROM judged WHERE user_id = ?) || '/' || (SELECT count(*) FROM zones WHERE user_id = ?) || '/' || (SELECT count(*) FROM annotations WHERE user_id IN (?, ?)) AS v"
         let db = try Database(path: f.databasePath)
         let before = try db.queryOne(othersRows, other, other, other, other, third)?.decode("v", as: String.self)
@@ -158,7 +114,7 @@ final class ErasureFixture {
         try f.emit(SocialEvents.userDeleted, #"{"user_id":\#(gone)}"#)
         #expect(try f.eventually("SELECT count(*) FROM settings WHERE user_id = ?", gone, is: 0))
 
-        #expect(try rowsNaming(gone, path: f.databasePath) == [])
+        #expect(try rowsNaming(gone, texts: [], userColumns: ["user_id"], path: f.databasePath) == [])
         #expect(try db.queryOne(othersRows, other, other, other, other, third)?.decode("v", as: String.self) == before)
         // The other's inbox keeps the third's alert only; their pair with the gone annotation went with it.
         let inbox = try f.call("notify.inbox", as: other)["entries"] as? [[String: Any]] ?? []

@@ -9,53 +9,14 @@ import TestSupport
 
 let quiet = Logger(component: "search-test", level: .error)
 
-/// A stand-in publisher: a real runtime named like the service it imitates, whose one
-/// request (`fake.emit`) writes any event to its outbox, with a snapshot of what it holds.
-final class FakeState: ServiceState {
-    let worker: ServiceWorker
-    init(worker: ServiceWorker) { self.worker = worker }
-}
-
-struct Emit: Codable, Sendable {
-    var type: String
-    var key: String
-    var body: String
-    var delete: Bool?
-}
-
-func fakePublisher(name: String) -> ServiceDefinition<FakeState> {
-    var table = HandlerTable<FakeState>()
-    table.on("fake.emit", .write) { (emit: Emit, _, state) -> Int64 in
-        let db = state.worker.db
-        return try db.transaction {
-            if emit.delete == true {
-                try db.run("DELETE FROM held WHERE key = ?", emit.key)
-            } else {
-                try db.run("INSERT OR REPLACE INTO held (key, type, body) VALUES (?, ?, ?)", emit.key, emit.type, emit.body)
-            }
-            return try Outbox(database: db).append(type: emit.type, body: Data(emit.body.utf8))
-        }
-    }
-    return ServiceDefinition(
-        name: name,
-        migrations: [Migration(domain: "fake", version: 1, sql: "CREATE TABLE held (key TEXT PRIMARY KEY, type TEXT NOT NULL, body TEXT NOT NULL)")],
-        handlers: table, publishes: true,
-        snapshot: { state, after, limit in
-            let rows = try state.worker.db.query("SELECT key, type, body FROM held WHERE key > ? ORDER BY key LIMIT ?", after ?? "", limit)
-            return SnapshotPage(events: try rows.map { (type: try $0.decode("type", as: String.self), body: Data(try $0.decode("body", as: String.self).utf8)) },
-                                next: rows.count == limit ? try rows.last?.decode("key", as: String.self) : nil)
-        },
-        makeState: { FakeState(worker: $0) })
-}
-
 /// The search service with fake catalog, social and favorites publishers, all in this process over loopback.
 final class SearchFixture {
     let scratch = TemporaryFolder("searchalone")
     var folder: String { scratch.path }
     let context: ZMQContext
-    let catalog: ServiceRuntime<FakeState>
-    let social: ServiceRuntime<FakeState>
-    var favorites: ServiceRuntime<FakeState>
+    let catalog: ServiceRuntime<FakePublisherState>
+    let social: ServiceRuntime<FakePublisherState>
+    var favorites: ServiceRuntime<FakePublisherState>
     var search: ServiceRuntime<SearchStore>?
     let catalogClient: RPCClient
     let socialClient: RPCClient
@@ -82,7 +43,7 @@ final class SearchFixture {
     }
 
     /// A fake favorites publisher with its database in `folder`.
-    private static func startFavorites(in folder: String, context: ZMQContext) throws -> (ServiceRuntime<FakeState>, RPCClient) {
+    private static func startFavorites(in folder: String, context: ZMQContext) throws -> (ServiceRuntime<FakePublisherState>, RPCClient) {
         var c = ServiceConfig(service: "favorites")
         c.dataDirectory = folder
         c.heartbeatMilliseconds = 50
@@ -130,17 +91,17 @@ final class SearchFixture {
     @discardableResult
     func counted(_ id: Int, saves: Int, visits: Int) throws -> Int64 {
         let body = #"{"place_id":\#(id),"saves":\#(saves),"visits_30d":\#(visits)}"#
-        return try favoritesClient.call("fake.emit", Emit(type: "favorites.place.counted", key: String(format: "%08d", id), body: body), as: Int64.self)
+        return try favoritesClient.call("fake.emit", FakeEmit(type: "favorites.place.counted", key: String(format: "%08d", id), body: body), as: Int64.self)
     }
 
     @discardableResult
     func place(_ id: Int, name: String, lat: Double, lon: Double, category: String = "cafe", popularity: Double = 0) throws -> Int64 {
         let body = #"{"id":\#(id),"name":"\#(name)","category":"\#(category)","lat":\#(lat),"lon":\#(lon),"popularity":\#(popularity),"opening_hours":[],"photos":[],"external_ids":{},"version":1,"created_at":"x","updated_at":"x"}"#
-        return try catalogClient.call("fake.emit", Emit(type: "catalog.place.upserted", key: String(format: "%08d", id), body: body), as: Int64.self)
+        return try catalogClient.call("fake.emit", FakeEmit(type: "catalog.place.upserted", key: String(format: "%08d", id), body: body), as: Int64.self)
     }
 
     func deletePlace(_ id: Int) throws {
-        _ = try catalogClient.call("fake.emit", Emit(type: "catalog.place.deleted", key: String(format: "%08d", id), body: #"{"id":\#(id)}"#, delete: true), as: Int64.self)
+        _ = try catalogClient.call("fake.emit", FakeEmit(type: "catalog.place.deleted", key: String(format: "%08d", id), body: #"{"id":\#(id)}"#, delete: true), as: Int64.self)
     }
 
     func nearby(_ json: String) throws -> SearchPage {
@@ -182,7 +143,7 @@ final class SearchFixture {
         #expect(try f.nearby(#"{"lat":-33.9,"lon":151.0,"radius_m":10}"#).hits.count == 1)
 
         // Ratings from social.
-        _ = try f.socialClient.call("fake.emit", Emit(type: "social.rating.updated", key: "1", body: #"{"place_id":1,"average":4.25,"count":8}"#), as: Int64.self)
+        _ = try f.socialClient.call("fake.emit", FakeEmit(type: "social.rating.updated", key: "1", body: #"{"place_id":1,"average":4.25,"count":8}"#), as: Int64.self)
         #expect(try f.eventually(#"{"lat":-33.9,"lon":151.0,"radius_m":10,"min_rating":4}"#) { $0.hits.first?.rating == 4.25 && $0.hits.first?.reviewCount == 8 })
 
         try f.deletePlace(1)
@@ -239,7 +200,7 @@ extension SearchServiceAloneTests {
         try f.place(1, name: "Opera Bar", lat: -33.8570, lon: 151.2150, category: "bar")
         let here = #"{"lat":-33.8570,"lon":151.2150,"radius_m":10}"#
         func emit(_ type: String, _ body: String) throws -> Int64 {
-            try f.socialClient.call("fake.emit", Emit(type: type, key: "\(type) \(body)", body: body), as: Int64.self)
+            try f.socialClient.call("fake.emit", FakeEmit(type: type, key: "\(type) \(body)", body: body), as: Int64.self)
         }
         func socialStatus() throws -> SubscriberCheck.Status? {
             try f.searchClient?.call("sys.stats", Empty(), as: SubscriberCheck.self).subscriptions?.first { $0.source == "social" }
