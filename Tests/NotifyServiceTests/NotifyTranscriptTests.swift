@@ -11,18 +11,8 @@ import TestSupport
         #expect(exchanges.count >= 30)
         let f = try NotifyFixture()
         for exchange in exchanges {
-            var actual: [String: Any]
-            do {
-                let reply = try f.client.request(type: exchange.type, body: Data(exchange.body.utf8), auth: exchange.auth, timeoutMilliseconds: 5_000)
-                actual = try JSONSerialization.jsonObject(with: reply.envelope) as? [String: Any] ?? [:]
-            } catch let error as ServiceError {
-                actual = ["ok": false, "error": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(error))]
-            }
-            actual.removeValue(forKey: "v")
-            actual.removeValue(forKey: "id")
-            let expected = try JSONSerialization.jsonObject(with: Data(exchange.expected.utf8))
-            let shown = String(decoding: try JSONSerialization.data(withJSONObject: actual, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
-            #expect(transcriptMatches(expected, actual), "notify.md line \(exchange.line): \(exchange.type) answered \(shown)")
+            let mismatch = try transcriptMismatch(exchange, try replay(exchange, on: f.client), file: "notify.md")
+            #expect(mismatch == nil, "\(mismatch ?? "")")
             f.advance(1_000)
         }
     }

@@ -14,19 +14,10 @@ import TestSupport
         var token = ""
         for exchange in exchanges {
             let body = exchange.body.replacingOccurrences(of: "\"<token>\"", with: try json(token))
-            var actual: [String: Any]
-            do {
-                let reply = try f.client.request(type: exchange.type, body: Data(body.utf8), auth: exchange.auth, timeoutMilliseconds: 5_000)
-                actual = try JSONSerialization.jsonObject(with: reply.envelope) as? [String: Any] ?? [:]
-            } catch let error as ServiceError {
-                actual = ["ok": false, "error": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(error))]
-            }
-            actual.removeValue(forKey: "v")
-            actual.removeValue(forKey: "id")
+            let actual = try replay(exchange, on: f.client, body: body)
             if exchange.type == "auth.login", let issued = (actual["body"] as? [String: Any])?["token"] as? String { token = issued }
-            let expected = try JSONSerialization.jsonObject(with: Data(exchange.expected.utf8))
-            let shown = String(decoding: try JSONSerialization.data(withJSONObject: actual, options: [.sortedKeys]), as: UTF8.self)
-            #expect(transcriptMatches(expected, actual), "social.md line \(exchange.line): \(exchange.type) answered \(shown)")
+            let mismatch = try transcriptMismatch(exchange, actual, file: "social.md")
+            #expect(mismatch == nil, "\(mismatch ?? "")")
             f.clock.advance(0.1)
         }
     }

@@ -43,3 +43,28 @@ public func serviceTranscript(_ file: String) throws -> [Exchange] {
     return exchanges
 }
 
+
+/// Sends `exchange` to a service through `client` (with `body` in place of the exchange's own,
+/// when given) and returns the reply as a transcript writes it: the envelope without `v` and
+/// `id`, a refusal as `{"ok":false,"error":{…}}`.
+public func replay(_ exchange: Exchange, on client: RPCClient, body: String? = nil) throws -> [String: Any] {
+    var actual: [String: Any]
+    do {
+        let reply = try client.request(type: exchange.type, body: Data((body ?? exchange.body).utf8), auth: exchange.auth, timeoutMilliseconds: 5_000)
+        actual = try JSONSerialization.jsonObject(with: reply.envelope) as? [String: Any] ?? [:]
+    } catch let error as ServiceError {
+        actual = ["ok": false, "error": try JSONSerialization.jsonObject(with: try JSONEncoder().encode(error))]
+    }
+    actual.removeValue(forKey: "v")
+    actual.removeValue(forKey: "id")
+    return actual
+}
+
+/// Whether `actual` (from `replay`) is the reply `exchange` promises; else a message saying
+/// where in `file` and what came instead.
+public func transcriptMismatch(_ exchange: Exchange, _ actual: [String: Any], file: String) throws -> String? {
+    let expected = try JSONSerialization.jsonObject(with: Data(exchange.expected.utf8))
+    guard !transcriptMatches(expected, actual) else { return nil }
+    let shown = String(decoding: try JSONSerialization.data(withJSONObject: actual, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+    return "\(file) line \(exchange.line): \(exchange.type) answered \(shown)"
+}
