@@ -42,6 +42,15 @@ public final class FavoritesStore: ServiceState {
         return Caller(id: id, origin: auth.origin)
     }
 
+    /// `unauthenticated` when user `id` was erased moments ago (`Lists.tombstone`). Call it in
+    /// the transaction of any write that makes a row of the user (a list, a pin), so the check
+    /// and the write are one with respect to the erasure.
+    func refuseErased(_ id: Int64) throws {
+        if try db.queryOne("SELECT 1 FROM erased_users WHERE user_id = ?", id) != nil {
+            throw ServiceError(.unauthenticated, "this account was deleted")
+        }
+    }
+
     /// Tells the caller's other connections that their saved things changed
     /// (`favorites.changed`), once the write commits; the connection that made the change does
     /// not hear it.

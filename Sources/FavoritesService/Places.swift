@@ -119,8 +119,9 @@ enum Places {
             for id in stale { try delete(id, db) }
         })
 
-    /// Keeps ratings in step with social, and erases a deleted user's data.
-    static let socialApplier = EventApplier(
+    /// Keeps ratings in step with social, and erases a deleted user's data (refusing their
+    /// late writes for `options.erasedUserWindowMs`, by `options.clock`).
+    static func socialApplier(_ options: FavoritesOptions) -> EventApplier { EventApplier(
         apply: { event, scope in
             switch event.header.type {
             case SocialEvents.ratingUpdated:
@@ -132,14 +133,15 @@ enum Places {
                                      update.placeId, update.average, update.count)
                 }
             case SocialEvents.userDeleted:
-                try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, scope)
+                try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, now: options.clock(),
+                                           window: options.erasedUserWindowMs, scope)
             default: break
             }
         },
         // Social's snapshot holds every rating; a deleted user is not in it (nothing of them is
         // kept), so a rebuild cannot erase what a missed deletion left (see Protocols/favorites.md).
         reset: { db in try db.run("DELETE FROM ratings") },
-        types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted])
+        types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted]) }
 }
 
 extension FavoritesStore {
