@@ -65,6 +65,16 @@ import TestSupport
         let listed = phone.rpc("favorites.list", #"{"near":{"lat":-33.8568,"lon":151.2153},"sort":"distance"}"#)
         #expect(listed.line.contains(#""name":"Opera Bar""#) && listed.line.contains(#""distance_m""#), "\(listed)")
 
+        // A share link reads through the gateway, for anyone and for a signed-in reader: its
+        // `token` param is the link's, not a session's.
+        let token = phone.rpc("favorites.share", #"{"list":"favorites"}"#).field("token", String.self) ?? ""
+        let stranger = try GatewayConnection(port: suite.port)
+        for reader in [stranger, phone] {
+            let shared = reader.rpc("favorites.shared", #"{"token":"\#(token)"}"#)
+            #expect(shared.line.contains(#""name":"Opera Bar""#), "\(shared)")
+        }
+        #expect(stranger.rpc("favorites.shared", #"{"token":"\#(token)x"}"#).errorCode == "not_found")
+
         // With the save, Opera Bar (1 + 2 ln 2) passes the Lookout.
         #expect(Self.eventually { first() == opera },
                 "\(phone.rpc("search.nearby", popular))")
