@@ -45,7 +45,7 @@ public enum FavoritesService {
             name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
             subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(options)],
-            makeState: { worker in FavoritesStore(worker: worker, options: options) })
+            makeState: { [lookups = CatalogLookups()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups) })
         definition.periodic = [PeriodicRequest(type: Counts.flushType, intervalMilliseconds: options.countsFlushIntervalMs)]
         return definition
     }

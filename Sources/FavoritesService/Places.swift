@@ -152,12 +152,18 @@ extension FavoritesStore {
 
     /// Makes sure place `id` is in the copy, asking the catalog (`catalog.get`) on a miss so
     /// a place created a moment ago can be saved at once; `not_found` naming `field` when the
-    /// catalog has no such place, `unavailable` when it does not answer in time.
+    /// catalog has no such place, `unavailable` when it does not answer in time or when the
+    /// other lookups under way leave only one reader (`CatalogLookups`).
     ///
     /// Call it before the write transaction: it may wait on the catalog.
     func ensurePlace(_ id: Int64, field: String = "place_id", context: RequestContext) throws {
         guard id > 0 else { throw ServiceError.invalid(field, "must be a positive place id") }
         if try db.queryOne("SELECT 1 FROM places WHERE id = ?", id) != nil { return }
+        // At least one reader stays free for everything else while the catalog is slow.
+        guard lookups.enter(limit: max(1, worker.config.readers - 1)) else {
+            throw ServiceError(.unavailable, "favorites is asking the catalog about other places; try again")
+        }
+        defer { lookups.leave() }
         struct Fetched: Decodable {
             var version: Int64
         }
