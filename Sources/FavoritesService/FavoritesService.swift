@@ -20,6 +20,9 @@ public struct FavoritesOptions: Sendable {
     /// How long `favorites.toggle` keeps a `request_id`'s answer, and how many per user.
     public var toggleRecordMs: Int64 = 24 * 3_600_000
     public var toggleRecordsPerUser = 1_000
+    /// How long an erased user's writes are refused after `social.user.deleted`: far longer
+    /// than a gateway caches a token (2 s) or a request may wait (its deadline).
+    public var erasedUserWindowMs: Int64 = 600_000
 
     public init() {}
 }
@@ -41,16 +44,17 @@ public enum FavoritesService {
         var definition = ServiceDefinition(
             name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
-            subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier],
-            makeState: { worker in FavoritesStore(worker: worker, options: options) })
+            subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(options)],
+            makeState: { [lookups = CatalogLookups()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups) })
         definition.periodic = [PeriodicRequest(type: Counts.flushType, intervalMilliseconds: options.countsFlushIntervalMs)]
         return definition
     }
 
     /// Erases everything of user `id` (`social.user.deleted`): lists, items, shares, pins, and
     /// the idempotency records of their requests; publishes the counts of the places they had.
-    static func erase(user id: Int64, _ scope: EventScope) throws {
+    static func erase(user id: Int64, now: Int64, window: Int64, _ scope: EventScope) throws {
         try Lists.erase(user: id, scope)
         try Pins.erase(user: id, scope.db)
+        try Lists.tombstone(user: id, now: now, window: window, scope.db)
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import Geo
 import ServiceKit
 import Storage
+import Synchronization
 
 /// The signed-in user a request comes from, as the envelope's `auth` says (the gateway fills
 /// it in after `auth.validate`; favorites keeps no users of its own).
@@ -19,11 +20,14 @@ struct Caller {
 public final class FavoritesStore: ServiceState {
     public let worker: ServiceWorker
     let options: FavoritesOptions
+    /// The catalog lookups under way on all of the service's threads (`ensurePlace`).
+    let lookups: CatalogLookups
     var db: Database { worker.db }
 
-    init(worker: ServiceWorker, options: FavoritesOptions) {
+    init(worker: ServiceWorker, options: FavoritesOptions, lookups: CatalogLookups) {
         self.worker = worker
         self.options = options
+        self.lookups = lookups
     }
 
     /// The service clock, in milliseconds since 1970.
@@ -40,6 +44,15 @@ public final class FavoritesStore: ServiceState {
             throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
         }
         return Caller(id: id, origin: auth.origin)
+    }
+
+    /// `unauthenticated` when user `id` was erased moments ago (`Lists.tombstone`). Call it in
+    /// the transaction of any write that makes a row of the user (a list, a pin), so the check
+    /// and the write are one with respect to the erasure.
+    func refuseErased(_ id: Int64) throws {
+        if try db.queryOne("SELECT 1 FROM erased_users WHERE user_id = ?", id) != nil {
+            throw ServiceError(.unauthenticated, "this account was deleted")
+        }
     }
 
     /// Tells the caller's other connections that their saved things changed
@@ -74,4 +87,26 @@ struct ChangeNotice: Codable, Sendable {
         case placeId = "place_id"
         case pinId = "pin_id"
     }
+}
+
+/// How many requests wait on the catalog at once (`FavoritesStore.ensurePlace`), shared by the
+/// service's threads.
+///
+/// A lookup holds a reader thread for up to a second when the catalog is slow or down; past
+/// the limit (one fewer than the readers) a lookup is refused at once, so unknown place ids
+/// sent in a loop can never take every reader and stall every user's lists.
+final class CatalogLookups: Sendable {
+    private let running = Mutex(0)
+
+    /// Takes a turn when fewer than `limit` lookups are under way; pair a true with `leave()`.
+    func enter(limit: Int) -> Bool {
+        running.withLock { count in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    /// Ends a turn that `enter` gave.
+    func leave() { running.withLock { $0 -= 1 } }
 }

@@ -80,6 +80,14 @@ enum Lists {
                 INSERT OR IGNORE INTO counts_due (place_id) VALUES (new.place_id);
             END;
             """),
+        // Users erased a short while ago, so a write that was signed in before the deletion
+        // and arrives after it cannot leave a row behind; dropped once `until` passes.
+        Migration(domain: "lists", version: 2, sql: """
+            CREATE TABLE erased_users (
+                user_id INTEGER PRIMARY KEY,
+                until   INTEGER NOT NULL
+            );
+            """),
     ]
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
@@ -114,6 +122,14 @@ enum Lists {
         try db.run("DELETE FROM toggle_requests WHERE user_id = ?", id)
     }
 
+    /// Remembers that user `id` was erased at `now`, until `now + window`: the writes that make
+    /// a row of a user (`FavoritesStore.refuseErased`) refuse them meanwhile. A request signed
+    /// in before the deletion (a gateway's cached token, a request queued here) may arrive
+    /// after the event; without this it would make a list or a pin that nothing erases again.
+    static func tombstone(user id: Int64, now: Int64, window: Int64, _ db: Database) throws {
+        try db.run("INSERT OR REPLACE INTO erased_users (user_id, until) VALUES (?, ?)", id, now + window)
+    }
+
     /// The built-in that `name` means (ASCII case ignored, as list names compare), or nil.
     static func builtIn(_ name: String) -> String? {
         builtIns.first { $0.caseInsensitiveCompare(name) == .orderedSame && $0.utf8.count == name.utf8.count }
@@ -146,6 +162,7 @@ extension FavoritesStore {
     /// the write's transaction.
     func listId(_ list: ListRef, userId: Int64) throws -> Int64 {
         if let id = list.id { return id }
+        try refuseErased(userId)
         try db.run("INSERT OR IGNORE INTO lists (user_id, name, builtin, created_at) VALUES (?, ?, 1, ?)", userId, list.name, now)
         guard let id = try db.scalarInt("SELECT id FROM lists WHERE user_id = ? AND name = ?", userId, list.name) else {
             throw ServiceError(.internal, "built-in list \(list.name) was not made")
@@ -191,6 +208,7 @@ extension FavoritesStore {
     /// `favorites.lists.create`: a new own list, at most `maxOwnLists` of them.
     func createList(_ raw: String, caller: Caller) throws -> ListInfo {
         let name = try checkedNewName(raw, rule: Lists.nameRule, userId: caller.id)
+        try refuseErased(caller.id)
         let own = try db.scalarInt("SELECT count(*) FROM lists WHERE user_id = ? AND builtin = 0", caller.id) ?? 0
         guard own < options.maxOwnLists else {
             throw ServiceError(.conflict, "you have \(options.maxOwnLists) lists of your own, the most there may be; delete one first", field: "name")

@@ -135,6 +135,7 @@ extension FavoritesStore {
         let point = try Pins.coordinate(request.lat, request.lon)
         try Pins.titleRule.check(request.title)
         try Pins.noteRule.check(request.note)
+        try refuseErased(caller.id)
         let held = try db.scalarInt("SELECT COUNT(*) FROM pins WHERE user_id = ?", caller.id) ?? 0
         guard held < Pins.maxPerUser else {
             throw ServiceError(.conflict, "at most \(Pins.maxPerUser) pins per user; delete one to add another", field: "pins")

@@ -121,8 +121,9 @@ enum Places {
             for id in stale { try delete(id, db) }
         })
 
-    /// Keeps ratings in step with social, and erases a deleted user's data.
-    static let socialApplier = EventApplier(
+    /// Keeps ratings in step with social, and erases a deleted user's data (refusing their
+    /// late writes for `options.erasedUserWindowMs`, by `options.clock`).
+    static func socialApplier(_ options: FavoritesOptions) -> EventApplier { EventApplier(
         apply: { event, scope in
             switch event.header.type {
             case SocialEvents.ratingUpdated:
@@ -134,14 +135,15 @@ enum Places {
                                      update.placeId, update.average, update.count)
                 }
             case SocialEvents.userDeleted:
-                try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, scope)
+                try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, now: options.clock(),
+                                           window: options.erasedUserWindowMs, scope)
             default: break
             }
         },
         // Social's snapshot holds every rating; a deleted user is not in it (nothing of them is
         // kept), so a rebuild cannot erase what a missed deletion left (see Protocols/favorites.md).
         reset: { db in try db.run("DELETE FROM ratings") },
-        types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted])
+        types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted]) }
 }
 
 extension FavoritesStore {
@@ -152,12 +154,18 @@ extension FavoritesStore {
 
     /// Makes sure place `id` is in the copy, asking the catalog (`catalog.get`) on a miss so
     /// a place created a moment ago can be saved at once; `not_found` naming `field` when the
-    /// catalog has no such place, `unavailable` when it does not answer in time.
+    /// catalog has no such place, `unavailable` when it does not answer in time or when the
+    /// other lookups under way leave only one reader (`CatalogLookups`).
     ///
     /// Call it before the write transaction: it may wait on the catalog.
     func ensurePlace(_ id: Int64, field: String = "place_id", context: RequestContext) throws {
         guard id > 0 else { throw ServiceError.invalid(field, "must be a positive place id") }
         if try db.queryOne("SELECT 1 FROM places WHERE id = ?", id) != nil { return }
+        // At least one reader stays free for everything else while the catalog is slow.
+        guard lookups.enter(limit: max(1, worker.config.readers - 1)) else {
+            throw ServiceError(.unavailable, "favorites is asking the catalog about other places; try again")
+        }
+        defer { lookups.leave() }
         struct Fetched: Decodable {
             var version: Int64
         }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import Testing
 import TestSupport
@@ -48,6 +49,49 @@ import TestSupport
         #expect(Date().timeIntervalSince(started) < 3)
         // What favorites already has is saved without the catalog.
         #expect(try f.call("favorites.toggle", #"{"place_id":1}"#)["saved"] as? Bool == true)
+    }
+
+    /// Unknown place ids sent in a stream while the catalog stalls hold at most one reader
+    /// (of two) for the lookup's second: another user's list still answers at once.
+    @Test func lookupsOfAStalledCatalogLeaveAReaderForEveryoneElse() throws {
+        let f = try FavoritesFixture(start: false)
+        // A catalog that takes each request and answers none within favorites' second.
+        var table = HandlerTable<Void>()
+        table.onRaw(CatalogRequests.get) { _, _ in
+            usleep(1_500_000)
+            throw ServiceError(.notFound, "late")
+        }
+        let stalled = try RPCServer(context: f.context, bind: ["tcp://127.0.0.1:0"], table: table, logger: favoritesQuiet) { _ in () }
+        defer { stalled.stop() }
+        try f.startFavorites(catalogRPC: stalled.endpoints)
+        let endpoints = try #require(f.favorites).endpoints.rpc
+        let clients = try (0..<16).map { _ in try RPCClient(context: f.context, endpoints: endpoints, logger: favoritesQuiet) }
+        defer { clients.forEach { $0.close() } }
+        try f.call("favorites.lists", as: 2)
+        usleep(300_000)  // the sockets connect
+        // Sixteen clients of user 1 save unknown places, each again as soon as answered, for 2.5 s.
+        let codes = Locked<Set<String>>([])
+        let group = DispatchGroup()
+        let end = Date().addingTimeInterval(2.5)
+        for (k, client) in clients.enumerated() {
+            DispatchQueue.global().async(group: group) {
+                for n in 0..<50 where Date() < end {
+                    do {
+                        _ = try client.request(type: "favorites.add", body: Data(#"{"place_id":\#(1_000 + 100 * k + n)}"#.utf8),
+                                               auth: Auth(userId: "1", role: "user"), timeoutMilliseconds: 5_000)
+                    } catch {
+                        codes.withLock { _ = $0.insert(refusal(error as? ServiceError)) }
+                    }
+                }
+            }
+        }
+        usleep(1_200_000)
+        let started = Date()
+        try f.call("favorites.lists", as: 2)
+        let waited = Date().timeIntervalSince(started)
+        #expect(group.wait(timeout: .now() + 20) == .success)
+        #expect(waited < 0.2, "another user's request waited \(waited) s")
+        #expect(codes.value == ["unavailable -"], "\(codes.value)")
     }
 
     @Test func favoritesStartedBehindTheCatalogCatchesUpByReplay() throws {

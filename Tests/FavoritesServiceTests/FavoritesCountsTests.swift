@@ -82,6 +82,34 @@ import TestSupport
         #expect(try f.counted().last == PlaceCounted(placeId: 1, saves: 1, visits30d: 0))
         #expect(listedPlaceIds(try f.call("favorites.list", as: 6)) == [1])
     }
+
+    /// A write signed in before the deletion but arriving after `social.user.deleted` (a
+    /// gateway's cached token, a request in a queue) is refused, so nothing of the user is
+    /// made again; the refusal ends with its window, and the tombstone goes with it.
+    @Test func aWriteOfAnErasedUserArrivingLateLeavesNoRow() throws {
+        let f = try FavoritesFixture { $0.erasedUserWindowMs = 60_000 }
+        try f.place(1)
+        #expect(f.waitForPlace(1))
+        try f.call("favorites.add", #"{"place_id":1}"#, as: 5)
+        try f.deleteUser(5)
+        #expect(f.eventually { (try? f.rows("SELECT 1 FROM lists WHERE user_id = 5").isEmpty) == true })
+        let late: [(String, String)] = [
+            ("favorites.add", #"{"place_id":1}"#), ("favorites.toggle", #"{"place_id":1,"list":"want_to_go","request_id":"r"}"#),
+            ("favorites.visited.add", #"{"place_id":1}"#), ("favorites.lists.create", #"{"name":"Trip"}"#),
+            ("favorites.share", #"{"list":"favorites"}"#), ("pins.add", #"{"lat":-33.86,"lon":151.21}"#),
+        ]
+        for (type, body) in late {
+            #expect(refusal(f.error(type, body, as: 5)).hasPrefix("unauthenticated"), "\(type)")
+        }
+        for table in ["lists", "toggle_requests", "pins"] {
+            #expect(try f.rows("SELECT 1 FROM \(table) WHERE user_id = 5").isEmpty, "\(table)")
+        }
+        // Another user writes as before.
+        try f.call("favorites.lists.create", #"{"name":"Trip"}"#, as: 6)
+        f.advance(60_001)
+        try f.flush()
+        #expect(try f.rows("SELECT 1 FROM erased_users").isEmpty)
+    }
 }
 
 /// The counted events of favorites' first `sys.snapshot` page.

@@ -49,12 +49,13 @@ final class FavoritesFixture {
         if start { try startFavorites() }
     }
 
-    /// Starts (or restarts) favorites on the same folder.
-    func startFavorites() throws {
+    /// Starts (or restarts) favorites on the same folder; `catalogRPC` puts another server
+    /// in the catalog's place for its requests (its events still come from the fake).
+    func startFavorites(catalogRPC: [String]? = nil) throws {
         var c = ServiceConfig(service: "favorites")
         c.dataDirectory = folder.path
         c.heartbeatMilliseconds = 50
-        c.peers = ["catalog": PeerEndpoints(rpc: catalog.endpoints.rpc, publish: catalog.endpoints.publish),
+        c.peers = ["catalog": PeerEndpoints(rpc: catalogRPC ?? catalog.endpoints.rpc, publish: catalog.endpoints.publish),
                    "social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish)]
         let runtime = try ServiceRuntime(definition: FavoritesService.definition(options: options), config: c, context: context, logger: favoritesQuiet)
         favorites = runtime

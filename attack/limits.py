@@ -1,0 +1,67 @@
+"""Attack: limits from the outside — bytes vs characters, combining marks, huge numbers,
+deep JSON, many keys, long ids and cursors. Prints each probe's answer code."""
+import json, random
+import tb
+
+a = tb.user("lim%d" % random.randint(0, 10**6))
+
+def probe(label, method, params=None, raw=None):
+    r = a.call(method, params, raw_params=raw)
+    out = r.get("error", {}).get("data", {}) if "error" in r else "ok " + json.dumps(r["result"])[:80]
+    if "error" in r: out = f'{r["error"]["data"].get("code")} {r["error"]["data"].get("field")} {r["error"]["message"][:70]}'
+    print(f"{label:45} {out}")
+    return r
+
+zalgo = "e" + "\u0301" * 3000          # one character, 6001 bytes
+probe("note: 1 char of 3000 combining marks", "favorites.add", {"place_id": 1, "note": zalgo})
+probe("note: 500 chars ascii", "favorites.add", {"place_id": 1, "note": "x" * 500})
+probe("note: 501 chars ascii", "favorites.add", {"place_id": 1, "note": "x" * 501})
+probe("note: 500 emoji (2000 bytes)", "favorites.add", {"place_id": 1, "note": "😀" * 500})
+probe("note: 500 flags (4000 bytes)", "favorites.add", {"place_id": 1, "note": "🇦🇺" * 500})
+probe("note: NUL byte", "favorites.add", {"place_id": 1, "note": "a\u0000b"})
+probe("list name: 1 char zalgo 400 marks", "favorites.lists.create", {"name": "a" + "\u0301" * 400})
+probe("list name: 101 chars", "favorites.lists.create", {"name": "n" * 101})
+probe("list name: 'Favorites' (case)", "favorites.lists.create", {"name": "Favorites"})
+probe("list name: 'ＦＡＶＯＲＩＴＥＳ' (fullwidth)", "favorites.lists.create", {"name": "ＦＡＶＯＲＩＴＥＳ"})
+probe("list name: 'favorites ' trailing space", "favorites.lists.create", {"name": "favorites "})
+probe("list name: bidi override", "favorites.lists.create", {"name": "\u202eetirovaf"})
+probe("list name: newline", "favorites.lists.create", {"name": "a\nb"})
+probe("list: Visited (case) add", "favorites.add", {"place_id": 2, "list": "VISITED"})
+probe("request_id 65 bytes", "favorites.toggle", {"place_id": 1, "request_id": "r" * 65})
+probe("request_id 33 x 2-byte", "favorites.toggle", {"place_id": 1, "request_id": "é" * 33})
+probe("place_id 2^63", "favorites.add", raw='{"place_id":9223372036854775808}')
+probe("place_id 2^63-1", "favorites.add", {"place_id": 2**63 - 1})
+probe("place_id 1e300", "favorites.add", raw='{"place_id":1e300}')
+probe("place_id 1.5", "favorites.add", raw='{"place_id":1.5}')
+probe("place_id -1", "favorites.add", {"place_id": -1})
+probe("place_id 0 remove", "favorites.remove", {"place_id": 0})
+probe("place_id string", "favorites.add", {"place_id": "1"})
+probe("contains 101 ids", "favorites.contains", {"place_ids": list(range(1, 102))})
+probe("contains 100000 ids", "favorites.contains", {"place_ids": list(range(1, 100001))})
+probe("contains nested arrays", "favorites.contains", raw='{"place_ids":' + "[" * 300 + "]" * 300 + "}")
+probe("deep JSON 400", "favorites.list", raw='{"near":' + '{"a":' * 400 + "1" + "}" * 400 + "}")
+probe("many keys 10000", "favorites.list", raw="{" + ",".join('"k%d":1' % i for i in range(10000)) + "}")
+probe("duplicate keys list", "favorites.list", raw='{"list":"favorites","list":"visited"}')
+probe("cursor 5000 bytes", "favorites.list", {"cursor": "A" * 5000})
+probe("cursor garbage", "favorites.list", {"cursor": "!!!!"})
+probe("limit 10^12", "favorites.list", {"limit": 10**12})
+probe("limit -1", "favorites.list", {"limit": -1})
+probe("near lat 1e308", "favorites.list", {"near": {"lat": 1e308, "lon": 0}, "sort": "distance"})
+probe("near lat NaN", "favorites.list", raw='{"near":{"lat":NaN,"lon":0},"sort":"distance"}')
+probe("sort distance w/o near", "favorites.list", {"sort": "distance"})
+probe("visited at year 9999", "favorites.visited.add", {"place_id": 3, "at": "9999-12-31T23:59:59Z"})
+probe("visited at year 0001", "favorites.visited.add", {"place_id": 3, "at": "0001-01-01T00:00:00Z"})
+probe("visited at leap 60s", "favorites.visited.add", {"place_id": 3, "at": "2020-01-01T00:00:60Z"})
+probe("visited at offset -23:59", "favorites.visited.add", {"place_id": 3, "at": "2026-11-30T23:59:59-23:59"})
+probe("pin lat 91", "pins.add", {"lat": 91, "lon": 0})
+probe("pin title zalgo", "pins.add", {"lat": 0, "lon": 0, "title": "a" + "\u0301" * 2000})
+probe("pin note 8000 bytes 500 chars", "pins.add", {"lat": 0, "lon": 0, "note": ("a" + "\u0301" * 15) * 500})
+probe("pins.list radius 1e308", "pins.list", {"near": {"lat": 0, "lon": 0, "radius_m": 1e308}})
+probe("pins.list bbox inverted", "pins.list", {"bbox": {"south": 10, "west": 10, "north": -10, "east": -10}})
+probe("pins.update id 2^62", "pins.update", {"id": 2**62, "title": "x"})
+probe("share token 64 bytes", "favorites.shared", {"token": "A" * 64})
+probe("share token 10000 bytes", "favorites.shared", {"token": "A" * 10000})
+probe("share token non-string", "favorites.shared", raw='{"token":123}')
+probe("share token null", "favorites.shared", raw='{"token":null}')
+probe("shared cursor from own list", "favorites.shared", {"token": "A"*32, "cursor": "x"})
+probe("flush from outside", "favorites.counts.flush", {})
