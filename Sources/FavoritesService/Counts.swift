@@ -33,11 +33,10 @@ enum Counts {
 
 extension FavoritesStore {
     /// Recounts the places due (and those whose visits left the window), publishes the counts
-    /// that changed, and drops idempotency records and erased users past their windows.
+    /// that changed, and drops idempotency records past their window.
     func flushCounts() throws -> Flushed {
         let now = self.now
         try db.run("DELETE FROM toggle_requests WHERE at <= ?", now - options.toggleRecordMs)
-        try db.run("DELETE FROM erased_users WHERE until <= ?", now)
         try db.run("INSERT OR IGNORE INTO counts_due (place_id) SELECT place_id FROM place_counts WHERE recount_at <= ?", now)
         let due = try db.query("SELECT place_id FROM counts_due ORDER BY place_id LIMIT ?", Counts.flushBatch).decode("place_id", as: Int64.self)
         var published = 0

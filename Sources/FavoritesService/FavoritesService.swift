@@ -41,20 +41,22 @@ public enum FavoritesService {
         var table = HandlerTable<FavoritesStore>()
         Lists.register(&table)
         Pins.register(&table)
+        let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         var definition = ServiceDefinition(
             name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
-            subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(options)],
-            makeState: { [lookups = CatalogLookups()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups) })
+            subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(clock: options.clock, erased: erased)],
+            makeState: { [lookups = CatalogLookups()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups, erased: erased) })
         definition.periodic = [PeriodicRequest(type: Counts.flushType, intervalMilliseconds: options.countsFlushIntervalMs)]
         return definition
     }
 
     /// Erases everything of user `id` (`social.user.deleted`): lists, items, shares, pins, and
     /// the idempotency records of their requests; publishes the counts of the places they had.
-    static func erase(user id: Int64, now: Int64, window: Int64, _ scope: EventScope) throws {
+    /// Their late writes are refused for a while (`erased`), noted before the erasure commits.
+    static func erase(user id: Int64, now: Int64, erased: RecentlyErased, _ scope: EventScope) throws {
+        erased.note(id, now: now)
         try Lists.erase(user: id, scope)
         try Pins.erase(user: id, scope.db)
-        try Lists.tombstone(user: id, now: now, window: window, scope.db)
     }
 }

@@ -22,12 +22,15 @@ public final class FavoritesStore: ServiceState {
     let options: FavoritesOptions
     /// The catalog lookups under way on all of the service's threads (`ensurePlace`).
     let lookups: CatalogLookups
+    /// Users erased a moment ago, whose late writes are refused (shared by all threads).
+    let erased: RecentlyErased
     var db: Database { worker.db }
 
-    init(worker: ServiceWorker, options: FavoritesOptions, lookups: CatalogLookups) {
+    init(worker: ServiceWorker, options: FavoritesOptions, lookups: CatalogLookups, erased: RecentlyErased) {
         self.worker = worker
         self.options = options
         self.lookups = lookups
+        self.erased = erased
     }
 
     /// The service clock, in milliseconds since 1970.
@@ -46,13 +49,11 @@ public final class FavoritesStore: ServiceState {
         return Caller(id: id, origin: auth.origin)
     }
 
-    /// `unauthenticated` when user `id` was erased moments ago (`Lists.tombstone`). Call it in
+    /// `unauthenticated` when user `id` was erased moments ago (`RecentlyErased`). Call it in
     /// the transaction of any write that makes a row of the user (a list, a pin), so the check
     /// and the write are one with respect to the erasure.
     func refuseErased(_ id: Int64) throws {
-        if try db.queryOne("SELECT 1 FROM erased_users WHERE user_id = ?", id) != nil {
-            throw ServiceError(.unauthenticated, "this account was deleted")
-        }
+        try erased.refuse(id, now: now)
     }
 
     /// Tells the caller's other connections that their saved things changed

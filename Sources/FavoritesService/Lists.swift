@@ -80,14 +80,6 @@ enum Lists {
                 INSERT OR IGNORE INTO counts_due (place_id) VALUES (new.place_id);
             END;
             """),
-        // Users erased a short while ago, so a write that was signed in before the deletion
-        // and arrives after it cannot leave a row behind; dropped once `until` passes.
-        Migration(domain: "lists", version: 2, sql: """
-            CREATE TABLE erased_users (
-                user_id INTEGER PRIMARY KEY,
-                until   INTEGER NOT NULL
-            );
-            """),
     ]
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
@@ -120,14 +112,6 @@ enum Lists {
         try db.run("DELETE FROM shares WHERE list_id IN (SELECT id FROM lists WHERE user_id = ?)", id)
         try db.run("DELETE FROM lists WHERE user_id = ?", id)
         try db.run("DELETE FROM toggle_requests WHERE user_id = ?", id)
-    }
-
-    /// Remembers that user `id` was erased at `now`, until `now + window`: the writes that make
-    /// a row of a user (`FavoritesStore.refuseErased`) refuse them meanwhile. A request signed
-    /// in before the deletion (a gateway's cached token, a request queued here) may arrive
-    /// after the event; without this it would make a list or a pin that nothing erases again.
-    static func tombstone(user id: Int64, now: Int64, window: Int64, _ db: Database) throws {
-        try db.run("INSERT OR REPLACE INTO erased_users (user_id, until) VALUES (?, ?)", id, now + window)
     }
 
     /// The built-in that `name` means (ASCII case ignored, as list names compare), or nil.

@@ -122,8 +122,8 @@ enum Places {
         })
 
     /// Keeps ratings in step with social, and erases a deleted user's data (refusing their
-    /// late writes for `options.erasedUserWindowMs`, by `options.clock`).
-    static func socialApplier(_ options: FavoritesOptions) -> EventApplier { EventApplier(
+    /// late writes for a while: `erased`, by `clock`).
+    static func socialApplier(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventApplier { EventApplier(
         apply: { event, scope in
             switch event.header.type {
             case SocialEvents.ratingUpdated:
@@ -135,8 +135,7 @@ enum Places {
                                      update.placeId, update.average, update.count)
                 }
             case SocialEvents.userDeleted:
-                try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, now: options.clock(),
-                                           window: options.erasedUserWindowMs, scope)
+                try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, now: clock(), erased: erased, scope)
             default: break
             }
         },

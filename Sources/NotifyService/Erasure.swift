@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import Geo
 import ServiceKit
 import Storage
 
@@ -9,12 +10,15 @@ import Storage
 enum Erasure {
     /// Follows social for `social.user.deleted` only. Nothing is copied from social, so a
     /// rebuild from its snapshot has nothing to forget (`reset` does nothing); every other
-    /// type (ratings, sessions, redacted events) is passed over.
-    static func socialApplier(clock: @escaping @Sendable () -> Int64) -> EventApplier {
+    /// type (ratings, sessions, redacted events) is passed over. The user's late writes are
+    /// refused for a while (`erased`, noted before the erasure commits; `NotifyStore.caller`).
+    static func socialApplier(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventApplier {
         EventApplier(
             apply: { event, scope in
                 guard event.header.type == SocialEvents.userDeleted else { return }
-                try erase(user: try event.body(UserDeleted.self).userId, scope.db, now: clock())
+                let id = try event.body(UserDeleted.self).userId, now = clock()
+                erased.note(id, now: now)
+                try erase(user: id, scope.db, now: now)
             },
             reset: { _ in },
             types: [SocialEvents.userDeleted])
@@ -32,9 +36,8 @@ enum Erasure {
             try db.run("DELETE FROM pairs WHERE annotation_id = ?", annotation)
             try db.run("DELETE FROM annotations_geo WHERE id = ?", annotation)
             try db.run("DELETE FROM annotations WHERE id = ?", annotation)
-            // As `NotifyStore.recordChange` writes a deletion.
-            try db.run("INSERT INTO changes (annotation_id, lat, lon, deleted, at_ms) VALUES (?, ?, ?, 1, ?)",
-                       annotation, try row.decode("lat", as: Double.self), try row.decode("lon", as: Double.self), now)
+            try NotifyStore.recordChange(annotation, at: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
+                                         deleted: true, now: now, db)
         }
         try db.run("DELETE FROM inbox WHERE user_id = ? OR json_extract(alert_json, '$.user_id') = ?", id, id)
         try db.run("DELETE FROM pairs WHERE user_id = ?", id)

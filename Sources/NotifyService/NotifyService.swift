@@ -27,6 +27,8 @@ public struct NotifyOptions: Sendable {
     public var submitsPerMinute = 10
     public var liveAnnotationsPerUser = 100
     public var reportIntervalMs: Int64 = 1_000
+    /// How long a deleted user's late writes (signed in before the deletion) are refused.
+    public var erasedUserWindowMs: Int64 = 600_000
 
     public init() {}
 }
@@ -110,12 +112,13 @@ public enum NotifyService {
         }
 
         let initialForm = options.initialForm
+        let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         var definition = ServiceDefinition(
             name: "notify", migrations: NotifySchema.migrations, handlers: table, publishes: true,
             // A deleted account's data goes with it (`Erasure`).
-            subscriptions: ["social": Erasure.socialApplier(clock: options.clock)],
+            subscriptions: ["social": Erasure.socialApplier(clock: options.clock, erased: erased)],
             makeState: { worker in
-                let store = NotifyStore(worker: worker, options: options)
+                let store = NotifyStore(worker: worker, options: options, erased: erased)
                 if let initialForm { try store.storeInitialForm(initialForm) }
                 return store
             })

@@ -41,10 +41,13 @@ public final class NotifyStore: ServiceState {
     var db: Database { worker.db }
     /// The form last read, by version, so a thread parses a stored form once.
     var cachedForm: AnnotationForm?
+    /// Users erased a moment ago, whose late requests are refused (shared by all threads).
+    let erased: RecentlyErased
 
-    init(worker: ServiceWorker, options: NotifyOptions) {
+    init(worker: ServiceWorker, options: NotifyOptions, erased: RecentlyErased) {
         self.worker = worker
         self.options = options
+        self.erased = erased
     }
 
     /// The service clock, in milliseconds since 1970.
@@ -53,13 +56,16 @@ public final class NotifyStore: ServiceState {
     /// A time in milliseconds as a `Date`.
     static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
 
-    /// The caller, or `unauthenticated` when the request carries no usable identity. Identity
+    /// The caller, or `unauthenticated` when the request carries no usable identity or its user
+    /// was erased a moment ago (a request signed in before the deletion, arriving after it: in a
+    /// write, this runs in its transaction, so it cannot make a row of the user again). Identity
     /// comes only from the envelope; an admin is a caller whose `auth.role` is `admin`.
     func caller(_ context: RequestContext) throws(ServiceError) -> Caller {
         guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
         guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else {
             throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
         }
+        try erased.refuse(id, now: now)
         return Caller(id: id, isAdmin: auth.role == "admin", origin: auth.origin)
     }
 

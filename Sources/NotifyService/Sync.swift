@@ -22,6 +22,11 @@ extension NotifyStore {
 
     /// Records a change of annotation `id` at `point` for `annotations.sync`.
     func recordChange(_ id: Int64, at point: Coordinate, deleted: Bool) throws {
+        try Self.recordChange(id, at: point, deleted: deleted, now: now, db)
+    }
+
+    /// Records a change in `db` at `now` (for the erasure, which runs on the subscriber's connection).
+    static func recordChange(_ id: Int64, at point: Coordinate, deleted: Bool, now: Int64, _ db: Database) throws {
         try db.run("INSERT INTO changes (annotation_id, lat, lon, deleted, at_ms) VALUES (?, ?, ?, ?, ?)",
                    id, point.latitude, point.longitude, deleted ? 1 : 0, now)
     }

@@ -134,4 +134,24 @@ final class ErasureFixture {
         #expect(try f.count("SELECT count(*) FROM changes") == changes + 1)
         #expect(try f.count("SELECT count(*) FROM annotations WHERE user_id = ?", other) == 1)
     }
+
+    /// A request signed in before the deletion but arriving after the event (a gateway's cached
+    /// token, a queue) is refused, so it makes no row of the user again; others go on.
+    @Test func aLateRequestOfAnErasedUserIsRefusedAndLeavesNoRow() throws {
+        let f = try ErasureFixture()
+        try f.call("annotations.form.set", #"{"form":\#(notifyFormJSON())}"#, as: 1, role: "admin")
+        try f.call("notify.settings.set", #"{"radius_m":800}"#, as: 7)
+        try f.emit(SocialEvents.userDeleted, #"{"user_id":7}"#)
+        #expect(try f.eventually("SELECT count(*) FROM settings WHERE user_id = ?", 7, is: 0))
+        let late: [(String, String)] = [("notify.settings.set", #"{"radius_m":900}"#), ("notify.location", #"{"lat":\#(quay.lat),"lon":\#(quay.lon)}"#),
+                                        ("annotations.submit", #"{"lat":\#(quay.lat),"lon":\#(quay.lon),"values":\#(quayValues)}"#)]
+        for (type, body) in late {
+            #expect(throws: ServiceError(.unauthenticated, "this account was deleted")) { try f.call(type, body, as: 7) }
+        }
+        #expect(try rowsNaming(7, texts: [], userColumns: ["user_id"], path: f.databasePath) == [])
+        try f.call("notify.settings.set", #"{"radius_m":900}"#, as: 8)
+        // After the window the id is an ordinary one again.
+        f.clock.withLock { $0 += 600_001 }
+        try f.call("notify.settings.set", #"{"radius_m":900}"#, as: 7)
+    }
 }

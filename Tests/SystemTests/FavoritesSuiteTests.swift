@@ -141,8 +141,7 @@ import TestSupport
 
     /// Every row of every table of every service's database that holds the user: their id in a
     /// column that names a user, or their username, e-mail or the marker text they wrote
-    /// anywhere. The outbox rows of `social.user.deleted` itself are one exception, favorites'
-    /// short-lived tombstone of the id (`erased_users`) the other.
+    /// anywhere. The outbox rows of `social.user.deleted` itself are the one exception.
     static func rowsOfUser(id: Int, markers: [String], in folder: String) throws -> [String] {
         var found: [String] = []
         let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".sqlite") }.sorted()
@@ -152,9 +151,6 @@ import TestSupport
             for table in tables {
                 try db.forEachRow("SELECT * FROM \"\(table)\"") { row in
                     if table == "outbox", case .text(let type) = row.value("type"), type == "social.user.deleted" { return }
-                    // Favorites' tombstone of the id (refusing late writes for minutes, then gone),
-                    // which holds nothing but the id the deletion event carries.
-                    if file == "favorites.sqlite" && table == "erased_users" { return }
                     for (column, value) in zip(row.columnNames, row.values) {
                         let names = column == "user_id" || column.hasSuffix("_user_id") || column.hasPrefix("follow") || (table == "users" && column == "id")
                         let text: String? = switch value {
