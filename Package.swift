@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(name: "FavoritesServiceTests", dependencies: ["FavoritesService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.
-        .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "Storage", "TestSupport"], exclude: ["Resources"]),
+        .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "TestSupport"], exclude: ["Resources"]),
     ],
     swiftLanguageModes: [.v6]
 )

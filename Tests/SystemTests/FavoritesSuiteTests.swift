@@ -1,6 +1,5 @@
 import Bus
 import Foundation
-import Storage
 import Testing
 import TestSupport
 
@@ -140,31 +139,14 @@ import TestSupport
     }
 
     /// Every row of every table of every service's database that holds the user: their id in a
-    /// column that names a user, or their username, e-mail or the marker text they wrote
-    /// anywhere. The outbox rows of `social.user.deleted` itself are the one exception.
+    /// column that names a user, a JSON `"user_id":id`, or their username, e-mail or the marker
+    /// text they wrote anywhere (`rowsNaming`), by file. The outbox rows of `social.user.deleted`
+    /// itself are the one exception.
     static func rowsOfUser(id: Int, markers: [String], in folder: String) throws -> [String] {
-        var found: [String] = []
         let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".sqlite") }.sorted()
-        for file in files {
-            let db = try Database(path: folder + "/" + file, readOnly: true)
-            let tables = try db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").decode("name", as: String.self)
-            for table in tables {
-                try db.forEachRow("SELECT * FROM \"\(table)\"") { row in
-                    if table == "outbox", case .text(let type) = row.value("type"), type == "social.user.deleted" { return }
-                    for (column, value) in zip(row.columnNames, row.values) {
-                        let names = column == "user_id" || column.hasSuffix("_user_id") || column.hasPrefix("follow") || (table == "users" && column == "id")
-                        let text: String? = switch value {
-                        case .text(let t): t
-                        case .blob(let b): String(decoding: b, as: UTF8.self)
-                        default: nil
-                        }
-                        if names, value.integerValue == Int64(id) { found.append("\(file) \(table).\(column) = \(id)") }
-                        if let text, let marker = markers.first(where: { text.contains($0) }) { found.append("\(file) \(table).\(column) holds '\(marker)'") }
-                        if let text, text.contains(#""user_id":\#(id)"#) || text.contains(#""user_id":"\#(id)""#) { found.append("\(file) \(table).\(column) names user \(id)") }
-                    }
-                }
-            }
+        return try files.flatMap { file in
+            try rowsNaming(Int64(id), texts: markers, userColumns: ["user_id", "follower_id", "followee_id", "users.id"],
+                           except: ["outbox": "type = 'social.user.deleted'"], path: folder + "/" + file).map { "\(file) \($0)" }
         }
-        return found
     }
 }
