@@ -49,14 +49,24 @@ func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) thro
         #expect(try roundTrips(PlaceDeleted.self, Data(#"{"id":4}"#.utf8)) == PlaceDeleted(id: 4))
     }
 
+    @Test func favoritesEventsAsTheDocsShowThem() throws {
+        let counted = try ProtocolDocs.eventBodies(FavoritesEvents.counted, in: "favorites.md")
+        try #require(!counted.isEmpty)
+        for body in counted { _ = try roundTrips(PlaceCounted.self, body) }
+        #expect(String(decoding: try JSONCoding.encoder.encode(PlaceCounted(placeId: 2, saves: 1, visits30d: 0)), as: UTF8.self)
+                == #"{"place_id":2,"saves":1,"visits_30d":0}"#)
+    }
+
     @Test func socialEventsAsTheDocsShowThem() throws {
         let ratings = try ProtocolDocs.eventBodies(SocialEvents.ratingUpdated, in: "social.md")
         let ended = try ProtocolDocs.eventBodies(SocialEvents.sessionEnded, in: "social.md")
         let roles = try ProtocolDocs.eventBodies(SocialEvents.roleChanged, in: "social.md")
-        try #require(!ratings.isEmpty && !ended.isEmpty && !roles.isEmpty)
+        let deleted = try ProtocolDocs.eventBodies(SocialEvents.userDeleted, in: "social.md")
+        try #require(!ratings.isEmpty && !ended.isEmpty && !roles.isEmpty && !deleted.isEmpty)
         for body in ratings { _ = try roundTrips(RatingUpdated.self, body) }
         for body in ended { _ = try roundTrips(SessionEnded.self, body) }
         for body in roles { _ = try roundTrips(RoleChange.self, body) }
+        for body in deleted { _ = try roundTrips(UserDeleted.self, body) }
         // Sorted keys, as the publisher writes them: the text itself.
         let rating = String(decoding: try JSONCoding.encoder.encode(RatingUpdated(placeId: 1, average: 3.5, count: 2)), as: UTF8.self)
         #expect(rating == #"{"average":3.5,"count":2,"place_id":1}"#)
