@@ -88,7 +88,11 @@ extension TourbusCommand {
             printError("\(error)")
             return 1
         }
-        var gatewayArgs = ["--listen", listen]
+        // The gateway says it is listening in this file (written once its port is bound): a
+        // port that answers is not proof, since another process may hold it.
+        let gatewayReady = (dataDirectory as NSString).appendingPathComponent("gateway.ready.json")
+        try? FileManager.default.removeItem(atPath: gatewayReady)
+        var gatewayArgs = ["--listen", listen, "--ready-file", gatewayReady]
         for name in services {
             gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"]
             // Social's events drop cached sign-ins at once (a logout, a demoted admin); every
@@ -124,14 +128,22 @@ extension TourbusCommand {
         for name in services { clients[name] = try? RPCClient(context: context, endpoints: [rpc[name] ?? ""], logger: logger) }
         defer { clients.values.forEach { $0.close() } }
 
-        // Wait (at most 20 s) until every service answers sys.ping and the gateway answers ping.
+        // Wait (at most 20 s) until every service answers sys.ping and the gateway has bound its
+        // port and answers ping there. A child that ends meanwhile (a port in use, a bad flag)
+        // ends the start: restarting it would only fail again.
         let readyBy = Date().addingTimeInterval(20)
         var waiting = Set(services + ["gateway"])
         while !waiting.isEmpty && Date() < readyBy {
+            if let ended = members.first(where: { $0.process?.isRunning == false }) {
+                printError("\(ended.name) stopped while starting (its messages are above); stopping the suite")
+                stopAll()
+                return 1
+            }
             for name in waiting {
                 if name == "gateway" {
                     let ping = Data(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.utf8 + [0x0A])
-                    if (try? LineClient(endpoint: listen, timeoutMilliseconds: 500).exchange(ping)) != nil { waiting.remove(name) }
+                    if FileManager.default.fileExists(atPath: gatewayReady),
+                       (try? LineClient(endpoint: listen, timeoutMilliseconds: 500).exchange(ping)) != nil { waiting.remove(name) }
                 } else if (try? clients[name]?.request(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 500)) != nil {
                     waiting.remove(name)
                 }

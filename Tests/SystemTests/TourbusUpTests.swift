@@ -154,6 +154,35 @@ func logfmt(_ line: Substring) -> [String: String] {
 
 @Suite struct TourbusCallTests {
     /// Runs the CLI (30 s at most); its exit status (-1 if it did not exit by itself), standard output and error.
+    /// A gateway port another process holds: `up` says so and stops, rather than reporting the
+    /// suite up while a stranger's server answers on that port and its own gateway restarts forever.
+    @Test func upStopsWhenTheGatewayCannotListen() throws {
+        let scratch = TemporaryFolder("up-port")
+        // A listening socket on a port of our own.
+        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(holder) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, length) == 0 && getsockname(holder, $0, &length) == 0 }
+        }
+        #expect(bound && listen(holder, 16) == 0)
+        let port = UInt16(bigEndian: address.sin_port)
+        let run = try BoundedRun(try ChildProcess.executable("tourbus").path,
+                                 ["up", "--data-dir", scratch.path, "--listen", "127.0.0.1:\(port)", "--no-demo"], timeout: 30)
+        #expect(run.exit == .status(1), "\(run.digest)")
+        #expect(run.errors.contains("Address already in use") && run.errors.contains("gateway stopped while starting"), "\(run.digest)")
+        #expect(!run.output.contains("Tourbus is up"), "\(run.digest)")
+        // Nothing of that suite is left running.
+        let left = (try FileManager.default.contentsOfDirectory(atPath: "/proc")).filter { pid in
+            Int32(pid) != nil && ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").contains(scratch.path)
+        }
+        #expect(left.isEmpty, "\(left)")
+        left.compactMap { Int32($0) }.forEach { kill($0, SIGKILL) }  // a failed run leaves nothing behind
+    }
+
     func tourbus(_ arguments: [String], input: String? = nil, token: String? = nil) throws -> (status: Int32, out: String, err: String) {
         let run = try BoundedRun(try ChildProcess.executable("tourbus").path, arguments, input: input,
                                  environment: ["TOURBUS_TOKEN": token], timeout: 30)
