@@ -109,10 +109,18 @@ extension FavoritesStore {
             """, userId, userId, options.toggleRecordsPerUser)
     }
 
-    /// Adds a place to list row `listId`, refusing a full list (`conflict` naming `list`).
+    /// Adds a place to list row `listId`, refusing a full list, or a user whose lists hold
+    /// `maxItemsPerUser` places together (`conflict` naming `list`).
     private func insertItem(listId: Int64, list: ListRef, placeId: Int64, note: String?, visitedAt: Int64? = nil) throws {
         guard try itemCount(listId) < options.maxItemsPerList else {
             throw ServiceError(.conflict, "list \(list.name) holds \(options.maxItemsPerList) places, the most it may; remove some first", field: "list")
+        }
+        let held = try db.scalarInt("""
+            SELECT count(*) FROM items WHERE list_id IN (SELECT id FROM lists WHERE user_id = (SELECT user_id FROM lists WHERE id = ?))
+            """, listId) ?? 0
+        guard held < options.maxItemsPerUser else {
+            throw ServiceError(.conflict, "your lists hold \(options.maxItemsPerUser) places together, the most they may; remove some first",
+                               field: "list")
         }
         guard try db.queryOne("SELECT 1 FROM places WHERE id = ?", placeId) != nil else {
             throw ServiceError(.notFound, "no place with id \(placeId)", field: "place_id")

@@ -181,6 +181,9 @@ extension SocialStore {
         try Self.reviewText.check(text)
         _ = try placeName(input.placeId, context)
         return try db.transaction {
+            // The caller was checked before the catalog's answer, which may take a second: an
+            // account deleted meanwhile is refused as deleted, not as a foreign-key failure.
+            try requireCaller(caller)
             let now = timestamp()
             // Replace the caller's review if there is one (an upsert would use up an id each time).
             let id: Int64

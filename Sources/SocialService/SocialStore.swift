@@ -40,6 +40,14 @@ public final class SocialStore: ServiceState {
         return Caller(id: id, isAdmin: role == Role.admin.rawValue)
     }
 
+    /// `unauthenticated` unless the caller's account still exists: for a write whose caller
+    /// was checked before a wait (a call to the catalog) that `auth.delete` may have passed.
+    func requireCaller(_ caller: Caller) throws {
+        guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", caller.id) != nil else {
+            throw ServiceError(.unauthenticated, "this account was deleted")
+        }
+    }
+
     /// `user_id` when given, else the caller's own id (then a signed-in caller is needed).
     func subject(_ userId: Int64?, _ context: RequestContext) throws -> Int64 {
         guard let userId else { return try caller(context).id }

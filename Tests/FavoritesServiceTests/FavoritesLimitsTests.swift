@@ -44,6 +44,54 @@ import TestSupport
         #expect(listedItems(page).count == 100 && page["next_cursor"] != nil)
     }
 
+    /// Lists that are each under their limit still hold at most `maxItemsPerUser` places
+    /// together, however they are added; the bound is the user's, not everyone's.
+    @Test func aUserHoldsAtMostItsLimitInAllListsTogether() throws {
+        let f = try FavoritesFixture { $0.maxItemsPerUser = 4 }
+        for id in Int64(1)...6 { try f.place(id) }
+        #expect(f.waitForPlace(6))
+        try f.call("favorites.lists.create", #"{"name":"Own"}"#)
+        try f.call("favorites.add", #"{"place_id":1}"#)
+        try f.call("favorites.toggle", #"{"place_id":2,"list":"want_to_go"}"#)
+        try f.call("favorites.visited.add", #"{"place_id":3}"#)
+        try f.call("favorites.add", #"{"place_id":1,"list":"own"}"#)
+        #expect(refusal(f.error("favorites.add", #"{"place_id":5}"#)) == "conflict list")
+        #expect(refusal(f.error("favorites.toggle", #"{"place_id":5,"list":"own"}"#)) == "conflict list")
+        #expect(refusal(f.error("favorites.visited.add", #"{"place_id":5}"#)) == "conflict list")
+        // Marking a visited place again, and notes on what is there, add nothing.
+        #expect(refusal(f.error("favorites.visited.add", #"{"place_id":3}"#)) == "no error")
+        #expect(refusal(f.error("favorites.add", #"{"place_id":1,"note":"x"}"#)) == "no error")
+        // Another user is not held by this one's places; removing one makes room.
+        #expect(refusal(f.error("favorites.add", #"{"place_id":5}"#, as: 2)) == "no error")
+        try f.call("favorites.remove", #"{"place_id":1,"list":"own"}"#)
+        #expect(refusal(f.error("favorites.add", #"{"place_id":6}"#)) == "no error")
+    }
+
+    /// The default: 25,000 places in all of a user's lists (written straight into the file,
+    /// as requests would take minutes), so erasing a user holds the writer briefly.
+    @Test func aUserHoldsTwentyFiveThousandPlacesAndNoMore() throws {
+        let f = try FavoritesFixture()
+        try f.place(1)
+        try f.call("favorites.add", #"{"place_id":1}"#)
+        try f.call("favorites.lists.create", #"{"name":"A"}"#)
+        try f.call("favorites.lists.create", #"{"name":"B"}"#)
+        try f.place(30_001)
+        try f.place(30_002)
+        #expect(f.waitForPlace(30_002))
+        let db = try Database(path: f.folder.file("favorites.sqlite"))
+        try db.transaction {
+            let lists = try db.query("SELECT id FROM lists WHERE user_id = 1 ORDER BY id").decode("id", as: Int64.self)
+            #expect(lists.count == 3)
+            for id in Int64(2)...24_999 {
+                try db.run("INSERT INTO places (id, name, category, lat, lon, version) VALUES (?, 'P', 'cafe', -33.8, 151.2, 1)", id)
+                // favorites 10,000, A 10,000, B 4,999: no list past its own limit.
+                try db.run("INSERT INTO items (list_id, place_id, added_at) VALUES (?, ?, 0)", lists[Int((id - 1) / 10_000)], id)
+            }
+        }
+        #expect(intMember(try f.call("favorites.add", #"{"place_id":30001,"list":"b"}"#), "count") == 5_000)
+        #expect(refusal(f.error("favorites.add", #"{"place_id":30002,"list":"b"}"#)) == "conflict list")
+    }
+
     @Test func aNoteIsBoundedInCharactersAndInBytes() throws {
         let f = try FavoritesFixture()
         try f.place(1)

@@ -4,6 +4,7 @@ import Foundation
 import ServiceKit
 import SocialService
 import Storage
+import Synchronization
 import Testing
 import TestSupport
 
@@ -79,6 +80,45 @@ import TestSupport
         #expect(f.error("profile.get", #"{"user_id":\#(ann)}"#)?.code == .notFound)
         #expect(try f.register("annika.q") > cat)
         #expect(try f.call("profile.get", #"{"user_id":\#(ben)}"#)["followers"] as? Int == 0)
+    }
+
+    /// A review sent before `auth.delete` whose place the catalog answers after it (the attack
+    /// saw `conflict`, "constraint violated: FOREIGN KEY constraint failed") is refused as
+    /// the deleted account it is, and leaves nothing.
+    @Test func aReviewWaitingOnTheCatalogWhileItsAuthorIsDeletedIsRefusedAsDeleted() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann")
+        let endpoints = f.runtime.endpoints.rpc, context = f.context
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let started = Date(), lookups = slowLookupsBegun.load(ordering: .sequentiallyConsistent)
+        DispatchQueue.global().async {
+            // Its own client, so the deletion below does not queue behind the review.
+            var text = "no error"
+            do {
+                let client = try RPCClient(context: context, endpoints: endpoints, logger: Logger(component: "test", level: .error) { _ in })
+                defer { client.close() }
+                _ = try client.request(type: "reviews.add", body: Data(#"{"place_id":\#(slowPlace),"rating":4,"text":"late"}"#.utf8),
+                                       auth: Auth(userId: String(ann), role: "user"), timeoutMilliseconds: 5_000)
+            } catch let error as ServiceError {
+                text = "\(error.code.rawValue) \(error.message)"
+            } catch {
+                text = "\(error)"
+            }
+            outcome.withLock { $0 = text }
+            done.signal()
+        }
+        // Once the review waits on the catalog's slow answer (at most 200 × 10 ms).
+        for _ in 0..<200 where slowLookupsBegun.load(ordering: .sequentiallyConsistent) == lookups {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(slowLookupsBegun.load(ordering: .sequentiallyConsistent) > lookups)
+        try f.call("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(Date().timeIntervalSince(started) >= slowPlaceDelay)
+        #expect(outcome.withLock { $0 } == "unauthenticated this account was deleted")
+        #expect(try rowsNaming(ann, texts: ["late"], userColumns: Self.socialUserColumns,
+                               except: ["outbox": "type = 'social.user.deleted'"], path: f.databasePath) == [])
     }
 
     @Test func aWrongPasswordDeletesNothingAndIsThrottledLikeALogin() throws {

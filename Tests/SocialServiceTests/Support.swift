@@ -33,10 +33,23 @@ struct FakePlace: Codable, Sendable {
     var name: String?
 }
 
-/// A stand-in catalog: `catalog.get` answers the places of `fakePlaces` and `not_found` for any other id.
+/// A place the fake catalog answers only after `slowPlaceDelay` seconds: a write waiting on it
+/// is held between its caller's check and its transaction.
+let slowPlace: Int64 = 9
+let slowPlaceDelay = 0.5
+/// How many lookups of `slowPlace` any fake catalog has begun (a test waits for its own).
+let slowLookupsBegun = Atomic<Int>(0)
+
+/// A stand-in catalog: `catalog.get` answers the places of `fakePlaces` (and `slowPlace`, late)
+/// and `not_found` for any other id.
 func fakeCatalog(context: ZMQContext) throws -> RPCServer<Void> {
     var table = HandlerTable<Void>()
     table.on("catalog.get") { (request: FakePlace, _, _) -> FakePlace in
+        if request.id == slowPlace {
+            slowLookupsBegun.add(1, ordering: .sequentiallyConsistent)
+            Thread.sleep(forTimeInterval: slowPlaceDelay)
+            return FakePlace(id: slowPlace, name: "Slow Lookout")
+        }
         guard let name = fakePlaces[request.id] else { throw ServiceError(.notFound, "no place with id \(request.id)", field: "id") }
         return FakePlace(id: request.id, name: name)
     }
