@@ -249,18 +249,19 @@ extension FavoritesStore {
                 ORDER BY p.name COLLATE NOCASE, p.id LIMIT ?
                 """, listId, key.name ?? "", key.name ?? "", key.placeId, limit + 1)
         case .distance:
-            // Every item's point (at most maxItemsPerList), sorted by distance in memory; then
-            // only the page's rows are read whole.
+            // Every item's point (at most maxItemsPerList), read column by column without
+            // making rows; those after the cursor's key are sorted by distance, and only the
+            // page's are then read whole.
             guard let near else { throw ServiceError.invalid("sort", "distance needs near") }
             var points: [(distance: Double, id: Int64)] = []
-            try db.forEachRow("SELECT p.id, p.lat, p.lon FROM items i JOIN places p ON p.id = i.place_id WHERE i.list_id = ?", [listId]) { row in
-                let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
-                points.append((near.distance(to: point), try row.decode("id")))
+            try db.forEachStep("SELECT p.id, p.lat, p.lon FROM items i JOIN places p ON p.id = i.place_id WHERE i.list_id = ?", [listId]) { step in
+                let point = (distance: near.distance(to: Coordinate(uncheckedLatitude: step.double(1), longitude: step.double(2))), id: step.int64(0))
+                if let key = after, point <= (key.distance, key.placeId) { return }
+                points.append(point)
             }
-            points.sort { ($0.distance, $0.id) < ($1.distance, $1.id) }
-            let start = after.map { key in points.firstIndex { ($0.distance, $0.id) > (key.distance, key.placeId) } ?? points.count } ?? 0
+            points.sort { $0 < $1 }
             // The page's rows in one query, put back in distance order.
-            let page = points[start...].prefix(limit + 1).map(\.id)
+            let page = points.prefix(limit + 1).map(\.id)
             var byId: [Int64: Row] = [:]
             if !page.isEmpty {
                 let marks = Array(repeating: "?", count: page.count).joined(separator: ",")
