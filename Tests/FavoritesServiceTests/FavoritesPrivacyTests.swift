@@ -92,23 +92,8 @@ import TestSupport
         let f = try FavoritesFixture()
         try f.place(1)
         #expect(f.waitForPlace(1))
-        let socket = try Socket(f.context, .sub)
-        try socket.subscribe("push.")
-        try socket.subscribe("sys.heartbeat")
-        try socket.setReceiveTimeout(milliseconds: 50)
-        for endpoint in f.favorites?.endpoints.publish ?? [] { try socket.connect(endpoint) }
-        var connected = false
-        for _ in 0..<100 where !connected {
-            if let frames = try socket.receive(), String(decoding: frames[0], as: UTF8.self) == "sys.heartbeat" { connected = true }
-        }
-        #expect(connected)
-        func nextPush() throws -> Push? {
-            for _ in 0..<40 {
-                guard let frames = try socket.receive() else { continue }
-                if String(decoding: frames[0], as: UTF8.self).hasPrefix(Push.framePrefix) { return try Push.read(frames) }
-            }
-            return nil
-        }
+        let listener = try PushListener(f.context, endpoints: f.favorites?.endpoints.publish ?? [])
+        func nextPush() throws -> Push? { try listener.next() }
         let changes: [(String, String, String)] = [
             ("favorites.toggle", #"{"place_id":1}"#, "saved"), ("favorites.remove", #"{"place_id":1}"#, "removed"),
             ("favorites.add", #"{"place_id":1,"list":"want_to_go"}"#, "saved"), ("favorites.visited.add", #"{"place_id":1}"#, "visited"),

@@ -185,29 +185,8 @@ final class PinFixture {
         throw NotApplied()
     }
 
-    /// A SUB socket on favorites' PUB endpoint, subscribed to `push.`, once a heartbeat shows
-    /// it is connected (at most 5 s), so no push sent after this is missed.
-    func pushListener() throws -> Socket {
-        let socket = try Socket(context, .sub)
-        try socket.subscribe("push.")
-        try socket.subscribe("sys.heartbeat")
-        try socket.setReceiveTimeout(milliseconds: 50)
-        for endpoint in favorites.endpoints.publish { try socket.connect(endpoint) }
-        var connected = false
-        for _ in 0..<100 where !connected {
-            if let frames = try socket.receive(), String(decoding: frames[0], as: UTF8.self) == "sys.heartbeat" { connected = true }
-        }
-        return socket
-    }
-
-    /// The next push `socket` receives within about 2 s (heartbeats passed over), or nil.
-    static func nextPush(_ socket: Socket) throws -> Push? {
-        for _ in 0..<40 {
-            guard let frames = try socket.receive() else { continue }
-            if String(decoding: frames[0], as: UTF8.self).hasPrefix(Push.framePrefix) { return try Push.read(frames) }
-        }
-        return nil
-    }
+    /// Favorites' pushes, as a gateway hears them.
+    func pushListener() throws -> PushListener { try PushListener(context, endpoints: favorites.endpoints.publish) }
 }
 
 /// The code and field of a refusal, or "no error" when the call succeeded.

@@ -25,7 +25,7 @@ import TestSupport
             #expect(pinRefusal(theirs) == "not_found id" && pinRefusal(nobodys) == "not_found id", "\(type) \(body)")
             #expect(theirs?.message == "no pin with id \(mine.id)" && nobodys?.message == "no pin with id \(missing)")
         }
-        #expect(try PinFixture.nextPush(socket) == nil)
+        #expect(try socket.next() == nil)
 
         // User 2's pin is as it was.
         #expect(try f.list(as: 2).pins == [mine])

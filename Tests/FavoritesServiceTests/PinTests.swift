@@ -142,7 +142,7 @@ func pinPoint(_ point: Coordinate, _ more: String = "") -> String {
         let f = try PinFixture()
         let socket = try f.pushListener()
         func next() throws -> (user: Int64, origin: String?, body: [String: Any])? {
-            guard let push = try PinFixture.nextPush(socket) else { return nil }
+            guard let push = try socket.next() else { return nil }
             #expect(push.topic == "favorites.changed")
             return (push.userId, push.origin, (try JSONSerialization.jsonObject(with: push.body)) as? [String: Any] ?? [:])
         }

@@ -38,12 +38,12 @@ import TestSupport
         #expect(abs(distance - 55.6) < 0.1, "distance_m \(distance)")
         #expect(alert["text"] as? String == "Ferry late" && alert["user_id"] as? Int == 2)
 
-        let push = try NotifyFixture.nextPush(listener)
+        let push = try listener.next()
         #expect(push?.topic == "notify.alert" && push?.userId == 3 && push?.coalesce == nil)
         let pushed = push.map { jsonObject($0.body) } ?? [:]
         #expect(Self.alertIds(pushed) == [id] && pushed["stale"] == nil)
         // The user's own report made no push: only user 3's arrived.
-        #expect(try NotifyFixture.nextPush(listener) == nil)
+        #expect(try listener.next() == nil)
 
         // Seen: no second alert while the user stays in range.
         f.advance(60_000)
@@ -138,7 +138,7 @@ import TestSupport
         let listener = try f.pushListener()
         let reply = try f.call("notify.location", Self.atQuay, as: 3)
         #expect(Self.alertIds(reply).count == 20 && reply["more"] as? Int == 1)
-        let pushed = try NotifyFixture.nextPush(listener).map { jsonObject($0.body) } ?? [:]
+        let pushed = try listener.next().map { jsonObject($0.body) } ?? [:]
         #expect(Self.alertIds(pushed) == Self.alertIds(reply) && pushed["more"] as? Int == 1)
         // Every alert is in the inbox: 21 entries, in pages of 20 and 1.
         let page = try f.call("notify.inbox", #"{"limit":20}"#, as: 3)

@@ -33,7 +33,7 @@ import Testing
         let listener = try f.pushListener()
         let body = Data(#"{"lat":\#(quay.lat),"lon":\#(quay.lon)}"#.utf8)
         _ = try f.client.request(type: "notify.location", body: body, auth: Auth(userId: "3", role: "user", origin: #"gw/1"quoted"#), timeoutMilliseconds: 5_000)
-        let push = try NotifyFixture.nextPush(listener)
+        let push = try listener.next()
         #expect(push?.userId == 3 && push?.origin == nil)
     }
 

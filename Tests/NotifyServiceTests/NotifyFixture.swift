@@ -99,29 +99,8 @@ final class NotifyFixture {
         return (reply["id"] as? NSNumber)?.int64Value ?? 0
     }
 
-    /// A SUB socket on the service's PUB endpoint, subscribed to `push.`, once a heartbeat
-    /// shows it is connected (at most 5 s), so no push sent after this is missed.
-    func pushListener() throws -> Socket {
-        let socket = try Socket(context, .sub)
-        try socket.subscribe("push.")
-        try socket.subscribe("sys.heartbeat")
-        try socket.setReceiveTimeout(milliseconds: 50)
-        for endpoint in runtime.endpoints.publish { try socket.connect(endpoint) }
-        var connected = false
-        for _ in 0..<100 where !connected {
-            if let frames = try socket.receive(), String(decoding: frames[0], as: UTF8.self) == "sys.heartbeat" { connected = true }
-        }
-        return socket
-    }
-
-    /// The next push `socket` receives within about 2 s (heartbeats passed over), or nil.
-    static func nextPush(_ socket: Socket) throws -> Push? {
-        for _ in 0..<40 {
-            guard let frames = try socket.receive() else { continue }
-            if String(decoding: frames[0], as: UTF8.self).hasPrefix(Push.framePrefix) { return try Push.read(frames) }
-        }
-        return nil
-    }
+    /// The service's pushes, as a gateway hears them.
+    func pushListener() throws -> PushListener { try PushListener(context, endpoints: runtime.endpoints.publish) }
 }
 
 /// A JSON object's text as a dictionary.
