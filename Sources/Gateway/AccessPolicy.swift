@@ -19,14 +19,18 @@ public struct AccessPolicy: Sendable {
         public var pattern: String
         public var service: String
         public var access: Access
+        /// Whether a `token` param is the method's own (a share link's), passed on as it came,
+        /// rather than a session token standing for this one request (the gateway's rule).
+        public var ownsTokenParam: Bool
 
         /// Whether the rule covers every method starting with its pattern.
         public var isPrefix: Bool { pattern.hasSuffix(".") }
 
-        public init(_ pattern: String, _ service: String, _ access: Access) {
+        public init(_ pattern: String, _ service: String, _ access: Access, ownsTokenParam: Bool = false) {
             self.pattern = pattern
             self.service = service
             self.access = access
+            self.ownsTokenParam = ownsTokenParam
         }
     }
 
@@ -101,7 +105,7 @@ public struct AccessPolicy: Sendable {
         Rule("favorites.lists.delete", "favorites", .user),
         Rule("favorites.share", "favorites", .user),
         Rule("favorites.share.revoke", "favorites", .user),
-        Rule("favorites.shared", "favorites", .anyone),
+        Rule("favorites.shared", "favorites", .anyone, ownsTokenParam: true),
         Rule("pins.", "favorites", .user),
     ])
 }

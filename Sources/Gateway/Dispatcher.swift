@@ -117,7 +117,7 @@ final class Dispatcher: Sendable {
         let ownDeadline = call.deadlineMilliseconds.map { $0 < ceiling } ?? false
         let (token, params): (String?, Data)
         do {
-            (token, params) = Dispatcher.ownTokenParam.contains(method)
+            (token, params) = rule.ownsTokenParam
                 ? (connectionToken, call.params)
                 : try Dispatcher.requestToken(call.params, connectionToken: connectionToken)
         } catch {
@@ -167,10 +167,6 @@ final class Dispatcher: Sendable {
         }
         return nil
     }
-
-    /// Methods whose own param is named `token` (a share link's, not a session's): it goes to
-    /// the service as it came, and the request goes with the connection's session, if any.
-    static let ownTokenParam: Set<String> = ["favorites.shared"]
 
     /// The token a request goes with and its params to forward: a `token` in the params
     /// stands for this one request (and is taken out of them), else the connection's.
