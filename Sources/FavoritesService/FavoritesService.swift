@@ -50,7 +50,7 @@ public enum FavoritesService {
             name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
             subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(clock: options.clock, erased: erased)],
-            makeState: { [lookups = CatalogLookups()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups, erased: erased) })
+            makeState: { [lookups = ReaderGate()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups, erased: erased) })
         definition.periodic = [PeriodicRequest(type: Counts.flushType, intervalMilliseconds: options.countsFlushIntervalMs)]
         return definition
     }

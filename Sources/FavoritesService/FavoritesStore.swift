@@ -21,12 +21,12 @@ public final class FavoritesStore: ServiceState {
     public let worker: ServiceWorker
     let options: FavoritesOptions
     /// The catalog lookups under way on all of the service's threads (`ensurePlace`).
-    let lookups: CatalogLookups
+    let lookups: ReaderGate
     /// Users erased a moment ago, whose late writes are refused (shared by all threads).
     let erased: RecentlyErased
     var db: Database { worker.db }
 
-    init(worker: ServiceWorker, options: FavoritesOptions, lookups: CatalogLookups, erased: RecentlyErased) {
+    init(worker: ServiceWorker, options: FavoritesOptions, lookups: ReaderGate, erased: RecentlyErased) {
         self.worker = worker
         self.options = options
         self.lookups = lookups
@@ -88,26 +88,4 @@ struct ChangeNotice: Codable, Sendable {
         case placeId = "place_id"
         case pinId = "pin_id"
     }
-}
-
-/// How many requests wait on the catalog at once (`FavoritesStore.ensurePlace`), shared by the
-/// service's threads.
-///
-/// A lookup holds a reader thread for up to a second when the catalog is slow or down; past
-/// the limit (one fewer than the readers) a lookup is refused at once, so unknown place ids
-/// sent in a loop can never take every reader and stall every user's lists.
-final class CatalogLookups: Sendable {
-    private let running = Mutex(0)
-
-    /// Takes a turn when fewer than `limit` lookups are under way; pair a true with `leave()`.
-    func enter(limit: Int) -> Bool {
-        running.withLock { count in
-            guard count < limit else { return false }
-            count += 1
-            return true
-        }
-    }
-
-    /// Ends a turn that `enter` gave.
-    func leave() { running.withLock { $0 -= 1 } }
 }

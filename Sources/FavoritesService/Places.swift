@@ -154,32 +154,31 @@ extension FavoritesStore {
     /// Makes sure place `id` is in the copy, asking the catalog (`catalog.get`) on a miss so
     /// a place created a moment ago can be saved at once; `not_found` naming `field` when the
     /// catalog has no such place, `unavailable` when it does not answer in time or when the
-    /// other lookups under way leave only one reader (`CatalogLookups`).
+    /// other lookups under way leave only one reader (`lookups`, a `ReaderGate`: a lookup holds
+    /// a reader for up to a second, so unknown ids sent in a loop while the catalog is slow
+    /// must never take every reader and stall every user's lists).
     ///
     /// Call it before the write transaction: it may wait on the catalog.
     func ensurePlace(_ id: Int64, field: String = "place_id", context: RequestContext) throws {
         guard id > 0 else { throw ServiceError.invalid(field, "must be a positive place id") }
         if try db.queryOne("SELECT 1 FROM places WHERE id = ?", id) != nil { return }
-        // At least one reader stays free for everything else while the catalog is slow.
-        guard lookups.enter(limit: max(1, worker.config.readers - 1)) else {
-            throw ServiceError(.unavailable, "favorites is asking the catalog about other places; try again")
-        }
-        defer { lookups.leave() }
         struct Fetched: Decodable {
             var version: Int64
         }
-        let reply: Reply
         let body = Data(#"{"id":\#(id)}"#.utf8)
-        do {
-            let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
-            reply = try worker.peers.client("catalog").request(type: CatalogRequests.get, body: body, timeoutMilliseconds: timeout)
-        } catch let error where error.code == .notFound {
-            throw ServiceError(.notFound, "no place with id \(id)", field: field)
-        } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {
-            worker.logger.warn("catalog did not answer", ["type": context.type, "error": error])
-            throw ServiceError(.unavailable, "the catalog is not answering; try again")
-        } catch {
-            throw error  // the catalog's own refusal, as it gave it
+        let reply = try lookups.run(readers: worker.config.readers,
+                                    refusal: ServiceError(.unavailable, "favorites is asking the catalog about other places; try again")) { () throws -> Reply in
+            do throws(ServiceError) {
+                let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
+                return try worker.peers.client("catalog").request(type: CatalogRequests.get, body: body, timeoutMilliseconds: timeout)
+            } catch let error where error.code == .notFound {
+                throw ServiceError(.notFound, "no place with id \(id)", field: field)
+            } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {
+                worker.logger.warn("catalog did not answer", ["type": context.type, "error": error])
+                throw ServiceError(.unavailable, "the catalog is not answering; try again")
+            } catch {
+                throw error  // the catalog's own refusal, as it gave it
+            }
         }
         let place = try reply.body(PlaceSummary.self)
         guard place.id == id else { throw ServiceError(.internal, "the catalog answered another place") }

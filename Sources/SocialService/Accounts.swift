@@ -123,26 +123,6 @@ enum LoginThrottle {
     }
 }
 
-/// Keeps password hashing (slow, and 64 MiB each at the production cost) to all reader
-/// threads but one, so that checking tokens, which every signed-in request through the
-/// gateway waits on, always finds a thread free. A hash that finds every slot taken is
-/// refused at once (`unavailable`), never queued: a flood of logins cannot stall the rest.
-final class HashGate: Sendable {
-    private let busy = Mutex(0)
-
-    func run<Result>(readers: Int, _ body: () throws -> Result) throws -> Result {
-        let slots = max(1, readers - 1)
-        let admitted = busy.withLock { busy -> Bool in
-            guard busy < slots else { return false }
-            busy += 1
-            return true
-        }
-        guard admitted else { throw ServiceError(.unavailable, "busy checking other passwords; try again in a moment") }
-        defer { busy.withLock { $0 -= 1 } }
-        return try body()
-    }
-}
-
 /// A hash of a random password at the service's cost, made once (by the first thread that
 /// starts): logging in as an unknown user verifies against it, so the answer takes as long
 /// as for a known user.
@@ -174,7 +154,7 @@ extension SocialStore {
         let name = try AccountRules.name(request.name)
         try AccountRules.password(request.password)
         try checkAvailable(username: username, email: email)
-        let hash = try hashing.run(readers: worker.config.readers) { try PasswordHash(hashing: request.password, cost: options.passwordCost) }
+        let hash = try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try PasswordHash(hashing: request.password, cost: options.passwordCost) }
         return try db.transaction {
             try checkAvailable(username: username, email: email)
             try db.run("INSERT INTO users (username, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -201,7 +181,7 @@ extension SocialStore {
             throw ServiceError.invalid("username", "must be at most \(AccountRules.usernameText.maxBytes) bytes")
         }
         try AccountRules.passwordBytes(credentials.password)
-        return try hashing.run(readers: worker.config.readers) { try checkedLogin(credentials) }
+        return try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try checkedLogin(credentials) }
     }
 
     private func checkedLogin(_ credentials: Credentials) throws -> LoginReply {

@@ -34,7 +34,7 @@ extension SocialStore {
     /// gone meanwhile. Then `erase(user:username:email:)` in one transaction.
     func deleteAccount(_ request: AccountDeletion, caller: Caller) throws -> AccountDeleted {
         try AccountRules.passwordBytes(request.password)
-        return try hashing.run(readers: worker.config.readers) { try checkedDeletion(request.password, caller: caller) }
+        return try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try checkedDeletion(request.password, caller: caller) }
     }
 
     private func checkedDeletion(_ password: String, caller: Caller) throws -> AccountDeleted {

@@ -125,7 +125,7 @@ public enum SocialService {
         }
 
         let decoy = DecoyHash(cost: options.passwordCost)
-        let hashing = HashGate()
+        let hashing = ReaderGate()
         return ServiceDefinition(
             name: "social", migrations: SocialSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },

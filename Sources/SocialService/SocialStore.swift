@@ -17,10 +17,15 @@ public final class SocialStore: ServiceState {
     public let worker: ServiceWorker
     let options: SocialOptions
     let decoy: DecoyHash
-    let hashing: HashGate
+    /// Password hashing (slow, and 64 MiB each at the production cost) on all reader threads
+    /// but one, so checking tokens, which every signed-in request through the gateway waits
+    /// on, always finds a thread free.
+    let hashing: ReaderGate
+    /// A hash that finds every slot taken.
+    static let busyHashing = ServiceError(.unavailable, "busy checking other passwords; try again in a moment")
     var db: Database { worker.db }
 
-    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: HashGate) {
+    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate) {
         self.worker = worker
         self.options = options
         self.decoy = decoy
