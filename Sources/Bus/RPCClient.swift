@@ -1,19 +1,6 @@
 import Foundation
 import Synchronization
 
-/// Keys that make a client's link to a CURVE server encrypted and authenticated (32 raw bytes each).
-public struct CurveClientKeys: Sendable {
-    public var publicKey: [UInt8]
-    public var secretKey: [UInt8]
-    public var serverKey: [UInt8]
-
-    public init(publicKey: [UInt8], secretKey: [UInt8], serverKey: [UInt8]) {
-        self.publicKey = publicKey
-        self.secretKey = secretKey
-        self.serverKey = serverKey
-    }
-}
-
 /// Tuning of an `RPCClient`.
 public struct RPCClientOptions: Sendable {
     /// The timeout of calls that do not state one.

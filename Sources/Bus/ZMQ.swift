@@ -243,9 +243,20 @@ public final class Socket {
     public func subscribe(_ prefix: String) throws(ZMQError) { try setOption(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8), "ZMQ_SUBSCRIBE") }
 
     /// Makes this socket a CURVE server with its long-term secret key (32 raw bytes).
+    ///
+    /// Clients are admitted by the context's `ZAPAuthenticator`; with none running, every
+    /// client is refused (`ZMQ_ZAP_ENFORCE_DOMAIN`), never every client admitted.
     public func setCurveServer(secretKey: [UInt8]) throws(ZMQError) {
         try setOption(ZMQ_CURVE_SERVER, Int32(1), "ZMQ_CURVE_SERVER")
         try setOption(ZMQ_CURVE_SECRETKEY, bytes: secretKey, "ZMQ_CURVE_SECRETKEY")
+        try setOption(ZMQ_ZAP_DOMAIN, bytes: Array("tourbus".utf8), "ZMQ_ZAP_DOMAIN")
+        // ZMQ_ZAP_ENFORCE_DOMAIN (93): zmq.h declares it only under ZMQ_BUILD_DRAFT_API, but
+        // Debian's libzmq 4.3 takes it; one that does not refuses to make the server.
+        try setOption(93, Int32(1), "ZMQ_ZAP_ENFORCE_DOMAIN")
+    }
+    /// Makes this socket a CURVE client (see `CurveClientKeys`).
+    public func setCurveClient(_ keys: CurveClientKeys) throws(ZMQError) {
+        try setCurveClient(publicKey: keys.publicKey, secretKey: keys.secretKey, serverKey: keys.serverKey)
     }
     /// Makes this socket a CURVE client of the server with `serverKey`.
     public func setCurveClient(publicKey: [UInt8], secretKey: [UInt8], serverKey: [UInt8]) throws(ZMQError) {
@@ -265,42 +276,6 @@ public final class Socket {
     /// send blocks the I/O thread, and with it every socket of the context.
     public func stopMonitor() {
         _ = zmq_socket_monitor(handle, nil, 0)
-    }
-}
-
-/// A CURVE key pair (32 raw bytes each), as libzmq generates them.
-public struct CurveKeyPair: Sendable, Equatable {
-    public let publicKey: [UInt8]
-    public let secretKey: [UInt8]
-
-    /// A new random key pair (needs libzmq built with libsodium, as Debian's is).
-    public static func generate() throws(ZMQError) -> CurveKeyPair {
-        var publicText = [CChar](repeating: 0, count: 41)
-        var secretText = [CChar](repeating: 0, count: 41)
-        guard zmq_curve_keypair(&publicText, &secretText) == 0 else { throw ZMQError("zmq_curve_keypair") }
-        return CurveKeyPair(publicKey: try z85Decode(publicText), secretKey: try z85Decode(secretText))
-    }
-
-    /// The Z85 text form of a 32-byte key (40 characters), as key files and configs carry it.
-    public static func z85(_ key: [UInt8]) throws(ZMQError) -> String {
-        guard key.count == 32 else { throw ZMQError("zmq_z85_encode", errno: EINVAL) }
-        var text = [CChar](repeating: 0, count: 41)
-        guard key.withUnsafeBufferPointer({ zmq_z85_encode(&text, $0.baseAddress, 32) }) != nil else {
-            throw ZMQError("zmq_z85_encode")
-        }
-        return String(decoding: text.prefix(40).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// Decodes a 40-character Z85 key into 32 bytes.
-    public static func key(z85 text: String) throws(ZMQError) -> [UInt8] {
-        guard text.utf8.count == 40 else { throw ZMQError("zmq_z85_decode", errno: EINVAL) }
-        return try z85Decode(Array(text.utf8CString))
-    }
-
-    private static func z85Decode(_ text: [CChar]) throws(ZMQError) -> [UInt8] {
-        var key = [UInt8](repeating: 0, count: 32)
-        guard zmq_z85_decode(&key, text) != nil else { throw ZMQError("zmq_z85_decode", errno: EINVAL) }
-        return key
     }
 }
 

@@ -40,12 +40,16 @@ final class Backends: Sendable {
     }
 
     /// Connects to every peer with request endpoints, `window` requests in flight to each of
-    /// its endpoints; `checkIntervalMilliseconds` nil disables checks.
-    init(context: ZMQContext, peers: [String: PeerEndpoints], window: Int, logger: Logger, checkIntervalMilliseconds: Int? = 1_000) throws {
+    /// its endpoints, with `curve`'s keys for each when the bus is secured;
+    /// `checkIntervalMilliseconds` nil disables checks.
+    init(context: ZMQContext, peers: [String: PeerEndpoints], curve: (String) -> CurveClientKeys? = { _ in nil }, window: Int, logger: Logger,
+         checkIntervalMilliseconds: Int? = 1_000) throws {
         var clients: [String: RPCClient] = [:]
         var health: [String: BackendHealth] = [:]
         for (name, peer) in peers where !peer.rpc.isEmpty {
-            clients[name] = try RPCClient(context: context, endpoints: peer.rpc, logger: logger.named("gateway->\(name)"))
+            var options = RPCClientOptions()
+            options.curve = curve(name)
+            clients[name] = try RPCClient(context: context, endpoints: peer.rpc, options: options, logger: logger.named("gateway->\(name)"))
             health[name] = BackendHealth(service: name, endpoints: peer.rpc, up: false)
         }
         self.clients = clients

@@ -51,7 +51,7 @@ public final class GatewayServer: Service {
         let stopping = self.stopping, connections = self.connections
         do {
             let backends = try lifecycle.start("backend clients", stop: { $0.close() }) {
-                try Backends(context: context, peers: config.peers, window: limits.backendWindow, logger: logger,
+                try Backends(context: context, peers: config.peers, curve: config.common.curve(for:), window: limits.backendWindow, logger: logger,
                              checkIntervalMilliseconds: healthCheckMilliseconds)
             }
             let addresses = ClientAddresses(limits: limits)
@@ -67,12 +67,13 @@ public final class GatewayServer: Service {
             let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
             let pushes = PushRegistry(gatewayId: PushRegistry.newGatewayId())
             _ = try lifecycle.start("pushes", stop: { $0?.stop() }) { () throws(ZMQError) -> PushReceiver? in
-                let endpoints = config.peers.keys.sorted().flatMap { config.peers[$0]?.publish ?? [] }
+                let endpoints = config.peers.keys.sorted().flatMap { name in (config.peers[name]?.publish ?? []).map { ($0, config.common.curve(for: name)) } }
                 if endpoints.isEmpty { logger.warn("no event endpoints of any service: no pushes will reach clients", [:]) }
                 return endpoints.isEmpty ? nil : try PushReceiver(context: context, endpoints: endpoints, registry: pushes, logger: logger.named("gateway-pushes"))
             }
             _ = try lifecycle.start("accounts events", stop: { $0?.stop() }) {
-                try GatewayServer.followAccounts(config.peers[Authenticator.accounts], authenticator.tokens, pushes, context: context, logger: logger)
+                try GatewayServer.followAccounts(config.peers[Authenticator.accounts], curve: config.common.curve(for: Authenticator.accounts),
+                                                 authenticator.tokens, pushes, context: context, logger: logger)
             }
             let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections,
                                         pushes: pushes)
@@ -118,13 +119,14 @@ public final class GatewayServer: Service {
     /// lives in memory (`MemoryCursorStore`). Lost events are replayed from it; at start, and when the
     /// accounts service's history no longer reaches it, every cached token is dropped and the
     /// follower goes on from the head.
-    private static func followAccounts(_ peer: PeerEndpoints?, _ tokens: TokenCache, _ pushes: PushRegistry, context: ZMQContext,
-                                       logger: Logger) throws -> EventSubscriber? {
+    private static func followAccounts(_ peer: PeerEndpoints?, curve: CurveClientKeys?, _ tokens: TokenCache, _ pushes: PushRegistry,
+                                       context: ZMQContext, logger: Logger) throws -> EventSubscriber? {
         guard let peer, !peer.publish.isEmpty else {
             logger.warn("no event endpoint for the accounts service: cached tokens live out their 2 s", ["service": Authenticator.accounts])
             return nil
         }
-        let options = EventStreamOptions(source: Authenticator.accounts, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc)
+        var options = EventStreamOptions(source: Authenticator.accounts, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc)
+        options.curve = curve
         let logger = logger.named("gateway<-\(Authenticator.accounts)")
         return try EventSubscriber(context: context, options: options, logger: logger) {
             MemoryCursorStore(source: Authenticator.accounts, logger: logger,

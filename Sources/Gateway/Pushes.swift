@@ -224,8 +224,9 @@ final class PushReceiver: Sendable {
     /// The socket, moved once to the receiver's thread.
     private struct Owned: @unchecked Sendable { let socket: Socket }
 
-    /// Subscribes to `push.` at `endpoints` (every peer's event endpoints).
-    init(context: ZMQContext, endpoints: [String], registry: PushRegistry, logger: Logger) throws(ZMQError) {
+    /// Subscribes to `push.` at `endpoints` (every peer's event endpoints, each with its CURVE
+    /// keys when the bus is secured).
+    init(context: ZMQContext, endpoints: [(String, CurveClientKeys?)], registry: PushRegistry, logger: Logger) throws(ZMQError) {
         let socket = try Socket(context, .sub)
         // A burst waits here, bounded in count and in each message's size (a bigger one drops
         // the link to its sender, which reconnects): at most 10,000 of 68 KiB.
@@ -234,7 +235,11 @@ final class PushReceiver: Sendable {
         try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
         try socket.setReceiveTimeout(milliseconds: 200)
         try socket.subscribe(Push.framePrefix)
-        for endpoint in endpoints { try socket.connect(endpoint) }
+        // libzmq takes a connection's CURVE keys when it connects, so each publisher gets its own.
+        for (endpoint, curve) in endpoints {
+            if let curve { try socket.setCurveClient(curve) }
+            try socket.connect(endpoint)
+        }
         let owned = Owned(socket: socket), stopping = self.stopping
         thread = WorkerThread(name: "gateway-pushes") {
             var lastWarning: UInt64 = 0

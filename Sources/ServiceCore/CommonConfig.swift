@@ -41,11 +41,14 @@ public struct CommonConfig: Sendable, Equatable {
     public var readyFile: String?
     /// The log level, when set here rather than by `LOG_LEVEL`.
     public var logLevel: Logger.Level?
+    /// CURVE keys, when the suite file lists them: every bus link is then encrypted and
+    /// authenticated (see `BusKeys`).
+    public var bus: BusKeys?
 
     public init(name: String) { self.name = name }
 
     /// The flags every process takes.
-    static let flags: Set<String> = ["config", "peer", "peer-pub", "max-request-bytes", "max-json-depth", "ready-file", "log-level"]
+    static let flags: Set<String> = ["config", "peer", "peer-pub", "max-request-bytes", "max-json-depth", "ready-file", "log-level", "curve-key"]
 
     /// Usage lines of the flags every process takes.
     static let usageLines = """
@@ -57,10 +60,14 @@ public struct CommonConfig: Sendable, Equatable {
                                   also TOURBUS_MAX_JSON_DEPTH
           --ready-file FILE       write the bound endpoints here once ready
           --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
+          --curve-key FILE        this process's CURVE key file (tourbus keys), when the
+                                  config file lists curve.keys; also TOURBUS_CURVE_KEY
         """
 
-    /// Reads the common settings of process `name` from its sources: file, then environment, then flags.
-    init(name: String, sources: ConfigSources) throws(ConfigError) {
+    /// Reads the common settings of process `name` from its sources: file, then environment,
+    /// then flags. `serves`: the process binds bus sockets (a service), so its CURVE key is
+    /// the one its clients pin.
+    init(name: String, sources: ConfigSources, serves: Bool) throws(ConfigError) {
         self.init(name: name)
         let flags = sources.flags, environment = sources.environment
 
@@ -110,7 +117,13 @@ public struct CommonConfig: Sendable, Equatable {
             guard let level = Logger.Level(name: value) else { throw ConfigError("unknown log level '\(value)'") }
             logLevel = level
         }
+        let keyFile = flags.last("curve-key") ?? environment["TOURBUS_CURVE_KEY"] ?? sources.file?.services[name]?.curveKey
+        bus = try BusKeys.load(name: name, keyFile: keyFile, listed: sources.file?.curveKeys, filePath: sources.file?.path,
+                               peers: Array(peers.keys), serves: serves)
     }
+
+    /// The CURVE keys of a client of `peer`, when the bus is secured.
+    public func curve(for peer: String) -> CurveClientKeys? { bus?.client(of: peer) }
 
     private static func jsonDepth(_ value: String, _ source: String) throws(ConfigError) -> Int {
         guard let n = Int(value), maxJSONDepthRange.contains(n) else {
@@ -160,11 +173,13 @@ struct SuiteFile {
         var readers: Int?
         var db: String?
         var listen: String?
+        var curveKey: String?
         /// The gateway's limits, by their file keys.
         var limits: [String: Int] = [:]
 
         enum CodingKeys: String, CodingKey {
             case bind, publish, connect, subscribe, readers, db, listen
+            case curveKey = "curve_key"
         }
 
         init(from decoder: any Decoder) throws {
@@ -176,6 +191,7 @@ struct SuiteFile {
             readers = try c.decodeIfPresent(Int.self, forKey: .readers)
             db = try c.decodeIfPresent(String.self, forKey: .db)
             listen = try c.decodeIfPresent(String.self, forKey: .listen)
+            curveKey = try c.decodeIfPresent(String.self, forKey: .curveKey)
             let all = try decoder.container(keyedBy: AnyKey.self)
             for setting in GatewayLimits.settings {
                 if let value = try all.decodeIfPresent(Int.self, forKey: AnyKey(setting.fileKey)) { limits[setting.fileKey] = value }
@@ -196,10 +212,15 @@ struct SuiteFile {
         var maxRequestBytes: Int?
         var maxJSONDepth: Int?
         var services: [String: Section]?
+        var curve: Curve?
         enum CodingKeys: String, CodingKey {
             case dataDir = "data_dir", heartbeatMs = "heartbeat_ms", outboxRetention = "outbox_retention",
-                 maxRequestBytes = "max_request_bytes", maxJSONDepth = "max_json_depth", services
+                 maxRequestBytes = "max_request_bytes", maxJSONDepth = "max_json_depth", services, curve
         }
+    }
+    /// `"curve": {"keys": {"catalog": ["Z85 public key", …], …}}`.
+    private struct Curve: Decodable {
+        var keys: [String: [String]]
     }
 
     let path: String
@@ -211,6 +232,7 @@ struct SuiteFile {
     var maxRequestBytes: Int? { contents.maxRequestBytes }
     var maxJSONDepth: Int? { contents.maxJSONDepth }
     var services: [String: Section] { contents.services ?? [:] }
+    var curveKeys: [String: [String]]? { contents.curve?.keys }
 
     init(path: String) throws(ConfigError) {
         self.path = path

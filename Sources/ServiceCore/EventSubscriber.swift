@@ -42,6 +42,8 @@ public struct EventStreamOptions: Sendable {
     public var retryMilliseconds = 300
     /// Timeout of each catch-up request.
     public var requestTimeoutMilliseconds = 5_000
+    /// CURVE keys of a client of the publisher, when the bus is secured (both its sockets use them).
+    public var curve: CurveClientKeys?
     /// Test hook: live events for which this returns true are discarded, as a lossy network would.
     public var dropLiveEvent: (@Sendable (Int64) -> Bool)?
 
@@ -236,8 +238,11 @@ struct SubscriberLoop: Sendable {
             // Its source's events and the heartbeat, not the pushes beside them (`push.`).
             try socket.subscribe(options.source + ".")
             try socket.subscribe("sys.")
+            if let curve = options.curve { try socket.setCurveClient(curve) }
             for endpoint in options.publishEndpoints { try socket.connect(endpoint) }
-            client = try RPCClient(context: context, endpoints: options.rpcEndpoints, logger: logger)
+            var clientOptions = RPCClientOptions()
+            clientOptions.curve = options.curve
+            client = try RPCClient(context: context, endpoints: options.rpcEndpoints, options: clientOptions, logger: logger)
         } catch {
             startup.failed(error)
             return

@@ -71,7 +71,7 @@ public struct GatewayConfig: Sendable, Equatable {
     public static func load(name: String = "gateway", arguments: [String], environment: [String: String]) throws(ConfigError) -> GatewayConfig {
         let sources = try ConfigSources(arguments: arguments, environment: environment, options: options)
         var config = GatewayConfig()
-        config.common = try CommonConfig(name: name, sources: sources)
+        config.common = try CommonConfig(name: name, sources: sources, serves: false)
         let flags = sources.flags
 
         if let file = sources.file, let section = file.services[name] {

@@ -67,7 +67,7 @@ public struct ServiceConfig: Sendable, Equatable {
     public static func load(service: String, arguments: [String], environment: [String: String]) throws(ConfigError) -> ServiceConfig {
         let sources = try ConfigSources(arguments: arguments, environment: environment, options: options)
         var config = ServiceConfig(service: service)
-        config.common = try CommonConfig(name: service, sources: sources)
+        config.common = try CommonConfig(name: service, sources: sources, serves: true)
         let flags = sources.flags
         let upper = service.uppercased()
 

@@ -11,6 +11,13 @@ public protocol Service: AnyObject, Sendable {
     var endpoints: BoundEndpoints { get }
     /// Stops everything the service started, the last started first (see `Lifecycle`).
     func stop()
+    /// Takes what may change while running from a configuration read again on SIGHUP: the
+    /// CURVE keys a service admits. Nothing by default.
+    func reload(_ config: CommonConfig)
+}
+
+extension Service {
+    public func reload(_ config: CommonConfig) {}
 }
 
 /// The configuration of one kind of process (`ServiceConfig`, `GatewayConfig`): how it is
@@ -29,7 +36,9 @@ public enum ServiceProcess {
     /// Reads the configuration of `name` from flags, environment and file (exit 2 with usage
     /// on a mistake), starts the process's work (exit 1 if that fails), prints the bound
     /// endpoints as one JSON line on stdout (and to `--ready-file`), then waits for SIGINT or
-    /// SIGTERM and stops the service gracefully (exit 0).
+    /// SIGTERM and stops the service gracefully (exit 0). SIGHUP reads the configuration
+    /// again and hands it to `Service.reload`; a configuration that no longer loads is
+    /// logged and changes nothing.
     public static func run<Config: ProcessConfig>(name: String, arguments: [String],
                                                   start: (Config, ZMQContext, Logger) throws -> any Service) -> Never {
         if arguments.contains("--help") || arguments.contains("-h") {
@@ -52,6 +61,7 @@ public enum ServiceProcess {
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGHUP)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let service: any Service
@@ -69,7 +79,14 @@ public enum ServiceProcess {
         logger.info("ready", ["rpc": endpoints.rpc.joined(separator: ","), "publish": endpoints.publish.joined(separator: ","),
                               "listen": endpoints.listen ?? "-"])
         var received: Int32 = 0
-        sigwait(&signals, &received)
+        while sigwait(&signals, &received) == 0 && received == SIGHUP {
+            do {
+                let again = try Config.load(process: name, arguments: arguments, environment: ProcessInfo.processInfo.environment)
+                service.reload(again.common)
+            } catch {
+                logger.error("SIGHUP: configuration not reloaded", ["error": error])
+            }
+        }
         logger.info("signal received; stopping", ["signal": received])
         service.stop()
         exit(0)

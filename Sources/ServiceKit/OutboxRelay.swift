@@ -52,7 +52,9 @@ public final class OutboxRelay: Sendable {
     private let thread: WorkerThread
 
     /// Opens its own connection to `databasePath`, binds `bind` and starts publishing from the current head.
-    public init(context: ZMQContext, bind: [String], databasePath: String, heartbeatMilliseconds: Int,
+    /// `curveSecretKey`: the PUB socket is a CURVE server with it (subscribers are admitted by
+    /// the context's `ZAPAuthenticator`).
+    public init(context: ZMQContext, bind: [String], curveSecretKey: [UInt8]? = nil, databasePath: String, heartbeatMilliseconds: Int,
                 retention: Int, logger: Logger) throws {
         let wakeup = try Wakeup()
         self.wakeup = wakeup
@@ -61,7 +63,7 @@ public final class OutboxRelay: Sendable {
         let startup = StartupReport()
         let stopping = self.stopping
         thread = WorkerThread(name: "\(logger.component)-relay") {
-            OutboxRelay.loop(context: context, bind: bind, databasePath: databasePath, heartbeat: heartbeatMilliseconds,
+            OutboxRelay.loop(context: context, bind: bind, curveSecretKey: curveSecretKey, databasePath: databasePath, heartbeat: heartbeatMilliseconds,
                              retention: retention, wakeup: wakeup, pushes: pushes, stopping: stopping, logger: logger, startup: startup)
         }
         switch startup.wait() {
@@ -81,7 +83,7 @@ public final class OutboxRelay: Sendable {
 
     deinit { stop() }
 
-    private static func loop(context: ZMQContext, bind: [String], databasePath: String, heartbeat: Int, retention: Int,
+    private static func loop(context: ZMQContext, bind: [String], curveSecretKey: [UInt8]?, databasePath: String, heartbeat: Int, retention: Int,
                              wakeup: Wakeup, pushes: PushOutlet, stopping: StopFlag, logger: Logger, startup: StartupReport) {
         let socket: Socket
         let outbox: Outbox
@@ -95,6 +97,7 @@ public final class OutboxRelay: Sendable {
             epoch = try outbox.epoch()
             socket = try Socket(context, .pub, lingerMilliseconds: 200)
             try socket.setSendHighWaterMark(100_000)
+            if let curveSecretKey { try socket.setCurveServer(secretKey: curveSecretKey) }
             for endpoint in bind { bound.append(try socket.bind(endpoint)) }
         } catch {
             startup.failed(error)

@@ -21,6 +21,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     public let server: RPCServer<State>
     private let lifecycle: Lifecycle
     private let logger: Logger
+    /// The ZAP handler, when the bus is secured.
+    private let authenticator: ZAPAuthenticator?
 
     /// Starts the service; throws when the database cannot be opened or migrated, or a bind
     /// fails (after stopping what had started).
@@ -48,12 +50,18 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         let lifecycle = Lifecycle(logger: logger)
         self.lifecycle = lifecycle
         do {
+            // With CURVE keys, the ZAP handler admits listed clients before any server socket binds.
+            authenticator = try config.bus.map { keys in
+                try lifecycle.start("CURVE authenticator", stop: { $0.stop() }) {
+                    try ZAPAuthenticator(context: context, allowed: keys.allowed, logger: logger)
+                }
+            }
             let peers = try lifecycle.start("peer clients", stop: { $0.closeAll() }) {
-                try PeerClients(context: context, peers: config.peers, logger: logger)
+                try PeerClients(context: context, config: config.common, logger: logger)
             }
             let relay = definition.publishes
                 ? try lifecycle.start("outbox relay", stop: { $0.stop() }) {
-                    try OutboxRelay(context: context, bind: config.publish, databasePath: path,
+                    try OutboxRelay(context: context, bind: config.publish, curveSecretKey: config.bus?.pair.secretKey, databasePath: path,
                                     heartbeatMilliseconds: config.heartbeatMilliseconds, retention: config.outboxRetention, logger: logger)
                 }
                 : nil
@@ -67,6 +75,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 var options = SubscriptionOptions(source: source, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc, databasePath: path)
                 options.tuning = definition.tuning
                 options.relayWakeup = relay?.wakeup
+                options.curve = config.common.curve(for: source)
                 subscribers.append(try lifecycle.start("subscriber to \(source)", stop: { $0.stop() }) {
                     try EventSubscriber(context: context, options: options, applier: applier, logger: logger)
                 })
@@ -108,12 +117,13 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 }
             }
             let stats = ServerStats()
-            ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats) { following.map(\.status) }
+            ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats, authenticator: self.authenticator) { following.map(\.status) }
 
             var options = RPCServerOptions()
             options.readers = config.readers
             options.maxRequestBytes = config.maxRequestBytes
             options.maxJSONDepth = config.maxJSONDepth
+            options.curveSecretKey = config.bus?.pair.secretKey
             let wakeup = relay?.wakeup, outlet = relay?.pushes
             let makeState = definition.makeState
             let tuning = definition.tuning
@@ -128,13 +138,27 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             if !definition.periodic.isEmpty {
                 let own = server.endpoints
                 _ = try lifecycle.start("periodic requests", stop: { $0.stop() }) {
-                    try PeriodicRequests(context: context, endpoints: own, requests: definition.periodic, logger: logger)
+                    try PeriodicRequests(context: context, endpoints: own, curve: config.bus?.clientOfSelf, requests: definition.periodic, logger: logger)
                 }
             }
         } catch {
             lifecycle.stop()
             throw error
         }
+    }
+
+    /// Admits the keys `config` lists from now on (a rotation: see Protocols/configuration.md).
+    public func reload(_ config: CommonConfig) {
+        guard let authenticator else {
+            if config.bus != nil { logger.warn("SIGHUP: CURVE keys are listed now, but the bus was started plain; restart to secure it", [:]) }
+            return
+        }
+        guard let keys = config.bus else {
+            logger.warn("SIGHUP: the configuration lists no CURVE keys any more; still admitting the keys listed before (restart to run plain)", [:])
+            return
+        }
+        authenticator.allow(keys.allowed)
+        logger.info("SIGHUP: CURVE keys reloaded", ["keys": keys.allowed.count])
     }
 
     /// Stops the periodic requests, stops taking requests, finishes those in flight, stops
@@ -158,15 +182,22 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         var first: Int64?
     }
 
+    /// CURVE handshakes the ZAP handler decided, when the bus is secured.
+    struct CurveInfo: Codable, Sendable {
+        var admitted: Int
+        var refused: Int
+    }
+
     struct Stats: Codable, Sendable {
         var service: String
         var server: StatsSnapshot?
         var outbox: OutboxInfo?
         var subscriptions: [SubscriberStatus]?
+        var curve: CurveInfo?
     }
 
     private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
-                                          subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
+                                          authenticator: ZAPAuthenticator?, subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
         let name = definition.name
         table.on(SystemRequests.ping, description: "liveness: the service name and its clock") { (_: Empty, _, _) -> Ping in
             Ping(service: name, time: Logger.timestamp())
@@ -182,7 +213,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 outbox = OutboxInfo(epoch: try box.epoch(), head: try box.head(), first: try box.firstAvailable())
             }
             let following = subscriptions()
-            return Stats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following)
+            let curve = authenticator.map { CurveInfo(admitted: $0.decisions.admitted, refused: $0.decisions.refused) }
+            return Stats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following, curve: curve)
         }
         guard publishes else { return }
         table.onRaw(SystemRequests.replay) { context, state in
@@ -238,8 +270,10 @@ final class PeriodicRequests: Sendable {
     private let thread: WorkerThread
     private let client: RPCClient
 
-    init(context: ZMQContext, endpoints: [String], requests: [PeriodicRequest], logger: Logger) throws {
-        let client = try RPCClient(context: context, endpoints: endpoints, logger: logger.named("\(logger.component)-periodic"))
+    init(context: ZMQContext, endpoints: [String], curve: CurveClientKeys?, requests: [PeriodicRequest], logger: Logger) throws {
+        var options = RPCClientOptions()
+        options.curve = curve
+        let client = try RPCClient(context: context, endpoints: endpoints, options: options, logger: logger.named("\(logger.component)-periodic"))
         self.client = client
         let stopping = self.stopping
         thread = WorkerThread(name: "\(logger.component)-periodic") {

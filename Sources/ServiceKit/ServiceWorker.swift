@@ -144,10 +144,12 @@ public struct PeriodicRequest: Sendable {
 public final class PeerClients: Sendable {
     private let clients: [String: RPCClient]
 
-    init(context: ZMQContext, peers: [String: PeerEndpoints], logger: Logger) throws {
+    init(context: ZMQContext, config: CommonConfig, logger: Logger) throws {
         var clients: [String: RPCClient] = [:]
-        for (name, peer) in peers where !peer.rpc.isEmpty {
-            clients[name] = try RPCClient(context: context, endpoints: peer.rpc, logger: logger.named("\(logger.component)->\(name)"))
+        for (name, peer) in config.peers where !peer.rpc.isEmpty {
+            var options = RPCClientOptions()
+            options.curve = config.curve(for: name)
+            clients[name] = try RPCClient(context: context, endpoints: peer.rpc, options: options, logger: logger.named("\(logger.component)->\(name)"))
         }
         self.clients = clients
     }

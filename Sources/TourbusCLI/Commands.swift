@@ -17,14 +17,18 @@ public enum TourbusCommand {
               call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY);
               the timeout (default 5000) is also sent as the request's deadline; a token from
               auth.login in TOURBUS_TOKEN (never an argument, which `ps` shows) signs it in
-          tourbus call --service ENDPOINT TYPE [JSON]
-              send one request straight to a service's ZeroMQ endpoint
+          tourbus call --service ENDPOINT [--curve-key FILE --server-key KEY] TYPE [JSON]
+              send one request straight to a service's ZeroMQ endpoint; on a secured bus,
+              sign with key file FILE (also TOURBUS_CURVE_KEY) and pin the service's public
+              key KEY (Z85), which the suite file lists first under its name
           tourbus admin create --username U --email E --name N [--service ENDPOINT | --data-dir DIR]
               create an admin account, the password read from the first line of standard
               input; straight to the social service (the endpoint `tourbus up` wrote in
               DIR/endpoints.json, default ./data), which the gateway never lets clients do
-          tourbus keys
-              print a new CURVE key pair (Z85) for securing links between hosts
+          tourbus keys [--out DIR NAME…]
+              print a new CURVE key pair (Z85) for securing links between hosts; with --out,
+              write one key file per NAME (DIR/NAME.key, mode 0600, never over an existing
+              one) and print the curve.keys section that lists their public keys
         """
 
     /// Runs the command line and returns the exit status.
@@ -38,7 +42,7 @@ public enum TourbusCommand {
         case "up": return up(rest)
         case "call": return call(rest)
         case "admin": return admin(rest)
-        case "keys": return keys()
+        case "keys": return keys(rest)
         case "help", "--help", "-h":
             print(usage)
             return 0
@@ -59,6 +63,8 @@ public enum TourbusCommand {
         var gateway = ProcessInfo.processInfo.environment["TOURBUS_GATEWAY"] ?? "127.0.0.1:7700"
         var service: String?
         var timeout = 5_000
+        var curveKeyFile = ProcessInfo.processInfo.environment["TOURBUS_CURVE_KEY"]
+        var serverKey: String?
         let token = ProcessInfo.processInfo.environment["TOURBUS_TOKEN"]
         while let first = args.first, first.hasPrefix("--") {
             args.removeFirst()
@@ -71,6 +77,8 @@ public enum TourbusCommand {
             case "--gateway": gateway = value
             case "--service": service = value
             case "--timeout-ms": timeout = Int(value) ?? timeout
+            case "--curve-key": curveKeyFile = value
+            case "--server-key": serverKey = value
             default:
                 printError("unknown option \(first)\n\(usage)")
                 return 2
@@ -91,13 +99,32 @@ public enum TourbusCommand {
             object["token"] = token
             params = (try? JSONSerialization.data(withJSONObject: object)) ?? params
         }
-        if let service { return callService(endpoint: service, type: method, body: params, timeout: timeout) }
+        if let service {
+            var curve: CurveClientKeys?
+            if let serverKey {
+                guard let curveKeyFile else {
+                    printError("--server-key needs --curve-key FILE (or TOURBUS_CURVE_KEY): the key this call signs with")
+                    return 2
+                }
+                guard let key = try? CurveKeyPair.key(z85: serverKey) else {
+                    printError("--server-key takes a 40-character Z85 public key")
+                    return 2
+                }
+                do { curve = CurveClientKeys(try CurveKeyPair(keyFile: curveKeyFile), serverKey: key) } catch {
+                    printError(error.message)
+                    return 2
+                }
+            }
+            return callService(endpoint: service, curve: curve, type: method, body: params, timeout: timeout)
+        }
         return callGateway(gateway, method: method, params: params, timeout: timeout)
     }
 
-    static func callService(endpoint: String, type: String, body: Data, timeout: Int) -> Int32 {
+    static func callService(endpoint: String, curve: CurveClientKeys? = nil, type: String, body: Data, timeout: Int) -> Int32 {
         do {
-            let client = try RPCClient(context: try ZMQContext(), endpoints: [endpoint], logger: Logger(component: "tourbus", level: .error))
+            var options = RPCClientOptions()
+            options.curve = curve
+            let client = try RPCClient(context: try ZMQContext(), endpoints: [endpoint], options: options, logger: Logger(component: "tourbus", level: .error))
             defer { client.close() }
             let reply = try client.request(type: type, body: body, timeoutMilliseconds: timeout)
             printJSON(reply.bodyJSON)
@@ -196,16 +223,43 @@ public enum TourbusCommand {
 
     // MARK: keys
 
-    static func keys() -> Int32 {
+    static func keys(_ arguments: [String]) -> Int32 {
+        guard let first = arguments.first else {
+            do {
+                let pair = try CurveKeyPair.generate()
+                print("public: \(try CurveKeyPair.z85(pair.publicKey))")
+                print("secret: \(try CurveKeyPair.z85(pair.secretKey))")
+                return 0
+            } catch {
+                printError("\(error)")
+                return 1
+            }
+        }
+        guard first == "--out", arguments.count >= 3 else {
+            printError("keys takes no arguments, or --out DIR NAME…\n\(usage)")
+            return 2
+        }
+        let folder = arguments[1], names = Array(arguments.dropFirst(2))
+        if let bad = names.first(where: { $0.isEmpty || $0.utf8.count > 64 || !$0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") } }) {
+            printError("key name '\(bad.prefix(64))' must be 1 to 64 letters, digits, '-' or '_'")
+            return 2
+        }
+        var listed: [String: [String]] = [:]
         do {
-            let pair = try CurveKeyPair.generate()
-            print("public: \(try CurveKeyPair.z85(pair.publicKey))")
-            print("secret: \(try CurveKeyPair.z85(pair.secretKey))")
-            return 0
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            for name in names {
+                let pair = try CurveKeyPair.generate()
+                try pair.write(keyFile: (folder as NSString).appendingPathComponent("\(name).key"), name: name)
+                listed[name] = [try CurveKeyPair.z85(pair.publicKey)]
+            }
         } catch {
             printError("\(error)")
             return 1
         }
+        // Z85 has no quote or backslash, so each key goes into the JSON as it is.
+        let lines = listed.keys.sorted().map { #"    "\#($0)": ["\#(listed[$0]?.first ?? "")"]"# }
+        print("{\"curve\": {\"keys\": {\n" + lines.joined(separator: ",\n") + "\n}}}")
+        return 0
     }
 }
 

@@ -182,31 +182,6 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
         #expect(results.withLock { $0 } == [true, true])
     }
 
-    @Test func curveEncryptsAndAuthenticatesTheServer() throws {
-        #expect(ZMQContext.has("curve"))
-        let context = try ZMQContext()
-        let serverKeys = try CurveKeyPair.generate()
-        let clientKeys = try CurveKeyPair.generate()
-        #expect(try CurveKeyPair.key(z85: try CurveKeyPair.z85(serverKeys.publicKey)) == serverKeys.publicKey)
-        var options = RPCServerOptions()
-        options.curveSecretKey = serverKeys.secretKey
-        let server = try makeServer(context, options: options)
-
-        var good = RPCClientOptions()
-        good.curve = CurveClientKeys(publicKey: clientKeys.publicKey, secretKey: clientKeys.secretKey, serverKey: serverKeys.publicKey)
-        let trusted = try RPCClient(context: context, endpoints: server.endpoints, options: good, logger: logger)
-        #expect(try trusted.call("test.sum", Sum(a: 1, b: 2), as: Int.self) == 3)
-
-        // A client expecting another server key never completes the handshake.
-        var wrong = good
-        wrong.curve?.serverKey = clientKeys.publicKey
-        let fooled = try RPCClient(context: context, endpoints: server.endpoints, options: wrong, logger: logger)
-        #expect(throws: ServiceError.self) { try fooled.call("test.sum", Sum(a: 1, b: 2), as: Int.self, timeoutMilliseconds: 500) }
-        // And a plain client cannot talk to a CURVE server at all.
-        let plain = try RPCClient(context: context, endpoints: server.endpoints, logger: logger)
-        #expect(throws: ServiceError.self) { try plain.call("test.sum", Sum(a: 1, b: 2), as: Int.self, timeoutMilliseconds: 500) }
-    }
-
     @Test func nothingListeningIsUnavailable() throws {
         let context = try ZMQContext()
         let probe = try Socket(context, .router)

@@ -30,6 +30,20 @@ final class SuiteFixture {
     let gatewayArguments: [String]
     /// The admin every suite has, as the docs' transcripts sign in.
     static let admin = (username: "admin", password: "Admin-Pass-1")
+    /// With `secured`: every process's CURVE key pair by name, and `operator`'s, the test's own.
+    let keys: [String: CurveKeyPair]
+
+    /// A process's own arguments when the suite is secured: the suite file and its key file.
+    private static func ownArguments(_ name: String, folder: String, secured: Bool) -> [String] {
+        secured ? ["--config", "\(folder)/suite.json", "--curve-key", "\(folder)/\(name).key"] : []
+    }
+    private func own(_ name: String) -> [String] { SuiteFixture.ownArguments(name, folder: folder, secured: !keys.isEmpty) }
+
+    /// The CURVE keys of a client of `service` signing as `operator`, when the suite is secured.
+    func operatorKeys(for service: String) -> CurveClientKeys? {
+        guard let own = keys["operator"], let server = keys[service] else { return nil }
+        return CurveClientKeys(own, serverKey: server.publicKey)
+    }
 
     var port: UInt16 {
         let listen = gateway.endpoints["listen"] as? String ?? ""
@@ -54,41 +68,58 @@ final class SuiteFixture {
     /// Starts the suite; a child's failure at teardown points at `sourceLocation`, the test's line that made it.
     /// `everything` starts search, favorites and notify too, each following the publishers it
     /// follows in `tourbus up`.
+    /// `secured` gives every process a CURVE key, lists them (and an `operator` key for the
+    /// test) in a suite file's `curve.keys`, and so secures every bus link.
     init(gatewayArguments: [String] = [], socialArguments: [String] = [], withSearch: Bool = false, everything: Bool = false,
-         passwordCost: String = "minimum", sourceLocation: SourceLocation = #_sourceLocation) throws {
+         secured: Bool = false, passwordCost: String = "minimum", sourceLocation: SourceLocation = #_sourceLocation) throws {
         folder = scratch.path
-        catalog = try ChildProcess("tourbus-catalog", folder: folder, sourceLocation: sourceLocation)
+        var keys: [String: CurveKeyPair] = [:]
+        if secured {
+            for name in ["catalog", "social", "search", "favorites", "notify", "gateway", "operator"] {
+                let pair = try CurveKeyPair.generate()
+                try pair.write(keyFile: "\(scratch.path)/\(name).key", name: name)
+                keys[name] = pair
+            }
+            let listed = try keys.mapValues { [try CurveKeyPair.z85($0.publicKey)] }
+            try JSONSerialization.data(withJSONObject: ["curve": ["keys": listed]]).write(to: URL(fileURLWithPath: "\(scratch.path)/suite.json"))
+        }
+        self.keys = keys
+        let path = scratch.path
+        func keyed(_ name: String) -> [String] { SuiteFixture.ownArguments(name, folder: path, secured: secured) }
+        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: keyed("catalog"), sourceLocation: sourceLocation)
         catalogEndpoint = catalog.rpc
         // Passwords hashed at the cheapest cost unless asked: tests sign in often.
         let catalogEvents = (catalog.endpoints["publish"] as? [String])?.first ?? ""
         social = try ChildProcess("tourbus-social", folder: folder,
-                                    arguments: ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"] + socialArguments,
+                                    arguments: keyed("social") + ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"] + socialArguments,
                                     environment: ["TOURBUS_PASSWORD_COST": passwordCost], sourceLocation: sourceLocation)
         var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)",
                      "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
         search = nil
         var favorites: ChildProcess?
         if everything {
-            let started = try ChildProcess("tourbus-favorites", folder: folder, arguments: SuiteFixture.publishers(catalog, social),
+            let started = try ChildProcess("tourbus-favorites", folder: folder, arguments: keyed("favorites") + SuiteFixture.publishers(catalog, social),
                                                sourceLocation: sourceLocation)
             let notify = try ChildProcess("tourbus-notify", folder: folder,
-                                            arguments: SuiteFixture.publishers(social) + ["--form", SuiteFixture.notifyFormPath], sourceLocation: sourceLocation)
+                                            arguments: keyed("notify") + SuiteFixture.publishers(social) + ["--form", SuiteFixture.notifyFormPath], sourceLocation: sourceLocation)
             peers += SuiteFixture.publishers(started, notify)
             favorites = started
             self.notify = notify
         }
         if withSearch || everything {
-            let search = try ChildProcess("tourbus-search", folder: folder, arguments: SuiteFixture.publishers(catalog, social, favorites),
+            let search = try ChildProcess("tourbus-search", folder: folder, arguments: keyed("search") + SuiteFixture.publishers(catalog, social, favorites),
                                             sourceLocation: sourceLocation)
             peers += ["--peer", "search=\(search.rpc)"]
             self.search = search
         }
         self.favorites = favorites
-        self.gatewayArguments = peers + gatewayArguments
+        self.gatewayArguments = keyed("gateway") + peers + gatewayArguments
         gateway = try ChildProcess("tourbus-gateway", folder: folder, arguments: ["--listen", "127.0.0.1:0"] + self.gatewayArguments,
                                      sourceLocation: sourceLocation)
         let context = try ZMQContext()
-        let client = try RPCClient(context: context, endpoints: [social.rpc], logger: Logger(component: "test", level: .error))
+        var options = RPCClientOptions()
+        options.curve = keys["operator"].map { CurveClientKeys($0, serverKey: keys["social"]?.publicKey ?? []) }
+        let client = try RPCClient(context: context, endpoints: [social.rpc], options: options, logger: Logger(component: "test", level: .error))
         defer { client.close() }
         _ = try client.request(type: "admin.create", body: Data(#"{"username":"\#(SuiteFixture.admin.username)","email":"admin@example.org","name":"Admin","password":"\#(SuiteFixture.admin.password)"}"#.utf8),
                                timeoutMilliseconds: 5_000)
@@ -114,14 +145,14 @@ final class SuiteFixture {
     /// file. The old process must have ended (`stopSearch()`); the fixture then watches the new one.
     func startSearch(sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let old = search else { return }
-        search = try ChildProcess("tourbus-search", folder: folder, arguments: ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social, favorites),
+        search = try ChildProcess("tourbus-search", folder: folder, arguments: own("search") + ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social, favorites),
                                     sourceLocation: sourceLocation)
     }
 
     /// Starts a new catalog process, bound to the old one's request endpoint, on the same data.
     /// The old process must have ended (`stopCatalog()`); the fixture then watches the new one.
     func startCatalog(sourceLocation: SourceLocation = #_sourceLocation) throws {
-        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: ["--bind", catalogEndpoint], sourceLocation: sourceLocation)
+        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: own("catalog") + ["--bind", catalogEndpoint], sourceLocation: sourceLocation)
     }
 
     /// Creates `count` parks with a 4,900-byte description each, as the admin: pages of
