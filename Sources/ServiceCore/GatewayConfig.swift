@@ -26,7 +26,7 @@ public struct GatewayConfig: Sendable, Equatable {
 
     /// The flags only the gateway takes.
     static var ownFlags: [String: String] {
-        var flags = ["listen": "only the gateway listens for clients"]
+        var flags = ["listen": "only the gateway listens for clients", "name": "only a gateway picks its section of the file by name"]
         for setting in GatewayLimits.settings { flags[setting.name] = "it is one of the gateway's limits" }
         return flags
     }
@@ -51,6 +51,8 @@ public struct GatewayConfig: Sendable, Equatable {
         usage: tourbus-gateway [options]
         \(CommonConfig.usageLines)
           --listen HOST:PORT      TCP endpoint for clients (default 127.0.0.1:7700); also TOURBUS_GATEWAY_LISTEN
+          --name NAME             this gateway's section of the config file and its CURVE key name
+                                  (default gateway; another gateway of the suite is gateway-b, …)
         \(limitsUsage)
         Environment: TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB; the limits as TOURBUS_GATEWAY_<NAME>
                      (upper case, _ for -), or services.gateway.<name> (_ for -) in the suite file.
@@ -68,8 +70,14 @@ public struct GatewayConfig: Sendable, Equatable {
 
     /// Builds the gateway's configuration from flags, environment and file; `name` picks its
     /// section of the file and its `TOURBUS_<NAME>_LISTEN`.
-    public static func load(name: String = "gateway", arguments: [String], environment: [String: String]) throws(ConfigError) -> GatewayConfig {
+    public static func load(name defaultName: String = "gateway", arguments: [String], environment: [String: String]) throws(ConfigError) -> GatewayConfig {
         let sources = try ConfigSources(arguments: arguments, environment: environment, options: options)
+        let name = sources.flags.last("name") ?? defaultName
+        if name != defaultName {
+            guard sources.file?.services[name] != nil else {
+                throw ConfigError("--name \(name): the config file has no services.\(name) section (a gateway named otherwise needs one, with its listen)")
+            }
+        }
         var config = GatewayConfig()
         config.common = try CommonConfig(name: name, sources: sources, serves: false)
         let flags = sources.flags

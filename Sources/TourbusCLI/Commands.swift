@@ -13,6 +13,12 @@ public enum TourbusCommand {
               catalog (and a few annotations into notify when none is live), restart what
               crashes (each restart logged in DIR/restarts.log), stop everything on Ctrl-C;
               notify's first form is FILE (default deploy/notify-form.json, when there)
+          tourbus up --config FILE --only NAME[,NAME…] [--keys DIR] [--data-dir DIR] [--notify-form FILE]
+              run this host's share of a suite the file describes, as its supervisor: the
+              services named (NAME*N for N replicas, each bound to one of the section's bind
+              endpoints with its own DIR/NAME-i.sqlite) and gateways (gateway, gateway-b: the
+              section of that name); each reads FILE, its key from DIR/NAME.key with --keys,
+              and keeps its data in DIR (--data-dir); no demo data; restarts what crashes
           tourbus call [--gateway HOST:PORT] [--timeout-ms N] METHOD [JSON | key value …]
               call a method through the gateway (default 127.0.0.1:7700, or TOURBUS_GATEWAY);
               the timeout (default 5000) is also sent as the request's deadline; a token from

@@ -51,10 +51,16 @@ final class SuiteMember {
     private var nextStart: Date = .distantPast
     private var startedAt: Date = .distantPast
 
-    init(name: String, executable: URL, arguments: [String]) {
+    /// Where the member says it is ready (its `--ready-file`).
+    let readyFile: String
+
+    /// Member `name`, running `tourbus-<executable>` (its name by default) from `folder` with
+    /// `arguments` and a ready file in the data directory.
+    init(name: String, executable: String? = nil, folder: URL, dataDirectory: String, arguments: [String]) {
         self.name = name
-        self.executable = executable
-        self.arguments = arguments
+        self.executable = folder.appendingPathComponent("tourbus-\(executable ?? name)")
+        readyFile = (dataDirectory as NSString).appendingPathComponent("\(name).ready.json")
+        self.arguments = arguments + ["--ready-file", readyFile]
     }
 
     func start() throws {

@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import ServiceCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,31 +12,47 @@ extension TourbusCommand {
     /// Services that publish events.
     static let publishers: Set<String> = ["catalog", "social", "notify", "favorites"]
 
-    static func up(_ arguments: [String]) -> Int32 {
+    /// What `up` was asked to run: the whole suite on loopback, or, with a suite file, only
+    /// this host's share of it.
+    struct UpOptions {
         var dataDirectory = ProcessInfo.processInfo.environment["TOURBUS_DATA_DIR"] ?? "data"
         var listen = ProcessInfo.processInfo.environment["TOURBUS_GATEWAY_LISTEN"] ?? "127.0.0.1:7700"
         var loadDemo = true
-        // The notify service's form when its database has none: the shipped one, from the
-        // repository's root (where ./deploy/local/run starts), unless another is named.
+        /// The notify service's form when its database has none: the shipped one, from the
+        /// repository's root (where ./deploy/local/run starts), unless another is named.
         var notifyForm: String? = FileManager.default.fileExists(atPath: "deploy/notify-form.json") ? "deploy/notify-form.json" : nil
+        var config: String?
+        var only: [String]?
+        var keys: String?
+    }
+
+    static func up(_ arguments: [String]) -> Int32 {
+        var options = UpOptions()
         var args = arguments[...]
         while let flag = args.popFirst() {
             switch flag {
-            case "--no-demo": loadDemo = false
-            case "--data-dir", "--listen", "--notify-form":
+            case "--no-demo": options.loadDemo = false
+            case "--data-dir", "--listen", "--notify-form", "--config", "--only", "--keys":
                 guard let value = args.popFirst() else {
                     printError("\(flag) needs a value")
                     return 2
                 }
                 switch flag {
-                case "--data-dir": dataDirectory = value
-                case "--listen": listen = value
-                default: notifyForm = value
+                case "--data-dir": options.dataDirectory = value
+                case "--listen": options.listen = value
+                case "--config": options.config = value
+                case "--only": options.only = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                case "--keys": options.keys = value
+                default: options.notifyForm = value
                 }
             default:
                 printError("unknown option \(flag)\n\(usage)")
                 return 2
             }
+        }
+        if options.config == nil && (options.only != nil || options.keys != nil) {
+            printError("--only and --keys need --config FILE: this host's share of a suite is read from the suite file")
+            return 2
         }
 
         // Block the stop signals before any thread or child exists; the loop below takes them.
@@ -46,143 +63,73 @@ extension TourbusCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let services = knownServices.filter { FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("tourbus-\($0)").path) }
-        guard !services.isEmpty, FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("tourbus-gateway").path) else {
+        let built = knownServices.filter { FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("tourbus-\($0)").path) }
+        guard !built.isEmpty, FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("tourbus-gateway").path) else {
             printError("no tourbus-* executables next to \(CommandLine.arguments[0]); build first (swift build)")
             return 1
         }
-
-        // Fixed loopback ports for the whole run, so a restarted service comes back where its peers look.
-        let ports: [UInt16]
-        do { ports = try FreePorts.take(services.count * 2) } catch {
-            printError("\(error)")
-            return 1
-        }
-        var rpc: [String: String] = [:]
-        var pub: [String: String] = [:]
-        for (i, name) in services.enumerated() {
-            rpc[name] = "tcp://127.0.0.1:\(ports[2 * i])"
-            pub[name] = "tcp://127.0.0.1:\(ports[2 * i + 1])"
-        }
-        var members: [SuiteMember] = []
-        for name in services {
-            var args = ["--data-dir", dataDirectory, "--bind", rpc[name] ?? "", "--publish", pub[name] ?? ""]
-            for peer in services where peer != name {
-                args += ["--peer", "\(peer)=\(rpc[peer] ?? "")"]
-                if publishers.contains(peer) { args += ["--peer-pub", "\(peer)=\(pub[peer] ?? "")"] }
-            }
-            if name == "notify", let notifyForm { args += ["--form", notifyForm] }
-            members.append(SuiteMember(name: name, executable: folder.appendingPathComponent("tourbus-\(name)"), arguments: args))
-        }
         do {
-            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-            try SuiteEndpoints.write(Dictionary(uniqueKeysWithValues: services.map { name in
-                (name, SuiteEndpoints.Service(rpc: rpc[name] ?? "", publish: publishers.contains(name) ? pub[name] : nil))
-            }), to: dataDirectory)
+            try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true)
         } catch {
-            printError("could not write \(SuiteEndpoints.path(dataDirectory)): \(error)")
+            printError("cannot make \(options.dataDirectory): \(error)")
             return 1
+        }
+        let members: [SuiteMember]
+        do {
+            members = try options.config == nil ? localSuite(options, services: built, folder: folder) : hostShare(options, folder: folder)
+        } catch {
+            printError("\(error)")
+            return 2
         }
         let restartLog: RestartLog
-        do { restartLog = try RestartLog(dataDirectory: dataDirectory) } catch {
+        do { restartLog = try RestartLog(dataDirectory: options.dataDirectory) } catch {
             printError("\(error)")
             return 1
         }
-        // The gateway says it is listening in this file (written once its port is bound): a
-        // port that answers is not proof, since another process may hold it.
-        let gatewayReady = (dataDirectory as NSString).appendingPathComponent("gateway.ready.json")
-        try? FileManager.default.removeItem(atPath: gatewayReady)
-        var gatewayArgs = ["--listen", listen, "--ready-file", gatewayReady]
-        for name in services {
-            gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"]
-            // Social's events drop cached sign-ins at once (a logout, a demoted admin); every
-            // publisher's pushes reach the clients that subscribed.
-            if publishers.contains(name) { gatewayArgs += ["--peer-pub", "\(name)=\(pub[name] ?? "")"] }
-        }
-        members.append(SuiteMember(name: "gateway", executable: folder.appendingPathComponent("tourbus-gateway"), arguments: gatewayArgs))
 
         func stopAll() {
-            // The gateway first, so no client request arrives at a stopping service.
+            // The gateways first, so no client request arrives at a stopping service.
             for member in members.reversed() {
                 member.terminate()
                 member.waitForExit(timeout: 10)
             }
         }
 
+        // Each member says it is ready in its ready file, written once it has bound (a port that
+        // answers is not proof: another process may hold it).
         for member in members {
+            try? FileManager.default.removeItem(atPath: member.readyFile)
             do { try member.start() } catch {
                 printError("could not start \(member.name): \(error)")
                 stopAll()
                 return 1
             }
         }
-
-        let logger = Logger(component: "tourbus", level: .error)
-        let context: ZMQContext
-        do { context = try ZMQContext() } catch {
-            printError("\(error)")
-            stopAll()
-            return 1
-        }
-        var clients: [String: RPCClient] = [:]
-        for name in services { clients[name] = try? RPCClient(context: context, endpoints: [rpc[name] ?? ""], logger: logger) }
-        defer { clients.values.forEach { $0.close() } }
-
-        // Wait (at most 20 s) until every service answers sys.ping and the gateway has bound its
-        // port and answers ping there. A child that ends meanwhile (a port in use, a bad flag)
-        // ends the start: restarting it would only fail again.
+        // Wait (at most 20 s) until every member is ready. A child that ends meanwhile (a port
+        // in use, a bad flag) ends the start: restarting it would only fail again.
         let readyBy = Date().addingTimeInterval(20)
-        var waiting = Set(services + ["gateway"])
+        var waiting = members.filter { !FileManager.default.fileExists(atPath: $0.readyFile) }
         while !waiting.isEmpty && Date() < readyBy {
             if let ended = members.first(where: { $0.process?.isRunning == false }) {
                 printError("\(ended.name) stopped while starting (its messages are above); stopping the suite")
                 stopAll()
                 return 1
             }
-            for name in waiting {
-                if name == "gateway" {
-                    let ping = Data(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.utf8 + [0x0A])
-                    if FileManager.default.fileExists(atPath: gatewayReady),
-                       (try? LineClient(endpoint: listen, timeoutMilliseconds: 500).exchange(ping)) != nil { waiting.remove(name) }
-                } else if (try? clients[name]?.request(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 500)) != nil {
-                    waiting.remove(name)
-                }
-            }
-            if !waiting.isEmpty { usleep(100_000) }
+            usleep(100_000)
+            waiting.removeAll { FileManager.default.fileExists(atPath: $0.readyFile) }
         }
         guard waiting.isEmpty else {
-            printError("not ready after 20 s: \(waiting.sorted().joined(separator: ", "))")
+            printError("not ready after 20 s: \(waiting.map(\.name).joined(separator: ", "))")
             stopAll()
             return 1
         }
 
-        if loadDemo, let catalog = clients["catalog"] {
-            do {
-                let loaded = try DemoLoader.loadIfEmpty(catalog)
-                if loaded > 0 { print("loaded \(loaded) Sydney places into the empty catalog") }
-            } catch {
-                printError("demo data not loaded: \(error)")
-            }
+        if options.config == nil {
+            welcome(options, services: built)
+        } else {
+            print("Tourbus is up on this host: \(members.map(\.name).joined(separator: ", ")) (data in \(options.dataDirectory)).")
+            print("A crashed process is restarted; each restart is logged in \(RestartLog.path(options.dataDirectory)). Ctrl-C stops them.")
         }
-        if loadDemo, let notify = clients["notify"], let social = clients["social"] {
-            do {
-                let posted = try DemoLoader.postAnnotationsIfNone(notify, social: social, dataDirectory: dataDirectory)
-                if posted > 0 { print("posted \(posted) Sydney annotations (they expire in 12 h)") }
-            } catch {
-                printError("demo annotations not posted: \(error)")
-            }
-        }
-
-        let (host, port) = (listen.split(separator: ":").dropLast().joined(separator: ":"), listen.split(separator: ":").last ?? "7700")
-        print("""
-            Tourbus is up: \(services.joined(separator: ", ")) and the gateway at \(listen) (data in \(dataDirectory)).
-            Try:  redis-cli -h \(host) -p \(port) catalog.list category museum limit 3
-                  tourbus call catalog.categories
-            A crashed service is restarted; each restart is logged in \(RestartLog.path(dataDirectory)).
-            An admin (catalog writes need one), the password on standard input:
-                  tourbus admin create --data-dir \(dataDirectory) --username admin --email admin@example.org --name Admin
-            Ctrl-C stops everything.
-            """)
         fflush(nil)  // every stream: the lines above must show before the long wait
 
         // Supervise until SIGINT or SIGTERM.
@@ -196,6 +143,127 @@ extension TourbusCommand {
         print("stopping…")
         stopAll()
         return 0
+    }
+
+    /// The whole suite on this host: every built service on fixed loopback ports chosen now
+    /// (so a restarted service comes back where its peers look), and the gateway at `listen`;
+    /// their endpoints written to DATA/endpoints.json for `tourbus admin`.
+    static func localSuite(_ options: UpOptions, services: [String], folder: URL) throws -> [SuiteMember] {
+        let ports = try FreePorts.take(services.count * 2)
+        var rpc: [String: String] = [:]
+        var pub: [String: String] = [:]
+        for (i, name) in services.enumerated() {
+            rpc[name] = "tcp://127.0.0.1:\(ports[2 * i])"
+            pub[name] = "tcp://127.0.0.1:\(ports[2 * i + 1])"
+        }
+        let data = options.dataDirectory
+        var members: [SuiteMember] = []
+        for name in services {
+            var args = ["--data-dir", data, "--bind", rpc[name] ?? "", "--publish", pub[name] ?? ""]
+            for peer in services where peer != name {
+                args += ["--peer", "\(peer)=\(rpc[peer] ?? "")"]
+                if publishers.contains(peer) { args += ["--peer-pub", "\(peer)=\(pub[peer] ?? "")"] }
+            }
+            if name == "notify", let form = options.notifyForm { args += ["--form", form] }
+            members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: args))
+        }
+        try SuiteEndpoints.write(Dictionary(uniqueKeysWithValues: services.map { name in
+            (name, SuiteEndpoints.Service(rpc: rpc[name] ?? "", publish: publishers.contains(name) ? pub[name] : nil))
+        }), to: data)
+        var gatewayArgs = ["--listen", options.listen]
+        for name in services {
+            gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"]
+            // Social's events drop cached sign-ins at once (a logout, a demoted admin); every
+            // publisher's pushes reach the clients that subscribed.
+            if publishers.contains(name) { gatewayArgs += ["--peer-pub", "\(name)=\(pub[name] ?? "")"] }
+        }
+        members.append(SuiteMember(name: "gateway", folder: folder, dataDirectory: data, arguments: gatewayArgs))
+        return members
+    }
+
+    /// This host's share of a suite described by the suite file: the members `--only` names,
+    /// each reading the file (and its key file from `--keys DIR`, `DIR/NAME.key`). A service
+    /// named `NAME*N` runs N replicas, the i-th bound only to the i-th of its section's `bind`
+    /// endpoints, with its own database (`DATA/NAME-i.sqlite`); they share NAME's key, which
+    /// its clients pin. A name starting with `gateway` is a gateway reading that section.
+    static func hostShare(_ options: UpOptions, folder: URL) throws(ConfigError) -> [SuiteMember] {
+        guard let file = options.config else { return [] }
+        guard let only = options.only, !only.isEmpty else {
+            throw ConfigError("--config needs --only NAME[,NAME…]: the members this host runs (services, NAME*N for N replicas, gateway, gateway-b, …)")
+        }
+        let data = options.dataDirectory
+        var members: [SuiteMember] = []
+        for item in only {
+            let parts = item.split(separator: "*", omittingEmptySubsequences: false).map(String.init)
+            let name = parts[0]
+            let key = options.keys.map { ["--curve-key", ($0 as NSString).appendingPathComponent("\(name).key")] } ?? []
+            if name.hasPrefix("gateway") {
+                guard parts.count == 1 else { throw ConfigError("--only \(item): a gateway has no replicas; name each (gateway, gateway-b)") }
+                members.append(SuiteMember(name: name, executable: "gateway", folder: folder, dataDirectory: data,
+                                           arguments: ["--config", file, "--name", name] + key))
+                continue
+            }
+            guard knownServices.contains(name) else {
+                throw ConfigError("--only \(item): not a service (\(knownServices.joined(separator: ", "))) or a gateway")
+            }
+            var arguments = ["--config", file, "--data-dir", data] + key
+            if name == "notify", let form = options.notifyForm { arguments += ["--form", form] }
+            guard parts.count == 2 else {
+                members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: arguments))
+                continue
+            }
+            guard let replicas = Int(parts[1]), (1...16).contains(replicas) else {
+                throw ConfigError("--only \(item): NAME*N takes N from 1 to 16")
+            }
+            let binds = try ServiceConfig.load(service: name, arguments: ["--config", file] + key, environment: [:]).bind
+            guard binds.count >= replicas else {
+                throw ConfigError("--only \(item): services.\(name).bind lists \(binds.count) endpoint(s), one per replica is needed")
+            }
+            for i in 1...replicas {
+                members.append(SuiteMember(name: "\(name)-\(i)", executable: name, folder: folder, dataDirectory: data,
+                                           arguments: arguments + ["--bind", binds[i - 1], "--db", (data as NSString).appendingPathComponent("\(name)-\(i).sqlite")]))
+            }
+        }
+        return members
+    }
+
+    /// What to try once the local suite is up.
+    static func welcome(_ options: UpOptions, services: [String]) {
+        let data = options.dataDirectory
+        let context: ZMQContext
+        do { context = try ZMQContext() } catch { return }
+        let logger = Logger(component: "tourbus", level: .error)
+        let endpoints = SuiteEndpoints.read(data) ?? [:]
+        var clients: [String: RPCClient] = [:]
+        for name in services { clients[name] = try? RPCClient(context: context, endpoints: [endpoints[name]?.rpc ?? ""], logger: logger) }
+        defer { clients.values.forEach { $0.close() } }
+        if options.loadDemo, let catalog = clients["catalog"] {
+            do {
+                let loaded = try DemoLoader.loadIfEmpty(catalog)
+                if loaded > 0 { print("loaded \(loaded) Sydney places into the empty catalog") }
+            } catch {
+                printError("demo data not loaded: \(error)")
+            }
+        }
+        if options.loadDemo, let notify = clients["notify"], let social = clients["social"] {
+            do {
+                let posted = try DemoLoader.postAnnotationsIfNone(notify, social: social, dataDirectory: data)
+                if posted > 0 { print("posted \(posted) Sydney annotations (they expire in 12 h)") }
+            } catch {
+                printError("demo annotations not posted: \(error)")
+            }
+        }
+        let listen = options.listen
+        let (host, port) = (listen.split(separator: ":").dropLast().joined(separator: ":"), listen.split(separator: ":").last ?? "7700")
+        print("""
+            Tourbus is up: \(services.joined(separator: ", ")) and the gateway at \(listen) (data in \(data)).
+            Try:  redis-cli -h \(host) -p \(port) catalog.list category museum limit 3
+                  tourbus call catalog.categories
+            A crashed service is restarted; each restart is logged in \(RestartLog.path(data)).
+            An admin (catalog writes need one), the password on standard input:
+                  tourbus admin create --data-dir \(data) --username admin --email admin@example.org --name Admin
+            Ctrl-C stops everything.
+            """)
     }
 }
 

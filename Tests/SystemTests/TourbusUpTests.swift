@@ -219,3 +219,78 @@ func logfmt(_ line: Substring) -> [String: String] {
         #expect(try tourbus(["frobnicate"]).status == 2)
     }
 }
+
+/// `tourbus up --config FILE --only …`: a host's share of a suite, its mistakes refused before
+/// anything starts. (deploy/multihost/test runs three of them on three network namespaces.)
+@Suite struct TourbusUpShareTests {
+    func up(_ arguments: [String]) throws -> BoundedRun {
+        try BoundedRun(try ChildProcess.executable("tourbus").path, ["up"] + arguments, timeout: 30)
+    }
+
+    @Test func mistakesInAHostsShareAreRefused() throws {
+        let scratch = TemporaryFolder("up-share")
+        let file = scratch.path + "/suite.json"
+        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0"]},"gateway-b":{"listen":"127.0.0.1:0"}}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let cases: [([String], String)] = [
+            (["--only", "catalog"], "--only and --keys need --config FILE"),
+            (["--config", file], "--config needs --only NAME"),
+            (["--config", file, "--only", "kitchen"], "--only kitchen: not a service"),
+            (["--config", file, "--only", "search*0"], "NAME*N takes N from 1 to 16"),
+            (["--config", file, "--only", "search*2"], "services.search.bind lists 1 endpoint(s), one per replica is needed"),
+            (["--config", file, "--only", "gateway-b*2"], "a gateway has no replicas"),
+        ]
+        for (arguments, message) in cases {
+            let run = try up(arguments + ["--data-dir", scratch.path])
+            #expect(run.exit == .status(2), "\(arguments): \(run.digest)")
+            #expect(run.errors.contains(message), "\(arguments): \(run.digest)")
+        }
+        // A gateway named after a section the file lacks stops while starting, saying why.
+        let run = try up(["--config", file, "--only", "gateway-c", "--data-dir", scratch.path])
+        #expect(run.exit == .status(1), "\(run.digest)")
+        #expect(run.errors.contains("--name gateway-c: the config file has no services.gateway-c section"), "\(run.digest)")
+    }
+
+    @Test func aShareRunsReplicasEachOnItsOwnEndpointAndDatabase() throws {
+        let scratch = TemporaryFolder("up-replicas")
+        let file = scratch.path + "/suite.json"
+        let ports = try (0..<2).map { _ in try freePort() }
+        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:\#(ports[0])","tcp://127.0.0.1:\#(ports[1])"]}}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let process = Process()
+        process.executableURL = try ChildProcess.executable("tourbus")
+        process.arguments = ["up", "--config", file, "--only", "search*2", "--data-dir", scratch.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let context = try ZMQContext()
+        for port in ports {
+            let client = try RPCClient(context: context, endpoints: ["tcp://127.0.0.1:\(port)"], logger: Logger(component: "test", level: .error))
+            defer { client.close() }
+            var answered = false
+            for _ in 0..<100 where !answered {
+                answered = (try? client.request(type: "sys.ping", body: Data("{}".utf8), timeoutMilliseconds: 200)) != nil
+            }
+            #expect(answered, "replica on port \(port)")
+        }
+        for i in 1...2 { #expect(FileManager.default.fileExists(atPath: scratch.path + "/search-\(i).sqlite")) }
+        #expect(FileManager.default.fileExists(atPath: scratch.path + "/search-1.ready.json"))
+    }
+}
+
+/// A loopback TCP port free now (bound to port 0 and let go).
+func freePort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw ServiceError(.unavailable, "no free port") }
+    return UInt16(bigEndian: address.sin_port)
+}

@@ -1,0 +1,643 @@
+"""The multi-host test: three hosts as Linux network namespaces on one bridge, the suite spread
+over them as README.md, *Deploy on several hosts*, says, each host's share run by its own `tourbus up`,
+a stranger in a fourth namespace, and faults under load. Driven only through the gateways' line
+protocol (and, for the stranger, the bus itself). Run by deploy/multihost/test, as root.
+
+    python scenario.py BIN_DIR WORK_DIR [--short]
+
+Prints each fault and what was measured; exits 1 if a check failed. Everything it made
+(namespaces, bridge, processes) is removed at the end, even on failure.
+"""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import zmq
+
+BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+SHORT = "--short" in sys.argv
+TAG = "%04d" % (os.getpid() % 10000)
+NET = "10.88.%d" % (os.getpid() % 200 + 20)
+HOSTS = {"a": NET + ".1", "b": NET + ".2", "c": NET + ".3", "x": NET + ".9"}
+BRIDGE_IP = NET + ".254"
+BRIDGE = "tbbr" + TAG
+NS = {h: "tb%s-%s" % (TAG, h) for h in HOSTS}
+GATEWAYS = [(HOSTS["c"], 7700), (HOSTS["c"], 7701)]
+DEADLINE_MS = 2000
+SLACK_S = 0.5  # a reply later than its deadline by more than this counts as past the deadline
+failures = []
+started = []  # Popen of every `tourbus up` and helper process
+
+
+def log(message):
+    print(message, flush=True)
+
+
+def check(ok, what):
+    log(("  ok    " if ok else "  FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def sh(*command, ns=None, check_rc=True):
+    full = (["ip", "netns", "exec", ns] if ns else []) + list(command)
+    result = subprocess.run(full, capture_output=True, text=True, timeout=60)
+    if check_rc and result.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(full), result.stderr.strip()))
+    return result.stdout
+
+
+# --- the network ---------------------------------------------------------------------------
+
+def veth(host):
+    return "tb%s%s" % (TAG, host), "tb%s%s-br" % (TAG, host)
+
+
+def build_network():
+    sh("ip", "link", "add", BRIDGE, "type", "bridge")
+    sh("ip", "addr", "add", BRIDGE_IP + "/24", "dev", BRIDGE)
+    sh("ip", "link", "set", BRIDGE, "up")
+    for host, address in HOSTS.items():
+        inside, outside = veth(host)
+        sh("ip", "netns", "add", NS[host])
+        sh("ip", "link", "add", inside, "type", "veth", "peer", "name", outside)
+        sh("ip", "link", "set", inside, "netns", NS[host])
+        sh("ip", "link", "set", outside, "master", BRIDGE)
+        sh("ip", "link", "set", outside, "up")
+        sh("ip", "addr", "add", address + "/24", "dev", inside, ns=NS[host])
+        sh("ip", "link", "set", inside, "up", ns=NS[host])
+        sh("ip", "link", "set", "lo", "up", ns=NS[host])
+
+
+def teardown():
+    for process in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for process in started:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+    for ns in NS.values():
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+
+
+def set_link(host, up):
+    sh("ip", "link", "set", veth(host)[1], "up" if up else "down")
+
+
+def packet_loss(percent):
+    """Drops `percent`% of the packets each host receives from the others (nftables numgen)."""
+    for host in "abc":
+        sh("nft", "delete", "table", "inet", "tbloss", ns=NS[host], check_rc=False)
+        if percent:
+            rules = "%s/loss.nft" % WORK
+            with open(rules, "w") as f:
+                f.write("table inet tbloss {\n  chain input {\n    type filter hook input priority 0; policy accept;\n"
+                        "    ip saddr %s.0/24 numgen random mod 100 < %d drop\n  }\n}\n" % (NET, percent))
+            sh("nft", "-f", rules, ns=NS[host])
+
+
+# --- the suite ---------------------------------------------------------------------------
+
+MEMBERS = {"a": "catalog,social", "b": "search*2,favorites", "c": "notify,gateway,gateway-b"}
+KEYS_OF = {"a": ["catalog", "social"], "b": ["search", "favorites"], "c": ["notify", "gateway", "gateway-b"]}
+# Host C reaches the catalog and social through delaying proxies of its own (`DelayProxy`),
+# 0 ms until the latency fault sets 100.
+PROXIED = {"catalog": 7101, "social": 7104}
+
+
+def suite_file(curve, proxied):
+    def section(host, rpc, pub=None, extra=None):
+        s = {"bind": ["tcp://*:%d" % rpc], "connect": ["tcp://%s:%d" % (HOSTS[host], rpc)]}
+        if pub:
+            s["publish"], s["subscribe"] = ["tcp://*:%d" % pub], ["tcp://%s:%d" % (HOSTS[host], pub)]
+        s.update(extra or {})
+        return s
+    services = {
+        "catalog": section("a", 7101, 7111),
+        "social": section("a", 7104, 7114),
+        "search": {"bind": ["tcp://*:7102", "tcp://*:7122"],
+                   "connect": ["tcp://%s:7102" % HOSTS["b"], "tcp://%s:7122" % HOSTS["b"]]},
+        "favorites": section("b", 7103, 7113),
+        "notify": section("c", 7105, 7115),
+        "gateway": {"listen": "%s:7700" % HOSTS["c"], "deadline_ms": DEADLINE_MS},
+        "gateway-b": {"listen": "%s:7701" % HOSTS["c"], "deadline_ms": DEADLINE_MS},
+    }
+    if proxied:
+        for name, port in PROXIED.items():
+            services[name]["connect"] = ["tcp://%s:%d" % (HOSTS["c"], port + 1000)]
+    return {"heartbeat_ms": 500, "curve": curve, "services": services}
+
+
+def make_keys():
+    names = sorted({n for names in KEYS_OF.values() for n in names} | {"operator"})
+    out = subprocess.run([BIN + "/tourbus", "keys", "--out", WORK + "/keys", *names], capture_output=True, text=True, check=True).stdout
+    curve = json.loads(out)["curve"]
+    for host, names in list(KEYS_OF.items()) + [("x", [])]:
+        folder = "%s/keys-%s" % (WORK, host)
+        os.makedirs(folder, mode=0o700)
+        for name in names:
+            os.link("%s/keys/%s.key" % (WORK, name), "%s/%s.key" % (folder, name))
+    stranger = zmq.curve_keypair()
+    return curve, stranger
+
+
+def start_host(host):
+    env = dict(os.environ, TOURBUS_PASSWORD_COST="minimum", LOG_LEVEL="warn")
+    config = "%s/suite-%s.json" % (WORK, "c" if host == "c" else "ab")
+    logfile = open("%s/up-%s.log" % (WORK, host), "w")
+    process = subprocess.Popen(["ip", "netns", "exec", NS[host], BIN + "/tourbus", "up", "--config", config,
+                                "--only", MEMBERS[host], "--keys", "%s/keys-%s" % (WORK, host),
+                                "--data-dir", "%s/data-%s" % (WORK, host), "--notify-form", NOTIFY_FORM],
+                               stdout=logfile, stderr=subprocess.STDOUT, env=env)
+    started.append(process)
+    return process
+
+
+NOTIFY_FORM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "notify-form.json")
+
+
+def pid_of(host, executable, data_suffix=""):
+    for pid in subprocess.run(["ip", "netns", "pids", NS[host]], capture_output=True, text=True).stdout.split():
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                if f.read().strip() == executable:
+                    return int(pid)
+        except OSError:
+            pass
+    return None
+
+
+# --- a delaying TCP proxy ------------------------------------------------------------------
+
+class DelayProxy:
+    """Forwards TCP from LISTEN to TARGET, each chunk held `delay_ms` in each direction, in order.
+    Runs inside host C's namespace as its own process (python -c), reading its delay from a file."""
+    CODE = r'''
+import socket, sys, threading, time, collections
+listen_host, listen_port, target_host, target_port, delay_file = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+def delay():
+    try:
+        return float(open(delay_file).read() or 0) / 1000
+    except Exception:
+        return 0
+def pump(src, dst):
+    queue = collections.deque(); cv = threading.Condition(); done = [False]
+    def sender():
+        while True:
+            with cv:
+                while not queue and not done[0]:
+                    cv.wait()
+                if not queue:
+                    break
+                due, data = queue.popleft()
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            try:
+                dst.sendall(data)
+            except OSError:
+                break
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+    t = threading.Thread(target=sender, daemon=True); t.start()
+    while True:
+        try:
+            data = src.recv(65536)
+        except OSError:
+            data = b""
+        with cv:
+            if not data:
+                done[0] = True; cv.notify(); break
+            queue.append((time.monotonic() + delay(), data)); cv.notify()
+    t.join(30)
+server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind((listen_host, listen_port)); server.listen(128)
+while True:
+    client, _ = server.accept()
+    try:
+        upstream = socket.create_connection((target_host, target_port), timeout=5)
+        upstream.settimeout(None)
+    except OSError:
+        client.close(); continue
+    for a, b in ((client, upstream), (upstream, client)):
+        threading.Thread(target=pump, args=(a, b), daemon=True).start()
+'''
+
+    def __init__(self, delay_file):
+        self.delay_file = delay_file
+        self.set(0)
+        for name, port in PROXIED.items():
+            started.append(subprocess.Popen(["ip", "netns", "exec", NS["c"], sys.executable, "-c", self.CODE, HOSTS["c"], str(port + 1000),
+                                             HOSTS["a"], str(port), delay_file]))
+
+    def set(self, milliseconds):
+        with open(self.delay_file + ".tmp", "w") as f:
+            f.write(str(milliseconds))
+        os.replace(self.delay_file + ".tmp", self.delay_file)
+
+
+# --- the line protocol -------------------------------------------------------------------------
+
+class Gateway:
+    """One JSON-RPC connection to a gateway: calls in order, pushes kept aside."""
+
+    def __init__(self, address, timeout=10.0):
+        self.sock = socket.create_connection(address, timeout=timeout)
+        self.buffer = b""
+        self.pushes = []
+        self.next_id = 0
+
+    def line(self, timeout):
+        self.sock.settimeout(timeout)
+        while b"\n" not in self.buffer:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("the gateway closed the connection")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def call(self, method, params=None, deadline_ms=DEADLINE_MS, timeout=None):
+        """(result, error, seconds): the reply to one call, or error 'no reply' past `timeout`."""
+        self.next_id += 1
+        request = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}, "deadline_ms": deadline_ms}
+        start = time.monotonic()
+        self.sock.sendall(json.dumps(request).encode() + b"\n")
+        end = start + (timeout or deadline_ms / 1000 + 5)
+        while True:
+            try:
+                reply = self.line(max(0.01, end - time.monotonic()))
+            except (socket.timeout, ConnectionError, OSError) as e:
+                return None, {"code": "no reply", "message": str(e)}, time.monotonic() - start
+            if "id" not in reply:
+                self.pushes.append(reply)
+                continue
+            if reply.get("id") != self.next_id:
+                continue
+            error = reply.get("error")
+            if error:
+                error = {"code": (error.get("data") or {}).get("code", error.get("code")), "message": error.get("message")}
+            return reply.get("result"), error, time.monotonic() - start
+
+    def must(self, method, params=None, **kw):
+        result, error, _ = self.call(method, params, **kw)
+        if error:
+            raise RuntimeError("%s: %s" % (method, error))
+        return result
+
+    def wait_push(self, seconds):
+        end = time.monotonic() + seconds
+        while not self.pushes and time.monotonic() < end:
+            try:
+                reply = self.line(max(0.01, end - time.monotonic()))
+                if "id" not in reply:
+                    self.pushes.append(reply)
+            except (socket.timeout, OSError):
+                break
+        return self.pushes.pop(0) if self.pushes else None
+
+
+def signed_in(address, username, password):
+    g = Gateway(address)
+    g.must("auth.login", {"username": username, "password": password})
+    return g
+
+
+def word(n):
+    """A word of letters only, unique per n, that text search finds as itself."""
+    letters = ""
+    n += 26 * 26
+    while n:
+        n, r = divmod(n, 26)
+        letters += chr(97 + r)
+    return "zq" + letters
+
+
+# --- load: a writer and a reader throughout ----------------------------------------------------
+
+class Load:
+    """Writes a place every `interval` through one gateway and reads through the other, each
+    request with the gateway's deadline; records every acknowledged write and every request
+    answered later than its deadline (or never)."""
+
+    def __init__(self, admin_password, interval=0.02):
+        self.admin_password = admin_password
+        self.interval = interval
+        self.acked = {}  # id -> word
+        self.sent = 0
+        self.errors = {}
+        self.past_deadline = 0
+        self.requests = 0
+        self.marks = []  # (time, n) of each acknowledged write
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self.writer, daemon=True), threading.Thread(target=self.reader, daemon=True)]
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(30)
+
+    def note(self, error, seconds):
+        with self.lock:
+            self.requests += 1
+            if seconds > DEADLINE_MS / 1000 + SLACK_S:
+                self.past_deadline += 1
+            if error:
+                self.errors[error["code"]] = self.errors.get(error["code"], 0) + 1
+
+    def connection(self, index, password=None):
+        while not self.stop.is_set():
+            try:
+                return signed_in(GATEWAYS[index], "admin", self.admin_password) if password else Gateway(GATEWAYS[index])
+            except (OSError, RuntimeError):
+                time.sleep(0.2)
+        return None
+
+    def writer(self):
+        g = self.connection(0, password=True)
+        n = 0
+        while g and not self.stop.is_set():
+            n += 1
+            w = word(n)
+            with self.lock:
+                self.sent += 1
+            result, error, seconds = g.call("catalog.create", {"name": "Load %s" % w, "category": "park",
+                                                               "lat": -33.8 + random.random() / 10, "lon": 151.2 + random.random() / 10})
+            self.note(error, seconds)
+            if result and "id" in result:
+                with self.lock:
+                    self.acked[result["id"]] = w
+                    self.marks.append((time.monotonic(), n, result["id"]))
+            if error and error["code"] == "no reply":
+                g = self.connection(0, password=True)
+            time.sleep(self.interval)
+
+    def reader(self):
+        g = self.connection(1)
+        i = 0
+        while g and not self.stop.is_set():
+            i += 1
+            with self.lock:
+                ids = list(self.acked)
+            if ids:
+                if i % 2:
+                    _, error, seconds = g.call("catalog.get", {"id": random.choice(ids)})
+                else:
+                    _, error, seconds = g.call("search.text", {"q": self.acked.get(random.choice(ids), "zq")})
+                self.note(error, seconds)
+                if error and error["code"] == "no reply":
+                    g = self.connection(1)
+            time.sleep(self.interval)
+
+    def snapshot(self):
+        with self.lock:
+            return dict(self.acked), dict(self.errors), self.past_deadline, self.requests, self.sent
+
+
+def found_in_search(g, w, times=2):
+    """Whether search finds place word `w`, asked `times` (round robin reaches each replica)."""
+    for _ in range(times):
+        result, error, _ = g.call("search.text", {"q": w})
+        if error or not any(w in (hit.get("name") or "") for hit in (result or {}).get("hits", [])):
+            return False
+    return True
+
+
+# --- the stranger --------------------------------------------------------------------------------
+
+STRANGER = r'''
+import json, sys, time, zmq
+targets, public, secret = json.loads(sys.argv[1]), sys.argv[2].encode(), sys.argv[3].encode()
+ctx = zmq.Context()
+out = {}
+for name, kind, endpoint, server in targets:
+    s = ctx.socket(zmq.DEALER if kind == "rpc" else zmq.SUB)
+    s.setsockopt(zmq.LINGER, 0)
+    s.curve_publickey, s.curve_secretkey, s.curve_serverkey = public, secret, server.encode()
+    if kind == "rpc":
+        s.connect(endpoint)
+        s.send(json.dumps({"v": 1, "id": "x", "type": "sys.ping", "deadline_ms": 1000, "body": {}}).encode())
+    else:
+        s.setsockopt(zmq.SUBSCRIBE, b"")
+        s.connect(endpoint)
+    out["%s %s %s" % (name, kind, endpoint.rsplit(":", 1)[1])] = bool(s.poll(2000))
+    s.close()
+print(json.dumps(out))
+'''
+
+
+def bus_targets(curve):
+    """(name, rpc|pub, endpoint, server key) of every socket of every service."""
+    key = lambda n: curve["keys"][n][0]
+    t = [("catalog", "rpc", "tcp://%s:7101" % HOSTS["a"]), ("catalog", "pub", "tcp://%s:7111" % HOSTS["a"]),
+         ("social", "rpc", "tcp://%s:7104" % HOSTS["a"]), ("social", "pub", "tcp://%s:7114" % HOSTS["a"]),
+         ("search", "rpc", "tcp://%s:7102" % HOSTS["b"]), ("search", "rpc", "tcp://%s:7122" % HOSTS["b"]),
+         ("favorites", "rpc", "tcp://%s:7103" % HOSTS["b"]), ("favorites", "pub", "tcp://%s:7113" % HOSTS["b"]),
+         ("notify", "rpc", "tcp://%s:7105" % HOSTS["c"]), ("notify", "pub", "tcp://%s:7115" % HOSTS["c"])]
+    return [(n, k, e, key(n)) for n, k, e in t]
+
+
+def run_as(ns, code, *args):
+    result = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr)
+    return json.loads(result.stdout)
+
+
+def operator_call(curve, service, endpoint, method, body):
+    """One request straight to a service with the operator's key, from the root namespace."""
+    ctx = zmq.Context.instance()
+    s = ctx.socket(zmq.DEALER)
+    s.setsockopt(zmq.LINGER, 0)
+    with open(WORK + "/keys/operator.key") as f:
+        pair = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line and not line.startswith("#"))
+    s.curve_publickey, s.curve_secretkey = pair["public"].encode(), pair["secret"].encode()
+    s.curve_serverkey = curve["keys"][service][0].encode()
+    s.connect(endpoint)
+    s.send(json.dumps({"v": 1, "id": "op", "type": method, "deadline_ms": 10000, "body": body}).encode())
+    reply = json.loads(s.recv_multipart()[0]) if s.poll(15000) else {"ok": False, "error": {"code": "no reply"}}
+    s.close()
+    return reply
+
+
+# --- the scenario ----------------------------------------------------------------------------
+
+def wait(condition, seconds, step=0.2):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    log("multi-host test: hosts a %s (catalog, social), b %s (2 search replicas, favorites), c %s (notify, 2 gateways), stranger x %s"
+        % (HOSTS["a"], HOSTS["b"], HOSTS["c"], HOSTS["x"]))
+    build_network()
+    curve, stranger = make_keys()
+    for name, proxied in (("ab", False), ("c", True)):
+        with open("%s/suite-%s.json" % (WORK, name), "w") as f:
+            json.dump(suite_file(curve, proxied), f, indent=1)
+    proxy = DelayProxy(WORK + "/delay-ms")
+    for host in "abc":
+        start_host(host)
+
+    # Ready: both gateways see every service.
+    def suite_ready():
+        try:
+            for address in GATEWAYS:
+                methods = json.dumps(Gateway(address, timeout=2).must("help"))
+                if not all(m in methods for m in ("catalog.get", "reviews.add", "search.text", "favorites.add", "annotations.submit")):
+                    return False
+            return True
+        except (OSError, RuntimeError):
+            return False
+    started_at = time.monotonic()
+    check(wait(suite_ready, 90, 0.5), "the suite is up on three hosts, each under its own `tourbus up` (%.1f s)" % (time.monotonic() - started_at))
+    if failures:
+        return
+
+    log("the suite works, through both gateways")
+    admin_password = "Admin-Pass-1"
+    reply = operator_call(curve, "social", "tcp://%s:7104" % HOSTS["a"], "admin.create",
+                          {"username": "admin", "email": "admin@example.org", "name": "Admin", "password": admin_password})
+    check(reply.get("ok") is True, "an operator key creates the admin straight at social: %s" % reply.get("error"))
+    admin = signed_in(GATEWAYS[0], "admin", admin_password)
+    place = admin.must("catalog.create", {"name": "Hornby Lighthouse", "category": "attraction", "lat": -33.8334, "lon": 151.2824})
+    other = Gateway(GATEWAYS[1])
+    check(wait(lambda: found_in_search(other, "Hornby"), 20), "a place created through gateway 1 is found by search (both replicas) through gateway 2")
+    for n, user in enumerate(("walker", "rider")):
+        other.must("auth.register", {"username": user, "email": "%s@example.org" % user, "name": user.title(), "password": "Walk-Pass-%d" % n})
+    walker = signed_in(GATEWAYS[1], "walker", "Walk-Pass-0")
+    check(walker.call("reviews.add", {"place_id": place["id"], "rating": 5, "text": "Red and white stripes"})[1] is None, "a review is added")
+    check(walker.call("favorites.add", {"place_id": place["id"]})[1] is None, "a favorite is saved")
+    listening = signed_in(GATEWAYS[0], "rider", "Walk-Pass-1")
+    listening.must("subscribe", {"topics": ["notify.alert"]})
+    walker.must("annotations.submit", {"lat": -33.8334, "lon": 151.2824, "values": {"kind": "hazard", "detail": "flooding", "severity": "minor"}, "text": "Track flooded"})
+    reporting = signed_in(GATEWAYS[1], "rider", "Walk-Pass-1")
+    reporting.must("notify.location", {"lat": -33.8335, "lon": 151.2824})
+    push = listening.wait_push(10)
+    check(push is not None and "Track flooded" in json.dumps(push), "an alert is pushed to the rider's other connection, on the other gateway")
+
+    log("a stranger (a 4th namespace, an unknown CURVE key) is refused by every service")
+    targets = bus_targets(curve)
+    answered = run_as(NS["x"], STRANGER, json.dumps(targets), stranger[0].decode(), stranger[1].decode())
+    for socket_name, heard in sorted(answered.items()):
+        check(not heard, "%s refuses the stranger" % socket_name)
+    with open(WORK + "/keys/operator.key") as f:
+        pair = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line and not line.startswith("#"))
+    heard = run_as(NS["x"], STRANGER, json.dumps(targets), pair["public"], pair["secret"])
+    check(all(heard.values()), "the same sockets answer a listed key from that namespace (%d of %d)" % (sum(heard.values()), len(heard)))
+    stats = operator_call(curve, "catalog", "tcp://%s:7101" % HOSTS["a"], "sys.stats", {})
+    refused = ((stats.get("body") or {}).get("curve") or {}).get("refused", 0)
+    check(refused >= 2, "the catalog counted %d refused handshakes in sys.stats" % refused)
+
+    load = Load(admin_password)
+    load.start()
+    time.sleep(3)
+
+    log("fault: kill -9 the catalog under load")
+    victim = pid_of("a", "tourbus-catalog")
+    acked_before = len(load.snapshot()[0])
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.monotonic()
+    restarted = wait(lambda: pid_of("a", "tourbus-catalog") not in (None, victim), 20, 0.1)
+    check(restarted, "host a's supervisor restarted the catalog (pid %s -> %s)" % (victim, pid_of("a", "tourbus-catalog")))
+    recovered = wait(lambda: len(load.snapshot()[0]) > acked_before + 10, 30, 0.1)
+    check(recovered, "writes and reads recover with nothing else restarted (%.1f s after the kill)" % (time.monotonic() - killed_at))
+    time.sleep(2)
+
+    log("fault: cut host b's link for 10 s (both search replicas, favorites)")
+    set_link("b", False)
+    cut_at = time.monotonic()
+    probe = Gateway(GATEWAYS[0])
+    during = [probe.call("search.text", {"q": "Hornby"}) for _ in range(3)]
+    time.sleep(max(0, 10 - (time.monotonic() - cut_at)))
+    set_link("b", True)
+    restored_at = time.monotonic()
+    codes = sorted({(e or {}).get("code", "ok") for _, e, _ in during})
+    slowest = max(s for _, _, s in during)
+    check(all(e and e["code"] in ("unavailable", "deadline_exceeded") for _, e, _ in during) and slowest <= DEADLINE_MS / 1000 + SLACK_S,
+          "search during the cut answers %s within the deadline (slowest %.2f s)" % (", ".join(codes), slowest))
+    acked = load.snapshot()[0]
+    with load.lock:
+        written_during = [(i, acked[i]) for t, _, i in load.marks if cut_at <= t <= restored_at]
+    check(len(written_during) > 0, "catalog writes went on during the cut (%d acknowledged)" % len(written_during))
+    reader = Gateway(GATEWAYS[1])
+    pending = list(written_during)
+    def caught_up():
+        while pending and found_in_search(reader, pending[0][1]):
+            pending.pop(0)
+        return not pending
+    check(wait(caught_up, 60, 0.2), "search caught up with the %d writes made during the cut, %.1f s after the link came back"
+          % (len(written_during), time.monotonic() - restored_at))
+
+    seconds = 8 if SHORT else 20
+    log("fault: 5%% packet loss between hosts and 100 ms more each way on host c's requests to hosts a, for %d s" % seconds)
+    errors_before, past_before, requests_before = load.snapshot()[1], load.snapshot()[2], load.snapshot()[3]
+    packet_loss(5)
+    proxy.set(100)
+    time.sleep(seconds)
+    packet_loss(0)
+    proxy.set(0)
+    _, errors_after, past_after, requests_after, _ = load.snapshot()
+    check(past_after - past_before == 0, "every request under loss and latency was answered by its deadline (%d requests; errors: %s)"
+          % (requests_after - requests_before, {k: v - errors_before.get(k, 0) for k, v in errors_after.items() if v != errors_before.get(k, 0)} or "none"))
+
+    load.finish()
+    acked, errors, past, requests, sent = load.snapshot()
+    log("the end: every acknowledged write is there, and search agrees")
+    checker = signed_in(GATEWAYS[0], "admin", admin_password)
+    lost = [i for i in acked if checker.call("catalog.get", {"id": i}, deadline_ms=5000)[1] is not None]
+    check(not lost, "writes: %d sent, %d acknowledged, %d lost (first lost: %s)" % (sent, len(acked), len(lost), lost[:5]))
+    missing = [w for w in acked.values() if not found_in_search(checker, w)]
+    check(not missing, "search finds every acknowledged write on both replicas (%d missing)" % len(missing))
+    check(past == 0, "requests past their deadline over the whole run: %d of %d (errors by code: %s)" % (past, requests, errors or "none"))
+    with open("%s/data-a/restarts.log" % WORK) as f:
+        restarts = [l for l in f.read().splitlines() if "msg=restarted" in l]
+    check(len(restarts) == 1 and "service=catalog" in restarts[0], "one restart on host a, the catalog's: %s" % restarts)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:  # a crash of the scenario is a failure, with cleanup all the same
+        import traceback
+        traceback.print_exc()
+        failures.append("the scenario stopped: %s" % e)
+    finally:
+        teardown()
+    if failures:
+        log("FAILED: %d check(s):\n  %s" % (len(failures), "\n  ".join(failures)))
+        for host in "abc":
+            path = "%s/up-%s.log" % (WORK, host)
+            if os.path.exists(path):
+                log("--- %s (last lines)" % path)
+                log("".join(open(path).readlines()[-15:]))
+        sys.exit(1)
+    log("passed")
