@@ -53,10 +53,13 @@ let package = Package(
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway"]),
         .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
-        // Benchmark driver (bench/search); talks to the real executables, imports no service.
-        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo"]),
+        // Open-loop load on the gateway's lines and its latency histogram (tourbus-bench load).
+        .target(name: "LoadKit"),
+        // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
+        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
+        .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),

