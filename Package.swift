@@ -51,7 +51,7 @@ let package = Package(
         .executableTarget(name: "tourbus-notify", dependencies: ["NotifyService", "ServiceKit"]),
         .executableTarget(name: "tourbus-favorites", dependencies: ["FavoritesService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway"]),
-        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts"]),
+        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "Storage"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Benchmark driver (bench/search); talks to the real executables, imports no service.
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo"]),
