@@ -16,6 +16,9 @@ public enum SystemRequests {
     public static let replay = "sys.replay"
     /// Body `SnapshotRequest`, reply `SnapshotReply` and one event envelope per extra frame.
     public static let snapshot = "sys.snapshot"
+    /// Body `BackupRequest`, reply `BackupReply`: a consistent copy of the service's SQLite
+    /// file, made by the service itself (an operator's request: the gateway never routes `sys.*`).
+    public static let backup = "sys.backup"
     /// The page size of `replay` and `snapshot` when a request names none, and the bounds it is clamped to.
     public static let batch = PageLimit(default: 1_000, max: 10_000)
 }
@@ -106,5 +109,44 @@ public struct SnapshotReply: Codable, Sendable, Equatable {
         self.seq = seq
         self.next = next
         self.count = count
+    }
+}
+
+
+/// `sys.backup`: where the service writes a copy of its SQLite file.
+public struct BackupRequest: Codable, Sendable, Equatable {
+    /// An absolute path, at most `maxPathBytes` UTF-8 bytes, in a folder that exists, naming
+    /// a file that does not (a backup never overwrites anything).
+    public var to: String
+
+    /// The longest `to` accepted, in UTF-8 bytes (Linux's PATH_MAX less its NUL).
+    public static let maxPathBytes = 4_095
+
+    public init(to: String) { self.to = to }
+}
+
+/// The reply of `sys.backup`: the file written and the outbox position it holds.
+public struct BackupReply: Codable, Sendable, Equatable {
+    /// The service that made the copy.
+    public var service: String
+    /// The file written (the request's `to`).
+    public var file: String
+    /// Its size in bytes.
+    public var bytes: Int64
+    /// The epoch of the outbox in the copy; absent for a service that publishes nothing.
+    public var epoch: String?
+    /// The outbox head in the copy: the last event whose change the copy holds (0 for none;
+    /// absent for a service that publishes nothing).
+    public var head: Int64?
+    /// How long the copy took, in milliseconds.
+    public var milliseconds: Int
+
+    public init(service: String, file: String, bytes: Int64, epoch: String?, head: Int64?, milliseconds: Int) {
+        self.service = service
+        self.file = file
+        self.bytes = bytes
+        self.epoch = epoch
+        self.head = head
+        self.milliseconds = milliseconds
     }
 }

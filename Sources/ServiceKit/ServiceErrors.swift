@@ -22,3 +22,17 @@ extension GeoError: ServiceErrorConvertible {
     /// Always `invalid_argument`, naming the coordinate field at fault.
     public var serviceError: ServiceError { ServiceError.invalid(field, description) }
 }
+
+extension BackupError: ServiceErrorConvertible {
+    /// A path a backup does not take is `invalid_argument` (field `to`); an existing target
+    /// `already_exists`; a database in use `conflict`; a failed file operation `internal`.
+    public var serviceError: ServiceError {
+        switch self {
+        case .badPath(let message): ServiceError(.invalidArgument, message, field: "to")
+        case .exists(let message): ServiceError(.alreadyExists, message, field: "to")
+        case .inUse(let message): ServiceError(.conflict, message)
+        case .notADatabase(let message): ServiceError(.invalidArgument, message)
+        case .io(let message): ServiceError(.internal, message)
+        }
+    }
+}

@@ -3,6 +3,7 @@ import Contracts
 import Foundation
 import ServiceCore
 import Storage
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -216,6 +217,22 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             let curve = authenticator.map { CurveInfo(admitted: $0.decisions.admitted, refused: $0.decisions.refused) }
             return Stats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following, curve: curve)
         }
+        let backups = BackupGate()
+        table.on(SystemRequests.backup) { (request: BackupRequest, _, state) -> BackupReply in
+            try backups.run(service: name) {
+                let started = monotonicNanos()
+                let bytes = try DatabaseBackup.write(from: state.worker.db, to: request.to)
+                var epoch: String?, head: Int64?
+                if publishes {
+                    // The copy's own outbox says which events its state includes.
+                    let copy = Outbox(database: try Database(path: request.to, readOnly: true))
+                    epoch = try copy.epoch()
+                    head = try copy.head()
+                }
+                return BackupReply(service: name, file: request.to, bytes: bytes, epoch: epoch, head: head,
+                                   milliseconds: Int((monotonicNanos() - started) / 1_000_000))
+            }
+        }
         guard publishes else { return }
         table.onRaw(SystemRequests.replay) { context, state in
             let request = try context.body(ReplayRequest.self)
@@ -260,6 +277,24 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         ServiceProcess.run(name: definition.name, arguments: arguments) { (config: ServiceConfig, context, logger) in
             try ServiceRuntime(definition: definition, config: config, context: context, logger: logger)
         }
+    }
+}
+
+/// Lets one `sys.backup` of a service run at a time: a copy reads the whole file on a reader
+/// thread, and two at once would only take two readers and twice the disk.
+final class BackupGate: Sendable {
+    private let busy = Mutex(false)
+
+    /// Runs `body` unless a backup is under way, else throws `conflict`.
+    func run<Result>(service: String, _ body: () throws -> Result) throws -> Result {
+        let admitted = busy.withLock { busy -> Bool in
+            guard !busy else { return false }
+            busy = true
+            return true
+        }
+        guard admitted else { throw ServiceError(.conflict, "a backup of \(service) is under way; one at a time") }
+        defer { busy.withLock { $0 = false } }
+        return try body()
     }
 }
 

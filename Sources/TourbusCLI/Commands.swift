@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The `tourbus` command line: `up`, `call` and `keys`.
+/// The `tourbus` command line: `up`, `call`, `admin`, `keys`, `backup` and `restore`.
 public enum TourbusCommand {
     static let usage = """
         usage:
@@ -35,6 +35,14 @@ public enum TourbusCommand {
               print a new CURVE key pair (Z85) for securing links between hosts; with --out,
               write one key file per NAME (DIR/NAME.key, mode 0600, never over an existing
               one) and print the curve.keys section that lists their public keys
+          tourbus backup --service ENDPOINT --to DIR [--curve-key FILE --server-key KEY] [--timeout-ms N]
+              ask a running service for a consistent copy of its SQLite file, which the
+              service writes to DIR/<service>-<UTC time>.sqlite (so DIR must be a folder of
+              the service's host too); prints the file, its bytes and the outbox head it holds
+          tourbus restore --service NAME --from FILE (--data-dir DIR | --db FILE)
+              put a backup back in place of a stopped service's database (DIR/NAME.sqlite),
+              refused while anything has it open; its outbox gets a new epoch, so every
+              subscriber rebuilds from it
         """
 
     /// Runs the command line and returns the exit status.
@@ -49,6 +57,8 @@ public enum TourbusCommand {
         case "call": return call(rest)
         case "admin": return admin(rest)
         case "keys": return keys(rest)
+        case "backup": return backup(rest)
+        case "restore": return restore(rest)
         case "help", "--help", "-h":
             print(usage)
             return 0

@@ -26,6 +26,8 @@ final class SuiteFixture {
     private(set) var notify: ChildProcess?
     let gateway: ChildProcess
     let catalogEndpoint: String
+    /// The catalog's event endpoint, which a catalog started again binds too (its subscribers stay connected to it).
+    let catalogEventsEndpoint: String
     /// The gateway's arguments that name the services (and its own extra arguments), so a test can start a second one like it.
     let gatewayArguments: [String]
     /// The admin every suite has, as the docs' transcripts sign in.
@@ -90,6 +92,7 @@ final class SuiteFixture {
         catalogEndpoint = catalog.rpc
         // Passwords hashed at the cheapest cost unless asked: tests sign in often.
         let catalogEvents = (catalog.endpoints["publish"] as? [String])?.first ?? ""
+        catalogEventsEndpoint = catalogEvents
         social = try ChildProcess("tourbus-social", folder: folder,
                                     arguments: keyed("social") + ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"] + socialArguments,
                                     environment: ["TOURBUS_PASSWORD_COST": passwordCost], sourceLocation: sourceLocation)
@@ -149,10 +152,11 @@ final class SuiteFixture {
                                     sourceLocation: sourceLocation)
     }
 
-    /// Starts a new catalog process, bound to the old one's request endpoint, on the same data.
-    /// The old process must have ended (`stopCatalog()`); the fixture then watches the new one.
+    /// Starts a new catalog process, bound to the old one's request and event endpoints, on the
+    /// same data. The old process must have ended (`stopCatalog()`); the fixture then watches the new one.
     func startCatalog(sourceLocation: SourceLocation = #_sourceLocation) throws {
-        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: own("catalog") + ["--bind", catalogEndpoint], sourceLocation: sourceLocation)
+        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: own("catalog") + ["--bind", catalogEndpoint, "--publish", catalogEventsEndpoint],
+                                   sourceLocation: sourceLocation)
     }
 
     /// Creates `count` parks with a 4,900-byte description each, as the admin: pages of
