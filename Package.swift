@@ -51,7 +51,8 @@ let package = Package(
         .executableTarget(name: "tourbus-notify", dependencies: ["NotifyService", "ServiceKit"]),
         .executableTarget(name: "tourbus-favorites", dependencies: ["FavoritesService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway"]),
-        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts"]),
+        // ServiceCore: the suite-file reader, for `tourbus probe --config`.
+        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Benchmark driver (bench/search); talks to the real executables, imports no service.
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo"]),

@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The `tourbus` command line: `up`, `call` and `keys`.
+/// The `tourbus` command line: `up`, `call`, `admin`, `keys` and `probe`.
 public enum TourbusCommand {
     static let usage = """
         usage:
@@ -29,6 +29,14 @@ public enum TourbusCommand {
               print a new CURVE key pair (Z85) for securing links between hosts; with --out,
               write one key file per NAME (DIR/NAME.key, mode 0600, never over an existing
               one) and print the curve.keys section that lists their public keys
+          tourbus probe (--service ENDPOINT | --config FILE --name NAME) [--curve-key FILE]
+                        [--server-key KEY] [--timeout-ms N]
+              send sys.ping to a service; exit 0 if it answers within N ms (default 2000,
+              at most 60000), 1 if not (why on stderr), 2 on bad usage. --config takes the
+              endpoint (the section's connect, else its bind with * as 127.0.0.1) and the
+              server key (the first of curve.keys.NAME) from the suite file; --service and
+              --server-key override them. On a secured bus, sign with FILE (also
+              TOURBUS_CURVE_KEY): any key the suite lists, the service's own included
         """
 
     /// Runs the command line and returns the exit status.
@@ -43,6 +51,7 @@ public enum TourbusCommand {
         case "call": return call(rest)
         case "admin": return admin(rest)
         case "keys": return keys(rest)
+        case "probe": return ProbeCommand.run(rest, environment: ProcessInfo.processInfo.environment)
         case "help", "--help", "-h":
             print(usage)
             return 0
