@@ -37,16 +37,22 @@ enum ProbeCommand {
             return 2
         }
         let started = monotonicNanos()
+        let client: RPCClient
         do {
             var options = RPCClientOptions()
             options.curve = curve
-            let client = try RPCClient(context: try ZMQContext(), endpoints: [target.endpoint], options: options,
-                                       logger: Logger(component: "tourbus", level: .error))
-            defer { client.close() }
+            client = try RPCClient(context: try ZMQContext(), endpoints: [target.endpoint], options: options,
+                                   logger: Logger(component: "tourbus", level: .error))
+        } catch {
+            // libzmq refuses an endpoint it cannot parse at once (a host name is resolved later).
+            TourbusCommand.printError("probe: cannot connect to '\(shown(target.endpoint))': \(error)")
+            return 2
+        }
+        defer { client.close() }
+        do {
             _ = try client.request(type: "sys.ping", body: Data("{}".utf8), timeoutMilliseconds: target.timeoutMilliseconds)
         } catch {
-            let why = (error as? ServiceError)?.description ?? "\(error)"
-            TourbusCommand.printError("probe: \(target.endpoint) did not answer sys.ping: \(why)")
+            TourbusCommand.printError("probe: \(target.endpoint) did not answer sys.ping: \(error.description)")
             return 1
         }
         print("\(target.endpoint) answered sys.ping in \((monotonicNanos() - started) / 1_000_000) ms")

@@ -117,6 +117,7 @@ import Glibc
             (["--frobnicate", "1"], "unknown option '--frobnicate'"),
             (["--\(long)", "1"], "unknown option '--\(String(repeating: "é", count: 31))…'"),
             (["--service"], "--service needs a value"),
+            (["--service", "localhost:7101"], "cannot connect to 'localhost:7101'"),
             (["--service", "tcp://127.0.0.1:1", "--timeout-ms", "0"], "--timeout-ms takes an integer from 1 to 60000, got '0'"),
             (["--service", "tcp://127.0.0.1:1", "--timeout-ms", "60001"], "got '60001'"),
             (["--service", "tcp://127.0.0.1:1", "--timeout-ms", "soon"], "got 'soon'"),
