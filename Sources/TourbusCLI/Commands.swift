@@ -32,11 +32,12 @@ public enum TourbusCommand {
           tourbus probe (--service ENDPOINT | --config FILE --name NAME) [--curve-key FILE]
                         [--server-key KEY] [--timeout-ms N]
               send sys.ping to a service; exit 0 if it answers within N ms (default 2000,
-              at most 60000), 1 if not (why on stderr), 2 on bad usage (a malformed endpoint too). --config takes the
-              endpoint (the section's connect, else its bind with * as 127.0.0.1) and the
-              server key (the first of curve.keys.NAME) from the suite file; --service and
-              --server-key override them. On a secured bus, sign with FILE (also
-              TOURBUS_CURVE_KEY): any key the suite lists, the service's own included
+              at most 60000), 1 if not (why on stderr), 2 on bad usage (a malformed
+              endpoint too). --config takes the endpoint (the section's connect, else its
+              bind with * as 127.0.0.1) and the server key (the first of curve.keys.NAME)
+              from the suite file; --service and --server-key override them. On a secured
+              bus, sign with FILE (also TOURBUS_CURVE_KEY): any key the suite lists, the
+              service's own included
         """
 
     /// Runs the command line and returns the exit status.
