@@ -20,7 +20,7 @@ enum ProbeCommand {
         var timeoutMilliseconds: Int
     }
 
-    /// A usage mistake: printed with the usage, exit status 2.
+    /// A usage mistake: one line on stderr, exit status 2.
     struct UsageError: Error {
         let message: String
     }
