@@ -51,6 +51,7 @@ let package = Package(
         .executableTarget(name: "tourbus-notify", dependencies: ["NotifyService", "ServiceKit"]),
         .executableTarget(name: "tourbus-favorites", dependencies: ["FavoritesService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway"]),
+        // ServiceCore: the suite-file reader (`tourbus up --config`, `tourbus probe --config`); Storage: `tourbus restore`.
         .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore", "Storage"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Open-loop load on the gateway's lines and its latency histogram (tourbus-bench load).

@@ -82,9 +82,7 @@ public struct CommonConfig: Sendable, Equatable {
             // Every other section is a peer, reached at its connect/subscribe endpoints, or
             // at its bind endpoints with `*` read as 127.0.0.1.
             for (peer, section) in file.services where peer != name {
-                let local = { (eps: [String]) in eps.map { $0.replacingOccurrences(of: "://*:", with: "://127.0.0.1:").replacingOccurrences(of: "://0.0.0.0:", with: "://127.0.0.1:") } }
-                peers[peer] = PeerEndpoints(rpc: section.connect ?? local(section.bind ?? []),
-                                            publish: section.subscribe ?? local(section.publish ?? []))
+                peers[peer] = PeerEndpoints(rpc: section.peerRequestEndpoints, publish: section.peerEventEndpoints)
             }
         }
 

@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The `tourbus` command line: `up`, `call`, `admin`, `keys`, `backup` and `restore`.
+/// The `tourbus` command line: `up`, `call`, `admin`, `keys`, `probe`, `backup` and `restore`.
 public enum TourbusCommand {
     static let usage = """
         usage:
@@ -43,6 +43,15 @@ public enum TourbusCommand {
               put a backup back in place of a stopped service's database (DIR/NAME.sqlite),
               refused while anything has it open; its outbox gets a new epoch, so every
               subscriber rebuilds from it
+          tourbus probe (--service ENDPOINT | --config FILE --name NAME) [--curve-key FILE]
+                        [--server-key KEY] [--timeout-ms N]
+              send sys.ping to a service; exit 0 if it answers within N ms (default 2000,
+              at most 60000), 1 if not (why on stderr), 2 on bad usage (a malformed
+              endpoint too). --config takes the endpoint (the section's connect, else its
+              bind with * as 127.0.0.1) and the server key (the first of curve.keys.NAME)
+              from the suite file; --service and --server-key override them. On a secured
+              bus, sign with FILE (also TOURBUS_CURVE_KEY): any key the suite lists, the
+              service's own included
         """
 
     /// Runs the command line and returns the exit status.
@@ -59,6 +68,7 @@ public enum TourbusCommand {
         case "keys": return keys(rest)
         case "backup": return backup(rest)
         case "restore": return restore(rest)
+        case "probe": return ProbeCommand.run(rest, environment: ProcessInfo.processInfo.environment)
         case "help", "--help", "-h":
             print(usage)
             return 0
