@@ -11,6 +11,8 @@ public final class ServerStats: Sendable {
         var latencies = [UInt64](repeating: 0, count: ServerStats.window)
         var recorded = 0
         var inFlight = 0
+        /// Per method, for metrics: requests, errors by code, latency histogram.
+        var methods: [String: MethodMetrics] = [:]
     }
 
     /// How many recent latencies the percentiles are computed over.
@@ -22,8 +24,11 @@ public final class ServerStats: Sendable {
     public init() {}
 
     /// Counts one answered request (`type` nil for one refused before routing).
+    /// `type` must come from the server's own table of request types (it is a metric label):
+    /// a request refused before routing counts under `MethodMetrics.unknown`.
     public func record(type: String?, nanoseconds: UInt64, error: ErrorCode?) {
         state.withLock { s in
+            s.methods[type ?? MethodMetrics.unknown, default: MethodMetrics()].record(nanoseconds: nanoseconds, error: error)
             s.requests += 1
             if let type { s.byType[type, default: 0] += 1 }
             if let error {
@@ -39,6 +44,13 @@ public final class ServerStats: Sendable {
 
     /// Sets the number of requests accepted and not yet answered.
     public func setInFlight(_ count: Int) { state.withLock { $0.inFlight = count } }
+
+    /// Requests accepted and not yet answered.
+    public var inFlight: Int { state.withLock { $0.inFlight } }
+
+    /// Each method's counters and latency histogram (requests refused before routing under
+    /// `MethodMetrics.unknown`).
+    public func methodMetrics() -> [String: MethodMetrics] { state.withLock { $0.methods } }
 
     /// A copy of the counters with latency percentiles.
     public func snapshot() -> StatsSnapshot {
@@ -83,5 +95,38 @@ public struct StatsSnapshot: Codable, Sendable, Equatable {
         case byType = "by_type"
         case inFlight = "in_flight"
         case latencyMicroseconds = "latency_us"
+    }
+}
+
+/// One method's requests, errors by code and latency histogram, for Prometheus metrics.
+///
+/// The buckets are fixed (`bounds`), so every process exposes the same ones and their
+/// number, like the methods and codes, is bounded.
+public struct MethodMetrics: Sendable, Equatable {
+    /// The method label of requests whose type is not in the server's table (or unread).
+    public static let unknown = "unknown"
+    /// Upper bounds of the latency buckets, in seconds (0.1 ms to 10 s); `+Inf` follows them.
+    public static let bounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    private static let boundNanos: [UInt64] = bounds.map { UInt64(($0 * 1e9).rounded()) }
+
+    /// Requests answered.
+    public var count = 0
+    /// Requests answered with an error, by code.
+    public var errors: [ErrorCode: Int] = [:]
+    /// Requests whose latency was at most `bounds[i]`, not cumulative; the last entry counts
+    /// those above every bound.
+    public var buckets = [Int](repeating: 0, count: MethodMetrics.bounds.count + 1)
+    /// Total latency, nanoseconds.
+    public var sumNanoseconds: UInt64 = 0
+
+    public init() {}
+
+    /// Counts one request that took `nanoseconds`.
+    public mutating func record(nanoseconds: UInt64, error: ErrorCode?) {
+        count += 1
+        if let error { errors[error, default: 0] += 1 }
+        sumNanoseconds &+= nanoseconds
+        let index = MethodMetrics.boundNanos.firstIndex { nanoseconds <= $0 } ?? MethodMetrics.bounds.count
+        buckets[index] += 1
     }
 }
