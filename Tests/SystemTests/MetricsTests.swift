@@ -119,6 +119,35 @@ enum Promtool {
     }
 
     @Test(.enabled(if: Promtool.path != nil || Promtool.inCI, "needs promtool (Debian prometheus), which ./deploy/local/test installs"))
+    func theGatewayCountsPushesAndFollowsTheAccountsService() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--metrics-listen", "127.0.0.1:0"], everything: true)
+        let admin = try suite.adminConnection()
+        let place = FavoritesSuiteTests.place(admin, "Opera Bar", lat: -33.8568, lon: 151.2153)
+        let (phone, _) = try FavoritesSuiteTests.signedIn(suite, "alice")
+        let tablet = try GatewayConnection(port: suite.port, timeoutMilliseconds: 2_000)
+        #expect(tablet.rpc("auth.login", #"{"username":"alice","password":"User-Pass-1"}"#).succeeded)
+        #expect(tablet.rpc("subscribe", #"{"topics":["favorites.changed"]}"#).succeeded)
+        #expect(phone.rpc("favorites.toggle", #"{"place_id":\#(place)}"#).succeeded)
+        #expect(tablet.line()?.contains(#""topic":"favorites.changed""#) == true)
+
+        // The admin's, the phone's and the tablet's (the fixture's own may take a moment to close).
+        var text = ""
+        for _ in 0..<40 {
+            text = try scrape(suite.gateway)
+            if value(text, #"tourbus_gateway_connections{service="gateway"}"#) == "3" { break }
+            usleep(50_000)
+        }
+        #expect(value(text, #"tourbus_gateway_pushes_delivered_total{service="gateway"}"#) == "1")
+        #expect(value(text, #"tourbus_gateway_pushes_dropped_total{service="gateway"}"#) == "0")
+        #expect(value(text, #"tourbus_gateway_connections{service="gateway"}"#) == "3")
+        #expect(value(text, #"tourbus_requests_total{service="gateway",method="favorites.toggle"}"#) == "1")
+        #expect(value(text, #"tourbus_requests_total{service="gateway",method="auth.login"}"#) == "3")
+        // The gateway follows social's events (sign-outs, roles): its cursor is social's head, or on its way.
+        #expect(value(text, #"tourbus_subscriber_lag{service="gateway",source="social"}"#).flatMap { Int($0) } != nil)
+        #expect(value(text, #"tourbus_subscriber_head{service="gateway",source="social"}"#).flatMap { Int($0) } != nil)
+    }
+
+    @Test(.enabled(if: Promtool.path != nil || Promtool.inCI, "needs promtool (Debian prometheus), which ./deploy/local/test installs"))
     func curveDecisionsAreCounted() throws {
         let folder = scratch.path
         let catalogPair = try CurveKeyPair.generate(), operatorPair = try CurveKeyPair.generate(), stranger = try CurveKeyPair.generate()
