@@ -4,15 +4,12 @@ import Synchronization
 /// Request counters and a window of recent latencies, shared by a server's threads.
 public final class ServerStats: Sendable {
     private struct State: ~Copyable {
-        var requests = 0
-        var errors = 0
-        var errorsByCode: [String: Int] = [:]
-        var byType: [String: Int] = [:]
+        /// Per method (request type): requests, errors by code, latency histogram; the
+        /// totals `sys.stats` reports are sums of these.
+        var methods: [String: MethodMetrics] = [:]
         var latencies = [UInt64](repeating: 0, count: ServerStats.window)
         var recorded = 0
         var inFlight = 0
-        /// Per method, for metrics: requests, errors by code, latency histogram.
-        var methods: [String: MethodMetrics] = [:]
     }
 
     /// How many recent latencies the percentiles are computed over.
@@ -23,18 +20,12 @@ public final class ServerStats: Sendable {
     /// Empty counters.
     public init() {}
 
-    /// Counts one answered request (`type` nil for one refused before routing).
-    /// `type` must come from the server's own table of request types (it is a metric label):
-    /// a request refused before routing counts under `MethodMetrics.unknown`.
+    /// Counts one answered request. `type` must come from the server's own table of request
+    /// types, as it becomes a metric label; nil for a request refused before routing (or, in
+    /// the gateway, a method no table lists), which counts under `MethodMetrics.unknown`.
     public func record(type: String?, nanoseconds: UInt64, error: ErrorCode?) {
         state.withLock { s in
             s.methods[type ?? MethodMetrics.unknown, default: MethodMetrics()].record(nanoseconds: nanoseconds, error: error)
-            s.requests += 1
-            if let type { s.byType[type, default: 0] += 1 }
-            if let error {
-                s.errors += 1
-                s.errorsByCode[error.rawValue, default: 0] += 1
-            }
             if type != nil {
                 s.latencies[s.recorded % ServerStats.window] = nanoseconds
                 s.recorded += 1
@@ -61,9 +52,19 @@ public final class ServerStats: Sendable {
                 let index = min(samples.count - 1, Int((p * Double(samples.count)).rounded(.up)) - 1)
                 return Int(samples[max(0, index)] / 1000)
             }
+            var requests = 0, errors = 0
+            var errorsByCode: [String: Int] = [:], byType: [String: Int] = [:]
+            for (type, m) in s.methods {
+                requests += m.count
+                if type != MethodMetrics.unknown { byType[type] = m.count }
+                for (code, count) in m.errors {
+                    errors += count
+                    errorsByCode[code.rawValue, default: 0] += count
+                }
+            }
             return StatsSnapshot(
                 uptimeSeconds: Double(monotonicNanos() - started) / 1e9,
-                requests: s.requests, errors: s.errors, errorsByCode: s.errorsByCode, byType: s.byType,
+                requests: requests, errors: errors, errorsByCode: errorsByCode, byType: byType,
                 inFlight: s.inFlight,
                 latencyMicroseconds: .init(p50: percentile(0.5), p90: percentile(0.9), p99: percentile(0.99), max: Int((samples.last ?? 0) / 1000)))
         }
