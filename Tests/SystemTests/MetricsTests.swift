@@ -4,10 +4,15 @@ import Contracts
 import Foundation
 import Testing
 import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Debian's `promtool` (package `prometheus`), which `./deploy/local/test` installs.
 enum Promtool {
     static let path = ["/usr/bin/promtool", "/usr/local/bin/promtool"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    /// The Prometheus server of the same package.
+    static let prometheus = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"].first { FileManager.default.isExecutableFile(atPath: $0) }
     /// CI sets CI=true: there a missing promtool is a failure, not a reason to skip.
     static var inCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
@@ -145,6 +150,50 @@ enum Promtool {
         // The gateway follows social's events (sign-outs, roles): its cursor is social's head, or on its way.
         #expect(value(text, #"tourbus_subscriber_lag{service="gateway",source="social"}"#).flatMap { Int($0) } != nil)
         #expect(value(text, #"tourbus_subscriber_head{service="gateway",source="social"}"#).flatMap { Int($0) } != nil)
+    }
+
+    @Test(.enabled(if: Promtool.prometheus != nil || Promtool.inCI, "needs the prometheus server (Debian prometheus), which ./deploy/local/test installs"))
+    func aRealPrometheusScrapesAServiceAndTheGateway() throws {
+        let prometheusPath = try #require(Promtool.prometheus, "CI=true but prometheus is missing: ./deploy/local/test should have installed it")
+        let folder = scratch.path
+        let metrics = ["--metrics-listen", "127.0.0.1:0"]
+        let catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: metrics)
+        let gateway = try ChildProcess("tourbus-gateway", folder: folder, arguments: metrics + ["--listen", "127.0.0.1:0", "--peer", "catalog=\(catalog.rpc)"])
+        let port = try #require(UInt16((gateway.endpoints["listen"] as? String)?.split(separator: ":").last ?? ""))
+        let connection = try GatewayConnection(port: port)
+        for _ in 0..<3 { #expect(connection.rpc("catalog.get", #"{"id":1}"#).errorCode == "not_found") }
+
+        let targets = [catalog, gateway].compactMap { $0.endpoints["metrics"] as? String }.map { "\"\($0)\"" }.joined(separator: ",")
+        try Data("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: tourbus\n    static_configs:\n      - targets: [\(targets)]\n".utf8)
+            .write(to: URL(fileURLWithPath: folder + "/prometheus.yml"))
+        let web = "127.0.0.1:\(try HTTPProbe.freePort())"
+        let prometheus = Process()
+        prometheus.executableURL = URL(fileURLWithPath: prometheusPath)
+        prometheus.arguments = ["--config.file=\(folder)/prometheus.yml", "--storage.tsdb.path=\(folder)/tsdb", "--web.listen-address=\(web)"]
+        let log = folder + "/prometheus.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        prometheus.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        prometheus.standardError = prometheus.standardOutput
+        try prometheus.run()
+        defer {
+            prometheus.terminate()
+            for _ in 0..<100 where prometheus.isRunning { usleep(50_000) }
+            if prometheus.isRunning { kill(prometheus.processIdentifier, SIGKILL) }
+        }
+        // Both targets up, and the three calls counted by each (bounded: 30 s, Prometheus starts and scrapes each second).
+        func query(_ expression: String) -> String {
+            let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            return (try? HTTPProbe.request(web, path: "/api/v1/query?query=\(encoded)", timeoutMilliseconds: 2_000).body) ?? ""
+        }
+        let up = "count(up == 1)", counted = #"sum(tourbus_requests_total{method="catalog.get"})"#
+        var seen = ("", "")
+        for _ in 0..<120 {
+            seen = (query(up), query(counted))
+            if seen.0.contains(#","2"]"#) && seen.1.contains(#","6"]"#) { break }
+            usleep(250_000)
+        }
+        #expect(seen.0.contains(#","2"]"#), "up: \(seen.0)\n\(String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self).suffix(2_000))")
+        #expect(seen.1.contains(#","6"]"#), "catalog.get on the catalog and the gateway: \(seen.1)")
     }
 
     @Test(.enabled(if: Promtool.path != nil || Promtool.inCI, "needs promtool (Debian prometheus), which ./deploy/local/test installs"))

@@ -61,11 +61,26 @@ public final class HTTPProbe {
     /// Whether the peer closed the connection (or reset it) within the read timeout.
     public func isClosedByPeer() -> Bool { readAll(limit: 1 << 20).closed }
 
+    /// A loopback TCP port free now (bound and let go), for a program that cannot report the one it bound.
+    public static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw HTTPProbeError("no free port: errno \(errno)") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
     /// One HTTP request on a new connection: the status and the body.
     public static func request(_ endpoint: String, method: String = "GET", path: String = "/metrics",
                                timeoutMilliseconds: Int = 5_000) throws -> (status: Int, headers: String, body: String) {
         let probe = try HTTPProbe(endpoint, timeoutMilliseconds: timeoutMilliseconds)
-        probe.send("\(method) \(path) HTTP/1.1\r\nHost: \(endpoint)\r\nAccept: text/plain\r\n\r\n")
+        probe.send("\(method) \(path) HTTP/1.1\r\nHost: \(endpoint)\r\nAccept: text/plain\r\nConnection: close\r\n\r\n")
         let text = String(decoding: probe.readAll().bytes, as: UTF8.self)
         guard let split = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else {
             throw HTTPProbeError("no HTTP answer from \(endpoint): '\(text.prefix(200))'")
