@@ -8,8 +8,7 @@ public struct SubscriberStatus: Sendable, Equatable, Codable {
     public var source: String
     public var epoch: String?
     public var seq: Int64 = 0
-    /// The publisher's outbox head as last heard (a live event's or heartbeat's seq, a replay's
-    /// or snapshot's head).
+    /// The publisher's outbox head as last heard (a live event's or heartbeat's seq, a replay's head).
     public var head: Int64 = 0
     public var applied = 0
     public var replays = 0
