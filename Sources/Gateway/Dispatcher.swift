@@ -61,6 +61,8 @@ final class Dispatcher: Sendable {
     let connections: ConnectionCount
     /// Who hears pushes here: it names this gateway in the origins of requests, and hears of sign-outs.
     let pushes: PushRegistry
+    /// Requests, errors and latencies by method, for the metrics port.
+    let stats = ServerStats()
 
     init(backends: Backends, authenticator: Authenticator, policy: AccessPolicy = .standard, limits: GatewayLimits, connections: ConnectionCount,
          pushes: PushRegistry = PushRegistry(gatewayId: PushRegistry.newGatewayId())) {
@@ -86,9 +88,38 @@ final class Dispatcher: Sendable {
 
     /// Answers a command: at once (returns the outcome) or later (returns nil and calls
     /// `completion` exactly once, on this thread or another). `token` is the connection's,
-    /// when it signed in.
+    /// when it signed in. Each answer is counted in `stats`, under `metricsLabel(for:)`.
     func dispatch(_ call: Call, client: ClientKey, token connectionToken: String? = nil,
                   completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
+        let started = monotonicNanos()
+        let stats = self.stats, label = metricsLabel(for: call.method)
+        @Sendable func count(_ outcome: Outcome) {
+            let error: ErrorCode? = if case .failure(let failure) = outcome { failure.code } else { nil }
+            stats.record(type: label, nanoseconds: monotonicNanos() - started, error: error)
+        }
+        let now = route(call, client: client, token: connectionToken) { outcome, change in
+            count(outcome)
+            completion(outcome, change)
+        }
+        if let now { count(now) }
+        return now
+    }
+
+    /// The method label a call is counted under: its method when the gateway's own table
+    /// names it (a built-in, an exact rule, or a method the service of a prefix rule lists),
+    /// else `unknown`, so clients cannot make new series.
+    func metricsLabel(for method: String) -> String? {
+        if Dispatcher.builtInNames.contains(method) { return method }
+        guard let rule = policy.rule(for: method) else { return nil }
+        if !rule.isPrefix { return method }
+        let listed = backends.knownMethods()[rule.service]?.methods.contains { $0.type == method } ?? false
+        return listed ? method : nil
+    }
+
+    private static let builtInNames = Set(builtIns.map(\.method))
+
+    private func route(_ call: Call, client: ClientKey, token connectionToken: String?,
+                       completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
         let method = call.method
         if let requested = call.deadlineMilliseconds, requested <= 0 {
             return .failure(ServiceError.invalid("deadline_ms", "must be a positive number of milliseconds"))

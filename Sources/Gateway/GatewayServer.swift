@@ -45,10 +45,10 @@ public final class GatewayServer: Service {
         listener.setNonBlocking()
         port = listener.localPort()
         endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        endpoints = BoundEndpoints(service: "gateway", listen: endpoint)
         let lifecycle = Lifecycle(logger: logger)
         self.lifecycle = lifecycle
         let stopping = self.stopping, connections = self.connections
+        var metricsEndpoint: String?
         do {
             let backends = try lifecycle.start("backend clients", stop: { $0.close() }) {
                 try Backends(context: context, peers: config.peers, curve: config.common.curve(for:), window: limits.backendWindow, logger: logger,
@@ -71,7 +71,7 @@ public final class GatewayServer: Service {
                 if endpoints.isEmpty { logger.warn("no event endpoints of any service: no pushes will reach clients", [:]) }
                 return endpoints.isEmpty ? nil : try PushReceiver(context: context, endpoints: endpoints, registry: pushes, logger: logger.named("gateway-pushes"))
             }
-            _ = try lifecycle.start("accounts events", stop: { $0?.stop() }) {
+            let accounts = try lifecycle.start("accounts events", stop: { $0?.stop() }) {
                 try GatewayServer.followAccounts(config.peers[Authenticator.accounts], curve: config.common.curve(for: Authenticator.accounts),
                                                  authenticator.tokens, pushes, context: context, logger: logger)
             }
@@ -95,10 +95,18 @@ public final class GatewayServer: Service {
             _ = try lifecycle.start("acceptor", stop: { stopping.set(); $0.join() }) {
                 WorkerThread(name: "gateway-accept") { accept.run() }
             }
+            metricsEndpoint = try config.metricsListen.map { listen in
+                try lifecycle.start("metrics", stop: { $0.stop() }) {
+                    try MetricsServer(listen: listen, logger: logger,
+                                      render: GatewayServer.metrics(name: config.common.name, dispatcher: dispatcher, connections: connections,
+                                                                    pushes: pushes, accounts: accounts))
+                }.endpoint
+            }
         } catch {
             lifecycle.stop()
             throw error
         }
+        endpoints = BoundEndpoints(service: "gateway", listen: endpoint, metrics: metricsEndpoint)
         logger.info("listening", ["endpoint": endpoint, "backends": config.peers.keys.sorted().joined(separator: ",")])
     }
 
@@ -106,6 +114,26 @@ public final class GatewayServer: Service {
     public static func main(arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
         ServiceProcess.run(name: "gateway", arguments: arguments) { (config: GatewayConfig, context, logger) in
             try GatewayServer(config: config, context: context, logger: logger)
+        }
+    }
+
+    /// What the metrics port serves: requests, errors and latencies by method as the gateway
+    /// routes them, connections open, pushes delivered and dropped, and how far it follows the
+    /// accounts service's events (see Protocols/configuration.md#metrics).
+    private static func metrics(name: String, dispatcher: Dispatcher, connections: ConnectionCount, pushes: PushRegistry,
+                                accounts: EventSubscriber?) -> @Sendable () -> String {
+        {
+            var text = MetricsText()
+            text.requests(service: name, dispatcher.stats.methodMetrics(), inFlight: nil)
+            text.family("tourbus_gateway_connections", "gauge", "Client connections open.")
+            text.sample("tourbus_gateway_connections", ["service": name], "\(connections.value)")
+            let deliveries = pushes.deliveries
+            text.family("tourbus_gateway_pushes_delivered_total", "counter", "Pushes handed to a subscribed client connection.")
+            text.sample("tourbus_gateway_pushes_delivered_total", ["service": name], "\(deliveries.delivered)")
+            text.family("tourbus_gateway_pushes_dropped_total", "counter", "Pushes dropped because a connection's backlog was full.")
+            text.sample("tourbus_gateway_pushes_dropped_total", ["service": name], "\(deliveries.dropped)")
+            text.subscribers(service: name, accounts.map { [$0.status] } ?? [])
+            return text.text
         }
     }
 

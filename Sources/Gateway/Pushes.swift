@@ -151,6 +151,10 @@ final class PushRegistry: Sendable {
     }
 
     private let users = Mutex<[Int64: [UInt64: Subscriber]]>([:])
+    private let counts = Mutex<(delivered: Int, dropped: Int)>((0, 0))
+    /// Pushes posted to a subscribed connection, and those dropped because its backlog was
+    /// full, since start (for the metrics port).
+    var deliveries: (delivered: Int, dropped: Int) { counts.withLock { $0 } }
     /// This gateway's name in the origins of its connections.
     let gatewayId: String
 
@@ -198,6 +202,7 @@ final class PushRegistry: Sendable {
             inbox.post(.push(key: key, push, backlog))
             posted += 1
         }
+        counts.withLock { $0.delivered += posted; $0.dropped += targets.count - posted }
         return posted
     }
 

@@ -44,11 +44,13 @@ public struct CommonConfig: Sendable, Equatable {
     /// CURVE keys, when the suite file lists them: every bus link is then encrypted and
     /// authenticated (see `BusKeys`).
     public var bus: BusKeys?
+    /// `HOST:PORT` of the operators' Prometheus metrics port (`GET /metrics`); nil: none.
+    public var metricsListen: String?
 
     public init(name: String) { self.name = name }
 
     /// The flags every process takes.
-    static let flags: Set<String> = ["config", "peer", "peer-pub", "max-request-bytes", "max-json-depth", "ready-file", "log-level", "curve-key"]
+    static let flags: Set<String> = ["config", "peer", "peer-pub", "max-request-bytes", "max-json-depth", "ready-file", "log-level", "curve-key", "metrics-listen"]
 
     /// Usage lines of the flags every process takes.
     static let usageLines = """
@@ -62,6 +64,8 @@ public struct CommonConfig: Sendable, Equatable {
           --log-level LEVEL       debug, info, warn or error; also LOG_LEVEL
           --curve-key FILE        this process's CURVE key file (tourbus keys), when the
                                   config file lists curve.keys; also TOURBUS_CURVE_KEY
+          --metrics-listen HOST:PORT  serve Prometheus metrics at GET /metrics there, for operators
+                                  (port 0 picks one; off by default); also TOURBUS_METRICS_LISTEN
         """
 
     /// Reads the common settings of process `name` from its sources: file, then environment,
@@ -114,6 +118,10 @@ public struct CommonConfig: Sendable, Equatable {
         if let value = flags.last("log-level") ?? environment["LOG_LEVEL"] {
             guard let level = Logger.Level(name: value) else { throw ConfigError("unknown log level '\(value)'") }
             logLevel = level
+        }
+        if let value = flags.last("metrics-listen") ?? environment["TOURBUS_METRICS_LISTEN"] ?? sources.file?.services[name]?.metricsListen {
+            _ = try MetricsServer.split(value)
+            metricsListen = value
         }
         let keyFile = flags.last("curve-key") ?? environment["TOURBUS_CURVE_KEY"] ?? sources.file?.services[name]?.curveKey
         bus = try BusKeys.load(name: name, keyFile: keyFile, listed: sources.file?.curveKeys, filePath: sources.file?.path,
@@ -172,12 +180,14 @@ struct SuiteFile {
         var db: String?
         var listen: String?
         var curveKey: String?
+        var metricsListen: String?
         /// The gateway's limits, by their file keys.
         var limits: [String: Int] = [:]
 
         enum CodingKeys: String, CodingKey {
             case bind, publish, connect, subscribe, readers, db, listen
             case curveKey = "curve_key"
+            case metricsListen = "metrics_listen"
         }
 
         init(from decoder: any Decoder) throws {
@@ -190,6 +200,7 @@ struct SuiteFile {
             db = try c.decodeIfPresent(String.self, forKey: .db)
             listen = try c.decodeIfPresent(String.self, forKey: .listen)
             curveKey = try c.decodeIfPresent(String.self, forKey: .curveKey)
+            metricsListen = try c.decodeIfPresent(String.self, forKey: .metricsListen)
             let all = try decoder.container(keyedBy: AnyKey.self)
             for setting in GatewayLimits.settings {
                 if let value = try all.decodeIfPresent(Int.self, forKey: AnyKey(setting.fileKey)) { limits[setting.fileKey] = value }

@@ -8,6 +8,8 @@ public struct SubscriberStatus: Sendable, Equatable, Codable {
     public var source: String
     public var epoch: String?
     public var seq: Int64 = 0
+    /// The publisher's outbox head as last heard (a live event's or heartbeat's seq, a replay's head).
+    public var head: Int64 = 0
     public var applied = 0
     public var replays = 0
     public var snapshots = 0
@@ -17,9 +19,12 @@ public struct SubscriberStatus: Sendable, Equatable, Codable {
     public var lastError: String?
 
     enum CodingKeys: String, CodingKey {
-        case source, epoch, seq, applied, replays, snapshots, skipped, bulk
+        case source, epoch, seq, head, applied, replays, snapshots, skipped, bulk
         case lastError = "last_error"
     }
+
+    /// Events behind the head last heard (0 when caught up, or when a new epoch's head is lower).
+    public var lag: Int64 { max(0, head - seq) }
 }
 
 /// The subscriber side of the reliable event stream from one publishing service: where the
@@ -300,6 +305,8 @@ struct SubscriberLoop: Sendable {
                 }
                 batch.append(event)
             }
+            // A publisher sends in seq order, its heartbeat carrying its head: the last heard is the newest.
+            if let last = batch.last { status.update { $0.head = last.header.seq } }
             if !needSync { needSync = !applyLive(batch, store: opened.store, cursor: &cursor) }
         }
     }
@@ -365,7 +372,7 @@ struct SubscriberLoop: Sendable {
             next = nil
             let reply = try pending.wait()
             let info = try reply.body(ReplayReply.self)
-            status.update { $0.replays += 1 }
+            status.update { $0.replays += 1; $0.head = info.head }
             let lost: String? = if let current = cursor, current.epoch != info.epoch || info.head < current.seq {
                 "publisher history changed"
             } else if info.trimmed {

@@ -48,6 +48,9 @@ public final class OutboxRelay: Sendable {
     public let wakeup: Wakeup
     /// Where the service's pushes go.
     public let pushes: PushOutlet
+    /// The outbox head as last published (the seq of the last event sent, which heartbeats carry).
+    public var head: Int64 { published.value.load(ordering: .relaxed) }
+    private let published = PublishedHead()
     private let stopping = StopFlag()
     private let thread: WorkerThread
 
@@ -61,10 +64,10 @@ public final class OutboxRelay: Sendable {
         let pushes = PushOutlet(wakeup: wakeup)
         self.pushes = pushes
         let startup = StartupReport()
-        let stopping = self.stopping
+        let stopping = self.stopping, published = self.published
         thread = WorkerThread(name: "\(logger.component)-relay") {
             OutboxRelay.loop(context: context, bind: bind, curveSecretKey: curveSecretKey, databasePath: databasePath, heartbeat: heartbeatMilliseconds,
-                             retention: retention, wakeup: wakeup, pushes: pushes, stopping: stopping, logger: logger, startup: startup)
+                             retention: retention, wakeup: wakeup, pushes: pushes, stopping: stopping, published: published, logger: logger, startup: startup)
         }
         switch startup.wait() {
         case .success(let bound): endpoints = bound
@@ -84,7 +87,7 @@ public final class OutboxRelay: Sendable {
     deinit { stop() }
 
     private static func loop(context: ZMQContext, bind: [String], curveSecretKey: [UInt8]?, databasePath: String, heartbeat: Int, retention: Int,
-                             wakeup: Wakeup, pushes: PushOutlet, stopping: StopFlag, logger: Logger, startup: StartupReport) {
+                             wakeup: Wakeup, pushes: PushOutlet, stopping: StopFlag, published: PublishedHead, logger: Logger, startup: StartupReport) {
         let socket: Socket
         let outbox: Outbox
         var sent: Int64
@@ -103,6 +106,7 @@ public final class OutboxRelay: Sendable {
             startup.failed(error)
             return
         }
+        published.value.store(sent, ordering: .relaxed)
         startup.succeeded(bound)
         logger.info("publishing", ["endpoints": bound.joined(separator: ","), "head": sent, "epoch": epoch])
 
@@ -122,6 +126,7 @@ public final class OutboxRelay: Sendable {
                         try socket.send([Data(row.type.utf8), envelope], dontWait: true)
                         sent = row.seq
                     }
+                    published.value.store(sent, ordering: .relaxed)
                     if rows.count < 1_000 { return }
                 }
             } catch {
@@ -157,4 +162,9 @@ public final class OutboxRelay: Sendable {
             if stop { return }
         }
     }
+}
+
+/// The relay's published head, shared with the threads that report it.
+final class PublishedHead: Sendable {
+    let value = Atomic<Int64>(0)
 }

@@ -135,7 +135,15 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                     return try makeState(ServiceWorker(db: db, config: config, logger: logger, peers: peers, relayWakeup: wakeup, pushes: outlet))
                 }
             }
-            endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [])
+            let authenticator = self.authenticator
+            let metrics = try config.metricsListen.map { listen in
+                try lifecycle.start("metrics", stop: { $0.stop() }) {
+                    try MetricsServer(listen: listen, logger: logger,
+                                      render: ServiceRuntime.metrics(service: definition.name, stats: stats, relay: relay,
+                                                                     subscribers: following, authenticator: authenticator))
+                }
+            }
+            endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [], metrics: metrics?.endpoint)
             if !definition.periodic.isEmpty {
                 let own = server.endpoints
                 _ = try lifecycle.start("periodic requests", stop: { $0.stop() }) {
@@ -167,6 +175,23 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     public func stop() {
         guard lifecycle.stop() else { return }
         logger.info("service stopped", [:])
+    }
+
+    /// What the metrics port serves: the request server's counters, the outbox head, each
+    /// subscriber's cursor and lag, the CURVE decisions (see Protocols/configuration.md#metrics).
+    static func metrics(service: String, stats: ServerStats, relay: OutboxRelay?, subscribers: [EventSubscriber],
+                        authenticator: ZAPAuthenticator?) -> @Sendable () -> String {
+        {
+            var text = MetricsText()
+            text.requests(service: service, stats.methodMetrics(), inFlight: stats.inFlight)
+            if let relay {
+                text.family("tourbus_outbox_head", "gauge", "Seq of the last event the service published.")
+                text.sample("tourbus_outbox_head", ["service": service], "\(relay.head)")
+            }
+            text.subscribers(service: service, subscribers.map(\.status))
+            if let decisions = authenticator?.decisions { text.curve(service: service, admitted: decisions.admitted, refused: decisions.refused) }
+            return text.text
+        }
     }
 
     // MARK: sys.*
