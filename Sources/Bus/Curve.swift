@@ -85,8 +85,10 @@ extension CurveKeyPair {
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty || text.hasPrefix("#") { continue }
             if text.hasPrefix("public:") {
+                guard publicText == nil else { throw failure("two 'public:' lines") }
                 publicText = text.dropFirst("public:".count).trimmingCharacters(in: .whitespaces)
             } else if text.hasPrefix("secret:") {
+                guard secretText == nil else { throw failure("two 'secret:' lines") }
                 secretText = text.dropFirst("secret:".count).trimmingCharacters(in: .whitespaces)
             } else {
                 throw failure("expected 'public: KEY' and 'secret: KEY' lines")

@@ -363,6 +363,7 @@ enum ServerThreads {
             try socket.setReceiveHighWaterMark(100_000)
             try socket.setSendHighWaterMark(100_000)
             try socket.setRouterMandatory(true)
+            try socket.setHandshakeInterval(milliseconds: Socket.serverHandshakeMilliseconds)
             if let key = options.curveSecretKey { try socket.setCurveServer(secretKey: key) }
             for endpoint in endpoints { bound.append(try socket.bind(endpoint)) }
         } catch {

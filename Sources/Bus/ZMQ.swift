@@ -229,6 +229,12 @@ public final class Socket {
         try setOption(ZMQ_HEARTBEAT_TIMEOUT, timeout, "ZMQ_HEARTBEAT_TIMEOUT")
         try setOption(ZMQ_HEARTBEAT_TTL, ttl, "ZMQ_HEARTBEAT_TTL")
     }
+    /// How long a new connection may take to finish its handshake (the greeting and, on a
+    /// CURVE server, its key's check) before it is dropped; libzmq's default is 30 s, which
+    /// lets idle strangers hold a server's files.
+    public func setHandshakeInterval(milliseconds: Int32) throws(ZMQError) { try setOption(ZMQ_HANDSHAKE_IVL, milliseconds, "ZMQ_HANDSHAKE_IVL") }
+    /// The handshake interval of Tourbus's server sockets: seconds of round trips to spare on a slow link.
+    public static let serverHandshakeMilliseconds: Int32 = 5_000
     /// The largest inbound message libzmq accepts; a larger one drops the connection.
     public func setMaxMessageSize(_ bytes: Int64) throws(ZMQError) { try setOption(ZMQ_MAXMSGSIZE, bytes, "ZMQ_MAXMSGSIZE") }
     /// Queue messages only to completed connections, so sends fail fast when no peer is there.

@@ -1,5 +1,8 @@
 import Bus
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A configuration mistake, reported before anything starts.
 public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
@@ -243,18 +246,50 @@ struct SuiteFile {
     var services: [String: Section] { contents.services ?? [:] }
     var curveKeys: [String: [String]]? { contents.curve?.keys }
 
+    /// The largest suite file read: a suite of many services and keys is a few KiB.
+    static let maxBytes = 1 << 20
+
     init(path: String) throws(ConfigError) {
         self.path = path
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw ConfigError("config file \(path): \(String(cString: strerror(errno)))") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw ConfigError("config file \(path): not a regular file") }
+        guard info.st_size <= SuiteFile.maxBytes else { throw ConfigError("config file \(path): larger than \(SuiteFile.maxBytes) bytes") }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            guard data.count <= SuiteFile.maxBytes else { throw ConfigError("config file \(path): larger than \(SuiteFile.maxBytes) bytes") }
             try StrictJSON.check(data)
+            try SuiteFile.refuseDuplicateNames(data, path: path)
             contents = try JSONCoding.decoder.decode(Contents.self, from: data)
+        } catch let error as ConfigError {
+            throw error
         } catch let error as JSONSyntaxError {
             throw ConfigError("config file \(path): \(error.message)")
         } catch let error as DecodingError {
             throw ConfigError("config file \(path): \(ServiceError.decoding(error, dropping: []).description)")
         } catch {
             throw ConfigError("config file \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Refuses a name given twice at the top of the file, in `services` or in `curve.keys`:
+    /// JSON allows it and a decoder keeps one of them, so one of the two would be ignored
+    /// unseen (a stranger's key listed under `operator` before the real one, say).
+    static func refuseDuplicateNames(_ data: Data, path: String) throws(ConfigError) {
+        func check(_ json: Data, _ place: String) throws(ConfigError) -> [(key: String, value: Range<Int>)] {
+            guard let members = JSONSpan.members(of: json) else { return [] }
+            var seen = Set<String>()
+            for member in members where !seen.insert(member.key).inserted {
+                throw ConfigError("config file \(path): \(place)\(member.key) is given twice")
+            }
+            return members
+        }
+        let top = try check(data, "")
+        for (key, range) in top where key == "services" || key == "curve" {
+            let inner = try check(data.subdata(in: range), key + ".")
+            if key == "curve", let keys = inner.first(where: { $0.key == "keys" }) {
+                _ = try check(data.subdata(in: range).subdata(in: keys.value), "curve.keys.")
+            }
         }
     }
 

@@ -33,6 +33,20 @@ public protocol ProcessConfig: Sendable {
 
 /// The life of a Tourbus process: configuration, start, the ready line, and a graceful stop.
 public enum ServiceProcess {
+    /// Raises the soft limit on open files to the hard one: a bus port's connections (a
+    /// stranger's included, until the handshake timeout drops them) and the gateway's clients
+    /// each hold one, and 1,024, a common default, is soon taken.
+    static func raiseFileLimit(_ logger: Logger) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        let wanted = min(limit.rlim_max, 1 << 20)
+        guard wanted > limit.rlim_cur else { return }
+        limit.rlim_cur = wanted
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+            logger.warn("could not raise the open-files limit", ["errno": errno])
+        }
+    }
+
     /// Reads the configuration of `name` from flags, environment and file (exit 2 with usage
     /// on a mistake), starts the process's work (exit 1 if that fails), prints the bound
     /// endpoints as one JSON line on stdout (and to `--ready-file`), then waits for SIGINT or
@@ -54,6 +68,7 @@ public enum ServiceProcess {
         }
         let common = config.common
         let logger = Logger(component: name, level: common.logLevel)
+        raiseFileLimit(logger)
 
         // Block the stop signals before any thread exists, so every thread inherits the
         // mask and only sigwait below sees them.

@@ -100,6 +100,10 @@ public final class OutboxRelay: Sendable {
             epoch = try outbox.epoch()
             socket = try Socket(context, .pub, lingerMilliseconds: 200)
             try socket.setSendHighWaterMark(100_000)
+            // Subscribers send only subscriptions (a topic prefix each): anything bigger, a
+            // stranger's 4 GiB frame before its handshake included, drops its connection.
+            try socket.setMaxMessageSize(4_096)
+            try socket.setHandshakeInterval(milliseconds: Socket.serverHandshakeMilliseconds)
             if let curveSecretKey { try socket.setCurveServer(secretKey: curveSecretKey) }
             for endpoint in bind { bound.append(try socket.bind(endpoint)) }
         } catch {

@@ -266,6 +266,10 @@ public enum TourbusCommand {
             return 2
         }
         let folder = arguments[1], names = Array(arguments.dropFirst(2))
+        guard Set(names).count == names.count else {
+            printError("keys --out names a key twice: one file per name")
+            return 2
+        }
         if let bad = names.first(where: { $0.isEmpty || $0.utf8.count > 64 || !$0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") } }) {
             printError("key name '\(bad.prefix(64))' must be 1 to 64 letters, digits, '-' or '_'")
             return 2

@@ -193,9 +193,14 @@ extension TourbusCommand {
         }
         let data = options.dataDirectory
         var members: [SuiteMember] = []
+        var named = Set<String>()
         for item in only {
             let parts = item.split(separator: "*", omittingEmptySubsequences: false).map(String.init)
             let name = parts[0]
+            guard parts.count <= 2 else { throw ConfigError("--only \(item): write NAME or NAME*N") }
+            guard named.insert(name).inserted else {
+                throw ConfigError("--only names \(name) twice: one member each (NAME*N for replicas)")
+            }
             let key = options.keys.map { ["--curve-key", ($0 as NSString).appendingPathComponent("\(name).key")] } ?? []
             if name.hasPrefix("gateway") {
                 guard parts.count == 1 else { throw ConfigError("--only \(item): a gateway has no replicas; name each (gateway, gateway-b)") }

@@ -103,4 +103,29 @@ import TestSupport
         chmod(catalogKey, 0o640)
         #expect(refusal(["--config", try suiteFile(keys: listed), "--curve-key", catalogKey]).contains("mode 640"))
     }
+
+    @Test func aNameGivenTwiceOrAnOddFileIsRefused() throws {
+        let catalogKey = try keyFile("catalog", catalog)
+        // A stranger's key listed under operator before the real one: a decoder keeps one of the two, unseen.
+        let twice = folder.path + "/twice.json"
+        try Data(#"{"curve":{"keys":{"operator":["\#(z85(search))"],"catalog":["\#(z85(catalog))"],"operator":["\#(z85(gateway))"]}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: twice))
+        #expect(refusal(["--config", twice, "--curve-key", catalogKey]).contains("curve.keys.operator is given twice"))
+        let services = folder.path + "/services.json"
+        try Data(#"{"services":{"catalog":{"bind":["tcp://*:1"]},"catalog":{"bind":["tcp://*:2"]}}}"#.utf8).write(to: URL(fileURLWithPath: services))
+        #expect(refusal(["--config", services]).contains("services.catalog is given twice"))
+        let top = folder.path + "/top.json"
+        try Data(#"{"curve":{"keys":{}},"curve":{"keys":{}}}"#.utf8).write(to: URL(fileURLWithPath: top))
+        #expect(refusal(["--config", top]).contains("curve is given twice"))
+        // Not a regular file, and too big.
+        #expect(refusal(["--config", "/dev/zero"]).contains("not a regular file"))
+        let big = folder.path + "/big.json"
+        try Data(("{\"pad\":\"" + String(repeating: "x", count: 1 << 20) + "\"}").utf8).write(to: URL(fileURLWithPath: big))
+        #expect(refusal(["--config", big]).contains("larger than 1048576 bytes"))
+        // A key file with two secret lines.
+        let two = folder.path + "/two.key"
+        _ = FileManager.default.createFile(atPath: two, contents: Data("secret: \(try CurveKeyPair.z85(catalog.secretKey))\nsecret: \(try CurveKeyPair.z85(search.secretKey))\n".utf8),
+                                           attributes: [.posixPermissions: 0o600])
+        #expect(refusal(["--config", try suiteFile(keys: listed), "--curve-key", two]).contains("two 'secret:' lines"))
+    }
 }

@@ -238,6 +238,9 @@ func logfmt(_ line: Substring) -> [String: String] {
             (["--config", file, "--only", "search*0"], "NAME*N takes N from 1 to 16"),
             (["--config", file, "--only", "search*2"], "services.search.bind lists 1 endpoint(s), one per replica is needed"),
             (["--config", file, "--only", "gateway-b*2"], "a gateway has no replicas"),
+            (["--config", file, "--only", "search*2*3"], "write NAME or NAME*N"),
+            (["--config", file, "--only", "search,search"], "--only names search twice"),
+            (["--config", file, "--only", "gateway-b,search,gateway-b"], "--only names gateway-b twice"),
         ]
         for (arguments, message) in cases {
             let run = try up(arguments + ["--data-dir", scratch.path])
