@@ -115,12 +115,11 @@ public struct SnapshotReply: Codable, Sendable, Equatable {
 
 /// `sys.backup`: where the service writes a copy of its SQLite file.
 public struct BackupRequest: Codable, Sendable, Equatable {
-    /// An absolute path, at most `maxPathBytes` UTF-8 bytes, in a folder that exists, naming
+    /// An absolute path, at most 4,095 UTF-8 bytes (`DatabaseBackup.maxPathBytes`), in a folder that exists, naming
     /// a file that does not (a backup never overwrites anything).
     public var to: String
 
     /// The longest `to` accepted, in UTF-8 bytes (Linux's PATH_MAX less its NUL).
-    public static let maxPathBytes = 4_095
 
     public init(to: String) { self.to = to }
 }

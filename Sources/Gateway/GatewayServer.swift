@@ -106,7 +106,7 @@ public final class GatewayServer: Service {
             lifecycle.stop()
             throw error
         }
-        endpoints = BoundEndpoints(service: "gateway", listen: endpoint, metrics: metricsEndpoint)
+        endpoints = BoundEndpoints(service: config.common.name, listen: endpoint, metrics: metricsEndpoint)
         logger.info("listening", ["endpoint": endpoint, "backends": config.peers.keys.sorted().joined(separator: ",")])
     }
 

@@ -1,12 +1,12 @@
 import Foundation
 
 /// Latencies in buckets whose bounds grow by 2% each, from 1 µs to about 1,000 s: any
-/// percentile is known to within 2% of the value, in a fixed 1 KB of counters, whatever the
+/// percentile is known to within 2% of the value, in a fixed 4 KB of counters, whatever the
 /// number of samples. The largest sample is kept exactly.
 public struct LogHistogram: Sendable, Equatable {
     /// Each bucket's upper bound is this much more than its lower one.
     static let growth = 1.02
-    static let bucketCount = Int((log(1e12) / log(growth)).rounded(.up)) + 1
+    static let bucketCount = Int((log(1e9) / log(growth)).rounded(.up)) + 1
     private var counts = [UInt32](repeating: 0, count: LogHistogram.bucketCount)
     /// Samples recorded.
     public private(set) var count = 0

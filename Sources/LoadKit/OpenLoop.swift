@@ -109,7 +109,7 @@ public enum OpenLoop {
             }
             reader.start()
         }
-        var late = 0
+        var late = 0, written = 0
         for i in 0..<total {
             let due = start + UInt64(Double(i) * interval)
             var now = monotonic()
@@ -118,16 +118,17 @@ public enum OpenLoop {
             if now > due + 1_000_000 { late += 1 }
             let line = Array(#"{"jsonrpc":"2.0","id":\#(i)"#.utf8) + bodies[i % bodies.count]
             if !writeAll(sockets[i % sockets.count], line) { break }
+            written += 1
         }
         finished.wait()
         let ended = monotonic()
         return results.withLock { r in
             var outcome = r
-            outcome.sent = total
+            outcome.sent = written
             outcome.lateSends = late
             // Unanswered requests waited at least until now.
-            for i in 0..<Swift.max(0, total - outcome.answered) {
-                let due = start + UInt64(Double(total - 1 - i) * interval)
+            for i in 0..<Swift.max(0, written - outcome.answered) {
+                let due = start + UInt64(Double(written - 1 - i) * interval)
                 outcome.latency.record(ended > due ? ended - due : 0)
             }
             outcome.achievedRate = Double(outcome.answered) / plan.seconds

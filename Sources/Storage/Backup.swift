@@ -127,6 +127,16 @@ public enum DatabaseBackup {
                 throw error
             }
         }
+        // The restored file belongs to whom the old one did, with its mode: a restore run as root
+        // must not leave a service running as its own user unable to write its database.
+        var old = stat()
+        if stat(target, &old) == 0 {
+            guard chown(staged, old.st_uid, old.st_gid) == 0, chmod(staged, old.st_mode & 0o7777) == 0 else {
+                let message = String(cString: strerror(errno))
+                unlink(staged)
+                throw BackupError.io("giving \(staged) the owner and mode of \(target): \(message)")
+            }
+        }
         guard rename(staged, target) == 0 else {
             let message = String(cString: strerror(errno))
             unlink(staged)

@@ -274,6 +274,11 @@ public enum TourbusCommand {
             printError("key name '\(bad.prefix(64))' must be 1 to 64 letters, digits, '-' or '_'")
             return 2
         }
+        // Every file free before any is written: a failure halfway would leave keys nobody listed.
+        if let taken = names.first(where: { FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("\($0).key")) }) {
+            printError("\((folder as NSString).appendingPathComponent("\(taken).key")) exists; keys are never overwritten")
+            return 1
+        }
         var listed: [String: [String]] = [:]
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

@@ -67,6 +67,12 @@ final class SuiteMember {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        // One port and one key per process: a suite-wide TOURBUS_METRICS_LISTEN would have every
+        // member bind the same port, a TOURBUS_CURVE_KEY would give them all one key.
+        var environment = ProcessInfo.processInfo.environment
+        environment["TOURBUS_METRICS_LISTEN"] = nil
+        environment["TOURBUS_CURVE_KEY"] = nil
+        process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         self.process = process
@@ -96,6 +102,11 @@ final class SuiteMember {
         } catch {
             return .restartFailed(oldPid: oldPid, exit: exit, error: "\(error)")
         }
+    }
+
+    /// Passes a signal on to the member's process (SIGHUP: read the configuration again).
+    func signal(_ number: Int32) {
+        if let process, process.isRunning { kill(process.processIdentifier, number) }
     }
 
     /// Asks the member to stop (SIGTERM).

@@ -60,6 +60,7 @@ extension TourbusCommand {
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGHUP)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
@@ -132,10 +133,15 @@ extension TourbusCommand {
         }
         fflush(nil)  // every stream: the lines above must show before the long wait
 
-        // Supervise until SIGINT or SIGTERM.
+        // Supervise until SIGINT or SIGTERM; a SIGHUP goes on to every member (CURVE key rotation).
         var timeout = timespec(tv_sec: 0, tv_nsec: 200_000_000)
         while true {
-            if sigtimedwait(&signals, nil, &timeout) > 0 { break }
+            let received = sigtimedwait(&signals, nil, &timeout)
+            if received == SIGHUP {
+                members.forEach { $0.signal(SIGHUP) }
+            } else if received > 0 {
+                break
+            }
             for member in members {
                 if let event = member.superviseOnce() { restartLog.record(event, of: member.name) }
             }
@@ -220,7 +226,16 @@ extension TourbusCommand {
             guard let replicas = Int(parts[1]), (1...16).contains(replicas) else {
                 throw ConfigError("--only \(item): NAME*N takes N from 1 to 16")
             }
-            let binds = try ServiceConfig.load(service: name, arguments: ["--config", file] + key, environment: [:]).bind
+            // A replica has a database of its own: only a copy fed by events (search) may be
+            // replicated; a publisher's replicas would each own different data.
+            guard !publishers.contains(name) else {
+                throw ConfigError("--only \(item): \(name) owns its data (it publishes events), so it has no replicas; only search does")
+            }
+            let section = try ServiceConfig.load(service: name, arguments: ["--config", file] + key, environment: [:])
+            guard section.common.metricsListen == nil else {
+                throw ConfigError("--only \(item): replicas would all bind services.\(name).metrics_listen; drop it, or run them as separate members")
+            }
+            let binds = section.bind
             guard binds.count >= replicas else {
                 throw ConfigError("--only \(item): services.\(name).bind lists \(binds.count) endpoint(s), one per replica is needed")
             }

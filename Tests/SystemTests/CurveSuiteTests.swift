@@ -82,6 +82,11 @@ import Glibc
             client.close()
         }
         #expect(admitted, "the catalog admits a key listed after a SIGHUP")
+        var elsewhere = RPCClientOptions()
+        elsewhere.curve = CurveClientKeys(stranger, serverKey: try #require(suite.keys["social"]).publicKey)
+        let social = try RPCClient(context: context, endpoints: [suite.social.rpc], options: elsewhere, logger: logger)
+        #expect((try? social.request(type: "sys.ping", body: Data("{}".utf8), timeoutMilliseconds: 700)) == nil, "social, not reloaded, still refuses it")
+        social.close()
         #expect(suite.catalog.log.contains("CURVE keys reloaded"))
 
         // Each refusal is counted in sys.stats and logged with the stranger's address and public key.

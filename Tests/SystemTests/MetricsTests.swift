@@ -125,6 +125,7 @@ enum Promtool {
 
     @Test(.enabled(if: Promtool.path != nil || Promtool.inCI, "needs promtool (Debian prometheus), which ./deploy/local/test installs"))
     func theGatewayCountsPushesAndFollowsTheAccountsService() throws {
+        try #require(Promtool.path != nil, "CI=true but promtool is missing: ./deploy/local/test should have installed it")
         let suite = try SuiteFixture(gatewayArguments: ["--metrics-listen", "127.0.0.1:0"], everything: true)
         let admin = try suite.adminConnection()
         let place = FavoritesSuiteTests.place(admin, "Opera Bar", lat: -33.8568, lon: 151.2153)

@@ -230,7 +230,9 @@ func logfmt(_ line: Substring) -> [String: String] {
     @Test func mistakesInAHostsShareAreRefused() throws {
         let scratch = TemporaryFolder("up-share")
         let file = scratch.path + "/suite.json"
-        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0"]},"gateway-b":{"listen":"127.0.0.1:0"}}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0"]},"gateway-b":{"listen":"127.0.0.1:0"},"favorites":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"]}}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let metered = scratch.path + "/metered.json"
+        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"],"metrics_listen":"127.0.0.1:0"}}}"#.utf8).write(to: URL(fileURLWithPath: metered))
         let cases: [([String], String)] = [
             (["--only", "catalog"], "--only and --keys need --config FILE"),
             (["--config", file], "--config needs --only NAME"),
@@ -239,6 +241,8 @@ func logfmt(_ line: Substring) -> [String: String] {
             (["--config", file, "--only", "search*2"], "services.search.bind lists 1 endpoint(s), one per replica is needed"),
             (["--config", file, "--only", "gateway-b*2"], "a gateway has no replicas"),
             (["--config", file, "--only", "search*2*3"], "write NAME or NAME*N"),
+            (["--config", file, "--only", "favorites*2"], "favorites owns its data (it publishes events), so it has no replicas"),
+            (["--config", metered, "--only", "search*2"], "replicas would all bind services.search.metrics_listen"),
             (["--config", file, "--only", "search,search"], "--only names search twice"),
             (["--config", file, "--only", "gateway-b,search,gateway-b"], "--only names gateway-b twice"),
         ]
@@ -257,12 +261,19 @@ func logfmt(_ line: Substring) -> [String: String] {
         let scratch = TemporaryFolder("up-replicas")
         let file = scratch.path + "/suite.json"
         let ports = try (0..<2).map { _ in try freePort() }
-        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:\#(ports[0])","tcp://127.0.0.1:\#(ports[1])"]}}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        // Secured, so that a SIGHUP shows in the members' logs (they reload their keys).
+        let keys = try CurveKeyPair.generate()
+        try FileManager.default.createDirectory(atPath: scratch.path + "/keys", withIntermediateDirectories: true)
+        try keys.write(keyFile: scratch.path + "/keys/search.key", name: "search")
+        try Data(#"{"curve":{"keys":{"search":["\#(try CurveKeyPair.z85(keys.publicKey))"]}},"services":{"search":{"bind":["tcp://127.0.0.1:\#(ports[0])","tcp://127.0.0.1:\#(ports[1])"]}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: file))
         let process = Process()
         process.executableURL = try ChildProcess.executable("tourbus")
-        process.arguments = ["up", "--config", file, "--only", "search*2", "--data-dir", scratch.path]
+        process.arguments = ["up", "--config", file, "--only", "search*2", "--keys", scratch.path + "/keys", "--data-dir", scratch.path]
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let log = scratch.path + "/up.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try process.run()
         defer {
             process.terminate()
@@ -270,7 +281,9 @@ func logfmt(_ line: Substring) -> [String: String] {
         }
         let context = try ZMQContext()
         for port in ports {
-            let client = try RPCClient(context: context, endpoints: ["tcp://127.0.0.1:\(port)"], logger: Logger(component: "test", level: .error))
+            var options = RPCClientOptions()
+            options.curve = CurveClientKeys(keys, serverKey: keys.publicKey)
+            let client = try RPCClient(context: context, endpoints: ["tcp://127.0.0.1:\(port)"], options: options, logger: Logger(component: "test", level: .error))
             defer { client.close() }
             var answered = false
             for _ in 0..<100 where !answered {
@@ -279,6 +292,17 @@ func logfmt(_ line: Substring) -> [String: String] {
             #expect(answered, "replica on port \(port)")
         }
         for i in 1...2 { #expect(FileManager.default.fileExists(atPath: scratch.path + "/search-\(i).sqlite")) }
+        // A SIGHUP (a key rotation) goes on to the members: the supervisor survives it, and so do they.
+        let pids = (1...2).map { (try? String(contentsOfFile: scratch.path + "/search-\($0).ready.json", encoding: .utf8)) ?? "" }
+        kill(process.processIdentifier, SIGHUP)
+        var reloads = 0
+        for _ in 0..<50 where reloads < 2 {
+            usleep(100_000)
+            reloads = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(separatedBy: "CURVE keys reloaded").count - 1
+        }
+        #expect(reloads == 2, "both members reloaded their keys")
+        #expect(process.isRunning, "tourbus up survives a SIGHUP")
+        #expect((1...2).map { (try? String(contentsOfFile: scratch.path + "/search-\($0).ready.json", encoding: .utf8)) ?? "" } == pids, "no member restarted")
         #expect(FileManager.default.fileExists(atPath: scratch.path + "/search-1.ready.json"))
     }
 }

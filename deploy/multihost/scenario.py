@@ -3,7 +3,7 @@ over them as README.md, *Deploy on several hosts*, says, each host's share run b
 a stranger in a fourth namespace, and faults under load. Driven only through the gateways' line
 protocol (and, for the stranger, the bus itself). Run by deploy/multihost/test, as root.
 
-    python scenario.py BIN_DIR WORK_DIR [--short]
+    python scenario.py BIN_DIR WORK_DIR [--curves CSV]
 
 Prints each fault and what was measured; exits 1 if a check failed. Everything it made
 (namespaces, bridge, processes) is removed at the end, even on failure.
@@ -21,9 +21,11 @@ import time
 import zmq
 
 BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-SHORT = "--short" in sys.argv
-TAG = "%04d" % (os.getpid() % 10000)
-NET = "10.88.%d" % (os.getpid() % 200 + 20)
+# --curves CSV: instead of the faults, load every real place of CSV (rg_cities1000.csv)
+# through a gateway and print open-loop latency curves measured from the root namespace.
+CURVES = sys.argv[sys.argv.index("--curves") + 1] if "--curves" in sys.argv else None
+TAG = os.environ.get("TAG") or "%04d" % (os.getpid() % 10000)  # the test script's, so its cleanup finds what this made
+NET = "10.88.%d" % (int(TAG) % 200 + 20)
 HOSTS = {"a": NET + ".1", "b": NET + ".2", "c": NET + ".3", "x": NET + ".9"}
 BRIDGE_IP = NET + ".254"
 BRIDGE = "tbbr" + TAG
@@ -567,6 +569,10 @@ def main():
     refused = ((stats.get("body") or {}).get("curve") or {}).get("refused", 0)
     check(refused >= 2, "the catalog counted %d refused handshakes in sys.stats" % refused)
 
+    if CURVES:
+        latency_curves(admin_password)
+        return
+
     load = Load(admin_password)
     load.start()
     time.sleep(3)
@@ -607,7 +613,7 @@ def main():
     check(wait(caught_up, 60, 0.2), "search caught up with the %d writes made during the cut, %.1f s after the link came back"
           % (len(written_during), time.monotonic() - restored_at))
 
-    seconds = 8 if SHORT else 20
+    seconds = 20
     log("fault: 5%% packet loss between hosts and 100 ms more each way on host c's requests to hosts a, for %d s" % seconds)
     errors_before, past_before, requests_before = load.snapshot()[1], load.snapshot()[2], load.snapshot()[3]
     packet_loss(5)
@@ -633,6 +639,53 @@ def main():
     check(len(restarts) == 1 and "service=catalog" in restarts[0], "one restart on host a, the catalog's: %s" % restarts)
 
     restore_from_backup(curve, admin_password)
+
+
+def latency_curves(admin_password):
+    """Loads the real places through gateway 1 (pipelined, 256 in flight), waits for both
+    search replicas, then runs tourbus-bench load across the bridge at rising rates."""
+    import csv
+    with open(CURVES, newline="", encoding="utf-8") as f:
+        towns = [(r["name"], float(r["lat"]), float(r["lon"])) for r in csv.DictReader(f)]
+    admin = signed_in(GATEWAYS[0], "admin", admin_password)
+    start = time.monotonic()
+    sent = answered = 0
+    admin.sock.settimeout(60)
+    while answered < len(towns):
+        batch = []
+        while sent < len(towns) and sent - answered < 256:
+            name, lat, lon = towns[sent]
+            batch.append(json.dumps({"jsonrpc": "2.0", "id": sent, "method": "catalog.create",
+                                     "params": {"name": name[:100] or "Town", "category": "attraction", "lat": lat, "lon": lon}}))
+            sent += 1
+        if batch:
+            admin.sock.sendall(("\n".join(batch) + "\n").encode())
+        reply = admin.line(60)
+        if "id" in reply:
+            answered += 1
+            if "error" in reply:
+                raise RuntimeError("loading places: %s" % reply)
+    loaded_s = time.monotonic() - start
+    last = towns[-1][0]
+    reader = Gateway(GATEWAYS[1])
+    check(wait(lambda: found_in_search(reader, last.split()[0]), 300, 1), "loaded %d real places through the gateway in %.1f s; search has them"
+          % (len(towns), loaded_s))
+    out = WORK + "/curves.txt"
+    sweeps = [("ping", [2000, 5000, 10000, 20000, 30000, 40000]), ("get", [2000, 5000, 10000, 15000, 20000, 25000]),
+              ("nearby", [2000, 5000, 10000, 15000, 20000]), ("mixed", [1000, 2000, 5000, 8000, 12000])]
+    with open(out, "w") as f:
+        for mix, rates in sweeps:
+            for rate in rates:
+                line = subprocess.run([BIN + "/tourbus-bench", "load", "--gateway", "%s:%d" % GATEWAYS[0], "--mix", mix, "--rate", str(rate),
+                                       "--seconds", os.environ.get("LOAD_SECONDS", "5"), "--places", str(len(towns)), "--cities", CURVES,
+                                       "--admin", "admin:" + admin_password], capture_output=True, text=True, timeout=300).stdout.strip()
+                log("  " + line)
+                f.write(line + "\n")
+                fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+                if not fields or int(fields["achieved"]) < 0.8 * rate:
+                    break
+    log(subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "goals.py"), "curves", out],
+                       capture_output=True, text=True).stdout)
 
 
 def restore_from_backup(curve, admin_password):
