@@ -203,7 +203,7 @@ def verify(args):
 def curves(args):
     """The open-loop runs as a table per mix, and the first rate whose p99 passed 10 ms."""
     rows = [dict(re.findall(r"(\w+)=(\S+)", line)) for line in open(args[0]) if line.strip()]
-    print("| mix | offered req/s | answered req/s | p50 ms | p99 ms | p99.9 ms | max ms | late sends | errors |")
+    print("| mix | offered req/s | answered req/s (to the last reply) | p50 ms | p99 ms | p99.9 ms | max ms | late sends | errors |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (r["mix"], "{:,}".format(int(r["rate"])), "{:,}".format(int(r["achieved"])),

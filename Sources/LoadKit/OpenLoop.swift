@@ -23,6 +23,9 @@ public enum OpenLoop {
         public var setup: [String] = []
         /// How long replies are waited for after the last request is due.
         public var drainSeconds = 5.0
+        /// Speak RESP inline commands (`method` is the whole command, `PING`) instead of
+        /// JSON-RPC: the same load on a Redis server, as a peer.
+        public var resp = false
 
         public init(gateway: String, rate: Double, seconds: Double, requests: [(method: String, params: String)]) {
             self.gateway = gateway
@@ -65,74 +68,113 @@ public enum OpenLoop {
                 if reply.contains("\"error\"") { throw Failure(description: "setup refused: \(reply.prefix(200))") }
             }
         }
-        // Each request's bytes but its id, made before the clock starts.
-        let bodies = plan.requests.map { Array(#","method":"\#($0.method)","params":\#($0.params)}"#.utf8) + [0x0A] }
+        // Each request's bytes but its id, made before the clock starts. RESP's inline commands
+        // carry no id: their replies come back in order on each connection.
+        let bodies = plan.requests.map { plan.resp ? Array("\($0.method)\r\n".utf8) : Array(#","method":"\#($0.method)","params":\#($0.params)}"#.utf8) + [0x0A] }
         let interval = 1e9 / plan.rate
         let start = monotonic() + 50_000_000
-        let results = Mutex(Outcome())
         let endOfRun = start + UInt64(plan.seconds * 1e9) + UInt64(plan.drainSeconds * 1e9)
-        let answeredCount = Atomic<Int>(0)
-        let finished = DispatchGroup()
-        for fd in sockets {
-            finished.enter()
-            let reader = Thread {
-                var local = Outcome()
-                var seen = Set<Int>()
-                var buffer = [UInt8]()
-                var chunk = [UInt8](repeating: 0, count: 65_536)
-                while monotonic() < endOfRun && answeredCount.load(ordering: .relaxed) < total {
-                    var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    guard poll(&poller, 1, 100) > 0 else { continue }
-                    let n = read(fd, &chunk, chunk.count)
-                    if n <= 0 { break }
-                    buffer.append(contentsOf: chunk[0..<n])
-                    let now = monotonic()
-                    var lineStart = 0
-                    while let newline = buffer[lineStart...].firstIndex(of: 0x0A) {
-                        let line = buffer[lineStart..<newline]
-                        lineStart = newline + 1
-                        guard let id = OpenLoop.id(in: line), id >= 0, id < total, seen.insert(id).inserted else { continue }
-                        let due = start + UInt64(Double(id) * interval)
-                        local.latency.record(now > due ? now - due : 0)
-                        local.answered += 1
-                        if let code = OpenLoop.errorCode(in: line) { local.errors[code, default: 0] += 1 }
-                        answeredCount.add(1, ordering: .relaxed)
-                    }
-                    buffer.removeFirst(lineStart)
-                }
-                results.withLock { r in
-                    r.latency.merge(local.latency)
-                    r.answered += local.answered
-                    r.errors.merge(local.errors, uniquingKeysWith: +)
-                }
-                finished.leave()
-            }
-            reader.start()
-        }
-        var late = 0, written = 0
+        let written = Atomic<Int>(0)
+        let receiver = Receiver(sockets: sockets, total: total, resp: plan.resp, due: { start + UInt64(Double($0) * interval) })
+        let done = DispatchSemaphore(value: 0)
+        // One thread reads every connection (poll), so the load's own cost stays small.
+        Thread {
+            receiver.run(until: endOfRun)
+            done.signal()
+        }.start()
+        var late = 0
         for i in 0..<total {
             let due = start + UInt64(Double(i) * interval)
             var now = monotonic()
             if due > now + 200_000 { usleep(UInt32((due - now - 100_000) / 1_000)) }
             while now < due { now = monotonic() }
             if now > due + 1_000_000 { late += 1 }
-            let line = Array(#"{"jsonrpc":"2.0","id":\#(i)"#.utf8) + bodies[i % bodies.count]
-            if !writeAll(sockets[i % sockets.count], line) { break }
-            written += 1
+            let connection = i % sockets.count
+            let line = plan.resp ? bodies[i % bodies.count] : Array(#"{"jsonrpc":"2.0","id":\#(i)"#.utf8) + bodies[i % bodies.count]
+            receiver.sent(i, on: connection)
+            if !writeAll(sockets[connection], line) { break }
+            written.add(1, ordering: .relaxed)
         }
-        finished.wait()
+        done.wait()
         let ended = monotonic()
-        return results.withLock { r in
-            var outcome = r
-            outcome.sent = written
-            outcome.lateSends = late
-            // Unanswered requests waited at least until now.
-            for i in 0..<Swift.max(0, written - outcome.answered) {
-                let due = start + UInt64(Double(written - 1 - i) * interval)
-                outcome.latency.record(ended > due ? ended - due : 0)
+        var outcome = receiver.outcome
+        let sent = written.load(ordering: .relaxed)
+        outcome.sent = sent
+        outcome.lateSends = late
+        // Unanswered requests waited at least until now.
+        for i in 0..<Swift.max(0, sent - outcome.answered) {
+            let due = start + UInt64(Double(sent - 1 - i) * interval)
+            outcome.latency.record(ended > due ? ended - due : 0)
+        }
+        // Throughput: answers over the time until the last of them (a backlog answered during
+        // the drain does not count as keeping up).
+        let span = Swift.max(plan.seconds, Double(receiver.lastAnswer > start ? receiver.lastAnswer - start : 0) / 1e9)
+        outcome.achievedRate = Double(outcome.answered) / span
+        return outcome
+    }
+
+    /// The receiving side of a run: reads every connection, matches replies to requests (by
+    /// id, or in order for RESP) and records each one's latency from its due time.
+    final class Receiver: @unchecked Sendable {
+        let sockets: [Int32]
+        let total: Int
+        let resp: Bool
+        let due: (Int) -> UInt64
+        var outcome = Outcome()
+        var lastAnswer: UInt64 = 0
+        /// RESP: the ids sent on each connection and not yet answered, oldest first.
+        private let pending: Mutex<[[Int]]>
+
+        init(sockets: [Int32], total: Int, resp: Bool, due: @escaping (Int) -> UInt64) {
+            self.sockets = sockets
+            self.total = total
+            self.resp = resp
+            self.due = due
+            pending = Mutex(Array(repeating: [], count: sockets.count))
+        }
+
+        func sent(_ id: Int, on connection: Int) {
+            if resp { pending.withLock { $0[connection].append(id) } }
+        }
+
+        func run(until end: UInt64) {
+            var buffers = [[UInt8]](repeating: [], count: sockets.count)
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            var seen = [Bool](repeating: false, count: total)
+            var polls = sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            while monotonic() < end && outcome.answered < total {
+                guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
+                let now = monotonic()
+                for (c, entry) in polls.enumerated() where entry.revents != 0 {
+                    let n = read(sockets[c], &chunk, chunk.count)
+                    if n <= 0 {
+                        polls[c].fd = -1  // poll skips it from now on
+                        continue
+                    }
+                    buffers[c].append(contentsOf: chunk[0..<n])
+                    var lineStart = 0
+                    while let newline = buffers[c][lineStart...].firstIndex(of: 0x0A) {
+                        let line = buffers[c][lineStart..<newline]
+                        lineStart = newline + 1
+                        let id: Int?
+                        if resp {
+                            // Only one-line replies (+PONG, -ERR …) are read in RESP.
+                            id = pending.withLock { $0[c].isEmpty ? nil : $0[c].removeFirst() }
+                            if line.first == UInt8(ascii: "-") { outcome.errors["error", default: 0] += 1 }
+                        } else {
+                            id = OpenLoop.id(in: line)
+                            if let code = OpenLoop.errorCode(in: line) { outcome.errors[code, default: 0] += 1 }
+                        }
+                        guard let id, id >= 0, id < total, !seen[id] else { continue }
+                        seen[id] = true
+                        let dueTime = due(id)
+                        outcome.latency.record(now > dueTime ? now - dueTime : 0)
+                        outcome.answered += 1
+                        lastAnswer = now
+                    }
+                    buffers[c].removeFirst(lineStart)
+                }
             }
-            outcome.achievedRate = Double(outcome.answered) / plan.seconds
-            return outcome
         }
     }
 

@@ -5,8 +5,10 @@ import LoadKit
 /// printing one line of latency percentiles from each request's due time.
 ///
 ///   tourbus-bench load --gateway HOST:PORT --rate R --seconds D --mix ping|get|nearby|mixed
-///                      [--connections N] [--places N] [--cities CSV] [--admin USER:PASSWORD]
+///                      [--connections N] [--places N] [--cities CSV] [--admin USER:PASSWORD] [--resp]
 ///
+/// `--resp` sends Redis's inline `PING` instead (the mix must be `ping`): the same load on a
+/// redis-server, as a peer in the same run.
 /// `get` asks `catalog.get` of ids 1…places; `nearby` asks `search.nearby` (50 km, 20 nearest)
 /// around real towns of the CSV; `mixed` is 90% reads (both kinds, half each) and 10%
 /// `catalog.create`, which needs `--admin` (each connection signs in first).
@@ -46,6 +48,11 @@ enum LoadCommand {
             }
         }
         var plan = OpenLoop.Plan(gateway: gateway, rate: rate, seconds: seconds, requests: pool)
+        if arguments.contains("--resp") {
+            guard mix == "ping" else { fail("--resp takes only --mix ping (Redis's PING)") }
+            plan.resp = true
+            plan.requests = [("PING", "")]
+        }
         plan.connections = value("--connections").flatMap(Int.init) ?? 16
         if let admin = value("--admin") {
             let parts = admin.split(separator: ":", maxSplits: 1).map(String.init)
@@ -64,7 +71,7 @@ enum LoadCommand {
         do { outcome = try OpenLoop.run(plan) } catch { fail(error.description) }
         let ms = { (p: Double) in String(format: "%.3f", Double(outcome.latency.percentile(p)) / 1e6) }
         let errors = outcome.errors.isEmpty ? "none" : outcome.errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-        print("mix=\(mix) rate=\(Int(rate)) achieved=\(Int(outcome.achievedRate)) sent=\(outcome.sent) answered=\(outcome.answered) "
+        print("mix=\(plan.resp ? "redis-ping" : mix) rate=\(Int(rate)) achieved=\(Int(outcome.achievedRate)) sent=\(outcome.sent) answered=\(outcome.answered) "
               + "p50_ms=\(ms(0.5)) p99_ms=\(ms(0.99)) p999_ms=\(ms(0.999)) max_ms=\(String(format: "%.3f", Double(outcome.latency.max) / 1e6)) "
               + "late_sends=\(outcome.lateSends) errors=\(errors)")
         exit(0)

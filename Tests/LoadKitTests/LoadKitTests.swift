@@ -44,6 +44,8 @@ final class StallingServer: @unchecked Sendable {
     let stallAt: Int
     let stallMicroseconds: UInt32
     let silentFrom: Int
+    /// Answer every line with RESP's `+PONG` instead, as redis-server answers `PING`.
+    var resp = false
     private let stalled = Atomic<Bool>(false)
 
     init(stallAt: Int, stallMilliseconds: UInt32, silentFrom: Int = .max) throws {
@@ -84,7 +86,7 @@ final class StallingServer: @unchecked Sendable {
                 if id >= stallAt && !stalled.exchange(true, ordering: .relaxed) { usleep(stallMicroseconds) }
                 gate.unlock()
                 if id >= silentFrom { continue }
-                let reply = Array(#"{"jsonrpc":"2.0","id":\#(id),"result":{}}"#.utf8) + [0x0A]
+                let reply = resp ? Array("+PONG\r\n".utf8) : Array(#"{"jsonrpc":"2.0","id":\#(id),"result":{}}"#.utf8) + [0x0A]
                 _ = OpenLoop.writeAll(fd, reply)
             }
             buffer.removeFirst(start)
@@ -112,6 +114,17 @@ final class StallingServer: @unchecked Sendable {
         #expect(outcome.latency.percentile(0.9) >= 100_000_000, "p90 \(outcome.latency.percentile(0.9))")
         #expect(outcome.latency.max >= 250_000_000 && outcome.latency.max < 1_000_000_000)
         #expect(outcome.errors.isEmpty)
+    }
+
+    @Test func respRepliesAreMatchedInOrderPerConnection() throws {
+        let server = try StallingServer(stallAt: .max, stallMilliseconds: 0)
+        server.resp = true
+        var plan = OpenLoop.Plan(gateway: "127.0.0.1:\(server.port)", rate: 2_000, seconds: 0.5, requests: [("PING", "")])
+        plan.resp = true
+        plan.connections = 3
+        let outcome = try OpenLoop.run(plan)
+        #expect(outcome.sent == 1_000 && outcome.answered == 1_000 && outcome.errors.isEmpty)
+        #expect(outcome.latency.percentile(0.5) < 20_000_000)
     }
 
     @Test func unansweredRequestsCountAsLateAsTheRunLasted() throws {
