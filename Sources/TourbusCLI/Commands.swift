@@ -126,20 +126,10 @@ public enum TourbusCommand {
             params = (try? JSONSerialization.data(withJSONObject: object)) ?? params
         }
         if let service {
-            var curve: CurveClientKeys?
-            if let serverKey {
-                guard let curveKeyFile else {
-                    printError("--server-key needs --curve-key FILE (or TOURBUS_CURVE_KEY): the key this call signs with")
-                    return 2
-                }
-                guard let key = try? CurveKeyPair.key(z85: serverKey) else {
-                    printError("--server-key takes a 40-character Z85 public key")
-                    return 2
-                }
-                do { curve = CurveClientKeys(try CurveKeyPair(keyFile: curveKeyFile), serverKey: key) } catch {
-                    printError(error.message)
-                    return 2
-                }
+            let curve: CurveClientKeys?
+            switch curveKeys(keyFile: curveKeyFile, serverKey: serverKey) {
+            case .success(let keys): curve = keys
+            case .failure(let status): return status.code
             }
             return callService(endpoint: service, curve: curve, type: method, body: params, timeout: timeout)
         }

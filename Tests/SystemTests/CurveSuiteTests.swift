@@ -89,6 +89,16 @@ import Glibc
         social.close()
         #expect(suite.catalog.log.contains("CURVE keys reloaded"))
 
+        // `tourbus call --service` signs with a key file and pins the service's key.
+        let catalogKey = try CurveKeyPair.z85(try #require(suite.keys["catalog"]).publicKey)
+        let signed = try BoundedRun(try ChildProcess.executable("tourbus").path,
+                                    ["call", "--service", suite.catalog.rpc, "--curve-key", suite.folder + "/operator.key", "--server-key", catalogKey,
+                                     "--timeout-ms", "5000", "sys.ping"], timeout: 30)
+        #expect(signed.exit == .status(0) && signed.output.contains("pong"), "\(signed.digest)")
+        let unsigned = try BoundedRun(try ChildProcess.executable("tourbus").path,
+                                      ["call", "--service", suite.catalog.rpc, "--timeout-ms", "700", "sys.ping"], timeout: 30)
+        #expect(unsigned.exit == .status(1), "\(unsigned.digest)")
+
         // Each refusal is counted in sys.stats and logged with the stranger's address and public key.
         var options = RPCClientOptions()
         options.curve = suite.operatorKeys(for: "catalog")

@@ -260,7 +260,7 @@ func logfmt(_ line: Substring) -> [String: String] {
     @Test func aShareRunsReplicasEachOnItsOwnEndpointAndDatabase() throws {
         let scratch = TemporaryFolder("up-replicas")
         let file = scratch.path + "/suite.json"
-        let ports = try (0..<2).map { _ in try freePort() }
+        let ports = try (0..<2).map { _ in try HTTPProbe.freePort() }
         // Secured, so that a SIGHUP shows in the members' logs (they reload their keys).
         let keys = try CurveKeyPair.generate()
         try FileManager.default.createDirectory(atPath: scratch.path + "/keys", withIntermediateDirectories: true)
@@ -307,17 +307,3 @@ func logfmt(_ line: Substring) -> [String: String] {
     }
 }
 
-/// A loopback TCP port free now (bound to port 0 and let go).
-func freePort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw ServiceError(.unavailable, "no free port") }
-    return UInt16(bigEndian: address.sin_port)
-}
