@@ -311,7 +311,8 @@ struct SubscriberLoop: Sendable {
         }
     }
 
-    /// Applies the consecutive live events of a batch; false when a gap, a new epoch or a heartbeat ahead shows events were missed.
+    /// Applies the consecutive live events of a batch; false when a gap, a new epoch, or a
+    /// heartbeat ahead of the cursor or behind it shows the copy may be out of step.
     private func applyLive(_ batch: [ReceivedEvent], store: any EventCursorStore, cursor: inout EventCursor?) -> Bool {
         guard let current = cursor else { return false }
         var next = current.seq + 1
@@ -321,7 +322,11 @@ struct SubscriberLoop: Sendable {
             let header = event.header
             if header.epoch != current.epoch { inStep = false; break }
             if header.type == SystemEvents.heartbeat {
-                if header.seq >= next { inStep = false; break }
+                // Ahead of the cursor: events were missed. Behind it in the same epoch: the
+                // publisher's history went back (a power loss, a copy restored without a new
+                // epoch), or the heartbeat is older than a replay that moved the cursor; the
+                // catch-up asks the publisher which, and rebuilds only in the first case.
+                if header.seq >= next || header.seq < current.seq { inStep = false; break }
                 continue
             }
             if let drop = options.dropLiveEvent, drop(header.seq) { continue }

@@ -32,9 +32,10 @@ private final class OutboxPublisher {
 
     /// Starts on a fresh database (so a new epoch) holding `history` (event types) already,
     /// bound to `endpoints` when given (a publisher replaced on the same endpoints).
-    init(_ context: ZMQContext, history: [String] = [], endpoints: BoundEndpoints? = nil) throws {
+    init(_ context: ZMQContext, history: [String] = [], endpoints: BoundEndpoints? = nil, database: String? = nil) throws {
         var config = ServiceConfig(service: "items")
         config.dataDirectory = folder.path
+        config.databasePath = database
         config.heartbeatMilliseconds = 20
         if let endpoints {
             config.bind = endpoints.rpc
@@ -51,6 +52,13 @@ private final class OutboxPublisher {
     deinit { runtime.stop() }
 
     var epoch: String { get throws { try Outbox(database: db).epoch() } }
+
+    /// A consistent copy of its database as it is now (its epoch and head included), in `folder`.
+    func copy(into folder: TemporaryFolder) throws -> String {
+        let path = folder.path + "/copy.sqlite"
+        try db.execute("VACUUM INTO '\(path)'")
+        return path
+    }
 
     /// Appends an event of `type` (body `{}`), which the relay publishes at its next heartbeat; returns its seq.
     @discardableResult
@@ -137,6 +145,33 @@ private final class CacheRecord: Sendable {
         #expect(record.live.value.contains(joined + 1))  // it came live, and was dropped
         #expect(record.entries.value == [.forgotAll, .applied(joined + 1), .applied(joined + 2), .applied(joined + 3)])
         #expect(subscriber.status.replays >= 2)  // the start, then the gap
+    }
+
+    @Test func aPublisherWhoseHistoryWentBackInTheSameEpochIsForgottenNotSkipped() throws {
+        // A power loss (synchronous=NORMAL) or a restored copy that kept its epoch: the head
+        // goes back, and the next seqs are new events the subscriber must not take as applied.
+        let context = try ZMQContext()
+        let record = CacheRecord()
+        let aside = TemporaryFolder("items-copy")
+        let subscriber: EventSubscriber
+        let endpoints: BoundEndpoints
+        let copy: String
+        do {
+            let old = try OutboxPublisher(context, history: ["item.upserted"])
+            endpoints = old.runtime.endpoints
+            subscriber = try record.subscribe(context, to: endpoints)
+            #expect(eventually { subscriber.status.seq == 1 })
+            copy = try old.copy(into: aside)
+            try old.append("item.upserted")
+            try old.append("item.upserted")
+            #expect(subscriber.waitFor(seq: 3, timeout: 10))
+        }
+        defer { subscriber.stop() }
+        let back = try OutboxPublisher(context, endpoints: endpoints, database: copy)
+        #expect(eventually { record.entries.value.last == .forgotAll })
+        #expect(eventually { subscriber.status.seq == 1 })
+        try back.append("item.upserted")
+        #expect(eventually { record.entries.value.last == .applied(2) }, "\(record.entries.value)")
     }
 
     @Test func aPublisherWithANewEpochIsForgottenAndFollowedFromItsHead() throws {
