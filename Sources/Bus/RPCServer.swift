@@ -398,8 +398,9 @@ enum ServerThreads {
                 logger.warn("dropped a message with no envelope frame", ["frames": frames.count])
                 return
             }
-            func refuse(_ id: String?, _ error: ServiceError) {
-                stats.record(type: nil, nanoseconds: 0, error: error.code)
+            /// `type`: the request's, once it is one this server answers.
+            func refuse(_ id: String?, _ error: ServiceError, type: String? = nil) {
+                stats.record(type: type, nanoseconds: 0, error: error.code, sample: false)
                 reply(prefix + [EnvelopeCoding.failure(id: id, error: error)])
             }
             let size = payload.reduce(0) { $0 + $1.count }
@@ -450,12 +451,12 @@ enum ServerThreads {
             }
             let budget = header.deadlineMs ?? options.defaultDeadlineMilliseconds
             guard budget > 0 else {
-                refuse(header.id, ServiceError(.deadlineExceeded, "deadline_ms must be positive", field: "deadline_ms"))
+                refuse(header.id, ServiceError(.deadlineExceeded, "deadline_ms must be positive", field: "deadline_ms"), type: header.type)
                 return
             }
             let queue = kinds[route] == .write ? shared.writeQueue : shared.readQueue
             guard queue.count < options.maxQueued else {
-                refuse(header.id, ServiceError(.unavailable, "server overloaded: \(options.maxQueued) requests waiting"))
+                refuse(header.id, ServiceError(.unavailable, "server overloaded: \(options.maxQueued) requests waiting"), type: header.type)
                 return
             }
             let now = monotonicNanos()

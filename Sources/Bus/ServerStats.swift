@@ -23,10 +23,12 @@ public final class ServerStats: Sendable {
     /// Counts one answered request. `type` must come from the server's own table of request
     /// types, as it becomes a metric label; nil for a request refused before routing (or, in
     /// the gateway, a method no table lists), which counts under `MethodMetrics.unknown`.
-    public func record(type: String?, nanoseconds: UInt64, error: ErrorCode?) {
+    /// `sample` false: a refusal of a known type (overload, a bad deadline), counted under its
+    /// type but kept out of the latency window it would only flatter.
+    public func record(type: String?, nanoseconds: UInt64, error: ErrorCode?, sample: Bool = true) {
         state.withLock { s in
             s.methods[type ?? MethodMetrics.unknown, default: MethodMetrics()].record(nanoseconds: nanoseconds, error: error)
-            if type != nil {
+            if type != nil && sample {
                 s.latencies[s.recorded % ServerStats.window] = nanoseconds
                 s.recorded += 1
             }

@@ -36,13 +36,14 @@ public final class MetricsServer: Sendable {
     public init(listen: String, limits: MetricsServerLimits = MetricsServerLimits(), logger: Logger,
                 render: @escaping @Sendable () -> String) throws {
         let (host, port) = try MetricsServer.split(listen)
-        let listener = try MetricsSocket.listen(host: host, port: port)
+        let listener = try TCPSocket.listen(host: host, port: port, backlog: 64)
+        listener.setNonBlocking()
         let bound = listener.localPort()
         endpoint = host.contains(":") ? "[\(host)]:\(bound)" : "\(host):\(bound)"
         let stopping = self.stopping
         let descriptor = listener.take()
         thread = WorkerThread(name: "\(logger.component)-metrics") {
-            let listener = MetricsSocket(descriptor: descriptor)
+            let listener = TCPSocket(descriptor: descriptor)
             MetricsServer.serve(listener: listener, limits: limits, render: render, stopping: stopping, logger: logger)
         }
         logger.info("metrics listening", ["endpoint": endpoint])
@@ -69,18 +70,18 @@ public final class MetricsServer: Sendable {
 
     /// One connection: what it sent so far, the answer once known, how much of it went.
     private final class Connection {
-        let socket: MetricsSocket
+        let socket: TCPSocket
         let deadline: UInt64
         var head: [UInt8] = []
         var answer: [UInt8]?
         var sent = 0
-        init(socket: MetricsSocket, deadline: UInt64) {
+        init(socket: TCPSocket, deadline: UInt64) {
             self.socket = socket
             self.deadline = deadline
         }
     }
 
-    private static func serve(listener: MetricsSocket, limits: MetricsServerLimits, render: () -> String, stopping: StopFlag, logger: Logger) {
+    private static func serve(listener: TCPSocket, limits: MetricsServerLimits, render: () -> String, stopping: StopFlag, logger: Logger) {
         var connections: [Connection] = []  // oldest first
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while !stopping.isSet {
@@ -102,7 +103,9 @@ public final class MetricsServer: Sendable {
                 }
                 guard events != 0 else { continue }
                 if c.answer == nil {
-                    guard let n = c.socket.read(into: &buffer) else { continue }
+                    let read: Int?
+                    do { read = try c.socket.read(into: &buffer) } catch { read = -1 }
+                    guard let n = read else { continue }
                     if n <= 0 {
                         closed.insert(ObjectIdentifier(c))
                         continue
@@ -116,7 +119,7 @@ public final class MetricsServer: Sendable {
             if fds[0].revents != 0 {
                 // Bounded per wake, so a flood of connections cannot keep the loop from the others.
                 for _ in 0..<64 {
-                    guard let socket = listener.accept() else { break }
+                    guard let socket = (try? listener.accept())??.socket else { break }
                     if connections.count >= limits.maxConnections { connections.removeFirst() }
                     connections.append(Connection(socket: socket, deadline: monotonicNanos() + UInt64(limits.timeoutMilliseconds) * 1_000_000))
                 }
@@ -127,7 +130,7 @@ public final class MetricsServer: Sendable {
     /// Sends what the kernel takes of the answer; false once it all went (or the peer is gone).
     private static func send(_ c: Connection) -> Bool {
         guard let answer = c.answer else { return true }
-        guard let n = c.socket.write(answer, from: c.sent) else { return false }
+        guard let n = try? c.socket.write(answer, from: c.sent) else { return false }
         c.sent += n
         return c.sent < answer.count
     }
@@ -176,109 +179,5 @@ public final class MetricsServer: Sendable {
                                  length: Int? = nil, extra: String = "") -> [UInt8] {
         let head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(length ?? body.utf8.count)\r\n\(extra)Connection: close\r\n\r\n"
         return Array(head.utf8) + Array(body.utf8)
-    }
-}
-
-/// A TCP socket descriptor of the metrics server, owned by its thread and closed in deinit.
-final class MetricsSocket {
-    private(set) var descriptor: Int32
-
-    init(descriptor: Int32) { self.descriptor = descriptor }
-
-    deinit { if descriptor >= 0 { close(descriptor) } }
-
-    /// Hands the descriptor over (to the thread that will own it); this object no longer closes it.
-    func take() -> Int32 {
-        defer { descriptor = -1 }
-        return descriptor
-    }
-
-    /// A non-blocking listening socket on `host:port` (port 0 picks a free one).
-    static func listen(host: String, port: UInt16) throws(SystemError) -> MetricsSocket {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        var result: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host.isEmpty || host == "*" ? nil : host, String(port), &hints, &result)
-        guard rc == 0, let first = result else { throw SystemError(operation: "getaddrinfo \(host)", errno: rc == EAI_SYSTEM ? errno : EINVAL) }
-        defer { freeaddrinfo(result) }
-        var lastError = SystemError(operation: "bind \(host):\(port)", errno: EADDRNOTAVAIL)
-        var candidate: UnsafeMutablePointer<addrinfo>? = first
-        while let info = candidate {
-            candidate = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            guard fd >= 0 else { lastError = SystemError(operation: "socket", errno: errno); continue }
-            let owned = MetricsSocket(descriptor: fd)
-            var one: Int32 = 1
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-            guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
-                lastError = SystemError(operation: "bind metrics \(host):\(port)", errno: errno)
-                continue
-            }
-            guard Glibc.listen(fd, 64) == 0 else {
-                lastError = SystemError(operation: "listen metrics \(host):\(port)", errno: errno)
-                continue
-            }
-            return owned
-        }
-        throw lastError
-    }
-
-    /// The local port (after binding port 0).
-    func localPort() -> UInt16 {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let rc = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard rc == 0 else { return 0 }
-        let family = storage.ss_family
-        return withUnsafePointer(to: &storage) { pointer in
-            if family == sa_family_t(AF_INET6) {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
-            }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
-        }
-    }
-
-    /// A waiting connection, non-blocking, or nil when none waits.
-    func accept() -> MetricsSocket? {
-        while true {
-            let fd = Glibc.accept(descriptor, nil, nil)
-            if fd >= 0 {
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                // A client that does not read holds at most this much of the kernel's memory.
-                var sendBuffer: Int32 = 64 << 10
-                setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
-                return MetricsSocket(descriptor: fd)
-            }
-            if errno == EINTR || errno == ECONNABORTED { continue }
-            return nil
-        }
-    }
-
-    /// Reads into `buffer`: the count (0 at end of stream, -1 on an error), nil when nothing is there now.
-    func read(into buffer: inout [UInt8]) -> Int? {
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if n >= 0 { return n }
-            if errno == EINTR { continue }
-            return errno == EAGAIN || errno == EWOULDBLOCK ? nil : -1
-        }
-    }
-
-    /// Writes what the kernel takes of `bytes[offset...]` now; nil when the peer is gone.
-    func write(_ bytes: [UInt8], from offset: Int) -> Int? {
-        while true {
-            let n = bytes.withUnsafeBufferPointer { pointer -> Int in
-                guard let base = pointer.baseAddress, offset < bytes.count else { return 0 }
-                return Glibc.send(descriptor, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if n >= 0 { return n }
-            if errno == EINTR { continue }
-            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : nil
-        }
     }
 }

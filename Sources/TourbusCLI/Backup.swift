@@ -91,24 +91,12 @@ extension TourbusCommand {
         case .success(let keys): curve = keys
         case .failure(let status): return status.code
         }
-        do {
-            var options = RPCClientOptions()
-            options.curve = curve
-            let client = try RPCClient(context: try ZMQContext(), endpoints: [endpoint], options: options, logger: Logger(component: "tourbus", level: .error))
-            defer { client.close() }
+        return withService(endpoint: endpoint, curve: curve) { client in
             struct Ping: Decodable { var service: String }
             let name = try client.request(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 5_000).body(Ping.self).service
             let path = (folder as NSString).standardizingPath + "/" + backupName(service: name, at: Date())
             let body = try JSONCoding.encoder.encode(BackupRequest(to: path))
-            let reply = try client.request(type: SystemRequests.backup, body: body, timeoutMilliseconds: timeout)
-            printJSON(reply.bodyJSON)
-            return 0
-        } catch let error as ServiceError {
-            printError(error.description)
-            return 1
-        } catch {
-            printError("\(error)")
-            return 1
+            return try client.request(type: SystemRequests.backup, body: body, timeoutMilliseconds: timeout).bodyJSON
         }
     }
 

@@ -137,13 +137,20 @@ public enum TourbusCommand {
     }
 
     static func callService(endpoint: String, curve: CurveClientKeys? = nil, type: String, body: Data, timeout: Int) -> Int32 {
+        withService(endpoint: endpoint, curve: curve) { client in
+            try client.request(type: type, body: body, timeoutMilliseconds: timeout).bodyJSON
+        }
+    }
+
+    /// Talks to one service straight over the bus (signing with `curve` on a secured one):
+    /// prints the JSON `exchange` returns and exits 0, or prints why it failed and exits 1.
+    static func withService(endpoint: String, curve: CurveClientKeys?, _ exchange: (RPCClient) throws -> Data) -> Int32 {
         do {
             var options = RPCClientOptions()
             options.curve = curve
             let client = try RPCClient(context: try ZMQContext(), endpoints: [endpoint], options: options, logger: Logger(component: "tourbus", level: .error))
             defer { client.close() }
-            let reply = try client.request(type: type, body: body, timeoutMilliseconds: timeout)
-            printJSON(reply.bodyJSON)
+            printJSON(try exchange(client))
             return 0
         } catch let error as ServiceError {
             printError(error.description)

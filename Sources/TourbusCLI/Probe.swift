@@ -60,7 +60,8 @@ enum ProbeCommand {
     }
 
     /// The target the flags describe: `--service` and `--server-key` win over what the suite
-    /// file (`--config` with `--name`) says; the key file is `--curve-key`, else `TOURBUS_CURVE_KEY`.
+    /// file (`--config` with `--name`) says; the key file is `--curve-key`, else, when there is a
+    /// server key, `TOURBUS_CURVE_KEY`.
     static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Target {
         var values: [String: String] = [:]
         var rest = arguments[...]
@@ -96,7 +97,9 @@ enum ProbeCommand {
         case (nil, _?): throw UsageError(message: "--name needs --config FILE: the suite file that describes it")
         }
         guard let endpoint else { throw UsageError(message: "say what to probe: --service ENDPOINT, or --config FILE --name NAME") }
-        return Target(endpoint: endpoint, curveKeyFile: values["curve-key"] ?? environment["TOURBUS_CURVE_KEY"],
+        // TOURBUS_CURVE_KEY signs only where there is a server key to pin (as `call` and `backup`
+        // read it): a plain service is probed plainly, whatever the environment holds.
+        return Target(endpoint: endpoint, curveKeyFile: values["curve-key"] ?? (serverKey == nil ? nil : environment["TOURBUS_CURVE_KEY"]),
                       serverKey: serverKey, timeoutMilliseconds: timeout)
     }
 

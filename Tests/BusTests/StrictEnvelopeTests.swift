@@ -24,6 +24,18 @@ private final class RawDealer {
 private func repeated(_ text: String, _ count: Int) -> String { String(repeating: text, count: count) }
 
 @Suite struct StrictEnvelopeTests {
+    @Test func aRefusalOfAKnownTypeCountsUnderItsTypeAndAnUnknownOneUnderUnknown() throws {
+        let context = try ZMQContext()
+        let server = try makeServer(context)
+        let raw = try RawDealer(context, endpoint: server.endpoints[0])
+        let refused = try #require(try raw.ask(Data(#"{"v":1,"id":"z","type":"test.sum","deadline_ms":0,"body":{"a":1,"b":2}}"#.utf8)))
+        #expect(refused.error?.code == .deadlineExceeded)
+        _ = try raw.ask(Data(#"{"v":1,"id":"u","type":"test.nothing","body":{}}"#.utf8))
+        let methods = server.stats.methodMetrics()
+        #expect(methods["test.sum"]?.errors[.deadlineExceeded] == 1)
+        #expect(methods[MethodMetrics.unknown]?.errors[.notFound] == 1)
+    }
+
     @Test func hostileEnvelopesGetInvalidArgumentAndTheServerKeepsServing() throws {
         let context = try ZMQContext()
         let server = try makeServer(context)

@@ -38,6 +38,9 @@ import Glibc
         let catalog = try ChildProcess("tourbus-catalog", folder: scratch.path)
         let direct = try probe(["--service", catalog.rpc, "--timeout-ms", "5000"])
         #expect(direct.status == 0 && direct.output.contains("\(catalog.rpc) answered sys.ping"), "\(direct)")
+        // A key file in the environment does not stop a plain probe (nothing to pin), as it does not stop `call`.
+        let ambient = try probe(["--service", catalog.rpc, "--timeout-ms", "5000"], environment: ["TOURBUS_CURVE_KEY": scratch.path + "/none.key"])
+        #expect(ambient.status == 0, "\(ambient)")
 
         // From the suite file: its bind, with `*` read as 127.0.0.1 …
         try write(["services": ["catalog": ["bind": [allInterfaces(catalog.rpc)]]]], to: scratch.file("bind.json"))

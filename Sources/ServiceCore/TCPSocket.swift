@@ -4,16 +4,23 @@ import Foundation
 import Glibc
 #endif
 
-/// One TCP socket descriptor, owned by one thread and closed in deinit.
-final class TCPSocket {
-    let descriptor: Int32
+/// One TCP socket descriptor, owned by one thread and closed in deinit: the gateway's
+/// clients and the metrics port's.
+public final class TCPSocket {
+    public private(set) var descriptor: Int32
 
-    init(descriptor: Int32) { self.descriptor = descriptor }
+    public init(descriptor: Int32) { self.descriptor = descriptor }
 
-    deinit { close(descriptor) }
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
+    /// Hands the descriptor over (to the thread that will own it); this object no longer closes it.
+    public func take() -> Int32 {
+        defer { descriptor = -1 }
+        return descriptor
+    }
 
     /// Binds and listens on `host:port` (port 0 picks a free one); IPv4 or IPv6 by what the host resolves to.
-    static func listen(host: String, port: UInt16, backlog: Int32 = 1024) throws(SystemError) -> TCPSocket {
+    public static func listen(host: String, port: UInt16, backlog: Int32 = 1024) throws(SystemError) -> TCPSocket {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -45,7 +52,7 @@ final class TCPSocket {
     }
 
     /// The local port (after binding port 0).
-    func localPort() -> UInt16 {
+    public func localPort() -> UInt16 {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let rc = withUnsafeMutablePointer(to: &storage) {
@@ -64,10 +71,10 @@ final class TCPSocket {
     /// The kernel's send buffer of a client connection (it doubles it for its own use). Left to
     /// itself it grows to `tcp_wmem`'s maximum (4 MiB here), and replies a client does not
     /// read would sit there, out of the gateway's output bound and its slow-reader rule.
-    static let sendBufferBytes: Int32 = 128 << 10
+    public static let sendBufferBytes: Int32 = 128 << 10
 
     /// Accepts one connection (non-blocking, no delay, a bounded send buffer) with the client's address, or nil when none is waiting.
-    func accept() throws(SystemError) -> (socket: TCPSocket, address: String)? {
+    public func accept() throws(SystemError) -> (socket: TCPSocket, address: String)? {
         while true {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -93,7 +100,7 @@ final class TCPSocket {
 
     /// The address a client is counted under: an IPv4 address as written, an IPv6 address
     /// by its /64 network (one host usually has a whole /64), an IPv4-mapped one as IPv4.
-    static func clientAddress(_ storage: sockaddr_storage) -> String {
+    public static func clientAddress(_ storage: sockaddr_storage) -> String {
         var storage = storage
         return withUnsafePointer(to: &storage) { pointer -> String in
             switch Int32(pointer.pointee.ss_family) {
@@ -119,14 +126,14 @@ final class TCPSocket {
     }
 
     /// Makes the socket non-blocking.
-    func setNonBlocking() {
+    public func setNonBlocking() {
         let flags = fcntl(descriptor, F_GETFL)
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
     }
 
     /// Reads what is available into the front of `buffer` (its size is the most read at
     /// once): the count, 0 at end of stream, nil when nothing is there now.
-    func read(into buffer: inout [UInt8]) throws(SystemError) -> Int? {
+    public func read(into buffer: inout [UInt8]) throws(SystemError) -> Int? {
         while true {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if n >= 0 { return n }
@@ -138,7 +145,7 @@ final class TCPSocket {
     }
 
     /// Writes as much of `bytes[offset...]` as the kernel takes now; returns how many bytes went.
-    func write(_ bytes: [UInt8], from offset: Int) throws(SystemError) -> Int {
+    public func write(_ bytes: [UInt8], from offset: Int) throws(SystemError) -> Int {
         while true {
             guard offset < bytes.count else { return 0 }
             let n = bytes.withUnsafeBufferPointer { pointer -> Int in
