@@ -6,7 +6,7 @@ import Foundation
 
 /// The request types every service answers besides its own.
 public enum SystemRequests {
-    /// Liveness: the service's name and clock.
+    /// Liveness: reply `PingReply`, the service's name and clock.
     public static let ping = "sys.ping"
     /// Reply `MethodList`: the service's own request types.
     public static let methods = "sys.methods"
@@ -21,6 +21,19 @@ public enum SystemRequests {
     public static let backup = "sys.backup"
     /// The page size of `replay` and `snapshot` when a request names none, and the bounds it is clamped to.
     public static let batch = PageLimit(default: 1_000, max: 10_000)
+}
+
+/// What `sys.ping` answers: `{"service":"catalog","pong":true,"time":"…"}`.
+public struct PingReply: Codable, Sendable {
+    public var service: String
+    public var pong = true
+    /// The service's clock, ISO-8601 UTC with milliseconds.
+    public var time: String
+
+    public init(service: String, time: String) {
+        self.service = service
+        self.time = time
+    }
 }
 
 /// The event a publisher sends when it has nothing new (its `seq` is the head), so a

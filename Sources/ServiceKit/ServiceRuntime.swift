@@ -196,12 +196,6 @@ public final class ServiceRuntime<State: ServiceState>: Service {
 
     // MARK: sys.*
 
-    struct Ping: Codable, Sendable {
-        var service: String
-        var pong = true
-        var time: String
-    }
-
     struct OutboxInfo: Codable, Sendable {
         var epoch: String
         var head: Int64
@@ -225,8 +219,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
                                           authenticator: ZAPAuthenticator?, subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
         let name = definition.name
-        table.on(SystemRequests.ping, description: "liveness: the service name and its clock") { (_: Empty, _, _) -> Ping in
-            Ping(service: name, time: Logger.timestamp())
+        table.on(SystemRequests.ping, description: "liveness: the service name and its clock") { (_: Empty, _, _) -> PingReply in
+            PingReply(service: name, time: Logger.timestamp())
         }
         // The service's own request types: sys.* belong to the runtime and are not offered to clients.
         let methods = MethodList(methods: (definition.handlers.descriptions.map { MethodList.Method(type: $0.type, description: $0.description) }))

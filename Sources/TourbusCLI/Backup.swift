@@ -92,8 +92,7 @@ extension TourbusCommand {
         case .failure(let status): return status.code
         }
         return withService(endpoint: endpoint, curve: curve) { client in
-            struct Ping: Decodable { var service: String }
-            let name = try client.request(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 5_000).body(Ping.self).service
+            let name = try client.request(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 5_000).body(PingReply.self).service
             let path = (folder as NSString).standardizingPath + "/" + backupName(service: name, at: Date())
             let body = try JSONCoding.encoder.encode(BackupRequest(to: path))
             return try client.request(type: SystemRequests.backup, body: body, timeoutMilliseconds: timeout).bodyJSON

@@ -18,8 +18,8 @@ final class FavoritesFixture {
     let folder = TemporaryFolder("favorites")
     let context: ZMQContext
     let clock = Locked(favoritesEpochMs)
-    let catalog: ServiceRuntime<FakePublisherState>
-    let social: ServiceRuntime<FakePublisherState>
+    let catalog: ServiceRuntime<WorkerState>
+    let social: ServiceRuntime<WorkerState>
     let catalogClient: RPCClient
     let socialClient: RPCClient
     private(set) var favorites: ServiceRuntime<FavoritesStore>?

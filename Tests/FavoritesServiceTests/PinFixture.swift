@@ -70,8 +70,8 @@ final class PinFixture {
     let folder = TemporaryFolder("pins")
     let context: ZMQContext
     let clock = Locked(pinEpochMs)
-    let catalog: ServiceRuntime<FakePublisherState>
-    let social: ServiceRuntime<FakePublisherState>
+    let catalog: ServiceRuntime<WorkerState>
+    let social: ServiceRuntime<WorkerState>
     let favorites: ServiceRuntime<FavoritesStore>
     let catalogClient: RPCClient
     let socialClient: RPCClient

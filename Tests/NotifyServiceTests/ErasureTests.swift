@@ -13,7 +13,7 @@ final class ErasureFixture {
     let folder = TemporaryFolder("notify-erase")
     let context: ZMQContext
     let clock = Locked(notifyEpochMs)
-    let social: ServiceRuntime<FakePublisherState>
+    let social: ServiceRuntime<WorkerState>
     let notify: ServiceRuntime<NotifyStore>
     let socialClient: RPCClient
     let client: RPCClient

@@ -14,9 +14,9 @@ final class SearchFixture {
     let scratch = TemporaryFolder("searchalone")
     var folder: String { scratch.path }
     let context: ZMQContext
-    let catalog: ServiceRuntime<FakePublisherState>
-    let social: ServiceRuntime<FakePublisherState>
-    var favorites: ServiceRuntime<FakePublisherState>
+    let catalog: ServiceRuntime<WorkerState>
+    let social: ServiceRuntime<WorkerState>
+    var favorites: ServiceRuntime<WorkerState>
     var search: ServiceRuntime<SearchStore>?
     let catalogClient: RPCClient
     let socialClient: RPCClient
@@ -43,7 +43,7 @@ final class SearchFixture {
     }
 
     /// A fake favorites publisher with its database in `folder`.
-    private static func startFavorites(in folder: String, context: ZMQContext) throws -> (ServiceRuntime<FakePublisherState>, RPCClient) {
+    private static func startFavorites(in folder: String, context: ZMQContext) throws -> (ServiceRuntime<WorkerState>, RPCClient) {
         var c = ServiceConfig(service: "favorites")
         c.dataDirectory = folder
         c.heartbeatMilliseconds = 50

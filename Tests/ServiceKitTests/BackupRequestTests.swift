@@ -15,22 +15,18 @@ private let quiet = Logger(component: "backup-test", level: .error) { _ in }
     /// A service with `t.fill` (a write adding `n` blobs of 1 MiB, no event) and `t.put` (a
     /// write adding an item with its `item.put` event).
     final class Fixture {
-        final class State: ServiceState {
-            let worker: ServiceWorker
-            init(worker: ServiceWorker) { self.worker = worker }
-        }
 
         struct Item: Codable, Sendable { var name: String }
         struct Fill: Codable, Sendable { var n: Int }
 
         let folder = TemporaryFolder("backup")
         let context: ZMQContext
-        let runtime: ServiceRuntime<State>
+        let runtime: ServiceRuntime<WorkerState>
         let client: RPCClient
 
         init() throws {
             context = try ZMQContext()
-            var table = HandlerTable<State>()
+            var table = HandlerTable<WorkerState>()
             table.on("t.fill", .write) { (fill: Fill, _, state) -> Empty in
                 try state.worker.db.run("""
                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
@@ -47,8 +43,8 @@ private let quiet = Logger(component: "backup-test", level: .error) { _ in }
                 CREATE TABLE items (name TEXT PRIMARY KEY);
                 CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
                 """)
-            let definition = ServiceDefinition<State>(name: "items", migrations: [schema], handlers: table, publishes: true,
-                                                      makeState: { State(worker: $0) })
+            let definition = ServiceDefinition<WorkerState>(name: "items", migrations: [schema], handlers: table, publishes: true,
+                                                      makeState: { WorkerState(worker: $0) })
             var config = ServiceConfig(service: "items")
             config.dataDirectory = folder.path
             runtime = try ServiceRuntime(definition: definition, config: config, context: context, logger: quiet)

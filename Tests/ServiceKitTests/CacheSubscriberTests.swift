@@ -21,13 +21,9 @@ private func eventually(steps: Int = 1_000, _ condition: () -> Bool) -> Bool {
 /// A real publisher whose outbox the test writes by hand: a `ServiceRuntime` with no handlers
 /// (its relay, `sys.replay` and heartbeats every 20 ms, which also publish what was appended).
 private final class OutboxPublisher {
-    final class State: ServiceState {
-        let worker: ServiceWorker
-        init(worker: ServiceWorker) { self.worker = worker }
-    }
 
     let folder = TemporaryFolder("cache")
-    let runtime: ServiceRuntime<State>
+    let runtime: ServiceRuntime<WorkerState>
     private let db: Database
 
     /// Starts on a fresh database (so a new epoch) holding `history` (event types) already,
@@ -44,8 +40,8 @@ private final class OutboxPublisher {
         db = try Database(path: config.resolvedDatabasePath)
         _ = try db.migrate(OutboxSchema.migrations)
         for type in history { try Self.append(type, to: db) }
-        let definition = ServiceDefinition<State>(name: "items", migrations: [], handlers: HandlerTable(), publishes: true,
-                                                  makeState: { State(worker: $0) })
+        let definition = ServiceDefinition<WorkerState>(name: "items", migrations: [], handlers: HandlerTable(), publishes: true,
+                                                  makeState: { WorkerState(worker: $0) })
         runtime = try ServiceRuntime(definition: definition, config: config, context: context, logger: quiet)
     }
 

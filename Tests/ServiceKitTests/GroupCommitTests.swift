@@ -16,16 +16,12 @@ private let quiet = Logger(component: "group-commit-test", level: .error) { _ in
     /// transaction of its own, and throws after writing when the name starts with "bad";
     /// `t.orphan` inserts a row whose deferred foreign key fails only at COMMIT.
     final class Fixture {
-        final class State: ServiceState {
-            let worker: ServiceWorker
-            init(worker: ServiceWorker) { self.worker = worker }
-        }
 
         struct Item: Codable, Sendable { var name: String }
 
         let folder = TemporaryFolder("group-commit")
         let context: ZMQContext
-        let runtime: ServiceRuntime<State>
+        let runtime: ServiceRuntime<WorkerState>
         let client: RPCClient
         let db: Database
         let entered = DispatchSemaphore(value: 0)
@@ -33,7 +29,7 @@ private let quiet = Logger(component: "group-commit-test", level: .error) { _ in
 
         init() throws {
             context = try ZMQContext()
-            var table = HandlerTable<State>()
+            var table = HandlerTable<WorkerState>()
             let (entered, gate) = (entered, gate)
             table.on("t.hold", .write) { (_: Empty, _, _) -> Empty in
                 entered.signal()
@@ -55,8 +51,8 @@ private let quiet = Logger(component: "group-commit-test", level: .error) { _ in
                 CREATE TABLE owners (id INTEGER PRIMARY KEY);
                 CREATE TABLE owned (owner INTEGER NOT NULL REFERENCES owners (id) DEFERRABLE INITIALLY DEFERRED);
                 """)
-            let definition = ServiceDefinition<State>(name: "items", migrations: [schema], handlers: table, publishes: true,
-                                                      makeState: { State(worker: $0) })
+            let definition = ServiceDefinition<WorkerState>(name: "items", migrations: [schema], handlers: table, publishes: true,
+                                                      makeState: { WorkerState(worker: $0) })
             var config = ServiceConfig(service: "items")
             config.dataDirectory = folder.path
             runtime = try ServiceRuntime(definition: definition, config: config, context: context, logger: quiet)

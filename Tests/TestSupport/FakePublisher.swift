@@ -4,8 +4,9 @@ import Foundation
 import ServiceKit
 import Storage
 
-/// The state of a stand-in publisher.
-public final class FakePublisherState: ServiceState {
+/// The state of a service that needs only its worker: a stand-in publisher, or a test's own
+/// small service.
+public final class WorkerState: ServiceState {
     public let worker: ServiceWorker
     public init(worker: ServiceWorker) { self.worker = worker }
 }
@@ -41,8 +42,8 @@ public struct FakeKnown: Codable, Sendable {
 /// favorites), whose request `fake.emit` writes any event to its outbox, with a snapshot of
 /// what it holds. It also answers `catalog.get` from what `fake.known` told it, so a place can
 /// exist at a fake catalog before its event.
-public func fakePublisher(name: String) -> ServiceDefinition<FakePublisherState> {
-    var table = HandlerTable<FakePublisherState>()
+public func fakePublisher(name: String) -> ServiceDefinition<WorkerState> {
+    var table = HandlerTable<WorkerState>()
     table.on("fake.emit", .write) { (emit: FakeEmit, _, state) -> Int64 in
         let db = state.worker.db
         if emit.delete == true {
@@ -80,5 +81,5 @@ public func fakePublisher(name: String) -> ServiceDefinition<FakePublisherState>
             return SnapshotPage(events: try rows.map { (type: try $0.decode("type", as: String.self), body: Data(try $0.decode("body", as: String.self).utf8)) },
                                 next: rows.count == limit ? try rows.last?.decode("key", as: String.self) : nil)
         },
-        makeState: { FakePublisherState(worker: $0) })
+        makeState: { WorkerState(worker: $0) })
 }
