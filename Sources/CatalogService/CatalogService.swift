@@ -27,7 +27,7 @@ public struct PlacePage: Codable, Sendable {
     }
 }
 
-/// The catalog service: places and categories, published as `catalog.place.*` events.
+/// The catalog service: places, categories and tours, published as `catalog.place.*` and `catalog.tour.*` events.
 public enum CatalogService {
     /// Page sizes of `catalog.list`.
     static let pageLimit = PageLimit(default: 20, max: 100)
@@ -63,6 +63,22 @@ public enum CatalogService {
             return PlacePage(places: places, nextCursor: next)
         }
         table.on(CatalogRequests.categories, description: "the categories with how many places each has") { (_: Empty, _, store) in CategoryList(categories: try store.categoryCounts()) }
+        table.on("tours.create", .write, description: "add a tour: name (or name_i18n), optional description, stops as place ids in order") {
+            (input: TourInput, _, store) in try store.createTour(input)
+        }
+        table.on("tours.update", .write, description: "change some fields of a tour by id (stops replace the whole list); null clears an optional field") {
+            (update: TourUpdate, _, store) in try store.updateTour(update)
+        }
+        table.on("tours.delete", .write, description: "delete a tour by id; its places stay") { (request: TourDeleted, _, store) in
+            try store.deleteTour(request.id)
+            return request
+        }
+        table.on("tours.get", description: "one tour by id with its stops' places in order, texts in lang where it has them") {
+            (request: TourGet, _, store) in try store.tourDetail(request)
+        }
+        table.on("tours.list", description: "tours by id, or those with a stop near a point (radius_m, default 10 km), nearest first; paged") {
+            (request: TourList, _, store) in try store.listTours(request)
+        }
         return ServiceDefinition(
             name: "catalog", migrations: CatalogSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },

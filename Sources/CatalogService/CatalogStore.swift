@@ -7,7 +7,7 @@ import Storage
 /// The catalog's tables and the queries over them, on one worker thread's connection.
 public final class CatalogStore: ServiceState {
     public let worker: ServiceWorker
-    private var db: Database { worker.db }
+    var db: Database { worker.db }
 
     /// The categories a place may have; loaded once per thread (they change only by migration).
     let categories: [Category]
@@ -74,7 +74,9 @@ public final class CatalogStore: ServiceState {
         let counts = Dictionary(uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) AS count FROM places GROUP BY category").map {
             row throws(RowError) in (try row.decode("category", as: String.self), try row.decode("count", as: Int.self))
         })
-        return categories.map { Category(id: $0.id, name: $0.name, count: counts[$0.id] ?? 0) }
+        // Tours are the itineraries: the category counts them with any place filed under it.
+        let tours = try tourCount()
+        return categories.map { Category(id: $0.id, name: $0.name, count: (counts[$0.id] ?? 0) + ($0.id == "itinerary" ? tours : 0)) }
     }
 
     // MARK: Writes (writer thread only; each in one transaction with its event)
@@ -133,15 +135,22 @@ public final class CatalogStore: ServiceState {
                 try claimExternalIds(place)
             }
             try worker.emit(CatalogEvents.upserted, json: body)
+            // A tour starts where its first stop is: those that start here moved with it.
+            if place.lat != current.lat || place.lon != current.lon { try republishTours(try tours(startingAt: place.id)) }
             return body
         }
     }
 
+    /// Deletes a place; it leaves every tour it was a stop of (their other stops keep their
+    /// order), and each such tour is published again.
     func delete(_ id: Int64) throws {
         try db.transaction {
+            let tours = try tours(withStop: id)
+            // Its stops go with it (`ON DELETE CASCADE`).
             try db.run("DELETE FROM places WHERE id = ?", id)
             guard db.changes > 0 else { throw ServiceError(.notFound, "no place with id \(id)", field: "id") }
             try worker.emit(CatalogEvents.deleted, PlaceDeleted(id: id))
+            try republishTours(tours)
         }
     }
 
@@ -176,11 +185,17 @@ public final class CatalogStore: ServiceState {
             timezone: row.decode("timezone"))
     }
 
-    /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events.
+    /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events,
+    /// then tours (keys `t` and an id), as `catalog.tour.upserted` events. Places come first, so
+    /// a follower has a tour's stops before the tour.
     func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
+        if let after, after.hasPrefix("t") {
+            let page = try tourSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
+            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "t" + $0 })
+        }
         let places = try list(category: nil, after: try SnapshotKey.id(after: after), limit: limit)
         let events = try places.map { (type: CatalogEvents.upserted, body: try PlaceJSON.encode($0)) }
-        return SnapshotPage(events: events, next: SnapshotKey.next(after: places.map(\.id), limit: limit))
+        return SnapshotPage(events: events, next: SnapshotKey.next(after: places.map(\.id), limit: limit) ?? "t0")
     }
 }
 
@@ -231,5 +246,35 @@ enum CatalogSchema {
         // written with every change of its fields; NULL for rows written before, until first read.
         // A later migration that changes how a place reads must set it back to NULL.
         Migration(domain: "catalog", version: 3, sql: "ALTER TABLE places ADD COLUMN json TEXT"),
+        // Tours: ordered routes of places, each place stored once however many tours share it.
+        // Deleting a place removes its stops; deleting a tour leaves its places.
+        Migration(domain: "catalog", version: 4, sql: """
+            CREATE TABLE tours (
+                id               INTEGER PRIMARY KEY AUTOINCREMENT,
+                name             TEXT NOT NULL,
+                name_i18n        TEXT NOT NULL DEFAULT '{}',
+                description      TEXT,
+                description_i18n TEXT NOT NULL DEFAULT '{}',
+                external_ids     TEXT NOT NULL DEFAULT '{}',
+                created_at       TEXT NOT NULL,
+                updated_at       TEXT NOT NULL,
+                version          INTEGER NOT NULL DEFAULT 1
+            );
+            CREATE TABLE tour_stops (
+                tour_id  INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
+                position INTEGER NOT NULL,
+                place_id INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
+                PRIMARY KEY (tour_id, position),
+                UNIQUE (tour_id, place_id)
+            );
+            CREATE INDEX tour_stops_by_place ON tour_stops(place_id);
+            CREATE TABLE tour_external_ids (
+                source      TEXT NOT NULL,
+                external_id TEXT NOT NULL,
+                tour_id     INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
+                PRIMARY KEY (source, external_id)
+            );
+            CREATE INDEX tour_external_ids_by_tour ON tour_external_ids(tour_id);
+            """),
     ]
 }

@@ -140,8 +140,13 @@ enum PlaceRules {
         if let zone = p.timezone, zone.utf8.count > 64 || TimeZone(identifier: zone) == nil {
             throw .invalid("timezone", "not an IANA time zone name (such as Australia/Sydney)")
         }
-        guard p.externalIds.count <= 20 else { throw .invalid("external_ids", "at most 20 external ids") }
-        for (source, id) in p.externalIds {
+        try externalIds(p.externalIds)
+    }
+
+    /// A place's or tour's ids in other datasets: at most 20, sources of 1-50 characters, ids of 1-200.
+    static func externalIds(_ ids: [String: String]) throws(ServiceError) {
+        guard ids.count <= 20 else { throw .invalid("external_ids", "at most 20 external ids") }
+        for (source, id) in ids {
             // Bytes first (4 per character), so counting characters costs little.
             guard source.utf8.count <= 200, id.utf8.count <= 800, (1...50).contains(source.count), (1...200).contains(id.count) else {
                 throw .invalid("external_ids", "sources must be 1-50 characters and ids 1-200")

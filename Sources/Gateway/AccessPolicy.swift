@@ -59,6 +59,12 @@ public struct AccessPolicy: Sendable {
         Rule("catalog.create", "catalog", .admin),
         Rule("catalog.update", "catalog", .admin),
         Rule("catalog.delete", "catalog", .admin),
+        // Tours: anyone reads, admins write; the catalog owns them.
+        Rule("tours.get", "catalog", .anyone),
+        Rule("tours.list", "catalog", .anyone),
+        Rule("tours.create", "catalog", .admin),
+        Rule("tours.update", "catalog", .admin),
+        Rule("tours.delete", "catalog", .admin),
         // Search: anyone.
         Rule("search.", "search", .anyone),
         // Accounts, profiles, reviews, follows and sharing: the social service.

@@ -9,7 +9,7 @@ import Foundation
 struct HitJSON: Equatable {
     /// The members before `distance_m`: `"address":…,"category":…` (no address when it has none).
     var head: String
-    /// The members after `distance_m`, up to the rating: `"id":…,"lat":…,"lon":…,"name":…,"popularity":…,"price_level":…`.
+    /// The members after `distance_m`, up to the rating: `"id":…,"kind":…,"lat":…,"lon":…,"name":…,"popularity":…,"price_level":…`.
     var tail: String
 
     /// The pieces of `place`'s hit, with its numbers as SQLite gives them back (a negative zero
@@ -33,8 +33,13 @@ struct HitJSON: Equatable {
         JSONText.append(place.category, to: &out)
         head = String(decoding: out, as: UTF8.self)
         out.removeAll(keepingCapacity: true)
+        // The index row's id is minus a tour's: the hit has the tour's own, and its kind.
+        let kind = HitKind(row: place.id)
         JSONText.appendKey("id", to: &out)
-        JSONText.append(place.id, to: &out)
+        JSONText.append(kind == .tour ? -place.id : place.id, to: &out)
+        out.append(UInt8(ascii: ","))
+        JSONText.appendKey("kind", to: &out)
+        JSONText.append(kind.rawValue, to: &out)
         out.append(UInt8(ascii: ","))
         JSONText.appendKey("lat", to: &out)
         JSONText.append(stored(place.lat), to: &out)

@@ -2,8 +2,18 @@ import Bus
 import Contracts
 import Foundation
 
-/// One search result: the place summary, and its distance when the query had a point.
+/// What a hit is: a catalog place or a tour (`kind` on the wire).
+public enum HitKind: String, Codable, Sendable {
+    case place, tour
+
+    /// The kind of an index row: places are indexed under their ids, tours under minus theirs.
+    public init(row id: Int64) { self = id < 0 ? .tour : .place }
+}
+
+/// One search result: the place's (or tour's) summary, and its distance when the query had a point.
 public struct SearchHit: Codable, Sendable, Equatable {
+    /// The index row: a place's id, or minus a tour's id. On the wire a hit has the place's or
+    /// the tour's own id and its `kind`.
     public var id: Int64
     public var name: String
     public var category: String
@@ -16,11 +26,63 @@ public struct SearchHit: Codable, Sendable, Equatable {
     public var reviewCount: Int?
     public var distanceM: Double?
 
+    /// A place or a tour.
+    public var kind: HitKind { HitKind(row: id) }
+    /// The id of the place or tour, as the wire gives it.
+    public var entityId: Int64 { kind == .tour ? -id : id }
+
+    public init(id: Int64, name: String, category: String, address: String?, lat: Double, lon: Double, priceLevel: Int?,
+                popularity: Double, rating: Double?, reviewCount: Int?, distanceM: Double?) {
+        self.id = id
+        self.name = name
+        self.category = category
+        self.address = address
+        self.lat = lat
+        self.lon = lon
+        self.priceLevel = priceLevel
+        self.popularity = popularity
+        self.rating = rating
+        self.reviewCount = reviewCount
+        self.distanceM = distanceM
+    }
+
     enum CodingKeys: String, CodingKey {
-        case id, name, category, address, lat, lon, popularity, rating
+        case id, kind, name, category, address, lat, lon, popularity, rating
         case priceLevel = "price_level"
         case reviewCount = "review_count"
         case distanceM = "distance_m"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let entity = try c.decode(Int64.self, forKey: .id)
+        id = try c.decode(HitKind.self, forKey: .kind) == .tour ? -entity : entity
+        name = try c.decode(String.self, forKey: .name)
+        category = try c.decode(String.self, forKey: .category)
+        address = try c.decodeIfPresent(String.self, forKey: .address)
+        lat = try c.decode(Double.self, forKey: .lat)
+        lon = try c.decode(Double.self, forKey: .lon)
+        priceLevel = try c.decodeIfPresent(Int.self, forKey: .priceLevel)
+        popularity = try c.decode(Double.self, forKey: .popularity)
+        rating = try c.decodeIfPresent(Double.self, forKey: .rating)
+        reviewCount = try c.decodeIfPresent(Int.self, forKey: .reviewCount)
+        distanceM = try c.decodeIfPresent(Double.self, forKey: .distanceM)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(entityId, forKey: .id)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(name, forKey: .name)
+        try c.encode(category, forKey: .category)
+        try c.encodeIfPresent(address, forKey: .address)
+        try c.encode(lat, forKey: .lat)
+        try c.encode(lon, forKey: .lon)
+        try c.encodeIfPresent(priceLevel, forKey: .priceLevel)
+        try c.encode(popularity, forKey: .popularity)
+        try c.encodeIfPresent(rating, forKey: .rating)
+        try c.encodeIfPresent(reviewCount, forKey: .reviewCount)
+        try c.encodeIfPresent(distanceM, forKey: .distanceM)
     }
 }
 

@@ -121,6 +121,17 @@ enum SearchSchema {
                 visits_30d INTEGER NOT NULL
             );
             """),
+        // Tours join the index, each under minus its id (`tourEntry`), and every hit says its
+        // `kind`. The index starts over and is rebuilt from the catalog's events, which write
+        // the hits' new pieces.
+        Migration(domain: "search", version: 10, sql: """
+            INSERT INTO places_text (places_text) VALUES ('delete-all');
+            DELETE FROM places;
+            DELETE FROM places_geo;
+            DELETE FROM search_terms;
+            DELETE FROM place_terms;
+            DELETE FROM event_cursor WHERE source = 'catalog';
+            """),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while
@@ -241,17 +252,20 @@ enum SearchIndex {
             .map(String.init)
     }
 
-    /// The folded words a place is found by: its name's, and those of its category, address and description.
-    static func indexedWords(_ place: IndexedPlace) -> (name: String, other: String) {
+    /// The folded words a place is found by: its name's (and `otherNames`'), and those of its
+    /// category, address and description.
+    static func indexedWords(_ place: IndexedPlace, otherNames: [String] = []) -> (name: String, other: String) {
         let other = [place.category, place.address, place.description].compactMap { $0 }.flatMap(words)
-        return (words(place.name).joined(separator: " "), other.joined(separator: " "))
+        var seen = Set<String>()
+        let name = ([place.name] + otherNames).flatMap(words).filter { seen.insert($0).inserted }
+        return (name.joined(separator: " "), other.joined(separator: " "))
     }
 
-    /// Indexes `place` (again); returns its hit's pieces as stored.
+    /// Indexes `place` (again), found by its name and `otherNames`; returns its hit's pieces as stored.
     @discardableResult
-    static func upsert(_ place: IndexedPlace, _ db: Database) throws -> HitJSON {
+    static func upsert(_ place: IndexedPlace, otherNames: [String] = [], _ db: Database) throws -> HitJSON {
         let hours = PlaceJSON.text(place.openingHours ?? [])
-        let (name, other) = indexedWords(place)
+        let (name, other) = indexedWords(place, otherNames: otherNames)
         let old = try db.queryOne("SELECT name_words, other_words, lat, lon FROM places WHERE id = ?", place.id).map { row throws(RowError) in
             (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self),
              lat: try row.decode("lat", as: Double.self), lon: try row.decode("lon", as: Double.self))
@@ -298,6 +312,14 @@ enum SearchIndex {
         try PlaceTerms.rewrite(id, from: (name, other, try old.decode("lat", as: Double.self), try old.decode("lon", as: Double.self)), to: nil, db)
     }
 
+    /// A tour as the index keeps it: a row under minus its id, of category `itinerary`, where
+    /// its first stop is; nil when it has no stop.
+    static func tourEntry(_ tour: Tour) -> IndexedPlace? {
+        guard let lat = tour.lat, let lon = tour.lon, tour.id > 0 else { return nil }
+        return IndexedPlace(id: -tour.id, name: tour.name, category: "itinerary", lat: lat, lon: lon, popularity: 0,
+                            description: tour.description)
+    }
+
     static func rating(_ update: RatingUpdated, _ db: Database) throws {
         if update.count <= 0 {
             try db.run("DELETE FROM ratings WHERE place_id = ?", update.placeId)
@@ -322,6 +344,20 @@ enum SearchIndex {
                     let id = try event.body(PlaceDeleted.self).id
                     try delete(id, scope.db)
                     changes.note(.delete(id: id))
+                case TourEvents.upserted:
+                    let tour = try event.body(Tour.self)
+                    guard let entry = tourEntry(tour) else {
+                        // A tour whose last stop was deleted has no place on the map, and is not found.
+                        try delete(-tour.id, scope.db)
+                        changes.note(.delete(id: -tour.id))
+                        break
+                    }
+                    let hit = try upsert(entry, otherNames: tour.nameI18n.sorted { $0.key < $1.key }.map(\.value), scope.db)
+                    changes.note(.upsert(id: entry.id, latitude: entry.lat, longitude: entry.lon, head: hit.head, tail: hit.tail))
+                case TourEvents.deleted:
+                    let id = -(try event.body(TourDeleted.self).id)
+                    try delete(id, scope.db)
+                    changes.note(.delete(id: id))
                 default: break
                 }
             },
@@ -333,7 +369,7 @@ enum SearchIndex {
                 try db.run("DELETE FROM place_terms")
                 changes.note(.placesReset)
             },
-            types: [CatalogEvents.upserted, CatalogEvents.deleted],
+            types: [CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted],
             startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
             finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } },
             settled: { committed in memory.settle(changes.take(), committed: committed) })

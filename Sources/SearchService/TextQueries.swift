@@ -70,7 +70,7 @@ public struct AutocompleteQuery: Codable, Sendable {
     public var limit: Int?
 }
 
-/// One autocomplete suggestion, with where the typed words match in `text` (UTF-16 offsets, end exclusive).
+/// One autocomplete suggestion (a `category`, a `place` or a `tour`), with where the typed words match in `text` (UTF-16 offsets, end exclusive).
 public struct Suggestion: Codable, Sendable, Equatable {
     public var kind: String
     public var text: String
@@ -441,7 +441,7 @@ struct TextQueries {
         let keyed = found.map { ($0.distance ?? -$0.popularity, $0.id) }
         let (page, _) = MapQueries.page(keyed, limit: limit, after: nil)
         suggestions += try MapQueries(db: db).hits(ids: page.map(\.id), from: center).map { hit in
-            Suggestion(kind: "place", text: hit.name, id: hit.id, category: hit.category, distanceM: hit.distanceM,
+            Suggestion(kind: hit.kind.rawValue, text: hit.name, id: hit.entityId, category: hit.category, distanceM: hit.distanceM,
                        highlights: TextQueries.highlights(words, in: hit.name))
         }
         return Suggestions(suggestions: Array(suggestions.prefix(limit)))

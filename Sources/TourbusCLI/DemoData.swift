@@ -1,5 +1,24 @@
+import Contracts
+
 /// Real places of Sydney, loaded by `tourbus up` into an empty catalog.
 enum DemoData {
+    /// Three real Sydney walks over the demo places, each stop named by its place's demo
+    /// external id, in walking order; loaded by `tourbus up` when the catalog has no tour.
+    static let sydneyTours: [(input: TourInput, stops: [String])] = [
+        (TourInput(name: nil, nameI18n: ["en": "Bondi to Coogee Coastal Walk", "ru": "Прибрежная тропа от Бонди до Куджи"],
+                   description: "Six kilometres of clifftop path south from Bondi, past four beaches, ocean pools and Waverley Cemetery.",
+                   stops: [], externalIds: ["demo": "walk-bondi-coogee"]),
+         ["syd-035", "syd-088", "syd-089", "syd-041", "syd-090", "syd-091", "syd-092", "syd-037"]),
+        (TourInput(name: nil, nameI18n: ["en": "The Rocks Heritage Walk", "ru": "Исторический квартал Рокс"],
+                   description: "Sandstone lanes of Sydney's oldest neighbourhood, from Circular Quay up to Observatory Hill.",
+                   stops: [], externalIds: ["demo": "walk-the-rocks"]),
+         ["syd-043", "syd-015", "syd-049", "syd-227", "syd-057", "syd-070", "syd-055"]),
+        (TourInput(name: nil, nameI18n: ["en": "Macquarie Street and Hyde Park", "ru": "Улица Маккуори и Гайд-парк"],
+                   description: "Colonial Sydney's grand street, from Customs House past the Rum Hospital and the Barracks to the Anzac Memorial.",
+                   stops: [], externalIds: ["demo": "walk-macquarie-street"]),
+         ["syd-025", "syd-048", "syd-054", "syd-023", "syd-058", "syd-047", "syd-010", "syd-014", "syd-013"]),
+    ]
+
     /// One JSON object per place, in the shape `catalog.create` takes.
     static let sydneyPlacesJSON = #"""
     [

@@ -261,6 +261,8 @@ extension TourbusCommand {
             do {
                 let loaded = try DemoLoader.loadIfEmpty(catalog)
                 if loaded > 0 { print("loaded \(loaded) Sydney places into the empty catalog") }
+                let tours = try DemoLoader.loadToursIfNone(catalog)
+                if tours > 0 { print("loaded \(tours) Sydney walking tours") }
             } catch {
                 printError("demo data not loaded: \(error)")
             }
@@ -310,6 +312,45 @@ enum DemoLoader {
             created += 1
         }
         return created
+    }
+
+    /// Creates the demo tours when the catalog has no tour and has every stop of them (found
+    /// by their demo external ids, reading at most 100 pages of places); returns how many.
+    static func loadToursIfNone(_ catalog: RPCClient) throws -> Int {
+        let existing = try catalog.request(type: "tours.list", body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
+        guard let body = try JSONSerialization.jsonObject(with: existing.bodyJSON) as? [String: Any],
+              (body["tours"] as? [Any])?.isEmpty == true else { return 0 }
+        var demoIds: [String: Int64] = [:]
+        var cursor: String?
+        for _ in 0..<100 {
+            let request = #"{"limit":100\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#
+            let page = try catalog.request(type: "catalog.list", body: Data(request.utf8), timeoutMilliseconds: 5_000)
+            let list = try JSONCoding.decoder.decode(PlaceList.self, from: page.bodyJSON)
+            for place in list.places { if let demo = place.externalIds["demo"] { demoIds[demo] = place.id } }
+            guard let next = list.nextCursor else { break }
+            cursor = next
+        }
+        var created = 0
+        for (input, stops) in DemoData.sydneyTours {
+            let ids = stops.compactMap { demoIds[$0] }
+            guard ids.count == stops.count else { continue }
+            var tour = input
+            tour.stops = ids
+            _ = try catalog.request(type: "tours.create", body: try JSONCoding.encoder.encode(tour), timeoutMilliseconds: 5_000)
+            created += 1
+        }
+        return created
+    }
+
+    /// A page of `catalog.list`, as far as the demo loader reads it.
+    private struct PlaceList: Decodable {
+        var places: [Place]
+        var nextCursor: String?
+
+        enum CodingKeys: String, CodingKey {
+            case places
+            case nextCursor = "next_cursor"
+        }
     }
 
     /// Where the demo annotations' author's user id is kept, in the data directory.

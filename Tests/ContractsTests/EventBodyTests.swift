@@ -49,6 +49,14 @@ func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) thro
         #expect(try roundTrips(PlaceDeleted.self, Data(#"{"id":4}"#.utf8)) == PlaceDeleted(id: 4))
     }
 
+    @Test func tourEventsAsTheDocsShowThem() throws {
+        let upserted = try ProtocolDocs.eventBodies(TourEvents.upserted, in: "tours.md")
+        let deleted = try ProtocolDocs.eventBodies(TourEvents.deleted, in: "tours.md")
+        try #require(!upserted.isEmpty && !deleted.isEmpty)
+        for body in upserted { _ = try roundTrips(Tour.self, body) }
+        for body in deleted { _ = try roundTrips(TourDeleted.self, body) }
+    }
+
     @Test func favoritesEventsAsTheDocsShowThem() throws {
         let counted = try ProtocolDocs.eventBodies(FavoritesEvents.counted, in: "favorites.md")
         try #require(!counted.isEmpty)

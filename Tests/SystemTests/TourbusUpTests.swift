@@ -82,6 +82,7 @@ func logfmt(_ line: Substring) -> [String: String] {
             output = (try? String(contentsOfFile: outFile, encoding: .utf8)) ?? ""
         }
         #expect(output.contains("loaded 242 Sydney places"), "\(output)")
+        #expect(output.contains("loaded 3 Sydney walking tours"), "\(output)")
         #expect(output.contains("posted 5 Sydney annotations"), "\(output)")
         #expect(output.contains("gateway at 127.0.0.1:\(port)"))
         #expect(FileManager.default.fileExists(atPath: restartsFile) && restarts().isEmpty, "\(restarts())")
@@ -91,7 +92,22 @@ func logfmt(_ line: Substring) -> [String: String] {
         let c = try GatewayConnection(port: UInt16(port))
         let categories = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))
         let counts = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.compactMap { $0["count"] as? Int }
-        #expect(counts?.reduce(0, +) == 242)
+        // The places, and the three tours as the itineraries.
+        #expect(counts?.reduce(0, +) == 245)
+        let itineraries = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.first { $0["id"] as? String == "itinerary" }
+        #expect(itineraries?["count"] as? Int == 3, "\(categories)")
+        let walk = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"tours.list","params":{"near":{"lat":-33.8915,"lon":151.2767,"radius_m":2000}}}"#))
+        let walks = (walk["result"] as? [String: Any])?["tours"] as? [[String: Any]]
+        #expect(walks?.map { $0["name"] as? String } == ["Bondi to Coogee Coastal Walk"], "\(walk)")
+        #expect((walks?.first?["stops"] as? [Any])?.count == 8)
+        // Search follows the catalog's tours: found by name, in Russian too.
+        var found: [[String: Any]] = []
+        for _ in 0..<100 where found.isEmpty {
+            let reply = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"search.text","params":{"q":"Маккуори"}}"#))
+            found = ((reply["result"] as? [String: Any])?["hits"] as? [[String: Any]]) ?? []
+            if found.isEmpty { usleep(100_000) }
+        }
+        #expect(found.first?["kind"] as? String == "tour" && found.first?["name"] as? String == "Macquarie Street and Hyde Park", "\(found)")
         // The notify service runs with the shipped form, and the demo's annotations are live.
         let form = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"annotations.form","params":{"lang":"en"}}"#))
         #expect((form["result"] as? [String: Any])?["version"] != nil, "\(form)")

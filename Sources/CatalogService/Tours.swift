@@ -1,0 +1,432 @@
+import Bus
+import Contracts
+import Foundation
+import Geo
+import ServiceKit
+import Storage
+
+// Tours: ordered routes of the catalog's places, published as `catalog.tour.*` events.
+
+/// `tours.update`: the tour's id and only the fields to change; `null` clears an optional field.
+struct TourUpdate: Decodable, Sendable {
+    var id: Int64
+    /// When set, the update applies only if the tour is still at this version (else `conflict`).
+    var expectedVersion: Int64?
+    var name: Patch<String> = .absent
+    var nameI18n: Patch<[String: String]> = .absent
+    var description: Patch<String> = .absent
+    var descriptionI18n: Patch<[String: String]> = .absent
+    var stops: Patch<[Int64]> = .absent
+    var externalIds: Patch<[String: String]> = .absent
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, description, stops
+        case expectedVersion = "expected_version"
+        case nameI18n = "name_i18n"
+        case descriptionI18n = "description_i18n"
+        case externalIds = "external_ids"
+    }
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(Int64.self, forKey: .id)
+        expectedVersion = try c.decodeIfPresent(Int64.self, forKey: .expectedVersion)
+        name = try c.decodePatch(String.self, forKey: .name)
+        nameI18n = try c.decodePatch([String: String].self, forKey: .nameI18n)
+        description = try c.decodePatch(String.self, forKey: .description)
+        descriptionI18n = try c.decodePatch([String: String].self, forKey: .descriptionI18n)
+        stops = try c.decodePatch([Int64].self, forKey: .stops)
+        externalIds = try c.decodePatch([String: String].self, forKey: .externalIds)
+    }
+}
+
+/// `tours.get`: a tour by id, its texts in `lang` where it has them.
+struct TourGet: Decodable, Sendable {
+    var id: Int64
+    var lang: String?
+}
+
+/// `tours.list`: tours by id, or those with a stop within `near.radius_m` of a point, nearest first.
+struct TourList: Decodable, Sendable {
+    struct Near: Decodable, Sendable {
+        var lat: Double
+        var lon: Double
+        var radiusM: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case lat, lon
+            case radiusM = "radius_m"
+        }
+    }
+
+    var near: Near?
+    var limit: Int?
+    var cursor: String?
+}
+
+/// One stop of `tours.get`: the place's summary, in the tour's order.
+struct TourStop: Codable, Sendable, Equatable {
+    var id: Int64
+    var name: String
+    var category: String
+    var lat: Double
+    var lon: Double
+}
+
+/// The reply of `tours.get`: the tour, and its stops' places in order.
+struct TourDetail: Encodable, Sendable {
+    var tour: Tour
+    var places: [TourStop]
+
+    enum CodingKeys: String, CodingKey { case places }
+
+    func encode(to encoder: Encoder) throws {
+        try tour.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(places, forKey: .places)
+    }
+}
+
+/// One tour of `tours.list`, with the distance to its nearest stop when the list was near a point.
+struct TourListItem: Encodable, Sendable {
+    var tour: Tour
+    var distanceM: Double?
+
+    enum CodingKeys: String, CodingKey { case distanceM = "distance_m" }
+
+    func encode(to encoder: Encoder) throws {
+        try tour.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(distanceM, forKey: .distanceM)
+    }
+}
+
+/// A page of `tours.list` and the cursor of the next page (nil on the last).
+struct TourPage: Encodable, Sendable {
+    var tours: [TourListItem]
+    var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case tours
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// The rules every stored tour satisfies; each failure names its field.
+enum TourRules {
+    static let maxStops = 500
+    static let maxLanguages = 50
+    /// `tours.list near`: the radius when none is given, and the largest.
+    static let defaultRadius = 10_000.0
+    static let maxRadius = 100_000.0
+
+    /// The tour's `name`: as given (trimmed), or else its English name, or else the name of
+    /// the first language in alphabetical order (a JSON object's members have no order that
+    /// decoding keeps). `invalid_argument` when it has none.
+    static func name(_ given: String?, _ names: [String: String]) throws(ServiceError) -> String {
+        if let given { return PlaceRules.trimmed(given) }
+        guard let chosen = names["en"] ?? names.sorted(by: { $0.key < $1.key }).first?.value else {
+            throw .invalid("name", "give name or name_i18n")
+        }
+        return PlaceRules.trimmed(chosen)
+    }
+
+    static func validate(_ t: Tour) throws(ServiceError) {
+        guard !t.name.isEmpty else { throw .invalid("name", "must not be empty") }
+        try PlaceRules.name.check(t.name)
+        try PlaceRules.description.check(t.description)
+        try texts(t.nameI18n, field: "name_i18n", rule: PlaceRules.name)
+        try texts(t.descriptionI18n, field: "description_i18n", rule: PlaceRules.description)
+        guard !t.stops.isEmpty, t.stops.count <= maxStops else { throw .invalid("stops", "must hold 1 to \(maxStops) place ids") }
+        var seen = Set<Int64>()
+        for (i, id) in t.stops.enumerated() where !seen.insert(id).inserted {
+            throw .invalid("stops[\(i)]", "place \(id) is already a stop of this tour")
+        }
+        try PlaceRules.externalIds(t.externalIds)
+    }
+
+    /// Texts by language: at most `maxLanguages`, each tag a language tag, each text by `rule`.
+    static func texts(_ texts: [String: String], field: String, rule: TextRule) throws(ServiceError) {
+        guard texts.count <= maxLanguages else { throw .invalid(field, "at most \(maxLanguages) languages") }
+        for (tag, text) in texts.sorted(by: { $0.key < $1.key }) {
+            guard isLanguageTag(tag) else {
+                throw .invalid(field, "'\(tag.prefix(40))' is not a language tag (such as en, ru or pt-BR)")
+            }
+            guard !PlaceRules.trimmed(text).isEmpty else { throw .invalid("\(field).\(tag)", "must not be empty") }
+            try TextRule("\(field).\(tag)", maxCharacters: rule.maxCharacters, lines: rule.lines).check(text)
+        }
+    }
+
+    /// A BCP 47 tag as we take them: a primary language of 2 or 3 lower-case letters, then
+    /// subtags of 1 to 8 letters or digits after `-` (`en`, `pt-BR`, `zh-Hant-TW`), 35 bytes at most.
+    static func isLanguageTag(_ tag: String) -> Bool {
+        guard tag.utf8.count <= 35 else { return false }
+        let parts = tag.split(separator: "-", omittingEmptySubsequences: false)
+        guard let primary = parts.first, (2...3).contains(primary.utf8.count),
+              primary.utf8.allSatisfy({ (0x61...0x7A).contains($0) }) else { return false }
+        return parts.dropFirst().allSatisfy { part in
+            (1...8).contains(part.utf8.count) && part.utf8.allSatisfy { $0 < 0x80 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber) }
+        }
+    }
+
+    /// The text of `lang` among `texts`, or of its primary language (`pt` for `pt-BR`), or nil.
+    static func localized(_ texts: [String: String], _ lang: String?) -> String? {
+        guard let lang else { return nil }
+        if let text = texts[lang] { return text }
+        guard let primary = lang.split(separator: "-").first else { return nil }
+        return texts[String(primary)]
+    }
+}
+
+extension CatalogStore {
+    /// Page sizes and cursors of `tours.list`.
+    static let tourPageLimit = PageLimit(default: 20, max: 100)
+    static let tourIdCursor = IDCursor(tag: "t", maxLength: 64, minimum: 0)
+
+    // MARK: Tour reads
+
+    /// Tour `id`, or `not_found`.
+    func tour(_ id: Int64) throws -> Tour {
+        guard let tour = try tours(where: "t.id = ?", [id], limit: 1).first else {
+            throw ServiceError(.notFound, "no tour with id \(id)", field: "id")
+        }
+        return tour
+    }
+
+    /// Tours matching a condition on `tours t`, by ascending id, with their stops.
+    private func tours(where condition: String, _ args: [SQLBindable?], limit: Int) throws -> [Tour] {
+        let rows = try db.query("""
+            SELECT t.id, t.name, t.name_i18n, t.description, t.description_i18n, t.external_ids, t.created_at, t.updated_at, t.version
+            FROM tours t WHERE \(condition) ORDER BY t.id LIMIT ?
+            """, args + [limit])
+        return try rows.map { row in
+            func json(_ column: String) throws -> [String: String] {
+                try JSONCoding.decoder.decode([String: String].self, from: Data(row.decode(column, as: String.self).utf8))
+            }
+            let id: Int64 = try row.decode("id")
+            let stops = try db.query("""
+                SELECT s.place_id, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
+                WHERE s.tour_id = ? ORDER BY s.position
+                """, id)
+            let first = stops.first
+            return try Tour(
+                id: id, name: row.decode("name"), nameI18n: json("name_i18n"), description: row.decode("description"),
+                descriptionI18n: json("description_i18n"), stops: stops.map { row throws(RowError) in try row.decode("place_id") },
+                lat: first?.decode("lat"), lon: first?.decode("lon"), externalIds: json("external_ids"),
+                createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"), version: row.decode("version"))
+        }
+    }
+
+    /// `tours.get`: the tour and its stops' places, texts in `lang` where they have them.
+    func tourDetail(_ request: TourGet) throws -> TourDetail {
+        if let lang = request.lang, !TourRules.isLanguageTag(lang) {
+            throw ServiceError.invalid("lang", "not a language tag (such as en, ru or pt-BR)")
+        }
+        var tour = try tour(request.id)
+        let places = try db.query("""
+            SELECT p.id, p.name, p.category, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
+            WHERE s.tour_id = ? ORDER BY s.position
+            """, tour.id).map { row throws(RowError) in
+            TourStop(id: try row.decode("id"), name: try row.decode("name"), category: try row.decode("category"),
+                     lat: try row.decode("lat"), lon: try row.decode("lon"))
+        }
+        tour.name = TourRules.localized(tour.nameI18n, request.lang) ?? tour.name
+        tour.description = TourRules.localized(tour.descriptionI18n, request.lang) ?? tour.description
+        return TourDetail(tour: tour, places: places)
+    }
+
+    /// `tours.list`: by id after the cursor, or, near a point, the tours with a stop within the
+    /// radius by the distance to their nearest stop (ties by id).
+    func listTours(_ request: TourList) throws -> TourPage {
+        let limit = try Self.tourPageLimit.validated(request.limit)
+        guard let near = request.near else {
+            let after = try request.cursor.map(Self.tourIdCursor.decode) ?? 0
+            let tours = try tours(where: "t.id > ?", [after], limit: limit)
+            let next = tours.count == limit ? tours.last.map { Self.tourIdCursor.encode($0.id) } : nil
+            return TourPage(tours: tours.map { TourListItem(tour: $0, distanceM: nil) }, nextCursor: next)
+        }
+        let center: Coordinate
+        do {
+            center = try Coordinate(latitude: near.lat, longitude: near.lon)
+        } catch {
+            throw error.serviceError
+        }
+        let radius = near.radiusM ?? TourRules.defaultRadius
+        guard radius.isFinite, radius > 0, radius <= TourRules.maxRadius else {
+            throw ServiceError.invalid("near.radius_m", "must be more than 0 and at most \(Int(TourRules.maxRadius))")
+        }
+        let box = try BoundingBox.around(center, radiusMeters: radius)
+        // Every stop in the box, whichever tour it belongs to: the nearest per tour is kept.
+        var nearest: [Int64: Double] = [:]
+        try db.forEachStep("""
+            SELECT s.tour_id, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
+            WHERE p.lat BETWEEN ? AND ?
+            """, [box.south, box.north]) { statement in
+            let coordinate = Coordinate(uncheckedLatitude: statement.double(1), longitude: statement.double(2))
+            guard box.contains(coordinate) else { return }
+            let distance = coordinate.distance(to: center)
+            guard distance <= radius else { return }
+            let tour = statement.int64(0)
+            nearest[tour] = min(nearest[tour] ?? .infinity, distance)
+        }
+        let after = try request.cursor.map(TourDistanceCursor.decode)
+        let ordered = nearest.map { (distance: $0.value, id: $0.key) }
+            .filter { after == nil || ($0.distance, $0.id) > (after!.distance, after!.id) }
+            .sorted { ($0.distance, $0.id) < ($1.distance, $1.id) }
+        let page = ordered.prefix(limit)
+        var items: [TourListItem] = []
+        for entry in page { items.append(TourListItem(tour: try tour(entry.id), distanceM: entry.distance)) }
+        let next = ordered.count > limit ? page.last.map { TourDistanceCursor(distance: $0.distance, id: $0.id).encoded } : nil
+        return TourPage(tours: items, nextCursor: next)
+    }
+
+    /// How many tours there are (the demo's "itinerary" category counts them).
+    func tourCount() throws -> Int {
+        Int(try db.scalarInt("SELECT COUNT(*) FROM tours") ?? 0)
+    }
+
+    // MARK: Tour writes (writer thread only; each in one transaction with its event)
+
+    func createTour(_ input: TourInput) throws -> Tour {
+        let now = Logger.timestamp()
+        let names = input.nameI18n ?? [:]
+        var tour = Tour(id: 0, name: try TourRules.name(input.name, names), nameI18n: names, description: input.description,
+                        descriptionI18n: input.descriptionI18n ?? [:], stops: input.stops, externalIds: input.externalIds ?? [:],
+                        createdAt: now, updatedAt: now)
+        try TourRules.validate(tour)
+        return try db.transaction {
+            try checkStopsExist(tour.stops)
+            try db.run("""
+                INSERT INTO tours (name, name_i18n, description, description_i18n, external_ids, created_at, updated_at, version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+                """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
+                       PlaceJSON.text(tour.externalIds), now, now)
+            tour.id = db.lastInsertRowID
+            try writeStops(tour)
+            try claimTourExternalIds(tour)
+            let stored = try self.tour(tour.id)
+            try worker.emit(TourEvents.upserted, stored)
+            return stored
+        }
+    }
+
+    func updateTour(_ update: TourUpdate) throws -> Tour {
+        try db.transaction {
+            let current = try tour(update.id)
+            if let expected = update.expectedVersion, expected != current.version {
+                throw ServiceError(.conflict, "tour \(update.id) is at version \(current.version), not \(expected)", field: "expected_version")
+            }
+            var tour = current
+            tour.nameI18n = update.nameI18n.applied(to: current.nameI18n) ?? [:]
+            switch update.name {
+            case .value(let name): tour.name = PlaceRules.trimmed(name)
+            case .null: tour.name = try TourRules.name(nil, tour.nameI18n)
+            case .absent: break
+            }
+            tour.description = update.description.applied(to: current.description)
+            tour.descriptionI18n = update.descriptionI18n.applied(to: current.descriptionI18n) ?? [:]
+            tour.stops = try update.stops.applied(to: current.stops, field: "stops")
+            tour.externalIds = update.externalIds.applied(to: current.externalIds) ?? [:]
+            try TourRules.validate(tour)
+            try checkStopsExist(tour.stops)
+            guard tour != current else { return current }
+            try db.run("""
+                UPDATE tours SET name = ?, name_i18n = ?, description = ?, description_i18n = ?, external_ids = ?,
+                       updated_at = ?, version = version + 1 WHERE id = ?
+                """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
+                       PlaceJSON.text(tour.externalIds), Logger.timestamp(), tour.id)
+            if tour.stops != current.stops {
+                try db.run("DELETE FROM tour_stops WHERE tour_id = ?", tour.id)
+                try writeStops(tour)
+            }
+            if tour.externalIds != current.externalIds {
+                try db.run("DELETE FROM tour_external_ids WHERE tour_id = ?", tour.id)
+                try claimTourExternalIds(tour)
+            }
+            let stored = try self.tour(tour.id)
+            try worker.emit(TourEvents.upserted, stored)
+            return stored
+        }
+    }
+
+    func deleteTour(_ id: Int64) throws {
+        try db.transaction {
+            try db.run("DELETE FROM tours WHERE id = ?", id)
+            guard db.changes > 0 else { throw ServiceError(.notFound, "no tour with id \(id)", field: "id") }
+            try worker.emit(TourEvents.deleted, TourDeleted(id: id))
+        }
+    }
+
+    /// The tours that have place `id` as a stop (read before the place is deleted or moved).
+    func tours(withStop id: Int64) throws -> [Int64] {
+        try db.query("SELECT DISTINCT tour_id FROM tour_stops WHERE place_id = ? ORDER BY tour_id", id).map { row throws(RowError) in
+            try row.decode("tour_id")
+        }
+    }
+
+    /// Publishes `tours` again after a change to one of their stops (a stop removed with its
+    /// place, a first stop moved): each one's version grows and its event goes out, in the
+    /// caller's transaction. The remaining stops keep their order (positions may have gaps).
+    func republishTours(_ tours: [Int64]) throws {
+        let now = Logger.timestamp()
+        for id in tours {
+            try db.run("UPDATE tours SET version = version + 1, updated_at = ? WHERE id = ?", now, id)
+            try worker.emit(TourEvents.upserted, try tour(id))
+        }
+    }
+
+    /// Tours whose first stop is place `id`: their start moves with it.
+    func tours(startingAt id: Int64) throws -> [Int64] {
+        try db.query("""
+            SELECT s.tour_id FROM tour_stops s
+            WHERE s.place_id = ? AND s.position = (SELECT min(position) FROM tour_stops WHERE tour_id = s.tour_id)
+            ORDER BY s.tour_id
+            """, id).map { row throws(RowError) in try row.decode("tour_id") }
+    }
+
+    /// One tour per snapshot page entry: tours after the id in `after`, as `catalog.tour.upserted` events.
+    func tourSnapshot(after: Int64, limit: Int) throws -> (events: [(type: String, body: Data)], ids: [Int64]) {
+        let tours = try tours(where: "t.id > ?", [after], limit: limit)
+        return (try tours.map { (type: TourEvents.upserted, body: try JSONCoding.encoder.encode($0)) }, tours.map(\.id))
+    }
+
+    private func checkStopsExist(_ stops: [Int64]) throws {
+        let found = Set(try db.query("SELECT id FROM places WHERE id IN (SELECT value FROM json_each(?))", "[" + stops.map(String.init).joined(separator: ",") + "]").map {
+            row throws(RowError) in try row.decode("id", as: Int64.self)
+        })
+        if let (i, missing) = stops.enumerated().first(where: { !found.contains($0.element) }) {
+            throw ServiceError.invalid("stops[\(i)]", "no place with id \(missing)")
+        }
+    }
+
+    private func writeStops(_ tour: Tour) throws {
+        for (position, place) in tour.stops.enumerated() {
+            try db.run("INSERT INTO tour_stops (tour_id, position, place_id) VALUES (?, ?, ?)", tour.id, position, place)
+        }
+    }
+
+    private func claimTourExternalIds(_ tour: Tour) throws {
+        for (source, externalId) in tour.externalIds.sorted(by: { $0.key < $1.key }) {
+            if let owner = try db.scalarInt("SELECT tour_id FROM tour_external_ids WHERE source = ? AND external_id = ?", source, externalId) {
+                throw ServiceError(.alreadyExists, "\(source) id \(externalId) already belongs to tour \(owner)", field: "external_ids")
+            }
+            try db.run("INSERT INTO tour_external_ids (source, external_id, tour_id) VALUES (?, ?, ?)", source, externalId, tour.id)
+        }
+    }
+}
+
+/// Where a `tours.list near` page ended: the distance and id of its last tour.
+struct TourDistanceCursor {
+    var distance: Double
+    var id: Int64
+
+    var encoded: String { OpaqueCursor.encode("d\(String(distance.bitPattern, radix: 16)):\(id)") }
+
+    static func decode(_ cursor: String) throws(ServiceError) -> TourDistanceCursor {
+        let text = try OpaqueCursor.decode(cursor, maxLength: 100)
+        let parts = text.dropFirst().split(separator: ":")
+        guard text.hasPrefix("d"), parts.count == 2, let bits = UInt64(parts[0], radix: 16), let id = Int64(parts[1]),
+              Double(bitPattern: bits).isFinite else { throw OpaqueCursor.invalid }
+        return TourDistanceCursor(distance: Double(bitPattern: bits), id: id)
+    }
+}
