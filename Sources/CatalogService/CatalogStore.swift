@@ -23,7 +23,7 @@ public final class CatalogStore: ServiceState {
 
     static let columns = """
         id, name, category, lat, lon, address, phone, website, price_level, description,
-        opening_hours, photos, popularity, external_ids, created_at, updated_at, version, timezone
+        opening_hours, photos, popularity, external_ids, created_at, updated_at, version, timezone, name_i18n, description_i18n
         """
 
     // MARK: Reads
@@ -84,10 +84,11 @@ public final class CatalogStore: ServiceState {
     /// Adds a place; answers its JSON, which is also stored and published.
     func create(_ input: PlaceInput) throws -> Data {
         let now = Logger.timestamp()
-        var place = Place(id: 0, name: input.name, category: input.category, lat: input.lat, lon: input.lon, address: input.address,
+        var place = Place(id: 0, name: try LanguageTexts.name(input.name, input.nameI18n), category: input.category, lat: input.lat, lon: input.lon, address: input.address,
                           phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
                           openingHours: input.openingHours ?? [], photos: input.photos ?? [], popularity: input.popularity ?? 0,
-                          externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1, timezone: input.timezone)
+                          externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1, timezone: input.timezone,
+                          nameI18n: input.nameI18n, descriptionI18n: input.descriptionI18n)
         place = PlaceRules.normalized(place)
         try PlaceRules.validate(place, categories: categoryIds)
         return try db.transaction {
@@ -100,8 +101,9 @@ public final class CatalogStore: ServiceState {
             let body = try PlaceJSON.encode(place)
             try db.run("""
                 INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
-                                    opening_hours, photos, popularity, external_ids, timezone, created_at, updated_at, version, json)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+                                    opening_hours, photos, popularity, external_ids, timezone, name_i18n, description_i18n,
+                                    created_at, updated_at, version, json)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
                 """, [place.id] + Self.values(place) + [now, now, String(decoding: body, as: UTF8.self)])
             try claimExternalIds(place)
             try worker.emit(CatalogEvents.upserted, json: body)
@@ -126,7 +128,8 @@ public final class CatalogStore: ServiceState {
             let body = try PlaceJSON.encode(place)
             try db.run("""
                 UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
-                       description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?, updated_at = ?, version = ?,
+                       description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?,
+                       name_i18n = ?, description_i18n = ?, updated_at = ?, version = ?,
                        json = ?
                 WHERE id = ?
                 """, Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
@@ -167,13 +170,18 @@ public final class CatalogStore: ServiceState {
 
     private static func values(_ p: Place) -> [SQLBindable?] {
         [p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
-         PlaceJSON.text(p.openingHours), PlaceJSON.text(p.photos), p.popularity, PlaceJSON.text(p.externalIds), p.timezone]
+         PlaceJSON.text(p.openingHours), PlaceJSON.text(p.photos), p.popularity, PlaceJSON.text(p.externalIds), p.timezone,
+         p.nameI18n.map(PlaceJSON.text), p.descriptionI18n.map(PlaceJSON.text)]
     }
 
-    /// A place from a row of `columns`; the JSON columns hold its opening hours, photos and external ids.
+    /// A place from a row of `columns`; the JSON columns hold its opening hours, photos, external
+    /// ids and texts by language (NULL when it has none).
     private static func place(_ row: Row) throws -> Place {
         func json<T: Decodable>(_ column: String, _ type: T.Type) throws -> T {
             try JSONCoding.decoder.decode(type, from: Data(row.decode(column, as: String.self).utf8))
+        }
+        func texts(_ column: String) throws -> [String: String]? {
+            try row.decode(column, as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
         }
         return try Place(
             id: row.decode("id"), name: row.decode("name"), category: row.decode("category"),
@@ -182,7 +190,7 @@ public final class CatalogStore: ServiceState {
             openingHours: json("opening_hours", [OpeningPeriod].self), photos: json("photos", [Photo].self),
             popularity: row.decode("popularity"), externalIds: json("external_ids", [String: String].self),
             createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"), version: row.decode("version"),
-            timezone: row.decode("timezone"))
+            timezone: row.decode("timezone"), nameI18n: texts("name_i18n"), descriptionI18n: texts("description_i18n"))
     }
 
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events,
@@ -275,6 +283,12 @@ enum CatalogSchema {
                 PRIMARY KEY (source, external_id)
             );
             CREATE INDEX tour_external_ids_by_tour ON tour_external_ids(tour_id);
+            """),
+        // A place's name and description in other languages (JSON objects, NULL when it has
+        // none). Its stored JSON stays right: a place without them shows none.
+        Migration(domain: "catalog", version: 5, sql: """
+            ALTER TABLE places ADD COLUMN name_i18n TEXT;
+            ALTER TABLE places ADD COLUMN description_i18n TEXT;
             """),
     ]
 }

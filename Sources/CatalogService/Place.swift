@@ -23,6 +23,8 @@ public struct PlaceUpdate: Decodable, Sendable {
     public var popularity: Patch<Double> = .absent
     public var externalIds: Patch<[String: String]> = .absent
     public var timezone: Patch<String> = .absent
+    public var nameI18n: Patch<[String: String]> = .absent
+    public var descriptionI18n: Patch<[String: String]> = .absent
 
     enum CodingKeys: String, CodingKey {
         case id, name, category, lat, lon, address, phone, website, description, photos, popularity, timezone
@@ -30,6 +32,8 @@ public struct PlaceUpdate: Decodable, Sendable {
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
         case externalIds = "external_ids"
+        case nameI18n = "name_i18n"
+        case descriptionI18n = "description_i18n"
     }
 
     public init(from decoder: Decoder) throws {
@@ -50,6 +54,8 @@ public struct PlaceUpdate: Decodable, Sendable {
         popularity = try c.decodePatch(Double.self, forKey: .popularity)
         externalIds = try c.decodePatch([String: String].self, forKey: .externalIds)
         timezone = try c.decodePatch(String.self, forKey: .timezone)
+        nameI18n = try c.decodePatch([String: String].self, forKey: .nameI18n)
+        descriptionI18n = try c.decodePatch([String: String].self, forKey: .descriptionI18n)
     }
 
     /// The place with this update applied (not yet validated).
@@ -69,6 +75,8 @@ public struct PlaceUpdate: Decodable, Sendable {
         p.popularity = popularity.applied(to: p.popularity) ?? 0
         p.externalIds = externalIds.applied(to: p.externalIds) ?? [:]
         p.timezone = timezone.applied(to: p.timezone)
+        p.nameI18n = nameI18n.applied(to: p.nameI18n)
+        p.descriptionI18n = descriptionI18n.applied(to: p.descriptionI18n)
         return p
     }
 }
@@ -141,6 +149,8 @@ enum PlaceRules {
             throw .invalid("timezone", "not an IANA time zone name (such as Australia/Sydney)")
         }
         try externalIds(p.externalIds)
+        try LanguageTexts.check(p.nameI18n, field: "name_i18n", rule: name)
+        try LanguageTexts.check(p.descriptionI18n, field: "description_i18n", rule: description)
     }
 
     /// A place's or tour's ids in other datasets: at most 20, sources of 1-50 characters, ids of 1-200.
@@ -161,7 +171,8 @@ enum PlaceRules {
         }
     }
 
-    /// Surrounding white space is not part of a name, and a negative zero is zero: SQLite
+    /// Surrounding white space is not part of a name, an empty object of texts by language is
+    /// none, and a negative zero is zero: SQLite
     /// stores -0.0 as 0.0, so the JSON kept with the row must say 0 as every reading of the
     /// row does (`+ 0.0` turns -0.0 into 0.0 and changes no other number).
     static func normalized(_ p: Place) -> Place {
@@ -170,6 +181,9 @@ enum PlaceRules {
         place.lat = p.lat + 0.0
         place.lon = p.lon + 0.0
         place.popularity = p.popularity + 0.0
+        // No texts by language is none: stored as NULL and left out of the JSON.
+        if place.nameI18n?.isEmpty == true { place.nameI18n = nil }
+        if place.descriptionI18n?.isEmpty == true { place.descriptionI18n = nil }
         return place
     }
 

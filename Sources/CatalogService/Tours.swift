@@ -73,7 +73,8 @@ struct TourStop: Codable, Sendable, Equatable {
     var lon: Double
 }
 
-/// The reply of `tours.get`: the tour, and its stops' places in order.
+/// The reply of `tours.get`: the tour, and its stops' places in order (named in the request's
+/// language where they have it).
 struct TourDetail: Encodable, Sendable {
     var tour: Tour
     var places: [TourStop]
@@ -115,66 +116,22 @@ struct TourPage: Encodable, Sendable {
 /// The rules every stored tour satisfies; each failure names its field.
 enum TourRules {
     static let maxStops = 500
-    static let maxLanguages = 50
     /// `tours.list near`: the radius when none is given, and the largest.
     static let defaultRadius = 10_000.0
     static let maxRadius = 100_000.0
-
-    /// The tour's `name`: as given (trimmed), or else its English name, or else the name of
-    /// the first language in alphabetical order (a JSON object's members have no order that
-    /// decoding keeps). `invalid_argument` when it has none.
-    static func name(_ given: String?, _ names: [String: String]) throws(ServiceError) -> String {
-        if let given { return PlaceRules.trimmed(given) }
-        guard let chosen = names["en"] ?? names.sorted(by: { $0.key < $1.key }).first?.value else {
-            throw .invalid("name", "give name or name_i18n")
-        }
-        return PlaceRules.trimmed(chosen)
-    }
 
     static func validate(_ t: Tour) throws(ServiceError) {
         guard !t.name.isEmpty else { throw .invalid("name", "must not be empty") }
         try PlaceRules.name.check(t.name)
         try PlaceRules.description.check(t.description)
-        try texts(t.nameI18n, field: "name_i18n", rule: PlaceRules.name)
-        try texts(t.descriptionI18n, field: "description_i18n", rule: PlaceRules.description)
+        try LanguageTexts.check(t.nameI18n, field: "name_i18n", rule: PlaceRules.name)
+        try LanguageTexts.check(t.descriptionI18n, field: "description_i18n", rule: PlaceRules.description)
         guard !t.stops.isEmpty, t.stops.count <= maxStops else { throw .invalid("stops", "must hold 1 to \(maxStops) place ids") }
         var seen = Set<Int64>()
         for (i, id) in t.stops.enumerated() where !seen.insert(id).inserted {
             throw .invalid("stops[\(i)]", "place \(id) is already a stop of this tour")
         }
         try PlaceRules.externalIds(t.externalIds)
-    }
-
-    /// Texts by language: at most `maxLanguages`, each tag a language tag, each text by `rule`.
-    static func texts(_ texts: [String: String], field: String, rule: TextRule) throws(ServiceError) {
-        guard texts.count <= maxLanguages else { throw .invalid(field, "at most \(maxLanguages) languages") }
-        for (tag, text) in texts.sorted(by: { $0.key < $1.key }) {
-            guard isLanguageTag(tag) else {
-                throw .invalid(field, "'\(tag.prefix(40))' is not a language tag (such as en, ru or pt-BR)")
-            }
-            guard !PlaceRules.trimmed(text).isEmpty else { throw .invalid("\(field).\(tag)", "must not be empty") }
-            try TextRule("\(field).\(tag)", maxCharacters: rule.maxCharacters, lines: rule.lines).check(text)
-        }
-    }
-
-    /// A BCP 47 tag as we take them: a primary language of 2 or 3 lower-case letters, then
-    /// subtags of 1 to 8 letters or digits after `-` (`en`, `pt-BR`, `zh-Hant-TW`), 35 bytes at most.
-    static func isLanguageTag(_ tag: String) -> Bool {
-        guard tag.utf8.count <= 35 else { return false }
-        let parts = tag.split(separator: "-", omittingEmptySubsequences: false)
-        guard let primary = parts.first, (2...3).contains(primary.utf8.count),
-              primary.utf8.allSatisfy({ (0x61...0x7A).contains($0) }) else { return false }
-        return parts.dropFirst().allSatisfy { part in
-            (1...8).contains(part.utf8.count) && part.utf8.allSatisfy { $0 < 0x80 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber) }
-        }
-    }
-
-    /// The text of `lang` among `texts`, or of its primary language (`pt` for `pt-BR`), or nil.
-    static func localized(_ texts: [String: String], _ lang: String?) -> String? {
-        guard let lang else { return nil }
-        if let text = texts[lang] { return text }
-        guard let primary = lang.split(separator: "-").first else { return nil }
-        return texts[String(primary)]
     }
 }
 
@@ -219,19 +176,21 @@ extension CatalogStore {
 
     /// `tours.get`: the tour and its stops' places, texts in `lang` where they have them.
     func tourDetail(_ request: TourGet) throws -> TourDetail {
-        if let lang = request.lang, !TourRules.isLanguageTag(lang) {
+        if let lang = request.lang, !LanguageTexts.isTag(lang) {
             throw ServiceError.invalid("lang", "not a language tag (such as en, ru or pt-BR)")
         }
         var tour = try tour(request.id)
         let places = try db.query("""
-            SELECT p.id, p.name, p.category, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
+            SELECT p.id, p.name, p.name_i18n, p.category, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
             WHERE s.tour_id = ? ORDER BY s.position
-            """, tour.id).map { row throws(RowError) in
-            TourStop(id: try row.decode("id"), name: try row.decode("name"), category: try row.decode("category"),
-                     lat: try row.decode("lat"), lon: try row.decode("lon"))
+            """, tour.id).map { row in
+            let names = try row.decode("name_i18n", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
+            let name: String = try LanguageTexts.localized(names, request.lang) ?? row.decode("name")
+            return TourStop(id: try row.decode("id"), name: name,
+                            category: try row.decode("category"), lat: try row.decode("lat"), lon: try row.decode("lon"))
         }
-        tour.name = TourRules.localized(tour.nameI18n, request.lang) ?? tour.name
-        tour.description = TourRules.localized(tour.descriptionI18n, request.lang) ?? tour.description
+        tour.name = LanguageTexts.localized(tour.nameI18n, request.lang) ?? tour.name
+        tour.description = LanguageTexts.localized(tour.descriptionI18n, request.lang) ?? tour.description
         return TourDetail(tour: tour, places: places)
     }
 
@@ -290,7 +249,7 @@ extension CatalogStore {
     func createTour(_ input: TourInput) throws -> Tour {
         let now = Logger.timestamp()
         let names = input.nameI18n ?? [:]
-        var tour = Tour(id: 0, name: try TourRules.name(input.name, names), nameI18n: names, description: input.description,
+        var tour = Tour(id: 0, name: try LanguageTexts.name(input.name, names), nameI18n: names, description: input.description,
                         descriptionI18n: input.descriptionI18n ?? [:], stops: input.stops, externalIds: input.externalIds ?? [:],
                         createdAt: now, updatedAt: now)
         try TourRules.validate(tour)
@@ -320,7 +279,7 @@ extension CatalogStore {
             tour.nameI18n = update.nameI18n.applied(to: current.nameI18n) ?? [:]
             switch update.name {
             case .value(let name): tour.name = PlaceRules.trimmed(name)
-            case .null: tour.name = try TourRules.name(nil, tour.nameI18n)
+            case .null: tour.name = try LanguageTexts.name(nil, tour.nameI18n)
             case .absent: break
             }
             tour.description = update.description.applied(to: current.description)

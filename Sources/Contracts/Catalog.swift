@@ -90,11 +90,16 @@ public struct Place: Codable, Sendable, Equatable {
     public var version: Int64
     /// The IANA time zone of the place (`Australia/Sydney`), which its opening hours are in.
     public var timezone: String? = nil
+    /// The name in each language it has (`{"en": …, "ru": …}`), keyed by language tag; nil
+    /// (and absent from the JSON) when it has none. `name` is the English one, or else the first given.
+    public var nameI18n: [String: String]? = nil
+    /// The description in each language it has; nil when it has none.
+    public var descriptionI18n: [String: String]? = nil
 
     public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
                 website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod] = [],
                 photos: [Photo] = [], popularity: Double = 0, externalIds: [String: String] = [:], createdAt: String, updatedAt: String,
-                version: Int64 = 1, timezone: String? = nil) {
+                version: Int64 = 1, timezone: String? = nil, nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil) {
         self.id = id
         self.name = name
         self.category = category
@@ -113,6 +118,8 @@ public struct Place: Codable, Sendable, Equatable {
         self.updatedAt = updatedAt
         self.version = version
         self.timezone = timezone
+        self.nameI18n = nameI18n
+        self.descriptionI18n = descriptionI18n
     }
 
     enum CodingKeys: String, CodingKey {
@@ -122,6 +129,8 @@ public struct Place: Codable, Sendable, Equatable {
         case externalIds = "external_ids"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
+        case nameI18n = "name_i18n"
+        case descriptionI18n = "description_i18n"
     }
 }
 
@@ -140,9 +149,12 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
     public var openingHours: [OpeningPeriod]?
     public var description: String?
     public var timezone: String?
+    public var nameI18n: [String: String]?
+    public var descriptionI18n: [String: String]?
 
     public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, priceLevel: Int? = nil,
-                popularity: Double? = nil, openingHours: [OpeningPeriod]? = nil, description: String? = nil, timezone: String? = nil) {
+                popularity: Double? = nil, openingHours: [OpeningPeriod]? = nil, description: String? = nil, timezone: String? = nil,
+                nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil) {
         self.id = id
         self.name = name
         self.category = category
@@ -154,13 +166,15 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
         self.openingHours = openingHours
         self.description = description
         self.timezone = timezone
+        self.nameI18n = nameI18n
+        self.descriptionI18n = descriptionI18n
     }
 
     /// The summary of a place, as a follower decoding its event body reads it.
     public init(_ place: Place) {
         self.init(id: place.id, name: place.name, category: place.category, lat: place.lat, lon: place.lon, address: place.address,
                   priceLevel: place.priceLevel, popularity: place.popularity, openingHours: place.openingHours,
-                  description: place.description, timezone: place.timezone)
+                  description: place.description, timezone: place.timezone, nameI18n: place.nameI18n, descriptionI18n: place.descriptionI18n)
     }
 
     /// The JSON member names this type reads (those of `Place`).
@@ -170,12 +184,15 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
         case id, name, category, lat, lon, address, popularity, description, timezone
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
+        case nameI18n = "name_i18n"
+        case descriptionI18n = "description_i18n"
     }
 }
 
 /// The writable fields of a place, as `catalog.create` takes them.
 public struct PlaceInput: Codable, Sendable, Equatable {
-    public var name: String
+    /// Optional when `name_i18n` is given: then its English name, or else the first language's.
+    public var name: String?
     public var category: String
     public var lat: Double
     public var lon: Double
@@ -189,6 +206,8 @@ public struct PlaceInput: Codable, Sendable, Equatable {
     public var popularity: Double?
     public var externalIds: [String: String]?
     public var timezone: String?
+    public var nameI18n: [String: String]?
+    public var descriptionI18n: [String: String]?
 
     /// The required fields; the optional ones start absent and are set by name.
     public init(name: String, category: String, lat: Double, lon: Double) {
@@ -203,6 +222,8 @@ public struct PlaceInput: Codable, Sendable, Equatable {
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
         case externalIds = "external_ids"
+        case nameI18n = "name_i18n"
+        case descriptionI18n = "description_i18n"
     }
 }
 

@@ -53,16 +53,14 @@ extension PlaceInput {
                 if isNull(range) { continue }
                 guard let value = Self.array(at: range, in: json, Photo.init(spans:)) else { return nil }
                 input.photos = value
-            case "external_ids":
+            case "external_ids", "name_i18n", "description_i18n":
                 if isNull(range) { continue }
-                guard let object = JSONSpan.members(of: json.subdata(in: range)) else { return nil }
-                let data = json.subdata(in: range)
-                var ids: [String: String] = [:]
-                for (source, idRange) in object {
-                    guard ids[source] == nil, let id = JSONSpan.string(at: idRange, in: data) else { return nil }
-                    ids[source] = id
+                guard let texts = PlaceJSON.strings(at: range, in: json) else { return nil }
+                switch key {
+                case "external_ids": input.externalIds = texts
+                case "name_i18n": input.nameI18n = texts
+                default: input.descriptionI18n = texts
                 }
-                input.externalIds = ids
             default: continue
             }
         }
@@ -74,7 +72,7 @@ extension PlaceInput {
     /// One bit per member `PlaceInput` decodes.
     private static let memberBits: [String: UInt16] = Dictionary(uniqueKeysWithValues: [
         "name", "category", "lat", "lon", "address", "phone", "website", "description", "timezone", "price_level", "popularity",
-        "opening_hours", "photos", "external_ids",
+        "opening_hours", "photos", "external_ids", "name_i18n", "description_i18n",
     ].enumerated().map { ($1, UInt16(1) << UInt16($0)) })
 
     /// The elements of the array at `range`, each read by `element`; nil if it is no array or
@@ -151,11 +149,13 @@ public enum PlaceJSON {
         JSONText.appendKey("category", to: &out); JSONText.append(place.category, to: &out); out.append(comma)
         JSONText.appendKey("created_at", to: &out); JSONText.append(place.createdAt, to: &out); out.append(comma)
         if let description = place.description { JSONText.appendKey("description", to: &out); JSONText.append(description, to: &out); out.append(comma) }
+        if let texts = place.descriptionI18n { JSONText.appendKey("description_i18n", to: &out); append(texts, to: &out); out.append(comma) }
         JSONText.appendKey("external_ids", to: &out); append(place.externalIds, to: &out); out.append(comma)
         JSONText.appendKey("id", to: &out); JSONText.append(place.id, to: &out); out.append(comma)
         JSONText.appendKey("lat", to: &out); JSONText.append(place.lat, to: &out); out.append(comma)
         JSONText.appendKey("lon", to: &out); JSONText.append(place.lon, to: &out); out.append(comma)
         JSONText.appendKey("name", to: &out); JSONText.append(place.name, to: &out); out.append(comma)
+        if let texts = place.nameI18n { JSONText.appendKey("name_i18n", to: &out); append(texts, to: &out); out.append(comma) }
         JSONText.appendKey("opening_hours", to: &out); append(place.openingHours, to: &out); out.append(comma)
         if let phone = place.phone { JSONText.appendKey("phone", to: &out); JSONText.append(phone, to: &out); out.append(comma) }
         JSONText.appendKey("photos", to: &out); append(place.photos, to: &out); out.append(comma)
@@ -183,7 +183,20 @@ public enum PlaceJSON {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// External ids as `JSONCoding.encoder` writes them (the `external_ids` column).
+    /// The object of strings at `range` of `json` (external ids, texts by language), each
+    /// member once; nil when it is not one.
+    public static func strings(at range: Range<Int>, in json: Data) -> [String: String]? {
+        let data = json.subdata(in: range)
+        guard let members = JSONSpan.members(of: data) else { return nil }
+        var texts: [String: String] = [:]
+        for (key, valueRange) in members {
+            guard texts[key] == nil, let value = JSONSpan.string(at: valueRange, in: data) else { return nil }
+            texts[key] = value
+        }
+        return texts
+    }
+
+    /// External ids (or texts by language) as `JSONCoding.encoder` writes them (the `external_ids`, `name_i18n` and `description_i18n` columns).
     public static func text(_ externalIds: [String: String]) -> String {
         var out: [UInt8] = []
         append(externalIds, to: &out)

@@ -197,6 +197,10 @@ extension IndexedPlace {
                 if isNull(range) { continue }
                 guard let value = number(range) else { return nil }
                 place.popularity = value
+            case "name_i18n", "description_i18n":
+                if isNull(range) { continue }
+                guard let texts = PlaceJSON.strings(at: range, in: json) else { return nil }
+                if key == "name_i18n" { place.nameI18n = texts } else { place.descriptionI18n = texts }
             case "opening_hours":
                 if isNull(range) { continue }
                 guard let elements = JSONSpan.elements(at: range, in: json) else { return nil }
@@ -252,20 +256,22 @@ enum SearchIndex {
             .map(String.init)
     }
 
-    /// The folded words a place is found by: its name's (and `otherNames`'), and those of its
-    /// category, address and description.
-    static func indexedWords(_ place: IndexedPlace, otherNames: [String] = []) -> (name: String, other: String) {
-        let other = [place.category, place.address, place.description].compactMap { $0 }.flatMap(words)
+    /// The folded words a place (or tour) is found by: its names' in every language, and those
+    /// of its category, address and descriptions.
+    static func indexedWords(_ place: IndexedPlace) -> (name: String, other: String) {
+        let descriptions = (place.descriptionI18n ?? [:]).sorted { $0.key < $1.key }.map(\.value)
+        let other = ([place.category, place.address, place.description].compactMap { $0 } + descriptions).flatMap(words)
+        let names = (place.nameI18n ?? [:]).sorted { $0.key < $1.key }.map(\.value)
         var seen = Set<String>()
-        let name = ([place.name] + otherNames).flatMap(words).filter { seen.insert($0).inserted }
+        let name = ([place.name] + names).flatMap(words).filter { seen.insert($0).inserted }
         return (name.joined(separator: " "), other.joined(separator: " "))
     }
 
-    /// Indexes `place` (again), found by its name and `otherNames`; returns its hit's pieces as stored.
+    /// Indexes `place` (again); returns its hit's pieces as stored.
     @discardableResult
-    static func upsert(_ place: IndexedPlace, otherNames: [String] = [], _ db: Database) throws -> HitJSON {
+    static func upsert(_ place: IndexedPlace, _ db: Database) throws -> HitJSON {
         let hours = PlaceJSON.text(place.openingHours ?? [])
-        let (name, other) = indexedWords(place, otherNames: otherNames)
+        let (name, other) = indexedWords(place)
         let old = try db.queryOne("SELECT name_words, other_words, lat, lon FROM places WHERE id = ?", place.id).map { row throws(RowError) in
             (name: try row.decode("name_words", as: String.self), other: try row.decode("other_words", as: String.self),
              lat: try row.decode("lat", as: Double.self), lon: try row.decode("lon", as: Double.self))
@@ -317,7 +323,7 @@ enum SearchIndex {
     static func tourEntry(_ tour: Tour) -> IndexedPlace? {
         guard let lat = tour.lat, let lon = tour.lon, tour.id > 0 else { return nil }
         return IndexedPlace(id: -tour.id, name: tour.name, category: "itinerary", lat: lat, lon: lon, popularity: 0,
-                            description: tour.description)
+                            description: tour.description, nameI18n: tour.nameI18n, descriptionI18n: tour.descriptionI18n)
     }
 
     static func rating(_ update: RatingUpdated, _ db: Database) throws {
@@ -352,7 +358,7 @@ enum SearchIndex {
                         changes.note(.delete(id: -tour.id))
                         break
                     }
-                    let hit = try upsert(entry, otherNames: tour.nameI18n.sorted { $0.key < $1.key }.map(\.value), scope.db)
+                    let hit = try upsert(entry, scope.db)
                     changes.note(.upsert(id: entry.id, latitude: entry.lat, longitude: entry.lon, head: hit.head, tail: hit.tail))
                 case TourEvents.deleted:
                     let id = -(try event.body(TourDeleted.self).id)

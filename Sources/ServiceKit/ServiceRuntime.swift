@@ -318,7 +318,7 @@ final class BackupGate: Sendable {
 }
 
 /// The thread that sends a service's `PeriodicRequest`s to its own endpoint: each at start,
-/// then every interval; a failure is logged and tried again at the next interval.
+/// then an interval after the last was answered; a failure is logged and tried again at the next interval.
 final class PeriodicRequests: Sendable {
     private let stopping = StopFlag()
     private let thread: WorkerThread
@@ -335,12 +335,14 @@ final class PeriodicRequests: Sendable {
             while !stopping.isSet {
                 let now = monotonicNanos()
                 for (i, request) in requests.enumerated() where due[i] <= now {
-                    due[i] = now + UInt64(max(1, request.intervalMilliseconds)) * 1_000_000
                     do {
                         _ = try client.request(type: request.type, body: Data("{}".utf8), timeoutMilliseconds: 30_000)
                     } catch {
                         logger.warn("periodic request failed", ["type": request.type, "error": error])
                     }
+                    // The next one an interval after this one is answered: two runs of a request
+                    // are never closer than the interval, however late a busy service ran this one.
+                    due[i] = monotonicNanos() + UInt64(max(1, request.intervalMilliseconds)) * 1_000_000
                 }
                 // Wake at least every 100 ms, so a stop is seen in time.
                 let next = due.min() ?? now

@@ -129,7 +129,7 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
     }
 }
 
-/// A request a service sends itself every `intervalMilliseconds`, with an empty body.
+/// A request a service sends itself at start, then `intervalMilliseconds` after each one is answered, with an empty body.
 public struct PeriodicRequest: Sendable {
     public var type: String
     public var intervalMilliseconds: Int

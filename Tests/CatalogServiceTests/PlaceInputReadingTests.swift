@@ -33,7 +33,7 @@ import Testing
             #expect(Self.comparable(bySpans) == Self.comparable(byDecoder))
         }
         for (body, error) in [
-            (#"{"name":null,"category":"cafe","lat":0,"lon":0}"#, ServiceError(.invalidArgument, "expected a string, found null", field: "name")),
+            (#"{"name":null,"category":"cafe","lat":0,"lon":0}"#, ServiceError(.invalidArgument, "give name or name_i18n", field: "name")),
             (#"{"name":"x","category":"cafe","lat":"1","lon":0}"#, ServiceError(.invalidArgument, "expected a number", field: "lat")),
             (#"{"name":"x","category":"cafe","lat":1e-400,"lon":0}"#,
              ServiceError(.invalidArgument, "a number does not fit its field (an integer where a fraction was given?)")),

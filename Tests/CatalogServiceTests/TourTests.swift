@@ -164,7 +164,7 @@ import TestSupport
         // One character of a thousand combining accents: few characters, many bytes.
         let heavy = "e" + String(repeating: "\u{301}", count: 1_000)
         #expect(try refusal(#"{"name":"Heavy","name_i18n":{"fr":"\#(heavy)"},"stops":[\#(a.id)]}"#)?.field == "name_i18n.fr")
-        let languages = (0...TourRules.maxLanguages).map { #""l\#(String(UnicodeScalar(97 + $0 / 26)!))\#(String(UnicodeScalar(97 + $0 % 26)!))":"x""# }
+        let languages = (0...LanguageTexts.maxLanguages).map { #""l\#(String(UnicodeScalar(97 + $0 / 26)!))\#(String(UnicodeScalar(97 + $0 % 26)!))":"x""# }
         #expect(try refusal(#"{"name":"Many","name_i18n":{\#(languages.joined(separator: ","))},"stops":[\#(a.id)]}"#)?.field == "name_i18n")
         let longTag = String(repeating: "a", count: 100_000)
         let tagRefusal = try refusal(#"{"name":"Tag","name_i18n":{"\#(longTag)":"x"},"stops":[\#(a.id)]}"#)
@@ -176,11 +176,47 @@ import TestSupport
     }
 
     @Test func languageTagsAreCheckedAndLookedUpByPrimaryLanguage() {
-        for good in ["en", "ru", "pt-BR", "zh-Hant-TW", "yue"] { #expect(TourRules.isLanguageTag(good), "\(good)") }
-        for bad in ["", "e", "EN", "english", "en-", "en--us", "en_US", "en-abcdefghi", "ру"] { #expect(!TourRules.isLanguageTag(bad), "\(bad)") }
+        for good in ["en", "ru", "pt-BR", "zh-Hant-TW", "yue"] { #expect(LanguageTexts.isTag(good), "\(good)") }
+        for bad in ["", "e", "EN", "english", "en-", "en--us", "en_US", "en-abcdefghi", "ру"] { #expect(!LanguageTexts.isTag(bad), "\(bad)") }
         let names = ["en": "Walk", "pt": "Passeio"]
-        #expect(TourRules.localized(names, "pt-BR") == "Passeio")
-        #expect(TourRules.localized(names, "de") == nil)
-        #expect(TourRules.localized(names, nil) == nil)
+        #expect(LanguageTexts.localized(names, "pt-BR") == "Passeio")
+        #expect(LanguageTexts.localized(names, "de") == nil)
+        #expect(LanguageTexts.localized(names, nil) == nil)
+    }
+}
+
+/// Places' names and descriptions by language: which one is `name`, what is kept, what is refused.
+@Suite struct PlaceLanguageTests {
+    @Test func theNameIsTheEnglishOneOrElseTheFirstLanguagesAndEachTextIsChecked() throws {
+        let catalog = try CatalogFixture()
+        let english = try catalog.raw("catalog.create", #"{"name_i18n":{"ru":"Опера","en":"Opera"},"category":"attraction","lat":0,"lon":0}"#)
+        #expect(english["name"] as? String == "Opera")
+        let first = try catalog.raw("catalog.create", #"{"name_i18n":{"ru":"Опера","de":"Oper"},"category":"attraction","lat":0,"lon":0}"#)
+        #expect(first["name"] as? String == "Oper")
+        let given = try catalog.raw("catalog.create", #"{"name":"Given","name_i18n":{"en":"English"},"category":"attraction","lat":0,"lon":0}"#)
+        #expect(given["name"] as? String == "Given")
+        // No texts is none: left out, not `{}`.
+        let none = try catalog.raw("catalog.create", #"{"name":"Plain","name_i18n":{},"category":"attraction","lat":0,"lon":0}"#)
+        #expect(none["name_i18n"] == nil && none["description_i18n"] == nil)
+        // Kept through an update of other fields, replaced by one of its own, cleared by null.
+        let id = try #require(english["id"] as? Int)
+        let renamed = try catalog.raw("catalog.update", #"{"id":\#(id),"phone":"+61 2 0000 0000"}"#)
+        #expect(renamed["name_i18n"] as? [String: String] == ["ru": "Опера", "en": "Opera"])
+        let replaced = try catalog.raw("catalog.update", #"{"id":\#(id),"description_i18n":{"fr":"Salle"}}"#)
+        #expect(replaced["description_i18n"] as? [String: String] == ["fr": "Salle"])
+        let cleared = try catalog.raw("catalog.update", #"{"id":\#(id),"name_i18n":null}"#)
+        #expect(cleared["name_i18n"] == nil && cleared["name"] as? String == "Opera")
+        #expect(try catalog.raw("catalog.get", #"{"id":\#(id)}"#)["description_i18n"] as? [String: String] == ["fr": "Salle"])
+
+        let heavy = "e" + String(repeating: "\u{301}", count: 1_000)
+        #expect(throws: ServiceError.invalid("description_i18n.fr", "must be at most 20000 bytes")) {
+            try catalog.raw("catalog.create", #"{"name":"X","description_i18n":{"fr":"\#(String(repeating: heavy, count: 11))"},"category":"cafe","lat":0,"lon":0}"#)
+        }
+        #expect(throws: ServiceError.self) {
+            try catalog.raw("catalog.create", #"{"name":"X","name_i18n":{"en":"\#(heavy)"},"category":"cafe","lat":0,"lon":0}"#)
+        }
+        #expect(throws: ServiceError.invalid("name_i18n", "'EN' is not a language tag (such as en, ru or pt-BR)")) {
+            try catalog.raw("catalog.create", #"{"name":"X","name_i18n":{"EN":"X"},"category":"cafe","lat":0,"lon":0}"#)
+        }
     }
 }

@@ -87,10 +87,12 @@ func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) thro
                           phone: "+61 2 9250 7111", website: "https://www.sydneyoperahouse.com", priceLevel: 3, description: "Arts",
                           openingHours: [OpeningPeriod(day: 1, open: "09:00", close: "17:00")], photos: [Photo(url: "https://example.org/o.jpg")],
                           popularity: 99.5, externalIds: ["osm": "way/5163069"], createdAt: "2026-11-29T17:49:39.741Z",
-                          updatedAt: "2026-11-29T17:49:39.742Z", version: 2, timezone: "Australia/Sydney")
+                          updatedAt: "2026-11-29T17:49:39.742Z", version: 2, timezone: "Australia/Sydney",
+                          nameI18n: ["en": "Opera House", "ru": "Сиднейский оперный театр"], descriptionI18n: ["en": "Arts"])
         let object = try #require(try JSONSerialization.jsonObject(with: try JSONCoding.encoder.encode(place)) as? [String: Any])
         #expect(Set(object.keys) == ["id", "name", "category", "lat", "lon", "address", "phone", "website", "price_level", "description",
-                                     "opening_hours", "photos", "popularity", "external_ids", "created_at", "updated_at", "version", "timezone"])
+                                     "opening_hours", "photos", "popularity", "external_ids", "created_at", "updated_at", "version", "timezone",
+                                     "name_i18n", "description_i18n"])
         #expect(PlaceSummary.memberNames.isSubset(of: Set(object.keys)))
         let summary = try JSONCoding.decoder.decode(PlaceSummary.self, from: try JSONCoding.encoder.encode(place))
         #expect(summary == PlaceSummary(place))

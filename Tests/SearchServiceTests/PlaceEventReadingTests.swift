@@ -22,6 +22,8 @@ import TestSupport
             if i % 3 == 0 { object["opening_hours"] = [["day": 1, "open": "09:00", "close": "17:00"], ["day": 7, "open": "22:00", "close": "02:00"]] }
             if i % 7 == 0 { object["description"] = "Line one\u{2028}line \"two\"" }
             if i % 11 == 0 { object["timezone"] = "Australia/Sydney" }
+            if i % 4 == 1 { object["name_i18n"] = ["en": names[i % names.count], "ru": "Кафе \(i)"] } else if i % 13 == 0 { object["name_i18n"] = NSNull() }
+            if i % 6 == 1 { object["description_i18n"] = ["fr": "Près du port"] }
             let json = try JSONSerialization.data(withJSONObject: object, options: i % 2 == 0 ? [.sortedKeys] : [.prettyPrinted])
             let decoded = try JSONDecoder().decode(IndexedPlace.self, from: json)
             #expect(IndexedPlace(spans: json) == decoded, "\(String(decoding: json, as: UTF8.self))")
@@ -31,7 +33,9 @@ import TestSupport
                     #"{"id":1,"name":"x","category":"c","lat":0}"#, #"{"id":1,"name":7,"category":"c","lat":0,"lon":0}"#,
                     #"{"id":1,"name":"x","name":"y","category":"c","lat":0,"lon":0}"#, #"{"id":+1,"name":"x","category":"c","lat":0,"lon":0}"#,
                     #"{"id":01,"name":"x","category":"c","lat":0,"lon":0}"#, #"{"id":1,"name":"x","category":"c","lat":.5,"lon":0}"#,
-                    #"{"id":1,"name":"x","category":"c","lat":1.,"lon":0}"#] {
+                    #"{"id":1,"name":"x","category":"c","lat":1.,"lon":0}"#,
+                    #"{"id":1,"name":"x","category":"c","lat":0,"lon":0,"name_i18n":{"en":1}}"#,
+                    #"{"id":1,"name":"x","category":"c","lat":0,"lon":0,"name_i18n":{"en":"a","en":"b"}}"#] {
             #expect(IndexedPlace(spans: Data(odd.utf8)) == nil, "\(odd)")
         }
     }
@@ -42,7 +46,8 @@ import TestSupport
         let place = Place(id: 9, name: "Caf\u{E9} \"Q\" \\ / 東京", category: "cafe", lat: -33.8568, lon: 151.2153, address: "Line\none",
                           priceLevel: 2, description: "tab\there \u{2028}", openingHours: [OpeningPeriod(day: 7, open: "22:00", close: "02:00")],
                           photos: [Photo(url: "https://example.org/p.jpg", attribution: nil)], popularity: 12.25, externalIds: ["osm": "node/1"],
-                          createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z", version: 3, timezone: "Australia/Sydney")
+                          createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z", version: 3, timezone: "Australia/Sydney",
+                          nameI18n: ["en": "Cafe", "ja": "東京のカフェ"], descriptionI18n: ["de": "Am Hafen"])
         let bodies = [
             String(decoding: try JSONCoding.encoder.encode(place), as: UTF8.self),
             String(decoding: try JSONCoding.encoder.encode(Place(id: 1, name: "Bare", category: "park", lat: 0, lon: 0, createdAt: "t", updatedAt: "t")), as: UTF8.self),

@@ -59,6 +59,15 @@ import TestSupport
         #expect(try text(f, #"{"q":"kiosk"}"#).hits.map(\.entityId) == [7])
     }
 
+    @Test func placesAreFoundByTheirNamesAndDescriptionsInEveryLanguage() throws {
+        let f = try SearchFixture()
+        let body = #"{"id":3,"name":"Sydney Opera House","name_i18n":{"en":"Sydney Opera House","ru":"Сиднейский оперный театр"},"description_i18n":{"fr":"Salle de concert emblématique"},"category":"attraction","lat":-33.8568,"lon":151.2153,"opening_hours":[],"photos":[],"external_ids":{},"version":1,"created_at":"x","updated_at":"x"}"#
+        _ = try f.catalogClient.call("fake.emit", FakeEmit(type: CatalogEvents.upserted, key: "00000003", body: body), as: Int64.self)
+        #expect(try eventuallyText(f, #"{"q":"оперный"}"#) { $0.hits.map(\.entityId) == [3] })
+        #expect(try text(f, #"{"q":"emblematique"}"#).hits.map(\.entityId) == [3])
+        #expect(try text(f, #"{"q":"opera"}"#).hits.map(\.kind) == [.place])
+    }
+
     @Test func aHitDecodesBackToTheRowItCameFrom() throws {
         let tour = SearchHit(id: -3, name: "T", category: "itinerary", address: nil, lat: 1, lon: 2, priceLevel: nil, popularity: 0,
                              rating: nil, reviewCount: nil, distanceM: nil)
