@@ -1,0 +1,197 @@
+import CTurboJPEG
+import Foundation
+
+/// The largest tour map accepted: bytes of the file and pixels of the image.
+///
+/// Pixels are checked from the header before any pixel memory is allocated; a decoded
+/// image takes 3 bytes a pixel (40 megapixels: 120 MB).
+public struct JPEGLimits: Sendable, Equatable {
+    /// At most this many bytes of JPEG data (default 30 MiB, 31,457,280 bytes).
+    public var maxBytes: Int
+    /// At most this many pixels, width × height (default 40,000,000).
+    public var maxPixels: Int
+
+    public init(maxBytes: Int = 30 * 1024 * 1024, maxPixels: Int = 40_000_000) {
+        self.maxBytes = maxBytes
+        self.maxPixels = maxPixels
+    }
+}
+
+/// Why JPEG data was refused, or an image could not be made.
+///
+/// `tooManyBytes` and `tooManyPixels` are limits (a service answers `too_large`); the other
+/// refusals are bad input (`invalid_argument`); `library` is a failure of libjpeg-turbo
+/// itself on data it had accepted (`internal`).
+public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No bytes at all.
+    case empty
+    /// More bytes than `JPEGLimits.maxBytes`.
+    case tooManyBytes(size: Int, limit: Int)
+    /// The data does not start like a JPEG file (the SOI marker FF D8 FF).
+    case notJPEG
+    /// The header could not be read; the message is libjpeg-turbo's.
+    case unreadableHeader(String)
+    /// The header gives a width or a height of 0.
+    case zeroSize(width: Int, height: Int)
+    /// More pixels than `JPEGLimits.maxPixels`, from the header, before decoding.
+    case tooManyPixels(width: Int, height: Int, limit: Int)
+    /// The image data is truncated or corrupt: decoding it failed or warned; the message is
+    /// libjpeg-turbo's (such as "Premature end of JPEG file").
+    case corrupt(String)
+    /// libjpeg-turbo failed on something other than the input's data (a handle, compressing).
+    case library(TurboJPEGError)
+
+    /// A message for the person who sent the file.
+    public var description: String {
+        switch self {
+        case .empty: "the map image is empty (0 bytes)"
+        case .tooManyBytes(let size, let limit): "the map image has \(size) bytes, more than the limit of \(limit)"
+        case .notJPEG: "the map image is not a JPEG file (it must start with the bytes FF D8 FF)"
+        case .unreadableHeader(let message): "the map image's JPEG header cannot be read: \(message)"
+        case .zeroSize(let width, let height): "the map image has no pixels (\(width)×\(height))"
+        case .tooManyPixels(let width, let height, let limit):
+            "the map image is \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit)"
+        case .corrupt(let message): "the map image is truncated or corrupt: \(message)"
+        case .library(let error): "libjpeg-turbo failed: \(error)"
+        }
+    }
+}
+
+/// A JPEG file that passed every check: its size and what its header says.
+public struct JPEGImage: Sendable, Equatable {
+    /// Width in pixels, at least 1.
+    public let width: Int
+    /// Height in pixels, at least 1.
+    public let height: Int
+    /// Bytes of the JPEG data.
+    public let byteCount: Int
+
+    /// Checks that `data` is one complete, undamaged JPEG within `limits` and returns its size.
+    ///
+    /// In order: not empty, at most `maxBytes`, starts with SOI, a readable header with a
+    /// non-zero size of at most `maxPixels` (read before any pixel memory is allocated), and
+    /// then the whole image decodes without an error or warning. That last step decodes at
+    /// 1/8 scale: libjpeg still reads and entropy-decodes every byte of every scan, so
+    /// truncation and corrupt data are found, while the pixels take 1/64 of the memory.
+    public static func check(_ data: Data, limits: JPEGLimits = JPEGLimits()) throws(JPEGError) -> JPEGImage {
+        let decoder = try makeDecoder()
+        let header = try checkedHeader(data, limits: limits, decoder: decoder)
+        let width = (header.width + 7) / 8, height = (header.height + 7) / 8
+        var scratch = [UInt8](repeating: 0, count: width * height * 3)
+        try decodeData(data, decoder: decoder, into: &scratch, width: width, height: height)
+        return JPEGImage(width: header.width, height: header.height, byteCount: data.count)
+    }
+
+    /// Checks `data` as `check` does and decodes it at full size.
+    public static func decode(_ data: Data, limits: JPEGLimits = JPEGLimits()) throws(JPEGError) -> RGBImage {
+        let decoder = try makeDecoder()
+        let header = try checkedHeader(data, limits: limits, decoder: decoder)
+        let count = header.width * header.height * 3
+        // No zero fill: the decoder writes every byte (or fails, and the buffer is dropped).
+        var pixels = [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
+        try decodeData(data, decoder: decoder, into: &pixels, width: header.width, height: header.height)
+        return RGBImage(uncheckedWidth: header.width, height: header.height, pixels: pixels)
+    }
+
+    private static func makeDecoder() throws(JPEGError) -> TurboJPEGDecoder {
+        do { return try TurboJPEGDecoder() } catch { throw .library(error) }
+    }
+
+    /// The size and signature checks, then the header and its pixel count.
+    private static func checkedHeader(_ data: Data, limits: JPEGLimits, decoder: TurboJPEGDecoder) throws(JPEGError) -> JPEGHeader {
+        guard !data.isEmpty else { throw .empty }
+        guard data.count <= limits.maxBytes else { throw .tooManyBytes(size: data.count, limit: limits.maxBytes) }
+        guard data.count >= 3, data.prefix(3).elementsEqual([0xFF, 0xD8, 0xFF]) else { throw .notJPEG }
+        let result = data.withUnsafeBytes { bytes in Result { () throws(TurboJPEGError) in try decoder.header(bytes) } }
+        let header: JPEGHeader
+        switch result {
+        case .success(let value): header = value
+        case .failure(let error):
+            // libjpeg refuses a 0 height or width in the frame header itself ("Empty JPEG image").
+            if let size = frameSize(data), size.width == 0 || size.height == 0 {
+                throw .zeroSize(width: size.width, height: size.height)
+            }
+            throw .unreadableHeader(error.message)
+        }
+        guard header.width > 0, header.height > 0 else { throw .zeroSize(width: header.width, height: header.height) }
+        // Both are below 65,536 (16-bit fields), so the product cannot overflow.
+        guard header.width * header.height <= limits.maxPixels else {
+            throw .tooManyPixels(width: header.width, height: header.height, limit: limits.maxPixels)
+        }
+        return header
+    }
+
+    private static func decodeData(
+        _ data: Data, decoder: TurboJPEGDecoder, into pixels: inout [UInt8], width: Int, height: Int
+    ) throws(JPEGError) {
+        let result = data.withUnsafeBytes { jpeg in
+            pixels.withUnsafeMutableBytes { target in
+                Result { () throws(TurboJPEGError) in try decoder.decode(jpeg, into: target, width: width, height: height) }
+            }
+        }
+        if case .failure(let error) = result { throw .corrupt(error.message) }
+    }
+
+    /// The width and height of the first frame header (SOF0…SOF15 but DHT, JPG and DAC),
+    /// found by walking the marker segments; nil when there is none before the first scan.
+    ///
+    /// Only used to say why libjpeg refused a header, so it gives up at anything unexpected.
+    static func frameSize(_ data: Data) -> (width: Int, height: Int)? {
+        let bytes = [UInt8](data.prefix(1 << 20))
+        var index = 2  // after SOI
+        while index + 4 <= bytes.count, bytes[index] == 0xFF {
+            let marker = bytes[index + 1]
+            let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+            if (0xC0...0xCF).contains(marker), ![0xC4, 0xC8, 0xCC].contains(marker) {
+                guard index + 9 <= bytes.count else { return nil }
+                let height = Int(bytes[index + 5]) << 8 | Int(bytes[index + 6])
+                let width = Int(bytes[index + 7]) << 8 | Int(bytes[index + 8])
+                return (width, height)
+            }
+            if marker == 0xDA || length < 2 { return nil }  // start of scan, or a broken length
+            index += 2 + length
+        }
+        return nil
+    }
+}
+
+/// An 8-bit-per-channel colour.
+public struct RGBColor: Sendable, Hashable {
+    public var red: UInt8
+    public var green: UInt8
+    public var blue: UInt8
+
+    public init(red: UInt8, green: UInt8, blue: UInt8) {
+        self.red = red
+        self.green = green
+        self.blue = blue
+    }
+
+    /// The largest difference of one channel to `other`'s (0…255): how far a JPEG's lossy
+    /// colour is from the one drawn.
+    public func distance(to other: RGBColor) -> Int {
+        max(abs(Int(red) - Int(other.red)), abs(Int(green) - Int(other.green)), abs(Int(blue) - Int(other.blue)))
+    }
+}
+
+/// A decoded image: RGB, 3 bytes a pixel, rows top to bottom with no padding.
+public struct RGBImage: Sendable {
+    public let width: Int
+    public let height: Int
+    /// `width * height * 3` bytes.
+    public internal(set) var pixels: [UInt8]
+
+    /// Wraps a buffer already known to hold `width * height * 3` bytes.
+    init(uncheckedWidth width: Int, height: Int, pixels: [UInt8]) {
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+    }
+
+    /// The colour of the pixel in column `x`, row `y` (both from 0 at the top left).
+    public func color(x: Int, y: Int) -> RGBColor {
+        precondition((0..<width).contains(x) && (0..<height).contains(y), "pixel (\(x), \(y)) is outside the image")
+        let offset = (y * width + x) * 3
+        return RGBColor(red: pixels[offset], green: pixels[offset + 1], blue: pixels[offset + 2])
+    }
+}
