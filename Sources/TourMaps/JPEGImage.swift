@@ -181,11 +181,38 @@ public struct RGBImage: Sendable {
     /// `width * height * 3` bytes.
     public internal(set) var pixels: [UInt8]
 
+    /// An image of `pixels`, which must hold `width * height * 3` bytes (nil otherwise, or
+    /// when a side is below 1).
+    public init?(width: Int, height: Int, pixels: [UInt8]) {
+        let (rowBytes, overflow) = width.multipliedReportingOverflow(by: 3)
+        guard width >= 1, height >= 1, !overflow, pixels.count % rowBytes == 0, pixels.count / rowBytes == height
+        else { return nil }
+        self.init(uncheckedWidth: width, height: height, pixels: pixels)
+    }
+
     /// Wraps a buffer already known to hold `width * height * 3` bytes.
     init(uncheckedWidth width: Int, height: Int, pixels: [UInt8]) {
         self.width = width
         self.height = height
         self.pixels = pixels
+    }
+
+    /// The image as a baseline JPEG at `quality` (clamped to 1…100); `fullColor` keeps every
+    /// pixel's chroma (4:4:4, for drawings with thin coloured lines) where the default
+    /// shares it between 2×2 pixels (4:2:0, smaller, as for photos).
+    public func jpeg(quality: Int = 90, fullColor: Bool = false) throws(JPEGError) -> Data {
+        let subsampling = Int32(fullColor ? TJSAMP_444.rawValue : TJSAMP_420.rawValue)
+        let result = pixels.withUnsafeBufferPointer { buffer in
+            Result { () throws(TurboJPEGError) in
+                try TurboJPEGEncoder().encode(
+                    buffer, offset: 0, width: width, rowBytes: width * 3, height: height,
+                    quality: min(100, max(1, quality)), subsampling: subsampling)
+            }
+        }
+        switch result {
+        case .success(let data): return data
+        case .failure(let error): throw .library(error)
+        }
     }
 
     /// The colour of the pixel in column `x`, row `y` (both from 0 at the top left).

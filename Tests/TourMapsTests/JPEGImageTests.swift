@@ -12,6 +12,14 @@ import Testing
         #expect(decoded.color(x: 299, y: 0).distance(to: TestImages.gradientColor(x: 299, y: 0, width: 300, height: 200)) <= 8)
     }
 
+    @Test func anImageNeedsExactlyThreeBytesAPixel() throws {
+        #expect(RGBImage(width: 2, height: 3, pixels: [UInt8](repeating: 0, count: 18)) != nil)
+        #expect(RGBImage(width: 2, height: 3, pixels: [UInt8](repeating: 0, count: 17)) == nil)
+        #expect(RGBImage(width: 3, height: 3, pixels: [UInt8](repeating: 0, count: 18)) == nil)
+        #expect(RGBImage(width: 0, height: 3, pixels: []) == nil)
+        #expect(RGBImage(width: Int.max, height: 1, pixels: [0, 0, 0]) == nil)
+    }
+
     @Test func noBytesIsEmpty() {
         #expect(throws: JPEGError.empty) { try JPEGImage.check(Data()) }
     }
@@ -45,6 +53,7 @@ import Testing
         let refusal = JPEGError.tooManyPixels(width: 60000, height: 60000, limit: 40_000_000)
         #expect(throws: refusal) { try JPEGImage.check(crafted) }
         #expect(throws: refusal) { try JPEGImage.decode(crafted) }
+        #expect(throws: refusal) { try TilePyramid(jpeg: crafted) }
     }
 
     @Test func thePixelLimitIsInclusive() throws {

@@ -1,5 +1,5 @@
-import CTurboJPEG
 import Foundation
+import Testing
 @testable import TourMaps
 
 /// JPEG files for the tests, made with the module's own encoder.
@@ -25,12 +25,8 @@ enum TestImages {
 
     /// `pixels` (RGB) compressed at quality 95 with 4:4:4 chroma.
     static func jpeg(_ pixels: [UInt8], width: Int, height: Int) throws -> Data {
-        let encoder = try TurboJPEGEncoder()
-        return try pixels.withUnsafeBufferPointer { buffer in
-            try encoder.encode(
-                buffer, offset: 0, width: width, rowBytes: width * 3, height: height, quality: 95,
-                subsampling: Int32(TJSAMP_444.rawValue))
-        }
+        let image = try #require(RGBImage(width: width, height: height, pixels: pixels))
+        return try image.jpeg(quality: 95, fullColor: true)
     }
 
     static func gradientJPEG(width: Int, height: Int) throws -> Data {
