@@ -1,25 +1,30 @@
 import CTurboJPEG
 import Foundation
 
-/// The largest tour map accepted: bytes of the file and pixels of the image.
+/// The largest tour map accepted: bytes of the file, pixels of the image and scans.
 ///
 /// Pixels are checked from the header before any pixel memory is allocated; a decoded
-/// image takes 3 bytes a pixel (40 megapixels: 120 MB).
+/// image takes 3 bytes a pixel (40 megapixels: 120 MB). Scans bound the time: a progressive
+/// file is decoded once per scan over the whole image, and a baseline file has one scan.
 public struct JPEGLimits: Sendable, Equatable {
     /// At most this many bytes of JPEG data (default 30 MiB, 31,457,280 bytes).
     public var maxBytes: Int
     /// At most this many pixels, width × height (default 40,000,000).
     public var maxPixels: Int
+    /// At most this many scans, start-of-scan markers (default 64; libjpeg's progressive
+    /// files have about 10).
+    public var maxScans: Int
 
-    public init(maxBytes: Int = 30 * 1024 * 1024, maxPixels: Int = 40_000_000) {
+    public init(maxBytes: Int = 30 * 1024 * 1024, maxPixels: Int = 40_000_000, maxScans: Int = 64) {
         self.maxBytes = maxBytes
         self.maxPixels = maxPixels
+        self.maxScans = maxScans
     }
 }
 
 /// Why JPEG data was refused, or an image could not be made.
 ///
-/// `tooManyBytes` and `tooManyPixels` are limits (a service answers `too_large`); the other
+/// `tooManyBytes`, `tooManyPixels` and `tooManyScans` are limits (a service answers `too_large`); the other
 /// refusals are bad input (`invalid_argument`); `library` is a failure of libjpeg-turbo
 /// itself on data it had accepted (`internal`).
 public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -35,6 +40,8 @@ public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
     case zeroSize(width: Int, height: Int)
     /// More pixels than `JPEGLimits.maxPixels`, from the header, before decoding.
     case tooManyPixels(width: Int, height: Int, limit: Int)
+    /// More scans than `JPEGLimits.maxScans` (start-of-scan markers counted before decoding).
+    case tooManyScans(count: Int, limit: Int)
     /// The image data is truncated or corrupt: decoding it failed or warned; the message is
     /// libjpeg-turbo's (such as "Premature end of JPEG file").
     case corrupt(String)
@@ -51,6 +58,8 @@ public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
         case .zeroSize(let width, let height): "the map image has no pixels (\(width)×\(height))"
         case .tooManyPixels(let width, let height, let limit):
             "the map image is \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit)"
+        case .tooManyScans(let count, let limit):
+            "the map image has \(count) scans, more than the limit of \(limit) (save it as a baseline JPEG)"
         case .corrupt(let message): "the map image is truncated or corrupt: \(message)"
         case .library(let error): "libjpeg-turbo failed: \(error)"
         }
@@ -69,8 +78,8 @@ public struct JPEGImage: Sendable, Equatable {
     /// Checks that `data` is one complete, undamaged JPEG within `limits` and returns its size.
     ///
     /// In order: not empty, at most `maxBytes`, starts with SOI, a readable header with a
-    /// non-zero size of at most `maxPixels` (read before any pixel memory is allocated), and
-    /// then the whole image decodes without an error or warning. That last step decodes at
+    /// non-zero size of at most `maxPixels` (read before any pixel memory is allocated), at
+    /// most `maxScans` scans, and then the whole image decodes without an error or warning. That last step decodes at
     /// 1/8 scale: libjpeg still reads and entropy-decodes every byte of every scan, so
     /// truncation and corrupt data are found, while the pixels take 1/64 of the memory.
     public static func check(_ data: Data, limits: JPEGLimits = JPEGLimits()) throws(JPEGError) -> JPEGImage {
@@ -118,7 +127,23 @@ public struct JPEGImage: Sendable, Equatable {
         guard header.width * header.height <= limits.maxPixels else {
             throw .tooManyPixels(width: header.width, height: header.height, limit: limits.maxPixels)
         }
+        let scans = scanCount(data)
+        guard scans <= limits.maxScans else { throw .tooManyScans(count: scans, limit: limits.maxScans) }
         return header
+    }
+
+    /// How many start-of-scan markers (FF DA) the data holds. Entropy-coded data never has
+    /// FF followed by anything but 00 or a restart marker, so every FF DA outside a segment's
+    /// payload is a scan; one inside a payload (an embedded thumbnail) only counts one more.
+    static func scanCount(_ data: Data) -> Int {
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            var count = 0, previous: UInt8 = 0
+            for byte in bytes {
+                if previous == 0xFF && byte == 0xDA { count += 1 }
+                previous = byte
+            }
+            return count
+        }
     }
 
     private static func decodeData(

@@ -109,10 +109,10 @@ final class TurboJPEGEncoder {
 
     /// Compresses the `width`×`height` RGB region of `pixels` that starts at byte `offset`,
     /// its rows `rowBytes` apart (`tjCompress2`), at `quality` (1…100) with `subsampling` (a
-    /// `TJSAMP_*` constant). The region must lie inside `pixels`.
+    /// `TJSAMP_*` constant), baseline unless `progressive`. The region must lie inside `pixels`.
     func encode(
         _ pixels: UnsafeBufferPointer<UInt8>, offset: Int, width: Int, rowBytes: Int, height: Int, quality: Int,
-        subsampling: Int32
+        subsampling: Int32, progressive: Bool = false
     ) throws(TurboJPEGError) -> Data {
         precondition(
             width >= 1 && height >= 1 && offset >= 0 && offset + (height - 1) * rowBytes + width * 3 <= pixels.count,
@@ -127,7 +127,7 @@ final class TurboJPEGEncoder {
         try handle.check(
             tjCompress2(
                 handle.raw, base + offset, Int32(width), Int32(rowBytes), Int32(height), rgbPixelFormat,
-                &output, &size, subsampling, Int32(quality), 0),
+                &output, &size, subsampling, Int32(quality), progressive ? TJFLAG_PROGRESSIVE : 0),
             "tjCompress2")
         guard let output else {
             throw TurboJPEGError(function: "tjCompress2", message: "returned no output buffer", isWarning: false)

@@ -109,3 +109,49 @@ import Testing
         #expect(throws: JPEGError.self) { try JPEGImage.decode(Data(bytes)) }
     }
 }
+
+/// Files made to keep the decoder busy: each is refused, and quickly.
+@Suite struct JPEGDecoderTimeTests {
+    /// A progressive 64×64 JPEG (libjpeg's scan script: 10 scans for 3 components).
+    static func progressiveJPEG() throws -> Data {
+        let pixels = TestImages.gradientPixels(width: 64, height: 64)
+        return try pixels.withUnsafeBufferPointer { buffer in
+            try TurboJPEGEncoder().encode(
+                buffer, offset: 0, width: 64, rowBytes: 192, height: 64, quality: 90, subsampling: 0, progressive: true)
+        }
+    }
+
+    @Test func aProgressiveFileIsAccepted() throws {
+        let data = try Self.progressiveJPEG()
+        #expect(JPEGImage.scanCount(data) == 10)
+        #expect(try JPEGImage.check(data).width == 64)
+    }
+
+    /// The same file with its frame header (SOF2) claiming 6000×6000, 36 megapixels, under the
+    /// limit: every scan finds too little data for its blocks. libjpeg would warn and carry on
+    /// through each scan over all 36 megapixels (about a second here); the check stops at the
+    /// first warning.
+    @Test func aProgressiveFileClaimingManyMorePixelsThanItsScansHoldStopsAtOnce() throws {
+        var bytes = [UInt8](try Self.progressiveJPEG())
+        let sof = try #require((2..<(bytes.count - 9)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xC2 })
+        (bytes[sof + 5], bytes[sof + 6], bytes[sof + 7], bytes[sof + 8]) = (0x17, 0x70, 0x17, 0x70)
+        let started = Date()
+        let error = try #require(throws: JPEGError.self) { try JPEGImage.check(Data(bytes)) }
+        guard case .corrupt = error else { Issue.record("expected corrupt, got \(error)"); return }
+        #expect(throws: JPEGError.self) { try JPEGImage.decode(Data(bytes)) }
+        #expect(Date().timeIntervalSince(started) < 0.5)
+    }
+
+    /// Each scan is a pass over the whole image, so scans are counted before decoding: the last
+    /// scan repeated until there are 65 (libjpeg-turbo itself only stops at 500).
+    @Test func moreScansThanTheLimitAreRefusedBeforeDecoding() throws {
+        let data = try Self.progressiveJPEG()
+        let bytes = [UInt8](data)
+        let lastScan = try #require((0..<(bytes.count - 1)).last { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA })
+        let scan = bytes[lastScan..<(bytes.count - 2)], end = bytes.suffix(2)
+        #expect(Array(end) == [0xFF, 0xD9])
+        let repeated = Data(bytes[..<lastScan] + Array(repeating: scan, count: 56).joined() + end)
+        #expect(throws: JPEGError.tooManyScans(count: 65, limit: 64)) { try JPEGImage.check(repeated) }
+        #expect(throws: JPEGError.tooManyScans(count: 10, limit: 9)) { try JPEGImage.check(data, limits: JPEGLimits(maxScans: 9)) }
+    }
+}
