@@ -263,6 +263,20 @@ public struct MapGeoreference: Sendable, Hashable, Codable {
         return (x, y)
     }
 
+    /// The direction on the image of the compass bearing `bearingDegrees` (0 north, 90 east),
+    /// in degrees [0, 360) clockwise from the image's up: what a phone turns a heading arrow by
+    /// on a map that is not drawn north-up. The same everywhere on the map (the map is affine).
+    public func imageAngle(ofBearing bearingDegrees: Double) -> Double {
+        let radians = bearingDegrees * .pi / 180
+        let m = metersToPixel
+        // A step along the bearing in metres, (east, north), through the linear part only.
+        let (east, north) = (sin(radians), cos(radians))
+        let dx = m.a * east + m.b * north, dy = m.d * east + m.e * north
+        var angle = atan2(dx, -dy) * 180 / .pi
+        if angle < 0 { angle += 360 }
+        return angle < 360 ? angle : 0
+    }
+
     /// Whether the pixel (x, y) lies on the image, [0, width) × [0, height).
     public func isOnMap(x: Double, y: Double) -> Bool {
         x >= 0 && y >= 0 && x < Double(width) && y < Double(height)

@@ -227,6 +227,31 @@ let sydney = Coordinate(uncheckedLatitude: -33.852, longitude: 151.205)
         #expect(throws: AffineFitError.tooCloseToPole(index: 2, latitude: 85.5)) { try MapGeoreference.fit(points, width: 10, height: 10) }
     }
 
+    @Test(arguments: maps)
+    func aCompassBearingTurnsWithTheMap(map: KnownMap) throws {
+        let points = [map.point(0, 0), map.point(4000, 0), map.point(0, 3000), map.point(4000, 3000)]
+        let fit = try MapGeoreference.fit(points, width: 4000, height: 3000)
+        let start = map.coordinate(2000, 1500)
+        for bearing in stride(from: 0.0, to: 360, by: 22.5) {
+            // Walk 50 m along the bearing and see where that goes on the image.
+            let (from, to) = (fit.pixel(of: start), fit.pixel(of: start.destination(bearingDegrees: bearing, distanceMeters: 50)))
+            var expected = atan2(to.x - from.x, -(to.y - from.y)) * 180 / .pi
+            if expected < 0 { expected += 360 }
+            let angle = fit.imageAngle(ofBearing: bearing)
+            #expect((0..<360).contains(angle))
+            let difference = abs(angle - expected).truncatingRemainder(dividingBy: 360)
+            #expect(min(difference, 360 - difference) < 0.05, "bearing \(bearing): \(angle) vs \(expected)")
+        }
+    }
+
+    @Test func onANorthUpMapTheAngleIsTheBearingAndRotationAddsToIt() throws {
+        for (map, turn) in [(Self.maps[0], 0.0), (Self.maps[1], 30), (Self.maps[4], 170)] {
+            let fit = try MapGeoreference.fit([map.point(0, 0), map.point(4000, 0), map.point(0, 3000)], width: 4000, height: 3000)
+            #expect(abs(fit.imageAngle(ofBearing: 0) - turn) < 1e-6)
+            #expect(abs(fit.imageAngle(ofBearing: 90) - (90 + turn).truncatingRemainder(dividingBy: 360)) < 1e-6)
+        }
+    }
+
     @Test func controlPointsAreJSONWithXYLatLon() throws {
         let point = try JSONDecoder().decode(ControlPoint.self, from: Data(#"{"x":12.5,"y":3,"lat":-33.85,"lon":151.2}"#.utf8))
         #expect(point == ControlPoint(x: 12.5, y: 3, coordinate: Coordinate(uncheckedLatitude: -33.85, longitude: 151.2)))
