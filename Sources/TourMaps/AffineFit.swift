@@ -172,6 +172,9 @@ public struct AffineFitLimits: Sendable, Equatable {
 
 /// A map image tied to the Earth: an affine map from its pixels to a `LocalMetricFrame`,
 /// fitted to control points by least squares, and the way back.
+///
+/// Codable, to be stored as `fit` made it; decoding trusts the stored numbers (it does not fit
+/// again), so decode only what this module encoded, or keep the control points and fit again.
 public struct MapGeoreference: Sendable, Hashable, Codable {
     /// The image's width in pixels.
     public let width: Int

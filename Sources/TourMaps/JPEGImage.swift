@@ -42,6 +42,8 @@ public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooManyPixels(width: Int, height: Int, limit: Int)
     /// More scans than `JPEGLimits.maxScans` (start-of-scan markers counted before decoding).
     case tooManyScans(count: Int, limit: Int)
+    /// A CMYK (or YCCK) JPEG, as made for print: libjpeg-turbo cannot turn it into RGB.
+    case cmyk
     /// The image data is truncated or corrupt: decoding it failed or warned; the message is
     /// libjpeg-turbo's (such as "Premature end of JPEG file").
     case corrupt(String)
@@ -60,6 +62,7 @@ public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
             "the map image is \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit)"
         case .tooManyScans(let count, let limit):
             "the map image has \(count) scans, more than the limit of \(limit) (save it as a baseline JPEG)"
+        case .cmyk: "the map image is a CMYK JPEG (made for print): save it as RGB"
         case .corrupt(let message): "the map image is truncated or corrupt: \(message)"
         case .library(let error): "libjpeg-turbo failed: \(error)"
         }
@@ -79,7 +82,8 @@ public struct JPEGImage: Sendable, Equatable {
     ///
     /// In order: not empty, at most `maxBytes`, starts with SOI, a readable header with a
     /// non-zero size of at most `maxPixels` (read before any pixel memory is allocated), at
-    /// most `maxScans` scans, and then the whole image decodes without an error or warning. That last step decodes at
+    /// most `maxScans` scans, RGB or grey (not CMYK), and then the whole image decodes without
+    /// an error or warning. That last step decodes at
     /// 1/8 scale: libjpeg still reads and entropy-decodes every byte of every scan, so
     /// truncation and corrupt data are found, while the pixels take 1/64 of the memory.
     public static func check(_ data: Data, limits: JPEGLimits = JPEGLimits()) throws(JPEGError) -> JPEGImage {
@@ -126,6 +130,9 @@ public struct JPEGImage: Sendable, Equatable {
         // Both are below 65,536 (16-bit fields), so the product cannot overflow.
         guard header.width * header.height <= limits.maxPixels else {
             throw .tooManyPixels(width: header.width, height: header.height, limit: limits.maxPixels)
+        }
+        guard header.colorspace != Int32(TJCS_CMYK.rawValue), header.colorspace != Int32(TJCS_YCCK.rawValue) else {
+            throw .cmyk
         }
         let scans = scanCount(data)
         guard scans <= limits.maxScans else { throw .tooManyScans(count: scans, limit: limits.maxScans) }

@@ -110,12 +110,16 @@ final class TurboJPEGEncoder {
     /// Compresses the `width`×`height` RGB region of `pixels` that starts at byte `offset`,
     /// its rows `rowBytes` apart (`tjCompress2`), at `quality` (1…100) with `subsampling` (a
     /// `TJSAMP_*` constant), baseline unless `progressive`. The region must lie inside `pixels`.
+    /// With `cmyk` the pixels are 4 bytes each, C, M, Y, K, and the file is a CMYK (YCCK) JPEG
+    /// as print publishers make them (used by the tests; tour maps are RGB).
     func encode(
         _ pixels: UnsafeBufferPointer<UInt8>, offset: Int, width: Int, rowBytes: Int, height: Int, quality: Int,
-        subsampling: Int32, progressive: Bool = false
+        subsampling: Int32, progressive: Bool = false, cmyk: Bool = false
     ) throws(TurboJPEGError) -> Data {
+        let bytesPerPixel = cmyk ? 4 : 3
         precondition(
-            width >= 1 && height >= 1 && offset >= 0 && offset + (height - 1) * rowBytes + width * 3 <= pixels.count,
+            width >= 1 && height >= 1 && offset >= 0
+                && offset + (height - 1) * rowBytes + width * bytesPerPixel <= pixels.count,
             "the region to compress is outside the pixel buffer")
         guard let base = pixels.baseAddress else {
             throw TurboJPEGError(function: "tjCompress2", message: "no pixels to compress", isWarning: false)
@@ -126,7 +130,8 @@ final class TurboJPEGEncoder {
         defer { if let output { tjFree(output) } }
         try handle.check(
             tjCompress2(
-                handle.raw, base + offset, Int32(width), Int32(rowBytes), Int32(height), rgbPixelFormat,
+                handle.raw, base + offset, Int32(width), Int32(rowBytes), Int32(height),
+                cmyk ? Int32(TJPF_CMYK.rawValue) : rgbPixelFormat,
                 &output, &size, subsampling, Int32(quality), progressive ? TJFLAG_PROGRESSIVE : 0),
             "tjCompress2")
         guard let output else {

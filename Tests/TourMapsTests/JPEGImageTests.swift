@@ -56,6 +56,21 @@ import Testing
         #expect(throws: refusal) { try TilePyramid(jpeg: crafted) }
     }
 
+    /// Print publishers' files: the header says CMYK, which libjpeg-turbo cannot make RGB.
+    @Test func aCMYKFileIsRefusedByName() throws {
+        let pixels = [UInt8](repeating: 40, count: 32 * 32 * 4)
+        let cmyk = try pixels.withUnsafeBufferPointer { buffer in
+            try TurboJPEGEncoder().encode(buffer, offset: 0, width: 32, rowBytes: 128, height: 32, quality: 90, subsampling: 0 /* TJSAMP_444 */, cmyk: true)
+        }
+        #expect(throws: JPEGError.cmyk) { try JPEGImage.check(cmyk) }
+        #expect(throws: JPEGError.cmyk) { try JPEGImage.decode(cmyk) }
+        // Grey is fine: it decodes to RGB.
+        let grey = try TestImages.gradientPixels(width: 32, height: 32).withUnsafeBufferPointer { buffer in
+            try TurboJPEGEncoder().encode(buffer, offset: 0, width: 32, rowBytes: 96, height: 32, quality: 90, subsampling: 3 /* TJSAMP_GRAY */)
+        }
+        #expect(try JPEGImage.decode(grey).pixels.count == 32 * 32 * 3)
+    }
+
     @Test func thePixelLimitIsInclusive() throws {
         let data = try TestImages.gradientJPEG(width: 40, height: 30)
         #expect(try JPEGImage.check(data, limits: JPEGLimits(maxPixels: 1200)).height == 30)
