@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         // Linux's epoll header (in libc), for the gateway's event loops.
         .systemLibrary(name: "CEpoll"),
 
@@ -26,6 +27,9 @@ let package = Package(
         .target(name: "Bus", dependencies: ["CZeroMQ"]),
         .target(name: "Storage", dependencies: ["CSQLite"]),
         .target(name: "Geo"),
+        // Georeferenced tour maps with no service around them: JPEG checks, the affine fit of
+        // control points, the tile pyramid and the demo's drawn maps (libjpeg-turbo).
+        .target(name: "TourMaps", dependencies: ["Geo", "CTurboJPEG"]),
         // Wire types more than one module reads (places, event bodies, auth payloads, replay
         // and snapshot, paging), declared once by their owner; depends on Bus only.
         .target(name: "Contracts", dependencies: ["Bus"]),
@@ -57,13 +61,14 @@ let package = Package(
         // Open-loop load on the gateway's lines and its latency histogram (tourbus-bench load).
         .target(name: "LoadKit"),
         // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
-        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit"]),
+        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit", "TourMaps"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
+        .testTarget(name: "TourMapsTests", dependencies: ["TourMaps", "Geo", "TestSupport"]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Bus", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Helpers shared by test targets (transcript matching, a stand-in publisher, a search of a

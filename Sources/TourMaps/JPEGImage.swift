@@ -1,0 +1,256 @@
+import CTurboJPEG
+import Foundation
+
+/// The largest tour map accepted: bytes of the file, pixels of the image and scans.
+///
+/// Pixels are checked from the header before any pixel memory is allocated; a decoded
+/// image takes 3 bytes a pixel (40 megapixels: 120 MB). Scans bound the time: a progressive
+/// file is decoded once per scan over the whole image, and a baseline file has one scan.
+public struct JPEGLimits: Sendable, Equatable {
+    /// At most this many bytes of JPEG data (default 30 MiB, 31,457,280 bytes).
+    public var maxBytes: Int
+    /// At most this many pixels, width × height (default 40,000,000).
+    public var maxPixels: Int
+    /// At most this many scans, start-of-scan markers (default 64; libjpeg's progressive
+    /// files have about 10).
+    public var maxScans: Int
+
+    public init(maxBytes: Int = 30 * 1024 * 1024, maxPixels: Int = 40_000_000, maxScans: Int = 64) {
+        self.maxBytes = maxBytes
+        self.maxPixels = maxPixels
+        self.maxScans = maxScans
+    }
+}
+
+/// Why JPEG data was refused, or an image could not be made.
+///
+/// `tooManyBytes`, `tooManyPixels` and `tooManyScans` are limits (a service answers `too_large`); the other
+/// refusals are bad input (`invalid_argument`); `library` is a failure of libjpeg-turbo
+/// itself on data it had accepted (`internal`).
+public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No bytes at all.
+    case empty
+    /// More bytes than `JPEGLimits.maxBytes`.
+    case tooManyBytes(size: Int, limit: Int)
+    /// The data does not start like a JPEG file (the SOI marker FF D8 FF).
+    case notJPEG
+    /// The header could not be read; the message is libjpeg-turbo's.
+    case unreadableHeader(String)
+    /// The header gives a width or a height of 0.
+    case zeroSize(width: Int, height: Int)
+    /// More pixels than `JPEGLimits.maxPixels`, from the header, before decoding.
+    case tooManyPixels(width: Int, height: Int, limit: Int)
+    /// More scans than `JPEGLimits.maxScans` (start-of-scan markers counted before decoding).
+    case tooManyScans(count: Int, limit: Int)
+    /// A CMYK (or YCCK) JPEG, as made for print: libjpeg-turbo cannot turn it into RGB.
+    case cmyk
+    /// The image data is truncated or corrupt: decoding it failed or warned; the message is
+    /// libjpeg-turbo's (such as "Premature end of JPEG file").
+    case corrupt(String)
+    /// libjpeg-turbo failed on something other than the input's data (a handle, compressing).
+    case library(TurboJPEGError)
+
+    /// A message for the person who sent the file.
+    public var description: String {
+        switch self {
+        case .empty: "the map image is empty (0 bytes)"
+        case .tooManyBytes(let size, let limit): "the map image has \(size) bytes, more than the limit of \(limit)"
+        case .notJPEG: "the map image is not a JPEG file (it must start with the bytes FF D8 FF)"
+        case .unreadableHeader(let message): "the map image's JPEG header cannot be read: \(message)"
+        case .zeroSize(let width, let height): "the map image has no pixels (\(width)×\(height))"
+        case .tooManyPixels(let width, let height, let limit):
+            "the map image is \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit)"
+        case .tooManyScans(let count, let limit):
+            "the map image has \(count) scans, more than the limit of \(limit) (save it as a baseline JPEG)"
+        case .cmyk: "the map image is a CMYK JPEG (made for print): save it as RGB"
+        case .corrupt(let message): "the map image is truncated or corrupt: \(message)"
+        case .library(let error): "libjpeg-turbo failed: \(error)"
+        }
+    }
+}
+
+/// A JPEG file that passed every check: its size and what its header says.
+public struct JPEGImage: Sendable, Equatable {
+    /// Width in pixels, at least 1.
+    public let width: Int
+    /// Height in pixels, at least 1.
+    public let height: Int
+    /// Bytes of the JPEG data.
+    public let byteCount: Int
+
+    /// Checks that `data` is one complete, undamaged JPEG within `limits` and returns its size.
+    ///
+    /// In order: not empty, at most `maxBytes`, starts with SOI, a readable header with a
+    /// non-zero size of at most `maxPixels` (read before any pixel memory is allocated), at
+    /// most `maxScans` scans, RGB or grey (not CMYK), and then the whole image decodes without
+    /// an error or warning. That last step decodes at
+    /// 1/8 scale: libjpeg still reads and entropy-decodes every byte of every scan, so
+    /// truncation and corrupt data are found, while the pixels take 1/64 of the memory.
+    public static func check(_ data: Data, limits: JPEGLimits = JPEGLimits()) throws(JPEGError) -> JPEGImage {
+        let decoder = try makeDecoder()
+        let header = try checkedHeader(data, limits: limits, decoder: decoder)
+        let width = (header.width + 7) / 8, height = (header.height + 7) / 8
+        var scratch = [UInt8](repeating: 0, count: width * height * 3)
+        try decodeData(data, decoder: decoder, into: &scratch, width: width, height: height)
+        return JPEGImage(width: header.width, height: header.height, byteCount: data.count)
+    }
+
+    /// Checks `data` as `check` does and decodes it at full size.
+    public static func decode(_ data: Data, limits: JPEGLimits = JPEGLimits()) throws(JPEGError) -> RGBImage {
+        let decoder = try makeDecoder()
+        let header = try checkedHeader(data, limits: limits, decoder: decoder)
+        let count = header.width * header.height * 3
+        // No zero fill: the decoder writes every byte (or fails, and the buffer is dropped).
+        var pixels = [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
+        try decodeData(data, decoder: decoder, into: &pixels, width: header.width, height: header.height)
+        return RGBImage(uncheckedWidth: header.width, height: header.height, pixels: pixels)
+    }
+
+    private static func makeDecoder() throws(JPEGError) -> TurboJPEGDecoder {
+        do { return try TurboJPEGDecoder() } catch { throw .library(error) }
+    }
+
+    /// The size and signature checks, then the header and its pixel count.
+    private static func checkedHeader(_ data: Data, limits: JPEGLimits, decoder: TurboJPEGDecoder) throws(JPEGError) -> JPEGHeader {
+        guard !data.isEmpty else { throw .empty }
+        guard data.count <= limits.maxBytes else { throw .tooManyBytes(size: data.count, limit: limits.maxBytes) }
+        guard data.count >= 3, data.prefix(3).elementsEqual([0xFF, 0xD8, 0xFF]) else { throw .notJPEG }
+        let result = data.withUnsafeBytes { bytes in Result { () throws(TurboJPEGError) in try decoder.header(bytes) } }
+        let header: JPEGHeader
+        switch result {
+        case .success(let value): header = value
+        case .failure(let error):
+            // libjpeg refuses a 0 height or width in the frame header itself ("Empty JPEG image").
+            if let size = frameSize(data), size.width == 0 || size.height == 0 {
+                throw .zeroSize(width: size.width, height: size.height)
+            }
+            throw .unreadableHeader(error.message)
+        }
+        guard header.width > 0, header.height > 0 else { throw .zeroSize(width: header.width, height: header.height) }
+        // Both are below 65,536 (16-bit fields), so the product cannot overflow.
+        guard header.width * header.height <= limits.maxPixels else {
+            throw .tooManyPixels(width: header.width, height: header.height, limit: limits.maxPixels)
+        }
+        guard header.colorspace != Int32(TJCS_CMYK.rawValue), header.colorspace != Int32(TJCS_YCCK.rawValue) else {
+            throw .cmyk
+        }
+        let scans = scanCount(data)
+        guard scans <= limits.maxScans else { throw .tooManyScans(count: scans, limit: limits.maxScans) }
+        return header
+    }
+
+    /// How many start-of-scan markers (FF DA) the data holds. Entropy-coded data never has
+    /// FF followed by anything but 00 or a restart marker, so every FF DA outside a segment's
+    /// payload is a scan; one inside a payload (an embedded thumbnail) only counts one more.
+    static func scanCount(_ data: Data) -> Int {
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            var count = 0, previous: UInt8 = 0
+            for byte in bytes {
+                if previous == 0xFF && byte == 0xDA { count += 1 }
+                previous = byte
+            }
+            return count
+        }
+    }
+
+    private static func decodeData(
+        _ data: Data, decoder: TurboJPEGDecoder, into pixels: inout [UInt8], width: Int, height: Int
+    ) throws(JPEGError) {
+        let result = data.withUnsafeBytes { jpeg in
+            pixels.withUnsafeMutableBytes { target in
+                Result { () throws(TurboJPEGError) in try decoder.decode(jpeg, into: target, width: width, height: height) }
+            }
+        }
+        if case .failure(let error) = result { throw .corrupt(error.message) }
+    }
+
+    /// The width and height of the first frame header (SOF0…SOF15 but DHT, JPG and DAC),
+    /// found by walking the marker segments; nil when there is none before the first scan.
+    ///
+    /// Only used to say why libjpeg refused a header, so it gives up at anything unexpected.
+    static func frameSize(_ data: Data) -> (width: Int, height: Int)? {
+        let bytes = [UInt8](data.prefix(1 << 20))
+        var index = 2  // after SOI
+        while index + 4 <= bytes.count, bytes[index] == 0xFF {
+            let marker = bytes[index + 1]
+            let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+            if (0xC0...0xCF).contains(marker), ![0xC4, 0xC8, 0xCC].contains(marker) {
+                guard index + 9 <= bytes.count else { return nil }
+                let height = Int(bytes[index + 5]) << 8 | Int(bytes[index + 6])
+                let width = Int(bytes[index + 7]) << 8 | Int(bytes[index + 8])
+                return (width, height)
+            }
+            if marker == 0xDA || length < 2 { return nil }  // start of scan, or a broken length
+            index += 2 + length
+        }
+        return nil
+    }
+}
+
+/// An 8-bit-per-channel colour.
+public struct RGBColor: Sendable, Hashable {
+    public var red: UInt8
+    public var green: UInt8
+    public var blue: UInt8
+
+    public init(red: UInt8, green: UInt8, blue: UInt8) {
+        self.red = red
+        self.green = green
+        self.blue = blue
+    }
+
+    /// The largest difference of one channel to `other`'s (0…255): how far a JPEG's lossy
+    /// colour is from the one drawn.
+    public func distance(to other: RGBColor) -> Int {
+        max(abs(Int(red) - Int(other.red)), abs(Int(green) - Int(other.green)), abs(Int(blue) - Int(other.blue)))
+    }
+}
+
+/// A decoded image: RGB, 3 bytes a pixel, rows top to bottom with no padding.
+public struct RGBImage: Sendable {
+    public let width: Int
+    public let height: Int
+    /// `width * height * 3` bytes.
+    public internal(set) var pixels: [UInt8]
+
+    /// An image of `pixels`, which must hold `width * height * 3` bytes (nil otherwise, or
+    /// when a side is below 1).
+    public init?(width: Int, height: Int, pixels: [UInt8]) {
+        let (rowBytes, overflow) = width.multipliedReportingOverflow(by: 3)
+        guard width >= 1, height >= 1, !overflow, pixels.count % rowBytes == 0, pixels.count / rowBytes == height
+        else { return nil }
+        self.init(uncheckedWidth: width, height: height, pixels: pixels)
+    }
+
+    /// Wraps a buffer already known to hold `width * height * 3` bytes.
+    init(uncheckedWidth width: Int, height: Int, pixels: [UInt8]) {
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+    }
+
+    /// The image as a baseline JPEG at `quality` (clamped to 1…100); `fullColor` keeps every
+    /// pixel's chroma (4:4:4, for drawings with thin coloured lines) where the default
+    /// shares it between 2×2 pixels (4:2:0, smaller, as for photos).
+    public func jpeg(quality: Int = 90, fullColor: Bool = false) throws(JPEGError) -> Data {
+        let subsampling = Int32(fullColor ? TJSAMP_444.rawValue : TJSAMP_420.rawValue)
+        let result = pixels.withUnsafeBufferPointer { buffer in
+            Result { () throws(TurboJPEGError) in
+                try TurboJPEGEncoder().encode(
+                    buffer, offset: 0, width: width, rowBytes: width * 3, height: height,
+                    quality: min(100, max(1, quality)), subsampling: subsampling)
+            }
+        }
+        switch result {
+        case .success(let data): return data
+        case .failure(let error): throw .library(error)
+        }
+    }
+
+    /// The colour of the pixel in column `x`, row `y` (both from 0 at the top left).
+    public func color(x: Int, y: Int) -> RGBColor {
+        precondition((0..<width).contains(x) && (0..<height).contains(y), "pixel (\(x), \(y)) is outside the image")
+        let offset = (y * width + x) * 3
+        return RGBColor(red: pixels[offset], green: pixels[offset + 1], blue: pixels[offset + 2])
+    }
+}
