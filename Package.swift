@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
-        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
+        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps"]),
         .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "CSodium"]),
         .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
@@ -74,14 +74,14 @@ let package = Package(
         // Helpers shared by test targets (transcript matching, a stand-in publisher, a search of a
         // database for a user's rows); never linked into the executables.
         .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "ServiceKit", "Storage"], path: "Tests/TestSupport"),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "TourMaps", "Geo", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "NotifyServiceTests", dependencies: ["NotifyService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "FavoritesServiceTests", dependencies: ["FavoritesService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.
-        .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "TestSupport"], exclude: ["Resources"]),
+        .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "TourMaps", "Geo", "TestSupport"], exclude: ["Resources"]),
     ],
     swiftLanguageModes: [.v6]
 )

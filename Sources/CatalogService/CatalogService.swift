@@ -34,8 +34,9 @@ public enum CatalogService {
     /// Page cursors of `catalog.list`: the last id seen.
     static let pageCursor = IDCursor(tag: "p", maxLength: 64, minimum: 0)
 
-    /// The definition `ServiceRuntime` runs.
-    public static let definition: ServiceDefinition<CatalogStore> = {
+    /// The definition `ServiceRuntime` runs; each one has a tile cutter of its own.
+    public static func definition(options: CatalogOptions = CatalogOptions()) -> ServiceDefinition<CatalogStore> {
+        let tileCutter = BackgroundSignal()
         var table = HandlerTable<CatalogStore>()
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.
         table.onRaw(CatalogRequests.create, .write, description: "add a place: name, category, lat, lon and optional details") { context, store in
@@ -79,9 +80,33 @@ public enum CatalogService {
         table.on("tours.list", description: "tours by id, or those with a stop near a point (radius_m, default 10 km), nearest first; paged") {
             (request: TourList, _, store) in try store.listTours(request)
         }
-        return ServiceDefinition(
+        table.on("tours.map.upload.begin", .write, description: "start uploading a tour map's JPEG; answers its upload_id") {
+            (_: Empty, _, store) in try store.beginUpload()
+        }
+        table.on("tours.map.upload.append", .write, description: "add the next chunk (base64, at most 512 KiB) to an upload; offset guards retries") {
+            (request: MapUploadChunk, _, store) in try store.appendUpload(request)
+        }
+        table.on("tours.map.upload.commit", .write, description: "finish an upload: the JPEG is checked (at most 30 MB and 40 megapixels)") {
+            (request: MapUpload, _, store) in try store.commitUpload(request.uploadId)
+        }
+        table.on("tours.map.set", .write, description: "make a committed upload a tour's map, placed by 3 or more control points {x, y, lat, lon}") {
+            (request: MapSet, _, store) -> TourMapInfo in
+            let info = try store.setMap(request, maxRMSMeters: store.options.mapMaxRMSMeters)
+            store.tileCutter.wake()
+            return info
+        }
+        table.on("tours.map.get", description: "a tour's map: size, control points, residuals, world file, tile levels, tiles_ready") {
+            (request: MapTileRequest, _, store) in try store.mapInfo(request.tourId)
+        }
+        table.onRaw("tours.map.tile", description: "one 256x256 JPEG tile z/x/y of a tour's map (RESP: raw bytes; JSON-RPC: base64)") { context, store in
+            let tile = try store.mapTile(try context.body(MapTileRequest.self))
+            return Response(body: Data(#"{"content_type":"image/jpeg","bytes":\#(tile.count)}"#.utf8), attachments: [tile])
+        }
+        var definition = ServiceDefinition(
             name: "catalog", migrations: CatalogSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
-            makeState: { worker in try CatalogStore(worker: worker) })
-    }()
+            makeState: { worker in try CatalogStore(worker: worker, options: options, tileCutter: tileCutter) })
+        definition.background = [BackgroundWork(name: "tiles", signal: tileCutter, step: TileCutter.step)]
+        return definition
+    }
 }

@@ -13,8 +13,15 @@ public final class CatalogStore: ServiceState {
     let categories: [Category]
     let categoryIds: Set<String>
 
-    public init(worker: ServiceWorker) throws {
+    /// The catalog's own options.
+    let options: CatalogOptions
+    /// Wakes the thread that cuts map tiles.
+    let tileCutter: BackgroundSignal
+
+    public init(worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal()) throws {
         self.worker = worker
+        self.options = options
+        self.tileCutter = tileCutter
         categories = try worker.db.query("SELECT id, name FROM categories ORDER BY id").map { row throws(RowError) in
             Category(id: try row.decode("id"), name: try row.decode("name"), count: nil)
         }
@@ -289,6 +296,45 @@ enum CatalogSchema {
         Migration(domain: "catalog", version: 5, sql: """
             ALTER TABLE places ADD COLUMN name_i18n TEXT;
             ALTER TABLE places ADD COLUMN description_i18n TEXT;
+            """),
+        // Tour maps: uploads in chunks, a map per tour (its JPEG, control points and fit), and
+        // its tiles, cut in the background. `generation` grows with every map set for a tour, so
+        // tiles cut from an older image are never taken for the new one's.
+        Migration(domain: "catalog", version: 6, sql: """
+            CREATE TABLE map_uploads (
+                id        TEXT PRIMARY KEY,
+                created_s INTEGER NOT NULL,
+                bytes     INTEGER NOT NULL,
+                chunks    INTEGER NOT NULL,
+                committed INTEGER NOT NULL,
+                width     INTEGER,
+                height    INTEGER
+            );
+            CREATE TABLE map_upload_chunks (
+                upload_id TEXT NOT NULL REFERENCES map_uploads(id) ON DELETE CASCADE,
+                seq       INTEGER NOT NULL,
+                data      BLOB NOT NULL,
+                PRIMARY KEY (upload_id, seq)
+            );
+            CREATE TABLE tour_maps (
+                tour_id      INTEGER PRIMARY KEY REFERENCES tours(id) ON DELETE CASCADE,
+                generation   INTEGER NOT NULL,
+                jpeg         BLOB NOT NULL,
+                width        INTEGER NOT NULL,
+                height       INTEGER NOT NULL,
+                points       TEXT NOT NULL,
+                georeference TEXT NOT NULL,
+                tiles_ready  INTEGER NOT NULL,
+                updated_at   TEXT NOT NULL
+            );
+            CREATE INDEX tour_maps_to_cut ON tour_maps(tiles_ready, tour_id);
+            CREATE TABLE tour_map_tiles (
+                tour_id    INTEGER NOT NULL REFERENCES tour_maps(tour_id) ON DELETE CASCADE,
+                generation INTEGER NOT NULL,
+                z INTEGER NOT NULL, x INTEGER NOT NULL, y INTEGER NOT NULL,
+                jpeg       BLOB NOT NULL,
+                PRIMARY KEY (tour_id, z, x, y)
+            );
             """),
     ]
 }

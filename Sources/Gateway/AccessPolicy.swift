@@ -65,6 +65,11 @@ public struct AccessPolicy: Sendable {
         Rule("tours.create", "catalog", .admin),
         Rule("tours.update", "catalog", .admin),
         Rule("tours.delete", "catalog", .admin),
+        // Tour maps: anyone reads a map and its tiles; admins upload and place them.
+        Rule("tours.map.get", "catalog", .anyone),
+        Rule("tours.map.tile", "catalog", .anyone),
+        Rule("tours.map.upload.", "catalog", .admin),
+        Rule("tours.map.set", "catalog", .admin),
         // Search: anyone.
         Rule("search.", "search", .anyone),
         // Accounts, profiles, reviews, follows and sharing: the social service.

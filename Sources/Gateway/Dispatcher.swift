@@ -8,6 +8,8 @@ import Synchronization
 enum Outcome: Sendable {
     /// A JSON result, as bytes.
     case result(Data)
+    /// Bytes that are not JSON (a map tile): a raw bulk string in RESP, a base64 string in JSON-RPC.
+    case bytes(Data)
     /// The answer to `ping` (`+PONG` in RESP, `"pong"` in JSON-RPC).
     case pong
     /// An error from the closed set.
@@ -278,6 +280,9 @@ final class Dispatcher: Sendable {
         backends.send(request.service, type: method, body: request.params, auth: auth, client: request.client,
                       deadline: request.deadline, ownDeadline: request.ownDeadline) { result in
             switch result {
+            case .success(let reply) where reply.attachments.count == 1:
+                // A reply that carries one attachment frame answers with its bytes (a tile).
+                completion(.bytes(reply.attachments[0]), nil)
             case .success(let reply):
                 completion(.result(reply.bodyJSON), nil)
             case .failure(let error) where error.code == .notFound && error.field == "type":

@@ -266,6 +266,9 @@ final class JSONRPCFraming: Framing {
         case .result(let body) where body.count > limits.maxReplyBytes:
             return finish(slot, JSONRPC.error(id: id, .replyTooLarge(body.count, limit: limits.maxReplyBytes)))
         case .result(let body): return finish(slot, JSONRPC.result(id: id, body))
+        case .bytes(let raw) where (raw.count + 2) / 3 * 4 + 2 > limits.maxReplyBytes:
+            return finish(slot, JSONRPC.error(id: id, .replyTooLarge((raw.count + 2) / 3 * 4 + 2, limit: limits.maxReplyBytes)))
+        case .bytes(let raw): return finish(slot, JSONRPC.result(id: id, Data(("\"" + raw.base64EncodedString() + "\"").utf8)))
         case .pong: return finish(slot, JSONRPC.result(id: id, Data("\"pong\"".utf8)))
         case .failure(let error): return finish(slot, JSONRPC.error(id: id, error))
         case .subscription(let change): return finish(slot, JSONRPC.result(id: id, change.json))

@@ -505,6 +505,9 @@ final class RESPFraming: Framing {
         case .result(let body) where body.count > limits.maxReplyBytes:
             return file(slot, RESP.error(.replyTooLarge(body.count, limit: limits.maxReplyBytes)))
         case .result(let body): return file(slot, RESP.bulk(body))
+        case .bytes(let raw) where raw.count > limits.maxReplyBytes:
+            return file(slot, RESP.error(.replyTooLarge(raw.count, limit: limits.maxReplyBytes)))
+        case .bytes(let raw): return file(slot, RESP.bulk(raw))
         case .pong: return file(slot, RESP.simple("PONG"))
         case .failure(let error): return file(slot, RESP.error(error))
         case .subscription(let change):

@@ -144,6 +144,11 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 }
             }
             endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [], metrics: metrics?.endpoint)
+            for work in definition.background {
+                _ = try lifecycle.start("background \(work.name)", stop: { $0.stop() }) {
+                    try BackgroundRunner(work, databasePath: path, tuning: tuning, logger: logger)
+                }
+            }
             if !definition.periodic.isEmpty {
                 let own = server.endpoints
                 _ = try lifecycle.start("periodic requests", stop: { $0.stop() }) {

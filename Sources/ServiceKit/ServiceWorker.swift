@@ -113,6 +113,9 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
     /// such as purging what expired), through its own request endpoint like any client's, so
     /// they run on the thread and in the transactions their kind says.
     public var periodic: [PeriodicRequest] = []
+    /// Work on threads of the service's own, off the request path (`BackgroundWork`), each
+    /// started after the request server and stopped before it.
+    public var background: [BackgroundWork] = []
 
     public init(name: String, migrations: [Migration], handlers: HandlerTable<State>, publishes: Bool = false,
                 snapshot: (@Sendable (State, String?, Int) throws -> SnapshotPage)? = nil,

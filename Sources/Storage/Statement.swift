@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -194,6 +195,13 @@ public final class Statement {
         let start = sqlite3_column_text(handle, Int32(column))  // Read before the length, as SQLite advises.
         let length = Int(sqlite3_column_bytes(handle, Int32(column)))
         return try body(UnsafeBufferPointer(start: start, count: start == nil ? 0 : length))
+    }
+
+    /// A BLOB column of the current row, copied (empty for NULL): a map image or tile, read
+    /// without the copy a `Row` would make of it first.
+    public func blob(_ column: Int) -> Data {
+        guard let start = sqlite3_column_blob(handle, Int32(column)) else { return Data() }  // Before the length, as SQLite advises.
+        return Data(bytes: start, count: Int(sqlite3_column_bytes(handle, Int32(column))))
     }
 
     /// A copy of the current row; valid only after `step()` returned true.

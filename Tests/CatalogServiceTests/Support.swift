@@ -25,7 +25,7 @@ final class CatalogFixture {
         config.heartbeatMilliseconds = heartbeatMs
         config.outboxRetention = retention
         self.config = config
-        runtime = try ServiceRuntime(definition: CatalogService.definition, config: config, context: context, logger: logger)
+        runtime = try ServiceRuntime(definition: CatalogService.definition(), config: config, context: context, logger: logger)
         client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)
     }
 

@@ -275,6 +275,16 @@ final class GatewayConnection {
         return "$" + body
     }
 
+    /// One RESP bulk string's bytes, as they came (a map tile); nil for any other reply.
+    func respBytes() -> [UInt8]? {
+        guard let head = line(), head.hasPrefix("$"), let size = Int(head.dropFirst()), size >= 0 else { return nil }
+        let limit = deadline
+        while buffer.count < size + 2 { guard fill(until: limit) else { return nil } }
+        let body = Array(buffer[0..<size])
+        buffer.removeFirst(size + 2)
+        return body
+    }
+
     /// Whether the gateway closed the connection (reads end of stream within the timeout).
     func isClosedByPeer() -> Bool {
         let limit = deadline

@@ -1,0 +1,328 @@
+import Bus
+import Contracts
+import Foundation
+import Geo
+import ServiceKit
+import Storage
+import TourMaps
+
+// Tour maps: a JPEG uploaded in chunks, tied to the Earth by control points, and delivered to
+// phones as 256×256 tiles that a background thread cuts once the map is set.
+
+/// The catalog's own options (`tourbus-catalog` flags).
+public struct CatalogOptions: Sendable {
+    /// `tours.map.set` refuses control points whose RMS residual is over this (`--map-max-rms-m`).
+    public var mapMaxRMSMeters = 25.0
+
+    public init() {}
+}
+
+/// `tours.map.upload.append`: the next piece of an upload, base64, at most `TourMapRules.maxChunk` bytes decoded.
+struct MapUploadChunk: Decodable, Sendable {
+    var uploadId: String
+    var chunk: String
+    /// When given, the bytes the upload must hold already (a retried append is then refused, not doubled).
+    var offset: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case chunk, offset
+        case uploadId = "upload_id"
+    }
+}
+
+/// `tours.map.upload.commit` (and the reply of begin and append): an upload and how many bytes it holds.
+struct MapUpload: Codable, Sendable {
+    var uploadId: String
+    var bytes: Int?
+    var width: Int?
+    var height: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case bytes, width, height
+        case uploadId = "upload_id"
+    }
+}
+
+/// `tours.map.set`: a committed upload becomes the tour's map, placed by control points.
+struct MapSet: Decodable, Sendable {
+    struct Point: Codable, Sendable {
+        var x: Double
+        var y: Double
+        var lat: Double
+        var lon: Double
+    }
+
+    var tourId: Int64
+    var uploadId: String
+    var points: [Point]
+
+    enum CodingKeys: String, CodingKey {
+        case points
+        case tourId = "tour_id"
+        case uploadId = "upload_id"
+    }
+}
+
+/// `tours.map.get` and `tours.map.tile`: a tour's map, and one tile of it.
+struct MapTileRequest: Decodable, Sendable {
+    var tourId: Int64
+    var z: Int?
+    var x: Int?
+    var y: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case z, x, y
+        case tourId = "tour_id"
+    }
+}
+
+/// A tour's map as `tours.map.set` and `tours.map.get` answer it.
+struct TourMapInfo: Encodable, Sendable {
+    struct Level: Encodable, Sendable {
+        var z, width, height, columns, rows: Int
+    }
+
+    var tourId: Int64
+    var width: Int
+    var height: Int
+    var bytes: Int
+    var points: [MapSet.Point]
+    var residualsM: [Double]
+    var rmsM: Double
+    /// The six lines of an ESRI world file (`.jgw`), degrees per pixel.
+    var worldFile: String
+    var tileSize = TilePyramid.tileSize
+    var levels: [Level]
+    var tilesReady: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case width, height, bytes, points, levels
+        case tourId = "tour_id"
+        case residualsM = "residuals_m"
+        case rmsM = "rms_m"
+        case worldFile = "world_file"
+        case tileSize = "tile_size"
+        case tilesReady = "tiles_ready"
+    }
+}
+
+/// The bounds of uploads and maps.
+enum TourMapRules {
+    /// Decoded bytes of one `tours.map.upload.append` (its base64 fits the gateway's request limit).
+    static let maxChunk = 512 * 1024
+    static let jpeg = JPEGLimits()
+    /// Uploads begun and not yet used by `tours.map.set`, at most; each expires after `uploadLifetime`.
+    static let maxOpenUploads = 16
+    static let uploadLifetimeSeconds: Int64 = 3_600
+    /// Tiles written per transaction by the builder, so the writer never waits long.
+    static let tilesPerTransaction = 32
+
+    /// `not_found` for an upload id that is not one of ours (or expired).
+    static func unknownUpload(_ id: String) -> ServiceError {
+        ServiceError(.notFound, "no upload '\(id.prefix(64))' (uploads expire an hour after they begin)", field: "upload_id")
+    }
+
+    /// What a refused JPEG answers: too large, or not a map image (with libjpeg-turbo's words).
+    static func refusal(_ error: JPEGError) -> ServiceError {
+        switch error {
+        case .tooManyBytes, .tooManyPixels: ServiceError(.tooLarge, error.description, field: "upload_id")
+        case .library: ServiceError(.internal, error.description)
+        default: ServiceError.invalid("upload_id", error.description)
+        }
+    }
+}
+
+extension CatalogStore {
+    // MARK: Uploads (writer thread)
+
+    func beginUpload() throws -> MapUpload {
+        try db.transaction {
+            let now = Int64(Date().timeIntervalSince1970)
+            try db.run("DELETE FROM map_uploads WHERE created_s < ?", now - TourMapRules.uploadLifetimeSeconds)
+            let open = try db.scalarInt("SELECT COUNT(*) FROM map_uploads") ?? 0
+            guard open < TourMapRules.maxOpenUploads else {
+                throw ServiceError(.rateLimited, "\(open) uploads are open: use them with tours.map.set, or wait an hour for them to expire")
+            }
+            let id = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            try db.run("INSERT INTO map_uploads (id, created_s, bytes, chunks, committed) VALUES (?, ?, 0, 0, 0)", id, now)
+            return MapUpload(uploadId: id, bytes: 0)
+        }
+    }
+
+    func appendUpload(_ request: MapUploadChunk) throws -> MapUpload {
+        // Base64 of at most maxChunk bytes; the text is bounded before it is decoded.
+        guard request.chunk.utf8.count <= (TourMapRules.maxChunk + 2) / 3 * 4,
+              let chunk = Data(base64Encoded: request.chunk), (1...TourMapRules.maxChunk).contains(chunk.count) else {
+            throw ServiceError.invalid("chunk", "must be base64 of 1 to \(TourMapRules.maxChunk) bytes")
+        }
+        return try db.transaction {
+            let upload = try openUpload(request.uploadId)
+            guard !upload.committed else { throw ServiceError(.conflict, "upload \(request.uploadId) is committed already", field: "upload_id") }
+            if let offset = request.offset, offset != upload.bytes {
+                throw ServiceError(.conflict, "upload \(request.uploadId) holds \(upload.bytes) bytes, not \(offset)", field: "offset")
+            }
+            guard upload.bytes + chunk.count <= TourMapRules.jpeg.maxBytes else {
+                throw ServiceError(.tooLarge, "a map image may have at most \(TourMapRules.jpeg.maxBytes) bytes", field: "chunk")
+            }
+            try db.run("INSERT INTO map_upload_chunks (upload_id, seq, data) VALUES (?, ?, ?)", request.uploadId, upload.chunks, chunk)
+            try db.run("UPDATE map_uploads SET bytes = bytes + ?, chunks = chunks + 1 WHERE id = ?", chunk.count, request.uploadId)
+            return MapUpload(uploadId: request.uploadId, bytes: upload.bytes + chunk.count)
+        }
+    }
+
+    /// Checks the whole image (libjpeg-turbo decodes it once) and marks the upload ready for `tours.map.set`.
+    func commitUpload(_ id: String) throws -> MapUpload {
+        try db.transaction {
+            let upload = try openUpload(id)
+            let image: JPEGImage
+            do {
+                image = try JPEGImage.check(try uploadBytes(id), limits: TourMapRules.jpeg)
+            } catch let error as JPEGError {
+                throw TourMapRules.refusal(error)
+            }
+            try db.run("UPDATE map_uploads SET committed = 1, width = ?, height = ? WHERE id = ?", image.width, image.height, id)
+            return MapUpload(uploadId: id, bytes: upload.bytes, width: image.width, height: image.height)
+        }
+    }
+
+    private func openUpload(_ id: String) throws -> (bytes: Int, chunks: Int, committed: Bool) {
+        let now = Int64(Date().timeIntervalSince1970)
+        guard id.utf8.count <= 64, let row = try db.queryOne("SELECT bytes, chunks, committed FROM map_uploads WHERE id = ? AND created_s >= ?",
+                                                             id, now - TourMapRules.uploadLifetimeSeconds) else {
+            throw TourMapRules.unknownUpload(id)
+        }
+        return (try row.decode("bytes"), try row.decode("chunks"), try row.decode("committed", as: Int.self) != 0)
+    }
+
+    private func uploadBytes(_ id: String) throws -> Data {
+        var bytes = Data()
+        try db.forEachStep("SELECT data FROM map_upload_chunks WHERE upload_id = ? ORDER BY seq", [id]) { statement in
+            bytes.append(statement.blob(0))
+        }
+        return bytes
+    }
+
+    // MARK: Maps
+
+    /// Makes a committed upload tour `tourId`'s map (replacing any it had), placed by the fit
+    /// of `points`; its tiles are cut in the background (`tiles_ready` says when).
+    func setMap(_ request: MapSet, maxRMSMeters: Double) throws -> TourMapInfo {
+        guard request.points.count <= 100 else { throw ServiceError.invalid("points", "at most 100 control points") }
+        let points: [ControlPoint] = try request.points.enumerated().map { i, point in
+            do {
+                return ControlPoint(x: point.x, y: point.y, coordinate: try Coordinate(latitude: point.lat, longitude: point.lon))
+            } catch {
+                throw ServiceError.invalid("points[\(i)]", "\(error)")
+            }
+        }
+        return try db.transaction {
+            _ = try tour(request.tourId)
+            let upload = try openUpload(request.uploadId)
+            guard upload.committed, let row = try db.queryOne("SELECT width, height FROM map_uploads WHERE id = ?", request.uploadId) else {
+                throw ServiceError(.conflict, "commit upload \(request.uploadId) first (tours.map.upload.commit)", field: "upload_id")
+            }
+            let (width, height) = (try row.decode("width", as: Int.self), try row.decode("height", as: Int.self))
+            let georeference: MapGeoreference
+            do throws(AffineFitError) {
+                georeference = try MapGeoreference.fit(points, width: width, height: height, limits: AffineFitLimits(maxRMSMeters: maxRMSMeters))
+            } catch {
+                throw ServiceError.invalid("points", error.description)
+            }
+            let jpeg = try uploadBytes(request.uploadId)
+            let generation = (try db.scalarInt("SELECT generation FROM tour_maps WHERE tour_id = ?", request.tourId) ?? 0) + 1
+            try db.run("DELETE FROM tour_map_tiles WHERE tour_id = ?", request.tourId)
+            try db.run("""
+                INSERT OR REPLACE INTO tour_maps (tour_id, generation, jpeg, width, height, points, georeference, tiles_ready, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)
+                """, request.tourId, generation, jpeg, width, height,
+                       String(decoding: try JSONCoding.encoder.encode(request.points), as: UTF8.self),
+                       String(decoding: try JSONCoding.encoder.encode(georeference), as: UTF8.self), Logger.timestamp())
+            try db.run("DELETE FROM map_uploads WHERE id = ?", request.uploadId)
+            return try mapInfo(request.tourId)
+        }
+    }
+
+    /// `tours.map.get`: the map's size, control points, fit and tiles, or `not_found`.
+    func mapInfo(_ tourId: Int64) throws -> TourMapInfo {
+        guard let row = try db.queryOne("""
+            SELECT width, height, length(jpeg) AS bytes, points, georeference, tiles_ready FROM tour_maps WHERE tour_id = ?
+            """, tourId) else {
+            throw ServiceError(.notFound, "tour \(tourId) has no map", field: "tour_id")
+        }
+        let georeference = try georeference(row)
+        let (width, height): (Int, Int) = (try row.decode("width"), try row.decode("height"))
+        return TourMapInfo(
+            tourId: tourId, width: width, height: height, bytes: try row.decode("bytes"),
+            points: try JSONCoding.decoder.decode([MapSet.Point].self, from: Data(try row.decode("points", as: String.self).utf8)),
+            residualsM: georeference.residualsMeters, rmsM: georeference.rmsMeters, worldFile: georeference.worldFile,
+            levels: TilePyramid.levels(width: width, height: height).map {
+                TourMapInfo.Level(z: $0.z, width: $0.width, height: $0.height, columns: $0.columns, rows: $0.rows)
+            },
+            tilesReady: try row.decode("tiles_ready", as: Int.self) != 0)
+    }
+
+    /// The fit stored with a map (as `MapGeoreference.fit` made it).
+    func georeference(_ row: Row) throws -> MapGeoreference {
+        try JSONCoding.decoder.decode(MapGeoreference.self, from: Data(try row.decode("georeference", as: String.self).utf8))
+    }
+
+    /// `tours.map.tile`: one tile's JPEG, once the tiles are cut.
+    func mapTile(_ request: MapTileRequest) throws -> Data {
+        guard let z = request.z, let x = request.x, let y = request.y else {
+            throw ServiceError.invalid(request.z == nil ? "z" : request.x == nil ? "x" : "y", "give z, x and y")
+        }
+        guard let ready = try db.scalarInt("SELECT tiles_ready FROM tour_maps WHERE tour_id = ?", request.tourId) else {
+            throw ServiceError(.notFound, "tour \(request.tourId) has no map", field: "tour_id")
+        }
+        guard ready != 0 else {
+            throw ServiceError(.unavailable, "the map's tiles are still being cut: tiles_ready in tours.map.get says when they are")
+        }
+        var tile: Data?
+        try db.forEachStep("SELECT jpeg FROM tour_map_tiles WHERE tour_id = ? AND z = ? AND x = ? AND y = ?", [request.tourId, z, x, y]) {
+            tile = $0.blob(0)
+        }
+        guard let tile else { throw ServiceError(.notFound, "tour \(request.tourId)'s map has no tile z=\(z) x=\(x) y=\(y)", field: "z") }
+        return tile
+    }
+}
+
+/// Cuts the tiles of maps that have none yet, one map per step, on the catalog's background
+/// thread: a map decoded once, its tiles written a few per transaction, marked ready at the end.
+/// A map replaced meanwhile (a new generation) is left for its own turn.
+enum TileCutter {
+    static func step(_ db: Database, _ signal: BackgroundSignal) throws -> Bool {
+        guard let row = try db.queryOne("SELECT tour_id, generation FROM tour_maps WHERE tiles_ready = 0 ORDER BY tour_id LIMIT 1") else {
+            return false
+        }
+        let (tourId, generation): (Int64, Int64) = (try row.decode("tour_id"), try row.decode("generation"))
+        var jpeg = Data()
+        try db.forEachStep("SELECT jpeg FROM tour_maps WHERE tour_id = ? AND generation = ?", [tourId, generation]) {
+            jpeg = $0.blob(0)
+        }
+        func current() throws -> Bool {
+            try db.scalarInt("SELECT 1 FROM tour_maps WHERE tour_id = ? AND generation = ?", tourId, generation) != nil
+        }
+        let pyramid = try TilePyramid(jpeg: jpeg, limits: TourMapRules.jpeg)
+        var batch: [MapTile] = []
+        func flush() throws -> Bool {
+            let written = try db.transaction { () -> Bool in
+                guard try current() else { return false }
+                for tile in batch {
+                    try db.run("INSERT OR REPLACE INTO tour_map_tiles (tour_id, generation, z, x, y, jpeg) VALUES (?, ?, ?, ?, ?, ?)",
+                               tourId, generation, tile.z, tile.x, tile.y, tile.jpeg)
+                }
+                return true
+            }
+            batch.removeAll(keepingCapacity: true)
+            return written
+        }
+        while let tile = try pyramid.nextTile() {
+            if signal.isStopping { return false }
+            batch.append(tile)
+            if batch.count == TourMapRules.tilesPerTransaction, try !flush() { return true }
+        }
+        guard try flush() else { return true }
+        try db.run("UPDATE tour_maps SET tiles_ready = 1 WHERE tour_id = ? AND generation = ?", tourId, generation)
+        return true
+    }
+}
