@@ -58,9 +58,11 @@ let package = Package(
         .target(name: "LoadKit"),
         // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit"]),
+        .target(name: "ContentImport"),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
+        .testTarget(name: "ContentImportTests", dependencies: ["ContentImport"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
