@@ -251,8 +251,9 @@ public enum OpeningHours {
                     guard case .day(let end) = take() else { throw .syntax("expected a weekday after -") }
                     last = end
                 }
+                // From first to last, wrapping after Sunday: at most the seven days.
                 var day = first
-                while true {
+                for _ in 0..<7 {
                     if !days.contains(day) { days.append(day) }
                     if day == last { break }
                     day = day % 7 + 1
