@@ -54,6 +54,9 @@ let package = Package(
         // ServiceCore: the suite-file reader (`tourbus up --config`, `tourbus probe --config`); Storage: `tourbus restore`.
         .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore", "Storage"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
+        // Content files from outside: a bounded XML reader of our own (no DTDs, so no entities) and
+        // the Tourbus content format read into plain structs. Foundation only.
+        .target(name: "ContentImport"),
         // Open-loop load on the gateway's lines and its latency histogram (tourbus-bench load).
         .target(name: "LoadKit"),
         // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
