@@ -61,7 +61,6 @@ let package = Package(
         .target(name: "LoadKit"),
         // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
         .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit"]),
-        .target(name: "ContentImport"),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
