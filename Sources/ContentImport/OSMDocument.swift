@@ -145,7 +145,6 @@ struct OSMCollector {
             current = .way(id: id)
         case "relation":
             counts.relations += 1
-            current = .none
         case "nd":
             guard case .way = current, !invalid else { return }
             guard wayNodes.count < Self.maxWayNodes, let ref = attribute("ref").flatMap(Int64.init) else {
@@ -172,10 +171,7 @@ struct OSMCollector {
 
     /// An end tag: a finished node or way becomes a place when it has a name and a mapped tag.
     mutating func end(_ name: String) {
-        guard name == "node" || name == "way" else {
-            if name == "relation" { current = .none }
-            return
-        }
+        guard name == "node" || name == "way" else { return }
         defer { current = .none }
         if invalid {
             counts.invalidElements += 1
