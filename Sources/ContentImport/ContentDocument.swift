@@ -379,7 +379,7 @@ private struct ContentParser {
         while true {
             switch try next() {
             case .end:
-                return text.trimmingCharacters(in: .whitespacesAndNewlines)
+                return Self.trimmed(text)
             case .text(let part, _):
                 // Text after a child element, which is an error already, is not kept: the text
                 // stays one node, bounded by the reader.
@@ -529,6 +529,16 @@ private struct ContentParser {
     /// Nothing but space, tab, line feed and carriage return (or nothing).
     static func isWhitespace(_ text: String) -> Bool {
         text.utf8.allSatisfy(XMLReader.isWhitespace)
+    }
+
+    /// `text` without the space, tab, line feed and carriage return around it.
+    static func trimmed(_ text: String) -> String {
+        let utf8 = text.utf8
+        guard let first = utf8.firstIndex(where: { !XMLReader.isWhitespace($0) }),
+              let last = utf8.lastIndex(where: { !XMLReader.isWhitespace($0) }) else { return "" }
+        if first == utf8.startIndex, last == utf8.index(before: utf8.endIndex) { return text }
+        // White space is ASCII, so both ends fall between whole characters.
+        return String(decoding: utf8[first...last], as: UTF8.self)
     }
 
     /// At least one byte, and none of them space, tab, line feed or carriage return.

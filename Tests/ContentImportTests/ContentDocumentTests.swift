@@ -87,6 +87,15 @@ let minimalPOI = #"<poi id="p" category="museum" lat="1" lon="2"><name lang="en"
         #expect(document.tours[0].stops.map(\.ref) == ["p", "old-7", "old-8"])
     }
 
+    /// XML's white space (space, tab, line feed, carriage return) around a text goes, whatever
+    /// characters are at its ends; other spaces stay.
+    @Test func textsAreTrimmedOfWhiteSpaceOnly() throws {
+        let document = try ContentDocument.parse(content("""
+        <poi id="p" category="m" lat="1" lon="2"><name lang="en">\t Cafe\u{301}\r\n </name><name lang="fr">\u{A0}Été\u{A0}</name><name lang="de">ü</name></poi>
+        """))
+        #expect(document.pois[0].names.map(\.text) == ["Cafe\u{301}", "\u{A0}Été\u{A0}", "ü"])
+    }
+
     @Test func anEmptyFileOfASourceIsRead() throws {
         #expect(try ContentDocument.parse(content("")) == ContentDocument(source: "test", pois: [], tours: [], unresolvedStops: []))
     }
