@@ -94,16 +94,15 @@ public struct XMLReader {
 
     // MARK: - The document's start
 
-    /// Checks the size, the encoding and every character, then reads the XML declaration.
+    /// Checks the size, the encoding (a UTF-16 byte order mark, the XML declaration's) and then
+    /// every character of the text. The declaration is read before the characters are checked, so
+    /// a file in Latin-1 is refused for its encoding rather than for its first byte above 0x7F.
     private mutating func begin() throws(XMLError) {
         guard bytes.count <= limits.maxBytes else {
             throw XMLError(.tooLarge(bytes: bytes.count, limit: limits.maxBytes), at: XMLPosition(line: 1, column: 1))
         }
         if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
             throw XMLError(.unsupportedEncoding("UTF-16"), at: XMLPosition(line: 1, column: 1))
-        }
-        if let (at, reason) = bytes.withUnsafeBufferPointer({ Self.firstForbiddenByte(in: $0) }) {
-            throw XMLError(reason, at: position(at))
         }
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
             // A byte order mark is no character of the first line.
@@ -112,6 +111,9 @@ public struct XMLReader {
         }
         if starts(with: "<?xml"), offset + 5 < bytes.count, Self.isWhitespace(bytes[offset + 5]) {
             try readDeclaration()
+        }
+        if let (at, reason) = bytes.withUnsafeBufferPointer({ Self.firstForbiddenByte(in: $0) }) {
+            throw XMLError(reason, at: position(at))
         }
     }
 
@@ -149,7 +151,11 @@ public struct XMLReader {
             switch string(name) {
             case "version": version = text
             case "encoding":
-                guard ["UTF-8", "UTF8"].contains(text.uppercased()) else { throw XMLError(.unsupportedEncoding(text), at: position(valueStart)) }
+                guard ["UTF-8", "UTF8"].contains(text.uppercased()) else {
+                    // The name is quoted only if it looks like one: the text is not checked yet.
+                    let plain = !text.isEmpty && text.utf8.allSatisfy { Self.isNameCharacter($0) && $0 < 0x80 }
+                    throw XMLError(.unsupportedEncoding(plain ? text : "(not a name)"), at: position(valueStart))
+                }
             case "standalone": break
             default: throw syntax("unknown item \(string(name)) in the XML declaration", at: name.lowerBound)
             }

@@ -324,6 +324,10 @@ func at(_ line: Int, _ column: Int) -> XMLPosition { XMLPosition(line: line, col
 
     @Test func encodingsOtherThanUTF8AreRefused() {
         #expect(failure("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a/>") == XMLError(.unsupportedEncoding("ISO-8859-1"), at: at(1, 31)))
+        // Said before the first byte that is not UTF-8 (é in Latin-1) would be refused.
+        #expect(readAll(Array("<?xml version='1.0' encoding='latin1'?>\n<a>caf".utf8) + [0xE9] + Array("</a>".utf8)).error
+                == XMLError(.unsupportedEncoding("latin1"), at: at(1, 31)))
+        #expect(readAll(Array("<?xml version='1.0' encoding='\u{1}x'?><a/>".utf8)).error?.reason == .unsupportedEncoding("(not a name)"))
     }
 
     @Test func messagesSayWhereAndWhat() {
