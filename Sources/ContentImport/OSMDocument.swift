@@ -153,10 +153,8 @@ struct OSMCollector {
             }
             wayNodes.append(ref)
         case "tag":
-            switch current {
-            case .none: return
-            case .node, .way: break
-            }
+            // Tags of relations and of elements already found invalid are passed over.
+            if case .none = current { return }
             guard !invalid else { return }
             guard let key = attribute("k"), let value = attribute("v"), tags.count < Self.maxTags,
                   key.utf8.count <= Self.maxTagBytes, value.utf8.count <= Self.maxTagBytes else {

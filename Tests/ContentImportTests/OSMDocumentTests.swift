@@ -122,9 +122,11 @@ private func way(_ id: Int64, _ refs: [Int64], _ tags: [(String, String)]) -> St
             node(4, 60, 25, [("amenity", "cafe"), ("name", String(long.dropLast(2)))]),
             way(5, Array(repeating: 4, count: OSMCollector.maxWayNodes + 1), [("leisure", "park"), ("name", "Long way")]),
             way(6, Array(repeating: 4, count: OSMCollector.maxWayNodes), [("leisure", "park"), ("name", "Longest way")]),
+            way(8, [], [("leisure", "park"), ("name", "No nodes")]),
+            "<way id=\"-\"><nd ref=\"4\"/><tag k=\"leisure\" v=\"park\"/><tag k=\"name\" v=\"Bad id\"/></way>",
         ].joined()))
         #expect(document.places.map(\.externalID) == ["node/4", "way/6"])
-        #expect(document.counts.invalidElements == 4)
+        #expect(document.counts.invalidElements == 6)
         let tags = (0...OSMCollector.maxTags).map { ("k\($0)", "v") } + [("amenity", "cafe"), ("name", "Many tags")]
         #expect(try read(osm(node(7, 60, 25, tags))).counts.invalidElements == 1)
         #expect(try read(osm(node(7, 60, 25, Array(tags.suffix(OSMCollector.maxTags))))).places.count == 1)
