@@ -58,6 +58,9 @@ let package = Package(
         // ServiceCore: the suite-file reader (`tourbus up --config`, `tourbus probe --config`); Storage: `tourbus restore`.
         .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore", "Storage"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
+        // Content files from outside: a bounded XML reader of our own (no DTDs, so no entities) and
+        // the Tourbus content format read into plain structs. Foundation only.
+        .target(name: "ContentImport"),
         // Open-loop load on the gateway's lines and its latency histogram (tourbus-bench load).
         .target(name: "LoadKit"),
         // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
@@ -65,6 +68,7 @@ let package = Package(
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
+        .testTarget(name: "ContentImportTests", dependencies: ["ContentImport"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
