@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
-        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps"]),
+        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "ContentImport"]),
         .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "CSodium"]),
         .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),

@@ -36,7 +36,8 @@ public enum CatalogService {
 
     /// The definition `ServiceRuntime` runs; each one has a tile cutter of its own.
     public static func definition(options: CatalogOptions = CatalogOptions()) -> ServiceDefinition<CatalogStore> {
-        let tileCutter = BackgroundSignal()
+        let tileCutter = BackgroundSignal(), importer = BackgroundSignal()
+        let importPlans = ImportPlans()
         var table = HandlerTable<CatalogStore>()
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.
         table.onRaw(CatalogRequests.create, .write, description: "add a place: name, category, lat, lon and optional details") { context, store in
@@ -102,11 +103,35 @@ public enum CatalogService {
             let tile = try store.mapTile(try context.body(MapTileRequest.self))
             return Response(body: Data(#"{"content_type":"image/jpeg","bytes":\#(tile.count)}"#.utf8), attachments: [tile])
         }
+        table.on("catalog.import.begin", .write, description: "start an import: format content (our XML) or osm, dry_run; answers its import_id") {
+            (request: ImportBegin, _, store) in try store.beginImport(request)
+        }
+        table.on("catalog.import.append", .write, description: "add the next chunk (base64, at most 512 KiB) of the document, or of a map image named by file") {
+            (request: ImportAppend, _, store) in try store.appendImport(request)
+        }
+        table.on("catalog.import.commit", .write, description: "finish sending an import: it is read and applied in the background") {
+            (request: ImportRef, _, store) -> ImportStatus in
+            let status = try store.commitImport(request.importId)
+            store.importer.wake()
+            return status
+        }
+        table.on("catalog.import.status", description: "an import's state and its report: counts created, updated, unchanged, and every error with its line") {
+            (request: ImportRef, _, store) in try store.importStatus(request.importId)
+        }
+        table.on("catalog.import.apply", .write, description: "internal: writes an import the import thread has read (the service sends it itself)") {
+            (_: Empty, _, store) in try store.applyImport()
+        }
         var definition = ServiceDefinition(
             name: "catalog", migrations: CatalogSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
-            makeState: { worker in try CatalogStore(worker: worker, options: options, tileCutter: tileCutter) })
-        definition.background = [BackgroundWork(name: "tiles", signal: tileCutter, step: TileCutter.step)]
+            makeState: { worker in
+                try CatalogStore(worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans)
+            })
+        definition.background = [
+            BackgroundWork(name: "tiles", signal: tileCutter, step: TileCutter.step),
+            BackgroundWork(name: "imports", signal: importer) { db, _ in try ImportPlanner.step(db, plans: importPlans, options: options) },
+        ]
+        definition.periodic = [PeriodicRequest(type: "catalog.import.apply", intervalMilliseconds: 100)]
         return definition
     }
 }

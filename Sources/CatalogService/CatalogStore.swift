@@ -17,11 +17,18 @@ public final class CatalogStore: ServiceState {
     let options: CatalogOptions
     /// Wakes the thread that cuts map tiles.
     let tileCutter: BackgroundSignal
+    /// Wakes the thread that reads imports.
+    let importer: BackgroundSignal
+    /// Imports read and planned, waiting for the writer (nil: a store that applies none).
+    let importPlans: ImportPlans?
 
-    public init(worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal()) throws {
+    init(worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal(),
+                importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil) throws {
         self.worker = worker
         self.options = options
         self.tileCutter = tileCutter
+        self.importer = importer
+        self.importPlans = importPlans
         categories = try worker.db.query("SELECT id, name FROM categories ORDER BY id").map { row throws(RowError) in
             Category(id: try row.decode("id"), name: try row.decode("name"), count: nil)
         }
@@ -30,16 +37,20 @@ public final class CatalogStore: ServiceState {
 
     static let columns = """
         id, name, category, lat, lon, address, phone, website, price_level, description,
-        opening_hours, photos, popularity, external_ids, created_at, updated_at, version, timezone, name_i18n, description_i18n
+        opening_hours, photos, popularity, external_ids, created_at, updated_at, version, timezone, name_i18n, description_i18n,
+        opening_hours_text
         """
 
     // MARK: Reads
 
-    func get(_ id: Int64) throws -> Place {
-        guard let row = try db.queryOne("SELECT \(Self.columns) FROM places WHERE id = ?", id) else {
+    func get(_ id: Int64) throws -> Place { try Self.place(id, in: db) }
+
+    /// Place `id` as `db` has it (any connection: the import planner reads with its own), or `not_found`.
+    static func place(_ id: Int64, in db: Database) throws -> Place {
+        guard let row = try db.queryOne("SELECT \(columns) FROM places WHERE id = ?", id) else {
             throw ServiceError(.notFound, "no place with id \(id)", field: "id")
         }
-        return try Self.place(row)
+        return try place(row)
     }
 
     /// Place `id` as the JSON that `catalog.get` answers, or `not_found`: its stored `json`
@@ -95,27 +106,32 @@ public final class CatalogStore: ServiceState {
                           phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
                           openingHours: input.openingHours ?? [], photos: input.photos ?? [], popularity: input.popularity ?? 0,
                           externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1, timezone: input.timezone,
-                          nameI18n: input.nameI18n, descriptionI18n: input.descriptionI18n)
+                          nameI18n: input.nameI18n, descriptionI18n: input.descriptionI18n, openingHoursText: input.openingHoursText)
         place = PlaceRules.normalized(place)
         try PlaceRules.validate(place, categories: categoryIds)
-        return try db.transaction {
-            // The id AUTOINCREMENT would give (one more than the largest ever used), taken before
-            // the row is written: it is part of the JSON, which is then written with the row.
-            place.id = try db.scalarInt("""
-                SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'places'), 0),
-                           coalesce((SELECT max(id) FROM places), 0)) + 1
-                """) ?? 1
-            let body = try PlaceJSON.encode(place)
-            try db.run("""
-                INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
-                                    opening_hours, photos, popularity, external_ids, timezone, name_i18n, description_i18n,
-                                    created_at, updated_at, version, json)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
-                """, [place.id] + Self.values(place) + [now, now, String(decoding: body, as: UTF8.self)])
-            try claimExternalIds(place)
-            try worker.emit(CatalogEvents.upserted, json: body)
-            return body
-        }
+        return try db.transaction { try insert(&place) }
+    }
+
+    /// Writes a new, valid place (its id assigned here), claims its external ids and publishes
+    /// it, in the caller's transaction; answers its JSON.
+    @discardableResult
+    func insert(_ place: inout Place) throws -> Data {
+        // The id AUTOINCREMENT would give (one more than the largest ever used), taken before
+        // the row is written: it is part of the JSON, which is then written with the row.
+        place.id = try db.scalarInt("""
+            SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'places'), 0),
+                       coalesce((SELECT max(id) FROM places), 0)) + 1
+            """) ?? 1
+        let body = try PlaceJSON.encode(place)
+        try db.run("""
+            INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
+                                opening_hours, photos, popularity, external_ids, timezone, name_i18n, description_i18n, opening_hours_text,
+                                created_at, updated_at, version, json)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+            """, [place.id] + Self.values(place) + [place.createdAt, place.updatedAt, String(decoding: body, as: UTF8.self)])
+        try claimExternalIds(place)
+        try worker.emit(CatalogEvents.upserted, json: body)
+        return body
     }
 
     /// Changes the fields `update` names; answers the place's JSON after the change, which is
@@ -130,25 +146,33 @@ public final class CatalogStore: ServiceState {
             try PlaceRules.validate(place, categories: categoryIds)
             // An update that changes nothing writes nothing and publishes nothing.
             if place == current { return try json(update.id) }
-            place.version = current.version + 1
-            place.updatedAt = Logger.timestamp()
-            let body = try PlaceJSON.encode(place)
-            try db.run("""
-                UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
-                       description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?,
-                       name_i18n = ?, description_i18n = ?, updated_at = ?, version = ?,
-                       json = ?
-                WHERE id = ?
-                """, Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
-            if place.externalIds != current.externalIds {
-                try db.run("DELETE FROM place_external_ids WHERE place_id = ?", place.id)
-                try claimExternalIds(place)
-            }
-            try worker.emit(CatalogEvents.upserted, json: body)
-            // A tour starts where its first stop is: those that start here moved with it.
-            if place.lat != current.lat || place.lon != current.lon { try republishTours(try tours(startingAt: place.id)) }
-            return body
+            return try store(&place, over: current)
         }
+    }
+
+    /// Writes a changed, valid place over `current` (one version on), keeps its external ids
+    /// and publishes it, in the caller's transaction; a first stop that moved republishes the
+    /// tours starting there. Answers its JSON.
+    @discardableResult
+    func store(_ place: inout Place, over current: Place) throws -> Data {
+        place.version = current.version + 1
+        place.updatedAt = Logger.timestamp()
+        let body = try PlaceJSON.encode(place)
+        try db.run("""
+            UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
+                   description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?,
+                   name_i18n = ?, description_i18n = ?, opening_hours_text = ?, updated_at = ?, version = ?,
+                   json = ?
+            WHERE id = ?
+            """, Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
+        if place.externalIds != current.externalIds {
+            try db.run("DELETE FROM place_external_ids WHERE place_id = ?", place.id)
+            try claimExternalIds(place)
+        }
+        try worker.emit(CatalogEvents.upserted, json: body)
+        // A tour starts where its first stop is: those that start here moved with it.
+        if place.lat != current.lat || place.lon != current.lon { try republishTours(try tours(startingAt: place.id)) }
+        return body
     }
 
     /// Deletes a place; it leaves every tour it was a stop of (their other stops keep their
@@ -178,12 +202,12 @@ public final class CatalogStore: ServiceState {
     private static func values(_ p: Place) -> [SQLBindable?] {
         [p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
          PlaceJSON.text(p.openingHours), PlaceJSON.text(p.photos), p.popularity, PlaceJSON.text(p.externalIds), p.timezone,
-         p.nameI18n.map(PlaceJSON.text), p.descriptionI18n.map(PlaceJSON.text)]
+         p.nameI18n.map(PlaceJSON.text), p.descriptionI18n.map(PlaceJSON.text), p.openingHoursText]
     }
 
     /// A place from a row of `columns`; the JSON columns hold its opening hours, photos, external
     /// ids and texts by language (NULL when it has none).
-    private static func place(_ row: Row) throws -> Place {
+    static func place(_ row: Row) throws -> Place {
         func json<T: Decodable>(_ column: String, _ type: T.Type) throws -> T {
             try JSONCoding.decoder.decode(type, from: Data(row.decode(column, as: String.self).utf8))
         }
@@ -197,7 +221,8 @@ public final class CatalogStore: ServiceState {
             openingHours: json("opening_hours", [OpeningPeriod].self), photos: json("photos", [Photo].self),
             popularity: row.decode("popularity"), externalIds: json("external_ids", [String: String].self),
             createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"), version: row.decode("version"),
-            timezone: row.decode("timezone"), nameI18n: texts("name_i18n"), descriptionI18n: texts("description_i18n"))
+            timezone: row.decode("timezone"), nameI18n: texts("name_i18n"), descriptionI18n: texts("description_i18n"),
+            openingHoursText: row.decode("opening_hours_text"))
     }
 
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events,
@@ -335,6 +360,28 @@ enum CatalogSchema {
                 jpeg       BLOB NOT NULL,
                 PRIMARY KEY (tour_id, z, x, y)
             );
+            """),
+        // Imports: the chunks received (the document under file '', map images under their
+        // names) until the import is read, and its state and report for a day. And opening
+        // hours kept as a source wrote them when they are not plain weekly periods.
+        Migration(domain: "catalog", version: 8, sql: """
+            CREATE TABLE imports (
+                id        TEXT PRIMARY KEY,
+                format    TEXT NOT NULL,
+                dry_run   INTEGER NOT NULL,
+                state     TEXT NOT NULL,
+                created_s INTEGER NOT NULL,
+                bytes     INTEGER NOT NULL,
+                report    TEXT
+            );
+            CREATE TABLE import_chunks (
+                import_id TEXT NOT NULL REFERENCES imports(id) ON DELETE CASCADE,
+                file      TEXT NOT NULL,
+                seq       INTEGER NOT NULL,
+                data      BLOB NOT NULL,
+                PRIMARY KEY (import_id, file, seq)
+            );
+            ALTER TABLE places ADD COLUMN opening_hours_text TEXT;
             """),
     ]
 }

@@ -25,6 +25,7 @@ public struct PlaceUpdate: Decodable, Sendable {
     public var timezone: Patch<String> = .absent
     public var nameI18n: Patch<[String: String]> = .absent
     public var descriptionI18n: Patch<[String: String]> = .absent
+    public var openingHoursText: Patch<String> = .absent
 
     enum CodingKeys: String, CodingKey {
         case id, name, category, lat, lon, address, phone, website, description, photos, popularity, timezone
@@ -34,6 +35,7 @@ public struct PlaceUpdate: Decodable, Sendable {
         case externalIds = "external_ids"
         case nameI18n = "name_i18n"
         case descriptionI18n = "description_i18n"
+        case openingHoursText = "opening_hours_text"
     }
 
     public init(from decoder: Decoder) throws {
@@ -56,6 +58,7 @@ public struct PlaceUpdate: Decodable, Sendable {
         timezone = try c.decodePatch(String.self, forKey: .timezone)
         nameI18n = try c.decodePatch([String: String].self, forKey: .nameI18n)
         descriptionI18n = try c.decodePatch([String: String].self, forKey: .descriptionI18n)
+        openingHoursText = try c.decodePatch(String.self, forKey: .openingHoursText)
     }
 
     /// The place with this update applied (not yet validated).
@@ -77,6 +80,7 @@ public struct PlaceUpdate: Decodable, Sendable {
         p.timezone = timezone.applied(to: p.timezone)
         p.nameI18n = nameI18n.applied(to: p.nameI18n)
         p.descriptionI18n = descriptionI18n.applied(to: p.descriptionI18n)
+        p.openingHoursText = openingHoursText.applied(to: p.openingHoursText)
         return p
     }
 }
@@ -108,6 +112,7 @@ enum PlaceRules {
     static let address = TextRule("address", maxCharacters: 500, lines: .multiple)
     static let phone = TextRule("phone", maxCharacters: 40)
     static let description = TextRule("description", maxCharacters: 5_000, lines: .multiple)
+    static let openingHoursText = TextRule("opening_hours_text", maxCharacters: 500)
     static let maxPhotos = 50
     static let maxURL = 2_000
 
@@ -151,6 +156,7 @@ enum PlaceRules {
         try externalIds(p.externalIds)
         try LanguageTexts.check(p.nameI18n, field: "name_i18n", rule: name)
         try LanguageTexts.check(p.descriptionI18n, field: "description_i18n", rule: description)
+        try openingHoursText.check(p.openingHoursText)
     }
 
     /// A place's or tour's ids in other datasets: at most 20, sources of 1-50 characters, ids of 1-200.

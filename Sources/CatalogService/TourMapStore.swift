@@ -45,7 +45,7 @@ struct MapUpload: Codable, Sendable {
 
 /// `tours.map.set`: a committed upload becomes the tour's map, placed by control points.
 struct MapSet: Decodable, Sendable {
-    struct Point: Codable, Sendable {
+    struct Point: Codable, Sendable, Equatable {
         var x: Double
         var y: Double
         var lat: Double
@@ -228,18 +228,23 @@ extension CatalogStore {
             } catch {
                 throw ServiceError.invalid("points", error.description)
             }
-            let jpeg = try uploadBytes(request.uploadId)
-            let generation = (try db.scalarInt("SELECT generation FROM tour_maps WHERE tour_id = ?", request.tourId) ?? 0) + 1
-            try db.run("DELETE FROM tour_map_tiles WHERE tour_id = ?", request.tourId)
-            try db.run("""
-                INSERT OR REPLACE INTO tour_maps (tour_id, generation, jpeg, width, height, points, georeference, tiles_ready, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)
-                """, request.tourId, generation, jpeg, width, height,
-                       String(decoding: try JSONCoding.encoder.encode(request.points), as: UTF8.self),
-                       String(decoding: try JSONCoding.encoder.encode(georeference), as: UTF8.self), Logger.timestamp())
+            try writeMap(tourId: request.tourId, jpeg: try uploadBytes(request.uploadId), points: request.points, georeference: georeference)
             try db.run("DELETE FROM map_uploads WHERE id = ?", request.uploadId)
             return try mapInfo(request.tourId)
         }
+    }
+
+    /// Makes `jpeg` (checked) tour `tourId`'s map, placed by `georeference`, in the caller's
+    /// transaction: its old tiles go, and the tile cutter (once woken) cuts the new ones.
+    func writeMap(tourId: Int64, jpeg: Data, points: [MapSet.Point], georeference: MapGeoreference) throws {
+        let generation = (try db.scalarInt("SELECT generation FROM tour_maps WHERE tour_id = ?", tourId) ?? 0) + 1
+        try db.run("DELETE FROM tour_map_tiles WHERE tour_id = ?", tourId)
+        try db.run("""
+            INSERT OR REPLACE INTO tour_maps (tour_id, generation, jpeg, width, height, points, georeference, tiles_ready, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)
+            """, tourId, generation, jpeg, georeference.width, georeference.height,
+                   String(decoding: try JSONCoding.encoder.encode(points), as: UTF8.self),
+                   String(decoding: try JSONCoding.encoder.encode(georeference), as: UTF8.self), Logger.timestamp())
     }
 
     /// `tours.map.get`: the map's size, control points, fit and tiles, or `not_found`.

@@ -150,8 +150,12 @@ extension CatalogStore {
         return tour
     }
 
-    /// Tours matching a condition on `tours t`, by ascending id, with their stops.
     private func tours(where condition: String, _ args: [SQLBindable?], limit: Int) throws -> [Tour] {
+        try Self.tours(where: condition, args, limit: limit, in: db)
+    }
+
+    /// Tours matching a condition on `tours t`, by ascending id, with their stops (any connection).
+    static func tours(where condition: String, _ args: [SQLBindable?], limit: Int, in db: Database) throws -> [Tour] {
         let rows = try db.query("""
             SELECT t.id, t.name, t.name_i18n, t.description, t.description_i18n, t.external_ids, t.created_at, t.updated_at, t.version
             FROM tours t WHERE \(condition) ORDER BY t.id LIMIT ?
@@ -253,20 +257,25 @@ extension CatalogStore {
                         descriptionI18n: input.descriptionI18n ?? [:], stops: input.stops, externalIds: input.externalIds ?? [:],
                         createdAt: now, updatedAt: now)
         try TourRules.validate(tour)
-        return try db.transaction {
-            try checkStopsExist(tour.stops)
-            try db.run("""
-                INSERT INTO tours (name, name_i18n, description, description_i18n, external_ids, created_at, updated_at, version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-                """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
-                       PlaceJSON.text(tour.externalIds), now, now)
-            tour.id = db.lastInsertRowID
-            try writeStops(tour)
-            try claimTourExternalIds(tour)
-            let stored = try self.tour(tour.id)
-            try worker.emit(TourEvents.upserted, stored)
-            return stored
-        }
+        return try db.transaction { try insertTour(&tour) }
+    }
+
+    /// Writes a new, valid tour (its id assigned here) whose stops exist, claims its external
+    /// ids and publishes it, in the caller's transaction; answers it as stored.
+    @discardableResult
+    func insertTour(_ tour: inout Tour) throws -> Tour {
+        try checkStopsExist(tour.stops)
+        try db.run("""
+            INSERT INTO tours (name, name_i18n, description, description_i18n, external_ids, created_at, updated_at, version)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+            """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
+                   PlaceJSON.text(tour.externalIds), tour.createdAt, tour.updatedAt)
+        tour.id = db.lastInsertRowID
+        try writeStops(tour)
+        try claimTourExternalIds(tour)
+        let stored = try self.tour(tour.id)
+        try worker.emit(TourEvents.upserted, stored)
+        return stored
     }
 
     func updateTour(_ update: TourUpdate) throws -> Tour {
@@ -287,25 +296,32 @@ extension CatalogStore {
             tour.stops = try update.stops.applied(to: current.stops, field: "stops")
             tour.externalIds = update.externalIds.applied(to: current.externalIds) ?? [:]
             try TourRules.validate(tour)
-            try checkStopsExist(tour.stops)
             guard tour != current else { return current }
-            try db.run("""
-                UPDATE tours SET name = ?, name_i18n = ?, description = ?, description_i18n = ?, external_ids = ?,
-                       updated_at = ?, version = version + 1 WHERE id = ?
-                """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
-                       PlaceJSON.text(tour.externalIds), Logger.timestamp(), tour.id)
-            if tour.stops != current.stops {
-                try db.run("DELETE FROM tour_stops WHERE tour_id = ?", tour.id)
-                try writeStops(tour)
-            }
-            if tour.externalIds != current.externalIds {
-                try db.run("DELETE FROM tour_external_ids WHERE tour_id = ?", tour.id)
-                try claimTourExternalIds(tour)
-            }
-            let stored = try self.tour(tour.id)
-            try worker.emit(TourEvents.upserted, stored)
-            return stored
+            return try storeTour(tour, over: current)
         }
+    }
+
+    /// Writes a changed, valid tour over `current` (one version on) and publishes it, in the
+    /// caller's transaction; answers it as stored.
+    @discardableResult
+    func storeTour(_ tour: Tour, over current: Tour) throws -> Tour {
+        try checkStopsExist(tour.stops)
+        try db.run("""
+            UPDATE tours SET name = ?, name_i18n = ?, description = ?, description_i18n = ?, external_ids = ?,
+                   updated_at = ?, version = version + 1 WHERE id = ?
+            """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
+                   PlaceJSON.text(tour.externalIds), Logger.timestamp(), tour.id)
+        if tour.stops != current.stops {
+            try db.run("DELETE FROM tour_stops WHERE tour_id = ?", tour.id)
+            try writeStops(tour)
+        }
+        if tour.externalIds != current.externalIds {
+            try db.run("DELETE FROM tour_external_ids WHERE tour_id = ?", tour.id)
+            try claimTourExternalIds(tour)
+        }
+        let stored = try self.tour(tour.id)
+        try worker.emit(TourEvents.upserted, stored)
+        return stored
     }
 
     func deleteTour(_ id: Int64) throws {

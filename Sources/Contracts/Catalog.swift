@@ -95,11 +95,15 @@ public struct Place: Codable, Sendable, Equatable {
     public var nameI18n: [String: String]? = nil
     /// The description in each language it has; nil when it has none.
     public var descriptionI18n: [String: String]? = nil
+    /// Opening hours as a source wrote them when they are not plain weekly periods (an
+    /// OpenStreetMap `opening_hours` with holidays, months, sunrise …): kept, never guessed.
+    public var openingHoursText: String? = nil
 
     public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
                 website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod] = [],
                 photos: [Photo] = [], popularity: Double = 0, externalIds: [String: String] = [:], createdAt: String, updatedAt: String,
-                version: Int64 = 1, timezone: String? = nil, nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil) {
+                version: Int64 = 1, timezone: String? = nil, nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil,
+                openingHoursText: String? = nil) {
         self.id = id
         self.name = name
         self.category = category
@@ -120,6 +124,7 @@ public struct Place: Codable, Sendable, Equatable {
         self.timezone = timezone
         self.nameI18n = nameI18n
         self.descriptionI18n = descriptionI18n
+        self.openingHoursText = openingHoursText
     }
 
     enum CodingKeys: String, CodingKey {
@@ -131,6 +136,7 @@ public struct Place: Codable, Sendable, Equatable {
         case updatedAt = "updated_at"
         case nameI18n = "name_i18n"
         case descriptionI18n = "description_i18n"
+        case openingHoursText = "opening_hours_text"
     }
 }
 
@@ -208,6 +214,7 @@ public struct PlaceInput: Codable, Sendable, Equatable {
     public var timezone: String?
     public var nameI18n: [String: String]?
     public var descriptionI18n: [String: String]?
+    public var openingHoursText: String?
 
     /// The required fields; the optional ones start absent and are set by name.
     public init(name: String, category: String, lat: Double, lon: Double) {
@@ -224,6 +231,7 @@ public struct PlaceInput: Codable, Sendable, Equatable {
         case externalIds = "external_ids"
         case nameI18n = "name_i18n"
         case descriptionI18n = "description_i18n"
+        case openingHoursText = "opening_hours_text"
     }
 }
 

@@ -19,7 +19,7 @@ extension PlaceInput {
         guard let members = JSONSpan.members(of: json) else { return nil }
         var name: String?, category: String?, lat: Double?, lon: Double?
         var input = PlaceInput(name: "", category: "", lat: 0, lon: 0)
-        var seen: UInt16 = 0
+        var seen: UInt32 = 0
         func isNull(_ range: Range<Int>) -> Bool { json[range.lowerBound] == UInt8(ascii: "n") }
         func text(_ range: Range<Int>) -> String?? { isNull(range) ? .some(nil) : JSONSpan.string(at: range, in: json).map { .some($0) } }
         for (key, range) in members {
@@ -37,6 +37,7 @@ extension PlaceInput {
             case "website": guard let value = text(range) else { return nil }; input.website = value
             case "description": guard let value = text(range) else { return nil }; input.description = value
             case "timezone": guard let value = text(range) else { return nil }; input.timezone = value
+            case "opening_hours_text": guard let value = text(range) else { return nil }; input.openingHoursText = value
             case "price_level":
                 if isNull(range) { continue }
                 guard let value = JSONNumber.integer(json[range]).flatMap({ Int(exactly: $0) }) else { return nil }
@@ -70,10 +71,10 @@ extension PlaceInput {
     }
 
     /// One bit per member `PlaceInput` decodes.
-    private static let memberBits: [String: UInt16] = Dictionary(uniqueKeysWithValues: [
+    private static let memberBits: [String: UInt32] = Dictionary(uniqueKeysWithValues: [
         "name", "category", "lat", "lon", "address", "phone", "website", "description", "timezone", "price_level", "popularity",
-        "opening_hours", "photos", "external_ids", "name_i18n", "description_i18n",
-    ].enumerated().map { ($1, UInt16(1) << UInt16($0)) })
+        "opening_hours", "photos", "external_ids", "name_i18n", "description_i18n", "opening_hours_text",
+    ].enumerated().map { ($1, UInt32(1) << UInt32($0)) })
 
     /// The elements of the array at `range`, each read by `element`; nil if it is no array or
     /// an element does not read.
@@ -157,6 +158,7 @@ public enum PlaceJSON {
         JSONText.appendKey("name", to: &out); JSONText.append(place.name, to: &out); out.append(comma)
         if let texts = place.nameI18n { JSONText.appendKey("name_i18n", to: &out); append(texts, to: &out); out.append(comma) }
         JSONText.appendKey("opening_hours", to: &out); append(place.openingHours, to: &out); out.append(comma)
+        if let text = place.openingHoursText { JSONText.appendKey("opening_hours_text", to: &out); JSONText.append(text, to: &out); out.append(comma) }
         if let phone = place.phone { JSONText.appendKey("phone", to: &out); JSONText.append(phone, to: &out); out.append(comma) }
         JSONText.appendKey("photos", to: &out); append(place.photos, to: &out); out.append(comma)
         JSONText.appendKey("popularity", to: &out); JSONText.append(place.popularity, to: &out); out.append(comma)

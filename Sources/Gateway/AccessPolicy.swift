@@ -70,6 +70,11 @@ public struct AccessPolicy: Sendable {
         Rule("tours.map.tile", "catalog", .anyone),
         Rule("tours.map.upload.", "catalog", .admin),
         Rule("tours.map.set", "catalog", .admin),
+        // Imports, for admins, in chunks under the request limit (`catalog.import.apply` stays on the bus).
+        Rule("catalog.import.begin", "catalog", .admin),
+        Rule("catalog.import.append", "catalog", .admin),
+        Rule("catalog.import.commit", "catalog", .admin),
+        Rule("catalog.import.status", "catalog", .admin),
         // Search: anyone.
         Rule("search.", "search", .anyone),
         // Accounts, profiles, reviews, follows and sharing: the social service.

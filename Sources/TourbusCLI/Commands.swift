@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The `tourbus` command line: `up`, `call`, `admin`, `keys`, `probe`, `backup` and `restore`.
+/// The `tourbus` command line: `up`, `call`, `admin`, `import`, `keys`, `probe`, `backup` and `restore`.
 public enum TourbusCommand {
     static let usage = """
         usage:
@@ -31,6 +31,15 @@ public enum TourbusCommand {
               create an admin account, the password read from the first line of standard
               input; straight to the social service (the endpoint `tourbus up` wrote in
               DIR/endpoints.json, default ./data), which the gateway never lets clients do
+          tourbus import PATH [--format content|osm] [--dry-run] [--service ENDPOINT | --data-dir DIR]
+                         [--curve-key FILE --server-key KEY] [--timeout-ms N]
+              add what a file holds to the catalog, all of it or nothing: our XML content
+              format (Protocols/import.md; PATH a file, or a directory with one .xml and the
+              tours' map images) or an OpenStreetMap extract (--format osm); sent to the
+              catalog in chunks, read there in the background; prints the report (counts
+              created, updated, unchanged, every error with its line), exit 1 if it failed.
+              --dry-run reports without writing. The catalog: ENDPOINT, or the one `tourbus
+              up` wrote in DIR/endpoints.json (default ./data); N ms to wait (default 600000)
           tourbus keys [--out DIR NAME…]
               print a new CURVE key pair (Z85) for securing links between hosts; with --out,
               write one key file per NAME (DIR/NAME.key, mode 0600, never over an existing
@@ -67,6 +76,7 @@ public enum TourbusCommand {
         case "admin": return admin(rest)
         case "keys": return keys(rest)
         case "backup": return backup(rest)
+        case "import": return importCommand(rest)
         case "restore": return restore(rest)
         case "probe": return ProbeCommand.run(rest, environment: ProcessInfo.processInfo.environment)
         case "help", "--help", "-h":

@@ -111,7 +111,7 @@ enum ImportDocumentation {
             ("<website>https://www.sydneyoperahouse.com/</website>", "<website>ftp://example.org/</website>"),
             (#"url="https://example.org/photos/opera.jpg""#, #"url="example.org/opera.jpg""#),
             (#"<stop ref="harbour-bridge"/>"#, "<stop/>"),
-            (#"<stop ref="opera-house"/>"# + "\n    " + #"<stop ref="harbour-bridge"/>"# + "\n    " + #"<stop ref="opera-house"/>"#, ""),
+            (#"<stop ref="opera-house"/>"# + "\n    " + #"<stop ref="harbour-bridge"/>"#, ""),
             (#"<map file="harbour-walk.jpg">"#, #"<map file="../harbour-walk.jpg">"#),
             (#"<map file="harbour-walk.jpg">"#, #"<map file="harbour-walk.png">"#),
             (#"<point x="0" y="1200" lat="-33.8600" lon="151.2050"/>"#, ""),

@@ -8,7 +8,7 @@ import Testing
 
 @Suite struct AccessPolicyTests {
     /// Methods services answer that clients never reach through the gateway.
-    static let internalMethods: Set<String> = ["auth.validate", "admin.create"]
+    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply"]
 
     @Test func everyServiceMethodIsOfferedByItsServiceOrKeptInternal() {
         let services = [("catalog", CatalogService.definition().handlers.types), ("search", SearchService.definition().handlers.types),

@@ -1,0 +1,149 @@
+import Bus
+import Foundation
+
+/// `tourbus import`: sends a content file (with the map images beside it) or an OpenStreetMap
+/// extract to the catalog in chunks, then waits for its report.
+extension TourbusCommand {
+    /// Bytes per `catalog.import.append` (the catalog's largest chunk).
+    static let importChunk = 512 * 1024
+    /// Bytes of one file read from the operator's machine, at most (the catalog's largest document).
+    static let importMaxFile = 256 << 20
+
+    /// What an import sends: the document, and map images by name.
+    struct ImportFiles {
+        var document: Data
+        var images: [(name: String, bytes: Data)] = []
+    }
+
+    static func importCommand(_ arguments: [String]) -> Int32 {
+        var args = arguments
+        var dryRun = false
+        if let flag = args.firstIndex(of: "--dry-run") {
+            args.remove(at: flag)
+            dryRun = true
+        }
+        guard let path = args.first, !path.hasPrefix("--") else {
+            printError("import needs a PATH: a file, or a directory holding one .xml and its map images\n\(usage)")
+            return 2
+        }
+        guard let flags = options(Array(args.dropFirst()),
+                                  allowed: ["--format", "--service", "--data-dir", "--curve-key", "--server-key", "--timeout-ms"]) else { return 2 }
+        let format = flags["--format"] ?? "content"
+        guard format == "content" || format == "osm" else {
+            printError("--format takes content (our XML, Protocols/import.md) or osm (OpenStreetMap XML)")
+            return 2
+        }
+        var timeout = 600_000
+        if let text = flags["--timeout-ms"] {
+            guard let value = Int(text), (1...3_600_000).contains(value) else {
+                printError("--timeout-ms takes 1 to 3600000")
+                return 2
+            }
+            timeout = value
+        }
+        let dataDirectory = flags["--data-dir"] ?? ProcessInfo.processInfo.environment["TOURBUS_DATA_DIR"] ?? "data"
+        guard let endpoint = flags["--service"] ?? SuiteEndpoints.read(dataDirectory)?["catalog"]?.rpc else {
+            printError("no catalog: give --service ENDPOINT, or --data-dir of a running `tourbus up`")
+            return 2
+        }
+        let curve: CurveClientKeys?
+        switch curveKeys(keyFile: flags["--curve-key"] ?? ProcessInfo.processInfo.environment["TOURBUS_CURVE_KEY"], serverKey: flags["--server-key"]) {
+        case .success(let keys): curve = keys
+        case .failure(let status): return status.code
+        }
+        let files: ImportFiles
+        do {
+            files = try importFiles(path)
+        } catch let error as ImportFileError {
+            printError(error.message)
+            return 2
+        } catch {
+            printError("\(path): \(error)")
+            return 2
+        }
+        return withService(endpoint: endpoint, curve: curve) { client in
+            try sendImport(files, format: format, dryRun: dryRun, client: client, timeoutMilliseconds: timeout)
+        }
+    }
+
+    /// Why a path cannot be imported.
+    struct ImportFileError: Error {
+        let message: String
+    }
+
+    /// The document at `path`, or a directory's one `.xml` (or `.osm`) file and its `.jpg`/`.jpeg` images.
+    static func importFiles(_ path: String) throws -> ImportFiles {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ImportFileError(message: "\(path): no such file or directory")
+        }
+        guard isDirectory.boolValue else {
+            if path.lowercased().hasSuffix(".zip") {
+                throw ImportFileError(message: "\(path): zip archives are not read yet; unzip it and import the directory")
+            }
+            return ImportFiles(document: try readBounded(path))
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+        let documents = names.filter { $0.lowercased().hasSuffix(".xml") || $0.lowercased().hasSuffix(".osm") }
+        guard documents.count == 1 else {
+            throw ImportFileError(message: "\(path): a directory to import holds exactly one .xml (or .osm) file; it has \(documents.count)")
+        }
+        var files = ImportFiles(document: try readBounded(path + "/" + documents[0]))
+        for name in names where name.lowercased().hasSuffix(".jpg") || name.lowercased().hasSuffix(".jpeg") {
+            files.images.append((name, try readBounded(path + "/" + name)))
+        }
+        return files
+    }
+
+    /// A regular file's bytes, refused over `importMaxFile` before it is read.
+    static func readBounded(_ path: String) throws -> Data {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        guard attributes[.type] as? FileAttributeType == .typeRegular else { throw ImportFileError(message: "\(path): not a regular file") }
+        guard let size = attributes[.size] as? Int, size <= importMaxFile else {
+            throw ImportFileError(message: "\(path): more than \(importMaxFile) bytes")
+        }
+        return try Data(contentsOf: URL(fileURLWithPath: path))
+    }
+
+    /// Sends the files in chunks, commits, and polls the status (every 200 ms) until the import
+    /// is done or failed, or `timeoutMilliseconds` passed; answers the last status.
+    static func sendImport(_ files: ImportFiles, format: String, dryRun: Bool, client: RPCClient, timeoutMilliseconds: Int) throws -> Data {
+        func call(_ type: String, _ body: [String: Any]) throws -> [String: Any] {
+            let reply = try client.request(type: type, body: try JSONSerialization.data(withJSONObject: body), timeoutMilliseconds: 30_000)
+            return (try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any]) ?? [:]
+        }
+        let begun = try call("catalog.import.begin", ["format": format, "dry_run": dryRun])
+        guard let id = begun["import_id"] as? String else { throw ServiceError(.internal, "catalog.import.begin answered no import_id") }
+        for (name, bytes) in [("", files.document)] + files.images {
+            var offset = 0
+            while offset < bytes.count {
+                let piece = bytes[offset..<min(bytes.count, offset + importChunk)]
+                var body: [String: Any] = ["import_id": id, "offset": offset, "chunk": Data(piece).base64EncodedString()]
+                if !name.isEmpty { body["file"] = name }
+                _ = try call("catalog.import.append", body)
+                offset += piece.count
+            }
+        }
+        _ = try call("catalog.import.commit", ["import_id": id])
+        let deadline = monotonicNanos() + UInt64(timeoutMilliseconds) * 1_000_000
+        while true {
+            let status = try client.request(type: "catalog.import.status", body: Data(#"{"import_id":"\#(id)"}"#.utf8), timeoutMilliseconds: 30_000)
+            let object = (try JSONSerialization.jsonObject(with: status.bodyJSON) as? [String: Any]) ?? [:]
+            switch object["state"] as? String {
+            case "done": return status.bodyJSON
+            case "failed": throw ImportFailed(status: status.bodyJSON)
+            default:
+                guard monotonicNanos() < deadline else {
+                    throw ServiceError(.deadlineExceeded, "import \(id) is still \(object["state"] ?? "running") after \(timeoutMilliseconds) ms; ask catalog.import.status")
+                }
+                usleep(200_000)
+            }
+        }
+    }
+
+    /// An import the catalog refused: its status, with the report of every error.
+    struct ImportFailed: Error, CustomStringConvertible {
+        let status: Data
+        var description: String { "the import failed, nothing was written:\n" + String(decoding: status, as: UTF8.self) }
+    }
+}
