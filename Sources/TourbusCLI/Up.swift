@@ -1,7 +1,9 @@
 import Bus
 import Contracts
 import Foundation
+import Geo
 import ServiceCore
+import TourMaps
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -336,10 +338,36 @@ enum DemoLoader {
             guard ids.count == stops.count else { continue }
             var tour = input
             tour.stops = ids
-            _ = try catalog.request(type: "tours.create", body: try JSONCoding.encoder.encode(tour), timeoutMilliseconds: 5_000)
+            let reply = try catalog.request(type: "tours.create", body: try JSONCoding.encoder.encode(tour), timeoutMilliseconds: 5_000)
+            let made = try JSONCoding.decoder.decode(Tour.self, from: reply.bodyJSON)
+            try setDemoMap(catalog, tour: made.id, stops: try ids.map { id in
+                let place = try JSONCoding.decoder.decode(Place.self, from: try catalog.request(
+                    type: CatalogRequests.get, body: Data(#"{"id":\#(id)}"#.utf8), timeoutMilliseconds: 5_000).bodyJSON)
+                return Coordinate(uncheckedLatitude: place.lat, longitude: place.lon)
+            })
             created += 1
         }
         return created
+    }
+
+    /// Draws a demo tour's map (its route through its stops on a blank canvas: no map tiles of
+    /// anyone's), uploads it in chunks and places it by the drawing's own control points.
+    static func setDemoMap(_ catalog: RPCClient, tour: Int64, stops: [Coordinate]) throws {
+        let map = try MapCanvas.draw(stops: stops, width: 2048, height: 1536)
+        func call(_ type: String, _ body: [String: Any]) throws -> [String: Any] {
+            let reply = try catalog.request(type: type, body: try JSONSerialization.data(withJSONObject: body), timeoutMilliseconds: 30_000)
+            return (try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any]) ?? [:]
+        }
+        guard let upload = try call("tours.map.upload.begin", [:])["upload_id"] as? String else { throw Failure(description: "no upload_id") }
+        var offset = 0
+        while offset < map.jpeg.count {
+            let piece = map.jpeg[offset..<min(map.jpeg.count, offset + TourbusCommand.importChunk)]
+            _ = try call("tours.map.upload.append", ["upload_id": upload, "offset": offset, "chunk": Data(piece).base64EncodedString()])
+            offset += piece.count
+        }
+        _ = try call("tours.map.upload.commit", ["upload_id": upload])
+        let points = map.controlPoints.map { ["x": $0.x, "y": $0.y, "lat": $0.coordinate.latitude, "lon": $0.coordinate.longitude] }
+        _ = try call("tours.map.set", ["tour_id": tour, "upload_id": upload, "points": points])
     }
 
     /// A page of `catalog.list`, as far as the demo loader reads it.

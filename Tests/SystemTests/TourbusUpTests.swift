@@ -100,6 +100,15 @@ func logfmt(_ line: Substring) -> [String: String] {
         let walks = (walk["result"] as? [String: Any])?["tours"] as? [[String: Any]]
         #expect(walks?.map { $0["name"] as? String } == ["Bondi to Coogee Coastal Walk"], "\(walk)")
         #expect((walks?.first?["stops"] as? [Any])?.count == 8)
+        // Each walk has its map, drawn by `up`, placed by its own control points, cut into tiles.
+        for id in 1...3 {
+            var map: [String: Any] = [:]
+            for _ in 0..<100 where map["tiles_ready"] as? Bool != true {
+                map = (json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"tours.map.get","params":{"tour_id":\#(id)}}"#))["result"] as? [String: Any]) ?? [:]
+                if map["tiles_ready"] as? Bool != true { usleep(100_000) }
+            }
+            #expect(map["width"] as? Int == 2048 && (map["rms_m"] as? Double).map { $0 < 1 } == true && map["tiles_ready"] as? Bool == true, "\(map)")
+        }
         // Search follows the catalog's tours: found by name, in Russian too.
         var found: [[String: Any]] = []
         for _ in 0..<100 where found.isEmpty {
