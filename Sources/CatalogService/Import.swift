@@ -290,18 +290,19 @@ struct ImportPlanner {
         // A plan of this import waits for the writer already.
         guard plans.phase(id) == nil else { return false }
         plans.setPhase(id, "planning")
-        let categories = Set(try db.query("SELECT id FROM categories").map { row throws(RowError) in try row.decode("id", as: String.self) })
-        let planner = ImportPlanner(db: db, categories: categories, maxRMSMeters: options.mapMaxRMSMeters, mapping: try OSMMapping.standard())
         var plan = ImportPlan(importId: id)
         do {
+            let categories = Set(try db.query("SELECT id FROM categories").map { row throws(RowError) in try row.decode("id", as: String.self) })
+            let planner = ImportPlanner(db: db, categories: categories, maxRMSMeters: options.mapMaxRMSMeters, mapping: try OSMMapping.standard())
             let format = ImportFormat(rawValue: try row.decode("format")) ?? .content
             let document = try planner.bytes(id, file: "")
             switch format {
             case .content: try planner.planContent(document, importId: id, into: &plan)
             case .osm: try planner.planOSM(document, into: &plan)
             }
-        } catch let error as ServiceError {
-            plan.report.errors.append(ImportIssue(message: error.message))
+        } catch {
+            // Whatever stopped the reading (SQLite too) ends this import, not the thread.
+            plan.report.errors.append(ImportIssue(message: (error as? ServiceError)?.message ?? "\(error)"))
         }
         plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
         let dryRun = try row.decode("dry_run", as: Int.self) != 0
@@ -457,12 +458,13 @@ struct ImportPlanner {
                 plan.report.tours.unchanged += 1
             }
             guard let map = tour.map else { continue }
-            try planMap(map, tour: tour, current: changed ? nil : current?.id, index: changed ? index : nil, importId: importId, into: &plan)
+            try planMap(map, tour: tour, current: current?.id, index: changed ? index : nil, importId: importId, into: &plan)
         }
     }
 
     /// Plans a tour's map from a file of the import: checked, fitted, and unchanged when the
-    /// tour has the same image placed by the same points.
+    /// tour (`current`, when it exists) has the same image placed by the same points. `index`
+    /// is the tour's place in the plan when the plan writes it.
     private func planMap(_ map: ContentMap, tour: ContentTour, current: Int64?, index: Int?, importId: String, into plan: inout ImportPlan) throws {
         let jpeg = Data(try bytes(importId, file: map.file))
         guard !jpeg.isEmpty else {
