@@ -28,7 +28,8 @@ enum ImportFormat: String, Codable, Sendable {
 
 /// `catalog.import.begin`.
 struct ImportBegin: Decodable, Sendable {
-    var format: ImportFormat?
+    /// `content` (the default) or `osm`.
+    var format: String?
     var dryRun: Bool?
 
     enum CodingKeys: String, CodingKey {
@@ -131,7 +132,9 @@ enum ImportRules {
 
 extension CatalogStore {
     func beginImport(_ request: ImportBegin) throws -> ImportStatus {
-        let format = request.format ?? .content
+        guard let format = ImportFormat(rawValue: request.format ?? "content") else {
+            throw ServiceError.invalid("format", "must be content (our XML, Protocols/import.md) or osm (OpenStreetMap XML)")
+        }
         return try db.transaction {
             let now = Int64(Date().timeIntervalSince1970)
             try db.run("DELETE FROM imports WHERE created_s < ? OR (state = 'receiving' AND created_s < ?)",

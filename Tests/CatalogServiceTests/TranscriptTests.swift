@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 @Suite struct TranscriptTests {
-    @Test(arguments: ["catalog.md", "envelope.md", "tours.md"])
+    @Test(arguments: ["catalog.md", "envelope.md", "tours.md", "import.md"])
     func transcriptsMatchTheService(file: String) throws {
         let exchanges = try serviceTranscript(file)
         #expect(exchanges.count >= 3)
