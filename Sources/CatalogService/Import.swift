@@ -110,6 +110,7 @@ struct ImportStatus: Codable, Sendable {
 
 /// The bounds of imports.
 enum ImportRules {
+    /// Bytes of one `catalog.import.append` chunk: a map upload's (`TourMapRules.chunk`).
     static let maxChunk = TourMapRules.maxChunk
     /// The document's bytes, by format.
     static func maxDocumentBytes(_ format: ImportFormat) -> Int { format == .content ? 64 << 20 : 256 << 20 }
@@ -151,10 +152,7 @@ extension CatalogStore {
     }
 
     func appendImport(_ request: ImportAppend) throws -> ImportStatus {
-        guard request.chunk.utf8.count <= (ImportRules.maxChunk + 2) / 3 * 4,
-              let chunk = Data(base64Encoded: request.chunk), (1...ImportRules.maxChunk).contains(chunk.count) else {
-            throw ServiceError.invalid("chunk", "must be base64 of 1 to \(ImportRules.maxChunk) bytes")
-        }
+        let chunk = try TourMapRules.chunk(request.chunk)
         let file = request.file ?? ""
         if !file.isEmpty {
             guard file.utf8.count <= ImportRules.maxFileName, !file.contains("/"), !file.contains("\\"), file != ".", file != "..",

@@ -117,6 +117,15 @@ enum TourMapRules {
     /// Tiles written per transaction by the builder, so the writer never waits long.
     static let tilesPerTransaction = 32
 
+    /// The bytes of a chunk (of an upload or an import): base64 of 1 to `maxChunk` bytes, its
+    /// text bounded before it is decoded.
+    static func chunk(_ base64: String) throws(ServiceError) -> Data {
+        guard base64.utf8.count <= (maxChunk + 2) / 3 * 4, let chunk = Data(base64Encoded: base64), (1...maxChunk).contains(chunk.count) else {
+            throw .invalid("chunk", "must be base64 of 1 to \(maxChunk) bytes")
+        }
+        return chunk
+    }
+
     /// `not_found` for an upload id that is not one of ours (or expired).
     static func unknownUpload(_ id: String) -> ServiceError {
         ServiceError(.notFound, "no upload '\(id.prefix(64))' (uploads expire an hour after they begin)", field: "upload_id")
@@ -150,11 +159,7 @@ extension CatalogStore {
     }
 
     func appendUpload(_ request: MapUploadChunk) throws -> MapUpload {
-        // Base64 of at most maxChunk bytes; the text is bounded before it is decoded.
-        guard request.chunk.utf8.count <= (TourMapRules.maxChunk + 2) / 3 * 4,
-              let chunk = Data(base64Encoded: request.chunk), (1...TourMapRules.maxChunk).contains(chunk.count) else {
-            throw ServiceError.invalid("chunk", "must be base64 of 1 to \(TourMapRules.maxChunk) bytes")
-        }
+        let chunk = try TourMapRules.chunk(request.chunk)
         return try db.transaction {
             let upload = try openUpload(request.uploadId)
             guard !upload.committed else { throw ServiceError(.conflict, "upload \(request.uploadId) is committed already", field: "upload_id") }

@@ -51,6 +51,17 @@ extension TourbusCommand {
         }
     }
 
+    /// `--timeout-ms` of a command that may take long (a backup, an import): 1 to 3,600,000,
+    /// default 600,000; nil (after printing why) for anything else.
+    static func longTimeout(_ flags: [String: String]) -> Int? {
+        guard let text = flags["--timeout-ms"] else { return 600_000 }
+        guard let value = Int(text), (1...3_600_000).contains(value) else {
+            printError("--timeout-ms takes 1 to 3600000")
+            return nil
+        }
+        return value
+    }
+
     /// An exit status as an error, for a step of a command that has already said why it failed.
     struct ExitStatus: Error { let code: Int32 }
 
@@ -71,14 +82,7 @@ extension TourbusCommand {
             printError("backup needs --service ENDPOINT and --to DIR\n\(usage)")
             return 2
         }
-        var timeout = 600_000
-        if let text = flags["--timeout-ms"] {
-            guard let value = Int(text), (1...3_600_000).contains(value) else {
-                printError("--timeout-ms takes 1 to 3600000")
-                return 2
-            }
-            timeout = value
-        }
+        guard let timeout = longTimeout(flags) else { return 2 }
         // The service writes the file, so it gets an absolute path (from this command's folder).
         let folder = to.hasPrefix("/") ? to : FileManager.default.currentDirectoryPath + "/" + to
         var isFolder: ObjCBool = false

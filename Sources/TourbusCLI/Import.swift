@@ -33,14 +33,7 @@ extension TourbusCommand {
             printError("--format takes content (our XML, Protocols/import.md) or osm (OpenStreetMap XML)")
             return 2
         }
-        var timeout = 600_000
-        if let text = flags["--timeout-ms"] {
-            guard let value = Int(text), (1...3_600_000).contains(value) else {
-                printError("--timeout-ms takes 1 to 3600000")
-                return 2
-            }
-            timeout = value
-        }
+        guard let timeout = longTimeout(flags) else { return 2 }
         let dataDirectory = flags["--data-dir"] ?? ProcessInfo.processInfo.environment["TOURBUS_DATA_DIR"] ?? "data"
         guard let endpoint = flags["--service"] ?? SuiteEndpoints.read(dataDirectory)?["catalog"]?.rpc else {
             printError("no catalog: give --service ENDPOINT, or --data-dir of a running `tourbus up`")
@@ -115,13 +108,10 @@ extension TourbusCommand {
         let begun = try call("catalog.import.begin", ["format": format, "dry_run": dryRun])
         guard let id = begun["import_id"] as? String else { throw ServiceError(.internal, "catalog.import.begin answered no import_id") }
         for (name, bytes) in [("", files.document)] + files.images {
-            var offset = 0
-            while offset < bytes.count {
-                let piece = bytes[offset..<min(bytes.count, offset + importChunk)]
-                var body: [String: Any] = ["import_id": id, "offset": offset, "chunk": Data(piece).base64EncodedString()]
+            try sendChunks(bytes) { offset, chunk in
+                var body: [String: Any] = ["import_id": id, "offset": offset, "chunk": chunk]
                 if !name.isEmpty { body["file"] = name }
                 _ = try call("catalog.import.append", body)
-                offset += piece.count
             }
         }
         _ = try call("catalog.import.commit", ["import_id": id])
@@ -138,6 +128,16 @@ extension TourbusCommand {
                 }
                 usleep(200_000)
             }
+        }
+    }
+
+    /// Hands `bytes` to `send` in base64 chunks of `importChunk` bytes, with the offset of each.
+    static func sendChunks(_ bytes: Data, _ send: (_ offset: Int, _ chunk: String) throws -> Void) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let piece = bytes[offset..<min(bytes.count, offset + importChunk)]
+            try send(offset, Data(piece).base64EncodedString())
+            offset += piece.count
         }
     }
 

@@ -359,11 +359,8 @@ enum DemoLoader {
             return (try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any]) ?? [:]
         }
         guard let upload = try call("tours.map.upload.begin", [:])["upload_id"] as? String else { throw Failure(description: "no upload_id") }
-        var offset = 0
-        while offset < map.jpeg.count {
-            let piece = map.jpeg[offset..<min(map.jpeg.count, offset + TourbusCommand.importChunk)]
-            _ = try call("tours.map.upload.append", ["upload_id": upload, "offset": offset, "chunk": Data(piece).base64EncodedString()])
-            offset += piece.count
+        try TourbusCommand.sendChunks(map.jpeg) { offset, chunk in
+            _ = try call("tours.map.upload.append", ["upload_id": upload, "offset": offset, "chunk": chunk])
         }
         _ = try call("tours.map.upload.commit", ["upload_id": upload])
         let points = map.controlPoints.map { ["x": $0.x, "y": $0.y, "lat": $0.coordinate.latitude, "lon": $0.coordinate.longitude] }
