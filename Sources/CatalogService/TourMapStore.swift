@@ -89,6 +89,9 @@ struct TourMapInfo: Encodable, Sendable {
     var points: [MapSet.Point]
     var residualsM: [Double]
     var rmsM: Double
+    /// Pixel (column i, row j) → degrees: lon = a·i + b·j + c, lat = d·i + e·j + f at the
+    /// pixel's centre (the world file's numbers, by name).
+    var transform: Affine2D
     /// The six lines of an ESRI world file (`.jgw`), degrees per pixel.
     var worldFile: String
     var tileSize = TilePyramid.tileSize
@@ -96,7 +99,7 @@ struct TourMapInfo: Encodable, Sendable {
     var tilesReady: Bool
 
     enum CodingKeys: String, CodingKey {
-        case width, height, bytes, points, levels
+        case width, height, bytes, points, levels, transform
         case tourId = "tour_id"
         case residualsM = "residuals_m"
         case rmsM = "rms_m"
@@ -264,7 +267,8 @@ extension CatalogStore {
         return TourMapInfo(
             tourId: tourId, width: width, height: height, bytes: try row.decode("bytes"),
             points: try JSONCoding.decoder.decode([MapSet.Point].self, from: Data(try row.decode("points", as: String.self).utf8)),
-            residualsM: georeference.residualsMeters, rmsM: georeference.rmsMeters, worldFile: georeference.worldFile,
+            residualsM: georeference.residualsMeters, rmsM: georeference.rmsMeters, transform: georeference.pixelIndexToDegrees,
+            worldFile: georeference.worldFile,
             levels: TilePyramid.levels(width: width, height: height).map {
                 TourMapInfo.Level(z: $0.z, width: $0.width, height: $0.height, columns: $0.columns, rows: $0.rows)
             },

@@ -43,6 +43,13 @@ import TourMaps
         #expect((set["rms_m"] as? Double).map { $0 < 0.5 } == true, "\(set)")
         #expect((set["residuals_m"] as? [Double])?.count == map.controlPoints.count)
         #expect((set["world_file"] as? String)?.split(separator: "\n").count == 6)
+        // The transform puts each stop's drawn pixel on the stop (within a metre or so).
+        let t = try #require(set["transform"] as? [String: Double])
+        for (stop, pixel) in zip(Self.stops, map.stopPixels) {
+            let (i, j) = (pixel.x - 0.5, pixel.y - 0.5)
+            let lon = t["a"]! * i + t["b"]! * j + t["c"]!, lat = t["d"]! * i + t["e"]! * j + t["f"]!
+            #expect(Coordinate(uncheckedLatitude: lat, longitude: lon).distance(to: stop) < 3, "\(lat), \(lon)")
+        }
         let levels = try #require(set["levels"] as? [[String: Any]])
         // 900×700 → 4×3 tiles at full size, then 2×2, then one.
         #expect(levels.map { "\($0["columns"] ?? 0)x\($0["rows"] ?? 0)" } == ["1x1", "2x2", "4x3"])
