@@ -17,11 +17,15 @@ public final class CatalogStore: ServiceState {
     let options: CatalogOptions
     /// Wakes the thread that cuts map tiles.
     let tileCutter: BackgroundSignal
+    /// Users erased a moment ago (`social.user.deleted`), whose late `tours.locate` is refused.
+    let erased: RecentlyErased
 
-    public init(worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal()) throws {
+    public init(worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal(),
+                erased: RecentlyErased? = nil) throws {
         self.worker = worker
         self.options = options
         self.tileCutter = tileCutter
+        self.erased = erased ?? RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         categories = try worker.db.query("SELECT id, name FROM categories ORDER BY id").map { row throws(RowError) in
             Category(id: try row.decode("id"), name: try row.decode("name"), count: nil)
         }
@@ -335,6 +339,21 @@ enum CatalogSchema {
                 jpeg       BLOB NOT NULL,
                 PRIMARY KEY (tour_id, z, x, y)
             );
+            """),
+        // Walking tours: per user and tour (one row at most), the visited place ids in tour
+        // order (JSON) and the last position kept for headings. Deleting a tour deletes its rows;
+        // `social.user.deleted` deletes a user's.
+        Migration(domain: "catalog", version: 7, sql: """
+            CREATE TABLE tour_progress (
+                user_id  INTEGER NOT NULL,
+                tour_id  INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
+                visited  TEXT NOT NULL,
+                last_lat REAL NOT NULL,
+                last_lon REAL NOT NULL,
+                last_ms  INTEGER NOT NULL,
+                PRIMARY KEY (user_id, tour_id)
+            );
+            CREATE INDEX tour_progress_by_tour ON tour_progress(tour_id);
             """),
     ]
 }

@@ -70,6 +70,10 @@ public struct AccessPolicy: Sendable {
         Rule("tours.map.tile", "catalog", .anyone),
         Rule("tours.map.upload.", "catalog", .admin),
         Rule("tours.map.set", "catalog", .admin),
+        // Walking a tour: a signed-in user's own position and progress.
+        Rule("tours.locate", "catalog", .user),
+        Rule("tours.progress", "catalog", .user),
+        Rule("tours.progress.reset", "catalog", .user),
         // Search: anyone.
         Rule("search.", "search", .anyone),
         // Accounts, profiles, reviews, follows and sharing: the social service.
