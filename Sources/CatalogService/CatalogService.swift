@@ -121,11 +121,24 @@ public enum CatalogService {
         table.on("catalog.import.apply", .write, description: "internal: writes an import the import thread has read (the service sends it itself)") {
             (_: Empty, _, store) in try store.applyImport()
         }
+        table.on("tours.locate", .write, description: "where you are on a tour (lat, lon, course_deg?): map pixel, heading, next stop; stops within 30 m are visited") {
+            (request: TourLocate, context, store) in try store.locate(request, user: try WalkRules.caller(context))
+        }
+        table.on("tours.progress", description: "your visited stops of a tour in order, the next stop, counts") {
+            (request: TourProgressRequest, context, store) in try store.progress(request, user: try WalkRules.caller(context))
+        }
+        table.on("tours.progress.reset", .write, description: "forget your visited stops and last position on a tour") {
+            (request: TourProgressRequest, context, store) in try store.resetProgress(request, user: try WalkRules.caller(context))
+        }
+        let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         var definition = ServiceDefinition(
             name: "catalog", migrations: CatalogSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
+            // Social's events erase a deleted user's walks (without social's endpoints the catalog
+            // runs, warning that it is not subscribed).
+            subscriptions: ["social": WalkRules.socialApplier(clock: options.clock, erased: erased)],
             makeState: { worker in
-                try CatalogStore(worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans)
+                try CatalogStore(worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans, erased: erased)
             })
         definition.background = [
             BackgroundWork(name: "tiles", signal: tileCutter, step: TileCutter.step),

@@ -21,14 +21,17 @@ public final class CatalogStore: ServiceState {
     let importer: BackgroundSignal
     /// Imports read and planned, waiting for the writer (nil: a store that applies none).
     let importPlans: ImportPlans?
+    /// Users erased a moment ago (`social.user.deleted`), whose late `tours.locate` is refused.
+    let erased: RecentlyErased
 
     init(worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal(),
-                importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil) throws {
+         importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil, erased: RecentlyErased? = nil) throws {
         self.worker = worker
         self.options = options
         self.tileCutter = tileCutter
         self.importer = importer
         self.importPlans = importPlans
+        self.erased = erased ?? RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         categories = try worker.db.query("SELECT id, name FROM categories ORDER BY id").map { row throws(RowError) in
             Category(id: try row.decode("id"), name: try row.decode("name"), count: nil)
         }
@@ -360,6 +363,21 @@ enum CatalogSchema {
                 jpeg       BLOB NOT NULL,
                 PRIMARY KEY (tour_id, z, x, y)
             );
+            """),
+        // Walking tours: per user and tour (one row at most), the visited place ids in tour
+        // order (JSON) and the last position kept for headings. Deleting a tour deletes its rows;
+        // `social.user.deleted` deletes a user's.
+        Migration(domain: "catalog", version: 7, sql: """
+            CREATE TABLE tour_progress (
+                user_id  INTEGER NOT NULL,
+                tour_id  INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
+                visited  TEXT NOT NULL,
+                last_lat REAL NOT NULL,
+                last_lon REAL NOT NULL,
+                last_ms  INTEGER NOT NULL,
+                PRIMARY KEY (user_id, tour_id)
+            );
+            CREATE INDEX tour_progress_by_tour ON tour_progress(tour_id);
             """),
         // Imports: the chunks received (the document under file '', map images under their
         // names) until the import is read, and its state and report for a day. And opening

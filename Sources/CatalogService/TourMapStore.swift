@@ -13,6 +13,12 @@ import TourMaps
 public struct CatalogOptions: Sendable {
     /// `tours.map.set` refuses control points whose RMS residual is over this (`--map-max-rms-m`).
     public var mapMaxRMSMeters = 25.0
+    /// The time in milliseconds since 1970: when a walker was located (`tours.locate`'s
+    /// headings). Tests move it by hand.
+    public var clock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+    /// How long an erased user's `tours.locate` is refused after `social.user.deleted`: far
+    /// longer than a gateway caches a token (2 s) or a request may wait (its deadline).
+    public var erasedUserWindowMs: Int64 = 600_000
 
     public init() {}
 }

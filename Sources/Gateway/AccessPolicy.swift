@@ -75,6 +75,10 @@ public struct AccessPolicy: Sendable {
         Rule("catalog.import.append", "catalog", .admin),
         Rule("catalog.import.commit", "catalog", .admin),
         Rule("catalog.import.status", "catalog", .admin),
+        // Walking a tour: a signed-in user's own position and progress.
+        Rule("tours.locate", "catalog", .user),
+        Rule("tours.progress", "catalog", .user),
+        Rule("tours.progress.reset", "catalog", .user),
         // Search: anyone.
         Rule("search.", "search", .anyone),
         // Accounts, profiles, reviews, follows and sharing: the social service.

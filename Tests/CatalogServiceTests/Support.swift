@@ -18,15 +18,19 @@ final class CatalogFixture {
     let client: RPCClient
     let config: ServiceConfig
 
-    init(retention: Int = 100_000, heartbeatMs: Int = 100, logger: Logger = quiet) throws {
-        context = try ZMQContext()
+    /// `context`: a ZeroMQ context to share with peers the test runs (a fake social); `peers`:
+    /// the endpoints the catalog follows; `options`: the catalog's own (a test's clock).
+    init(retention: Int = 100_000, heartbeatMs: Int = 100, logger: Logger = quiet, context: ZMQContext? = nil,
+         peers: [String: PeerEndpoints] = [:], options: CatalogOptions = CatalogOptions()) throws {
+        if let context { self.context = context } else { self.context = try ZMQContext() }
         var config = ServiceConfig(service: "catalog")
         config.dataDirectory = folder.path
         config.heartbeatMilliseconds = heartbeatMs
         config.outboxRetention = retention
+        config.peers = peers
         self.config = config
-        runtime = try ServiceRuntime(definition: CatalogService.definition(), config: config, context: context, logger: logger)
-        client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)
+        runtime = try ServiceRuntime(definition: CatalogService.definition(options: options), config: config, context: self.context, logger: logger)
+        client = try RPCClient(context: self.context, endpoints: runtime.endpoints.rpc, logger: quiet)
     }
 
     deinit {

@@ -154,8 +154,12 @@ final class SuiteFixture {
 
     /// Starts a new catalog process, bound to the old one's request and event endpoints, on the
     /// same data. The old process must have ended (`stopCatalog()`); the fixture then watches the new one.
-    func startCatalog(sourceLocation: SourceLocation = #_sourceLocation) throws {
-        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: own("catalog") + ["--bind", catalogEndpoint, "--publish", catalogEventsEndpoint],
+    /// `followingSocial`: the new one follows social's events (`--peer`/`--peer-pub social=…`),
+    /// which the first cannot, being started before social.
+    func startCatalog(followingSocial: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let following = followingSocial ? SuiteFixture.publishers(social) : []
+        catalog = try ChildProcess("tourbus-catalog", folder: folder,
+                                   arguments: own("catalog") + ["--bind", catalogEndpoint, "--publish", catalogEventsEndpoint] + following,
                                    sourceLocation: sourceLocation)
     }
 
