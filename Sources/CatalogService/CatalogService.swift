@@ -93,7 +93,7 @@ public enum CatalogService {
         table.on("tours.map.set", .write, description: "make a committed upload a tour's map, placed by 3 or more control points {x, y, lat, lon}") {
             (request: MapSet, _, store) -> TourMapInfo in
             let info = try store.setMap(request, maxRMSMeters: store.options.mapMaxRMSMeters)
-            store.tileCutter.wake()
+            store.worker.wakeAfterCommit(store.tileCutter)
             return info
         }
         table.on("tours.map.get", description: "a tour's map: size, control points, residuals, world file, tile levels, tiles_ready") {
@@ -112,7 +112,7 @@ public enum CatalogService {
         table.on("catalog.import.commit", .write, description: "finish sending an import: it is read and applied in the background") {
             (request: ImportRef, _, store) -> ImportStatus in
             let status = try store.commitImport(request.importId)
-            store.importer.wake()
+            store.worker.wakeAfterCommit(store.importer)
             return status
         }
         table.on("catalog.import.status", description: "an import's state and its report: counts created, updated, unchanged, and every error with its line") {

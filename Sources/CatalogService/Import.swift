@@ -620,7 +620,7 @@ extension CatalogStore {
                 plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
                 try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
             }
-            if wroteMaps { tileCutter.wake() }
+            if wroteMaps { worker.wakeAfterCommit(tileCutter) }
         } catch {
             plan.report.errors.append(ImportIssue(message: (error as? ServiceError)?.message ?? "\(error)"))
             try ImportPlanner.finish(plan.importId, state: "failed", report: plan.report, db: db)

@@ -21,6 +21,8 @@ public final class ServiceWorker {
     private var emitted = false
     /// Pushes of the work not yet committed.
     private var pending: [Push] = []
+    /// Background work to wake once the work has committed.
+    private var wakes: [BackgroundSignal] = []
 
     init(db: Database, config: ServiceConfig, logger: Logger, peers: PeerClients, relayWakeup: Wakeup?, pushes: PushOutlet?) {
         self.db = db
@@ -60,9 +62,18 @@ public final class ServiceWorker {
         emitted = true
     }
 
-    /// Wakes the relay if this thread emitted since the last call, and hands it the pushes
-    /// recorded (after their transaction committed).
+    /// Wakes `signal`'s background work once the handler's work has committed (a write's
+    /// transaction, which may hold several handlers' work): woken sooner, it would look for
+    /// the work before it is there, and sleep until its next idle wake.
+    public func wakeAfterCommit(_ signal: BackgroundSignal) {
+        wakes.append(signal)
+    }
+
+    /// Wakes the relay if this thread emitted since the last call, hands it the pushes
+    /// recorded, and wakes the background work asked for (after their transaction committed).
     func flushEmitted() {
+        for signal in wakes { signal.wake() }
+        wakes.removeAll()
         if !pending.isEmpty {
             outlet?.send(pending)
             pending.removeAll()
