@@ -192,6 +192,15 @@ import TourMaps
         #expect(abs(park.lat - 60.17266666) < 1e-6 && abs(park.lon - 24.94266666) < 1e-6)
         let again = try Self.run(catalog, osm, format: "osm")
         #expect(Self.counts(again.report, "places") == [0, 0, 3])
+        // A newer extract: one place renamed, one gone (it stays), one new.
+        let newer = osm.replacingOccurrences(of: #"v="Ateneum""#, with: #"v="Ateneumin taidemuseo""#)
+            .replacingOccurrences(of: #"<tag k="name" v="Café Aalto"/>"#, with: "")
+            .replacingOccurrences(of: #"<tag k="amenity" v="cafe"/></node>"#, with: #"<tag k="amenity" v="cafe"/><tag k="name" v="Uusi"/></node>"#)
+        let update = try Self.run(catalog, newer, format: "osm")
+        #expect(Self.counts(update.report, "places") == [1, 1, 1], "\(update.report)")
+        let after = try catalog.allPlaces()
+        #expect(after.count == 4 && after.first { $0.externalIds["osm"] == "node/2" }?.name == "Ateneumin taidemuseo")
+        #expect(after.first { $0.externalIds["osm"] == "node/1" }?.name == "Café Aalto")
     }
 
     @Test func importsAreBoundedFromTheSendersSide() throws {
