@@ -116,16 +116,21 @@ enum ImportRules {
     static func maxDocumentBytes(_ format: ImportFormat) -> Int { format == .content ? 64 << 20 : 256 << 20 }
     static let maxFiles = 200
     static let maxFileName = 255
+    /// The bytes of an import's files beside the document, in all.
+    static let maxImageBytes = 256 << 20
+    /// The bytes of the map images one import sets, counted once per tour that stores one.
+    static let maxMapBytes = 512 << 20
     /// Imports not yet done, at most; each is forgotten `lifetimeSeconds` after it began (its report too).
     static let maxOpenImports = 4
     static let lifetimeSeconds: Int64 = 86_400
-    /// Imports still receiving chunks this long after they began are dropped.
-    static let receivingSeconds: Int64 = 3_600
+    /// Imports still receiving chunks this long after they began are dropped (256 MiB at
+    /// 512 KiB a chunk is 512 appends).
+    static let receivingSeconds: Int64 = 600
     /// Errors listed in a report, at most.
     static let maxErrors = 1_000
 
     static func unknown(_ id: String) -> ServiceError {
-        ServiceError(.notFound, "no import '\(id.prefix(64))' (an import is forgotten a day after it began)", field: "import_id")
+        ServiceError(.notFound, "no import '\(id.prefix(64))' (an import is forgotten a day after it began, or 10 minutes after if never committed)", field: "import_id")
     }
 }
 
@@ -173,6 +178,13 @@ extension CatalogStore {
             let limit = file.isEmpty ? ImportRules.maxDocumentBytes(status.format) : TourMapRules.jpeg.maxBytes
             guard Int(held) + chunk.count <= limit else {
                 throw ServiceError(.tooLarge, "\(file.isEmpty ? "the document" : file) may have at most \(limit) bytes", field: "chunk")
+            }
+            if !file.isEmpty {
+                let images = try db.scalarInt("SELECT coalesce(sum(length(data)), 0) FROM import_chunks WHERE import_id = ? AND file != ''",
+                                              request.importId) ?? 0
+                guard Int(images) + chunk.count <= ImportRules.maxImageBytes else {
+                    throw ServiceError(.tooLarge, "the files beside the document may hold at most \(ImportRules.maxImageBytes) bytes in all", field: "chunk")
+                }
             }
             if held == 0, !file.isEmpty {
                 let files = try db.scalarInt("SELECT COUNT(DISTINCT file) FROM import_chunks WHERE import_id = ? AND file != ''", request.importId) ?? 0
@@ -223,7 +235,15 @@ final class ImportPlans: Sendable {
     private let state = Mutex<(plans: [String: ImportPlan], phases: [String: String])>(([:], [:]))
 
     func phase(_ id: String) -> String? { state.withLock { $0.phases[id] } }
-    func setPhase(_ id: String, _ phase: String?) { state.withLock { $0.phases[id] = phase } }
+
+    /// Marks import `id` as being planned, unless it is being planned or applied already.
+    func claim(_ id: String) -> Bool {
+        state.withLock { state in
+            guard state.phases[id] == nil else { return false }
+            state.phases[id] = "planning"
+            return true
+        }
+    }
 
     func put(_ plan: ImportPlan) {
         state.withLock {
@@ -270,6 +290,8 @@ struct ImportPlan: Sendable {
         var georeference: MapGeoreference
     }
     var maps: [PlannedMap] = []
+    /// The bytes of the maps' images, counted once per tour (each stores its own).
+    var mapBytes = 0
     var report = ImportReport()
     var started: UInt64 = monotonicNanos()
 }
@@ -288,9 +310,14 @@ struct ImportPlanner {
             SELECT id, format, dry_run FROM imports WHERE state = 'queued' ORDER BY created_s, id LIMIT 1
             """) else { return false }
         let id: String = try row.decode("id")
-        // A plan of this import waits for the writer already.
-        guard plans.phase(id) == nil else { return false }
-        plans.setPhase(id, "planning")
+        // A plan of this import waits for the writer already; or the writer just applied it,
+        // after the row above was read (the phase is cleared only once the import's state is
+        // written): read again once it is claimed, so it is never planned twice.
+        guard plans.claim(id) else { return false }
+        guard try db.scalarInt("SELECT 1 FROM imports WHERE id = ? AND state = 'queued'", id) != nil else {
+            plans.finished(id)
+            return false
+        }
         var plan = ImportPlan(importId: id)
         do {
             let categories = Set(try db.query("SELECT id FROM categories").map { row throws(RowError) in try row.decode("id", as: String.self) })
@@ -382,6 +409,7 @@ struct ImportPlanner {
     // MARK: The content format
 
     func planContent(_ bytes: [UInt8], importId: String, into plan: inout ImportPlan) throws {
+        var images = MapImages()
         let document: ContentDocument
         do throws(ContentErrors) {
             document = try ContentDocument.parse(bytes)
@@ -435,10 +463,16 @@ struct ImportPlanner {
             incoming.description = tour.descriptions.preferred
             incoming.descriptionI18n = descriptions
             incoming.externalIds[source] = tour.id
-            // Validated with its stops as ids (a new place's stands in as a number no place has).
-            incoming.stops = stops.map { if case .existing(let id) = $0 { id } else { -1 } }
-            var placeholder = incoming
-            placeholder.stops = stops.enumerated().map { i, stop in if case .existing(let id) = stop { id } else { -Int64(i) - 1 } }
+            // Validated with its stops as ids: a new place stands in as minus one more than its
+            // index in the plan, a number no place has, the same at each of its stops.
+            let placeholders = stops.map { stop in
+                switch stop {
+                case .existing(let id): id
+                case .new(let index): -Int64(index) - 1
+                }
+            }
+            incoming.stops = placeholders
+            let placeholder = incoming
             do throws(ServiceError) {
                 try TourRules.validate(placeholder)
             } catch {
@@ -459,15 +493,16 @@ struct ImportPlanner {
                 plan.report.tours.unchanged += 1
             }
             guard let map = tour.map else { continue }
-            try planMap(map, tour: tour, current: current?.id, index: changed ? index : nil, importId: importId, into: &plan)
+            try planMap(map, tour: tour, current: current?.id, index: changed ? index : nil, importId: importId, images: &images, into: &plan)
         }
     }
 
     /// Plans a tour's map from a file of the import: checked, fitted, and unchanged when the
     /// tour (`current`, when it exists) has the same image placed by the same points. `index`
     /// is the tour's place in the plan when the plan writes it.
-    private func planMap(_ map: ContentMap, tour: ContentTour, current: Int64?, index: Int?, importId: String, into plan: inout ImportPlan) throws {
-        let jpeg = Data(try bytes(importId, file: map.file))
+    private func planMap(_ map: ContentMap, tour: ContentTour, current: Int64?, index: Int?, importId: String,
+                         images: inout MapImages, into plan: inout ImportPlan) throws {
+        let jpeg = try images.image(map.file) { Data(try bytes(importId, file: map.file)) }
         guard !jpeg.isEmpty else {
             issue("tour '\(tour.id)': its map file '\(map.file)' is not in the import", at: map.position, into: &plan)
             return
@@ -502,6 +537,12 @@ struct ImportPlanner {
             tourIndex = plan.tours.count
             plan.tours.append(ImportPlan.PlannedTour(tour: tour, stops: tour.stops.map { .existing($0) }, current: tour))
         } else {
+            return
+        }
+        // Each tour stores its map's image: tours sharing one image cost its bytes each.
+        plan.mapBytes += jpeg.count
+        guard plan.mapBytes <= ImportRules.maxMapBytes else {
+            issue("tour '\(tour.id)': the maps this import sets hold more than \(ImportRules.maxMapBytes) bytes in all", at: map.position, into: &plan)
             return
         }
         plan.maps.append(ImportPlan.PlannedMap(tour: tourIndex, jpeg: jpeg, points: points, georeference: georeference))
@@ -573,6 +614,19 @@ struct ImportPlanner {
             }
         }
         return dropped
+    }
+}
+
+/// The map images of one import, read once each however many tours name them (`Data` shares
+/// its bytes between the tours' plans).
+struct MapImages {
+    private var read: [String: Data] = [:]
+
+    mutating func image(_ file: String, _ load: () throws -> Data) rethrows -> Data {
+        if let image = read[file] { return image }
+        let image = try load()
+        read[file] = image
+        return image
     }
 }
 

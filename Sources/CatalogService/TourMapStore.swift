@@ -188,6 +188,8 @@ extension CatalogStore {
     func commitUpload(_ id: String) throws -> MapUpload {
         try db.transaction {
             let upload = try openUpload(id)
+            // Checked once: each check decodes the image on the writer.
+            guard !upload.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
             let image: JPEGImage
             do {
                 image = try JPEGImage.check(try uploadBytes(id), limits: TourMapRules.jpeg)
@@ -311,7 +313,8 @@ extension CatalogStore {
 /// A map replaced meanwhile (a new generation) is left for its own turn.
 enum TileCutter {
     static func step(_ db: Database, _ signal: BackgroundSignal) throws -> Bool {
-        guard let row = try db.queryOne("SELECT tour_id, generation FROM tour_maps WHERE tiles_ready = 0 ORDER BY tour_id LIMIT 1") else {
+        // The map set longest ago first: one set again and again waits behind the others.
+        guard let row = try db.queryOne("SELECT tour_id, generation FROM tour_maps WHERE tiles_ready = 0 ORDER BY updated_at, tour_id LIMIT 1") else {
             return false
         }
         let (tourId, generation): (Int64, Int64) = (try row.decode("tour_id"), try row.decode("generation"))

@@ -72,6 +72,12 @@ final class SuiteMember {
         var environment = ProcessInfo.processInfo.environment
         environment["TOURBUS_METRICS_LISTEN"] = nil
         environment["TOURBUS_CURVE_KEY"] = nil
+        // Swift's crash handler starts a helper (swift-backtrace) that inherits the descriptor
+        // Foundation watches for the child's end, and can outlive the child: a crashed member
+        // then never looked dead, and was never restarted (a libzmq assertion under a big
+        // import showed it). Without it a crash still ends the child at once, with its signal
+        // in restarts.log; an operator who sets SWIFT_BACKTRACE keeps theirs.
+        if environment["SWIFT_BACKTRACE"] == nil { environment["SWIFT_BACKTRACE"] = "enable=no" }
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         try process.run()

@@ -122,6 +122,21 @@ import TourMaps
         #expect(try catalog.allPlaces().isEmpty)
     }
 
+    /// A tour naming a new POI twice is refused while reading, with its line, in a dry run too
+    /// (it once passed the reading and failed the transaction on a UNIQUE constraint).
+    @Test func aNewPoiTwiceInOneTourIsAnErrorWithItsLine() throws {
+        let catalog = try CatalogFixture()
+        let twice = Self.walks.replacingOccurrences(of: #"<stop ref="opera"/><stop ref="bridge"/>"#,
+                                                     with: #"<stop ref="opera"/><stop ref="bridge"/><stop ref="opera"/>"#)
+        for dryRun in [true, false] {
+            let run = try Self.run(catalog, twice, dryRun: dryRun)
+            let errors = run.report["errors"] as? [[String: Any]] ?? []
+            #expect(run.state == "failed" && errors.count == 1 && errors.first?["line"] as? Int == 10, "\(run.report)")
+            #expect((errors.first?["message"] as? String)?.contains("already a stop") == true, "\(errors)")
+        }
+        #expect(try catalog.allPlaces().isEmpty)
+    }
+
     @Test func aStopMayNameAnEarlierImportsPoiAndADryRunWritesNothing() throws {
         let catalog = try CatalogFixture()
         #expect(try Self.run(catalog, Self.walks).state == "done")

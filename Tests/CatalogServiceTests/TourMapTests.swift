@@ -69,6 +69,9 @@ import TourMaps
         #expect(throws: ServiceError.self) { try catalog.raw("tours.map.tile", #"{"tour_id":\#(tour.id),"z":2,"x":4,"y":0}"#) }
         #expect(throws: ServiceError.self) { try catalog.raw("tours.map.tile", #"{"tour_id":\#(tour.id),"z":3,"x":0,"y":0}"#) }
 
+        // An upload is checked once: a second commit would decode the image on the writer again.
+        let again = try Self.upload(catalog, map.jpeg, chunk: 400_000)
+        #expect(throws: ServiceError.self) { try catalog.raw("tours.map.upload.commit", #"{"upload_id":"\#(again)"}"#) }
         // The upload was used up; deleting the tour takes its map.
         #expect(throws: ServiceError.self) { try catalog.raw("tours.map.upload.commit", #"{"upload_id":"\#(upload)"}"#) }
         try catalog.raw("tours.delete", #"{"id":\#(tour.id)}"#)
