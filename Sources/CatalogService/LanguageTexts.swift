@@ -43,11 +43,26 @@ enum LanguageTexts {
         }
     }
 
-    /// The text of `lang` among `texts`, or of its primary language (`pt` for `pt-BR`), or nil.
+    /// A language a request asks for (`lang`): a language tag in any case, as BCP 47 allows,
+    /// its primary language lower-cased; nil when absent, `invalid_argument` when not a tag.
+    static func requested(_ lang: String?) throws(ServiceError) -> String? {
+        guard let lang else { return nil }
+        var parts = lang.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        if let primary = parts.first, primary.utf8.count <= 3 { parts[0] = primary.lowercased() }
+        let tag = parts.joined(separator: "-")
+        guard isTag(tag) else { throw .invalid("lang", "not a language tag (such as en, ru or pt-BR)") }
+        return tag
+    }
+
+    /// The text of `lang` among `texts` (tags compared without case), or of its primary
+    /// language (`pt` for `pt-BR`), or nil.
     static func localized(_ texts: [String: String]?, _ lang: String?) -> String? {
         guard let texts, let lang else { return nil }
-        if let text = texts[lang] { return text }
-        guard let primary = lang.split(separator: "-").first else { return nil }
-        return texts[String(primary)]
+        func text(_ tag: String) -> String? {
+            texts[tag] ?? texts.first { $0.key.caseInsensitiveCompare(tag) == .orderedSame }?.value
+        }
+        if let found = text(lang) { return found }
+        guard let primary = lang.split(separator: "-").first, primary.count < lang.count else { return nil }
+        return text(String(primary))
     }
 }

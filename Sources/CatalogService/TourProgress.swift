@@ -117,12 +117,6 @@ enum WalkRules {
         }
     }
 
-    /// `invalid_argument` unless `lang` is absent or a language tag.
-    static func checkLang(_ lang: String?) throws(ServiceError) {
-        if let lang, !LanguageTexts.isTag(lang) {
-            throw ServiceError.invalid("lang", "not a language tag (such as en, ru or pt-BR)")
-        }
-    }
 
     /// `value` to one decimal: replies carry metres, degrees and pixels to a tenth.
     static func tenth(_ value: Double) -> Double { (value * 10).rounded() / 10 }
@@ -185,10 +179,10 @@ extension CatalogStore {
             throw error.serviceError
         }
         try WalkRules.checkCourse(request.courseDeg)
-        try WalkRules.checkLang(request.lang)
+        let lang = try LanguageTexts.requested(request.lang)
         let now = options.clock()
         return try db.transaction {
-            let stops = try walkStops(request.tourId, lang: request.lang)
+            let stops = try walkStops(request.tourId, lang: lang)
             try erased.refuse(user, now: now)
             let walk = try self.walk(user: user, tour: request.tourId)
             var visited = (walk?.visited ?? []).intersection(stops.map(\.id))
@@ -235,8 +229,7 @@ extension CatalogStore {
 
     /// `tours.progress`: the caller's visited stops (those still in the tour) and the next one.
     func progress(_ request: TourProgressRequest, user: Int64) throws -> TourProgressReply {
-        try WalkRules.checkLang(request.lang)
-        let stops = try walkStops(request.tourId, lang: request.lang)
+        let stops = try walkStops(request.tourId, lang: try LanguageTexts.requested(request.lang))
         let visited = try walk(user: user, tour: request.tourId)?.visited ?? []
         let inOrder = stops.map(\.id).filter(visited.contains)
         let next = stops.first { !visited.contains($0.id) }

@@ -180,21 +180,19 @@ extension CatalogStore {
 
     /// `tours.get`: the tour and its stops' places, texts in `lang` where they have them.
     func tourDetail(_ request: TourGet) throws -> TourDetail {
-        if let lang = request.lang, !LanguageTexts.isTag(lang) {
-            throw ServiceError.invalid("lang", "not a language tag (such as en, ru or pt-BR)")
-        }
+        let lang = try LanguageTexts.requested(request.lang)
         var tour = try tour(request.id)
         let places = try db.query("""
             SELECT p.id, p.name, p.name_i18n, p.category, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
             WHERE s.tour_id = ? ORDER BY s.position
             """, tour.id).map { row in
             let names = try row.decode("name_i18n", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
-            let name: String = try LanguageTexts.localized(names, request.lang) ?? row.decode("name")
+            let name: String = try LanguageTexts.localized(names, lang) ?? row.decode("name")
             return TourStop(id: try row.decode("id"), name: name,
                             category: try row.decode("category"), lat: try row.decode("lat"), lon: try row.decode("lon"))
         }
-        tour.name = LanguageTexts.localized(tour.nameI18n, request.lang) ?? tour.name
-        tour.description = LanguageTexts.localized(tour.descriptionI18n, request.lang) ?? tour.description
+        tour.name = LanguageTexts.localized(tour.nameI18n, lang) ?? tour.name
+        tour.description = LanguageTexts.localized(tour.descriptionI18n, lang) ?? tour.description
         return TourDetail(tour: tour, places: places)
     }
 

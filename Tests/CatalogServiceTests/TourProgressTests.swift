@@ -321,7 +321,7 @@ func angleGap(_ a: Double, _ b: Double) -> Double {
             let error = refusal("tours.locate", #"{"tour_id":\#(t),"lat":-33.86,"lon":151.21,"course_deg":\#(course)}"#)
             #expect(error?.code == .invalidArgument && (course == "\"north\"" || error?.field == "course_deg"), "\(course): \(String(describing: error))")
         }
-        #expect(refusal("tours.locate", #"{"tour_id":\#(t),"lat":-33.86,"lon":151.21,"lang":"EN"}"#)?.field == "lang")
+        #expect(refusal("tours.locate", #"{"tour_id":\#(t),"lat":-33.86,"lon":151.21,"lang":"en_GB"}"#)?.field == "lang")
         #expect(refusal("tours.progress", #"{"tour_id":\#(t),"lang":"\#(String(repeating: "a", count: 100))"}"#)?.field == "lang")
 
         // However often a user is located, they have one row per tour, holding only its stops.

@@ -175,13 +175,17 @@ import TestSupport
         #expect(throws: ServiceError.self) { try catalog.raw("tours.get", #"{"id":1,"lang":"\#(longTag)"}"#) }
     }
 
-    @Test func languageTagsAreCheckedAndLookedUpByPrimaryLanguage() {
+    @Test func languageTagsAreCheckedAndLookedUpByPrimaryLanguage() throws {
         for good in ["en", "ru", "pt-BR", "zh-Hant-TW", "yue"] { #expect(LanguageTexts.isTag(good), "\(good)") }
         for bad in ["", "e", "EN", "english", "en-", "en--us", "en_US", "en-abcdefghi", "ру"] { #expect(!LanguageTexts.isTag(bad), "\(bad)") }
         let names = ["en": "Walk", "pt": "Passeio"]
         #expect(LanguageTexts.localized(names, "pt-BR") == "Passeio")
         #expect(LanguageTexts.localized(names, "de") == nil)
         #expect(LanguageTexts.localized(names, nil) == nil)
+        // A request's tag in any case, as BCP 47 allows.
+        #expect(try LanguageTexts.requested("PT-br") == "pt-br" && LanguageTexts.localized(names, "pt-br") == "Passeio")
+        #expect(LanguageTexts.localized(["pt-BR": "Passeio"], "pt-br") == "Passeio")
+        #expect(throws: ServiceError.self) { try LanguageTexts.requested("english") }
     }
 }
 
