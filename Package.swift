@@ -65,7 +65,7 @@ let package = Package(
         // Open-loop load on the gateway's lines and its latency histogram (tourbus-bench load).
         .target(name: "LoadKit"),
         // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
-        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit", "TourMaps"]),
+        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit", "TourMaps", "ContentImport"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
