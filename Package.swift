@@ -60,16 +60,18 @@ let package = Package(
         .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore", "Storage", "Geo", "TourMaps"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Content files from outside: a bounded XML reader of our own (no DTDs, so no entities) and
-        // the Tourbus content format read into plain structs. Foundation only.
+        // the Tourbus content format read into plain structs, and zip archives (our own DEFLATE
+        // decoder and CRC-32, bounded against zip bombs). Foundation only.
         .target(name: "ContentImport"),
         // Open-loop load on the gateway's lines and its latency histogram (tourbus-bench load).
         .target(name: "LoadKit"),
         // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
-        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit", "TourMaps"]),
+        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit", "TourMaps", "ContentImport"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
-        .testTarget(name: "ContentImportTests", dependencies: ["ContentImport"]),
+        // Scripts/make_zip_fixtures.py is run by the zip and inflate tests with /usr/bin/python3.
+        .testTarget(name: "ContentImportTests", dependencies: ["ContentImport"], exclude: ["Scripts"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),

