@@ -56,8 +56,8 @@ let package = Package(
         .executableTarget(name: "tourbus-favorites", dependencies: ["FavoritesService", "ServiceKit"]),
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway"]),
         // ServiceCore: the suite-file reader (`tourbus up --config`, `tourbus probe --config`); Storage: `tourbus restore`;
-        // TourMaps: the demo tours' maps, drawn by `tourbus up`.
-        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore", "Storage", "Geo", "TourMaps"]),
+        // TourMaps: the demo tours' maps, drawn by `tourbus up`; ContentImport: zip archives for `tourbus import`.
+        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore", "Storage", "Geo", "TourMaps", "ContentImport"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Content files from outside: a bounded XML reader of our own (no DTDs, so no entities) and
         // the Tourbus content format read into plain structs, and zip archives (our own DEFLATE

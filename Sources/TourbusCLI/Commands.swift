@@ -34,8 +34,8 @@ public enum TourbusCommand {
           tourbus import PATH [--format content|osm] [--dry-run] [--service ENDPOINT | --data-dir DIR]
                          [--curve-key FILE --server-key KEY] [--timeout-ms N]
               add what a file holds to the catalog, all of it or nothing: our XML content
-              format (Protocols/import.md; PATH a file, or a directory with one .xml and the
-              tours' map images) or an OpenStreetMap extract (--format osm); sent to the
+              format (Protocols/import.md; PATH a file, or a directory or zip with one .xml
+              and the tours' map images) or an OpenStreetMap extract (--format osm); sent to the
               catalog in chunks, read there in the background; prints the report (counts
               created, updated, unchanged, every error with its line), exit 1 if it failed.
               --dry-run reports without writing. The catalog: ENDPOINT, or the one `tourbus

@@ -1,8 +1,9 @@
 import Bus
+import ContentImport
 import Foundation
 
-/// `tourbus import`: sends a content file (with the map images beside it) or an OpenStreetMap
-/// extract to the catalog in chunks, then waits for its report.
+/// `tourbus import`: sends a content file (with the map images beside it, in a directory or a
+/// zip) or an OpenStreetMap extract to the catalog in chunks, then waits for its report.
 extension TourbusCommand {
     /// Bytes per `catalog.import.append` (the catalog's largest chunk).
     static let importChunk = 512 * 1024
@@ -64,28 +65,60 @@ extension TourbusCommand {
         let message: String
     }
 
-    /// The document at `path`, or a directory's one `.xml` (or `.osm`) file and its `.jpg`/`.jpeg` images.
+    /// The document at `path`, or a directory's or zip archive's one `.xml` (or `.osm`) file and
+    /// its `.jpg`/`.jpeg` images.
     static func importFiles(_ path: String) throws -> ImportFiles {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ImportFileError(message: "\(path): no such file or directory")
         }
         guard isDirectory.boolValue else {
-            if path.lowercased().hasSuffix(".zip") {
-                throw ImportFileError(message: "\(path): zip archives are not read yet; unzip it and import the directory")
-            }
+            if path.lowercased().hasSuffix(".zip") { return try zipFiles(path) }
             return ImportFiles(document: try readBounded(path))
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+        return try collect(names, in: path) { try readBounded(path + "/" + $0) }
+    }
+
+    /// The one document among `names` (`.xml` or `.osm`) and the `.jpg`/`.jpeg` images, read by
+    /// `read`; each sent under its last path component, as `<map file>` names it.
+    static func collect(_ names: [String], in path: String, read: (String) throws -> Data) throws -> ImportFiles {
+        func last(_ name: String) -> String { String(name.split(separator: "/").last ?? Substring(name)) }
         let documents = names.filter { $0.lowercased().hasSuffix(".xml") || $0.lowercased().hasSuffix(".osm") }
         guard documents.count == 1 else {
-            throw ImportFileError(message: "\(path): a directory to import holds exactly one .xml (or .osm) file; it has \(documents.count)")
+            throw ImportFileError(message: "\(path): an import holds exactly one .xml (or .osm) file; this has \(documents.count)")
         }
-        var files = ImportFiles(document: try readBounded(path + "/" + documents[0]))
+        var files = ImportFiles(document: try read(documents[0]))
+        var seen = Set<String>()
         for name in names where name.lowercased().hasSuffix(".jpg") || name.lowercased().hasSuffix(".jpeg") {
-            files.images.append((name, try readBounded(path + "/" + name)))
+            guard seen.insert(last(name)).inserted else {
+                throw ImportFileError(message: "\(path): two images are called \(last(name)); a map names its image by file name alone")
+            }
+            files.images.append((last(name), try read(name)))
         }
         return files
+    }
+
+    /// The document and images of a zip archive (our own reader: stored and deflated entries,
+    /// every bound checked before anything is inflated, each entry's CRC-32).
+    static func zipFiles(_ path: String) throws -> ImportFiles {
+        let bytes = try readBounded(path)
+        let limits = ZipLimits(maxArchiveBytes: importMaxFile, maxEntryBytes: importMaxFile, maxTotalBytes: 2 * importMaxFile)
+        let archive: ZipArchive
+        do {
+            archive = try ZipArchive(bytes: bytes, limits: limits)
+        } catch {
+            throw ImportFileError(message: "\(path): \(error)")
+        }
+        let entries = Dictionary(archive.entries.filter { !$0.isDirectory }.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        return try collect(entries.keys.sorted(), in: path) { name in
+            guard let entry = entries[name] else { throw ImportFileError(message: "\(path): no entry \(name)") }
+            do {
+                return try archive.read(entry)
+            } catch {
+                throw ImportFileError(message: "\(path): \(error)")
+            }
+        }
     }
 
     /// A regular file's bytes, refused over `importMaxFile` before it is read.

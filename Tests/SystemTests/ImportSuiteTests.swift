@@ -62,6 +62,26 @@ import TourMaps
         let c = try GatewayConnection(port: suite.port)
         #expect(Self.found(c, "harbour stroll", "Harbour stroll"))
 
+        // The same files in a zip (deflated, in a folder of the archive): our own reader, the same import.
+        let zip = folder.file("walks.zip")
+        let zipped = try BoundedRun("/usr/bin/python3", ["-c", """
+            import sys, zipfile
+            with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+                z.write(sys.argv[2], "walks/walks.xml"); z.write(sys.argv[3], "walks/harbour.jpg")
+            """, zip, folder.file("walks.xml"), folder.file("harbour.jpg")], timeout: 30)
+        #expect(zipped.exit == .status(0), "\(zipped.errors)")
+        let fromZip = try BoundedRun(tourbus, ["import", zip, "--service", suite.catalogEndpoint], timeout: 60)
+        #expect(fromZip.exit == .status(0) && Self.counts(Self.report(fromZip), "places") == [0, 0, 2]
+                && Self.counts(Self.report(fromZip), "maps") == [0, 0, 1], "\(fromZip.output) \(fromZip.errors)")
+        // A hostile archive is refused before anything is sent.
+        let evil = folder.file("evil.zip")
+        _ = try BoundedRun("/usr/bin/python3", ["-c", """
+            import sys, zipfile
+            with zipfile.ZipFile(sys.argv[1], "w") as z: z.writestr("../walks.xml", "<content/>")
+            """, evil], timeout: 30)
+        let refusedZip = try BoundedRun(tourbus, ["import", evil, "--service", suite.catalogEndpoint], timeout: 60)
+        #expect(refusedZip.exit == .status(2) && refusedZip.errors.contains(".."), "\(refusedZip.errors)")
+
         // A file the catalog refuses: exit 1, the report on stderr, nothing written.
         try xml.replacingOccurrences(of: #"lat="-33.8523""#, with: #"lat="-95""#).write(toFile: folder.file("walks.xml"), atomically: true, encoding: .utf8)
         let refused = try BoundedRun(tourbus, ["import", folder.path, "--service", suite.catalogEndpoint], timeout: 60)
