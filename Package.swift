@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
         // Scripts/make_zip_fixtures.py is run by the zip and inflate tests with /usr/bin/python3.
-        .testTarget(name: "ContentImportTests", dependencies: ["ContentImport"], exclude: ["Scripts"]),
+        .testTarget(name: "ContentImportTests", dependencies: ["ContentImport", "TestSupport"], exclude: ["Scripts"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),

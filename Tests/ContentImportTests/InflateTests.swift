@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import ContentImport
 
 @Suite struct InflateTests {
@@ -186,7 +187,7 @@ import Testing
 
     /// Random mutations of valid streams: never a crash or output past the limit.
     @Test(.enabled(if: ZipFixtures.pythonPresent)) func mutatedStreamsFailCleanly() throws {
-        var random = SplitMix64(state: 15)
+        var random = SplitMix64(seed: 15)
         let seeds = try ["text-level9", "xml-fixed", "fibonacci-huffman", "mixed-level1"].map { name in
             Array(try ZipFixtures.bytes("inflate/\(name).deflate").prefix(4_000))
         }

@@ -1,6 +1,7 @@
 import ContentImport
 import Foundation
 import Testing
+import TestSupport
 
 /// Reads `text` to its end: every event, or the error that stopped it. At most one event per
 /// byte and one more (an empty-element tag gives two events for its four or more bytes).
@@ -341,17 +342,6 @@ func at(_ line: Int, _ column: Int) -> XMLPosition { XMLPosition(line: line, col
 /// Mutated documents: whatever the bytes, the reader ends with nil or an `XMLError` whose position
 /// lies inside the text, within its bounds, and never crashes or loops.
 @Suite struct XMLReaderFuzzTests {
-    /// A small, seeded, reproducible generator (SplitMix64).
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     static let seeds: [String] = [
         #"<?xml version="1.0" encoding="UTF-8"?><content xmlns="urn:tourbus:content:1" source="s"><poi id="p1" category="museum" lat="-33.85" lon="151.2"><name lang="en">Caf&#xE9; &amp; Co</name><photo url="http://x/y.jpg"/></poi></content>"#,
@@ -363,7 +353,7 @@ func at(_ line: Int, _ column: Int) -> XMLPosition { XMLPosition(line: line, col
         + [[0xFF], [0xC3], [0xED, 0xA0, 0x80], [0xEF, 0xBB, 0xBF]]
 
     @Test func mutatedInputsEndInAnEventsEndOrAPositionedError() {
-        var generator = Generator(state: 15)
+        var generator = SplitMix64(seed: 15)
         let limits = XMLLimits(maxBytes: 4096, maxDepth: 8, maxAttributes: 4, maxNameBytes: 16, maxAttributeValueBytes: 32, maxTextBytes: 64)
         let deadline = ContinuousClock.now + .seconds(10)
         var refused = 0, read = 0

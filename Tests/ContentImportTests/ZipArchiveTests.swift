@@ -1,6 +1,7 @@
 import ContentImport
 import Foundation
 import Testing
+import TestSupport
 
 @Suite struct ZipArchiveTests {
     func open(_ bytes: [UInt8], _ limits: ZipLimits = roomyZipLimits) throws(ZipError) -> ZipArchive {
@@ -218,7 +219,7 @@ import Testing
     /// Random changes of 1 to 4 bytes of a valid archive: each run gives a typed error, or the
     /// entries' true contents (a change in a field no check covers, such as a date).
     @Test(.enabled(if: ZipFixtures.pythonPresent)) func mutatedArchivesGiveErrorsOrTheTruth() throws {
-        var random = SplitMix64(state: 42)
+        var random = SplitMix64(seed: 42)
         var counts: [String: Int] = [:]
         for name in ["small", "small-stored"] {
             let valid = try ZipFixtures.bytes("zips/\(name).zip")
