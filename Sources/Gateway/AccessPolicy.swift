@@ -81,6 +81,7 @@ public struct AccessPolicy: Sendable {
         Rule("tours.progress.reset", "catalog", .user),
         // Search: anyone.
         Rule("search.", "search", .anyone),
+        Rule("directions.", "search", .anyone),
         // Accounts, profiles, reviews, follows and sharing: the social service.
         Rule("auth.register", "social", .anyone),
         Rule("auth.login", "social", .anyone),

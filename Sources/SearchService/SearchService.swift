@@ -78,6 +78,16 @@ public enum SearchService {
             let text = store.text  // outside the transaction: it may ask the catalog for its categories
             return try store.snapshot { try text.autocomplete(query) }
         }
+        // Directions: straight lines and estimates (no road router; see Directions.swift).
+        let router = GreatCircleRouter()
+        table.on("directions.get", description: "distance, bearing, an estimated time and map-app links from a point to a place or point, by mode") {
+            (query: DirectionsQuery, _, store) in
+            try store.snapshot { try DirectionQueries(db: store.worker.db, router: router).directions(query) }
+        }
+        table.on("directions.plan", description: "the order of up to 25 places from a start that makes the trip shortest (exact up to 12), with its legs") {
+            (query: TripQuery, _, store) in
+            try store.snapshot { try DirectionQueries(db: store.worker.db, router: router).plan(query) }
+        }
         return ServiceDefinition(
             name: "search", migrations: SearchSchema.migrations, handlers: table,
             subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory),
