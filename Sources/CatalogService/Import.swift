@@ -110,8 +110,6 @@ struct ImportStatus: Codable, Sendable {
 
 /// The bounds of imports.
 enum ImportRules {
-    /// Bytes of one `catalog.import.append` chunk: a map upload's (`TourMapRules.chunk`).
-    static let maxChunk = TourMapRules.maxChunk
     /// The document's bytes, by format.
     static func maxDocumentBytes(_ format: ImportFormat) -> Int { format == .content ? 64 << 20 : 256 << 20 }
     static let maxFiles = 200
@@ -149,7 +147,7 @@ extension CatalogStore {
             guard open < ImportRules.maxOpenImports else {
                 throw ServiceError(.rateLimited, "\(open) imports are under way: wait for one to finish (catalog.import.status)")
             }
-            let id = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let id = Chunks.newID()
             try db.run("INSERT INTO imports (id, format, dry_run, state, created_s, bytes) VALUES (?, ?, ?, 'receiving', ?, 0)",
                        id, format.rawValue, request.dryRun == true ? 1 : 0, now)
             return try importStatus(id)
@@ -157,7 +155,7 @@ extension CatalogStore {
     }
 
     func appendImport(_ request: ImportAppend) throws -> ImportStatus {
-        let chunk = try TourMapRules.chunk(request.chunk)
+        let chunk = try Chunks.decode(request.chunk)
         let file = request.file ?? ""
         if !file.isEmpty {
             guard file.utf8.count <= ImportRules.maxFileName, !file.contains("/"), !file.contains("\\"), file != ".", file != "..",
@@ -353,12 +351,8 @@ struct ImportPlanner {
     }
 
     /// The bytes of one of an import's files ("" the document).
-    func bytes(_ id: String, file: String) throws -> [UInt8] {
-        var bytes: [UInt8] = []
-        try db.forEachStep("SELECT data FROM import_chunks WHERE import_id = ? AND file = ? ORDER BY seq", [id, file]) { statement in
-            bytes += statement.blob(0)
-        }
-        return bytes
+    func bytes(_ id: String, file: String) throws -> Data {
+        try Chunks.joined(db, "SELECT data FROM import_chunks WHERE import_id = ? AND file = ? ORDER BY seq", [id, file])
     }
 
     private func placeId(source: String, id: String) throws -> Int64? {
@@ -408,7 +402,7 @@ struct ImportPlanner {
 
     // MARK: The content format
 
-    func planContent(_ bytes: [UInt8], importId: String, into plan: inout ImportPlan) throws {
+    func planContent(_ bytes: Data, importId: String, into plan: inout ImportPlan) throws {
         var images = MapImages()
         let document: ContentDocument
         do throws(ContentErrors) {
@@ -502,7 +496,7 @@ struct ImportPlanner {
     /// is the tour's place in the plan when the plan writes it.
     private func planMap(_ map: ContentMap, tour: ContentTour, current: Int64?, index: Int?, importId: String,
                          images: inout MapImages, into plan: inout ImportPlan) throws {
-        let jpeg = try images.image(map.file) { Data(try bytes(importId, file: map.file)) }
+        let jpeg = try images.image(map.file) { try bytes(importId, file: map.file) }
         guard !jpeg.isEmpty else {
             issue("tour '\(tour.id)': its map file '\(map.file)' is not in the import", at: map.position, into: &plan)
             return
@@ -551,10 +545,10 @@ struct ImportPlanner {
 
     // MARK: OpenStreetMap
 
-    func planOSM(_ bytes: [UInt8], into plan: inout ImportPlan) throws {
+    func planOSM(_ bytes: Data, into plan: inout ImportPlan) throws {
         let document: OSMDocument
         do throws(OSMError) {
-            document = try OSMDocument(bytes: bytes, mapping: mapping, maxBytes: ImportRules.maxDocumentBytes(.osm))
+            document = try OSMDocument(bytes: [UInt8](bytes), mapping: mapping, maxBytes: ImportRules.maxDocumentBytes(.osm))
         } catch {
             if case .xml(let xml) = error { issue(xml.message, at: xml.position, into: &plan) } else { issue(error.description, at: nil, into: &plan) }
             return

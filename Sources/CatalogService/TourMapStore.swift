@@ -23,7 +23,7 @@ public struct CatalogOptions: Sendable {
     public init() {}
 }
 
-/// `tours.map.upload.append`: the next piece of an upload, base64, at most `TourMapRules.maxChunk` bytes decoded.
+/// `tours.map.upload.append`: the next piece of an upload, base64, at most `Chunks.maxBytes` bytes decoded.
 struct MapUploadChunk: Decodable, Sendable {
     var uploadId: String
     var chunk: String
@@ -117,8 +117,6 @@ struct TourMapInfo: Encodable, Sendable {
 
 /// The bounds of uploads and maps.
 enum TourMapRules {
-    /// Decoded bytes of one `tours.map.upload.append` (its base64 fits the gateway's request limit).
-    static let maxChunk = 512 * 1024
     static let jpeg = JPEGLimits()
     /// Uploads begun and not yet used by `tours.map.set`, at most; each expires after `uploadLifetime`.
     static let maxOpenUploads = 16
@@ -126,14 +124,6 @@ enum TourMapRules {
     /// Tiles written per transaction by the builder, so the writer never waits long.
     static let tilesPerTransaction = 32
 
-    /// The bytes of a chunk (of an upload or an import): base64 of 1 to `maxChunk` bytes, its
-    /// text bounded before it is decoded.
-    static func chunk(_ base64: String) throws(ServiceError) -> Data {
-        guard base64.utf8.count <= (maxChunk + 2) / 3 * 4, let chunk = Data(base64Encoded: base64), (1...maxChunk).contains(chunk.count) else {
-            throw .invalid("chunk", "must be base64 of 1 to \(maxChunk) bytes")
-        }
-        return chunk
-    }
 
     /// `not_found` for an upload id that is not one of ours (or expired).
     static func unknownUpload(_ id: String) -> ServiceError {
@@ -161,14 +151,14 @@ extension CatalogStore {
             guard open < TourMapRules.maxOpenUploads else {
                 throw ServiceError(.rateLimited, "\(open) uploads are open: use them with tours.map.set, or wait an hour for them to expire")
             }
-            let id = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let id = Chunks.newID()
             try db.run("INSERT INTO map_uploads (id, created_s, bytes, chunks, committed) VALUES (?, ?, 0, 0, 0)", id, now)
             return MapUpload(uploadId: id, bytes: 0)
         }
     }
 
     func appendUpload(_ request: MapUploadChunk) throws -> MapUpload {
-        let chunk = try TourMapRules.chunk(request.chunk)
+        let chunk = try Chunks.decode(request.chunk)
         return try db.transaction {
             let upload = try openUpload(request.uploadId)
             guard !upload.committed else { throw ServiceError(.conflict, "upload \(request.uploadId) is committed already", field: "upload_id") }
@@ -211,11 +201,7 @@ extension CatalogStore {
     }
 
     private func uploadBytes(_ id: String) throws -> Data {
-        var bytes = Data()
-        try db.forEachStep("SELECT data FROM map_upload_chunks WHERE upload_id = ? ORDER BY seq", [id]) { statement in
-            bytes.append(statement.blob(0))
-        }
-        return bytes
+        try Chunks.joined(db, "SELECT data FROM map_upload_chunks WHERE upload_id = ? ORDER BY seq", [id])
     }
 
     // MARK: Maps

@@ -230,7 +230,7 @@ import TourMaps
                 return error
             }
         }
-        #expect(refusal(#"{"import_id":"\#(id)","chunk":"\#(Data(count: ImportRules.maxChunk + 1).base64EncodedString())"}"#)?.field == "chunk")
+        #expect(refusal(#"{"import_id":"\#(id)","chunk":"\#(Data(count: Chunks.maxBytes + 1).base64EncodedString())"}"#)?.field == "chunk")
         #expect(refusal(#"{"import_id":"\#(id)","file":"../etc/passwd","chunk":"AAAA"}"#)?.field == "file")
         #expect(refusal(#"{"import_id":"\#(id)","file":"a\u0000b","chunk":"AAAA"}"#)?.field == "file")
         #expect(refusal(#"{"import_id":"\#(id)","offset":5,"chunk":"AAAA"}"#)?.code == .conflict)

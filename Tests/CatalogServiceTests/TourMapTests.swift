@@ -98,7 +98,7 @@ import TourMaps
         // A retried append (same offset) is refused, not doubled.
         #expect(refusal("tours.map.upload.append", #"{"upload_id":"\#(id)","offset":0,"chunk":"AAAA"}"#)?.code == .conflict)
         // A chunk over 512 KiB, and text that is not base64.
-        let big = Data(count: TourMapRules.maxChunk + 1).base64EncodedString()
+        let big = Data(count: Chunks.maxBytes + 1).base64EncodedString()
         let oversized = refusal("tours.map.upload.append", #"{"upload_id":"\#(id)","chunk":"\#(big)"}"#)
         #expect(oversized?.field == "chunk", "\(String(describing: oversized))")
         #expect(refusal("tours.map.upload.append", #"{"upload_id":"\#(id)","chunk":"***"}"#)?.field == "chunk")
@@ -129,8 +129,8 @@ import TourMaps
         for _ in 0..<TourMapRules.maxOpenUploads { ids.append(try #require(try catalog.raw("tours.map.upload.begin", "{}")["upload_id"] as? String)) }
         #expect(throws: ServiceError.self) { try catalog.raw("tours.map.upload.begin", "{}") }
         // 30 MB at most, however it is cut: 60 chunks of 512 KiB, then one byte more.
-        let chunk = Data(repeating: 0xFF, count: TourMapRules.maxChunk).base64EncodedString()
-        for _ in 0..<(TourMapRules.jpeg.maxBytes / TourMapRules.maxChunk) {
+        let chunk = Data(repeating: 0xFF, count: Chunks.maxBytes).base64EncodedString()
+        for _ in 0..<(TourMapRules.jpeg.maxBytes / Chunks.maxBytes) {
             try catalog.raw("tours.map.upload.append", #"{"upload_id":"\#(ids[0])","chunk":"\#(chunk)"}"#)
         }
         #expect(throws: ServiceError(.tooLarge, "a map image may have at most \(TourMapRules.jpeg.maxBytes) bytes", field: "chunk")) {
