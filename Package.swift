@@ -27,6 +27,9 @@ let package = Package(
         .target(name: "Bus", dependencies: ["CZeroMQ"]),
         .target(name: "Storage", dependencies: ["CSQLite"]),
         .target(name: "Geo"),
+        // The libsodium calls more than one module makes (random bytes, BLAKE2b, sealed boxes,
+        // Ed25519 signatures and their key files), with typed errors: social, the catalog, the CLI.
+        .target(name: "Sealing", dependencies: ["CSodium"]),
         // Georeferenced tour maps with no service around them: JPEG checks, the affine fit of
         // control points, the tile pyramid and the demo's drawn maps (libjpeg-turbo).
         .target(name: "TourMaps", dependencies: ["Geo", "CTurboJPEG"]),
@@ -40,16 +43,16 @@ let package = Package(
         .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
-        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "ContentImport"]),
+        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "ContentImport", "Sealing"]),
         .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
-        .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "CSodium"]),
+        .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "CSodium", "Sealing"]),
         .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "FavoritesService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         // The gateway keeps nothing durable: no Storage, no SQLite, no Geo, not even through ServiceKit.
         .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll"]),
 
         // Thin executables.
-        .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit"]),
+        .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit", "Sealing"]),
         .executableTarget(name: "tourbus-search", dependencies: ["SearchService", "ServiceKit"]),
         .executableTarget(name: "tourbus-social", dependencies: ["SocialService", "ServiceKit"]),
         .executableTarget(name: "tourbus-notify", dependencies: ["NotifyService", "ServiceKit"]),
@@ -57,7 +60,7 @@ let package = Package(
         .executableTarget(name: "tourbus-gateway", dependencies: ["Gateway"]),
         // ServiceCore: the suite-file reader (`tourbus up --config`, `tourbus probe --config`); Storage: `tourbus restore`;
         // TourMaps: the demo tours' maps, drawn by `tourbus up`; ContentImport: zip archives for `tourbus import`.
-        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore", "Storage", "Geo", "TourMaps", "ContentImport"]),
+        .target(name: "TourbusCLI", dependencies: ["Bus", "Contracts", "ServiceCore", "Storage", "Geo", "TourMaps", "ContentImport", "Sealing"]),
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Content files from outside: a bounded XML reader of our own (no DTDs, so no entities) and
         // the Tourbus content format read into plain structs, and zip archives (our own DEFLATE
@@ -81,14 +84,14 @@ let package = Package(
         // Helpers shared by test targets (transcript matching, a stand-in publisher, a search of a
         // database for a user's rows); never linked into the executables.
         .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "ServiceKit", "Storage"], path: "Tests/TestSupport"),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "TourMaps", "Geo", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Sealing", "TourMaps", "Geo", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "NotifyServiceTests", dependencies: ["NotifyService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "FavoritesServiceTests", dependencies: ["FavoritesService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
-        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Sealing", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.
-        .testTarget(name: "SystemTests", dependencies: ["Bus", "Contracts", "CatalogService", "TourMaps", "Geo", "TestSupport"], exclude: ["Resources"]),
+        .testTarget(name: "SystemTests", dependencies: ["Bus", "Sealing", "Contracts", "CatalogService", "TourMaps", "Geo", "TestSupport"], exclude: ["Resources"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -130,12 +130,31 @@ public enum CatalogService {
         table.on("tours.progress.reset", .write, description: "forget your visited stops and last position on a tour") {
             (request: TourProgressRequest, context, store) in try store.resetProgress(request, user: try WalkRules.caller(context))
         }
+        table.on("library.add", .write, description: "download a tour for one of your devices: tour_id, device_id; answers a sealed, signed package's manifest") {
+            (request: LibraryAdd, context, store) in try store.addToLibrary(request, user: try WalkRules.caller(context))
+        }
+        table.on("library.package", description: "one piece (256 KiB, base64) of a package library.add made: package_id, piece") {
+            (request: LibraryPieceRequest, context, store) in try store.packagePiece(request, user: try WalkRules.caller(context))
+        }
+        table.on("library.list", description: "the tours you downloaded and the places your library holds") { (_: Empty, context, store) in
+            try store.library(of: try WalkRules.caller(context))
+        }
+        table.on("library.remove", .write, description: "take a tour out of your library; places another of its tours holds stay") {
+            (request: LibraryTourRef, context, store) in try store.removeFromLibrary(request, user: try WalkRules.caller(context))
+        }
+        table.on("library.hide", .write, description: "remove a place from your library (lists and new packages leave it out)") {
+            (request: LibraryPlaceRef, context, store) in try store.hideInLibrary(request, user: try WalkRules.caller(context))
+        }
+        table.on("library.key", description: "the server's Ed25519 public key, which signs packages") { (_: Empty, _, store) in
+            SigningKeyInfo(publicKey: try LibraryRules.key(store.options).publicKeyBase64)
+        }
         let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         var definition = ServiceDefinition(
-            name: "catalog", migrations: CatalogSchema.migrations, handlers: table, publishes: true,
+            name: "catalog", migrations: CatalogSchema.migrations + LibraryRules.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
-            // Social's events erase a deleted user's walks (without social's endpoints the catalog
-            // runs, warning that it is not subscribed).
+            // Social's events erase a deleted user's walks and library and tell the devices
+            // packages are sealed to (without social's endpoints the catalog runs, warning that
+            // it is not subscribed).
             subscriptions: ["social": WalkRules.socialApplier(clock: options.clock, erased: erased)],
             makeState: { worker in
                 try CatalogStore(worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans, erased: erased)

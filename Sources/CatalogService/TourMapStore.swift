@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import Foundation
 import Geo
+import Sealing
 import ServiceKit
 import Storage
 import TourMaps
@@ -19,6 +20,9 @@ public struct CatalogOptions: Sendable {
     /// How long an erased user's `tours.locate` is refused after `social.user.deleted`: far
     /// longer than a gateway caches a token (2 s) or a request may wait (its deadline).
     public var erasedUserWindowMs: Int64 = 600_000
+    /// The server's Ed25519 key, which signs `library.add`'s packages (`--signing-key FILE`);
+    /// without one the library makes no packages (`unavailable`).
+    public var signingKey: SigningKey?
 
     public init() {}
 }

@@ -15,6 +15,32 @@ public enum SocialEvents {
     /// Body: `UserDeleted`. The account is gone (`auth.delete`): every service that keeps data
     /// of this user erases it, and gateways end the user's sessions as for `sessionEnded`.
     public static let userDeleted = "social.user.deleted"
+    /// Body: `DeviceChange`. A user registered a device (`devices.register`): the catalog
+    /// seals that user's downloads to its public key from now on.
+    public static let deviceRegistered = "social.device.registered"
+    /// Body: `DeviceChange`. A user revoked a device (`devices.revoke`): it gets no new download.
+    public static let deviceRevoked = "social.device.revoked"
+}
+
+/// Body of `social.device.registered` and `social.device.revoked`: a user's device and its
+/// X25519 public key (32 bytes, standard base64). `device_id` is 1 to 64 bytes of
+/// `A-Z a-z 0-9 . _ -`, unique per user.
+public struct DeviceChange: Codable, Sendable, Equatable {
+    public var userId: Int64
+    public var deviceId: String
+    public var publicKey: String
+
+    public init(userId: Int64, deviceId: String, publicKey: String) {
+        self.userId = userId
+        self.deviceId = deviceId
+        self.publicKey = publicKey
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case deviceId = "device_id"
+        case publicKey = "public_key"
+    }
 }
 
 /// Body of `social.user.deleted`: the id of an account that no longer exists.
@@ -70,5 +96,25 @@ public struct RoleChange: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case role
         case userId = "user_id"
+    }
+}
+
+extension DeviceChange {
+    /// The most bytes of a `device_id`.
+    public static let maxDeviceIdBytes = 64
+
+    /// `invalid_argument` (field `device_id`) unless `id` is 1 to 64 bytes of `A-Z a-z 0-9 . _ -`:
+    /// checked wherever a device id comes in (social's `devices.*`, the catalog's `library.add`).
+    public static func checkDeviceId(_ id: String) throws(ServiceError) {
+        let bytes = id.utf8
+        guard !bytes.isEmpty, bytes.count <= maxDeviceIdBytes else {
+            throw .invalid("device_id", "must be 1 to \(maxDeviceIdBytes) bytes")
+        }
+        guard bytes.allSatisfy({ byte in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }) else {
+            throw .invalid("device_id", "may hold only A-Z, a-z, 0-9, '.', '_' and '-'")
+        }
     }
 }

@@ -79,6 +79,10 @@ public struct AccessPolicy: Sendable {
         Rule("tours.locate", "catalog", .user),
         Rule("tours.progress", "catalog", .user),
         Rule("tours.progress.reset", "catalog", .user),
+        // The library: a signed-in user's downloads, sealed to their own devices; anyone
+        // reads the public key that signs them.
+        Rule("library.key", "catalog", .anyone),
+        Rule("library.", "catalog", .user),
         // Search: anyone.
         Rule("search.", "search", .anyone),
         Rule("directions.", "search", .anyone),
@@ -98,6 +102,8 @@ public struct AccessPolicy: Sendable {
         Rule("social.unfollow", "social", .user),
         Rule("social.feed", "social", .user),
         Rule("share.place", "social", .anyone),
+        // A signed-in user's devices (their X25519 keys, to which downloads are sealed).
+        Rule("devices.", "social", .user),
         Rule("admin.set_role", "social", .admin),
         // Annotations and alerts: the notify service. Anyone reads annotations and the form;
         // users submit, delete their own, and report positions; admins replace the form.

@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import Sealing
 import ServiceKit
 import Storage
 import Synchronization

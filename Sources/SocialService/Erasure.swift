@@ -58,7 +58,7 @@ extension SocialStore {
 
     /// Removes every row of user `id` from this service, inside the caller's transaction:
     /// their reviews (publishing each affected place's new rating), follows both ways,
-    /// sessions, the login failures counted against their username (or their e-mail typed as
+    /// sessions, devices, the login failures counted against their username (or their e-mail typed as
     /// one), and the account with its profile. Earlier outbox events that name the user
     /// become `social.redacted` with body `{}`; then `social.user.deleted` is emitted, the one
     /// row left that holds the id.
@@ -69,9 +69,10 @@ extension SocialStore {
         for place in places { try publishRating(of: place) }
         try db.run("DELETE FROM follows WHERE follower_id = ? OR followee_id = ?", id, id)
         try db.run("DELETE FROM sessions WHERE user_id = ?", id)
+        try db.run("DELETE FROM devices WHERE user_id = ?", id)
         try db.run("DELETE FROM login_failures WHERE username IN (?, ?)", Self.throttleKey(username), Self.throttleKey(email))
         try db.run("DELETE FROM users WHERE id = ?", id)
-        // Every body that names a user does so as `user_id` (session ended, role changed).
+        // Every body that names a user does so as `user_id` (session ended, role changed, devices).
         try db.run("""
             UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
             WHERE json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?

@@ -282,12 +282,17 @@ extension SocialStore {
         return RatingUpdated(placeId: placeId, average: count == 0 ? 0 : Double(sum) / Double(count), count: Int(count))
     }
 
-    /// One snapshot page: the rating of each place with reviews after the place id in `after`.
+    /// One snapshot page: the rating of each place with reviews after the place id in `after`,
+    /// then the devices (keys `d` and a row id), as `social.device.registered` events.
     func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
+        if let after, after.hasPrefix("d") {
+            let page = try deviceSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
+            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "d" + $0 })
+        }
         let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?",
                                   try SnapshotKey.id(after: after), limit)
             .decode("place_id", as: Int64.self)
         let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0))) }
-        return SnapshotPage(events: events, next: SnapshotKey.next(after: places, limit: limit))
+        return SnapshotPage(events: events, next: SnapshotKey.next(after: places, limit: limit) ?? "d0")
     }
 }

@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import Sealing
 import ServiceCore
 import ServiceKit
 
@@ -115,6 +116,17 @@ public enum SocialService {
             try store.feed(of: try store.caller(context).id, cursor: request.cursor, limit: try limit(request.limit))
         }
 
+        // Devices, whose public keys the catalog seals downloads to.
+        table.on("devices.register", .write, description: "register a device of yours: device_id and the X25519 public_key it made (base64); at most 5") {
+            (request: DeviceRegistration, context, store) in try store.registerDevice(request, caller: try store.caller(context))
+        }
+        table.on("devices.list", description: "your registered devices, oldest first") { (_: Empty, context, store) in
+            try store.devices(of: try store.caller(context).id)
+        }
+        table.on("devices.revoke", .write, description: "revoke a device of yours by device_id: it gets no new download") {
+            (request: DeviceRef, context, store) in try store.revokeDevice(request, caller: try store.caller(context))
+        }
+
         // Sharing.
         let linkBase = options.placeLinkBase
         table.on("share.place", description: "text and URL that share a place on twitter, facebook or by email") { (request: ShareRequest, context, store) -> ShareLink in
@@ -127,7 +139,7 @@ public enum SocialService {
         let decoy = DecoyHash(cost: options.passwordCost)
         let hashing = ReaderGate()
         return ServiceDefinition(
-            name: "social", migrations: SocialSchema.migrations, handlers: table, publishes: true,
+            name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             subscriptions: ["catalog": SocialStore.catalogApplier],
             makeState: { worker in

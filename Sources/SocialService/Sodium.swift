@@ -1,45 +1,9 @@
 import Contracts
 import CSodium
 import Foundation
+import Sealing
 
-/// A libsodium call that failed: which one and what it returned.
-public struct SodiumError: Error, Sendable, CustomStringConvertible {
-    /// The C function.
-    public let call: String
-    /// Its return code.
-    public let code: Int32
-
-    public var description: String { "\(call) failed (returned \(code))" }
-}
-
-/// The few libsodium calls the social service makes, each return code checked.
-enum Sodium {
-    /// `sodium_init()`, run once per process (0: done now, 1: done before, -1: failed).
-    private static let initialized = sodium_init()
-
-    /// Throws unless libsodium is initialised; every other call here starts with it.
-    static func ready() throws(SodiumError) {
-        guard initialized >= 0 else { throw SodiumError(call: "sodium_init", code: initialized) }
-    }
-
-    /// `count` bytes from the operating system's secure random generator.
-    static func randomBytes(_ count: Int) throws(SodiumError) -> [UInt8] {
-        try ready()
-        var bytes = [UInt8](repeating: 0, count: count)
-        randombytes_buf(&bytes, count)
-        return bytes
-    }
-
-    /// BLAKE2b with a 32-byte output (`crypto_generichash`), in lower-case hex.
-    static func blake2b256Hex(_ input: [UInt8]) throws(SodiumError) -> String {
-        try ready()
-        let length = 32
-        var digest = [UInt8](repeating: 0, count: length)
-        let code = crypto_generichash(&digest, length, input, UInt64(input.count), nil, 0)
-        guard code == 0 else { throw SodiumError(call: "crypto_generichash", code: code) }
-        return digest.map { String(format: "%02x", $0) }.joined()
-    }
-}
+// Social's own libsodium calls (argon2id passwords, session tokens); the shared ones are in Sealing.
 
 /// How much work and memory one password hash costs (argon2id, libsodium's named limits).
 public enum PasswordCost: String, Sendable, CaseIterable {

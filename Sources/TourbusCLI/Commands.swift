@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import Sealing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,12 +9,13 @@ import Glibc
 public enum TourbusCommand {
     static let usage = """
         usage:
-          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo] [--notify-form FILE]
+          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo] [--notify-form FILE] [--signing-key FILE]
               start every built service and the gateway, load the Sydney demo into an empty
               catalog (and a few annotations into notify when none is live), restart what
               crashes (each restart logged in DIR/restarts.log), stop everything on Ctrl-C;
-              notify's first form is FILE (default deploy/notify-form.json, when there)
-          tourbus up --config FILE --only NAME[,NAME…] [--keys DIR] [--data-dir DIR] [--notify-form FILE]
+              notify's first form is FILE (default deploy/notify-form.json, when there); the
+              catalog signs packages with FILE, else DIR/catalog.sign.key, made when missing
+          tourbus up --config FILE --only NAME[,NAME…] [--keys DIR] [--data-dir DIR] [--notify-form FILE] [--signing-key FILE]
               run this host's share of a suite the file describes, as its supervisor: the
               services named (NAME*N for N replicas, each bound to one of the section's bind
               endpoints with its own DIR/NAME-i.sqlite) and gateways (gateway, gateway-b: the
@@ -44,6 +46,10 @@ public enum TourbusCommand {
               print a new CURVE key pair (Z85) for securing links between hosts; with --out,
               write one key file per NAME (DIR/NAME.key, mode 0600, never over an existing
               one) and print the curve.keys section that lists their public keys
+          tourbus keys --signing --out DIR NAME
+              write a new Ed25519 key pair, which signs the catalog's packages, to
+              DIR/NAME.sign.key (mode 0600, never over an existing one; give it to
+              tourbus-catalog --signing-key) and print its public key (base64)
           tourbus backup --service ENDPOINT --to DIR [--curve-key FILE --server-key KEY] [--timeout-ms N]
               ask a running service for a consistent copy of its SQLite file, which the
               service writes to DIR/<service>-<UTC time>.sqlite (so DIR must be a folder of
@@ -257,6 +263,7 @@ public enum TourbusCommand {
     // MARK: keys
 
     static func keys(_ arguments: [String]) -> Int32 {
+        if arguments.first == "--signing" { return signingKeys(Array(arguments.dropFirst())) }
         guard let first = arguments.first else {
             do {
                 let pair = try CurveKeyPair.generate()
@@ -302,6 +309,36 @@ public enum TourbusCommand {
         let lines = listed.keys.sorted().map { #"    "\#($0)": ["\#(listed[$0]?.first ?? "")"]"# }
         print("{\"curve\": {\"keys\": {\n" + lines.joined(separator: ",\n") + "\n}}}")
         return 0
+    }
+}
+
+extension TourbusCommand {
+    /// `tourbus keys --signing --out DIR NAME`: a new Ed25519 key pair in DIR/NAME.sign.key
+    /// (mode 0600, never over an existing file), its public key printed.
+    static func signingKeys(_ arguments: [String]) -> Int32 {
+        guard arguments.count == 3, arguments[0] == "--out" else {
+            printError("keys --signing takes --out DIR NAME\n\(usage)")
+            return 2
+        }
+        let folder = arguments[1], name = arguments[2]
+        guard !name.isEmpty, name.utf8.count <= 64, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+            printError("key name '\(name.prefix(64))' must be 1 to 64 letters, digits, '-' or '_'")
+            return 2
+        }
+        let path = (folder as NSString).appendingPathComponent("\(name).sign.key")
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let key = try SigningKey.generate()
+            try key.write(keyFile: path, name: name)
+            print("\(path)\npublic: \(key.publicKeyBase64)")
+            return 0
+        } catch let error as SigningKeyError where FileManager.default.fileExists(atPath: path) && error.message.contains("File exists") {
+            printError("\(path) exists; keys are never overwritten")
+            return 1
+        } catch {
+            printError("\(error)")
+            return 1
+        }
     }
 }
 

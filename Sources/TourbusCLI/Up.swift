@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import Foundation
 import Geo
+import Sealing
 import ServiceCore
 import TourMaps
 #if canImport(Glibc)
@@ -26,6 +27,9 @@ extension TourbusCommand {
         var config: String?
         var only: [String]?
         var keys: String?
+        /// The catalog's signing key file; without one the whole-suite `up` makes
+        /// DATA/catalog.sign.key the first time and uses it from then on.
+        var signingKey: String?
     }
 
     static func up(_ arguments: [String]) -> Int32 {
@@ -34,7 +38,7 @@ extension TourbusCommand {
         while let flag = args.popFirst() {
             switch flag {
             case "--no-demo": options.loadDemo = false
-            case "--data-dir", "--listen", "--notify-form", "--config", "--only", "--keys":
+            case "--data-dir", "--listen", "--notify-form", "--config", "--only", "--keys", "--signing-key":
                 guard let value = args.popFirst() else {
                     printError("\(flag) needs a value")
                     return 2
@@ -45,6 +49,7 @@ extension TourbusCommand {
                 case "--config": options.config = value
                 case "--only": options.only = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
                 case "--keys": options.keys = value
+                case "--signing-key": options.signingKey = value
                 default: options.notifyForm = value
                 }
             default:
@@ -173,6 +178,7 @@ extension TourbusCommand {
                 if publishers.contains(peer) { args += ["--peer-pub", "\(peer)=\(pub[peer] ?? "")"] }
             }
             if name == "notify", let form = options.notifyForm { args += ["--form", form] }
+            if name == "catalog" { args += ["--signing-key", try signingKeyFile(options)] }
             members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: args))
         }
         try SuiteEndpoints.write(Dictionary(uniqueKeysWithValues: services.map { name in
@@ -187,6 +193,18 @@ extension TourbusCommand {
         }
         members.append(SuiteMember(name: "gateway", folder: folder, dataDirectory: data, arguments: gatewayArgs))
         return members
+    }
+
+    /// The catalog's signing key file: `--signing-key`, else DATA/catalog.sign.key, made
+    /// now (mode 0600) when it is not there yet, so the demo's downloads are signed.
+    static func signingKeyFile(_ options: UpOptions) throws -> String {
+        if let given = options.signingKey { return given }
+        let path = (options.dataDirectory as NSString).appendingPathComponent("catalog.sign.key")
+        if !FileManager.default.fileExists(atPath: path) {
+            try SigningKey.generate().write(keyFile: path, name: "catalog")
+            print("made the catalog's signing key \(path)")
+        }
+        return path
     }
 
     /// This host's share of a suite described by the suite file: the members `--only` names,
@@ -221,6 +239,7 @@ extension TourbusCommand {
             }
             var arguments = ["--config", file, "--data-dir", data] + key
             if name == "notify", let form = options.notifyForm { arguments += ["--form", form] }
+            if name == "catalog", let signing = options.signingKey { arguments += ["--signing-key", signing] }
             guard parts.count == 2 else {
                 members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: arguments))
                 continue

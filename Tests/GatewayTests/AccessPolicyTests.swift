@@ -34,6 +34,13 @@ import Testing
         for walking in ["tours.locate", "tours.progress", "tours.progress.reset"] {
             #expect(AccessPolicy.standard.rule(for: walking).map { $0.service == "catalog" && $0.access == .user } == true, "\(walking)")
         }
+        for method in ["library.add", "library.package", "library.list", "library.remove", "library.hide"] {
+            #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "catalog" && $0.access == .user } == true, "\(method)")
+        }
+        #expect(AccessPolicy.standard.rule(for: "library.key").map { $0.service == "catalog" && $0.access == .anyone } == true)
+        for method in ["devices.register", "devices.list", "devices.revoke"] {
+            #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "social" && $0.access == .user } == true, "\(method)")
+        }
     }
 }
 
