@@ -3,6 +3,7 @@ import Bus
 import Contracts
 import Foundation
 import Geo
+import Sealing
 import ServiceCore
 import ServiceKit
 import Storage
@@ -26,7 +27,8 @@ final class WalkFixture {
 
     let folder = TemporaryFolder()
 
-    init() throws {
+    /// `signingKey`: the catalog's, which signs `library.add`'s packages (none: it makes none).
+    init(signingKey: SigningKey? = nil) throws {
         let context = try ZMQContext()
         var socialConfig = ServiceConfig(service: "social")
         socialConfig.dataDirectory = folder.path
@@ -36,6 +38,7 @@ final class WalkFixture {
         var options = CatalogOptions()
         let clock = self.clock
         options.clock = { clock.value }
+        options.signingKey = signingKey
         let catalog = try CatalogFixture(context: context, peers: ["social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish)],
                                          options: options)
         let places = try Self.stops.enumerated().map { try catalog.create("Stop \($0.offset)", lat: $0.element.latitude, lon: $0.element.longitude).id }
