@@ -156,10 +156,11 @@ final class SuiteFixture {
     /// same data. The old process must have ended (`stopCatalog()`); the fixture then watches the new one.
     /// `followingSocial`: the new one follows social's events (`--peer`/`--peer-pub social=…`),
     /// which the first cannot, being started before social.
-    func startCatalog(followingSocial: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// `extraArguments` go to the new catalog as they are (`--signing-key FILE`).
+    func startCatalog(followingSocial: Bool = false, extraArguments: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) throws {
         let following = followingSocial ? SuiteFixture.publishers(social) : []
         catalog = try ChildProcess("tourbus-catalog", folder: folder,
-                                   arguments: own("catalog") + ["--bind", catalogEndpoint, "--publish", catalogEventsEndpoint] + following,
+                                   arguments: own("catalog") + ["--bind", catalogEndpoint, "--publish", catalogEventsEndpoint] + following + extraArguments,
                                    sourceLocation: sourceLocation)
     }
 
