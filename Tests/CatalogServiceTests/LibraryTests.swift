@@ -19,6 +19,12 @@ struct TestDevice {
         (publicKey, secretKey) = try Sodium.boxKeyPair()
     }
 
+    init(id: String, publicKey: [UInt8], secretKey: [UInt8]) {
+        self.id = id
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+    }
+
     var publicKeyBase64: String { Data(publicKey).base64EncodedString() }
 }
 
@@ -88,12 +94,12 @@ struct TestDevice {
     }
 
     /// Whether the manifest's signature covers these sealed bytes (the client's check).
-    func verifies(_ manifest: [String: Any], _ sealed: [UInt8]) throws -> Bool {
+    func verifies(_ manifest: [String: Any], _ sealed: [UInt8], key: SigningKey? = nil) throws -> Bool {
         let signed = LibraryRules.signedBytes(digest: try Sodium.blake2b256Hex(sealed), user: Int64(try int(manifest, "user_id")),
                                               device: try text(manifest, "device_id"), tour: Int64(try int(manifest, "tour_id")),
                                               issuedAt: try text(manifest, "issued_at"))
         let signature = try bytes(manifest, "signature")
-        return try Sodium.verify(signature, of: signed, publicKey: try Self.key.get().publicKey)
+        return try Sodium.verify(signature, of: signed, publicKey: try key?.publicKey ?? Self.key.get().publicKey)
     }
 
     @Test func aPackageOpensOnItsDeviceOnlyAndItsSignatureCoversIt() throws {
@@ -210,6 +216,31 @@ struct TestDevice {
             #expect(try db.scalarInt("SELECT count(*) FROM \(table) WHERE user_id = 7") == 0, "\(table)")
         }
         #expect(try db.scalarInt("SELECT count(*) FROM library_tours WHERE user_id = 8") == 1)
+    }
+
+    /// Replays Protocols/library.md against a catalog with the key of the seed 01 02 … 20 and
+    /// user 1's `phone-1`, whose key is X25519's of the secret 01 01 … 01.
+    @Test func libraryTranscriptMatchesTheService() throws {
+        let exchanges = try serviceTranscript("library.md")
+        #expect(exchanges.count >= 10)
+        let f = try WalkFixture(signingKey: try SigningKey(seed: Array(1...32)))
+        let publicKey = Array(try #require(Data(base64Encoded: "pOCSkrZRwni5dyxWn1+puxPZBrRqtoyd+dwrRAn4ogk=")))
+        let phone = TestDevice(id: "phone-1", publicKey: publicKey, secretKey: [UInt8](repeating: 1, count: 32))
+        try emit(f, SocialEvents.deviceRegistered, user: 1, device: phone)
+        try waitForDevice(f, user: 1, phone)
+        var sealedTo: [UInt8]?
+        for exchange in exchanges {
+            let actual = try replay(exchange, on: f.catalog.client)
+            let mismatch = try transcriptMismatch(exchange, actual, file: "library.md")
+            #expect(mismatch == nil, "\(mismatch ?? "")")
+            if exchange.type == "library.add", let manifest = actual["body"] as? [String: Any], let id = manifest["package_id"] as? String {
+                let piece = try f.call("library.package", #"{"package_id":"\#(id)","piece":0}"#)
+                sealedTo = try Sodium.open(try bytes(piece, "data"), publicKey: phone.publicKey, secretKey: phone.secretKey)
+                #expect(try verifies(manifest, try bytes(piece, "data"), key: try SigningKey(seed: Array(1...32))))
+            }
+        }
+        // The documented key pair is the one the transcript's package opens with.
+        #expect(sealedTo != nil)
     }
 
     @Test func theKeyIsPublishedAndACatalogWithoutOneMakesNoPackage() throws {

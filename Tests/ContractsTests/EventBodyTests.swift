@@ -80,6 +80,12 @@ func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) thro
         #expect(rating == #"{"average":3.5,"count":2,"place_id":1}"#)
         #expect(String(decoding: try JSONCoding.encoder.encode(RoleChange(userId: 2, role: "admin")), as: UTF8.self) == #"{"role":"admin","user_id":2}"#)
         #expect(String(decoding: try JSONCoding.encoder.encode(SessionEnded(userId: 1)), as: UTF8.self) == #"{"user_id":1}"#)
+        for type in [SocialEvents.deviceRegistered, SocialEvents.deviceRevoked] {
+            let devices = try ProtocolDocs.eventBodies(type, in: "social.md")
+            try #require(!devices.isEmpty, "\(type)")
+            for body in devices { _ = try roundTrips(DeviceChange.self, body) }
+        }
+        #expect(throws: ServiceError.invalid("device_id", "must be 1 to 64 bytes")) { try DeviceChange.checkDeviceId(String(repeating: "é", count: 33)) }
     }
 
     @Test func aPlaceHasItsMemberNames() throws {
