@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import Sealing
 import Testing
 import TestSupport
 #if canImport(Glibc)
@@ -109,6 +110,32 @@ func logfmt(_ line: Substring) -> [String: String] {
             }
             #expect(map["width"] as? Int == 2048 && (map["rms_m"] as? Double).map { $0 < 1 } == true && map["tiles_ready"] as? Bool == true, "\(map)")
         }
+        // The catalog signs downloads with the key `up` made in the data folder; a demo walk
+        // with its 2048-pixel map comes down to a registered device in pieces and opens there.
+        var keyInfo = stat()
+        #expect(stat(folder + "/catalog.sign.key", &keyInfo) == 0 && keyInfo.st_mode & 0o777 == 0o600)
+        let signing = try SigningKey(keyFile: folder + "/catalog.sign.key")
+        let published = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"library.key"}"#))
+        #expect((published["result"] as? [String: Any])?["public_key"] as? String == signing.publicKeyBase64, "\(published)")
+        let traveller = try GatewayConnection(port: UInt16(port))
+        _ = traveller.rpc("auth.register", #"{"username":"walker","email":"walker@example.org","name":"Walker","password":"Walk-Pass-1"}"#)
+        #expect(traveller.rpc("auth.login", #"{"username":"walker","password":"Walk-Pass-1"}"#).succeeded)
+        let device = try Sodium.boxKeyPair()
+        #expect(traveller.rpc("devices.register", #"{"device_id":"demo-phone","public_key":"\#(Data(device.publicKey).base64EncodedString())"}"#).succeeded)
+        var manifest: [String: Any] = [:]
+        for _ in 0..<100 where manifest["package_id"] == nil {
+            manifest = (json(traveller.rpc("library.add", #"{"tour_id":1,"device_id":"demo-phone"}"#).line)["result"] as? [String: Any]) ?? [:]
+            if manifest["package_id"] == nil { usleep(50_000) }
+        }
+        var sealed: [UInt8] = []
+        for piece in 0..<(manifest["pieces"] as? Int ?? 0) {
+            let reply = traveller.rpc("library.package", #"{"package_id":"\#(manifest["package_id"] as? String ?? "")","piece":\#(piece)}"#)
+            sealed += Data(base64Encoded: reply.field("data", String.self) ?? "") ?? Data()
+        }
+        #expect(sealed.count == manifest["bytes"] as? Int && (manifest["tiles"] as? Int ?? 0) > 0, "\(manifest)")
+        let opened = try Sodium.open(sealed, publicKey: device.publicKey, secretKey: device.secretKey)
+        let content = opened.flatMap { try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any] }
+        #expect((content?["places"] as? [Any])?.count == (manifest["places"] as? [Any])?.count && content?["tour_id"] as? Int == 1)
         // Search follows the catalog's tours: found by name, in Russian too.
         var found: [[String: Any]] = []
         for _ in 0..<100 where found.isEmpty {
