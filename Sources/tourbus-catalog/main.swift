@@ -5,7 +5,7 @@ import ServiceKit
 
 // This executable's own flags:
 // `--map-max-rms-m M`: tours.map.set refuses control points whose RMS residual is over M metres (default 25).
-// `--signing-key FILE` (or TOURBUS_SIGNING_KEY): the server's Ed25519 key file (tourbus keys --signing),
+// `--signing-key FILE` (or TOURBUS_SIGNING_KEY, or the suite file's services.catalog.signing_key): the server's Ed25519 key file (tourbus keys --signing),
 // which signs library.add's packages; a file others may read, or that holds no key pair, stops the start.
 var arguments = Array(CommandLine.arguments.dropFirst())
 var options = CatalogOptions()
@@ -20,7 +20,21 @@ if let flag = arguments.firstIndex(of: "--map-max-rms-m") {
     options.mapMaxRMSMeters = metres
     arguments.removeSubrange(flag...(flag + 1))
 }
-var signingKeyFile = ProcessInfo.processInfo.environment["TOURBUS_SIGNING_KEY"]
+/// `services.catalog.signing_key` of the suite file (`--config FILE` or TOURBUS_CONFIG), if it has one.
+/// The runtime reads and checks the file itself afterwards; here only this one key is looked up.
+func suiteSigningKey(_ arguments: [String], _ environment: [String: String]) -> String? {
+    let flag = arguments.lastIndex(of: "--config").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    guard let path = flag ?? environment["TOURBUS_CONFIG"], let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20,
+          let suite = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+          let catalog = (suite["services"] as? [String: Any])?["catalog"] as? [String: Any], let value = catalog["signing_key"] else {
+        return nil
+    }
+    guard let file = value as? String, !file.isEmpty else { refuse("config file \(path): services.catalog.signing_key must be the path of a key file") }
+    return file
+}
+// Precedence as for every setting: the flag, then the environment, then the suite file.
+let environment = ProcessInfo.processInfo.environment
+var signingKeyFile = environment["TOURBUS_SIGNING_KEY"] ?? suiteSigningKey(arguments, environment)
 if let flag = arguments.firstIndex(of: "--signing-key") {
     guard flag + 1 < arguments.count, !arguments[flag + 1].isEmpty else { refuse("--signing-key takes the key file tourbus keys --signing wrote") }
     signingKeyFile = arguments[flag + 1]

@@ -133,5 +133,12 @@ enum PyNaCl {
         #expect(refused.exit == .status(2) && refused.errors.contains("no 'secret:' line with a 32-byte key"), "\(refused.digest)")
         let missing = try start(scratch.path + "/none.sign.key")
         #expect(missing.exit == .status(2) && missing.errors.contains("tourbus keys --signing"), "\(missing.digest)")
+        // The suite file's services.catalog.signing_key is read the same way (and the flag comes first).
+        let suite = scratch.path + "/suite.json"
+        try Data(#"{"services":{"catalog":{"signing_key":"\#(file)"}}}"#.utf8).write(to: URL(fileURLWithPath: suite))
+        let fromSuite = try BoundedRun(catalog, ["--config", suite, "--data-dir", scratch.path + "/data"], timeout: 30)
+        #expect(fromSuite.exit == .status(2) && fromSuite.errors.contains("chmod 600 \(file)"), "\(fromSuite.digest)")
+        let flagFirst = try BoundedRun(catalog, ["--config", suite, "--signing-key", bad, "--data-dir", scratch.path + "/data"], timeout: 30)
+        #expect(flagFirst.exit == .status(2) && flagFirst.errors.contains(bad), "\(flagFirst.digest)")
     }
 }
