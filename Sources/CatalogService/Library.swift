@@ -226,9 +226,15 @@ enum LibraryRules {
                 device_id  TEXT NOT NULL,
                 tour_id    INTEGER NOT NULL,
                 created_ms INTEGER NOT NULL,
-                sealed     BLOB NOT NULL
+                bytes      INTEGER NOT NULL
             );
             CREATE INDEX library_packages_by_user ON library_packages(user_id, created_ms);
+            CREATE TABLE library_package_pieces (
+                package_id TEXT NOT NULL REFERENCES library_packages(id) ON DELETE CASCADE,
+                piece      INTEGER NOT NULL,
+                bytes      BLOB NOT NULL,
+                PRIMARY KEY (package_id, piece)
+            );
             """),
     ]
 
@@ -245,6 +251,7 @@ enum LibraryRules {
             try db.run("DELETE FROM library_packages WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
         case SocialEvents.userDeleted:
             let user = try event.body(UserDeleted.self).userId
+            // Packages' pieces go with them (ON DELETE CASCADE).
             for table in ["library_devices", "library_tours", "library_places", "library_hidden", "library_packages"] {
                 try db.run("DELETE FROM \(table) WHERE user_id = ?", user)
             }
@@ -305,8 +312,13 @@ extension CatalogStore {
             let packageId = Sodium.hex(try Sodium.randomBytes(LibraryRules.packageIdBytes / 2))
 
             try db.run("DELETE FROM library_packages WHERE user_id = ? AND created_ms < ?", user, nowMs - LibraryRules.keptMilliseconds)
-            try db.run("INSERT INTO library_packages (id, user_id, device_id, tour_id, created_ms, sealed) VALUES (?, ?, ?, ?, ?, ?)",
-                       packageId, user, request.deviceId, tour.id, nowMs, Data(sealed))
+            try db.run("INSERT INTO library_packages (id, user_id, device_id, tour_id, created_ms, bytes) VALUES (?, ?, ?, ?, ?, ?)",
+                       packageId, user, request.deviceId, tour.id, nowMs, sealed.count)
+            // Kept in pieces, so each library.package reads one piece's bytes only.
+            for (piece, start) in stride(from: 0, to: sealed.count, by: LibraryRules.pieceBytes).enumerated() {
+                try db.run("INSERT INTO library_package_pieces (package_id, piece, bytes) VALUES (?, ?, ?)",
+                           packageId, piece, Data(sealed[start..<min(sealed.count, start + LibraryRules.pieceBytes)]))
+            }
             try db.run("""
                 DELETE FROM library_packages WHERE user_id = ? AND id NOT IN
                     (SELECT id FROM library_packages WHERE user_id = ? ORDER BY created_ms DESC, rowid DESC LIMIT ?)
@@ -350,7 +362,7 @@ extension CatalogStore {
         guard request.packageId.utf8.count == LibraryRules.packageIdBytes, request.packageId.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
             throw ServiceError.invalid("package_id", "must be the \(LibraryRules.packageIdBytes) hex digits library.add gave")
         }
-        guard let row = try db.queryOne("SELECT length(sealed) AS bytes FROM library_packages WHERE id = ? AND user_id = ? AND created_ms >= ?",
+        guard let row = try db.queryOne("SELECT bytes FROM library_packages WHERE id = ? AND user_id = ? AND created_ms >= ?",
                                         request.packageId, user, options.clock() - LibraryRules.keptMilliseconds) else {
             throw ServiceError(.notFound, "you have no package \(request.packageId) (expired, replaced by newer ones, or its device was revoked): call library.add again",
                                field: "package_id")
@@ -360,7 +372,7 @@ extension CatalogStore {
         guard (0..<pieces).contains(request.piece) else { throw ServiceError.invalid("piece", "must be 0 to \(pieces - 1)") }
         let offset = request.piece * LibraryRules.pieceBytes
         var data = Data()
-        try db.forEachStep("SELECT substr(sealed, ?, ?) FROM library_packages WHERE id = ?", [offset + 1, LibraryRules.pieceBytes, request.packageId]) {
+        try db.forEachStep("SELECT bytes FROM library_package_pieces WHERE package_id = ? AND piece = ?", [request.packageId, request.piece]) {
             data = $0.blob(0)
         }
         return PackagePiece(packageId: request.packageId, piece: request.piece, offset: offset, data: data.base64EncodedString())

@@ -216,6 +216,9 @@ struct TestDevice {
             #expect(try db.scalarInt("SELECT count(*) FROM \(table) WHERE user_id = 7") == 0, "\(table)")
         }
         #expect(try db.scalarInt("SELECT count(*) FROM library_tours WHERE user_id = 8") == 1)
+        // A package's pieces go with it; user 8's stay.
+        #expect(try db.scalarInt("SELECT count(*) FROM library_package_pieces WHERE package_id NOT IN (SELECT id FROM library_packages)") == 0)
+        #expect(try db.scalarInt("SELECT count(*) FROM library_package_pieces") ?? 0 > 0)
     }
 
     /// Replays Protocols/library.md against a catalog with the key of the seed 01 02 … 20 and
