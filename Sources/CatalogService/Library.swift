@@ -169,9 +169,6 @@ enum LibraryRules {
     static let maxTours = 100
     /// Bytes of a package piece: 256 KiB, about 342 KiB in base64, far under every reply limit.
     static let pieceBytes = 256 * 1_024
-    /// The most bytes of a package's JSON before sealing. Tile levels are added coarsest first
-    /// while they fit; the rest stays on `tours.map.tile`.
-    static let maxPackageBytes = 8 * 1_024 * 1_024
     /// Sealed packages kept per user (the oldest goes first), and for how long.
     static let keptPackages = 4
     static let keptMilliseconds: Int64 = 86_400_000
@@ -297,14 +294,14 @@ extension CatalogStore {
                                          tour: tour, places: places, map: nil, tiles: [], tilesComplete: true)
             if try db.scalarInt("SELECT tiles_ready FROM tour_maps WHERE tour_id = ?", tour.id) == 1 {
                 content.map = try mapInfo(tour.id)
-                (content.tiles, content.tilesComplete) = try packageTiles(tour.id, budget: LibraryRules.maxPackageBytes - JSONCoding.encoder.encode(content).count)
+                (content.tiles, content.tilesComplete) = try packageTiles(tour.id, budget: options.packageMaxBytes - JSONCoding.encoder.encode(content).count)
             } else if try db.scalarInt("SELECT 1 FROM tour_maps WHERE tour_id = ?", tour.id) != nil {
                 content.map = try mapInfo(tour.id)
                 content.tilesComplete = false
             }
             let plain = try JSONCoding.encoder.encode(content)
-            guard plain.count <= LibraryRules.maxPackageBytes else {
-                throw ServiceError(.tooLarge, "tour \(tour.id)'s places take more than \(LibraryRules.maxPackageBytes) bytes without any tile", field: "tour_id")
+            guard plain.count <= options.packageMaxBytes else {
+                throw ServiceError(.tooLarge, "tour \(tour.id)'s places take more than \(options.packageMaxBytes) bytes without any tile", field: "tour_id")
             }
             let sealed = try Sodium.seal(Array(plain), to: Array(publicKey))
             let digest = try Sodium.blake2b256Hex(sealed)

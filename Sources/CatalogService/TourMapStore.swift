@@ -23,6 +23,9 @@ public struct CatalogOptions: Sendable {
     /// The server's Ed25519 key, which signs `library.add`'s packages (`--signing-key FILE`);
     /// without one the library makes no packages (`unavailable`).
     public var signingKey: SigningKey?
+    /// The most bytes of a package's JSON before sealing (8 MiB): map tile levels go in whole,
+    /// coarsest first, while they fit; the rest stays on `tours.map.tile`.
+    public var packageMaxBytes = 8 * 1_024 * 1_024
 
     public init() {}
 }

@@ -246,6 +246,37 @@ struct TestDevice {
         #expect(sealedTo != nil)
     }
 
+    /// Tile levels go in whole, coarsest first, while the content fits its bound; a tour whose
+    /// places alone do not fit is `too_large`.
+    @Test func levelsThatDoNotFitAreLeftToToursMapTile() throws {
+        let phone = try TestDevice("phone-1")
+        var contents: [Int: [String: Any]] = [:]
+        for bound in [20_000, 8 * 1_024 * 1_024] {
+            let f = try WalkFixture(signingKey: try Self.key.get(), packageMaxBytes: bound)
+            try emit(f, SocialEvents.deviceRegistered, user: 1, device: phone)
+            try waitForDevice(f, user: 1, phone)
+            _ = try f.drawMap()
+            for _ in 0..<400 where try f.call("tours.map.get", #"{"tour_id":\#(f.tour)}"#)["tiles_ready"] as? Bool != true { usleep(10_000) }
+            let manifest = try f.call("library.add", #"{"tour_id":\#(f.tour),"device_id":"phone-1"}"#)
+            let opened = try #require(try Sodium.open(try fetch(f, manifest), publicKey: phone.publicKey, secretKey: phone.secretKey))
+            #expect(opened.count <= bound)
+            contents[bound] = try #require(try JSONSerialization.jsonObject(with: Data(opened)) as? [String: Any])
+            if bound == 20_000 {
+                let tooSmall = try WalkFixture(signingKey: try Self.key.get(), packageMaxBytes: 500)
+                try emit(tooSmall, SocialEvents.deviceRegistered, user: 1, device: phone)
+                try waitForDevice(tooSmall, user: 1, phone)
+                #expect(refusal(tooSmall, "library.add", #"{"tour_id":\#(tooSmall.tour),"device_id":"phone-1"}"#).map { $0.code == .tooLarge && $0.field == "tour_id" } == true)
+            }
+        }
+        let small = try #require(contents[20_000]), whole = try #require(contents[8 * 1_024 * 1_024])
+        #expect(small["tiles_complete"] as? Bool == false && whole["tiles_complete"] as? Bool == true)
+        let levels = { (content: [String: Any]) in Set(((content["tiles"] as? [[String: Any]]) ?? []).compactMap { $0["z"] as? Int }) }
+        let maxZ = try #require(levels(whole).max())
+        // Some levels, from 0 up without a gap, but not the finest.
+        #expect(!levels(small).isEmpty && levels(small) == Set(0...(levels(small).max() ?? 0)) && !levels(small).contains(maxZ), "\(levels(small))")
+        #expect(levels(whole) == Set(0...maxZ))
+    }
+
     @Test func theKeyIsPublishedAndACatalogWithoutOneMakesNoPackage() throws {
         let f = try fixture()
         let publicKey = try Self.key.get().publicKeyBase64

@@ -28,7 +28,8 @@ final class WalkFixture {
     let folder = TemporaryFolder()
 
     /// `signingKey`: the catalog's, which signs `library.add`'s packages (none: it makes none).
-    init(signingKey: SigningKey? = nil) throws {
+    /// `packageMaxBytes`: the library's bound on a package's content (nil: the default).
+    init(signingKey: SigningKey? = nil, packageMaxBytes: Int? = nil) throws {
         let context = try ZMQContext()
         var socialConfig = ServiceConfig(service: "social")
         socialConfig.dataDirectory = folder.path
@@ -39,6 +40,7 @@ final class WalkFixture {
         let clock = self.clock
         options.clock = { clock.value }
         options.signingKey = signingKey
+        if let packageMaxBytes { options.packageMaxBytes = packageMaxBytes }
         let catalog = try CatalogFixture(context: context, peers: ["social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish)],
                                          options: options)
         let places = try Self.stops.enumerated().map { try catalog.create("Stop \($0.offset)", lat: $0.element.latitude, lon: $0.element.longitude).id }
