@@ -368,9 +368,13 @@ extension CatalogStore {
         let pieces = max(1, (bytes + LibraryRules.pieceBytes - 1) / LibraryRules.pieceBytes)
         guard (0..<pieces).contains(request.piece) else { throw ServiceError.invalid("piece", "must be 0 to \(pieces - 1)") }
         let offset = request.piece * LibraryRules.pieceBytes
-        var data = Data()
+        var data: Data?
         try db.forEachStep("SELECT bytes FROM library_package_pieces WHERE package_id = ? AND piece = ?", [request.packageId, request.piece]) {
             data = $0.blob(0)
+        }
+        // Deleted between the two reads (a newer package, a revocation): gone, as above.
+        guard let data else {
+            throw ServiceError(.notFound, "you have no package \(request.packageId) any more: call library.add again", field: "package_id")
         }
         return PackagePiece(packageId: request.packageId, piece: request.piece, offset: offset, data: data.base64EncodedString())
     }
