@@ -19,6 +19,8 @@ public struct CatalogOptions: Sendable {
     /// How long an erased user's `tours.locate` is refused after `social.user.deleted`: far
     /// longer than a gateway caches a token (2 s) or a request may wait (its deadline).
     public var erasedUserWindowMs: Int64 = 600_000
+    /// The interface strings `strings.get` answers (`--strings-dir`); nil: it answers `unavailable`.
+    public var strings: InterfaceStrings? = nil
 
     public init() {}
 }
