@@ -471,10 +471,11 @@ struct TextQueries {
             var suggestion = Suggestion(kind: hit.kind.rawValue, text: hit.name, id: hit.entityId, category: hit.category, distanceM: hit.distanceM,
                                         highlights: TextQueries.highlights(words, in: hit.name))
             if let lang = q.lang {
-                // The name in lang when the typed words begin its words, else the first other name they do.
+                // The name in lang when the typed words begin its words, else the first other name they do
+                // (by tag, its own name last).
                 let texts = names[hit.id] ?? [:]
                 let picked = lang.pick(texts)
-                let choices = [(picked?.tag, picked?.value ?? hit.name)] + [(nil, hit.name)] + texts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+                let choices = [(picked?.tag, picked?.value ?? hit.name)] + texts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } + [(nil, hit.name)]
                 let chosen = choices.first { choice in
                     let own = SearchIndex.words(choice.1)
                     return words.allSatisfy { typed in own.contains { $0.hasPrefix(typed) } }
