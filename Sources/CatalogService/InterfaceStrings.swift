@@ -68,6 +68,8 @@ public struct InterfaceStrings: Sendable, Equatable {
         } catch {
             throw InterfaceStringsError(directory, "cannot be read as a directory of string files")
         }
+        // Language files and fallbacks.json: a directory of more is refused before any is read.
+        guard names.count <= Self.maxFiles + 1 else { throw InterfaceStringsError(directory, "has more than \(Self.maxFiles) language files") }
         var files: [String: Data] = [:]
         for name in names {
             let file = url.appendingPathComponent(name)

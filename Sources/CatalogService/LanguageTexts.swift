@@ -24,16 +24,13 @@ enum LanguageTexts {
         guard let texts else { return }
         guard texts.count <= maxLanguages else { throw .invalid(field, "at most \(maxLanguages) languages") }
         for (tag, text) in texts.sorted(by: { $0.key < $1.key }) {
-            guard isTag(tag) else {
+            guard LanguagePreference.isTag(tag) else {
                 throw .invalid(field, "'\(tag.prefix(40))' is not a language tag (such as en, ru or pt-BR)")
             }
             guard !PlaceRules.trimmed(text).isEmpty else { throw .invalid("\(field).\(tag)", "must not be empty") }
             try TextRule("\(field).\(tag)", maxCharacters: rule.maxCharacters, lines: rule.lines).check(text)
         }
     }
-
-    /// A stored text's tag: `LanguagePreference.isTag`, its primary language lower-case.
-    static func isTag(_ tag: String) -> Bool { LanguagePreference.isTag(tag) }
 
     /// The text of `texts` that `lang` prefers (`LanguagePreference.pick`), or else `own`, and
     /// the tag it came from (nil for `own`). Without a preference: `own`, no tag.

@@ -177,8 +177,8 @@ import TestSupport
     }
 
     @Test func languageTagsAreCheckedAndLookedUpByPrimaryLanguage() throws {
-        for good in ["en", "ru", "pt-BR", "zh-Hant-TW", "yue"] { #expect(LanguageTexts.isTag(good), "\(good)") }
-        for bad in ["", "e", "EN", "english", "en-", "en--us", "en_US", "en-abcdefghi", "ру"] { #expect(!LanguageTexts.isTag(bad), "\(bad)") }
+        for good in ["en", "ru", "pt-BR", "zh-Hant-TW", "yue"] { #expect(LanguagePreference.isTag(good), "\(good)") }
+        for bad in ["", "e", "EN", "english", "en-", "en--us", "en_US", "en-abcdefghi", "ру"] { #expect(!LanguagePreference.isTag(bad), "\(bad)") }
         let names = ["en": "Walk", "pt": "Passeio"]
         func text(_ lang: String?) throws -> (text: String?, tag: String?) {
             LanguageTexts.localized(names, try LanguagePreference.read(lang), own: "Own")
