@@ -85,6 +85,19 @@ import Testing
         #expect(refusal(heavy) == nil)
     }
 
+    @Test func aDirectoryOfTooManyFilesIsRefusedBeforeReadingThem() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(#"{"a":"One"}"#.utf8).write(to: folder.appendingPathComponent("en.json"))
+        #expect(try InterfaceStrings(directory: folder.path).tables.keys.sorted() == ["en"])
+        for i in 0..<41 { try Data("{}".utf8).write(to: folder.appendingPathComponent("x\(i).json")) }
+        #expect(throws: InterfaceStringsError(folder.path, "has more than 40 language files")) { try InterfaceStrings(directory: folder.path) }
+        #expect(throws: InterfaceStringsError(folder.path + "/none", "cannot be read as a directory of string files")) {
+            try InterfaceStrings(directory: folder.path + "/none")
+        }
+    }
+
     @Test func theVersionFollowsTheFiles() throws {
         let a = try InterfaceStrings(files: files(["en.json": #"{"a":"One"}"#]))
         let b = try InterfaceStrings(files: files(["en.json": #"{"a":"One"}"#, "fallbacks.json": "{}"]))
