@@ -8,11 +8,45 @@ public struct ListPlaces: Codable, Sendable {
     public var category: String?
     public var limit: Int?
     public var cursor: String?
+    /// A language tag or Accept-Language list: each place's texts in it (`LanguagePreference`).
+    public var lang: String?
 
-    public init(category: String? = nil, limit: Int? = nil, cursor: String? = nil) {
+    public init(category: String? = nil, limit: Int? = nil, cursor: String? = nil, lang: String? = nil) {
         self.category = category
         self.limit = limit
         self.cursor = cursor
+        self.lang = lang
+    }
+}
+
+/// `catalog.get`: a place by id, its texts in `lang` when given.
+struct PlaceGet: Decodable, Sendable {
+    var id: Int64
+    var lang: String?
+}
+
+/// A place with its `name` and `description` in the request's language, and `lang` saying
+/// which languages they came from: the Place's members and `lang`.
+struct LocalizedPlace: Encodable, Sendable {
+    var place: Place
+    var lang: TextLanguages
+
+    /// `place` with its texts in `lang` (`LanguageTexts.localized`).
+    init(_ place: Place, _ lang: LanguagePreference) {
+        let name = LanguageTexts.localized(place.nameI18n, lang, own: place.name)
+        let description = LanguageTexts.localized(place.descriptionI18n, lang, own: place.description)
+        self.place = place
+        self.place.name = name.text ?? place.name
+        self.place.description = description.text
+        self.lang = TextLanguages(name: name.tag, description: description.tag)
+    }
+
+    enum CodingKeys: String, CodingKey { case lang }
+
+    func encode(to encoder: Encoder) throws {
+        try place.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(lang, forKey: .lang)
     }
 }
 
@@ -20,10 +54,30 @@ public struct ListPlaces: Codable, Sendable {
 public struct PlacePage: Codable, Sendable {
     public var places: [Place]
     public var nextCursor: String?
+    /// The language the request asked for: the places are then written localized (`LocalizedPlace`).
+    var lang: LanguagePreference? = nil
 
     enum CodingKeys: String, CodingKey {
         case places
         case nextCursor = "next_cursor"
+    }
+
+    init(places: [Place], nextCursor: String?, lang: LanguagePreference? = nil) {
+        self.places = places
+        self.nextCursor = nextCursor
+        self.lang = lang
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        places = try c.decode([Place].self, forKey: .places)
+        nextCursor = try c.decodeIfPresent(String.self, forKey: .nextCursor)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        if let lang { try c.encode(places.map { LocalizedPlace($0, lang) }, forKey: .places) } else { try c.encode(places, forKey: .places) }
+        try c.encodeIfPresent(nextCursor, forKey: .nextCursor)
     }
 }
 
@@ -53,16 +107,27 @@ public enum CatalogService {
             try store.delete(id)
             return Response(body: try JSONCoding.encoder.encode(PlaceDeleted(id: id)))
         }
-        table.onRaw(CatalogRequests.get, description: "one place by id") { context, store in
-            Response(body: try store.json(try PlaceID.read(scannedBody: context.scannedBody, envelope: context.envelope).id))
+        table.onRaw(CatalogRequests.get, description: "one place by id; with lang, its texts in that language") { context, store in
+            // A plain `{"id":N}` is answered with the stored JSON as it is; with `lang`, localized.
+            if let scanned = context.scannedBody, let id = PlaceID.plainID(body: scanned) { return Response(body: try store.json(id)) }
+            let request = try context.body(PlaceGet.self)
+            guard let lang = try LanguagePreference.read(request.lang) else { return Response(body: try store.json(request.id)) }
+            return Response(body: try JSONCoding.encoder.encode(LocalizedPlace(try store.get(request.id), lang)))
         }
-        table.on("catalog.list", description: "places by id, optionally of one category, paged by cursor") { (request: ListPlaces, _, store) -> PlacePage in
+        table.on("catalog.list", description: "places by id, optionally of one category, paged by cursor; lang localizes") { (request: ListPlaces, _, store) -> PlacePage in
             let limit = try pageLimit.validated(request.limit)
+            let lang = try LanguagePreference.read(request.lang)
             if let category = request.category { try PlaceRules.category(category, among: store.categoryIds) }
             let after = try request.cursor.map(pageCursor.decode) ?? 0
             let places = try store.list(category: request.category, after: after, limit: limit)
             let next = places.count == limit ? places.last.map { pageCursor.encode($0.id) } : nil
-            return PlacePage(places: places, nextCursor: next)
+            return PlacePage(places: places, nextCursor: next, lang: lang)
+        }
+        let strings = options.strings
+        table.on("strings.get", description: "the apps' interface strings in lang (a tag or Accept-Language list) with a version; since_version skips an unchanged table") {
+            (request: StringsGet, _, _) -> StringsReply in
+            guard let strings else { throw ServiceError(.unavailable, "this catalog was started without interface strings (--strings-dir)") }
+            return try strings.reply(request)
         }
         table.on(CatalogRequests.categories, description: "the categories with how many places each has") { (_: Empty, _, store) in CategoryList(categories: try store.categoryCounts()) }
         table.on("tours.create", .write, description: "add a tour: name (or name_i18n), optional description, stops as place ids in order") {

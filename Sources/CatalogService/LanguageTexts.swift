@@ -24,7 +24,7 @@ enum LanguageTexts {
         guard let texts else { return }
         guard texts.count <= maxLanguages else { throw .invalid(field, "at most \(maxLanguages) languages") }
         for (tag, text) in texts.sorted(by: { $0.key < $1.key }) {
-            guard isTag(tag) else {
+            guard LanguagePreference.isTag(tag) else {
                 throw .invalid(field, "'\(tag.prefix(40))' is not a language tag (such as en, ru or pt-BR)")
             }
             guard !PlaceRules.trimmed(text).isEmpty else { throw .invalid("\(field).\(tag)", "must not be empty") }
@@ -32,37 +32,10 @@ enum LanguageTexts {
         }
     }
 
-    /// A BCP 47 tag as we take them: a primary language of 2 or 3 lower-case letters, then
-    /// subtags of 1 to 8 ASCII letters or digits after `-` (`en`, `pt-BR`, `zh-Hant-TW`), 35 bytes at most.
-    static func isTag(_ tag: String) -> Bool {
-        guard tag.utf8.count <= 35 else { return false }
-        let parts = tag.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
-        guard let primary = parts.first, (2...3).contains(primary.count), primary.allSatisfy({ (0x61...0x7A).contains($0) }) else { return false }
-        return parts.dropFirst().allSatisfy { part in
-            (1...8).contains(part.count) && part.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
-        }
-    }
-
-    /// A language a request asks for (`lang`): a language tag in any case, as BCP 47 allows,
-    /// its primary language lower-cased; nil when absent, `invalid_argument` when not a tag.
-    static func requested(_ lang: String?) throws(ServiceError) -> String? {
-        guard let lang else { return nil }
-        var parts = lang.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
-        if let primary = parts.first, primary.utf8.count <= 3 { parts[0] = primary.lowercased() }
-        let tag = parts.joined(separator: "-")
-        guard isTag(tag) else { throw .invalid("lang", "not a language tag (such as en, ru or pt-BR)") }
-        return tag
-    }
-
-    /// The text of `lang` among `texts` (tags compared without case), or of its primary
-    /// language (`pt` for `pt-BR`), or nil.
-    static func localized(_ texts: [String: String]?, _ lang: String?) -> String? {
-        guard let texts, let lang else { return nil }
-        func text(_ tag: String) -> String? {
-            texts[tag] ?? texts.first { $0.key.caseInsensitiveCompare(tag) == .orderedSame }?.value
-        }
-        if let found = text(lang) { return found }
-        guard let primary = lang.split(separator: "-").first, primary.count < lang.count else { return nil }
-        return text(String(primary))
+    /// The text of `texts` that `lang` prefers (`LanguagePreference.pick`), or else `own`, and
+    /// the tag it came from (nil for `own`). Without a preference: `own`, no tag.
+    static func localized(_ texts: [String: String]?, _ lang: LanguagePreference?, own: String?) -> (text: String?, tag: String?) {
+        guard let lang, let (tag, text) = lang.pick(texts) else { return (own, nil) }
+        return (text, tag)
     }
 }

@@ -26,6 +26,8 @@ public struct CatalogOptions: Sendable {
     /// The most bytes of a package's JSON before sealing (8 MiB): map tile levels go in whole,
     /// coarsest first, while they fit; the rest stays on `tours.map.tile`.
     public var packageMaxBytes = 8 * 1_024 * 1_024
+    /// The interface strings `strings.get` answers (`--strings-dir`); nil: it answers `unavailable`.
+    public var strings: InterfaceStrings? = nil
 
     public init() {}
 }

@@ -182,7 +182,7 @@ extension CatalogStore {
             throw error.serviceError
         }
         try WalkRules.checkCourse(request.courseDeg)
-        let lang = try LanguageTexts.requested(request.lang)
+        let lang = try LanguagePreference.read(request.lang)
         let now = options.clock()
         return try db.transaction {
             let stops = try walkStops(request.tourId, lang: lang)
@@ -232,7 +232,7 @@ extension CatalogStore {
 
     /// `tours.progress`: the caller's visited stops (those still in the tour) and the next one.
     func progress(_ request: TourProgressRequest, user: Int64) throws -> TourProgressReply {
-        let stops = try walkStops(request.tourId, lang: try LanguageTexts.requested(request.lang))
+        let stops = try walkStops(request.tourId, lang: try LanguagePreference.read(request.lang))
         let visited = try walk(user: user, tour: request.tourId)?.visited ?? []
         let inOrder = stops.map(\.id).filter(visited.contains)
         let next = stops.first { !visited.contains($0.id) }
@@ -250,7 +250,7 @@ extension CatalogStore {
     }
 
     /// The stops of tour `id` in order, named in `lang`; `not_found` (field `tour_id`) for no such tour.
-    private func walkStops(_ id: Int64, lang: String?) throws -> [WalkStop] {
+    private func walkStops(_ id: Int64, lang: LanguagePreference?) throws -> [WalkStop] {
         guard try db.scalarInt("SELECT 1 FROM tours WHERE id = ?", id) != nil else {
             throw ServiceError(.notFound, "no tour with id \(id)", field: "tour_id")
         }
@@ -259,7 +259,7 @@ extension CatalogStore {
             WHERE s.tour_id = ? ORDER BY s.position
             """, id).map { row in
             let names = try row.decode("name_i18n", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
-            return WalkStop(id: try row.decode("id"), name: try LanguageTexts.localized(names, lang) ?? row.decode("name"),
+            return WalkStop(id: try row.decode("id"), name: try LanguageTexts.localized(names, lang, own: nil).text ?? row.decode("name"),
                             point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")))
         }
     }

@@ -62,6 +62,8 @@ struct TourList: Decodable, Sendable {
     var near: Near?
     var limit: Int?
     var cursor: String?
+    /// A language tag or Accept-Language list: each tour's texts in it (`LanguagePreference`).
+    var lang: String?
 }
 
 /// One stop of `tours.get`: the place's summary, in the tour's order.
@@ -71,6 +73,8 @@ struct TourStop: Codable, Sendable, Equatable {
     var category: String
     var lat: Double
     var lon: Double
+    /// With `lang`: the language of `name`.
+    var lang: TextLanguages? = nil
 }
 
 /// The reply of `tours.get`: the tour, and its stops' places in order (named in the request's
@@ -78,13 +82,16 @@ struct TourStop: Codable, Sendable, Equatable {
 struct TourDetail: Encodable, Sendable {
     var tour: Tour
     var places: [TourStop]
+    /// With `lang`: the languages of the tour's `name` and `description`.
+    var lang: TextLanguages?
 
-    enum CodingKeys: String, CodingKey { case places }
+    enum CodingKeys: String, CodingKey { case places, lang }
 
     func encode(to encoder: Encoder) throws {
         try tour.encode(to: encoder)
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(places, forKey: .places)
+        try c.encodeIfPresent(lang, forKey: .lang)
     }
 }
 
@@ -92,13 +99,27 @@ struct TourDetail: Encodable, Sendable {
 struct TourListItem: Encodable, Sendable {
     var tour: Tour
     var distanceM: Double?
+    /// With `lang`: the languages of the tour's `name` and `description`.
+    var lang: TextLanguages? = nil
 
-    enum CodingKeys: String, CodingKey { case distanceM = "distance_m" }
+    enum CodingKeys: String, CodingKey {
+        case lang
+        case distanceM = "distance_m"
+    }
 
     func encode(to encoder: Encoder) throws {
         try tour.encode(to: encoder)
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encodeIfPresent(distanceM, forKey: .distanceM)
+        try c.encodeIfPresent(lang, forKey: .lang)
+    }
+
+    /// The item with its tour's texts in `lang` (unchanged without one).
+    func localized(_ lang: LanguagePreference?) -> TourListItem {
+        guard lang != nil else { return self }
+        var item = self
+        item.lang = TourRules.localize(&item.tour, lang)
+        return item
     }
 }
 
@@ -119,6 +140,17 @@ enum TourRules {
     /// `tours.list near`: the radius when none is given, and the largest.
     static let defaultRadius = 10_000.0
     static let maxRadius = 100_000.0
+
+    /// Puts `tour`'s `name` and `description` in `lang` (`LanguageTexts.localized`) and says
+    /// where they came from; nil (and `tour` unchanged) without a preference.
+    static func localize(_ tour: inout Tour, _ lang: LanguagePreference?) -> TextLanguages? {
+        guard lang != nil else { return nil }
+        let name = LanguageTexts.localized(tour.nameI18n, lang, own: tour.name)
+        let description = LanguageTexts.localized(tour.descriptionI18n, lang, own: tour.description)
+        tour.name = name.text ?? tour.name
+        tour.description = description.text
+        return TextLanguages(name: name.tag, description: description.tag)
+    }
 
     static func validate(_ t: Tour) throws(ServiceError) {
         guard !t.name.isEmpty else { throw .invalid("name", "must not be empty") }
@@ -180,31 +212,32 @@ extension CatalogStore {
 
     /// `tours.get`: the tour and its stops' places, texts in `lang` where they have them.
     func tourDetail(_ request: TourGet) throws -> TourDetail {
-        let lang = try LanguageTexts.requested(request.lang)
+        let lang = try LanguagePreference.read(request.lang)
         var tour = try tour(request.id)
         let places = try db.query("""
             SELECT p.id, p.name, p.name_i18n, p.category, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
             WHERE s.tour_id = ? ORDER BY s.position
             """, tour.id).map { row in
             let names = try row.decode("name_i18n", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
-            let name: String = try LanguageTexts.localized(names, lang) ?? row.decode("name")
-            return TourStop(id: try row.decode("id"), name: name,
-                            category: try row.decode("category"), lat: try row.decode("lat"), lon: try row.decode("lon"))
+            let name = LanguageTexts.localized(names, lang, own: nil)
+            return TourStop(id: try row.decode("id"), name: try name.text ?? row.decode("name"),
+                            category: try row.decode("category"), lat: try row.decode("lat"), lon: try row.decode("lon"),
+                            lang: lang.map { _ in TextLanguages(name: name.tag) })
         }
-        tour.name = LanguageTexts.localized(tour.nameI18n, lang) ?? tour.name
-        tour.description = LanguageTexts.localized(tour.descriptionI18n, lang) ?? tour.description
-        return TourDetail(tour: tour, places: places)
+        let texts = TourRules.localize(&tour, lang)
+        return TourDetail(tour: tour, places: places, lang: texts)
     }
 
     /// `tours.list`: by id after the cursor, or, near a point, the tours with a stop within the
     /// radius by the distance to their nearest stop (ties by id).
     func listTours(_ request: TourList) throws -> TourPage {
         let limit = try Self.tourPageLimit.validated(request.limit)
+        let lang = try LanguagePreference.read(request.lang)
         guard let near = request.near else {
             let after = try request.cursor.map(Self.tourIdCursor.decode) ?? 0
             let tours = try tours(where: "t.id > ?", [after], limit: limit)
             let next = tours.count == limit ? tours.last.map { Self.tourIdCursor.encode($0.id) } : nil
-            return TourPage(tours: tours.map { TourListItem(tour: $0, distanceM: nil) }, nextCursor: next)
+            return TourPage(tours: tours.map { TourListItem(tour: $0, distanceM: nil).localized(lang) }, nextCursor: next)
         }
         let center: Coordinate
         do {
@@ -236,7 +269,7 @@ extension CatalogStore {
             .sorted { ($0.distance, $0.id) < ($1.distance, $1.id) }
         let page = ordered.prefix(limit)
         var items: [TourListItem] = []
-        for entry in page { items.append(TourListItem(tour: try tour(entry.id), distanceM: entry.distance)) }
+        for entry in page { items.append(TourListItem(tour: try tour(entry.id), distanceM: entry.distance).localized(lang)) }
         let next = ordered.count > limit ? page.last.map { TourDistanceCursor(distance: $0.distance, id: $0.id).encoded } : nil
         return TourPage(tours: items, nextCursor: next)
     }

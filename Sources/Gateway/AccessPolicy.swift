@@ -56,6 +56,8 @@ public struct AccessPolicy: Sendable {
         Rule("catalog.get", "catalog", .anyone),
         Rule("catalog.list", "catalog", .anyone),
         Rule("catalog.categories", "catalog", .anyone),
+        // The apps' interface strings: anyone, signed in or not (the login screen needs them).
+        Rule("strings.get", "catalog", .anyone),
         Rule("catalog.create", "catalog", .admin),
         Rule("catalog.update", "catalog", .admin),
         Rule("catalog.delete", "catalog", .admin),

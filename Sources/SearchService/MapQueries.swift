@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import Foundation
 import Geo
+import ServiceKit
 import Storage
 
 /// Map searches over the R*Tree: candidates from the box, exact checks and ordering in Swift.
@@ -59,23 +60,27 @@ struct MapQueries {
                 MapQueries.accepts(place.id, place.coordinate.distance(to: center), after: after)
             }
             let (page, next) = MapQueries.page(found.map { ($0.distance, $0.id) }, limit: limit, after: after)
+            // Names in a language are chosen per query: those hits are encoded, not copied.
+            if let lang = q.lang {
+                return try JSONCoding.encoder.encode(SearchPage(hits: try hits(ids: page.map(\.id), from: center, lang: lang), nextCursor: next))
+            }
             return try hitJSON(page, next: next)
         case .popularity:
             let box: BoundingBox
             box = try BoundingBox.around(center, radiusMeters: q.radiusM)
             let found = try mostPopular(in: box, want: limit + 1, after: after, q.filters) { $0.coordinate.distance(to: center) <= q.radiusM }
             let (page, next) = MapQueries.page(found.map { (-$0.popularity, $0.id) }, limit: limit, after: after)
-            return try JSONCoding.encoder.encode(SearchPage(hits: try hits(ids: page.map(\.id), from: center), nextCursor: next))
+            return try JSONCoding.encoder.encode(SearchPage(hits: try hits(ids: page.map(\.id), from: center, lang: q.lang), nextCursor: next))
         case .rating:
             let hits = try within(q.radiusM, of: center, q.filters)
-            return try JSONCoding.encoder.encode(MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, .rating) })
+            return try JSONCoding.encoder.encode(try localized(MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, .rating) }, q.lang))
         }
     }
 
     /// Whether `memory` answers `q` (when it is filled and the point is not near a pole):
     /// nearest first, without filters.
     func answersFromMemory(_ q: NearbyQuery) -> Bool {
-        memory != nil && (q.sort ?? .distance) == .distance && !MapQueries.judgesInSQL(q.filters) && q.filters.openNow != true
+        memory != nil && q.lang == nil && (q.sort ?? .distance) == .distance && !MapQueries.judgesInSQL(q.filters) && q.filters.openNow != true
     }
 
     /// A page of hits written from their stored JSON, each with its distance (the key of a
@@ -136,7 +141,7 @@ struct MapQueries {
             // Paged by the popularity ranked (the blend), which the hits do not show.
             let found = try mostPopular(in: box, want: limit + 1, after: after, q.filters) { box.contains($0.coordinate) }
             let (page, next) = MapQueries.page(found.map { (-$0.popularity, $0.id) }, limit: limit, after: after)
-            return SearchPage(hits: try self.hits(ids: page.map(\.id)), nextCursor: next)
+            return SearchPage(hits: try self.hits(ids: page.map(\.id), lang: q.lang), nextCursor: next)
         } else {
             for part in box.indexAreas {
                 if q.filters.openNow == true {
@@ -147,7 +152,7 @@ struct MapQueries {
                 }
             }
         }
-        return MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }
+        return try localized(MapQueries.page(hits, limit: limit, after: after) { MapQueries.key($0, sort) }, q.lang)
     }
 
     /// The first `limit + 1` places of a box part by rating after the cursor, ordered by SQLite,
@@ -185,8 +190,44 @@ struct MapQueries {
         return try MapQueries.hits(MapQueries.openFilter(filters, db.query(sql, args)))
     }
 
-    /// The hits of these places, in this order, with their distances from `center` when given.
-    func hits(ids: [Int64], from center: Coordinate? = nil) throws -> [SearchHit] {
+    /// The hits of these places, in this order, with their distances from `center` when given,
+    /// named in `lang` when given.
+    func hits(ids: [Int64], from center: Coordinate? = nil, lang: LanguagePreference? = nil) throws -> [SearchHit] {
+        try localized(hits(ids: ids, from: center), lang)
+    }
+
+    /// The page with its hits named in `lang` (unchanged without one).
+    func localized(_ page: SearchPage, _ lang: LanguagePreference?) throws -> SearchPage {
+        SearchPage(hits: try localized(page.hits, lang), nextCursor: page.nextCursor)
+    }
+
+    /// Each hit's name in `lang` where its `name_i18n` has one along the chain (else its own
+    /// name), and `lang` saying which; unchanged without a preference.
+    func localized(_ hits: [SearchHit], _ lang: LanguagePreference?) throws -> [SearchHit] {
+        guard let lang else { return hits }
+        let names = try names(ids: hits.map(\.id))
+        return hits.map { hit in
+            var hit = hit
+            let picked = lang.pick(names[hit.id])
+            hit.name = picked?.value ?? hit.name
+            hit.lang = TextLanguages(name: picked?.tag)
+            return hit
+        }
+    }
+
+    /// The names by language (`name_i18n`) of these index rows that have some.
+    func names(ids: [Int64]) throws -> [Int64: [String: String]] {
+        guard !ids.isEmpty else { return [:] }
+        var names: [Int64: [String: String]] = [:]
+        for row in try db.query("SELECT id, name_i18n FROM places WHERE id IN (SELECT value FROM json_each(?)) AND name_i18n IS NOT NULL",
+                                MapQueries.jsonArray(ids)) {
+            let text: String = try row.decode("name_i18n")
+            names[try row.decode("id")] = try JSONCoding.decoder.decode([String: String].self, from: Data(text.utf8))
+        }
+        return names
+    }
+
+    private func hits(ids: [Int64], from center: Coordinate?) throws -> [SearchHit] {
         guard !ids.isEmpty else { return [] }
         let rows = try db.query("""
             SELECT \(MapQueries.hitColumns)

@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import ServiceKit
 
 /// What a hit is: a catalog place or a tour (`kind` on the wire).
 public enum HitKind: String, Codable, Sendable {
@@ -25,6 +26,8 @@ public struct SearchHit: Codable, Sendable, Equatable {
     public var rating: Double?
     public var reviewCount: Int?
     public var distanceM: Double?
+    /// With `lang`: the language `name` came from.
+    public var lang: TextLanguages?
 
     /// A place or a tour.
     public var kind: HitKind { HitKind(row: id) }
@@ -47,7 +50,7 @@ public struct SearchHit: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, kind, name, category, address, lat, lon, popularity, rating
+        case id, kind, name, category, address, lat, lon, popularity, rating, lang
         case priceLevel = "price_level"
         case reviewCount = "review_count"
         case distanceM = "distance_m"
@@ -67,6 +70,7 @@ public struct SearchHit: Codable, Sendable, Equatable {
         rating = try c.decodeIfPresent(Double.self, forKey: .rating)
         reviewCount = try c.decodeIfPresent(Int.self, forKey: .reviewCount)
         distanceM = try c.decodeIfPresent(Double.self, forKey: .distanceM)
+        lang = try c.decodeIfPresent(TextLanguages.self, forKey: .lang)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -83,6 +87,7 @@ public struct SearchHit: Codable, Sendable, Equatable {
         try c.encodeIfPresent(rating, forKey: .rating)
         try c.encodeIfPresent(reviewCount, forKey: .reviewCount)
         try c.encodeIfPresent(distanceM, forKey: .distanceM)
+        try c.encodeIfPresent(lang, forKey: .lang)
     }
 }
 
@@ -148,9 +153,11 @@ public struct NearbyQuery: Decodable, Sendable {
     public var sort: SortOrder?
     public var limit: Int?
     public var cursor: String?
+    /// Names in this language (`LanguagePreference`), and each hit's `lang`.
+    public var lang: LanguagePreference?
 
     enum CodingKeys: String, CodingKey {
-        case lat, lon, sort, limit, cursor
+        case lat, lon, sort, limit, cursor, lang
         case radiusM = "radius_m"
     }
 
@@ -162,6 +169,7 @@ public struct NearbyQuery: Decodable, Sendable {
         sort = try SortOrder.decode(c, .sort)
         limit = try c.decodeIfPresent(Int.self, forKey: .limit)
         cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
+        lang = try LanguagePreference.read(c.decodeIfPresent(String.self, forKey: .lang))
         filters = try PlaceFilters(from: decoder)
     }
 
@@ -200,7 +208,7 @@ public struct NearbyQuery: Decodable, Sendable {
         }
         guard plain else { return nil }
         guard let lat, let lon, let radius else { return nil }
-        (self.lat, self.lon, radiusM, self.limit, self.sort, self.cursor, filters) = (lat, lon, radius, limit, sort, cursor, PlaceFilters())
+        (self.lat, self.lon, radiusM, self.limit, self.sort, self.cursor, filters, lang) = (lat, lon, radius, limit, sort, cursor, PlaceFilters(), nil)
     }
 }
 
@@ -214,9 +222,11 @@ public struct ViewportQuery: Decodable, Sendable {
     public var sort: SortOrder?
     public var limit: Int?
     public var cursor: String?
+    /// Names in this language (`LanguagePreference`), and each hit's `lang`.
+    public var lang: LanguagePreference?
 
     enum CodingKeys: String, CodingKey {
-        case south, west, north, east, sort, limit, cursor
+        case south, west, north, east, sort, limit, cursor, lang
     }
 
     public init(from decoder: Decoder) throws {
@@ -228,6 +238,7 @@ public struct ViewportQuery: Decodable, Sendable {
         sort = try SortOrder.decode(c, .sort)
         limit = try c.decodeIfPresent(Int.self, forKey: .limit)
         cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
+        lang = try LanguagePreference.read(c.decodeIfPresent(String.self, forKey: .lang))
         filters = try PlaceFilters(from: decoder)
     }
 }

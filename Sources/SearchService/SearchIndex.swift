@@ -132,6 +132,18 @@ enum SearchSchema {
             DELETE FROM place_terms;
             DELETE FROM event_cursor WHERE source = 'catalog';
             """),
+        // Each entry's names by language (`name_i18n`, JSON, NULL when it has none), so a search
+        // with `lang` answers names in it. The index starts over and is rebuilt from the
+        // catalog's events, which carry them.
+        Migration(domain: "search", version: 12, sql: """
+            ALTER TABLE places ADD COLUMN name_i18n TEXT;
+            INSERT INTO places_text (places_text) VALUES ('delete-all');
+            DELETE FROM places;
+            DELETE FROM places_geo;
+            DELETE FROM search_terms;
+            DELETE FROM place_terms;
+            DELETE FROM event_cursor WHERE source = 'catalog';
+            """),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while
@@ -288,15 +300,17 @@ enum SearchIndex {
         let ranked = try Popularity.blended(place.id, catalog: place.popularity ?? 0, db)
         try db.run("""
             INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, catalog_popularity, opening_hours, timezone,
-                                name_words, other_words, hit_head, hit_tail)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                name_words, other_words, hit_head, hit_tail, name_i18n)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
                 lat = excluded.lat, lon = excluded.lon, price_level = excluded.price_level,
                 popularity = excluded.popularity, catalog_popularity = excluded.catalog_popularity,
                 opening_hours = excluded.opening_hours, timezone = excluded.timezone,
-                name_words = excluded.name_words, other_words = excluded.other_words, hit_head = excluded.hit_head, hit_tail = excluded.hit_tail
+                name_words = excluded.name_words, other_words = excluded.other_words, hit_head = excluded.hit_head, hit_tail = excluded.hit_tail,
+                name_i18n = excluded.name_i18n
             """, place.id, place.name, place.category, place.address, place.lat, place.lon, place.priceLevel,
-                   ranked, place.popularity ?? 0, hours, place.timezone, name, other, hit.head, hit.tail)
+                   ranked, place.popularity ?? 0, hours, place.timezone, name, other, hit.head, hit.tail,
+                   place.nameI18n.flatMap { $0.isEmpty ? nil : PlaceJSON.text($0) })
         let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
         let popularity = scaledPopularity(ranked)
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon, min_pop, max_pop) VALUES (?, ?, ?, ?, ?, ?, ?)",

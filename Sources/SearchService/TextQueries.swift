@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import Foundation
 import Geo
+import ServiceKit
 import Storage
 
 /// A point given with a text search.
@@ -20,9 +21,9 @@ public struct TextQuery: Decodable, Sendable {
     public var sort: TextSort?
     public var limit: Int?
     public var cursor: String?
-    /// The query's language (a BCP 47 tag such as `en` or `pt-BR`): checked, not yet used, since
-    /// folding and matching are the same for every language.
-    public var lang: String?
+    /// Names in this language (`LanguagePreference`), and each hit's `lang`. Matching is the
+    /// same for every language: a place is found by all its names.
+    public var lang: LanguagePreference?
 
     public struct BoxBounds: Codable, Sendable, Equatable {
         public var south: Double
@@ -50,10 +51,7 @@ public struct TextQuery: Decodable, Sendable {
         }
         limit = try c.decodeIfPresent(Int.self, forKey: .limit)
         cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
-        lang = try c.decodeIfPresent(String.self, forKey: .lang)
-        if let lang, lang.wholeMatch(of: /[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*/) == nil {
-            throw ServiceError.invalid("lang", "must be a language tag such as en or pt-BR")
-        }
+        lang = try LanguagePreference.read(c.decodeIfPresent(String.self, forKey: .lang))
         filters = try PlaceFilters(from: decoder)
     }
 }
@@ -68,6 +66,31 @@ public struct AutocompleteQuery: Codable, Sendable {
     public var prefix: String
     public var near: Point?
     public var limit: Int?
+    /// Names in this language where they match what was typed (`LanguagePreference`).
+    public var lang: LanguagePreference?
+
+    enum CodingKeys: String, CodingKey { case prefix, near, limit, lang }
+
+    public init(prefix: String, near: Point? = nil, limit: Int? = nil, lang: LanguagePreference? = nil) {
+        (self.prefix, self.near, self.limit, self.lang) = (prefix, near, limit, lang)
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        prefix = try c.decode(String.self, forKey: .prefix)
+        near = try c.decodeIfPresent(Point.self, forKey: .near)
+        limit = try c.decodeIfPresent(Int.self, forKey: .limit)
+        lang = try LanguagePreference.read(c.decodeIfPresent(String.self, forKey: .lang))
+    }
+
+    /// The query as a client sends it: `lang` as its chain, a list that negotiates the same.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(prefix, forKey: .prefix)
+        try c.encodeIfPresent(near, forKey: .near)
+        try c.encodeIfPresent(limit, forKey: .limit)
+        try c.encodeIfPresent(lang?.chain.joined(separator: ","), forKey: .lang)
+    }
 }
 
 /// One autocomplete suggestion (a `category`, a `place` or a `tour`), with where the typed words match in `text` (UTF-16 offsets, end exclusive).
@@ -78,9 +101,11 @@ public struct Suggestion: Codable, Sendable, Equatable {
     public var category: String?
     public var distanceM: Double?
     public var highlights: [[Int]]
+    /// With `lang`, for places and tours: the language `text` came from (absent: its own name).
+    public var lang: TextLanguages? = nil
 
     enum CodingKeys: String, CodingKey {
-        case kind, text, id, category, highlights
+        case kind, text, id, category, highlights, lang
         case distanceM = "distance_m"
     }
 }
@@ -405,7 +430,7 @@ struct TextQueries {
             }
         }
         let (page, next) = MapQueries.page(keyed, limit: limit, after: after)
-        return SearchPage(hits: try MapQueries(db: db).hits(ids: page.map(\.id), from: center), nextCursor: next)
+        return SearchPage(hits: try MapQueries(db: db).hits(ids: page.map(\.id), from: center, lang: q.lang), nextCursor: next)
     }
 
     func autocomplete(_ q: AutocompleteQuery) throws -> Suggestions {
@@ -440,9 +465,26 @@ struct TextQueries {
         }
         let keyed = found.map { ($0.distance ?? -$0.popularity, $0.id) }
         let (page, _) = MapQueries.page(keyed, limit: limit, after: nil)
-        suggestions += try MapQueries(db: db).hits(ids: page.map(\.id), from: center).map { hit in
-            Suggestion(kind: hit.kind.rawValue, text: hit.name, id: hit.entityId, category: hit.category, distanceM: hit.distanceM,
-                       highlights: TextQueries.highlights(words, in: hit.name))
+        let maps = MapQueries(db: db)
+        let names = try q.lang.map { _ in try maps.names(ids: page.map(\.id)) } ?? [:]
+        suggestions += try maps.hits(ids: page.map(\.id), from: center).map { hit in
+            var suggestion = Suggestion(kind: hit.kind.rawValue, text: hit.name, id: hit.entityId, category: hit.category, distanceM: hit.distanceM,
+                                        highlights: TextQueries.highlights(words, in: hit.name))
+            if let lang = q.lang {
+                // The name in lang when the typed words begin its words, else the first other name they do
+                // (by tag, its own name last).
+                let texts = names[hit.id] ?? [:]
+                let picked = lang.pick(texts)
+                let choices = [(picked?.tag, picked?.value ?? hit.name)] + texts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } + [(nil, hit.name)]
+                let chosen = choices.first { choice in
+                    let own = SearchIndex.words(choice.1)
+                    return words.allSatisfy { typed in own.contains { $0.hasPrefix(typed) } }
+                } ?? choices[0]
+                suggestion.text = chosen.1
+                suggestion.highlights = TextQueries.highlights(words, in: chosen.1)
+                suggestion.lang = TextLanguages(name: chosen.0)
+            }
+            return suggestion
         }
         return Suggestions(suggestions: Array(suggestions.prefix(limit)))
     }

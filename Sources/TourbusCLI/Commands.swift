@@ -9,13 +9,14 @@ import Glibc
 public enum TourbusCommand {
     static let usage = """
         usage:
-          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo] [--notify-form FILE] [--signing-key FILE]
+          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo] [--notify-form FILE] [--strings-dir DIR] [--signing-key FILE]
               start every built service and the gateway, load the Sydney demo into an empty
               catalog (and a few annotations into notify when none is live), restart what
               crashes (each restart logged in DIR/restarts.log), stop everything on Ctrl-C;
-              notify's first form is FILE (default deploy/notify-form.json, when there); the
+              notify's first form is FILE (default deploy/notify-form.json, when there);
+              the catalog's interface strings are DIR (default i18n, when there); the
               catalog signs packages with FILE, else DIR/catalog.sign.key, made when missing
-          tourbus up --config FILE --only NAME[,NAME…] [--keys DIR] [--data-dir DIR] [--notify-form FILE] [--signing-key FILE]
+          tourbus up --config FILE --only NAME[,NAME…] [--keys DIR] [--data-dir DIR] [--notify-form FILE] [--strings-dir DIR] [--signing-key FILE]
               run this host's share of a suite the file describes, as its supervisor: the
               services named (NAME*N for N replicas, each bound to one of the section's bind
               endpoints with its own DIR/NAME-i.sqlite) and gateways (gateway, gateway-b: the

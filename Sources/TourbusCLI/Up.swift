@@ -24,6 +24,9 @@ extension TourbusCommand {
         /// The notify service's form when its database has none: the shipped one, from the
         /// repository's root (where ./deploy/local/run starts), unless another is named.
         var notifyForm: String? = FileManager.default.fileExists(atPath: "deploy/notify-form.json") ? "deploy/notify-form.json" : nil
+        /// The catalog's interface strings (`--strings-dir`): the repository's `i18n/`, when
+        /// there, unless another directory is named.
+        var stringsDirectory: String? = FileManager.default.fileExists(atPath: "i18n/en.json") ? "i18n" : nil
         var config: String?
         var only: [String]?
         var keys: String?
@@ -38,7 +41,7 @@ extension TourbusCommand {
         while let flag = args.popFirst() {
             switch flag {
             case "--no-demo": options.loadDemo = false
-            case "--data-dir", "--listen", "--notify-form", "--config", "--only", "--keys", "--signing-key":
+            case "--data-dir", "--listen", "--notify-form", "--strings-dir", "--config", "--only", "--keys", "--signing-key":
                 guard let value = args.popFirst() else {
                     printError("\(flag) needs a value")
                     return 2
@@ -50,6 +53,7 @@ extension TourbusCommand {
                 case "--only": options.only = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
                 case "--keys": options.keys = value
                 case "--signing-key": options.signingKey = value
+                case "--strings-dir": options.stringsDirectory = value
                 default: options.notifyForm = value
                 }
             default:
@@ -179,6 +183,7 @@ extension TourbusCommand {
             }
             if name == "notify", let form = options.notifyForm { args += ["--form", form] }
             if name == "catalog" { args += ["--signing-key", try signingKeyFile(options)] }
+            if name == "catalog", let strings = options.stringsDirectory { args += ["--strings-dir", strings] }
             members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: args))
         }
         try SuiteEndpoints.write(Dictionary(uniqueKeysWithValues: services.map { name in
@@ -240,6 +245,7 @@ extension TourbusCommand {
             var arguments = ["--config", file, "--data-dir", data] + key
             if name == "notify", let form = options.notifyForm { arguments += ["--form", form] }
             if name == "catalog", let signing = options.signingKey { arguments += ["--signing-key", signing] }
+            if name == "catalog", let strings = options.stringsDirectory { arguments += ["--strings-dir", strings] }
             guard parts.count == 2 else {
                 members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: arguments))
                 continue
@@ -323,7 +329,7 @@ enum DemoLoader {
               (body["places"] as? [Any])?.isEmpty == true else { return 0 }
         let places: [PlaceInput]
         do {
-            places = try JSONCoding.decoder.decode([PlaceInput].self, from: Data(DemoData.sydneyPlacesJSON.utf8))
+            places = try JSONCoding.decoder.decode([PlaceInput].self, from: Data(DemoData.sydneyPlacesJSON.utf8)).map(DemoTranslations.merged)
         } catch {
             throw Failure(description: "the demo data is not a list of places as catalog.create takes them: \(error)")
         }

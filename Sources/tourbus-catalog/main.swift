@@ -7,6 +7,8 @@ import ServiceKit
 // `--map-max-rms-m M`: tours.map.set refuses control points whose RMS residual is over M metres (default 25).
 // `--signing-key FILE` (or TOURBUS_SIGNING_KEY, or the suite file's services.catalog.signing_key): the server's Ed25519 key file (tourbus keys --signing),
 // which signs library.add's packages; a file others may read, or that holds no key pair, stops the start.
+// `--strings-dir DIR` (or TOURBUS_STRINGS_DIR): the interface strings strings.get answers, the
+// repo's i18n/; a directory with a bad file stops the start with a message naming it.
 var arguments = Array(CommandLine.arguments.dropFirst())
 var options = CatalogOptions()
 func refuse(_ message: String) -> Never {
@@ -45,6 +47,19 @@ if let signingKeyFile {
         options.signingKey = try SigningKey(keyFile: signingKeyFile)
     } catch {
         refuse("\(error)")
+    }
+}
+var stringsDir = ProcessInfo.processInfo.environment["TOURBUS_STRINGS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+if let flag = arguments.firstIndex(of: "--strings-dir") {
+    guard flag + 1 < arguments.count else { refuse("--strings-dir needs a directory") }
+    stringsDir = arguments[flag + 1]
+    arguments.removeSubrange(flag...(flag + 1))
+}
+if let stringsDir {
+    do {
+        options.strings = try InterfaceStrings(directory: stringsDir)
+    } catch {
+        refuse("--strings-dir \(stringsDir): \(error)")
     }
 }
 ServiceRuntime.main(CatalogService.definition(options: options), arguments: arguments)

@@ -2,6 +2,7 @@ import Bus
 @testable import CatalogService
 import Contracts
 import Foundation
+import ServiceKit
 import Testing
 import TestSupport
 
@@ -176,16 +177,21 @@ import TestSupport
     }
 
     @Test func languageTagsAreCheckedAndLookedUpByPrimaryLanguage() throws {
-        for good in ["en", "ru", "pt-BR", "zh-Hant-TW", "yue"] { #expect(LanguageTexts.isTag(good), "\(good)") }
-        for bad in ["", "e", "EN", "english", "en-", "en--us", "en_US", "en-abcdefghi", "ру"] { #expect(!LanguageTexts.isTag(bad), "\(bad)") }
+        for good in ["en", "ru", "pt-BR", "zh-Hant-TW", "yue"] { #expect(LanguagePreference.isTag(good), "\(good)") }
+        for bad in ["", "e", "EN", "english", "en-", "en--us", "en_US", "en-abcdefghi", "ру"] { #expect(!LanguagePreference.isTag(bad), "\(bad)") }
         let names = ["en": "Walk", "pt": "Passeio"]
-        #expect(LanguageTexts.localized(names, "pt-BR") == "Passeio")
-        #expect(LanguageTexts.localized(names, "de") == nil)
-        #expect(LanguageTexts.localized(names, nil) == nil)
-        // A request's tag in any case, as BCP 47 allows.
-        #expect(try LanguageTexts.requested("PT-br") == "pt-br" && LanguageTexts.localized(names, "pt-br") == "Passeio")
-        #expect(LanguageTexts.localized(["pt-BR": "Passeio"], "pt-br") == "Passeio")
-        #expect(throws: ServiceError.self) { try LanguageTexts.requested("english") }
+        func text(_ lang: String?) throws -> (text: String?, tag: String?) {
+            LanguageTexts.localized(names, try LanguagePreference.read(lang), own: "Own")
+        }
+        #expect(try text("pt-BR") == ("Passeio", "pt"))
+        // Another language falls back to English; without a preference the text is its own.
+        #expect(try text("de") == ("Walk", "en"))
+        #expect(try text(nil) == ("Own", nil))
+        #expect(LanguageTexts.localized(["ru": "Прогулка"], try LanguagePreference.read("de"), own: "Own") == ("Own", nil))
+        // A request's tag in any case, as BCP 47 allows; stored tags compared without case.
+        #expect(try text("PT-br") == ("Passeio", "pt"))
+        #expect(LanguageTexts.localized(["pt-BR": "Passeio"], try LanguagePreference.read("pt-br"), own: nil) == ("Passeio", "pt-BR"))
+        #expect(throws: ServiceError.self) { try LanguagePreference.read("english") }
     }
 }
 

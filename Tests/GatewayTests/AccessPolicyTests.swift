@@ -31,6 +31,7 @@ import Testing
         #expect(AccessPolicy.standard.rule(for: "catalog.create")?.access == .admin)
         #expect(AccessPolicy.standard.rule(for: "reviews.add")?.access == .user)
         #expect(AccessPolicy.standard.rule(for: "search.nearby")?.access == .anyone)
+        #expect(AccessPolicy.standard.rule(for: "strings.get").map { $0.service == "catalog" && $0.access == .anyone } == true)
         for walking in ["tours.locate", "tours.progress", "tours.progress.reset"] {
             #expect(AccessPolicy.standard.rule(for: walking).map { $0.service == "catalog" && $0.access == .user } == true, "\(walking)")
         }

@@ -531,14 +531,25 @@ private func shippedForm() throws -> AnnotationForm {
     let operaHouse = point(-33.8568, 151.2153)
     let parramatta = point(-33.8150, 151.0011)
 
-    @Test func hasSixPickersInThreeLanguages() throws {
+    @Test func hasSixPickersInTheAppsLanguages() throws {
         let form = try shippedForm()
         #expect(form.fields.map(\.name) == ["kind", "detail", "line", "venue", "severity", "status"])
         #expect(form.field("detail")?.dependsOn == "kind")
         #expect(form.field("line")?.isLocationDependent == true)
+        // The apps' languages (i18n/: en, ru, de; en-AU only where Australians say it otherwise) and French and Chinese.
         for field in form.fields {
-            #expect(Set(field.labels.keys) == ["en", "fr", "zh"], "\(field.name)")
+            #expect(Set(field.labels.keys) == ["en", "ru", "de", "fr", "zh"], "\(field.name)")
+            for choice in field.choices {
+                #expect(Set(choice.labels.keys).subtracting(["en-au"]) == ["en", "ru", "de", "fr", "zh"], "\(field.name).\(choice.value)")
+                if let australian = choice.labels["en-au"] { #expect(australian != choice.labels["en"], "\(choice.value)") }
+            }
         }
+        let russian = form.view(at: nil, language: "ru")
+        #expect(russian.fields.first?.label == "Что случилось?")
+        let australian = form.view(at: nil, language: "en-AU").fields.first { $0.name == "detail" }
+        #expect(australian?.choices.first { $0.value == "replacement_bus" }?.label == "Trackwork: buses replace trains")
+        #expect(australian?.choices.first { $0.value == "crash" }?.label == "Crash")
+        #expect(form.view(at: nil, language: "de").fields.first?.label == "Was ist passiert?")
     }
 
     @Test func realisticSubmissionsPass() throws {

@@ -9,6 +9,19 @@ import TestSupport
     let scratch = TemporaryFolder("system")
     var folder: String { scratch.path }
 
+    @Test func aBadStringsDirectoryStopsTheStartNamingTheFile() throws {
+        let strings = scratch.path + "/i18n"
+        try FileManager.default.createDirectory(atPath: strings, withIntermediateDirectories: true)
+        try Data(#"{"nav.map":"Map"}"#.utf8).write(to: URL(fileURLWithPath: strings + "/en.json"))
+        try Data(#"{"nav.karte":"Karte"}"#.utf8).write(to: URL(fileURLWithPath: strings + "/de.json"))
+        let catalog = try ChildProcess.executable("tourbus-catalog").path
+        let run = try BoundedRun(catalog, ["--data-dir", folder, "--bind", "tcp://127.0.0.1:0", "--strings-dir", strings], timeout: 30)
+        #expect(run.exit == .status(2), "\(run.errors)")
+        #expect(run.errors.contains("tourbus-catalog: --strings-dir \(strings): de.json: has key 'nav.karte', which en.json lacks"), "\(run.errors)")
+        let missing = try BoundedRun(catalog, ["--data-dir", folder, "--bind", "tcp://127.0.0.1:0"], environment: ["TOURBUS_STRINGS_DIR": folder + "/none"], timeout: 30)
+        #expect(missing.exit == .status(2) && missing.errors.contains("cannot be read as a directory of string files"), "\(missing.errors)")
+    }
+
     @Test func badInputNeverTakesTheProcessDown() throws {
         let service = try ChildProcess("tourbus-catalog", folder: folder)
         let context = try ZMQContext()
