@@ -19,6 +19,9 @@ public struct CatalogOptions: Sendable {
     /// How long an erased user's `tours.locate` is refused after `social.user.deleted`: far
     /// longer than a gateway caches a token (2 s) or a request may wait (its deadline).
     public var erasedUserWindowMs: Int64 = 600_000
+    /// The IANA zone a place with seasons and no `timezone` of its own is given when written
+    /// (`--default-timezone`, `TOURBUS_DEFAULT_TIMEZONE`; UTC by default).
+    public var defaultTimezone = "UTC"
 
     public init() {}
 }

@@ -173,6 +173,8 @@ extension TourbusCommand {
                 if publishers.contains(peer) { args += ["--peer-pub", "\(peer)=\(pub[peer] ?? "")"] }
             }
             if name == "notify", let form = options.notifyForm { args += ["--form", form] }
+            // The demo's places are in Sydney: its events' seasons are Sydney days.
+            if name == "catalog", options.loadDemo { args += ["--default-timezone", "Australia/Sydney"] }
             members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: args))
         }
         try SuiteEndpoints.write(Dictionary(uniqueKeysWithValues: services.map { name in

@@ -14,4 +14,19 @@ if let flag = arguments.firstIndex(of: "--map-max-rms-m") {
     options.mapMaxRMSMeters = metres
     arguments.removeSubrange(flag...(flag + 1))
 }
+// `--default-timezone ZONE` (or TOURBUS_DEFAULT_TIMEZONE): the IANA zone a place with seasons
+// and no timezone of its own is given (default UTC).
+if let zone = ProcessInfo.processInfo.environment["TOURBUS_DEFAULT_TIMEZONE"] { options.defaultTimezone = zone }
+if let flag = arguments.firstIndex(of: "--default-timezone") {
+    guard flag + 1 < arguments.count else {
+        FileHandle.standardError.write(Data("tourbus-catalog: --default-timezone takes an IANA time zone name (such as Australia/Sydney)\n".utf8))
+        exit(2)
+    }
+    options.defaultTimezone = arguments[flag + 1]
+    arguments.removeSubrange(flag...(flag + 1))
+}
+guard options.defaultTimezone.utf8.count <= 64, TimeZone(identifier: options.defaultTimezone) != nil else {
+    FileHandle.standardError.write(Data("tourbus-catalog: --default-timezone: '\(options.defaultTimezone.prefix(64))' is not an IANA time zone name (such as Australia/Sydney)\n".utf8))
+    exit(2)
+}
 ServiceRuntime.main(CatalogService.definition(options: options), arguments: arguments)
