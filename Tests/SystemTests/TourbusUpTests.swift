@@ -81,7 +81,7 @@ func logfmt(_ line: Substring) -> [String: String] {
             usleep(50_000)
             output = (try? String(contentsOfFile: outFile, encoding: .utf8)) ?? ""
         }
-        #expect(output.contains("loaded 242 Sydney places"), "\(output)")
+        #expect(output.contains("loaded 246 Sydney places"), "\(output)")
         #expect(output.contains("loaded 3 Sydney walking tours"), "\(output)")
         #expect(output.contains("posted 5 Sydney annotations"), "\(output)")
         #expect(output.contains("gateway at 127.0.0.1:\(port)"))
