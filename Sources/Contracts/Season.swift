@@ -33,8 +33,9 @@ public struct Season: Codable, Sendable, Equatable {
         /// `MM-DD` (any day of a leap year, so `02-29` too) or `YYYY-MM-DD` (a day of that year,
         /// years 1970 to 9999), or nil: `02-30`, `13-01`, `2027-02-29` and anything else.
         public init?(_ text: String) {
+            // The length first: a long text is refused without being copied.
+            guard text.utf8.count == 5 || text.utf8.count == 10 else { return nil }
             let b = Array(text.utf8)
-            guard b.count == 5 || b.count == 10 else { return nil }
             func digits(_ range: Range<Int>) -> Int? {
                 var n = 0
                 for i in range {
