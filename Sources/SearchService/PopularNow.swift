@@ -87,7 +87,8 @@ struct PopularQueries {
     static let pageLimit = PageLimit(default: 20, max: 50)
     /// The radius around `near` when none is given, and the largest.
     static let defaultRadius = 10_000.0
-    /// The most events read per request (most popular first): an event below them is not shown.
+    /// The most events read per request, most popular first, per part of the area (a box across
+    /// the 180th meridian has two): an event below them is not shown.
     static let maxEventsRead = 2_000
     /// The most other places read per request.
     static let maxPlacesRead = 20_000
@@ -97,6 +98,7 @@ struct PopularQueries {
         let at: Int64
         if let text = q.at {
             at = try RFC3339.milliseconds(text, field: "at")
+            guard at >= 0 else { throw ServiceError.invalid("at", "must be in 1970 or after") }
         } else {
             at = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
         }

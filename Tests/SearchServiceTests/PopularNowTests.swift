@@ -167,7 +167,8 @@ final class PopularFixture {
     @Test func popularRefusesWhatIsOutOfBounds() throws {
         let f = try PopularFixture()
         for (json, field) in [(#"{"limit":0}"#, "limit"), (#"{"limit":51}"#, "limit"), (#"{"at":"tomorrow"}"#, "at"),
-                              (#"{"at":"2027-02-29T00:00:00Z"}"#, "at"), (#"{"near":{"lat":91,"lon":0}}"#, "near.lat"),
+                              (#"{"at":"2027-02-29T00:00:00Z"}"#, "at"),
+                              (#"{"at":"1969-12-31T23:59:59Z"}"#, "at"), (#"{"at":"\#(String(repeating: "9", count: 100_000))"}"#, "at"), (#"{"near":{"lat":91,"lon":0}}"#, "near.lat"),
                               (#"{"near":{"lat":0,"lon":0},"radius_m":50001}"#, "radius_m"), (#"{"radius_m":100}"#, "radius_m"),
                               (#"{"near":{"lat":0,"lon":0},"bbox":{"south":0,"west":0,"north":1,"east":1}}"#, "bbox"),
                               (#"{"bbox":{"south":0,"west":-170,"north":1,"east":170}}"#, "bbox.east"),
