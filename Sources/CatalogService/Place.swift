@@ -210,7 +210,7 @@ enum PlaceRules {
     /// A place with seasons and no time zone of its own is given `defaultZone` (the catalog's
     /// `--default-timezone`): its days are read in that zone, and every reader of the place
     /// (search's `search.popular`) reads it from the place, so the setting has one reader.
-    /// (The import, which brings no seasons, passes none and keeps a place's zone as it merges.)
+    /// (The import passes the same zone; a check of one field alone passes none.)
     static func normalized(_ p: Place, defaultZone: String? = nil) -> Place {
         var place = p
         place.name = trimmed(p.name)
