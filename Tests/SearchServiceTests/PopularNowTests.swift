@@ -122,6 +122,18 @@ final class PopularFixture {
         // Out of the Show's dated windows (Easter 2027 falls in March): not shown in April 2027.
         #expect(try !at("2027-04-10T02:00:00Z").contains { $0.name == Self.easterShow })
 
+        // A place's own zone wins over the default: a Los Angeles New Year's Eve party is on at
+        // 9 pm there, when it is already 1 January in Sydney (and the Sydney fireworks are on).
+        let party = try f.catalogClient.request(type: CatalogRequests.create, body: Data(#"{"name":"LA Party","category":"event","lat":34.05,"lon":-118.25,"timezone":"America/Los_Angeles","popularity":1,"seasons":[{"from":"12-31","to":"12-31"}]}"#.utf8)).body(Place.self)
+        #expect(party.timezone == "America/Los_Angeles")
+        var la: [(name: String, inSeason: Bool)] = []
+        for _ in 0..<200 where !la.contains(where: { $0.name == "LA Party" }) {
+            la = try at("2027-01-01T05:00:00Z")
+            if !la.contains(where: { $0.name == "LA Party" }) { usleep(50_000) }
+        }
+        #expect(la.prefix(2).map(\.name) == [Self.fireworks, "LA Party"] && la.prefix(2).allSatisfy(\.inSeason), "\(la.prefix(3))")
+        #expect(try !at("2026-12-31T05:00:00Z").contains { $0.name == "LA Party" })  // 30 December, 9 pm there
+
         // Near Sydney Olympic Park: the Show first, then the park's classics, nearest in the area only.
         let near = try f.popular(#"{"near":{"lat":-33.8439,"lon":151.0678},"radius_m":2000,"at":"2028-04-10T02:00:00Z"}"#)
         #expect(near.first?.name == Self.easterShow && near.contains { $0.name == "Accor Stadium" } && !near.contains { $0.name == Self.zoo })
