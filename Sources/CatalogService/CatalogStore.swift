@@ -41,7 +41,7 @@ public final class CatalogStore: ServiceState {
     static let columns = """
         id, name, category, lat, lon, address, phone, website, price_level, description,
         opening_hours, photos, popularity, external_ids, created_at, updated_at, version, timezone, name_i18n, description_i18n,
-        opening_hours_text
+        opening_hours_text, seasons
         """
 
     // MARK: Reads
@@ -109,8 +109,9 @@ public final class CatalogStore: ServiceState {
                           phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
                           openingHours: input.openingHours ?? [], photos: input.photos ?? [], popularity: input.popularity ?? 0,
                           externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1, timezone: input.timezone,
-                          nameI18n: input.nameI18n, descriptionI18n: input.descriptionI18n, openingHoursText: input.openingHoursText)
-        place = PlaceRules.normalized(place)
+                          nameI18n: input.nameI18n, descriptionI18n: input.descriptionI18n, openingHoursText: input.openingHoursText,
+                          seasons: input.seasons)
+        place = PlaceRules.normalized(place, defaultZone: options.defaultTimezone)
         try PlaceRules.validate(place, categories: categoryIds)
         return try db.transaction { try insert(&place) }
     }
@@ -129,8 +130,8 @@ public final class CatalogStore: ServiceState {
         try db.run("""
             INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
                                 opening_hours, photos, popularity, external_ids, timezone, name_i18n, description_i18n, opening_hours_text,
-                                created_at, updated_at, version, json)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+                                seasons, created_at, updated_at, version, json)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
             """, [place.id] + Self.values(place) + [place.createdAt, place.updatedAt, String(decoding: body, as: UTF8.self)])
         try claimExternalIds(place)
         try worker.emit(CatalogEvents.upserted, json: body)
@@ -145,7 +146,7 @@ public final class CatalogStore: ServiceState {
             if let expected = update.expectedVersion, expected != current.version {
                 throw ServiceError(.conflict, "place \(update.id) is at version \(current.version), not \(expected)", field: "expected_version")
             }
-            var place = PlaceRules.normalized(try update.applied(to: current))
+            var place = PlaceRules.normalized(try update.applied(to: current), defaultZone: options.defaultTimezone)
             try PlaceRules.validate(place, categories: categoryIds)
             // An update that changes nothing writes nothing and publishes nothing.
             if place == current { return try json(update.id) }
@@ -164,7 +165,7 @@ public final class CatalogStore: ServiceState {
         try db.run("""
             UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
                    description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?,
-                   name_i18n = ?, description_i18n = ?, opening_hours_text = ?, updated_at = ?, version = ?,
+                   name_i18n = ?, description_i18n = ?, opening_hours_text = ?, seasons = ?, updated_at = ?, version = ?,
                    json = ?
             WHERE id = ?
             """, Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
@@ -205,7 +206,7 @@ public final class CatalogStore: ServiceState {
     private static func values(_ p: Place) -> [SQLBindable?] {
         [p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
          PlaceJSON.text(p.openingHours), PlaceJSON.text(p.photos), p.popularity, PlaceJSON.text(p.externalIds), p.timezone,
-         p.nameI18n.map(PlaceJSON.text), p.descriptionI18n.map(PlaceJSON.text), p.openingHoursText]
+         p.nameI18n.map(PlaceJSON.text), p.descriptionI18n.map(PlaceJSON.text), p.openingHoursText, p.seasons.map(PlaceJSON.text)]
     }
 
     /// A place from a row of `columns`; the JSON columns hold its opening hours, photos, external
@@ -225,7 +226,8 @@ public final class CatalogStore: ServiceState {
             popularity: row.decode("popularity"), externalIds: json("external_ids", [String: String].self),
             createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"), version: row.decode("version"),
             timezone: row.decode("timezone"), nameI18n: texts("name_i18n"), descriptionI18n: texts("description_i18n"),
-            openingHoursText: row.decode("opening_hours_text"))
+            openingHoursText: row.decode("opening_hours_text"),
+            seasons: row.decode("seasons", as: String?.self).map { try JSONCoding.decoder.decode([Season].self, from: Data($0.utf8)) })
     }
 
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events,
@@ -400,6 +402,12 @@ enum CatalogSchema {
                 PRIMARY KEY (import_id, file, seq)
             );
             ALTER TABLE places ADD COLUMN opening_hours_text TEXT;
+            """),
+        // Events, and when a place is on (`seasons`, a JSON array; NULL when it has none). No
+        // place has seasons yet, so the stored JSON stays right.
+        Migration(domain: "catalog", version: 9, sql: """
+            INSERT INTO categories (id, name) VALUES ('event', 'Events');
+            ALTER TABLE places ADD COLUMN seasons TEXT;
             """),
     ]
 }

@@ -301,6 +301,8 @@ struct ImportPlanner {
     let categories: Set<String>
     let maxRMSMeters: Double
     let mapping: OSMMapping
+    /// The zone a place with seasons and none of its own is given (the catalog's `--default-timezone`).
+    var defaultZone: String? = nil
 
     /// One step of the import thread: plans the oldest queued import; true when it did one.
     static func step(_ db: Database, plans: ImportPlans, options: CatalogOptions) throws -> Bool {
@@ -319,7 +321,8 @@ struct ImportPlanner {
         var plan = ImportPlan(importId: id)
         do {
             let categories = Set(try db.query("SELECT id FROM categories").map { row throws(RowError) in try row.decode("id", as: String.self) })
-            let planner = ImportPlanner(db: db, categories: categories, maxRMSMeters: options.mapMaxRMSMeters, mapping: try OSMMapping.standard())
+            let planner = ImportPlanner(db: db, categories: categories, maxRMSMeters: options.mapMaxRMSMeters, mapping: try OSMMapping.standard(),
+                                        defaultZone: options.defaultTimezone)
             let format = ImportFormat(rawValue: try row.decode("format")) ?? .content
             let document = try planner.bytes(id, file: "")
             switch format {
@@ -375,7 +378,7 @@ struct ImportPlanner {
             var merged = current
             carries(&merged, incoming)
             merged.externalIds.merge(incoming.externalIds) { _, new in new }
-            merged = PlaceRules.normalized(merged)
+            merged = PlaceRules.normalized(merged, defaultZone: defaultZone)
             do throws(ServiceError) {
                 try PlaceRules.validate(merged, categories: categories)
             } catch {
@@ -389,7 +392,7 @@ struct ImportPlanner {
             }
             return .success(.existing(existing))
         }
-        let place = PlaceRules.normalized(incoming)
+        let place = PlaceRules.normalized(incoming, defaultZone: defaultZone)
         do throws(ServiceError) {
             try PlaceRules.validate(place, categories: categories)
         } catch {
@@ -421,12 +424,13 @@ struct ImportPlanner {
                 id: 0, name: poi.names.preferred ?? "", category: poi.category, lat: poi.lat, lon: poi.lon, address: poi.address,
                 phone: poi.phone, website: poi.website, priceLevel: poi.price, description: poi.descriptions.preferred,
                 photos: poi.photos.map { Photo(url: $0.url, attribution: $0.attribution) }, externalIds: [source: poi.id],
-                createdAt: now, updatedAt: now, nameI18n: names, descriptionI18n: descriptions.isEmpty ? nil : descriptions)
+                createdAt: now, updatedAt: now, nameI18n: names, descriptionI18n: descriptions.isEmpty ? nil : descriptions,
+                seasons: poi.seasons.isEmpty ? nil : poi.seasons.map { Season(from: $0.from, to: $0.to) })
             let result = try self.plan(incoming, existing: try placeId(source: source, id: poi.id), carries: { place, file in
-                // The fields the format carries are the file's; the rest (popularity, hours, seasons …) stay.
+                // The fields the format carries are the file's; the rest (popularity, hours, time zone …) stay.
                 (place.name, place.nameI18n, place.category, place.lat, place.lon) = (file.name, file.nameI18n, file.category, file.lat, file.lon)
                 (place.address, place.phone, place.website, place.priceLevel) = (file.address, file.phone, file.website, file.priceLevel)
-                (place.description, place.descriptionI18n, place.photos) = (file.description, file.descriptionI18n, file.photos)
+                (place.description, place.descriptionI18n, place.photos, place.seasons) = (file.description, file.descriptionI18n, file.photos, file.seasons)
             }, into: &plan)
             switch result {
             case .success(let planned): pois[poi.id] = planned

@@ -26,9 +26,10 @@ public struct PlaceUpdate: Decodable, Sendable {
     public var nameI18n: Patch<[String: String]> = .absent
     public var descriptionI18n: Patch<[String: String]> = .absent
     public var openingHoursText: Patch<String> = .absent
+    public var seasons: Patch<[Season]> = .absent
 
     enum CodingKeys: String, CodingKey {
-        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, timezone
+        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, timezone, seasons
         case expectedVersion = "expected_version"
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
@@ -59,6 +60,7 @@ public struct PlaceUpdate: Decodable, Sendable {
         nameI18n = try c.decodePatch([String: String].self, forKey: .nameI18n)
         descriptionI18n = try c.decodePatch([String: String].self, forKey: .descriptionI18n)
         openingHoursText = try c.decodePatch(String.self, forKey: .openingHoursText)
+        seasons = try c.decodePatch([Season].self, forKey: .seasons)
     }
 
     /// The place with this update applied (not yet validated).
@@ -81,6 +83,7 @@ public struct PlaceUpdate: Decodable, Sendable {
         p.nameI18n = nameI18n.applied(to: p.nameI18n)
         p.descriptionI18n = descriptionI18n.applied(to: p.descriptionI18n)
         p.openingHoursText = openingHoursText.applied(to: p.openingHoursText)
+        p.seasons = seasons.applied(to: p.seasons)
         return p
     }
 }
@@ -114,6 +117,8 @@ enum PlaceRules {
     static let description = TextRule("description", maxCharacters: 5_000, lines: .multiple)
     static let openingHoursText = TextRule("opening_hours_text", maxCharacters: 500)
     static let maxPhotos = 50
+    /// The most seasons a place has.
+    static let maxSeasons = 20
     static let maxURL = 2_000
 
     static func validate(_ p: Place, categories: Set<String>) throws(ServiceError) {
@@ -157,7 +162,27 @@ enum PlaceRules {
         try LanguageTexts.check(p.nameI18n, field: "name_i18n", rule: name)
         try LanguageTexts.check(p.descriptionI18n, field: "description_i18n", rule: description)
         try openingHoursText.check(p.openingHoursText)
+        try seasons(p.seasons)
     }
+
+    /// At most `maxSeasons` seasons, each two days of one form (`MM-DD` or `YYYY-MM-DD`) that
+    /// exist, a dated one not ending before it starts.
+    static func seasons(_ seasons: [Season]?) throws(ServiceError) {
+        guard let seasons else { return }
+        guard seasons.count <= maxSeasons else { throw .invalid("seasons", "at most \(maxSeasons) seasons") }
+        for (i, season) in seasons.enumerated() {
+            let days = "must be a day of the year MM-DD (recurring) or a date YYYY-MM-DD, one that exists"
+            guard let from = Season.Day(season.from) else { throw .invalid("seasons[\(i)].from", "\(days), got '\(clipped(season.from))'") }
+            guard let to = Season.Day(season.to) else { throw .invalid("seasons[\(i)].to", "\(days), got '\(clipped(season.to))'") }
+            guard (from.year == nil) == (to.year == nil) else {
+                throw .invalid("seasons[\(i)].to", "must be of the same form as from: both MM-DD (recurring) or both YYYY-MM-DD (dated)")
+            }
+            if from.year != nil, to < from { throw .invalid("seasons[\(i)].to", "a dated season must not end before it starts") }
+        }
+    }
+
+    /// A text as an error message quotes it: at most 20 characters of it.
+    private static func clipped(_ text: String) -> String { text.count <= 20 ? text : String(text.prefix(20)) + "…" }
 
     /// A place's or tour's ids in other datasets: at most 20, sources of 1-50 characters, ids of 1-200.
     static func externalIds(_ ids: [String: String]) throws(ServiceError) {
@@ -181,7 +206,12 @@ enum PlaceRules {
     /// none, and a negative zero is zero: SQLite
     /// stores -0.0 as 0.0, so the JSON kept with the row must say 0 as every reading of the
     /// row does (`+ 0.0` turns -0.0 into 0.0 and changes no other number).
-    static func normalized(_ p: Place) -> Place {
+    ///
+    /// A place with seasons and no time zone of its own is given `defaultZone` (the catalog's
+    /// `--default-timezone`): its days are read in that zone, and every reader of the place
+    /// (search's `search.popular`) reads it from the place, so the setting has one reader.
+    /// (The import passes the same zone; a check of one field alone passes none.)
+    static func normalized(_ p: Place, defaultZone: String? = nil) -> Place {
         var place = p
         place.name = trimmed(p.name)
         place.lat = p.lat + 0.0
@@ -190,6 +220,9 @@ enum PlaceRules {
         // No texts by language is none: stored as NULL and left out of the JSON.
         if place.nameI18n?.isEmpty == true { place.nameI18n = nil }
         if place.descriptionI18n?.isEmpty == true { place.descriptionI18n = nil }
+        // No seasons is none, as for texts by language.
+        if place.seasons?.isEmpty == true { place.seasons = nil }
+        if place.seasons != nil, place.timezone == nil, let defaultZone { place.timezone = defaultZone }
         return place
     }
 

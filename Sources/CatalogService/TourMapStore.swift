@@ -28,6 +28,9 @@ public struct CatalogOptions: Sendable {
     public var packageMaxBytes = 8 * 1_024 * 1_024
     /// The interface strings `strings.get` answers (`--strings-dir`); nil: it answers `unavailable`.
     public var strings: InterfaceStrings? = nil
+    /// The IANA zone a place with seasons and no `timezone` of its own is given when written
+    /// (`--default-timezone`, `TOURBUS_DEFAULT_TIMEZONE`; UTC by default).
+    public var defaultTimezone = "UTC"
 
     public init() {}
 }

@@ -130,6 +130,8 @@ private struct ContentParser {
         var address: String?, phone: String?, website: String?, price: Int?
         var photos: [ContentPhoto] = []
         var photoCount = 0
+        var seasons: [ContentSeason] = []
+        var seasonCount = 0
         var seen: Set<String> = []
         var textSeen = false
         while let child = try nextChild(of: name, textSeen: &textSeen) {
@@ -182,6 +184,19 @@ private struct ContentParser {
                 } else {
                     valid = false
                 }
+            case "season":
+                seasonCount += 1
+                guard seasonCount <= ContentFormat.maxSeasons else {
+                    if seasonCount == ContentFormat.maxSeasons + 1 { try report(.tooMany(what: "seasons in one <poi>", limit: ContentFormat.maxSeasons), at: child.position) }
+                    valid = false
+                    try skip()
+                    continue
+                }
+                try allow(["from", "to"], in: child.attributes, of: child.name, at: child.position)
+                let from = try required(child.attributes, "from", of: child.name, at: child.position)
+                let to = try required(child.attributes, "to", of: child.name, at: child.position)
+                try empty(child)
+                if let from, let to { seasons.append(ContentSeason(from: from, to: to)) } else { valid = false }
             default:
                 try unknown(child, in: name)
             }
@@ -190,7 +205,7 @@ private struct ContentParser {
         if names.count == 0 { try report(.missingElement(element: name, child: "name"), at: position) }
         guard valid, let id, let category, let lat, let lon, !names.texts.isEmpty else { return nil }
         return ContentPOI(id: id, category: category, lat: lat, lon: lon, names: names.texts, descriptions: descriptions.texts,
-                          address: address, phone: phone, website: website, price: price, photos: photos, position: position)
+                          address: address, phone: phone, website: website, price: price, photos: photos, seasons: seasons, position: position)
     }
 
     /// Reads a `<tour>` whose start tag was just read; nil if it has an error.

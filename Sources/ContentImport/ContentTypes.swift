@@ -25,6 +25,8 @@ public enum ContentFormat {
     public static let maxFileNameBytes = 255
     /// The largest pixel coordinate of a map's control point.
     public static let maxPixel = 1_000_000.0
+    /// Seasons of one POI (the catalog's bound).
+    public static let maxSeasons = 20
 }
 
 /// The counts a content file is held to, and the XML bounds it is read with.
@@ -113,12 +115,14 @@ public struct ContentPOI: Sendable, Hashable {
     /// 0 to 4.
     public var price: Int?
     public var photos: [ContentPhoto]
+    /// When it is on (`<season from="12-28" to="01-02"/>`), as written: the catalog checks the days.
+    public var seasons: [ContentSeason] = []
     /// Where its `<poi>` starts.
     public var position: XMLPosition
 
     public init(id: String, category: String, lat: Double, lon: Double, names: [LocalizedText], descriptions: [LocalizedText] = [],
                 address: String? = nil, phone: String? = nil, website: String? = nil, price: Int? = nil, photos: [ContentPhoto] = [],
-                position: XMLPosition) {
+                seasons: [ContentSeason] = [], position: XMLPosition) {
         self.id = id
         self.category = category
         self.lat = lat
@@ -130,7 +134,19 @@ public struct ContentPOI: Sendable, Hashable {
         self.website = website
         self.price = price
         self.photos = photos
+        self.seasons = seasons
         self.position = position
+    }
+}
+
+/// A season of a POI: its `from` and `to` days as the file wrote them (`MM-DD` or `YYYY-MM-DD`).
+public struct ContentSeason: Sendable, Hashable {
+    public var from: String
+    public var to: String
+
+    public init(from: String, to: String) {
+        self.from = from
+        self.to = to
     }
 }
 

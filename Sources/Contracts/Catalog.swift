@@ -98,12 +98,15 @@ public struct Place: Codable, Sendable, Equatable {
     /// Opening hours as a source wrote them when they are not plain weekly periods (an
     /// OpenStreetMap `opening_hours` with holidays, months, sunrise …): kept, never guessed.
     public var openingHoursText: String? = nil
+    /// When the place is on (an event's dates), read in its `timezone`; nil (and absent from
+    /// the JSON) when it has none. See `Season`.
+    public var seasons: [Season]? = nil
 
     public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
                 website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod] = [],
                 photos: [Photo] = [], popularity: Double = 0, externalIds: [String: String] = [:], createdAt: String, updatedAt: String,
                 version: Int64 = 1, timezone: String? = nil, nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil,
-                openingHoursText: String? = nil) {
+                openingHoursText: String? = nil, seasons: [Season]? = nil) {
         self.id = id
         self.name = name
         self.category = category
@@ -125,10 +128,11 @@ public struct Place: Codable, Sendable, Equatable {
         self.nameI18n = nameI18n
         self.descriptionI18n = descriptionI18n
         self.openingHoursText = openingHoursText
+        self.seasons = seasons
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, version, timezone
+        case id, name, category, lat, lon, address, phone, website, description, photos, popularity, version, timezone, seasons
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
         case externalIds = "external_ids"
@@ -157,10 +161,11 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
     public var timezone: String?
     public var nameI18n: [String: String]?
     public var descriptionI18n: [String: String]?
+    public var seasons: [Season]?
 
     public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, priceLevel: Int? = nil,
                 popularity: Double? = nil, openingHours: [OpeningPeriod]? = nil, description: String? = nil, timezone: String? = nil,
-                nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil) {
+                nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil, seasons: [Season]? = nil) {
         self.id = id
         self.name = name
         self.category = category
@@ -174,20 +179,22 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
         self.timezone = timezone
         self.nameI18n = nameI18n
         self.descriptionI18n = descriptionI18n
+        self.seasons = seasons
     }
 
     /// The summary of a place, as a follower decoding its event body reads it.
     public init(_ place: Place) {
         self.init(id: place.id, name: place.name, category: place.category, lat: place.lat, lon: place.lon, address: place.address,
                   priceLevel: place.priceLevel, popularity: place.popularity, openingHours: place.openingHours,
-                  description: place.description, timezone: place.timezone, nameI18n: place.nameI18n, descriptionI18n: place.descriptionI18n)
+                  description: place.description, timezone: place.timezone, nameI18n: place.nameI18n, descriptionI18n: place.descriptionI18n,
+                  seasons: place.seasons)
     }
 
     /// The JSON member names this type reads (those of `Place`).
     public static let memberNames: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, name, category, lat, lon, address, popularity, description, timezone
+        case id, name, category, lat, lon, address, popularity, description, timezone, seasons
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
         case nameI18n = "name_i18n"
@@ -215,6 +222,7 @@ public struct PlaceInput: Codable, Sendable, Equatable {
     public var nameI18n: [String: String]?
     public var descriptionI18n: [String: String]?
     public var openingHoursText: String?
+    public var seasons: [Season]?
 
     /// The required fields; the optional ones start absent and are set by name.
     public init(name: String, category: String, lat: Double, lon: Double) {
@@ -225,7 +233,7 @@ public struct PlaceInput: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, category, lat, lon, address, phone, website, description, photos, popularity, timezone
+        case name, category, lat, lon, address, phone, website, description, photos, popularity, timezone, seasons
         case priceLevel = "price_level"
         case openingHours = "opening_hours"
         case externalIds = "external_ids"

@@ -54,6 +54,10 @@ extension PlaceInput {
                 if isNull(range) { continue }
                 guard let value = Self.array(at: range, in: json, Photo.init(spans:)) else { return nil }
                 input.photos = value
+            case "seasons":
+                if isNull(range) { continue }
+                guard let value = Self.array(at: range, in: json, Season.init(spans:)) else { return nil }
+                input.seasons = value
             case "external_ids", "name_i18n", "description_i18n":
                 if isNull(range) { continue }
                 guard let texts = PlaceJSON.strings(at: range, in: json) else { return nil }
@@ -73,12 +77,12 @@ extension PlaceInput {
     /// One bit per member `PlaceInput` decodes.
     private static let memberBits: [String: UInt32] = Dictionary(uniqueKeysWithValues: [
         "name", "category", "lat", "lon", "address", "phone", "website", "description", "timezone", "price_level", "popularity",
-        "opening_hours", "photos", "external_ids", "name_i18n", "description_i18n", "opening_hours_text",
+        "opening_hours", "photos", "external_ids", "name_i18n", "description_i18n", "opening_hours_text", "seasons",
     ].enumerated().map { ($1, UInt32(1) << UInt32($0)) })
 
     /// The elements of the array at `range`, each read by `element`; nil if it is no array or
     /// an element does not read.
-    private static func array<Element>(at range: Range<Int>, in json: Data, _ element: (Data) -> Element?) -> [Element]? {
+    public static func array<Element>(at range: Range<Int>, in json: Data, _ element: (Data) -> Element?) -> [Element]? {
         guard let ranges = JSONSpan.elements(at: range, in: json) else { return nil }
         var out: [Element] = []
         out.reserveCapacity(ranges.count)
@@ -107,6 +111,24 @@ extension OpeningPeriod {
         }
         guard let day, let open, let close else { return nil }
         self.init(day: day, open: open, close: close)
+    }
+}
+
+extension Season {
+    /// Reads `{"from":…,"to":…}` by spans, each once; other members skipped, as the decoder
+    /// skips them. Nil for anything else (the decoder reads it).
+    public init?(spans json: Data) {
+        guard let members = JSONSpan.members(of: json) else { return nil }
+        var from: String?, to: String?
+        for (key, range) in members {
+            switch key {
+            case "from": guard from == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; from = value
+            case "to": guard to == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; to = value
+            default: continue
+            }
+        }
+        guard let from, let to else { return nil }
+        self.init(from: from, to: to)
     }
 }
 
@@ -163,6 +185,7 @@ public enum PlaceJSON {
         JSONText.appendKey("photos", to: &out); append(place.photos, to: &out); out.append(comma)
         JSONText.appendKey("popularity", to: &out); JSONText.append(place.popularity, to: &out); out.append(comma)
         if let level = place.priceLevel { JSONText.appendKey("price_level", to: &out); JSONText.append(Int64(level), to: &out); out.append(comma) }
+        if let seasons = place.seasons { JSONText.appendKey("seasons", to: &out); append(seasons, to: &out); out.append(comma) }
         if let timezone = place.timezone { JSONText.appendKey("timezone", to: &out); JSONText.append(timezone, to: &out); out.append(comma) }
         JSONText.appendKey("updated_at", to: &out); JSONText.append(place.updatedAt, to: &out); out.append(comma)
         JSONText.appendKey("version", to: &out); JSONText.append(place.version, to: &out)
@@ -198,6 +221,13 @@ public enum PlaceJSON {
         return texts
     }
 
+    /// Seasons as `JSONCoding.encoder` writes them (the `seasons` column).
+    public static func text(_ seasons: [Season]) -> String {
+        var out: [UInt8] = []
+        append(seasons, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// External ids (or texts by language) as `JSONCoding.encoder` writes them (the `external_ids`, `name_i18n` and `description_i18n` columns).
     public static func text(_ externalIds: [String: String]) -> String {
         var out: [UInt8] = []
@@ -215,6 +245,18 @@ public enum PlaceJSON {
             JSONText.appendKey("close", to: &out); JSONText.append(period.close, to: &out); out.append(comma)
             JSONText.appendKey("day", to: &out); JSONText.append(Int64(period.day), to: &out); out.append(comma)
             JSONText.appendKey("open", to: &out); JSONText.append(period.open, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    private static func append(_ seasons: [Season], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (i, season) in seasons.enumerated() {
+            if i > 0 { out.append(comma) }
+            out.append(UInt8(ascii: "{"))
+            JSONText.appendKey("from", to: &out); JSONText.append(season.from, to: &out); out.append(comma)
+            JSONText.appendKey("to", to: &out); JSONText.append(season.to, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))

@@ -53,21 +53,28 @@ public struct UserDeleted: Codable, Sendable, Equatable {
 }
 
 /// Body of `social.rating.updated`: a place's average rating and review count after a change
-/// (`count` 0 and `average` 0 when its last review is gone).
+/// (`count` 0 and `average` 0 when its last review is gone), and how many of its reviews were
+/// written (or last replaced) in the last 30 days. Social publishes the event again when one
+/// of those leaves the window.
 public struct RatingUpdated: Codable, Sendable, Equatable {
     public var placeId: Int64
     public var average: Double
     public var count: Int
+    /// Reviews of the last 30 days; nil (absent from the JSON) when unknown, as from a
+    /// publisher older than this member.
+    public var reviews30d: Int?
 
-    public init(placeId: Int64, average: Double, count: Int) {
+    public init(placeId: Int64, average: Double, count: Int, reviews30d: Int? = nil) {
         self.placeId = placeId
         self.average = average
         self.count = count
+        self.reviews30d = reviews30d
     }
 
     enum CodingKeys: String, CodingKey {
         case average, count
         case placeId = "place_id"
+        case reviews30d = "reviews_30d"
     }
 }
 

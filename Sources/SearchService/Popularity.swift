@@ -5,7 +5,8 @@ import ServiceKit
 import Storage
 
 /// A place's popularity as search ranks it: the catalog's `popularity` blended with how many
-/// travellers save the place and visited it lately (the favorites service's counts).
+/// travellers save the place and visited it lately (the favorites service's counts) and how
+/// many reviewed it lately (social's `reviews_30d`).
 ///
 /// `places.popularity` holds the blend, so every ranking that reads it (the R*Tree's popularity
 /// dimension, `places_by_popularity`, the probes of text and map searches) follows the counts;
@@ -17,24 +18,41 @@ enum Popularity {
     static let savesWeight = 2.0
     /// What one more recent visit adds, at most (the first one): ln 2 ≈ 0.69.
     static let visitsWeight = 1.0
+    /// What one more review of the last 30 days adds, at most (the first one): 1.5·ln 2 ≈ 1.04.
+    static let reviewsWeight = 1.5
 
-    /// The blend (Protocols/search.md states it): `catalog + 2·ln(1 + saves) + ln(1 + visits_30d)`,
-    /// counts below 0 read as 0. Monotonic in each input, and each count's share grows as its
-    /// logarithm, so many travellers lift a place and one traveller barely does.
-    static func blended(catalog: Double, saves: Int, visits30d: Int) -> Double {
+    /// The blend (Protocols/search.md states it):
+    /// `catalog + 2·ln(1 + saves) + ln(1 + visits_30d) + 1.5·ln(1 + reviews_30d)`, counts below 0
+    /// read as 0. Monotonic in each input, and each count's share grows as its logarithm, so
+    /// many travellers lift a place and one traveller barely does.
+    static func blended(catalog: Double, saves: Int, visits30d: Int, reviews30d: Int = 0) -> Double {
         catalog + savesWeight * log1p(Double(max(saves, 0))) + visitsWeight * log1p(Double(max(visits30d, 0)))
+            + reviewsWeight * log1p(Double(max(reviews30d, 0)))
     }
 
-    /// The counts stored for `placeId`, zero when none are.
-    static func counts(of placeId: Int64, _ db: Database) throws -> (saves: Int, visits30d: Int) {
-        guard let row = try db.queryOne("SELECT saves, visits_30d FROM place_counts WHERE place_id = ?", placeId) else { return (0, 0) }
-        return (try row.decode("saves", as: Int.self), try row.decode("visits_30d", as: Int.self))
+    /// The counts stored for `placeId` (favorites' and social's), zero when none are.
+    static func counts(of placeId: Int64, _ db: Database) throws -> (saves: Int, visits30d: Int, reviews30d: Int) {
+        // Subqueries without FROM give their one row, NULL where a table has none for the place.
+        guard let row = try db.queryOne("""
+            SELECT (SELECT saves FROM place_counts WHERE place_id = ?) AS saves,
+                   (SELECT visits_30d FROM place_counts WHERE place_id = ?) AS visits_30d,
+                   (SELECT reviews_30d FROM ratings WHERE place_id = ?) AS reviews_30d
+            """, placeId, placeId, placeId) else { return (0, 0, 0) }
+        return (try row.decode("saves", as: Int?.self) ?? 0, try row.decode("visits_30d", as: Int?.self) ?? 0,
+                try row.decode("reviews_30d", as: Int?.self) ?? 0)
     }
 
     /// The blend of `placeId`'s stored counts with the catalog's `catalog` popularity.
     static func blended(_ placeId: Int64, catalog: Double, _ db: Database) throws -> Double {
-        let (saves, visits) = try counts(of: placeId, db)
-        return blended(catalog: catalog, saves: saves, visits30d: visits)
+        let (saves, visits, reviews) = try counts(of: placeId, db)
+        return blended(catalog: catalog, saves: saves, visits30d: visits, reviews30d: reviews)
+    }
+
+    /// Ranks an indexed place anew from its stored counts (nothing when it is not indexed yet:
+    /// its upsert blends them).
+    static func rerank(_ placeId: Int64, _ db: Database) throws {
+        guard let row = try db.queryOne("SELECT catalog_popularity FROM places WHERE id = ?", placeId) else { return }
+        try rank(placeId, as: try blended(placeId, catalog: try row.decode("catalog_popularity", as: Double.self), db), db)
     }
 
     /// Sets an indexed place's ranked popularity, in the table and in the R*Tree alike.
@@ -53,19 +71,16 @@ enum Popularity {
             try db.run("INSERT OR REPLACE INTO place_counts (place_id, saves, visits_30d) VALUES (?, ?, ?)",
                        event.placeId, max(event.saves, 0), max(event.visits30d, 0))
         }
-        guard let row = try db.queryOne("SELECT catalog_popularity FROM places WHERE id = ?", event.placeId) else { return }
-        let catalog = try row.decode("catalog_popularity", as: Double.self)
-        try rank(event.placeId, as: blended(catalog: catalog, saves: event.saves, visits30d: event.visits30d), db)
+        try rerank(event.placeId, db)
     }
 
-    /// Forgets every count, ranking the places that had any by the catalog's popularity alone:
-    /// before a rebuild from the favorites service's snapshot, which brings the counts again.
+    /// Forgets every count, ranking the places that had any without them (by the catalog's
+    /// popularity and their recent reviews): before a rebuild from the favorites service's
+    /// snapshot, which brings the counts again.
     static func forgetCounts(_ db: Database) throws {
-        let had = try db.query("SELECT p.id, p.catalog_popularity FROM place_counts c JOIN places p ON p.id = c.place_id")
-        for row in had {
-            try rank(try row.decode("id", as: Int64.self), as: try row.decode("catalog_popularity", as: Double.self), db)
-        }
+        let had = try db.query("SELECT place_id FROM place_counts").decode("place_id", as: Int64.self)
         try db.run("DELETE FROM place_counts")
+        for id in had { try rerank(id, db) }
     }
 
     /// Keeps the counts in step with the favorites service. Memory needs no note: it answers

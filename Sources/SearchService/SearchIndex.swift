@@ -132,6 +132,15 @@ enum SearchSchema {
             DELETE FROM place_terms;
             DELETE FROM event_cursor WHERE source = 'catalog';
             """),
+        // `search.popular`: each place's seasons (the catalog's JSON, NULL when it has none),
+        // events by ranked popularity, and each place's reviews of the last 30 days (social's
+        // `reviews_30d`, 0 while unknown), which the blend counts. No place had seasons and no
+        // event has come yet, so nothing is rebuilt.
+        Migration(domain: "search", version: 11, sql: """
+            ALTER TABLE places ADD COLUMN seasons TEXT;
+            CREATE INDEX places_events ON places(popularity DESC, id) WHERE category = 'event';
+            ALTER TABLE ratings ADD COLUMN reviews_30d INTEGER NOT NULL DEFAULT 0;
+            """),
         // Each entry's names by language (`name_i18n`, JSON, NULL when it has none), so a search
         // with `lang` answers names in it. The index starts over and is rebuilt from the
         // catalog's events, which carry them.
@@ -213,6 +222,10 @@ extension IndexedPlace {
                 if isNull(range) { continue }
                 guard let texts = PlaceJSON.strings(at: range, in: json) else { return nil }
                 if key == "name_i18n" { place.nameI18n = texts } else { place.descriptionI18n = texts }
+            case "seasons":
+                if isNull(range) { continue }
+                guard let seasons = PlaceInput.array(at: range, in: json, Season.init(spans:)) else { return nil }
+                place.seasons = seasons
             case "opening_hours":
                 if isNull(range) { continue }
                 guard let elements = JSONSpan.elements(at: range, in: json) else { return nil }
@@ -300,17 +313,18 @@ enum SearchIndex {
         let ranked = try Popularity.blended(place.id, catalog: place.popularity ?? 0, db)
         try db.run("""
             INSERT INTO places (id, name, category, address, lat, lon, price_level, popularity, catalog_popularity, opening_hours, timezone,
-                                name_words, other_words, hit_head, hit_tail, name_i18n)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                name_words, other_words, hit_head, hit_tail, name_i18n, seasons)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
                 lat = excluded.lat, lon = excluded.lon, price_level = excluded.price_level,
                 popularity = excluded.popularity, catalog_popularity = excluded.catalog_popularity,
                 opening_hours = excluded.opening_hours, timezone = excluded.timezone,
                 name_words = excluded.name_words, other_words = excluded.other_words, hit_head = excluded.hit_head, hit_tail = excluded.hit_tail,
-                name_i18n = excluded.name_i18n
+                name_i18n = excluded.name_i18n, seasons = excluded.seasons
             """, place.id, place.name, place.category, place.address, place.lat, place.lon, place.priceLevel,
                    ranked, place.popularity ?? 0, hours, place.timezone, name, other, hit.head, hit.tail,
-                   place.nameI18n.flatMap { $0.isEmpty ? nil : PlaceJSON.text($0) })
+                   place.nameI18n.flatMap { $0.isEmpty ? nil : PlaceJSON.text($0) },
+                   place.seasons.flatMap { $0.isEmpty ? nil : PlaceJSON.text($0) })
         let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
         let popularity = scaledPopularity(ranked)
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon, min_pop, max_pop) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -340,13 +354,18 @@ enum SearchIndex {
                             description: tour.description, nameI18n: tour.nameI18n, descriptionI18n: tour.descriptionI18n)
     }
 
+    /// Stores a place's rating and its reviews of the last 30 days (kept as they were when the
+    /// event does not say), and ranks the place anew when those changed.
     static func rating(_ update: RatingUpdated, _ db: Database) throws {
+        let before = try Popularity.counts(of: update.placeId, db).reviews30d
         if update.count <= 0 {
             try db.run("DELETE FROM ratings WHERE place_id = ?", update.placeId)
         } else {
-            try db.run("INSERT OR REPLACE INTO ratings (place_id, average, count) VALUES (?, ?, ?)",
-                       update.placeId, update.average, update.count)
+            let reviews = update.reviews30d.map { max($0, 0) } ?? before
+            try db.run("INSERT OR REPLACE INTO ratings (place_id, average, count, reviews_30d) VALUES (?, ?, ?, ?)",
+                       update.placeId, update.average, update.count, reviews)
         }
+        if try Popularity.counts(of: update.placeId, db).reviews30d != before { try Popularity.rerank(update.placeId, db) }
     }
 
     /// Keeps the index in step with the catalog, and `memory` with the index.
@@ -407,7 +426,10 @@ enum SearchIndex {
                                                : .rating(placeId: update.placeId, average: update.average, count: Int64(update.count)))
             },
             reset: { db in
+                let recent = try db.query("SELECT place_id FROM ratings WHERE reviews_30d > 0").decode("place_id", as: Int64.self)
                 try db.run("DELETE FROM ratings")
+                // Their recent reviews no longer count, until the snapshot brings them again.
+                for id in recent { try Popularity.rerank(id, db) }
                 changes.note(.ratingsReset)
             },
             types: [SocialEvents.ratingUpdated],

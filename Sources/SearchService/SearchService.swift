@@ -78,6 +78,11 @@ public enum SearchService {
             let text = store.text  // outside the transaction: it may ask the catalog for its categories
             return try store.snapshot { try text.autocomplete(query) }
         }
+        table.on("search.popular", description: "the places to show at `at` (default now), near a point or in a box: events in season first, then by popularity") {
+            (query: PopularQuery, _, store) in
+            let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
+            return try store.snapshot { try PopularQueries(maps: maps).popular(query) }
+        }
         // Directions: straight lines and estimates (no road router; see Directions.swift).
         let router = GreatCircleRouter()
         table.on("directions.get", description: "distance, bearing, an estimated time and map-app links from a point to a place or point, by mode") {

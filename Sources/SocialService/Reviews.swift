@@ -120,6 +120,11 @@ public struct ReviewPage: Codable, Sendable, Equatable {
     }
 }
 
+/// `social.ratings.sweep`'s reply: how many places' ratings were published again.
+struct RatingSweep: Codable, Sendable {
+    var published: Int
+}
+
 /// The order of a page of reviews: by rating or by `updated_at`, then by review id the same way.
 /// `default` is the newest first, like `date` `desc`.
 struct ReviewOrder {
@@ -266,20 +271,57 @@ extension SocialStore {
             let id = try event.body(PlaceDeleted.self).id
             guard try scope.db.scalarInt("SELECT 1 FROM reviews WHERE place_id = ? LIMIT 1", id) != nil else { return }
             try scope.db.run("DELETE FROM reviews WHERE place_id = ?", id)
-            try scope.emit(SocialEvents.ratingUpdated, RatingUpdated(placeId: id, average: 0, count: 0))
+            try scope.db.run("DELETE FROM rating_windows WHERE place_id = ?", id)
+            try scope.emit(SocialEvents.ratingUpdated, RatingUpdated(placeId: id, average: 0, count: 0, reviews30d: 0))
         },
         reset: { _ in },
         types: [CatalogEvents.deleted])
 
+    /// Emits the place's rating as it now stands, and notes when its count of recent reviews
+    /// next changes by itself (`rating_windows`: when the oldest of them leaves the window),
+    /// for `sweepRatings`; call inside the transaction that changed it.
     func publishRating(of placeId: Int64) throws {
-        try worker.emit(SocialEvents.ratingUpdated, try rating(of: placeId))
+        let (rating, oldestRecent) = try rating(of: placeId)
+        if let oldestRecent {
+            let leaves = try RFC3339.milliseconds(oldestRecent, field: "updated_at") + Self.reviewWindowMs
+            try db.run("INSERT OR REPLACE INTO rating_windows (place_id, recount_at) VALUES (?, ?)",
+                       placeId, timestamp(Date(timeIntervalSince1970: Double(leaves) / 1000)))
+        } else {
+            try db.run("DELETE FROM rating_windows WHERE place_id = ?", placeId)
+        }
+        try worker.emit(SocialEvents.ratingUpdated, rating)
     }
 
-    private func rating(of placeId: Int64) throws -> RatingUpdated {
+    /// How long a review counts as recent (`reviews_30d`): 30 days from when it was written or last replaced.
+    static let reviewWindowMs: Int64 = 30 * 86_400_000
+    /// The most places one sweep publishes again; the rest wait for the next.
+    static let sweepBatch = 500
+    /// The request type of the sweep, which the service sends itself.
+    static let sweepType = "social.ratings.sweep"
+
+    /// Publishes again the rating of each place whose oldest recent review has left the
+    /// window since, so `reviews_30d` follows time without any write (at most `sweepBatch`).
+    func sweepRatings() throws -> RatingSweep {
+        let due = try db.query("SELECT place_id FROM rating_windows WHERE recount_at <= ? ORDER BY recount_at, place_id LIMIT ?",
+                               timestamp(), Self.sweepBatch).decode("place_id", as: Int64.self)
+        for id in due { try publishRating(of: id) }
+        return RatingSweep(published: due.count)
+    }
+
+    /// The place's rating, and when the oldest of its reviews of the last 30 days was written.
+    private func rating(of placeId: Int64) throws -> (RatingUpdated, oldestRecent: String?) {
+        let since = timestamp(Date(timeIntervalSince1970: options.clock().timeIntervalSince1970 - Double(Self.reviewWindowMs) / 1000))
         // An aggregate without GROUP BY always gives its one row; none would mean no reviews.
-        let row = try db.queryOne("SELECT count(*) AS count, coalesce(sum(rating), 0) AS sum FROM reviews WHERE place_id = ?", placeId)
+        let row = try db.queryOne("""
+            SELECT count(*) AS count, coalesce(sum(rating), 0) AS sum, coalesce(sum(updated_at > ?), 0) AS recent,
+                   min(CASE WHEN updated_at > ? THEN updated_at END) AS oldest
+            FROM reviews WHERE place_id = ?
+            """, since, since, placeId)
         let count: Int64 = try row?.decode("count") ?? 0, sum: Int64 = try row?.decode("sum") ?? 0
-        return RatingUpdated(placeId: placeId, average: count == 0 ? 0 : Double(sum) / Double(count), count: Int(count))
+        let recent: Int64 = try row?.decode("recent") ?? 0
+        let rating = RatingUpdated(placeId: placeId, average: count == 0 ? 0 : Double(sum) / Double(count), count: Int(count),
+                                   reviews30d: Int(recent))
+        return (rating, try row?.decode("oldest", as: String?.self) ?? nil)
     }
 
     /// One snapshot page: the rating of each place with reviews after the place id in `after`,
@@ -292,7 +334,7 @@ extension SocialStore {
         let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?",
                                   try SnapshotKey.id(after: after), limit)
             .decode("place_id", as: Int64.self)
-        let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0))) }
+        let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0).0)) }
         return SnapshotPage(events: events, next: SnapshotKey.next(after: places, limit: limit) ?? "d0")
     }
 }

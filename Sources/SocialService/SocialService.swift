@@ -16,6 +16,9 @@ public struct SocialOptions: Sendable {
     /// The most bytes the items of one page of a list take, encoded (reviews, followers,
     /// following, the feed): a page stops before the item that would go past it. 256 KiB.
     public var pageBudgetBytes = 256 * 1_024
+    /// How often ratings whose recent reviews left the 30-day window are published again
+    /// (`social.ratings.sweep`), in milliseconds: a minute.
+    public var ratingsSweepIntervalMs = 60_000
     /// The time, for sessions, login throttling, review times and ages; tests move it by hand.
     public var clock: @Sendable () -> Date = { Date() }
 
@@ -99,6 +102,10 @@ public enum SocialService {
             return try store.reviews(of: request.placeId, order: order, cursor: request.cursor, limit: try limit(request.limit))
         }
 
+        table.on(SocialStore.sweepType, .write, description: "internal (the service's own, every minute): publish the ratings whose recent reviews aged out") {
+            (_: Empty, _, store) in try store.sweepRatings()
+        }
+
         // Follows.
         table.on("social.follow", .write, description: "follow a user by user_id") { (request: FollowRequest, context, store) in
             try store.follow(request.userId, caller: try store.caller(context))
@@ -138,7 +145,7 @@ public enum SocialService {
 
         let decoy = DecoyHash(cost: options.passwordCost)
         let hashing = ReaderGate()
-        return ServiceDefinition(
+        var definition = ServiceDefinition(
             name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             subscriptions: ["catalog": SocialStore.catalogApplier],
@@ -147,6 +154,8 @@ public enum SocialService {
                 _ = try decoy.value()  // made at start, so no login pays for it
                 return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing)
             })
+        definition.periodic = [PeriodicRequest(type: SocialStore.sweepType, intervalMilliseconds: options.ratingsSweepIntervalMs)]
+        return definition
     }
 
     /// A page size: `limit` (default 20), 1 to 50.

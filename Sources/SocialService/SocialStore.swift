@@ -140,5 +140,16 @@ enum SocialSchema {
             CREATE INDEX follows_by_follower ON follows(follower_id, id);
             CREATE INDEX follows_by_followee ON follows(followee_id, id);
             """),
+        // When each reviewed place's count of reviews of the last 30 days next changes by itself
+        // (its oldest recent review leaves the window), for `social.ratings.sweep`. Ratings
+        // published before said no `reviews_30d`: the sweep sends every reviewed place's again.
+        Migration(domain: "social", version: 2, sql: """
+            CREATE TABLE rating_windows (
+                place_id   INTEGER PRIMARY KEY,
+                recount_at TEXT NOT NULL
+            );
+            CREATE INDEX rating_windows_due ON rating_windows(recount_at, place_id);
+            INSERT INTO rating_windows (place_id, recount_at) SELECT DISTINCT place_id, '' FROM reviews;
+            """),
     ]
 }

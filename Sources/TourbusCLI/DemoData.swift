@@ -20,6 +20,17 @@ enum DemoData {
     ]
 
     /// One JSON object per place, in the shape `catalog.create` takes.
+    ///
+    /// The last four are recurring Sydney events (category `event`) with their seasons, read in
+    /// Sydney's zone (`tourbus up` runs the catalog with `--default-timezone Australia/Sydney`).
+    /// Sydney Festival, Vivid Sydney and the New Year's Eve fireworks recur on about the same
+    /// days each year; their ranges are the demo's, after recent years' programmes. The Royal
+    /// Easter Show follows Easter, so it has a dated window per year: 2026's as the Show
+    /// announced it (27 March to 7 April); later years are the demo's own reckoning by the
+    /// Show's pattern (from the Friday nine days before Easter Sunday to the Tuesday after it:
+    /// Easter Sunday falls on 28 March 2027, 16 April 2028, 1 April 2029, 21 April 2030), not
+    /// the Show's dates. Its popularity (95) is above Taronga Zoo's (92), a classic attraction it
+    /// displaces on the welcome screen around Easter.
     static let sydneyPlacesJSON = #"""
     [
       {"name":"Sydney Opera House","category":"attraction","lat":-33.8568,"lon":151.2153,"address":"Bennelong Point, Sydney NSW 2000","website":"https://www.sydneyoperahouse.com","phone":"+61 2 9250 7111","price_level":3,"description":"UNESCO World Heritage-listed performing arts centre with its famous sail-shaped shells, opened in 1973.","popularity":100,"external_ids":{"demo":"syd-001"}},
@@ -263,7 +274,11 @@ enum DemoData {
       {"name":"Bondi Junction Station","category":"transport","lat":-33.8915,"lon":151.2478,"address":"Grafton St, Bondi Junction NSW 2022","description":"Railway and bus interchange, the usual connection to Bondi Beach.","popularity":48,"external_ids":{"demo":"syd-239"}},
       {"name":"Newtown Station","category":"transport","lat":-33.8980,"lon":151.1790,"address":"King St, Newtown NSW 2042","description":"Railway station on King Street in Newtown.","popularity":38,"external_ids":{"demo":"syd-240"}},
       {"name":"Overseas Passenger Terminal","category":"transport","lat":-33.8585,"lon":151.2098,"address":"Circular Quay W, The Rocks NSW 2000","description":"Cruise ship terminal on the western side of Circular Quay.","popularity":45,"external_ids":{"demo":"syd-241"}},
-      {"name":"Sydney Airport International Terminal","category":"transport","lat":-33.9366,"lon":151.1659,"address":"Airport Dr, Mascot NSW 2020","website":"https://www.sydneyairport.com.au","description":"Terminal 1 of Sydney Kingsford Smith Airport, handling international flights.","popularity":75,"external_ids":{"demo":"syd-242"}}
+      {"name":"Sydney Airport International Terminal","category":"transport","lat":-33.9366,"lon":151.1659,"address":"Airport Dr, Mascot NSW 2020","website":"https://www.sydneyairport.com.au","description":"Terminal 1 of Sydney Kingsford Smith Airport, handling international flights.","popularity":75,"external_ids":{"demo":"syd-242"}},
+      {"name":"Sydney Festival","category":"event","lat":-33.8712,"lon":151.2114,"address":"Hyde Park North, Sydney NSW 2000","website":"https://www.sydneyfestival.org.au","description":"Three weeks of theatre, music, dance and free outdoor shows across the city every January, ending around Australia Day.","popularity":88,"seasons":[{"from":"01-06","to":"01-26"}],"external_ids":{"demo":"syd-243"}},
+      {"name":"Sydney Royal Easter Show","category":"event","lat":-33.8439,"lon":151.0678,"address":"Sydney Showground, 1 Showground Rd, Sydney Olympic Park NSW 2127","website":"https://www.eastershow.com.au","description":"Australia's largest annual event: agricultural competitions, animals, showbags, rides and the Grand Parade, over the twelve days around Easter.","popularity":95,"seasons":[{"from":"2026-03-27","to":"2026-04-07"},{"from":"2027-03-19","to":"2027-03-30"},{"from":"2028-04-07","to":"2028-04-18"},{"from":"2029-03-23","to":"2029-04-03"},{"from":"2030-04-12","to":"2030-04-23"}],"external_ids":{"demo":"syd-244"}},
+      {"name":"Vivid Sydney","category":"event","lat":-33.8599,"lon":151.2090,"address":"Circular Quay and The Rocks, Sydney NSW 2000","website":"https://www.vividsydney.com","description":"Festival of light, music and ideas: light projections on the Opera House sails and installations around the harbour, from late May to mid June.","popularity":94,"seasons":[{"from":"05-23","to":"06-14"}],"external_ids":{"demo":"syd-245"}},
+      {"name":"Sydney New Year's Eve Fireworks","category":"event","lat":-33.8547,"lon":151.2118,"address":"Sydney Harbour, Sydney NSW 2000","website":"https://www.sydneynewyearseve.com","description":"The 9 pm family fireworks and the midnight display from the Harbour Bridge and barges across the harbour.","popularity":99,"seasons":[{"from":"12-31","to":"01-01"}],"external_ids":{"demo":"syd-246"}}
     ]
     """#
 

@@ -184,6 +184,8 @@ extension TourbusCommand {
             if name == "notify", let form = options.notifyForm { args += ["--form", form] }
             if name == "catalog" { args += ["--signing-key", try signingKeyFile(options)] }
             if name == "catalog", let strings = options.stringsDirectory { args += ["--strings-dir", strings] }
+            // The demo's places are in Sydney: its events' seasons are Sydney days.
+            if name == "catalog", options.loadDemo { args += ["--default-timezone", "Australia/Sydney"] }
             members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: args))
         }
         try SuiteEndpoints.write(Dictionary(uniqueKeysWithValues: services.map { name in

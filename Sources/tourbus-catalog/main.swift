@@ -62,4 +62,15 @@ if let stringsDir {
         refuse("--strings-dir \(stringsDir): \(error)")
     }
 }
+// `--default-timezone ZONE` (or TOURBUS_DEFAULT_TIMEZONE): the IANA zone a place with seasons
+// and no timezone of its own is given (default UTC).
+if let zone = ProcessInfo.processInfo.environment["TOURBUS_DEFAULT_TIMEZONE"] { options.defaultTimezone = zone }
+if let flag = arguments.firstIndex(of: "--default-timezone") {
+    guard flag + 1 < arguments.count else { refuse("--default-timezone takes an IANA time zone name (such as Australia/Sydney)") }
+    options.defaultTimezone = arguments[flag + 1]
+    arguments.removeSubrange(flag...(flag + 1))
+}
+guard options.defaultTimezone.utf8.count <= 64, TimeZone(identifier: options.defaultTimezone) != nil else {
+    refuse("--default-timezone: '\(options.defaultTimezone.prefix(64))' is not an IANA time zone name (such as Australia/Sydney)")
+}
 ServiceRuntime.main(CatalogService.definition(options: options), arguments: arguments)

@@ -122,6 +122,41 @@ import TourMaps
         #expect(try catalog.allPlaces().isEmpty)
     }
 
+    /// A POI's seasons come with it, in the catalog's default zone; an impossible day is
+    /// reported with its line and the field; a file without them clears a place's.
+    @Test func seasonsAreImportedAndChecked() throws {
+        var options = CatalogOptions()
+        options.defaultTimezone = "Australia/Sydney"
+        let catalog = try CatalogFixture(options: options)
+        let events = """
+            <content xmlns="urn:tourbus:content:1" source="events">
+              <poi id="vivid" category="event" lat="-33.8599" lon="151.2090"><name lang="en">Vivid Sydney</name>
+                <season from="05-23" to="06-14"/><season from="2028-04-07" to="2028-04-18"/>
+              </poi>
+            </content>
+            """
+        let run = try Self.run(catalog, events)
+        #expect(run.state == "done" && Self.counts(run.report, "places") == [1, 0, 0], "\(run.report)")
+        let vivid = try #require(try catalog.allPlaces().first)
+        #expect(vivid.seasons == [Season(from: "05-23", to: "06-14"), Season(from: "2028-04-07", to: "2028-04-18")] && vivid.timezone == "Australia/Sydney")
+        #expect(try Self.run(catalog, events).report["places"] as? [String: Int] == ["created": 0, "updated": 0, "unchanged": 1])
+
+        let impossible = try Self.run(catalog, events.replacingOccurrences(of: #"to="06-14""#, with: #"to="06-31""#))
+        let errors = try #require(impossible.report["errors"] as? [[String: Any]])
+        #expect(impossible.state == "failed" && errors.count == 1 && errors.first?["line"] as? Int == 2, "\(errors)")
+        #expect((errors.first?["message"] as? String)?.contains("seasons[0].to: must be a day of the year MM-DD") == true, "\(errors)")
+        let missing = try Self.run(catalog, events.replacingOccurrences(of: #"<season from="05-23" to="06-14"/>"#, with: #"<season from="05-23"/>"#))
+        #expect(missing.state == "failed", "\(missing.report)")
+        let tooMany = try Self.run(catalog, events.replacingOccurrences(of: #"<season from="05-23" to="06-14"/>"#,
+                                                                        with: String(repeating: #"<season from="05-23" to="06-14"/>"#, count: 21)))
+        #expect(tooMany.state == "failed" && (tooMany.report["errors"] as? [[String: Any]])?.count == 1, "\(tooMany.report)")
+
+        // The file's seasons replace the place's: none in the file, none kept.
+        let plain = try Self.run(catalog, events.replacingOccurrences(of: #"<season from="05-23" to="06-14"/><season from="2028-04-07" to="2028-04-18"/>"#, with: ""))
+        #expect(plain.state == "done" && Self.counts(plain.report, "places") == [0, 1, 0], "\(plain.report)")
+        #expect(try catalog.allPlaces().first?.seasons == nil)
+    }
+
     /// A tour naming a new POI twice is refused while reading, with its line, in a dry run too
     /// (it once passed the reading and failed the transaction on a UNIQUE constraint).
     @Test func aNewPoiTwiceInOneTourIsAnErrorWithItsLine() throws {

@@ -20,6 +20,7 @@ import Testing
         let bodies = [
             #"{"name":" Caf\u00e9 \"Z\" \ud83d\ude00 ","category":"cafe","lat":-0,"lon":1e2,"address":"1 George St\nSydney","price_level":2,"opening_hours":[{"day":1,"open":"09:00","close":"17:00"}],"photos":[{"url":"https://example.org/p.jpg","attribution":null}],"external_ids":{"osm":"node/#N#","wikidata":"Q#N#"},"popularity":12.25,"timezone":"Australia/Sydney","website":"https://example.org/a/b"}"#,
             #"{"name":"Plain","category":"park","lat":48.85,"lon":2.35}"#,
+            #"{"name":"Vivid","category":"event","lat":-33.86,"lon":151.21,"seasons":[{"from":"05-23","to":"06-14"},{"to":"2027-04-20","from":"2027-04-09"}]}"#,
         ]
         for (i, body) in bodies.enumerated() {
             #expect(PlaceInput(spans: Data(body.utf8)) != nil, "read by spans: \(body)")

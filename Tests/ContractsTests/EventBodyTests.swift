@@ -78,6 +78,9 @@ func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) thro
         // Sorted keys, as the publisher writes them: the text itself.
         let rating = String(decoding: try JSONCoding.encoder.encode(RatingUpdated(placeId: 1, average: 3.5, count: 2)), as: UTF8.self)
         #expect(rating == #"{"average":3.5,"count":2,"place_id":1}"#)
+        let recent = String(decoding: try JSONCoding.encoder.encode(RatingUpdated(placeId: 1, average: 3.5, count: 2, reviews30d: 1)), as: UTF8.self)
+        #expect(recent == #"{"average":3.5,"count":2,"place_id":1,"reviews_30d":1}"#)
+        #expect(try JSONCoding.decoder.decode(RatingUpdated.self, from: Data(rating.utf8)).reviews30d == nil)
         #expect(String(decoding: try JSONCoding.encoder.encode(RoleChange(userId: 2, role: "admin")), as: UTF8.self) == #"{"role":"admin","user_id":2}"#)
         #expect(String(decoding: try JSONCoding.encoder.encode(SessionEnded(userId: 1)), as: UTF8.self) == #"{"user_id":1}"#)
         for type in [SocialEvents.deviceRegistered, SocialEvents.deviceRevoked] {
@@ -94,18 +97,19 @@ func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) thro
                           openingHours: [OpeningPeriod(day: 1, open: "09:00", close: "17:00")], photos: [Photo(url: "https://example.org/o.jpg")],
                           popularity: 99.5, externalIds: ["osm": "way/5163069"], createdAt: "2026-11-29T17:49:39.741Z",
                           updatedAt: "2026-11-29T17:49:39.742Z", version: 2, timezone: "Australia/Sydney",
-                          nameI18n: ["en": "Opera House", "ru": "Сиднейский оперный театр"], descriptionI18n: ["en": "Arts"])
+                          nameI18n: ["en": "Opera House", "ru": "Сиднейский оперный театр"], descriptionI18n: ["en": "Arts"],
+                          seasons: [Season(from: "12-31", to: "01-01")])
         let object = try #require(try JSONSerialization.jsonObject(with: try JSONCoding.encoder.encode(place)) as? [String: Any])
         #expect(Set(object.keys) == ["id", "name", "category", "lat", "lon", "address", "phone", "website", "price_level", "description",
                                      "opening_hours", "photos", "popularity", "external_ids", "created_at", "updated_at", "version", "timezone",
-                                     "name_i18n", "description_i18n"])
+                                     "name_i18n", "description_i18n", "seasons"])
         #expect(PlaceSummary.memberNames.isSubset(of: Set(object.keys)))
         let summary = try JSONCoding.decoder.decode(PlaceSummary.self, from: try JSONCoding.encoder.encode(place))
         #expect(summary == PlaceSummary(place))
         // Optional members a place leaves out are left out, not written as null.
         let bare = Place(id: 2, name: "Bare", category: "park", lat: 0, lon: 0, createdAt: "t", updatedAt: "t")
         let bareText = String(decoding: try JSONCoding.encoder.encode(bare), as: UTF8.self)
-        #expect(!bareText.contains("null") && !bareText.contains("timezone") && bareText.contains(#""opening_hours":[]"#))
+        #expect(!bareText.contains("null") && !bareText.contains("timezone") && !bareText.contains("seasons") && bareText.contains(#""opening_hours":[]"#))
     }
 
     @Test func openingTimesAsPeriodsWriteThem() {

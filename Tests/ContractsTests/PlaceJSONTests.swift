@@ -90,6 +90,9 @@ import TestSupport
         case "photos":
             let count = Int(rng.next() % 3)
             return "[" + (0..<count).map { _ in photo(&rng) }.joined(separator: ",") + "]"
+        case "seasons":
+            let count = Int(rng.next() % 3)
+            return "[" + (0..<count).map { _ in season(&rng) }.joined(separator: ",") + "]"
         case "external_ids", "name_i18n", "description_i18n":
             let count = Int(rng.next() % 4)
             var members = (0..<count).map { _ in "\(pick(strings + [#""osm""#, #""wikidata""#, #""Osm""#, #""é""#], &rng)):\(roll < 3 ? pick(others + numbers, &rng) : pick(strings, &rng))" }
@@ -113,6 +116,19 @@ import TestSupport
         return rng.next() % 40 == 0 ? pick(others, &rng) : "{" + members.joined(separator: ",") + "}"
     }
 
+    static func season(_ rng: inout SplitMix64) -> String {
+        var members = [#""from":\#(rng.next() % 20 == 0 ? pick(strings + others, &rng) : #""12-28""#)"#,
+                       #""to":\#(rng.next() % 20 == 0 ? pick(strings + others, &rng) : #""2027-01-02""#)"#]
+        switch rng.next() % 16 {
+        case 0: members.removeLast()
+        case 1: members.append(#""note":"x""#)
+        case 2: members.append(members[0])
+        case 3: members.reverse()
+        default: break
+        }
+        return rng.next() % 40 == 0 ? pick(others, &rng) : "{" + members.joined(separator: ",") + "}"
+    }
+
     static func photo(_ rng: inout SplitMix64) -> String {
         var members = [#""url":\#(rng.next() % 20 == 0 ? pick(others, &rng) : pick(strings, &rng))"#]
         switch rng.next() % 18 {
@@ -127,7 +143,7 @@ import TestSupport
     }
 
     static let members = ["name", "category", "lat", "lon", "address", "phone", "website", "price_level", "description",
-                          "opening_hours", "photos", "popularity", "external_ids", "timezone", "name_i18n", "description_i18n"]
+                          "opening_hours", "photos", "popularity", "external_ids", "timezone", "name_i18n", "description_i18n", "seasons"]
 
     /// A generated body: required members mostly there, optional ones sometimes, now and then
     /// null, of the wrong type, repeated, unknown, spelt with an escape, or spaced out.
@@ -228,7 +244,8 @@ import TestSupport
                      photos: (0..<Int(rng.next() % 3)).map { _ in Photo(url: text(), attribution: maybe(text())) },
                      popularity: number(), externalIds: ids, createdAt: "2026-11-30T18:00:00.000Z", updatedAt: text(),
                      version: Int64(bitPattern: rng.next()) >> Int64(rng.next() % 64), timezone: maybe(text()),
-                     nameI18n: byLanguage(), descriptionI18n: byLanguage())
+                     nameI18n: byLanguage(), descriptionI18n: byLanguage(),
+                     seasons: rng.next() % 2 == 0 ? nil : (0..<Int(rng.next() % 3)).map { _ in Season(from: text(), to: text()) })
     }
 
     @Test func generatedPlacesAreWrittenAsTheEncoderWritesThem() throws {

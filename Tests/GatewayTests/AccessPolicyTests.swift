@@ -8,7 +8,7 @@ import Testing
 
 @Suite struct AccessPolicyTests {
     /// Methods services answer that clients never reach through the gateway.
-    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply"]
+    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply", "social.ratings.sweep"]
 
     @Test func everyServiceMethodIsOfferedByItsServiceOrKeptInternal() {
         let services = [("catalog", CatalogService.definition().handlers.types), ("search", SearchService.definition().handlers.types),
@@ -20,6 +20,8 @@ import Testing
             }
         }
         for method in AccessPolicyTests.internalMethods { #expect(AccessPolicy.standard.rule(for: method) == nil) }
+        // search.popular goes to search by the `search.` prefix, for anyone.
+        #expect(AccessPolicy.standard.rule(for: "search.popular")?.service == "search" && AccessPolicy.standard.rule(for: "search.popular")?.access == .anyone)
     }
 
     @Test func exactRulesThenTheLongestPrefix() {

@@ -47,10 +47,14 @@ import TestSupport
                           priceLevel: 2, description: "tab\there \u{2028}", openingHours: [OpeningPeriod(day: 7, open: "22:00", close: "02:00")],
                           photos: [Photo(url: "https://example.org/p.jpg", attribution: nil)], popularity: 12.25, externalIds: ["osm": "node/1"],
                           createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z", version: 3, timezone: "Australia/Sydney",
-                          nameI18n: ["en": "Cafe", "ja": "東京のカフェ"], descriptionI18n: ["de": "Am Hafen"])
+                          nameI18n: ["en": "Cafe", "ja": "東京のカフェ"], descriptionI18n: ["de": "Am Hafen"],
+                          seasons: [Season(from: "12-28", to: "01-02"), Season(from: "2027-04-09", to: "2027-04-20")])
         let bodies = [
             String(decoding: try JSONCoding.encoder.encode(place), as: UTF8.self),
             String(decoding: try JSONCoding.encoder.encode(Place(id: 1, name: "Bare", category: "park", lat: 0, lon: 0, createdAt: "t", updatedAt: "t")), as: UTF8.self),
+            // Seasons with members in another order and one unknown; null seasons.
+            #"{"id":5,"name":"x","category":"event","lat":0,"lon":0,"seasons":[{"to":"01-02","note":1,"from":"12-28"}]}"#,
+            #"{"id":6,"name":"x","category":"event","lat":0,"lon":0,"seasons":null}"#,
             // Only what a summary needs; optional members missing.
             #"{"id":1,"name":"x","category":"c","lat":0,"lon":-0.5}"#,
             // Nulls where a place may have none.

@@ -109,4 +109,30 @@ import TestSupport
         #expect(try index.db.scalarInt("SELECT count(*) FROM place_counts") == 0)
         #expect(try index.db.scalarInt("SELECT count(*) FROM places p JOIN places_geo g ON g.id = p.id WHERE p.popularity != p.catalog_popularity OR g.max_pop != CAST(p.catalog_popularity * 100 AS INTEGER)") == 0)
     }
+
+    /// Reviews of the last 30 days (social's `reviews_30d`) lift a place as the formula says;
+    /// an event that does not say keeps what the place had, and a reset of social's stream
+    /// ranks the places without them.
+    @Test func recentReviewsReorderEverySortByPopularity() throws {
+        let index = try sydney()
+        // 1.5·ln(1 + 20) = 4.5668: the bar (80) reviewed 20 times lately is 84.57, past nothing yet.
+        #expect(abs(Popularity.blended(catalog: 80, saves: 0, visits30d: 0, reviews30d: 20) - 84.5668) < 0.0001)
+        try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4, count: 30, reviews30d: 20), index.db)
+        #expect(try byPopularity(index) == Array(repeating: [1, 2, 3], count: 4))
+        // With 40 saves too (2·ln 41 = 7.43): 92.0, first.
+        try index.count(3, saves: 40, visits: 0)
+        let ranked = try index.db.queryOne("SELECT popularity FROM places WHERE id = 3")
+        #expect(try ranked?.decode("popularity", as: Double.self) == Popularity.blended(catalog: 80, saves: 40, visits30d: 0, reviews30d: 20))
+        #expect(try byPopularity(index) == Array(repeating: [3, 1, 2], count: 4))
+        // A rating without reviews_30d (an older publisher) keeps the count it had.
+        try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 31), index.db)
+        #expect(try byPopularity(index) == Array(repeating: [3, 1, 2], count: 4))
+        // They leave the window: back below the garden.
+        try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 31, reviews30d: 0), index.db)
+        #expect(try byPopularity(index) == Array(repeating: [1, 3, 2], count: 4))
+        try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 31, reviews30d: 20), index.db)
+        try SearchIndex.socialApplier(memory: NearbyMemory()).reset(index.db)
+        #expect(try index.db.queryOne("SELECT popularity FROM places WHERE id = 3")?.decode("popularity", as: Double.self)
+                == Popularity.blended(catalog: 80, saves: 40, visits30d: 0))
+    }
 }

@@ -70,7 +70,7 @@ import TestSupport
         #expect(before.filter { $0.contains(#""user_id":\#(ann)"#) }.count == 3)
         let added = try f.events().suffix(3)
         #expect(try added.prefix(2).map { try $0.body(RatingUpdated.self) } == [
-            RatingUpdated(placeId: 1, average: 3, count: 1), RatingUpdated(placeId: 2, average: 0, count: 0),
+            RatingUpdated(placeId: 1, average: 3, count: 1, reviews30d: 1), RatingUpdated(placeId: 2, average: 0, count: 0, reviews30d: 0),
         ])
         #expect(added.last?.header.type == SocialEvents.userDeleted)
         #expect(try added.last?.body(UserDeleted.self) == UserDeleted(userId: ann))

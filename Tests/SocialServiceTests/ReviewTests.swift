@@ -134,17 +134,49 @@ import Testing
         try f.call("reviews.delete", #"{"review_id":\#(second)}"#, as: ben)
         try f.call("reviews.delete", #"{"review_id":\#(first)}"#, as: ann)
         #expect(try f.ratingEvents() == [
-            RatingUpdated(placeId: 1, average: 4, count: 1),
-            RatingUpdated(placeId: 1, average: 3, count: 2),
-            RatingUpdated(placeId: 1, average: 3.5, count: 2),
-            RatingUpdated(placeId: 2, average: 3, count: 1),
-            RatingUpdated(placeId: 1, average: 5, count: 1),
-            RatingUpdated(placeId: 1, average: 0, count: 0),
+            RatingUpdated(placeId: 1, average: 4, count: 1, reviews30d: 1),
+            RatingUpdated(placeId: 1, average: 3, count: 2, reviews30d: 2),
+            RatingUpdated(placeId: 1, average: 3.5, count: 2, reviews30d: 2),
+            RatingUpdated(placeId: 2, average: 3, count: 1, reviews30d: 1),
+            RatingUpdated(placeId: 1, average: 5, count: 1, reviews30d: 1),
+            RatingUpdated(placeId: 1, average: 0, count: 0, reviews30d: 0),
         ])
         // The snapshot has one event per place that has reviews.
         let snapshot = try f.client.request(type: "sys.snapshot", body: Data("{}".utf8))
-        #expect(try snapshot.attachments.map { try ReceivedEvent(envelope: $0).body(RatingUpdated.self) } == [RatingUpdated(placeId: 2, average: 3, count: 1)])
+        #expect(try snapshot.attachments.map { try ReceivedEvent(envelope: $0).body(RatingUpdated.self) } == [RatingUpdated(placeId: 2, average: 3, count: 1, reviews30d: 1)])
         #expect(f.error("sys.snapshot", #"{"after":"x"}"#) == .invalid("after", "not a snapshot key from this service"))
+    }
+
+    /// A review counts in `reviews_30d` for 30 days from when it was written (or last
+    /// replaced); when it leaves the window, the sweep publishes the place's rating again,
+    /// with no write of anyone's.
+    @Test func reviewsAgeOutOfTheWindowAndAreRepublished() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann"), ben = try f.register("ben")
+        try f.review(1, 4, by: ann)
+        f.clock.advance(10 * 86_400)
+        try f.review(1, 2, by: ben)
+        #expect(try f.ratingEvents().last == RatingUpdated(placeId: 1, average: 3, count: 2, reviews30d: 2))
+        // Nothing is due yet: the sweep publishes nothing.
+        let before = try f.ratingEvents().count
+        #expect(try f.call("social.ratings.sweep")["published"] as? Int == 0)
+        #expect(try f.ratingEvents().count == before)
+        // 30 days after ann's review it leaves the window; ben's, 10 days later.
+        f.clock.advance(20 * 86_400 + 1)
+        #expect(try f.call("social.ratings.sweep")["published"] as? Int == 1)
+        #expect(try f.ratingEvents().last == RatingUpdated(placeId: 1, average: 3, count: 2, reviews30d: 1))
+        #expect(try f.call("social.ratings.sweep")["published"] as? Int == 0)
+        f.clock.advance(10 * 86_400)
+        #expect(try f.call("social.ratings.sweep")["published"] as? Int == 1)
+        #expect(try f.ratingEvents().last == RatingUpdated(placeId: 1, average: 3, count: 2, reviews30d: 0))
+        // Nothing recent is left: nothing more to sweep, and the snapshot says 0 too.
+        f.clock.advance(60 * 86_400)
+        #expect(try f.call("social.ratings.sweep")["published"] as? Int == 0)
+        let snapshot = try f.client.request(type: "sys.snapshot", body: Data("{}".utf8))
+        #expect(try snapshot.attachments.map { try ReceivedEvent(envelope: $0).body(RatingUpdated.self) } == [RatingUpdated(placeId: 1, average: 3, count: 2, reviews30d: 0)])
+        // Replacing a review makes it recent again.
+        try f.review(1, 5, by: ann)
+        #expect(try f.ratingEvents().last == RatingUpdated(placeId: 1, average: 3.5, count: 2, reviews30d: 1))
     }
 
     @Test func aReviewAddedOnAReaderThreadIsPublishedAtOnce() throws {

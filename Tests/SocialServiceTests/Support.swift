@@ -86,6 +86,8 @@ final class SocialFixture {
         var options = SocialOptions()
         options.passwordCost = cost
         options.clock = { clock.now }
+        // The sweep runs when a test sends it, not on its own a minute in.
+        options.ratingsSweepIntervalMs = 3_600_000
         if let pageBudget { options.pageBudgetBytes = pageBudget }
         runtime = try ServiceRuntime(definition: SocialService.definition(options: options), config: config, context: context, logger: logs.logger)
         client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: quiet)

@@ -80,5 +80,12 @@ import TestSupport
         let run = try BoundedRun(try ChildProcess.executable("tourbus-catalog").path, ["--frobnicate", "1"], timeout: 30)
         #expect(run.exit == .status(2), "\(run.ending)")
         #expect(run.errors.contains("unknown option --frobnicate") && run.errors.contains("usage: tourbus-catalog"))
+        // The default zone of seasons must be a zone, however it is given.
+        let zone = try BoundedRun(try ChildProcess.executable("tourbus-catalog").path, ["--default-timezone", "Mars/Olympus"], timeout: 30)
+        #expect(zone.exit == .status(2) && zone.errors.contains("--default-timezone: 'Mars/Olympus' is not an IANA time zone name"), "\(zone.ending): \(zone.errors)")
+        let byEnvironment = try BoundedRun(try ChildProcess.executable("tourbus-catalog").path, [], environment: ["TOURBUS_DEFAULT_TIMEZONE": "Mars/Olympus"], timeout: 30)
+        #expect(byEnvironment.exit == .status(2) && byEnvironment.errors.contains("'Mars/Olympus' is not an IANA time zone name"), "\(byEnvironment.ending)")
+        let missing = try BoundedRun(try ChildProcess.executable("tourbus-catalog").path, ["--default-timezone"], timeout: 30)
+        #expect(missing.exit == .status(2) && missing.errors.contains("--default-timezone takes an IANA time zone name"), "\(missing.ending)")
     }
 }

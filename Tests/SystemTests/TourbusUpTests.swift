@@ -82,7 +82,7 @@ func logfmt(_ line: Substring) -> [String: String] {
             usleep(50_000)
             output = (try? String(contentsOfFile: outFile, encoding: .utf8)) ?? ""
         }
-        #expect(output.contains("loaded 242 Sydney places"), "\(output)")
+        #expect(output.contains("loaded 246 Sydney places"), "\(output)")
         #expect(output.contains("loaded 3 Sydney walking tours"), "\(output)")
         #expect(output.contains("posted 5 Sydney annotations"), "\(output)")
         #expect(output.contains("gateway at 127.0.0.1:\(port)"))
@@ -94,7 +94,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         let categories = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.categories"}"#))
         let counts = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.compactMap { $0["count"] as? Int }
         // The places, and the three tours as the itineraries.
-        #expect(counts?.reduce(0, +) == 245)
+        #expect(counts?.reduce(0, +) == 249)
         let itineraries = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.first { $0["id"] as? String == "itinerary" }
         #expect(itineraries?["count"] as? Int == 3, "\(categories)")
         let walk = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"tours.list","params":{"near":{"lat":-33.8915,"lon":151.2767,"radius_m":2000}}}"#))
@@ -156,6 +156,21 @@ func logfmt(_ line: Substring) -> [String: String] {
         // The catalog answers the repository's interface strings.
         let strings = (json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"strings.get","params":{"lang":"ru-RU"}}"#))["result"] as? [String: Any]) ?? [:]
         #expect(strings["lang"] as? String == "ru" && (strings["strings"] as? [String: String])?["favorites.empty"] == "Нет избранного", "\(strings)")
+        // The demo's events, their days read in Sydney (the catalog's default zone): the fireworks
+        // on New Year's Eve, gone on 2 January there (still 1 January in UTC).
+        let events = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.first { $0["id"] as? String == "event" }
+        #expect(events?["count"] as? Int == 4, "\(categories)")
+        func popular(_ at: String) -> [[String: Any]] {
+            let reply = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"search.popular","params":{"at":"\#(at)","limit":5}}"#))
+            return ((reply["result"] as? [String: Any])?["hits"] as? [[String: Any]]) ?? []
+        }
+        var newYear: [[String: Any]] = []
+        for _ in 0..<100 where newYear.first?["name"] as? String != "Sydney New Year's Eve Fireworks" {
+            newYear = popular("2026-12-31T12:00:00Z")
+            if newYear.first?["name"] as? String != "Sydney New Year's Eve Fireworks" { usleep(100_000) }
+        }
+        #expect(newYear.first?["name"] as? String == "Sydney New Year's Eve Fireworks" && newYear.first?["in_season"] as? Bool == true, "\(newYear)")
+        #expect(!popular("2027-01-01T14:00:00Z").contains { $0["name"] as? String == "Sydney New Year's Eve Fireworks" })
         // The notify service runs with the shipped form, and the demo's annotations are live.
         let form = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"annotations.form","params":{"lang":"en"}}"#))
         #expect((form["result"] as? [String: Any])?["version"] != nil, "\(form)")
@@ -170,9 +185,9 @@ func logfmt(_ line: Substring) -> [String: String] {
         let login = c.reply(#"{"jsonrpc":"2.0","id":2,"method":"auth.login","params":{"username":"admin","password":"Admin-Pass-1"}}"#)
         #expect(login.field("token", String.self) != nil)
         let created = c.reply(#"{"jsonrpc":"2.0","id":3,"method":"catalog.create","params":{"name":"Luna Park","category":"attraction","lat":-33.8475,"lon":151.2098}}"#)
-        #expect(created.field("id", Int.self) == 243)
+        #expect(created.field("id", Int.self) == 247)
         // Favorites runs: the admin saves the place just made (favorites asks the catalog for it).
-        let saved = c.reply(#"{"jsonrpc":"2.0","id":4,"method":"favorites.toggle","params":{"place_id":243}}"#)
+        let saved = c.reply(#"{"jsonrpc":"2.0","id":4,"method":"favorites.toggle","params":{"place_id":247}}"#)
         #expect(saved.field("saved", Bool.self) == true, "\(saved)")
 
         // Kill the catalog: the supervisor brings it back on the same endpoint.

@@ -1,0 +1,182 @@
+import Bus
+import Contracts
+import Foundation
+import Geo
+import ServiceKit
+import Storage
+
+/// `search.popular`: the places to show at an instant, near a point, in a box or anywhere.
+public struct PopularQuery: Decodable, Sendable {
+    /// A point and how far from it (`radius_m`, default 10 km).
+    public struct Point: Decodable, Sendable {
+        public var lat: Double
+        public var lon: Double
+    }
+
+    /// A map box; `west` > `east` crosses the 180th meridian.
+    public struct Box: Decodable, Sendable {
+        public var south: Double
+        public var west: Double
+        public var north: Double
+        public var east: Double
+    }
+
+    public var near: Point?
+    public var radiusM: Double?
+    public var bbox: Box?
+    /// RFC 3339; now when absent.
+    public var at: String?
+    public var limit: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case near, bbox, at, limit
+        case radiusM = "radius_m"
+    }
+}
+
+/// One place of `search.popular`: a search hit, and whether it is an event in season now.
+public struct PopularHit: Encodable, Sendable, Equatable {
+    public var hit: SearchHit
+    public var inSeason: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, name, category, address, lat, lon, popularity, rating
+        case priceLevel = "price_level"
+        case reviewCount = "review_count"
+        case distanceM = "distance_m"
+        case inSeason = "in_season"
+    }
+
+    /// The hit's members as `SearchHit` writes them, with `in_season`.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(hit.entityId, forKey: .id)
+        try c.encode(hit.kind, forKey: .kind)
+        try c.encode(hit.name, forKey: .name)
+        try c.encode(hit.category, forKey: .category)
+        try c.encodeIfPresent(hit.address, forKey: .address)
+        try c.encode(hit.lat, forKey: .lat)
+        try c.encode(hit.lon, forKey: .lon)
+        try c.encodeIfPresent(hit.priceLevel, forKey: .priceLevel)
+        try c.encode(hit.popularity, forKey: .popularity)
+        try c.encodeIfPresent(hit.rating, forKey: .rating)
+        try c.encodeIfPresent(hit.reviewCount, forKey: .reviewCount)
+        try c.encodeIfPresent(hit.distanceM, forKey: .distanceM)
+        try c.encode(inSeason, forKey: .inSeason)
+    }
+}
+
+/// The reply of `search.popular`: the instant it was asked for, and the places, best first.
+public struct PopularPage: Encodable, Sendable {
+    public var at: String
+    public var hits: [PopularHit]
+}
+
+/// What `search.popular` shows: events in season first (by ranked popularity among them),
+/// then every other place by ranked popularity (`Popularity`'s blend); events out of season,
+/// and events with no seasons, are left out; tours are not places and are left out too.
+///
+/// An event is in season when one of its seasons holds the day that `at` is in the place's
+/// `timezone` (which the catalog gives every place with seasons, its `--default-timezone` when
+/// the place names none; UTC for a place that somehow has none).
+struct PopularQueries {
+    let maps: MapQueries
+    var db: Database { maps.db }
+
+    /// The page size: 1 to 50, 20 by default.
+    static let pageLimit = PageLimit(default: 20, max: 50)
+    /// The radius around `near` when none is given, and the largest.
+    static let defaultRadius = 10_000.0
+    /// The most events read per request, most popular first, per part of the area (a box across
+    /// the 180th meridian has two): an event below them is not shown.
+    static let maxEventsRead = 2_000
+    /// The most other places read per request.
+    static let maxPlacesRead = 20_000
+
+    func popular(_ q: PopularQuery, now: Date = Date()) throws -> PopularPage {
+        let limit = try Self.pageLimit.validated(q.limit)
+        let at: Int64
+        if let text = q.at {
+            at = try RFC3339.milliseconds(text, field: "at")
+            guard at >= 0 else { throw ServiceError.invalid("at", "must be in 1970 or after") }
+        } else {
+            at = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+        }
+        guard q.near == nil || q.bbox == nil else { throw ServiceError.invalid("bbox", "give near or bbox, not both") }
+        var center: Coordinate?, radius = Self.defaultRadius, box: BoundingBox?
+        if let near = q.near {
+            guard near.lat.isFinite, (-90...90).contains(near.lat) else { throw ServiceError.invalid("near.lat", "must be a number in [-90, 90]") }
+            guard near.lon.isFinite, (-180...180).contains(near.lon) else { throw ServiceError.invalid("near.lon", "must be a number in [-180, 180]") }
+            let point = Coordinate(uncheckedLatitude: near.lat, longitude: near.lon)
+            if let r = q.radiusM {
+                guard r.isFinite, r >= 1, r <= MapQueries.maxRadius else { throw ServiceError.invalid("radius_m", "must be 1 to 50000 metres") }
+                radius = r
+            }
+            center = point
+            do { box = try BoundingBox.around(point, radiusMeters: radius) } catch { throw error.serviceError }
+        } else if q.radiusM != nil {
+            throw ServiceError.invalid("radius_m", "needs near: a point to measure from")
+        }
+        if let b = q.bbox {
+            for (value, field, range) in [(b.south, "bbox.south", -90.0...90.0), (b.north, "bbox.north", -90.0...90.0),
+                                          (b.west, "bbox.west", -180.0...180.0), (b.east, "bbox.east", -180.0...180.0)] {
+                guard value.isFinite, range.contains(value) else {
+                    throw ServiceError.invalid(field, "must be a number in [\(Int(range.lowerBound)), \(Int(range.upperBound))]")
+                }
+            }
+            guard b.south <= b.north else { throw ServiceError.invalid("bbox.south", "must not be north of north") }
+            let checked: BoundingBox
+            do { checked = try BoundingBox(south: b.south, west: b.west, north: b.north, east: b.east) } catch { throw error.serviceError }
+            guard checked.widthDegrees <= 180 else { throw ServiceError.invalid("bbox.east", "the box may be at most 180 degrees wide") }
+            box = checked
+        }
+        func inArea(_ coordinate: Coordinate) -> Bool {
+            if let center { return coordinate.distance(to: center) <= radius }
+            return box?.contains(coordinate) ?? true
+        }
+        let events = try eventsInSeason(at: at, box: box, want: limit, inArea: inArea)
+        let shown = Set(events)
+        var others: [Int64] = []
+        let want = limit - events.count
+        if want > 0 {
+            let filters = PlaceFilters(excludeCategories: ["event"])
+            let accept: (MapQueries.Probe) -> Bool = { $0.id > 0 && !shown.contains($0.id) && inArea($0.coordinate) }
+            let budget = ReadBudget(Self.maxPlacesRead)
+            let found = if let box {
+                try maps.mostPopular(in: box, want: want, after: nil, budget: budget, filters, accept: accept)
+            } else {
+                try maps.mostPopular(want: want, budget: budget, filters, accept: accept)
+            }
+            others = found.map(\.id)
+        }
+        let hits = try maps.hits(ids: events + others, from: center).map { PopularHit(hit: $0, inSeason: shown.contains($0.id)) }
+        return PopularPage(at: Logger.timestamp(Date(timeIntervalSince1970: Double(at) / 1000)), hits: hits)
+    }
+
+    /// The ids of up to `want` events in season at `at` in the area, most popular first (read
+    /// down `places_events`, at most `maxEventsRead`).
+    private func eventsInSeason(at: Int64, box: BoundingBox?, want: Int, inArea: (Coordinate) -> Bool) throws -> [Int64] {
+        let parts: [(String, [SQLBindable?])] = box.map { $0.indexAreas.map { (" AND lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?", [$0.south, $0.north, $0.west, $0.east]) } }
+            ?? [("", [])]
+        var found: [(id: Int64, popularity: Double)] = []
+        var zones: [String: TimeZone] = [:]
+        let utc = TimeZone(identifier: "UTC") ?? .current
+        for (area, args) in parts {
+            let rows = try db.query("""
+                SELECT id, lat, lon, popularity, seasons, timezone FROM places INDEXED BY places_events
+                WHERE category = 'event' AND seasons IS NOT NULL\(area) ORDER BY popularity DESC, id LIMIT ?
+                """, args + [Self.maxEventsRead])
+            for row in rows {
+                let coordinate = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
+                guard inArea(coordinate), let text = try row.decode("seasons", as: String?.self),
+                      let seasons = try? JSONCoding.decoder.decode([Season].self, from: Data(text.utf8)) else { continue }
+                let name = try row.decode("timezone", as: String?.self) ?? "UTC"
+                let zone = zones[name] ?? TimeZone(identifier: name) ?? utc
+                zones[name] = zone
+                if Season.any(seasons, at: at, in: zone) { found.append((try row.decode("id"), try row.decode("popularity"))) }
+            }
+        }
+        found.sort { $0.popularity != $1.popularity ? $0.popularity > $1.popularity : $0.id < $1.id }
+        return found.prefix(want).map(\.id)
+    }
+}
