@@ -79,8 +79,11 @@ public struct AccessPolicy: Sendable {
         Rule("tours.locate", "catalog", .user),
         Rule("tours.progress", "catalog", .user),
         Rule("tours.progress.reset", "catalog", .user),
-        // Search: anyone.
+        // Search: anyone. A signed-in user's recent searches are kept by favorites (exact
+        // rules, which beat the prefix).
         Rule("search.", "search", .anyone),
+        Rule("search.recent", "favorites", .user),
+        Rule("search.recent.clear", "favorites", .user),
         Rule("directions.", "search", .anyone),
         // Accounts, profiles, reviews, follows and sharing: the social service.
         Rule("auth.register", "social", .anyone),

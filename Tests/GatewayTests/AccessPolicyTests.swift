@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import CatalogService
+import FavoritesService
 @testable import Gateway
 import SearchService
 import SocialService
@@ -8,11 +9,11 @@ import Testing
 
 @Suite struct AccessPolicyTests {
     /// Methods services answer that clients never reach through the gateway.
-    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply"]
+    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply", "favorites.counts.flush"]
 
     @Test func everyServiceMethodIsOfferedByItsServiceOrKeptInternal() {
         let services = [("catalog", CatalogService.definition().handlers.types), ("search", SearchService.definition().handlers.types),
-                        ("social", SocialService.definition().handlers.types)]
+                        ("social", SocialService.definition().handlers.types), ("favorites", FavoritesService.definition().handlers.types)]
         for (service, types) in services {
             #expect(!types.isEmpty)
             for type in types where !AccessPolicyTests.internalMethods.contains(type) {
@@ -31,6 +32,11 @@ import Testing
         #expect(AccessPolicy.standard.rule(for: "catalog.create")?.access == .admin)
         #expect(AccessPolicy.standard.rule(for: "reviews.add")?.access == .user)
         #expect(AccessPolicy.standard.rule(for: "search.nearby")?.access == .anyone)
+        // Recent searches are favorites', for users, though `search.` sends the rest to search.
+        for recent in ["search.recent", "search.recent.clear"] {
+            #expect(AccessPolicy.standard.rule(for: recent).map { $0.service == "favorites" && $0.access == .user } == true, "\(recent)")
+        }
+        #expect(AccessPolicy.standard.rule(for: "search.recently")?.service == "search")
         for walking in ["tours.locate", "tours.progress", "tours.progress.reset"] {
             #expect(AccessPolicy.standard.rule(for: walking).map { $0.service == "catalog" && $0.access == .user } == true, "\(walking)")
         }

@@ -1,0 +1,50 @@
+import Bus
+import Foundation
+
+// The search service's events. Declared once here; the search service publishes these types
+// and favorites, which keeps each user's recent searches, decodes the same ones.
+
+/// Event types the search service publishes.
+public enum SearchEvents {
+    /// Body: `SearchPerformed`. One per `search.text` answered for a signed-in caller (never
+    /// for an anonymous one), appended to the outbox of the replica that answered it.
+    public static let performed = "search.performed"
+}
+
+/// Body of `search.performed`: who searched for what, where, and when.
+public struct SearchPerformed: Codable, Sendable, Equatable {
+    /// The most UTF-8 bytes of `q` an event carries: `search.text` refuses more.
+    public static let maxQueryBytes = 800
+
+    /// The signed-in caller (the envelope's `auth.user_id`).
+    public var userId: Int64
+    /// The words as the caller sent them (`search.text`'s `q`).
+    public var q: String
+    /// The point the search was made around, when it named one.
+    public var near: Point?
+    /// When the search was answered, RFC 3339 UTC with milliseconds (`2026-06-01T00:00:05.000Z`).
+    public var at: String
+
+    /// A point of a search, in degrees.
+    public struct Point: Codable, Sendable, Equatable {
+        public var lat: Double
+        public var lon: Double
+
+        public init(lat: Double, lon: Double) {
+            self.lat = lat
+            self.lon = lon
+        }
+    }
+
+    public init(userId: Int64, q: String, near: Point?, at: String) {
+        self.userId = userId
+        self.q = q
+        self.near = near
+        self.at = at
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case q, near, at
+        case userId = "user_id"
+    }
+}

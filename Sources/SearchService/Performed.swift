@@ -1,0 +1,54 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import Storage
+
+/// `search.performed`: what search tells of the searches signed-in users make, so favorites can
+/// keep each user's recent searches (Protocols/search.md#events).
+///
+/// A search is a read, answered on a reader thread; recording it must not make it wait for a
+/// write. So the handler hands the event to `DeferredEvents`, and the runtime's writer appends
+/// groups of them to the outbox, each group in one transaction. Search keeps no state of these
+/// events but its outbox, so its `sys.snapshot` is what the outbox still holds of them.
+enum PerformedSearches {
+    /// Hands `search.performed` over for a `search.text` answered to `auth`: only a signed-in
+    /// caller (a positive decimal `user_id`, as the gateway fills it in), never an anonymous one;
+    /// only a first page (a `cursor` continues a search already recorded).
+    static func record(_ query: TextQuery, auth: Auth?, into events: DeferredEvents, logger: Logger) {
+        guard let auth, query.cursor == nil, let userId = userId(auth) else { return }
+        let near = query.near.map { SearchPerformed.Point(lat: $0.lat, lon: $0.lon) }
+        let body = SearchPerformed(userId: userId, q: query.q, near: near, at: Logger.timestamp())
+        guard let json = try? JSONCoding.encoder.encode(body) else { return }
+        if !events.hand(SearchEvents.performed, json: json) {
+            logger.warn("search.performed not recorded: the queue is full", ["user_id": userId])
+        }
+    }
+
+    /// The caller's id when `auth.user_id` is a positive decimal id, else nil.
+    static func userId(_ auth: Auth) -> Int64? {
+        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else { return nil }
+        return id
+    }
+
+    /// A page of `sys.snapshot`: the `search.performed` events the outbox still holds, by seq,
+    /// after key `after` (the last seq of the page before, in decimal).
+    static func snapshot(_ db: Database, after: String?, limit: Int) throws -> SnapshotPage {
+        var from: Int64 = 0
+        if let after {
+            guard after.utf8.count <= 20, let seq = Int64(after), seq >= 0 else {
+                throw ServiceError.invalid("after", "not a snapshot key from this service")
+            }
+            from = seq
+        }
+        let rows = try db.query("SELECT seq, body FROM outbox WHERE seq > ? AND type = ? ORDER BY seq LIMIT ?",
+                                from, SearchEvents.performed, limit)
+        var events: [(type: String, body: Data)] = []
+        var last = from
+        for row in rows {
+            last = try row.decode("seq")
+            events.append((SearchEvents.performed, try row.decode("body", as: Data.self)))
+        }
+        return SnapshotPage(events: events, next: rows.count == limit ? String(last) : nil)
+    }
+}
