@@ -9,6 +9,8 @@ public enum SearchEvents {
     /// Body: `SearchPerformed`. One per `search.text` answered for a signed-in caller (never
     /// for an anonymous one), appended to the outbox of the replica that answered it.
     public static let performed = "search.performed"
+    /// Body `{}`: a `search.performed` of a user since deleted, rewritten in place (its seq stays).
+    public static let redacted = "search.redacted"
 }
 
 /// Body of `search.performed`: who searched for what, where, and when.

@@ -52,7 +52,7 @@ public enum FavoritesService {
             name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations + Recent.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
             subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(clock: options.clock, erased: erased),
-                            "search": Recent.searchApplier],
+                            "search": Recent.searchApplier(clock: options.clock, erased: erased)],
             makeState: { [lookups = ReaderGate()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups, erased: erased) })
         // Every search replica records only the searches it answered: each is a stream of its own.
         definition.perReplica = ["search"]

@@ -16,8 +16,10 @@ import Storage
 /// The list is favorites' own record, not a copy of search's state: a rebuild of the stream
 /// forgets nothing (`reset` does nothing), and applying an event again changes nothing,
 /// because a search is stored only when it is newer than the one of the same key, and only when
-/// newer than the user's `recent_forgotten.before` (when they last cleared; forever for an
-/// erased user), so a replay cannot bring back what was cleared or erased.
+/// newer than the user's `recent_forgotten.before` (when they last cleared), so a replay cannot
+/// bring back what was cleared. An erased user leaves no row at all: their searches still in
+/// search's outbox are redacted there, and one heard within 10 minutes of the erasure
+/// (`RecentlyErased`) is not stored.
 enum Recent {
     /// Searches kept per user.
     static let maxPerUser = 50
@@ -38,8 +40,7 @@ enum Recent {
                 UNIQUE (user_id, key)
             );
             CREATE INDEX recent_searches_newest ON recent_searches(user_id, at, id);
-            -- Searches of a user made at or before `before` are never stored (a clear; an
-            -- erased user: the largest integer).
+            -- Searches of a user made at or before `before` (their last clear) are not stored.
             CREATE TABLE recent_forgotten (
                 user_id INTEGER PRIMARY KEY,
                 before  INTEGER NOT NULL
@@ -57,16 +58,19 @@ enum Recent {
         }
     }
 
-    /// What search's `search.performed` teaches: the user's recent searches.
-    static let searchApplier = EventApplier(
+    /// What search's `search.performed` teaches: the user's recent searches, except those of a
+    /// user erased a moment ago (`erased`, by `clock`).
+    static func searchApplier(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventApplier { EventApplier(
         apply: { event, scope in
             guard event.header.type == SearchEvents.performed else { return }
-            try remember(try event.body(SearchPerformed.self), scope.db)
+            let search = try event.body(SearchPerformed.self)
+            guard (try? erased.refuse(search.userId, now: clock())) != nil else { return }
+            try remember(search, scope.db)
         },
         // Nothing to forget: the list is favorites' own (see above); a rebuild re-applies
         // what search's outbox still holds, which changes nothing already stored.
         reset: { _ in },
-        types: [SearchEvents.performed])
+        types: [SearchEvents.performed]) }
 
     /// The key that says two searches are the same, and the text shown: `q` trimmed, with each
     /// run of white space one space, in NFC; the key is that in lower case.
@@ -115,10 +119,11 @@ enum Recent {
         return deleted
     }
 
-    /// Erases user `id`'s recent searches for good (`social.user.deleted`): none made before or
-    /// after is ever stored again.
+    /// Erases user `id`'s recent searches and their last clear (`social.user.deleted`); the
+    /// caller notes them in `RecentlyErased` first.
     static func erase(user id: Int64, _ db: Database) throws {
-        _ = try forget(user: id, before: Int64.max, db)
+        try db.run("DELETE FROM recent_searches WHERE user_id = ?", id)
+        try db.run("DELETE FROM recent_forgotten WHERE user_id = ?", id)
     }
 }
 

@@ -12,11 +12,46 @@ import Storage
 /// groups of them to the outbox, each group in one transaction. Search keeps no state of these
 /// events but its outbox, so its `sys.snapshot` is what the outbox still holds of them.
 enum PerformedSearches {
+    /// How long searches of a user erased a moment ago are not recorded: far longer than a
+    /// gateway vouches for a token it checked (2 s) or a request waits.
+    static let erasedWindowMs: Int64 = 600_000
+
+    /// The clock of the erasure window, in milliseconds since 1970.
+    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down)) }
+
+    /// Whether user `id` was erased within the window.
+    static func isErased(_ id: Int64, _ erased: RecentlyErased) -> Bool {
+        (try? erased.refuse(id, now: now())) == nil
+    }
+
+    /// The queue of the service's `search.performed` events: appended in groups, except those of
+    /// a user erased meanwhile (checked in the appending transaction, after the erasure noted them).
+    static func queue(erased: RecentlyErased) -> DeferredEvents {
+        DeferredEvents(keep: { _, body in
+            struct Subject: Decodable { var userId: Int64; enum CodingKeys: String, CodingKey { case userId = "user_id" } }
+            guard let subject = try? JSONCoding.decoder.decode(Subject.self, from: body) else { return true }
+            return !isErased(subject.userId, erased)
+        })
+    }
+
+    /// Erases user `id` from search (`social.user.deleted`), in the applying transaction: their
+    /// events still in the outbox become `search.redacted` with body `{}` (the seqs stay, so
+    /// replays have no gaps and followers ignore them), and their searches are not recorded
+    /// for a while (`erased`, noted first so the deferred writer sees it).
+    static func erase(user id: Int64, erased: RecentlyErased, _ db: Database) throws {
+        erased.note(id, now: now())
+        try db.run("""
+            UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
+            WHERE type = ? AND json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
+            """, SearchEvents.redacted, SearchEvents.performed, id)
+    }
+
     /// Hands `search.performed` over for a `search.text` answered to `auth`: only a signed-in
     /// caller (a positive decimal `user_id`, as the gateway fills it in), never an anonymous one;
-    /// only a first page (a `cursor` continues a search already recorded).
-    static func record(_ query: TextQuery, auth: Auth?, into events: DeferredEvents, logger: Logger) {
-        guard let auth, query.cursor == nil, let userId = userId(auth) else { return }
+    /// only a first page (a `cursor` continues a search already recorded); not for a user
+    /// erased a moment ago.
+    static func record(_ query: TextQuery, auth: Auth?, into events: DeferredEvents, erased: RecentlyErased, logger: Logger) {
+        guard let auth, query.cursor == nil, let userId = userId(auth), !isErased(userId, erased) else { return }
         let near = query.near.map { SearchPerformed.Point(lat: $0.lat, lon: $0.lon) }
         let body = SearchPerformed(userId: userId, q: query.q, near: near, at: Logger.timestamp())
         guard let json = try? JSONCoding.encoder.encode(body) else { return }

@@ -71,12 +71,13 @@ public enum SearchService {
         }
         // A signed-in caller's search is told to favorites (`search.performed`), handed to the
         // deferred writer once answered: the read never waits for a write.
-        let performed = DeferredEvents()
+        let erased = RecentlyErased(windowMilliseconds: PerformedSearches.erasedWindowMs)
+        let performed = PerformedSearches.queue(erased: erased)
         table.on("search.text", description: "places matching words q (typos forgiven), optionally near a point or in a box, by relevance, paged") {
             (query: TextQuery, context, store) in
             let text = store.text  // outside the transaction: it may ask the catalog for its categories
             let page = try store.snapshot { try text.search(query) }
-            PerformedSearches.record(query, auth: context.auth, into: performed, logger: store.worker.logger)
+            PerformedSearches.record(query, auth: context.auth, into: performed, erased: erased, logger: store.worker.logger)
             return page
         }
         table.on("search.autocomplete", description: "place names and categories starting with prefix, with match offsets") {
@@ -97,7 +98,7 @@ public enum SearchService {
         var definition = ServiceDefinition(
             name: "search", migrations: SearchSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try PerformedSearches.snapshot(store.worker.db, after: after, limit: limit) },
-            subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory),
+            subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory, erased: erased),
                             "favorites": Popularity.favoritesApplier()],
             // The index is read at random: a larger page cache keeps the trees' upper levels in
             // memory, and reading the file through a map saves a read call per page. Catching

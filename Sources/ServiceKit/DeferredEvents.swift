@@ -18,6 +18,10 @@ public final class DeferredEvents: Sendable {
     public let capacity: Int
     /// The most events appended in one transaction.
     public let groupSize: Int
+    /// Whether an event waiting is still to be appended, asked inside the transaction that
+    /// would append it (holding the write lock): a change committed before, such as an erased
+    /// user's redaction, is seen, and one after it finds the event appended.
+    let keep: (@Sendable (_ type: String, _ body: Data) -> Bool)?
     private let state = Mutex(Queue())
     /// Signalled when the queue stops being empty (and on stop).
     let wake = DispatchSemaphore(value: 0)
@@ -27,9 +31,10 @@ public final class DeferredEvents: Sendable {
         var dropped = 0
     }
 
-    public init(capacity: Int = 10_000, groupSize: Int = 1_000) {
+    public init(capacity: Int = 10_000, groupSize: Int = 1_000, keep: (@Sendable (_ type: String, _ body: Data) -> Bool)? = nil) {
         self.capacity = max(1, capacity)
         self.groupSize = max(1, groupSize)
+        self.keep = keep
     }
 
     /// Hands an event over (its body JSON, as `JSONCoding.encoder` makes it); false, and counted
@@ -87,7 +92,9 @@ final class DeferredEventWriter: Sendable {
                 do {
                     try db.transaction(.immediate) {
                         let outbox = Outbox(database: db)
-                        for event in group { try outbox.append(type: event.type, body: event.body) }
+                        for event in group where events.keep?(event.type, event.body) ?? true {
+                            try outbox.append(type: event.type, body: event.body)
+                        }
                     }
                     events.remove(group.count)
                     relayWakeup?.signal()

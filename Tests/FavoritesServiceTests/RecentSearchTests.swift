@@ -70,19 +70,25 @@ import TestSupport
         #expect(intMember(try f.call("search.recent.clear"), "cleared") == 1)
     }
 
-    @Test func aDeletedUserIsErasedForGood() throws {
+    @Test func aDeletedUserIsErasedAndLeavesNoRow() throws {
         let f = try FavoritesFixture()
         let seq = try f.searched("secret place", user: 5, seconds: 1)
         try f.searched("kept", user: 6, seconds: 1)
         #expect(try f.caughtUp(search: 0, to: seq + 1))
         #expect(try f.recent(as: 5) == ["secret place"])
+        f.advance(5_000)
+        try f.call("search.recent.clear", as: 5)
+        let again = try f.searched("after the clear", user: 5, seconds: 6)
+        #expect(try f.caughtUp(search: 0, to: again))
         try f.deleteUser(5)
         #expect(try f.eventually { try f.rows("SELECT 1 FROM recent_searches WHERE user_id = 5").isEmpty })
-        // A search of theirs heard later, from either replica, made before or after: never stored.
+        // A search of theirs heard in the window after, from either replica (the other was behind): not stored.
         let late = try f.searched("late", user: 5, seconds: 2, replica: 1)
         let later = try f.searched("later", user: 5, seconds: 99_999, replica: 0)
         #expect(try f.caughtUp(search: 1, to: late) && f.caughtUp(search: 0, to: later))
-        #expect(try f.rows("SELECT 1 FROM recent_searches WHERE user_id = 5").isEmpty)
+        // Nothing of the user is kept: neither searches nor the time of their last clear.
+        #expect(try rowsNaming(5, texts: ["secret place", "late"], userColumns: ["user_id"],
+                               path: f.folder.file("favorites.sqlite")) == [])
         #expect(try f.recent(as: 6) == ["kept"])
     }
 

@@ -120,6 +120,34 @@ import TestSupport
         #expect(try db.scalarInt("SELECT max(seq) - min(seq) + 1 FROM outbox") == 300)
     }
 
+    @Test func aDeletedUsersSearchesAreRedactedAndNoLongerRecorded() throws {
+        let f = try SearchFixture()
+        try Self.text(f, #"{"q":"my hotel"}"#, as: "7")
+        try Self.text(f, #"{"q":"museum"}"#, as: "8")
+        #expect(try Self.waitForEvents(f, 2).count == 2)
+        let seq = try f.socialClient.call("fake.emit", FakeEmit(type: "social.user.deleted", key: "u7", body: #"{"user_id":7}"#, delete: true), as: Int64.self)
+        #expect(try f.caughtUp("social", to: seq))
+        try Self.text(f, #"{"q":"signed in before the deletion"}"#, as: "7")
+        try Self.text(f, #"{"q":"gallery"}"#, as: "8")
+        let client = try #require(f.searchClient)
+        var types: [String] = []
+        for _ in 0..<100 {
+            let reply = try client.request(type: "sys.replay", body: Data(#"{"after":0}"#.utf8), timeoutMilliseconds: 5_000)
+            types = try reply.attachments.map { try ReceivedEvent(envelope: $0).header.type }
+            if types.count >= 3 { break }
+            usleep(50_000)
+        }
+        usleep(300_000)
+        let reply = try client.request(type: "sys.replay", body: Data(#"{"after":0}"#.utf8), timeoutMilliseconds: 5_000)
+        let events = try reply.attachments.map { try ReceivedEvent(envelope: $0) }
+        // The seqs stay (no gap for a follower); the deleted user's row says nothing of them.
+        #expect(events.map(\.header.seq) == [1, 2, 3])
+        #expect(events.map(\.header.type) == [SearchEvents.redacted, SearchEvents.performed, SearchEvents.performed])
+        #expect(events[0].bodyBytes.map { String(decoding: $0, as: UTF8.self) } == "{}")
+        #expect(try events.dropFirst().map { try $0.body(SearchPerformed.self).q } == ["museum", "gallery"])
+        #expect(try rowsNaming(7, texts: ["my hotel", "deletion"], userColumns: ["user_id"], path: f.folder + "/search.sqlite") == [])
+    }
+
     @Test func theSnapshotIsWhatTheOutboxStillHolds() throws {
         let f = try SearchFixture()
         for q in ["one", "two", "three"] { try Self.text(f, #"{"q":"\#(q)"}"#, as: "3") }
