@@ -50,14 +50,13 @@ enum PerformedSearches {
     /// caller (a positive decimal `user_id`, as the gateway fills it in), never an anonymous one;
     /// only a first page (a `cursor` continues a search already recorded); not for a user
     /// erased a moment ago.
-    static func record(_ query: TextQuery, auth: Auth?, into events: DeferredEvents, erased: RecentlyErased, logger: Logger) {
+    static func record(_ query: TextQuery, auth: Auth?, into events: DeferredEvents, erased: RecentlyErased) {
         guard let auth, query.cursor == nil, let userId = userId(auth), !isErased(userId, erased) else { return }
         let near = query.near.map { SearchPerformed.Point(lat: $0.lat, lon: $0.lon) }
         let body = SearchPerformed(userId: userId, q: query.q, near: near, at: Logger.timestamp())
+        // A full queue refuses it; the writer counts and logs refusals (one line, not one per search).
         guard let json = try? JSONCoding.encoder.encode(body) else { return }
-        if !events.hand(SearchEvents.performed, json: json) {
-            logger.warn("search.performed not recorded: the queue is full", ["user_id": userId])
-        }
+        events.hand(SearchEvents.performed, json: json)
     }
 
     /// The caller's id when `auth.user_id` is a positive decimal id, else nil.

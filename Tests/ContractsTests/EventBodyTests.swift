@@ -65,6 +65,15 @@ func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) thro
                 == #"{"place_id":2,"saves":1,"visits_30d":0}"#)
     }
 
+    @Test func searchEventsAsTheDocsShowThem() throws {
+        let performed = try ProtocolDocs.eventBodies(SearchEvents.performed, in: "search.md")
+        try #require(!performed.isEmpty)
+        for body in performed { _ = try roundTrips(SearchPerformed.self, body) }
+        // `near` is left out when the search named no point.
+        #expect(String(decoding: try JSONCoding.encoder.encode(SearchPerformed(userId: 7, q: "bondi", near: nil, at: "2026-06-01T00:00:05.004Z")), as: UTF8.self)
+                == #"{"at":"2026-06-01T00:00:05.004Z","q":"bondi","user_id":7}"#)
+    }
+
     @Test func socialEventsAsTheDocsShowThem() throws {
         let ratings = try ProtocolDocs.eventBodies(SocialEvents.ratingUpdated, in: "social.md")
         let ended = try ProtocolDocs.eventBodies(SocialEvents.sessionEnded, in: "social.md")
