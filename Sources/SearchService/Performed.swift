@@ -5,7 +5,7 @@ import ServiceKit
 import Storage
 
 /// `search.performed`: what search tells of the searches signed-in users make, so favorites can
-/// keep each user's recent searches (Protocols/search.md#events).
+/// keep each user's recent searches (Protocols/search.md#events-published).
 ///
 /// A search is a read, answered on a reader thread; recording it must not make it wait for a
 /// write. So the handler hands the event to `DeferredEvents`, and the runtime's writer appends
