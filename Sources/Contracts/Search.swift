@@ -49,4 +49,33 @@ public struct SearchPerformed: Codable, Sendable, Equatable {
         case q, near, at
         case userId = "user_id"
     }
+
+    /// The body as `JSONCoding.encoder` writes it (sorted keys, `near` left out when nil),
+    /// written by hand: every signed-in search makes one on the read path, and the encoder costs
+    /// more than the rest of recording it. `near` must be finite (a decoded JSON number is).
+    public var json: Data {
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + q.utf8.count)
+        out.append(UInt8(ascii: "{"))
+        JSONText.appendKey("at", to: &out)
+        JSONText.append(at, to: &out)
+        out.append(UInt8(ascii: ","))
+        if let near {
+            JSONText.appendKey("near", to: &out)
+            out.append(UInt8(ascii: "{"))
+            JSONText.appendKey("lat", to: &out)
+            JSONText.append(near.lat, to: &out)
+            out.append(UInt8(ascii: ","))
+            JSONText.appendKey("lon", to: &out)
+            JSONText.append(near.lon, to: &out)
+            out.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: ",")])
+        }
+        JSONText.appendKey("q", to: &out)
+        JSONText.append(q, to: &out)
+        out.append(UInt8(ascii: ","))
+        JSONText.appendKey("user_id", to: &out)
+        JSONText.append(userId, to: &out)
+        out.append(UInt8(ascii: "}"))
+        return Data(out)
+    }
 }

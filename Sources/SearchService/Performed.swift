@@ -28,6 +28,7 @@ enum PerformedSearches {
     /// a user erased meanwhile (checked in the appending transaction, after the erasure noted them).
     static func queue(erased: RecentlyErased) -> DeferredEvents {
         DeferredEvents(keep: { _, body in
+            guard erased.any(now: now()) else { return true }  // the common case: no body to read
             struct Subject: Decodable { var userId: Int64; enum CodingKeys: String, CodingKey { case userId = "user_id" } }
             guard let subject = try? JSONCoding.decoder.decode(Subject.self, from: body) else { return true }
             return !isErased(subject.userId, erased)
@@ -55,8 +56,7 @@ enum PerformedSearches {
         let near = query.near.map { SearchPerformed.Point(lat: $0.lat, lon: $0.lon) }
         let body = SearchPerformed(userId: userId, q: query.q, near: near, at: Logger.timestamp())
         // A full queue refuses it; the writer counts and logs refusals (one line, not one per search).
-        guard let json = try? JSONCoding.encoder.encode(body) else { return }
-        events.hand(SearchEvents.performed, json: json)
+        events.hand(SearchEvents.performed, json: body.json)
     }
 
     /// The caller's id when `auth.user_id` is a positive decimal id, else nil.

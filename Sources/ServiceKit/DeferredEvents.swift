@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// What it promises: an event handed over is appended unless the process dies first. A stop
 /// appends everything handed over (the writer stops after the request server). A crash (`kill
-/// -9`, a power loss) loses the events still waiting, at most those of one group and the ones
-/// handed over while it committed. While `capacity` events wait (the writer cannot commit: a
+/// -9`, a power loss) loses the events still waiting: those handed over in the last
+/// `gatherMilliseconds` and while the last group committed. While `capacity` events wait (the writer cannot commit: a
 /// full disk, a long bulk load holding the write lock), one more is refused: `hand` returns
 /// false, the refusal is counted (`dropped`) and logged, never silent.
 public final class DeferredEvents: Sendable {
@@ -18,6 +18,9 @@ public final class DeferredEvents: Sendable {
     public let capacity: Int
     /// The most events appended in one transaction.
     public let groupSize: Int
+    /// How long the writer lets events gather after the first of a group arrives, so a busy
+    /// service commits (and wakes its relay) about this often rather than once per event.
+    public let gatherMilliseconds: Int
     /// Whether an event waiting is still to be appended, asked inside the transaction that
     /// would append it (holding the write lock): a change committed before, such as an erased
     /// user's redaction, is seen, and one after it finds the event appended.
@@ -31,9 +34,11 @@ public final class DeferredEvents: Sendable {
         var dropped = 0
     }
 
-    public init(capacity: Int = 10_000, groupSize: Int = 1_000, keep: (@Sendable (_ type: String, _ body: Data) -> Bool)? = nil) {
+    public init(capacity: Int = 10_000, groupSize: Int = 1_000, gatherMilliseconds: Int = 10,
+                keep: (@Sendable (_ type: String, _ body: Data) -> Bool)? = nil) {
         self.capacity = max(1, capacity)
         self.groupSize = max(1, groupSize)
+        self.gatherMilliseconds = max(0, gatherMilliseconds)
         self.keep = keep
     }
 
@@ -67,7 +72,7 @@ public final class DeferredEvents: Sendable {
 }
 
 /// The thread that appends `DeferredEvents` to the outbox, one group per `IMMEDIATE`
-/// transaction (the outbox's seqs stay consecutive: SQLite lets one write transaction at a time
+/// transaction, gathered for `gatherMilliseconds` after the first event of a group (the outbox's seqs stay consecutive: SQLite lets one write transaction at a time
 /// hold the lock), and wakes the relay after each commit. A failed group stays queued and is
 /// tried again 100 ms later (logged once per streak). On stop it appends what is left.
 final class DeferredEventWriter: Sendable {
@@ -108,7 +113,16 @@ final class DeferredEventWriter: Sendable {
                 }
             }
             while !stopping.isSet {
-                if !appendGroup() { _ = events.wake.wait(timeout: .now() + .milliseconds(failing ? 100 : 1_000)) }
+                if events.waiting == 0 {
+                    _ = events.wake.wait(timeout: .now() + .milliseconds(1_000))
+                } else {
+                    // Let the events of the next few milliseconds join this group.
+                    if events.waiting < events.groupSize && events.gatherMilliseconds > 0 && !failing {
+                        usleep(UInt32(events.gatherMilliseconds) * 1_000)
+                    }
+                    while !stopping.isSet && appendGroup() {}
+                    if failing { _ = events.wake.wait(timeout: .now() + .milliseconds(100)) }
+                }
                 let dropped = events.dropped
                 if dropped > droppedLogged {
                     logger.error("deferred events refused: the queue was full", ["refused": dropped - droppedLogged, "total": dropped])

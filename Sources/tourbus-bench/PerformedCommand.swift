@@ -17,8 +17,9 @@ import Glibc
 /// search has indexed them, then sends `--requests` (default 20,000) `search.text` requests of
 /// one or two of those words with `--window` (default 32) in flight, anonymous and then with an
 /// `auth` of one of 1,000 users, `--rounds` times (default 3) alternating. Prints requests/s of
-/// each run, and, after the signed-in runs, how many `search.performed` events search's outbox
-/// holds (an older search publishes none: its `sys.stats` has no outbox).
+/// each run and search's CPU time per request (from /proc, so a busy machine slows the rate but
+/// not the CPU figure), and, after the signed-in runs, how many `search.performed` events
+/// search's outbox holds (an older search publishes none: its `sys.stats` has no outbox).
 enum PerformedCommand {
     static let words = ["harbour", "bridge", "opera", "house", "garden", "museum", "beach", "park", "tower", "market",
                         "gallery", "church", "castle", "river", "island", "lookout", "station", "square", "palace", "theatre",
@@ -42,6 +43,15 @@ enum PerformedCommand {
         func stop() {
             for child in children { child.terminate(); child.waitUntilExit() }
             try? FileManager.default.removeItem(atPath: scratch)
+        }
+        /// CPU seconds (user and system) process `pid` has used, from /proc: robust to a shared machine.
+        func cpuSeconds(_ pid: Int32) -> Double {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return 0 }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // After the name: state is field 3, utime 14 and stime 15 (1-based) of the whole line.
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
         }
         func start(_ name: String, _ args: [String]) -> [String] {
             let ready = scratch + "/\(name).ready"
@@ -92,8 +102,11 @@ enum PerformedCommand {
             func stats() -> Stats? { try? search.call("sys.stats", Empty(), as: Stats.self, timeoutMilliseconds: 5_000) }
             while (stats()?.subscriptions?.first { $0.source == "catalog" }?.seq ?? 0) < Int64(places) { usleep(50_000) }
 
-            /// Requests per second of `requests` text searches, `window` in flight.
-            func measure(signedIn: Bool) -> Double {
+            let searchPid = children.last?.processIdentifier ?? 0
+            /// Requests per second of `requests` text searches, `window` in flight, and search's
+            /// CPU microseconds per request (its threads', the deferred writer's and relay's included).
+            func measure(signedIn: Bool) -> (rate: Double, cpu: Double) {
+                let cpuBefore = cpuSeconds(searchPid)
                 var rng = Random(state: signedIn ? 7 : 8)
                 let slots = DispatchSemaphore(value: window)
                 let done = DispatchGroup()
@@ -113,7 +126,8 @@ enum PerformedCommand {
                 done.wait()
                 let seconds = Double(monotonicNanos() - started) / 1e9
                 if errors.withLock({ $0 }) > 0 { print("  (\(errors.withLock { $0 }) requests failed)") }
-                return Double(requests) / seconds
+                if signedIn { usleep(200_000) }  // the last group appended and published, and counted
+                return (Double(requests) / seconds, (cpuSeconds(searchPid) - cpuBefore) * 1e6 / Double(requests))
             }
             print("search.text at the service: \(places) places, \(requests) requests per run, \(window) in flight, binaries in \(bin.path)")
             _ = measure(signedIn: false)  // warm: page cache, prepared statements, the catalog's categories
@@ -122,8 +136,8 @@ enum PerformedCommand {
                 let anonymous = measure(signedIn: false)
                 let signedIn = measure(signedIn: true)
                 recorded += requests
-                print(String(format: "round %d: anonymous %.0f req/s, signed in %.0f req/s (%.1f%%)", round, anonymous, signedIn,
-                             (signedIn / anonymous - 1) * 100))
+                print(String(format: "round %d: anonymous %.0f req/s (%.0f µs CPU each), signed in %.0f req/s (%.0f µs CPU each)",
+                             round, anonymous.rate, anonymous.cpu, signedIn.rate, signedIn.cpu))
             }
             let wanted = Int64(recorded)
             var head = stats()?.outbox?.head
