@@ -10,9 +10,9 @@ import Synchronization
 /// What it promises: an event handed over is appended unless the process dies first. A stop
 /// appends everything handed over (the writer stops after the request server). A crash (`kill
 /// -9`, a power loss) loses the events still waiting: those handed over in the last
-/// `gatherMilliseconds` and while the last group committed. While `capacity` events wait (the writer cannot commit: a
-/// full disk, a long bulk load holding the write lock), one more is refused: `hand` returns
-/// false, the refusal is counted (`dropped`) and logged, never silent.
+/// `gatherMilliseconds` and while the last group committed. While `capacity` events wait (the
+/// writer cannot commit: a full disk, a long bulk load holding the write lock), one more is
+/// refused: `hand` returns false, the refusal is counted (`dropped`) and logged, never silent.
 public final class DeferredEvents: Sendable {
     /// The most events waiting at once.
     public let capacity: Int
@@ -72,8 +72,9 @@ public final class DeferredEvents: Sendable {
 }
 
 /// The thread that appends `DeferredEvents` to the outbox, one group per `IMMEDIATE`
-/// transaction, gathered for `gatherMilliseconds` after the first event of a group (the outbox's seqs stay consecutive: SQLite lets one write transaction at a time
-/// hold the lock), and wakes the relay after each commit. A failed group stays queued and is
+/// transaction (the outbox's seqs stay consecutive: SQLite lets one write transaction at a
+/// time hold the lock), gathered for `gatherMilliseconds` after the first event of a group,
+/// and wakes the relay after each commit. A failed group stays queued and is
 /// tried again 100 ms later (logged once per streak). On stop it appends what is left.
 final class DeferredEventWriter: Sendable {
     private let events: DeferredEvents
