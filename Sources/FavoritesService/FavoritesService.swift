@@ -33,8 +33,9 @@ public struct FavoritesOptions: Sendable {
 
 /// The favorites service (issue 13): each user's saved places in lists (the built-in
 /// `favorites`, `visited` and `want_to_go`, and their own), read-only share links to a list,
-/// and their own map pins. It keeps a copy of the catalog's places and social's ratings, so a
-/// list never calls the catalog per item, and publishes each place's counts
+/// their own map pins, and (issue 16) their recent searches, learned from search's
+/// `search.performed`. It keeps a copy of the catalog's places and social's ratings, so a list
+/// never calls the catalog per item, and publishes each place's counts
 /// (`favorites.place.counted`) for search's popularity.
 public enum FavoritesService {
     /// The push topic of a change made on one of a user's connections.
@@ -45,22 +46,27 @@ public enum FavoritesService {
         var table = HandlerTable<FavoritesStore>()
         Lists.register(&table)
         Pins.register(&table)
+        Recent.register(&table)
         let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         var definition = ServiceDefinition(
-            name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations, handlers: table, publishes: true,
+            name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations + Recent.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
-            subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(clock: options.clock, erased: erased)],
+            subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(clock: options.clock, erased: erased),
+                            "search": Recent.searchApplier(clock: options.clock, erased: erased)],
             makeState: { [lookups = ReaderGate()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups, erased: erased) })
+        // Every search replica records only the searches it answered: each is a stream of its own.
+        definition.perReplica = ["search"]
         definition.periodic = [PeriodicRequest(type: Counts.flushType, intervalMilliseconds: options.countsFlushIntervalMs)]
         return definition
     }
 
-    /// Erases everything of user `id` (`social.user.deleted`): lists, items, shares, pins, and
-    /// the idempotency records of their requests; publishes the counts of the places they had.
+    /// Erases everything of user `id` (`social.user.deleted`): lists, items, shares, pins, recent
+    /// searches, and the idempotency records of their requests; publishes the counts of the places they had.
     /// Their late writes are refused for a while (`erased`), noted before the erasure commits.
     static func erase(user id: Int64, now: Int64, erased: RecentlyErased, _ scope: EventScope) throws {
         erased.note(id, now: now)
         try Lists.erase(user: id, scope)
         try Pins.erase(user: id, scope.db)
+        try Recent.erase(user: id, scope.db)
     }
 }

@@ -85,8 +85,11 @@ public struct AccessPolicy: Sendable {
         // reads the public key that signs them.
         Rule("library.key", "catalog", .anyone),
         Rule("library.", "catalog", .user),
-        // Search: anyone.
+        // Search: anyone. A signed-in user's recent searches are kept by favorites (exact
+        // rules, which beat the prefix).
         Rule("search.", "search", .anyone),
+        Rule("search.recent", "favorites", .user),
+        Rule("search.recent.clear", "favorites", .user),
         Rule("directions.", "search", .anyone),
         // Accounts, profiles, reviews, follows and sharing: the social service.
         Rule("auth.register", "social", .anyone),

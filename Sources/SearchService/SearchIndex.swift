@@ -414,11 +414,16 @@ enum SearchIndex {
             settled: { committed in memory.settle(changes.take(), committed: committed) })
     }
 
-    /// Keeps ratings in step with the social service, and `memory` with them.
-    static func socialApplier(memory: NearbyMemory) -> EventApplier {
+    /// Keeps ratings in step with the social service, and `memory` with them; erases a deleted
+    /// user's recorded searches (`PerformedSearches.erase`).
+    static func socialApplier(memory: NearbyMemory, erased: RecentlyErased) -> EventApplier {
         let changes = NearbyMemory.Changes()
         return EventApplier(
             apply: { event, scope in
+                if event.header.type == SocialEvents.userDeleted {
+                    try PerformedSearches.erase(user: try event.body(UserDeleted.self).userId, erased: erased, scope.db)
+                    return
+                }
                 guard event.header.type == SocialEvents.ratingUpdated else { return }
                 let update = try event.body(RatingUpdated.self)
                 try rating(update, scope.db)
@@ -432,7 +437,7 @@ enum SearchIndex {
                 for id in recent { try Popularity.rerank(id, db) }
                 changes.note(.ratingsReset)
             },
-            types: [SocialEvents.ratingUpdated],
+            types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted],
             settled: { committed in memory.settle(changes.take(), committed: committed) })
     }
 }

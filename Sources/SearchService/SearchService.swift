@@ -42,7 +42,8 @@ public final class SearchStore: ServiceState {
 }
 
 /// The search service: its own index of the catalog's places (social's ratings and the
-/// favorites service's counts), fed by their events, answering map searches.
+/// favorites service's counts), fed by their events, answering map searches; it publishes the
+/// text searches of signed-in users (`search.performed`).
 public enum SearchService {
     /// A definition for `ServiceRuntime` to run: each one makes a service with its own
     /// `NearbyMemory`, which its appliers keep in step and its threads read.
@@ -68,10 +69,16 @@ public enum SearchService {
             let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
             return try store.snapshot { try maps.viewport(query) }
         }
+        // A signed-in caller's search is told to favorites (`search.performed`), handed to the
+        // deferred writer once answered: the read never waits for a write.
+        let erased = RecentlyErased(windowMilliseconds: PerformedSearches.erasedWindowMs)
+        let performed = PerformedSearches.queue(erased: erased)
         table.on("search.text", description: "places matching words q (typos forgiven), optionally near a point or in a box, by relevance, paged") {
-            (query: TextQuery, _, store) in
+            (query: TextQuery, context, store) in
             let text = store.text  // outside the transaction: it may ask the catalog for its categories
-            return try store.snapshot { try text.search(query) }
+            let page = try store.snapshot { try text.search(query) }
+            PerformedSearches.record(query, auth: context.auth, into: performed, erased: erased)
+            return page
         }
         table.on("search.autocomplete", description: "place names and categories starting with prefix, with match offsets") {
             (query: AutocompleteQuery, _, store) in
@@ -93,14 +100,17 @@ public enum SearchService {
             (query: TripQuery, _, store) in
             try store.snapshot { try DirectionQueries(db: store.worker.db, router: router).plan(query) }
         }
-        return ServiceDefinition(
-            name: "search", migrations: SearchSchema.migrations, handlers: table,
-            subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory),
+        var definition = ServiceDefinition(
+            name: "search", migrations: SearchSchema.migrations, handlers: table, publishes: true,
+            snapshot: { store, after, limit in try PerformedSearches.snapshot(store.worker.db, after: after, limit: limit) },
+            subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory, erased: erased),
                             "favorites": Popularity.favoritesApplier()],
             // The index is read at random: a larger page cache keeps the trees' upper levels in
             // memory, and reading the file through a map saves a read call per page. Catching
             // up writes much: fewer, larger checkpoints.
             tuning: DatabaseTuning(cacheMebibytes: 64, mapMebibytes: 2_048, checkpointPages: 10_000),
             makeState: { worker in SearchStore(worker: worker, nearbyMemory: memory) })
+        definition.deferredEvents = performed
+        return definition
     }
 }

@@ -389,7 +389,10 @@ struct TextQueries {
     }
 
     func search(_ q: TextQuery) throws -> SearchPage {
-        guard q.q.count <= TextQueries.maxQuery else { throw ServiceError.invalid("q", "must be at most \(TextQueries.maxQuery) characters") }
+        // Bytes first: one character may be thousands of bytes (a letter and its accents).
+        guard q.q.utf8.count <= SearchPerformed.maxQueryBytes, q.q.count <= TextQueries.maxQuery else {
+            throw ServiceError.invalid("q", "must be at most \(TextQueries.maxQuery) characters and \(SearchPerformed.maxQueryBytes) UTF-8 bytes")
+        }
         let words = SearchIndex.words(q.q)
         guard !words.isEmpty else { throw ServiceError.invalid("q", "needs at least one letter or digit") }
         try q.filters.validate(knownCategories: knownCategories)

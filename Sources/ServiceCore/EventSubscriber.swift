@@ -31,8 +31,12 @@ public struct SubscriberStatus: Sendable, Equatable, Codable {
 /// publisher is and how the subscriber asks it for what it missed (no storage settings, which
 /// belong to the store; see ServiceKit's `SubscriptionOptions` for a service's SQLite subscriber).
 public struct EventStreamOptions: Sendable {
-    /// The publisher's name (`catalog`), the key of the stored cursor.
+    /// The key of the stored cursor: the publisher's name (`catalog`), or one replica's
+    /// (`search-2`) when each replica of a publisher is its own stream.
     public var source: String
+    /// The publisher's name, whose events (`catalog.` topics) the subscriber hears: `source`
+    /// unless one replica of several is followed.
+    public var topic: String
     /// The publisher's event (PUB) endpoints.
     public var publishEndpoints: [String]
     /// The publisher's request endpoints, for `sys.replay` and `sys.snapshot`.
@@ -54,6 +58,7 @@ public struct EventStreamOptions: Sendable {
 
     public init(source: String, publishEndpoints: [String], rpcEndpoints: [String]) {
         self.source = source
+        topic = source
         self.publishEndpoints = publishEndpoints
         self.rpcEndpoints = rpcEndpoints
     }
@@ -244,7 +249,7 @@ struct SubscriberLoop: Sendable {
             // seconds and dialled again, not when TCP gives up.
             try socket.setHeartbeat(interval: 1_000, timeout: 3_000, ttl: 6_000)
             // Its source's events and the heartbeat, not the pushes beside them (`push.`).
-            try socket.subscribe(options.source + ".")
+            try socket.subscribe(options.topic + ".")
             try socket.subscribe("sys.")
             if let curve = options.curve { try socket.setCurveClient(curve) }
             for endpoint in options.publishEndpoints { try socket.connect(endpoint) }

@@ -29,6 +29,12 @@ public final class RecentlyErased: Sendable {
         }
     }
 
+    /// Whether any user was erased within the window before `now` (cheap: a hot path asks it
+    /// before it looks closer).
+    public func any(now: Int64) -> Bool {
+        until.withLock { entries in entries.values.contains { $0 > now } }
+    }
+
     /// `unauthenticated` when `userId` was erased within the window before `now`. Call it in
     /// the transaction of a write that makes a row of the user, so the check and the write are
     /// one with respect to the erasure.

@@ -67,19 +67,31 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 }
                 : nil
 
+            // Started after the relay and before the request server, so it stops after every
+            // handler that hands it events is done, and appends what is left before the relay's
+            // last send.
+            if let deferred = definition.deferredEvents {
+                _ = try lifecycle.start("deferred events", stop: { $0.stop() }) {
+                    try DeferredEventWriter(deferred, databasePath: path, tuning: definition.tuning, relayWakeup: relay?.wakeup, logger: logger)
+                }
+            }
+
             var subscribers: [EventSubscriber] = []
             for (source, applier) in definition.subscriptions.sorted(by: { $0.key < $1.key }) {
                 guard let peer = config.peers[source], !peer.publish.isEmpty, !peer.rpc.isEmpty else {
                     logger.warn("not subscribed: no request and event endpoints configured", ["source": source])
                     continue
                 }
-                var options = SubscriptionOptions(source: source, publishEndpoints: peer.publish, rpcEndpoints: peer.rpc, databasePath: path)
-                options.tuning = definition.tuning
-                options.relayWakeup = relay?.wakeup
-                options.curve = config.common.curve(for: source)
-                subscribers.append(try lifecycle.start("subscriber to \(source)", stop: { $0.stop() }) {
-                    try EventSubscriber(context: context, options: options, applier: applier, logger: logger)
-                })
+                for stream in try PeerStream.streams(of: source, peer, perReplica: definition.perReplica.contains(source)) {
+                    var options = SubscriptionOptions(source: stream.key, publishEndpoints: stream.publish, rpcEndpoints: stream.rpc, databasePath: path)
+                    options.topic = source
+                    options.tuning = definition.tuning
+                    options.relayWakeup = relay?.wakeup
+                    options.curve = config.common.curve(for: source)
+                    subscribers.append(try lifecycle.start("subscriber to \(stream.key)", stop: { $0.stop() }) {
+                        try EventSubscriber(context: context, options: options, applier: applier, logger: logger)
+                    })
+                }
             }
             let following = subscribers
 
@@ -300,6 +312,34 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     public static func main(_ definition: ServiceDefinition<State>, arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
         ServiceProcess.run(name: definition.name, arguments: arguments) { (config: ServiceConfig, context, logger) in
             try ServiceRuntime(definition: definition, config: config, context: context, logger: logger)
+        }
+    }
+}
+
+/// One event stream a subscriber follows from a configured peer: the key of its cursor and
+/// the endpoints of the one publisher (or replica) that writes it.
+struct PeerStream: Equatable {
+    var key: String
+    var rpc: [String]
+    var publish: [String]
+
+    /// The streams of peer `source`: one, keyed by its name, unless `perReplica`; then one per
+    /// replica, the i-th request endpoint with the i-th event endpoint (from 1: `search-1`,
+    /// `search-2`, as `tourbus up` names replicas), or one keyed by the name when there is one
+    /// of each. Different counts are a configuration mistake: which replica would answer
+    /// `sys.replay` for which stream?
+    static func streams(of source: String, _ peer: PeerEndpoints, perReplica: Bool) throws(ConfigError) -> [PeerStream] {
+        guard perReplica, peer.rpc.count > 1 || peer.publish.count > 1 else {
+            return [PeerStream(key: source, rpc: peer.rpc, publish: peer.publish)]
+        }
+        guard peer.rpc.count == peer.publish.count else {
+            throw ConfigError("""
+                \(source) is followed one replica at a time, so its i-th event endpoint must be its i-th replica's: \
+                \(peer.rpc.count) request and \(peer.publish.count) event endpoints are configured
+                """)
+        }
+        return zip(peer.rpc, peer.publish).enumerated().map { i, pair in
+            PeerStream(key: "\(source)-\(i + 1)", rpc: [pair.0], publish: [pair.1])
         }
     }
 }

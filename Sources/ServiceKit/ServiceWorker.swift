@@ -118,6 +118,14 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
     public var snapshot: (@Sendable (State, _ after: String?, _ limit: Int) throws -> SnapshotPage)?
     /// Other services' events this service keeps a copy of, by source name (a configured peer).
     public var subscriptions: [String: EventApplier]
+    /// Sources of `subscriptions` whose replicas each publish a stream of their own (search's
+    /// replicas each record the searches they answered): the peer's i-th request endpoint and
+    /// i-th event endpoint are one replica, followed by a subscriber of its own whose cursor is
+    /// keyed `NAME-i` (`NAME` when there is one). See `PeerStream`.
+    public var perReplica: Set<String> = []
+    /// Events that request handlers hand over to be appended to the outbox in groups, off the
+    /// request path (`DeferredEvents`); nil when the service has none.
+    public var deferredEvents: DeferredEvents?
     /// Memory settings of each of the service's SQLite connections.
     public var tuning: DatabaseTuning
     /// Requests the service sends itself, each at start and then every interval (housekeeping

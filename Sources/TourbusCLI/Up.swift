@@ -13,7 +13,11 @@ extension TourbusCommand {
     /// The services `up` starts when their executables are built, in start order.
     static let knownServices = ["catalog", "search", "favorites", "social", "notify"]
     /// Services that publish events.
-    static let publishers: Set<String> = ["catalog", "social", "notify", "favorites"]
+    static let publishers: Set<String> = ["catalog", "social", "notify", "favorites", "search"]
+    /// Publishers that may still run replicas: each replica's stream holds only what that
+    /// replica did (search's `search.performed`, the searches it answered), and its followers
+    /// follow every replica as a source of its own (`ServiceDefinition.perReplica`).
+    static let replicable: Set<String> = ["search"]
 
     /// What `up` was asked to run: the whole suite on loopback, or, with a suite file, only
     /// this host's share of it.
@@ -256,8 +260,9 @@ extension TourbusCommand {
                 throw ConfigError("--only \(item): NAME*N takes N from 1 to 16")
             }
             // A replica has a database of its own: only a copy fed by events (search) may be
-            // replicated; a publisher's replicas would each own different data.
-            guard !publishers.contains(name) else {
+            // replicated; a publisher's replicas would each own different data. Search publishes
+            // only what each replica answered, on the replica's own event endpoint.
+            guard !publishers.contains(name) || replicable.contains(name) else {
                 throw ConfigError("--only \(item): \(name) owns its data (it publishes events), so it has no replicas; only search does")
             }
             let section = try ServiceConfig.load(service: name, arguments: ["--config", file] + key, environment: [:])
@@ -268,9 +273,16 @@ extension TourbusCommand {
             guard binds.count >= replicas else {
                 throw ConfigError("--only \(item): services.\(name).bind lists \(binds.count) endpoint(s), one per replica is needed")
             }
+            // The i-th replica publishes on the i-th `publish` endpoint, where its followers
+            // look for it (the i-th `subscribe`, beside the i-th `connect`).
+            let publish = section.publish
+            guard publish.count >= replicas else {
+                throw ConfigError("--only \(item): services.\(name).publish lists \(publish.count) endpoint(s), one per replica is needed (each publishes the searches it answered)")
+            }
             for i in 1...replicas {
                 members.append(SuiteMember(name: "\(name)-\(i)", executable: name, folder: folder, dataDirectory: data,
-                                           arguments: arguments + ["--bind", binds[i - 1], "--db", (data as NSString).appendingPathComponent("\(name)-\(i).sqlite")]))
+                                           arguments: arguments + ["--bind", binds[i - 1], "--publish", publish[i - 1],
+                                                                   "--db", (data as NSString).appendingPathComponent("\(name)-\(i).sqlite")]))
             }
         }
         return members

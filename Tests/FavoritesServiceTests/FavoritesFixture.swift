@@ -22,6 +22,11 @@ final class FavoritesFixture {
     let social: ServiceRuntime<WorkerState>
     let catalogClient: RPCClient
     let socialClient: RPCClient
+    /// Two fake search replicas, each publishing its own `search.performed` stream.
+    private(set) var searches: [ServiceRuntime<WorkerState>] = []
+    private(set) var searchClients: [RPCClient] = []
+    /// How many search replicas were replaced by one with a new history (`replaceSearch`).
+    private var searchHistories = 0
     private(set) var favorites: ServiceRuntime<FavoritesStore>?
     private(set) var client: RPCClient?
     let options: FavoritesOptions
@@ -40,6 +45,11 @@ final class FavoritesFixture {
         social = try ServiceRuntime(definition: fakePublisher(name: "social"), config: config("social"), context: context, logger: favoritesQuiet)
         catalogClient = try RPCClient(context: context, endpoints: catalog.endpoints.rpc, logger: favoritesQuiet)
         socialClient = try RPCClient(context: context, endpoints: social.endpoints.rpc, logger: favoritesQuiet)
+        for i in 1...2 {
+            let (search, client) = try Self.startSearch(in: path + "/search-\(i)", context: context)
+            searches.append(search)
+            searchClients.append(client)
+        }
         var options = FavoritesOptions()
         let clock = self.clock
         options.clock = { clock.value }
@@ -56,7 +66,8 @@ final class FavoritesFixture {
         c.dataDirectory = folder.path
         c.heartbeatMilliseconds = 50
         c.peers = ["catalog": PeerEndpoints(rpc: catalogRPC ?? catalog.endpoints.rpc, publish: catalog.endpoints.publish),
-                   "social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish)]
+                   "social": PeerEndpoints(rpc: social.endpoints.rpc, publish: social.endpoints.publish),
+                   "search": PeerEndpoints(rpc: searches.flatMap(\.endpoints.rpc), publish: searches.flatMap(\.endpoints.publish))]
         let runtime = try ServiceRuntime(definition: FavoritesService.definition(options: options), config: c, context: context, logger: favoritesQuiet)
         favorites = runtime
         client = try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: favoritesQuiet)
@@ -75,6 +86,50 @@ final class FavoritesFixture {
         socialClient.close()
         catalog.stop()
         social.stop()
+        searchClients.forEach { $0.close() }
+        searches.forEach { $0.stop() }
+    }
+
+    /// A fake search replica with its database in `folder`.
+    private static func startSearch(in folder: String, context: ZMQContext) throws -> (ServiceRuntime<WorkerState>, RPCClient) {
+        var c = ServiceConfig(service: "search")
+        c.dataDirectory = folder
+        c.heartbeatMilliseconds = 50
+        let runtime = try ServiceRuntime(definition: fakePublisher(name: "search"), config: c, context: context, logger: favoritesQuiet)
+        return (runtime, try RPCClient(context: context, endpoints: runtime.endpoints.rpc, logger: favoritesQuiet))
+    }
+
+    /// Replaces search replica `replica` (0 or 1; favorites stopped meanwhile) with one whose
+    /// database is new, as a restore or a lost disk would: its history is another, at new endpoints.
+    func replaceSearch(_ replica: Int) throws {
+        searchClients[replica].close()
+        searches[replica].stop()
+        searchHistories += 1
+        (searches[replica], searchClients[replica]) = try Self.startSearch(in: folder.path + "/search-new-\(searchHistories)", context: context)
+    }
+
+    /// Publishes `search.performed` from search replica `replica`: `user` searched `q` (near a
+    /// point) `seconds` after the fixture's start. Its snapshot holds every one, as search's does.
+    @discardableResult
+    func searched(_ q: String, user: Int64 = 1, near: (lat: Double, lon: Double)? = nil, seconds: Double, replica: Int = 0) throws -> Int64 {
+        let at = Logger.timestamp(Date(timeIntervalSince1970: Double(favoritesEpochMs) / 1_000 + seconds))
+        let body = try JSONEncoder().encode(SearchPerformed(userId: user, q: q, near: near.map { SearchPerformed.Point(lat: $0.lat, lon: $0.lon) }, at: at))
+        return try searchClients[replica].call("fake.emit", FakeEmit(type: SearchEvents.performed, key: UUID().uuidString, body: String(decoding: body, as: UTF8.self)),
+                                               as: Int64.self)
+    }
+
+    /// The `q`s of user `user`'s `search.recent` (`json` its body), newest first.
+    func recent(_ json: String = "{}", as user: Int64 = 1) throws -> [String] {
+        (try call("search.recent", json, as: user)["searches"] as? [[String: Any]] ?? []).compactMap { $0["q"] as? String }
+    }
+
+    /// Polls until favorites has applied replica `replica`'s stream up to `seq` (at most 5 s).
+    func caughtUp(search replica: Int, to seq: Int64) throws -> Bool {
+        try eventually {
+            let stats = try call("sys.stats", as: nil)
+            let following = stats["subscriptions"] as? [[String: Any]] ?? []
+            return following.contains { $0["source"] as? String == "search-\(replica + 1)" && ($0["seq"] as? NSNumber)?.int64Value ?? 0 >= seq }
+        }
     }
 
     /// Moves the clock by `ms` milliseconds.

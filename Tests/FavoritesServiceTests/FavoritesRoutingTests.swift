@@ -2,14 +2,16 @@ import FavoritesService
 import Gateway
 import Testing
 
-/// The gateway offers every favorites request, routed to `favorites`, to whom issue 13's table
-/// says, and none of the service's internal ones.
+/// The gateway offers every favorites request, routed to `favorites`, to whom issue 13's (and
+/// 16's) table says, and none of the service's internal ones.
 @Suite struct FavoritesRoutingTests {
     static let access: [String: Access] = [
         "favorites.toggle": .user, "favorites.add": .user, "favorites.remove": .user, "favorites.visited.add": .user,
         "favorites.list": .user, "favorites.contains": .user, "favorites.lists": .user, "favorites.lists.create": .user,
         "favorites.lists.rename": .user, "favorites.lists.delete": .user, "favorites.share": .user, "favorites.share.revoke": .user,
         "favorites.shared": .anyone, "pins.add": .user, "pins.list": .user, "pins.update": .user, "pins.delete": .user,
+        // Issue 16: recent searches, though `search.` sends every other search method to search.
+        "search.recent": .user, "search.recent.clear": .user,
     ]
     /// Sent by the service to itself only.
     static let internalTypes: Set<String> = ["favorites.counts.flush"]

@@ -34,6 +34,12 @@ import Testing
         #expect(AccessPolicy.standard.rule(for: "reviews.add")?.access == .user)
         #expect(AccessPolicy.standard.rule(for: "search.nearby")?.access == .anyone)
         #expect(AccessPolicy.standard.rule(for: "strings.get").map { $0.service == "catalog" && $0.access == .anyone } == true)
+        // Recent searches are favorites' (FavoritesRoutingTests lists its methods), for users,
+        // though `search.` sends the rest to search.
+        for recent in ["search.recent", "search.recent.clear"] {
+            #expect(AccessPolicy.standard.rule(for: recent).map { $0.service == "favorites" && $0.access == .user } == true, "\(recent)")
+        }
+        #expect(AccessPolicy.standard.rule(for: "search.recently")?.service == "search")
         for walking in ["tours.locate", "tours.progress", "tours.progress.reset"] {
             #expect(AccessPolicy.standard.rule(for: walking).map { $0.service == "catalog" && $0.access == .user } == true, "\(walking)")
         }

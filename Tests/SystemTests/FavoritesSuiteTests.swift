@@ -83,6 +83,32 @@ import TestSupport
         #expect(Self.eventually { phone.rpc("favorites.list").line.contains(#""items":[]"#) }, "\(phone.rpc("favorites.list"))")
     }
 
+    /// Issue 16: a signed-in `search.text` reaches favorites through search's `search.performed`
+    /// and shows in `search.recent`, through the gateway, with real executables; an anonymous one
+    /// is never recorded.
+    @Test func aSignedInTextSearchShowsUpInRecentSearches() throws {
+        let suite = try SuiteFixture(everything: true)
+        let (traveller, _) = try Self.signedIn(suite, "traveller")
+        let anonymous = try GatewayConnection(port: suite.port)
+        func recent() -> [String] {
+            let result = json(traveller.rpc("search.recent").line)["result"] as? [String: Any]
+            return (result?["searches"] as? [[String: Any]] ?? []).compactMap { $0["q"] as? String }
+        }
+        #expect(anonymous.rpc("search.text", #"{"q":"anonymous words"}"#).succeeded)
+        #expect(anonymous.rpc("search.recent").errorCode == "unauthenticated")
+        #expect(traveller.rpc("search.text", #"{"q":"Opera House","near":{"lat":-33.85,"lon":151.21}}"#).succeeded)
+        #expect(traveller.rpc("search.text", #"{"q":"bondi beach"}"#).succeeded)
+        #expect(traveller.rpc("search.text", #"{"q":" opera  house "}"#).succeeded)
+        #expect(Self.eventually { recent() == ["opera house", "bondi beach"] }, "\(recent())")
+        #expect(traveller.rpc("search.recent", #"{"limit":1}"#).line.contains(#""q":"opera house""#))
+        // Favorites answers search.recent, not search (which has no such method).
+        #expect(traveller.rpc("search.recent", #"{"limit":51}"#).errorCode == "invalid_argument")
+        #expect(traveller.rpc("search.recent.clear").field("cleared", Int.self) == 2)
+        #expect(recent().isEmpty)
+        // The anonymous search was never recorded, in search's outbox or anywhere.
+        #expect(try Self.rowsOfUser(id: 0, markers: ["anonymous words"], in: suite.folder).isEmpty)
+    }
+
     @Test func deletingAnAccountLeavesNoRowOfItInAnyServiceAndEndsItsSessionsEverywhere() throws {
         let suite = try SuiteFixture(everything: true)
         let admin = try suite.adminConnection()
@@ -105,11 +131,14 @@ import TestSupport
             gone.rpc("favorites.lists.create", #"{"name":"\#(marker) list"}"#),
             gone.rpc("favorites.share", #"{"list":"\#(marker) list"}"#),
             gone.rpc("pins.add", #"{"lat":-33.85,"lon":151.21,"title":"\#(marker) pin"}"#),
+            // Recorded by search (its outbox) and by favorites (recent searches).
+            gone.rpc("search.text", #"{"q":"\#(marker) search"}"#),
         ]
         #expect(writes.allSatisfy { $0.succeeded }, "\(writes.filter { !$0.succeeded })")
         // Bob's alert names the annotation's author.
         #expect(bob.rpc("notify.inbox").line.contains(marker))
         #expect(try Self.eventually { try !Self.rowsOfUser(id: goneId, markers: [marker], in: suite.folder).isEmpty })
+        #expect(Self.eventually { gone.rpc("search.recent").line.contains("\(marker) search") })
 
         // Another session of the same user, on a second gateway.
         let second = try ChildProcess("tourbus-gateway", folder: suite.folder, arguments: ["--listen", "127.0.0.1:0"] + suite.gatewayArguments)

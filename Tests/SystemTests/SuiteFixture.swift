@@ -100,9 +100,15 @@ final class SuiteFixture {
                      "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
         search = nil
         var favorites: ChildProcess?
+        // Search follows favorites (its counts) and favorites follows search (its searches): so
+        // search's endpoints are chosen first, as `tourbus up` does, and favorites is told them
+        // before search is up (its subscriber retries until search answers).
+        let searchEndpoints = (rpc: "tcp://127.0.0.1:\(try HTTPProbe.freePort())", publish: "tcp://127.0.0.1:\(try HTTPProbe.freePort())")
         if everything {
-            let started = try ChildProcess("tourbus-favorites", folder: folder, arguments: keyed("favorites") + SuiteFixture.publishers(catalog, social),
-                                               sourceLocation: sourceLocation)
+            let started = try ChildProcess("tourbus-favorites", folder: folder,
+                                           arguments: keyed("favorites") + SuiteFixture.publishers(catalog, social)
+                                               + ["--peer", "search=\(searchEndpoints.rpc)", "--peer-pub", "search=\(searchEndpoints.publish)"],
+                                           sourceLocation: sourceLocation)
             let notify = try ChildProcess("tourbus-notify", folder: folder,
                                             arguments: keyed("notify") + SuiteFixture.publishers(social) + ["--form", SuiteFixture.notifyFormPath], sourceLocation: sourceLocation)
             peers += SuiteFixture.publishers(started, notify)
@@ -110,8 +116,10 @@ final class SuiteFixture {
             self.notify = notify
         }
         if withSearch || everything {
-            let search = try ChildProcess("tourbus-search", folder: folder, arguments: keyed("search") + SuiteFixture.publishers(catalog, social, favorites),
-                                            sourceLocation: sourceLocation)
+            let search = try ChildProcess("tourbus-search", folder: folder,
+                                          arguments: keyed("search") + ["--bind", searchEndpoints.rpc, "--publish", searchEndpoints.publish]
+                                              + SuiteFixture.publishers(catalog, social, favorites),
+                                          sourceLocation: sourceLocation)
             peers += ["--peer", "search=\(search.rpc)"]
             self.search = search
         }
@@ -144,11 +152,12 @@ final class SuiteFixture {
     /// Stops the social service on purpose (SIGTERM) for the rest of the test.
     func stopSocial(sourceLocation: SourceLocation = #_sourceLocation) { _ = social.terminate(sourceLocation: sourceLocation) }
 
-    /// Starts a new search process, bound to the old one's request endpoint, on the same index
+    /// Starts a new search process, bound to the old one's request and event endpoints, on the same index
     /// file. The old process must have ended (`stopSearch()`); the fixture then watches the new one.
     func startSearch(sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let old = search else { return }
-        search = try ChildProcess("tourbus-search", folder: folder, arguments: own("search") + ["--bind", old.rpc] + SuiteFixture.publishers(catalog, social, favorites),
+        let publish = (old.endpoints["publish"] as? [String])?.first.map { ["--publish", $0] } ?? []
+        search = try ChildProcess("tourbus-search", folder: folder, arguments: own("search") + ["--bind", old.rpc] + publish + SuiteFixture.publishers(catalog, social, favorites),
                                     sourceLocation: sourceLocation)
     }
 

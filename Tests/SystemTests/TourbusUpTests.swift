@@ -325,6 +325,8 @@ func logfmt(_ line: Substring) -> [String: String] {
         try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0"]},"gateway-b":{"listen":"127.0.0.1:0"},"favorites":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"]}}}"#.utf8).write(to: URL(fileURLWithPath: file))
         let metered = scratch.path + "/metered.json"
         try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"],"metrics_listen":"127.0.0.1:0"}}}"#.utf8).write(to: URL(fileURLWithPath: metered))
+        let unpublished = scratch.path + "/unpublished.json"
+        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"]}}}"#.utf8).write(to: URL(fileURLWithPath: unpublished))
         let cases: [([String], String)] = [
             (["--only", "catalog"], "--only and --keys need --config FILE"),
             (["--config", file], "--config needs --only NAME"),
@@ -335,6 +337,7 @@ func logfmt(_ line: Substring) -> [String: String] {
             (["--config", file, "--only", "search*2*3"], "write NAME or NAME*N"),
             (["--config", file, "--only", "favorites*2"], "favorites owns its data (it publishes events), so it has no replicas"),
             (["--config", metered, "--only", "search*2"], "replicas would all bind services.search.metrics_listen"),
+            (["--config", unpublished, "--only", "search*2"], "services.search.publish lists 1 endpoint(s), one per replica is needed"),
             (["--config", file, "--only", "search,search"], "--only names search twice"),
             (["--config", file, "--only", "gateway-b,search,gateway-b"], "--only names gateway-b twice"),
         ]
@@ -357,7 +360,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         let keys = try CurveKeyPair.generate()
         try FileManager.default.createDirectory(atPath: scratch.path + "/keys", withIntermediateDirectories: true)
         try keys.write(keyFile: scratch.path + "/keys/search.key", name: "search")
-        try Data(#"{"curve":{"keys":{"search":["\#(try CurveKeyPair.z85(keys.publicKey))"]}},"services":{"search":{"bind":["tcp://127.0.0.1:\#(ports[0])","tcp://127.0.0.1:\#(ports[1])"]}}}"#.utf8)
+        try Data(#"{"curve":{"keys":{"search":["\#(try CurveKeyPair.z85(keys.publicKey))"]}},"services":{"search":{"bind":["tcp://127.0.0.1:\#(ports[0])","tcp://127.0.0.1:\#(ports[1])"],"publish":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"]}}}"#.utf8)
             .write(to: URL(fileURLWithPath: file))
         let process = Process()
         process.executableURL = try ChildProcess.executable("tourbus")
@@ -384,6 +387,12 @@ func logfmt(_ line: Substring) -> [String: String] {
             #expect(answered, "replica on port \(port)")
         }
         for i in 1...2 { #expect(FileManager.default.fileExists(atPath: scratch.path + "/search-\(i).sqlite")) }
+        // Each replica publishes the searches it answered on an event endpoint of its own.
+        let published = (1...2).map { i -> [String] in
+            let ready = (try? Data(contentsOf: URL(fileURLWithPath: scratch.path + "/search-\(i).ready.json"))) ?? Data()
+            return ((try? JSONSerialization.jsonObject(with: ready)) as? [String: Any])?["publish"] as? [String] ?? []
+        }
+        #expect(published.allSatisfy { $0.count == 1 } && Set(published.flatMap { $0 }).count == 2, "\(published)")
         // A SIGHUP (a key rotation) goes on to the members: the supervisor survives it, and so do they.
         let pids = (1...2).map { (try? String(contentsOfFile: scratch.path + "/search-\($0).ready.json", encoding: .utf8)) ?? "" }
         kill(process.processIdentifier, SIGHUP)

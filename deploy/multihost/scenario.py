@@ -133,8 +133,11 @@ def suite_file(curve, proxied):
     services = {
         "catalog": section("a", 7101, 7111),
         "social": section("a", 7104, 7114),
-        "search": {"bind": ["tcp://*:7102", "tcp://*:7122"],
-                   "connect": ["tcp://%s:7102" % HOSTS["b"], "tcp://%s:7122" % HOSTS["b"]]},
+        # Two replicas: the i-th binds the i-th bind and publish endpoints (the searches it
+        # answered), and favorites follows each, the i-th connect with the i-th subscribe.
+        "search": {"bind": ["tcp://*:7102", "tcp://*:7122"], "publish": ["tcp://*:7112", "tcp://*:7132"],
+                   "connect": ["tcp://%s:7102" % HOSTS["b"], "tcp://%s:7122" % HOSTS["b"]],
+                   "subscribe": ["tcp://%s:7112" % HOSTS["b"], "tcp://%s:7132" % HOSTS["b"]]},
         "favorites": section("b", 7103, 7113),
         "notify": section("c", 7105, 7115),
         "gateway": {"listen": "%s:7700" % HOSTS["c"], "deadline_ms": DEADLINE_MS},
@@ -467,6 +470,7 @@ def bus_targets(curve):
     t = [("catalog", "rpc", "tcp://%s:7101" % HOSTS["a"]), ("catalog", "pub", "tcp://%s:7111" % HOSTS["a"]),
          ("social", "rpc", "tcp://%s:7104" % HOSTS["a"]), ("social", "pub", "tcp://%s:7114" % HOSTS["a"]),
          ("search", "rpc", "tcp://%s:7102" % HOSTS["b"]), ("search", "rpc", "tcp://%s:7122" % HOSTS["b"]),
+         ("search", "pub", "tcp://%s:7112" % HOSTS["b"]), ("search", "pub", "tcp://%s:7132" % HOSTS["b"]),
          ("favorites", "rpc", "tcp://%s:7103" % HOSTS["b"]), ("favorites", "pub", "tcp://%s:7113" % HOSTS["b"]),
          ("notify", "rpc", "tcp://%s:7105" % HOSTS["c"]), ("notify", "pub", "tcp://%s:7115" % HOSTS["c"])]
     return [(n, k, e, key(n)) for n, k, e in t]
