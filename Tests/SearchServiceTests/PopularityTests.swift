@@ -3,6 +3,7 @@ import Contracts
 import Foundation
 import Geo
 @testable import SearchService
+import ServiceKit
 import Storage
 import Testing
 import TestSupport
@@ -131,7 +132,7 @@ import TestSupport
         try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 31, reviews30d: 0), index.db)
         #expect(try byPopularity(index) == Array(repeating: [1, 3, 2], count: 4))
         try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 31, reviews30d: 20), index.db)
-        try SearchIndex.socialApplier(memory: NearbyMemory()).reset(index.db)
+        try SearchIndex.socialApplier(memory: NearbyMemory(), erased: RecentlyErased(windowMilliseconds: 1_000)).reset(index.db)
         #expect(try index.db.queryOne("SELECT popularity FROM places WHERE id = 3")?.decode("popularity", as: Double.self)
                 == Popularity.blended(catalog: 80, saves: 40, visits30d: 0))
     }
