@@ -1,7 +1,7 @@
 import Contracts
 
-/// Russian and German names of the 20 most popular demo places (by `popularity`, ties by demo
-/// id), keyed by their demo external id; `DemoLoader` merges them into the places'
+/// Russian and German names of the demo's 20 most popular places that are not events (by
+/// `popularity`, ties by demo id) and of its four events, keyed by their demo external id; `DemoLoader` merges them into the places'
 /// `name_i18n` (with the English name as `en`). Kept apart from `DemoData.sydneyPlacesJSON`
 /// so that adding places there never touches these lines. The names are those used in
 /// Russian and German guides and encyclopaedias; where German keeps the English name (as for
@@ -28,6 +28,11 @@ enum DemoTranslations {
         "syd-068": ("Сентенниал-парк", "Centennial Park"),
         "syd-092": ("Пляж Куджи", "Strand von Coogee"),
         "syd-009": ("Луна-парк Сиднея", "Vergnügungspark Luna Park Sydney"),
+        // The demo's events, most of them among the most popular places.
+        "syd-243": ("Сиднейский фестиваль", "Sydney Festival"),
+        "syd-244": ("Королевская пасхальная выставка в Сиднее", "Sydney Royal Easter Show (Osterschau)"),
+        "syd-245": ("Фестиваль света «Вивид Сидней»", "Lichterfestival Vivid Sydney"),
+        "syd-246": ("Новогодний фейерверк в Сиднее", "Silvesterfeuerwerk in Sydney"),
     ]
 
     /// `place` with its translations merged into `name_i18n` (its `name` as `en`), when it has any.
