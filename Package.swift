@@ -24,12 +24,15 @@ let package = Package(
         .systemLibrary(name: "CEpoll"),
 
         // Shared rooms.
-        .target(name: "Bus", dependencies: ["CZeroMQ"]),
+        // Key files as `tourbus keys` writes them (a public and a secret line, owner-only): CURVE
+        // keys (Bus) and the catalog's signing key (Sealing) read and write them alike.
+        .target(name: "KeyFiles"),
+        .target(name: "Bus", dependencies: ["CZeroMQ", "KeyFiles"]),
         .target(name: "Storage", dependencies: ["CSQLite"]),
         .target(name: "Geo"),
         // The libsodium calls more than one module makes (random bytes, BLAKE2b, sealed boxes,
         // Ed25519 signatures and their key files), with typed errors: social, the catalog, the CLI.
-        .target(name: "Sealing", dependencies: ["CSodium"]),
+        .target(name: "Sealing", dependencies: ["CSodium", "KeyFiles"]),
         // Georeferenced tour maps with no service around them: JPEG checks, the affine fit of
         // control points, the tile pyramid and the demo's drawn maps (libjpeg-turbo).
         .target(name: "TourMaps", dependencies: ["Geo", "CTurboJPEG"]),

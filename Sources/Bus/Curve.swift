@@ -1,5 +1,6 @@
 import CZeroMQ
 import Foundation
+import KeyFiles
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -64,35 +65,14 @@ public struct CurveKeyFileError: Error, Sendable, CustomStringConvertible {
 /// Key files: what `tourbus keys` writes and every process reads, two lines of Z85
 /// (`public: …`, `secret: …`) and `#` comments, readable by their owner only.
 extension CurveKeyPair {
-    /// Largest key file read; one holds two lines of 40 characters and a comment.
-    static let maxKeyFileBytes = 4_096
-
     /// Reads a key file, refusing one that others than its owner may read or write.
     public init(keyFile path: String) throws(CurveKeyFileError) {
         func failure(_ why: String) -> CurveKeyFileError { CurveKeyFileError(message: "CURVE key file \(path): \(why)") }
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw failure("not a regular file") }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            throw failure("mode \(String(mode, radix: 8)) lets others than its owner read or write it; it holds a secret key (chmod 600 \(path))")
-        }
-        guard info.st_size <= Self.maxKeyFileBytes, let data = FileManager.default.contents(atPath: path), data.count <= Self.maxKeyFileBytes else {
-            throw failure("unreadable, or larger than \(Self.maxKeyFileBytes) bytes")
-        }
-        var publicText: String?, secretText: String?
-        for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
-            let text = line.trimmingCharacters(in: .whitespaces)
-            if text.isEmpty || text.hasPrefix("#") { continue }
-            if text.hasPrefix("public:") {
-                guard publicText == nil else { throw failure("two 'public:' lines") }
-                publicText = text.dropFirst("public:".count).trimmingCharacters(in: .whitespaces)
-            } else if text.hasPrefix("secret:") {
-                guard secretText == nil else { throw failure("two 'secret:' lines") }
-                secretText = text.dropFirst("secret:".count).trimmingCharacters(in: .whitespaces)
-            } else {
-                throw failure("expected 'public: KEY' and 'secret: KEY' lines")
-            }
+        let publicText: String?, secretText: String?
+        do {
+            (publicText, secretText) = try SecretKeyFile.read(path, lines: "'public: KEY' and 'secret: KEY' lines")
+        } catch {
+            throw failure(error.why)
         }
         guard let secretText, let secret = try? Self.key(z85: secretText), let pair = try? CurveKeyPair(secretKey: secret) else {
             throw failure("no 'secret:' line with a 40-character Z85 key")
@@ -105,22 +85,15 @@ extension CurveKeyPair {
 
     /// Writes this pair as a new key file of `name`, mode 0600; an existing file is never overwritten.
     public func write(keyFile path: String, name: String) throws(CurveKeyFileError) {
-        func failure() -> CurveKeyFileError { CurveKeyFileError(message: "CURVE key file \(path): \(String(cString: strerror(errno)))") }
         guard let publicText = try? Self.z85(publicKey), let secretText = try? Self.z85(secretKey) else {
             throw CurveKeyFileError(message: "CURVE key file \(path): a key is not 32 bytes")
         }
-        let text = """
-            # Tourbus CURVE key of \(name) (tourbus keys). The secret line is a secret: keep this file mode 0600.
-            public: \(publicText)
-            secret: \(secretText)
-
-            """
-        // Created with its final mode, so the secret is never readable by others, even for a moment.
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw failure() }
-        defer { close(fd) }
-        let bytes = Array(text.utf8)
-        guard bytes.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == bytes.count else { throw failure() }
+        do {
+            try SecretKeyFile.create(path, comment: "Tourbus CURVE key of \(name) (tourbus keys). The secret line is a secret: keep this file mode 0600.",
+                                     publicText: publicText, secretText: secretText)
+        } catch {
+            throw CurveKeyFileError(message: "CURVE key file \(path): \(error.why)")
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import KeyFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,9 +22,6 @@ public struct SigningKey: Sendable, Equatable {
     public let publicKey: [UInt8]
     /// libsodium's 64-byte secret key (the seed, then the public key).
     let secretKey: [UInt8]
-
-    /// Largest key file read; one holds two short lines and a comment.
-    static let maxFileBytes = 4_096
 
     /// The pair of a 32-byte seed (`crypto_sign_seed_keypair`).
     public init(seed: [UInt8]) throws(SodiumError) {
@@ -59,29 +57,11 @@ public struct SigningKey: Sendable, Equatable {
     /// may read or write, or whose keys are not an Ed25519 pair.
     public init(keyFile path: String) throws(SigningKeyError) {
         func failure(_ why: String) -> SigningKeyError { SigningKeyError("signing key file \(path): \(why)") }
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw failure(String(cString: strerror(errno)) + " (make one with tourbus keys --signing --out DIR NAME)") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw failure("not a regular file") }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            throw failure("mode \(String(mode, radix: 8)) lets others than its owner read or write it; it holds a secret key (chmod 600 \(path))")
-        }
-        guard info.st_size <= Self.maxFileBytes, let data = FileManager.default.contents(atPath: path), data.count <= Self.maxFileBytes else {
-            throw failure("unreadable, or larger than \(Self.maxFileBytes) bytes")
-        }
-        var publicText: String?, secretText: String?
-        for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
-            let text = line.trimmingCharacters(in: .whitespaces)
-            if text.isEmpty || text.hasPrefix("#") { continue }
-            if text.hasPrefix("public:") {
-                guard publicText == nil else { throw failure("two 'public:' lines") }
-                publicText = text.dropFirst("public:".count).trimmingCharacters(in: .whitespaces)
-            } else if text.hasPrefix("secret:") {
-                guard secretText == nil else { throw failure("two 'secret:' lines") }
-                secretText = text.dropFirst("secret:".count).trimmingCharacters(in: .whitespaces)
-            } else {
-                throw failure("expected 'public: BASE64' and 'secret: BASE64' lines (tourbus keys --signing writes them)")
-            }
+        let publicText: String?, secretText: String?
+        do {
+            (publicText, secretText) = try SecretKeyFile.read(path, lines: "'public: BASE64' and 'secret: BASE64' lines (tourbus keys --signing writes them)")
+        } catch {
+            throw failure(error.why + (error.missing ? " (make one with tourbus keys --signing --out DIR NAME)" : ""))
         }
         guard let secretText, secretText.utf8.count == 44, let seed = Data(base64Encoded: secretText), seed.count == 32 else {
             throw failure("no 'secret:' line with a 32-byte key in base64 (44 characters)")
@@ -96,17 +76,11 @@ public struct SigningKey: Sendable, Equatable {
 
     /// Writes this pair as a new key file, mode 0600 from its creation; an existing file is never overwritten.
     public func write(keyFile path: String, name: String) throws(SigningKeyError) {
-        func failure() -> SigningKeyError { SigningKeyError("signing key file \(path): \(String(cString: strerror(errno)))") }
-        let text = """
-            # Tourbus Ed25519 signing key of \(name) (tourbus keys --signing). The secret line is a secret: keep this file mode 0600.
-            public: \(publicKeyBase64)
-            secret: \(Data(seed).base64EncodedString())
-
-            """
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw failure() }
-        defer { close(fd) }
-        let bytes = Array(text.utf8)
-        guard bytes.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == bytes.count else { throw failure() }
+        do {
+            try SecretKeyFile.create(path, comment: "Tourbus Ed25519 signing key of \(name) (tourbus keys --signing). The secret line is a secret: keep this file mode 0600.",
+                                     publicText: publicKeyBase64, secretText: Data(seed).base64EncodedString())
+        } catch {
+            throw SigningKeyError("signing key file \(path): \(error.why)")
+        }
     }
 }
