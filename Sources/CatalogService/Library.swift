@@ -172,6 +172,11 @@ enum LibraryRules {
     /// Sealed packages kept per user (the oldest goes first), and for how long.
     static let keptPackages = 4
     static let keptMilliseconds: Int64 = 86_400_000
+    /// The most packages one user may have made in `addWindowMilliseconds` (counted among the
+    /// kept ones, so at most `keptPackages`): building, sealing and signing a package with its
+    /// tiles is the catalog's dearest write, and its writer is shared by everyone.
+    static let addsPerWindow = 4
+    static let addWindowMilliseconds: Int64 = 10_000
     /// A package id: 32 lower-case hex digits.
     static let packageIdBytes = 32
 
@@ -278,6 +283,12 @@ extension CatalogStore {
                                field: "device_id")
         }
         let nowMs = options.clock()
+        let recent = try db.scalarInt("SELECT count(*) FROM library_packages WHERE user_id = ? AND created_ms > ?",
+                                      user, nowMs - LibraryRules.addWindowMilliseconds) ?? 0
+        guard recent < LibraryRules.addsPerWindow else {
+            throw ServiceError(.rateLimited, "at most \(LibraryRules.addsPerWindow) downloads in \(LibraryRules.addWindowMilliseconds / 1000) s; try again in a few seconds",
+                               field: "tour_id")
+        }
         let issuedAt = Logger.timestamp(Date(timeIntervalSince1970: Double(nowMs) / 1000))
         return try db.transaction {
             let tour: Tour

@@ -72,11 +72,13 @@ enum Recent {
         reset: { _ in },
         types: [SearchEvents.performed]) }
 
-    /// The key that says two searches are the same, and the text shown: `q` trimmed, with each
-    /// run of white space one space, in NFC; the key is that in lower case.
+    /// The text shown and the key that says two searches are the same: `q` trimmed, with each
+    /// run of white space one space; the key is that in NFC and lower case. The text shown is
+    /// not normalized, since NFC may lengthen a text (past the 800 bytes `search.text` takes,
+    /// which sending it again would then be refused for); it is never longer than `q`.
     static func normalized(_ q: String) -> (shown: String, key: String) {
-        let shown = q.split(whereSeparator: \.isWhitespace).joined(separator: " ").precomposedStringWithCanonicalMapping
-        return (shown, shown.lowercased())
+        let shown = q.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        return (shown, shown.precomposedStringWithCanonicalMapping.lowercased())
     }
 
     /// Stores one search unless it is forgotten or not newer than the one of its key; keeps

@@ -13,6 +13,15 @@ import Storage
 enum TravelMode: String, Codable, Sendable, CaseIterable {
     case walking, bicycling, driving, transit
 
+    /// A mode by its name; another is `invalid_argument` on `mode`, naming at most 40 bytes of it.
+    init(from decoder: Decoder) throws {
+        let name = try decoder.singleValueContainer().decode(String.self)
+        guard let mode = TravelMode(rawValue: name) else {
+            throw ServiceError.invalid("mode", "unknown mode '\(String(decoding: name.utf8.prefix(40), as: UTF8.self))'; use walking, bicycling, driving or transit")
+        }
+        self = mode
+    }
+
     /// The average speed an estimate assumes, metres per second: walking 4.8 km/h, bicycling
     /// 15 km/h, driving 30 km/h and transit 20 km/h (city averages, stops and lights included).
     var metresPerSecond: Double {

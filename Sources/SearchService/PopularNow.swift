@@ -98,7 +98,9 @@ struct PopularQueries {
         let at: Int64
         if let text = q.at {
             at = try RFC3339.milliseconds(text, field: "at")
+            // Bounded after its offset is applied, as the reply writes it: 1970 to 9999 in UTC.
             guard at >= 0 else { throw ServiceError.invalid("at", "must be in 1970 or after") }
+            guard at < 253_402_300_800_000 else { throw ServiceError.invalid("at", "must be before the year 10000 (in UTC)") }
         } else {
             at = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
         }

@@ -172,6 +172,27 @@ struct TestDevice {
         #expect(refusal(f, "library.package", #"{"package_id":"\#(packageId)","piece":0}"#)?.code == .notFound)
     }
 
+    /// One user's downloads are bounded in time (a package is the catalog's dearest write, on
+    /// the writer everyone shares): the fifth within 10 s is `rate_limited` before any work, and
+    /// one more may come once the first of them is 10 s old. Another user is not held up.
+    @Test func aUserMakesAtMostFourPackagesInTenSeconds() throws {
+        let f = try fixture()
+        let phone = try TestDevice("phone-1"), tablet = try TestDevice("tablet-2")
+        try emit(f, SocialEvents.deviceRegistered, user: 1, device: phone)
+        try emit(f, SocialEvents.deviceRegistered, user: 2, device: tablet)
+        try waitForDevice(f, user: 1, phone)
+        try waitForDevice(f, user: 2, tablet)
+        let add = #"{"tour_id":\#(f.tour),"device_id":"phone-1"}"#
+        for _ in 0..<LibraryRules.addsPerWindow { #expect(try f.call("library.add", add)["package_id"] != nil) }
+        let limited = refusal(f, "library.add", add)
+        #expect(limited?.code == .rateLimited && limited?.field == "tour_id", "\(String(describing: limited))")
+        #expect(try f.call("library.add", #"{"tour_id":\#(f.tour),"device_id":"tablet-2"}"#, as: "2")["package_id"] != nil)
+        f.advance(LibraryRules.addWindowMilliseconds - 1)
+        #expect(refusal(f, "library.add", add)?.code == .rateLimited)
+        f.advance(1)
+        #expect(try f.call("library.add", add)["package_id"] != nil)
+    }
+
     @Test func removingATourKeepsThePlacesAnotherHoldsAndHiddenPlacesStayOut() throws {
         let f = try fixture()
         let phone = try TestDevice("phone-1")

@@ -52,6 +52,22 @@ import TestSupport
         #expect(try f.recent() == ["BONDI", "manly", "opera HOUSE"])
     }
 
+    /// A text that NFC lengthens (क़ U+0958 is decomposed by NFC, and the accent after it kept):
+    /// 160 of them are 800 bytes as sent and 1,280 in NFC. It is shown as sent, so it can be
+    /// searched again, and a decomposed spelling of a precomposed text is still its duplicate.
+    @Test func aSearchIsShownAsSentNeverLengthenedByNormalizing() throws {
+        let f = try FavoritesFixture()
+        let grows = String(repeating: "\u{0958}\u{0301}", count: 160)
+        #expect(grows.utf8.count == 800 && grows.precomposedStringWithCanonicalMapping.utf8.count > 800)
+        try f.searched(grows, seconds: 1)
+        try f.searched("Caf\u{00E9}", seconds: 2)
+        let seq = try f.searched("cafe\u{0301}", seconds: 3)
+        #expect(try f.caughtUp(search: 0, to: seq))
+        let shown = try f.recent()
+        #expect(shown == ["cafe\u{0301}", grows], "\(shown.map { $0.utf8.count })")
+        #expect(shown.allSatisfy { $0.utf8.count <= 800 })
+    }
+
     @Test func clearEmptiesAndALateOlderSearchStaysCleared() throws {
         let f = try FavoritesFixture()
         try f.searched("one", seconds: 1)

@@ -99,7 +99,10 @@ import TestSupport
         #expect(Set((bicycling["links"] as? [String: String] ?? [:]).keys) == ["google", "osm"])
 
         #expect(refusal(f, "directions.get", #"{"from":{"lat":-33.8688,"lon":151.2093},"to":99}"#)?.code == .notFound)
-        #expect(refusal(f, "directions.get", #"{"from":{"lat":-33.8688,"lon":151.2093},"to":1,"mode":"flying"}"#)?.code == .invalidArgument)
+        // An unknown mode is named, cut to 40 bytes, with the modes there are.
+        let flying = refusal(f, "directions.get", #"{"from":{"lat":-33.8688,"lon":151.2093},"to":1,"mode":"flying\#(String(repeating: "x", count: 100_000))"}"#)
+        #expect(flying?.code == .invalidArgument && flying?.field == "mode" && (flying?.message.utf8.count ?? .max) < 120, "\(String(describing: flying).prefix(200))")
+        #expect(flying?.message.hasSuffix("use walking, bicycling, driving or transit") == true)
         #expect(refusal(f, "directions.get", #"{"from":{"lat":91,"lon":151.2093},"to":1}"#)?.field == "from")
     }
 

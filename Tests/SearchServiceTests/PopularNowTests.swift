@@ -180,7 +180,7 @@ final class PopularFixture {
         let f = try PopularFixture()
         for (json, field) in [(#"{"limit":0}"#, "limit"), (#"{"limit":51}"#, "limit"), (#"{"at":"tomorrow"}"#, "at"),
                               (#"{"at":"2027-02-29T00:00:00Z"}"#, "at"),
-                              (#"{"at":"1969-12-31T23:59:59Z"}"#, "at"), (#"{"at":"\#(String(repeating: "9", count: 100_000))"}"#, "at"), (#"{"near":{"lat":91,"lon":0}}"#, "near.lat"),
+                              (#"{"at":"1969-12-31T23:59:59Z"}"#, "at"), (#"{"at":"9999-12-31T23:59:59-23:59"}"#, "at"), (#"{"at":"\#(String(repeating: "9", count: 100_000))"}"#, "at"), (#"{"near":{"lat":91,"lon":0}}"#, "near.lat"),
                               (#"{"near":{"lat":0,"lon":0},"radius_m":50001}"#, "radius_m"), (#"{"radius_m":100}"#, "radius_m"),
                               (#"{"near":{"lat":0,"lon":0},"bbox":{"south":0,"west":0,"north":1,"east":1}}"#, "bbox"),
                               (#"{"bbox":{"south":0,"west":-170,"north":1,"east":170}}"#, "bbox.east"),
