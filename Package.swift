@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll"]),
 
         // Thin executables.
-        .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit", "Sealing"]),
+        .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit", "Sealing", "Bus"]),
         .executableTarget(name: "tourbus-search", dependencies: ["SearchService", "ServiceKit"]),
         .executableTarget(name: "tourbus-social", dependencies: ["SocialService", "ServiceKit"]),
         .executableTarget(name: "tourbus-notify", dependencies: ["NotifyService", "ServiceKit"]),

@@ -177,7 +177,7 @@ enum LibraryRules {
     /// tiles is the catalog's dearest write, and its writer is shared by everyone.
     static let addsPerWindow = 4
     static let addWindowMilliseconds: Int64 = 10_000
-    /// A package id: 32 lower-case hex digits.
+    /// A package id: 32 lower-case hex digits (`Chunks.newID`, as uploads and imports are named).
     static let packageIdBytes = 32
 
     /// The bytes the signature covers: six lines, each ending in `\n` (Protocols/library.md).
@@ -317,7 +317,7 @@ extension CatalogStore {
             let sealed = try Sodium.seal(Array(plain), to: Array(publicKey))
             let digest = try Sodium.blake2b256Hex(sealed)
             let signature = try key.sign(LibraryRules.signedBytes(digest: digest, user: user, device: request.deviceId, tour: tour.id, issuedAt: issuedAt))
-            let packageId = Sodium.hex(try Sodium.randomBytes(LibraryRules.packageIdBytes / 2))
+            let packageId = Chunks.newID()
 
             try db.run("DELETE FROM library_packages WHERE user_id = ? AND created_ms < ?", user, nowMs - LibraryRules.keptMilliseconds)
             try db.run("INSERT INTO library_packages (id, user_id, device_id, tour_id, created_ms, bytes) VALUES (?, ?, ?, ?, ?, ?)",

@@ -17,7 +17,7 @@ enum TravelMode: String, Codable, Sendable, CaseIterable {
     init(from decoder: Decoder) throws {
         let name = try decoder.singleValueContainer().decode(String.self)
         guard let mode = TravelMode(rawValue: name) else {
-            throw ServiceError.invalid("mode", "unknown mode '\(String(decoding: name.utf8.prefix(40), as: UTF8.self))'; use walking, bicycling, driving or transit")
+            throw ServiceError.invalid("mode", "unknown mode '\(Echo.clip(name, maxBytes: 40))'; use walking, bicycling, driving or transit")
         }
         self = mode
     }

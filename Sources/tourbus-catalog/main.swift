@@ -1,5 +1,6 @@
 import CatalogService
 import Foundation
+import Bus
 import Sealing
 import ServiceKit
 
@@ -15,12 +16,18 @@ func refuse(_ message: String) -> Never {
     FileHandle.standardError.write(Data("tourbus-catalog: \(message)\n".utf8))
     exit(2)
 }
-if let flag = arguments.firstIndex(of: "--map-max-rms-m") {
-    guard flag + 1 < arguments.count, let metres = Double(arguments[flag + 1]), metres.isFinite, metres > 0, metres <= 10_000 else {
-        refuse("--map-max-rms-m takes metres, more than 0 and at most 10000")
-    }
+/// The value after `flag`, taken out of the arguments (the runtime refuses flags it does not
+/// know); nil when the flag is absent, and `refuse(usage)` when no value follows or `valid` refuses it.
+@MainActor func take(_ flag: String, _ usage: String, valid: (String) -> Bool = { !$0.isEmpty }) -> String? {
+    guard let at = arguments.firstIndex(of: flag) else { return nil }
+    guard at + 1 < arguments.count, valid(arguments[at + 1]) else { refuse(usage) }
+    defer { arguments.removeSubrange(at...(at + 1)) }
+    return arguments[at + 1]
+}
+if let metres = take("--map-max-rms-m", "--map-max-rms-m takes metres, more than 0 and at most 10000", valid: {
+    Double($0).map { $0.isFinite && $0 > 0 && $0 <= 10_000 } ?? false
+}).flatMap(Double.init) {
     options.mapMaxRMSMeters = metres
-    arguments.removeSubrange(flag...(flag + 1))
 }
 /// `services.catalog.signing_key` of the suite file (`--config FILE` or TOURBUS_CONFIG), if it has one.
 /// The runtime reads and checks the file itself afterwards; here only this one key is looked up.
@@ -36,12 +43,8 @@ func suiteSigningKey(_ arguments: [String], _ environment: [String: String]) -> 
 }
 // Precedence as for every setting: the flag, then the environment, then the suite file.
 let environment = ProcessInfo.processInfo.environment
-var signingKeyFile = environment["TOURBUS_SIGNING_KEY"] ?? suiteSigningKey(arguments, environment)
-if let flag = arguments.firstIndex(of: "--signing-key") {
-    guard flag + 1 < arguments.count, !arguments[flag + 1].isEmpty else { refuse("--signing-key takes the key file tourbus keys --signing wrote") }
-    signingKeyFile = arguments[flag + 1]
-    arguments.removeSubrange(flag...(flag + 1))
-}
+let signingKeyFile = take("--signing-key", "--signing-key takes the key file tourbus keys --signing wrote")
+    ?? environment["TOURBUS_SIGNING_KEY"] ?? suiteSigningKey(arguments, environment)
 if let signingKeyFile {
     do {
         options.signingKey = try SigningKey(keyFile: signingKeyFile)
@@ -49,13 +52,8 @@ if let signingKeyFile {
         refuse("\(error)")
     }
 }
-var stringsDir = ProcessInfo.processInfo.environment["TOURBUS_STRINGS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-if let flag = arguments.firstIndex(of: "--strings-dir") {
-    guard flag + 1 < arguments.count else { refuse("--strings-dir needs a directory") }
-    stringsDir = arguments[flag + 1]
-    arguments.removeSubrange(flag...(flag + 1))
-}
-if let stringsDir {
+if let stringsDir = take("--strings-dir", "--strings-dir needs a directory", valid: { _ in true })
+    ?? environment["TOURBUS_STRINGS_DIR"].flatMap({ $0.isEmpty ? nil : $0 }) {
     do {
         options.strings = try InterfaceStrings(directory: stringsDir)
     } catch {
@@ -64,13 +62,11 @@ if let stringsDir {
 }
 // `--default-timezone ZONE` (or TOURBUS_DEFAULT_TIMEZONE): the IANA zone a place with seasons
 // and no timezone of its own is given (default UTC).
-if let zone = ProcessInfo.processInfo.environment["TOURBUS_DEFAULT_TIMEZONE"] { options.defaultTimezone = zone }
-if let flag = arguments.firstIndex(of: "--default-timezone") {
-    guard flag + 1 < arguments.count else { refuse("--default-timezone takes an IANA time zone name (such as Australia/Sydney)") }
-    options.defaultTimezone = arguments[flag + 1]
-    arguments.removeSubrange(flag...(flag + 1))
+if let zone = take("--default-timezone", "--default-timezone takes an IANA time zone name (such as Australia/Sydney)", valid: { _ in true })
+    ?? environment["TOURBUS_DEFAULT_TIMEZONE"] {
+    options.defaultTimezone = zone
 }
 guard options.defaultTimezone.utf8.count <= 64, TimeZone(identifier: options.defaultTimezone) != nil else {
-    refuse("--default-timezone: '\(options.defaultTimezone.prefix(64))' is not an IANA time zone name (such as Australia/Sydney)")
+    refuse("--default-timezone: '\(Echo.clip(options.defaultTimezone, maxBytes: 64))' is not an IANA time zone name (such as Australia/Sydney)")
 }
 ServiceRuntime.main(CatalogService.definition(options: options), arguments: arguments)
