@@ -38,7 +38,7 @@ public struct SocialOptions: Sendable {
 }
 
 /// The social service: accounts and sessions, profiles, reviews (published as
-/// `social.rating.updated`), follows and sharing.
+/// `social.rating.updated`), follows, sharing, devices and chat.
 ///
 /// Handlers that first wait on something slow — a password hash, the catalog — are read
 /// handlers: they run on a reader thread and then write in their own short transaction, so
@@ -134,6 +134,20 @@ public enum SocialService {
             (request: DeviceRef, context, store) in try store.revokeDevice(request, caller: try store.caller(context))
         }
 
+        // Chat: direct and group conversations, each ordered by its own sequence number.
+        table.on("chat.send", .write, description: "send a message: to (user:N or group:N), text (1-2,000 characters), client_msg_id (a retry answers the first)") {
+            (request: ChatSend, context, store) in try store.sendChat(request, context: context)
+        }
+        table.on("chat.history", description: "a conversation's messages, newest first, paged by before (a seq)") {
+            (request: ChatHistoryRequest, context, store) in try store.chatHistory(request, context: context)
+        }
+        table.on("chat.conversations", description: "your conversations, latest message first, each with its last message and unread count; paged") {
+            (request: ChatConversationsRequest, context, store) in try store.chatConversations(request, context: context)
+        }
+        table.on("chat.read", .write, description: "mark a conversation read up_to a seq (never backwards); answers what is left unread") {
+            (request: ChatReadRequest, context, store) in try store.readChat(request, context: context)
+        }
+
         // Sharing.
         let linkBase = options.placeLinkBase
         table.on("share.place", description: "text and URL that share a place on twitter, facebook or by email") { (request: ShareRequest, context, store) -> ShareLink in
@@ -146,7 +160,7 @@ public enum SocialService {
         let decoy = DecoyHash(cost: options.passwordCost)
         let hashing = ReaderGate()
         var definition = ServiceDefinition(
-            name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations, handlers: table, publishes: true,
+            name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + ChatRules.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             subscriptions: ["catalog": SocialStore.catalogApplier],
             makeState: { worker in

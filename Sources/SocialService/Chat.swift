@@ -1,0 +1,308 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import Storage
+
+// Chat: direct conversations between two users and group conversations, each totally ordered
+// by its own sequence number; the wire types, the rules and the schema. The store's part is in
+// ChatStore.swift.
+
+/// `chat.send`: a message to a user (`user:N`) or a group (`group:N`), with the sender's own id
+/// for it, which makes a retry safe.
+public struct ChatSend: Codable, Sendable {
+    public var to: String
+    public var text: String
+    public var clientMsgId: String
+
+    public init(to: String, text: String, clientMsgId: String) {
+        self.to = to
+        self.text = text
+        self.clientMsgId = clientMsgId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case to, text
+        case clientMsgId = "client_msg_id"
+    }
+}
+
+/// The reply of `chat.send`: where the message went, its place there and when.
+public struct ChatSent: Codable, Sendable, Equatable {
+    public var conversation: String
+    public var seq: Int64
+    public var at: String
+    public var clientMsgId: String
+
+    enum CodingKeys: String, CodingKey {
+        case conversation, seq, at
+        case clientMsgId = "client_msg_id"
+    }
+}
+
+/// Who wrote a message: a user, or someone whose account was deleted.
+public enum ChatAuthor: Codable, Sendable, Equatable {
+    case user(UserSummary)
+    case deleted
+
+    /// The author of a deleted account's messages, as every reader sees it.
+    private struct Deleted: Codable {
+        var deleted = true
+        var name = "deleted user"
+    }
+
+    private enum Keys: String, CodingKey { case deleted }
+
+    public init(from decoder: Decoder) throws {
+        if try decoder.container(keyedBy: Keys.self).decodeIfPresent(Bool.self, forKey: .deleted) == true {
+            self = .deleted
+        } else {
+            self = .user(try UserSummary(from: decoder))
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        switch self {
+        case .user(let summary): try summary.encode(to: encoder)
+        case .deleted: try Deleted().encode(to: encoder)
+        }
+    }
+}
+
+/// A message as readers see it (history, the conversation list, the `chat.message` push).
+/// `conversation` is named as the reader names it: `user:N` is the direct conversation with
+/// user N, so the two sides of one conversation call it by each other's id.
+public struct ChatMessage: Codable, Sendable, Equatable {
+    public var seq: Int64
+    public var conversation: String
+    public var from: ChatAuthor
+    public var text: String
+    public var at: String
+    public var clientMsgId: String
+
+    enum CodingKeys: String, CodingKey {
+        case seq, conversation, from, text, at
+        case clientMsgId = "client_msg_id"
+    }
+}
+
+/// `chat.history`: a page of a conversation, newest first, before a sequence number.
+public struct ChatHistoryRequest: Codable, Sendable {
+    public var conversation: String
+    public var before: Int64?
+    public var limit: Int?
+
+    public init(conversation: String, before: Int64? = nil, limit: Int? = nil) {
+        self.conversation = conversation
+        self.before = before
+        self.limit = limit
+    }
+}
+
+/// The reply of `chat.history`: messages, newest first, and where the next page starts.
+public struct ChatHistory: Codable, Sendable, Equatable {
+    public var messages: [ChatMessage]
+    public var nextBefore: Int64?
+
+    enum CodingKeys: String, CodingKey {
+        case messages
+        case nextBefore = "next_before"
+    }
+}
+
+/// `chat.conversations`: a page of the caller's conversations.
+public struct ChatConversationsRequest: Codable, Sendable {
+    public var cursor: String?
+    public var limit: Int?
+
+    public init(cursor: String? = nil, limit: Int? = nil) {
+        self.cursor = cursor
+        self.limit = limit
+    }
+}
+
+/// One conversation of the caller's list: its last message they can see, how many messages
+/// of others they have not read, and up to where they read. `with` is the other user of a
+/// direct conversation.
+public struct ChatConversation: Codable, Sendable, Equatable {
+    public var conversation: String
+    public var with: ChatAuthor?
+    public var lastMessage: ChatMessage
+    public var unread: Int64
+    public var readUpTo: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case conversation, with, unread
+        case lastMessage = "last_message"
+        case readUpTo = "read_up_to"
+    }
+}
+
+/// The reply of `chat.conversations`: the latest conversation first, and the next page's cursor.
+public struct ChatConversationList: Codable, Sendable, Equatable {
+    public var conversations: [ChatConversation]
+    public var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case conversations
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// `chat.read`: the caller has read a conversation up to a sequence number.
+public struct ChatReadRequest: Codable, Sendable {
+    public var conversation: String
+    public var upTo: Int64
+
+    public init(conversation: String, upTo: Int64) {
+        self.conversation = conversation
+        self.upTo = upTo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case conversation
+        case upTo = "up_to"
+    }
+}
+
+/// The reply of `chat.read`: the read mark now (never lower than before) and what is left unread.
+public struct ChatReadState: Codable, Sendable, Equatable {
+    public var conversation: String
+    public var upTo: Int64
+    public var unread: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case conversation, unread
+        case upTo = "up_to"
+    }
+}
+
+/// The body of a `chat.read` push: the reader's other connections learn the new read mark.
+public struct ChatReadPush: Codable, Sendable, Equatable {
+    public var conversation: String
+    public var upTo: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case conversation
+        case upTo = "up_to"
+    }
+}
+
+/// A conversation's name on the wire: `user:N` (the direct conversation with user N, as the
+/// caller names it) or `group:N`.
+enum ConversationName: Equatable {
+    case user(Int64)
+    case group(Int64)
+
+    /// The most bytes a name takes: `group:` and a 19-digit id.
+    static let maxBytes = 32
+
+    /// Reads `text`, or `invalid_argument` naming `field`: bounded in bytes, then the exact
+    /// form (a positive decimal id without sign or leading zeros).
+    init(_ text: String, field: String) throws(ServiceError) {
+        let refusal = ServiceError.invalid(field, #"must be "user:<id>" or "group:<id>""#)
+        guard text.utf8.count <= Self.maxBytes, let colon = text.firstIndex(of: ":") else { throw refusal }
+        let digits = text[text.index(after: colon)...]
+        guard let id = Int64(digits), id > 0, String(id) == digits else { throw refusal }
+        switch text[..<colon] {
+        case "user": self = .user(id)
+        case "group": self = .group(id)
+        default: throw refusal
+        }
+    }
+
+    var text: String {
+        switch self {
+        case .user(let id): "user:\(id)"
+        case .group(let id): "group:\(id)"
+        }
+    }
+}
+
+/// The rules of chat: sizes and rates.
+enum ChatRules {
+    /// A message: 1 to 2,000 characters of several lines, at most 8,000 UTF-8 bytes.
+    static let text = TextRule("text", maxCharacters: 2_000, maxBytes: 8_000, lines: .multiple)
+    /// The longest `client_msg_id`, in bytes.
+    static let maxClientMsgIdBytes = 64
+    /// What one sender may send: 20 messages in any 10 seconds, and 60 in any minute.
+    static let rates: [(count: Int, milliseconds: Int64, span: String)] = [(20, 10_000, "10 seconds"), (60, 60_000, "a minute")]
+    /// How many direct conversations one user may start in any hour.
+    static let newConversationsPerHour = 30
+
+    /// `invalid_argument` (field `text`) unless the text is 1 to 2,000 characters (bytes first)
+    /// with something besides white space.
+    static func checkText(_ value: String) throws(ServiceError) {
+        try text.check(value)
+        guard value.contains(where: { !$0.isWhitespace }) else { throw .invalid("text", "must not be empty or only white space") }
+    }
+
+    /// `invalid_argument` (field `client_msg_id`) unless the id is 1 to 64 bytes of
+    /// `A-Z a-z 0-9 . _ : -`.
+    static func checkClientMsgId(_ id: String) throws(ServiceError) {
+        let bytes = id.utf8
+        guard !bytes.isEmpty, bytes.count <= maxClientMsgIdBytes else {
+            throw .invalid("client_msg_id", "must be 1 to \(maxClientMsgIdBytes) bytes")
+        }
+        guard bytes.allSatisfy({ byte in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "-")
+        }) else {
+            throw .invalid("client_msg_id", "may hold only A-Z, a-z, 0-9, '.', '_', ':' and '-'")
+        }
+    }
+
+    /// The tables of chat, in a migration domain of their own.
+    ///
+    /// - `chat_conversations`: one row a conversation (`group_id` null for a direct one), the
+    ///   last sequence number it gave, and who started a direct one when (for the hourly bound).
+    /// - `chat_participants`: a user's seat in a conversation: whom a direct one is with
+    ///   (`peer_id`), the sequence number at which they joined a group's (they see what comes
+    ///   after), their read mark, their unread count and the last message they can see.
+    /// - `chat_messages`: the messages; `sender_id` null once the sender's account is deleted.
+    /// - `chat_hidden`: a message a block keeps from one participant.
+    static let migrations: [Migration] = [
+        Migration(domain: "chat", version: 1, sql: """
+            CREATE TABLE chat_conversations (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                group_id   INTEGER UNIQUE,
+                last_seq   INTEGER NOT NULL DEFAULT 0,
+                started_by INTEGER REFERENCES users(id) ON DELETE SET NULL,
+                started_ms INTEGER NOT NULL
+            );
+            CREATE INDEX chat_conversations_by_starter ON chat_conversations(started_by, started_ms);
+            CREATE TABLE chat_participants (
+                conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
+                user_id         INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                peer_id         INTEGER,
+                joined_seq      INTEGER NOT NULL,
+                read_seq        INTEGER NOT NULL,
+                unread          INTEGER NOT NULL DEFAULT 0,
+                last_message_id INTEGER,
+                PRIMARY KEY (conversation_id, user_id),
+                UNIQUE (user_id, peer_id)
+            );
+            CREATE INDEX chat_participants_by_last ON chat_participants(user_id, last_message_id);
+            CREATE TABLE chat_messages (
+                id              INTEGER PRIMARY KEY AUTOINCREMENT,
+                conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
+                seq             INTEGER NOT NULL,
+                sender_id       INTEGER REFERENCES users(id) ON DELETE SET NULL,
+                client_msg_id   TEXT NOT NULL,
+                text            TEXT NOT NULL,
+                at              TEXT NOT NULL,
+                at_ms           INTEGER NOT NULL,
+                UNIQUE (conversation_id, seq)
+            );
+            CREATE UNIQUE INDEX chat_messages_by_client_id ON chat_messages(sender_id, client_msg_id);
+            CREATE INDEX chat_messages_by_sender_time ON chat_messages(sender_id, at_ms);
+            CREATE TABLE chat_hidden (
+                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                message_id INTEGER NOT NULL REFERENCES chat_messages(id) ON DELETE CASCADE,
+                PRIMARY KEY (user_id, message_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX chat_hidden_by_message ON chat_hidden(message_id);
+            """),
+    ]
+}
