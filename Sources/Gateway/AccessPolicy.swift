@@ -120,6 +120,11 @@ public struct AccessPolicy: Sendable {
         Rule("groups.decline", "social", .user),
         Rule("groups.leave", "social", .user),
         Rule("groups.remove", "social", .user),
+        Rule("groups.position", "social", .user),
+        Rule("groups.sharing", "social", .user),
+        Rule("groups.map", "social", .user),
+        Rule("groups.follow", "social", .user),
+        Rule("groups.unfollow", "social", .user),
         // A signed-in user's devices (their X25519 keys, to which downloads are sealed).
         Rule("devices.", "social", .user),
         Rule("admin.set_role", "social", .admin),

@@ -19,6 +19,9 @@ public struct SocialOptions: Sendable {
     /// How often ratings whose recent reviews left the 30-day window are published again
     /// (`social.ratings.sweep`), in milliseconds: a minute.
     public var ratingsSweepIntervalMs = 60_000
+    /// How often positions held by the throttle of `group.position` pushes are looked at
+    /// (`groups.position.flush`), in milliseconds: a held one goes at most this late.
+    public var positionFlushIntervalMs = 100
     /// The time, for sessions, login throttling, review times and ages; tests move it by hand.
     public var clock: @Sendable () -> Date = { Date() }
 
@@ -163,6 +166,26 @@ public enum SocialService {
             (request: GroupMemberRef, context, store) in try store.remove(request, context: context)
         }
 
+        // The live map of a group: positions shared by opt-in, throttled pushes, following a member.
+        table.on("groups.position", .write, description: "share where you are (lat, lon, accuracy_m?, heading_deg?, speed_mps?) with the groups you share with") {
+            (request: PositionReport, context, store) in try store.reportPosition(request, context: context)
+        }
+        table.on("groups.sharing", .write, description: "share your position with a group, or stop: group_id, on (off by default)") {
+            (request: SharingChange, context, store) in try store.setSharing(request, context: context)
+        }
+        table.on("groups.map", description: "a group's map: the last position of each member sharing with it, its age, stale after 10 min") {
+            (request: GroupRef, context, store) in try store.groupMap(request.groupId, context: context)
+        }
+        table.on("groups.follow", .write, description: "make your map of a group follow a member: group_id, user_id; they are told") {
+            (request: GroupMemberRef, context, store) in try store.followOnMap(request, context: context)
+        }
+        table.on("groups.unfollow", .write, description: "stop following a member on a group's map: group_id, user_id") {
+            (request: GroupMemberRef, context, store) in try store.unfollowOnMap(request, context: context)
+        }
+        table.on(LiveMapRules.flushType, .write, description: "internal (the service's own, every 100 ms): push the held positions whose second has passed") {
+            (_: Empty, _, store) in try store.flushPositions()
+        }
+
         // Devices, whose public keys the catalog seals downloads to.
         table.on("devices.register", .write, description: "register a device of yours: device_id and the X25519 public_key it made (base64); at most 5") {
             (request: DeviceRegistration, context, store) in try store.registerDevice(request, caller: try store.caller(context))
@@ -194,7 +217,8 @@ public enum SocialService {
                 _ = try decoy.value()  // made at start, so no login pays for it
                 return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing)
             })
-        definition.periodic = [PeriodicRequest(type: SocialStore.sweepType, intervalMilliseconds: options.ratingsSweepIntervalMs)]
+        definition.periodic = [PeriodicRequest(type: SocialStore.sweepType, intervalMilliseconds: options.ratingsSweepIntervalMs),
+                               PeriodicRequest(type: LiveMapRules.flushType, intervalMilliseconds: options.positionFlushIntervalMs)]
         return definition
     }
 
