@@ -10,12 +10,12 @@ import Storage
 
 /// `chat.send`: a message to a user (`user:N`) or a group (`group:N`), with the sender's own id
 /// for it, which makes a retry safe.
-public struct ChatSend: Codable, Sendable {
-    public var to: String
-    public var text: String
-    public var clientMsgId: String
+struct ChatSend: Codable, Sendable {
+    var to: String
+    var text: String
+    var clientMsgId: String
 
-    public init(to: String, text: String, clientMsgId: String) {
+    init(to: String, text: String, clientMsgId: String) {
         self.to = to
         self.text = text
         self.clientMsgId = clientMsgId
@@ -28,11 +28,11 @@ public struct ChatSend: Codable, Sendable {
 }
 
 /// The reply of `chat.send`: where the message went, its place there and when.
-public struct ChatSent: Codable, Sendable, Equatable {
-    public var conversation: String
-    public var seq: Int64
-    public var at: String
-    public var clientMsgId: String
+struct ChatSent: Codable, Sendable, Equatable {
+    var conversation: String
+    var seq: Int64
+    var at: String
+    var clientMsgId: String
 
     enum CodingKeys: String, CodingKey {
         case conversation, seq, at
@@ -41,7 +41,7 @@ public struct ChatSent: Codable, Sendable, Equatable {
 }
 
 /// Who wrote a message: a user, or someone whose account was deleted.
-public enum ChatAuthor: Codable, Sendable, Equatable {
+enum ChatAuthor: Codable, Sendable, Equatable {
     case user(UserSummary)
     case deleted
 
@@ -53,7 +53,7 @@ public enum ChatAuthor: Codable, Sendable, Equatable {
 
     private enum Keys: String, CodingKey { case deleted }
 
-    public init(from decoder: Decoder) throws {
+    init(from decoder: Decoder) throws {
         if try decoder.container(keyedBy: Keys.self).decodeIfPresent(Bool.self, forKey: .deleted) == true {
             self = .deleted
         } else {
@@ -61,7 +61,7 @@ public enum ChatAuthor: Codable, Sendable, Equatable {
         }
     }
 
-    public func encode(to encoder: Encoder) throws {
+    func encode(to encoder: Encoder) throws {
         switch self {
         case .user(let summary): try summary.encode(to: encoder)
         case .deleted: try Deleted().encode(to: encoder)
@@ -72,13 +72,13 @@ public enum ChatAuthor: Codable, Sendable, Equatable {
 /// A message as readers see it (history, the conversation list, the `chat.message` push).
 /// `conversation` is named as the reader names it: `user:N` is the direct conversation with
 /// user N, so the two sides of one conversation call it by each other's id.
-public struct ChatMessage: Codable, Sendable, Equatable {
-    public var seq: Int64
-    public var conversation: String
-    public var from: ChatAuthor
-    public var text: String
-    public var at: String
-    public var clientMsgId: String
+struct ChatMessage: Codable, Sendable, Equatable {
+    var seq: Int64
+    var conversation: String
+    var from: ChatAuthor
+    var text: String
+    var at: String
+    var clientMsgId: String
 
     enum CodingKeys: String, CodingKey {
         case seq, conversation, from, text, at
@@ -87,12 +87,12 @@ public struct ChatMessage: Codable, Sendable, Equatable {
 }
 
 /// `chat.history`: a page of a conversation, newest first, before a sequence number.
-public struct ChatHistoryRequest: Codable, Sendable {
-    public var conversation: String
-    public var before: Int64?
-    public var limit: Int?
+struct ChatHistoryRequest: Codable, Sendable {
+    var conversation: String
+    var before: Int64?
+    var limit: Int?
 
-    public init(conversation: String, before: Int64? = nil, limit: Int? = nil) {
+    init(conversation: String, before: Int64? = nil, limit: Int? = nil) {
         self.conversation = conversation
         self.before = before
         self.limit = limit
@@ -100,9 +100,9 @@ public struct ChatHistoryRequest: Codable, Sendable {
 }
 
 /// The reply of `chat.history`: messages, newest first, and where the next page starts.
-public struct ChatHistory: Codable, Sendable, Equatable {
-    public var messages: [ChatMessage]
-    public var nextBefore: Int64?
+struct ChatHistory: Codable, Sendable, Equatable {
+    var messages: [ChatMessage]
+    var nextBefore: Int64?
 
     enum CodingKeys: String, CodingKey {
         case messages
@@ -111,11 +111,11 @@ public struct ChatHistory: Codable, Sendable, Equatable {
 }
 
 /// `chat.conversations`: a page of the caller's conversations.
-public struct ChatConversationsRequest: Codable, Sendable {
-    public var cursor: String?
-    public var limit: Int?
+struct ChatConversationsRequest: Codable, Sendable {
+    var cursor: String?
+    var limit: Int?
 
-    public init(cursor: String? = nil, limit: Int? = nil) {
+    init(cursor: String? = nil, limit: Int? = nil) {
         self.cursor = cursor
         self.limit = limit
     }
@@ -123,25 +123,26 @@ public struct ChatConversationsRequest: Codable, Sendable {
 
 /// One conversation of the caller's list: its last message they can see, how many messages
 /// of others they have not read, and up to where they read. `with` is the other user of a
-/// direct conversation.
-public struct ChatConversation: Codable, Sendable, Equatable {
-    public var conversation: String
-    public var with: ChatAuthor?
-    public var lastMessage: ChatMessage
-    public var unread: Int64
-    public var readUpTo: Int64
+/// direct conversation, `group` the group of a group's.
+struct ChatConversation: Codable, Sendable, Equatable {
+    var conversation: String
+    var with: ChatAuthor?
+    var group: GroupName?
+    var lastMessage: ChatMessage
+    var unread: Int64
+    var readUpTo: Int64
 
     enum CodingKeys: String, CodingKey {
-        case conversation, with, unread
+        case conversation, with, group, unread
         case lastMessage = "last_message"
         case readUpTo = "read_up_to"
     }
 }
 
 /// The reply of `chat.conversations`: the latest conversation first, and the next page's cursor.
-public struct ChatConversationList: Codable, Sendable, Equatable {
-    public var conversations: [ChatConversation]
-    public var nextCursor: String?
+struct ChatConversationList: Codable, Sendable, Equatable {
+    var conversations: [ChatConversation]
+    var nextCursor: String?
 
     enum CodingKeys: String, CodingKey {
         case conversations
@@ -150,11 +151,11 @@ public struct ChatConversationList: Codable, Sendable, Equatable {
 }
 
 /// `chat.read`: the caller has read a conversation up to a sequence number.
-public struct ChatReadRequest: Codable, Sendable {
-    public var conversation: String
-    public var upTo: Int64
+struct ChatReadRequest: Codable, Sendable {
+    var conversation: String
+    var upTo: Int64
 
-    public init(conversation: String, upTo: Int64) {
+    init(conversation: String, upTo: Int64) {
         self.conversation = conversation
         self.upTo = upTo
     }
@@ -166,10 +167,10 @@ public struct ChatReadRequest: Codable, Sendable {
 }
 
 /// The reply of `chat.read`: the read mark now (never lower than before) and what is left unread.
-public struct ChatReadState: Codable, Sendable, Equatable {
-    public var conversation: String
-    public var upTo: Int64
-    public var unread: Int64
+struct ChatReadState: Codable, Sendable, Equatable {
+    var conversation: String
+    var upTo: Int64
+    var unread: Int64
 
     enum CodingKeys: String, CodingKey {
         case conversation, unread
@@ -178,9 +179,9 @@ public struct ChatReadState: Codable, Sendable, Equatable {
 }
 
 /// The body of a `chat.read` push: the reader's other connections learn the new read mark.
-public struct ChatReadPush: Codable, Sendable, Equatable {
-    public var conversation: String
-    public var upTo: Int64
+struct ChatReadPush: Codable, Sendable, Equatable {
+    var conversation: String
+    var upTo: Int64
 
     enum CodingKeys: String, CodingKey {
         case conversation
@@ -255,8 +256,9 @@ enum ChatRules {
 
     /// The tables of chat, in a migration domain of their own.
     ///
-    /// - `chat_conversations`: one row a conversation (`group_id` null for a direct one), the
-    ///   last sequence number it gave, and who started a direct one when (for the hourly bound).
+    /// - `chat_conversations`: one row a conversation (`group_id` null for a direct one; a
+    ///   group's goes with the group), the last sequence number it gave, and who started a
+    ///   direct one when (for the hourly bound).
     /// - `chat_participants`: a user's seat in a conversation: whom a direct one is with
     ///   (`peer_id`), the sequence number at which they joined a group's (they see what comes
     ///   after), their read mark, their unread count and the last message they can see.
@@ -266,7 +268,7 @@ enum ChatRules {
         Migration(domain: "chat", version: 1, sql: """
             CREATE TABLE chat_conversations (
                 id         INTEGER PRIMARY KEY AUTOINCREMENT,
-                group_id   INTEGER UNIQUE,
+                group_id   INTEGER UNIQUE REFERENCES groups(id) ON DELETE CASCADE,
                 last_seq   INTEGER NOT NULL DEFAULT 0,
                 started_by INTEGER REFERENCES users(id) ON DELETE SET NULL,
                 started_ms INTEGER NOT NULL

@@ -65,16 +65,23 @@ extension SocialStore {
 
     /// A direct message: to an existing user other than the caller, in their one conversation,
     /// made at the first message (which counts towards the hourly bound of new conversations).
+    /// A caller who blocks the user is told to unblock first; a user who blocks the caller
+    /// never gets the message, which is otherwise sent as any other (the block is not revealed).
     private func sendDirect(_ request: ChatSend, to peer: Int64, caller: Int64, origin: String?) throws -> ChatSent {
         guard peer != caller else { throw ServiceError.invalid("to", "cannot be a conversation with yourself") }
         guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", peer) != nil else {
             throw ServiceError(.notFound, "no user with id \(peer)", field: "to")
         }
+        if try blocks(caller, peer) { throw Self.youBlock(peer, field: "to") }
         let now = nowMilliseconds
         try checkSendingRate(of: caller, now: now)
         let conversation = try directConversation(caller, peer, now: now)
         let message = try appendMessage(request, conversation: conversation, sender: caller, now: now)
-        try deliver(message, to: peer, as: .user(caller))
+        if try blocks(peer, caller) {
+            try withhold(message, from: peer)
+        } else {
+            try deliver(message, to: peer, as: .user(caller))
+        }
         return try deliverToSender(message, caller: caller, as: .user(peer), origin: origin)
     }
 
@@ -243,11 +250,11 @@ extension SocialStore {
         let limit = try SocialService.limit(request.limit)
         let after = try request.cursor.map(Self.conversationCursor.decode) ?? Int64.max
         let page = try readPage("""
-            SELECT p.last_message_id, p.unread, p.read_seq, p.peer_id, c.group_id, pu.username AS peer_username, pu.name AS peer_name,
-                   m.seq, m.sender_id, m.client_msg_id, m.text, m.at, u.username, u.name
+            SELECT p.last_message_id, p.unread, p.read_seq, p.peer_id, c.group_id, g.name AS group_name,
+                   pu.username AS peer_username, pu.name AS peer_name, m.seq, m.sender_id, m.client_msg_id, m.text, m.at, u.username, u.name
             FROM chat_participants p JOIN chat_conversations c ON c.id = p.conversation_id
             JOIN chat_messages m ON m.id = p.last_message_id
-            LEFT JOIN users u ON u.id = m.sender_id LEFT JOIN users pu ON pu.id = p.peer_id
+            LEFT JOIN users u ON u.id = m.sender_id LEFT JOIN users pu ON pu.id = p.peer_id LEFT JOIN groups g ON g.id = c.group_id
             WHERE p.user_id = ? AND p.last_message_id < ? AND \(Self.currentMembership)
             ORDER BY p.last_message_id DESC LIMIT ?
             """, [caller.id, after], limit: limit,
@@ -255,8 +262,9 @@ extension SocialStore {
                 let group: Int64? = try row.decode("group_id"), peer: Int64? = try row.decode("peer_id")
                 let name = try Self.conversationName(group: group, peer: peer)
                 let with = try peer.map { id in Self.author(id: id, username: try row.decode("peer_username"), name: try row.decode("peer_name")) }
+                let groupName = try group.map { id in GroupName(id: id, name: try row.decode("group_name")) }
                 return (last: try row.decode("last_message_id"),
-                        entry: ChatConversation(conversation: name.text, with: with, lastMessage: try Self.message(row, name: name),
+                        entry: ChatConversation(conversation: name.text, with: with, group: groupName, lastMessage: try Self.message(row, name: name),
                                                 unread: try row.decode("unread"), readUpTo: try row.decode("read_seq")))
             },
             wire: \.entry)

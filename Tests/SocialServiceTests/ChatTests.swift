@@ -8,19 +8,12 @@ import Testing
 import TestSupport
 
 extension SocialFixture {
-    /// Sends a raw JSON body as `user` from the connection `origin` and returns the reply body.
-    @discardableResult
-    func call(_ type: String, _ json: String, as user: Int64, origin: String?) throws(ServiceError) -> [String: Any] {
-        let reply = try client.request(type: type, body: Data(json.utf8), auth: Auth(userId: String(user), role: "user", origin: origin),
-                                       timeoutMilliseconds: 5_000)
-        return (try? JSONSerialization.jsonObject(with: reply.bodyJSON)) as? [String: Any] ?? [:]
-    }
-
     /// `chat.send` of `text` to `to` as `user`; the id is made from the text unless given.
     @discardableResult
     func send(_ text: String, to: String, as user: Int64, id: String? = nil, origin: String? = nil) throws(ServiceError) -> [String: Any] {
         let clientId = id ?? "m-\(user)-\(UUID().uuidString)"
         let body = #"{"to":"\#(to)","text":\#((try? json(text)) ?? "\"\""),"client_msg_id":"\#(clientId)"}"#
+        guard let origin else { return try call("chat.send", body, as: user) }
         return try call("chat.send", body, as: user, origin: origin)
     }
 
@@ -39,8 +32,6 @@ extension SocialFixture {
     func messages(_ conversation: String, as user: Int64) throws -> [String] {
         (try history(conversation, as: user, limit: 50)["messages"] as? [[String: Any]] ?? []).map { "\($0["seq"] as? Int ?? -1) \($0["text"] as? String ?? "?")" }
     }
-
-    func pushListener() throws -> PushListener { try PushListener(context, endpoints: runtime.endpoints.publish) }
 }
 
 /// A push as a test reads it: the user, origin and topic, and the body as JSON.
@@ -101,7 +92,7 @@ extension PushListener {
     @Test func aMessageIsPushedToTheRecipientAndTheSendersOtherConnections() throws {
         let f = try SocialFixture()
         let ann = try f.register("ann"), ben = try f.register("ben")
-        let listener = try f.pushListener()
+        let listener = try f.pushes()
         try f.send("Hi Ben", to: "user:\(ben)", as: ann, origin: "gw-1/7")
         let pushes = try listener.take(2).sorted { $0.user < $1.user }
         #expect(pushes.map(\.line) == ["\(ann) chat.message user:\(ben) 1 Hi Ben", "\(ben) chat.message user:\(ann) 1 Hi Ben"])
@@ -115,7 +106,7 @@ extension PushListener {
     @Test func theSameClientMessageIdAnswersTheFirstMessageAndStoresNothing() throws {
         let f = try SocialFixture()
         let ann = try f.register("ann"), ben = try f.register("ben")
-        let listener = try f.pushListener()
+        let listener = try f.pushes()
         let first = try f.send("Hi Ben", to: "user:\(ben)", as: ann, id: "retry-1")
         #expect(try listener.take(2).count == 2)
         f.clock.advance(5)
@@ -246,7 +237,7 @@ extension PushListener {
         #expect(second.lines == ["user:\(ann) with ann last 2 a2 unread 2 read 0"])
         #expect(f.error("chat.conversations", #"{"cursor":"bogus"}"#, as: ben)?.code == .invalidArgument)
 
-        let listener = try f.pushListener()
+        let listener = try f.pushes()
         func read(_ upTo: Int) throws -> NSDictionary {
             try f.call("chat.read", #"{"conversation":"user:\#(ann)","up_to":\#(upTo)}"#, as: ben, origin: "gw/ben-phone") as NSDictionary
         }
