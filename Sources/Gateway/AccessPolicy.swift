@@ -125,6 +125,11 @@ public struct AccessPolicy: Sendable {
         Rule("groups.map", "social", .user),
         Rule("groups.follow", "social", .user),
         Rule("groups.unfollow", "social", .user),
+        // Chat: a signed-in user's own conversations, named one by one.
+        Rule("chat.send", "social", .user),
+        Rule("chat.history", "social", .user),
+        Rule("chat.conversations", "social", .user),
+        Rule("chat.read", "social", .user),
         // A signed-in user's devices (their X25519 keys, to which downloads are sealed).
         Rule("devices.", "social", .user),
         Rule("admin.set_role", "social", .admin),

@@ -52,7 +52,7 @@ import Testing
         }
         for method in ["social.block", "social.unblock", "social.blocks", "groups.create", "groups.get", "groups.list", "groups.invite",
                        "groups.accept", "groups.decline", "groups.leave", "groups.remove", "groups.position", "groups.sharing", "groups.map",
-                       "groups.follow", "groups.unfollow"] {
+                       "groups.follow", "groups.unfollow", "chat.send", "chat.history", "chat.conversations", "chat.read"] {
             #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "social" && $0.access == .user } == true, "\(method)")
         }
     }
