@@ -291,8 +291,8 @@ extension SocialStore {
     /// `groups.position`: keeps the caller's position while anything keeps it and pushes it to
     /// every group they share with, throttled per group (`PositionThrottle`).
     func reportPosition(_ report: PositionReport, context: RequestContext) throws -> PositionShared {
-        try LiveMapRules.check(report)
         let caller = try caller(context)
+        try LiveMapRules.check(report)
         let now = nowMs
         try live.positions.admit(caller.id, now: now,
                                  refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.positionsPerSecond) positions a second; send them less often"))
