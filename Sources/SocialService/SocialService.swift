@@ -100,9 +100,10 @@ public enum SocialService {
             return ReviewDeleted(id: request.reviewId)
         }
         table.on("reviews.list", description: "a place's reviews by sort (default, rating, date) and order, paged by cursor") {
-            (request: ListReviews, _, store) in
+            (request: ListReviews, context, store) in
             let order = try ReviewOrder(sort: request.sort, order: request.order)
-            return try store.reviews(of: request.placeId, order: order, cursor: request.cursor, limit: try limit(request.limit))
+            return try store.reviews(of: request.placeId, viewer: try store.viewer(context), order: order, cursor: request.cursor,
+                                     limit: try limit(request.limit))
         }
 
         table.on(SocialStore.sweepType, .write, description: "internal (the service's own, every minute): publish the ratings whose recent reviews aged out") {

@@ -77,6 +77,20 @@ import Testing
         #expect(f.ids(try f.call("social.followers", as: ann), "users") == [ben])
     }
 
+    @Test func aBlockedPairSeesNoReviewOfTheOther() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann"), ben = try f.register("ben"), cat = try f.register("cat")
+        for user in [ann, ben, cat] { try f.review(1, 4, by: user) }
+        func authors(as viewer: Int64?) throws -> [Int64] {
+            (try f.call("reviews.list", #"{"place_id":1}"#, as: viewer)["reviews"] as? [[String: Any]] ?? [])
+                .map { int(($0["user"] as? [String: Any])?["id"]) }
+        }
+        try f.call("social.block", #"{"user_id":\#(ann)}"#, as: ben)
+        #expect(try authors(as: ann) == [cat, ann])
+        #expect(try authors(as: ben) == [cat, ben])
+        #expect(try authors(as: cat) == [cat, ben, ann] && authors(as: nil) == [cat, ben, ann])
+    }
+
     @Test func oneUserBlocksAtMostAThousand() throws {
         let f = try SocialFixture()
         let ann = try f.register("ann")
