@@ -109,6 +109,24 @@ public struct AccessPolicy: Sendable {
         // Who is at a place: signed-in users only, so a listing is never anonymous.
         Rule("social.people_at", "social", .user),
         Rule("share.place", "social", .anyone),
+        // Blocks and groups: a signed-in user's own. Named one by one: `groups.position.flush`
+        // is the service's own.
+        Rule("social.block", "social", .user),
+        Rule("social.unblock", "social", .user),
+        Rule("social.blocks", "social", .user),
+        Rule("groups.create", "social", .user),
+        Rule("groups.get", "social", .user),
+        Rule("groups.list", "social", .user),
+        Rule("groups.invite", "social", .user),
+        Rule("groups.accept", "social", .user),
+        Rule("groups.decline", "social", .user),
+        Rule("groups.leave", "social", .user),
+        Rule("groups.remove", "social", .user),
+        Rule("groups.position", "social", .user),
+        Rule("groups.sharing", "social", .user),
+        Rule("groups.map", "social", .user),
+        Rule("groups.follow", "social", .user),
+        Rule("groups.unfollow", "social", .user),
         // A signed-in user's devices (their X25519 keys, to which downloads are sealed).
         Rule("devices.", "social", .user),
         Rule("admin.set_role", "social", .admin),

@@ -72,8 +72,9 @@ enum PeopleRules {
     /// The most of a user's visits social keeps (the latest), as favorites publishes at most
     /// that many when they become discoverable.
     static let maxVisitsPerUser = 1_000
-    /// The most visits one request reads, however many fall in the circle: a bound on its time.
-    static let maxVisitsRead = 10_000
+    /// The most visits, and positions, one request reads however many fall in the circle: a
+    /// bound on its time.
+    static let maxRowsRead = 10_000
     /// The R*Tree holds degrees times this, as 32-bit integers.
     static let scale = 1e7
 
@@ -167,12 +168,16 @@ enum PeopleRules {
 
 extension SocialStore {
     /// Sets whether the caller is discoverable, inside `updateProfile`'s transaction: a change
-    /// publishes `social.profile.discoverable`; stopping drops the copy of their visits.
+    /// publishes `social.profile.discoverable`; stopping drops the copy of their visits, and
+    /// their position unless a group they share with keeps it.
     func setDiscoverable(_ on: Bool, caller: Caller) throws {
         guard let row = try db.queryOne("SELECT discoverable FROM users WHERE id = ?", caller.id),
               (try row.decode("discoverable", as: Int64.self) == 1) != on else { return }
         try db.run("UPDATE users SET discoverable = ? WHERE id = ?", on ? 1 : 0, caller.id)
-        if !on { try db.run("DELETE FROM visits WHERE user_id = ?", caller.id) }
+        if !on {
+            try db.run("DELETE FROM visits WHERE user_id = ?", caller.id)
+            try dropPositionUnlessKept(caller.id)
+        }
         try worker.emit(SocialEvents.profileDiscoverable, DiscoverableChanged(userId: caller.id, discoverable: on))
     }
 
@@ -186,32 +191,39 @@ extension SocialStore {
         return (events, ids)
     }
 
-    /// `social.people_at`: the discoverable users other than the caller who are at the place
-    /// (or in the circle) now or marked it visited, at most `limit` and a page's bytes.
+    /// `social.people_at`: the discoverable users other than the caller, and not in a block
+    /// relation with them either way, who are at the place (within 200 m of it) or in the
+    /// circle now (a position of the last 10 minutes), or who marked it (a place in the circle)
+    /// visited; at most `limit` and a page's bytes.
     func peopleAt(_ request: PeopleAtRequest, caller: Caller, context: RequestContext) throws -> PeopleHere {
         let target = try PeopleRules.target(request)
         let limit = try PeopleRules.pageLimit.validated(request.limit)
+        let center: Coordinate, radius: Double
         var visited: [Int64: Int64] = [:]  // user: their latest visit, ms
         switch target {
         case .place(let id):
-            _ = try placePoint(id, context)
+            center = try placePoint(id, context)
+            radius = PeopleRules.placeRadiusMeters
             try db.forEachRow("""
                 SELECT v.user_id, v.visited_ms FROM visits v JOIN users u ON u.id = v.user_id
-                WHERE v.place_id = ? AND u.discoverable = 1 AND v.user_id <> ? ORDER BY v.visited_ms DESC LIMIT ?
-                """, [id, caller.id, PeopleRules.maxVisitsRead]) { row in
+                WHERE v.place_id = ? AND u.discoverable = 1 AND v.user_id <> ? AND \(Self.visible("v.user_id"))
+                ORDER BY v.visited_ms DESC LIMIT ?
+                """, [id, caller.id, caller.id, caller.id, PeopleRules.maxRowsRead]) { row in
                 visited[try row.decode("user_id")] = try row.decode("visited_ms")
             }
-        case .circle(let center, let radius):
-            let box = try BoundingBox.around(center, radiusMeters: radius)
+        case .circle(let point, let radiusMeters):
+            center = point
+            radius = radiusMeters
             var read = 0
-            for area in box.indexAreas where read < PeopleRules.maxVisitsRead {
+            for area in try BoundingBox.around(center, radiusMeters: radius).indexAreas where read < PeopleRules.maxRowsRead {
                 try db.forEachRow("""
                     SELECT v.user_id, v.lat, v.lon, v.visited_ms FROM visits_geo g JOIN visits v ON v.id = g.id JOIN users u ON u.id = v.user_id
-                    WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ? AND u.discoverable = 1 AND v.user_id <> ?
+                    WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
+                      AND u.discoverable = 1 AND v.user_id <> ? AND \(Self.visible("v.user_id"))
                     LIMIT ?
                     """, [Int64((area.south * PeopleRules.scale).rounded(.down)), Int64((area.north * PeopleRules.scale).rounded(.up)),
                           Int64((area.west * PeopleRules.scale).rounded(.down)), Int64((area.east * PeopleRules.scale).rounded(.up)),
-                          caller.id, PeopleRules.maxVisitsRead - read]) { row in
+                          caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]) { row in
                     read += 1
                     let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
                     guard center.distance(to: point) <= radius else { return }
@@ -220,17 +232,45 @@ extension SocialStore {
                 }
             }
         }
-        let ranked = visited.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+        let here = try hereNow(around: center, within: radius, caller: caller.id)
+        // There now first, the latest position first; then by the latest visit; then by id.
+        let ranked = Set(here.keys).union(visited.keys).sorted { a, b in
+            let hereA = here[a] ?? .min, hereB = here[b] ?? .min
+            if hereA != hereB { return hereA > hereB }
+            let visitA = visited[a] ?? .min, visitB = visited[b] ?? .min
+            return visitA != visitB ? visitA > visitB : a < b
+        }
         var page = PageFiller<PersonHere>(limit: limit, budget: options.pageBudgetBytes)
         let year = currentYear
-        for (user, at) in ranked {
+        for user in ranked {
             guard let row = try db.queryOne("SELECT username, name, birth_year FROM users WHERE id = ? AND discoverable = 1", user) else { continue }
             let person = PersonHere(user: UserSummary(id: user, username: try row.decode("username"), name: try row.decode("name")),
                                     ageGroup: try row.decode("birth_year", as: Int?.self).map { ProfileRules.ageGroup(birthYear: $0, currentYear: year) },
-                                    hereNow: false, visitedAt: timestamp(Date(timeIntervalSince1970: Double(at) / 1000)), message: "user:\(user)")
+                                    hereNow: here[user] != nil,
+                                    visitedAt: visited[user].map { timestamp(Date(timeIntervalSince1970: Double($0) / 1000)) }, message: "user:\(user)")
             guard page.add(person, size: try JSONCoding.encoder.encode(person).count) else { break }
         }
-        let more = page.items.count < ranked.count
-        return PeopleHere(people: page.items, more: more)
+        return PeopleHere(people: page.items, more: page.items.count < ranked.count)
+    }
+
+    /// The discoverable users (not the caller, nor in a block relation with them) whose
+    /// position of the last 10 minutes is within `radius` metres of `center`, with its time (ms).
+    private func hereNow(around center: Coordinate, within radius: Double, caller: Int64) throws -> [Int64: Int64] {
+        var here: [Int64: Int64] = [:]
+        let since = nowMs - PeopleRules.liveSeconds * 1_000
+        var read = 0
+        for area in try BoundingBox.around(center, radiusMeters: radius).indexAreas where read < PeopleRules.maxRowsRead {
+            try db.forEachRow("""
+                SELECT p.user_id, p.lat, p.lon, p.at_ms FROM positions p JOIN users u ON u.id = p.user_id
+                WHERE p.at_ms >= ? AND p.lat BETWEEN ? AND ? AND p.lon BETWEEN ? AND ?
+                  AND u.discoverable = 1 AND p.user_id <> ? AND \(Self.visible("p.user_id"))
+                LIMIT ?
+                """, [since, area.south, area.north, area.west, area.east, caller, caller, caller, PeopleRules.maxRowsRead - read]) { row in
+                read += 1
+                let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
+                if center.distance(to: point) <= radius { here[try row.decode("user_id")] = try row.decode("at_ms") }
+            }
+        }
+        return here
     }
 }

@@ -227,9 +227,14 @@ extension SocialStore {
         return try Self.review(row)
     }
 
-    /// A page of a place's reviews.
-    func reviews(of placeId: Int64, order: ReviewOrder, cursor: String?, limit: Int) throws -> ReviewPage {
-        try reviewPage("\(Self.reviewColumns) WHERE r.place_id = ?", [placeId], order: order, cursor: cursor, limit: limit)
+    /// A page of a place's reviews. A signed-in `viewer` sees no review by a user in a block
+    /// relation with them (the place's rating still counts it).
+    func reviews(of placeId: Int64, viewer: Int64?, order: ReviewOrder, cursor: String?, limit: Int) throws -> ReviewPage {
+        guard let viewer else {
+            return try reviewPage("\(Self.reviewColumns) WHERE r.place_id = ?", [placeId], order: order, cursor: cursor, limit: limit)
+        }
+        return try reviewPage("\(Self.reviewColumns) WHERE r.place_id = ? AND \(Self.visible("r.user_id"))", [placeId, viewer, viewer],
+                              order: order, cursor: cursor, limit: limit)
     }
 
     /// A page of the reviews of the people `follower` follows, newest first.

@@ -94,8 +94,8 @@ import Testing
         try f.visited(ann, place: 1)  // the Opera House
         try f.visited(ben, place: 2)  // Bondi, 6 km away
         let opera = #""lat":-33.8568,"lon":151.2153"#
-        #expect(try f.eventually { try people(f, #"{\#(opera),"radius_m":2000}"#, as: me) == [Int(ann)] })
-        #expect(try people(f, #"{"lat":-33.8908,"lon":151.2743,"radius_m":100}"#, as: me) == [Int(ben)])
+        #expect(try f.eventually { try people(f, #"{"lat":-33.8908,"lon":151.2743,"radius_m":100}"#, as: me) == [Int(ben)] })
+        #expect(try people(f, #"{\#(opera),"radius_m":2000}"#, as: me) == [Int(ann)])
         // 600 m from the Opera House: in a 700 m circle, not in a 500 m one (the R*Tree box is cut to the circle).
         #expect(try people(f, #"{"lat":-33.8622,"lon":151.2153,"radius_m":700}"#, as: me) == [Int(ann)])
         #expect(try people(f, #"{"lat":-33.8622,"lon":151.2153,"radius_m":500}"#, as: me).isEmpty)
@@ -171,7 +171,8 @@ import Testing
             try f.visited(id, place: 2, at: String(format: "2026-05-01T10:%02d:00.000Z", i))
             visitors.append(id)
         }
-        #expect(try f.eventually { try people(f, #"{"place_id":2,"limit":50}"#, as: me).count == 50 })
+        // Favorites' events apply in order: once the last visit is listed, all are.
+        #expect(try f.eventually { try people(f, #"{"place_id":2,"limit":1}"#, as: me) == [Int(visitors[54])] })
         let reply = try f.call("social.people_at", #"{"place_id":2}"#, as: me)
         #expect((reply["people"] as? [[String: Any]])?.count == 50 && reply["more"] as? Bool == true)
         // The newest visits first.
@@ -202,5 +203,55 @@ import Testing
         #expect(try db.scalarInt("SELECT count(*) FROM visits WHERE user_id = ?", ann) == 1_000)
         #expect(try db.scalarInt("SELECT count(*) FROM visits_geo") == 1_000)
         #expect(try db.scalarInt("SELECT min(place_id) FROM visits") == 105)  // the oldest five went
+    }
+
+    @Test func thoseThereNowComeFirstFromAPositionOfTheLastTenMinutes() throws {
+        let f = try SocialFixture(favorites: true)
+        let mia = try f.register("mia"), shy = try f.register("shy")
+        let ann = try discoverable(f, "ann"), ben = try discoverable(f, "ben"), cat = try discoverable(f, "cat")
+        try f.visited(cat, place: 1)
+        #expect(try f.eventually { try people(f, #"{"place_id":1}"#, as: mia) == [Int(cat)] })
+        // ann 100 m from the Opera House, ben 300 m from it; shy is not discoverable and shares with no group.
+        #expect(try f.call("groups.position", #"{"lat":-33.8577,"lon":151.2153}"#, as: ann)["kept"] as? Bool == true)
+        try f.call("groups.position", #"{"lat":-33.8595,"lon":151.2153}"#, as: ben)
+        #expect(try f.call("groups.position", #"{"lat":-33.8568,"lon":151.2153}"#, as: shy)["kept"] as? Bool == false)
+        let reply = try f.call("social.people_at", #"{"place_id":1}"#, as: mia)
+        let listed = reply["people"] as? [[String: Any]] ?? []
+        #expect(listed.compactMap { ($0["user"] as? [String: Any])?["id"] as? Int } == [Int(ann), Int(cat)])
+        #expect(listed.first?["here_now"] as? Bool == true && listed.first?["visited_at"] == nil)
+        #expect(listed.last?["here_now"] as? Bool == false)
+        // A circle takes its own radius: ben, 300 m away, is in a 500 m one; the latest position first.
+        f.clock.advance(1)
+        try f.call("groups.position", #"{"lat":-33.8595,"lon":151.2153}"#, as: ben)
+        #expect(try people(f, #"{"lat":-33.8568,"lon":151.2153,"radius_m":500}"#, as: mia) == [Int(ben), Int(ann), Int(cat)])
+        // Ten minutes on, a position is no longer "now".
+        f.clock.advance(601)
+        #expect(try people(f, #"{"lat":-33.8568,"lon":151.2153,"radius_m":500}"#, as: mia) == [Int(cat)])
+        // One who stops being discoverable has their position dropped (no group keeps it).
+        try f.call("groups.position", #"{"lat":-33.8577,"lon":151.2153}"#, as: ann)
+        #expect(try people(f, #"{"place_id":1}"#, as: mia) == [Int(ann), Int(cat)])
+        try f.call("profile.update", #"{"discoverable":false}"#, as: ann)
+        #expect(try Database(path: f.databasePath).scalarInt("SELECT count(*) FROM positions WHERE user_id = ?", ann) == 0)
+        #expect(try people(f, #"{"place_id":1}"#, as: mia) == [Int(cat)])
+    }
+
+    @Test func aBlockHidesBothWays() throws {
+        let f = try SocialFixture(favorites: true)
+        let mia = try discoverable(f, "mia")
+        let ann = try discoverable(f, "ann"), ben = try discoverable(f, "ben"), cat = try discoverable(f, "cat")
+        for user in [mia, ann, ben, cat] { try f.visited(user, place: 3) }
+        try f.call("groups.position", #"{"lat":-33.8612,"lon":151.2111}"#, as: ann)
+        try f.call("groups.position", #"{"lat":-33.8612,"lon":151.2111}"#, as: ben)
+        #expect(try f.eventually { try people(f, #"{"place_id":3}"#, as: mia).count == 3 })
+        try f.call("social.block", #"{"user_id":\#(ann)}"#, as: mia)  // mia blocks ann
+        try f.call("social.block", #"{"user_id":\#(mia)}"#, as: ben)  // ben blocks mia
+        for json in [#"{"place_id":3}"#, #"{"lat":-33.8612,"lon":151.2111,"radius_m":50}"#] {
+            #expect(try people(f, json, as: mia) == [Int(cat)], "\(json)")
+            #expect(try !people(f, json, as: ann).contains(Int(mia)), "\(json)")
+            #expect(try !people(f, json, as: ben).contains(Int(mia)), "\(json)")
+            #expect(try people(f, json, as: cat).contains(Int(mia)), "\(json)")
+        }
+        try f.call("social.unblock", #"{"user_id":\#(ann)}"#, as: mia)
+        #expect(try people(f, #"{"place_id":3}"#, as: mia) == [Int(ann), Int(cat)])
     }
 }
