@@ -17,6 +17,8 @@ import TestSupport
             let body = exchange.body.replacingOccurrences(of: "\"<token>\"", with: try json(token))
             if exchange.type == "fake.emit", let favorites = f.favoritesClient {
                 let actual = try replay(exchange, on: favorites, body: body)
+                let mismatch = try transcriptMismatch(exchange, actual, file: "social.md")
+                #expect(mismatch == nil, "\(mismatch ?? "")")
                 let seq = (actual["body"] as? NSNumber)?.int64Value ?? .max
                 #expect(try f.eventually { try f.applied(from: "favorites") >= seq }, "social.md line \(exchange.line): never applied")
                 continue
