@@ -9,6 +9,53 @@ public enum FavoritesEvents {
     /// Body: `PlaceCounted`. Published through the outbox when a place's counts change, at
     /// most once per place per coalescing window (a burst of saves is one event).
     public static let counted = "favorites.place.counted"
+    /// Body: `PlaceVisited`. A discoverable user (as social's `social.profile.discoverable`
+    /// last said) marked a place visited, or became discoverable (their latest 1,000 visits).
+    /// Never published for any other user.
+    public static let visited = "favorites.visited"
+    /// Body: `PlaceUnvisited`. A discoverable user's visit is gone: unmarked, or the place was
+    /// deleted.
+    public static let unvisited = "favorites.unvisited"
+}
+
+/// Body of `favorites.visited`: who visited which place when (`at`, RFC 3339), and the place's
+/// point as favorites' copy of the catalog holds it.
+public struct PlaceVisited: Codable, Sendable, Equatable {
+    public var userId: Int64
+    public var placeId: Int64
+    public var lat: Double
+    public var lon: Double
+    public var at: String
+
+    public init(userId: Int64, placeId: Int64, lat: Double, lon: Double, at: String) {
+        self.userId = userId
+        self.placeId = placeId
+        self.lat = lat
+        self.lon = lon
+        self.at = at
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case lat, lon, at
+        case userId = "user_id"
+        case placeId = "place_id"
+    }
+}
+
+/// Body of `favorites.unvisited`: a user's visit of a place that is no longer there.
+public struct PlaceUnvisited: Codable, Sendable, Equatable {
+    public var userId: Int64
+    public var placeId: Int64
+
+    public init(userId: Int64, placeId: Int64) {
+        self.userId = userId
+        self.placeId = placeId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userId = "user_id"
+        case placeId = "place_id"
+    }
 }
 
 /// Body of `favorites.place.counted`: how many users have a place in their `favorites` list,

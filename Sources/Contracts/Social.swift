@@ -20,6 +20,27 @@ public enum SocialEvents {
     public static let deviceRegistered = "social.device.registered"
     /// Body: `DeviceChange`. A user revoked a device (`devices.revoke`): it gets no new download.
     public static let deviceRevoked = "social.device.revoked"
+    /// Body: `DiscoverableChanged`. A user opted in to (or out of) being listed by
+    /// `social.people_at` (`profile.update {"discoverable"}`): favorites publishes their
+    /// visits (`favorites.visited`) only while they are discoverable. Social's snapshot
+    /// holds one, `true`, for each discoverable user.
+    public static let profileDiscoverable = "social.profile.discoverable"
+}
+
+/// Body of `social.profile.discoverable`: whether a user is listed by `social.people_at` now.
+public struct DiscoverableChanged: Codable, Sendable, Equatable {
+    public var userId: Int64
+    public var discoverable: Bool
+
+    public init(userId: Int64, discoverable: Bool) {
+        self.userId = userId
+        self.discoverable = discoverable
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case discoverable
+        case userId = "user_id"
+    }
 }
 
 /// Body of `social.device.registered` and `social.device.revoked`: a user's device and its

@@ -70,8 +70,9 @@ extension FavoritesStore {
     }
 
     /// `sys.snapshot`: the counted event of every place with saves or recent visits, as last
-    /// published, by place id.
+    /// published, by place id; then (keys from `v`) the visits of discoverable users (`visitsSnapshot`).
     func countsSnapshot(after: String?, limit: Int) throws -> SnapshotPage {
+        if let after, after.hasPrefix("v") { return try visitsSnapshot(after: String(after.dropFirst()), limit: limit) }
         let rows = try db.query("SELECT place_id, saves, visits_30d FROM place_counts WHERE place_id > ? ORDER BY place_id LIMIT ?",
                                 try SnapshotKey.id(after: after), limit)
         var ids: [Int64] = []
@@ -82,6 +83,6 @@ extension FavoritesStore {
             ids.append(counted.placeId)
             events.append((FavoritesEvents.counted, try JSONCoding.encoder.encode(counted)))
         }
-        return SnapshotPage(events: events, next: SnapshotKey.next(after: ids, limit: limit))
+        return SnapshotPage(events: events, next: SnapshotKey.next(after: ids, limit: limit) ?? "v0:0")
     }
 }

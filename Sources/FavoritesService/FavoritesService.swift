@@ -49,7 +49,7 @@ public enum FavoritesService {
         Recent.register(&table)
         let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         var definition = ServiceDefinition(
-            name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations + Recent.migrations, handlers: table, publishes: true,
+            name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations + Recent.migrations + Visits.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
             subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(clock: options.clock, erased: erased),
                             "search": Recent.searchApplier(clock: options.clock, erased: erased)],
@@ -68,5 +68,6 @@ public enum FavoritesService {
         try Lists.erase(user: id, scope)
         try Pins.erase(user: id, scope.db)
         try Recent.erase(user: id, scope.db)
+        try Visits.erase(user: id, scope.db)
     }
 }

@@ -71,6 +71,7 @@ extension FavoritesStore {
             let saved: Bool
             if try db.queryOne("SELECT 1 FROM items WHERE list_id = ? AND place_id = ?", listId, request.placeId) != nil {
                 try db.run("DELETE FROM items WHERE list_id = ? AND place_id = ?", listId, request.placeId)
+                if list.isVisited { try publishUnvisit(user: caller.id, place: request.placeId) }
                 saved = false
             } else {
                 try insertItem(listId: listId, list: list, placeId: request.placeId, note: nil)
@@ -125,9 +126,12 @@ extension FavoritesStore {
         guard try db.queryOne("SELECT 1 FROM places WHERE id = ?", placeId) != nil else {
             throw ServiceError(.notFound, "no place with id \(placeId)", field: "place_id")
         }
-        let visited = list.builtin && list.name == Lists.visited ? (visitedAt ?? now) : nil
+        let visited = list.isVisited ? (visitedAt ?? now) : nil
         try db.run("INSERT INTO items (list_id, place_id, note, added_at, visited_at) VALUES (?, ?, ?, ?, ?)",
                    listId, placeId, note, now, visited)
+        if let visited, let user = try db.scalarInt("SELECT user_id FROM lists WHERE id = ?", listId) {
+            try publishVisit(user: user, place: placeId, at: visited)
+        }
     }
 
     /// `favorites.add`: saves a place (again: no error; a `note` given replaces the note, an
@@ -164,6 +168,7 @@ extension FavoritesStore {
         if let id = list.id {
             try db.run("DELETE FROM items WHERE list_id = ? AND place_id = ?", id, request.placeId)
             changed = db.changes > 0
+            if changed && list.isVisited { try publishUnvisit(user: caller.id, place: request.placeId) }
         }
         if changed { try pushChanged(ChangeNotice(change: "removed", list: list.name, placeId: request.placeId), caller: caller) }
         return ItemChanged(placeId: request.placeId, list: list.name, saved: false, changed: changed, count: try itemCount(list.id))
@@ -184,6 +189,7 @@ extension FavoritesStore {
             let listId = try listId(list, userId: caller.id)
             if try db.queryOne("SELECT 1 FROM items WHERE list_id = ? AND place_id = ?", listId, request.placeId) != nil {
                 try db.run("UPDATE items SET visited_at = ? WHERE list_id = ? AND place_id = ?", at, listId, request.placeId)
+                try publishVisit(user: caller.id, place: request.placeId, at: at)
             } else {
                 try insertItem(listId: listId, list: list, placeId: request.placeId, note: nil, visitedAt: at)
             }

@@ -125,6 +125,9 @@ struct ListRef {
     var id: Int64?
     var name: String
     var builtin: Bool
+
+    /// Whether this is the built-in `visited` list, whose items carry `visited_at`.
+    var isVisited: Bool { builtin && name == Lists.visited }
 }
 
 extension FavoritesStore {

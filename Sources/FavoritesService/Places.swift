@@ -91,8 +91,10 @@ enum Places {
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)", place.id, lat, lat, lon, lon)
     }
 
-    /// Forgets a place the catalog deleted: its list items go with it (`ON DELETE CASCADE`).
-    static func delete(_ id: Int64, _ db: Database) throws {
+    /// Forgets a place the catalog deleted: its list items go with it (`ON DELETE CASCADE`),
+    /// each discoverable user's visit of it with a `favorites.unvisited` (by `emit`).
+    static func delete(_ id: Int64, _ db: Database, emit: (PlaceUnvisited) throws -> Void) throws {
+        for gone in try Visits.unvisitedOnDeletion(of: id, db) { try emit(gone) }
         try db.run("DELETE FROM places WHERE id = ?", id)
         try db.run("DELETE FROM places_geo WHERE id = ?", id)
         try db.run("INSERT OR IGNORE INTO places_gone (id) VALUES (?)", id)
@@ -110,7 +112,7 @@ enum Places {
                 let place = try event.body(PlaceSummary.self)
                 try upsert(place, version: try event.body(Versioned.self).version, scope.db)
             case CatalogEvents.deleted:
-                try delete(try event.body(PlaceDeleted.self).id, scope.db)
+                try delete(try event.body(PlaceDeleted.self).id, scope.db) { try scope.emit(FavoritesEvents.unvisited, $0) }
             default: break
             }
         },
@@ -118,7 +120,11 @@ enum Places {
         types: [CatalogEvents.upserted, CatalogEvents.deleted],
         finishBulk: { db in
             let stale = try db.query("SELECT id FROM places WHERE stale = 1").decode("id", as: Int64.self)
-            for id in stale { try delete(id, db) }
+            // No applier's scope here: the events go in the outbox, and leave at the next heartbeat.
+            let outbox = Outbox(database: db)
+            for id in stale {
+                try delete(id, db) { _ = try outbox.append(type: FavoritesEvents.unvisited, body: try JSONCoding.encoder.encode($0)) }
+            }
         })
 
     /// Keeps ratings in step with social, and erases a deleted user's data (refusing their
@@ -136,13 +142,20 @@ enum Places {
                 }
             case SocialEvents.userDeleted:
                 try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, now: clock(), erased: erased, scope)
+            case SocialEvents.profileDiscoverable:
+                try Visits.apply(try event.body(DiscoverableChanged.self), scope)
             default: break
             }
         },
         // Social's snapshot holds every rating; a deleted user is not in it (nothing of them is
         // kept), so a rebuild cannot erase what a missed deletion left (see Protocols/favorites.md).
-        reset: { db in try db.run("DELETE FROM ratings") },
-        types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted]) }
+        // It holds each discoverable user too: those it does not name are forgotten after it.
+        reset: { db in
+            try db.run("DELETE FROM ratings")
+            try Visits.reset(db)
+        },
+        types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted, SocialEvents.profileDiscoverable],
+        finishBulk: Visits.finishBulk) }
 }
 
 extension FavoritesStore {

@@ -106,6 +106,8 @@ public struct AccessPolicy: Sendable {
         Rule("social.follow", "social", .user),
         Rule("social.unfollow", "social", .user),
         Rule("social.feed", "social", .user),
+        // Who is at a place: signed-in users only, so a listing is never anonymous.
+        Rule("social.people_at", "social", .user),
         Rule("share.place", "social", .anyone),
         // Blocks and groups: a signed-in user's own. Named one by one: `groups.position.flush`
         // is the service's own.

@@ -472,9 +472,11 @@ extension SocialStore {
         try dropPositionUnlessKept(user)
     }
 
-    /// Whether `user`'s last position is kept: while they share it with a group.
+    /// Whether `user`'s last position is kept: while they share it with a group, or are
+    /// discoverable (`social.people_at` lists who is at a place now).
     func keepsPosition(_ user: Int64) throws -> Bool {
         try db.queryOne("SELECT 1 FROM group_members WHERE user_id = ? AND sharing = 1 LIMIT 1", user) != nil
+            || db.queryOne("SELECT 1 FROM users WHERE id = ? AND discoverable = 1", user) != nil
     }
 
     /// Forgets `user`'s last position when nothing keeps it any more.

@@ -17,12 +17,14 @@ public struct Profile: Codable, Sendable, Equatable {
     public var email: String?
     public var birthYear: Int?
     public var ageGroup: String?
+    /// Whether `social.people_at` lists this user; shown to the owner only.
+    public var discoverable: Bool?
     public var followers: Int
     public var following: Int
     public var createdAt: String
 
     enum CodingKeys: String, CodingKey {
-        case id, username, name, role, bio, language, email, followers, following
+        case id, username, name, role, bio, language, email, followers, following, discoverable
         case avatarUrl = "avatar_url"
         case homeCity = "home_city"
         case birthYear = "birth_year"
@@ -48,9 +50,11 @@ public struct ProfileUpdate: Decodable, Sendable {
     public var birthYear: Patch<Int> = .absent
     public var language: Patch<String> = .absent
     public var homeCity: Patch<String> = .absent
+    /// Whether `social.people_at` may list the caller (off until they turn it on).
+    public var discoverable: Patch<Bool> = .absent
 
     enum CodingKeys: String, CodingKey {
-        case name, bio, language
+        case name, bio, language, discoverable
         case avatarUrl = "avatar_url"
         case birthYear = "birth_year"
         case homeCity = "home_city"
@@ -64,6 +68,7 @@ public struct ProfileUpdate: Decodable, Sendable {
         birthYear = try c.decodePatch(Int.self, forKey: .birthYear)
         language = try c.decodePatch(String.self, forKey: .language)
         homeCity = try c.decodePatch(String.self, forKey: .homeCity)
+        discoverable = try c.decodePatch(Bool.self, forKey: .discoverable)
     }
 }
 
@@ -116,7 +121,7 @@ extension SocialStore {
     func profile(_ id: Int64, viewer: Int64?) throws -> Profile {
         if let viewer, viewer != id, try blocked(viewer, id) { throw Self.noUser(id) }
         guard let row = try db.queryOne("""
-            SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, created_at,
+            SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, discoverable, created_at,
                    (SELECT count(*) FROM follows WHERE followee_id = users.id) AS followers,
                    (SELECT count(*) FROM follows WHERE follower_id = users.id) AS following
             FROM users WHERE id = ?
@@ -128,6 +133,7 @@ extension SocialStore {
                            bio: row.decode("bio"), avatarUrl: row.decode("avatar_url"), language: row.decode("language"),
                            homeCity: row.decode("home_city"), email: own ? email : nil, birthYear: own ? birthYear : nil,
                            ageGroup: own ? nil : birthYear.map { ProfileRules.ageGroup(birthYear: $0, currentYear: currentYear) },
+                           discoverable: own ? try row.decode("discoverable", as: Int64.self) == 1 : nil,
                            followers: row.decode("followers"), following: row.decode("following"), createdAt: row.decode("created_at"))
     }
 
@@ -135,6 +141,7 @@ extension SocialStore {
     /// reading or writing; a field left alone is not checked again.
     func updateProfile(_ update: ProfileUpdate, caller: Caller) throws -> Profile {
         if case .null = update.name { throw ServiceError.invalid("name", "cannot be null") }
+        if case .null = update.discoverable { throw ServiceError.invalid("discoverable", "cannot be null; give true or false") }
         let name = try update.name.checked(AccountRules.name)
         let bio = try update.bio.checked(ProfileRules.bio.check)
         let avatarURL = try update.avatarUrl.checked(ProfileRules.avatarURL)
@@ -148,6 +155,7 @@ extension SocialStore {
                        name.applied(to: current.name), bio.applied(to: current.bio), avatarURL.applied(to: current.avatarUrl),
                        birthYear.applied(to: current.birthYear), language.applied(to: current.language),
                        homeCity.applied(to: current.homeCity), caller.id)
+            if case .value(let on) = update.discoverable { try setDiscoverable(on, caller: caller) }
             return try profile(caller.id, viewer: caller.id)
         }
     }

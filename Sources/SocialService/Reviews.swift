@@ -330,11 +330,16 @@ extension SocialStore {
     }
 
     /// One snapshot page: the rating of each place with reviews after the place id in `after`,
-    /// then the devices (keys `d` and a row id), as `social.device.registered` events.
+    /// then the devices (keys `d` and a row id), as `social.device.registered` events, then the
+    /// discoverable users (keys `p` and a user id), as `social.profile.discoverable` events.
     func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
         if let after, after.hasPrefix("d") {
             let page = try deviceSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
-            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "d" + $0 })
+            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "d" + $0 } ?? "p0")
+        }
+        if let after, after.hasPrefix("p") {
+            let page = try discoverableSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
+            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "p" + $0 })
         }
         let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?",
                                   try SnapshotKey.id(after: after), limit)

@@ -41,7 +41,8 @@ public struct SocialOptions: Sendable {
 }
 
 /// The social service: accounts and sessions, profiles, reviews (published as
-/// `social.rating.updated`), follows, blocks, groups and their live map, chat, and sharing.
+/// `social.rating.updated`), follows, blocks, groups and their live map, chat, sharing, and
+/// people at a place (`social.people_at`, from a copy of favorites' visits of discoverable users).
 ///
 /// Handlers that first wait on something slow — a password hash, the catalog — are read
 /// handlers: they run on a reader thread and then write in their own short transaction, so
@@ -85,7 +86,7 @@ public enum SocialService {
             guard let id = request.userId ?? viewer else { throw ServiceError(.unauthenticated, "profile.get needs a user_id or a signed-in user") }
             return try store.profile(id, viewer: viewer)
         }
-        table.on("profile.update", .write, description: "change your name, bio, avatar_url, birth_year, language or home_city; null clears") {
+        table.on("profile.update", .write, description: "change your name, bio, avatar_url, birth_year, language, home_city or discoverable; null clears") {
             (request: ProfileUpdate, context, store) in
             try store.updateProfile(request, caller: try store.caller(context))
         }
@@ -212,6 +213,11 @@ public enum SocialService {
             (request: ChatReadRequest, context, store) in try store.readChat(request, context: context)
         }
 
+        // People at a place: a read handler, as it may first ask the catalog where the place is.
+        table.on("social.people_at", description: "discoverable people at a place now or who visited it: place_id, or lat, lon and radius_m (at most 2000)") {
+            (request: PeopleAtRequest, context, store) in try store.peopleAt(request, caller: try store.caller(context), context: context)
+        }
+
         // Sharing.
         let linkBase = options.placeLinkBase
         table.on("share.place", description: "text and URL that share a place on twitter, facebook or by email") { (request: ShareRequest, context, store) -> ShareLink in
@@ -224,10 +230,11 @@ public enum SocialService {
         let decoy = DecoyHash(cost: options.passwordCost)
         let hashing = ReaderGate()
         var definition = ServiceDefinition(
-            name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + ChatRules.migrations,
+            name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + ChatRules.migrations
+                + PeopleRules.migrations,
             handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
-            subscriptions: ["catalog": SocialStore.catalogApplier],
+            subscriptions: ["catalog": SocialStore.catalogApplier, "favorites": PeopleRules.favoritesApplier],
             makeState: { worker in
                 try Sodium.ready()
                 _ = try decoy.value()  // made at start, so no login pays for it

@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import Geo
 import ServiceKit
 import Storage
 
@@ -72,14 +73,30 @@ public final class SocialStore: ServiceState {
         guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", id) != nil else { throw Self.noUser(id) }
     }
 
-    /// The name of a place, from the catalog: `not_found` (field `place_id`) when it has no such
-    /// place, `unavailable` when it does not answer within the time this request has left
-    /// (at most 1 s, and 90% of it, so this service still answers in time).
+    /// The name of a place, from the catalog (`catalogPlace`).
     func placeName(_ id: Int64, _ context: RequestContext) throws -> String {
         struct Named: Decodable { var name: String }
+        return try catalogPlace(id, context, as: Named.self).name
+    }
+
+    /// The point of a place, from the catalog (`catalogPlace`).
+    func placePoint(_ id: Int64, _ context: RequestContext) throws -> Coordinate {
+        struct Located: Decodable { var lat: Double; var lon: Double }
+        let place = try catalogPlace(id, context, as: Located.self)
+        do {
+            return try Coordinate(latitude: place.lat, longitude: place.lon)
+        } catch {
+            throw ServiceError(.internal, "the catalog answered a point out of range for place \(id)")
+        }
+    }
+
+    /// A place from the catalog (`catalog.get`): `not_found` (field `place_id`) when it has no
+    /// such place, `unavailable` when it does not answer within the time this request has left
+    /// (at most 1 s, and 90% of it, so this service still answers in time).
+    private func catalogPlace<Place: Decodable>(_ id: Int64, _ context: RequestContext, as: Place.Type) throws -> Place {
         do {
             let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
-            return try worker.peers.client("catalog").call(CatalogRequests.get, PlaceID(id: id), as: Named.self, timeoutMilliseconds: timeout).name
+            return try worker.peers.client("catalog").call(CatalogRequests.get, PlaceID(id: id), as: Place.self, timeoutMilliseconds: timeout)
         } catch let error where error.code == .notFound && error.field == "id" {
             throw ServiceError(.notFound, "no place with id \(id)", field: "place_id")
         } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {

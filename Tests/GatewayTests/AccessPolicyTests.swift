@@ -47,6 +47,7 @@ import Testing
             #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "catalog" && $0.access == .user } == true, "\(method)")
         }
         #expect(AccessPolicy.standard.rule(for: "library.key").map { $0.service == "catalog" && $0.access == .anyone } == true)
+        #expect(AccessPolicy.standard.rule(for: "social.people_at").map { $0.service == "social" && $0.access == .user } == true)
         for method in ["devices.register", "devices.list", "devices.revoke"] {
             #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "social" && $0.access == .user } == true, "\(method)")
         }

@@ -27,10 +27,15 @@ final class LogCapture: Sendable {
 /// The places the fake catalog knows.
 let fakePlaces: [Int64: String] = [1: "Sydney Opera House", 2: "Bondi Beach", 3: "Café Sydney & Bar"]
 
+/// Where the fake catalog's places are (Sydney), for `social.people_at`.
+let fakePoints: [Int64: (lat: Double, lon: Double)] = [1: (-33.8568, 151.2153), 2: (-33.8908, 151.2743), 3: (-33.8612, 151.2111)]
+
 /// `catalog.get` as the fake catalog reads and answers it.
 struct FakePlace: Codable, Sendable {
     var id: Int64
     var name: String?
+    var lat: Double?
+    var lon: Double?
 }
 
 /// A place the fake catalog answers only after `slowPlaceDelay` seconds: a write waiting on it
@@ -51,7 +56,7 @@ func fakeCatalog(context: ZMQContext) throws -> RPCServer<Void> {
             return FakePlace(id: slowPlace, name: "Slow Lookout")
         }
         guard let name = fakePlaces[request.id] else { throw ServiceError(.notFound, "no place with id \(request.id)", field: "id") }
-        return FakePlace(id: request.id, name: name)
+        return FakePlace(id: request.id, name: name, lat: fakePoints[request.id]?.lat, lon: fakePoints[request.id]?.lon)
     }
     return try RPCServer(context: context, bind: ["tcp://127.0.0.1:0"], table: table, logger: quiet) { _ in () }
 }
@@ -66,13 +71,17 @@ final class SocialFixture {
     let clock: TestClock
     let logs = LogCapture()
     let catalog: RPCServer<Void>
+    /// A stand-in favorites (`favorites: true`), whose `fake.emit` publishes its visits.
+    let favorites: ServiceRuntime<WorkerState>?
+    let favoritesClient: RPCClient?
     let runtime: ServiceRuntime<SocialStore>
     let client: RPCClient
     let databasePath: String
 
     /// `catalogUp: false` points the service at a catalog that has stopped.
     /// `pageBudget` replaces the most bytes a page of a list takes (`SocialOptions.pageBudgetBytes`).
-    init(catalogUp: Bool = true, cost: PasswordCost = .minimum, heartbeatMs: Int = 50, pageBudget: Int? = nil) throws {
+    /// `favorites: true` has social follow a fake favorites publisher (`visited(_:place:)`).
+    init(catalogUp: Bool = true, cost: PasswordCost = .minimum, heartbeatMs: Int = 50, pageBudget: Int? = nil, favorites: Bool = false) throws {
         context = try ZMQContext()
         catalog = try fakeCatalog(context: context)
         if !catalogUp { catalog.stop() }
@@ -80,6 +89,18 @@ final class SocialFixture {
         config.dataDirectory = folder.path
         config.heartbeatMilliseconds = heartbeatMs
         config.peers = ["catalog": PeerEndpoints(rpc: catalog.endpoints)]
+        if favorites {
+            var fake = ServiceConfig(service: "favorites")
+            fake.dataDirectory = folder.path + "/favorites"
+            fake.heartbeatMilliseconds = heartbeatMs
+            let publisher = try ServiceRuntime(definition: fakePublisher(name: "favorites"), config: fake, context: context, logger: quiet)
+            self.favorites = publisher
+            favoritesClient = try RPCClient(context: context, endpoints: publisher.endpoints.rpc, logger: quiet)
+            config.peers["favorites"] = PeerEndpoints(rpc: publisher.endpoints.rpc, publish: publisher.endpoints.publish)
+        } else {
+            self.favorites = nil
+            favoritesClient = nil
+        }
         databasePath = config.resolvedDatabasePath
         let clock = TestClock()
         self.clock = clock
@@ -97,6 +118,44 @@ final class SocialFixture {
         client.close()
         runtime.stop()
         catalog.stop()
+        favoritesClient?.close()
+        favorites?.stop()
+    }
+
+    /// Publishes `favorites.visited` from the fake favorites: `user` visited `place` at `at`
+    /// (at `point`, else the fake catalog's point of the place). The fake's snapshot holds it.
+    @discardableResult
+    func visited(_ user: Int64, place: Int64, at: String = "2026-05-30T10:00:00.000Z", point: (lat: Double, lon: Double)? = nil) throws -> Int64 {
+        let point = point ?? fakePoints[place] ?? (0, 0)
+        let body = String(decoding: try JSONCoding.encoder.encode(PlaceVisited(userId: user, placeId: place, lat: point.lat, lon: point.lon, at: at)), as: UTF8.self)
+        return try favoritesEmit(FakeEmit(type: FavoritesEvents.visited, key: "\(user)/\(place)", body: body))
+    }
+
+    /// Publishes `favorites.unvisited` from the fake favorites.
+    @discardableResult
+    func unvisited(_ user: Int64, place: Int64) throws -> Int64 {
+        try favoritesEmit(FakeEmit(type: FavoritesEvents.unvisited, key: "\(user)/\(place)", body: #"{"user_id":\#(user),"place_id":\#(place)}"#, delete: true))
+    }
+
+    private func favoritesEmit(_ emit: FakeEmit) throws -> Int64 {
+        guard let favoritesClient else { throw ServiceError(.unavailable, "this fixture has no fake favorites") }
+        return try favoritesClient.call("fake.emit", emit, as: Int64.self)
+    }
+
+    /// The last seq of `source` that social applied, as `sys.stats` says (0 before any).
+    func applied(from source: String) throws -> Int64 {
+        let stats = try call("sys.stats")
+        let following = stats["subscriptions"] as? [[String: Any]] ?? []
+        return following.first { $0["source"] as? String == source }.flatMap { ($0["seq"] as? NSNumber)?.int64Value } ?? 0
+    }
+
+    /// Polls `condition` (at most 5 s).
+    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<100 {
+            if try condition() { return true }
+            usleep(50_000)
+        }
+        return false
     }
 
     /// Sends a raw JSON body as `user` (nil: no identity) and returns the reply body, or throws the error.

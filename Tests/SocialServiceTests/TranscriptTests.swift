@@ -6,14 +6,23 @@ import TestSupport
 @Suite struct TranscriptTests {
     /// Replays `social.md` against one fresh service whose clock starts at 2026-06-01T00:00:00Z
     /// and moves 100 ms after each exchange. `"<token>"` in a request stands for the token of
-    /// the last successful `auth.login`.
+    /// the last successful `auth.login`. A `fake.emit` goes to the stand-in favorites, which
+    /// publishes the event it holds; the replay goes on once social has applied it.
     @Test func socialTranscriptMatchesTheService() throws {
         let exchanges = try serviceTranscript("social.md")
         #expect(exchanges.count >= 20)
-        let f = try SocialFixture()
+        let f = try SocialFixture(favorites: true)
         var token = ""
         for exchange in exchanges {
             let body = exchange.body.replacingOccurrences(of: "\"<token>\"", with: try json(token))
+            if exchange.type == "fake.emit", let favorites = f.favoritesClient {
+                let actual = try replay(exchange, on: favorites, body: body)
+                let mismatch = try transcriptMismatch(exchange, actual, file: "social.md")
+                #expect(mismatch == nil, "\(mismatch ?? "")")
+                let seq = (actual["body"] as? NSNumber)?.int64Value ?? .max
+                #expect(try f.eventually { try f.applied(from: "favorites") >= seq }, "social.md line \(exchange.line): never applied")
+                continue
+            }
             let actual = try replay(exchange, on: f.client, body: body)
             if exchange.type == "auth.login", let issued = (actual["body"] as? [String: Any])?["token"] as? String { token = issued }
             let mismatch = try transcriptMismatch(exchange, actual, file: "social.md")

@@ -93,8 +93,14 @@ final class SuiteFixture {
         // Passwords hashed at the cheapest cost unless asked: tests sign in often.
         let catalogEvents = (catalog.endpoints["publish"] as? [String])?.first ?? ""
         catalogEventsEndpoint = catalogEvents
+        // Social follows favorites (its visits) and favorites follows social: so favorites'
+        // endpoints are chosen first, as `tourbus up` does, and social is told them before
+        // favorites is up (its subscriber retries until favorites answers).
+        let favoritesEndpoints = (rpc: "tcp://127.0.0.1:\(try HTTPProbe.freePort())", publish: "tcp://127.0.0.1:\(try HTTPProbe.freePort())")
+        let followsFavorites = everything ? ["--peer", "favorites=\(favoritesEndpoints.rpc)", "--peer-pub", "favorites=\(favoritesEndpoints.publish)"] : []
         social = try ChildProcess("tourbus-social", folder: folder,
-                                    arguments: keyed("social") + ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"] + socialArguments,
+                                    arguments: keyed("social") + ["--peer", "catalog=\(catalogEndpoint)", "--peer-pub", "catalog=\(catalogEvents)"]
+                                        + followsFavorites + socialArguments,
                                     environment: ["TOURBUS_PASSWORD_COST": passwordCost], sourceLocation: sourceLocation)
         var peers = ["--peer", "catalog=\(catalogEndpoint)", "--peer", "social=\(social.rpc)",
                      "--peer-pub", "social=\((social.endpoints["publish"] as? [String])?.first ?? "")"]
@@ -106,7 +112,8 @@ final class SuiteFixture {
         let searchEndpoints = (rpc: "tcp://127.0.0.1:\(try HTTPProbe.freePort())", publish: "tcp://127.0.0.1:\(try HTTPProbe.freePort())")
         if everything {
             let started = try ChildProcess("tourbus-favorites", folder: folder,
-                                           arguments: keyed("favorites") + SuiteFixture.publishers(catalog, social)
+                                           arguments: keyed("favorites") + ["--bind", favoritesEndpoints.rpc, "--publish", favoritesEndpoints.publish]
+                                               + SuiteFixture.publishers(catalog, social)
                                                + ["--peer", "search=\(searchEndpoints.rpc)", "--peer-pub", "search=\(searchEndpoints.publish)"],
                                            sourceLocation: sourceLocation)
             let notify = try ChildProcess("tourbus-notify", folder: folder,
