@@ -58,7 +58,8 @@ extension SocialStore {
 
     /// Removes every row of user `id` from this service, inside the caller's transaction:
     /// their reviews (publishing each affected place's new rating), follows both ways,
-    /// sessions, devices, their photo and open photo uploads, the login failures counted against their username (or their e-mail typed as
+    /// sessions, devices, group memberships (passing on groups they owned), invitations, blocks both ways, their position,
+    /// their photo and open photo uploads, the login failures counted against their username (or their e-mail typed as
     /// one), and the account with its profile. Earlier outbox events that name the user
     /// become `social.redacted` with body `{}`; then `social.user.deleted` is emitted, the one
     /// row left that holds the id.
@@ -70,6 +71,7 @@ extension SocialStore {
         try db.run("DELETE FROM follows WHERE follower_id = ? OR followee_id = ?", id, id)
         try db.run("DELETE FROM sessions WHERE user_id = ?", id)
         try db.run("DELETE FROM devices WHERE user_id = ?", id)
+        try eraseGroups(of: id)
         try db.run("DELETE FROM photos WHERE user_id = ?", id)
         try db.run("DELETE FROM photo_uploads WHERE user_id = ?", id)  // and their chunks
         try db.run("DELETE FROM login_failures WHERE username IN (?, ?)", Self.throttleKey(username), Self.throttleKey(email))

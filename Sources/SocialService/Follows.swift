@@ -53,11 +53,15 @@ public struct UserPage: Codable, Sendable, Equatable {
 }
 
 extension SocialStore {
-    /// Starts (or keeps) following `userId`.
+    /// Starts (or keeps) following `userId`. A user who blocks `userId` must unblock them
+    /// first (`conflict`); following a user who blocks the caller is answered as usual and
+    /// stores nothing, so the blocker sees no follower and the block is not told.
     func follow(_ userId: Int64, caller: Caller) throws -> FollowState {
         guard userId != caller.id else { throw ServiceError.invalid("user_id", "cannot follow yourself") }
         return try db.transaction {
             try requireUser(userId)
+            if try blocks(caller.id, userId) { throw Self.youBlock(userId) }
+            if try blocks(userId, caller.id) { return FollowState(userId: userId, following: true) }
             try db.run("INSERT OR IGNORE INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)", caller.id, userId, timestamp())
             return FollowState(userId: userId, following: true)
         }
@@ -74,14 +78,18 @@ extension SocialStore {
     static let followCursor = IDCursor(tag: "f|")
 
     /// Who follows `userId` (`followers`), or whom `userId` follows; the newest follow first,
-    /// `limit` users (fewer when they would take more than the page budget).
-    func follows(of userId: Int64, followers: Bool, cursor: String?, limit: Int) throws -> UserPage {
+    /// `limit` users (fewer when they would take more than the page budget). A signed-in
+    /// `viewer` sees no user in a block relation with them: such a `userId` is `not_found`, as
+    /// their profile is, and such users are left out of the list.
+    func follows(of userId: Int64, viewer: Int64?, followers: Bool, cursor: String?, limit: Int) throws -> UserPage {
         let (own, other) = followers ? ("followee_id", "follower_id") : ("follower_id", "followee_id")
         let after = try cursor.map(Self.followCursor.decode) ?? Int64.max
+        if let viewer, viewer != userId, try blocked(viewer, userId) { throw Self.noUser(userId) }
+        let hidden = viewer.map { _ in "AND " + Self.visible("u.id") } ?? ""
         let page = try readPage("""
             SELECT f.id AS follow_id, u.id AS user_id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
-            WHERE f.\(own) = ? AND f.id < ? ORDER BY f.id DESC LIMIT ?
-            """, [userId, after], limit: limit,
+            WHERE f.\(own) = ? AND f.id < ? \(hidden) ORDER BY f.id DESC LIMIT ?
+            """, [userId, after] + (viewer.map { [$0, $0] } ?? []), limit: limit,
             item: { row throws -> (follow: Int64, user: UserSummary) in
                 (follow: try row.decode("follow_id"),
                  user: UserSummary(id: try row.decode("user_id"), username: try row.decode("username"), name: try row.decode("name")))

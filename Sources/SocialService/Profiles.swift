@@ -113,8 +113,10 @@ enum ProfileRules {
 extension SocialStore {
     var currentYear: Int { Calendar(identifier: .gregorian).dateComponents(in: .gmt, from: options.clock()).year ?? 1970 }
 
-    /// The profile of `id` as `viewer` sees it (the owner sees more).
+    /// The profile of `id` as `viewer` sees it (the owner sees more); `not_found` when either
+    /// blocks the other, as for a user who does not exist.
     func profile(_ id: Int64, viewer: Int64?) throws -> Profile {
+        if let viewer, viewer != id, try blocked(viewer, id) { throw Self.noUser(id) }
         guard let row = try db.queryOne("""
             SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, created_at,
                    (SELECT count(*) FROM follows WHERE followee_id = users.id) AS followers,
@@ -134,15 +136,11 @@ extension SocialStore {
     }
 
     /// `not_found` (field `user_id`, as for no user at all) unless user `id` exists and
-    /// `viewer` may see their profile: what `profile.photo` shows under `profile.get`'s rules.
+    /// `viewer` may see their profile (neither blocks the other): `profile.get`'s rules, which
+    /// `profile.photo` follows.
     func requireVisibleProfile(_ id: Int64, viewer: Int64?) throws {
+        if let viewer, viewer != id, try blocked(viewer, id) { throw Self.noUser(id) }
         try requireUser(id)
-        if let viewer, viewer != id, try profileHidden(id, from: viewer) { throw Self.noUser(id) }
-    }
-
-    /// Whether user `owner`'s profile is hidden from `viewer`.
-    func profileHidden(_ owner: Int64, from viewer: Int64) throws -> Bool {
-        false
     }
 
     /// Checks the fields the update sets (in the order of the table in social.md), before any

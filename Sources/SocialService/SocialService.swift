@@ -19,6 +19,9 @@ public struct SocialOptions: Sendable {
     /// How often ratings whose recent reviews left the 30-day window are published again
     /// (`social.ratings.sweep`), in milliseconds: a minute.
     public var ratingsSweepIntervalMs = 60_000
+    /// How often positions held by the throttle of `group.position` pushes are looked at
+    /// (`groups.position.flush`), in milliseconds: a held one goes at most this late.
+    public var positionFlushIntervalMs = 100
     /// The time, for sessions, login throttling, review times and ages; tests move it by hand.
     public var clock: @Sendable () -> Date = { Date() }
 
@@ -38,7 +41,7 @@ public struct SocialOptions: Sendable {
 }
 
 /// The social service: accounts and sessions, profiles, reviews (published as
-/// `social.rating.updated`), follows and sharing.
+/// `social.rating.updated`), follows, blocks, groups and their live map, and sharing.
 ///
 /// Handlers that first wait on something slow — a password hash, the catalog — are read
 /// handlers: they run on a reader thread and then write in their own short transaction, so
@@ -78,7 +81,7 @@ public enum SocialService {
 
         // Profiles.
         table.on("profile.get", description: "a user's profile by user_id, or your own") { (request: ProfileRequest, context, store) -> Profile in
-            let viewer = try context.auth.map { _ in try store.caller(context).id }
+            let viewer = try store.viewer(context)
             guard let id = request.userId ?? viewer else { throw ServiceError(.unauthenticated, "profile.get needs a user_id or a signed-in user") }
             return try store.profile(id, viewer: viewer)
         }
@@ -98,9 +101,7 @@ public enum SocialService {
             (request: PhotoUpload, context, store) in try store.commitPhoto(request.uploadId, caller: try store.caller(context))
         }
         table.onRaw("profile.photo", description: "a user's photo (or yours), size 512 or 96: one square JPEG (RESP: raw bytes; JSON-RPC: base64)") { context, store in
-            let request = try context.body(PhotoRequest.self)
-            let viewer = try context.auth.map { _ in try store.caller(context).id }
-            let photo = try store.photo(request, viewer: viewer)
+            let photo = try store.photo(try context.body(PhotoRequest.self), viewer: try store.viewer(context))
             return Response(body: try JSONCoding.encoder.encode(photo.reply), attachments: [photo.jpeg])
         }
         table.on("profile.photo.delete", .write, description: "delete your profile photo (both sizes)") { (_: Empty, context, store) in
@@ -134,13 +135,73 @@ public enum SocialService {
             try store.unfollow(request.userId, caller: try store.caller(context))
         }
         table.on("social.followers", description: "who follows a user (or you), newest first, paged") { (request: ListUsers, context, store) in
-            try store.follows(of: try store.subject(request.userId, context), followers: true, cursor: request.cursor, limit: try limit(request.limit))
+            try store.follows(of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: true,
+                              cursor: request.cursor, limit: try limit(request.limit))
         }
         table.on("social.following", description: "whom a user (or you) follows, newest first, paged") { (request: ListUsers, context, store) in
-            try store.follows(of: try store.subject(request.userId, context), followers: false, cursor: request.cursor, limit: try limit(request.limit))
+            try store.follows(of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: false,
+                              cursor: request.cursor, limit: try limit(request.limit))
         }
         table.on("social.feed", description: "the latest reviews of the people you follow, paged") { (request: FeedRequest, context, store) in
             try store.feed(of: try store.caller(context).id, cursor: request.cursor, limit: try limit(request.limit))
+        }
+
+        // Blocks.
+        table.on("social.block", .write, description: "block a user by user_id: each is hidden from the other; follows between you end") {
+            (request: BlockRequest, context, store) in try store.block(request.userId, caller: try store.caller(context))
+        }
+        table.on("social.unblock", .write, description: "stop blocking a user by user_id") { (request: BlockRequest, context, store) in
+            try store.unblock(request.userId, caller: try store.caller(context))
+        }
+        table.on("social.blocks", description: "the users you block, newest first, paged") { (request: ListBlocks, context, store) in
+            try store.blockList(of: try store.caller(context).id, cursor: request.cursor, limit: try limit(request.limit))
+        }
+
+        // Groups, seen by their members only.
+        table.on("groups.create", .write, description: "create a group you own: name; at most 20 groups each") { (request: GroupCreation, context, store) in
+            try store.createGroup(request, caller: try store.caller(context))
+        }
+        table.on("groups.get", description: "a group of yours by group_id: members, invitations, who follows you on its map") {
+            (request: GroupRef, context, store) in
+            try store.groupView(request.groupId, viewer: try store.member(context, of: request.groupId).caller.id)
+        }
+        table.on("groups.list", description: "your groups and the invitations waiting for you") { (_: Empty, context, store) in
+            try store.groupList(of: try store.caller(context).id)
+        }
+        table.on("groups.invite", .write, description: "invite a user to a group of yours: group_id, username; at most 50 members and invitations") {
+            (request: GroupInvitation, context, store) in try store.invite(request, context: context)
+        }
+        table.on("groups.accept", .write, description: "accept an invitation to a group by group_id") { (request: GroupRef, context, store) in
+            try store.accept(request.groupId, context: context)
+        }
+        table.on("groups.decline", .write, description: "decline an invitation to a group by group_id") { (request: GroupRef, context, store) in
+            try store.decline(request.groupId, context: context)
+        }
+        table.on("groups.leave", .write, description: "leave a group by group_id (an owner passes it to the longest member)") {
+            (request: GroupRef, context, store) in try store.leave(request.groupId, context: context)
+        }
+        table.on("groups.remove", .write, description: "remove a member or cancel an invitation (owner only): group_id, user_id") {
+            (request: GroupMemberRef, context, store) in try store.remove(request, context: context)
+        }
+
+        // The live map of a group: positions shared by opt-in, throttled pushes, following a member.
+        table.on("groups.position", .write, description: "share where you are (lat, lon, accuracy_m?, heading_deg?, speed_mps?) with the groups you share with") {
+            (request: PositionReport, context, store) in try store.reportPosition(request, context: context)
+        }
+        table.on("groups.sharing", .write, description: "share your position with a group, or stop: group_id, on (off by default)") {
+            (request: SharingChange, context, store) in try store.setSharing(request, context: context)
+        }
+        table.on("groups.map", description: "a group's map: the last position of each member sharing with it, its age, stale after 10 min") {
+            (request: GroupRef, context, store) in try store.groupMap(request.groupId, context: context)
+        }
+        table.on("groups.follow", .write, description: "make your map of a group follow a member: group_id, user_id; they are told") {
+            (request: GroupMemberRef, context, store) in try store.followOnMap(request, context: context)
+        }
+        table.on("groups.unfollow", .write, description: "stop following a member on a group's map: group_id, user_id") {
+            (request: GroupMemberRef, context, store) in try store.unfollowOnMap(request, context: context)
+        }
+        table.on(LiveMapRules.flushType, .write, description: "internal (the service's own, every 100 ms): push the held positions whose second has passed") {
+            (_: Empty, _, store) in try store.flushPositions()
         }
 
         // Devices, whose public keys the catalog seals downloads to.
@@ -166,7 +227,7 @@ public enum SocialService {
         let decoy = DecoyHash(cost: options.passwordCost)
         let hashing = ReaderGate()
         var definition = ServiceDefinition(
-            name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + PhotoRules.migrations, handlers: table, publishes: true,
+            name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + PhotoRules.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             subscriptions: ["catalog": SocialStore.catalogApplier],
             makeState: { worker in
@@ -174,7 +235,8 @@ public enum SocialService {
                 _ = try decoy.value()  // made at start, so no login pays for it
                 return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing)
             })
-        definition.periodic = [PeriodicRequest(type: SocialStore.sweepType, intervalMilliseconds: options.ratingsSweepIntervalMs)]
+        definition.periodic = [PeriodicRequest(type: SocialStore.sweepType, intervalMilliseconds: options.ratingsSweepIntervalMs),
+                               PeriodicRequest(type: LiveMapRules.flushType, intervalMilliseconds: options.positionFlushIntervalMs)]
         return definition
     }
 

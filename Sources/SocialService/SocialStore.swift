@@ -21,6 +21,8 @@ public final class SocialStore: ServiceState {
     /// on all reader threads but one, so checking tokens, which every signed-in request
     /// through the gateway waits on, always finds a thread free.
     let hashing: ReaderGate
+    /// Rate windows and the throttle of live positions (used on the writer thread only).
+    let live = LiveState()
     /// A hash that finds every slot taken.
     static let busyHashing = ServiceError(.unavailable, "busy checking other passwords; try again in a moment")
     var db: Database { worker.db }
@@ -51,6 +53,11 @@ public final class SocialStore: ServiceState {
         guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", caller.id) != nil else {
             throw ServiceError(.unauthenticated, "this account was deleted")
         }
+    }
+
+    /// The signed-in caller's id, or nil for a request without identity.
+    func viewer(_ context: RequestContext) throws -> Int64? {
+        try context.auth.map { _ in try caller(context).id }
     }
 
     /// `user_id` when given, else the caller's own id (then a signed-in caller is needed).

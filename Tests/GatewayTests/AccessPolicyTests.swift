@@ -8,7 +8,7 @@ import Testing
 
 @Suite struct AccessPolicyTests {
     /// Methods services answer that clients never reach through the gateway.
-    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply", "social.ratings.sweep"]
+    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply", "social.ratings.sweep", "groups.position.flush"]
 
     @Test func everyServiceMethodIsOfferedByItsServiceOrKeptInternal() {
         let services = [("catalog", CatalogService.definition().handlers.types), ("search", SearchService.definition().handlers.types),
@@ -48,6 +48,11 @@ import Testing
         }
         #expect(AccessPolicy.standard.rule(for: "library.key").map { $0.service == "catalog" && $0.access == .anyone } == true)
         for method in ["devices.register", "devices.list", "devices.revoke"] {
+            #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "social" && $0.access == .user } == true, "\(method)")
+        }
+        for method in ["social.block", "social.unblock", "social.blocks", "groups.create", "groups.get", "groups.list", "groups.invite",
+                       "groups.accept", "groups.decline", "groups.leave", "groups.remove", "groups.position", "groups.sharing", "groups.map",
+                       "groups.follow", "groups.unfollow"] {
             #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "social" && $0.access == .user } == true, "\(method)")
         }
     }

@@ -1,0 +1,120 @@
+import Bus
+import Contracts
+import Foundation
+import Storage
+
+// Blocks: a user who blocks another is hidden from them, and they from the user, everywhere
+// social shows users (profiles, follow lists, groups, the live map, pushes). The blocked user
+// is never told: what they send the blocker (a follow, an invitation) is answered as usual
+// and dropped.
+
+/// `social.block` and `social.unblock`: the user to block or unblock.
+struct BlockRequest: Codable, Sendable {
+    var userId: Int64
+
+    enum CodingKeys: String, CodingKey { case userId = "user_id" }
+}
+
+/// The reply of `social.block` and `social.unblock`: whether the caller now blocks the user.
+struct BlockState: Codable, Sendable, Equatable {
+    var userId: Int64
+    var blocked: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case blocked
+        case userId = "user_id"
+    }
+}
+
+/// `social.blocks`: a page of the users the caller blocks.
+struct ListBlocks: Codable, Sendable {
+    var limit: Int?
+    var cursor: String?
+}
+
+/// The rules of blocks.
+enum BlockRules {
+    /// The most users one user blocks at once.
+    static let maxBlocks = 1_000
+}
+
+extension SocialStore {
+    /// Whether either of `a` and `b` blocks the other.
+    public func blocked(_ a: Int64, _ b: Int64) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM blocks WHERE (blocker_id = ? AND blocked_id = ?) OR (blocker_id = ? AND blocked_id = ?)", a, b, b, a) != nil
+    }
+
+    /// Whether `blocker` blocks `blocked` (one direction only).
+    public func blocks(_ blocker: Int64, _ blocked: Int64) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = ?", blocker, blocked) != nil
+    }
+
+    /// An SQL condition that holds when the user in column `column` and the viewer do not
+    /// block each other, either way. It binds two arguments, the viewer's id both times.
+    static func visible(_ column: String) -> String {
+        """
+        NOT EXISTS (SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = \(column)) \
+        AND NOT EXISTS (SELECT 1 FROM blocks WHERE blocker_id = \(column) AND blocked_id = ?)
+        """
+    }
+
+    /// The refusal of something the caller may not do to a user they block (follow, invite):
+    /// they unblock first. The blocker knows of the block, so it is said plainly.
+    static func youBlock(_ user: Int64, field: String = "user_id") -> ServiceError {
+        ServiceError(.conflict, "you block user \(user); unblock them (social.unblock) first", field: field)
+    }
+
+    /// `social.block`: blocks `userId`, ending follows between the two either way, the
+    /// invitations each sent the other, and who follows whom on a group's map.
+    func block(_ userId: Int64, caller: Caller) throws -> BlockState {
+        guard userId != caller.id else { throw ServiceError.invalid("user_id", "cannot block yourself") }
+        return try db.transaction {
+            try requireUser(userId)
+            if try !blocks(caller.id, userId) {
+                let count = try db.scalarInt("SELECT count(*) FROM blocks WHERE blocker_id = ?", caller.id) ?? 0
+                guard count < BlockRules.maxBlocks else {
+                    throw ServiceError(.conflict, "you block \(BlockRules.maxBlocks) users, the most; unblock one (social.unblock) first", field: "user_id")
+                }
+                try db.run("INSERT INTO blocks (blocker_id, blocked_id, created_at) VALUES (?, ?, ?)", caller.id, userId, timestamp())
+            }
+            try db.run("DELETE FROM follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
+                       caller.id, userId, userId, caller.id)
+            try db.run("DELETE FROM group_invitations WHERE (user_id = ? AND invited_by = ?) OR (user_id = ? AND invited_by = ?)",
+                       caller.id, userId, userId, caller.id)
+            try db.run("DELETE FROM group_map_follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
+                       caller.id, userId, userId, caller.id)
+            return BlockState(userId: userId, blocked: true)
+        }
+    }
+
+    /// `social.unblock`: stops blocking `userId` (nothing to do when the caller did not). What
+    /// the block ended (follows, invitations) stays ended.
+    func unblock(_ userId: Int64, caller: Caller) throws -> BlockState {
+        try requireUser(userId)
+        try db.run("DELETE FROM blocks WHERE blocker_id = ? AND blocked_id = ?", caller.id, userId)
+        return BlockState(userId: userId, blocked: false)
+    }
+
+    /// Page cursors of `social.blocks`: the id of the last block seen.
+    static let blockCursor = IDCursor(tag: "b|")
+
+    /// `social.blocks`: the users `blocker` blocks, the most recent block first.
+    func blockList(of blocker: Int64, cursor: String?, limit: Int) throws -> UserPage {
+        let after = try cursor.map(Self.blockCursor.decode) ?? Int64.max
+        let page = try readPage("""
+            SELECT b.id AS block_id, u.id AS user_id, u.username, u.name FROM blocks b JOIN users u ON u.id = b.blocked_id
+            WHERE b.blocker_id = ? AND b.id < ? ORDER BY b.id DESC LIMIT ?
+            """, [blocker, after], limit: limit,
+            item: { row throws -> (block: Int64, user: UserSummary) in
+                (block: try row.decode("block_id"), user: try Self.summary(row))
+            },
+            wire: \.user)
+        let next = page.isFull ? page.items.last.map { Self.blockCursor.encode($0.block) } : nil
+        return UserPage(users: page.items.map(\.user), nextCursor: next)
+    }
+
+    /// The user summary of a row with `user_id`, `username` and `name` (or of columns with the prefix).
+    static func summary(_ row: Row, prefix: String = "") throws -> UserSummary {
+        UserSummary(id: try row.decode(prefix + "user_id"), username: try row.decode(prefix + "username"), name: try row.decode(prefix + "name"))
+    }
+}

@@ -1,0 +1,496 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import Storage
+
+// Groups of travellers: an owner, members and pending invitations. A group is seen only by
+// its members; to anyone else (signed in or not, removed, never invited) it does not exist.
+// Users in a block relation with the viewer, either way, are left out of all the viewer sees.
+
+/// `groups.create`.
+struct GroupCreation: Codable, Sendable {
+    var name: String
+}
+
+/// A request about one group: `groups.get`, `.accept`, `.decline`, `.leave`, `.map`.
+struct GroupRef: Codable, Sendable {
+    var groupId: Int64
+
+    enum CodingKeys: String, CodingKey { case groupId = "group_id" }
+}
+
+/// `groups.invite`: whom to invite, by username.
+struct GroupInvitation: Codable, Sendable {
+    var groupId: Int64
+    var username: String
+
+    enum CodingKeys: String, CodingKey {
+        case username
+        case groupId = "group_id"
+    }
+}
+
+/// `groups.remove`, `groups.follow`, `groups.unfollow`: a group and one of its members.
+struct GroupMemberRef: Codable, Sendable {
+    var groupId: Int64
+    var userId: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case groupId = "group_id"
+        case userId = "user_id"
+    }
+}
+
+/// A member of a group as a member sees them.
+struct GroupMember: Codable, Sendable, Equatable {
+    var user: UserSummary
+    /// `owner` or `member`.
+    var role: String
+    var joinedAt: String
+    /// Whether they share their position with this group.
+    var sharing: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case user, role, sharing
+        case joinedAt = "joined_at"
+    }
+}
+
+/// A pending invitation to a group, as its members see it.
+struct PendingInvitation: Codable, Sendable, Equatable {
+    var user: UserSummary
+    var invitedBy: UserSummary?
+    var invitedAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case user
+        case invitedBy = "invited_by"
+        case invitedAt = "invited_at"
+    }
+}
+
+/// A group as `groups.get`, `groups.create` and `groups.accept` answer it, for one member.
+struct GroupView: Codable, Sendable, Equatable {
+    var id: Int64
+    var name: String
+    var createdAt: String
+    var members: [GroupMember]
+    var invitations: [PendingInvitation]
+    /// The member the viewer follows on the group's map.
+    var following: UserSummary?
+    /// The members who follow the viewer on the group's map.
+    var followedBy: [UserSummary]
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, members, invitations, following
+        case createdAt = "created_at"
+        case followedBy = "followed_by"
+    }
+}
+
+/// A group's id and name.
+struct GroupName: Codable, Sendable, Equatable {
+    var id: Int64
+    var name: String
+}
+
+/// One of the caller's groups in `groups.list`.
+struct GroupListing: Codable, Sendable, Equatable {
+    var id: Int64
+    var name: String
+    var role: String
+    var sharing: Bool
+    /// How many members the caller sees (those in a block relation with them not counted).
+    var members: Int
+}
+
+/// An invitation to the caller in `groups.list`, and the body of the `group.invited` push.
+struct InvitationToMe: Codable, Sendable, Equatable {
+    var group: GroupName
+    var invitedBy: UserSummary?
+    var invitedAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case group
+        case invitedBy = "invited_by"
+        case invitedAt = "invited_at"
+    }
+}
+
+/// The reply of `groups.list`: the caller's groups, then their pending invitations.
+struct GroupList: Codable, Sendable, Equatable {
+    var groups: [GroupListing]
+    var invitations: [InvitationToMe]
+}
+
+/// The reply of `groups.invite`.
+struct InvitationSent: Codable, Sendable, Equatable {
+    var groupId: Int64
+    var username: String
+    var invited: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case username, invited
+        case groupId = "group_id"
+    }
+}
+
+/// The reply of `groups.decline` and `groups.leave`: `{"group_id", "declined"|"left": true}`.
+struct GroupDone: Encodable, Sendable {
+    var groupId: Int64
+    var what: String
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(groupId, forKey: Key(stringValue: "group_id"))
+        try c.encode(true, forKey: Key(stringValue: what))
+    }
+}
+
+/// The reply of `groups.remove`: the user is no longer a member or invited.
+struct MemberRemoved: Codable, Sendable, Equatable {
+    var groupId: Int64
+    var userId: Int64
+    var removed: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case removed
+        case groupId = "group_id"
+        case userId = "user_id"
+    }
+}
+
+/// The rules and limits of groups.
+enum GroupRules {
+    static let name = TextRule("name", maxCharacters: 100)
+    /// Members and pending invitations of one group together.
+    static let maxMembers = 50
+    /// Groups one user is a member of.
+    static let maxGroupsPerUser = 20
+    /// Invitations waiting for one user's answer.
+    static let maxPendingPerUser = 100
+    /// Invitations one user sends in `inviteWindowMs`.
+    static let invitesPerWindow = 60
+    static let inviteWindowMs: Int64 = 60_000
+    /// The push that tells a user they were invited.
+    static let invitedTopic = "group.invited"
+
+    /// 1-100 characters (400 bytes as sent) once trimmed, on one line.
+    static func groupName(_ raw: String) throws(ServiceError) -> String {
+        let trimmed = try name.trimmed(raw)
+        guard !trimmed.isEmpty else { throw .invalid("name", "must not be empty") }
+        return trimmed
+    }
+
+    /// The tables of blocks, groups and positions, in their own migration domain.
+    static let migrations: [Migration] = [
+        Migration(domain: "groups", version: 1, sql: """
+            CREATE TABLE blocks (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                blocker_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                blocked_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                created_at TEXT NOT NULL,
+                UNIQUE (blocker_id, blocked_id)
+            );
+            CREATE INDEX blocks_by_blocked ON blocks(blocked_id, blocker_id);
+            CREATE TABLE groups (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                name       TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            );
+            CREATE TABLE group_members (
+                group_id  INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+                user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                role      TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+                joined_at TEXT NOT NULL,
+                sharing   INTEGER NOT NULL DEFAULT 0 CHECK (sharing IN (0, 1)),
+                PRIMARY KEY (group_id, user_id)
+            );
+            CREATE INDEX group_members_by_user ON group_members(user_id, group_id);
+            CREATE TABLE group_invitations (
+                group_id   INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                invited_by INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                created_at TEXT NOT NULL,
+                PRIMARY KEY (group_id, user_id)
+            );
+            CREATE INDEX group_invitations_by_user ON group_invitations(user_id, group_id);
+            CREATE INDEX group_invitations_by_inviter ON group_invitations(invited_by);
+            CREATE TABLE group_map_follows (
+                group_id    INTEGER NOT NULL,
+                follower_id INTEGER NOT NULL,
+                followee_id INTEGER NOT NULL,
+                created_at  TEXT NOT NULL,
+                PRIMARY KEY (group_id, follower_id),
+                FOREIGN KEY (group_id, follower_id) REFERENCES group_members(group_id, user_id) ON DELETE CASCADE,
+                FOREIGN KEY (group_id, followee_id) REFERENCES group_members(group_id, user_id) ON DELETE CASCADE
+            );
+            CREATE INDEX group_map_follows_by_followee ON group_map_follows(group_id, followee_id);
+            CREATE TABLE positions (
+                user_id     INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+                lat         REAL NOT NULL,
+                lon         REAL NOT NULL,
+                accuracy_m  REAL,
+                heading_deg REAL,
+                speed_mps   REAL,
+                at_ms       INTEGER NOT NULL
+            );
+            CREATE INDEX positions_by_time ON positions(at_ms);
+            """),
+    ]
+}
+
+extension SocialStore {
+    /// Whether `user` is a member of `group` (pending invitations are not membership).
+    public func isMember(group: Int64, user: Int64) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ?", group, user) != nil
+    }
+
+    /// The members of `group` (none for a group that does not exist), longest member first.
+    public func members(of group: Int64) throws -> [Int64] {
+        try db.query("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, rowid", group).decode("user_id", as: Int64.self)
+    }
+
+    /// What anyone who is not a member of a group hears of it, signed in or not.
+    static func noGroup(_ id: Int64) -> ServiceError { ServiceError(.notFound, "no group with id \(id)", field: "group_id") }
+
+    /// The signed-in caller when they are a member of `group` (with their role), else
+    /// `not_found` as if the group did not exist: to a caller without identity too.
+    func member(_ context: RequestContext, of group: Int64) throws -> (caller: Caller, role: String) {
+        guard context.auth != nil else { throw Self.noGroup(group) }
+        let caller = try caller(context)
+        guard let role = try db.queryOne("SELECT role FROM group_members WHERE group_id = ? AND user_id = ?", group, caller.id)?
+            .decode("role", as: String.self) else { throw Self.noGroup(group) }
+        return (caller, role)
+    }
+
+    /// `conflict` when `user` is in as many groups as anyone may be.
+    private func requireRoomForGroup(_ user: Int64, field: String) throws {
+        let count = try db.scalarInt("SELECT count(*) FROM group_members WHERE user_id = ?", user) ?? 0
+        guard count < GroupRules.maxGroupsPerUser else {
+            throw ServiceError(.conflict, "you are in \(GroupRules.maxGroupsPerUser) groups, the most; leave one (groups.leave) first", field: field)
+        }
+    }
+
+    /// `groups.create`: a group whose owner is the caller.
+    func createGroup(_ request: GroupCreation, caller: Caller) throws -> GroupView {
+        let name = try GroupRules.groupName(request.name)
+        return try db.transaction {
+            try requireRoomForGroup(caller.id, field: "name")
+            let now = timestamp()
+            try db.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", name, now)
+            let id = db.lastInsertRowID
+            try db.run("INSERT INTO group_members (group_id, user_id, role, joined_at) VALUES (?, ?, 'owner', ?)", id, caller.id, now)
+            return try groupView(id, viewer: caller.id)
+        }
+    }
+
+    /// `groups.get`: the group as member `viewer` sees it.
+    func groupView(_ group: Int64, viewer: Int64) throws -> GroupView {
+        guard let row = try db.queryOne("SELECT name, created_at FROM groups WHERE id = ?", group) else { throw Self.noGroup(group) }
+        let members = try db.query("""
+            SELECT m.role, m.joined_at, m.sharing, u.id AS user_id, u.username, u.name FROM group_members m JOIN users u ON u.id = m.user_id
+            WHERE m.group_id = ? AND \(Self.visible("m.user_id")) ORDER BY m.joined_at, m.rowid
+            """, group, viewer, viewer).map { row in
+            GroupMember(user: try Self.summary(row), role: try row.decode("role"), joinedAt: try row.decode("joined_at"), sharing: try row.decode("sharing"))
+        }
+        let invitations = try db.query("""
+            SELECT i.created_at, u.id AS user_id, u.username, u.name, b.id AS by_user_id, b.username AS by_username, b.name AS by_name,
+                   (\(Self.visible("i.invited_by"))) AS by_visible
+            FROM group_invitations i JOIN users u ON u.id = i.user_id JOIN users b ON b.id = i.invited_by
+            WHERE i.group_id = ? AND \(Self.visible("i.user_id")) ORDER BY i.created_at, i.rowid
+            """, viewer, viewer, group, viewer, viewer).map { row in
+            PendingInvitation(user: try Self.summary(row), invitedBy: try row.decode("by_visible", as: Bool.self) ? try Self.summary(row, prefix: "by_") : nil,
+                              invitedAt: try row.decode("created_at"))
+        }
+        let following = try db.queryOne("""
+            SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.followee_id
+            WHERE f.group_id = ? AND f.follower_id = ? AND \(Self.visible("f.followee_id"))
+            """, group, viewer, viewer, viewer).map { try Self.summary($0) }
+        let followedBy = try db.query("""
+            SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.follower_id
+            WHERE f.group_id = ? AND f.followee_id = ? AND \(Self.visible("f.follower_id")) ORDER BY f.created_at, f.rowid
+            """, group, viewer, viewer, viewer).map { try Self.summary($0) }
+        return GroupView(id: group, name: try row.decode("name"), createdAt: try row.decode("created_at"), members: members,
+                         invitations: invitations, following: following, followedBy: followedBy)
+    }
+
+    /// `groups.list`: the caller's groups (oldest membership first) and the invitations waiting for them.
+    func groupList(of user: Int64) throws -> GroupList {
+        let groups = try db.query("""
+            SELECT g.id, g.name, m.role, m.sharing,
+                   (SELECT count(*) FROM group_members o WHERE o.group_id = g.id AND \(Self.visible("o.user_id"))) AS members
+            FROM group_members m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ? ORDER BY m.joined_at, m.rowid
+            """, user, user, user).map { row in
+            GroupListing(id: try row.decode("id"), name: try row.decode("name"), role: try row.decode("role"), sharing: try row.decode("sharing"),
+                         members: try row.decode("members"))
+        }
+        let invitations = try db.query("""
+            SELECT g.id, g.name, i.created_at, b.id AS user_id, b.username, b.name AS by_name
+            FROM group_invitations i JOIN groups g ON g.id = i.group_id JOIN users b ON b.id = i.invited_by
+            WHERE i.user_id = ? ORDER BY i.created_at, i.rowid
+            """, user).map { row in
+            InvitationToMe(group: GroupName(id: try row.decode("id"), name: try row.decode("name")),
+                           invitedBy: UserSummary(id: try row.decode("user_id"), username: try row.decode("username"), name: try row.decode("by_name")),
+                           invitedAt: try row.decode("created_at"))
+        }
+        return GroupList(groups: groups, invitations: invitations)
+    }
+
+    /// `groups.invite`: any member invites a user by username; the invitee hears `group.invited`.
+    /// An invitation from a user the invitee blocks is answered as any other and dropped.
+    func invite(_ request: GroupInvitation, context: RequestContext) throws -> InvitationSent {
+        let username = try AccountRules.username(request.username)
+        let (caller, _) = try member(context, of: request.groupId)
+        let nowMs = Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down))
+        try live.invites.admit(caller.id, now: nowMs,
+                               refusal: ServiceError(.rateLimited, "at most \(GroupRules.invitesPerWindow) invitations a minute; try again in a moment"))
+        let sent = InvitationSent(groupId: request.groupId, username: username, invited: true)
+        return try db.transaction {
+            guard let invitee = try db.queryOne("SELECT id FROM users WHERE username = ?", username)?.decode("id", as: Int64.self) else {
+                throw ServiceError(.notFound, "no user named \(username)", field: "username")
+            }
+            guard invitee != caller.id else { throw ServiceError.invalid("username", "you are a member already") }
+            if try blocks(caller.id, invitee) { throw Self.youBlock(invitee, field: "username") }
+            let taken = try db.scalarInt("""
+                SELECT (SELECT count(*) FROM group_members WHERE group_id = ?1) + (SELECT count(*) FROM group_invitations WHERE group_id = ?1)
+                """, request.groupId) ?? 0
+            if try db.queryOne("SELECT 1 FROM group_invitations WHERE group_id = ? AND user_id = ?", request.groupId, invitee) != nil { return sent }
+            guard taken < GroupRules.maxMembers else {
+                throw ServiceError(.conflict, "group \(request.groupId) has \(GroupRules.maxMembers) members and invitations, the most", field: "group_id")
+            }
+            // Dropped, unseen: the invitee blocks the caller.
+            if try blocks(invitee, caller.id) { return sent }
+            if try isMember(group: request.groupId, user: invitee) {
+                throw ServiceError(.alreadyExists, "\(username) is a member already", field: "username")
+            }
+            let pending = try db.scalarInt("SELECT count(*) FROM group_invitations WHERE user_id = ?", invitee) ?? 0
+            guard pending < GroupRules.maxPendingPerUser else {
+                throw ServiceError(.conflict, "\(username) has \(GroupRules.maxPendingPerUser) invitations waiting, the most", field: "username")
+            }
+            let now = timestamp()
+            try db.run("INSERT INTO group_invitations (group_id, user_id, invited_by, created_at) VALUES (?, ?, ?, ?)",
+                       request.groupId, invitee, caller.id, now)
+            guard let group = try db.queryOne("SELECT name FROM groups WHERE id = ?", request.groupId)?.decode("name", as: String.self) else {
+                throw Self.noGroup(request.groupId)
+            }
+            let body = InvitationToMe(group: GroupName(id: request.groupId, name: group), invitedBy: try summary(of: caller.id), invitedAt: now)
+            worker.push(Push(topic: GroupRules.invitedTopic, id: "i-\(request.groupId)-\(invitee)-\(nowMs)", userId: invitee,
+                             coalesce: nil, origin: nil, body: try JSONCoding.encoder.encode(body)))
+            return sent
+        }
+    }
+
+    /// The summary of user `id`.
+    func summary(of id: Int64) throws -> UserSummary {
+        guard let row = try db.queryOne("SELECT id AS user_id, username, name FROM users WHERE id = ?", id) else { throw Self.noUser(id) }
+        return try Self.summary(row)
+    }
+
+    /// `not_found` (field `group_id`) unless `user` has an invitation to `group`.
+    private func requireInvitation(_ group: Int64, _ user: Int64) throws {
+        guard try db.queryOne("SELECT 1 FROM group_invitations WHERE group_id = ? AND user_id = ?", group, user) != nil else {
+            throw ServiceError(.notFound, "no invitation to group \(group)", field: "group_id")
+        }
+    }
+
+    /// The signed-in caller, or `not_found` for an invitation when there is none.
+    private func invitee(_ context: RequestContext, _ group: Int64) throws -> Caller {
+        guard context.auth != nil else { throw ServiceError(.notFound, "no invitation to group \(group)", field: "group_id") }
+        return try caller(context)
+    }
+
+    /// `groups.accept`: the caller's invitation becomes membership (sharing off).
+    func accept(_ group: Int64, context: RequestContext) throws -> GroupView {
+        let caller = try invitee(context, group)
+        return try db.transaction {
+            try requireInvitation(group, caller.id)
+            try requireRoomForGroup(caller.id, field: "group_id")
+            try db.run("DELETE FROM group_invitations WHERE group_id = ? AND user_id = ?", group, caller.id)
+            try db.run("INSERT INTO group_members (group_id, user_id, role, joined_at) VALUES (?, ?, 'member', ?)", group, caller.id, timestamp())
+            return try groupView(group, viewer: caller.id)
+        }
+    }
+
+    /// `groups.decline`: the caller's invitation goes.
+    func decline(_ group: Int64, context: RequestContext) throws -> GroupDone {
+        let caller = try invitee(context, group)
+        return try db.transaction {
+            try requireInvitation(group, caller.id)
+            try db.run("DELETE FROM group_invitations WHERE group_id = ? AND user_id = ?", group, caller.id)
+            return GroupDone(groupId: group, what: "declined")
+        }
+    }
+
+    /// `groups.leave`.
+    func leave(_ group: Int64, context: RequestContext) throws -> GroupDone {
+        try db.transaction {
+            let (caller, _) = try member(context, of: group)
+            try removeMember(caller.id, from: group)
+            return GroupDone(groupId: group, what: "left")
+        }
+    }
+
+    /// `groups.remove`: the owner removes a member or cancels an invitation. A user who
+    /// blocks the owner is not there for the owner (`not_found`), as in all the owner sees.
+    func remove(_ request: GroupMemberRef, context: RequestContext) throws -> MemberRemoved {
+        try db.transaction {
+            let (caller, role) = try member(context, of: request.groupId)
+            guard role == "owner" else { throw ServiceError(.permissionDenied, "only the group's owner may remove members or invitations") }
+            guard request.userId != caller.id else { throw ServiceError.invalid("user_id", "cannot remove yourself; leave the group (groups.leave)") }
+            let absent = ServiceError(.notFound, "user \(request.userId) is neither a member of group \(request.groupId) nor invited", field: "user_id")
+            if try blocks(request.userId, caller.id) { throw absent }
+            if try isMember(group: request.groupId, user: request.userId) {
+                try removeMember(request.userId, from: request.groupId)
+            } else {
+                try db.run("DELETE FROM group_invitations WHERE group_id = ? AND user_id = ?", request.groupId, request.userId)
+                guard db.changes > 0 else { throw absent }
+            }
+            return MemberRemoved(groupId: request.groupId, userId: request.userId, removed: true)
+        }
+    }
+
+    /// Takes `user` out of `group`, in the caller's transaction: an owner who goes passes the
+    /// group to the member who joined first; the last member's going deletes the group with
+    /// its invitations. The user's position goes too when nothing keeps it any more.
+    func removeMember(_ user: Int64, from group: Int64) throws {
+        let role = try db.queryOne("SELECT role FROM group_members WHERE group_id = ? AND user_id = ?", group, user)?.decode("role", as: String.self)
+        try db.run("DELETE FROM group_members WHERE group_id = ? AND user_id = ?", group, user)
+        if let next = try db.queryOne("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, rowid LIMIT 1", group)?
+            .decode("user_id", as: Int64.self) {
+            if role == "owner" { try db.run("UPDATE group_members SET role = 'owner' WHERE group_id = ? AND user_id = ?", group, next) }
+        } else {
+            try db.run("DELETE FROM groups WHERE id = ?", group)
+        }
+        try dropPositionUnlessKept(user)
+    }
+
+    /// Whether `user`'s last position is kept: while they share it with a group.
+    func keepsPosition(_ user: Int64) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM group_members WHERE user_id = ? AND sharing = 1 LIMIT 1", user) != nil
+    }
+
+    /// Forgets `user`'s last position when nothing keeps it any more.
+    func dropPositionUnlessKept(_ user: Int64) throws {
+        if try !keepsPosition(user) { try db.run("DELETE FROM positions WHERE user_id = ?", user) }
+    }
+
+    /// Removes `user` from every group, their invitations (to them and from them), their
+    /// blocks both ways and their position: part of erasing an account, in its transaction.
+    func eraseGroups(of user: Int64) throws {
+        for group in try db.query("SELECT group_id FROM group_members WHERE user_id = ? ORDER BY group_id", user).decode("group_id", as: Int64.self) {
+            try removeMember(user, from: group)
+        }
+        try db.run("DELETE FROM group_invitations WHERE user_id = ? OR invited_by = ?", user, user)
+        try db.run("DELETE FROM blocks WHERE blocker_id = ? OR blocked_id = ?", user, user)
+        try db.run("DELETE FROM positions WHERE user_id = ?", user)
+    }
+}

@@ -1,0 +1,425 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import Storage
+
+/// How many times each user did something in a sliding window: at most `limit` in `windowMs`.
+/// Kept in memory on the one writer thread (whose handlers alone use it), so it costs no
+/// write; a restart forgets it, which only lets a user start afresh.
+struct RateWindow {
+    let limit: Int
+    let windowMs: Int64
+    private var times: [Int64: [Int64]] = [:]
+    private var lastPrune: Int64 = 0
+
+    init(limit: Int, windowMs: Int64) {
+        self.limit = limit
+        self.windowMs = windowMs
+    }
+
+    /// Counts one more for `user` at `now`, or throws `refusal` (counting nothing) when they
+    /// have done it `limit` times within the window.
+    mutating func admit(_ user: Int64, now: Int64, refusal: @autoclosure () -> ServiceError) throws(ServiceError) {
+        prune(now: now)
+        var recent = times[user, default: []].filter { now - $0 < windowMs }
+        guard recent.count < limit else {
+            times[user] = recent
+            throw refusal()
+        }
+        recent.append(now)
+        times[user] = recent
+    }
+
+    /// Forgets users idle for a window, at most once a window, so memory follows the active users.
+    private mutating func prune(now: Int64) {
+        guard now - lastPrune >= windowMs else { return }
+        lastPrune = now
+        times = times.filter { _, recent in recent.contains { now - $0 < windowMs } }
+    }
+}
+
+/// The `group.position` pushes of each member to each group: at most one a second, the
+/// latest position winning. A position that comes within the second of the last push is held
+/// (replacing any held before it) and pushed by the flush once the second has passed.
+struct PositionThrottle {
+    struct Key: Hashable {
+        var group: Int64
+        var user: Int64
+    }
+
+    /// A position waiting for its second, with the connection that sent it.
+    struct Held {
+        var position: StoredPosition
+        var origin: String?
+    }
+
+    private var lastSent: [Key: Int64] = [:]
+    private(set) var held: [Key: Held] = [:]
+
+    /// Whether a push for `key` may go at `now`; if so it is counted as sent.
+    mutating func mayPush(_ key: Key, now: Int64) -> Bool {
+        if let last = lastSent[key], now - last < LiveMapRules.pushIntervalMs { return false }
+        lastSent[key] = now
+        held[key] = nil
+        return true
+    }
+
+    mutating func hold(_ key: Key, _ position: Held) { held[key] = position }
+
+    /// Forgets what is held for `key` (its member stopped sharing with the group).
+    mutating func drop(_ key: Key) { held[key] = nil }
+
+    /// The held positions whose second has passed at `now`, counted as sent; and forgets
+    /// the times of pushes more than a second old with nothing held.
+    mutating func due(now: Int64) -> [(key: Key, held: Held)] {
+        var out: [(key: Key, held: Held)] = []
+        for (key, position) in held where lastSent[key].map({ now - $0 >= LiveMapRules.pushIntervalMs }) ?? true {
+            out.append((key, position))
+        }
+        for (key, _) in out {
+            held[key] = nil
+            lastSent[key] = now
+        }
+        lastSent = lastSent.filter { key, last in held[key] != nil || now - last < LiveMapRules.pushIntervalMs }
+        return out.sorted { ($0.key.group, $0.key.user) < ($1.key.group, $1.key.user) }
+    }
+}
+
+/// What the writer thread keeps in memory: rate windows, and the throttle of position pushes.
+/// Each thread's `SocialStore` has one; only the writer's is used.
+final class LiveState {
+    var invites = RateWindow(limit: GroupRules.invitesPerWindow, windowMs: GroupRules.inviteWindowMs)
+    var positions = RateWindow(limit: LiveMapRules.positionsPerSecond, windowMs: 1_000)
+    var follows = RateWindow(limit: LiveMapRules.followsPerMinute, windowMs: 60_000)
+    var throttle = PositionThrottle()
+    /// When positions older than an hour were last deleted.
+    var lastPurge: Int64 = 0
+}
+
+/// `groups.position`: where the caller is now.
+struct PositionReport: Codable, Sendable {
+    var lat: Double
+    var lon: Double
+    var accuracyM: Double?
+    var headingDeg: Double?
+    var speedMps: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case lat, lon
+        case accuracyM = "accuracy_m"
+        case headingDeg = "heading_deg"
+        case speedMps = "speed_mps"
+    }
+}
+
+/// A user's last position as the `positions` table keeps it.
+struct StoredPosition: Sendable, Equatable {
+    var lat: Double
+    var lon: Double
+    var accuracyM: Double?
+    var headingDeg: Double?
+    var speedMps: Double?
+    var atMs: Int64
+}
+
+/// The body of a `group.position` push.
+struct PositionPush: Codable, Sendable {
+    var groupId: Int64
+    var userId: Int64
+    var lat: Double
+    var lon: Double
+    var accuracyM: Double?
+    var headingDeg: Double?
+    var speedMps: Double?
+    var at: String
+
+    enum CodingKeys: String, CodingKey {
+        case lat, lon, at
+        case groupId = "group_id"
+        case userId = "user_id"
+        case accuracyM = "accuracy_m"
+        case headingDeg = "heading_deg"
+        case speedMps = "speed_mps"
+    }
+}
+
+/// The reply of `groups.position`: the groups it went to, and whether it was kept.
+struct PositionShared: Codable, Sendable {
+    var at: String
+    var sharedWith: [Int64]
+    var kept: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case at, kept
+        case sharedWith = "shared_with"
+    }
+}
+
+/// `groups.sharing`: share the caller's position with a group, or stop.
+struct SharingChange: Codable, Sendable {
+    var groupId: Int64
+    var on: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case on
+        case groupId = "group_id"
+    }
+}
+
+/// The reply of `groups.sharing`.
+struct SharingState: Codable, Sendable {
+    var groupId: Int64
+    var sharing: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case sharing
+        case groupId = "group_id"
+    }
+}
+
+/// One member's dot on a group's map.
+struct MapEntry: Codable, Sendable {
+    var user: UserSummary
+    var lat: Double
+    var lon: Double
+    var accuracyM: Double?
+    var headingDeg: Double?
+    var speedMps: Double?
+    var at: String
+    var ageS: Int64
+    var stale: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case user, lat, lon, at, stale
+        case accuracyM = "accuracy_m"
+        case headingDeg = "heading_deg"
+        case speedMps = "speed_mps"
+        case ageS = "age_s"
+    }
+}
+
+/// The reply of `groups.map`.
+struct GroupMap: Codable, Sendable {
+    var groupId: Int64
+    var positions: [MapEntry]
+
+    enum CodingKeys: String, CodingKey {
+        case positions
+        case groupId = "group_id"
+    }
+}
+
+/// The reply of `groups.follow` and `groups.unfollow`.
+struct MapFollowState: Codable, Sendable {
+    var groupId: Int64
+    var userId: Int64
+    var following: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case following
+        case groupId = "group_id"
+        case userId = "user_id"
+    }
+}
+
+/// The body of a `group.followed` push: who follows the member on which group's map.
+struct FollowedPush: Codable, Sendable {
+    var groupId: Int64
+    var user: UserSummary
+
+    enum CodingKeys: String, CodingKey {
+        case user
+        case groupId = "group_id"
+    }
+}
+
+/// The reply of the flush: how many held positions were pushed, to how many groups.
+struct FlushReply: Codable, Sendable {
+    var pushed: Int
+}
+
+/// The rules of the live map.
+enum LiveMapRules {
+    /// At most one `group.position` push of one member to one group in this time.
+    static let pushIntervalMs: Int64 = 1_000
+    /// Position reports one user sends a second, at most.
+    static let positionsPerSecond = 10
+    /// `groups.follow` calls one user makes a minute, at most (each may push).
+    static let followsPerMinute = 30
+    /// A position this old is shown as stale.
+    static let staleMs: Int64 = 600_000
+    /// A position this old is not shown, and is deleted.
+    static let shownMs: Int64 = 3_600_000
+    static let positionTopic = "group.position"
+    static let followedTopic = "group.followed"
+    /// The request type of the flush of held positions, which the service sends itself.
+    static let flushType = "groups.position.flush"
+
+    /// The report checked, each field named: `invalid_argument` otherwise.
+    static func check(_ report: PositionReport) throws(ServiceError) {
+        func within(_ value: Double?, _ field: String, _ range: ClosedRange<Double>) throws(ServiceError) {
+            guard let value else { return }
+            guard value.isFinite, range.contains(value) else {
+                throw .invalid(field, "must be a number in [\(Int(range.lowerBound)), \(Int(range.upperBound))]")
+            }
+        }
+        try within(report.lat, "lat", -90...90)
+        try within(report.lon, "lon", -180...180)
+        try within(report.accuracyM, "accuracy_m", 0...100_000)
+        if let heading = report.headingDeg, !(heading.isFinite && heading >= 0 && heading < 360) {
+            throw .invalid("heading_deg", "must be a number of degrees from 0 up to but not including 360")
+        }
+        try within(report.speedMps, "speed_mps", 0...1_000)
+    }
+}
+
+extension SocialStore {
+    /// The service's clock in Unix milliseconds.
+    var nowMs: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
+
+    /// The last position of `user` if it is at most `seconds` old: kept only while they share
+    /// it with a group (or are discoverable).
+    public func livePosition(of user: Int64, within seconds: Int64) throws -> (lat: Double, lon: Double, atMs: Int64)? {
+        guard let row = try db.queryOne("SELECT lat, lon, at_ms FROM positions WHERE user_id = ? AND at_ms >= ?", user, nowMs - seconds * 1_000) else {
+            return nil
+        }
+        return (try row.decode("lat"), try row.decode("lon"), try row.decode("at_ms"))
+    }
+
+    /// `groups.position`: keeps the caller's position while anything keeps it and pushes it to
+    /// every group they share with, throttled per group (`PositionThrottle`).
+    func reportPosition(_ report: PositionReport, context: RequestContext) throws -> PositionShared {
+        try LiveMapRules.check(report)
+        let caller = try caller(context)
+        let now = nowMs
+        try live.positions.admit(caller.id, now: now,
+                                 refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.positionsPerSecond) positions a second; send them less often"))
+        let position = StoredPosition(lat: report.lat, lon: report.lon, accuracyM: report.accuracyM, headingDeg: report.headingDeg,
+                                      speedMps: report.speedMps, atMs: now)
+        let groups = try db.query("SELECT group_id FROM group_members WHERE user_id = ? AND sharing = 1 ORDER BY group_id", caller.id)
+            .decode("group_id", as: Int64.self)
+        let kept = try keepsPosition(caller.id)
+        if kept {
+            try db.run("""
+                INSERT INTO positions (user_id, lat, lon, accuracy_m, heading_deg, speed_mps, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user_id) DO UPDATE SET lat = excluded.lat, lon = excluded.lon, accuracy_m = excluded.accuracy_m,
+                    heading_deg = excluded.heading_deg, speed_mps = excluded.speed_mps, at_ms = excluded.at_ms
+                """, caller.id, position.lat, position.lon, position.accuracyM, position.headingDeg, position.speedMps, position.atMs)
+        }
+        for group in groups {
+            let key = PositionThrottle.Key(group: group, user: caller.id)
+            if live.throttle.mayPush(key, now: now) {
+                try pushPosition(position, of: caller.id, to: group, origin: context.auth?.origin)
+            } else {
+                live.throttle.hold(key, PositionThrottle.Held(position: position, origin: context.auth?.origin))
+            }
+        }
+        return PositionShared(at: timestamp(Date(timeIntervalSince1970: Double(now) / 1_000)), sharedWith: groups, kept: kept)
+    }
+
+    /// Pushes `user`'s position to every member of `group` not in a block relation with them
+    /// (themselves too, but not the connection that sent it), with a coalescing key per member
+    /// and group so that a slow reader keeps only the latest.
+    private func pushPosition(_ position: StoredPosition, of user: Int64, to group: Int64, origin: String?) throws {
+        let body = try JSONCoding.encoder.encode(PositionPush(
+            groupId: group, userId: user, lat: position.lat, lon: position.lon, accuracyM: position.accuracyM, headingDeg: position.headingDeg,
+            speedMps: position.speedMps, at: timestamp(Date(timeIntervalSince1970: Double(position.atMs) / 1_000))))
+        let recipients = try db.query("SELECT user_id FROM group_members WHERE group_id = ? AND \(Self.visible("user_id")) ORDER BY user_id",
+                                      group, user, user).decode("user_id", as: Int64.self)
+        for recipient in recipients {
+            worker.push(Push(topic: LiveMapRules.positionTopic, id: "p-\(group)-\(user)-\(position.atMs)", userId: recipient,
+                             coalesce: "\(LiveMapRules.positionTopic):\(group):\(user)", origin: origin, body: body))
+        }
+    }
+
+    /// The flush, every 100 ms: pushes the held positions whose second has passed, to the
+    /// groups their member still shares with; and once a minute deletes positions over an hour old.
+    func flushPositions() throws -> FlushReply {
+        let now = nowMs
+        var pushed = 0
+        for (key, held) in live.throttle.due(now: now)
+        where try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ? AND sharing = 1", key.group, key.user) != nil {
+            try pushPosition(held.position, of: key.user, to: key.group, origin: held.origin)
+            pushed += 1
+        }
+        if now - live.lastPurge >= 60_000 {
+            live.lastPurge = now
+            try db.run("DELETE FROM positions WHERE at_ms < ?", now - LiveMapRules.shownMs)
+        }
+        return FlushReply(pushed: pushed)
+    }
+
+    /// `groups.sharing`: turns the caller's sharing with a group on or off; off, their position
+    /// goes when nothing else keeps it, and a held push to the group is dropped.
+    func setSharing(_ request: SharingChange, context: RequestContext) throws -> SharingState {
+        try db.transaction {
+            let (caller, _) = try member(context, of: request.groupId)
+            try db.run("UPDATE group_members SET sharing = ? WHERE group_id = ? AND user_id = ?", request.on, request.groupId, caller.id)
+            if !request.on {
+                try dropPositionUnlessKept(caller.id)
+                live.throttle.drop(PositionThrottle.Key(group: request.groupId, user: caller.id))
+            }
+            return SharingState(groupId: request.groupId, sharing: request.on)
+        }
+    }
+
+    /// `groups.map`: the members who share with the group and whose position is at most an hour
+    /// old, as the viewer may see them.
+    func groupMap(_ group: Int64, context: RequestContext) throws -> GroupMap {
+        let (viewer, _) = try member(context, of: group)
+        let now = nowMs
+        let entries = try db.query("""
+            SELECT u.id AS user_id, u.username, u.name, p.lat, p.lon, p.accuracy_m, p.heading_deg, p.speed_mps, p.at_ms
+            FROM group_members m JOIN users u ON u.id = m.user_id JOIN positions p ON p.user_id = m.user_id
+            WHERE m.group_id = ? AND m.sharing = 1 AND p.at_ms >= ? AND \(Self.visible("m.user_id")) ORDER BY m.joined_at, m.rowid
+            """, group, now - LiveMapRules.shownMs, viewer.id, viewer.id).map { row in
+            let at: Int64 = try row.decode("at_ms")
+            let age = max(0, now - at)
+            return MapEntry(user: try Self.summary(row), lat: try row.decode("lat"), lon: try row.decode("lon"), accuracyM: try row.decode("accuracy_m"),
+                            headingDeg: try row.decode("heading_deg"), speedMps: try row.decode("speed_mps"),
+                            at: timestamp(Date(timeIntervalSince1970: Double(at) / 1_000)), ageS: age / 1_000, stale: age > LiveMapRules.staleMs)
+        }
+        return GroupMap(groupId: group, positions: entries)
+    }
+
+    /// `not_found` (field `user_id`) unless `user` is a member of `group` the viewer may see.
+    private func requireVisibleMember(_ user: Int64, of group: Int64, viewer: Int64) throws {
+        guard try isMember(group: group, user: user), try !blocked(viewer, user) else {
+            throw ServiceError(.notFound, "no member \(user) in group \(group)", field: "user_id")
+        }
+    }
+
+    /// `groups.follow`: the caller's map of the group follows `user_id` (one member at a time);
+    /// the member hears who follows them (`group.followed`), once per new follow.
+    func followOnMap(_ request: GroupMemberRef, context: RequestContext) throws -> MapFollowState {
+        try db.transaction {
+            let (caller, _) = try member(context, of: request.groupId)
+            guard request.userId != caller.id else { throw ServiceError.invalid("user_id", "cannot follow yourself") }
+            try requireVisibleMember(request.userId, of: request.groupId, viewer: caller.id)
+            try live.follows.admit(caller.id, now: nowMs,
+                                   refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.followsPerMinute) follows a minute; try again in a moment"))
+            let current = try db.queryOne("SELECT followee_id FROM group_map_follows WHERE group_id = ? AND follower_id = ?", request.groupId, caller.id)?
+                .decode("followee_id", as: Int64.self)
+            if current != request.userId {
+                try db.run("""
+                    INSERT INTO group_map_follows (group_id, follower_id, followee_id, created_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (group_id, follower_id) DO UPDATE SET followee_id = excluded.followee_id, created_at = excluded.created_at
+                    """, request.groupId, caller.id, request.userId, timestamp())
+                let body = FollowedPush(groupId: request.groupId, user: try summary(of: caller.id))
+                worker.push(Push(topic: LiveMapRules.followedTopic, id: "f-\(request.groupId)-\(caller.id)-\(nowMs)", userId: request.userId,
+                                 body: try JSONCoding.encoder.encode(body)))
+            }
+            return MapFollowState(groupId: request.groupId, userId: request.userId, following: true)
+        }
+    }
+
+    /// `groups.unfollow`: the caller's map stops following `user_id` (nothing to do if it did not).
+    func unfollowOnMap(_ request: GroupMemberRef, context: RequestContext) throws -> MapFollowState {
+        try db.transaction {
+            let (caller, _) = try member(context, of: request.groupId)
+            try db.run("DELETE FROM group_map_follows WHERE group_id = ? AND follower_id = ? AND followee_id = ?", request.groupId, caller.id, request.userId)
+            return MapFollowState(groupId: request.groupId, userId: request.userId, following: false)
+        }
+    }
+}
