@@ -34,8 +34,12 @@ let package = Package(
         // Ed25519 signatures and their key files), with typed errors: social, the catalog, the CLI.
         .target(name: "Sealing", dependencies: ["CSodium", "KeyFiles"]),
         // Georeferenced tour maps with no service around them: JPEG checks, the affine fit of
-        // control points, the tile pyramid and the demo's drawn maps (libjpeg-turbo).
+        // control points, the tile pyramid and the demo's drawn maps (libjpeg-turbo); social's
+        // profile photos use its checks and its resampling too.
         .target(name: "TourMaps", dependencies: ["Geo", "CTurboJPEG"]),
+        // JPEG uploads in base64 chunks, as rows of the owning service's tables (tour maps,
+        // profile photos), and what a refused JPEG answers; catalog imports use its chunks too.
+        .target(name: "Uploads", dependencies: ["Bus", "Storage", "TourMaps"]),
         // Wire types more than one module reads (places, event bodies, auth payloads, replay
         // and snapshot, paging), declared once by their owner; depends on Bus only.
         .target(name: "Contracts", dependencies: ["Bus"]),
@@ -46,9 +50,9 @@ let package = Package(
         .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
-        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "ContentImport", "Sealing"]),
+        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "Uploads", "ContentImport", "Sealing"]),
         .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
-        .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "CSodium", "Sealing"]),
+        .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "CSodium", "Sealing", "TourMaps", "Uploads"]),
         .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "FavoritesService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         // The gateway keeps nothing durable: no Storage, no SQLite, no Geo, not even through ServiceKit.
@@ -87,12 +91,12 @@ let package = Package(
         // Helpers shared by test targets (transcript matching, a stand-in publisher, a search of a
         // database for a user's rows); never linked into the executables.
         .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "ServiceKit", "Storage"], path: "Tests/TestSupport"),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Sealing", "TourMaps", "Geo", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Sealing", "TourMaps", "Uploads", "Geo", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "CatalogService", "TourbusCLI", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "NotifyServiceTests", dependencies: ["NotifyService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "FavoritesServiceTests", dependencies: ["FavoritesService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
-        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Sealing", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Sealing", "TourMaps", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Resources/redis_py_client.py is run by RedisClientTests with the interpreter of .build/pyenv.
         .testTarget(name: "SystemTests", dependencies: ["Bus", "Sealing", "Contracts", "CatalogService", "TourMaps", "Geo", "TestSupport"], exclude: ["Resources"]),
     ],

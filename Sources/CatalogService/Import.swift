@@ -7,6 +7,7 @@ import ServiceKit
 import Storage
 import Synchronization
 import TourMaps
+import Uploads
 
 // Imports: a content file (our XML format, with its map images) or an OpenStreetMap extract,
 // sent in chunks, read and checked in the background, then written in one transaction.

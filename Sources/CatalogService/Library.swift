@@ -5,6 +5,7 @@ import Sealing
 import ServiceCore
 import ServiceKit
 import Storage
+import Uploads
 
 // Downloads bound to a device: `library.add` packs a tour with its places, their texts and
 // the map's tiles, seals it to one of the user's devices (whose public keys the catalog learns

@@ -6,6 +6,7 @@ import Sealing
 import ServiceKit
 import Storage
 import TourMaps
+import Uploads
 
 // Tour maps: a JPEG uploaded in chunks, tied to the Earth by control points, and delivered to
 // phones as 256×256 tiles that a background thread cuts once the map is set.
@@ -130,59 +131,32 @@ struct TourMapInfo: Encodable, Sendable {
 /// The bounds of uploads and maps.
 enum TourMapRules {
     static let jpeg = JPEGLimits()
-    /// Uploads begun and not yet used by `tours.map.set`, at most; each expires after `uploadLifetime`.
+    /// Uploads begun and not yet used by `tours.map.set`, at most; each expires an hour after it begins.
     static let maxOpenUploads = 16
-    static let uploadLifetimeSeconds: Int64 = 3_600
     /// Tiles written per transaction by the builder, so the writer never waits long.
     static let tilesPerTransaction = 32
-
-
-    /// `not_found` for an upload id that is not one of ours (or expired).
-    static func unknownUpload(_ id: String) -> ServiceError {
-        ServiceError(.notFound, "no upload '\(id.prefix(64))' (uploads expire an hour after they begin)", field: "upload_id")
-    }
+    /// Uploads of map images, in `map_uploads` and `map_upload_chunks`; no owner (admins upload).
+    static let uploads = ChunkedUploads(table: "map_uploads", chunkTable: "map_upload_chunks", maxBytes: jpeg.maxBytes,
+                                        maxOpen: maxOpenUploads, noun: "a map image", usedBy: "tours.map.set")
 
     /// What a refused JPEG answers: too large, or not a map image (with libjpeg-turbo's words).
-    static func refusal(_ error: JPEGError) -> ServiceError {
-        switch error {
-        case .tooManyBytes, .tooManyPixels: ServiceError(.tooLarge, error.description, field: "upload_id")
-        case .library: ServiceError(.internal, error.description)
-        default: ServiceError.invalid("upload_id", error.description)
-        }
-    }
+    static func refusal(_ error: JPEGError) -> ServiceError { ChunkedUploads.refusal(error, image: "the map image") }
 }
 
 extension CatalogStore {
     // MARK: Uploads (writer thread)
 
+    private var nowSeconds: Int64 { Int64(Date().timeIntervalSince1970) }
+
     func beginUpload() throws -> MapUpload {
-        try db.transaction {
-            let now = Int64(Date().timeIntervalSince1970)
-            try db.run("DELETE FROM map_uploads WHERE created_s < ?", now - TourMapRules.uploadLifetimeSeconds)
-            let open = try db.scalarInt("SELECT COUNT(*) FROM map_uploads") ?? 0
-            guard open < TourMapRules.maxOpenUploads else {
-                throw ServiceError(.rateLimited, "\(open) uploads are open: use them with tours.map.set, or wait an hour for them to expire")
-            }
-            let id = Chunks.newID()
-            try db.run("INSERT INTO map_uploads (id, created_s, bytes, chunks, committed) VALUES (?, ?, 0, 0, 0)", id, now)
-            return MapUpload(uploadId: id, bytes: 0)
-        }
+        try db.transaction { MapUpload(uploadId: try TourMapRules.uploads.begin(db, owner: nil, now: nowSeconds), bytes: 0) }
     }
 
     func appendUpload(_ request: MapUploadChunk) throws -> MapUpload {
         let chunk = try Chunks.decode(request.chunk)
         return try db.transaction {
-            let upload = try openUpload(request.uploadId)
-            guard !upload.committed else { throw ServiceError(.conflict, "upload \(request.uploadId) is committed already", field: "upload_id") }
-            if let offset = request.offset, offset != upload.bytes {
-                throw ServiceError(.conflict, "upload \(request.uploadId) holds \(upload.bytes) bytes, not \(offset)", field: "offset")
-            }
-            guard upload.bytes + chunk.count <= TourMapRules.jpeg.maxBytes else {
-                throw ServiceError(.tooLarge, "a map image may have at most \(TourMapRules.jpeg.maxBytes) bytes", field: "chunk")
-            }
-            try db.run("INSERT INTO map_upload_chunks (upload_id, seq, data) VALUES (?, ?, ?)", request.uploadId, upload.chunks, chunk)
-            try db.run("UPDATE map_uploads SET bytes = bytes + ?, chunks = chunks + 1 WHERE id = ?", chunk.count, request.uploadId)
-            return MapUpload(uploadId: request.uploadId, bytes: upload.bytes + chunk.count)
+            let bytes = try TourMapRules.uploads.append(db, request.uploadId, owner: nil, chunk: chunk, offset: request.offset, now: nowSeconds)
+            return MapUpload(uploadId: request.uploadId, bytes: bytes)
         }
     }
 
@@ -203,18 +177,11 @@ extension CatalogStore {
         }
     }
 
-    private func openUpload(_ id: String) throws -> (bytes: Int, chunks: Int, committed: Bool) {
-        let now = Int64(Date().timeIntervalSince1970)
-        guard id.utf8.count <= 64, let row = try db.queryOne("SELECT bytes, chunks, committed FROM map_uploads WHERE id = ? AND created_s >= ?",
-                                                             id, now - TourMapRules.uploadLifetimeSeconds) else {
-            throw TourMapRules.unknownUpload(id)
-        }
-        return (try row.decode("bytes"), try row.decode("chunks"), try row.decode("committed", as: Int.self) != 0)
+    private func openUpload(_ id: String) throws -> ChunkedUploads.Upload {
+        try TourMapRules.uploads.open(db, id, owner: nil, now: nowSeconds)
     }
 
-    private func uploadBytes(_ id: String) throws -> Data {
-        try Chunks.joined(db, "SELECT data FROM map_upload_chunks WHERE upload_id = ? ORDER BY seq", [id])
-    }
+    private func uploadBytes(_ id: String) throws -> Data { try TourMapRules.uploads.bytes(db, id) }
 
     // MARK: Maps
 

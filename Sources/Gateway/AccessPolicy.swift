@@ -98,6 +98,10 @@ public struct AccessPolicy: Sendable {
         Rule("auth.delete", "social", .user),
         Rule("profile.get", "social", .anyone),
         Rule("profile.update", "social", .user),
+        // Profile photos: anyone sees one, as anyone sees the profile; a user sets and deletes their own.
+        Rule("profile.photo", "social", .anyone),
+        Rule("profile.photo.upload.", "social", .user),
+        Rule("profile.photo.delete", "social", .user),
         Rule("reviews.list", "social", .anyone),
         Rule("reviews.add", "social", .user),
         Rule("reviews.delete", "social", .user),

@@ -59,7 +59,8 @@ extension SocialStore {
     /// Removes every row of user `id` from this service, inside the caller's transaction:
     /// their reviews (publishing each affected place's new rating), follows both ways,
     /// sessions, devices, group memberships (passing on groups they owned), invitations, blocks both ways, their position,
-    /// their chat seats (their messages stay, blanked: `eraseChat(of:)`), the login failures counted against their username (or their e-mail typed as
+    /// their chat seats (their messages stay, blanked: `eraseChat(of:)`), their photo and open photo uploads,
+    /// the login failures counted against their username (or their e-mail typed as
     /// one), and the account with its profile. Earlier outbox events that name the user
     /// become `social.redacted` with body `{}`; then `social.user.deleted` is emitted, the one
     /// row left that holds the id.
@@ -73,6 +74,8 @@ extension SocialStore {
         try db.run("DELETE FROM devices WHERE user_id = ?", id)
         try eraseGroups(of: id)
         try eraseChat(of: id)
+        try db.run("DELETE FROM photos WHERE user_id = ?", id)
+        try db.run("DELETE FROM photo_uploads WHERE user_id = ?", id)  // and their chunks
         try db.run("DELETE FROM login_failures WHERE username IN (?, ?)", Self.throttleKey(username), Self.throttleKey(email))
         try db.run("DELETE FROM users WHERE id = ?", id)
         // Every body that names a user does so as `user_id` (session ended, role changed, devices).

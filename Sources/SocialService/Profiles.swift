@@ -22,9 +22,11 @@ public struct Profile: Codable, Sendable, Equatable {
     public var followers: Int
     public var following: Int
     public var createdAt: String
+    /// Set when the user has uploaded a photo (`profile.photo` serves it).
+    public var photo: PhotoStamp?
 
     enum CodingKeys: String, CodingKey {
-        case id, username, name, role, bio, language, email, followers, following, discoverable
+        case id, username, name, role, bio, language, email, followers, following, discoverable, photo
         case avatarUrl = "avatar_url"
         case homeCity = "home_city"
         case birthYear = "birth_year"
@@ -123,7 +125,8 @@ extension SocialStore {
         guard let row = try db.queryOne("""
             SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, discoverable, created_at,
                    (SELECT count(*) FROM follows WHERE followee_id = users.id) AS followers,
-                   (SELECT count(*) FROM follows WHERE follower_id = users.id) AS following
+                   (SELECT count(*) FROM follows WHERE follower_id = users.id) AS following,
+                   (SELECT updated_at FROM photos WHERE user_id = users.id) AS photo_updated_at
             FROM users WHERE id = ?
             """, id) else { throw Self.noUser(id) }
         let own = viewer == id
@@ -134,7 +137,16 @@ extension SocialStore {
                            homeCity: row.decode("home_city"), email: own ? email : nil, birthYear: own ? birthYear : nil,
                            ageGroup: own ? nil : birthYear.map { ProfileRules.ageGroup(birthYear: $0, currentYear: currentYear) },
                            discoverable: own ? try row.decode("discoverable", as: Int64.self) == 1 : nil,
-                           followers: row.decode("followers"), following: row.decode("following"), createdAt: row.decode("created_at"))
+                           followers: row.decode("followers"), following: row.decode("following"), createdAt: row.decode("created_at"),
+                           photo: row.decode("photo_updated_at", as: String?.self).map(PhotoStamp.init(updatedAt:)))
+    }
+
+    /// `not_found` (field `user_id`, as for no user at all) unless user `id` exists and
+    /// `viewer` may see their profile (neither blocks the other): `profile.get`'s rules, which
+    /// `profile.photo` follows.
+    func requireVisibleProfile(_ id: Int64, viewer: Int64?) throws {
+        if let viewer, viewer != id, try blocked(viewer, id) { throw Self.noUser(id) }
+        try requireUser(id)
     }
 
     /// Checks the fields the update sets (in the order of the table in social.md), before any

@@ -91,6 +91,24 @@ public enum SocialService {
             try store.updateProfile(request, caller: try store.caller(context))
         }
 
+        // Profile photos: begin and append write on the writer; commit decodes on a reader.
+        table.on("profile.photo.upload.begin", .write, description: "start uploading your profile photo's JPEG; answers its upload_id") {
+            (_: Empty, context, store) in try store.beginPhotoUpload(caller: try store.caller(context))
+        }
+        table.on("profile.photo.upload.append", .write, description: "add the next chunk (base64, at most 512 KiB) to a photo upload; offset guards retries") {
+            (request: PhotoUploadChunk, context, store) in try store.appendPhotoUpload(request, caller: try store.caller(context))
+        }
+        table.on("profile.photo.upload.commit", description: "make an upload your photo (JPEG, at most 10 MB and 40 megapixels), kept as 512 and 96 px squares") {
+            (request: PhotoUpload, context, store) in try store.commitPhoto(request.uploadId, caller: try store.caller(context))
+        }
+        table.onRaw("profile.photo", description: "a user's photo (or yours), size 512 or 96: one square JPEG (RESP: raw bytes; JSON-RPC: base64)") { context, store in
+            let photo = try store.photo(try context.body(PhotoRequest.self), viewer: try store.viewer(context))
+            return Response(body: try JSONCoding.encoder.encode(photo.reply), attachments: [photo.jpeg])
+        }
+        table.on("profile.photo.delete", .write, description: "delete your profile photo (both sizes)") { (_: Empty, context, store) in
+            try store.deletePhoto(caller: try store.caller(context))
+        }
+
         // Reviews.
         table.on("reviews.add", description: "review a place: place_id, rating 1-5, text; again replaces your review") {
             (request: ReviewInput, context, store) in
@@ -231,7 +249,7 @@ public enum SocialService {
         let hashing = ReaderGate()
         var definition = ServiceDefinition(
             name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + ChatRules.migrations
-                + PeopleRules.migrations,
+                + PeopleRules.migrations + PhotoRules.migrations,
             handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             subscriptions: ["catalog": SocialStore.catalogApplier, "favorites": PeopleRules.favoritesApplier],

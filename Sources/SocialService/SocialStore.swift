@@ -18,9 +18,9 @@ public final class SocialStore: ServiceState {
     public let worker: ServiceWorker
     let options: SocialOptions
     let decoy: DecoyHash
-    /// Password hashing (slow, and 64 MiB each at the production cost) on all reader threads
-    /// but one, so checking tokens, which every signed-in request through the gateway waits
-    /// on, always finds a thread free.
+    /// Password hashing (slow, and 64 MiB each at the production cost) and decoding photos
+    /// on all reader threads but one, so checking tokens, which every signed-in request
+    /// through the gateway waits on, always finds a thread free.
     let hashing: ReaderGate
     /// Rate windows and the throttle of live positions (used on the writer thread only).
     let live = LiveState()

@@ -6,6 +6,7 @@ import Geo
 import Testing
 import TestSupport
 import TourMaps
+import Uploads
 
 /// Imports into the catalog alone, over its real sockets: what a file adds, what a second run
 /// changes (nothing), what is kept, and that a bad file changes nothing.

@@ -6,6 +6,7 @@ import Geo
 import Testing
 import TestSupport
 import TourMaps
+import Uploads
 
 /// Tour maps in the catalog alone, over its real sockets: an upload in chunks, the fit of its
 /// control points, tiles cut in the background, and every refusal from the sender's side.

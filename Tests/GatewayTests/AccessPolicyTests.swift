@@ -51,6 +51,10 @@ import Testing
         for method in ["devices.register", "devices.list", "devices.revoke"] {
             #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "social" && $0.access == .user } == true, "\(method)")
         }
+        for method in ["profile.photo.upload.begin", "profile.photo.upload.append", "profile.photo.upload.commit", "profile.photo.delete"] {
+            #expect(AccessPolicy.standard.rule(for: method).map { $0.service == "social" && $0.access == .user } == true, "\(method)")
+        }
+        #expect(AccessPolicy.standard.rule(for: "profile.photo").map { $0.service == "social" && $0.access == .anyone } == true)
         for method in ["social.block", "social.unblock", "social.blocks", "groups.create", "groups.get", "groups.list", "groups.invite",
                        "groups.accept", "groups.decline", "groups.leave", "groups.remove", "groups.position", "groups.sharing", "groups.map",
                        "groups.follow", "groups.unfollow", "chat.send", "chat.history", "chat.conversations", "chat.read"] {

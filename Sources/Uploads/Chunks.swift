@@ -2,14 +2,14 @@ import Bus
 import Foundation
 import Storage
 
-/// What map uploads and imports share: files that arrive in base64 chunks under a random id,
+/// What uploads and imports share: files that arrive in base64 chunks under a random id,
 /// stored as rows, put together again in order.
-enum Chunks {
+public enum Chunks {
     /// Decoded bytes of one chunk, at most (its base64 fits the gateway's 1 MiB request limit).
-    static let maxBytes = 512 * 1024
+    public static let maxBytes = 512 * 1024
 
     /// The bytes of a chunk: base64 of 1 to `maxBytes` bytes, its text bounded before it is decoded.
-    static func decode(_ base64: String) throws(ServiceError) -> Data {
+    public static func decode(_ base64: String) throws(ServiceError) -> Data {
         guard base64.utf8.count <= (maxBytes + 2) / 3 * 4, let chunk = Data(base64Encoded: base64), (1...maxBytes).contains(chunk.count) else {
             throw .invalid("chunk", "must be base64 of 1 to \(maxBytes) bytes")
         }
@@ -17,12 +17,12 @@ enum Chunks {
     }
 
     /// A new upload or import id: 16 random bytes in hex.
-    static func newID() -> String {
+    public static func newID() -> String {
         (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 
     /// The BLOB column 0 of every row `sql` selects, one after the other (the query orders them).
-    static func joined(_ db: Database, _ sql: String, _ args: [SQLBindable?]) throws -> Data {
+    public static func joined(_ db: Database, _ sql: String, _ args: [SQLBindable?]) throws -> Data {
         var bytes = Data()
         try db.forEachStep(sql, args) { statement in bytes.append(statement.blob(0)) }
         return bytes

@@ -1,0 +1,208 @@
+import Bus
+import Foundation
+import ServiceKit
+import Storage
+import TourMaps
+import Uploads
+
+// Profile photos: a JPEG uploaded in chunks as tour maps are (`ChunkedUploads`), checked by
+// libjpeg-turbo, kept as two centre-cropped squares (512 and 96 pixels) in `photos`.
+
+/// `profile.photo.upload.append`: the next piece of an upload, base64, at most `Chunks.maxBytes` bytes decoded.
+struct PhotoUploadChunk: Decodable, Sendable {
+    var uploadId: String
+    var chunk: String
+    /// When given, the bytes the upload must hold already (a retried append is then refused, not doubled).
+    var offset: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case chunk, offset
+        case uploadId = "upload_id"
+    }
+}
+
+/// `profile.photo.upload.commit`'s body, and the reply of begin and append: an upload and the
+/// bytes it holds; after commit, the photo it became.
+struct PhotoUpload: Codable, Sendable {
+    var uploadId: String
+    var bytes: Int?
+    var photo: PhotoStamp?
+
+    enum CodingKeys: String, CodingKey {
+        case bytes, photo
+        case uploadId = "upload_id"
+    }
+}
+
+/// That a user has a photo, in their profile: when it was last set (a client's cache key).
+public struct PhotoStamp: Codable, Sendable, Equatable {
+    public var updatedAt: String
+
+    enum CodingKeys: String, CodingKey { case updatedAt = "updated_at" }
+}
+
+/// `profile.photo`: one size of a user's photo (without `user_id`, the caller's own).
+struct PhotoRequest: Decodable, Sendable {
+    var userId: Int64?
+    var size: Int
+
+    enum CodingKeys: String, CodingKey {
+        case size
+        case userId = "user_id"
+    }
+}
+
+/// The body of `profile.photo`'s reply; the JPEG is its one attachment.
+struct PhotoReply: Encodable, Sendable {
+    var contentType = "image/jpeg"
+    var userId: Int64
+    var size: Int
+    var bytes: Int
+    var updatedAt: String
+
+    enum CodingKeys: String, CodingKey {
+        case size, bytes
+        case contentType = "content_type"
+        case userId = "user_id"
+        case updatedAt = "updated_at"
+    }
+}
+
+/// The reply of `profile.photo.delete`: whether there was a photo to delete.
+struct PhotoDeleted: Encodable, Sendable {
+    var deleted: Bool
+}
+
+/// The bounds of photo uploads and the versions kept.
+enum PhotoRules {
+    /// A photo's JPEG: at most 10 MiB (10,485,760 bytes), 40 megapixels and 64 scans, not CMYK.
+    static let jpeg = JPEGLimits(maxBytes: 10 * 1_024 * 1_024)
+    /// The sides of the squares kept, largest first.
+    static let sizes = [512, 96]
+    /// The JPEG quality of the kept versions (4:2:0, as photos are).
+    static let quality = 85
+    /// At most 3 uploads open per user and 64 in all (each up to 10 MiB until it expires).
+    static let uploads = ChunkedUploads(table: "photo_uploads", chunkTable: "photo_upload_chunks", ownerColumn: "user_id",
+                                        maxBytes: jpeg.maxBytes, maxOpen: 64, maxOpenPerOwner: 3,
+                                        noun: "a photo", usedBy: "profile.photo.upload.commit")
+    /// A commit that finds every slow slot of the readers taken.
+    static let busy = ServiceError(.unavailable, "busy with other photos and passwords; try again in a moment")
+
+    /// Photos in their own migration domain: uploads (rows of chunks, as the catalog's) and
+    /// each user's two squares.
+    static let migrations = [
+        Migration(domain: "photos", version: 1, sql: """
+            CREATE TABLE photo_uploads (
+                id        TEXT PRIMARY KEY,
+                user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                created_s INTEGER NOT NULL,
+                bytes     INTEGER NOT NULL,
+                chunks    INTEGER NOT NULL,
+                committed INTEGER NOT NULL
+            );
+            CREATE INDEX photo_uploads_by_user ON photo_uploads(user_id);
+            CREATE INDEX photo_uploads_by_age ON photo_uploads(created_s);
+            CREATE TABLE photo_upload_chunks (
+                upload_id TEXT NOT NULL REFERENCES photo_uploads(id) ON DELETE CASCADE,
+                seq       INTEGER NOT NULL,
+                data      BLOB NOT NULL,
+                PRIMARY KEY (upload_id, seq)
+            );
+            CREATE TABLE photos (
+                user_id    INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+                jpeg_512   BLOB NOT NULL,
+                jpeg_96    BLOB NOT NULL,
+                updated_at TEXT NOT NULL
+            );
+            """),
+    ]
+
+    /// The two squares of a photo, largest first: decoded once, at the smallest fast scale
+    /// that still has 512 pixels on the shorter side, centre-cropped and resampled.
+    static func versions(of jpeg: Data) throws(JPEGError) -> [Data] {
+        let image = try JPEGImage.decode(jpeg, limits: Self.jpeg, minimumSide: sizes[0])
+        var versions: [Data] = []
+        for side in sizes { versions.append(try image.centreSquare(side: side).jpeg(quality: quality)) }
+        return versions
+    }
+}
+
+extension SocialStore {
+    /// Now in whole seconds, from the service's clock: uploads' ages.
+    private var nowSeconds: Int64 { Int64(options.clock().timeIntervalSince1970.rounded(.down)) }
+
+    // MARK: Uploads (begin and append on the writer thread)
+
+    func beginPhotoUpload(caller: Caller) throws -> PhotoUpload {
+        try db.transaction { PhotoUpload(uploadId: try PhotoRules.uploads.begin(db, owner: caller.id, now: nowSeconds), bytes: 0) }
+    }
+
+    func appendPhotoUpload(_ request: PhotoUploadChunk, caller: Caller) throws -> PhotoUpload {
+        let chunk = try Chunks.decode(request.chunk)
+        return try db.transaction {
+            let bytes = try PhotoRules.uploads.append(db, request.uploadId, owner: caller.id, chunk: chunk, offset: request.offset, now: nowSeconds)
+            return PhotoUpload(uploadId: request.uploadId, bytes: bytes)
+        }
+    }
+
+    /// Makes upload `id` the caller's photo, on a reader thread: a short transaction marks the
+    /// upload committed (a second commit is `conflict`), the JPEG is checked, decoded and cut
+    /// into its two squares with no transaction open, and a second short transaction stores
+    /// them (replacing the earlier photo) and deletes the upload. A refused image deletes the
+    /// upload too. At most all readers but one decode at once (the password hashes' gate).
+    func commitPhoto(_ id: String, caller: Caller) throws -> PhotoUpload {
+        try hashing.run(readers: worker.config.readers, refusal: PhotoRules.busy) {
+            let held = try db.transaction {
+                let upload = try PhotoRules.uploads.open(db, id, owner: caller.id, now: nowSeconds)
+                guard !upload.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
+                try db.run("UPDATE photo_uploads SET committed = 1 WHERE id = ?", id)
+                return upload.bytes
+            }
+            let versions: [Data]
+            do {
+                versions = try PhotoRules.versions(of: try PhotoRules.uploads.bytes(db, id))
+            } catch let error as JPEGError {
+                try db.transaction { try db.run("DELETE FROM photo_uploads WHERE id = ?", id) }
+                throw ChunkedUploads.refusal(error, image: "the photo")
+            }
+            return try db.transaction {
+                // The account may have been deleted, or the upload expired, during the decode.
+                try requireCaller(caller)
+                try db.run("DELETE FROM photo_uploads WHERE id = ? AND user_id = ?", id, caller.id)
+                guard db.changes == 1 else { throw PhotoRules.uploads.unknown(id) }
+                let now = timestamp()
+                try db.run("INSERT OR REPLACE INTO photos (user_id, jpeg_512, jpeg_96, updated_at) VALUES (?, ?, ?, ?)",
+                           caller.id, versions[0], versions[1], now)
+                return PhotoUpload(uploadId: id, bytes: held, photo: PhotoStamp(updatedAt: now))
+            }
+        }
+    }
+
+    // MARK: Photos
+
+    /// `profile.photo`: one size of user `id`'s photo as `viewer` may see it: `not_found`
+    /// (field `user_id`) when there is no such user or the profile is hidden from the viewer,
+    /// and when the user has no photo.
+    func photo(_ request: PhotoRequest, viewer: Int64?) throws -> (reply: PhotoReply, jpeg: Data) {
+        guard let index = PhotoRules.sizes.firstIndex(of: request.size) else { throw ServiceError.invalid("size", "must be 512 or 96") }
+        guard let id = request.userId ?? viewer else { throw ServiceError(.unauthenticated, "profile.photo needs a user_id or a signed-in user") }
+        try requireVisibleProfile(id, viewer: viewer)
+        let column = "jpeg_\(PhotoRules.sizes[index])"
+        guard let row = try db.queryOne("SELECT \(column), updated_at FROM photos WHERE user_id = ?", id) else {
+            throw ServiceError(.notFound, "user \(id) has no photo", field: "user_id")
+        }
+        let jpeg: Data = try row.decode(column)
+        return (PhotoReply(userId: id, size: request.size, bytes: jpeg.count, updatedAt: try row.decode("updated_at")), jpeg)
+    }
+
+    /// `profile.photo.delete`: removes both squares of the caller's photo.
+    func deletePhoto(caller: Caller) throws -> PhotoDeleted {
+        try db.run("DELETE FROM photos WHERE user_id = ?", caller.id)
+        return PhotoDeleted(deleted: db.changes == 1)
+    }
+
+    /// The stamp of user `id`'s photo, or nil when they have none.
+    func photoStamp(_ id: Int64) throws -> PhotoStamp? {
+        try db.queryOne("SELECT updated_at FROM photos WHERE user_id = ?", id).map { PhotoStamp(updatedAt: try $0.decode("updated_at")) }
+    }
+}

@@ -1,0 +1,248 @@
+import Bus
+import Foundation
+import SocialService
+import Storage
+import Testing
+import TestSupport
+@testable import TourMaps
+
+/// Profile photos in the social service alone, over its real sockets: uploads in chunks, the
+/// checks of the JPEG, the two squares read back, who may see them, and every refusal from
+/// the sender's side.
+@Suite struct PhotoTests {
+    /// A `width`×`height` JPEG: red grows to the right, green downwards (TestImages' gradient).
+    static func gradient(width: Int, height: Int) throws -> Data {
+        var pixels = [UInt8](repeating: 128, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                pixels[(y * width + x) * 3] = UInt8(x * 255 / (width - 1))
+                pixels[(y * width + x) * 3 + 1] = UInt8(y * 255 / (height - 1))
+            }
+        }
+        return try #require(RGBImage(width: width, height: height, pixels: pixels)).jpeg(quality: 90)
+    }
+
+    /// A solid `color` square JPEG.
+    static func solid(_ color: UInt8, side: Int = 200) throws -> Data {
+        try #require(RGBImage(width: side, height: side, pixels: [UInt8](repeating: color, count: side * side * 3))).jpeg()
+    }
+
+    /// Begins an upload of `user` and appends `jpeg` in chunks of `chunk` bytes; answers its id.
+    static func upload(_ f: SocialFixture, _ jpeg: Data, as user: Int64, chunk: Int = 100_000) throws -> String {
+        let id = try #require(try f.call("profile.photo.upload.begin", as: user)["upload_id"] as? String)
+        var offset = 0
+        while offset < jpeg.count {
+            let piece = jpeg[offset..<min(jpeg.count, offset + chunk)]
+            let reply = try f.call("profile.photo.upload.append",
+                                   #"{"upload_id":"\#(id)","offset":\#(offset),"chunk":"\#(Data(piece).base64EncodedString())"}"#, as: user)
+            offset += piece.count
+            #expect(reply["bytes"] as? Int == offset)
+        }
+        return id
+    }
+
+    /// Uploads and commits `jpeg` as `user`'s photo; answers the commit's reply.
+    @discardableResult
+    static func setPhoto(_ f: SocialFixture, _ jpeg: Data, as user: Int64) throws -> [String: Any] {
+        try f.call("profile.photo.upload.commit", #"{"upload_id":"\#(try upload(f, jpeg, as: user))"}"#, as: user)
+    }
+
+    /// `profile.photo`'s reply: its body and its one attachment.
+    static func photo(_ f: SocialFixture, of user: Int64?, size: Int, as viewer: Int64?) throws -> (body: [String: Any], jpeg: Data) {
+        let userField = user.map { #""user_id":\#($0),"# } ?? ""
+        let reply = try f.client.request(type: "profile.photo", body: Data(#"{\#(userField)"size":\#(size)}"#.utf8),
+                                         auth: viewer.map { Auth(userId: String($0), role: "user") }, timeoutMilliseconds: 5_000)
+        #expect(reply.attachments.count == 1)
+        let body = try #require(try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any])
+        return (body, try #require(reply.attachments.first))
+    }
+
+    @Test func aPhotoIsStoredAsTwoCentredSquaresAndServedToAnyone() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann"), ben = try f.register("ben")
+        // 1600×1000: the square is the middle 1000 columns, 300 to 1299.
+        let committed = try Self.setPhoto(f, try Self.gradient(width: 1600, height: 1000), as: ann)
+        let stamp = try #require((committed["photo"] as? [String: Any])?["updated_at"] as? String)
+        #expect(committed["bytes"] as? Int ?? 0 > 0)
+        #expect((try f.call("profile.get", #"{"user_id":\#(ann)}"#, as: ben)["photo"] as? [String: Any])?["updated_at"] as? String == stamp)
+        #expect(try f.call("profile.get", #"{"user_id":\#(ben)}"#, as: ann)["photo"] == nil)
+
+        let views: [(Int, Int64?)] = [(512, ben), (96, ann), (512, nil)]
+        for (size, viewer) in views {
+            let (body, jpeg) = try Self.photo(f, of: ann, size: size, as: viewer)
+            let header = try JPEGImage.check(jpeg)
+            #expect(header.width == size && header.height == size)
+            #expect(body["content_type"] as? String == "image/jpeg" && body["bytes"] as? Int == jpeg.count && body["size"] as? Int == size)
+            #expect(body["updated_at"] as? String == stamp && body["user_id"] as? Int == Int(ann))
+            // Centred: the left edge shows column 300 of 1600, the right column 1299.
+            let pixels = try JPEGImage.decode(jpeg)
+            #expect(abs(Int(pixels.color(x: 0, y: size / 2).red) - 300 * 255 / 1599) <= 6)
+            #expect(abs(Int(pixels.color(x: size - 1, y: size / 2).red) - 1299 * 255 / 1599) <= 6)
+        }
+        // Without user_id: the caller's own.
+        #expect(try JPEGImage.check(try Self.photo(f, of: nil, size: 96, as: ann).jpeg).width == 96)
+
+        // A new photo replaces the old one, both sizes.
+        f.clock.advance(60)
+        let second = try Self.setPhoto(f, try Self.solid(30), as: ann)
+        #expect((second["photo"] as? [String: Any])?["updated_at"] as? String != stamp)
+        for size in [512, 96] {
+            #expect(try JPEGImage.decode(try Self.photo(f, of: ann, size: size, as: ben).jpeg).color(x: 10, y: 10).distance(to: RGBColor(red: 30, green: 30, blue: 30)) <= 3)
+        }
+        let db = try Database(path: f.databasePath)
+        #expect(try db.scalarInt("SELECT count(*) FROM photos") == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM photo_uploads") == 0)
+        #expect(try db.scalarInt("SELECT count(*) FROM photo_upload_chunks") == 0)
+
+        // Deleting it removes both; deleting again deletes nothing.
+        #expect(try f.call("profile.photo.delete", as: ann)["deleted"] as? Bool == true)
+        #expect(try f.call("profile.photo.delete", as: ann)["deleted"] as? Bool == false)
+        for size in [512, 96] {
+            #expect(f.error("profile.photo", #"{"user_id":\#(ann),"size":\#(size)}"#, as: ben) == ServiceError(.notFound, "user \(ann) has no photo", field: "user_id"))
+        }
+        #expect(try f.call("profile.get", #"{"user_id":\#(ann)}"#, as: ben)["photo"] == nil)
+    }
+
+    @Test func imagesThatAreNotPhotosAreRefusedWithTheirReason() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann")
+        func commit(_ data: Data) throws -> ServiceError? {
+            let id = try Self.upload(f, data, as: ann)
+            let error = f.error("profile.photo.upload.commit", #"{"upload_id":"\#(id)"}"#, as: ann)
+            // A refused upload is gone: committing it again finds nothing.
+            #expect(f.error("profile.photo.upload.commit", #"{"upload_id":"\#(id)"}"#, as: ann)?.code == .notFound)
+            return error
+        }
+        #expect(try commit(Data("<svg/>".utf8)) == ServiceError.invalid("upload_id", "the photo is not a JPEG file (it must start with the bytes FF D8 FF)"))
+        let cmyk = try [UInt8](repeating: 40, count: 32 * 32 * 4).withUnsafeBufferPointer { buffer in
+            try TurboJPEGEncoder().encode(buffer, offset: 0, width: 32, rowBytes: 128, height: 32, quality: 90, subsampling: 0, cmyk: true)
+        }
+        #expect(try commit(cmyk) == ServiceError.invalid("upload_id", "the photo is a CMYK JPEG (made for print): save it as RGB"))
+        // A progressive file with its last scan repeated to 65 scans.
+        let progressive = try [UInt8](repeating: 90, count: 64 * 64 * 3).withUnsafeBufferPointer { buffer in
+            [UInt8](try TurboJPEGEncoder().encode(buffer, offset: 0, width: 64, rowBytes: 192, height: 64, quality: 90, subsampling: 0, progressive: true))
+        }
+        let lastScan = try #require((0..<(progressive.count - 1)).last { progressive[$0] == 0xFF && progressive[$0 + 1] == 0xDA })
+        let scans = Data(progressive[..<lastScan] + Array(repeating: progressive[lastScan..<(progressive.count - 2)], count: 56).joined() + progressive.suffix(2))
+        #expect(try commit(scans) == ServiceError.invalid("upload_id", "the photo has 65 scans, more than the limit of 64 (save it as a baseline JPEG)"))
+        // Truncated: the header is whole, the scan is not.
+        let whole = try Self.gradient(width: 300, height: 300)
+        #expect(try commit(whole.prefix(whole.count / 2))?.message.contains("truncated or corrupt") == true)
+        // Nothing was stored.
+        #expect(f.error("profile.photo", #"{"size":512}"#, as: ann)?.code == .notFound)
+    }
+
+    @Test func uploadsAreBoundedInSizeAndNumberAndGuardRetries() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann"), ben = try f.register("ben")
+        let id = try #require(try f.call("profile.photo.upload.begin", as: ann)["upload_id"] as? String)
+        // 10 MiB at most, however it is cut: 20 chunks of 512 KiB, then one byte more.
+        let chunk = Data(repeating: 0xFF, count: 512 * 1024).base64EncodedString()
+        for index in 0..<20 {
+            let reply = try f.call("profile.photo.upload.append", #"{"upload_id":"\#(id)","chunk":"\#(chunk)"}"#, as: ann)
+            #expect(reply["bytes"] as? Int == (index + 1) * 512 * 1024)
+        }
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"\#(id)","chunk":"AA=="}"#, as: ann)
+                == ServiceError(.tooLarge, "a photo may have at most 10485760 bytes", field: "chunk"))
+        // A chunk over 512 KiB, and text that is not base64.
+        let big = Data(count: 512 * 1024 + 1).base64EncodedString()
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"\#(id)","chunk":"\#(big)"}"#, as: ann)?.field == "chunk")
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"\#(id)","chunk":"***"}"#, as: ann)?.field == "chunk")
+
+        // Offsets: a retried append is refused, not doubled.
+        let retried = try #require(try f.call("profile.photo.upload.begin", as: ann)["upload_id"] as? String)
+        #expect(try f.call("profile.photo.upload.append", #"{"upload_id":"\#(retried)","offset":0,"chunk":"AAAA"}"#, as: ann)["bytes"] as? Int == 3)
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"\#(retried)","offset":0,"chunk":"AAAA"}"#, as: ann)
+                == ServiceError(.conflict, "upload \(retried) holds 3 bytes, not 0", field: "offset"))
+        #expect(try f.call("profile.photo.upload.append", #"{"upload_id":"\#(retried)","offset":3,"chunk":"AAAA"}"#, as: ann)["bytes"] as? Int == 6)
+
+        // An upload being committed (marked by the commit before it decodes) takes no chunk and no second commit.
+        let claimed = try #require(try f.call("profile.photo.upload.begin", as: ben)["upload_id"] as? String)
+        try Database(path: f.databasePath).run("UPDATE photo_uploads SET committed = 1 WHERE id = ?", claimed)
+        let committed = ServiceError(.conflict, "upload \(claimed) is committed already", field: "upload_id")
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"\#(claimed)","chunk":"AAAA"}"#, as: ben) == committed)
+        #expect(f.error("profile.photo.upload.commit", #"{"upload_id":"\#(claimed)"}"#, as: ben) == committed)
+
+        // Another user's upload is an unknown one to them, for every step.
+        let unknown = ServiceError(.notFound, "no upload '\(retried)' (uploads expire an hour after they begin)", field: "upload_id")
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"\#(retried)","offset":6,"chunk":"AAAA"}"#, as: ben) == unknown)
+        #expect(f.error("profile.photo.upload.commit", #"{"upload_id":"\#(retried)"}"#, as: ben) == unknown)
+
+        // Three open uploads a user: the fourth is refused; ben may still begin his second.
+        _ = try f.call("profile.photo.upload.begin", as: ann)
+        #expect(f.error("profile.photo.upload.begin", as: ann)
+                == ServiceError(.rateLimited, "you have 3 uploads open, the most: use one with profile.photo.upload.commit, or wait an hour for them to expire"))
+        _ = try f.call("profile.photo.upload.begin", as: ben)
+
+        // An hour on, they have expired: appending is not_found, and ann may begin again.
+        f.clock.advance(3_601)
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"\#(retried)","offset":6,"chunk":"AAAA"}"#, as: ann) == unknown)
+        _ = try f.call("profile.photo.upload.begin", as: ann)
+        let db = try Database(path: f.databasePath)
+        #expect(try db.scalarInt("SELECT count(*) FROM photo_uploads") == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM photo_upload_chunks") == 0)
+    }
+
+    @Test func atMost64UploadsAreOpenInAll() throws {
+        let f = try SocialFixture()
+        var refused: ServiceError?
+        for index in 0..<22 {
+            let user = try f.register("user\(index)")
+            for _ in 0..<3 where refused == nil { refused = f.error("profile.photo.upload.begin", as: user) }
+        }
+        #expect(refused == ServiceError(.rateLimited, "64 uploads are open: use them with profile.photo.upload.commit, or wait an hour for them to expire"))
+    }
+
+    @Test func anonymousCallersUnknownUsersAndBadSizes() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann")
+        try Self.setPhoto(f, try Self.solid(200), as: ann)
+        for type in ["profile.photo.upload.begin", "profile.photo.delete"] {
+            #expect(f.error(type) == ServiceError(.unauthenticated, "\(type) needs a signed-in user"))
+        }
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"x","chunk":"AAAA"}"#)?.code == .unauthenticated)
+        #expect(f.error("profile.photo.upload.commit", #"{"upload_id":"x"}"#)?.code == .unauthenticated)
+        #expect(f.error("profile.photo", #"{"size":512}"#) == ServiceError(.unauthenticated, "profile.photo needs a user_id or a signed-in user"))
+        #expect(f.error("profile.photo", #"{"user_id":99,"size":512}"#) == ServiceError(.notFound, "no user with id 99", field: "user_id"))
+        #expect(f.error("profile.photo", #"{"user_id":\#(ann),"size":200}"#) == ServiceError.invalid("size", "must be 512 or 96"))
+        #expect(f.error("profile.photo", #"{"user_id":\#(ann)}"#)?.field == "size")
+        // Anyone may see it, as anyone sees the profile.
+        #expect(try JPEGImage.check(try Self.photo(f, of: ann, size: 512, as: nil).jpeg).width == 512)
+        // Deleting nothing of an unknown caller.
+        #expect(f.error("profile.photo.delete", as: 99)?.code == .unauthenticated)
+    }
+
+    @Test func aBlockHidesThePhotoBothWaysAsItHidesTheProfile() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann"), ben = try f.register("ben"), cat = try f.register("cat")
+        try Self.setPhoto(f, try Self.solid(100), as: ann)
+        try Self.setPhoto(f, try Self.solid(150), as: ben)
+        try f.call("social.block", #"{"user_id":\#(ann)}"#, as: ben)
+        for (owner, viewer) in [(ann, ben), (ben, ann)] {
+            let hidden = ServiceError(.notFound, "no user with id \(owner)", field: "user_id")
+            #expect(f.error("profile.photo", #"{"user_id":\#(owner),"size":512}"#, as: viewer) == hidden)
+            #expect(f.error("profile.get", #"{"user_id":\#(owner)}"#, as: viewer) == hidden)
+        }
+        // Anyone else, and each their own, still see them.
+        #expect(try JPEGImage.check(try Self.photo(f, of: ann, size: 96, as: cat).jpeg).width == 96)
+        #expect(try JPEGImage.check(try Self.photo(f, of: ben, size: 96, as: ben).jpeg).width == 96)
+        try f.call("social.unblock", #"{"user_id":\#(ann)}"#, as: ben)
+        #expect(try JPEGImage.check(try Self.photo(f, of: ann, size: 512, as: ben).jpeg).width == 512)
+    }
+
+    @Test func deletingTheAccountRemovesThePhotoAndOpenUploads() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann"), ben = try f.register("ben")
+        try Self.setPhoto(f, try Self.solid(100), as: ann)
+        try Self.setPhoto(f, try Self.solid(150), as: ben)
+        _ = try Self.upload(f, try Self.solid(50), as: ann)
+        try f.call("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)
+        let db = try Database(path: f.databasePath)
+        #expect(try db.scalarInt("SELECT count(*) FROM photos WHERE user_id = ?", ann) == 0)
+        #expect(try db.scalarInt("SELECT count(*) FROM photo_uploads WHERE user_id = ?", ann) == 0)
+        #expect(try db.scalarInt("SELECT count(*) FROM photo_upload_chunks") == 0)
+        #expect(f.error("profile.photo", #"{"user_id":\#(ann),"size":96}"#, as: ben)?.code == .notFound)
+        // Ben's stays.
+        #expect(try JPEGImage.check(try Self.photo(f, of: ben, size: 96, as: nil).jpeg).width == 96)
+    }
+}

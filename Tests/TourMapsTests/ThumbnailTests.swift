@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+@testable import TourMaps
+
+/// Profile photos' squares: the decode at libjpeg-turbo's fast scales and the centred,
+/// filtered resampling.
+@Suite struct ThumbnailTests {
+    @Test func theSquareIsTheMiddleOfTheImage() throws {
+        // Red grows left to right over 300 columns: the square is columns 100 to 199.
+        let image = try #require(RGBImage(width: 300, height: 100, pixels: TestImages.gradientPixels(width: 300, height: 100)))
+        let square = image.centreSquare(side: 50)
+        #expect(square.width == 50 && square.height == 50)
+        let left = Int(square.color(x: 0, y: 25).red), right = Int(square.color(x: 49, y: 25).red)
+        #expect(abs(left - 100 * 255 / 299) <= 3, "\(left)")
+        #expect(abs(right - 199 * 255 / 299) <= 3, "\(right)")
+        // A tall image: the middle rows (green grows downwards).
+        let tall = try #require(RGBImage(width: 100, height: 300, pixels: TestImages.gradientPixels(width: 100, height: 300)))
+        #expect(abs(Int(tall.centreSquare(side: 50).color(x: 25, y: 0).green) - 100 * 255 / 299) <= 3)
+    }
+
+    /// One-pixel black and white stripes shrunk 8 times: every pixel is the grey mean. Taking
+    /// the nearest pixel instead would give black or white (it aliases).
+    @Test func shrinkingAveragesRatherThanPicksPixels() throws {
+        var pixels = [UInt8](repeating: 0, count: 512 * 512 * 3)
+        for y in 0..<512 { for x in stride(from: 1, to: 512, by: 2) { for c in 0..<3 { pixels[(y * 512 + x) * 3 + c] = 255 } } }
+        let square = try #require(RGBImage(width: 512, height: 512, pixels: pixels)).centreSquare(side: 64)
+        for x in 0..<64 {
+            // The filter is cut at the image's edges, so the first and last columns lean a little.
+            #expect(abs(Int(square.color(x: x, y: 32).red) - 128) <= (x == 0 || x == 63 ? 8 : 1), "column \(x): \(square.color(x: x, y: 32))")
+        }
+    }
+
+    @Test func enlargingInterpolates() throws {
+        // 2×2: black, white / black, white, enlarged to 8×8: grey steps between, not two blocks.
+        let image = try #require(RGBImage(width: 2, height: 2, pixels: [0, 0, 0, 255, 255, 255, 0, 0, 0, 255, 255, 255]))
+        let square = image.centreSquare(side: 8)
+        let row = (0..<8).map { Int(square.color(x: $0, y: 4).red) }
+        #expect(row.first == 0 && row.last == 255)
+        #expect(Set(row).count >= 5, "\(row)")
+        #expect(row == row.sorted())
+    }
+
+    @Test func decodingPicksTheSmallestScaleThatKeepsTheSide() throws {
+        let wide = try TestImages.gradientJPEG(width: 2000, height: 1200)
+        // 1/2 keeps 600 rows (1/4 would leave 300).
+        let half = try JPEGImage.decode(wide, minimumSide: 512)
+        #expect(half.width == 1000 && half.height == 600)
+        let eighth = try JPEGImage.decode(wide, minimumSide: 96)
+        #expect(eighth.width == 250 && eighth.height == 150)
+        // Smaller than asked: full size, never enlarged.
+        let small = try JPEGImage.decode(try TestImages.gradientJPEG(width: 300, height: 200), minimumSide: 512)
+        #expect(small.width == 300 && small.height == 200)
+        // The checks are check's: a CMYK file is refused by name.
+        let cmyk = try [UInt8](repeating: 40, count: 32 * 32 * 4).withUnsafeBufferPointer { buffer in
+            try TurboJPEGEncoder().encode(buffer, offset: 0, width: 32, rowBytes: 128, height: 32, quality: 90, subsampling: 0, cmyk: true)
+        }
+        #expect(throws: JPEGError.cmyk) { try JPEGImage.decode(cmyk, minimumSide: 512) }
+        #expect(JPEGError.cmyk.description(of: "the photo") == "the photo is a CMYK JPEG (made for print): save it as RGB")
+        #expect(JPEGError.cmyk.description == "the map image is a CMYK JPEG (made for print): save it as RGB")
+    }
+}
