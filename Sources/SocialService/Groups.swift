@@ -382,7 +382,7 @@ extension SocialStore {
                 throw Self.noGroup(request.groupId)
             }
             let body = InvitationToMe(group: GroupName(id: request.groupId, name: group), invitedBy: try summary(of: caller.id), invitedAt: now)
-            worker.push(Push(topic: GroupRules.invitedTopic, id: "i-\(request.groupId)-\(invitee)-\(nowMs)", userId: invitee,
+            worker.push(Push(topic: GroupRules.invitedTopic, id: live.pushID("i\(request.groupId)", now: nowMs), userId: invitee,
                              coalesce: nil, origin: nil, body: try JSONCoding.encoder.encode(body)))
             return sent
         }
