@@ -121,6 +121,24 @@ import TestSupport
         #expect(try published(f) == ["+10/1"])
     }
 
+    @Test func stoppingOrBeingDeletedRedactsTheVisitsStillInTheOutbox() throws {
+        let f = try FavoritesFixture()
+        try f.place(1)
+        try discoverable(f, 12, true)
+        try discoverable(f, 13, true)
+        try f.call("favorites.visited.add", #"{"place_id":1}"#, as: 12)
+        try f.call("favorites.visited.add", #"{"place_id":1}"#, as: 13)
+        try f.call("favorites.remove", #"{"place_id":1,"list":"visited"}"#, as: 13)
+        #expect(try published(f) == ["+12/1", "+13/1", "-13/1"])
+        try discoverable(f, 13, false)
+        #expect(try published(f) == ["+12/1"])
+        try f.deleteUser(12)
+        #expect(try f.eventually { try published(f).isEmpty })
+        // The seqs stay: three redacted rows, bodies empty.
+        let redacted = try f.rows("SELECT CAST(body AS TEXT) AS body FROM outbox WHERE type = ?", FavoritesEvents.redacted)
+        #expect(try redacted.map { try $0.decode("body", as: String.self) } == ["{}", "{}", "{}"])
+    }
+
     /// The `user/place` of every `favorites.visited` in favorites' whole snapshot, a page of 7 at a time.
     func snapshotVisits(_ f: FavoritesFixture) throws -> [String] {
         guard let client = f.client else { return [] }
