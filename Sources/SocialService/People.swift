@@ -127,6 +127,13 @@ enum PeopleRules {
             """),
     ]
 
+    /// The bounds of `visits_geo` that hold every point of `area`: south, north, west, east,
+    /// in the R*Tree's integers, rounded outwards.
+    static func indexBounds(_ area: BoundingBox) -> [(any SQLBindable)?] {
+        [Int64((area.south * scale).rounded(.down)), Int64((area.north * scale).rounded(.up)),
+         Int64((area.west * scale).rounded(.down)), Int64((area.east * scale).rounded(.up))]
+    }
+
     /// Keeps social's copy in step with favorites' visits. A visit of a user who is not
     /// discoverable here (favorites had not heard yet that they stopped) is ignored. A rebuild
     /// from favorites' snapshot (every discoverable user's latest visits) starts from nothing.
@@ -221,9 +228,7 @@ extension SocialStore {
                     WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
                       AND u.discoverable = 1 AND v.user_id <> ? AND \(Self.visible("v.user_id"))
                     LIMIT ?
-                    """, [Int64((area.south * PeopleRules.scale).rounded(.down)), Int64((area.north * PeopleRules.scale).rounded(.up)),
-                          Int64((area.west * PeopleRules.scale).rounded(.down)), Int64((area.east * PeopleRules.scale).rounded(.up)),
-                          caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]) { row in
+                    """, PeopleRules.indexBounds(area) + [caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]) { row in
                     read += 1
                     let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
                     guard center.distance(to: point) <= radius else { return }

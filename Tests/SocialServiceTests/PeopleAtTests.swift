@@ -126,6 +126,7 @@ import Testing
         // A deleted account goes with its visits.
         try f.call("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)
         #expect(try people(f, #"{"place_id":1}"#, as: me).isEmpty)
+        #expect(try Database(path: f.databasePath).scalarInt("SELECT count(*) FROM visits WHERE user_id = ?", ann) == 0)
     }
 
     @Test func anonymousCallersAreRefusedBeforeAnythingElse() throws {
