@@ -101,16 +101,10 @@ extension SocialStore {
     /// `social.blocks`: the users `blocker` blocks, the most recent block first.
     func blockList(of blocker: Int64, cursor: String?, limit: Int) throws -> UserPage {
         let after = try cursor.map(Self.blockCursor.decode) ?? Int64.max
-        let page = try readPage("""
-            SELECT b.id AS block_id, u.id AS user_id, u.username, u.name FROM blocks b JOIN users u ON u.id = b.blocked_id
+        return try userPage("""
+            SELECT b.id AS page_id, u.id AS user_id, u.username, u.name FROM blocks b JOIN users u ON u.id = b.blocked_id
             WHERE b.blocker_id = ? AND b.id < ? ORDER BY b.id DESC LIMIT ?
-            """, [blocker, after], limit: limit,
-            item: { row throws -> (block: Int64, user: UserSummary) in
-                (block: try row.decode("block_id"), user: try Self.summary(row))
-            },
-            wire: \.user)
-        let next = page.isFull ? page.items.last.map { Self.blockCursor.encode($0.block) } : nil
-        return UserPage(users: page.items.map(\.user), nextCursor: next)
+            """, [blocker, after], cursor: Self.blockCursor, limit: limit)
     }
 
     /// The user summary of a row with `user_id`, `username` and `name` (or of columns with the prefix).

@@ -86,16 +86,19 @@ extension SocialStore {
         let after = try cursor.map(Self.followCursor.decode) ?? Int64.max
         if let viewer, viewer != userId, try blocked(viewer, userId) { throw Self.noUser(userId) }
         let hidden = viewer.map { _ in "AND " + Self.visible("u.id") } ?? ""
-        let page = try readPage("""
-            SELECT f.id AS follow_id, u.id AS user_id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
+        return try userPage("""
+            SELECT f.id AS page_id, u.id AS user_id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
             WHERE f.\(own) = ? AND f.id < ? \(hidden) ORDER BY f.id DESC LIMIT ?
-            """, [userId, after] + (viewer.map { [$0, $0] } ?? []), limit: limit,
-            item: { row throws -> (follow: Int64, user: UserSummary) in
-                (follow: try row.decode("follow_id"),
-                 user: UserSummary(id: try row.decode("user_id"), username: try row.decode("username"), name: try row.decode("name")))
-            },
-            wire: \.user)
-        let next = page.isFull ? page.items.last.map { Self.followCursor.encode($0.follow) } : nil
+            """, [userId, after] + (viewer.map { [$0, $0] } ?? []), cursor: Self.followCursor, limit: limit)
+    }
+
+    /// A page of users from `sql`, which selects `page_id` (what `cursor` encodes, descending)
+    /// and a user summary's columns, and ends in `LIMIT ?`.
+    func userPage(_ sql: String, _ arguments: [(any SQLBindable)?], cursor: IDCursor, limit: Int) throws -> UserPage {
+        let page = try readPage(sql, arguments, limit: limit,
+                                item: { row throws -> (key: Int64, user: UserSummary) in (key: try row.decode("page_id"), user: try Self.summary(row)) },
+                                wire: \.user)
+        let next = page.isFull ? page.items.last.map { cursor.encode($0.key) } : nil
         return UserPage(users: page.items.map(\.user), nextCursor: next)
     }
 }

@@ -348,9 +348,8 @@ extension SocialStore {
     /// `groups.invite`: any member invites a user by username; the invitee hears `group.invited`.
     /// An invitation from a user the invitee blocks is answered as any other and dropped.
     func invite(_ request: GroupInvitation, context: RequestContext) throws -> InvitationSent {
-        let username = try AccountRules.username(request.username)
         let (caller, _) = try member(context, of: request.groupId)
-        let nowMs = Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down))
+        let username = try AccountRules.username(request.username)
         try live.invites.admit(caller.id, now: nowMs,
                                refusal: ServiceError(.rateLimited, "at most \(GroupRules.invitesPerWindow) invitations a minute; try again in a moment"))
         let sent = InvitationSent(groupId: request.groupId, username: username, invited: true)

@@ -234,7 +234,7 @@ struct FollowedPush: Codable, Sendable {
     }
 }
 
-/// The reply of the flush: how many held positions were pushed, to how many groups.
+/// The reply of the flush: how many held positions were pushed (each to one group's members).
 struct FlushReply: Codable, Sendable {
     var pushed: Int
 }
@@ -278,10 +278,11 @@ extension SocialStore {
     /// The service's clock in Unix milliseconds.
     var nowMs: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
 
-    /// The last position of `user` if it is at most `seconds` old: kept only while they share
-    /// it with a group (or are discoverable).
+    /// The last position of `user` if it is at most `seconds` old (at most an hour: none is
+    /// kept longer): kept only while they share it with a group (or are discoverable).
     public func livePosition(of user: Int64, within seconds: Int64) throws -> (lat: Double, lon: Double, atMs: Int64)? {
-        guard let row = try db.queryOne("SELECT lat, lon, at_ms FROM positions WHERE user_id = ? AND at_ms >= ?", user, nowMs - seconds * 1_000) else {
+        let since = nowMs - min(max(0, seconds), LiveMapRules.shownMs / 1_000) * 1_000
+        guard let row = try db.queryOne("SELECT lat, lon, at_ms FROM positions WHERE user_id = ? AND at_ms >= ?", user, since) else {
             return nil
         }
         return (try row.decode("lat"), try row.decode("lon"), try row.decode("at_ms"))
@@ -290,8 +291,8 @@ extension SocialStore {
     /// `groups.position`: keeps the caller's position while anything keeps it and pushes it to
     /// every group they share with, throttled per group (`PositionThrottle`).
     func reportPosition(_ report: PositionReport, context: RequestContext) throws -> PositionShared {
-        try LiveMapRules.check(report)
         let caller = try caller(context)
+        try LiveMapRules.check(report)
         let now = nowMs
         try live.positions.admit(caller.id, now: now,
                                  refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.positionsPerSecond) positions a second; send them less often"))

@@ -89,6 +89,9 @@ import Testing
         let group = try f.group("Trip", owner: ann)
         try f.join(group, "ben", id: ben, invitedBy: ann)
         try f.call("groups.remove", #"{"group_id":\#(group),"user_id":\#(ben)}"#, as: ann)
+        // Ben, removed, blocks Ann too; Eve is blocked by her: neither finds the group.
+        try f.call("social.block", #"{"user_id":\#(ann)}"#, as: ben)
+        try f.call("social.block", #"{"user_id":\#(eve)}"#, as: ann)
         let methods: [(String, String)] = [
             ("groups.get", #"{"group_id":\#(group)}"#), ("groups.invite", #"{"group_id":\#(group),"username":"eve"}"#),
             ("groups.leave", #"{"group_id":\#(group)}"#), ("groups.remove", #"{"group_id":\#(group),"user_id":\#(ann)}"#),

@@ -70,6 +70,26 @@ import TestSupport
         #expect(try t.f.count("positions") == 0)
     }
 
+    @Test func aPositionGoesOnlyToTheGroupsSharedWith() throws {
+        let t = try Trip()
+        let cat = try t.f.register("cat")
+        let other = try t.f.group("Other", owner: t.ann)
+        try t.f.join(other, "cat", id: cat, invitedBy: t.ann)
+        try t.share(t.ann)
+        let pushes = try t.f.pushes()
+        let first = try t.report(t.ann, lat: 1)
+        #expect((first["shared_with"] as? [NSNumber])?.map(\.int64Value) == [t.group])
+        #expect((try t.f.call("groups.map", #"{"group_id":\#(other)}"#, as: cat)["positions"] as? [Any])?.isEmpty == true)
+        // Cat hears nothing until Ann shares with the other group too: her first push is the second position.
+        try t.f.call("groups.sharing", #"{"group_id":\#(other),"on":true}"#, as: t.ann)
+        t.f.clock.advance(1)
+        try t.report(t.ann, lat: 2)
+        // Pushed group by group (each to its members in id order): Ben's of the first group, then Cat's.
+        #expect(int(pushBody(try next(pushes, to: t.ben))["group_id"]) == t.group)
+        let cats = pushBody(try next(pushes, to: cat))
+        #expect(cats["lat"] as? Double == 2 && int(cats["group_id"]) == other)
+    }
+
     @Test func aPositionIsCheckedFieldByField() throws {
         let t = try Trip()
         let bad: [(String, String, String)] = [
@@ -163,6 +183,8 @@ import TestSupport
         try t.f.call("groups.remove", #"{"group_id":\#(t.group),"user_id":\#(cat)}"#, as: t.ann)
         try t.share(t.ann)
         try t.report(t.ann, lat: 1)
+        // Eve is blocked by the owner too: still a stranger to the group.
+        try t.f.call("social.block", #"{"user_id":\#(eve)}"#, as: t.ann)
         let methods: [(String, String)] = [
             ("groups.map", #"{"group_id":\#(t.group)}"#), ("groups.sharing", #"{"group_id":\#(t.group),"on":true}"#),
             ("groups.follow", #"{"group_id":\#(t.group),"user_id":\#(t.ann)}"#),
