@@ -64,6 +64,19 @@ enum Visits {
             """, place, Lists.visited).map { row in PlaceUnvisited(userId: try row.decode("user_id"), placeId: place) }
     }
 
+    /// The `favorites.visited` bodies of every discoverable user who has place `id` visited,
+    /// with its point as the copy holds it now: after the catalog moved it.
+    static func moved(_ place: Int64, _ db: Database) throws -> [PlaceVisited] {
+        try db.query("""
+            SELECT l.user_id, i.visited_at, p.lat, p.lon FROM items i JOIN lists l ON l.id = i.list_id
+            JOIN discoverable d ON d.user_id = l.user_id JOIN places p ON p.id = i.place_id
+            WHERE i.place_id = ? AND l.builtin = 1 AND l.name = ? AND i.visited_at IS NOT NULL ORDER BY l.user_id
+            """, place, Lists.visited).map { row in
+            PlaceVisited(userId: try row.decode("user_id"), placeId: place, lat: try row.decode("lat"), lon: try row.decode("lon"),
+                         at: FavoritesStore.timestamp(try row.decode("visited_at")))
+        }
+    }
+
     /// Applies `social.profile.discoverable`: a user who becomes discoverable has their latest
     /// visits published; again (or in a rebuild) nothing is published twice. One who stops is
     /// forgotten, and nothing is published.
