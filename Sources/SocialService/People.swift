@@ -77,6 +77,9 @@ enum PeopleRules {
     static let maxRowsRead = 10_000
     /// The R*Tree holds degrees times this, as 32-bit integers.
     static let scale = 1e7
+    /// How often one user may turn `discoverable` on or off: each time on, favorites publishes
+    /// up to 1,000 visits, and each time off it redacts its outbox, so a loop must not.
+    static let discoverableChangesPerHour = 10
 
     /// Where the request looks: a place, or a circle, checked field by field.
     enum Target {
@@ -174,12 +177,15 @@ enum PeopleRules {
 }
 
 extension SocialStore {
-    /// Sets whether the caller is discoverable, inside `updateProfile`'s transaction: a change
-    /// publishes `social.profile.discoverable`; stopping drops the copy of their visits, and
+    /// Sets whether the caller is discoverable, inside `updateProfile`'s transaction (on the
+    /// writer, whose rate window it counts in: at most `discoverableChangesPerHour` changes, else
+    /// `rate_limited`): a change publishes `social.profile.discoverable`; stopping drops the copy of their visits, and
     /// their position unless a group they share with keeps it.
     func setDiscoverable(_ on: Bool, caller: Caller) throws {
         guard let row = try db.queryOne("SELECT discoverable FROM users WHERE id = ?", caller.id),
               (try row.decode("discoverable", as: Int64.self) == 1) != on else { return }
+        try live.discoverable.admit(caller.id, now: nowMs, refusal: ServiceError(
+            .rateLimited, "discoverable changes at most \(PeopleRules.discoverableChangesPerHour) times an hour; try again later", field: "discoverable"))
         try db.run("UPDATE users SET discoverable = ? WHERE id = ?", on ? 1 : 0, caller.id)
         if !on {
             try db.run("DELETE FROM visits WHERE user_id = ?", caller.id)
