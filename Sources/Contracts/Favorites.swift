@@ -16,6 +16,10 @@ public enum FavoritesEvents {
     /// Body: `PlaceUnvisited`. A discoverable user's visit is gone: unmarked, or the place was
     /// deleted.
     public static let unvisited = "favorites.unvisited"
+    /// Body: `{}`. Never published as such: a visit event of a user who has since stopped
+    /// being discoverable, or was deleted, rewritten in the outbox (same `seq`). Every
+    /// follower ignores it.
+    public static let redacted = "favorites.redacted"
 }
 
 /// Body of `favorites.visited`: who visited which place when (`at`, RFC 3339), and the place's

@@ -110,7 +110,12 @@ enum Places {
             case CatalogEvents.upserted:
                 struct Versioned: Decodable { var version: Int64 }
                 let place = try event.body(PlaceSummary.self)
+                let before = try scope.db.queryOne("SELECT lat, lon FROM places WHERE id = ?", place.id)
                 try upsert(place, version: try event.body(Versioned.self).version, scope.db)
+                // A place that moved: its discoverable visitors' visits go out again with the new point.
+                if let before, try before.decode("lat", as: Double.self) != place.lat || before.decode("lon", as: Double.self) != place.lon {
+                    for visit in try Visits.moved(place.id, scope.db) { try scope.emit(FavoritesEvents.visited, visit) }
+                }
             case CatalogEvents.deleted:
                 try delete(try event.body(PlaceDeleted.self).id, scope.db) { try scope.emit(FavoritesEvents.unvisited, $0) }
             default: break

@@ -11,8 +11,8 @@ import Storage
 /// them marks a place visited (`favorites.visited.add`, or a save into the `visited` list) and
 /// `favorites.unvisited` when the visit goes (unmarked, removed, the place deleted). A user who
 /// becomes discoverable has their latest `latestOnOptIn` visits published at once; one who stops
-/// has nothing more published (social drops its copy itself). Nothing of any other user's
-/// visits ever goes on the bus.
+/// has nothing more published (social drops its copy itself), and their visit events still in
+/// the outbox are redacted. Nothing of any other user's visits ever goes on the bus.
 enum Visits {
     /// How many of a user's visits, newest first, go on the bus when they become discoverable,
     /// and in the snapshot.
@@ -64,13 +64,26 @@ enum Visits {
             """, place, Lists.visited).map { row in PlaceUnvisited(userId: try row.decode("user_id"), placeId: place) }
     }
 
+    /// The `favorites.visited` bodies of every discoverable user who has place `id` visited,
+    /// with its point as the copy holds it now: after the catalog moved it.
+    static func moved(_ place: Int64, _ db: Database) throws -> [PlaceVisited] {
+        try db.query("""
+            SELECT l.user_id, i.visited_at, p.lat, p.lon FROM items i JOIN lists l ON l.id = i.list_id
+            JOIN discoverable d ON d.user_id = l.user_id JOIN places p ON p.id = i.place_id
+            WHERE i.place_id = ? AND l.builtin = 1 AND l.name = ? AND i.visited_at IS NOT NULL ORDER BY l.user_id
+            """, place, Lists.visited).map { row in
+            PlaceVisited(userId: try row.decode("user_id"), placeId: place, lat: try row.decode("lat"), lon: try row.decode("lon"),
+                         at: FavoritesStore.timestamp(try row.decode("visited_at")))
+        }
+    }
+
     /// Applies `social.profile.discoverable`: a user who becomes discoverable has their latest
     /// visits published; again (or in a rebuild) nothing is published twice. One who stops is
     /// forgotten, and nothing is published.
     static func apply(_ change: DiscoverableChanged, _ scope: EventScope) throws {
         let db = scope.db
         guard change.discoverable else {
-            try db.run("DELETE FROM discoverable WHERE user_id = ?", change.userId)
+            try erase(user: change.userId, db)
             return
         }
         if try isDiscoverable(change.userId, db) {
@@ -81,9 +94,15 @@ enum Visits {
         for visit in try latest(of: change.userId, limit: latestOnOptIn, db) { try scope.emit(FavoritesEvents.visited, visit) }
     }
 
-    /// Forgets user `id` (`social.user.deleted`).
+    /// Forgets that user `id` is discoverable (they stopped, or were deleted), and redacts
+    /// their visit events still in the outbox: `favorites.redacted`, body `{}`, the seqs kept
+    /// (replays stay gap-free), so their past visits are no longer on the bus.
     static func erase(user id: Int64, _ db: Database) throws {
         try db.run("DELETE FROM discoverable WHERE user_id = ?", id)
+        try db.run("""
+            UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
+            WHERE type IN (?, ?) AND json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
+            """, FavoritesEvents.redacted, FavoritesEvents.visited, FavoritesEvents.unvisited, id)
     }
 
     /// Before a rebuild from social's snapshot: every user is stale until the snapshot says again.
@@ -91,9 +110,9 @@ enum Visits {
         try db.run("UPDATE discoverable SET stale = 1")
     }
 
-    /// After it: the users the snapshot did not name are no longer discoverable.
+    /// After it: the users the snapshot did not name are no longer discoverable (`erase`).
     static func finishBulk(_ db: Database) throws {
-        try db.run("DELETE FROM discoverable WHERE stale = 1")
+        for id in try db.query("SELECT user_id FROM discoverable WHERE stale = 1").decode("user_id", as: Int64.self) { try erase(user: id, db) }
     }
 }
 

@@ -92,6 +92,7 @@ final class LiveState {
     var invites = RateWindow(limit: GroupRules.invitesPerWindow, windowMs: GroupRules.inviteWindowMs)
     var positions = RateWindow(limit: LiveMapRules.positionsPerSecond, windowMs: 1_000)
     var follows = RateWindow(limit: LiveMapRules.followsPerMinute, windowMs: 60_000)
+    var discoverable = RateWindow(limit: PeopleRules.discoverableChangesPerHour, windowMs: 3_600_000)
     var throttle = PositionThrottle()
     /// When positions older than an hour were last deleted.
     var lastPurge: Int64 = 0

@@ -77,6 +77,9 @@ enum PeopleRules {
     static let maxRowsRead = 10_000
     /// The R*Tree holds degrees times this, as 32-bit integers.
     static let scale = 1e7
+    /// How often one user may turn `discoverable` on or off: each time on, favorites publishes
+    /// up to 1,000 visits, and each time off it redacts its outbox, so a loop must not.
+    static let discoverableChangesPerHour = 10
 
     /// Where the request looks: a place, or a circle, checked field by field.
     enum Target {
@@ -127,6 +130,13 @@ enum PeopleRules {
             """),
     ]
 
+    /// The bounds of `visits_geo` that hold every point of `area`: south, north, west, east,
+    /// in the R*Tree's integers, rounded outwards.
+    static func indexBounds(_ area: BoundingBox) -> [(any SQLBindable)?] {
+        [Int64((area.south * scale).rounded(.down)), Int64((area.north * scale).rounded(.up)),
+         Int64((area.west * scale).rounded(.down)), Int64((area.east * scale).rounded(.up))]
+    }
+
     /// Keeps social's copy in step with favorites' visits. A visit of a user who is not
     /// discoverable here (favorites had not heard yet that they stopped) is ignored. A rebuild
     /// from favorites' snapshot (every discoverable user's latest visits) starts from nothing.
@@ -167,12 +177,15 @@ enum PeopleRules {
 }
 
 extension SocialStore {
-    /// Sets whether the caller is discoverable, inside `updateProfile`'s transaction: a change
-    /// publishes `social.profile.discoverable`; stopping drops the copy of their visits, and
+    /// Sets whether the caller is discoverable, inside `updateProfile`'s transaction (on the
+    /// writer, whose rate window it counts in: at most `discoverableChangesPerHour` changes, else
+    /// `rate_limited`): a change publishes `social.profile.discoverable`; stopping drops the copy of their visits, and
     /// their position unless a group they share with keeps it.
     func setDiscoverable(_ on: Bool, caller: Caller) throws {
         guard let row = try db.queryOne("SELECT discoverable FROM users WHERE id = ?", caller.id),
               (try row.decode("discoverable", as: Int64.self) == 1) != on else { return }
+        try live.discoverable.admit(caller.id, now: nowMs, refusal: ServiceError(
+            .rateLimited, "discoverable changes at most \(PeopleRules.discoverableChangesPerHour) times an hour; try again later", field: "discoverable"))
         try db.run("UPDATE users SET discoverable = ? WHERE id = ?", on ? 1 : 0, caller.id)
         if !on {
             try db.run("DELETE FROM visits WHERE user_id = ?", caller.id)
@@ -221,9 +234,7 @@ extension SocialStore {
                     WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
                       AND u.discoverable = 1 AND v.user_id <> ? AND \(Self.visible("v.user_id"))
                     LIMIT ?
-                    """, [Int64((area.south * PeopleRules.scale).rounded(.down)), Int64((area.north * PeopleRules.scale).rounded(.up)),
-                          Int64((area.west * PeopleRules.scale).rounded(.down)), Int64((area.east * PeopleRules.scale).rounded(.up)),
-                          caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]) { row in
+                    """, PeopleRules.indexBounds(area) + [caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]) { row in
                     read += 1
                     let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
                     guard center.distance(to: point) <= radius else { return }

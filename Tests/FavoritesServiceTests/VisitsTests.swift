@@ -53,6 +53,22 @@ import TestSupport
         try f.call("favorites.add", #"{"place_id":2,"list":"want_to_go"}"#, as: 7)
         #expect(try published(f) == ["+7/1", "+7/1", "+7/2", "-7/2", "+7/2", "-7/2"])
 
+        // A place the catalog moves is published again with its new point; a rename alone is not.
+        func upsert(_ name: String, lat: Double, version: Int) throws {
+            let json = FavoritesFixture.placeJSON(1, name: name, lat: lat, lon: 151.22, version: version)
+            _ = try f.catalogClient.call("fake.emit", FakeEmit(type: CatalogEvents.upserted, key: "00000001", body: json), as: Int64.self)
+        }
+        try upsert("Moved", lat: -33.86, version: 2)
+        #expect(try f.eventually { try published(f).count == 7 })
+        let last: String = try f.rows("SELECT CAST(body AS TEXT) AS body FROM outbox WHERE type = ? ORDER BY seq DESC LIMIT 1", FavoritesEvents.visited)
+            .first?.decode("body", as: String.self) ?? ""
+        let moved = try JSONDecoder().decode(PlaceVisited.self, from: Data(last.utf8))
+        #expect(moved.userId == 7 && moved.placeId == 1 && moved.lat == -33.86 && moved.lon == 151.22, "\(last)")
+        try upsert("Renamed", lat: -33.86, version: 3)
+        try f.place(3)  // a marker: once it is in the copy, the rename before it was applied
+        #expect(f.waitForPlace(3))
+        #expect(try published(f).count == 7)
+
         // A place the catalog deletes is unvisited for each discoverable visitor.
         try f.deletePlace(1)
         #expect(f.waitForPlace(1, present: false))
@@ -119,6 +135,24 @@ import TestSupport
         #expect(try f.eventually { try f.rows("SELECT user_id FROM discoverable").map { try $0.decode("user_id", as: Int64.self) } == [10] })
         // 10 was discoverable all along: the rebuild sends none of their visits again.
         #expect(try published(f) == ["+10/1"])
+    }
+
+    @Test func stoppingOrBeingDeletedRedactsTheVisitsStillInTheOutbox() throws {
+        let f = try FavoritesFixture()
+        try f.place(1)
+        try discoverable(f, 12, true)
+        try discoverable(f, 13, true)
+        try f.call("favorites.visited.add", #"{"place_id":1}"#, as: 12)
+        try f.call("favorites.visited.add", #"{"place_id":1}"#, as: 13)
+        try f.call("favorites.remove", #"{"place_id":1,"list":"visited"}"#, as: 13)
+        #expect(try published(f) == ["+12/1", "+13/1", "-13/1"])
+        try discoverable(f, 13, false)
+        #expect(try published(f) == ["+12/1"])
+        try f.deleteUser(12)
+        #expect(try f.eventually { try published(f).isEmpty })
+        // The seqs stay: three redacted rows, bodies empty.
+        let redacted = try f.rows("SELECT CAST(body AS TEXT) AS body FROM outbox WHERE type = ?", FavoritesEvents.redacted)
+        #expect(try redacted.map { try $0.decode("body", as: String.self) } == ["{}", "{}", "{}"])
     }
 
     /// The `user/place` of every `favorites.visited` in favorites' whole snapshot, a page of 7 at a time.

@@ -126,6 +126,7 @@ import Testing
         // A deleted account goes with its visits.
         try f.call("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)
         #expect(try people(f, #"{"place_id":1}"#, as: me).isEmpty)
+        #expect(try Database(path: f.databasePath).scalarInt("SELECT count(*) FROM visits WHERE user_id = ?", ann) == 0)
     }
 
     @Test func anonymousCallersAreRefusedBeforeAnythingElse() throws {
@@ -253,5 +254,21 @@ import Testing
         }
         try f.call("social.unblock", #"{"user_id":\#(ann)}"#, as: mia)
         #expect(try people(f, #"{"place_id":3}"#, as: mia) == [Int(ann), Int(cat)])
+    }
+
+    @Test func turningDiscoverableOnAndOffInALoopIsRateLimited() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann")
+        for i in 0..<10 { try f.call("profile.update", #"{"discoverable":\#(i % 2 == 0)}"#, as: ann) }
+        // Setting what it already is changes nothing, so it is not counted.
+        try f.call("profile.update", #"{"discoverable":false,"bio":"still me"}"#, as: ann)
+        #expect(f.error("profile.update", #"{"discoverable":true,"bio":"changed"}"#, as: ann)
+                == ServiceError(.rateLimited, "discoverable changes at most 10 times an hour; try again later", field: "discoverable"))
+        // Refused whole: neither field changed, and no event went out.
+        let profile = try f.call("profile.get", as: ann)
+        #expect(profile["discoverable"] as? Bool == false && profile["bio"] as? String == "still me")
+        #expect(try f.events().filter { $0.header.type == SocialEvents.profileDiscoverable }.count == 10)
+        f.clock.advance(3_601)
+        #expect(try f.call("profile.update", #"{"discoverable":true}"#, as: ann)["discoverable"] as? Bool == true)
     }
 }
