@@ -117,13 +117,11 @@ enum PhotoRules {
             """),
     ]
 
-    /// The two squares of a photo, largest first: decoded once, at the smallest fast scale
-    /// that still has 512 pixels on the shorter side, centre-cropped and resampled.
-    static func versions(of jpeg: Data) throws(JPEGError) -> [Data] {
-        let image = try JPEGImage.decode(jpeg, limits: Self.jpeg, minimumSide: sizes[0])
-        var versions: [Data] = []
-        for side in sizes { versions.append(try image.centreSquare(side: side).jpeg(quality: quality)) }
-        return versions
+    /// The two squares of a photo, largest first (`JPEGImage.squares`: decoded once, at the
+    /// smallest fast scale that still has 512 pixels on the shorter side, centre-cropped and
+    /// resampled).
+    static func versions(of data: Data) throws(JPEGError) -> [Data] {
+        try JPEGImage.squares(of: data, limits: jpeg, sides: sizes, quality: quality)
     }
 }
 

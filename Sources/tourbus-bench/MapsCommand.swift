@@ -49,6 +49,41 @@ enum MapsCommand {
         }
     }
 
+    /// `tourbus-bench photo`: how long social's commit of a profile photo takes on its largest
+    /// accepted file: the check and decode of the JPEG and its two squares (`JPEGImage.squares`,
+    /// 512 and 96 px, quality 85), on the same generated image, by default 7300×5470 (39.9
+    /// megapixels) at quality 85 with noise 14, about 10 MB. Prints one `key=value` line.
+    ///
+    ///   tourbus-bench photo [--width 7300] [--height 5470] [--quality 85] [--noise 14] [--runs 5]
+    static func runPhoto(_ arguments: [String]) -> Never {
+        func value(_ name: String, _ fallback: Int) -> Int {
+            guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
+            return v
+        }
+        let width = value("--width", 7300), height = value("--height", 5470), runs = max(1, value("--runs", 5))
+        do {
+            let jpeg = try generatedJPEG(width: width, height: height, quality: value("--quality", 85), noise: max(0, min(127, value("--noise", 14))))
+            try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+            var seconds: [Double] = []
+            var squareBytes = 0
+            for _ in 0..<runs {
+                let started = Date()
+                let squares = try JPEGImage.squares(of: jpeg, limits: JPEGLimits(maxBytes: 10 * 1_024 * 1_024), sides: [512, 96], quality: 85)
+                seconds.append(Date().timeIntervalSince(started))
+                squareBytes = squares.reduce(0) { $0 + $1.count }
+            }
+            seconds.sort()
+            print(
+                "photo width=\(width) height=\(height) megapixels=\(String(format: "%.1f", Double(width * height) / 1e6)) jpeg_bytes=\(jpeg.count)"
+                    + " runs=\(runs) squares_s_min=\(fmt(seconds[0])) squares_s_median=\(fmt(seconds[seconds.count / 2]))"
+                    + " square_bytes=\(squareBytes) peak_rss_mb=\(peakRSSMegabytes().map(String.init) ?? "?")")
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("tourbus-bench photo: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
     private static func fmt(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
 
     /// The map-like test image described above, compressed (4:2:0).

@@ -6,16 +6,19 @@ import TestSupport
 @Suite struct TranscriptTests {
     /// Replays `social.md` against one fresh service whose clock starts at 2026-06-01T00:00:00Z
     /// and moves 100 ms after each exchange. `"<token>"` in a request stands for the token of
-    /// the last successful `auth.login`.
+    /// the last successful `auth.login`, `"<upload_id>"` for the upload id of the last
+    /// successful `profile.photo.upload.begin`.
     @Test func socialTranscriptMatchesTheService() throws {
         let exchanges = try serviceTranscript("social.md")
         #expect(exchanges.count >= 20)
         let f = try SocialFixture()
-        var token = ""
+        var token = "", upload = ""
         for exchange in exchanges {
             let body = exchange.body.replacingOccurrences(of: "\"<token>\"", with: try json(token))
+                .replacingOccurrences(of: "\"<upload_id>\"", with: try json(upload))
             let actual = try replay(exchange, on: f.client, body: body)
             if exchange.type == "auth.login", let issued = (actual["body"] as? [String: Any])?["token"] as? String { token = issued }
+            if exchange.type == "profile.photo.upload.begin", let begun = (actual["body"] as? [String: Any])?["upload_id"] as? String { upload = begun }
             let mismatch = try transcriptMismatch(exchange, actual, file: "social.md")
             #expect(mismatch == nil, "\(mismatch ?? "")")
             f.clock.advance(0.1)
