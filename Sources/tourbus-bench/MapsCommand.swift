@@ -52,9 +52,10 @@ enum MapsCommand {
     /// `tourbus-bench photo`: how long social's commit of a profile photo takes on its largest
     /// accepted file: the check and decode of the JPEG and its two squares (`JPEGImage.squares`,
     /// 512 and 96 px, quality 85), on the same generated image, by default 7300×5470 (39.9
-    /// megapixels) at quality 85 with noise 14, about 10 MB. Prints one `key=value` line.
+    /// megapixels) at quality 85 with noise 14, about 10 MB (`--save FILE` writes it, to upload it
+    /// elsewhere). Prints one `key=value` line.
     ///
-    ///   tourbus-bench photo [--width 7300] [--height 5470] [--quality 85] [--noise 14] [--runs 5]
+    ///   tourbus-bench photo [--width 7300] [--height 5470] [--quality 85] [--noise 14] [--runs 5] [--save FILE]
     static func runPhoto(_ arguments: [String]) -> Never {
         func value(_ name: String, _ fallback: Int) -> Int {
             guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
@@ -63,6 +64,7 @@ enum MapsCommand {
         let width = value("--width", 7300), height = value("--height", 5470), runs = max(1, value("--runs", 5))
         do {
             let jpeg = try generatedJPEG(width: width, height: height, quality: value("--quality", 85), noise: max(0, min(127, value("--noise", 14))))
+            if let i = arguments.firstIndex(of: "--save"), i + 1 < arguments.count { try jpeg.write(to: URL(fileURLWithPath: arguments[i + 1])) }
             try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
             var seconds: [Double] = []
             var squareBytes = 0
