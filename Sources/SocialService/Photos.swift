@@ -8,19 +8,6 @@ import Uploads
 // Profile photos: a JPEG uploaded in chunks as tour maps are (`ChunkedUploads`), checked by
 // libjpeg-turbo, kept as two centre-cropped squares (512 and 96 pixels) in `photos`.
 
-/// `profile.photo.upload.append`: the next piece of an upload, base64, at most `Chunks.maxBytes` bytes decoded.
-struct PhotoUploadChunk: Decodable, Sendable {
-    var uploadId: String
-    var chunk: String
-    /// When given, the bytes the upload must hold already (a retried append is then refused, not doubled).
-    var offset: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case chunk, offset
-        case uploadId = "upload_id"
-    }
-}
-
 /// `profile.photo.upload.commit`'s body, and the reply of begin and append: an upload and the
 /// bytes it holds; after commit, the photo it became.
 struct PhotoUpload: Codable, Sendable {
@@ -135,7 +122,7 @@ extension SocialStore {
         try db.transaction { PhotoUpload(uploadId: try PhotoRules.uploads.begin(db, owner: caller.id, now: nowSeconds), bytes: 0) }
     }
 
-    func appendPhotoUpload(_ request: PhotoUploadChunk, caller: Caller) throws -> PhotoUpload {
+    func appendPhotoUpload(_ request: UploadChunk, caller: Caller) throws -> PhotoUpload {
         let chunk = try Chunks.decode(request.chunk)
         return try db.transaction {
             let bytes = try PhotoRules.uploads.append(db, request.uploadId, owner: caller.id, chunk: chunk, offset: request.offset, now: nowSeconds)

@@ -12,10 +12,7 @@ import TourMaps
 /// `key=value` pairs; peak RSS is measured from after the image was made and compressed.
 enum MapsCommand {
     static func run(_ arguments: [String]) -> Never {
-        func value(_ name: String, _ fallback: Int) -> Int {
-            guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
-            return v
-        }
+        func value(_ name: String, _ fallback: Int) -> Int { option(arguments, name, fallback) }
         let width = value("--width", 8000), height = value("--height", 5000)
         let quality = value("--quality", 90), noise = max(0, min(127, value("--noise", 24)))
         do {
@@ -57,10 +54,7 @@ enum MapsCommand {
     ///
     ///   tourbus-bench photo [--width 7300] [--height 5470] [--quality 85] [--noise 14] [--runs 5] [--save FILE]
     static func runPhoto(_ arguments: [String]) -> Never {
-        func value(_ name: String, _ fallback: Int) -> Int {
-            guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
-            return v
-        }
+        func value(_ name: String, _ fallback: Int) -> Int { option(arguments, name, fallback) }
         let width = value("--width", 7300), height = value("--height", 5470), runs = max(1, value("--runs", 5))
         do {
             let jpeg = try generatedJPEG(width: width, height: height, quality: value("--quality", 85), noise: max(0, min(127, value("--noise", 14))))
@@ -84,6 +78,12 @@ enum MapsCommand {
             FileHandle.standardError.write(Data("tourbus-bench photo: \(error)\n".utf8))
             exit(1)
         }
+    }
+
+    /// The integer after `name` in `arguments`, or `fallback`.
+    private static func option(_ arguments: [String], _ name: String, _ fallback: Int) -> Int {
+        guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
+        return v
     }
 
     private static func fmt(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
