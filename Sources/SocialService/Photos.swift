@@ -185,9 +185,4 @@ extension SocialStore {
         try db.run("DELETE FROM photos WHERE user_id = ?", caller.id)
         return PhotoDeleted(deleted: db.changes == 1)
     }
-
-    /// The stamp of user `id`'s photo, or nil when they have none.
-    func photoStamp(_ id: Int64) throws -> PhotoStamp? {
-        try db.queryOne("SELECT updated_at FROM photos WHERE user_id = ?", id).map { PhotoStamp(updatedAt: try $0.decode("updated_at")) }
-    }
 }
