@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import Foundation
 import ServiceKit
+import Uploads
 
 /// `catalog.list`: a page of places by id, optionally of one category.
 public struct ListPlaces: Codable, Sendable {
@@ -150,7 +151,7 @@ public enum CatalogService {
             (_: Empty, _, store) in try store.beginUpload()
         }
         table.on("tours.map.upload.append", .write, description: "add the next chunk (base64, at most 512 KiB) to an upload; offset guards retries") {
-            (request: MapUploadChunk, _, store) in try store.appendUpload(request)
+            (request: UploadChunk, _, store) in try store.appendUpload(request)
         }
         table.on("tours.map.upload.commit", .write, description: "finish an upload: the JPEG is checked (at most 30 MB and 40 megapixels)") {
             (request: MapUpload, _, store) in try store.commitUpload(request.uploadId)

@@ -36,19 +36,6 @@ public struct CatalogOptions: Sendable {
     public init() {}
 }
 
-/// `tours.map.upload.append`: the next piece of an upload, base64, at most `Chunks.maxBytes` bytes decoded.
-struct MapUploadChunk: Decodable, Sendable {
-    var uploadId: String
-    var chunk: String
-    /// When given, the bytes the upload must hold already (a retried append is then refused, not doubled).
-    var offset: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case chunk, offset
-        case uploadId = "upload_id"
-    }
-}
-
 /// `tours.map.upload.commit` (and the reply of begin and append): an upload and how many bytes it holds.
 struct MapUpload: Codable, Sendable {
     var uploadId: String
@@ -152,7 +139,7 @@ extension CatalogStore {
         try db.transaction { MapUpload(uploadId: try TourMapRules.uploads.begin(db, owner: nil, now: nowSeconds), bytes: 0) }
     }
 
-    func appendUpload(_ request: MapUploadChunk) throws -> MapUpload {
+    func appendUpload(_ request: UploadChunk) throws -> MapUpload {
         let chunk = try Chunks.decode(request.chunk)
         return try db.transaction {
             let bytes = try TourMapRules.uploads.append(db, request.uploadId, owner: nil, chunk: chunk, offset: request.offset, now: nowSeconds)

@@ -8,19 +8,6 @@ import Uploads
 // Profile photos: a JPEG uploaded in chunks as tour maps are (`ChunkedUploads`), checked by
 // libjpeg-turbo, kept as two centre-cropped squares (512 and 96 pixels) in `photos`.
 
-/// `profile.photo.upload.append`: the next piece of an upload, base64, at most `Chunks.maxBytes` bytes decoded.
-struct PhotoUploadChunk: Decodable, Sendable {
-    var uploadId: String
-    var chunk: String
-    /// When given, the bytes the upload must hold already (a retried append is then refused, not doubled).
-    var offset: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case chunk, offset
-        case uploadId = "upload_id"
-    }
-}
-
 /// `profile.photo.upload.commit`'s body, and the reply of begin and append: an upload and the
 /// bytes it holds; after commit, the photo it became.
 struct PhotoUpload: Codable, Sendable {
@@ -117,13 +104,11 @@ enum PhotoRules {
             """),
     ]
 
-    /// The two squares of a photo, largest first: decoded once, at the smallest fast scale
-    /// that still has 512 pixels on the shorter side, centre-cropped and resampled.
-    static func versions(of jpeg: Data) throws(JPEGError) -> [Data] {
-        let image = try JPEGImage.decode(jpeg, limits: Self.jpeg, minimumSide: sizes[0])
-        var versions: [Data] = []
-        for side in sizes { versions.append(try image.centreSquare(side: side).jpeg(quality: quality)) }
-        return versions
+    /// The two squares of a photo, largest first (`JPEGImage.squares`: decoded once, at the
+    /// smallest fast scale that still has 512 pixels on the shorter side, centre-cropped and
+    /// resampled).
+    static func versions(of data: Data) throws(JPEGError) -> [Data] {
+        try JPEGImage.squares(of: data, limits: jpeg, sides: sizes, quality: quality)
     }
 }
 
@@ -137,7 +122,7 @@ extension SocialStore {
         try db.transaction { PhotoUpload(uploadId: try PhotoRules.uploads.begin(db, owner: caller.id, now: nowSeconds), bytes: 0) }
     }
 
-    func appendPhotoUpload(_ request: PhotoUploadChunk, caller: Caller) throws -> PhotoUpload {
+    func appendPhotoUpload(_ request: UploadChunk, caller: Caller) throws -> PhotoUpload {
         let chunk = try Chunks.decode(request.chunk)
         return try db.transaction {
             let bytes = try PhotoRules.uploads.append(db, request.uploadId, owner: caller.id, chunk: chunk, offset: request.offset, now: nowSeconds)
@@ -199,10 +184,5 @@ extension SocialStore {
     func deletePhoto(caller: Caller) throws -> PhotoDeleted {
         try db.run("DELETE FROM photos WHERE user_id = ?", caller.id)
         return PhotoDeleted(deleted: db.changes == 1)
-    }
-
-    /// The stamp of user `id`'s photo, or nil when they have none.
-    func photoStamp(_ id: Int64) throws -> PhotoStamp? {
-        try db.queryOne("SELECT updated_at FROM photos WHERE user_id = ?", id).map { PhotoStamp(updatedAt: try $0.decode("updated_at")) }
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import Sealing
 import ServiceCore
 import ServiceKit
+import Uploads
 
 /// Settings of the social service that are not the runtime's.
 public struct SocialOptions: Sendable {
@@ -96,7 +97,7 @@ public enum SocialService {
             (_: Empty, context, store) in try store.beginPhotoUpload(caller: try store.caller(context))
         }
         table.on("profile.photo.upload.append", .write, description: "add the next chunk (base64, at most 512 KiB) to a photo upload; offset guards retries") {
-            (request: PhotoUploadChunk, context, store) in try store.appendPhotoUpload(request, caller: try store.caller(context))
+            (request: UploadChunk, context, store) in try store.appendPhotoUpload(request, caller: try store.caller(context))
         }
         table.on("profile.photo.upload.commit", description: "make an upload your photo (JPEG, at most 10 MB and 40 megapixels), kept as 512 and 96 px squares") {
             (request: PhotoUpload, context, store) in try store.commitPhoto(request.uploadId, caller: try store.caller(context))

@@ -95,3 +95,16 @@ struct ResampleWeights {
         for index in 0..<counts[output] { body(first[output] + index, weights[base + index]) }
     }
 }
+
+extension JPEGImage {
+    /// Checks `data` as `check` does and answers a centred square of it for each of `sides`
+    /// (see `RGBImage.centreSquare`), each a baseline JPEG at `quality` with 4:2:0 chroma: the
+    /// image is decoded once, at the smallest fast scale that keeps the largest side
+    /// (`decode(_:limits:minimumSide:)`). What social keeps of a profile photo.
+    public static func squares(of data: Data, limits: JPEGLimits = JPEGLimits(), sides: [Int], quality: Int) throws(JPEGError) -> [Data] {
+        let image = try decode(data, limits: limits, minimumSide: sides.max() ?? 1)
+        var squares: [Data] = []
+        for side in sides { squares.append(try image.centreSquare(side: side).jpeg(quality: quality)) }
+        return squares
+    }
+}

@@ -12,10 +12,7 @@ import TourMaps
 /// `key=value` pairs; peak RSS is measured from after the image was made and compressed.
 enum MapsCommand {
     static func run(_ arguments: [String]) -> Never {
-        func value(_ name: String, _ fallback: Int) -> Int {
-            guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
-            return v
-        }
+        func value(_ name: String, _ fallback: Int) -> Int { option(arguments, name, fallback) }
         let width = value("--width", 8000), height = value("--height", 5000)
         let quality = value("--quality", 90), noise = max(0, min(127, value("--noise", 24)))
         do {
@@ -47,6 +44,46 @@ enum MapsCommand {
             FileHandle.standardError.write(Data("tourbus-bench maps: \(error)\n".utf8))
             exit(1)
         }
+    }
+
+    /// `tourbus-bench photo`: how long social's commit of a profile photo takes on its largest
+    /// accepted file: the check and decode of the JPEG and its two squares (`JPEGImage.squares`,
+    /// 512 and 96 px, quality 85), on the same generated image, by default 7300×5470 (39.9
+    /// megapixels) at quality 85 with noise 14, about 10 MB (`--save FILE` writes it, to upload it
+    /// elsewhere). Prints one `key=value` line.
+    ///
+    ///   tourbus-bench photo [--width 7300] [--height 5470] [--quality 85] [--noise 14] [--runs 5] [--save FILE]
+    static func runPhoto(_ arguments: [String]) -> Never {
+        func value(_ name: String, _ fallback: Int) -> Int { option(arguments, name, fallback) }
+        let width = value("--width", 7300), height = value("--height", 5470), runs = max(1, value("--runs", 5))
+        do {
+            let jpeg = try generatedJPEG(width: width, height: height, quality: value("--quality", 85), noise: max(0, min(127, value("--noise", 14))))
+            if let i = arguments.firstIndex(of: "--save"), i + 1 < arguments.count { try jpeg.write(to: URL(fileURLWithPath: arguments[i + 1])) }
+            try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+            var seconds: [Double] = []
+            var squareBytes = 0
+            for _ in 0..<runs {
+                let started = Date()
+                let squares = try JPEGImage.squares(of: jpeg, limits: JPEGLimits(maxBytes: 10 * 1_024 * 1_024), sides: [512, 96], quality: 85)
+                seconds.append(Date().timeIntervalSince(started))
+                squareBytes = squares.reduce(0) { $0 + $1.count }
+            }
+            seconds.sort()
+            print(
+                "photo width=\(width) height=\(height) megapixels=\(String(format: "%.1f", Double(width * height) / 1e6)) jpeg_bytes=\(jpeg.count)"
+                    + " runs=\(runs) squares_s_min=\(fmt(seconds[0])) squares_s_median=\(fmt(seconds[seconds.count / 2]))"
+                    + " square_bytes=\(squareBytes) peak_rss_mb=\(peakRSSMegabytes().map(String.init) ?? "?")")
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("tourbus-bench photo: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    /// The integer after `name` in `arguments`, or `fallback`.
+    private static func option(_ arguments: [String], _ name: String, _ fallback: Int) -> Int {
+        guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else { return fallback }
+        return v
     }
 
     private static func fmt(_ seconds: Double) -> String { String(format: "%.3f", seconds) }

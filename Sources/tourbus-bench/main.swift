@@ -16,6 +16,7 @@ import Glibc
 //                 [--keep DIR [--reuse-catalog [--reuse-index]]]
 //   tourbus-bench load …     (LoadCommand.swift: open-loop load on a running gateway)
 //   tourbus-bench maps …     (MapsCommand.swift: a 40-megapixel tour map checked and tiled)
+//   tourbus-bench photo …    (MapsCommand.swift: a 10 MB, 40-megapixel profile photo made into its squares)
 //   tourbus-bench inflate …  (InflateCommand.swift: DEFLATE, CRC-32 and zip reading speed)
 //   tourbus-bench performed … (PerformedCommand.swift: search.text anonymous and signed in)
 //
@@ -31,6 +32,8 @@ import Glibc
 if CommandLine.arguments.dropFirst().first == "load" { LoadCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 // `tourbus-bench maps …`: a 40-megapixel tour map checked and cut into tiles (MapsCommand.swift).
 if CommandLine.arguments.dropFirst().first == "maps" { MapsCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
+// `tourbus-bench photo …`: a profile photo of the largest accepted size made into its two squares (MapsCommand.swift).
+if CommandLine.arguments.dropFirst().first == "photo" { MapsCommand.runPhoto(Array(CommandLine.arguments.dropFirst(2))) }
 // `tourbus-bench inflate DIR`: ContentImport's DEFLATE decoder, CRC-32 and zip reader (InflateCommand.swift).
 if CommandLine.arguments.dropFirst().first == "inflate" { InflateCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 // `tourbus-bench performed …`: search.text throughput, anonymous and signed in (PerformedCommand.swift).

@@ -16,7 +16,7 @@ import TourMaps
         let upload = owner.rpc("profile.photo.upload.begin").field("upload_id", String.self) ?? ""
         #expect(owner.rpc("profile.photo.upload.append", #"{"upload_id":"\#(upload)","offset":0,"chunk":"\#(jpeg.base64EncodedString())"}"#).succeeded)
         let committed = owner.rpc("profile.photo.upload.commit", #"{"upload_id":"\#(upload)"}"#)
-        #expect(committed.succeeded, "\(committed.line ?? "")")
+        #expect(committed.succeeded, "\(committed.line)")
         let ownerId = owner.rpc("profile.get").field("id", Int.self) ?? 0
 
         // Anyone, signed in or not, reads it; only a signed-in user uploads.
