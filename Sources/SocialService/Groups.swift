@@ -382,7 +382,7 @@ extension SocialStore {
                 throw Self.noGroup(request.groupId)
             }
             let body = InvitationToMe(group: GroupName(id: request.groupId, name: group), invitedBy: try summary(of: caller.id), invitedAt: now)
-            worker.push(Push(topic: GroupRules.invitedTopic, id: "i-\(request.groupId)-\(invitee)-\(nowMs)", userId: invitee,
+            worker.push(Push(topic: GroupRules.invitedTopic, id: live.pushID("i\(request.groupId)", now: nowMs), userId: invitee,
                              coalesce: nil, origin: nil, body: try JSONCoding.encoder.encode(body)))
             return sent
         }
@@ -463,8 +463,7 @@ extension SocialStore {
     func removeMember(_ user: Int64, from group: Int64) throws {
         let role = try db.queryOne("SELECT role FROM group_members WHERE group_id = ? AND user_id = ?", group, user)?.decode("role", as: String.self)
         try db.run("DELETE FROM group_members WHERE group_id = ? AND user_id = ?", group, user)
-        if let next = try db.queryOne("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, rowid LIMIT 1", group)?
-            .decode("user_id", as: Int64.self) {
+        if let next = try members(of: group).first {
             if role == "owner" { try db.run("UPDATE group_members SET role = 'owner' WHERE group_id = ? AND user_id = ?", group, next) }
         } else {
             try db.run("DELETE FROM groups WHERE id = ?", group)

@@ -95,6 +95,15 @@ final class LiveState {
     var throttle = PositionThrottle()
     /// When positions older than an hour were last deleted.
     var lastPurge: Int64 = 0
+    /// Numbers the pushes, so no two have one id (clients may drop a push whose id they saw).
+    private var pushes: Int64 = 0
+
+    /// A push id never given before by this process: `prefix`, the time and a number (the time
+    /// keeps it apart from the ids of an earlier run).
+    func pushID(_ prefix: String, now: Int64) -> String {
+        pushes += 1
+        return "\(prefix)-\(now)-\(pushes)"
+    }
 }
 
 /// `groups.position`: where the caller is now.
@@ -328,8 +337,9 @@ extension SocialStore {
             speedMps: position.speedMps, at: timestamp(Date(timeIntervalSince1970: Double(position.atMs) / 1_000))))
         let recipients = try db.query("SELECT user_id FROM group_members WHERE group_id = ? AND \(Self.visible("user_id")) ORDER BY user_id",
                                       group, user, user).decode("user_id", as: Int64.self)
+        let id = live.pushID("p\(group).\(user)", now: nowMs)
         for recipient in recipients {
-            worker.push(Push(topic: LiveMapRules.positionTopic, id: "p-\(group)-\(user)-\(position.atMs)", userId: recipient,
+            worker.push(Push(topic: LiveMapRules.positionTopic, id: id, userId: recipient,
                              coalesce: "\(LiveMapRules.positionTopic):\(group):\(user)", origin: origin, body: body))
         }
     }
@@ -408,7 +418,7 @@ extension SocialStore {
                     ON CONFLICT (group_id, follower_id) DO UPDATE SET followee_id = excluded.followee_id, created_at = excluded.created_at
                     """, request.groupId, caller.id, request.userId, timestamp())
                 let body = FollowedPush(groupId: request.groupId, user: try summary(of: caller.id))
-                worker.push(Push(topic: LiveMapRules.followedTopic, id: "f-\(request.groupId)-\(caller.id)-\(nowMs)", userId: request.userId,
+                worker.push(Push(topic: LiveMapRules.followedTopic, id: live.pushID("f\(request.groupId)", now: nowMs), userId: request.userId,
                                  body: try JSONCoding.encoder.encode(body)))
             }
             return MapFollowState(groupId: request.groupId, userId: request.userId, following: true)

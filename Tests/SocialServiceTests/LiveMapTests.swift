@@ -135,6 +135,8 @@ import TestSupport
         t.f.clock.advance(1)
         let second = try next(pushes, to: t.ben)
         #expect(pushBody(second)["lat"] as? Double == 5 && pushBody(second)["at"] as? String == "2026-06-01T00:00:00.000Z")
+        // Of the same time, yet another push: its own id (a client drops an id it saw).
+        #expect(second?.id != nil && second?.id != first?.id)
         // Nothing more was held: the next push is the next report's, sent at once.
         t.f.clock.advance(1)
         try t.report(t.ann, lat: 6)
