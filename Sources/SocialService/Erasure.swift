@@ -59,8 +59,8 @@ extension SocialStore {
     /// Removes every row of user `id` from this service, inside the caller's transaction:
     /// their reviews (publishing each affected place's new rating), follows both ways,
     /// sessions, devices, their groups (`eraseGroups`: memberships, passing on the groups they
-    /// owned, invitations, blocks both ways, their position), their chat seats (their messages
-    /// stay, blanked: `eraseChat(of:)`), their photo and open photo uploads, the login failures
+    /// owned, invitations, blocks both ways, their position), their chat seats (`eraseChat`:
+    /// their messages stay, blanked), their photo and open photo uploads, the login failures
     /// counted against their username (or their e-mail typed as one), and the account with its
     /// profile. Earlier outbox events that name the user
     /// become `social.redacted` with body `{}`; then `social.user.deleted` is emitted, the one

@@ -126,6 +126,17 @@ import TestSupport
         #expect(try listener.take(5).filter { $0.user == ann }.map(\.line) == ["\(ann) chat.read user:\(ben) up_to 1", "\(ann) chat.message user:\(ben) 3 Sorry", "\(ann) chat.message user:\(ben) 4 OK"])
     }
 
+    @Test func messagesDroppedByABlockCountTowardsTheSendersRate() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann"), ben = try f.register("ben")
+        try f.call("social.block", #"{"user_id":\#(ben)}"#, as: ann)
+        for i in 1...20 { try f.send("spam \(i)", to: "user:\(ann)", as: ben) }
+        #expect(f.sendError(#"{"to":"user:\#(ann)","text":"more","client_msg_id":"b-21"}"#, as: ben)
+            == ServiceError(.rateLimited, "too many messages: at most 20 in 10 seconds; try again in 10 seconds"))
+        #expect(try f.messages("user:\(ben)", as: ann) == [])
+        #expect(try f.count("chat_hidden", "user_id = ?", ann) == 20)
+    }
+
     @Test func inAGroupNoMemberReceivesMessagesAcrossABlockEitherWay() throws {
         let f = try SocialFixture()
         let ann = try f.register("ann"), ben = try f.register("ben"), cat = try f.register("cat")
