@@ -117,7 +117,8 @@ extension SocialStore {
         }
     }
 
-    /// A message just stored: its row id and what readers see (named for the sender).
+    /// A message just stored: its row id and what readers see but the conversation's name,
+    /// which is each reader's own (`wire(_:)` adds it).
     struct StoredMessage {
         let id: Int64
         let conversation: Int64
