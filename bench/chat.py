@@ -51,7 +51,9 @@ def drive(sel, seconds, rate, send, take):
 
 
 def closed_loop(sel, conns, ask, is_answer):
-    """Each connection asks again as soon as it has its answer, for HISTORY_SECONDS."""
+    """Each connection asks again as soon as it has its answer, for HISTORY_SECONDS.
+    is_answer(conn, line) says whether the line ends an answer: None (not an answer, or not
+    whole yet), True (an answer) or False (an error)."""
     answers, errors, times = 0, 0, []
     asked = {}
     start = time.monotonic()
@@ -64,7 +66,7 @@ def closed_loop(sel, conns, ask, is_answer):
             if c not in asked:
                 continue
             for line in c.lines():
-                ok = is_answer(line)
+                ok = is_answer(c, line)
                 if ok is None:
                     continue
                 t = time.monotonic()
@@ -162,7 +164,7 @@ def run(argv):
     history_conns = conns[:connections]
     ask = lambda c: rpc("chat.history", {"conversation": "group:%d" % group_ids[group_of[c.user]], "limit": 20}, 7)  # noqa: E731
 
-    def history_answer(line):
+    def history_answer(conn, line):
         message = json.loads(line)
         if message.get("method") == "push":
             return None
@@ -221,32 +223,19 @@ def run(argv):
     history_pubs = pubs[:connections]
     rask = lambda c: resp("XREVRANGE", "stream%d" % group_of[c.user], "+", "-", "COUNT", "20")  # noqa: E731
 
-    def redis_closed_loop():
-        """closed_loop for RESP, whose reply is many lines: a reply is whole when the top-level
-        array has all its entries."""
-        answers = 0
-        asked, pending = {}, {}
-        start = time.monotonic()
-        for c in history_pubs:
-            asked[c] = time.monotonic()
-            pending[c] = []
-            c.send(rask(c))
-        while time.monotonic() - start < HISTORY_SECONDS:
-            for key, _ in sel.select(0.01):
-                c = key.data
-                if c not in asked:
-                    continue
-                for line in c.lines():
-                    pending[c].append(line)
-                    # Each entry is: *2, $id-len, id, *4, $4, from, $n, n, $4, text, $n, text = 12 lines.
-                    if pending[c][0].startswith(b"*") and len(pending[c]) == 1 + 12 * int(pending[c][0][1:]):
-                        answers += 1
-                        pending[c] = []
-                        asked[c] = time.monotonic()
-                        c.send(rask(c))
-        return answers / HISTORY_SECONDS
+    pending = {c: [] for c in history_pubs}
 
-    redis_history_rate = redis_closed_loop()
+    def stream_answer(conn, line):
+        """An XREVRANGE reply is whole when its top-level array has all its entries, each of
+        12 lines: *2, $n, id, *4, $4, from, $n, n, $4, text, $n, text."""
+        lines = pending[conn]
+        lines.append(line)
+        if not (lines[0].startswith(b"*") and len(lines) == 1 + 12 * int(lines[0][1:])):
+            return None
+        pending[conn] = []
+        return True
+
+    redis_history_rate, _, _ = closed_loop(sel, history_pubs, rask, stream_answer)
 
     ms = lambda v: "%.2f" % (v * 1000)  # noqa: E731
     print(json.dumps({
