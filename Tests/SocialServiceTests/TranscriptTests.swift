@@ -4,6 +4,16 @@ import Testing
 import TestSupport
 
 @Suite struct TranscriptTests {
+    /// A transcript block left open would swallow the sections after it on the page while the
+    /// replay went on as if nothing were wrong: the reader refuses it, and a fence that opens
+    /// inside a block.
+    @Test func aBlockLeftOpenIsRefused() throws {
+        let exchange = "```transcript\n> sys.ping {}\n< {\"ok\":true,\"body\":{}}\n"
+        #expect(try serviceTranscript(text: exchange + "```\n\n## Next\n", file: "good.md").count == 1)
+        #expect(throws: UnclosedFence.self) { try serviceTranscript(text: exchange + "\n## Next\n", file: "open.md") }
+        #expect(throws: UnclosedFence.self) { try serviceTranscript(text: exchange + exchange + "```\n", file: "nested.md") }
+    }
+
     /// Replays `social.md` against one fresh service whose clock starts at 2026-06-01T00:00:00Z
     /// and moves 100 ms after each exchange. `"<token>"` in a request stands for the token of
     /// the last successful `auth.login`, `"<upload_id>"` for the upload id of the last

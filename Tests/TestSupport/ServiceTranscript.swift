@@ -10,17 +10,38 @@ public struct Exchange: Sendable {
     public var expected: String
 }
 
+/// A Markdown file whose code fences do not pair up: a block left open swallows the headings
+/// and text after it, so the page shows less than the tests replay.
+public struct UnclosedFence: Error, CustomStringConvertible {
+    public var description: String
+}
+
 /// Reads every ```transcript block of a Markdown file in `Protocols/`. A request may start
 /// with `[as ID:ROLE]`, the envelope's `auth`: `> [as 1:user] reviews.add {…}`.
-/// `> type body` is a request straight to a service, `< envelope` its reply.
+/// `> type body` is a request straight to a service, `< envelope` its reply. A fence that
+/// opens a block inside another, or a block still open at the end, is `UnclosedFence`.
 public func serviceTranscript(_ file: String) throws -> [Exchange] {
-    let text = try String(contentsOf: protocolsFolder().appendingPathComponent(file), encoding: .utf8)
+    try serviceTranscript(text: try String(contentsOf: protocolsFolder().appendingPathComponent(file), encoding: .utf8), file: file)
+}
+
+/// `serviceTranscript(_:)` of Markdown `text`, named `file` in errors.
+public func serviceTranscript(text: String, file: String) throws -> [Exchange] {
     var exchanges: [Exchange] = []
+    var opened: Int?
     var inside = false
     var pending: Exchange?
     for (number, line) in text.components(separatedBy: "\n").enumerated() {
         if line.hasPrefix("```") {
-            inside = line == "```transcript"
+            if let start = opened {
+                guard line == "```" else {
+                    throw UnclosedFence(description: "\(file) line \(number + 1): '\(line)' opens a block inside the one opened at line \(start)")
+                }
+                opened = nil
+                inside = false
+            } else {
+                opened = number + 1
+                inside = line == "```transcript"
+            }
             continue
         }
         guard inside else { continue }
@@ -40,6 +61,7 @@ public func serviceTranscript(_ file: String) throws -> [Exchange] {
             pending = nil
         }
     }
+    if let start = opened { throw UnclosedFence(description: "\(file): the block opened at line \(start) is never closed") }
     return exchanges
 }
 
