@@ -133,15 +133,20 @@ extension FavoritesStore {
 
     /// The visits part of `sys.snapshot` (keys `v<user>:<offset>`): the latest
     /// `Visits.latestOnOptIn` visits of each discoverable user, by user id, as `favorites.visited`.
+    /// A page looks at `limit` users at most, so discoverable users without visits cannot make
+    /// one request read them all: it may end with fewer events, or none, and a next key.
     func visitsSnapshot(after key: String, limit: Int) throws -> SnapshotPage {
         let parts = key.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, var user = Int64(parts[0]), var offset = Int(parts[1]), user >= 0, (0...Visits.latestOnOptIn).contains(offset) else {
             throw ServiceError.invalid("after", "not a snapshot key from this service")
         }
         var events: [(type: String, body: Data)] = []
+        var users = 0
         while events.count < limit {
             // User 0 (none yet) or one whose visits are all sent: on to the next discoverable user.
             if user == 0 || offset >= Visits.latestOnOptIn {
+                guard users < limit else { return SnapshotPage(events: events, next: "v\(user):\(Visits.latestOnOptIn)") }
+                users += 1
                 guard let next = try db.scalarInt("SELECT user_id FROM discoverable WHERE user_id > ? ORDER BY user_id LIMIT 1", user) else {
                     return SnapshotPage(events: events, next: nil)
                 }

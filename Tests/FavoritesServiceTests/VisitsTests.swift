@@ -155,12 +155,31 @@ import TestSupport
         #expect(try redacted.map { try $0.decode("body", as: String.self) } == ["{}", "{}", "{}"])
     }
 
+    @Test func aSnapshotPageLooksAtNoMoreUsersThanItsLimit() throws {
+        let f = try FavoritesFixture()
+        try f.place(1, publish: false)
+        // 30 discoverable users without a visit, then one with.
+        for user in Int64(20)...50 { try discoverable(f, user, true) }
+        try f.call("favorites.visited.add", #"{"place_id":1}"#, as: 50)
+        var pages = 0
+        #expect(try snapshotVisits(f, pages: &pages) == ["50/1"])
+        // Pages of 7 look at 7 users each: 31 users need at least 5 pages, not one.
+        #expect(pages >= 5, "\(pages) pages")
+    }
+
     /// The `user/place` of every `favorites.visited` in favorites' whole snapshot, a page of 7 at a time.
     func snapshotVisits(_ f: FavoritesFixture) throws -> [String] {
+        var pages = 0
+        return try snapshotVisits(f, pages: &pages)
+    }
+
+    /// `snapshotVisits(_:)`, counting the pages it took in `pages`.
+    func snapshotVisits(_ f: FavoritesFixture, pages: inout Int) throws -> [String] {
         guard let client = f.client else { return [] }
         var after: String?
         var seen: [String] = []
         for _ in 0..<1_000 {
+            pages += 1
             let body = after.map { #"{"after":"\#($0)","limit":7}"# } ?? #"{"limit":7}"#
             let reply = try client.request(type: "sys.snapshot", body: Data(body.utf8), timeoutMilliseconds: 5_000)
             for event in try reply.attachments.map({ try ReceivedEvent(envelope: $0) }) where event.header.type == FavoritesEvents.visited {
