@@ -21,14 +21,18 @@ struct RateWindow {
     /// Counts one more for `user` at `now`, or throws `refusal` (counting nothing) when they
     /// have done it `limit` times within the window.
     mutating func admit(_ user: Int64, now: Int64, refusal: @autoclosure () -> ServiceError) throws(ServiceError) {
+        guard admits(user, now: now) else { throw refusal() }
+    }
+
+    /// Counts one more for `user` at `now` and says so, or says not (counting nothing) when
+    /// they have done it `limit` times within the window.
+    mutating func admits(_ user: Int64, now: Int64) -> Bool {
         prune(now: now)
         var recent = times[user, default: []].filter { now - $0 < windowMs }
-        guard recent.count < limit else {
-            times[user] = recent
-            throw refusal()
-        }
+        defer { times[user] = recent }
+        guard recent.count < limit else { return false }
         recent.append(now)
-        times[user] = recent
+        return true
     }
 
     /// Forgets users idle for a window, at most once a window, so memory follows the active users.

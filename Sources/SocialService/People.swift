@@ -333,10 +333,6 @@ final class SharedRateWindow: Sendable {
 
     /// Counts one more for `user` at `now`, or throws `refusal` (counting nothing) at the limit.
     func admit(_ user: Int64, now: Int64, refusal: @autoclosure () -> ServiceError) throws(ServiceError) {
-        let refused = window.withLock { window -> Bool in
-            do { try window.admit(user, now: now, refusal: ServiceError(.rateLimited, "")) } catch { return true }
-            return false
-        }
-        if refused { throw refusal() }
+        guard window.withLock({ $0.admits(user, now: now) }) else { throw refusal() }
     }
 }
