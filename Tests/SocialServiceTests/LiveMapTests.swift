@@ -197,6 +197,7 @@ import TestSupport
         let pushes = try t.f.pushes()
         t.f.clock.advance(1)
         #expect(pushBody(try next(pushes, to: t.ben))["lat"] as? Double == 3)
+        #expect(try next(pushes, to: cat) == nil)
         #expect((try t.f.call("groups.map", #"{"group_id":\#(third)}"#, as: cat)["positions"] as? [Any])?.isEmpty == true)
     }
 
