@@ -105,7 +105,7 @@ struct GroupListing: Codable, Sendable, Equatable {
     var name: String
     var role: String
     var sharing: Bool
-    /// How many members the caller sees (those in a block relation with them not counted).
+    /// How many members the caller sees: the owner all, others not those in a block relation with them.
     var members: Int
 }
 
