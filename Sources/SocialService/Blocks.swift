@@ -4,9 +4,10 @@ import Foundation
 import Storage
 
 // Blocks: a user who blocks another is hidden from them, and they from the user, everywhere
-// social shows users (profiles, follow lists, groups, the live map, pushes). The blocked user
-// is never told: what they send the blocker (a follow, an invitation) is answered as usual
-// and dropped.
+// social shows users (profiles, follow lists, groups, the live map, pushes), except to a
+// group's owner, who sees every member and invitation of the group. The blocked user is never
+// told: a follow they send the blocker is answered as usual and dropped; an invitation is kept
+// and shown to the group as any other, but the blocker never sees it.
 
 /// `social.block` and `social.unblock`: the user to block or unblock.
 struct BlockRequest: Codable, Sendable {
@@ -40,12 +41,12 @@ enum BlockRules {
 
 extension SocialStore {
     /// Whether either of `a` and `b` blocks the other.
-    public func blocked(_ a: Int64, _ b: Int64) throws -> Bool {
+    func blocked(_ a: Int64, _ b: Int64) throws -> Bool {
         try db.queryOne("SELECT 1 FROM blocks WHERE (blocker_id = ? AND blocked_id = ?) OR (blocker_id = ? AND blocked_id = ?)", a, b, b, a) != nil
     }
 
     /// Whether `blocker` blocks `blocked` (one direction only).
-    public func blocks(_ blocker: Int64, _ blocked: Int64) throws -> Bool {
+    func blocks(_ blocker: Int64, _ blocked: Int64) throws -> Bool {
         try db.queryOne("SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = ?", blocker, blocked) != nil
     }
 
@@ -65,7 +66,8 @@ extension SocialStore {
     }
 
     /// `social.block`: blocks `userId`, ending follows between the two either way, the
-    /// invitations each sent the other, and who follows whom on a group's map.
+    /// invitations the caller sent them, and who follows whom on a group's map. An invitation
+    /// they sent the caller stays, unseen by the caller (so that their group shows it still).
     func block(_ userId: Int64, caller: Caller) throws -> BlockState {
         guard userId != caller.id else { throw ServiceError.invalid("user_id", "cannot block yourself") }
         return try db.transaction {
@@ -79,8 +81,7 @@ extension SocialStore {
             }
             try db.run("DELETE FROM follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
                        caller.id, userId, userId, caller.id)
-            try db.run("DELETE FROM group_invitations WHERE (user_id = ? AND invited_by = ?) OR (user_id = ? AND invited_by = ?)",
-                       caller.id, userId, userId, caller.id)
+            try db.run("DELETE FROM group_invitations WHERE user_id = ? AND invited_by = ?", userId, caller.id)
             try db.run("DELETE FROM group_map_follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
                        caller.id, userId, userId, caller.id)
             return BlockState(userId: userId, blocked: true)
@@ -88,7 +89,8 @@ extension SocialStore {
     }
 
     /// `social.unblock`: stops blocking `userId` (nothing to do when the caller did not). What
-    /// the block ended (follows, invitations) stays ended.
+    /// the block ended (follows, invitations) stays ended; an invitation from them that the
+    /// block kept unseen shows in the caller's `groups.list` again (with no push).
     func unblock(_ userId: Int64, caller: Caller) throws -> BlockState {
         try requireUser(userId)
         try db.run("DELETE FROM blocks WHERE blocker_id = ? AND blocked_id = ?", caller.id, userId)

@@ -50,9 +50,11 @@ struct GroupMember: Codable, Sendable, Equatable {
     var joinedAt: String
     /// Whether they share their position with this group.
     var sharing: Bool
+    /// `true` to the owner for a member the owner blocks (absent otherwise).
+    var blocked: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case user, role, sharing
+        case user, role, sharing, blocked
         case joinedAt = "joined_at"
     }
 }
@@ -62,9 +64,11 @@ struct PendingInvitation: Codable, Sendable, Equatable {
     var user: UserSummary
     var invitedBy: UserSummary?
     var invitedAt: String
+    /// `true` to the owner for an invitee the owner blocks (absent otherwise).
+    var blocked: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case user
+        case user, blocked
         case invitedBy = "invited_by"
         case invitedAt = "invited_at"
     }
@@ -101,7 +105,7 @@ struct GroupListing: Codable, Sendable, Equatable {
     var name: String
     var role: String
     var sharing: Bool
-    /// How many members the caller sees (those in a block relation with them not counted).
+    /// How many members the caller sees: the owner all, others not those in a block relation with them.
     var members: Int
 }
 
@@ -136,22 +140,25 @@ struct InvitationSent: Codable, Sendable, Equatable {
     }
 }
 
-/// The reply of `groups.decline` and `groups.leave`: `{"group_id", "declined"|"left": true}`.
-struct GroupDone: Encodable, Sendable {
+/// The reply of `groups.decline`.
+struct GroupDeclined: Codable, Sendable {
     var groupId: Int64
-    var what: String
+    var declined = true
 
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+    enum CodingKeys: String, CodingKey {
+        case declined
+        case groupId = "group_id"
     }
+}
 
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: Key.self)
-        try c.encode(groupId, forKey: Key(stringValue: "group_id"))
-        try c.encode(true, forKey: Key(stringValue: what))
+/// The reply of `groups.leave`.
+struct GroupLeft: Codable, Sendable {
+    var groupId: Int64
+    var left = true
+
+    enum CodingKeys: String, CodingKey {
+        case left
+        case groupId = "group_id"
     }
 }
 
@@ -245,17 +252,22 @@ enum GroupRules {
             );
             CREATE INDEX positions_by_time ON positions(at_ms);
             """),
+        // When each member turned sharing with the group on (0 while off): the group sees no
+        // position reported before.
+        Migration(domain: "groups", version: 2, sql: """
+            ALTER TABLE group_members ADD COLUMN sharing_since_ms INTEGER NOT NULL DEFAULT 0;
+            """),
     ]
 }
 
 extension SocialStore {
     /// Whether `user` is a member of `group` (pending invitations are not membership).
-    public func isMember(group: Int64, user: Int64) throws -> Bool {
+    func isMember(group: Int64, user: Int64) throws -> Bool {
         try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ?", group, user) != nil
     }
 
     /// The members of `group` (none for a group that does not exist), longest member first.
-    public func members(of group: Int64) throws -> [Int64] {
+    func members(of group: Int64) throws -> [Int64] {
         try db.query("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, rowid", group).decode("user_id", as: Int64.self)
     }
 
@@ -293,23 +305,29 @@ extension SocialStore {
         }
     }
 
-    /// `groups.get`: the group as member `viewer` sees it.
+    /// `groups.get`: the group as member `viewer` sees it. Its owner sees every member and
+    /// invitation, those they block marked `blocked`; any other member sees those not in a block
+    /// relation with them, and the invitations they sent.
     func groupView(_ group: Int64, viewer: Int64) throws -> GroupView {
         guard let row = try db.queryOne("SELECT name, created_at FROM groups WHERE id = ?", group) else { throw Self.noGroup(group) }
+        let owner = try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ? AND role = 'owner'", group, viewer) != nil
+        let youBlock = { (column: String) in "EXISTS (SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = \(column))" }
         let members = try db.query("""
-            SELECT m.role, m.joined_at, m.sharing, u.id AS user_id, u.username, u.name FROM group_members m JOIN users u ON u.id = m.user_id
-            WHERE m.group_id = ? AND \(Self.visible("m.user_id")) ORDER BY m.joined_at, m.rowid
-            """, group, viewer, viewer).map { row in
-            GroupMember(user: try Self.summary(row), role: try row.decode("role"), joinedAt: try row.decode("joined_at"), sharing: try row.decode("sharing"))
+            SELECT m.role, m.joined_at, m.sharing, u.id AS user_id, u.username, u.name, \(youBlock("m.user_id")) AS you_block
+            FROM group_members m JOIN users u ON u.id = m.user_id
+            WHERE m.group_id = ? AND (? OR \(Self.visible("m.user_id"))) ORDER BY m.joined_at, m.rowid
+            """, viewer, group, owner, viewer, viewer).map { row in
+            GroupMember(user: try Self.summary(row), role: try row.decode("role"), joinedAt: try row.decode("joined_at"), sharing: try row.decode("sharing"),
+                        blocked: try row.decode("you_block", as: Bool.self) ? true : nil)
         }
         let invitations = try db.query("""
             SELECT i.created_at, u.id AS user_id, u.username, u.name, b.id AS by_user_id, b.username AS by_username, b.name AS by_name,
-                   (\(Self.visible("i.invited_by"))) AS by_visible
+                   (\(Self.visible("i.invited_by"))) AS by_visible, \(youBlock("i.user_id")) AS you_block
             FROM group_invitations i JOIN users u ON u.id = i.user_id JOIN users b ON b.id = i.invited_by
-            WHERE i.group_id = ? AND \(Self.visible("i.user_id")) ORDER BY i.created_at, i.rowid
-            """, viewer, viewer, group, viewer, viewer).map { row in
+            WHERE i.group_id = ? AND (? OR i.invited_by = ? OR \(Self.visible("i.user_id"))) ORDER BY i.created_at, i.rowid
+            """, viewer, viewer, viewer, group, owner, viewer, viewer, viewer).map { row in
             PendingInvitation(user: try Self.summary(row), invitedBy: try row.decode("by_visible", as: Bool.self) ? try Self.summary(row, prefix: "by_") : nil,
-                              invitedAt: try row.decode("created_at"))
+                              invitedAt: try row.decode("created_at"), blocked: try row.decode("you_block", as: Bool.self) ? true : nil)
         }
         let following = try db.queryOne("""
             SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.followee_id
@@ -327,7 +345,7 @@ extension SocialStore {
     func groupList(of user: Int64) throws -> GroupList {
         let groups = try db.query("""
             SELECT g.id, g.name, m.role, m.sharing,
-                   (SELECT count(*) FROM group_members o WHERE o.group_id = g.id AND \(Self.visible("o.user_id"))) AS members
+                   (SELECT count(*) FROM group_members o WHERE o.group_id = g.id AND (m.role = 'owner' OR \(Self.visible("o.user_id")))) AS members
             FROM group_members m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ? ORDER BY m.joined_at, m.rowid
             """, user, user, user).map { row in
             GroupListing(id: try row.decode("id"), name: try row.decode("name"), role: try row.decode("role"), sharing: try row.decode("sharing"),
@@ -336,7 +354,7 @@ extension SocialStore {
         let invitations = try db.query("""
             SELECT g.id, g.name, i.created_at, b.id AS user_id, b.username, b.name AS by_name
             FROM group_invitations i JOIN groups g ON g.id = i.group_id JOIN users b ON b.id = i.invited_by
-            WHERE i.user_id = ? ORDER BY i.created_at, i.rowid
+            WHERE i.user_id = ? AND NOT \(Self.unseen("i")) ORDER BY i.created_at, i.rowid
             """, user).map { row in
             InvitationToMe(group: GroupName(id: try row.decode("id"), name: try row.decode("name")),
                            invitedBy: UserSummary(id: try row.decode("user_id"), username: try row.decode("username"), name: try row.decode("by_name")),
@@ -345,8 +363,16 @@ extension SocialStore {
         return GroupList(groups: groups, invitations: invitations)
     }
 
+    /// An SQL condition that holds when the invitation `alias` is one its invitee never sees:
+    /// they block its inviter. It binds nothing.
+    static func unseen(_ alias: String) -> String {
+        "EXISTS (SELECT 1 FROM blocks WHERE blocker_id = \(alias).user_id AND blocked_id = \(alias).invited_by)"
+    }
+
     /// `groups.invite`: any member invites a user by username; the invitee hears `group.invited`.
-    /// An invitation from a user the invitee blocks is answered as any other and dropped.
+    /// An invitation to a user who blocks the caller is answered, stored, counted and shown to
+    /// the group as any other, but its invitee never sees it (no push, not in their list,
+    /// `not_found` to accept or decline) while they block the caller.
     func invite(_ request: GroupInvitation, context: RequestContext) throws -> InvitationSent {
         let (caller, _) = try member(context, of: request.groupId)
         let username = try AccountRules.username(request.username)
@@ -359,25 +385,29 @@ extension SocialStore {
             }
             guard invitee != caller.id else { throw ServiceError.invalid("username", "you are a member already") }
             if try blocks(caller.id, invitee) { throw Self.youBlock(invitee, field: "username") }
+            let unseen = try blocks(invitee, caller.id)
+            // Already invited or a member, before whether the group is full.
+            if try db.queryOne("SELECT 1 FROM group_invitations WHERE group_id = ? AND user_id = ?", request.groupId, invitee) != nil { return sent }
+            if try isMember(group: request.groupId, user: invitee) {
+                // A member who blocks the caller is not there for them: answered as sent.
+                if unseen { return sent }
+                throw ServiceError(.alreadyExists, "\(username) is a member already", field: "username")
+            }
             let taken = try db.scalarInt("""
                 SELECT (SELECT count(*) FROM group_members WHERE group_id = ?1) + (SELECT count(*) FROM group_invitations WHERE group_id = ?1)
                 """, request.groupId) ?? 0
-            if try db.queryOne("SELECT 1 FROM group_invitations WHERE group_id = ? AND user_id = ?", request.groupId, invitee) != nil { return sent }
             guard taken < GroupRules.maxMembers else {
                 throw ServiceError(.conflict, "group \(request.groupId) has \(GroupRules.maxMembers) members and invitations, the most", field: "group_id")
             }
-            // Dropped, unseen: the invitee blocks the caller.
-            if try blocks(invitee, caller.id) { return sent }
-            if try isMember(group: request.groupId, user: invitee) {
-                throw ServiceError(.alreadyExists, "\(username) is a member already", field: "username")
-            }
-            let pending = try db.scalarInt("SELECT count(*) FROM group_invitations WHERE user_id = ?", invitee) ?? 0
+            // Only the invitations the invitee sees count towards their limit.
+            let pending = try db.scalarInt("SELECT count(*) FROM group_invitations i WHERE i.user_id = ? AND NOT \(Self.unseen("i"))", invitee) ?? 0
             guard pending < GroupRules.maxPendingPerUser else {
                 throw ServiceError(.conflict, "\(username) has \(GroupRules.maxPendingPerUser) invitations waiting, the most", field: "username")
             }
             let now = timestamp()
             try db.run("INSERT INTO group_invitations (group_id, user_id, invited_by, created_at) VALUES (?, ?, ?, ?)",
                        request.groupId, invitee, caller.id, now)
+            guard !unseen else { return sent }
             guard let group = try db.queryOne("SELECT name FROM groups WHERE id = ?", request.groupId)?.decode("name", as: String.self) else {
                 throw Self.noGroup(request.groupId)
             }
@@ -394,9 +424,9 @@ extension SocialStore {
         return try Self.summary(row)
     }
 
-    /// `not_found` (field `group_id`) unless `user` has an invitation to `group`.
+    /// `not_found` (field `group_id`) unless `user` has an invitation to `group` they see.
     private func requireInvitation(_ group: Int64, _ user: Int64) throws {
-        guard try db.queryOne("SELECT 1 FROM group_invitations WHERE group_id = ? AND user_id = ?", group, user) != nil else {
+        guard try db.queryOne("SELECT 1 FROM group_invitations i WHERE i.group_id = ? AND i.user_id = ? AND NOT \(Self.unseen("i"))", group, user) != nil else {
             throw ServiceError(.notFound, "no invitation to group \(group)", field: "group_id")
         }
     }
@@ -420,33 +450,32 @@ extension SocialStore {
     }
 
     /// `groups.decline`: the caller's invitation goes.
-    func decline(_ group: Int64, context: RequestContext) throws -> GroupDone {
+    func decline(_ group: Int64, context: RequestContext) throws -> GroupDeclined {
         let caller = try invitee(context, group)
         return try db.transaction {
             try requireInvitation(group, caller.id)
             try db.run("DELETE FROM group_invitations WHERE group_id = ? AND user_id = ?", group, caller.id)
-            return GroupDone(groupId: group, what: "declined")
+            return GroupDeclined(groupId: group)
         }
     }
 
     /// `groups.leave`.
-    func leave(_ group: Int64, context: RequestContext) throws -> GroupDone {
+    func leave(_ group: Int64, context: RequestContext) throws -> GroupLeft {
         try db.transaction {
             let (caller, _) = try member(context, of: group)
             try removeMember(caller.id, from: group)
-            return GroupDone(groupId: group, what: "left")
+            return GroupLeft(groupId: group)
         }
     }
 
-    /// `groups.remove`: the owner removes a member or cancels an invitation. A user who
-    /// blocks the owner is not there for the owner (`not_found`), as in all the owner sees.
+    /// `groups.remove`: the owner removes any member or cancels any invitation of the group,
+    /// whatever blocks there are between them.
     func remove(_ request: GroupMemberRef, context: RequestContext) throws -> MemberRemoved {
         try db.transaction {
             let (caller, role) = try member(context, of: request.groupId)
             guard role == "owner" else { throw ServiceError(.permissionDenied, "only the group's owner may remove members or invitations") }
             guard request.userId != caller.id else { throw ServiceError.invalid("user_id", "cannot remove yourself; leave the group (groups.leave)") }
             let absent = ServiceError(.notFound, "user \(request.userId) is neither a member of group \(request.groupId) nor invited", field: "user_id")
-            if try blocks(request.userId, caller.id) { throw absent }
             if try isMember(group: request.groupId, user: request.userId) {
                 try removeMember(request.userId, from: request.groupId)
             } else {

@@ -21,14 +21,18 @@ struct RateWindow {
     /// Counts one more for `user` at `now`, or throws `refusal` (counting nothing) when they
     /// have done it `limit` times within the window.
     mutating func admit(_ user: Int64, now: Int64, refusal: @autoclosure () -> ServiceError) throws(ServiceError) {
+        guard admits(user, now: now) else { throw refusal() }
+    }
+
+    /// Counts one more for `user` at `now` and says so, or says not (counting nothing) when
+    /// they have done it `limit` times within the window.
+    mutating func admits(_ user: Int64, now: Int64) -> Bool {
         prune(now: now)
         var recent = times[user, default: []].filter { now - $0 < windowMs }
-        guard recent.count < limit else {
-            times[user] = recent
-            throw refusal()
-        }
+        defer { times[user] = recent }
+        guard recent.count < limit else { return false }
         recent.append(now)
-        times[user] = recent
+        return true
     }
 
     /// Forgets users idle for a window, at most once a window, so memory follows the active users.
@@ -39,50 +43,43 @@ struct RateWindow {
     }
 }
 
-/// The `group.position` pushes of each member to each group: at most one a second, the
-/// latest position winning. A position that comes within the second of the last push is held
-/// (replacing any held before it) and pushed by the flush once the second has passed.
+/// The `group.position` pushes of each member: at most one a second to each recipient,
+/// however many groups they share it through, the latest position winning. A position that
+/// comes within the second of the member's last push is held (replacing any held before it)
+/// and pushed by the flush once the second has passed.
 struct PositionThrottle {
-    struct Key: Hashable {
-        var group: Int64
-        var user: Int64
-    }
-
     /// A position waiting for its second, with the connection that sent it.
     struct Held {
         var position: StoredPosition
         var origin: String?
     }
 
-    private var lastSent: [Key: Int64] = [:]
-    private(set) var held: [Key: Held] = [:]
+    private var lastSent: [Int64: Int64] = [:]
+    private(set) var held: [Int64: Held] = [:]
 
-    /// Whether a push for `key` may go at `now`; if so it is counted as sent.
-    mutating func mayPush(_ key: Key, now: Int64) -> Bool {
-        if let last = lastSent[key], now - last < LiveMapRules.pushIntervalMs { return false }
-        lastSent[key] = now
-        held[key] = nil
+    /// Whether a push of `user`'s position may go at `now`; if so it is counted as sent.
+    mutating func mayPush(_ user: Int64, now: Int64) -> Bool {
+        if let last = lastSent[user], now - last < LiveMapRules.pushIntervalMs { return false }
+        lastSent[user] = now
+        held[user] = nil
         return true
     }
 
-    mutating func hold(_ key: Key, _ position: Held) { held[key] = position }
-
-    /// Forgets what is held for `key` (its member stopped sharing with the group).
-    mutating func drop(_ key: Key) { held[key] = nil }
+    mutating func hold(_ user: Int64, _ position: Held) { held[user] = position }
 
     /// The held positions whose second has passed at `now`, counted as sent; and forgets
     /// the times of pushes more than a second old with nothing held.
-    mutating func due(now: Int64) -> [(key: Key, held: Held)] {
-        var out: [(key: Key, held: Held)] = []
-        for (key, position) in held where lastSent[key].map({ now - $0 >= LiveMapRules.pushIntervalMs }) ?? true {
-            out.append((key, position))
+    mutating func due(now: Int64) -> [(user: Int64, held: Held)] {
+        var out: [(user: Int64, held: Held)] = []
+        for (user, position) in held where lastSent[user].map({ now - $0 >= LiveMapRules.pushIntervalMs }) ?? true {
+            out.append((user, position))
         }
-        for (key, _) in out {
-            held[key] = nil
-            lastSent[key] = now
+        for (user, _) in out {
+            held[user] = nil
+            lastSent[user] = now
         }
-        lastSent = lastSent.filter { key, last in held[key] != nil || now - last < LiveMapRules.pushIntervalMs }
-        return out.sorted { ($0.key.group, $0.key.user) < ($1.key.group, $1.key.user) }
+        lastSent = lastSent.filter { user, last in held[user] != nil || now - last < LiveMapRules.pushIntervalMs }
+        return out.sorted { $0.user < $1.user }
     }
 }
 
@@ -133,9 +130,11 @@ struct StoredPosition: Sendable, Equatable {
     var atMs: Int64
 }
 
-/// The body of a `group.position` push.
+/// The body of a `group.position` push: one to each recipient, naming every group of theirs
+/// the member shares it with (`group_ids`, ascending; `group_id` is the first of them).
 struct PositionPush: Codable, Sendable {
     var groupId: Int64
+    var groupIds: [Int64]
     var userId: Int64
     var lat: Double
     var lon: Double
@@ -147,6 +146,7 @@ struct PositionPush: Codable, Sendable {
     enum CodingKeys: String, CodingKey {
         case lat, lon, at
         case groupId = "group_id"
+        case groupIds = "group_ids"
         case userId = "user_id"
         case accuracyM = "accuracy_m"
         case headingDeg = "heading_deg"
@@ -244,14 +244,14 @@ struct FollowedPush: Codable, Sendable {
     }
 }
 
-/// The reply of the flush: how many held positions were pushed (each to one group's members).
+/// The reply of the flush: how many held positions were pushed (each to its member's recipients).
 struct FlushReply: Codable, Sendable {
     var pushed: Int
 }
 
 /// The rules of the live map.
 enum LiveMapRules {
-    /// At most one `group.position` push of one member to one group in this time.
+    /// At most one `group.position` push of one member to one recipient in this time.
     static let pushIntervalMs: Int64 = 1_000
     /// Position reports one user sends a second, at most.
     static let positionsPerSecond = 10
@@ -288,18 +288,8 @@ extension SocialStore {
     /// The service's clock in Unix milliseconds.
     var nowMs: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
 
-    /// The last position of `user` if it is at most `seconds` old (at most an hour: none is
-    /// kept longer): kept only while they share it with a group (or are discoverable).
-    public func livePosition(of user: Int64, within seconds: Int64) throws -> (lat: Double, lon: Double, atMs: Int64)? {
-        let since = nowMs - min(max(0, seconds), LiveMapRules.shownMs / 1_000) * 1_000
-        guard let row = try db.queryOne("SELECT lat, lon, at_ms FROM positions WHERE user_id = ? AND at_ms >= ?", user, since) else {
-            return nil
-        }
-        return (try row.decode("lat"), try row.decode("lon"), try row.decode("at_ms"))
-    }
-
     /// `groups.position`: keeps the caller's position while anything keeps it and pushes it to
-    /// every group they share with, throttled per group (`PositionThrottle`).
+    /// every member of the groups they share with, throttled per member (`PositionThrottle`).
     func reportPosition(_ report: PositionReport, context: RequestContext) throws -> PositionShared {
         let caller = try caller(context)
         try LiveMapRules.check(report)
@@ -318,42 +308,52 @@ extension SocialStore {
                     heading_deg = excluded.heading_deg, speed_mps = excluded.speed_mps, at_ms = excluded.at_ms
                 """, caller.id, position.lat, position.lon, position.accuracyM, position.headingDeg, position.speedMps, position.atMs)
         }
-        for group in groups {
-            let key = PositionThrottle.Key(group: group, user: caller.id)
-            if live.throttle.mayPush(key, now: now) {
-                try pushPosition(position, of: caller.id, to: group, origin: context.auth?.origin)
+        if !groups.isEmpty {
+            if live.throttle.mayPush(caller.id, now: now) {
+                try pushPosition(position, of: caller.id, origin: context.auth?.origin)
             } else {
-                live.throttle.hold(key, PositionThrottle.Held(position: position, origin: context.auth?.origin))
+                live.throttle.hold(caller.id, PositionThrottle.Held(position: position, origin: context.auth?.origin))
             }
         }
         return PositionShared(at: timestamp(Date(timeIntervalSince1970: Double(now) / 1_000)), sharedWith: groups, kept: kept)
     }
 
-    /// Pushes `user`'s position to every member of `group` not in a block relation with them
-    /// (themselves too, but not the connection that sent it), with a coalescing key per member
-    /// and group so that a slow reader keeps only the latest.
-    private func pushPosition(_ position: StoredPosition, of user: Int64, to group: Int64, origin: String?) throws {
-        let body = try JSONCoding.encoder.encode(PositionPush(
-            groupId: group, userId: user, lat: position.lat, lon: position.lon, accuracyM: position.accuracyM, headingDeg: position.headingDeg,
-            speedMps: position.speedMps, at: timestamp(Date(timeIntervalSince1970: Double(position.atMs) / 1_000))))
-        let recipients = try db.query("SELECT user_id FROM group_members WHERE group_id = ? AND \(Self.visible("user_id")) ORDER BY user_id",
-                                      group, user, user).decode("user_id", as: Int64.self)
-        let id = live.pushID("p\(group).\(user)", now: nowMs)
-        for recipient in recipients {
-            worker.push(Push(topic: LiveMapRules.positionTopic, id: id, userId: recipient,
-                             coalesce: "\(LiveMapRules.positionTopic):\(group):\(user)", origin: origin, body: body))
+    /// Pushes `user`'s position once to each member, not in a block relation with them, of
+    /// the groups they share with since before it was taken (themselves too, but not the
+    /// connection that sent it), naming the groups each shares it through; with a coalescing
+    /// key per member, so that a slow reader keeps only the latest. Whether any group took it.
+    @discardableResult
+    private func pushPosition(_ position: StoredPosition, of user: Int64, origin: String?) throws -> Bool {
+        var recipients: [(user: Int64, groups: [Int64])] = []
+        try db.forEachRow("""
+            SELECT o.user_id, o.group_id FROM group_members m JOIN group_members o ON o.group_id = m.group_id
+            WHERE m.user_id = ? AND m.sharing = 1 AND m.sharing_since_ms <= ? AND \(Self.visible("o.user_id"))
+            ORDER BY o.user_id, o.group_id
+            """, [user, position.atMs, user, user]) { row in
+            let recipient: Int64 = try row.decode("user_id"), group: Int64 = try row.decode("group_id")
+            if recipients.last?.user == recipient { recipients[recipients.count - 1].groups.append(group) } else { recipients.append((recipient, [group])) }
         }
+        let id = live.pushID("p\(user)", now: nowMs)
+        let at = timestamp(Date(timeIntervalSince1970: Double(position.atMs) / 1_000))
+        for (recipient, groups) in recipients {
+            guard let first = groups.first else { continue }
+            let body = try JSONCoding.encoder.encode(PositionPush(
+                groupId: first, groupIds: groups, userId: user, lat: position.lat, lon: position.lon, accuracyM: position.accuracyM,
+                headingDeg: position.headingDeg, speedMps: position.speedMps, at: at))
+            worker.push(Push(topic: LiveMapRules.positionTopic, id: id, userId: recipient,
+                             coalesce: "\(LiveMapRules.positionTopic):\(user)", origin: origin, body: body))
+        }
+        return !recipients.isEmpty
     }
 
     /// The flush, every 100 ms: pushes the held positions whose second has passed, to the
-    /// groups their member still shares with; and once a minute deletes positions over an hour old.
+    /// groups their member still shares with (since before the position); and once a minute
+    /// deletes positions over an hour old.
     func flushPositions() throws -> FlushReply {
         let now = nowMs
         var pushed = 0
-        for (key, held) in live.throttle.due(now: now)
-        where try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ? AND sharing = 1", key.group, key.user) != nil {
-            try pushPosition(held.position, of: key.user, to: key.group, origin: held.origin)
-            pushed += 1
+        for (user, held) in live.throttle.due(now: now) {
+            if try pushPosition(held.position, of: user, origin: held.origin) { pushed += 1 }
         }
         if now - live.lastPurge >= 60_000 {
             live.lastPurge = now
@@ -363,28 +363,30 @@ extension SocialStore {
     }
 
     /// `groups.sharing`: turns the caller's sharing with a group on or off; off, their position
-    /// goes when nothing else keeps it, and a held push to the group is dropped.
+    /// goes when nothing else keeps it (and a held push no longer goes to the group). Turned on,
+    /// the group sees only positions from then on (`sharing_since_ms`), none reported before.
     func setSharing(_ request: SharingChange, context: RequestContext) throws -> SharingState {
         try db.transaction {
             let (caller, _) = try member(context, of: request.groupId)
-            try db.run("UPDATE group_members SET sharing = ? WHERE group_id = ? AND user_id = ?", request.on, request.groupId, caller.id)
-            if !request.on {
-                try dropPositionUnlessKept(caller.id)
-                live.throttle.drop(PositionThrottle.Key(group: request.groupId, user: caller.id))
-            }
+            try db.run("""
+                UPDATE group_members SET sharing_since_ms = CASE WHEN ?1 = 0 THEN 0 WHEN sharing = 1 THEN sharing_since_ms ELSE ?2 END, sharing = ?1
+                WHERE group_id = ?3 AND user_id = ?4
+                """, request.on, nowMs, request.groupId, caller.id)
+            if !request.on { try dropPositionUnlessKept(caller.id) }
             return SharingState(groupId: request.groupId, sharing: request.on)
         }
     }
 
     /// `groups.map`: the members who share with the group and whose position is at most an hour
-    /// old, as the viewer may see them.
+    /// old and no older than their sharing with it, as the viewer may see them.
     func groupMap(_ group: Int64, context: RequestContext) throws -> GroupMap {
         let (viewer, _) = try member(context, of: group)
         let now = nowMs
         let entries = try db.query("""
             SELECT u.id AS user_id, u.username, u.name, p.lat, p.lon, p.accuracy_m, p.heading_deg, p.speed_mps, p.at_ms
             FROM group_members m JOIN users u ON u.id = m.user_id JOIN positions p ON p.user_id = m.user_id
-            WHERE m.group_id = ? AND m.sharing = 1 AND p.at_ms >= ? AND \(Self.visible("m.user_id")) ORDER BY m.joined_at, m.rowid
+            WHERE m.group_id = ? AND m.sharing = 1 AND p.at_ms >= ? AND p.at_ms >= m.sharing_since_ms AND \(Self.visible("m.user_id"))
+            ORDER BY m.joined_at, m.rowid
             """, group, now - LiveMapRules.shownMs, viewer.id, viewer.id).map { row in
             let at: Int64 = try row.decode("at_ms")
             let age = max(0, now - at)

@@ -4,6 +4,7 @@ import Foundation
 import Geo
 import ServiceKit
 import Storage
+import Synchronization
 
 // People at a place (issue 17): users who opted in (`profile.update {"discoverable": true}`)
 // and who are at a place now or marked it visited. Their visits are a copy of favorites'
@@ -63,6 +64,15 @@ public struct PeopleHere: Codable, Sendable, Equatable {
 enum PeopleRules {
     /// The largest circle one may ask about.
     static let maxRadiusMeters = 2_000.0
+    /// The smallest: with the grid, what stops shrinking circles from pinning anyone down.
+    static let minRadiusMeters = 200.0
+    /// The side of a grid cell of positions, in degrees of latitude and of longitude
+    /// (about 111 m, and less east-west away from the equator).
+    static let gridDegrees = 0.001
+    /// How far a position may be from the centre of its cell, at most, in metres (with room).
+    static let cellReachMeters = 100.0
+    /// `social.people_at` calls one user makes a minute, at most.
+    static let callsPerMinute = 30
     /// How near a place one must be to be "there now".
     static let placeRadiusMeters = 200.0
     /// How recent a position must be to be "there now": 10 minutes.
@@ -87,22 +97,33 @@ enum PeopleRules {
         case circle(Coordinate, radiusMeters: Double)
     }
 
-    static func target(_ request: PeopleAtRequest) throws -> Target {
+    static func target(_ request: PeopleAtRequest) throws(ServiceError) -> Target {
         let circle = request.lat != nil || request.lon != nil || request.radiusM != nil
         if let place = request.placeId {
-            guard !circle else { throw ServiceError.invalid("place_id", "give place_id, or lat, lon and radius_m, not both") }
-            guard place > 0 else { throw ServiceError.invalid("place_id", "must be a positive place id") }
+            guard !circle else { throw .invalid("place_id", "give place_id, or lat, lon and radius_m, not both") }
+            guard place > 0 else { throw .invalid("place_id", "must be a positive place id") }
             return .place(place)
         }
-        guard circle else { throw ServiceError.invalid("place_id", "give place_id, or lat, lon and radius_m") }
-        guard let lat = request.lat else { throw ServiceError.invalid("lat", "missing required field lat") }
-        guard let lon = request.lon else { throw ServiceError.invalid("lon", "missing required field lon") }
-        guard let radius = request.radiusM else { throw ServiceError.invalid("radius_m", "missing required field radius_m") }
-        let point = try Coordinate(latitude: lat, longitude: lon)
-        guard radius.isFinite, radius > 0, radius <= maxRadiusMeters else {
-            throw ServiceError.invalid("radius_m", "must be more than 0 and at most 2000 metres")
+        guard circle else { throw .invalid("place_id", "give place_id, or lat, lon and radius_m") }
+        guard let lat = request.lat else { throw .invalid("lat", "missing required field lat") }
+        guard let lon = request.lon else { throw .invalid("lon", "missing required field lon") }
+        guard let radius = request.radiusM else { throw .invalid("radius_m", "missing required field radius_m") }
+        // The messages of `groups.position`, as social.md says.
+        guard lat.isFinite, (-90...90).contains(lat) else { throw .invalid("lat", "must be a number in [-90, 90]") }
+        guard lon.isFinite, (-180...180).contains(lon) else { throw .invalid("lon", "must be a number in [-180, 180]") }
+        guard radius.isFinite, radius >= minRadiusMeters, radius <= maxRadiusMeters else {
+            throw .invalid("radius_m", "must be at least 200 and at most 2000 metres")
         }
-        return .circle(point, radiusMeters: radius)
+        return .circle(Coordinate(uncheckedLatitude: lat, longitude: lon), radiusMeters: radius)
+    }
+
+    /// The centre of the grid cell `point` falls in: people_at matches positions by their
+    /// cell, never placing anyone more precisely than a cell (about 111 m north-south).
+    static func snapped(_ point: Coordinate) -> Coordinate {
+        func snap(_ degrees: Double, _ bound: Double) -> Double {
+            min(bound, max(-bound, ((degrees / gridDegrees).rounded(.down) + 0.5) * gridDegrees))
+        }
+        return Coordinate(uncheckedLatitude: snap(point.latitude, 90), longitude: snap(point.longitude, 180))
     }
 
     /// Social's part of discoverability, in a migration domain of its own: the profile's flag
@@ -211,6 +232,8 @@ extension SocialStore {
     func peopleAt(_ request: PeopleAtRequest, caller: Caller, context: RequestContext) throws -> PeopleHere {
         let target = try PeopleRules.target(request)
         let limit = try PeopleRules.pageLimit.validated(request.limit)
+        try peopleAtCalls.admit(caller.id, now: nowMs, refusal: ServiceError(
+            .rateLimited, "at most \(PeopleRules.callsPerMinute) people_at calls a minute; try again in a moment"))
         let center: Coordinate, radius: Double
         var visited: [Int64: Int64] = [:]  // user: their latest visit, ms
         switch target {
@@ -253,24 +276,39 @@ extension SocialStore {
         }
         var page = PageFiller<PersonHere>(limit: limit, budget: options.pageBudgetBytes)
         let year = currentYear
+        var more = false, full = false
         for user in ranked {
+            // One who stopped being discoverable since is left out, and is not "more".
             guard let row = try db.queryOne("SELECT username, name, birth_year FROM users WHERE id = ? AND discoverable = 1", user) else { continue }
+            guard !full else {
+                more = true
+                break
+            }
             let person = PersonHere(user: UserSummary(id: user, username: try row.decode("username"), name: try row.decode("name")),
                                     ageGroup: try row.decode("birth_year", as: Int?.self).map { ProfileRules.ageGroup(birthYear: $0, currentYear: year) },
                                     hereNow: here[user] != nil,
                                     visitedAt: visited[user].map { timestamp(Date(timeIntervalSince1970: Double($0) / 1000)) }, message: "user:\(user)")
-            guard page.add(person, size: try JSONCoding.encoder.encode(person).count) else { break }
+            let before = page.items.count
+            if !page.add(person, size: try JSONCoding.encoder.encode(person).count) {
+                // Full: this one is on the page (the limit) or not (the bytes).
+                full = true
+                if page.items.count == before {
+                    more = true
+                    break
+                }
+            }
         }
-        return PeopleHere(people: page.items, more: page.items.count < ranked.count)
+        return PeopleHere(people: page.items, more: more)
     }
 
     /// The discoverable users (not the caller, nor in a block relation with them) whose
-    /// position of the last 10 minutes is within `radius` metres of `center`, with its time (ms).
+    /// position of the last 10 minutes is within `radius` metres of `center`, with its time (ms):
+    /// the centre of its grid cell (`PeopleRules.snapped`), not the position, is what is matched.
     private func hereNow(around center: Coordinate, within radius: Double, caller: Int64) throws -> [Int64: Int64] {
         var here: [Int64: Int64] = [:]
         let since = nowMs - PeopleRules.liveSeconds * 1_000
         var read = 0
-        for area in try BoundingBox.around(center, radiusMeters: radius).indexAreas where read < PeopleRules.maxRowsRead {
+        for area in try BoundingBox.around(center, radiusMeters: radius + PeopleRules.cellReachMeters).indexAreas where read < PeopleRules.maxRowsRead {
             try db.forEachRow("""
                 SELECT p.user_id, p.lat, p.lon, p.at_ms FROM positions p JOIN users u ON u.id = p.user_id
                 WHERE p.at_ms >= ? AND p.lat BETWEEN ? AND ? AND p.lon BETWEEN ? AND ?
@@ -278,10 +316,23 @@ extension SocialStore {
                 LIMIT ?
                 """, [since, area.south, area.north, area.west, area.east, caller, caller, caller, PeopleRules.maxRowsRead - read]) { row in
                 read += 1
-                let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
+                let point = PeopleRules.snapped(Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")))
                 if center.distance(to: point) <= radius { here[try row.decode("user_id")] = try row.decode("at_ms") }
             }
         }
         return here
+    }
+}
+
+/// A `RateWindow` every thread of the service shares: `social.people_at` is a read handler,
+/// run on any reader thread, so its limit is counted under a lock.
+final class SharedRateWindow: Sendable {
+    private let window: Mutex<RateWindow>
+
+    init(limit: Int, windowMs: Int64) { window = Mutex(RateWindow(limit: limit, windowMs: windowMs)) }
+
+    /// Counts one more for `user` at `now`, or throws `refusal` (counting nothing) at the limit.
+    func admit(_ user: Int64, now: Int64, refusal: @autoclosure () -> ServiceError) throws(ServiceError) {
+        guard window.withLock({ $0.admits(user, now: now) }) else { throw refusal() }
     }
 }

@@ -248,6 +248,7 @@ public enum SocialService {
 
         let decoy = DecoyHash(cost: options.passwordCost)
         let hashing = ReaderGate()
+        let peopleAtCalls = SharedRateWindow(limit: PeopleRules.callsPerMinute, windowMs: 60_000)
         var definition = ServiceDefinition(
             name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + ChatRules.migrations
                 + PeopleRules.migrations + PhotoRules.migrations,
@@ -257,7 +258,7 @@ public enum SocialService {
             makeState: { worker in
                 try Sodium.ready()
                 _ = try decoy.value()  // made at start, so no login pays for it
-                return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing)
+                return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing, peopleAtCalls: peopleAtCalls)
             })
         definition.periodic = [PeriodicRequest(type: SocialStore.sweepType, intervalMilliseconds: options.ratingsSweepIntervalMs),
                                PeriodicRequest(type: LiveMapRules.flushType, intervalMilliseconds: options.positionFlushIntervalMs)]

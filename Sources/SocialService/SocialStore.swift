@@ -24,12 +24,15 @@ public final class SocialStore: ServiceState {
     let hashing: ReaderGate
     /// Rate windows and the throttle of live positions (used on the writer thread only).
     let live = LiveState()
+    /// The `social.people_at` calls of each user, counted across all threads.
+    let peopleAtCalls: SharedRateWindow
     /// A hash that finds every slot taken.
     static let busyHashing = ServiceError(.unavailable, "busy checking other passwords; try again in a moment")
     var db: Database { worker.db }
 
-    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate) {
+    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate, peopleAtCalls: SharedRateWindow) {
         self.worker = worker
+        self.peopleAtCalls = peopleAtCalls
         self.options = options
         self.decoy = decoy
         self.hashing = hashing

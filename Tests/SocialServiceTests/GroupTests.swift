@@ -145,6 +145,19 @@ import Testing
         #expect(f.refusal("groups.accept", #"{"group_id":\#(group)}"#, as: dan) == "not_found group_id")
     }
 
+    @Test func theOwnerCancelsAnInvitationOfSomeoneWhoBlocksThem() throws {
+        let f = try SocialFixture()
+        let ann = try f.register("ann"), ben = try f.register("ben"), cat = try f.register("cat")
+        let group = try f.group("Trip", owner: ann)
+        try f.join(group, "ben", id: ben, invitedBy: ann)
+        // Ben invites Cat, who blocks Ann, the owner: Ann still sees and cancels it.
+        try f.call("groups.invite", #"{"group_id":\#(group),"username":"cat"}"#, as: ben)
+        try f.call("social.block", #"{"user_id":\#(ann)}"#, as: cat)
+        #expect(f.ids(try f.call("groups.get", #"{"group_id":\#(group)}"#, as: ann), "invitations") == [cat])
+        try f.call("groups.remove", #"{"group_id":\#(group),"user_id":\#(cat)}"#, as: ann)
+        #expect(try f.count("group_invitations") == 0)
+    }
+
     @Test func fiftyMembersAndInvitationsAGroup() throws {
         let f = try SocialFixture()
         let ann = try f.register("ann")
@@ -154,6 +167,10 @@ import Testing
         for i in 25..<49 { try f.call("groups.invite", #"{"group_id":\#(group),"username":"mem\#(i)"}"#, as: ann) }
         #expect(f.error("groups.invite", #"{"group_id":\#(group),"username":"mem49"}"#, as: users[0])
             == ServiceError(.conflict, "group \(group) has 50 members and invitations, the most", field: "group_id"))
+        // Full, yet one already there is told so first: a member, or invited (answered again).
+        #expect(f.error("groups.invite", #"{"group_id":\#(group),"username":"mem3"}"#, as: ann)
+            == ServiceError(.alreadyExists, "mem3 is a member already", field: "username"))
+        #expect(try f.call("groups.invite", #"{"group_id":\#(group),"username":"mem30"}"#, as: ann)["invited"] as? Bool == true)
         // Accepting does not grow the count; cancelling an invitation makes room.
         try f.call("groups.accept", #"{"group_id":\#(group)}"#, as: users[25])
         #expect(f.refusal("groups.invite", #"{"group_id":\#(group),"username":"mem49"}"#, as: ann) == "conflict group_id")
@@ -207,7 +224,7 @@ import Testing
         #expect(targets.count == 61)
     }
 
-    @Test func blockedUsersAreHiddenInGroupsAndTheirInvitationsDropped() throws {
+    @Test func blockedUsersAreHiddenInGroupsAndTheirInvitationsUnseen() throws {
         let f = try SocialFixture()
         let ann = try f.register("ann"), ben = try f.register("ben"), cat = try f.register("cat")
         let group = try f.group("Trip", owner: ann)
@@ -220,15 +237,23 @@ import Testing
         #expect(f.ids(try f.call("groups.get", #"{"group_id":\#(group)}"#, as: ann), "members") == [ann, ben, cat])
         #expect(int((try f.call("groups.list", as: cat)["groups"] as? [[String: Any]])?.first?["members"]) == 2)
 
-        // Ben (blocked) invites Cat to his own group: answered as a real invitation, dropped unseen.
+        // Ben (blocked) invites Cat to his own group: answered, kept and shown to the group as a
+        // real invitation, but Cat never sees it.
         let bens = try f.group("Ben's", owner: ben)
         let pushes = try f.pushes()
-        let dropped = try f.call("groups.invite", #"{"group_id":\#(bens),"username":"cat"}"#, as: ben)
+        let unseen = try f.call("groups.invite", #"{"group_id":\#(bens),"username":"cat"}"#, as: ben)
         let real = try f.call("groups.invite", #"{"group_id":\#(bens),"username":"ann"}"#, as: ben)
-        #expect(dropped["invited"] as? Bool == true && Set(dropped.keys) == Set(real.keys))
+        #expect(unseen["invited"] as? Bool == true && Set(unseen.keys) == Set(real.keys))
         #expect(try pushes.next()?.userId == ann)  // the only push: Ann's
+        let shown = try f.call("groups.get", #"{"group_id":\#(bens)}"#, as: ben)["invitations"] as? [[String: Any]] ?? []
+        #expect(shown.map { int(($0["user"] as? [String: Any])?["id"]) } == [cat, ann] && shown.allSatisfy { $0["blocked"] == nil })
         #expect((try f.call("groups.list", as: cat)["invitations"] as? [Any])?.isEmpty == true)
         #expect(f.refusal("groups.accept", #"{"group_id":\#(bens)}"#, as: cat) == "not_found group_id")
+        #expect(f.refusal("groups.decline", #"{"group_id":\#(bens)}"#, as: cat) == "not_found group_id")
+        #expect(try f.count("group_invitations", "user_id = ?", cat) == 1)
+        // Inviting again answers the same; the owner cancels it as any other.
+        #expect(try f.call("groups.invite", #"{"group_id":\#(bens),"username":"cat"}"#, as: ben)["invited"] as? Bool == true)
+        try f.call("groups.remove", #"{"group_id":\#(bens),"user_id":\#(cat)}"#, as: ben)
         #expect(try f.count("group_invitations", "user_id = ?", cat) == 0)
         // Cat (the blocker) must unblock Ben to invite him.
         let cats = try f.group("Cat's", owner: cat)
@@ -240,11 +265,17 @@ import Testing
         try f.call("groups.invite", #"{"group_id":\#(group),"username":"dan"}"#, as: ben)
         let pending = try f.call("groups.get", #"{"group_id":\#(group)}"#, as: cat)["invitations"] as? [[String: Any]]
         #expect(pending?.count == 1 && int((pending?.first?["user"] as? [String: Any])?["id"]) == dan && pending?.first?["invited_by"] == nil)
-        // A member hidden from the owner by their own block is not there to remove; one the
-        // owner blocks may be removed.
+        // The owner sees and removes any member, whatever the blocks: one who blocks her (shown
+        // unmarked, as the block is theirs), and one she blocks (marked).
         try f.call("social.block", #"{"user_id":\#(ann)}"#, as: ben)
-        #expect(f.refusal("groups.remove", #"{"group_id":\#(group),"user_id":\#(ben)}"#, as: ann) == "not_found user_id")
         try f.call("social.block", #"{"user_id":\#(cat)}"#, as: ann)
+        let members = try f.call("groups.get", #"{"group_id":\#(group)}"#, as: ann)["members"] as? [[String: Any]] ?? []
+        #expect(members.map { int(($0["user"] as? [String: Any])?["id"]) } == [ann, ben, cat])
+        #expect(members.map { $0["blocked"] as? Bool } == [nil, nil, true])
+        #expect(int((try f.call("groups.list", as: ann)["groups"] as? [[String: Any]])?.first?["members"]) == 3)
+        try f.call("groups.remove", #"{"group_id":\#(group),"user_id":\#(ben)}"#, as: ann)
+        #expect(f.refusal("groups.get", #"{"group_id":\#(group)}"#, as: ben) == "not_found group_id")
+        #expect(f.refusal("chat.history", #"{"conversation":"group:\#(group)"}"#, as: ben) != "ok")
         try f.call("groups.remove", #"{"group_id":\#(group),"user_id":\#(cat)}"#, as: ann)
         #expect(f.refusal("groups.get", #"{"group_id":\#(group)}"#, as: cat) == "not_found group_id")
 

@@ -126,9 +126,10 @@ import TestSupport
         for i in 1...5 { try t.report(t.ann, lat: Double(i), origin: "gw/ann-phone") }
         let first = try next(pushes, to: t.ben)
         #expect(pushBody(first)["lat"] as? Double == 1)
-        #expect(first?.coalesce == "group.position:\(t.group):\(t.ann)" && first?.origin == "gw/ann-phone")
+        #expect(first?.coalesce == "group.position:\(t.ann)" && first?.origin == "gw/ann-phone")
         let body = pushBody(first)
         #expect(int(body["group_id"]) == t.group && int(body["user_id"]) == t.ann && body["at"] as? String == "2026-06-01T00:00:00.000Z")
+        #expect((body["group_ids"] as? [NSNumber])?.map(\.int64Value) == [t.group])
         // Ann's other devices hear it too (her phone, the origin, does not: the gateway sees to that).
         #expect(try t.f.call("groups.map", #"{"group_id":\#(t.group)}"#, as: t.ann)["positions"] != nil)
         // Held within the second; when it ends the flush pushes the latest, once.
@@ -143,6 +144,61 @@ import TestSupport
         #expect(pushBody(try next(pushes, to: t.ben))["lat"] as? Double == 6)
         // The map has the latest position.
         #expect(try t.map(as: t.ben).first?["lat"] as? Double == 6)
+    }
+
+    @Test func aMemberSharingWithManyGroupsOfOneRecipientSendsThemOnePushASecond() throws {
+        let t = try Trip()
+        let other = try t.f.group("Other", owner: t.ann)
+        try t.f.join(other, "ben", id: t.ben, invitedBy: t.ann)
+        try t.share(t.ann)
+        try t.f.call("groups.sharing", #"{"group_id":\#(other),"on":true}"#, as: t.ann)
+        let pushes = try t.f.pushes()
+        try t.report(t.ann, lat: 1)
+        try t.report(t.ann, lat: 2)
+        // One push to Ben within the second, naming both groups, not one per group.
+        var bens: [Push] = []
+        while let push = try pushes.next() {
+            if push.userId == t.ben { bens.append(push) }
+        }
+        #expect(bens.count == 1)
+        let body = pushBody(bens.first)
+        #expect((body["group_ids"] as? [NSNumber])?.map(\.int64Value) == [t.group, other] && int(body["group_id"]) == t.group)
+        #expect(body["lat"] as? Double == 1 && bens.first?.coalesce == "group.position:\(t.ann)")
+        // The second ends: the latest, once.
+        t.f.clock.advance(1)
+        #expect(pushBody(try next(pushes, to: t.ben))["lat"] as? Double == 2)
+        // The map stays per group: both show Ann.
+        #expect(try t.map(as: t.ben).first?["lat"] as? Double == 2)
+        #expect((try t.f.call("groups.map", #"{"group_id":\#(other)}"#, as: t.ben)["positions"] as? [[String: Any]])?.first?["lat"] as? Double == 2)
+    }
+
+    @Test func turningSharingOnShowsNoPositionFromBefore() throws {
+        let t = try Trip()
+        let other = try t.f.group("Other", owner: t.ann)
+        try t.f.join(other, "ben", id: t.ben, invitedBy: t.ann)
+        // Ann shares with the other group only: her position is kept for it.
+        try t.f.call("groups.sharing", #"{"group_id":\#(other),"on":true}"#, as: t.ann)
+        try t.report(t.ann, lat: 1)
+        t.f.clock.advance(60)
+        try t.share(t.ann)
+        #expect(try t.map(as: t.ben).isEmpty)
+        #expect((try t.f.call("groups.map", #"{"group_id":\#(other)}"#, as: t.ben)["positions"] as? [Any])?.count == 1)
+        // Turned on again while on, it keeps its start.
+        try t.share(t.ann)
+        try t.report(t.ann, lat: 2)
+        #expect(try t.map(as: t.ben).first?["lat"] as? Double == 2)
+        // A held position from before sharing began is not pushed to the group either.
+        let cat = try t.f.register("cat")
+        let third = try t.f.group("Third", owner: t.ann)
+        try t.f.join(third, "cat", id: cat, invitedBy: t.ann)
+        try t.report(t.ann, lat: 3)  // held: within the second of lat 2
+        t.f.clock.advance(0.5)
+        try t.f.call("groups.sharing", #"{"group_id":\#(third),"on":true}"#, as: t.ann)
+        let pushes = try t.f.pushes()
+        t.f.clock.advance(1)
+        #expect(pushBody(try next(pushes, to: t.ben))["lat"] as? Double == 3)
+        #expect(try next(pushes, to: cat) == nil)
+        #expect((try t.f.call("groups.map", #"{"group_id":\#(third)}"#, as: cat)["positions"] as? [Any])?.isEmpty == true)
     }
 
     @Test func aHeldPositionIsDroppedWhenSharingStops() throws {

@@ -94,7 +94,7 @@ import Testing
         try f.visited(ann, place: 1)  // the Opera House
         try f.visited(ben, place: 2)  // Bondi, 6 km away
         let opera = #""lat":-33.8568,"lon":151.2153"#
-        #expect(try f.eventually { try people(f, #"{"lat":-33.8908,"lon":151.2743,"radius_m":100}"#, as: me) == [Int(ben)] })
+        #expect(try f.eventually { try people(f, #"{"lat":-33.8908,"lon":151.2743,"radius_m":200}"#, as: me) == [Int(ben)] })
         #expect(try people(f, #"{\#(opera),"radius_m":2000}"#, as: me) == [Int(ann)])
         // 600 m from the Opera House: in a 700 m circle, not in a 500 m one (the R*Tree box is cut to the circle).
         #expect(try people(f, #"{"lat":-33.8622,"lon":151.2153,"radius_m":700}"#, as: me) == [Int(ann)])
@@ -147,10 +147,14 @@ import Testing
             (#"{"lon":1,"radius_m":10}"#, .invalid("lat", "missing required field lat")),
             (#"{"lat":1,"radius_m":10}"#, .invalid("lon", "missing required field lon")),
             (#"{"lat":1,"lon":1}"#, .invalid("radius_m", "missing required field radius_m")),
-            (#"{"lat":1,"lon":1,"radius_m":2000.5}"#, .invalid("radius_m", "must be more than 0 and at most 2000 metres")),
-            (#"{"lat":1,"lon":1,"radius_m":0}"#, .invalid("radius_m", "must be more than 0 and at most 2000 metres")),
-            (#"{"lat":1,"lon":1,"radius_m":-1}"#, .invalid("radius_m", "must be more than 0 and at most 2000 metres")),
-            (#"{"lat":1,"lon":1,"radius_m":1e308,"limit":5}"#, .invalid("radius_m", "must be more than 0 and at most 2000 metres")),
+            (#"{"lat":1,"lon":1,"radius_m":2000.5}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
+            (#"{"lat":1,"lon":1,"radius_m":0}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
+            (#"{"lat":1,"lon":1,"radius_m":-1}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
+            (#"{"lat":1,"lon":1,"radius_m":1e308,"limit":5}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
+            (#"{"lat":1,"lon":1,"radius_m":1e-320}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
+            (#"{"lat":1,"lon":1,"radius_m":199.9}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
+            (#"{"lat":1e308,"lon":1,"radius_m":200}"#, .invalid("lat", "must be a number in [-90, 90]")),
+            (#"{"lat":1,"lon":-180.5,"radius_m":200}"#, .invalid("lon", "must be a number in [-180, 180]")),
             (#"{"place_id":1,"limit":51}"#, .invalid("limit", "must be 1 to 50")),
             (#"{"place_id":1,"limit":0}"#, .invalid("limit", "must be 1 to 50")),
         ]
@@ -246,7 +250,7 @@ import Testing
         #expect(try f.eventually { try people(f, #"{"place_id":3}"#, as: mia).count == 3 })
         try f.call("social.block", #"{"user_id":\#(ann)}"#, as: mia)  // mia blocks ann
         try f.call("social.block", #"{"user_id":\#(mia)}"#, as: ben)  // ben blocks mia
-        for json in [#"{"place_id":3}"#, #"{"lat":-33.8612,"lon":151.2111,"radius_m":50}"#] {
+        for json in [#"{"place_id":3}"#, #"{"lat":-33.8612,"lon":151.2111,"radius_m":200}"#] {
             #expect(try people(f, json, as: mia) == [Int(cat)], "\(json)")
             #expect(try !people(f, json, as: ann).contains(Int(mia)), "\(json)")
             #expect(try !people(f, json, as: ben).contains(Int(mia)), "\(json)")
@@ -270,5 +274,54 @@ import Testing
         #expect(try f.events().filter { $0.header.type == SocialEvents.profileDiscoverable }.count == 10)
         f.clock.advance(3_601)
         #expect(try f.call("profile.update", #"{"discoverable":true}"#, as: ann)["discoverable"] as? Bool == true)
+    }
+
+    @Test func shrinkingOrMovingCirclesCannotPlaceAnyoneBelowTheGrid() throws {
+        let f = try SocialFixture()
+        let mia = try f.register("mia")
+        let ann = try discoverable(f, "ann"), ben = try discoverable(f, "ben")
+        // 90 m apart, in one cell of the grid (-33.857 to -33.856, 151.215 to 151.216).
+        try f.call("groups.position", #"{"lat":-33.8569,"lon":151.2151}"#, as: ann)
+        try f.call("groups.position", #"{"lat":-33.8561,"lon":151.2159}"#, as: ben)
+        // The smallest circle is 200 m.
+        #expect(f.error("social.people_at", #"{"lat":-33.8569,"lon":151.2151,"radius_m":1e-320}"#, as: mia)
+            == .invalid("radius_m", "must be at least 200 and at most 2000 metres"))
+        // Circles moved step by step across them, north-south and east-west: whatever the
+        // centre, both or neither are there, so no answer tells one point of the cell from another.
+        var both = 0, neither = 0
+        var centres: [(lat: Double, lon: Double)] = []
+        for step in -7...7 {
+            let k = Double(step)
+            centres.append((lat: -33.8565 + k * 0.0003, lon: 151.2155))
+            centres.append((lat: -33.8565, lon: 151.2155 + k * 0.0004))
+        }
+        for (lat, lon) in centres {
+            let listed = try people(f, #"{"lat":\#(lat),"lon":\#(lon),"radius_m":200}"#, as: mia)
+            #expect(listed.contains(Int(ann)) == listed.contains(Int(ben)), "\(lat), \(lon): \(listed)")
+            if listed.count == 2 { both += 1 } else if listed.isEmpty { neither += 1 }
+        }
+        #expect(both > 0 && neither > 0)
+    }
+
+    @Test func thirtyCallsAMinuteAtMost() throws {
+        let f = try SocialFixture()
+        let rex = try f.register("rex"), mia = try f.register("mia")
+        for _ in 0..<30 { try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: rex) }
+        #expect(f.error("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: rex)
+            == ServiceError(.rateLimited, "at most 30 people_at calls a minute; try again in a moment"))
+        // Each caller their own.
+        try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: mia)
+        f.clock.advance(60)
+        try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: rex)
+    }
+
+    @Test func moreMeansOnlyThatPeopleWereLeftOut() throws {
+        let f = try SocialFixture()
+        let mia = try f.register("mia")
+        let ann = try discoverable(f, "ann"), ben = try discoverable(f, "ben")
+        try f.call("groups.position", #"{"lat":1,"lon":1}"#, as: ann)
+        try f.call("groups.position", #"{"lat":1,"lon":1}"#, as: ben)
+        #expect(try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200,"limit":1}"#, as: mia)["more"] as? Bool == true)
+        #expect(try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: mia)["more"] as? Bool == false)
     }
 }
