@@ -243,7 +243,12 @@ import TestSupport
         let f = try SocialFixture()
         let ann = try f.register("ann"), ben = try f.register("ben")
         let jpeg = try Self.solid(60, side: 64)
-        for _ in 0..<10 { try Self.setPhoto(f, jpeg, as: ann) }
+        let first = try Self.upload(f, jpeg, as: ann)
+        try f.call("profile.photo.upload.commit", #"{"upload_id":"\#(first)"}"#, as: ann)
+        // An upload used by a commit is gone: committing it again is not_found (social.md).
+        #expect(f.error("profile.photo.upload.commit", #"{"upload_id":"\#(first)"}"#, as: ann)
+                == ServiceError(.notFound, "no upload '\(first)' (uploads expire 10 minutes after they begin)", field: "upload_id"))
+        for _ in 1..<10 { try Self.setPhoto(f, jpeg, as: ann) }
         let id = try Self.upload(f, jpeg, as: ann)
         #expect(f.error("profile.photo.upload.commit", #"{"upload_id":"\#(id)"}"#, as: ann)
                 == ServiceError(.rateLimited, "at most 10 photo commits an hour: try again later"))
