@@ -41,24 +41,14 @@ struct ChatSent: Codable, Sendable, Equatable {
 }
 
 /// Who wrote a message: a user, or someone whose account was deleted.
-enum ChatAuthor: Codable, Sendable, Equatable {
+enum ChatAuthor: Encodable, Sendable, Equatable {
     case user(UserSummary)
     case deleted
 
     /// The author of a deleted account's messages, as every reader sees it.
-    private struct Deleted: Codable {
+    private struct Deleted: Encodable {
         var deleted = true
         var name = "deleted user"
-    }
-
-    private enum Keys: String, CodingKey { case deleted }
-
-    init(from decoder: Decoder) throws {
-        if try decoder.container(keyedBy: Keys.self).decodeIfPresent(Bool.self, forKey: .deleted) == true {
-            self = .deleted
-        } else {
-            self = .user(try UserSummary(from: decoder))
-        }
     }
 
     func encode(to encoder: Encoder) throws {
@@ -72,7 +62,7 @@ enum ChatAuthor: Codable, Sendable, Equatable {
 /// A message as readers see it (history, the conversation list, the `chat.message` push).
 /// `conversation` is named as the reader names it: `user:N` is the direct conversation with
 /// user N, so the two sides of one conversation call it by each other's id.
-struct ChatMessage: Codable, Sendable, Equatable {
+struct ChatMessage: Encodable, Sendable, Equatable {
     var seq: Int64
     var conversation: String
     var from: ChatAuthor
@@ -100,7 +90,7 @@ struct ChatHistoryRequest: Codable, Sendable {
 }
 
 /// The reply of `chat.history`: messages, newest first, and where the next page starts.
-struct ChatHistory: Codable, Sendable, Equatable {
+struct ChatHistory: Encodable, Sendable, Equatable {
     var messages: [ChatMessage]
     var nextBefore: Int64?
 
@@ -124,7 +114,7 @@ struct ChatConversationsRequest: Codable, Sendable {
 /// One conversation of the caller's list: its last message they can see, how many messages
 /// of others they have not read, and up to where they read. `with` is the other user of a
 /// direct conversation, `group` the group of a group's.
-struct ChatConversation: Codable, Sendable, Equatable {
+struct ChatConversation: Encodable, Sendable, Equatable {
     var conversation: String
     var with: ChatAuthor?
     var group: GroupName?
@@ -140,7 +130,7 @@ struct ChatConversation: Codable, Sendable, Equatable {
 }
 
 /// The reply of `chat.conversations`: the latest conversation first, and the next page's cursor.
-struct ChatConversationList: Codable, Sendable, Equatable {
+struct ChatConversationList: Encodable, Sendable, Equatable {
     var conversations: [ChatConversation]
     var nextCursor: String?
 
@@ -150,8 +140,9 @@ struct ChatConversationList: Codable, Sendable, Equatable {
     }
 }
 
-/// `chat.read`: the caller has read a conversation up to a sequence number.
-struct ChatReadRequest: Codable, Sendable {
+/// `chat.read`: the caller has read a conversation up to a sequence number; also the body of
+/// the `chat.read` push, by which the reader's other connections learn the new read mark.
+struct ChatReadMark: Codable, Sendable, Equatable {
     var conversation: String
     var upTo: Int64
 
@@ -174,17 +165,6 @@ struct ChatReadState: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case conversation, unread
-        case upTo = "up_to"
-    }
-}
-
-/// The body of a `chat.read` push: the reader's other connections learn the new read mark.
-struct ChatReadPush: Codable, Sendable, Equatable {
-    var conversation: String
-    var upTo: Int64
-
-    enum CodingKeys: String, CodingKey {
-        case conversation
         case upTo = "up_to"
     }
 }
@@ -228,14 +208,34 @@ enum ChatRules {
     static let maxClientMsgIdBytes = 64
     /// What one sender may send: 20 messages in any 10 seconds, and 60 in any minute.
     static let rates: [(count: Int, milliseconds: Int64, span: String)] = [(20, 10_000, "10 seconds"), (60, 60_000, "a minute")]
+    /// What one group conversation takes from all its members together: 30 messages in any
+    /// 10 seconds, so one busy group cannot fill every member's pushes.
+    static let groupRate = (count: 30, milliseconds: Int64(10_000), span: "10 seconds")
     /// How many direct conversations one user may start in any hour.
     static let newConversationsPerHour = 30
 
     /// `invalid_argument` (field `text`) unless the text is 1 to 2,000 characters (bytes first)
-    /// with something besides white space.
+    /// with at least one visible character. Line and paragraph separators (U+2028, U+2029)
+    /// are white space: accepted between visible characters, as new lines are.
     static func checkText(_ value: String) throws(ServiceError) {
         try text.check(value)
-        guard value.contains(where: { !$0.isWhitespace }) else { throw .invalid("text", "must not be empty or only white space") }
+        guard value.unicodeScalars.contains(where: isVisible) else {
+            throw .invalid("text", "must hold at least one visible character (not only white space or invisible characters)")
+        }
+    }
+
+    /// Hangul fillers and the blank Braille pattern: letters and symbols that draw nothing.
+    private static let blanks: Set<UInt32> = [0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800]
+
+    /// Whether `scalar` draws something: not white space, not a format character (Cf: zero
+    /// widths, bidi marks, tags, U+FEFF), not a control, not a blank letter.
+    static func isVisible(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        guard !properties.isWhitespace, !blanks.contains(scalar.value) else { return false }
+        switch properties.generalCategory {
+        case .format, .control, .spaceSeparator, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate: return false
+        default: return true
+        }
     }
 
     /// `invalid_argument` (field `client_msg_id`) unless the id is 1 to 64 bytes of

@@ -18,16 +18,17 @@ extension SocialStore {
     /// `not_found` (naming `field`) unless `user` is a member of `group`: the same answer as
     /// for a group that does not exist, so a non-member learns nothing of it.
     func requireChatMember(group: Int64, user: Int64, field: String) throws {
-        guard try isMember(group: group, user: user) else { throw ServiceError(.notFound, "no group with id \(group)", field: field) }
+        guard try isMember(group: group, user: user) else { throw Self.noGroup(group, field: field) }
     }
 
     /// A message to a group the caller is a member of: every other current member gets it,
     /// except those in a block relation with the caller (either way), for whom it is withheld.
     func sendToGroup(_ request: ChatSend, group: Int64, caller: Int64, origin: String?) throws -> ChatSent {
         try requireChatMember(group: group, user: caller, field: "to")
-        let now = nowMilliseconds
+        let now = nowMs
         try checkSendingRate(of: caller, now: now)
         let conversation = try groupConversation(group, now: now)
+        try checkGroupRate(conversation, now: now)
         let members = try members(of: group)
         try seatMembers(members, of: group, in: conversation)
         let message = try appendMessage(request, conversation: conversation, sender: caller, now: now)
@@ -39,6 +40,16 @@ extension SocialStore {
             }
         }
         return try deliverToSender(message, caller: caller, as: .group(group), origin: origin)
+    }
+
+    /// `rate_limited` when the group's conversation already took `ChatRules.groupRate` messages
+    /// of all its members within its span, saying when the next may go.
+    private func checkGroupRate(_ conversation: Int64, now: Int64) throws {
+        let rate = ChatRules.groupRate
+        guard let oldest = try db.scalarInt("SELECT at_ms FROM chat_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                                            conversation, rate.count - 1), oldest > now - rate.milliseconds else { return }
+        let seconds = max(1, (oldest + rate.milliseconds - now + 999) / 1_000)
+        throw ServiceError(.rateLimited, "this group's conversation is busy: at most \(rate.count) messages of all its members in \(rate.span); try again in \(seconds) second\(seconds == 1 ? "" : "s")")
     }
 
     /// The id of `group`'s conversation, made at its first message.

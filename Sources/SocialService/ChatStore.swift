@@ -23,9 +23,6 @@ extension SocialStore {
     /// Page cursors of `chat.conversations`: the id of the last message of the last conversation seen.
     static let conversationCursor = IDCursor(tag: "c|", minimum: 1)
 
-    /// Now, in Unix milliseconds, from the service's clock.
-    var nowMilliseconds: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
-
     // MARK: chat.send
 
     /// `chat.send`: checks the body, then answers the caller's earlier message with the same
@@ -73,7 +70,7 @@ extension SocialStore {
             throw ServiceError(.notFound, "no user with id \(peer)", field: "to")
         }
         if try blocks(caller, peer) { throw Self.youBlock(peer, field: "to") }
-        let now = nowMilliseconds
+        let now = nowMs
         try checkSendingRate(of: caller, now: now)
         let conversation = try directConversation(caller, peer, now: now)
         let message = try appendMessage(request, conversation: conversation, sender: caller, now: now)
@@ -136,14 +133,13 @@ extension SocialStore {
     /// Stores the message with the conversation's next sequence number.
     func appendMessage(_ request: ChatSend, conversation: Int64, sender: Int64, now: Int64) throws -> StoredMessage {
         try db.run("UPDATE chat_conversations SET last_seq = last_seq + 1 WHERE id = ?", conversation)
-        guard let seq = try db.scalarInt("SELECT last_seq FROM chat_conversations WHERE id = ?", conversation),
-              let user = try db.queryOne("SELECT username, name FROM users WHERE id = ?", sender) else {
-            throw ServiceError(.internal, "conversation \(conversation) or user \(sender) vanished while sending")
+        guard let seq = try db.scalarInt("SELECT last_seq FROM chat_conversations WHERE id = ?", conversation) else {
+            throw ServiceError(.internal, "conversation \(conversation) vanished while sending")
         }
+        let from = ChatAuthor.user(try summary(of: sender))
         let at = timestamp(Date(timeIntervalSince1970: Double(now) / 1_000))
         try db.run("INSERT INTO chat_messages (conversation_id, seq, sender_id, client_msg_id, text, at, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
                    conversation, seq, sender, request.clientMsgId, request.text, at, now)
-        let from = ChatAuthor.user(UserSummary(id: sender, username: try user.decode("username"), name: try user.decode("name")))
         return StoredMessage(id: db.lastInsertRowID, conversation: conversation, seq: seq, at: at, from: from, text: request.text,
                              clientMsgId: request.clientMsgId)
     }
@@ -277,7 +273,7 @@ extension SocialStore {
     /// `chat.read`: moves the caller's read mark up to `up_to` (never back, never past the last
     /// message they can see), answers what stays unread, and pushes the new mark to their
     /// other connections when it moved.
-    func readChat(_ request: ChatReadRequest, context: RequestContext) throws -> ChatReadState {
+    func readChat(_ request: ChatReadMark, context: RequestContext) throws -> ChatReadState {
         let caller = try caller(context)
         let name = try ConversationName(request.conversation, field: "conversation")
         guard request.upTo >= 0 else { throw ServiceError.invalid("up_to", "must be 0 or more") }
@@ -295,7 +291,7 @@ extension SocialStore {
             try db.run("UPDATE chat_participants SET read_seq = ?, unread = ? WHERE conversation_id = ? AND user_id = ?", mark, unread, seat.conversation, caller.id)
             worker.push(Push(topic: Self.readTopic, id: "chat-read-\(seat.conversation)-\(caller.id)-\(mark)", userId: caller.id,
                              coalesce: "chat-read-\(name.text)", origin: context.auth?.origin,
-                             body: try JSONCoding.encoder.encode(ChatReadPush(conversation: name.text, upTo: mark))))
+                             body: try JSONCoding.encoder.encode(ChatReadMark(conversation: name.text, upTo: mark))))
             return ChatReadState(conversation: name.text, upTo: mark, unread: unread)
         }
     }

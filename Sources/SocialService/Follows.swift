@@ -84,7 +84,7 @@ extension SocialStore {
     func follows(of userId: Int64, viewer: Int64?, followers: Bool, cursor: String?, limit: Int) throws -> UserPage {
         let (own, other) = followers ? ("followee_id", "follower_id") : ("follower_id", "followee_id")
         let after = try cursor.map(Self.followCursor.decode) ?? Int64.max
-        if let viewer, viewer != userId, try blocked(viewer, userId) { throw Self.noUser(userId) }
+        try requireVisibleProfile(userId, viewer: viewer)
         let hidden = viewer.map { _ in "AND " + Self.visible("u.id") } ?? ""
         return try userPage("""
             SELECT f.id AS page_id, u.id AS user_id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)

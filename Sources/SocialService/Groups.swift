@@ -272,7 +272,7 @@ extension SocialStore {
     }
 
     /// What anyone who is not a member of a group hears of it, signed in or not.
-    static func noGroup(_ id: Int64) -> ServiceError { ServiceError(.notFound, "no group with id \(id)", field: "group_id") }
+    static func noGroup(_ id: Int64, field: String = "group_id") -> ServiceError { ServiceError(.notFound, "no group with id \(id)", field: field) }
 
     /// The signed-in caller when they are a member of `group` (with their role), else
     /// `not_found` as if the group did not exist: to a caller without identity too.

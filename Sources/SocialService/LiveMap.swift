@@ -4,45 +4,6 @@ import Foundation
 import ServiceKit
 import Storage
 
-/// How many times each user did something in a sliding window: at most `limit` in `windowMs`.
-/// Kept in memory on the one writer thread (whose handlers alone use it), so it costs no
-/// write; a restart forgets it, which only lets a user start afresh.
-struct RateWindow {
-    let limit: Int
-    let windowMs: Int64
-    private var times: [Int64: [Int64]] = [:]
-    private var lastPrune: Int64 = 0
-
-    init(limit: Int, windowMs: Int64) {
-        self.limit = limit
-        self.windowMs = windowMs
-    }
-
-    /// Counts one more for `user` at `now`, or throws `refusal` (counting nothing) when they
-    /// have done it `limit` times within the window.
-    mutating func admit(_ user: Int64, now: Int64, refusal: @autoclosure () -> ServiceError) throws(ServiceError) {
-        guard admits(user, now: now) else { throw refusal() }
-    }
-
-    /// Counts one more for `user` at `now` and says so, or says not (counting nothing) when
-    /// they have done it `limit` times within the window.
-    mutating func admits(_ user: Int64, now: Int64) -> Bool {
-        prune(now: now)
-        var recent = times[user, default: []].filter { now - $0 < windowMs }
-        defer { times[user] = recent }
-        guard recent.count < limit else { return false }
-        recent.append(now)
-        return true
-    }
-
-    /// Forgets users idle for a window, at most once a window, so memory follows the active users.
-    private mutating func prune(now: Int64) {
-        guard now - lastPrune >= windowMs else { return }
-        lastPrune = now
-        times = times.filter { _, recent in recent.contains { now - $0 < windowMs } }
-    }
-}
-
 /// The `group.position` pushes of each member: at most one a second to each recipient,
 /// however many groups they share it through, the latest position winning. A position that
 /// comes within the second of the member's last push is held (replacing any held before it)
@@ -285,9 +246,6 @@ enum LiveMapRules {
 }
 
 extension SocialStore {
-    /// The service's clock in Unix milliseconds.
-    var nowMs: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
-
     /// `groups.position`: keeps the caller's position while anything keeps it and pushes it to
     /// every member of the groups they share with, throttled per member (`PositionThrottle`).
     func reportPosition(_ report: PositionReport, context: RequestContext) throws -> PositionShared {

@@ -4,7 +4,6 @@ import Foundation
 import Geo
 import ServiceKit
 import Storage
-import Synchronization
 
 // People at a place (issue 17): users who opted in (`profile.update {"discoverable": true}`)
 // and who are at a place now or marked it visited. Their visits are a copy of favorites'
@@ -324,15 +323,3 @@ extension SocialStore {
     }
 }
 
-/// A `RateWindow` every thread of the service shares: `social.people_at` is a read handler,
-/// run on any reader thread, so its limit is counted under a lock.
-final class SharedRateWindow: Sendable {
-    private let window: Mutex<RateWindow>
-
-    init(limit: Int, windowMs: Int64) { window = Mutex(RateWindow(limit: limit, windowMs: windowMs)) }
-
-    /// Counts one more for `user` at `now`, or throws `refusal` (counting nothing) at the limit.
-    func admit(_ user: Int64, now: Int64, refusal: @autoclosure () -> ServiceError) throws(ServiceError) {
-        guard window.withLock({ $0.admits(user, now: now) }) else { throw refusal() }
-    }
-}

@@ -60,20 +60,44 @@ struct PhotoDeleted: Encodable, Sendable {
     var deleted: Bool
 }
 
+/// What photo commits share across the reader threads: their own gate (at most one decode at
+/// a time, never one of the slots the password hashes need) and each user's commits of the
+/// last hour (in memory: a restart only lets a user start afresh).
+final class PhotoDecoding: Sendable {
+    let gate = ReaderGate(most: 1)
+    private let commits = SharedRateWindow(limit: PhotoRules.commitsPerHour, windowMs: 3_600_000)
+
+    init() {}
+
+    /// Counts one more commit of `user` at `nowMs`, or `rate_limited` when they made
+    /// `PhotoRules.commitsPerHour` in the last hour.
+    func admit(_ user: Int64, nowMs: Int64) throws(ServiceError) {
+        try commits.admit(user, now: nowMs, refusal: PhotoRules.tooManyCommits)
+    }
+}
+
 /// The bounds of photo uploads and the versions kept.
 enum PhotoRules {
-    /// A photo's JPEG: at most 10 MiB (10,485,760 bytes), 40 megapixels and 64 scans, not CMYK.
-    static let jpeg = JPEGLimits(maxBytes: 10 * 1_024 * 1_024)
+    /// A photo's JPEG: at most 10 MiB (10,485,760 bytes), 40 megapixels and 64 scans, not
+    /// CMYK, at most 4:1, a progressive one at most 8 megapixels (libjpeg keeps its 48 MB of
+    /// coefficients at 4:4:4), and at most 4,194,304 pixels (4096×1024, 12 MB) as decoded
+    /// (which 4:1 already ensures at the scale squares decode at).
+    static let jpeg = JPEGLimits(maxBytes: 10 * 1_024 * 1_024, maxAspectRatio: 4, maxProgressivePixels: 8_000_000,
+                                 maxDecodedPixels: 4_096 * 1_024)
+    /// Commits (each a decode) one user may make in any hour.
+    static let commitsPerHour = 10
+    static let tooManyCommits = ServiceError(.rateLimited, "at most \(commitsPerHour) photo commits an hour: try again later")
     /// The sides of the squares kept, largest first.
     static let sizes = [512, 96]
     /// The JPEG quality of the kept versions (4:2:0, as photos are).
     static let quality = 85
-    /// At most 3 uploads open per user and 64 in all (each up to 10 MiB until it expires).
+    /// At most 3 uploads open per user and 64 in all, each up to 10 MiB and expiring 10
+    /// minutes after it begins.
     static let uploads = ChunkedUploads(table: "photo_uploads", chunkTable: "photo_upload_chunks", ownerColumn: "user_id",
                                         maxBytes: jpeg.maxBytes, maxOpen: 64, maxOpenPerOwner: 3,
-                                        noun: "a photo", usedBy: "profile.photo.upload.commit")
-    /// A commit that finds every slow slot of the readers taken.
-    static let busy = ServiceError(.unavailable, "busy with other photos and passwords; try again in a moment")
+                                        noun: "a photo", usedBy: "profile.photo.upload.commit", lifetimeSeconds: 600)
+    /// A commit that finds the one photo decode under way.
+    static let busy = ServiceError(.unavailable, "busy with another photo; try again in a moment")
 
     /// Photos in their own migration domain: uploads (rows of chunks, as the catalog's) and
     /// each user's two squares.
@@ -131,35 +155,45 @@ extension SocialStore {
     }
 
     /// Makes upload `id` the caller's photo, on a reader thread: a short transaction marks the
-    /// upload committed (a second commit is `conflict`), the JPEG is checked, decoded and cut
-    /// into its two squares with no transaction open, and a second short transaction stores
-    /// them (replacing the earlier photo) and deletes the upload. A refused image deletes the
-    /// upload too. At most all readers but one decode at once (the password hashes' gate).
+    /// upload committed (a second commit meanwhile is `conflict`) and counts the commit in the
+    /// caller's hourly budget, the JPEG is checked, decoded and cut into its two squares with
+    /// no transaction open, and a second short transaction stores them (replacing the earlier
+    /// photo) and deletes the upload. Any failure after the mark deletes the upload too. One
+    /// photo decodes at a time (`PhotoDecoding.gate`, apart from the password hashes' gate).
     func commitPhoto(_ id: String, caller: Caller) throws -> PhotoUpload {
-        try hashing.run(readers: worker.config.readers, refusal: PhotoRules.busy) {
+        try photoDecoding.gate.run(readers: worker.config.readers, refusal: PhotoRules.busy) {
             let held = try db.transaction {
                 let upload = try PhotoRules.uploads.open(db, id, owner: caller.id, now: nowSeconds)
                 guard !upload.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
+                try photoDecoding.admit(caller.id, nowMs: nowMs)
                 try db.run("UPDATE photo_uploads SET committed = 1 WHERE id = ?", id)
                 return upload.bytes
             }
-            let versions: [Data]
             do {
-                versions = try PhotoRules.versions(of: try PhotoRules.uploads.bytes(db, id))
-            } catch let error as JPEGError {
-                try db.transaction { try db.run("DELETE FROM photo_uploads WHERE id = ?", id) }
-                throw ChunkedUploads.refusal(error, image: "the photo")
+                return try storePhoto(id, bytes: held, caller: caller)
+            } catch {
+                try? db.transaction { try PhotoRules.uploads.delete(db, id) }
+                if let error = error as? JPEGError { throw ChunkedUploads.refusal(error, image: "the photo") }
+                throw error
             }
-            return try db.transaction {
-                // The account may have been deleted, or the upload expired, during the decode.
-                try requireCaller(caller)
-                try db.run("DELETE FROM photo_uploads WHERE id = ? AND user_id = ?", id, caller.id)
-                guard db.changes == 1 else { throw PhotoRules.uploads.unknown(id) }
-                let now = timestamp()
-                try db.run("INSERT OR REPLACE INTO photos (user_id, jpeg_512, jpeg_96, updated_at) VALUES (?, ?, ?, ?)",
-                           caller.id, versions[0], versions[1], now)
-                return PhotoUpload(uploadId: id, bytes: held, photo: PhotoStamp(updatedAt: now))
-            }
+        }
+    }
+
+    /// Decodes the marked upload `id` into its squares and stores them as the caller's photo.
+    private func storePhoto(_ id: String, bytes held: Int, caller: Caller) throws -> PhotoUpload {
+        let versions = try PhotoRules.versions(of: try PhotoRules.uploads.bytes(db, id))
+        guard versions.count == 2, let large = versions.first, let small = versions.last else {
+            throw ServiceError(.internal, "the photo was cut into \(versions.count) squares, not 2")
+        }
+        return try db.transaction {
+            // The account may have been deleted, or the upload expired, during the decode.
+            try requireCaller(caller)
+            try db.run("DELETE FROM photo_uploads WHERE id = ? AND user_id = ?", id, caller.id)
+            guard db.changes == 1 else { throw PhotoRules.uploads.unknown(id) }
+            let now = timestamp()
+            try db.run("INSERT OR REPLACE INTO photos (user_id, jpeg_512, jpeg_96, updated_at) VALUES (?, ?, ?, ?)",
+                       caller.id, large, small, now)
+            return PhotoUpload(uploadId: id, bytes: held, photo: PhotoStamp(updatedAt: now))
         }
     }
 

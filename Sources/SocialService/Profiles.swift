@@ -121,7 +121,7 @@ extension SocialStore {
     /// The profile of `id` as `viewer` sees it (the owner sees more); `not_found` when either
     /// blocks the other, as for a user who does not exist.
     func profile(_ id: Int64, viewer: Int64?) throws -> Profile {
-        if let viewer, viewer != id, try blocked(viewer, id) { throw Self.noUser(id) }
+        try requireVisibleProfile(id, viewer: viewer)
         guard let row = try db.queryOne("""
             SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, discoverable, created_at,
                    (SELECT count(*) FROM follows WHERE followee_id = users.id) AS followers,

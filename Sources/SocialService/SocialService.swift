@@ -67,7 +67,7 @@ public enum SocialService {
             try store.logout(request.token, caller: try store.caller(context))
             return Empty()
         }
-        table.on(SocialStore.deleteAccountType, description: "delete your account and all of it (reviews, follows, profile, sessions): password") {
+        table.on(SocialStore.deleteAccountType, description: "delete your account and all of it (reviews, follows, profile, sessions, devices, groups, blocks, chat, photo, visits): password") {
             (request: AccountDeletion, context, store) in
             try store.deleteAccount(request, caller: try store.caller(context))
         }
@@ -229,7 +229,7 @@ public enum SocialService {
             (request: ChatConversationsRequest, context, store) in try store.chatConversations(request, context: context)
         }
         table.on("chat.read", .write, description: "mark a conversation read up_to a seq (never backwards); answers what is left unread") {
-            (request: ChatReadRequest, context, store) in try store.readChat(request, context: context)
+            (request: ChatReadMark, context, store) in try store.readChat(request, context: context)
         }
 
         // People at a place: a read handler, as it may first ask the catalog where the place is.
@@ -247,7 +247,7 @@ public enum SocialService {
         }
 
         let decoy = DecoyHash(cost: options.passwordCost)
-        let hashing = ReaderGate()
+        let hashing = ReaderGate(), photoDecoding = PhotoDecoding()
         let peopleAtCalls = SharedRateWindow(limit: PeopleRules.callsPerMinute, windowMs: 60_000)
         var definition = ServiceDefinition(
             name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + ChatRules.migrations
@@ -258,7 +258,8 @@ public enum SocialService {
             makeState: { worker in
                 try Sodium.ready()
                 _ = try decoy.value()  // made at start, so no login pays for it
-                return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing, peopleAtCalls: peopleAtCalls)
+                return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing, photoDecoding: photoDecoding,
+                                   peopleAtCalls: peopleAtCalls)
             })
         definition.periodic = [PeriodicRequest(type: SocialStore.sweepType, intervalMilliseconds: options.ratingsSweepIntervalMs),
                                PeriodicRequest(type: LiveMapRules.flushType, intervalMilliseconds: options.positionFlushIntervalMs)]

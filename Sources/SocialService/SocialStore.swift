@@ -18,10 +18,12 @@ public final class SocialStore: ServiceState {
     public let worker: ServiceWorker
     let options: SocialOptions
     let decoy: DecoyHash
-    /// Password hashing (slow, and 64 MiB each at the production cost) and decoding photos
-    /// on all reader threads but one, so checking tokens, which every signed-in request
-    /// through the gateway waits on, always finds a thread free.
+    /// Password hashing (slow, and 64 MiB each at the production cost) on all reader threads
+    /// but one, so checking tokens, which every signed-in request through the gateway waits
+    /// on, always finds a thread free.
     let hashing: ReaderGate
+    /// Photo decoding's own gate and commit budget, so photos never take the hashes' slots.
+    let photoDecoding: PhotoDecoding
     /// Rate windows and the throttle of live positions (used on the writer thread only).
     let live = LiveState()
     /// The `social.people_at` calls of each user, counted across all threads.
@@ -29,13 +31,17 @@ public final class SocialStore: ServiceState {
     /// A hash that finds every slot taken.
     static let busyHashing = ServiceError(.unavailable, "busy checking other passwords; try again in a moment")
     var db: Database { worker.db }
+    /// The service's clock in Unix milliseconds.
+    var nowMs: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
 
-    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate, peopleAtCalls: SharedRateWindow) {
+    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate, photoDecoding: PhotoDecoding,
+         peopleAtCalls: SharedRateWindow) {
         self.worker = worker
         self.peopleAtCalls = peopleAtCalls
         self.options = options
         self.decoy = decoy
         self.hashing = hashing
+        self.photoDecoding = photoDecoding
     }
 
     /// A time (now by default, from the service's clock) as Tourbus writes times.

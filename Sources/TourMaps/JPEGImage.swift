@@ -14,11 +14,25 @@ public struct JPEGLimits: Sendable, Equatable {
     /// At most this many scans, start-of-scan markers (default 64; libjpeg's progressive
     /// files have about 10).
     public var maxScans: Int
+    /// At most this many times longer than wide or wide than long (nil: any): an elongated
+    /// image must decode near full size for its short side to keep its pixels.
+    public var maxAspectRatio: Int?
+    /// At most this many pixels in a progressive file (default: `maxPixels`): libjpeg holds
+    /// every DCT coefficient of a progressive image, 2 bytes a sample of each component
+    /// (6 bytes a pixel at 4:4:4), whatever scale it decodes at.
+    public var maxProgressivePixels: Int
+    /// At most this many pixels decoded, at the scale the image is decoded at (default:
+    /// `maxPixels`), checked before the pixel memory is allocated.
+    public var maxDecodedPixels: Int
 
-    public init(maxBytes: Int = 30 * 1024 * 1024, maxPixels: Int = 40_000_000, maxScans: Int = 64) {
+    public init(maxBytes: Int = 30 * 1024 * 1024, maxPixels: Int = 40_000_000, maxScans: Int = 64,
+                maxAspectRatio: Int? = nil, maxProgressivePixels: Int? = nil, maxDecodedPixels: Int? = nil) {
         self.maxBytes = maxBytes
         self.maxPixels = maxPixels
         self.maxScans = maxScans
+        self.maxAspectRatio = maxAspectRatio
+        self.maxProgressivePixels = maxProgressivePixels ?? maxPixels
+        self.maxDecodedPixels = maxDecodedPixels ?? maxPixels
     }
 }
 
@@ -36,8 +50,16 @@ public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
     case notJPEG
     /// The header could not be read; the message is libjpeg-turbo's.
     case unreadableHeader(String)
+    /// The data ends before its frame header (such as the 3 bytes FF D8 FF alone).
+    case incomplete
     /// The header gives a width or a height of 0.
     case zeroSize(width: Int, height: Int)
+    /// One side more than `JPEGLimits.maxAspectRatio` times the other.
+    case tooElongated(width: Int, height: Int, limit: Int)
+    /// A progressive file of more pixels than `JPEGLimits.maxProgressivePixels`.
+    case tooManyProgressivePixels(width: Int, height: Int, limit: Int)
+    /// More pixels at the scale it would decode at than `JPEGLimits.maxDecodedPixels`.
+    case tooManyDecodedPixels(width: Int, height: Int, limit: Int)
     /// More pixels than `JPEGLimits.maxPixels`, from the header, before decoding.
     case tooManyPixels(width: Int, height: Int, limit: Int)
     /// More scans than `JPEGLimits.maxScans` (start-of-scan markers counted before decoding).
@@ -61,7 +83,14 @@ public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooManyBytes(let size, let limit): "\(image) has \(size) bytes, more than the limit of \(limit)"
         case .notJPEG: "\(image) is not a JPEG file (it must start with the bytes FF D8 FF)"
         case .unreadableHeader(let message): "\(image)'s JPEG header cannot be read: \(message)"
+        case .incomplete: "\(image) is not a complete JPEG file (it ends before its frame header)"
         case .zeroSize(let width, let height): "\(image) has no pixels (\(width)×\(height))"
+        case .tooElongated(let width, let height, let limit):
+            "\(image) is \(width)×\(height), more elongated than \(limit):1: crop it"
+        case .tooManyProgressivePixels(let width, let height, let limit):
+            "\(image) is a progressive JPEG of \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit) for progressive files (save it as a baseline JPEG or smaller)"
+        case .tooManyDecodedPixels(let width, let height, let limit):
+            "\(image) would decode to \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit)"
         case .tooManyPixels(let width, let height, let limit):
             "\(image) is \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit)"
         case .tooManyScans(let count, let limit):
@@ -94,6 +123,7 @@ public struct JPEGImage: Sendable, Equatable {
         let decoder = try makeDecoder()
         let header = try checkedHeader(data, limits: limits, decoder: decoder)
         let width = (header.width + 7) / 8, height = (header.height + 7) / 8
+        try checkDecoded(width: width, height: height, limits: limits)
         var scratch = [UInt8](repeating: 0, count: width * height * 3)
         try decodeData(data, decoder: decoder, into: &scratch, width: width, height: height)
         return JPEGImage(width: header.width, height: header.height, byteCount: data.count)
@@ -103,6 +133,7 @@ public struct JPEGImage: Sendable, Equatable {
     public static func decode(_ data: Data, limits: JPEGLimits = JPEGLimits()) throws(JPEGError) -> RGBImage {
         let decoder = try makeDecoder()
         let header = try checkedHeader(data, limits: limits, decoder: decoder)
+        try checkDecoded(width: header.width, height: header.height, limits: limits)
         let count = header.width * header.height * 3
         // No zero fill: the decoder writes every byte (or fails, and the buffer is dropped).
         var pixels = [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
@@ -122,10 +153,18 @@ public struct JPEGImage: Sendable, Equatable {
         var denominator = 8
         while denominator > 1, (min(header.width, header.height) + denominator - 1) / denominator < minimumSide { denominator /= 2 }
         let width = (header.width + denominator - 1) / denominator, height = (header.height + denominator - 1) / denominator
+        try checkDecoded(width: width, height: height, limits: limits)
         let count = width * height * 3
         var pixels = [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
         try decodeData(data, decoder: decoder, into: &pixels, width: width, height: height)
         return RGBImage(uncheckedWidth: width, height: height, pixels: pixels)
+    }
+
+    /// `tooManyDecodedPixels` unless `width`×`height` is within `maxDecodedPixels`.
+    private static func checkDecoded(width: Int, height: Int, limits: JPEGLimits) throws(JPEGError) {
+        guard width * height <= limits.maxDecodedPixels else {
+            throw .tooManyDecodedPixels(width: width, height: height, limit: limits.maxDecodedPixels)
+        }
     }
 
     private static func makeDecoder() throws(JPEGError) -> TurboJPEGDecoder {
@@ -143,15 +182,26 @@ public struct JPEGImage: Sendable, Equatable {
         case .success(let value): header = value
         case .failure(let error):
             // libjpeg refuses a 0 height or width in the frame header itself ("Empty JPEG image").
-            if let size = frameSize(data), size.width == 0 || size.height == 0 {
-                throw .zeroSize(width: size.width, height: size.height)
+            if let frame = frameHeader(data), frame.width == 0 || frame.height == 0 {
+                throw .zeroSize(width: frame.width, height: frame.height)
             }
             throw .unreadableHeader(error.message)
         }
-        guard header.width > 0, header.height > 0 else { throw .zeroSize(width: header.width, height: header.height) }
+        let frame = frameHeader(data)
+        guard header.width > 0, header.height > 0 else {
+            // libjpeg answers 0×0 for data that ends before any frame header.
+            guard frame != nil else { throw .incomplete }
+            throw .zeroSize(width: header.width, height: header.height)
+        }
         // Both are below 65,536 (16-bit fields), so the product cannot overflow.
         guard header.width * header.height <= limits.maxPixels else {
             throw .tooManyPixels(width: header.width, height: header.height, limit: limits.maxPixels)
+        }
+        if let ratio = limits.maxAspectRatio, max(header.width, header.height) > ratio * min(header.width, header.height) {
+            throw .tooElongated(width: header.width, height: header.height, limit: ratio)
+        }
+        if frame?.progressive ?? false, header.width * header.height > limits.maxProgressivePixels {
+            throw .tooManyProgressivePixels(width: header.width, height: header.height, limit: limits.maxProgressivePixels)
         }
         guard header.colorspace != Int32(TJCS_CMYK.rawValue), header.colorspace != Int32(TJCS_YCCK.rawValue) else {
             throw .cmyk
@@ -161,15 +211,29 @@ public struct JPEGImage: Sendable, Equatable {
         return header
     }
 
-    /// How many start-of-scan markers (FF DA) the data holds. Entropy-coded data never has
-    /// FF followed by anything but 00 or a restart marker, so every FF DA outside a segment's
-    /// payload is a scan; one inside a payload (an embedded thumbnail) only counts one more.
+    /// How many scans (start-of-scan segments, FF DA) the data holds, found by walking the
+    /// marker segments by their lengths, so an FF DA inside a segment's payload (a comment, an
+    /// embedded thumbnail) is not counted. After each SOS header comes entropy-coded data, in
+    /// which FF is always followed by 00 (a stuffed byte) or a restart marker D0…D7: it runs
+    /// up to the next FF that is followed by anything else, the next marker.
     static func scanCount(_ data: Data) -> Int {
         data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
-            var count = 0, previous: UInt8 = 0
-            for byte in bytes {
-                if previous == 0xFF && byte == 0xDA { count += 1 }
-                previous = byte
+            var count = 0, index = 2  // after SOI
+            while index + 1 < bytes.count {
+                guard bytes[index] == 0xFF else { index += 1; continue }  // stray bytes: libjpeg refuses them later
+                let marker = bytes[index + 1]
+                if marker == 0xFF { index += 1; continue }  // fill before a marker
+                if marker == 0xD9 { break }  // end of image
+                if marker == 0x01 || (0xD0...0xD7).contains(marker) { index += 2; continue }  // no length
+                guard index + 3 < bytes.count else { break }
+                let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+                guard length >= 2 else { break }
+                index += 2 + length
+                guard marker == 0xDA else { continue }
+                count += 1
+                while index + 1 < bytes.count, !(bytes[index] == 0xFF && bytes[index + 1] != 0x00 && !(0xD0...0xD7).contains(bytes[index + 1])) {
+                    index += 1
+                }
             }
             return count
         }
@@ -186,11 +250,11 @@ public struct JPEGImage: Sendable, Equatable {
         if case .failure(let error) = result { throw .corrupt(error.message) }
     }
 
-    /// The width and height of the first frame header (SOF0…SOF15 but DHT, JPG and DAC),
-    /// found by walking the marker segments; nil when there is none before the first scan.
-    ///
-    /// Only used to say why libjpeg refused a header, so it gives up at anything unexpected.
-    static func frameSize(_ data: Data) -> (width: Int, height: Int)? {
+    /// The width and height of the first frame header (SOF0…SOF15 but DHT, JPG and DAC) and
+    /// whether it is progressive (SOF2, 6, 10, 14), found by walking the marker segments; nil
+    /// when there is none before the first scan. It gives up at anything unexpected (libjpeg
+    /// then refuses the file for what it is).
+    static func frameHeader(_ data: Data) -> (width: Int, height: Int, progressive: Bool)? {
         let bytes = [UInt8](data.prefix(1 << 20))
         var index = 2  // after SOI
         while index + 4 <= bytes.count, bytes[index] == 0xFF {
@@ -200,7 +264,7 @@ public struct JPEGImage: Sendable, Equatable {
                 guard index + 9 <= bytes.count else { return nil }
                 let height = Int(bytes[index + 5]) << 8 | Int(bytes[index + 6])
                 let width = Int(bytes[index + 7]) << 8 | Int(bytes[index + 8])
-                return (width, height)
+                return (width, height, [0xC2, 0xC6, 0xCA, 0xCE].contains(marker))
             }
             if marker == 0xDA || length < 2 { return nil }  // start of scan, or a broken length
             index += 2 + length
@@ -253,14 +317,15 @@ public struct RGBImage: Sendable {
 
     /// The image as a baseline JPEG at `quality` (clamped to 1…100); `fullColor` keeps every
     /// pixel's chroma (4:4:4, for drawings with thin coloured lines) where the default
-    /// shares it between 2×2 pixels (4:2:0, smaller, as for photos).
-    public func jpeg(quality: Int = 90, fullColor: Bool = false) throws(JPEGError) -> Data {
+    /// shares it between 2×2 pixels (4:2:0, smaller, as for photos). `progressive` makes a
+    /// progressive file instead (for tests and benchmarks of what users send).
+    public func jpeg(quality: Int = 90, fullColor: Bool = false, progressive: Bool = false) throws(JPEGError) -> Data {
         let subsampling = Int32(fullColor ? TJSAMP_444.rawValue : TJSAMP_420.rawValue)
         let result = pixels.withUnsafeBufferPointer { buffer in
             Result { () throws(TurboJPEGError) in
                 try TurboJPEGEncoder().encode(
                     buffer, offset: 0, width: width, rowBytes: width * 3, height: height,
-                    quality: min(100, max(1, quality)), subsampling: subsampling)
+                    quality: min(100, max(1, quality)), subsampling: subsampling, progressive: progressive)
             }
         }
         switch result {

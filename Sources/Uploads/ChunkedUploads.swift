@@ -15,8 +15,8 @@ import TourMaps
 /// since 1970 from the caller's clock; an upload lives `lifetimeSeconds` after it began.
 /// Uploads with an owner are the owner's alone: another owner's id is just an unknown one.
 public struct ChunkedUploads: Sendable {
-    /// How long an upload lives after it begins: an hour.
-    public static let lifetimeSeconds: Int64 = 3_600
+    /// How long an upload lives after it begins unless told otherwise: an hour.
+    public static let defaultLifetimeSeconds: Int64 = 3_600
 
     /// What an upload holds so far.
     public struct Upload: Sendable, Equatable {
@@ -44,9 +44,11 @@ public struct ChunkedUploads: Sendable {
     public let noun: String
     /// The request that uses an upload up, in messages: "tours.map.set".
     public let usedBy: String
+    /// How long an upload lives after it begins, in seconds (whole minutes or hours).
+    public let lifetimeSeconds: Int64
 
     public init(table: String, chunkTable: String, ownerColumn: String? = nil, maxBytes: Int, maxOpen: Int,
-                maxOpenPerOwner: Int = .max, noun: String, usedBy: String) {
+                maxOpenPerOwner: Int = .max, noun: String, usedBy: String, lifetimeSeconds: Int64 = Self.defaultLifetimeSeconds) {
         self.table = table
         self.chunkTable = chunkTable
         self.ownerColumn = ownerColumn
@@ -55,25 +57,36 @@ public struct ChunkedUploads: Sendable {
         self.maxOpenPerOwner = maxOpenPerOwner
         self.noun = noun
         self.usedBy = usedBy
+        self.lifetimeSeconds = lifetimeSeconds
+    }
+
+    /// The lifetime in words: "an hour", "10 minutes".
+    var lifetime: String {
+        switch lifetimeSeconds {
+        case 3_600: "an hour"
+        case let seconds where seconds % 3_600 == 0: "\(seconds / 3_600) hours"
+        case 60: "a minute"
+        default: "\(lifetimeSeconds / 60) minutes"
+        }
     }
 
     /// `not_found` for an upload id that is not one of ours (or expired, or another owner's).
     public func unknown(_ id: String) -> ServiceError {
-        ServiceError(.notFound, "no upload '\(id.prefix(64))' (uploads expire an hour after they begin)", field: "upload_id")
+        ServiceError(.notFound, "no upload '\(id.prefix(64))' (uploads expire \(lifetime) after they begin)", field: "upload_id")
     }
 
     /// Begins an upload of `owner` (nil when uploads have none) and answers its id, after
     /// deleting the expired ones; `rate_limited` when too many are open.
     public func begin(_ db: Database, owner: Int64?, now: Int64) throws -> String {
-        try db.run("DELETE FROM \(table) WHERE created_s < ?", now - Self.lifetimeSeconds)
+        try db.run("DELETE FROM \(table) WHERE created_s < ?", now - lifetimeSeconds)
         let open = try db.scalarInt("SELECT COUNT(*) FROM \(table)") ?? 0
         guard open < maxOpen else {
-            throw ServiceError(.rateLimited, "\(open) uploads are open: use them with \(usedBy), or wait an hour for them to expire")
+            throw ServiceError(.rateLimited, "\(open) uploads are open: use them with \(usedBy), or wait \(lifetime) for them to expire")
         }
         if let ownerColumn, let owner {
             let mine = try db.scalarInt("SELECT COUNT(*) FROM \(table) WHERE \(ownerColumn) = ?", owner) ?? 0
             guard mine < maxOpenPerOwner else {
-                throw ServiceError(.rateLimited, "you have \(mine) uploads open, the most: use one with \(usedBy), or wait an hour for them to expire")
+                throw ServiceError(.rateLimited, "you have \(mine) uploads open, the most: use one with \(usedBy), or wait \(lifetime) for them to expire")
             }
         }
         let id = Chunks.newID()
@@ -88,7 +101,7 @@ public struct ChunkedUploads: Sendable {
     /// The upload `id` of `owner`, not expired, or `not_found`.
     public func open(_ db: Database, _ id: String, owner: Int64?, now: Int64) throws -> Upload {
         var sql = "SELECT bytes, chunks, committed FROM \(table) WHERE id = ? AND created_s >= ?"
-        var arguments: [(any SQLBindable)?] = [id, now - Self.lifetimeSeconds]
+        var arguments: [(any SQLBindable)?] = [id, now - lifetimeSeconds]
         if let ownerColumn, let owner {
             sql += " AND \(ownerColumn) = ?"
             arguments.append(owner)
@@ -114,6 +127,11 @@ public struct ChunkedUploads: Sendable {
         return upload.bytes + chunk.count
     }
 
+    /// Deletes upload `id` and its chunks (used, refused, or a commit that failed).
+    public func delete(_ db: Database, _ id: String) throws {
+        try db.run("DELETE FROM \(table) WHERE id = ?", id)
+    }
+
     /// The bytes of upload `id`, its chunks in order.
     public func bytes(_ db: Database, _ id: String) throws -> Data {
         try Chunks.joined(db, "SELECT data FROM \(chunkTable) WHERE upload_id = ? ORDER BY seq", [id])
@@ -124,7 +142,7 @@ public struct ChunkedUploads: Sendable {
     /// (`invalid_argument`), each with libjpeg-turbo's words and field `upload_id`.
     public static func refusal(_ error: JPEGError, image: String) -> ServiceError {
         switch error {
-        case .tooManyBytes, .tooManyPixels: ServiceError(.tooLarge, error.description(of: image), field: "upload_id")
+        case .tooManyBytes, .tooManyPixels, .tooManyProgressivePixels, .tooManyDecodedPixels: ServiceError(.tooLarge, error.description(of: image), field: "upload_id")
         case .library: ServiceError(.internal, error.description(of: image))
         default: ServiceError.invalid("upload_id", error.description(of: image))
         }

@@ -52,25 +52,47 @@ enum MapsCommand {
     /// megapixels) at quality 85 with noise 14, about 10 MB (`--save FILE` writes it, to upload it
     /// elsewhere). Prints one `key=value` line.
     ///
+    /// `--progressive` makes a progressive 4:4:4 file instead; `--file FILE` reads one instead of
+    /// making it. `--aspect N`, `--progressive-pixels N` and `--decoded-pixels N` add social's
+    /// bounds of photos (4, 8000000 and 4194304), so the peak RSS can be compared with and
+    /// without them (measure a saved file with `--file`, so generating it is not counted).
+    ///
     ///   tourbus-bench photo [--width 7300] [--height 5470] [--quality 85] [--noise 14] [--runs 5] [--save FILE]
+    ///                       [--progressive] [--file FILE] [--aspect N] [--progressive-pixels N] [--decoded-pixels N]
     static func runPhoto(_ arguments: [String]) -> Never {
         func value(_ name: String, _ fallback: Int) -> Int { option(arguments, name, fallback) }
+        func given(_ name: String) -> Int? { arguments.contains(name) ? value(name, 0) : nil }
         let width = value("--width", 7300), height = value("--height", 5470), runs = max(1, value("--runs", 5))
         do {
-            let jpeg = try generatedJPEG(width: width, height: height, quality: value("--quality", 85), noise: max(0, min(127, value("--noise", 14))))
+            let jpeg: Data
+            if let i = arguments.firstIndex(of: "--file"), i + 1 < arguments.count {
+                jpeg = try Data(contentsOf: URL(fileURLWithPath: arguments[i + 1]))
+            } else {
+                jpeg = try generatedJPEG(width: width, height: height, quality: value("--quality", 85), noise: max(0, min(127, value("--noise", 14))),
+                                         progressive: arguments.contains("--progressive"))
+            }
             if let i = arguments.firstIndex(of: "--save"), i + 1 < arguments.count { try jpeg.write(to: URL(fileURLWithPath: arguments[i + 1])) }
+            let limits = JPEGLimits(maxBytes: 10 * 1_024 * 1_024, maxAspectRatio: given("--aspect"), maxProgressivePixels: given("--progressive-pixels"),
+                                    maxDecodedPixels: given("--decoded-pixels"))
             try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
             var seconds: [Double] = []
             var squareBytes = 0
             for _ in 0..<runs {
                 let started = Date()
-                let squares = try JPEGImage.squares(of: jpeg, limits: JPEGLimits(maxBytes: 10 * 1_024 * 1_024), sides: [512, 96], quality: 85)
+                let squares: [Data]
+                do {
+                    squares = try JPEGImage.squares(of: jpeg, limits: limits, sides: [512, 96], quality: 85)
+                } catch {
+                    print("photo jpeg_bytes=\(jpeg.count) refused=\"\(error.description(of: "the photo"))\" peak_rss_mb=\(peakRSSMegabytes().map(String.init) ?? "?")")
+                    exit(0)
+                }
                 seconds.append(Date().timeIntervalSince(started))
                 squareBytes = squares.reduce(0) { $0 + $1.count }
             }
             seconds.sort()
             print(
-                "photo width=\(width) height=\(height) megapixels=\(String(format: "%.1f", Double(width * height) / 1e6)) jpeg_bytes=\(jpeg.count)"
+                (arguments.contains("--file") ? "photo file" : "photo width=\(width) height=\(height) megapixels=\(String(format: "%.1f", Double(width * height) / 1e6))")
+                    + " jpeg_bytes=\(jpeg.count)"
                     + " runs=\(runs) squares_s_min=\(fmt(seconds[0])) squares_s_median=\(fmt(seconds[seconds.count / 2]))"
                     + " square_bytes=\(squareBytes) peak_rss_mb=\(peakRSSMegabytes().map(String.init) ?? "?")")
             exit(0)
@@ -89,7 +111,7 @@ enum MapsCommand {
     private static func fmt(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
 
     /// The map-like test image described above, compressed (4:2:0).
-    private static func generatedJPEG(width: Int, height: Int, quality: Int, noise: Int) throws -> Data {
+    private static func generatedJPEG(width: Int, height: Int, quality: Int, noise: Int, progressive: Bool = false) throws -> Data {
         var pixels = [UInt8](repeating: 0, count: width * height * 3)
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         for y in 0..<height {
@@ -107,7 +129,7 @@ enum MapsCommand {
         guard let image = RGBImage(width: width, height: height, pixels: pixels) else {
             throw BenchError.badSize(width, height)
         }
-        return try image.jpeg(quality: quality)
+        return try image.jpeg(quality: quality, fullColor: progressive, progressive: progressive)
     }
 
     private enum BenchError: Error { case badSize(Int, Int) }

@@ -9,7 +9,9 @@ import Testing
 import TestSupport
 
 @Suite struct AccountDeletionTests {
-    static let socialUserColumns: Set<String> = ["user_id", "follower_id", "followee_id", "users.id"]
+    /// Every column of social's tables that holds a user's id.
+    static let socialUserColumns: Set<String> = ["user_id", "follower_id", "followee_id", "users.id", "blocker_id", "blocked_id", "invited_by",
+                                                 "sender_id", "peer_id", "started_by"]
 
     /// The events of the outbox as `seq type body`.
     func outbox(_ f: SocialFixture) throws -> [String] {
@@ -80,6 +82,65 @@ import TestSupport
         #expect(f.error("profile.get", #"{"user_id":\#(ann)}"#)?.code == .notFound)
         #expect(try f.register("annika.q") > cat)
         #expect(try f.call("profile.get", #"{"user_id":\#(ben)}"#)["followers"] as? Int == 0)
+    }
+
+    /// A user who holds every kind of row the groups, live map, chat, photos and people added:
+    /// a group they own and one they joined, invitations sent and received, blocks both
+    /// ways, a shared position and a map follow, direct and group messages, a photo, an open
+    /// upload and visits. After `auth.delete` no row names them.
+    @Test func deletingAnAccountLeavesNoRowOfAnyNewKind() throws {
+        let f = try SocialFixture(favorites: true)
+        let ann = try f.register("annika.q"), ben = try f.register("ben"), cat = try f.register("cat"), dan = try f.register("dan")
+        let owned = try f.group("Harbour walk", owner: ann)
+        try f.join(owned, "ben", id: ben, invitedBy: ann)
+        try f.call("groups.invite", #"{"group_id":\#(owned),"username":"cat"}"#, as: ann)  // sent, waiting
+        let joined = try f.group("Bens trip", owner: ben)
+        try f.join(joined, "annika.q", id: ann, invitedBy: ben)
+        let invitedTo = try f.group("Cats trip", owner: cat)
+        try f.call("groups.invite", #"{"group_id":\#(invitedTo),"username":"annika.q"}"#, as: cat)  // received, waiting
+        try f.call("social.block", #"{"user_id":\#(dan)}"#, as: ann)
+        let eve = try f.register("eve")
+        try f.call("social.block", #"{"user_id":\#(ann)}"#, as: eve)
+        for group in [owned, joined] { try f.call("groups.sharing", #"{"group_id":\#(group),"on":true}"#, as: ann) }
+        try f.call("groups.sharing", #"{"group_id":\#(joined),"on":true}"#, as: ben)
+        try f.call("groups.position", #"{"lat":-33.85,"lon":151.21}"#, as: ann)
+        try f.call("groups.position", #"{"lat":-33.86,"lon":151.22}"#, as: ben)
+        try f.call("groups.follow", #"{"group_id":\#(joined),"user_id":\#(ben)}"#, as: ann)
+        try f.send("ann's secret message", to: "user:\(ben)", as: ann)
+        try f.send("to cat", to: "user:\(cat)", as: ann)
+        try f.send("ben answers", to: "user:\(ann)", as: ben)
+        try f.send("ann's group message", to: "group:\(joined)", as: ann)
+        try f.send("ben's group message", to: "group:\(joined)", as: ben)
+        try PhotoTests.setPhoto(f, try PhotoTests.solid(120, side: 64), as: ann)
+        _ = try PhotoTests.upload(f, try PhotoTests.solid(60, side: 64), as: ann)
+        try f.call("profile.update", #"{"discoverable":true}"#, as: ann)
+        try f.visited(ann, place: 1)
+        try f.visited(ann, place: 2)
+        let db = try Database(path: f.databasePath)
+        #expect(try f.eventually { try db.scalarInt("SELECT count(*) FROM visits WHERE user_id = ?", ann) == 2 })
+        let kinds = ["groups", "group_members", "group_invitations", "blocks", "positions", "chat_messages", "chat_participants",
+                     "chat_conversations", "photos", "photo_uploads", "visits"]
+        for table in kinds { #expect(try db.scalarInt("SELECT count(*) FROM \(table)") ?? 0 > 0, "\(table)") }
+        let named = try rowsNaming(ann, texts: ["annika.q", "ann's secret message", "ann's group message"], userColumns: Self.socialUserColumns,
+                                   path: f.databasePath)
+        for table in ["group_members", "group_invitations", "blocks", "positions", "chat_messages", "chat_participants", "photos", "photo_uploads", "visits"] {
+            #expect(named.contains { $0.hasPrefix("\(table).") }, "\(table)")
+        }
+
+        try f.call("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)
+        // The one id left is the other side's name for their direct conversation (`user:N`,
+        // social.md: a conversation with a deleted user stays readable); ids are never reused.
+        let left = try rowsNaming(ann, texts: ["annika.q", "ann's secret message", "ann's group message"], userColumns: Self.socialUserColumns,
+                                  except: ["outbox": "type = 'social.user.deleted'", "chat_participants": "user_id IN (\(ben), \(cat)) AND peer_id = \(ann)"],
+                                  path: f.databasePath)
+        #expect(left == [])
+        #expect(try db.scalarInt("SELECT count(*) FROM chat_participants WHERE peer_id = ?", ann) == 2)
+        // The others' rows stay: Ben owns the group Ann owned, his messages and position are kept.
+        #expect(try db.scalarInt("SELECT count(*) FROM group_members WHERE group_id = ? AND user_id = ? AND role = 'owner'", owned, ben) == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM chat_messages WHERE sender_id = ?", ben) == 2)
+        #expect(try db.scalarInt("SELECT count(*) FROM chat_messages WHERE sender_id IS NULL AND text = ''") == 3)
+        #expect(try db.scalarInt("SELECT count(*) FROM positions WHERE user_id = ?", ben) == 1)
+        #expect(try db.scalarInt("SELECT count(*) FROM photo_upload_chunks") == 0)
     }
 
     /// A review sent before `auth.delete` whose place the catalog answers after it (the attack

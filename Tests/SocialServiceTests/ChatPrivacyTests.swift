@@ -177,4 +177,27 @@ import TestSupport
         try f.call("groups.leave", #"{"group_id":\#(trip)}"#, as: ben)
         for table in ["chat_conversations", "chat_messages", "chat_participants"] { #expect(try f.count(table) == 0, "\(table)") }
     }
+
+    /// A group's conversation takes at most 30 messages in 10 seconds from all its members
+    /// together (the attack: 50 members at 20 each in 10 s delayed everyone's pushes); each
+    /// member is still within their own rate, and other conversations are not held back.
+    @Test func aBusyGroupIsLimitedTo30MessagesIn10SecondsOfAllItsMembers() throws {
+        let f = try SocialFixture()
+        let owner = try f.register("owner")
+        let members = try f.addUsers(3, prefix: "member")
+        let group = try f.group("Busy", owner: owner)
+        for (index, member) in members.enumerated() { try f.join(group, "member\(index)", id: member, invitedBy: owner) }
+        let senders = [owner] + members
+        for i in 0..<30 { try f.send("g\(i)", to: "group:\(group)", as: senders[i % senders.count]) }
+        let busy = ServiceError(.rateLimited, "this group's conversation is busy: at most 30 messages of all its members in 10 seconds; try again in 10 seconds")
+        for sender in senders { #expect(f.sendError(#"{"to":"group:\#(group)","text":"more","client_msg_id":"x\#(sender)"}"#, as: sender) == busy) }
+        // The members may still write to each other directly.
+        #expect(try f.send("direct", to: "user:\(owner)", as: members[0])["seq"] as? Int == 1)
+        f.clock.advance(9)
+        #expect(f.sendError(#"{"to":"group:\#(group)","text":"more","client_msg_id":"late"}"#, as: owner)?.message.hasSuffix("try again in 1 second") == true)
+        f.clock.advance(1)
+        #expect(try f.send("again", to: "group:\(group)", as: owner)["seq"] as? Int == 31)
+        // Refused messages took no number.
+        #expect(try Database(path: f.databasePath).scalarInt("SELECT count(*) FROM chat_messages") == 32)
+    }
 }

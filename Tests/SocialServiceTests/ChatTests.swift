@@ -142,8 +142,18 @@ extension PushListener {
         #expect(try refusal(text: "e" + String(repeating: "\u{301}", count: 4_500)) == .invalid("text", "must be at most 8000 bytes"))
         #expect(try refusal(text: String(repeating: "é", count: 4_001)) == .invalid("text", "must be at most 8000 bytes"))
         #expect(try refusal(text: String(repeating: "x", count: 2_001)) == .invalid("text", "must be at most 2000 characters"))
-        #expect(try refusal(text: "") == .invalid("text", "must not be empty or only white space"))
-        #expect(try refusal(text: " \n\t ") == .invalid("text", "must not be empty or only white space"))
+        let invisible = ServiceError.invalid("text", "must hold at least one visible character (not only white space or invisible characters)")
+        #expect(try refusal(text: "") == invisible)
+        #expect(try refusal(text: " \n\t ") == invisible)
+        // Characters that draw nothing: zero width space, Hangul fillers, blank Braille, BOM,
+        // word joiner, tags (1,000 of them, 4,000 bytes), and a mix with white space.
+        for blank in ["\u{200B}", "\u{3164}", "\u{115F}\u{1160}", "\u{FFA0}", "\u{2800}\u{2800}", "\u{FEFF}", "\u{2060}",
+                      String(repeating: "\u{E0041}", count: 1_000), " \u{200B}\n\u{3164}\t\u{2028}"] {
+            #expect(try refusal(text: blank) == invisible, "\(blank.unicodeScalars.first.map { String($0.value, radix: 16) } ?? "")")
+        }
+        // One visible character among them is enough; U+2028 and U+2029 are accepted as line breaks.
+        #expect(try refusal(text: "\u{200B}.\u{3164}", id: "vis-1") == nil)
+        #expect(try refusal(text: "one\u{2028}two\u{2029}three", id: "vis-2") == nil)
         let controls = ServiceError.invalid("text", "must not contain control or bidirectional formatting characters other than line breaks and tabs")
         for bad in ["a\u{0}b", "a\u{7}", "\u{202E}evil", "a\u{85}"] { #expect(try refusal(text: bad) == controls) }
         // Client ids: 1 to 64 bytes of a small alphabet.
@@ -156,10 +166,10 @@ extension PushListener {
         #expect(f.sendError(#"{"to":2,"text":"Hi","client_msg_id":"x"}"#, as: ann)?.code == .invalidArgument)
         // The largest message passes: 2,000 characters of 4 bytes, tabs and line breaks kept.
         let largest = String(repeating: "😀", count: 1_998) + "\t\n"
-        #expect(try f.send(largest, to: "user:\(ben)", as: ann, id: "big.1:x_Y-2")["seq"] as? Int == 1)
-        #expect(try f.messages("user:\(ann)", as: ben) == ["1 \(largest)"])
+        #expect(try f.send(largest, to: "user:\(ben)", as: ann, id: "big.1:x_Y-2")["seq"] as? Int == 3)
+        #expect(try f.messages("user:\(ann)", as: ben) == ["3 \(largest)", "2 one\u{2028}two\u{2029}three", "1 \u{200B}.\u{3164}"])
         // Nothing refused was stored.
-        #expect(try Database(path: f.databasePath).scalarInt("SELECT count(*) FROM chat_messages") == 1)
+        #expect(try Database(path: f.databasePath).scalarInt("SELECT count(*) FROM chat_messages") == 3)
     }
 
     @Test func everyMethodNeedsASignedInUser() throws {

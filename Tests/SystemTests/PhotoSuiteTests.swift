@@ -23,7 +23,7 @@ import TourMaps
         let visitor = try GatewayConnection(port: suite.port)
         #expect(errorCode(visitor.rpc("profile.photo.upload.begin").line) != nil)
         let base64 = visitor.rpc("profile.photo", #"{"user_id":\#(ownerId),"size":96}"#)
-        let decoded = try #require(json(base64.line)["result"] as? String, "\(base64.line ?? "")").flatMap { Data(base64Encoded: $0) }
+        let decoded = try #require(json(base64.line)["result"] as? String, "\(base64.line)").flatMap { Data(base64Encoded: $0) }
         let small = try #require(decoded)
         #expect(try JPEGImage.check(small).width == 96)
         let redis = try GatewayConnection(port: suite.port)

@@ -37,8 +37,8 @@ import TourMaps
         #expect(errorCode(visitor.rpc("tours.map.upload.begin").line) != nil)
 
         let base64 = visitor.rpc("tours.map.tile", #"{"tour_id":\#(tour),"z":2,"x":2,"y":1}"#)
-        #expect(base64.succeeded, "\(base64.line ?? "")")
-        let fromJSON = try #require(json(base64.line)["result"] as? String, "\(base64.line ?? "")").flatMap { Data(base64Encoded: $0) }
+        #expect(base64.succeeded, "\(base64.line)")
+        let fromJSON = try #require(json(base64.line)["result"] as? String, "\(base64.line)").flatMap { Data(base64Encoded: $0) }
         let tile = try #require(fromJSON)
         #expect(try JPEGImage.check(tile).width == 256)
         // A connection speaks the framing of its first byte: RESP on a new one.

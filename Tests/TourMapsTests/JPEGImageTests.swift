@@ -170,3 +170,65 @@ import Testing
         #expect(throws: JPEGError.tooManyScans(count: 10, limit: 9)) { try JPEGImage.check(data, limits: JPEGLimits(maxScans: 9)) }
     }
 }
+
+/// The bounds a service adds for images it decodes at a scale (profile photos): elongation,
+/// progressive pixels, decoded pixels; and what counts as a scan.
+@Suite struct JPEGBudgetTests {
+    @Test func theStartOfAJPEGAloneIsNotACompleteFile() {
+        #expect(throws: JPEGError.incomplete) { try JPEGImage.check(Data([0xFF, 0xD8, 0xFF])) }
+        #expect(JPEGError.incomplete.description(of: "the photo") == "the photo is not a complete JPEG file (it ends before its frame header)")
+    }
+
+    @Test func anImageMoreElongatedThanTheLimitIsRefusedBeforeDecoding() throws {
+        let limits = JPEGLimits(maxAspectRatio: 4)
+        #expect(try JPEGImage.check(try TestImages.gradientJPEG(width: 400, height: 100), limits: limits).width == 400)
+        #expect(try JPEGImage.check(try TestImages.gradientJPEG(width: 100, height: 400), limits: limits).height == 400)
+        #expect(throws: JPEGError.tooElongated(width: 401, height: 100, limit: 4)) {
+            try JPEGImage.check(try TestImages.gradientJPEG(width: 401, height: 100), limits: limits)
+        }
+        // The attack's 65500×610 (claimed by a small file's header) is refused by its header.
+        let crafted = try TestImages.withClaimedSize(try TestImages.gradientJPEG(width: 64, height: 64), width: 65500, height: 610)
+        #expect(throws: JPEGError.tooElongated(width: 65500, height: 610, limit: 4)) {
+            try JPEGImage.decode(crafted, limits: JPEGLimits(maxAspectRatio: 4), minimumSide: 512)
+        }
+        // Without the bound (tour maps), any shape passes.
+        #expect(try JPEGImage.check(try TestImages.gradientJPEG(width: 401, height: 100)).width == 401)
+    }
+
+    @Test func aProgressiveFileHasItsOwnPixelLimit() throws {
+        let progressive = try JPEGDecoderTimeTests.progressiveJPEG()  // 64×64
+        #expect(throws: JPEGError.tooManyProgressivePixels(width: 64, height: 64, limit: 4_095)) {
+            try JPEGImage.check(progressive, limits: JPEGLimits(maxProgressivePixels: 4_095))
+        }
+        #expect(try JPEGImage.check(progressive, limits: JPEGLimits(maxProgressivePixels: 4_096)).width == 64)
+        // A baseline file of the same size is not progressive.
+        #expect(try JPEGImage.check(try TestImages.gradientJPEG(width: 64, height: 64), limits: JPEGLimits(maxProgressivePixels: 4_095)).width == 64)
+    }
+
+    @Test func thePixelsAsDecodedAreBoundedBeforeTheyAreAllocated() throws {
+        // 1000×600 wanted with 512 on the short side decodes at full size (at 1/2 it has 300).
+        let data = try TestImages.gradientJPEG(width: 1_000, height: 600)
+        #expect(throws: JPEGError.tooManyDecodedPixels(width: 1_000, height: 600, limit: 599_999)) {
+            try JPEGImage.decode(data, limits: JPEGLimits(maxDecodedPixels: 599_999), minimumSide: 512)
+        }
+        // Wanted with 64, it decodes at 1/8: 125×75.
+        #expect(try JPEGImage.decode(data, limits: JPEGLimits(maxDecodedPixels: 9_375), minimumSide: 64).width == 125)
+        #expect(throws: JPEGError.tooManyDecodedPixels(width: 1_000, height: 600, limit: 599_999)) {
+            try JPEGImage.decode(data, limits: JPEGLimits(maxDecodedPixels: 599_999))
+        }
+    }
+
+    /// An FF DA inside a segment (here a comment) is no scan: the segments are walked by their
+    /// lengths up to each scan, whose entropy-coded data runs to the next marker.
+    @Test func aStartOfScanInsideACommentIsNotCounted() throws {
+        let data = try TestImages.gradientJPEG(width: 64, height: 64)
+        let payload = [UInt8](repeating: 0x20, count: 10) + Array(repeating: [0xFF, 0xDA], count: 65).joined()
+        let length = payload.count + 2
+        let comment: [UInt8] = [0xFF, 0xFE, UInt8(length >> 8), UInt8(length & 0xFF)] + payload
+        let commented = Data([UInt8](data.prefix(2)) + comment + [UInt8](data.dropFirst(2)))
+        #expect(JPEGImage.scanCount(commented) == 1)
+        #expect(try JPEGImage.check(commented).width == 64)
+        // The progressive file's scans are still each counted, stuffed bytes and all.
+        #expect(JPEGImage.scanCount(try JPEGDecoderTimeTests.progressiveJPEG()) == 10)
+    }
+}
