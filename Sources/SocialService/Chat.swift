@@ -228,10 +228,11 @@ enum ChatRules {
     private static let blanks: Set<UInt32> = [0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800]
 
     /// Whether `scalar` draws something: not white space, not a format character (Cf: zero
-    /// widths, bidi marks, tags, U+FEFF), not a control, not a blank letter.
+    /// widths, bidi marks, tags, U+FEFF), not a control, not default-ignorable (variation
+    /// selectors, the combining grapheme joiner, Khmer and Mongolian invisibles), not a blank letter.
     static func isVisible(_ scalar: Unicode.Scalar) -> Bool {
         let properties = scalar.properties
-        guard !properties.isWhitespace, !blanks.contains(scalar.value) else { return false }
+        guard !properties.isWhitespace, !properties.isDefaultIgnorableCodePoint, !blanks.contains(scalar.value) else { return false }
         switch properties.generalCategory {
         case .format, .control, .spaceSeparator, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate: return false
         default: return true

@@ -56,7 +56,8 @@ public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
     case zeroSize(width: Int, height: Int)
     /// One side more than `JPEGLimits.maxAspectRatio` times the other.
     case tooElongated(width: Int, height: Int, limit: Int)
-    /// A progressive file of more pixels than `JPEGLimits.maxProgressivePixels`.
+    /// A progressive file, or one of several scans, of more pixels than
+    /// `JPEGLimits.maxProgressivePixels` (libjpeg keeps every coefficient of either).
     case tooManyProgressivePixels(width: Int, height: Int, limit: Int)
     /// More pixels at the scale it would decode at than `JPEGLimits.maxDecodedPixels`.
     case tooManyDecodedPixels(width: Int, height: Int, limit: Int)
@@ -88,7 +89,7 @@ public enum JPEGError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooElongated(let width, let height, let limit):
             "\(image) is \(width)×\(height), more elongated than \(limit):1: crop it"
         case .tooManyProgressivePixels(let width, let height, let limit):
-            "\(image) is a progressive JPEG of \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit) for progressive files (save it as a baseline JPEG or smaller)"
+            "\(image) is a progressive or multi-scan JPEG of \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit) for such files (save it as a baseline JPEG or smaller)"
         case .tooManyDecodedPixels(let width, let height, let limit):
             "\(image) would decode to \(width)×\(height) = \(width * height) pixels, more than the limit of \(limit)"
         case .tooManyPixels(let width, let height, let limit):
@@ -200,13 +201,15 @@ public struct JPEGImage: Sendable, Equatable {
         if let ratio = limits.maxAspectRatio, max(header.width, header.height) > ratio * min(header.width, header.height) {
             throw .tooElongated(width: header.width, height: header.height, limit: ratio)
         }
-        if frame?.progressive ?? false, header.width * header.height > limits.maxProgressivePixels {
+        let scans = scanCount(data)
+        // A baseline file of several scans (one a component, say) makes libjpeg keep every
+        // coefficient as a progressive one does.
+        if frame?.progressive ?? false || scans > 1, header.width * header.height > limits.maxProgressivePixels {
             throw .tooManyProgressivePixels(width: header.width, height: header.height, limit: limits.maxProgressivePixels)
         }
         guard header.colorspace != Int32(TJCS_CMYK.rawValue), header.colorspace != Int32(TJCS_YCCK.rawValue) else {
             throw .cmyk
         }
-        let scans = scanCount(data)
         guard scans <= limits.maxScans else { throw .tooManyScans(count: scans, limit: limits.maxScans) }
         return header
     }

@@ -148,7 +148,8 @@ extension PushListener {
         // Characters that draw nothing: zero width space, Hangul fillers, blank Braille, BOM,
         // word joiner, tags (1,000 of them, 4,000 bytes), and a mix with white space.
         for blank in ["\u{200B}", "\u{3164}", "\u{115F}\u{1160}", "\u{FFA0}", "\u{2800}\u{2800}", "\u{FEFF}", "\u{2060}",
-                      String(repeating: "\u{E0041}", count: 1_000), " \u{200B}\n\u{3164}\t\u{2028}"] {
+                      String(repeating: "\u{E0041}", count: 1_000), " \u{200B}\n\u{3164}\t\u{2028}",
+                      "\u{3164}\u{034F}", "\u{2800}\u{034F}", " \u{034F} ", "\u{17B4}\u{17B5}", "\u{FE0F}", "\u{FE00}", "\u{E0100}", "\u{180B}\u{180F}"] {
             #expect(try refusal(text: blank) == invisible, "\(blank.unicodeScalars.first.map { String($0.value, radix: 16) } ?? "")")
         }
         // One visible character among them is enough; U+2028 and U+2029 are accepted as line breaks.

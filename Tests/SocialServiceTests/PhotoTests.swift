@@ -294,7 +294,7 @@ import TestSupport
             try TurboJPEGEncoder().encode(buffer, offset: 0, width: side, rowBytes: side * 3, height: side, quality: 80, subsampling: 0, progressive: true)
         }
         #expect(try commit(progressive) == ServiceError(.tooLarge,
-            "the photo is a progressive JPEG of 2900×2900 = 8410000 pixels, more than the limit of 8000000 for progressive files (save it as a baseline JPEG or smaller)",
+            "the photo is a progressive or multi-scan JPEG of 2900×2900 = 8410000 pixels, more than the limit of 8000000 for such files (save it as a baseline JPEG or smaller)",
             field: "upload_id"))
         // Three bytes of a JPEG's start are not a complete JPEG.
         #expect(try commit(Data([0xFF, 0xD8, 0xFF])) == ServiceError.invalid("upload_id", "the photo is not a complete JPEG file (it ends before its frame header)"))

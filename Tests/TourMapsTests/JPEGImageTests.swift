@@ -203,6 +203,34 @@ import Testing
         #expect(try JPEGImage.check(progressive, limits: JPEGLimits(maxProgressivePixels: 4_096)).width == 64)
         // A baseline file of the same size is not progressive.
         #expect(try JPEGImage.check(try TestImages.gradientJPEG(width: 64, height: 64), limits: JPEGLimits(maxProgressivePixels: 4_095)).width == 64)
+        // A baseline file of one scan a component keeps every coefficient too (an attack's
+        // 468 KB 12640×3160 one took 130 MB): the same limit.
+        let multiScan = JPEGBudgetTests.multiScanBaseline(width: 64, height: 64)
+        #expect(JPEGImage.scanCount(multiScan) == 3)
+        #expect(throws: JPEGError.tooManyProgressivePixels(width: 64, height: 64, limit: 4_095)) {
+            try JPEGImage.check(multiScan, limits: JPEGLimits(maxProgressivePixels: 4_095))
+        }
+        #expect(try JPEGImage.check(multiScan, limits: JPEGLimits(maxProgressivePixels: 4_096)).width == 64)
+    }
+
+    /// A flat grey baseline JPEG written by hand with one scan for each of its 3 components
+    /// (each block's DC and AC coded as the one-bit codes for 0 and end of block).
+    static func multiScanBaseline(width: Int, height: Int) -> Data {
+        func segment(_ marker: UInt8, _ body: [UInt8]) -> [UInt8] {
+            [0xFF, marker, UInt8((body.count + 2) >> 8), UInt8((body.count + 2) & 0xFF)] + body
+        }
+        var out: [UInt8] = [0xFF, 0xD8]
+        out += segment(0xDB, [0] + [UInt8](repeating: 1, count: 64))
+        out += segment(0xC0, [8, UInt8(height >> 8), UInt8(height & 0xFF), UInt8(width >> 8), UInt8(width & 0xFF), 3]
+                             + (1...3).flatMap { [UInt8($0), 0x11, 0] })
+        let oneCode: [UInt8] = [1] + [UInt8](repeating: 0, count: 15) + [0]
+        out += segment(0xC4, [0x00] + oneCode)  // DC table 0: code '0' is category 0
+        out += segment(0xC4, [0x10] + oneCode)  // AC table 0: code '0' is end of block
+        let blocks = ((width + 7) / 8) * ((height + 7) / 8)
+        var data = [UInt8](repeating: 0, count: (blocks * 2 + 7) / 8)
+        if (blocks * 2) % 8 != 0 { data[data.count - 1] = UInt8((1 << (8 - (blocks * 2) % 8)) - 1) }
+        for component in 1...3 { out += segment(0xDA, [1, UInt8(component), 0x00, 0, 63, 0]) + data }
+        return Data(out + [0xFF, 0xD9])
     }
 
     @Test func thePixelsAsDecodedAreBoundedBeforeTheyAreAllocated() throws {
