@@ -211,6 +211,13 @@ enum ChatRules {
     /// What one group conversation takes from all its members together: 30 messages in any
     /// 10 seconds, so one busy group cannot fill every member's pushes.
     static let groupRate = (count: 30, milliseconds: Int64(10_000), span: "10 seconds")
+
+    /// `try again in N second(s)`: when the oldest of the messages a rate counts, sent at
+    /// `oldest`, leaves its span of `within` ms (at least a second from `now`).
+    static func tryAgain(oldest: Int64, within: Int64, now: Int64) -> String {
+        let seconds = max(1, (oldest + within - now + 999) / 1_000)
+        return "try again in \(seconds) second\(seconds == 1 ? "" : "s")"
+    }
     /// How many direct conversations one user may start in any hour.
     static let newConversationsPerHour = 30
 

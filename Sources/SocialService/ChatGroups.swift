@@ -32,14 +32,15 @@ extension SocialStore {
         let members = try members(of: group)
         try seatMembers(members, of: group, in: conversation)
         let message = try appendMessage(request, conversation: conversation, sender: caller, now: now)
+        let delivery = try delivery(of: message, as: .group(group))
         for member in members where member != caller {
             if try blocked(caller, member) {
                 try withhold(message, from: member)
             } else {
-                try deliver(message, to: member, as: .group(group))
+                try deliver(delivery, to: member)
             }
         }
-        return try deliverToSender(message, caller: caller, as: .group(group), origin: origin)
+        return try deliverToSender(delivery, caller: caller, origin: origin)
     }
 
     /// `rate_limited` when the group's conversation already took `ChatRules.groupRate` messages
@@ -48,8 +49,7 @@ extension SocialStore {
         let rate = ChatRules.groupRate
         guard let oldest = try db.scalarInt("SELECT at_ms FROM chat_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
                                             conversation, rate.count - 1), oldest > now - rate.milliseconds else { return }
-        let seconds = max(1, (oldest + rate.milliseconds - now + 999) / 1_000)
-        throw ServiceError(.rateLimited, "this group's conversation is busy: at most \(rate.count) messages of all its members in \(rate.span); try again in \(seconds) second\(seconds == 1 ? "" : "s")")
+        throw ServiceError(.rateLimited, "this group's conversation is busy: at most \(rate.count) messages of all its members in \(rate.span); \(ChatRules.tryAgain(oldest: oldest, within: rate.milliseconds, now: now))")
     }
 
     /// The id of `group`'s conversation, made at its first message.

@@ -77,9 +77,9 @@ extension SocialStore {
         if try blocks(peer, caller) {
             try withhold(message, from: peer)
         } else {
-            try deliver(message, to: peer, as: .user(caller))
+            try deliver(try delivery(of: message, as: .user(caller)), to: peer)
         }
-        return try deliverToSender(message, caller: caller, as: .user(peer), origin: origin)
+        return try deliverToSender(try delivery(of: message, as: .user(peer)), caller: caller, origin: origin)
     }
 
     /// The id of the direct conversation of `caller` and `peer`, made (with both seats) when
@@ -109,8 +109,7 @@ extension SocialStore {
             guard let oldest = try db.scalarInt("""
                 SELECT at_ms FROM chat_messages WHERE sender_id = ? AND at_ms > ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?
                 """, sender, now - rate.milliseconds, rate.count - 1) else { continue }
-            let seconds = max(1, (oldest + rate.milliseconds - now + 999) / 1_000)
-            throw ServiceError(.rateLimited, "too many messages: at most \(rate.count) in \(rate.span); try again in \(seconds) second\(seconds == 1 ? "" : "s")")
+            throw ServiceError(.rateLimited, "too many messages: at most \(rate.count) in \(rate.span); \(ChatRules.tryAgain(oldest: oldest, within: rate.milliseconds, now: now))")
         }
     }
 
@@ -144,12 +143,24 @@ extension SocialStore {
                              clientMsgId: request.clientMsgId)
     }
 
-    /// Gives `message` to `recipient`: one more unread, their last message, and a push to
+    /// A stored message as the readers who call its conversation `name` see it, with the push
+    /// body encoded once for all of them (a group's members share one).
+    struct Delivery {
+        let message: StoredMessage
+        let name: ConversationName
+        let body: Data
+    }
+
+    func delivery(of message: StoredMessage, as name: ConversationName) throws -> Delivery {
+        Delivery(message: message, name: name, body: try JSONCoding.encoder.encode(message.wire(name)))
+    }
+
+    /// Gives the message to `recipient`: one more unread, their last message, and a push to
     /// every connection of theirs.
-    func deliver(_ message: StoredMessage, to recipient: Int64, as name: ConversationName) throws {
+    func deliver(_ delivery: Delivery, to recipient: Int64) throws {
         try db.run("UPDATE chat_participants SET unread = unread + 1, last_message_id = ? WHERE conversation_id = ? AND user_id = ?",
-                   message.id, message.conversation, recipient)
-        try pushMessage(message, to: recipient, as: name, origin: nil)
+                   delivery.message.id, delivery.message.conversation, recipient)
+        pushMessage(delivery, to: recipient, origin: nil)
     }
 
     /// Keeps `message` from `recipient`, for good: a block stands between them.
@@ -158,15 +169,15 @@ extension SocialStore {
     }
 
     /// The sender's last message is `message`, pushed to their other connections; the reply of `chat.send`.
-    func deliverToSender(_ message: StoredMessage, caller: Int64, as name: ConversationName, origin: String?) throws -> ChatSent {
+    func deliverToSender(_ delivery: Delivery, caller: Int64, origin: String?) throws -> ChatSent {
+        let message = delivery.message
         try db.run("UPDATE chat_participants SET last_message_id = ? WHERE conversation_id = ? AND user_id = ?", message.id, message.conversation, caller)
-        try pushMessage(message, to: caller, as: name, origin: origin)
-        return ChatSent(conversation: name.text, seq: message.seq, at: message.at, clientMsgId: message.clientMsgId)
+        pushMessage(delivery, to: caller, origin: origin)
+        return ChatSent(conversation: delivery.name.text, seq: message.seq, at: message.at, clientMsgId: message.clientMsgId)
     }
 
-    private func pushMessage(_ message: StoredMessage, to user: Int64, as name: ConversationName, origin: String?) throws {
-        worker.push(Push(topic: Self.messageTopic, id: "chat-\(message.id)-\(user)", userId: user, origin: origin,
-                         body: try JSONCoding.encoder.encode(message.wire(name))))
+    private func pushMessage(_ delivery: Delivery, to user: Int64, origin: String?) {
+        worker.push(Push(topic: Self.messageTopic, id: "chat-\(delivery.message.id)-\(user)", userId: user, origin: origin, body: delivery.body))
     }
 
     // MARK: Reading
