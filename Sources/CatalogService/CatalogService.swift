@@ -95,27 +95,27 @@ public enum CatalogService {
         let importPlans = ImportPlans()
         var table = HandlerTable<CatalogStore>()
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.
-        table.onRaw(CatalogRequests.create, .write, description: "add a place: name, category, lat, lon and optional details") { context, store in
+        table.onRaw(Methods.Catalog.create) { context, store in
             // A plainly shaped body is read by spans; any other goes to the decoder, whose answers and errors are the contract.
             let input = try context.scannedBody.flatMap(PlaceInput.init(spans:)) ?? context.body(PlaceInput.self)
             return Response(body: try store.create(input))
         }
-        table.onRaw("catalog.update", .write, description: "change some fields of a place by id; null clears an optional field") { context, store in
+        table.onRaw(Methods.Catalog.update) { context, store in
             Response(body: try store.update(try context.body(PlaceUpdate.self)))
         }
-        table.onRaw("catalog.delete", .write, description: "delete a place by id") { context, store in
+        table.onRaw(Methods.Catalog.delete) { context, store in
             let id = try PlaceID.read(scannedBody: context.scannedBody, envelope: context.envelope).id
             try store.delete(id)
             return Response(body: try JSONCoding.encoder.encode(PlaceDeleted(id: id)))
         }
-        table.onRaw(CatalogRequests.get, description: "one place by id; with lang, its texts in that language") { context, store in
+        table.onRaw(Methods.Catalog.get) { context, store in
             // A plain `{"id":N}` is answered with the stored JSON as it is; with `lang`, localized.
             if let scanned = context.scannedBody, let id = PlaceID.plainID(body: scanned) { return Response(body: try store.json(id)) }
             let request = try context.body(PlaceGet.self)
             guard let lang = try LanguagePreference.read(request.lang) else { return Response(body: try store.json(request.id)) }
             return Response(body: try JSONCoding.encoder.encode(LocalizedPlace(try store.get(request.id), lang)))
         }
-        table.on("catalog.list", description: "places by id, optionally of one category, paged by cursor; lang localizes") { (request: ListPlaces, _, store) -> PlacePage in
+        table.on(Methods.Catalog.list) { (request: ListPlaces, _, store) -> PlacePage in
             let limit = try pageLimit.validated(request.limit)
             let lang = try LanguagePreference.read(request.lang)
             if let category = request.category { try PlaceRules.category(category, among: store.categoryIds) }
@@ -125,93 +125,86 @@ public enum CatalogService {
             return PlacePage(places: places, nextCursor: next, lang: lang)
         }
         let strings = options.strings
-        table.on("strings.get", description: "the apps' interface strings in lang (a tag or Accept-Language list) with a version; since_version skips an unchanged table") {
+        table.on(Methods.Strings.get) {
             (request: StringsGet, _, _) -> StringsReply in
             guard let strings else { throw ServiceError(.unavailable, "this catalog was started without interface strings (--strings-dir)") }
             return try strings.reply(request)
         }
-        table.on(CatalogRequests.categories, description: "the categories with how many places each has") { (_: Empty, _, store) in CategoryList(categories: try store.categoryCounts()) }
-        table.on("tours.create", .write, description: "add a tour: name (or name_i18n), optional description, stops as place ids in order") {
+        table.on(Methods.Catalog.categories) { (_: Empty, _, store) in CategoryList(categories: try store.categoryCounts()) }
+        table.on(Methods.Tours.create) {
             (input: TourInput, _, store) in try store.createTour(input)
         }
-        table.on("tours.update", .write, description: "change some fields of a tour by id (stops replace the whole list); null clears an optional field") {
+        table.on(Methods.Tours.update) {
             (update: TourUpdate, _, store) in try store.updateTour(update)
         }
-        table.on("tours.delete", .write, description: "delete a tour by id; its places stay") { (request: TourDeleted, _, store) in
+        table.on(Methods.Tours.delete) { (request: TourDeleted, _, store) in
             try store.deleteTour(request.id)
             return request
         }
-        table.on("tours.get", description: "one tour by id with its stops' places in order, texts in lang where it has them") {
+        table.on(Methods.Tours.get) {
             (request: TourGet, _, store) in try store.tourDetail(request)
         }
-        table.on("tours.list", description: "tours by id, or those with a stop near a point (radius_m, default 10 km), nearest first; paged") {
+        table.on(Methods.Tours.list) {
             (request: TourList, _, store) in try store.listTours(request)
         }
-        table.on("tours.map.upload.begin", .write, description: "start uploading a tour map's JPEG; answers its upload_id") {
+        table.on(Methods.Tours.mapUploadBegin) {
             (_: Empty, _, store) in try store.beginUpload()
         }
-        table.on("tours.map.upload.append", .write, description: "add the next chunk (base64, at most 512 KiB) to an upload; offset guards retries") {
+        table.on(Methods.Tours.mapUploadAppend) {
             (request: UploadChunk, _, store) in try store.appendUpload(request)
         }
-        table.on("tours.map.upload.commit", .write, description: "finish an upload: the JPEG is checked (at most 30 MB and 40 megapixels)") {
+        table.on(Methods.Tours.mapUploadCommit) {
             (request: MapUpload, _, store) in try store.commitUpload(request.uploadId)
         }
-        table.on("tours.map.set", .write, description: "make a committed upload a tour's map, placed by 3 or more control points {x, y, lat, lon}") {
+        table.on(Methods.Tours.mapSet) {
             (request: MapSet, _, store) -> TourMapInfo in
             let info = try store.setMap(request, maxRMSMeters: store.options.mapMaxRMSMeters)
             store.worker.wakeAfterCommit(store.tileCutter)
             return info
         }
-        table.on("tours.map.get", description: "a tour's map: size, control points, residuals, world file, tile levels, tiles_ready") {
+        table.on(Methods.Tours.mapGet) {
             (request: MapTileRequest, _, store) in try store.mapInfo(request.tourId)
         }
-        table.onRaw("tours.map.tile", description: "one 256x256 JPEG tile z/x/y of a tour's map (RESP: raw bytes; JSON-RPC: base64)") { context, store in
+        table.onRaw(Methods.Tours.mapTile) { context, store in
             let tile = try store.mapTile(try context.body(MapTileRequest.self))
             return Response(body: Data(#"{"content_type":"image/jpeg","bytes":\#(tile.count)}"#.utf8), attachments: [tile])
         }
-        table.on("catalog.import.begin", .write, description: "start an import: format content (our XML) or osm, dry_run; answers its import_id") {
+        table.on(Methods.Catalog.importBegin) {
             (request: ImportBegin, _, store) in try store.beginImport(request)
         }
-        table.on("catalog.import.append", .write, description: "add the next chunk (base64, at most 512 KiB) of the document, or of a map image named by file") {
+        table.on(Methods.Catalog.importAppend) {
             (request: ImportAppend, _, store) in try store.appendImport(request)
         }
-        table.on("catalog.import.commit", .write, description: "finish sending an import: it is read and applied in the background") {
+        table.on(Methods.Catalog.importCommit) {
             (request: ImportRef, _, store) -> ImportStatus in
             let status = try store.commitImport(request.importId)
             store.worker.wakeAfterCommit(store.importer)
             return status
         }
-        table.on("catalog.import.status", description: "an import's state and its report: counts created, updated, unchanged, and every error with its line") {
+        table.on(Methods.Catalog.importStatus) {
             (request: ImportRef, _, store) in try store.importStatus(request.importId)
         }
-        table.on("catalog.import.apply", .write, description: "internal: writes an import the import thread has read (the service sends it itself)") {
+        table.on(Methods.Catalog.importApply) {
             (_: Empty, _, store) in try store.applyImport()
         }
-        table.on("tours.locate", .write, description: "where you are on a tour (lat, lon, course_deg?): map pixel, heading, next stop; stops within 30 m are visited") {
-            (request: TourLocate, context, store) in try store.locate(request, user: try WalkRules.caller(context))
+        table.on(Methods.Tours.locate) { (request: TourLocate, caller, _, store) in try store.locate(request, user: caller.id)
         }
-        table.on("tours.progress", description: "your visited stops of a tour in order, the next stop, counts") {
-            (request: TourProgressRequest, context, store) in try store.progress(request, user: try WalkRules.caller(context))
+        table.on(Methods.Tours.progress) { (request: TourProgressRequest, caller, _, store) in try store.progress(request, user: caller.id)
         }
-        table.on("tours.progress.reset", .write, description: "forget your visited stops and last position on a tour") {
-            (request: TourProgressRequest, context, store) in try store.resetProgress(request, user: try WalkRules.caller(context))
+        table.on(Methods.Tours.progressReset) { (request: TourProgressRequest, caller, _, store) in try store.resetProgress(request, user: caller.id)
         }
-        table.on("library.add", .write, description: "download a tour for one of your devices: tour_id, device_id; answers a sealed, signed package's manifest") {
-            (request: LibraryAdd, context, store) in try store.addToLibrary(request, user: try WalkRules.caller(context))
+        table.on(Methods.Library.add) { (request: LibraryAdd, caller, _, store) in try store.addToLibrary(request, user: caller.id)
         }
-        table.on("library.package", description: "one piece (256 KiB, base64) of a package library.add made: package_id, piece") {
-            (request: LibraryPieceRequest, context, store) in try store.packagePiece(request, user: try WalkRules.caller(context))
+        table.on(Methods.Library.package) { (request: LibraryPieceRequest, caller, _, store) in try store.packagePiece(request, user: caller.id)
         }
-        table.on("library.list", description: "the tours you downloaded and the places your library holds") { (_: Empty, context, store) in
-            try store.library(of: try WalkRules.caller(context))
+        table.on(Methods.Library.list) { (_: Empty, caller, _, store) in
+            try store.library(of: caller.id)
         }
-        table.on("library.remove", .write, description: "take a tour out of your library; places another of its tours holds stay") {
-            (request: LibraryTourRef, context, store) in try store.removeFromLibrary(request, user: try WalkRules.caller(context))
+        table.on(Methods.Library.remove) { (request: LibraryTourRef, caller, _, store) in try store.removeFromLibrary(request, user: caller.id)
         }
-        table.on("library.hide", .write, description: "remove a place from your library (lists and new packages leave it out)") {
-            (request: LibraryPlaceRef, context, store) in try store.hideInLibrary(request, user: try WalkRules.caller(context))
+        table.on(Methods.Library.hide) { (request: LibraryPlaceRef, caller, _, store) in try store.hideInLibrary(request, user: caller.id)
         }
-        table.on("library.key", description: "the server's Ed25519 public key, which signs packages") { (_: Empty, _, store) in
+        table.on(Methods.Library.key) { (_: Empty, _, store) in
             SigningKeyInfo(publicKey: try LibraryRules.key(store.options).publicKeyBase64)
         }
         let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
@@ -229,7 +222,7 @@ public enum CatalogService {
             BackgroundWork(name: "tiles", signal: tileCutter, step: TileCutter.step),
             BackgroundWork(name: "imports", signal: importer) { db, _ in try ImportPlanner.step(db, plans: importPlans, options: options) },
         ]
-        definition.periodic = [PeriodicRequest(type: "catalog.import.apply", intervalMilliseconds: 100)]
+        definition.periodic = [PeriodicRequest(Methods.Catalog.importApply, intervalMilliseconds: 100)]
         return definition
     }
 }

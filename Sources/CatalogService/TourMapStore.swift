@@ -124,7 +124,7 @@ enum TourMapRules {
     static let tilesPerTransaction = 32
     /// Uploads of map images, in `map_uploads` and `map_upload_chunks`; no owner (admins upload).
     static let uploads = ChunkedUploads(table: "map_uploads", chunkTable: "map_upload_chunks", maxBytes: jpeg.maxBytes,
-                                        maxOpen: maxOpenUploads, noun: "a map image", usedBy: "tours.map.set")
+                                        maxOpen: maxOpenUploads, noun: "a map image", usedBy: Methods.Tours.mapSet.name)
 
     /// What a refused JPEG answers: too large, or not a map image (with libjpeg-turbo's words).
     static func refusal(_ error: JPEGError) -> ServiceError { ChunkedUploads.refusal(error, image: "the map image") }

@@ -127,15 +127,6 @@ enum WalkRules {
         return rounded >= 360 ? 0 : rounded
     }
 
-    /// The signed-in caller's user id, or `unauthenticated`. Identity comes only from the envelope.
-    static func caller(_ context: RequestContext) throws(ServiceError) -> Int64 {
-        guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
-        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else {
-            throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
-        }
-        return id
-    }
-
     /// Erases a deleted user's walks (`social.user.deleted`): their progress and last positions;
     /// and passes social's events to the library (`LibraryRules.apply`: devices, erasure).
     /// Their late `tours.locate` is refused for a while (`erased`), noted before the erasure commits.

@@ -4,16 +4,10 @@ import Foundation
 // Signing in: what the accounts service (social) answers and the gateway reads, and the
 // shape of a session token, which both check before anything else.
 
-/// The requests of the accounts service that the gateway sends on a client's behalf.
-public enum AuthRequests {
-    /// Body `Registration` fields, reply `PublicUser`.
-    public static let register = "auth.register"
-    /// Body username and password, reply `LoginReply`.
-    public static let login = "auth.login"
-    /// Body `TokenBody`, reply `{}`.
-    public static let logout = "auth.logout"
-    /// Body `TokenBody`, reply `TokenOwner` (internal: only the gateway asks).
-    public static let validate = "auth.validate"
+/// What an account may do: a user acts on their own things, an admin also writes the catalog
+/// and sets roles.
+public enum Role: String, Codable, Sendable, CaseIterable {
+    case user, admin
 }
 
 /// A user as anyone may see them (never the email or the password hash).

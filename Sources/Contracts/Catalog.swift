@@ -5,16 +5,6 @@ import Foundation
 // events it publishes. Declared once here; the catalog publishes these types and its
 // followers (search, social) decode the same ones.
 
-/// The catalog's requests that other modules send.
-public enum CatalogRequests {
-    /// Body `PlaceInput`, reply `Place`.
-    public static let create = "catalog.create"
-    /// Body `PlaceID`, reply `Place`.
-    public static let get = "catalog.get"
-    /// Reply `CategoryList`.
-    public static let categories = "catalog.categories"
-}
-
 /// The event types the catalog publishes.
 public enum CatalogEvents {
     /// Body: the whole `Place` after the change (followers may read it as a `PlaceSummary`).

@@ -4,21 +4,8 @@ import Foundation
 // The `sys.*` requests every service answers (ServiceKit's runtime), and catching up with a
 // publisher: the bodies of `sys.replay` and `sys.snapshot`, which every reliable subscriber asks.
 
-/// The request types every service answers besides its own.
+/// The paging of the `sys.*` requests every service answers besides its own (`Methods.System`).
 public enum SystemRequests {
-    /// Liveness: reply `PingReply`, the service's name and clock.
-    public static let ping = "sys.ping"
-    /// Reply `MethodList`: the service's own request types.
-    public static let methods = "sys.methods"
-    /// The service's counters, outbox and subscriptions.
-    public static let stats = "sys.stats"
-    /// Body `ReplayRequest`, reply `ReplayReply` and one event envelope per extra frame.
-    public static let replay = "sys.replay"
-    /// Body `SnapshotRequest`, reply `SnapshotReply` and one event envelope per extra frame.
-    public static let snapshot = "sys.snapshot"
-    /// Body `BackupRequest`, reply `BackupReply`: a consistent copy of the service's SQLite
-    /// file, made by the service itself (an operator's request: the gateway never routes `sys.*`).
-    public static let backup = "sys.backup"
     /// The page size of `replay` and `snapshot` when a request names none, and the bounds it is clamped to.
     public static let batch = PageLimit(default: 1_000, max: 10_000)
 }

@@ -20,11 +20,9 @@ enum Counts {
     static let visitWindowMs: Int64 = 30 * 86_400_000
     /// The most places one flush recounts; the rest wait for the next.
     static let flushBatch = 2_000
-    /// The request type of the flush, which the service sends itself.
-    static let flushType = "favorites.counts.flush"
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
-        table.on(flushType, .write, description: "internal (the service's own, every second): publish the counts of places that changed") {
+        table.on(Methods.Favorites.countsFlush) {
             (_: Empty, _, store) -> Flushed in
             try store.flushCounts()
         }

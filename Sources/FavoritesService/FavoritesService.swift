@@ -56,7 +56,7 @@ public enum FavoritesService {
             makeState: { [lookups = ReaderGate()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups, erased: erased) })
         // Every search replica records only the searches it answered: each is a stream of its own.
         definition.perReplica = ["search"]
-        definition.periodic = [PeriodicRequest(type: Counts.flushType, intervalMilliseconds: options.countsFlushIntervalMs)]
+        definition.periodic = [PeriodicRequest(Methods.Favorites.countsFlush, intervalMilliseconds: options.countsFlushIntervalMs)]
         return definition
     }
 

@@ -6,14 +6,6 @@ import ServiceKit
 import Storage
 import Synchronization
 
-/// The signed-in user a request comes from, as the envelope's `auth` says (the gateway fills
-/// it in after `auth.validate`; favorites keeps no users of its own).
-struct Caller {
-    let id: Int64
-    /// The client connection the request came on, as the gateway names it (`auth.origin`).
-    var origin: String? = nil
-}
-
 /// The favorites service's tables and the queries over them, on one worker thread's
 /// connection. Places (the copy of the catalog's), lists and pins each add their part in
 /// their own file.
@@ -38,16 +30,6 @@ public final class FavoritesStore: ServiceState {
 
     /// A time in milliseconds as clients read it (RFC 3339, UTC, milliseconds).
     static func timestamp(_ ms: Int64) -> String { Logger.timestamp(Date(timeIntervalSince1970: Double(ms) / 1000)) }
-
-    /// The caller, or `unauthenticated` when the request carries no usable identity. Identity
-    /// comes only from the envelope.
-    func caller(_ context: RequestContext) throws(ServiceError) -> Caller {
-        guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
-        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else {
-            throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
-        }
-        return Caller(id: id, origin: auth.origin)
-    }
 
     /// `unauthenticated` when user `id` was erased moments ago (`RecentlyErased`). Call it in
     /// the transaction of any write that makes a row of the user (a list, a pin), so the check

@@ -24,29 +24,27 @@ enum Items {
     static let maxCursorLength = 2_048
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
-        table.on("favorites.toggle", description: "save or unsave a place: place_id, list? (favorites), request_id? (a retry answers as the first)") {
-            (request: ToggleRequest, context, store) -> ToggleReply in
-            try store.toggle(request, context: context)
+        table.on(Methods.Favorites.toggle, runsOn: .read) {
+            (request: ToggleRequest, caller, context, store) -> ToggleReply in
+            try store.toggle(request, caller: caller, context: context)
         }
-        table.on("favorites.add", description: "save a place: place_id, list? (favorites), note? (up to 500 characters); again updates the note") {
-            (request: AddRequest, context, store) -> ItemChanged in
-            try store.add(request, context: context)
+        table.on(Methods.Favorites.add, runsOn: .read) {
+            (request: AddRequest, caller, context, store) -> ItemChanged in
+            try store.add(request, caller: caller, context: context)
         }
-        table.on("favorites.remove", .write, description: "unsave a place: place_id, list? (favorites); one not saved is no error") {
-            (request: RemoveRequest, context, store) -> ItemChanged in
-            try store.remove(request, caller: try store.caller(context))
+        table.on(Methods.Favorites.remove) { (request: RemoveRequest, caller, _, store) -> ItemChanged in
+            try store.remove(request, caller: caller)
         }
-        table.on("favorites.visited.add", description: "mark a place visited: place_id, at? (RFC 3339, default now)") {
-            (request: VisitedRequest, context, store) -> VisitedReply in
-            try store.visit(request, context: context)
+        table.on(Methods.Favorites.visitedAdd, runsOn: .read) {
+            (request: VisitedRequest, caller, context, store) -> VisitedReply in
+            try store.visit(request, caller: caller, context: context)
         }
-        table.onRaw("favorites.list", description: "a list's places: list?, near? {lat, lon}, sort? (added, name, distance), limit?, cursor?") { context, store in
+        table.onRaw(Methods.Favorites.list) { context, caller, store in
             let request = try context.body(ListRequest.self)
-            return Response(body: try store.page(request, userId: try store.caller(context).id).body)
+            return Response(body: try store.page(request, userId: caller.id).body)
         }
-        table.on("favorites.contains", description: "which of place_ids (1-100) you saved, and in which lists") {
-            (request: ContainsRequest, context, store) -> ContainsReply in
-            try store.contains(request.placeIds, userId: try store.caller(context).id)
+        table.on(Methods.Favorites.contains) { (request: ContainsRequest, caller, _, store) -> ContainsReply in
+            try store.contains(request.placeIds, userId: caller.id)
         }
     }
 }
@@ -55,8 +53,7 @@ extension FavoritesStore {
     /// `favorites.toggle`: in or out of the list. With a `request_id` seen in the last
     /// `toggleRecordMs` the first answer comes back and nothing changes; the same id with
     /// another place or list is a `conflict`.
-    func toggle(_ request: ToggleRequest, context: RequestContext) throws -> ToggleReply {
-        let caller = try caller(context)
+    func toggle(_ request: ToggleRequest, caller: Caller, context: RequestContext) throws -> ToggleReply {
         if let requestId = request.requestId {
             try Items.requestIdRule.check(requestId)
             guard !requestId.isEmpty else { throw ServiceError.invalid("request_id", "must not be empty") }
@@ -136,8 +133,7 @@ extension FavoritesStore {
 
     /// `favorites.add`: saves a place (again: no error; a `note` given replaces the note, an
     /// empty one clears it).
-    func add(_ request: AddRequest, context: RequestContext) throws -> ItemChanged {
-        let caller = try caller(context)
+    func add(_ request: AddRequest, caller: Caller, context: RequestContext) throws -> ItemChanged {
         if let note = request.note { try Items.noteRule.check(note) }
         let note = request.note.flatMap { $0.isEmpty ? nil : $0 }
         _ = try findList(request.list, userId: caller.id)
@@ -177,8 +173,7 @@ extension FavoritesStore {
     /// `favorites.visited.add`: the place is in the `visited` list with `visited_at` = `at`
     /// (default now; at most `visitSkewMs` ahead of the server). Marking it again sets the new
     /// time, so a wrong date can be corrected.
-    func visit(_ request: VisitedRequest, context: RequestContext) throws -> VisitedReply {
-        let caller = try caller(context)
+    func visit(_ request: VisitedRequest, caller: Caller, context: RequestContext) throws -> VisitedReply {
         let now = self.now
         let at = try request.at.map { text throws(ServiceError) in try RFC3339.milliseconds(text, field: "at") } ?? now
         guard at <= now + Items.visitSkewMs else { throw ServiceError.invalid("at", "must not be in the future") }

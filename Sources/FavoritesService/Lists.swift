@@ -84,21 +84,17 @@ enum Lists {
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
         Items.register(&table)
-        table.on("favorites.lists", description: "your lists with their counts: favorites, visited, want_to_go, then your own") {
-            (_: Empty, context, store) -> ListsReply in
-            try store.lists(of: try store.caller(context).id)
+        table.on(Methods.Favorites.lists) { (_: Empty, caller, _, store) -> ListsReply in
+            try store.lists(of: caller.id)
         }
-        table.on("favorites.lists.create", .write, description: "make a list of your own: name (1-100 characters; at most 100 lists)") {
-            (request: ListName, context, store) -> ListInfo in
-            try store.createList(request.name, caller: try store.caller(context))
+        table.on(Methods.Favorites.listsCreate) { (request: ListName, caller, _, store) -> ListInfo in
+            try store.createList(request.name, caller: caller)
         }
-        table.on("favorites.lists.rename", .write, description: "rename one of your own lists: name, new_name") {
-            (request: RenameRequest, context, store) -> ListInfo in
-            try store.renameList(request.name, to: request.newName, caller: try store.caller(context))
+        table.on(Methods.Favorites.listsRename) { (request: RenameRequest, caller, _, store) -> ListInfo in
+            try store.renameList(request.name, to: request.newName, caller: caller)
         }
-        table.on("favorites.lists.delete", .write, description: "delete one of your own lists and its items: name") {
-            (request: ListName, context, store) -> ListDeleted in
-            try store.deleteList(request.name, caller: try store.caller(context))
+        table.on(Methods.Favorites.listsDelete) { (request: ListName, caller, _, store) -> ListDeleted in
+            try store.deleteList(request.name, caller: caller)
         }
         Shares.register(&table)
         Counts.register(&table)

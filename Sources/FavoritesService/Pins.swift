@@ -52,20 +52,17 @@ enum Pins {
     ]
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
-        table.on("pins.add", .write, description: "pin a point of your own: lat, lon, title? (100 characters), note? (500 characters); at most 1000 pins") {
-            (request: PinAdd, context, store) -> PinJSON in
-            try store.addPin(request, caller: try store.caller(context))
+        table.on(Methods.Pins.add) { (request: PinAdd, caller, _, store) -> PinJSON in
+            try store.addPin(request, caller: caller)
         }
-        table.on("pins.list", description: "your pins: near {lat, lon, radius_m?} nearest first, or inside bbox {south, west, north, east}, or newest first; paged") {
-            (request: PinListRequest, context, store) -> PinPage in
-            try store.listPins(request, caller: try store.caller(context))
+        table.on(Methods.Pins.list) { (request: PinListRequest, caller, _, store) -> PinPage in
+            try store.listPins(request, caller: caller)
         }
-        table.on("pins.update", .write, description: "change your pin id: lat and lon, title, note (null clears title or note)") {
-            (request: PinUpdate, context, store) -> PinJSON in
-            try store.updatePin(request, caller: try store.caller(context))
+        table.on(Methods.Pins.update) { (request: PinUpdate, caller, _, store) -> PinJSON in
+            try store.updatePin(request, caller: caller)
         }
-        table.on("pins.delete", .write, description: "delete your pin id") { (request: PinRef, context, store) -> PinDeleted in
-            try store.deletePin(request.id, caller: try store.caller(context))
+        table.on(Methods.Pins.delete) { (request: PinRef, caller, _, store) -> PinDeleted in
+            try store.deletePin(request.id, caller: caller)
         }
     }
 

@@ -188,7 +188,7 @@ extension FavoritesStore {
                                     refusal: ServiceError(.unavailable, "favorites is asking the catalog about other places; try again")) { () throws -> Reply in
             do throws(ServiceError) {
                 let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
-                return try worker.peers.client("catalog").request(type: CatalogRequests.get, body: body, timeoutMilliseconds: timeout)
+                return try worker.peers.client("catalog").request(type: Methods.Catalog.get.name, body: body, timeoutMilliseconds: timeout)
             } catch let error where error.code == .notFound {
                 throw ServiceError(.notFound, "no place with id \(id)", field: field)
             } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {

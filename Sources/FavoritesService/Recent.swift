@@ -49,12 +49,11 @@ enum Recent {
     ]
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
-        table.on("search.recent", description: "your last different text searches, newest first: limit? (1-50, default 50)") {
-            (request: RecentRequest, context, store) -> RecentPage in
-            try store.recentSearches(caller: try store.caller(context), limit: try pageLimit.validated(request.limit))
+        table.on(Methods.Search.recent) { (request: RecentRequest, caller, _, store) -> RecentPage in
+            try store.recentSearches(caller: caller, limit: try pageLimit.validated(request.limit))
         }
-        table.on("search.recent.clear", .write, description: "forget your recent searches") { (_: Empty, context, store) -> RecentCleared in
-            try store.clearRecentSearches(caller: try store.caller(context))
+        table.on(Methods.Search.recentClear) { (_: Empty, caller, _, store) -> RecentCleared in
+            try store.clearRecentSearches(caller: caller)
         }
     }
 

@@ -17,15 +17,13 @@ enum Shares {
     static let maxTokenBytes = 64
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
-        table.on("favorites.share", .write, description: "a read-only link to one of your lists: list; again answers the live token") {
-            (request: ShareRequest, context, store) -> ShareReply in
-            try store.share(request.list, caller: try store.caller(context))
+        table.on(Methods.Favorites.share) { (request: ShareRequest, caller, _, store) -> ShareReply in
+            try store.share(request.list, caller: caller)
         }
-        table.on("favorites.share.revoke", .write, description: "end the link to one of your lists: list") {
-            (request: ShareRequest, context, store) -> Revoked in
-            try store.revokeShare(request.list, caller: try store.caller(context))
+        table.on(Methods.Favorites.shareRevoke) { (request: ShareRequest, caller, _, store) -> Revoked in
+            try store.revokeShare(request.list, caller: caller)
         }
-        table.onRaw("favorites.shared", description: "a shared list by its token (no sign-in needed): token, limit?, cursor?") { context, store in
+        table.onRaw(Methods.Favorites.shared) { context, store in
             Response(body: try store.shared(try context.body(SharedRequest.self)).body)
         }
     }

@@ -24,11 +24,11 @@ final class Authenticator: Sendable {
     /// The service that checks passwords and tokens.
     static let accounts = "social"
     /// Deleting the signed-in caller's account (`{password}`): a password method that needs a caller.
-    static let deleteAccount = "auth.delete"
+    static let deleteAccount = Methods.Auth.delete.name
     /// Methods that start or end the connection's session: requests after them wait for their answer.
-    static let sessionMethods: Set<String> = [AuthRequests.login, "auth.resume", AuthRequests.logout, deleteAccount]
+    static let sessionMethods: Set<String> = [Methods.Auth.login.name, Methods.Auth.resume.name, Methods.Auth.logout.name, deleteAccount]
     /// Methods that hash a password.
-    static let passwordMethods: Set<String> = [AuthRequests.login, AuthRequests.register, deleteAccount]
+    static let passwordMethods: Set<String> = [Methods.Auth.login.name, Methods.Auth.register.name, deleteAccount]
     static let busyRetryMilliseconds = 20
 
     let tokens: TokenCache
@@ -58,7 +58,7 @@ final class Authenticator: Sendable {
         }
         let tokens = self.tokens
         let deadline = Deadline(milliseconds: timeoutMilliseconds)
-        backends.send(Authenticator.accounts, type: AuthRequests.validate, body: Authenticator.json(TokenBody(token: token)), auth: nil,
+        backends.send(Authenticator.accounts, type: Methods.Auth.validate.name, body: Authenticator.json(TokenBody(token: token)), auth: nil,
                       client: client, deadline: deadline) { result in
             switch result {
             case .success(let reply):
@@ -95,7 +95,7 @@ final class Authenticator: Sendable {
     /// connection that sent the token is signed out.
     func checkPassword(_ method: String, params: Data, caller: (token: String, owner: TokenOwner)? = nil, client: ClientKey, deadline: Deadline,
                        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
-        let kind: ClientAddresses.SignIn = method == AuthRequests.register ? .registration : .login
+        let kind: ClientAddresses.SignIn = method == Methods.Auth.register.name ? .registration : .login
         if let wait = addresses.signInPermit(client.address, kind) {
             // Each refusal also costs the address a little of its request rate, so a flood of
             // refused sign-ins is read more slowly instead of keeping a core busy refusing.
@@ -116,7 +116,7 @@ final class Authenticator: Sendable {
                     case .failure(let error):
                         done()
                         completion(.failure(error), nil)
-                    case .success(let reply) where method == AuthRequests.login:
+                    case .success(let reply) where method == Methods.Auth.login.name:
                         done()
                         guard let signedIn = try? JSONCoding.decoder.decode(LoginReply.self, from: reply.bodyJSON) else {
                             completion(.failure(ServiceError(.internal, "auth.login answered without a token")), nil)
@@ -151,7 +151,7 @@ final class Authenticator: Sendable {
     /// `auth.logout`: ends the session of the token that signed the request in.
     func logout(token: String, owner: TokenOwner, client: ClientKey, deadline: Deadline, completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) {
         let tokens = self.tokens
-        backends.send(Authenticator.accounts, type: AuthRequests.logout, body: Authenticator.json(TokenBody(token: token)),
+        backends.send(Authenticator.accounts, type: Methods.Auth.logout.name, body: Authenticator.json(TokenBody(token: token)),
                       auth: Auth(userId: String(owner.userId), role: owner.role),
                       client: client, deadline: deadline) { result in
             switch result {

@@ -32,10 +32,9 @@ final class Backends: Sendable {
     private let stopping = StopFlag()
     private let checker: WorkerThread?
 
-    /// Health and method lists, written by the checker and read by connections.
+    /// Health, written by the checker and read by connections.
     final class State: Sendable {
         let health: Mutex<[String: BackendHealth]>
-        let methods = Mutex<[String: MethodList]>([:])
         init(_ health: [String: BackendHealth]) { self.health = Mutex(health) }
     }
 
@@ -117,23 +116,19 @@ final class Backends: Sendable {
     /// Health of every backend, sorted by name.
     func status() -> [BackendHealth] { state.health.withLock { h in h.values.sorted { $0.service < $1.service } } }
 
-    /// Every backend's methods as last learned, by service.
-    func knownMethods() -> [String: MethodList] { state.methods.withLock { $0 } }
-
     /// Records a failure seen while forwarding, so `gateway.status` shows it before the next check.
     private static func note(_ service: String, _ error: ServiceError, _ state: State) {
         guard error.code == .unavailable || error.code == .deadlineExceeded else { return }
         state.health.withLock { h in h[service]?.lastError = error.description }
     }
 
-    /// One health round: `sys.ping` every backend (in parallel, 1 s each) and learn the
-    /// methods of those that answer and are not yet known.
+    /// One health round: `sys.ping` every backend (in parallel, 1 s each).
     private static func checkAll(_ clients: [String: RPCClient], _ state: State, logger: Logger) {
         let group = DispatchGroup()
         for (name, client) in clients {
             group.enter()
             let started = monotonicNanos()
-            client.send(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 1_000) { result in
+            client.send(type: Methods.System.ping.name, body: Data("{}".utf8), timeoutMilliseconds: 1_000) { result in
                 let now = Logger.timestamp()
                 state.health.withLock { h in
                     switch result {
@@ -146,8 +141,6 @@ final class Backends: Sendable {
                         h[name]?.up = false
                         h[name]?.latencyMs = nil
                         h[name]?.lastError = error.description
-                        // Learn its methods again when it comes back: it may be a new version.
-                        state.methods.withLock { $0[name] = nil }
                     }
                     h[name]?.lastChecked = now
                 }
@@ -155,11 +148,5 @@ final class Backends: Sendable {
             }
         }
         group.wait()
-        let known = state.methods.withLock { $0 }
-        for (name, client) in clients where known[name] == nil && state.health.withLock({ $0[name]?.up == true }) {
-            if let list = try? client.call(SystemRequests.methods, Empty(), as: MethodList.self, timeoutMilliseconds: 1_000) {
-                state.methods.withLock { $0[name] = list }
-            }
-        }
     }
 }

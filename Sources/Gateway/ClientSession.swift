@@ -229,7 +229,7 @@ final class ClientSession {
     func recheck() {
         guard let listener, token == listener.token else { return }
         let deliver = self.deliver
-        if let immediate = dispatch(Call(method: "subscribe", params: Data("{}".utf8)), token, { deliver(ClientSession.recheckSlot, $0, $1) }) {
+        if let immediate = dispatch(Call(method: Methods.Gateway.subscribe.name, params: Data("{}".utf8)), token, { deliver(ClientSession.recheckSlot, $0, $1) }) {
             complete(ClientSession.recheckSlot, immediate, nil, now: lastActivity)
         }
     }
@@ -277,7 +277,7 @@ final class ClientSession {
     }
 
     /// The methods the session answers itself: `subscribe`, `unsubscribe` and RESP's pattern forms.
-    static let subscriptionMethods: Set<String> = ["subscribe", "unsubscribe", "psubscribe", "punsubscribe"]
+    static let subscriptionMethods: Set<String> = [Methods.Gateway.subscribe.name, Methods.Gateway.unsubscribe.name, "psubscribe", "punsubscribe"]
 
     /// `subscribe`, `unsubscribe` (topics) and `psubscribe`, `punsubscribe` (patterns, RESP's
     /// only), which the session answers itself once it knows who is signed in (a subscription
@@ -311,7 +311,7 @@ final class ClientSession {
         // order they were asked for, each counted against what the one before left.
         sessionSlot = slot
         let deliver = self.deliver
-        if let immediate = dispatch(Call(method: "subscribe", params: Data("{}".utf8)), token, { deliver(slot, $0, $1) }) {
+        if let immediate = dispatch(Call(method: Methods.Gateway.subscribe.name, params: Data("{}".utf8)), token, { deliver(slot, $0, $1) }) {
             complete(slot, immediate, nil, now: lastActivity)
         }
     }

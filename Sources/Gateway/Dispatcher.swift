@@ -76,17 +76,8 @@ final class Dispatcher: Sendable {
         self.pushes = pushes
     }
 
-    /// The gateway's own methods and what they do.
-    static let builtIns: [(method: String, description: String)] = [
-        ("ping", "liveness of the gateway itself"),
-        ("help", "every method with a one-line description"),
-        ("gateway.status", "each backend: up or down, latency, last error; open client connections"),
-        ("auth.resume", "sign this connection in with a token from auth.login (RESP: AUTH <token>)"),
-        ("subscribe", "hear your pushes on topics: {topics: [...]} (signed in; RESP: SUBSCRIBE topic ...)"),
-        ("unsubscribe", "stop hearing pushes on topics, or on all without any (RESP: UNSUBSCRIBE [topic ...])"),
-    ]
     /// Answered at once, whoever is signed in and whatever waits for a sign-in.
-    static let immediate: Set<String> = ["ping", "help", "gateway.status"]
+    static let immediate: Set<String> = [Methods.Gateway.ping.name, Methods.Gateway.help.name, Methods.Gateway.status.name]
 
     /// Answers a command: at once (returns the outcome) or later (returns nil and calls
     /// `completion` exactly once, on this thread or another). `token` is the connection's,
@@ -107,18 +98,14 @@ final class Dispatcher: Sendable {
         return now
     }
 
-    /// The method label a call is counted under: its method when the gateway's own table
-    /// names it (a built-in, an exact rule, or a method the service of a prefix rule lists),
-    /// else `unknown`, so clients cannot make new series.
+    /// The method label a call is counted under: its method when it is declared and the
+    /// gateway offers it (a built-in or a service's), else `unknown`, so clients cannot make new series.
     func metricsLabel(for method: String) -> String? {
-        if Dispatcher.builtInNames.contains(method) { return method }
-        guard let rule = policy.rule(for: method) else { return nil }
-        if !rule.isPrefix { return method }
-        let listed = backends.knownMethods()[rule.service]?.methods.contains { $0.type == method } ?? false
-        return listed ? method : nil
+        if Dispatcher.builtInNames.contains(method) || policy.rule(for: method) != nil { return method }
+        return nil
     }
 
-    private static let builtInNames = Set(builtIns.map(\.method))
+    private static let builtInNames = Set(Methods.owned(by: .gateway).map(\.name))
 
     private func route(_ call: Call, client: ClientKey, token connectionToken: String?,
                        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
@@ -130,11 +117,11 @@ final class Dispatcher: Sendable {
         let ceiling = limits.deadlineMilliseconds
         let deadline = Deadline(milliseconds: min(call.deadlineMilliseconds ?? ceiling, ceiling))
         switch method {
-        case "ping": return .pong
-        case "help": return encoded(help())
-        case "gateway.status": return encoded(Status(backends: backends.status(), connections: .init(open: connections.value, limit: limits.maxConnections)))
-        case "auth.resume": return authenticator.resume(params: call.params, client: client, deadline: deadline, completion: completion)
-        case "subscribe": return subscriber(connectionToken, client: client, deadline: deadline, completion: completion)
+        case Methods.Gateway.ping.name: return .pong
+        case Methods.Gateway.help.name: return encoded(help())
+        case Methods.Gateway.status.name: return encoded(Status(backends: backends.status(), connections: .init(open: connections.value, limit: limits.maxConnections)))
+        case Methods.Auth.resume.name: return authenticator.resume(params: call.params, client: client, deadline: deadline, completion: completion)
+        case Methods.Gateway.subscribe.name: return subscriber(connectionToken, client: client, deadline: deadline, completion: completion)
         default: break
         }
         guard let rule = policy.rule(for: method), backends.has(rule.service) else {
@@ -171,7 +158,7 @@ final class Dispatcher: Sendable {
         let checkBudget = optional ? max(1, deadline.remainingMilliseconds / 2) : deadline.remainingMilliseconds
         authenticator.validate(token, client: client, timeoutMilliseconds: checkBudget) { [self] result in
             switch result {
-            case .failure(let error) where error.code == .unauthenticated && method == AuthRequests.logout:
+            case .failure(let error) where error.code == .unauthenticated && method == Methods.Auth.logout.name:
                 // A session that already ended: logging out again does nothing.
                 completion(.result(Data("{}".utf8)), .signedOut(token: token))
             case .failure(let error) where error.code == .unauthenticated && ownToken:
@@ -185,7 +172,7 @@ final class Dispatcher: Sendable {
             case .success(let user):
                 if rule.access == .admin && user.role != "admin" {
                     completion(.failure(ServiceError(.permissionDenied, "\(method) needs an admin")), nil)
-                } else if method == AuthRequests.logout {
+                } else if method == Methods.Auth.logout.name {
                     // The user's connections that hear pushes check their tokens: this one may be theirs.
                     let pushes = self.pushes
                     authenticator.logout(token: token, owner: user, client: client, deadline: deadline) { outcome, change in
@@ -327,20 +314,18 @@ final class Dispatcher: Sendable {
             var description: String
         }
         var methods: [Entry]
-        /// Services that are configured but whose methods are not known yet (down since start).
+        /// Services that are configured but down now.
         var unavailable: [String]
     }
 
+    /// The built-ins, then the methods of each configured service in service-name order.
     private func help() -> Help {
-        let known = backends.knownMethods()
-        var entries = Dispatcher.builtIns.map { Help.Entry(method: $0.method, description: $0.description) }
-        for service in known.keys.sorted() {
-            // Only what the gateway offers: the policy routes it to this service.
-            entries += (known[service]?.methods ?? []).filter { policy.rule(for: $0.type)?.service == service }
-                .map { Help.Entry(method: $0.type, description: $0.description) }
+        let services = backends.status()
+        var entries = Methods.owned(by: .gateway).map { Help.Entry(method: $0.name, description: $0.summary) }
+        for service in services.map(\.service).sorted() {
+            entries += policy.methods(of: service).map { Help.Entry(method: $0.name, description: $0.summary) }
         }
-        let missing = backends.status().map(\.service).filter { known[$0] == nil }
-        return Help(methods: entries, unavailable: missing)
+        return Help(methods: entries, unavailable: services.filter { !$0.up }.map(\.service))
     }
 
     private func encoded<T: Encodable>(_ value: T) -> Outcome {

@@ -349,8 +349,8 @@ final class RESPFraming: Framing {
         func reply(_ bytes: [UInt8]) { reading.output += file(slot, bytes) }
         if listening {
             switch method {
-            case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "quit": break
-            case "ping" where words.count <= 2:
+            case Methods.Gateway.subscribe.name, Methods.Gateway.unsubscribe.name, "psubscribe", "punsubscribe", "quit": break
+            case Methods.Gateway.ping.name where words.count <= 2:
                 reply(Array("*2\r\n".utf8) + RESP.bulk(Array("pong".utf8)) + RESP.bulk(words.count == 2 ? words[1] : []))
                 return
             default:
@@ -363,10 +363,10 @@ final class RESPFraming: Framing {
             reply(RESP.simple("OK"))
             close(&reading)
             return
-        case "subscribe" where words.count < 2, "psubscribe" where words.count < 2:
+        case Methods.Gateway.subscribe.name where words.count < 2, "psubscribe" where words.count < 2:
             reply(RESP.error("ERR", "wrong number of arguments for '\(method)' command"))
             return
-        case "subscribe", "unsubscribe", "psubscribe", "punsubscribe":
+        case Methods.Gateway.subscribe.name, Methods.Gateway.unsubscribe.name, "psubscribe", "punsubscribe":
             var params: [UInt8] = Array((method.hasPrefix("p") ? #"{"patterns":["# : #"{"topics":["#).utf8)
             for (i, word) in words.dropFirst().enumerated() {
                 if i > 0 { params.append(UInt8(ascii: ",")) }
@@ -379,7 +379,7 @@ final class RESPFraming: Framing {
         case "ssubscribe", "sunsubscribe":
             reply(RESP.error("ERR", "\(method.uppercased()) is not supported: there are no shard channels here; use SUBSCRIBE"))
             return
-        case "ping" where words.count == 2, "echo" where words.count == 2:
+        case Methods.Gateway.ping.name where words.count == 2, "echo" where words.count == 2:
             reply(RESP.bulk(words[1]))
             return
         case "echo":
@@ -453,7 +453,7 @@ final class RESPFraming: Framing {
     /// password of no user or of the user `default`), a username and password log in.
     private static func signIn(_ username: String?, _ secret: String) -> Call {
         let params = username == nil || username == "default" ? ["token": secret] : ["username": username ?? "", "password": secret]
-        let method = params["token"] != nil ? "auth.resume" : AuthRequests.login
+        let method = params["token"] != nil ? Methods.Auth.resume.name : Methods.Auth.login.name
         return Call(method: method, params: Authenticator.json(params))
     }
 

@@ -47,68 +47,61 @@ public enum NotifyService {
         var table = HandlerTable<NotifyStore>()
 
         // The form.
-        table.on("annotations.form", description: "the annotation form; with lat and lon only the choices valid there; lang for labels") {
+        table.on(Methods.Annotations.form) {
             (request: FormRequest, _, store) -> FormView in
             try store.formView(request)
         }
-        table.onRaw("annotations.form.set", .write, description: "replace the form with {form} of a greater version (admins only)") { context, store in
+        table.onRaw(Methods.Annotations.formSet) { context, _, store in
             let reply = try store.setForm(context)
             return Response(body: try JSONCoding.encoder.encode(reply))
         }
 
         // Annotations.
-        table.on("annotations.submit", .write, description: "post an annotation: lat, lon, values of the form, text up to 500 characters") {
-            (request: SubmitRequest, context, store) -> AnnotationJSON in
-            try store.submit(request, caller: try store.caller(context))
+        table.on(Methods.Annotations.submit) { (request: SubmitRequest, caller, _, store) -> AnnotationJSON in
+            try store.submit(request, caller: caller)
         }
-        table.on("annotations.get", description: "a live annotation by id") { (request: AnnotationRef, _, store) -> AnnotationJSON in
+        table.on(Methods.Annotations.get) { (request: AnnotationRef, _, store) -> AnnotationJSON in
             guard let found = try store.liveAnnotation(request.id, now: store.now) else { throw NotifyStore.noAnnotation(request.id) }
             return found.wire()
         }
-        table.on("annotations.delete", .write, description: "delete an annotation by id (its author or an admin)") {
-            (request: AnnotationRef, context, store) -> AnnotationDeleted in
-            try store.delete(request.id, caller: try store.caller(context))
+        table.on(Methods.Annotations.delete) { (request: AnnotationRef, caller, _, store) -> AnnotationDeleted in
+            try store.delete(request.id, caller: caller)
             return AnnotationDeleted(id: request.id)
         }
-        table.on("annotations.nearby", description: "live annotations within radius_m of lat, lon, nearest first, paged") {
+        table.on(Methods.Annotations.nearby) {
             (request: NearbyRequest, _, store) -> AnnotationPage in
             try store.nearby(request)
         }
-        table.on("annotations.viewport", description: "live annotations inside south, west, north, east, by id, paged") {
+        table.on(Methods.Annotations.viewport) {
             (request: ViewportRequest, _, store) -> AnnotationPage in
             try store.viewport(request)
         }
-        table.on("annotations.import", .write, description: "load annotations from another system: lat, lon, values, text?, created_at (last 12 h), external_id (admins only)") {
-            (request: ImportRequest, context, store) -> Imported in
-            try store.importAnnotations(request, caller: try store.caller(context))
+        table.on(Methods.Annotations.import) { (request: ImportRequest, caller, _, store) -> Imported in
+            try store.importAnnotations(request, caller: caller)
         }
-        table.on("annotations.sync", description: "what changed since the cursor (all live ones without it), in a box if given, and when to ask again") {
-            (request: SyncRequest, context, store) -> SyncPage in
-            try store.sync(request, caller: try context.auth.map { _ in try store.caller(context) })
+        table.on(Methods.Annotations.sync) { (request: SyncRequest, context, store) -> SyncPage in
+            try store.sync(request, caller: try Caller.optional(context).map(store.admit))
         }
-        table.on("annotations.purge", .write, description: "internal (the service's own, every minute): delete what is older than 12 h") {
+        table.on(Methods.Annotations.purge) {
             (_: Empty, _, store) -> Purged in
             try store.purge()
         }
 
         // Settings, reports, inbox.
-        table.on("notify.settings.get", description: "your alert settings") { (_: Empty, context, store) -> SettingsJSON in
-            try store.settingsJSON(of: try store.caller(context).id)
+        table.on(Methods.Notify.settingsGet) { (_: Empty, caller, _, store) -> SettingsJSON in
+            try store.settingsJSON(of: caller.id)
         }
-        table.on("notify.settings.set", .write, description: "change alerts, radius_m (50-5000), timezone, app_timer_min, idle_timer_min") {
-            (request: SettingsChange, context, store) -> SettingsJSON in
-            try store.setSettings(request, caller: try store.caller(context))
+        table.on(Methods.Notify.settingsSet) { (request: SettingsChange, caller, _, store) -> SettingsJSON in
+            try store.setSettings(request, caller: caller)
         }
-        table.on("notify.location", .write, description: "report your position (lat, lon, at?): the alerts it makes, also pushed as notify.alert") {
-            (request: LocationRequest, context, store) -> AlertList in
-            try store.report(request, caller: try store.caller(context))
+        table.on(Methods.Notify.location) { (request: LocationRequest, caller, _, store) -> AlertList in
+            try store.report(request, caller: caller)
         }
-        table.on("notify.inbox", description: "your alerts not yet acknowledged, oldest first, paged") {
-            (request: InboxRequest, context, store) -> InboxPage in
-            try store.inbox(request, caller: try store.caller(context))
+        table.on(Methods.Notify.inbox) { (request: InboxRequest, caller, _, store) -> InboxPage in
+            try store.inbox(request, caller: caller)
         }
-        table.on("notify.ack", .write, description: "acknowledge inbox entries by ids (at most 100)") { (request: AckRequest, context, store) -> Acked in
-            try store.ack(request.ids, caller: try store.caller(context))
+        table.on(Methods.Notify.ack) { (request: AckRequest, caller, _, store) -> Acked in
+            try store.ack(request.ids, caller: caller)
         }
 
         let initialForm = options.initialForm
@@ -122,7 +115,7 @@ public enum NotifyService {
                 if let initialForm { try store.storeInitialForm(initialForm) }
                 return store
             })
-        definition.periodic = [PeriodicRequest(type: "annotations.purge", intervalMilliseconds: NotifyStore.purgeIntervalMilliseconds)]
+        definition.periodic = [PeriodicRequest(Methods.Annotations.purge, intervalMilliseconds: NotifyStore.purgeIntervalMilliseconds)]
         return definition
     }
 

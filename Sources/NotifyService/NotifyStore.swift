@@ -4,15 +4,6 @@ import Geo
 import ServiceKit
 import Storage
 
-/// The signed-in user a request comes from, as the envelope's `auth` says (the gateway fills
-/// it in after `auth.validate`; notify keeps no users of its own).
-struct Caller {
-    let id: Int64
-    let isAdmin: Bool
-    /// The client connection the request came on, as the gateway names it (`auth.origin`).
-    var origin: String? = nil
-}
-
 /// One stored annotation, as read back from the `annotations` table.
 struct StoredAnnotation {
     let id: Int64
@@ -35,7 +26,7 @@ struct StoredAnnotation {
 
 /// The notify service's tables and the queries over them, on one worker thread's connection.
 /// Annotations, settings and alerts each add their part in their own file.
-public final class NotifyStore: ServiceState {
+public final class NotifyStore: ServiceState, AdmitsCallers {
     public let worker: ServiceWorker
     let options: NotifyOptions
     var db: Database { worker.db }
@@ -56,17 +47,12 @@ public final class NotifyStore: ServiceState {
     /// A time in milliseconds as a `Date`.
     static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
 
-    /// The caller, or `unauthenticated` when the request carries no usable identity or its user
-    /// was erased a moment ago (a request signed in before the deletion, arriving after it: in a
-    /// write, this runs in its transaction, so it cannot make a row of the user again). Identity
-    /// comes only from the envelope; an admin is a caller whose `auth.role` is `admin`.
-    func caller(_ context: RequestContext) throws(ServiceError) -> Caller {
-        guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
-        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else {
-            throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
-        }
-        try erased.refuse(id, now: now)
-        return Caller(id: id, isAdmin: auth.role == "admin", origin: auth.origin)
+    /// Refuses (`unauthenticated`) a caller whose user was erased a moment ago: a request
+    /// signed in before the deletion, arriving after it (in a write, this runs in its
+    /// transaction, so it cannot make a row of the user again). Notify keeps no users of its own.
+    public func admit(_ caller: Caller) throws -> Caller {
+        try erased.refuse(caller.id, now: now)
+        return caller
     }
 
     /// A point from a request's `lat` and `lon`: `invalid_argument` naming the one out of range.

@@ -34,7 +34,7 @@ public final class SearchStore: ServiceState {
         let stale = categories == nil ? 5_000_000_000 : 60_000_000_000 as UInt64
         guard now - categoriesFetched > stale || categoriesFetched == 0 else { return categories }
         categoriesFetched = now
-        if let list = try? worker.peers.client("catalog").call(CatalogRequests.categories, Empty(), as: CategoryList.self, timeoutMilliseconds: 200) {
+        if let list = try? worker.peers.client("catalog").call(Methods.Catalog.categories.name, Empty(), as: CategoryList.self, timeoutMilliseconds: 200) {
             categories = Set(list.categories.map(\.id))
         }
         return categories
@@ -50,7 +50,7 @@ public enum SearchService {
     public static func definition() -> ServiceDefinition<SearchStore> {
         let memory = NearbyMemory()
         var table = HandlerTable<SearchStore>()
-        table.onRaw("search.nearby", description: "places within radius_m of lat/lon, by distance (or rating, popularity), filtered, paged") {
+        table.onRaw(Methods.Search.nearby) {
             context, store in
             // A plain body by span, any other through the decoder; the reply is written, not encoded.
             let query = try context.scannedBody.flatMap(NearbyQuery.init(spans:)) ?? context.body(NearbyQuery.self)
@@ -64,7 +64,7 @@ public enum SearchService {
             // Memory has had its turn: the index answers, memory's work not done again.
             return Response(body: try store.snapshot { try maps.nearbyFromIndex(query) })
         }
-        table.on("search.viewport", description: "places inside a map box south/west/north/east (may cross the 180th meridian), paged") {
+        table.on(Methods.Search.viewport) {
             (query: ViewportQuery, _, store) in
             let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
             return try store.snapshot { try maps.viewport(query) }
@@ -73,30 +73,30 @@ public enum SearchService {
         // deferred writer once answered: the read never waits for a write.
         let erased = RecentlyErased(windowMilliseconds: PerformedSearches.erasedWindowMs)
         let performed = PerformedSearches.queue(erased: erased)
-        table.on("search.text", description: "places matching words q (typos forgiven), optionally near a point or in a box, by relevance, paged") {
+        table.on(Methods.Search.text) {
             (query: TextQuery, context, store) in
             let text = store.text  // outside the transaction: it may ask the catalog for its categories
             let page = try store.snapshot { try text.search(query) }
             PerformedSearches.record(query, auth: context.auth, into: performed, erased: erased)
             return page
         }
-        table.on("search.autocomplete", description: "place names and categories starting with prefix, with match offsets") {
+        table.on(Methods.Search.autocomplete) {
             (query: AutocompleteQuery, _, store) in
             let text = store.text  // outside the transaction: it may ask the catalog for its categories
             return try store.snapshot { try text.autocomplete(query) }
         }
-        table.on("search.popular", description: "the places to show at `at` (default now), near a point or in a box: events in season first, then by popularity") {
+        table.on(Methods.Search.popular) {
             (query: PopularQuery, _, store) in
             let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
             return try store.snapshot { try PopularQueries(maps: maps).popular(query) }
         }
         // Directions: straight lines and estimates (no road router; see Directions.swift).
         let router = GreatCircleRouter()
-        table.on("directions.get", description: "distance, bearing, an estimated time and map-app links from a point to a place or point, by mode") {
+        table.on(Methods.Directions.get) {
             (query: DirectionsQuery, _, store) in
             try store.snapshot { try DirectionQueries(db: store.worker.db, router: router).directions(query) }
         }
-        table.on("directions.plan", description: "the order of up to 25 places from a start that makes the trip shortest (exact up to 12), with its legs") {
+        table.on(Methods.Directions.plan) {
             (query: TripQuery, _, store) in
             try store.snapshot { try DirectionQueries(db: store.worker.db, router: router).plan(query) }
         }

@@ -367,7 +367,7 @@ struct SubscriberLoop: Sendable {
     /// is rebuilt from a snapshot and a cache forgets all and goes on from the head.
     private func catchUp(_ opened: OpenedStore, client: RPCClient, cursor: inout EventCursor?) throws {
         func ask(after: Int64, limit: Int) throws -> RPCClient.PendingReply {
-            client.start(type: SystemRequests.replay, body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: limit)),
+            client.start(type: Methods.System.replay.name, body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: limit)),
                          timeoutMilliseconds: options.requestTimeoutMilliseconds)
         }
         // The next batch is asked for before this one is applied, so the publisher reads while we write.
@@ -453,7 +453,7 @@ struct SubscriberLoop: Sendable {
         do {
             var after: String?
             repeat {
-                let reply = try client.request(type: SystemRequests.snapshot, body: try JSONCoding.encoder.encode(SnapshotRequest(after: after, limit: options.snapshotBatch)),
+                let reply = try client.request(type: Methods.System.snapshot.name, body: try JSONCoding.encoder.encode(SnapshotRequest(after: after, limit: options.snapshotBatch)),
                                                timeoutMilliseconds: options.requestTimeoutMilliseconds)
                 let page = try reply.body(SnapshotReply.self)
                 // Pages of another epoch are of another history: start over.

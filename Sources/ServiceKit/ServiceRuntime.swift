@@ -236,14 +236,14 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
                                           authenticator: ZAPAuthenticator?, subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
         let name = definition.name
-        table.on(SystemRequests.ping, description: "liveness: the service name and its clock") { (_: Empty, _, _) -> PingReply in
+        table.on(Methods.System.ping) { (_: Empty, _, _) -> PingReply in
             PingReply(service: name, time: Logger.timestamp())
         }
         // The service's own request types: sys.* belong to the runtime and are not offered to clients.
         let methods = MethodList(methods: (definition.handlers.descriptions.map { MethodList.Method(type: $0.type, description: $0.description) }))
-        table.on(SystemRequests.methods, description: "the request types this service answers") { (_: Empty, _, _) -> MethodList in methods }
+        table.on(Methods.System.methods) { (_: Empty, _, _) -> MethodList in methods }
         let publishes = definition.publishes
-        table.on(SystemRequests.stats) { (_: Empty, _, state) -> Stats in
+        table.on(Methods.System.stats) { (_: Empty, _, state) -> Stats in
             var outbox: OutboxInfo?
             if publishes {
                 let box = Outbox(database: state.worker.db)
@@ -254,7 +254,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             return Stats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following, curve: curve)
         }
         let backups = BackupGate()
-        table.on(SystemRequests.backup) { (request: BackupRequest, _, state) -> BackupReply in
+        table.on(Methods.System.backup) { (request: BackupRequest, _, state) -> BackupReply in
             try backups.run(service: name) {
                 let started = monotonicNanos()
                 let bytes = try DatabaseBackup.write(from: state.worker.db, to: request.to)
@@ -270,7 +270,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             }
         }
         guard publishes else { return }
-        table.onRaw(SystemRequests.replay) { context, state in
+        table.onRaw(Methods.System.replay) { context, state in
             let request = try context.body(ReplayRequest.self)
             let limit = SystemRequests.batch.clamped(request.limit)
             guard request.after >= 0 else { throw ServiceError.invalid("after", "must be 0 or more") }
@@ -288,7 +288,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             }
         }
         guard let snapshot = definition.snapshot else { return }
-        table.onRaw(SystemRequests.snapshot) { context, state in
+        table.onRaw(Methods.System.snapshot) { context, state in
             let request = try context.body(SnapshotRequest.self)
             let limit = SystemRequests.batch.clamped(request.limit)
             let db = state.worker.db
@@ -381,9 +381,9 @@ final class PeriodicRequests: Sendable {
                 let now = monotonicNanos()
                 for (i, request) in requests.enumerated() where due[i] <= now {
                     do {
-                        _ = try client.request(type: request.type, body: Data("{}".utf8), timeoutMilliseconds: 30_000)
+                        _ = try client.request(type: request.method.name, body: Data("{}".utf8), timeoutMilliseconds: 30_000)
                     } catch {
-                        logger.warn("periodic request failed", ["type": request.type, "error": error])
+                        logger.warn("periodic request failed", ["type": request.method.name, "error": error])
                     }
                     // The next one an interval after this one is answered: two runs of a request
                     // are never closer than the interval, however late a busy service ran this one.

@@ -153,11 +153,11 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
 
 /// A request a service sends itself at start, then `intervalMilliseconds` after each one is answered, with an empty body.
 public struct PeriodicRequest: Sendable {
-    public var type: String
+    public var method: MethodDeclaration
     public var intervalMilliseconds: Int
 
-    public init(type: String, intervalMilliseconds: Int) {
-        self.type = type
+    public init(_ method: MethodDeclaration, intervalMilliseconds: Int) {
+        self.method = method
         self.intervalMilliseconds = intervalMilliseconds
     }
 }

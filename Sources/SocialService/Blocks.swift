@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import ServiceKit
 import Storage
 
 // Blocks: a user who blocks another is hidden from them, and they from the user, everywhere

@@ -19,7 +19,7 @@ extension SocialStore {
     /// The push of a message, to each recipient and to the sender's other connections.
     static let messageTopic = "chat.message"
     /// The push of a read mark, to the reader's other connections.
-    static let readTopic = "chat.read"
+    static let readTopic = Methods.Chat.read.name
     /// Page cursors of `chat.conversations`: the id of the last message of the last conversation seen.
     static let conversationCursor = IDCursor(tag: "c|", minimum: 1)
 

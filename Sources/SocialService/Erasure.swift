@@ -20,8 +20,6 @@ public struct AccountDeleted: Codable, Sendable, Equatable {
 }
 
 extension SocialStore {
-    /// The request type of deleting one's account.
-    static let deleteAccountType = "auth.delete"
     /// What an outbox row that named a deleted user becomes: its `seq` stays (replay stays
     /// gap-free), its body is `{}`, and every follower ignores the type.
     public static let redactedType = "social.redacted"

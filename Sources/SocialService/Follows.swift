@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import ServiceKit
 import Storage
 
 /// `social.follow` and `social.unfollow`.

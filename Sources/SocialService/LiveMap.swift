@@ -224,8 +224,6 @@ enum LiveMapRules {
     static let shownMs: Int64 = 3_600_000
     static let positionTopic = "group.position"
     static let followedTopic = "group.followed"
-    /// The request type of the flush of held positions, which the service sends itself.
-    static let flushType = "groups.position.flush"
 
     /// The report checked, each field named: `invalid_argument` otherwise.
     static func check(_ report: PositionReport) throws(ServiceError) {

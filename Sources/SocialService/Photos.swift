@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import ServiceKit
@@ -95,7 +96,7 @@ enum PhotoRules {
     /// minutes after it begins.
     static let uploads = ChunkedUploads(table: "photo_uploads", chunkTable: "photo_upload_chunks", ownerColumn: "user_id",
                                         maxBytes: jpeg.maxBytes, maxOpen: 64, maxOpenPerOwner: 3,
-                                        noun: "a photo", usedBy: "profile.photo.upload.commit", lifetimeSeconds: 600)
+                                        noun: "a photo", usedBy: Methods.Profile.photoUploadCommit.name, lifetimeSeconds: 600)
     /// A commit that finds the one photo decode under way.
     static let busy = ServiceError(.unavailable, "busy with another photo; try again in a moment")
 

@@ -301,8 +301,6 @@ extension SocialStore {
     static let reviewWindowMs: Int64 = 30 * 86_400_000
     /// The most places one sweep publishes again; the rest wait for the next.
     static let sweepBatch = 500
-    /// The request type of the sweep, which the service sends itself.
-    static let sweepType = "social.ratings.sweep"
 
     /// Publishes again the rating of each place whose oldest recent review has left the
     /// window since, so `reviews_30d` follows time without any write (at most `sweepBatch`).

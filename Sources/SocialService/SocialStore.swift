@@ -5,16 +5,9 @@ import Geo
 import ServiceKit
 import Storage
 
-/// The signed-in user a request comes from: the envelope's `auth`, checked against the users
-/// table (whose role, not the envelope's, decides what they may do).
-struct Caller {
-    let id: Int64
-    let isAdmin: Bool
-}
-
 /// The social service's tables and the queries over them, on one worker thread's connection.
 /// Accounts, profiles, reviews and follows each add their part in their own file.
-public final class SocialStore: ServiceState {
+public final class SocialStore: ServiceState, AdmitsCallers {
     public let worker: ServiceWorker
     let options: SocialOptions
     let decoy: DecoyHash
@@ -47,14 +40,19 @@ public final class SocialStore: ServiceState {
     /// A time (now by default, from the service's clock) as Tourbus writes times.
     func timestamp(_ date: Date? = nil) -> String { Logger.timestamp(date ?? options.clock()) }
 
-    /// The caller, or `unauthenticated` when the request carries no identity or an unknown one.
-    /// Identity comes only from the envelope: ids in bodies never say who is asking.
+    /// The caller of a request that needs one (`Caller.of`), as `admit` checks it.
     func caller(_ context: RequestContext) throws -> Caller {
-        guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
-        guard let id = Int64(auth.userId), let role = try db.queryOne("SELECT role FROM users WHERE id = ?", id)?.decode("role", as: String.self) else {
-            throw ServiceError(.unauthenticated, "no user with id \(auth.userId)")
+        try admit(Caller.of(context))
+    }
+
+    /// The caller with the users table's role (not the envelope's: it decides what they may
+    /// do), or `unauthenticated` when the account is gone.
+    public func admit(_ caller: Caller) throws -> Caller {
+        guard let role = try db.queryOne("SELECT role FROM users WHERE id = ?", caller.id)?.decode("role", as: String.self) else {
+            throw ServiceError(.unauthenticated, "no user with id \(caller.id)")
         }
-        return Caller(id: id, isAdmin: role == Role.admin.rawValue)
+        guard let known = Role(rawValue: role) else { throw ServiceError(.internal, "user \(caller.id) has an unknown role") }
+        return Caller(id: caller.id, role: known, origin: caller.origin)
     }
 
     /// `unauthenticated` unless the caller's account still exists: for a write whose caller
@@ -105,7 +103,7 @@ public final class SocialStore: ServiceState {
     private func catalogPlace<Place: Decodable>(_ id: Int64, _ context: RequestContext, as: Place.Type) throws -> Place {
         do {
             let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
-            return try worker.peers.client("catalog").call(CatalogRequests.get, PlaceID(id: id), as: Place.self, timeoutMilliseconds: timeout)
+            return try worker.peers.client("catalog").call(Methods.Catalog.get.name, PlaceID(id: id), as: Place.self, timeoutMilliseconds: timeout)
         } catch let error where error.code == .notFound && error.field == "id" {
             throw ServiceError(.notFound, "no place with id \(id)", field: "place_id")
         } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {

@@ -96,10 +96,10 @@ extension TourbusCommand {
         case .failure(let status): return status.code
         }
         return withService(endpoint: endpoint, curve: curve) { client in
-            let name = try client.request(type: SystemRequests.ping, body: Data("{}".utf8), timeoutMilliseconds: 5_000).body(PingReply.self).service
+            let name = try client.request(type: Methods.System.ping.name, body: Data("{}".utf8), timeoutMilliseconds: 5_000).body(PingReply.self).service
             let path = (folder as NSString).standardizingPath + "/" + backupName(service: name, at: Date())
             let body = try JSONCoding.encoder.encode(BackupRequest(to: path))
-            return try client.request(type: SystemRequests.backup, body: body, timeoutMilliseconds: timeout).bodyJSON
+            return try client.request(type: Methods.System.backup.name, body: body, timeoutMilliseconds: timeout).bodyJSON
         }
     }
 

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import Sealing
@@ -258,7 +259,7 @@ public enum TourbusCommand {
             return 2
         }
         guard let body = try? JSONSerialization.data(withJSONObject: fields) else { return 2 }
-        return callService(endpoint: endpoint, type: "admin.create", body: body, timeout: 10_000)
+        return callService(endpoint: endpoint, type: Methods.Admin.create.name, body: body, timeout: 10_000)
     }
 
     // MARK: keys

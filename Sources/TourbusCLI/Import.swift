@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import ContentImport
 import Foundation
@@ -138,7 +139,7 @@ extension TourbusCommand {
             let reply = try client.request(type: type, body: try JSONSerialization.data(withJSONObject: body), timeoutMilliseconds: 30_000)
             return (try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any]) ?? [:]
         }
-        let begun = try call("catalog.import.begin", ["format": format, "dry_run": dryRun])
+        let begun = try call(Methods.Catalog.importBegin.name, ["format": format, "dry_run": dryRun])
         guard let id = begun["import_id"] as? String else { throw ServiceError(.internal, "catalog.import.begin answered no import_id") }
         for (name, bytes) in [("", files.document)] + files.images {
             let file = name.isEmpty ? "" : #","file":"# + String(decoding: try JSONCoding.encoder.encode(name), as: UTF8.self)
@@ -146,13 +147,13 @@ extension TourbusCommand {
                 // Written, not serialized: base64 needs no escaping, and Foundation's writer
                 // spent most of a chunk's time on its half a megabyte of text.
                 let body = #"{"import_id":"\#(id)","offset":\#(offset)\#(file),"chunk":""# + chunk + #""}"#
-                _ = try client.request(type: "catalog.import.append", body: Data(body.utf8), timeoutMilliseconds: 30_000)
+                _ = try client.request(type: Methods.Catalog.importAppend.name, body: Data(body.utf8), timeoutMilliseconds: 30_000)
             }
         }
-        _ = try call("catalog.import.commit", ["import_id": id])
+        _ = try call(Methods.Catalog.importCommit.name, ["import_id": id])
         let deadline = monotonicNanos() + UInt64(timeoutMilliseconds) * 1_000_000
         while true {
-            let status = try client.request(type: "catalog.import.status", body: Data(#"{"import_id":"\#(id)"}"#.utf8), timeoutMilliseconds: 30_000)
+            let status = try client.request(type: Methods.Catalog.importStatus.name, body: Data(#"{"import_id":"\#(id)"}"#.utf8), timeoutMilliseconds: 30_000)
             let object = (try JSONSerialization.jsonObject(with: status.bodyJSON) as? [String: Any]) ?? [:]
             switch object["state"] as? String {
             case "done": return status.bodyJSON

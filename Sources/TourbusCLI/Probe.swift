@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import ServiceCore
@@ -50,7 +51,7 @@ enum ProbeCommand {
         }
         defer { client.close() }
         do {
-            _ = try client.request(type: "sys.ping", body: Data("{}".utf8), timeoutMilliseconds: target.timeoutMilliseconds)
+            _ = try client.request(type: Methods.System.ping.name, body: Data("{}".utf8), timeoutMilliseconds: target.timeoutMilliseconds)
         } catch {
             TourbusCommand.printError("probe: \(target.endpoint) did not answer sys.ping: \(error.description)")
             return 1

@@ -338,7 +338,7 @@ enum DemoLoader {
 
     /// Creates every demo place when the catalog has none; returns how many were created.
     static func loadIfEmpty(_ catalog: RPCClient) throws -> Int {
-        let page = try catalog.request(type: "catalog.list", body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
+        let page = try catalog.request(type: Methods.Catalog.list.name, body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
         guard let body = try JSONSerialization.jsonObject(with: page.bodyJSON) as? [String: Any],
               (body["places"] as? [Any])?.isEmpty == true else { return 0 }
         let places: [PlaceInput]
@@ -349,7 +349,7 @@ enum DemoLoader {
         }
         var created = 0
         for place in places {
-            _ = try catalog.request(type: CatalogRequests.create, body: try JSONCoding.encoder.encode(place), timeoutMilliseconds: 5_000)
+            _ = try catalog.request(type: Methods.Catalog.create.name, body: try JSONCoding.encoder.encode(place), timeoutMilliseconds: 5_000)
             created += 1
         }
         return created
@@ -358,14 +358,14 @@ enum DemoLoader {
     /// Creates the demo tours when the catalog has no tour and has every stop of them (found
     /// by their demo external ids, reading at most 100 pages of places); returns how many.
     static func loadToursIfNone(_ catalog: RPCClient) throws -> Int {
-        let existing = try catalog.request(type: "tours.list", body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
+        let existing = try catalog.request(type: Methods.Tours.list.name, body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
         guard let body = try JSONSerialization.jsonObject(with: existing.bodyJSON) as? [String: Any],
               (body["tours"] as? [Any])?.isEmpty == true else { return 0 }
         var demoIds: [String: Int64] = [:]
         var cursor: String?
         for _ in 0..<100 {
             let request = #"{"limit":100\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#
-            let page = try catalog.request(type: "catalog.list", body: Data(request.utf8), timeoutMilliseconds: 5_000)
+            let page = try catalog.request(type: Methods.Catalog.list.name, body: Data(request.utf8), timeoutMilliseconds: 5_000)
             let list = try JSONCoding.decoder.decode(PlaceList.self, from: page.bodyJSON)
             for place in list.places { if let demo = place.externalIds["demo"] { demoIds[demo] = place.id } }
             guard let next = list.nextCursor else { break }
@@ -377,11 +377,11 @@ enum DemoLoader {
             guard ids.count == stops.count else { continue }
             var tour = input
             tour.stops = ids
-            let reply = try catalog.request(type: "tours.create", body: try JSONCoding.encoder.encode(tour), timeoutMilliseconds: 5_000)
+            let reply = try catalog.request(type: Methods.Tours.create.name, body: try JSONCoding.encoder.encode(tour), timeoutMilliseconds: 5_000)
             let made = try JSONCoding.decoder.decode(Tour.self, from: reply.bodyJSON)
             try setDemoMap(catalog, tour: made.id, stops: try ids.map { id in
                 let place = try JSONCoding.decoder.decode(Place.self, from: try catalog.request(
-                    type: CatalogRequests.get, body: Data(#"{"id":\#(id)}"#.utf8), timeoutMilliseconds: 5_000).bodyJSON)
+                    type: Methods.Catalog.get.name, body: Data(#"{"id":\#(id)}"#.utf8), timeoutMilliseconds: 5_000).bodyJSON)
                 return Coordinate(uncheckedLatitude: place.lat, longitude: place.lon)
             })
             created += 1
@@ -397,13 +397,13 @@ enum DemoLoader {
             let reply = try catalog.request(type: type, body: try JSONSerialization.data(withJSONObject: body), timeoutMilliseconds: 30_000)
             return (try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any]) ?? [:]
         }
-        guard let upload = try call("tours.map.upload.begin", [:])["upload_id"] as? String else { throw Failure(description: "no upload_id") }
+        guard let upload = try call(Methods.Tours.mapUploadBegin.name, [:])["upload_id"] as? String else { throw Failure(description: "no upload_id") }
         try TourbusCommand.sendChunks(map.jpeg) { offset, chunk in
-            _ = try call("tours.map.upload.append", ["upload_id": upload, "offset": offset, "chunk": chunk])
+            _ = try call(Methods.Tours.mapUploadAppend.name, ["upload_id": upload, "offset": offset, "chunk": chunk])
         }
-        _ = try call("tours.map.upload.commit", ["upload_id": upload])
+        _ = try call(Methods.Tours.mapUploadCommit.name, ["upload_id": upload])
         let points = map.controlPoints.map { ["x": $0.x, "y": $0.y, "lat": $0.coordinate.latitude, "lon": $0.coordinate.longitude] }
-        _ = try call("tours.map.set", ["tour_id": tour, "upload_id": upload, "points": points])
+        _ = try call(Methods.Tours.mapSet.name, ["tour_id": tour, "upload_id": upload, "points": points])
     }
 
     /// A page of `catalog.list`, as far as the demo loader reads it.
@@ -424,7 +424,7 @@ enum DemoLoader {
     /// (registered with social on the first run, its id kept in the data directory); how many.
     static func postAnnotationsIfNone(_ notify: RPCClient, social: RPCClient, dataDirectory: String) throws -> Int {
         let sydney = #"{"south":-34.2,"west":150.5,"north":-33.5,"east":151.5,"limit":1}"#
-        let live = try notify.request(type: "annotations.viewport", body: Data(sydney.utf8), timeoutMilliseconds: 5_000)
+        let live = try notify.request(type: Methods.Annotations.viewport.name, body: Data(sydney.utf8), timeoutMilliseconds: 5_000)
         guard let page = try JSONSerialization.jsonObject(with: live.bodyJSON) as? [String: Any],
               (page["annotations"] as? [Any])?.isEmpty == true else { return 0 }
         let file = demoUserFile(dataDirectory)
@@ -433,14 +433,14 @@ enum DemoLoader {
             // Nobody signs in as it: its password is thrown away.
             let password = "Demo-\(UInt64.random(in: 0...UInt64.max))-Pass-1"
             let body = #"{"username":"sydney_demo","email":"sydney-demo@tourbus.example","name":"Sydney demo","password":"\#(password)"}"#
-            let registered = try social.request(type: AuthRequests.register, body: Data(body.utf8), timeoutMilliseconds: 30_000)
+            let registered = try social.request(type: Methods.Auth.register.name, body: Data(body.utf8), timeoutMilliseconds: 30_000)
             let user = try JSONCoding.decoder.decode(PublicUser.self, from: registered.bodyJSON)
             try String(user.id).write(toFile: file, atomically: true, encoding: .utf8)
             userId = user.id
         }
         let author = Auth(userId: String(userId ?? 0), role: "user")
         for annotation in DemoData.sydneyAnnotations {
-            _ = try notify.request(type: "annotations.submit", body: Data(annotation.utf8), auth: author, timeoutMilliseconds: 5_000)
+            _ = try notify.request(type: Methods.Annotations.submit.name, body: Data(annotation.utf8), auth: author, timeoutMilliseconds: 5_000)
         }
         return DemoData.sydneyAnnotations.count
     }

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import LoadKit
 
@@ -25,11 +26,11 @@ enum LoadCommand {
         let places = value("--places").flatMap(Int.init) ?? 1_000
         var random = Random(state: 2026)
         let towns = value("--cities").map(Town.read) ?? []
-        func get() -> (String, String) { ("catalog.get", #"{"id":\#(1 + Int(random.next() % UInt64(max(1, places))))}"#) }
+        func get() -> (String, String) { (Methods.Catalog.get.name, #"{"id":\#(1 + Int(random.next() % UInt64(max(1, places))))}"#) }
         func nearby() -> (String, String) {
             guard !towns.isEmpty else { fail("--mix nearby and mixed need --cities CSV") }
             let town = random.pick(towns)
-            return ("search.nearby", #"{"lat":\#(town.lat),"lon":\#(town.lon),"radius_m":50000,"limit":20}"#)
+            return (Methods.Search.nearby.name, #"{"lat":\#(town.lat),"lon":\#(town.lon),"radius_m":50000,"limit":20}"#)
         }
         // A pool of requests, cycled: the draws are made before the clock starts.
         var pool: [(method: String, params: String)] = []
@@ -40,7 +41,7 @@ enum LoadCommand {
             case "nearby": pool.append(nearby())
             case "mixed":
                 if i % 10 == 9 {
-                    pool.append(("catalog.create", #"{"name":"Load \#(i)","category":"park","lat":\#(-33.9 + Double(i % 100) / 1000),"lon":151.2}"#))
+                    pool.append((Methods.Catalog.create.name, #"{"name":"Load \#(i)","category":"park","lat":\#(-33.9 + Double(i % 100) / 1000),"lon":151.2}"#))
                 } else {
                     pool.append(i % 2 == 0 ? get() : nearby())
                 }

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import Synchronization
@@ -83,7 +84,7 @@ enum PerformedCommand {
                 let body = #"{"name":"\#(name)","category":"attraction","lat":\#(-34 + rng.unit()),"lon":\#(150.5 + rng.unit())}"#
                 inFlight.wait()
                 created.enter()
-                catalog.send(type: "catalog.create", body: Data(body.utf8), timeoutMilliseconds: 60_000) { result in
+                catalog.send(type: Methods.Catalog.create.name, body: Data(body.utf8), timeoutMilliseconds: 60_000) { result in
                     if case .failure = result { failures.withLock { $0 += 1 } }
                     inFlight.signal()
                     created.leave()
@@ -99,7 +100,7 @@ enum PerformedCommand {
                 var subscriptions: [Subscription]?
                 var outbox: Outbox?
             }
-            func stats() -> Stats? { try? search.call("sys.stats", Empty(), as: Stats.self, timeoutMilliseconds: 5_000) }
+            func stats() -> Stats? { try? search.call(Methods.System.stats.name, Empty(), as: Stats.self, timeoutMilliseconds: 5_000) }
             while (stats()?.subscriptions?.first { $0.source == "catalog" }?.seq ?? 0) < Int64(places) { usleep(50_000) }
 
             let searchPid = children.last?.processIdentifier ?? 0
@@ -117,7 +118,7 @@ enum PerformedCommand {
                     let auth = signedIn ? Auth(userId: String(1 + rng.next() % 1_000), role: "user") : nil
                     slots.wait()
                     done.enter()
-                    search.send(type: "search.text", body: Data(#"{"q":"\#(q)","limit":10}"#.utf8), auth: auth, timeoutMilliseconds: 30_000) { result in
+                    search.send(type: Methods.Search.text.name, body: Data(#"{"q":"\#(q)","limit":10}"#.utf8), auth: auth, timeoutMilliseconds: 30_000) { result in
                         if case .failure = result { errors.withLock { $0 += 1 } }
                         slots.signal()
                         done.leave()

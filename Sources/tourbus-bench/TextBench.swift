@@ -112,20 +112,20 @@ struct TextBench {
             return #""near":{"lat":\#(t.lat),"lon":\#(t.lon)}"#
         }
         let kinds: [(String, String, (inout Random) -> String)] = [
-            ("text 1-3 letter prefix, no point", "search.text", { r in #"{"q":\#(TextBench.quoted(prefix(&r)))}"# }),
-            ("text 1-3 letter prefix, near, 50 km", "search.text", { r in #"{"q":\#(TextBench.quoted(prefix(&r))),\#(near(&r)),"radius_m":50000}"# }),
-            ("text san / new / saint, no point", "search.text", { r in #"{"q":"\#(r.pick(common))"}"# }),
-            ("text \"san \" (whole word), no point", "search.text", { _ in #"{"q":"san "}"# }),
-            ("text san / new / saint, near, no radius", "search.text", { r in #"{"q":"\#(r.pick(common))",\#(near(&r))}"# }),
-            ("text san / new / saint, near, 50 km", "search.text", { r in #"{"q":"\#(r.pick(common))",\#(near(&r)),"radius_m":50000}"# }),
-            ("text other town's word, near, 50 km", "search.text", { r in #"{"q":\#(TextBench.quoted(r.pick(long) + " ")),\#(near(&r)),"radius_m":50000}"# }),
-            ("text 5 words, each with a typo", "search.text", { r in
+            ("text 1-3 letter prefix, no point", Methods.Search.text.name, { r in #"{"q":\#(TextBench.quoted(prefix(&r)))}"# }),
+            ("text 1-3 letter prefix, near, 50 km", Methods.Search.text.name, { r in #"{"q":\#(TextBench.quoted(prefix(&r))),\#(near(&r)),"radius_m":50000}"# }),
+            ("text san / new / saint, no point", Methods.Search.text.name, { r in #"{"q":"\#(r.pick(common))"}"# }),
+            ("text \"san \" (whole word), no point", Methods.Search.text.name, { _ in #"{"q":"san "}"# }),
+            ("text san / new / saint, near, no radius", Methods.Search.text.name, { r in #"{"q":"\#(r.pick(common))",\#(near(&r))}"# }),
+            ("text san / new / saint, near, 50 km", Methods.Search.text.name, { r in #"{"q":"\#(r.pick(common))",\#(near(&r)),"radius_m":50000}"# }),
+            ("text other town's word, near, 50 km", Methods.Search.text.name, { r in #"{"q":\#(TextBench.quoted(r.pick(long) + " ")),\#(near(&r)),"radius_m":50000}"# }),
+            ("text 5 words, each with a typo", Methods.Search.text.name, { r in
                 #"{"q":\#(TextBench.quoted((0..<5).map { _ in TextBench.typo(r.pick(long), &r) }.joined(separator: " ")))}"#
             }),
-            ("autocomplete 1-3 letters, no point", "search.autocomplete", { r in #"{"prefix":\#(TextBench.quoted(prefix(&r)))}"# }),
-            ("autocomplete 1-3 letters, near", "search.autocomplete", { r in #"{"prefix":\#(TextBench.quoted(prefix(&r))),\#(near(&r))}"# }),
-            ("autocomplete san / new / saint", "search.autocomplete", { r in #"{"prefix":"\#(r.pick(common))"}"# }),
-            ("autocomplete 5 words, each with a typo", "search.autocomplete", { r in
+            ("autocomplete 1-3 letters, no point", Methods.Search.autocomplete.name, { r in #"{"prefix":\#(TextBench.quoted(prefix(&r)))}"# }),
+            ("autocomplete 1-3 letters, near", Methods.Search.autocomplete.name, { r in #"{"prefix":\#(TextBench.quoted(prefix(&r))),\#(near(&r))}"# }),
+            ("autocomplete san / new / saint", Methods.Search.autocomplete.name, { r in #"{"prefix":"\#(r.pick(common))"}"# }),
+            ("autocomplete 5 words, each with a typo", Methods.Search.autocomplete.name, { r in
                 #"{"prefix":\#(TextBench.quoted((0..<5).map { _ in TextBench.typo(r.pick(long), &r) }.joined(separator: " ")))}"#
             }),
         ]

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import Geo
@@ -146,7 +147,7 @@ for i in 0..<placeCount {
     }
     inFlight.wait()
     loaded.enter()
-    catalog.send(type: "catalog.create", body: Data(place(i, &rng, &generatedPoints).utf8), timeoutMilliseconds: 60_000) { result in
+    catalog.send(type: Methods.Catalog.create.name, body: Data(place(i, &rng, &generatedPoints).utf8), timeoutMilliseconds: 60_000) { result in
         if case .failure = result { failures.add() }
         inFlight.signal()
         loaded.leave()
@@ -171,7 +172,7 @@ struct Stats: Decodable {
     var subscriptions: [Subscription]?
 }
 func catalogSubscription() -> Stats.Subscription? {
-    (try? search.call("sys.stats", Empty(), as: Stats.self, timeoutMilliseconds: 5_000))?.subscriptions?.first { $0.source == "catalog" }
+    (try? search.call(Methods.System.stats.name, Empty(), as: Stats.self, timeoutMilliseconds: 5_000))?.subscriptions?.first { $0.source == "catalog" }
 }
 func searchSeq() -> Int64 { catalogSubscription()?.seq ?? -1 }
 // Built when every event is applied and the bulk load's last step (its index) is done.
@@ -224,17 +225,17 @@ func measure(_ type: String, _ body: (inout Random) -> String) -> (p50: Double, 
 func near(_ r: inout Random) -> (Double, Double) { zipf.point(around: zipf.pick(&r), &r) }
 let words = ["cafe", "museum", "harbour", "park", "market", "garden", "station", "libary", "cathedrl", "bridge"]
 let results: [(String, (p50: Double, p99: Double, hits: Double))] = [
-    ("search.nearby 2 km, 20 nearest", measure("search.nearby") { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":2000}"# }),
-    ("search.nearby 50 km, 20 nearest", measure("search.nearby") { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":50000}"# }),
-    ("search.viewport ~2x2 km", measure("search.viewport") { r in
+    ("search.nearby 2 km, 20 nearest", measure(Methods.Search.nearby.name) { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":2000}"# }),
+    ("search.nearby 50 km, 20 nearest", measure(Methods.Search.nearby.name) { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":50000}"# }),
+    ("search.viewport ~2x2 km", measure(Methods.Search.viewport.name) { r in
         let (la, lo) = near(&r)
         return #"{"south":\#(la - 0.01),"west":\#(lo - 0.01),"north":\#(la + 0.01),"east":\#(lo + 0.01)}"#
     }),
-    ("search.text word + 5 km radius", measure("search.text") { r in
+    ("search.text word + 5 km radius", measure(Methods.Search.text.name) { r in
         let (la, lo) = near(&r)
         return #"{"q":"\#(r.pick(words))","near":{"lat":\#(la),"lon":\#(lo)},"radius_m":5000}"#
     }),
-    ("search.autocomplete 3 letters", measure("search.autocomplete") { r in
+    ("search.autocomplete 3 letters", measure(Methods.Search.autocomplete.name) { r in
         let (la, lo) = near(&r)
         return #"{"prefix":"\#(String(r.pick(words).prefix(3)))","near":{"lat":\#(la),"lon":\#(lo)}}"#
     }),
@@ -256,7 +257,7 @@ for i in 0..<writes {
         if s > observed { for k in (observed + 1)...s { seen[k] = monotonicNanos() }; observed = s }
     }
     next += interval
-    _ = try? catalog.request(type: "catalog.create", body: Data(place(placeCount + i, &rng, &generatedPoints).utf8), timeoutMilliseconds: 5_000)
+    _ = try? catalog.request(type: Methods.Catalog.create.name, body: Data(place(placeCount + i, &rng, &generatedPoints).utf8), timeoutMilliseconds: 5_000)
     lastSeq += 1
     written.append((lastSeq, monotonicNanos()))
 }
@@ -350,7 +351,7 @@ if arguments.contains("--redis") {
             Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon).distance(to: centre) <= 50_000
         }.count
         let r = bench(redisPort, ["GEOSEARCH", "places", "FROMLONLAT", String(town.lon), String(town.lat), "BYRADIUS", "50", "km", "ASC", "COUNT", "20"])
-        let t = bench(gatewayPort, ["search.nearby", "lat", String(town.lat), "lon", String(town.lon), "radius_m", "50000", "limit", "20"])
+        let t = bench(gatewayPort, [Methods.Search.nearby.name, "lat", String(town.lat), "lon", String(town.lon), "radius_m", "50000", "limit", "20"])
         print("  town of rank \(rank + 1), \(town.name) (\(within) places within 50 km):")
         print(String(format: "    redis-server GEOSEARCH      %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", r.rps, r.p50, r.p99))
         print(String(format: "    gateway search.nearby       %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", t.rps, t.p50, t.p99))

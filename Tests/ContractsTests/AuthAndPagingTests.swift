@@ -38,7 +38,7 @@ import Testing
         #expect(String(decoding: try JSONCoding.encoder.encode(SnapshotRequest(after: nil, limit: 1_000)), as: UTF8.self) == #"{"limit":1000}"#)
         _ = try roundTrips(SnapshotReply.self, Data(#"{"epoch":"e","seq":9,"next":"42","count":1000}"#.utf8))
         _ = try roundTrips(SnapshotReply.self, Data(#"{"epoch":"e","seq":9,"count":3}"#.utf8))
-        #expect(SystemRequests.replay == "sys.replay" && SystemRequests.snapshot == "sys.snapshot")
+        #expect(Methods.System.replay.name == "sys.replay" && Methods.System.snapshot.name == "sys.snapshot")
         // Default 1000, clamped to 1 … 10 000, never refused.
         #expect(SystemRequests.batch.clamped(nil) == 1_000)
         #expect(SystemRequests.batch.clamped(0) == 1 && SystemRequests.batch.clamped(-5) == 1)

@@ -57,7 +57,7 @@ import TestSupport
         let f = try FavoritesFixture(start: false)
         // A catalog that takes each request and answers none within favorites' second.
         var table = HandlerTable<Void>()
-        table.onRaw(CatalogRequests.get) { _, _ in
+        table.onRaw(Methods.Catalog.get.name) { _, _ in
             usleep(1_500_000)
             throw ServiceError(.notFound, "late")
         }

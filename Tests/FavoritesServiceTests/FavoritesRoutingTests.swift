@@ -1,3 +1,4 @@
+import Contracts
 import FavoritesService
 import Gateway
 import Testing
@@ -19,7 +20,11 @@ import Testing
     @Test func everyFavoritesRequestIsRoutedToFavoritesWithItsAccess() {
         let types = FavoritesService.definition().handlers.types
         #expect(Set(types) == Set(Self.access.keys).union(Self.internalTypes))
-        for type in Self.internalTypes { #expect(AccessPolicy.standard.rule(for: type) == nil, "\(type)") }
+        #expect(Set(types) == Set(Methods.owned(by: .favorites).map(\.name)))
+        for type in Self.internalTypes {
+            #expect(AccessPolicy.standard.rule(for: type) == nil, "\(type)")
+            #expect(Methods.byName[type]?.access == .internal, "\(type)")
+        }
         for type in types where !Self.internalTypes.contains(type) {
             let rule = AccessPolicy.standard.rule(for: type)
             #expect(rule?.service == "favorites" && rule?.access == Self.access[type], "\(type): \(String(describing: rule))")

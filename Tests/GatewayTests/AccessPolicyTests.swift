@@ -10,36 +10,39 @@ import Testing
     /// Methods services answer that clients never reach through the gateway.
     static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply", "social.ratings.sweep", "groups.position.flush"]
 
+    /// Each service answers exactly the methods Contracts declares it owns (a handler can only be
+    /// bound to a declaration), and the gateway offers all but the internal ones, to that service.
     @Test func everyServiceMethodIsOfferedByItsServiceOrKeptInternal() {
-        let services = [("catalog", CatalogService.definition().handlers.types), ("search", SearchService.definition().handlers.types),
-                        ("social", SocialService.definition().handlers.types)]
+        let services = [(MethodOwner.catalog, CatalogService.definition().handlers.types), (.search, SearchService.definition().handlers.types),
+                        (.social, SocialService.definition().handlers.types)]
         for (service, types) in services {
             #expect(!types.isEmpty)
+            #expect(Set(types) == Set(Methods.owned(by: service).map(\.name)), "\(service)")
             for type in types where !AccessPolicyTests.internalMethods.contains(type) {
-                #expect(AccessPolicy.standard.rule(for: type)?.service == service, "\(type) has no rule for \(service)")
+                #expect(AccessPolicy.standard.rule(for: type)?.service == service.rawValue, "\(type) has no rule for \(service)")
             }
         }
-        for method in AccessPolicyTests.internalMethods { #expect(AccessPolicy.standard.rule(for: method) == nil) }
-        // search.popular goes to search by the `search.` prefix, for anyone.
+        for method in AccessPolicyTests.internalMethods {
+            #expect(AccessPolicy.standard.rule(for: method) == nil)
+            #expect(Methods.byName[method]?.access == .internal, "\(method)")
+        }
         #expect(AccessPolicy.standard.rule(for: "search.popular")?.service == "search" && AccessPolicy.standard.rule(for: "search.popular")?.access == .anyone)
     }
 
-    @Test func exactRulesThenTheLongestPrefix() {
-        let policy = AccessPolicy(rules: [.init("a.", "one", .anyone), .init("a.b.", "two", .user), .init("a.b.c", "three", .admin)])
-        #expect(policy.rule(for: "a.x")?.service == "one")
-        #expect(policy.rule(for: "a.b.x")?.service == "two")
-        #expect(policy.rule(for: "a.b.c")?.service == "three")
-        #expect(policy.rule(for: "a.") == nil && policy.rule(for: "ab") == nil && policy.rule(for: "sys.stats") == nil)
+    /// A method is routed only when declared: nothing by a prefix, nothing of the runtime's,
+    /// and not the gateway's own built-ins (which it answers itself).
+    @Test func onlyDeclaredMethodsAreRouted() {
+        #expect(AccessPolicy.standard.rule(for: "sys.stats") == nil && AccessPolicy.standard.rule(for: "search.") == nil)
+        #expect(AccessPolicy.standard.rule(for: "ping") == nil && AccessPolicy.standard.rule(for: "auth.resume") == nil)
         #expect(AccessPolicy.standard.rule(for: "catalog.create")?.access == .admin)
         #expect(AccessPolicy.standard.rule(for: "reviews.add")?.access == .user)
         #expect(AccessPolicy.standard.rule(for: "search.nearby")?.access == .anyone)
         #expect(AccessPolicy.standard.rule(for: "strings.get").map { $0.service == "catalog" && $0.access == .anyone } == true)
-        // Recent searches are favorites' (FavoritesRoutingTests lists its methods), for users,
-        // though `search.` sends the rest to search.
+        // Recent searches are favorites' (FavoritesRoutingTests lists its methods), for users.
         for recent in ["search.recent", "search.recent.clear"] {
             #expect(AccessPolicy.standard.rule(for: recent).map { $0.service == "favorites" && $0.access == .user } == true, "\(recent)")
         }
-        #expect(AccessPolicy.standard.rule(for: "search.recently")?.service == "search")
+        #expect(AccessPolicy.standard.rule(for: "search.recently") == nil)
         for walking in ["tours.locate", "tours.progress", "tours.progress.reset"] {
             #expect(AccessPolicy.standard.rule(for: walking).map { $0.service == "catalog" && $0.access == .user } == true, "\(walking)")
         }

@@ -22,7 +22,7 @@ final class FakeAccounts: Sendable {
     init(context: ZMQContext) throws {
         var table = HandlerTable<Void>()
         let deletes = self.deletes, gate = self.gate
-        table.on(AuthRequests.validate) { (request: TokenBody, _, _) -> TokenOwner in
+        table.on(Methods.Auth.validate.name) { (request: TokenBody, _, _) -> TokenOwner in
             TokenOwner(userId: 7, role: "user", expiresAt: "2026-12-31T00:00:00.000Z")
         }
         table.onRaw(Authenticator.deleteAccount) { context, _ in

@@ -1,3 +1,4 @@
+import Contracts
 import Gateway
 import NotifyService
 import Testing
@@ -17,7 +18,11 @@ import Testing
     @Test func everyNotifyRequestIsRoutedToNotifyWithItsAccess() {
         let types = NotifyService.definition().handlers.types
         #expect(Set(types) == Set(Self.access.keys).union(Self.internalTypes))
-        for type in Self.internalTypes { #expect(AccessPolicy.standard.rule(for: type) == nil, "\(type)") }
+        #expect(Set(types) == Set(Methods.owned(by: .notify).map(\.name)))
+        for type in Self.internalTypes {
+            #expect(AccessPolicy.standard.rule(for: type) == nil, "\(type)")
+            #expect(Methods.byName[type]?.access == .internal, "\(type)")
+        }
         for type in types where !Self.internalTypes.contains(type) {
             let rule = AccessPolicy.standard.rule(for: type)
             #expect(rule?.service == "notify" && rule?.access == Self.access[type], "\(type): \(String(describing: rule))")

@@ -124,7 +124,7 @@ final class PopularFixture {
 
         // A place's own zone wins over the default: a Los Angeles New Year's Eve party is on at
         // 9 pm there, when it is already 1 January in Sydney (and the Sydney fireworks are on).
-        let party = try f.catalogClient.request(type: CatalogRequests.create, body: Data(#"{"name":"LA Party","category":"event","lat":34.05,"lon":-118.25,"timezone":"America/Los_Angeles","popularity":1,"seasons":[{"from":"12-31","to":"12-31"}]}"#.utf8)).body(Place.self)
+        let party = try f.catalogClient.request(type: Methods.Catalog.create.name, body: Data(#"{"name":"LA Party","category":"event","lat":34.05,"lon":-118.25,"timezone":"America/Los_Angeles","popularity":1,"seasons":[{"from":"12-31","to":"12-31"}]}"#.utf8)).body(Place.self)
         #expect(party.timezone == "America/Los_Angeles")
         var la: [(name: String, inSeason: Bool)] = []
         for _ in 0..<200 where !la.contains(where: { $0.name == "LA Party" }) {
@@ -145,15 +145,15 @@ final class PopularFixture {
     /// impossible seasons naming the field.
     @Test func theCatalogChecksSeasons() throws {
         let f = try PopularFixture()
-        let created = try f.catalogClient.request(type: CatalogRequests.create, body: Data(#"{"name":"Leap Fair","category":"event","lat":-33.87,"lon":151.2,"seasons":[{"from":"02-29","to":"03-02"}]}"#.utf8))
+        let created = try f.catalogClient.request(type: Methods.Catalog.create.name, body: Data(#"{"name":"Leap Fair","category":"event","lat":-33.87,"lon":151.2,"seasons":[{"from":"02-29","to":"03-02"}]}"#.utf8))
         let place = try created.body(Place.self)
         #expect(place.timezone == "Australia/Sydney" && place.seasons == [Season(from: "02-29", to: "03-02")])
-        let plain = try f.catalogClient.request(type: CatalogRequests.create, body: Data(#"{"name":"Plain","category":"park","lat":-33.87,"lon":151.2}"#.utf8)).body(Place.self)
+        let plain = try f.catalogClient.request(type: Methods.Catalog.create.name, body: Data(#"{"name":"Plain","category":"park","lat":-33.87,"lon":151.2}"#.utf8)).body(Place.self)
         #expect(plain.timezone == nil && plain.seasons == nil)
-        #expect(!String(decoding: try f.catalogClient.request(type: CatalogRequests.get, body: Data(#"{"id":\#(plain.id)}"#.utf8)).bodyJSON, as: UTF8.self).contains("seasons"))
+        #expect(!String(decoding: try f.catalogClient.request(type: Methods.Catalog.get.name, body: Data(#"{"id":\#(plain.id)}"#.utf8)).bodyJSON, as: UTF8.self).contains("seasons"))
 
         func refused(_ seasons: String) -> ServiceError? {
-            f.refusal(CatalogRequests.create, #"{"name":"X","category":"event","lat":-33.87,"lon":151.2,"seasons":\#(seasons)}"#, client: f.catalogClient)
+            f.refusal(Methods.Catalog.create.name, #"{"name":"X","category":"event","lat":-33.87,"lon":151.2,"seasons":\#(seasons)}"#, client: f.catalogClient)
         }
         for (seasons, field) in [(#"[{"from":"01-01","to":"01-02"},{"from":"01-01","to":"01-02"},{"from":"02-30","to":"03-01"}]"#, "seasons[2].from"),
                                  (#"[{"from":"2027-02-29","to":"2027-03-01"}]"#, "seasons[0].from"),

@@ -63,7 +63,7 @@ private let quiet = Logger(component: "backup-test", level: .error) { _ in }
         /// The error code of a `sys.backup` to `path`, nil when it succeeds.
         func backupRefusal(_ path: String) -> ServiceError? {
             do {
-                _ = try client.call(SystemRequests.backup, BackupRequest(to: path), as: BackupReply.self)
+                _ = try client.call(Methods.System.backup.name, BackupRequest(to: path), as: BackupReply.self)
                 return nil
             } catch {
                 return error
@@ -79,7 +79,7 @@ private let quiet = Logger(component: "backup-test", level: .error) { _ in }
         let copy = fixture.folder.file("copy.sqlite")
         let answer = Locked<Result<BackupReply, ServiceError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        fixture.client.send(type: SystemRequests.backup, body: try JSONCoding.encoder.encode(BackupRequest(to: copy)), timeoutMilliseconds: 60_000) { result in
+        fixture.client.send(type: Methods.System.backup.name, body: try JSONCoding.encoder.encode(BackupRequest(to: copy)), timeoutMilliseconds: 60_000) { result in
             answer.withLock { $0 = result.flatMap { reply in Result { () throws(ServiceError) in try reply.body(BackupReply.self) } } }
             done.signal()
         }

@@ -1,4 +1,5 @@
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 @testable import ServiceKit
@@ -21,12 +22,13 @@ import TestSupport
         config.dataDirectory = folder.path
         let ticks = Locked<[UInt64]>([])
         var table = HandlerTable<State>()
-        table.on("toy.tick", .write) { (_: Empty, _, _) -> Empty in
+        let tick = MethodDeclaration("toy.tick", .runtime, .internal, .write, "a toy's periodic request")
+        table.on(tick) { (_: Empty, _, _) -> Empty in
             ticks.withLock { $0.append(monotonicNanos()) }
             return Empty()
         }
         var definition = ServiceDefinition<State>(name: "toy", migrations: [], handlers: table, makeState: { State(worker: $0) })
-        definition.periodic = [PeriodicRequest(type: "toy.tick", intervalMilliseconds: interval)]
+        definition.periodic = [PeriodicRequest(tick, intervalMilliseconds: interval)]
         let runtime = try ServiceRuntime(definition: definition, config: config, context: try ZMQContext(),
                                          logger: Logger(component: "toy", level: .error) { _ in })
         for _ in 0..<60 where !done(ticks.withLock { $0 }) { usleep(50_000) }

@@ -147,7 +147,7 @@ let invalidToken = ServiceError(.unauthenticated, "invalid or expired token", fi
         let user = try f.register("grace")
         #expect(try f.login("root").user.role == "admin")
         // Claiming to be an admin in the envelope changes nothing: the stored role decides.
-        let denied = ServiceError(.permissionDenied, "only an admin may change roles")
+        let denied = ServiceError(.permissionDenied, "admin.set_role needs an admin")
         do {
             try f.call("admin.set_role", #"{"user_id":\#(user),"role":"admin"}"#, as: user, role: "admin")
             Issue.record("a user changed a role")

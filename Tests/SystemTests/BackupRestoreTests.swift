@@ -51,7 +51,7 @@ import TestSupport
         }
         let client = try RPCClient(context: context, endpoints: [suite.search?.rpc ?? ""], logger: Logger(component: "test", level: .error))
         defer { client.close() }
-        return try client.call(SystemRequests.stats, Empty(), as: Stats.self).subscriptions?.first { $0.source == "catalog" }?.snapshots ?? -1
+        return try client.call(Methods.System.stats.name, Empty(), as: Stats.self).subscriptions?.first { $0.source == "catalog" }?.snapshots ?? -1
     }
 
     /// `searchRuns`: search follows the catalog throughout (it sees the new epoch live);
@@ -67,7 +67,7 @@ import TestSupport
         let client = try RPCClient(context: context, endpoints: [suite.catalogEndpoint], logger: Logger(component: "test", level: .error))
         defer { client.close() }
 
-        let startHead = try client.call(SystemRequests.stats, Empty(), as: StatsProbe.self).outbox?.head ?? -1
+        let startHead = try client.call(Methods.System.stats.name, Empty(), as: StatsProbe.self).outbox?.head ?? -1
         var before: [Created] = []
         for i in 0..<20 { before.append(try create(client, "Before \(i)", i)) }
 
@@ -139,7 +139,7 @@ import TestSupport
         // Search rebuilds from the restored catalog: none of the lost places stays in it.
         #expect(searchHolds(c, kept), "search does not agree with the restored catalog")
         #expect(try searchSnapshots(suite, context) >= 1, "search did not rebuild from a snapshot")
-        let stats = try client.call(SystemRequests.stats, Empty(), as: StatsProbe.self)
+        let stats = try client.call(Methods.System.stats.name, Empty(), as: StatsProbe.self)
         #expect(stats.outbox?.epoch == restored["epoch"] as? String)
     }
 

@@ -80,9 +80,13 @@ enum Promtool {
         for id in 1...3 { #expect(connection.rpc("catalog.get", #"{"id":\#(id == 3 ? 1 : id)}"#).succeeded, "catalog.get \(id)") }
         #expect(connection.rpc("catalog.get", #"{"id":999}"#).errorCode == "not_found")
         #expect(connection.rpc("search.nearby", #"{"lat":-33.9,"lon":151.1,"radius_m":5000}"#).succeeded)
-        // Methods no table lists count as one label, wherever they come from.
+        // Methods no table lists count as one label, wherever they come from: the gateway
+        // answers undeclared ones itself, and a service those sent to it on the bus.
         #expect(connection.rpc("no.such.method").errorCode == "not_found")
         #expect(connection.rpc("search.invented").errorCode == "not_found")
+        let searchClient = try RPCClient(context: context, endpoints: [search.rpc], logger: Logger(component: "test", level: .error))
+        defer { searchClient.close() }
+        #expect(throws: ServiceError.self) { try searchClient.request(type: "search.invented", body: Data("{}".utf8), timeoutMilliseconds: 5_000) }
 
         let fromCatalog = try scrape(catalog)
         #expect(value(fromCatalog, #"tourbus_requests_total{service="catalog",method="catalog.get"}"#) == "4")

@@ -141,10 +141,10 @@ final class SuiteFixture {
         defer { client.close() }
         _ = try client.request(type: "admin.create", body: Data(#"{"username":"\#(SuiteFixture.admin.username)","email":"admin@example.org","name":"Admin","password":"\#(SuiteFixture.admin.password)"}"#.utf8),
                                timeoutMilliseconds: 5_000)
-        // Wait (bounded) until the gateway has seen the catalog and social, so `help` lists their methods.
+        // Wait (bounded) until the gateway has seen every service up, so `help` names none unavailable.
         for _ in 0..<100 {
             let status = try? GatewayConnection(port: port).call(#"{"jsonrpc":"2.0","id":0,"method":"help"}"#)
-            if let status, status.contains("catalog.get"), status.contains("reviews.list"),
+            if let status, status.contains("catalog.get"), status.contains("reviews.list"), status.contains(#""unavailable":[]"#),
                !everything || (status.contains("favorites.list") && status.contains("annotations.form")) { break }
             usleep(50_000)
         }

@@ -61,7 +61,7 @@ public func fakePublisher(name: String) -> ServiceDefinition<WorkerState> {
         }
         return known.id
     }
-    table.onRaw(CatalogRequests.get) { context, state in
+    table.onRaw(Methods.Catalog.get.name) { context, state in
         struct ById: Decodable { var id: Int64 }
         let id = try context.body(ById.self).id
         guard let row = try state.worker.db.queryOne("SELECT body FROM known WHERE id = ?", id) else {

@@ -24,8 +24,8 @@ public func transcriptMatches(_ expected: Any, _ actual: Any?) -> Bool {
     }
 }
 
-/// The repository's `Protocols/` folder, found from this source file.
-public func protocolsFolder() -> URL {
-    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Protocols")
-}
+/// The repository's root folder, found from this source file.
+public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// The repository's `Protocols/` folder.
+public func protocolsFolder() -> URL { packageRoot.appendingPathComponent("Protocols") }

@@ -1,0 +1,111 @@
+import Bus
+
+// Every method of Tourbus, declared once by its owner: its name, who answers it, who may call
+// it, whether it changes anything, its one-line summary and whether a retry is safe. The
+// services bind their handlers to these declarations, and the gateway derives its routing,
+// access rules and `help` from them; nowhere else is a method's name written.
+
+/// Who may call a method.
+public enum Access: String, Sendable, Codable, CaseIterable {
+    /// Anyone, signed in or not (a signed-in caller is still passed on to the service).
+    case anyone
+    /// A signed-in user (or admin).
+    case user
+    /// A signed-in admin.
+    case admin
+    /// Only the services and operators on the bus: the gateway never offers it.
+    case `internal`
+}
+
+/// Whether a method changes state. A service runs a write on its one writer thread unless
+/// it binds the handler to a reader (one that first waits on something slow).
+public enum MethodKind: String, Sendable, Codable {
+    case read, write
+}
+
+/// Who answers a method: one of the services, every service's runtime (`sys.*`), or the
+/// gateway itself (its built-ins).
+public enum MethodOwner: String, Sendable, Codable, CaseIterable, Comparable {
+    case catalog, favorites, notify, search, social
+    /// Every service answers it (the runtime's `sys.*`).
+    case runtime
+    /// The gateway answers it itself.
+    case gateway
+
+    /// The services a gateway routes to, by the names their endpoints are configured under.
+    public static let services: [MethodOwner] = [.catalog, .favorites, .notify, .search, .social]
+
+    public static func < (a: MethodOwner, b: MethodOwner) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// One method, as its owner declares it.
+public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
+    /// The name clients and services call it by (`search.nearby`).
+    public let name: String
+    public let owner: MethodOwner
+    public let access: Access
+    public let kind: MethodKind
+    /// One line: what it does and its main parameters (`help` shows it).
+    public let summary: String
+    /// Whether sending it again after a lost reply does no harm: reads, and writes whose
+    /// repeat changes nothing (Protocols/ says which).
+    public let retrySafe: Bool
+    /// Whether a `token` param is the method's own (a share link's), passed on as it came,
+    /// rather than a session token standing for this one request (the gateway's rule).
+    public let ownsTokenParam: Bool
+
+    public init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
+                retrySafe: Bool? = nil, ownsTokenParam: Bool = false) {
+        self.name = name
+        self.owner = owner
+        self.access = access
+        self.kind = kind
+        self.summary = summary
+        self.retrySafe = retrySafe ?? (kind == .read)
+        self.ownsTokenParam = ownsTokenParam
+    }
+
+    public var description: String { name }
+
+    /// Whether a client may call it through the gateway (it is neither internal nor the runtime's).
+    public var offeredToClients: Bool { access != .internal && owner != .runtime }
+}
+
+/// The namespaces of method declarations, one per leading word of the names, each extended
+/// by the file of the method's owner (`Methods.Search.recent` is favorites').
+public enum Methods {
+    public enum Gateway {}
+    public enum System {}
+    public enum Catalog {}
+    public enum Strings {}
+    public enum Tours {}
+    public enum Library {}
+    public enum Search {}
+    public enum Directions {}
+    public enum Auth {}
+    public enum Admin {}
+    public enum Profile {}
+    public enum Reviews {}
+    public enum Social {}
+    public enum Share {}
+    public enum Groups {}
+    public enum Chat {}
+    public enum Devices {}
+    public enum Annotations {}
+    public enum Notify {}
+    public enum Favorites {}
+    public enum Pins {}
+
+    /// Every method, in the order the owners' lists give.
+    public static let all: [MethodDeclaration] = gatewayOwned + runtimeOwned + catalogOwned + favoritesOwned + notifyOwned + searchOwned + socialOwned
+
+    /// Each method by its name.
+    public static let byName: [String: MethodDeclaration] = Dictionary(all.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+
+    /// The methods `owner` answers.
+    public static func owned(by owner: MethodOwner) -> [MethodDeclaration] { all.filter { $0.owner == owner } }
+
+    /// The methods a gateway offers clients: its built-ins and the services' methods that are
+    /// not internal.
+    public static var offered: [MethodDeclaration] { all.filter(\.offeredToClients) }
+}

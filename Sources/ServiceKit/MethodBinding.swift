@@ -1,0 +1,117 @@
+import Bus
+import Contracts
+
+/// Who is asking, resolved once from a request's `auth` (which only the gateway, or an
+/// operator on the bus, sets: ids in bodies never say who asks).
+public struct Caller: Sendable, Equatable {
+    /// The user's id: a positive integer.
+    public let id: Int64
+    public let role: Role
+    /// The client connection the request came on, as the gateway names it (`auth.origin`),
+    /// so that a push the request causes can leave that connection out.
+    public let origin: String?
+
+    public init(id: Int64, role: Role, origin: String? = nil) {
+        self.id = id
+        self.role = role
+        self.origin = origin
+    }
+
+    public var isAdmin: Bool { role == .admin }
+
+    /// The caller of a request that needs one: `unauthenticated` without `auth`, or with a
+    /// user id that is not a positive decimal integer or a role that is not `user` or `admin`.
+    public static func of(_ context: RequestContext) throws(ServiceError) -> Caller {
+        guard let auth = context.auth else { throw ServiceError(.unauthenticated, "\(context.type) needs a signed-in user") }
+        return try resolve(auth)
+    }
+
+    /// The caller when the request has one, else nil (a method anyone may call); a malformed
+    /// `auth` is `unauthenticated` all the same.
+    public static func optional(_ context: RequestContext) throws(ServiceError) -> Caller? {
+        try context.auth.map { auth throws(ServiceError) in try resolve(auth) }
+    }
+
+    private static func resolve(_ auth: Auth) throws(ServiceError) -> Caller {
+        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else {
+            throw ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")
+        }
+        guard let role = Role(rawValue: auth.role) else {
+            throw ServiceError(.unauthenticated, "auth.role must be user or admin")
+        }
+        return Caller(id: id, role: role, origin: auth.origin)
+    }
+}
+
+/// A service state that checks a caller further before a handler gets it: that the account
+/// still exists, say, or was not erased a moment ago (a request signed in before a deletion
+/// that arrives after it).
+public protocol AdmitsCallers {
+    /// The caller as handlers should see it, or an error (`unauthenticated`) that refuses the request.
+    func admit(_ caller: Caller) throws -> Caller
+}
+
+/// Handlers bound to method declarations: the table answers a method under its declared name,
+/// `help` and `sys.methods` show its declared summary, and a write runs on the writer thread.
+extension HandlerTable {
+    /// Binds a typed handler: the body decodes to `Request`, the result encodes as the reply.
+    /// `runsOn: .read` puts a write on a reader thread, for one that first waits on something
+    /// slow (a password hash, another service) and then writes in its own short transaction.
+    public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
+        _ method: MethodDeclaration, runsOn: HandlerKind? = nil,
+        _ handler: @escaping @Sendable (Request, RequestContext, State) throws -> Reply
+    ) {
+        on(method.name, runsOn ?? method.handlerKind, description: method.summary, handler)
+    }
+
+    /// Binds a typed handler of a method that needs a signed-in caller, resolved from the
+    /// request's `auth` before the body is read (`Caller.of`); an admin method's caller must
+    /// be an admin (`permission_denied`).
+    public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
+        _ method: MethodDeclaration, runsOn: HandlerKind? = nil,
+        _ handler: @escaping @Sendable (Request, Caller, RequestContext, State) throws -> Reply
+    ) {
+        let admin = HandlerTable.requiresCaller(method)
+        on(method.name, runsOn ?? method.handlerKind, description: method.summary) { (request: Request, context, state) in
+            try handler(request, try Caller.checked(context, admin: admin, state: state), context, state)
+        }
+    }
+
+    /// Binds a handler that reads its own body and builds its own `Response`.
+    public mutating func onRaw(_ method: MethodDeclaration, runsOn: HandlerKind? = nil, _ handler: @escaping RawHandler) {
+        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary, handler)
+    }
+
+    /// Binds a raw handler of a method that needs a signed-in caller (as `on` with a `Caller`).
+    public mutating func onRaw(_ method: MethodDeclaration, runsOn: HandlerKind? = nil,
+                               _ handler: @escaping @Sendable (RequestContext, Caller, State) throws -> Response) {
+        let admin = HandlerTable.requiresCaller(method)
+        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
+            try handler(context, try Caller.checked(context, admin: admin, state: state), state)
+        }
+    }
+
+    /// Whether `method`'s caller must be an admin; a method anyone may call has no caller to
+    /// hand a handler (it reads `Caller.optional` itself).
+    private static func requiresCaller(_ method: MethodDeclaration) -> Bool {
+        precondition(method.access == .user || method.access == .admin,
+                     "\(method.name) is declared \(method.access.rawValue): its handler cannot require a caller")
+        return method.access == .admin
+    }
+}
+
+extension Caller {
+    /// `Caller.of` as `state` admits it when it checks callers (`AdmitsCallers`: its role may
+    /// replace the envelope's), then `permission_denied` unless an admin when `admin`.
+    static func checked<State>(_ context: RequestContext, admin: Bool, state: State) throws -> Caller {
+        var caller = try of(context)
+        if let admitting = state as? any AdmitsCallers { caller = try admitting.admit(caller) }
+        if admin && !caller.isAdmin { throw ServiceError(.permissionDenied, "\(context.type) needs an admin") }
+        return caller
+    }
+}
+
+extension MethodDeclaration {
+    /// The thread a handler of this method runs on unless its binding says otherwise.
+    var handlerKind: HandlerKind { kind == .write ? .write : .read }
+}

@@ -1,0 +1,59 @@
+import Contracts
+import Foundation
+import TestSupport
+import Testing
+
+/// Each method is declared once, in Contracts, and its name is written nowhere else.
+@Suite struct MethodDeclarationTests {
+    @Test func namesAreUniqueAndDotted() {
+        var seen: Set<String> = []
+        for method in Methods.all {
+            #expect(seen.insert(method.name).inserted, "\(method.name) is declared twice")
+            #expect(method.name.wholeMatch(of: /[a-z][a-z_]*(\.[a-z][a-z_]*)*/) != nil, "\(method.name)")
+            #expect(!method.summary.isEmpty, "\(method.name) has no summary")
+        }
+        #expect(Methods.byName.count == Methods.all.count)
+        // The runtime's and the internal methods are never offered; every service offers some.
+        #expect(Methods.offered.allSatisfy { $0.owner != .runtime && $0.access != .internal })
+        for service in MethodOwner.services { #expect(Methods.offered.contains { $0.owner == service }, "\(service)") }
+        // Reads are safe to retry; writes only where their repeat changes nothing.
+        #expect(Methods.all.filter { $0.kind == .read }.allSatisfy(\.retrySafe) == true)
+        #expect(Methods.Catalog.create.retrySafe == false && Methods.Favorites.add.retrySafe == true)
+    }
+
+    /// Outside Contracts (and the tests), a method's name as a whole string literal would be a
+    /// second place that says it: the code names the declaration instead. The undotted
+    /// built-ins (`ping`, `help`, `subscribe`, `unsubscribe`) are also Redis's commands and the
+    /// CLI's words, so only dotted names are looked for; comment lines are not code.
+    @Test func noMethodNameIsAStringLiteralOutsideContracts() throws {
+        let names = Set(Methods.all.map(\.name).filter { $0.contains(".") })
+        #expect(names.count > 100)
+        let sources = packageRoot.appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        var checked = 0, found: [String] = []
+        for case let url as URL in files where url.pathExtension == "swift" {
+            let path = url.path.replacingOccurrences(of: sources.path + "/", with: "")
+            guard !path.hasPrefix("Contracts/") else { continue }
+            checked += 1
+            for (number, line) in try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                for literal in MethodDeclarationTests.stringLiterals(in: line) where names.contains(literal) {
+                    found.append("\(path):\(number + 1): \"\(literal)\"")
+                }
+            }
+        }
+        #expect(checked > 100)
+        #expect(found.isEmpty, "method names written outside Contracts:\n\(found.joined(separator: "\n"))")
+    }
+
+    @Test func literalsAreFoundAsTheCompilerSeesThem() {
+        #expect(MethodDeclarationTests.stringLiterals(in: #"call("catalog.get", x) // "#) == ["catalog.get"])
+        #expect(MethodDeclarationTests.stringLiterals(in: ##"let a = #"search.nearby"#, b = "say \"hi\"""##) == ["search.nearby", #"say \"hi\""#])
+        #expect(MethodDeclarationTests.stringLiterals(in: #"x = "a" + "b""#) == ["a", "b"])
+    }
+
+    /// The contents of the string literals on one line of Swift (plain and raw, not multi-line).
+    static func stringLiterals(in line: Substring) -> [String] {
+        line.matches(of: /#?"((?:[^"\\]|\\.)*)"#?/).map { String($0.output.1) }
+    }
+}

@@ -1,0 +1,104 @@
+@testable import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import Testing
+
+/// A handler bound to a user or admin method gets the caller resolved from the envelope's
+/// `auth`, once, in ServiceKit; a state that admits callers checks them first.
+@Suite struct CallerBindingTests {
+    final class Admitting: AdmitsCallers, Sendable {
+        let refused: Int64
+        init(refusing refused: Int64) { self.refused = refused }
+        func admit(_ caller: Caller) throws -> Caller {
+            guard caller.id != refused else { throw ServiceError(.unauthenticated, "erased") }
+            return Caller(id: caller.id, role: .user, origin: caller.origin)
+        }
+    }
+
+    static let userMethod = MethodDeclaration("toy.mine", .runtime, .user, .read, "the caller's own")
+    static let adminMethod = MethodDeclaration("toy.admin", .runtime, .admin, .write, "an admin's")
+    static let openMethod = MethodDeclaration("toy.open", .runtime, .anyone, .read, "anyone's")
+
+    struct Who: Codable, Sendable, Equatable {
+        var id: Int64
+        var role: String
+        var origin: String?
+    }
+
+    /// Runs `method`'s handler of `table` on a request with `auth` (its envelope a plain `{}` body).
+    static func call<State>(_ table: HandlerTable<State>, _ method: MethodDeclaration, auth: Auth?, state: State) -> Result<Who, ServiceError> {
+        let envelope = Data(#"{"v":1,"id":"1","type":"\#(method.name)","body":{}}"#.utf8)
+        let context = RequestContext(id: "1", type: method.name, auth: auth, deadline: monotonicNanos() + 1_000_000_000, envelope: envelope, bodyRange: nil)
+        do {
+            let response = try #require(table.routes[method.name]).run(context, state)
+            return .success(try JSONDecoder().decode(Who.self, from: response.body))
+        } catch let error as ServiceError {
+            return .failure(error)
+        } catch {
+            return .failure(ServiceError(.internal, "\(error)"))
+        }
+    }
+
+    static func table<State>(_: State.Type) -> HandlerTable<State> {
+        var table = HandlerTable<State>()
+        for method in [userMethod, adminMethod] {
+            table.on(method) { (_: Empty, caller: Caller, _, _) in Who(id: caller.id, role: caller.role.rawValue, origin: caller.origin) }
+        }
+        table.on(openMethod) { (_: Empty, context, _) in
+            let caller = try Caller.optional(context)
+            return Who(id: caller?.id ?? 0, role: caller?.role.rawValue ?? "none", origin: nil)
+        }
+        return table
+    }
+
+    @Test func aUserMethodGetsItsCallerFromAuth() {
+        let table = CallerBindingTests.table(Int.self)
+        #expect(CallerBindingTests.call(table, CallerBindingTests.userMethod, auth: Auth(userId: "42", role: "user", origin: "g/7"), state: 0)
+            == .success(Who(id: 42, role: "user", origin: "g/7")))
+        #expect(table.descriptions.contains { $0.type == "toy.mine" && $0.description == "the caller's own" })
+    }
+
+    @Test func aMissingOrMalformedCallerIsUnauthenticated() {
+        let table = CallerBindingTests.table(Int.self)
+        let method = CallerBindingTests.userMethod
+        #expect(CallerBindingTests.call(table, method, auth: nil, state: 0) == .failure(ServiceError(.unauthenticated, "toy.mine needs a signed-in user")))
+        for id in ["0", "-3", "007", "x", "", "99999999999999999999", " 1"] {
+            #expect(CallerBindingTests.call(table, method, auth: Auth(userId: id, role: "user"), state: 0)
+                == .failure(ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")), "\(id)")
+        }
+        #expect(CallerBindingTests.call(table, method, auth: Auth(userId: "1", role: "root"), state: 0)
+            == .failure(ServiceError(.unauthenticated, "auth.role must be user or admin")))
+    }
+
+    @Test func anAdminMethodRefusesAUser() {
+        let table = CallerBindingTests.table(Int.self)
+        let method = CallerBindingTests.adminMethod
+        #expect(CallerBindingTests.call(table, method, auth: Auth(userId: "5", role: "user"), state: 0)
+            == .failure(ServiceError(.permissionDenied, "toy.admin needs an admin")))
+        #expect(CallerBindingTests.call(table, method, auth: Auth(userId: "5", role: "admin"), state: 0) == .success(Who(id: 5, role: "admin")))
+        // A write runs on the writer, as declared.
+        #expect(table.hasWriters)
+    }
+
+    @Test func aStateThatAdmitsCallersDecidesWhatTheHandlerSees() {
+        let table = CallerBindingTests.table(Admitting.self)
+        let state = Admitting(refusing: 9)
+        #expect(CallerBindingTests.call(table, CallerBindingTests.userMethod, auth: Auth(userId: "9", role: "user"), state: state)
+            == .failure(ServiceError(.unauthenticated, "erased")))
+        // Its role, not the envelope's, also for an admin method.
+        #expect(CallerBindingTests.call(table, CallerBindingTests.userMethod, auth: Auth(userId: "8", role: "admin"), state: state)
+            == .success(Who(id: 8, role: "user")))
+        #expect(CallerBindingTests.call(table, CallerBindingTests.adminMethod, auth: Auth(userId: "8", role: "admin"), state: state)
+            == .failure(ServiceError(.permissionDenied, "toy.admin needs an admin")))
+    }
+
+    @Test func aMethodAnyoneMayCallReadsAnOptionalCaller() {
+        let table = CallerBindingTests.table(Int.self)
+        let method = CallerBindingTests.openMethod
+        #expect(CallerBindingTests.call(table, method, auth: nil, state: 0) == .success(Who(id: 0, role: "none")))
+        #expect(CallerBindingTests.call(table, method, auth: Auth(userId: "3", role: "admin"), state: 0) == .success(Who(id: 3, role: "admin")))
+        #expect(CallerBindingTests.call(table, method, auth: Auth(userId: "zz", role: "user"), state: 0)
+            == .failure(ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")))
+    }
+}
