@@ -187,23 +187,16 @@ public enum CatalogService {
         table.on(Methods.Catalog.importApply) {
             (_: Empty, _, store) in try store.applyImport()
         }
-        table.on(Methods.Tours.locate) { (request: TourLocate, caller, _, store) in try store.locate(request, user: caller.id)
-        }
-        table.on(Methods.Tours.progress) { (request: TourProgressRequest, caller, _, store) in try store.progress(request, user: caller.id)
-        }
-        table.on(Methods.Tours.progressReset) { (request: TourProgressRequest, caller, _, store) in try store.resetProgress(request, user: caller.id)
-        }
-        table.on(Methods.Library.add) { (request: LibraryAdd, caller, _, store) in try store.addToLibrary(request, user: caller.id)
-        }
-        table.on(Methods.Library.package) { (request: LibraryPieceRequest, caller, _, store) in try store.packagePiece(request, user: caller.id)
-        }
+        table.on(Methods.Tours.locate) { (request: TourLocate, caller, _, store) in try store.locate(request, user: caller.id) }
+        table.on(Methods.Tours.progress) { (request: TourProgressRequest, caller, _, store) in try store.progress(request, user: caller.id) }
+        table.on(Methods.Tours.progressReset) { (request: TourProgressRequest, caller, _, store) in try store.resetProgress(request, user: caller.id) }
+        table.on(Methods.Library.add) { (request: LibraryAdd, caller, _, store) in try store.addToLibrary(request, user: caller.id) }
+        table.on(Methods.Library.package) { (request: LibraryPieceRequest, caller, _, store) in try store.packagePiece(request, user: caller.id) }
         table.on(Methods.Library.list) { (_: Empty, caller, _, store) in
             try store.library(of: caller.id)
         }
-        table.on(Methods.Library.remove) { (request: LibraryTourRef, caller, _, store) in try store.removeFromLibrary(request, user: caller.id)
-        }
-        table.on(Methods.Library.hide) { (request: LibraryPlaceRef, caller, _, store) in try store.hideInLibrary(request, user: caller.id)
-        }
+        table.on(Methods.Library.remove) { (request: LibraryTourRef, caller, _, store) in try store.removeFromLibrary(request, user: caller.id) }
+        table.on(Methods.Library.hide) { (request: LibraryPlaceRef, caller, _, store) in try store.hideInLibrary(request, user: caller.id) }
         table.on(Methods.Library.key) { (_: Empty, _, store) in
             SigningKeyInfo(publicKey: try LibraryRules.key(store.options).publicKeyBase64)
         }

@@ -92,12 +92,9 @@ public enum SocialService {
         }
 
         // Profile photos: begin and append write on the writer; commit decodes on a reader.
-        table.on(Methods.Profile.photoUploadBegin) { (_: Empty, caller, _, store) in try store.beginPhotoUpload(caller: caller)
-        }
-        table.on(Methods.Profile.photoUploadAppend) { (request: UploadChunk, caller, _, store) in try store.appendPhotoUpload(request, caller: caller)
-        }
-        table.on(Methods.Profile.photoUploadCommit, runsOn: .read) { (request: PhotoUpload, caller, _, store) in try store.commitPhoto(request.uploadId, caller: caller)
-        }
+        table.on(Methods.Profile.photoUploadBegin) { (_: Empty, caller, _, store) in try store.beginPhotoUpload(caller: caller) }
+        table.on(Methods.Profile.photoUploadAppend) { (request: UploadChunk, caller, _, store) in try store.appendPhotoUpload(request, caller: caller) }
+        table.on(Methods.Profile.photoUploadCommit, runsOn: .read) { (request: PhotoUpload, caller, _, store) in try store.commitPhoto(request.uploadId, caller: caller) }
         table.onRaw(Methods.Profile.photo) { context, store in
             let photo = try store.photo(try context.body(PhotoRequest.self), viewer: try store.viewer(context))
             return Response(body: try JSONCoding.encoder.encode(photo.reply), attachments: [photo.jpeg])
@@ -145,8 +142,7 @@ public enum SocialService {
         }
 
         // Blocks.
-        table.on(Methods.Social.block) { (request: BlockRequest, caller, _, store) in try store.block(request.userId, caller: caller)
-        }
+        table.on(Methods.Social.block) { (request: BlockRequest, caller, _, store) in try store.block(request.userId, caller: caller) }
         table.on(Methods.Social.unblock) { (request: BlockRequest, caller, _, store) in
             try store.unblock(request.userId, caller: caller)
         }
@@ -202,13 +198,11 @@ public enum SocialService {
         }
 
         // Devices, whose public keys the catalog seals downloads to.
-        table.on(Methods.Devices.register) { (request: DeviceRegistration, caller, _, store) in try store.registerDevice(request, caller: caller)
-        }
+        table.on(Methods.Devices.register) { (request: DeviceRegistration, caller, _, store) in try store.registerDevice(request, caller: caller) }
         table.on(Methods.Devices.list) { (_: Empty, caller, _, store) in
             try store.devices(of: caller.id)
         }
-        table.on(Methods.Devices.revoke) { (request: DeviceRef, caller, _, store) in try store.revokeDevice(request, caller: caller)
-        }
+        table.on(Methods.Devices.revoke) { (request: DeviceRef, caller, _, store) in try store.revokeDevice(request, caller: caller) }
 
         // Chat: direct and group conversations, each ordered by its own sequence number.
         table.on(Methods.Chat.send) {
@@ -225,8 +219,7 @@ public enum SocialService {
         }
 
         // People at a place: a read handler, as it may first ask the catalog where the place is.
-        table.on(Methods.Social.peopleAt) { (request: PeopleAtRequest, caller, context, store) in try store.peopleAt(request, caller: caller, context: context)
-        }
+        table.on(Methods.Social.peopleAt) { (request: PeopleAtRequest, caller, context, store) in try store.peopleAt(request, caller: caller, context: context) }
 
         // Sharing.
         let linkBase = options.placeLinkBase
