@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "TourMaps", dependencies: ["Geo", "CTurboJPEG"]),
         // JPEG uploads in base64 chunks, as rows of the owning service's tables (tour maps,
         // profile photos), and what a refused JPEG answers; catalog imports use its chunks too.
-        .target(name: "Uploads", dependencies: ["Bus", "Storage", "TourMaps"]),
+        .target(name: "Uploads", dependencies: ["Bus", "Contracts", "Storage", "TourMaps"]),
         // Wire types more than one module reads (places, event bodies, auth payloads, replay
         // and snapshot, paging), declared once by their owner; depends on Bus only.
         .target(name: "Contracts", dependencies: ["Bus"]),

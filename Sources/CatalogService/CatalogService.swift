@@ -5,7 +5,7 @@ import ServiceKit
 import Uploads
 
 /// `catalog.list`: a page of places by id, optionally of one category.
-public struct ListPlaces: Codable, Sendable {
+public struct ListPlaces: Codable, Sendable, DeclaredShape {
     public var category: String?
     public var limit: Int?
     public var cursor: String?
@@ -21,7 +21,7 @@ public struct ListPlaces: Codable, Sendable {
 }
 
 /// `catalog.get`: a place by id, its texts in `lang` when given.
-struct PlaceGet: Decodable, Sendable {
+struct PlaceGet: Decodable, Sendable, DeclaredShape {
     var id: Int64
     var lang: String?
 }
@@ -97,11 +97,11 @@ public enum CatalogService {
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.
         table.onRaw(Methods.Catalog.create) { context, store in
             // A plainly shaped body is read by spans; any other goes to the decoder, whose answers and errors are the contract.
-            let input = try context.scannedBody.flatMap(PlaceInput.init(spans:)) ?? context.body(PlaceInput.self)
+            let input = try context.scannedBody.flatMap(PlaceInput.init(spans:)) ?? context.checkedParams(PlaceInput.self)
             return Response(body: try store.create(input))
         }
         table.onRaw(Methods.Catalog.update) { context, store in
-            Response(body: try store.update(try context.body(PlaceUpdate.self)))
+            Response(body: try store.update(try context.checkedParams(PlaceUpdate.self)))
         }
         table.onRaw(Methods.Catalog.delete) { context, store in
             let id = try PlaceID.read(scannedBody: context.scannedBody, envelope: context.envelope).id
@@ -111,7 +111,7 @@ public enum CatalogService {
         table.onRaw(Methods.Catalog.get) { context, store in
             // A plain `{"id":N}` is answered with the stored JSON as it is; with `lang`, localized.
             if let scanned = context.scannedBody, let id = PlaceID.plainID(body: scanned) { return Response(body: try store.json(id)) }
-            let request = try context.body(PlaceGet.self)
+            let request = try context.checkedParams(PlaceGet.self)
             guard let lang = try LanguagePreference.read(request.lang) else { return Response(body: try store.json(request.id)) }
             return Response(body: try JSONCoding.encoder.encode(LocalizedPlace(try store.get(request.id), lang)))
         }
@@ -166,7 +166,7 @@ public enum CatalogService {
             (request: MapTileRequest, _, store) in try store.mapInfo(request.tourId)
         }
         table.onRaw(Methods.Tours.mapTile) { context, store in
-            let tile = try store.mapTile(try context.body(MapTileRequest.self))
+            let tile = try store.mapTile(try context.checkedParams(MapTileRequest.self))
             return Response(body: Data(#"{"content_type":"image/jpeg","bytes":\#(tile.count)}"#.utf8), attachments: [tile])
         }
         table.on(Methods.Catalog.importBegin) {

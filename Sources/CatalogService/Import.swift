@@ -28,7 +28,7 @@ enum ImportFormat: String, Codable, Sendable {
 }
 
 /// `catalog.import.begin`.
-struct ImportBegin: Decodable, Sendable {
+struct ImportBegin: Decodable, Sendable, DeclaredShape {
     /// `content` (the default) or `osm`.
     var format: String?
     var dryRun: Bool?
@@ -40,7 +40,7 @@ struct ImportBegin: Decodable, Sendable {
 }
 
 /// `catalog.import.append`: the next chunk of the document, or of a map image beside it (`file`).
-struct ImportAppend: Decodable, Sendable {
+struct ImportAppend: Decodable, Sendable, DeclaredShape {
     var importId: String
     var file: String?
     var chunk: String
@@ -53,7 +53,7 @@ struct ImportAppend: Decodable, Sendable {
 }
 
 /// `catalog.import.commit` and `catalog.import.status`.
-struct ImportRef: Codable, Sendable {
+struct ImportRef: Codable, Sendable, DeclaredShape {
     var importId: String
 
     enum CodingKeys: String, CodingKey { case importId = "import_id" }

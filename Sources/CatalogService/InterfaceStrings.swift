@@ -5,7 +5,7 @@ import ServiceKit
 
 /// `strings.get`: the interface strings in `lang`; with `since_version` the client's cached
 /// version, answered without the table when it is still the current one.
-struct StringsGet: Decodable, Sendable {
+struct StringsGet: Decodable, Sendable, DeclaredShape {
     var lang: String?
     var sinceVersion: String?
 

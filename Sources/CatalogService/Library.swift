@@ -13,7 +13,7 @@ import Uploads
 // sealed package is kept for a while and fetched in bounded pieces. Protocols/library.md.
 
 /// `library.add`: a tour to download for one of the caller's devices.
-struct LibraryAdd: Decodable, Sendable {
+struct LibraryAdd: Decodable, Sendable, DeclaredShape {
     var tourId: Int64
     var deviceId: String
 
@@ -24,21 +24,21 @@ struct LibraryAdd: Decodable, Sendable {
 }
 
 /// `library.remove`: a tour of the caller's library.
-struct LibraryTourRef: Decodable, Sendable {
+struct LibraryTourRef: Decodable, Sendable, DeclaredShape {
     var tourId: Int64
 
     enum CodingKeys: String, CodingKey { case tourId = "tour_id" }
 }
 
 /// `library.hide`: a place of the caller's library.
-struct LibraryPlaceRef: Decodable, Sendable {
+struct LibraryPlaceRef: Decodable, Sendable, DeclaredShape {
     var placeId: Int64
 
     enum CodingKeys: String, CodingKey { case placeId = "place_id" }
 }
 
 /// `library.package`: one piece of a sealed package.
-struct LibraryPieceRequest: Decodable, Sendable {
+struct LibraryPieceRequest: Decodable, Sendable, DeclaredShape {
     var packageId: String
     var piece: Int
 

@@ -5,7 +5,7 @@ import Geo
 import ServiceKit
 
 /// `catalog.update`: the place's id and only the fields to change; `null` clears an optional field.
-public struct PlaceUpdate: Decodable, Sendable {
+public struct PlaceUpdate: Decodable, Sendable, DeclaredShape {
     public var id: Int64
     /// When set, the update applies only if the place is still at this version (else `conflict`).
     public var expectedVersion: Int64?
@@ -97,7 +97,7 @@ extension PlaceID {
     /// envelope as strict JSON.
     public static func read(scannedBody: Data?, envelope: Data) throws(ServiceError) -> PlaceID {
         if let scannedBody, let id = plainID(body: scannedBody) { return PlaceID(id: id) }
-        return try JSONCoding.decodeBody(PlaceID.self, fromEnvelope: envelope)
+        return try RequestContext.checkedParams(PlaceID.self, scannedBody: scannedBody, envelope: envelope)
     }
 
     /// N of a body that is exactly `{"id":N}` up to white space, or nil.

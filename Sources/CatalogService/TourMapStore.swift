@@ -37,7 +37,7 @@ public struct CatalogOptions: Sendable {
 }
 
 /// `tours.map.upload.commit` (and the reply of begin and append): an upload and how many bytes it holds.
-struct MapUpload: Codable, Sendable {
+struct MapUpload: Codable, Sendable, DeclaredShape {
     var uploadId: String
     var bytes: Int?
     var width: Int?
@@ -50,7 +50,7 @@ struct MapUpload: Codable, Sendable {
 }
 
 /// `tours.map.set`: a committed upload becomes the tour's map, placed by control points.
-struct MapSet: Decodable, Sendable {
+struct MapSet: Decodable, Sendable, DeclaredShape {
     struct Point: Codable, Sendable, Equatable {
         var x: Double
         var y: Double
@@ -70,7 +70,7 @@ struct MapSet: Decodable, Sendable {
 }
 
 /// `tours.map.get` and `tours.map.tile`: a tour's map, and one tile of it.
-struct MapTileRequest: Decodable, Sendable {
+struct MapTileRequest: Decodable, Sendable, DeclaredShape {
     var tourId: Int64
     var z: Int?
     var x: Int?

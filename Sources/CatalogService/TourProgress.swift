@@ -11,7 +11,7 @@ import TourMaps
 // (visited stops, the last position that gave a heading) and erased with the user.
 
 /// `tours.locate`: where the caller is now, on tour `tour_id`, and their course when the phone knows it.
-struct TourLocate: Decodable, Sendable {
+struct TourLocate: Decodable, Sendable, DeclaredShape {
     var tourId: Int64
     var lat: Double
     var lon: Double
@@ -28,7 +28,7 @@ struct TourLocate: Decodable, Sendable {
 }
 
 /// `tours.progress` and `tours.progress.reset`: the caller's progress along tour `tour_id`.
-struct TourProgressRequest: Decodable, Sendable {
+struct TourProgressRequest: Decodable, Sendable, DeclaredShape {
     var tourId: Int64
     var lang: String?
 

@@ -8,7 +8,7 @@ import Storage
 // Tours: ordered routes of the catalog's places, published as `catalog.tour.*` events.
 
 /// `tours.update`: the tour's id and only the fields to change; `null` clears an optional field.
-struct TourUpdate: Decodable, Sendable {
+struct TourUpdate: Decodable, Sendable, DeclaredShape {
     var id: Int64
     /// When set, the update applies only if the tour is still at this version (else `conflict`).
     var expectedVersion: Int64?
@@ -41,13 +41,13 @@ struct TourUpdate: Decodable, Sendable {
 }
 
 /// `tours.get`: a tour by id, its texts in `lang` where it has them.
-struct TourGet: Decodable, Sendable {
+struct TourGet: Decodable, Sendable, DeclaredShape {
     var id: Int64
     var lang: String?
 }
 
 /// `tours.list`: tours by id, or those with a stop within `near.radius_m` of a point, nearest first.
-struct TourList: Decodable, Sendable {
+struct TourList: Decodable, Sendable, DeclaredShape {
     struct Near: Decodable, Sendable {
         var lat: Double
         var lon: Double

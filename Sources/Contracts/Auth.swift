@@ -47,7 +47,7 @@ public struct LoginReply: Codable, Sendable, Equatable {
 }
 
 /// The body of `auth.validate`, `auth.logout` and `auth.resume`: a session token.
-public struct TokenBody: Codable, Sendable {
+public struct TokenBody: Codable, Sendable, DeclaredShape {
     public var token: String
 
     public init(token: String) { self.token = token }

@@ -193,7 +193,7 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
 }
 
 /// The writable fields of a place, as `catalog.create` takes them.
-public struct PlaceInput: Codable, Sendable, Equatable {
+public struct PlaceInput: Codable, Sendable, Equatable, DeclaredShape {
     /// Optional when `name_i18n` is given: then its English name, or else the first language's.
     public var name: String?
     public var category: String
@@ -234,7 +234,7 @@ public struct PlaceInput: Codable, Sendable, Equatable {
 }
 
 /// `catalog.get` and `catalog.delete`: a place by id.
-public struct PlaceID: Codable, Sendable {
+public struct PlaceID: Codable, Sendable, DeclaredShape {
     public var id: Int64
     public init(id: Int64) { self.id = id }
 }

@@ -11,10 +11,9 @@ extension PlaceInput {
     /// Reads a `catalog.create` body (strict JSON, as the server checked it) by spans, when it
     /// is plainly shaped: an object with `PlaceInput`'s required members, each member of it
     /// given once and of its type (or `null` for an optional one), numbers that a `Double`
-    /// holds, integers as plain literals, the same in nested objects. Other members are skipped,
-    /// as the decoder skips them whatever they hold. Nil for anything else, valid or not (a
-    /// repeated member, of which the decoder takes the first; a wrong type; a missing required
-    /// member): the decoder reads those.
+    /// holds, integers as plain literals, the same in nested objects, and no other member. Nil
+    /// for anything else, valid or not (a repeated member, of which the decoder takes the first;
+    /// a wrong type; a missing required member; an unknown one): the checked decoder reads those.
     public init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
         var name: String?, category: String?, lat: Double?, lon: Double?
@@ -23,8 +22,9 @@ extension PlaceInput {
         func isNull(_ range: Range<Int>) -> Bool { json[range.lowerBound] == UInt8(ascii: "n") }
         func text(_ range: Range<Int>) -> String?? { isNull(range) ? .some(nil) : JSONSpan.string(at: range, in: json).map { .some($0) } }
         for (key, range) in members {
-            // Each member read once (the decoder would take the first of two); others skipped.
-            guard let bit = Self.memberBits[key] else { continue }
+            // Each member read once (the decoder would take the first of two); an unknown one is
+            // the checked decoder's to refuse.
+            guard let bit = Self.memberBits[key] else { return nil }
             guard seen & bit == 0 else { return nil }
             seen |= bit
             switch key {
@@ -48,7 +48,7 @@ extension PlaceInput {
                 input.popularity = value
             case "opening_hours":
                 if isNull(range) { continue }
-                guard let value = Self.array(at: range, in: json, OpeningPeriod.init(spans:)) else { return nil }
+                guard let value = Self.array(at: range, in: json, { OpeningPeriod(spans: $0) }) else { return nil }
                 input.openingHours = value
             case "photos":
                 if isNull(range) { continue }
@@ -56,7 +56,7 @@ extension PlaceInput {
                 input.photos = value
             case "seasons":
                 if isNull(range) { continue }
-                guard let value = Self.array(at: range, in: json, Season.init(spans:)) else { return nil }
+                guard let value = Self.array(at: range, in: json, { Season(spans: $0) }) else { return nil }
                 input.seasons = value
             case "external_ids", "name_i18n", "description_i18n":
                 if isNull(range) { continue }
@@ -66,7 +66,7 @@ extension PlaceInput {
                 case "name_i18n": input.nameI18n = texts
                 default: input.descriptionI18n = texts
                 }
-            default: continue
+            default: return nil
             }
         }
         guard let name, let category, let lat, let lon else { return nil }
@@ -96,9 +96,9 @@ extension PlaceInput {
 
 extension OpeningPeriod {
     /// Reads `{"day":…,"open":…,"close":…}` by spans: each of those once, `day` a plain integer
-    /// literal; other members skipped, as the decoder skips them. Nil for anything else (the
-    /// decoder reads it).
-    public init?(spans json: Data) {
+    /// literal, and no other member unless `skippingUnknown` (an event's reader, which skips
+    /// them as the decoder does). Nil for anything else (the decoder reads it).
+    public init?(spans json: Data, skippingUnknown: Bool = false) {
         guard let members = JSONSpan.members(of: json) else { return nil }
         var day: Int?, open: String?, close: String?
         for (key, range) in members {
@@ -106,7 +106,7 @@ extension OpeningPeriod {
             case "day": guard day == nil, let value = JSONNumber.integer(json[range]).flatMap({ Int(exactly: $0) }) else { return nil }; day = value
             case "open": guard open == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; open = value
             case "close": guard close == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; close = value
-            default: continue
+            default: guard skippingUnknown else { return nil }
             }
         }
         guard let day, let open, let close else { return nil }
@@ -115,16 +115,16 @@ extension OpeningPeriod {
 }
 
 extension Season {
-    /// Reads `{"from":…,"to":…}` by spans, each once; other members skipped, as the decoder
-    /// skips them. Nil for anything else (the decoder reads it).
-    public init?(spans json: Data) {
+    /// Reads `{"from":…,"to":…}` by spans, each once, and no other member unless
+    /// `skippingUnknown` (as `OpeningPeriod`'s). Nil for anything else (the decoder reads it).
+    public init?(spans json: Data, skippingUnknown: Bool = false) {
         guard let members = JSONSpan.members(of: json) else { return nil }
         var from: String?, to: String?
         for (key, range) in members {
             switch key {
             case "from": guard from == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; from = value
             case "to": guard to == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; to = value
-            default: continue
+            default: guard skippingUnknown else { return nil }
             }
         }
         guard let from, let to else { return nil }
@@ -134,8 +134,7 @@ extension Season {
 
 extension Photo {
     /// Reads `{"url":…}` or `{"url":…,"attribution":…}` (a string or `null`) by spans, each
-    /// once; other members skipped, as the decoder skips them. Nil for anything else (the
-    /// decoder reads it).
+    /// once, and no other member. Nil for anything else (the decoder reads it).
     init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
         var url: String?, attribution: String??
@@ -150,7 +149,7 @@ extension Photo {
                     guard let value = JSONSpan.string(at: range, in: json) else { return nil }
                     attribution = .some(value)
                 }
-            default: continue
+            default: return nil
             }
         }
         guard let url else { return nil }

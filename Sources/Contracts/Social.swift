@@ -112,7 +112,7 @@ public struct SessionEnded: Codable, Sendable, Equatable {
 }
 
 /// `admin.set_role`'s params, and the body of `social.role.changed`: a user and their role.
-public struct RoleChange: Codable, Sendable, Equatable {
+public struct RoleChange: Codable, Sendable, Equatable, DeclaredShape {
     public var userId: Int64
     public var role: String
 

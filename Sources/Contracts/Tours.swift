@@ -62,7 +62,7 @@ public struct Tour: Codable, Sendable, Equatable {
 }
 
 /// `tours.create`: a name (or names by language), and the stops in walking order.
-public struct TourInput: Codable, Sendable {
+public struct TourInput: Codable, Sendable, DeclaredShape {
     /// Optional when `name_i18n` is given: then its English name, or else the first language's.
     public var name: String?
     public var nameI18n: [String: String]?
@@ -90,7 +90,7 @@ public struct TourInput: Codable, Sendable {
 }
 
 /// Body of `catalog.tour.deleted` and the reply of `tours.delete`.
-public struct TourDeleted: Codable, Sendable, Equatable {
+public struct TourDeleted: Codable, Sendable, Equatable, DeclaredShape {
     public var id: Int64
     public init(id: Int64) { self.id = id }
 }

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 
@@ -5,7 +6,7 @@ import Foundation
 // They are the service's own: no other module reads them, so they stay here, not in Contracts.
 
 /// `favorites.toggle {place_id, list?, request_id?}`.
-struct ToggleRequest: Decodable, Sendable {
+struct ToggleRequest: Decodable, Sendable, DeclaredShape {
     var placeId: Int64
     var list: String?
     var requestId: String?
@@ -25,7 +26,7 @@ struct ToggleReply: Codable, Sendable, Equatable {
 }
 
 /// `favorites.add {place_id, list?, note?}`.
-struct AddRequest: Decodable, Sendable {
+struct AddRequest: Decodable, Sendable, DeclaredShape {
     var placeId: Int64
     var list: String?
     var note: String?
@@ -37,7 +38,7 @@ struct AddRequest: Decodable, Sendable {
 }
 
 /// `favorites.remove {place_id, list?}`.
-struct RemoveRequest: Decodable, Sendable {
+struct RemoveRequest: Decodable, Sendable, DeclaredShape {
     var placeId: Int64
     var list: String?
 
@@ -63,7 +64,7 @@ struct ItemChanged: Encodable, Sendable {
 }
 
 /// `favorites.visited.add {place_id, at?}`.
-struct VisitedRequest: Decodable, Sendable {
+struct VisitedRequest: Decodable, Sendable, DeclaredShape {
     var placeId: Int64
     var at: String?
 
@@ -94,7 +95,7 @@ struct NearPoint: Decodable, Sendable {
 }
 
 /// `favorites.list {list?, near?, sort?, limit?, cursor?}`.
-struct ListRequest: Decodable, Sendable {
+struct ListRequest: Decodable, Sendable, DeclaredShape {
     var list: String?
     var near: NearPoint?
     var sort: String?
@@ -220,7 +221,7 @@ extension PlaceCard {
 }
 
 /// `favorites.contains {place_ids}`.
-struct ContainsRequest: Decodable, Sendable {
+struct ContainsRequest: Decodable, Sendable, DeclaredShape {
     var placeIds: [Int64]
 
     enum CodingKeys: String, CodingKey { case placeIds = "place_ids" }
@@ -258,12 +259,12 @@ struct ListsReply: Encodable, Sendable {
 
 /// `favorites.lists.create {name}`, `favorites.lists.delete {name}`, `favorites.share {list}`…:
 /// one list by name.
-struct ListName: Decodable, Sendable {
+struct ListName: Decodable, Sendable, DeclaredShape {
     var name: String
 }
 
 /// `favorites.lists.rename {name, new_name}`.
-struct RenameRequest: Decodable, Sendable {
+struct RenameRequest: Decodable, Sendable, DeclaredShape {
     var name: String
     var newName: String
 
@@ -280,7 +281,7 @@ struct ListDeleted: Encodable, Sendable {
 }
 
 /// `favorites.share {list}`, `favorites.share.revoke {list}`.
-struct ShareRequest: Decodable, Sendable {
+struct ShareRequest: Decodable, Sendable, DeclaredShape {
     var list: String
 }
 
@@ -297,7 +298,7 @@ struct Revoked: Encodable, Sendable {
 }
 
 /// `favorites.shared {token, limit?, cursor?}`.
-struct SharedRequest: Decodable, Sendable {
+struct SharedRequest: Decodable, Sendable, DeclaredShape {
     var token: String
     var limit: Int?
     var cursor: String?

@@ -40,7 +40,7 @@ enum Items {
             try store.visit(request, caller: caller, context: context)
         }
         table.onRaw(Methods.Favorites.list) { context, caller, store in
-            let request = try context.body(ListRequest.self)
+            let request = try context.checkedParams(ListRequest.self)
             return Response(body: try store.page(request, userId: caller.id).body)
         }
         table.on(Methods.Favorites.contains) { (request: ContainsRequest, caller, _, store) -> ContainsReply in

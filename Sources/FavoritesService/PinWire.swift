@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import Geo
@@ -60,7 +61,7 @@ struct PinPlace: Encodable, Sendable {
 }
 
 /// `pins.add {lat, lon, title?, note?}`.
-struct PinAdd: Decodable, Sendable {
+struct PinAdd: Decodable, Sendable, DeclaredShape {
     var lat: Double
     var lon: Double
     var title: String?
@@ -81,7 +82,7 @@ struct PinNear: Decodable, Sendable {
 
 /// `pins.list {near?, bbox?, limit?, cursor?}`; `bbox` is checked as it decodes (`west > east`
 /// crosses the 180th meridian).
-struct PinListRequest: Decodable, Sendable {
+struct PinListRequest: Decodable, Sendable, DeclaredShape {
     var near: PinNear?
     var bbox: BoundingBox?
     var limit: Int?
@@ -101,7 +102,7 @@ struct PinPage: Encodable, Sendable {
 
 /// `pins.update {id, lat?, lon?, title?, note?}`: what is absent stays; `null` clears a title
 /// or a note (and is refused for `lat` and `lon`).
-struct PinUpdate: Decodable, Sendable {
+struct PinUpdate: Decodable, Sendable, DeclaredShape {
     var id: Int64
     var lat: Patch<Double>
     var lon: Patch<Double>
@@ -123,7 +124,7 @@ struct PinUpdate: Decodable, Sendable {
 }
 
 /// `pins.delete {id}`.
-struct PinRef: Decodable, Sendable {
+struct PinRef: Decodable, Sendable, DeclaredShape {
     var id: Int64
 }
 

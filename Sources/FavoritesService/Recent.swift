@@ -129,7 +129,7 @@ enum Recent {
 }
 
 /// `search.recent`'s body.
-struct RecentRequest: Decodable, Sendable {
+struct RecentRequest: Decodable, Sendable, DeclaredShape {
     var limit: Int?
 }
 

@@ -24,7 +24,7 @@ enum Shares {
             try store.revokeShare(request.list, caller: caller)
         }
         table.onRaw(Methods.Favorites.shared) { context, store in
-            Response(body: try store.shared(try context.body(SharedRequest.self)).body)
+            Response(body: try store.shared(try context.checkedParams(SharedRequest.self)).body)
         }
     }
 

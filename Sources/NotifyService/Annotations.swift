@@ -57,7 +57,8 @@ extension NotifyStore {
     /// `annotations.form.set {form}` (admins): the form's JSON as sent, checked by
     /// `AnnotationForm`; its version must be greater than the current one, else `conflict`.
     func setForm(_ context: RequestContext) throws -> FormSet {
-        let body = context.scannedBody ?? JSONSpan.member("body", in: context.envelope).map { context.envelope.subdata(in: $0) } ?? Data("{}".utf8)
+        _ = try context.checkedParams(FormReplacement.self)
+        let body = context.bodyJSON
         guard let member = JSONSpan.member("form", in: body) else { throw ServiceError.invalid("form", "is missing") }
         let json = body.subdata(in: member)
         let form: AnnotationForm
@@ -266,4 +267,9 @@ extension NotifyStore {
         }
         return page
     }
+}
+
+/// The params of `annotations.form.set`: the form, which `AnnotationForm` reads and checks.
+struct FormReplacement: DeclaredShape {
+    var form: AnyJSON
 }

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import Geo
@@ -29,7 +30,7 @@ public struct AnnotationJSON: Codable, Sendable, Equatable {
 }
 
 /// `annotations.form {lat?, lon?, lang?}`.
-struct FormRequest: Decodable, Sendable {
+struct FormRequest: Decodable, Sendable, DeclaredShape {
     var lat: Double?
     var lon: Double?
     var lang: String?
@@ -41,7 +42,7 @@ struct FormSet: Encodable, Sendable {
 }
 
 /// `annotations.submit {lat, lon, values, text?}`.
-struct SubmitRequest: Decodable, Sendable {
+struct SubmitRequest: Decodable, Sendable, DeclaredShape {
     var lat: Double
     var lon: Double
     var values: [String: String]
@@ -49,7 +50,7 @@ struct SubmitRequest: Decodable, Sendable {
 }
 
 /// `annotations.get {id}`, `annotations.delete {id}`.
-struct AnnotationRef: Decodable, Sendable {
+struct AnnotationRef: Decodable, Sendable, DeclaredShape {
     var id: Int64
 }
 
@@ -60,7 +61,7 @@ struct AnnotationDeleted: Encodable, Sendable {
 }
 
 /// `annotations.nearby {lat, lon, radius_m, cursor?, limit?}`.
-struct NearbyRequest: Decodable, Sendable {
+struct NearbyRequest: Decodable, Sendable, DeclaredShape {
     var lat: Double
     var lon: Double
     var radiusM: Double
@@ -74,7 +75,7 @@ struct NearbyRequest: Decodable, Sendable {
 }
 
 /// `annotations.viewport {south, west, north, east, cursor?, limit?}`.
-struct ViewportRequest: Decodable, Sendable {
+struct ViewportRequest: Decodable, Sendable, DeclaredShape {
     var south: Double
     var west: Double
     var north: Double
@@ -111,7 +112,7 @@ struct SettingsJSON: Codable, Sendable, Equatable {
 }
 
 /// `notify.settings.set`: what is absent stays; `null` clears a timer.
-struct SettingsChange: Decodable, Sendable {
+struct SettingsChange: Decodable, Sendable, DeclaredShape {
     var alerts: Bool?
     var radiusM: Int?
     var timezone: String?
@@ -129,7 +130,7 @@ struct SettingsChange: Decodable, Sendable {
 }
 
 /// `notify.location {lat, lon, at?}`.
-struct LocationRequest: Decodable, Sendable {
+struct LocationRequest: Decodable, Sendable, DeclaredShape {
     var lat: Double
     var lon: Double
     var at: String?
@@ -145,7 +146,7 @@ struct AlertList: Encodable, Sendable {
 }
 
 /// `notify.inbox {cursor?, limit?}`.
-struct InboxRequest: Decodable, Sendable {
+struct InboxRequest: Decodable, Sendable, DeclaredShape {
     var cursor: String?
     var limit: Int?
 }
@@ -169,7 +170,7 @@ struct InboxPage: Encodable, Sendable {
 }
 
 /// `notify.ack {ids}`.
-struct AckRequest: Decodable, Sendable {
+struct AckRequest: Decodable, Sendable, DeclaredShape {
     var ids: [Int64]
 }
 
@@ -179,7 +180,7 @@ struct Acked: Encodable, Sendable {
 }
 
 /// `annotations.sync {cursor?, south?, west?, north?, east?, limit?}`.
-struct SyncRequest: Decodable, Sendable {
+struct SyncRequest: Decodable, Sendable, DeclaredShape {
     var cursor: String?
     var south: Double?
     var west: Double?
@@ -237,7 +238,7 @@ struct Purged: Encodable, Sendable {
 }
 
 /// `annotations.import {annotations: [...]}`.
-struct ImportRequest: Decodable, Sendable {
+struct ImportRequest: Decodable, Sendable, DeclaredShape {
     struct Item: Decodable, Sendable {
         var lat: Double
         var lon: Double

@@ -53,7 +53,7 @@ struct GreatCircleRouter: Router {
 }
 
 /// `directions.get`: from a point to a place (by id) or a point.
-struct DirectionsQuery: Decodable, Sendable {
+struct DirectionsQuery: Decodable, Sendable, DeclaredShape {
     enum Target: Decodable, Sendable {
         case place(Int64)
         case point(Point)
@@ -71,10 +71,12 @@ struct DirectionsQuery: Decodable, Sendable {
     var from: Point
     var to: Target
     var mode: TravelMode?
+
+    static let fieldRules: [FieldRule] = [FieldRule("to", .anyOf([Int64.self, Point.self]))]
 }
 
 /// `directions.plan`: the visits of a trip from `start`, in the order that makes it shortest.
-struct TripQuery: Decodable, Sendable {
+struct TripQuery: Decodable, Sendable, DeclaredShape {
     var start: Point
     var placeIds: [Int64]
     var mode: TravelMode?

@@ -145,7 +145,7 @@ public struct PlaceFilters: Decodable, Sendable, Equatable {
 }
 
 /// `search.nearby`: places within `radius_m` of a point.
-public struct NearbyQuery: Decodable, Sendable {
+public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
     public var lat: Double
     public var lon: Double
     public var radiusM: Double
@@ -213,7 +213,7 @@ public struct NearbyQuery: Decodable, Sendable {
 }
 
 /// `search.viewport`: places inside a map box (west > east crosses the 180th meridian).
-public struct ViewportQuery: Decodable, Sendable {
+public struct ViewportQuery: Decodable, Sendable, DeclaredShape {
     public var south: Double
     public var west: Double
     public var north: Double

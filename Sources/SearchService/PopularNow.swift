@@ -6,7 +6,7 @@ import ServiceKit
 import Storage
 
 /// `search.popular`: the places to show at an instant, near a point, in a box or anywhere.
-public struct PopularQuery: Decodable, Sendable {
+public struct PopularQuery: Decodable, Sendable, DeclaredShape {
     /// A point and how far from it (`radius_m`, default 10 km).
     public struct Point: Decodable, Sendable {
         public var lat: Double

@@ -224,14 +224,14 @@ extension IndexedPlace {
                 if key == "name_i18n" { place.nameI18n = texts } else { place.descriptionI18n = texts }
             case "seasons":
                 if isNull(range) { continue }
-                guard let seasons = PlaceInput.array(at: range, in: json, Season.init(spans:)) else { return nil }
+                guard let seasons = PlaceInput.array(at: range, in: json, { Season(spans: $0, skippingUnknown: true) }) else { return nil }
                 place.seasons = seasons
             case "opening_hours":
                 if isNull(range) { continue }
                 guard let elements = JSONSpan.elements(at: range, in: json) else { return nil }
                 var periods: [OpeningPeriod] = []
                 for element in elements {
-                    guard let period = OpeningPeriod(spans: json.subdata(in: element)) else { return nil }
+                    guard let period = OpeningPeriod(spans: json.subdata(in: element), skippingUnknown: true) else { return nil }
                     periods.append(period)
                 }
                 place.openingHours = periods

@@ -53,7 +53,7 @@ public enum SearchService {
         table.onRaw(Methods.Search.nearby) {
             context, store in
             // A plain body by span, any other through the decoder; the reply is written, not encoded.
-            let query = try context.scannedBody.flatMap(NearbyQuery.init(spans:)) ?? context.body(NearbyQuery.self)
+            let query = try context.scannedBody.flatMap(NearbyQuery.init(spans:)) ?? context.checkedParams(NearbyQuery.self)
             let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
             if maps.answersFromMemory(query) {
                 // Filled (once) in a transaction of its own; a load that fails leaves it empty, and

@@ -12,7 +12,7 @@ public struct Point: Codable, Sendable, Equatable {
 }
 
 /// `search.text`: places whose name, category, address or description match `q`.
-public struct TextQuery: Decodable, Sendable {
+public struct TextQuery: Decodable, Sendable, DeclaredShape {
     public var q: String
     public var near: Point?
     public var radiusM: Double?
@@ -62,7 +62,7 @@ public enum TextSort: String, Sendable {
 }
 
 /// `search.autocomplete`: place names and categories starting with what was typed.
-public struct AutocompleteQuery: Codable, Sendable {
+public struct AutocompleteQuery: Codable, Sendable, DeclaredShape {
     public var prefix: String
     public var near: Point?
     public var limit: Int?

@@ -1,5 +1,6 @@
 import Bus
 import Contracts
+import Foundation
 
 /// Who is asking, resolved once from a request's `auth` (which only the gateway, or an
 /// operator on the bus, sets: ids in bodies never say who asks).
@@ -57,11 +58,18 @@ extension HandlerTable {
     /// Binds a typed handler: the body decodes to `Request`, the result encodes as the reply.
     /// `runsOn: .read` puts a write on a reader thread, for one that first waits on something
     /// slow (a password hash, another service) and then writes in its own short transaction.
+    /// A client method's params whose type declares its shape (`DeclaredShape`) are held to it
+    /// first (`SchemaCheck`: an unknown member, a wrong type or a limit is `invalid_argument`
+    /// naming it); internal methods stay tolerant of members they do not know, as events are.
     public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
         _ method: MethodDeclaration, runsOn: HandlerKind? = nil,
         _ handler: @escaping @Sendable (Request, RequestContext, State) throws -> Reply
     ) {
-        on(method.name, runsOn ?? method.handlerKind, description: method.summary, handler)
+        let shape = method.offeredToClients ? HandlerTable.declaredShape(Request.self) : nil
+        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
+            let reply = try handler(try context.params(Request.self, shape: shape), context, state)
+            return Response(body: try JSONCoding.encoder.encode(reply))
+        }
     }
 
     /// Binds a typed handler of a method that needs a signed-in caller, resolved from the
@@ -72,8 +80,12 @@ extension HandlerTable {
         _ handler: @escaping @Sendable (Request, Caller, RequestContext, State) throws -> Reply
     ) {
         let admin = HandlerTable.requiresCaller(method)
-        on(method.name, runsOn ?? method.handlerKind, description: method.summary) { (request: Request, context, state) in
-            try handler(request, try Caller.checked(context, admin: admin, state: state), context, state)
+        let shape = HandlerTable.declaredShape(Request.self)
+        // Who asks first: a stranger learns nothing of a method's params.
+        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
+            let caller = try Caller.checked(context, admin: admin, state: state)
+            let reply = try handler(try context.params(Request.self, shape: shape), caller, context, state)
+            return Response(body: try JSONCoding.encoder.encode(reply))
         }
     }
 
@@ -88,6 +100,17 @@ extension HandlerTable {
         let admin = HandlerTable.requiresCaller(method)
         onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
             try handler(context, try Caller.checked(context, admin: admin, state: state), state)
+        }
+    }
+
+    /// The shape of `type` when it declares one. A shape that cannot be read is a mistake in
+    /// the code, found when the service's table is built (every service's is, by its tests).
+    static func declaredShape<T>(_ type: T.Type) -> Schema? {
+        guard let declared = type as? any DeclaredShape.Type else { return nil }
+        do {
+            return try SchemaProbe.shape(of: declared)
+        } catch {
+            preconditionFailure("the params shape of \(type) cannot be read: \(error)")
         }
     }
 
@@ -114,4 +137,35 @@ extension Caller {
 extension MethodDeclaration {
     /// The thread a handler of this method runs on unless its binding says otherwise.
     var handlerKind: HandlerKind { kind == .write ? .write : .read }
+}
+
+extension RequestContext {
+    /// The body's JSON as it came: `{}` when the envelope has none.
+    public var bodyJSON: Data { Self.bodyJSON(scannedBody: scannedBody, envelope: envelope) }
+
+    /// The body of `envelope` (`scannedBody` when the server's header scan found it), `{}`
+    /// when it has none or it is `null` (as the decoder reads it).
+    public static func bodyJSON(scannedBody: Data?, envelope: Data) -> Data {
+        let body = scannedBody ?? JSONSpan.member("body", in: envelope).map { envelope.subdata(in: $0) }
+        guard let body, !body.elementsEqual("null".utf8) else { return Data("{}".utf8) }
+        return body
+    }
+
+    /// The body decoded as `Params`, held first to `shape` when there is one (`SchemaCheck`).
+    public func params<Params: Decodable>(_ type: Params.Type, shape: Schema?) throws(ServiceError) -> Params {
+        if let shape { try SchemaCheck.check(bodyJSON, against: shape) }
+        return try body(type)
+    }
+
+    /// The body decoded as `Params`, held first to its declared shape: for a handler that
+    /// reads its own body (`onRaw`) and has no plainer way to read this one.
+    public func checkedParams<Params: DeclaredShape>(_ type: Params.Type) throws(ServiceError) -> Params {
+        try Self.checkedParams(type, scannedBody: scannedBody, envelope: envelope)
+    }
+
+    /// `checkedParams` of a request given as its envelope and scanned body.
+    public static func checkedParams<Params: DeclaredShape>(_ type: Params.Type, scannedBody: Data?, envelope: Data) throws(ServiceError) -> Params {
+        if let shape = HandlerTable<Void>.declaredShape(type) { try SchemaCheck.check(bodyJSON(scannedBody: scannedBody, envelope: envelope), against: shape) }
+        return try JSONCoding.decodeBody(type, fromEnvelope: envelope)
+    }
 }

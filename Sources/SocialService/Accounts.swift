@@ -7,7 +7,7 @@ import Storage
 import Synchronization
 
 /// `auth.register` and `admin.create`: a new account.
-public struct Registration: Codable, Sendable {
+public struct Registration: Codable, Sendable, DeclaredShape {
     public var username: String
     public var email: String
     public var name: String
@@ -22,7 +22,7 @@ public struct Registration: Codable, Sendable {
 }
 
 /// `auth.login`.
-public struct Credentials: Codable, Sendable {
+public struct Credentials: Codable, Sendable, DeclaredShape {
     public var username: String
     public var password: String
 

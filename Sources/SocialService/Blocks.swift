@@ -11,7 +11,7 @@ import Storage
 // and shown to the group as any other, but the blocker never sees it.
 
 /// `social.block` and `social.unblock`: the user to block or unblock.
-struct BlockRequest: Codable, Sendable {
+struct BlockRequest: Codable, Sendable, DeclaredShape {
     var userId: Int64
 
     enum CodingKeys: String, CodingKey { case userId = "user_id" }
@@ -29,7 +29,7 @@ struct BlockState: Codable, Sendable, Equatable {
 }
 
 /// `social.blocks`: a page of the users the caller blocks.
-struct ListBlocks: Codable, Sendable {
+struct ListBlocks: Codable, Sendable, DeclaredShape {
     var limit: Int?
     var cursor: String?
 }

@@ -10,7 +10,7 @@ import Storage
 
 /// `chat.send`: a message to a user (`user:N`) or a group (`group:N`), with the sender's own id
 /// for it, which makes a retry safe.
-struct ChatSend: Codable, Sendable {
+struct ChatSend: Codable, Sendable, DeclaredShape {
     var to: String
     var text: String
     var clientMsgId: String
@@ -77,7 +77,7 @@ struct ChatMessage: Encodable, Sendable, Equatable {
 }
 
 /// `chat.history`: a page of a conversation, newest first, before a sequence number.
-struct ChatHistoryRequest: Codable, Sendable {
+struct ChatHistoryRequest: Codable, Sendable, DeclaredShape {
     var conversation: String
     var before: Int64?
     var limit: Int?
@@ -101,7 +101,7 @@ struct ChatHistory: Encodable, Sendable, Equatable {
 }
 
 /// `chat.conversations`: a page of the caller's conversations.
-struct ChatConversationsRequest: Codable, Sendable {
+struct ChatConversationsRequest: Codable, Sendable, DeclaredShape {
     var cursor: String?
     var limit: Int?
 
@@ -142,7 +142,7 @@ struct ChatConversationList: Encodable, Sendable, Equatable {
 
 /// `chat.read`: the caller has read a conversation up to a sequence number; also the body of
 /// the `chat.read` push, by which the reader's other connections learn the new read mark.
-struct ChatReadMark: Codable, Sendable, Equatable {
+struct ChatReadMark: Codable, Sendable, Equatable, DeclaredShape {
     var conversation: String
     var upTo: Int64
 

@@ -9,7 +9,7 @@ import Storage
 // and publishes (`social.device.*`), so the catalog seals downloads to that device only.
 
 /// `devices.register`: a device of the caller and the X25519 public key it made.
-public struct DeviceRegistration: Codable, Sendable {
+public struct DeviceRegistration: Codable, Sendable, DeclaredShape {
     public var deviceId: String
     public var publicKey: String
 
@@ -25,7 +25,7 @@ public struct DeviceRegistration: Codable, Sendable {
 }
 
 /// `devices.revoke`: one of the caller's devices.
-public struct DeviceRef: Codable, Sendable {
+public struct DeviceRef: Codable, Sendable, DeclaredShape {
     public var deviceId: String
 
     public init(deviceId: String) { self.deviceId = deviceId }

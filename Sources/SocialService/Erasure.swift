@@ -6,7 +6,7 @@ import Storage
 
 /// `auth.delete`: the caller's password, asked again before their account and everything
 /// of it goes.
-public struct AccountDeletion: Codable, Sendable {
+public struct AccountDeletion: Codable, Sendable, DeclaredShape {
     public var password: String
 
     public init(password: String) { self.password = password }

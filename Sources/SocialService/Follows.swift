@@ -5,7 +5,7 @@ import ServiceKit
 import Storage
 
 /// `social.follow` and `social.unfollow`.
-public struct FollowRequest: Codable, Sendable {
+public struct FollowRequest: Codable, Sendable, DeclaredShape {
     public var userId: Int64
 
     public init(userId: Int64) { self.userId = userId }
@@ -25,7 +25,7 @@ public struct FollowState: Codable, Sendable, Equatable {
 }
 
 /// `social.followers` and `social.following`: a page of someone's (without `user_id`, the caller's) list.
-public struct ListUsers: Codable, Sendable {
+public struct ListUsers: Codable, Sendable, DeclaredShape {
     public var userId: Int64?
     public var limit: Int?
     public var cursor: String?

@@ -9,19 +9,19 @@ import Storage
 // Users in a block relation with the viewer, either way, are left out of all the viewer sees.
 
 /// `groups.create`.
-struct GroupCreation: Codable, Sendable {
+struct GroupCreation: Codable, Sendable, DeclaredShape {
     var name: String
 }
 
 /// A request about one group: `groups.get`, `.accept`, `.decline`, `.leave`, `.map`.
-struct GroupRef: Codable, Sendable {
+struct GroupRef: Codable, Sendable, DeclaredShape {
     var groupId: Int64
 
     enum CodingKeys: String, CodingKey { case groupId = "group_id" }
 }
 
 /// `groups.invite`: whom to invite, by username.
-struct GroupInvitation: Codable, Sendable {
+struct GroupInvitation: Codable, Sendable, DeclaredShape {
     var groupId: Int64
     var username: String
 
@@ -32,7 +32,7 @@ struct GroupInvitation: Codable, Sendable {
 }
 
 /// `groups.remove`, `groups.follow`, `groups.unfollow`: a group and one of its members.
-struct GroupMemberRef: Codable, Sendable {
+struct GroupMemberRef: Codable, Sendable, DeclaredShape {
     var groupId: Int64
     var userId: Int64
 

@@ -66,7 +66,7 @@ final class LiveState {
 }
 
 /// `groups.position`: where the caller is now.
-struct PositionReport: Codable, Sendable {
+struct PositionReport: Codable, Sendable, DeclaredShape {
     var lat: Double
     var lon: Double
     var accuracyM: Double?
@@ -128,7 +128,7 @@ struct PositionShared: Codable, Sendable {
 }
 
 /// `groups.sharing`: share the caller's position with a group, or stop.
-struct SharingChange: Codable, Sendable {
+struct SharingChange: Codable, Sendable, DeclaredShape {
     var groupId: Int64
     var on: Bool
 

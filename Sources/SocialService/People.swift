@@ -10,7 +10,7 @@ import Storage
 // (`favorites.visited`, `favorites.unvisited`), kept here only while they are discoverable.
 
 /// `social.people_at`: a catalog place (`place_id`), or a circle (`lat`, `lon`, `radius_m`).
-public struct PeopleAtRequest: Codable, Sendable {
+public struct PeopleAtRequest: Codable, Sendable, DeclaredShape {
     public var placeId: Int64?
     public var lat: Double?
     public var lon: Double?

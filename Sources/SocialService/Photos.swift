@@ -11,7 +11,7 @@ import Uploads
 
 /// `profile.photo.upload.commit`'s body, and the reply of begin and append: an upload and the
 /// bytes it holds; after commit, the photo it became.
-struct PhotoUpload: Codable, Sendable {
+struct PhotoUpload: Codable, Sendable, DeclaredShape {
     var uploadId: String
     var bytes: Int?
     var photo: PhotoStamp?
@@ -30,7 +30,7 @@ public struct PhotoStamp: Codable, Sendable, Equatable {
 }
 
 /// `profile.photo`: one size of a user's photo (without `user_id`, the caller's own).
-struct PhotoRequest: Decodable, Sendable {
+struct PhotoRequest: Decodable, Sendable, DeclaredShape {
     var userId: Int64?
     var size: Int
 

@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import ServiceKit
@@ -36,7 +37,7 @@ public struct Profile: Codable, Sendable, Equatable {
 }
 
 /// `profile.get`: someone's profile, or without `user_id` the caller's own.
-public struct ProfileRequest: Codable, Sendable {
+public struct ProfileRequest: Codable, Sendable, DeclaredShape {
     public var userId: Int64?
 
     public init(userId: Int64? = nil) { self.userId = userId }
@@ -45,7 +46,7 @@ public struct ProfileRequest: Codable, Sendable {
 }
 
 /// `profile.update`: only the fields to change; `null` clears one (except `name`).
-public struct ProfileUpdate: Decodable, Sendable {
+public struct ProfileUpdate: Decodable, Sendable, DeclaredShape {
     public var name: Patch<String> = .absent
     public var bio: Patch<String> = .absent
     public var avatarUrl: Patch<String> = .absent

@@ -33,7 +33,7 @@ public struct Review: Codable, Sendable, Equatable {
 }
 
 /// `reviews.add`: the caller's review of a place (a second one replaces the first).
-public struct ReviewInput: Codable, Sendable {
+public struct ReviewInput: Codable, Sendable, DeclaredShape {
     public var placeId: Int64
     public var rating: Int
     public var text: String?
@@ -49,21 +49,12 @@ public struct ReviewInput: Codable, Sendable {
         case placeId = "place_id"
     }
 
-    /// Decodes `rating` itself, so 2.5 and "five" name the field like 0 and 6 do.
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        placeId = try c.decode(Int64.self, forKey: .placeId)
-        text = try c.decodeIfPresent(String.self, forKey: .text)
-        guard c.contains(.rating) else { throw ServiceError.invalid("rating", "missing required field rating") }
-        guard let value = try? c.decode(Double.self, forKey: .rating), value.rounded() == value, (1...5).contains(value) else {
-            throw ServiceError.invalid("rating", "must be an integer from 1 to 5")
-        }
-        rating = Int(value)
-    }
+    /// A rating is an integer from 1 to 5; 2.5, "five", 0 and 6 each name the field.
+    public static let fieldRules: [FieldRule] = [.integer("rating", 1...5)]
 }
 
 /// `reviews.delete`.
-public struct ReviewRef: Codable, Sendable {
+public struct ReviewRef: Codable, Sendable, DeclaredShape {
     public var reviewId: Int64
 
     public init(reviewId: Int64) { self.reviewId = reviewId }
@@ -77,7 +68,7 @@ public struct ReviewDeleted: Codable, Sendable, Equatable {
 }
 
 /// `reviews.list`: a page of one place's reviews in a chosen order.
-public struct ListReviews: Codable, Sendable {
+public struct ListReviews: Codable, Sendable, DeclaredShape {
     public var placeId: Int64
     public var sort: String?
     public var order: String?
@@ -99,7 +90,7 @@ public struct ListReviews: Codable, Sendable {
 }
 
 /// `social.feed`: a page of the reviews of the people the caller follows.
-public struct FeedRequest: Codable, Sendable {
+public struct FeedRequest: Codable, Sendable, DeclaredShape {
     public var limit: Int?
     public var cursor: String?
 

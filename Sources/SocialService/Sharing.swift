@@ -1,8 +1,9 @@
+import Contracts
 import Bus
 import Foundation
 
 /// `share.place`: a place and where to share it.
-public struct ShareRequest: Codable, Sendable {
+public struct ShareRequest: Codable, Sendable, DeclaredShape {
     public var placeId: Int64
     public var network: String
 

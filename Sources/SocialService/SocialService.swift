@@ -96,7 +96,7 @@ public enum SocialService {
         table.on(Methods.Profile.photoUploadAppend) { (request: UploadChunk, caller, _, store) in try store.appendPhotoUpload(request, caller: caller) }
         table.on(Methods.Profile.photoUploadCommit, runsOn: .read) { (request: PhotoUpload, caller, _, store) in try store.commitPhoto(request.uploadId, caller: caller) }
         table.onRaw(Methods.Profile.photo) { context, store in
-            let photo = try store.photo(try context.body(PhotoRequest.self), viewer: try store.viewer(context))
+            let photo = try store.photo(try context.checkedParams(PhotoRequest.self), viewer: try store.viewer(context))
             return Response(body: try JSONCoding.encoder.encode(photo.reply), attachments: [photo.jpeg])
         }
         table.on(Methods.Profile.photoDelete) { (_: Empty, caller, _, store) in

@@ -150,8 +150,9 @@ import Testing
             ("catalog.list", #"{"limit":101}"#, .invalidArgument, "limit"),
             ("catalog.list", #"{"cursor":"not-a-cursor!"}"#, .invalidArgument, "cursor"),
             ("catalog.list", #"{"category":"moon"}"#, .invalidArgument, "category"),
-            // Foundation does not say which field held a fraction where an integer belongs.
-            ("catalog.update", #"{"id":\#(place.id),"price_level":2.5}"#, .invalidArgument, nil),
+            // The params' shape names the field that held a fraction where an integer belongs.
+            ("catalog.update", #"{"id":\#(place.id),"price_level":2.5}"#, .invalidArgument, "price_level"),
+            ("catalog.update", #"{"id":\#(place.id),"nmae":"x"}"#, .invalidArgument, "nmae"),
         ]
         for (type, body, code, field) in cases {
             do {

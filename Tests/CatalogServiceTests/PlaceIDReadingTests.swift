@@ -2,17 +2,23 @@ import Bus
 @testable import CatalogService
 import Contracts
 import Foundation
+import ServiceKit
 import Testing
 
 /// `catalog.get` and `catalog.delete` read a plain `{"id":N}` by span and leave any other body
-/// to the decoder: either way the answer, or the error, is the decoder's.
+/// to the checked decoder (its shape, then the decoder): either way the answer, or the error, is the checked decoder's.
 @Suite struct PlaceIDReadingTests {
+    static let placeIDShape = Schema.object(ObjectSchema([.init("id", .integer(IntegerBounds()), required: true)]))
+
     static func envelope(_ body: String?) -> Data {
         Data(#"{"v":1,"id":"t-1","type":"catalog.get"\#(body.map { ",\"body\":\($0)" } ?? "")}"#.utf8)
     }
 
     static func decoded(_ envelope: Data) -> Result<Int64, ServiceError> {
-        Result { () throws(ServiceError) in try JSONCoding.decodeBody(PlaceID.self, fromEnvelope: envelope).id }
+        Result { () throws(ServiceError) in
+            try SchemaCheck.check(RequestContext.bodyJSON(scannedBody: nil, envelope: envelope), against: placeIDShape)
+            return try JSONCoding.decodeBody(PlaceID.self, fromEnvelope: envelope).id
+        }
     }
 
     /// The body as the server's header scan finds it, or nil when the scan leaves the header to the decoder.
@@ -60,7 +66,10 @@ import Testing
         let catalog = try CatalogFixture()
         let place = try catalog.create("Harbour Café")
         let plain = try catalog.client.request(type: "catalog.get", body: Data(#"{"id":\#(place.id)}"#.utf8)).bodyJSON
-        #expect(try catalog.client.request(type: "catalog.get", body: Data(#"{"id":\#(place.id),"extra":[1]}"#.utf8)).bodyJSON == plain)
+        #expect(throws: ServiceError(.invalidArgument, "unknown parameter 'extra'", field: "extra")) {
+            try catalog.client.request(type: "catalog.get", body: Data(#"{"id":\#(place.id),"extra":[1]}"#.utf8))
+        }
+        #expect(try catalog.client.request(type: "catalog.get", body: Data(#"{ "id" : \#(place.id) , "lang" : null }"#.utf8)).bodyJSON == plain)
         for (body, error) in [
             ("{}", ServiceError(.invalidArgument, "missing required field id", field: "id")),
             (#"{"id":"1"}"#, ServiceError(.invalidArgument, "expected an integer", field: "id")),

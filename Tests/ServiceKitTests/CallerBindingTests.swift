@@ -101,4 +101,43 @@ import Testing
         #expect(CallerBindingTests.call(table, method, auth: Auth(userId: "zz", role: "user"), state: 0)
             == .failure(ServiceError(.unauthenticated, "auth.user_id must be a positive decimal id")))
     }
+
+    struct Named: DeclaredShape {
+        var name: String
+        static let fieldRules: [FieldRule] = [.string("name", characters: 1...5, bytes: 20)]
+    }
+
+    /// Runs `method` of `table` on a body, answering what the handler got or the refusal.
+    static func run(_ table: HandlerTable<Int>, _ method: MethodDeclaration, body: String?) -> Result<String, ServiceError> {
+        let envelope = Data(#"{"v":1,"id":"1","type":"\#(method.name)"\#(body.map { ",\"body\":" + $0 } ?? "")}"#.utf8)
+        let context = RequestContext(id: "1", type: method.name, auth: nil, deadline: monotonicNanos() + 1_000_000_000, envelope: envelope, bodyRange: nil)
+        do {
+            let response = try #require(table.routes[method.name]).run(context, 0)
+            return .success(String(decoding: response.body, as: UTF8.self))
+        } catch let error as ServiceError {
+            return .failure(error)
+        } catch {
+            return .failure(ServiceError(.internal, "\(error)"))
+        }
+    }
+
+    /// A client method's params are held to their declared shape before the handler runs; an
+    /// internal method's are not (requests between services stay tolerant, as events are).
+    @Test func aClientMethodsParamsAreHeldToTheirShapeAndNoInternalOnes() {
+        let offered = MethodDeclaration("toy.name", .catalog, .anyone, .read, "a name")
+        let inner = MethodDeclaration("toy.inner", .catalog, .internal, .read, "a name, between services")
+        var table = HandlerTable<Int>()
+        for method in [offered, inner] { table.on(method) { (request: Named, _, _) in request.name } }
+        let run = { (method: MethodDeclaration, body: String?) in CallerBindingTests.run(table, method, body: body) }
+        #expect(run(offered, #"{"name":"Ann"}"#) == .success(#""Ann""#))
+        #expect(run(offered, #"{"name":"Ann","nmae":"x"}"#) == .failure(.invalid("nmae", "unknown parameter 'nmae'; did you mean 'name'?")))
+        #expect(run(offered, #"{"name":"Annabel"}"#) == .failure(.invalid("name", "must be 1 to 5 characters")))
+        #expect(run(offered, "null") == .failure(ServiceError(.invalidArgument, "missing required field name", field: "name")))
+        #expect(run(offered, nil) == .failure(ServiceError(.invalidArgument, "missing required field name", field: "name")))
+        #expect(run(inner, #"{"name":"Annabel","nmae":"x"}"#) == .success(#""Annabel""#))
+        var empty = HandlerTable<Int>()
+        empty.on(offered) { (_: Empty, _, _) in "none" }
+        #expect(CallerBindingTests.run(empty, offered, body: "null") == .success(#""none""#))
+        #expect(CallerBindingTests.run(empty, offered, body: #"{"x":1}"#) == .failure(.invalid("x", "unknown parameter 'x'")))
+    }
 }

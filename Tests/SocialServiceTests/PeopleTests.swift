@@ -68,8 +68,10 @@ import Testing
     @Test func ownProfileShowsMoreThanOthersSee() throws {
         let f = try SocialFixture()
         let ann = try f.register("ann"), ben = try f.register("ben")
+        // A user id in the body says nothing about whose profile changes: it is no parameter of profile.update.
+        #expect(f.error("profile.update", #"{"name":"Ben's now","user_id":\#(ben)}"#, as: ann) == .invalid("user_id", "unknown parameter 'user_id'"))
         let updated = try f.call("profile.update", #"""
-            {"name":" Ann Lee ","bio":"<i>Coffee</i> first","avatar_url":"https://example.org/ann.png","birth_year":1990,"language":"pt-BR","home_city":"Sydney","user_id":\#(ben)}
+            {"name":" Ann Lee ","bio":"<i>Coffee</i> first","avatar_url":"https://example.org/ann.png","birth_year":1990,"language":"pt-BR","home_city":"Sydney"}
             """#, as: ann)
         #expect(updated["id"] as? Int == Int(ann) && updated["name"] as? String == "Ann Lee" && updated["bio"] as? String == "<i>Coffee</i> first")
         #expect(updated["email"] as? String == "ann@example.com" && updated["birth_year"] as? Int == 1990 && updated["age_group"] == nil)

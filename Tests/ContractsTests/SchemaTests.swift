@@ -1,0 +1,136 @@
+import Bus
+@testable import Contracts
+import Foundation
+import Testing
+
+/// A params type's shape is read from its decoder, its limits from its rules, and a body is
+/// held to both before it is decoded.
+@Suite struct SchemaTests {
+    struct Point: Codable, Sendable, Equatable {
+        var lat: Double
+        var lon: Double
+    }
+
+    enum Mode: String, Codable, CaseIterable, Sendable { case walking, driving }
+
+    struct Query: DeclaredShape, Equatable {
+        var near: Point
+        var radiusM: Double?
+        var limit: Int?
+        var q: String
+        var tags: [String]?
+        var mode: Mode?
+        var names: [String: String]?
+        var open: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case near, limit, q, tags, mode, names, open
+            case radiusM = "radius_m"
+        }
+
+        static let fieldRules: [FieldRule] = [
+            .number("near.lat", -90...90), .number("near.lon", -180...180),
+            .number("radius_m", 0...50_000, exclusiveMinimum: true),
+            .integer("limit", 1...100),
+            .string("q", characters: 1...10, bytes: 40),
+            FieldRule("tags", .items(0...3)), .string("tags[]", characters: 1...5, bytes: 20),
+            FieldRule("names", .items(0...2)),
+        ]
+    }
+
+    /// An update whose `note` may be cleared by null, as catalog.update's optional fields are.
+    struct Update: DeclaredShape {
+        var id: Int64
+        var note: String??
+
+        enum CodingKeys: String, CodingKey { case id, note }
+
+        init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            id = try c.decode(Int64.self, forKey: .id)
+            if c.contains(.note) { note = try c.decodeNil(forKey: .note) ? .some(nil) : .some(try c.decode(String.self, forKey: .note)) }
+        }
+    }
+
+    @Test func theShapeComesFromTheDecoder() throws {
+        guard case .object(let object) = try SchemaProbe.shape(of: Query.self) else { Issue.record("not an object"); return }
+        #expect(object.members.map(\.name) == ["near", "limit", "q", "tags", "mode", "names", "open", "radius_m"])
+        #expect(object.members.filter(\.required).map(\.name) == ["near", "q"])
+        #expect(object.member("near")?.schema == .object(ObjectSchema([
+            .init("lat", .number(NumberBounds(-90...90)), required: true), .init("lon", .number(NumberBounds(-180...180)), required: true),
+        ])))
+        #expect(object.member("mode")?.schema == .enumeration(["walking", "driving"]))
+        #expect(object.member("tags")?.schema == .array(of: .string(StringBounds(characters: 1...5, maxBytes: 20)), items: CountBounds(0...3)))
+        #expect(object.member("names")?.schema == .dictionary(of: .string(StringBounds()), entries: CountBounds(0...2)))
+        #expect(object.member("radius_m")?.schema == .number(NumberBounds(0...50_000, exclusiveMinimum: true)))
+
+        guard case .object(let update) = try SchemaProbe.shape(of: Update.self) else { Issue.record("not an object"); return }
+        #expect(update.member("id").map { $0.required && !$0.nullable } == true)
+        #expect(update.member("note").map { !$0.required && $0.nullable } == true)
+    }
+
+    @Test func aRuleNamingNoFieldOrTheWrongTypeIsRefused() throws {
+        let plain = try SchemaProbe.plainShape(of: Query.self)
+        #expect(throws: SchemaRuleError.self) { try plain.applying([.integer("nowhere", 1...2)]) }
+        #expect(throws: SchemaRuleError.self) { try plain.applying([.integer("q", 1...2)]) }
+        #expect(throws: SchemaRuleError.self) { try plain.applying([FieldRule("q[]", .bytes(3))]) }
+    }
+
+    static func fault(_ body: String) -> ServiceError? {
+        do {
+            try SchemaCheck.check(Data(body.utf8), against: try SchemaProbe.shape(of: Query.self))
+            return nil
+        } catch let error as ServiceError {
+            return error
+        } catch {
+            return ServiceError(.internal, "\(error)")
+        }
+    }
+
+    @Test func aBodyWithinTheShapePassesAndDecodes() throws {
+        let body = #"{"near":{"lat":-33.86,"lon":151.2},"radius_m":2000,"limit":100,"q":"café","tags":["a","bb"],"mode":"walking","names":{"en":"x"},"open":true}"#
+        #expect(SchemaTests.fault(body) == nil)
+        #expect(SchemaTests.fault(#"{"near":{"lat":90,"lon":-180},"q":"x","radius_m":null,"tags":[]}"#) == nil)
+        #expect(try JSONDecoder().decode(Query.self, from: Data(body.utf8)).mode == .walking)
+    }
+
+    @Test func eachFaultNamesItsField() {
+        let cases: [(String, ServiceError)] = [
+            (#"[]"#, ServiceError(.invalidArgument, "expected an object")),
+            (#"{"q":"x"}"#, ServiceError(.invalidArgument, "missing required field near", field: "near")),
+            (#"{"near":{"lat":1},"q":"x"}"#, ServiceError(.invalidArgument, "missing required field near.lon", field: "near.lon")),
+            (#"{"near":null,"q":"x"}"#, .invalid("near", "expected an object, found null")),
+            (#"{"near":{"lat":91,"lon":0},"q":"x"}"#, .invalid("near.lat", "must be a number in [-90, 90]")),
+            (#"{"near":{"lat":"1","lon":0},"q":"x"}"#, .invalid("near.lat", "expected a number")),
+            (#"{"near":{"lat":1e999,"lon":0},"q":"x"}"#, .invalid("near.lat", "number 1e999 is out of range")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","radius_m":0}"#, .invalid("radius_m", "must be more than 0 and at most 50000")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":101}"#, .invalid("limit", "must be 1 to 100")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":2.5}"#, .invalid("limit", "expected an integer")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":5e0}"#, .invalid("limit", "expected an integer")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":1e999}"#, .invalid("limit", "number 1e999 is out of range")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":99999999999999999999}"#, .invalid("limit", "number 99999999999999999999 is out of range")),
+            (#"{"near":{"lat":1,"lon":0},"q":""}"#, .invalid("q", "must not be empty")),
+            (#"{"near":{"lat":1,"lon":0},"q":"abcdefghijk"}"#, .invalid("q", "must be 1 to 10 characters")),
+            // Bytes first: ten characters of four bytes are 40 bytes, and one more is refused by its bytes.
+            (#"{"near":{"lat":1,"lon":0},"q":"😀😀😀😀😀😀😀😀😀😀😀"}"#, .invalid("q", "must be at most 40 bytes")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","tags":["a","b","c","d"]}"#, .invalid("tags", "must hold 0 to 3 items")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","tags":["a",""]}"#, .invalid("tags[1]", "must not be empty")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","mode":"flying"}"#, .invalid("mode", "unknown mode 'flying'; use walking or driving")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","names":{"en":1}}"#, .invalid("names.en", "expected a string")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","open":"yes"}"#, .invalid("open", "expected a boolean")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","lat":1}"#, .invalid("lat", "unknown parameter 'lat'; did you mean 'near'?")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limt":1}"#, .invalid("limt", "unknown parameter 'limt'; did you mean 'limit'?")),
+            (#"{"near":{"lat":1,"lon":0,"lng":2},"q":"x"}"#, .invalid("near.lng", "unknown parameter 'near.lng'; did you mean 'near.lon'?")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","zzzzzz":1}"#, .invalid("zzzzzz", "unknown parameter 'zzzzzz'")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","foo":1}"#, .invalid("foo", "unknown parameter 'foo'")),
+        ]
+        for (body, error) in cases { #expect(SchemaTests.fault(body) == error, "\(body)") }
+    }
+
+    @Test func nameDistancesCountSwapsAsOne() {
+        #expect(SchemaCheck.distance("limt", "limit") == 1)
+        #expect(SchemaCheck.distance("lmiit", "limit") == 1)
+        #expect(SchemaCheck.distance("", "abc") == 3)
+        #expect(SchemaCheck.distance("radius", "radius_m") == 2)
+    }
+}

@@ -1,0 +1,46 @@
+import Contracts
+import Foundation
+import Testing
+import TestSupport
+
+/// Every method the gateway offers, sent through it with a member no method has, is refused
+/// as `invalid_argument` naming that member: by the owning service, which holds params to
+/// their declared shape before anything reads them.
+@Suite(.serialized) struct StrictParamsTests {
+    /// A member no method has.
+    static let stray = "zz_not_a_parameter"
+
+    @Test func everyServiceMethodRefusesAnUnknownParameter() throws {
+        let suite = try SuiteFixture(everything: true)
+        let admin = try suite.adminConnection()
+        // Methods that end the admin's session are called last, each on a connection of its own.
+        let endsSession: Set<String> = [Methods.Auth.logout.name, Methods.Auth.delete.name]
+        let methods = Methods.offered.filter { $0.owner != .gateway }
+        #expect(methods.count > 100)
+        var refused: [String] = [], wrong: [String] = []
+        for method in methods {
+            let line = endsSession.contains(method.name) ? try suite.adminConnection() : admin
+            let reply = line.rpc(method.name, #"{"\#(StrictParamsTests.stray)":1}"#)
+            if reply.failure?.data?.code == "invalid_argument", reply.failure?.data?.field == StrictParamsTests.stray,
+               reply.failure?.message.hasPrefix("unknown parameter '\(StrictParamsTests.stray)'") == true {
+                refused.append(method.name)
+            } else {
+                wrong.append("\(method.name): \(reply)")
+            }
+        }
+        #expect(wrong.isEmpty, "not refused:\n\(wrong.joined(separator: "\n"))")
+        #expect(refused.count == methods.count)
+    }
+
+    /// The issue's example: `search.popular` takes its point as `near`, and a top-level `lat` is
+    /// refused with the member it belongs in, where it used to be ignored.
+    @Test func aMisplacedParameterIsNamedWithWhereItBelongs() throws {
+        let suite = try SuiteFixture(withSearch: true)
+        let line = try GatewayConnection(port: suite.port)
+        let reply = line.rpc(Methods.Search.popular.name, #"{"lat":-33.86,"lon":151.21}"#)
+        #expect(reply.failure?.data?.code == "invalid_argument" && reply.failure?.data?.field == "lat", "\(reply)")
+        #expect(reply.failure?.message == "unknown parameter 'lat'; did you mean 'near'?", "\(reply)")
+        let nearby = line.rpc(Methods.Search.nearby.name, #"{"lat":-33.86,"lon":151.21,"radius_m":500,"limt":5}"#)
+        #expect(nearby.failure?.message == "unknown parameter 'limt'; did you mean 'limit'?", "\(nearby)")
+    }
+}
