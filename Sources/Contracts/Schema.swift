@@ -3,8 +3,8 @@ import Bus
 // The shape of a wire value: its JSON type and limits. A params type's shape is read from its
 // `Decodable` conformance (`SchemaProbe`: its keys, their types, which are required) and its
 // limits from its `FieldRule`s; `SchemaCheck` holds a request body to both before the body is
-// decoded, and the JSON Schema of the OpenRPC document is written from the same shape. So a
-// field's type and limits are said once.
+// decoded. So a field's type and limits are said once, where the type is, and a document that
+// describes the params to clients can be written from the same shape.
 
 /// What a JSON value may be.
 public indirect enum Schema: Sendable, Equatable {

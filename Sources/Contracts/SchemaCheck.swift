@@ -36,6 +36,9 @@ public enum SchemaCheck {
             try count(elements.count, items, path, noun: "items")
             for (i, range) in elements.enumerated() { try check(json.subdata(in: range), element, path: path + "[\(i)]") }
         case .string(let bounds):
+            // The value is strict JSON: one that opens with a quote is a string. Only a bounded one is read.
+            guard json.first == UInt8(ascii: "\"") else { throw expected("a string", json, path) }
+            guard bounds.maxBytes != nil || bounds.characters != nil else { return }
             guard let text = JSONSpan.string(at: json.startIndex..<json.endIndex, in: json) else { throw expected("a string", json, path) }
             try checkString(text, bounds, path: path)
         case .enumeration(let cases):
@@ -49,11 +52,11 @@ public enum SchemaCheck {
         case .integer(let bounds):
             let literal = String(decoding: json, as: UTF8.self)
             guard isNumber(json) else { throw expected("an integer", json, path) }
-            guard let value = Int64(literal) else {
-                // A fraction or an exponent is no integer, unless it is past every number's range.
-                let finite = Double(literal)?.isFinite == true
-                throw fault(path, literal.contains(where: { ".eE".contains($0) }) && finite
-                    ? "expected an integer" : "number \(Echo.clip(literal, maxBytes: 40)) is out of range")
+            // A whole number written with a fraction or an exponent (`4.0`, `1e1`) is one, as the decoder reads it.
+            let whole = Int64(literal) ?? Double(literal).flatMap { $0 == $0.rounded(.towardZero) ? Int64(exactly: $0) : nil }
+            guard let value = whole else {
+                let fraction = Double(literal).map { $0.isFinite && $0 != $0.rounded(.towardZero) } ?? false
+                throw fault(path, fraction ? "expected an integer" : "number \(Echo.clip(literal, maxBytes: 40)) is out of range")
             }
             if let range = bounds.range, !range.contains(value) {
                 throw fault(path, "must be \(range.lowerBound) to \(range.upperBound)")

@@ -77,6 +77,9 @@ final class ProbeNode {
     /// A stand-in value of `type`, recording its shape in `node`.
     static func value<T: Decodable>(_ type: T.Type, into node: ProbeNode, path: [CodingKey]) throws -> T {
         if let stand = standIn(type, node) { return stand }
+        // A type that contains itself (or `URL`, whose decoder reads an optional base URL) would
+        // be probed without end; no params are nested this deep.
+        guard path.count < 16 else { throw ProbeRefusal(description: "\(type) nests deeper than 16 levels (a recursive type?)") }
         if let any = AnyJSON() as? T {
             node.kind = .any
             return any
@@ -111,8 +114,13 @@ final class ProbeNode {
         case is Int.Type: node.kind = .integer; return 0 as? T
         case is Int64.Type: node.kind = .integer; return Int64(0) as? T
         case is Int32.Type: node.kind = .integer; return Int32(0) as? T
+        case is Int16.Type: node.kind = .integer; return Int16(0) as? T
+        case is Int8.Type: node.kind = .integer; return Int8(0) as? T
+        case is UInt.Type: node.kind = .integer; return UInt(0) as? T
         case is UInt64.Type: node.kind = .integer; return UInt64(0) as? T
         case is UInt32.Type: node.kind = .integer; return UInt32(0) as? T
+        case is UInt16.Type: node.kind = .integer; return UInt16(0) as? T
+        case is UInt8.Type: node.kind = .integer; return UInt8(0) as? T
         default: return nil
         }
     }
@@ -249,7 +257,7 @@ private struct ProbeUnkeyed: UnkeyedDecodingContainer {
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         currentIndex += 1
-        return try ProbeNode.value(type, into: element, path: codingPath)
+        return try ProbeNode.value(type, into: element, path: codingPath + [ProbeKey.item])
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
@@ -272,8 +280,19 @@ private struct ProbeSingle: SingleValueDecodingContainer {
     func decodeNil() -> Bool { false }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try ProbeNode.value(type, into: node, path: codingPath)
+        // The path grows here too, so a type that decodes itself from a single value is caught.
+        try ProbeNode.value(type, into: node, path: codingPath + [ProbeKey.single])
     }
+}
+
+/// The steps of a probe's path that no key names: an item of an array, a single value.
+private struct ProbeKey: CodingKey {
+    static let item = ProbeKey(stringValue: "[]")
+    static let single = ProbeKey(stringValue: "=")
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
 }
 
 /// Any JSON value, left to the method to read (`Schema.any`): a form definition, say.

@@ -61,12 +61,18 @@ extension HandlerTable {
     /// A client method's params whose type declares its shape (`DeclaredShape`) are held to it
     /// first (`SchemaCheck`: an unknown member, a wrong type or a limit is `invalid_argument`
     /// naming it); internal methods stay tolerant of members they do not know, as events are.
+    /// A user method's request must carry a caller before its params are looked at; an admin
+    /// method bound without a `Caller` (the catalog's writes) trusts the bus, where operators
+    /// write without a session, and the gateway lets only admins through.
     public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
         _ method: MethodDeclaration, runsOn: HandlerKind? = nil,
         _ handler: @escaping @Sendable (Request, RequestContext, State) throws -> Reply
     ) {
         let shape = method.offeredToClients ? HandlerTable.declaredShape(Request.self) : nil
+        let user = method.access == .user
         onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
+            // A user method's handler that resolves its caller later still learns first that there is one.
+            if user { _ = try Caller.of(context) }
             let reply = try handler(try context.params(Request.self, shape: shape), context, state)
             return Response(body: try JSONCoding.encoder.encode(reply))
         }
@@ -89,9 +95,14 @@ extension HandlerTable {
         }
     }
 
-    /// Binds a handler that reads its own body and builds its own `Response`.
+    /// Binds a handler that reads its own body and builds its own `Response` (a user method's
+    /// caller is required first, as for `on`).
     public mutating func onRaw(_ method: MethodDeclaration, runsOn: HandlerKind? = nil, _ handler: @escaping RawHandler) {
-        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary, handler)
+        let user = method.access == .user
+        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
+            if user { _ = try Caller.of(context) }
+            return try handler(context, state)
+        }
     }
 
     /// Binds a raw handler of a method that needs a signed-in caller (as `on` with a `Caller`).
@@ -140,21 +151,23 @@ extension MethodDeclaration {
 }
 
 extension RequestContext {
-    /// The body's JSON as it came: `{}` when the envelope has none.
-    public var bodyJSON: Data { Self.bodyJSON(scannedBody: scannedBody, envelope: envelope) }
+    /// The body's JSON as it came: `{}` when the envelope has none or it is `null`.
+    public var bodyJSON: Data { Self.bodies(scannedBody: scannedBody, envelope: envelope)[0] }
 
-    /// The body of `envelope` (`scannedBody` when the server's header scan found it), `{}`
-    /// when it has none or it is `null` (as the decoder reads it).
-    public static func bodyJSON(scannedBody: Data?, envelope: Data) -> Data {
-        let body = scannedBody ?? JSONSpan.member("body", in: envelope).map { envelope.subdata(in: $0) }
-        guard let body, !body.elementsEqual("null".utf8) else { return Data("{}".utf8) }
-        return body
+    /// Every `body` member of `envelope`, its key read as the decoder reads keys (escapes
+    /// resolved); `scannedBody` when the server's header scan found the one body; `{}` for none
+    /// or `null`. Never empty.
+    public static func bodies(scannedBody: Data?, envelope: Data) -> [Data] {
+        let found = scannedBody.map { [$0] }
+            ?? JSONSpan.members(of: envelope)?.filter { $0.key == "body" }.map { envelope.subdata(in: $0.value) } ?? []
+        let bodies = found.map { $0.elementsEqual("null".utf8) ? Data("{}".utf8) : $0 }
+        return bodies.isEmpty ? [Data("{}".utf8)] : bodies
     }
 
-    /// The body decoded as `Params`, held first to `shape` when there is one (`SchemaCheck`).
+    /// The body decoded as `Params`, held first to `shape` when there is one (`SchemaCheck`;
+    /// every body, should the envelope repeat it).
     public func params<Params: Decodable>(_ type: Params.Type, shape: Schema?) throws(ServiceError) -> Params {
-        if let shape { try SchemaCheck.check(bodyJSON, against: shape) }
-        return try body(type)
+        try Self.params(type, shape: shape, scannedBody: scannedBody, envelope: envelope)
     }
 
     /// The body decoded as `Params`, held first to its declared shape: for a handler that
@@ -165,7 +178,19 @@ extension RequestContext {
 
     /// `checkedParams` of a request given as its envelope and scanned body.
     public static func checkedParams<Params: DeclaredShape>(_ type: Params.Type, scannedBody: Data?, envelope: Data) throws(ServiceError) -> Params {
-        if let shape = HandlerTable<Void>.declaredShape(type) { try SchemaCheck.check(bodyJSON(scannedBody: scannedBody, envelope: envelope), against: shape) }
+        let shape: Schema
+        do {
+            shape = try SchemaProbe.shape(of: type)
+        } catch {
+            throw ServiceError(.internal, "the params shape of \(type) cannot be read: \(error)")
+        }
+        return try params(type, shape: shape, scannedBody: scannedBody, envelope: envelope)
+    }
+
+    private static func params<Params: Decodable>(_ type: Params.Type, shape: Schema?, scannedBody: Data?, envelope: Data) throws(ServiceError) -> Params {
+        if let shape {
+            for body in bodies(scannedBody: scannedBody, envelope: envelope) { try SchemaCheck.check(body, against: shape) }
+        }
         return try JSONCoding.decodeBody(type, fromEnvelope: envelope)
     }
 }

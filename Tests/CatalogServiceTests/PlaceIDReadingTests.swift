@@ -16,7 +16,7 @@ import Testing
 
     static func decoded(_ envelope: Data) -> Result<Int64, ServiceError> {
         Result { () throws(ServiceError) in
-            try SchemaCheck.check(RequestContext.bodyJSON(scannedBody: nil, envelope: envelope), against: placeIDShape)
+            for body in RequestContext.bodies(scannedBody: nil, envelope: envelope) { try SchemaCheck.check(body, against: placeIDShape) }
             return try JSONCoding.decodeBody(PlaceID.self, fromEnvelope: envelope).id
         }
     }

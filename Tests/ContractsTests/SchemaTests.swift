@@ -69,6 +69,16 @@ import Testing
         #expect(update.member("note").map { !$0.required && $0.nullable } == true)
     }
 
+    struct Small: Decodable { var a: Int8; var b: UInt16?; var c: UInt }
+    final class Chain: Decodable { var next: Chain? }
+
+    @Test func everyIntegerTypeIsReadAndARecursiveTypeIsRefused() throws {
+        guard case .object(let small) = try SchemaProbe.plainShape(of: Small.self) else { Issue.record("not an object"); return }
+        #expect(small.members.map(\.name) == ["a", "b", "c"] && small.members.allSatisfy { $0.schema == .integer(IntegerBounds()) })
+        #expect(throws: (any Error).self) { try SchemaProbe.plainShape(of: Chain.self) }
+        #expect(throws: (any Error).self) { try SchemaProbe.plainShape(of: URL.self) }
+    }
+
     @Test func aRuleNamingNoFieldOrTheWrongTypeIsRefused() throws {
         let plain = try SchemaProbe.plainShape(of: Query.self)
         #expect(throws: SchemaRuleError.self) { try plain.applying([.integer("nowhere", 1...2)]) }
@@ -91,6 +101,12 @@ import Testing
         let body = #"{"near":{"lat":-33.86,"lon":151.2},"radius_m":2000,"limit":100,"q":"café","tags":["a","bb"],"mode":"walking","names":{"en":"x"},"open":true}"#
         #expect(SchemaTests.fault(body) == nil)
         #expect(SchemaTests.fault(#"{"near":{"lat":90,"lon":-180},"q":"x","radius_m":null,"tags":[]}"#) == nil)
+        // A whole number written with a fraction or an exponent is one, as the decoder reads it.
+        for limit in ["5e0", "100.0", "1E1"] {
+            let body = #"{"near":{"lat":1,"lon":0},"q":"x","limit":\#(limit)}"#
+            #expect(SchemaTests.fault(body) == nil, "\(limit)")
+            #expect((try? JSONDecoder().decode(Query.self, from: Data(body.utf8))) != nil, "\(limit)")
+        }
         #expect(try JSONDecoder().decode(Query.self, from: Data(body.utf8)).mode == .walking)
     }
 
@@ -106,7 +122,8 @@ import Testing
             (#"{"near":{"lat":1,"lon":0},"q":"x","radius_m":0}"#, .invalid("radius_m", "must be more than 0 and at most 50000")),
             (#"{"near":{"lat":1,"lon":0},"q":"x","limit":101}"#, .invalid("limit", "must be 1 to 100")),
             (#"{"near":{"lat":1,"lon":0},"q":"x","limit":2.5}"#, .invalid("limit", "expected an integer")),
-            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":5e0}"#, .invalid("limit", "expected an integer")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":1e20}"#, .invalid("limit", "number 1e20 is out of range")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":100.5}"#, .invalid("limit", "expected an integer")),
             (#"{"near":{"lat":1,"lon":0},"q":"x","limit":1e999}"#, .invalid("limit", "number 1e999 is out of range")),
             (#"{"near":{"lat":1,"lon":0},"q":"x","limit":99999999999999999999}"#, .invalid("limit", "number 99999999999999999999 is out of range")),
             (#"{"near":{"lat":1,"lon":0},"q":""}"#, .invalid("q", "must not be empty")),

@@ -107,10 +107,13 @@ import Testing
         static let fieldRules: [FieldRule] = [.string("name", characters: 1...5, bytes: 20)]
     }
 
-    /// Runs `method` of `table` on a body, answering what the handler got or the refusal.
-    static func run(_ table: HandlerTable<Int>, _ method: MethodDeclaration, body: String?) -> Result<String, ServiceError> {
-        let envelope = Data(#"{"v":1,"id":"1","type":"\#(method.name)"\#(body.map { ",\"body\":" + $0 } ?? "")}"#.utf8)
-        let context = RequestContext(id: "1", type: method.name, auth: nil, deadline: monotonicNanos() + 1_000_000_000, envelope: envelope, bodyRange: nil)
+    /// Runs `method` of `table` on a body (under `key`, as an envelope may write it), answering
+    /// what the handler got or the refusal.
+    static func run(_ table: HandlerTable<Int>, _ method: MethodDeclaration, body: String?, key: String = "body",
+                    auth: Auth? = nil) -> Result<String, ServiceError> {
+        let member = body.map { ",\"" + key + "\":" + $0 } ?? ""
+        let envelope = Data(#"{"v":1,"id":"1","type":"\#(method.name)"\#(member)}"#.utf8)
+        let context = RequestContext(id: "1", type: method.name, auth: auth, deadline: monotonicNanos() + 1_000_000_000, envelope: envelope, bodyRange: nil)
         do {
             let response = try #require(table.routes[method.name]).run(context, 0)
             return .success(String(decoding: response.body, as: UTF8.self))
@@ -139,5 +142,26 @@ import Testing
         empty.on(offered) { (_: Empty, _, _) in "none" }
         #expect(CallerBindingTests.run(empty, offered, body: "null") == .success(#""none""#))
         #expect(CallerBindingTests.run(empty, offered, body: #"{"x":1}"#) == .failure(.invalid("x", "unknown parameter 'x'")))
+        // The body is found as the decoder finds it: under a key written with escapes too, and
+        // every copy of a repeated one is held to the shape.
+        #expect(CallerBindingTests.run(table, offered, body: #"{"name":"Ann","nmae":"x"}"#, key: #"b\u006fdy"#)
+                == .failure(.invalid("nmae", "unknown parameter 'nmae'; did you mean 'name'?")))
+        #expect(CallerBindingTests.run(table, offered, body: #"{"name":"Ann"}"#, key: #"b\u006fdy"#) == .success(#""Ann""#))
+        #expect(CallerBindingTests.run(table, offered, body: #"{"name":"Ann"},"body":{"name":"Bo","x":1}"#)
+                == .failure(.invalid("x", "unknown parameter 'x'")))
+    }
+
+    /// A user method's params are not looked at before it is known that someone asks, whether
+    /// or not its handler takes the `Caller`.
+    @Test func aUserMethodRefusesAStrangerBeforeReadingParams() {
+        let mine = MethodDeclaration("toy.mine", .catalog, .user, .read, "mine")
+        var table = HandlerTable<Int>()
+        table.on(mine) { (request: Named, _, _) in request.name }
+        #expect(CallerBindingTests.run(table, mine, body: #"{"nmae":1}"#) == .failure(ServiceError(.unauthenticated, "toy.mine needs a signed-in user")))
+        #expect(CallerBindingTests.run(table, mine, body: #"{"nmae":1}"#, auth: Auth(userId: "4", role: "user"))
+                == .failure(.invalid("nmae", "unknown parameter 'nmae'; did you mean 'name'?")))
+        var raw = HandlerTable<Int>()
+        raw.onRaw(mine) { _, _ in Response(body: Data("{}".utf8)) }
+        #expect(CallerBindingTests.run(raw, mine, body: "{}") == .failure(ServiceError(.unauthenticated, "toy.mine needs a signed-in user")))
     }
 }

@@ -42,5 +42,9 @@ import TestSupport
         #expect(reply.failure?.message == "unknown parameter 'lat'; did you mean 'near'?", "\(reply)")
         let nearby = line.rpc(Methods.Search.nearby.name, #"{"lat":-33.86,"lon":151.21,"radius_m":500,"limt":5}"#)
         #expect(nearby.failure?.message == "unknown parameter 'limt'; did you mean 'limit'?", "\(nearby)")
+        // The same as a Redis client says it (README's example).
+        let resp = try GatewayConnection(port: suite.port)
+        resp.send(GatewayConnection.resp([Methods.Search.popular.name, "lat", "-33.86", "lon", "151.21"]))
+        #expect(resp.respReply() == "-INVALID_ARGUMENT lat: unknown parameter 'lat'; did you mean 'near'?")
     }
 }
