@@ -61,18 +61,16 @@ extension HandlerTable {
     /// A client method's params whose type declares its shape (`DeclaredShape`) are held to it
     /// first (`SchemaCheck`: an unknown member, a wrong type or a limit is `invalid_argument`
     /// naming it); internal methods stay tolerant of members they do not know, as events are.
-    /// A user method's request must carry a caller before its params are looked at; an admin
-    /// method bound without a `Caller` (the catalog's writes) trusts the bus, where operators
-    /// write without a session, and the gateway lets only admins through.
+    /// A handler bound without a `Caller` resolves who asks itself, if it needs to: social's
+    /// group methods answer `not_found` alike to a stranger and to a request without identity,
+    /// and the catalog's admin writes trust the bus (operators write without a session; the
+    /// gateway lets only admins through).
     public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
         _ method: MethodDeclaration, runsOn: HandlerKind? = nil,
         _ handler: @escaping @Sendable (Request, RequestContext, State) throws -> Reply
     ) {
         let shape = method.offeredToClients ? HandlerTable.declaredShape(Request.self) : nil
-        let user = method.access == .user
         onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
-            // A user method's handler that resolves its caller later still learns first that there is one.
-            if user { _ = try Caller.of(context) }
             let reply = try handler(try context.params(Request.self, shape: shape), context, state)
             return Response(body: try JSONCoding.encoder.encode(reply))
         }
@@ -95,14 +93,9 @@ extension HandlerTable {
         }
     }
 
-    /// Binds a handler that reads its own body and builds its own `Response` (a user method's
-    /// caller is required first, as for `on`).
+    /// Binds a handler that reads its own body and builds its own `Response`.
     public mutating func onRaw(_ method: MethodDeclaration, runsOn: HandlerKind? = nil, _ handler: @escaping RawHandler) {
-        let user = method.access == .user
-        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
-            if user { _ = try Caller.of(context) }
-            return try handler(context, state)
-        }
+        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary, handler)
     }
 
     /// Binds a raw handler of a method that needs a signed-in caller (as `on` with a `Caller`).
