@@ -52,8 +52,10 @@ public enum SchemaCheck {
         case .integer(let bounds):
             let literal = String(decoding: json, as: UTF8.self)
             guard isNumber(json) else { throw expected("an integer", json, path) }
-            // A whole number written with a fraction or an exponent (`4.0`, `1e1`) is one, as the decoder reads it.
-            let whole = Int64(literal) ?? Double(literal).flatMap { $0 == $0.rounded(.towardZero) ? Int64(exactly: $0) : nil }
+            // A whole number written with a fraction or an exponent (`4.0`, `1e1`) is one, as the
+            // decoder reads it; zeros after the point are read exactly, to the top of the range.
+            let whole = Int64(literal) ?? zeroFraction(literal).flatMap { Int64($0) }
+                ?? Double(literal).flatMap { $0 == $0.rounded(.towardZero) ? Int64(exactly: $0) : nil }
             guard let value = whole else {
                 let fraction = Double(literal).map { $0.isFinite && $0 != $0.rounded(.towardZero) } ?? false
                 throw fault(path, fraction ? "expected an integer" : "number \(Echo.clip(literal, maxBytes: 40)) is out of range")
@@ -82,7 +84,8 @@ public enum SchemaCheck {
         var seen: Set<String> = []
         for (key, range) in members {
             guard let member = object.member(key) else { throw unknown(key, in: object, path: path) }
-            seen.insert(key)
+            // Which of two copies counts is the decoder's guess: neither is taken.
+            guard seen.insert(key).inserted else { throw fault(join(path, key), "is given twice") }
             let value = json.subdata(in: range)
             if value.elementsEqual("null".utf8) {
                 guard member.nullable || !member.required else {
@@ -157,6 +160,12 @@ public enum SchemaCheck {
             previous = current
         }
         return previous[b.count]
+    }
+
+    /// `123` of `123.000`, or nil for any other literal.
+    private static func zeroFraction(_ literal: String) -> Substring? {
+        guard let dot = literal.firstIndex(of: "."), literal[literal.index(after: dot)...].allSatisfy({ $0 == "0" }) else { return nil }
+        return literal[..<dot]
     }
 
     private static func isNumber(_ json: Data) -> Bool {

@@ -140,8 +140,19 @@ import Testing
             (#"{"near":{"lat":1,"lon":0,"lng":2},"q":"x"}"#, .invalid("near.lng", "unknown parameter 'near.lng'; did you mean 'near.lon'?")),
             (#"{"near":{"lat":1,"lon":0},"q":"x","zzzzzz":1}"#, .invalid("zzzzzz", "unknown parameter 'zzzzzz'")),
             (#"{"near":{"lat":1,"lon":0},"q":"x","foo":1}"#, .invalid("foo", "unknown parameter 'foo'")),
+            (#"{"near":{"lat":1,"lon":0},"q":"x","limit":5,"limit":6}"#, .invalid("limit", "is given twice")),
+            (#"{"near":{"lat":1,"lon":0,"l\u0061t":2},"q":"x"}"#, .invalid("near.lat", "is given twice")),
         ]
         for (body, error) in cases { #expect(SchemaTests.fault(body) == error, "\(body)") }
+    }
+
+    @Test func aWholeNumberWithZerosAfterThePointIsReadExactly() throws {
+        let integer = Schema.integer(IntegerBounds())
+        try SchemaCheck.check(Data("9223372036854775807.000".utf8), against: integer)
+        try SchemaCheck.check(Data("-9223372036854775808.0".utf8), against: integer)
+        #expect(throws: ServiceError(.invalidArgument, "number 9223372036854775808.0 is out of range")) {
+            try SchemaCheck.check(Data("9223372036854775808.0".utf8), against: integer)
+        }
     }
 
     @Test func nameDistancesCountSwapsAsOne() {
