@@ -50,8 +50,8 @@ public enum SchemaCheck {
         case .boolean:
             guard json.elementsEqual("true".utf8) || json.elementsEqual("false".utf8) else { throw expected("a boolean", json, path) }
         case .integer(let bounds):
-            let literal = String(decoding: json, as: UTF8.self)
             guard isNumber(json) else { throw expected("an integer", json, path) }
+            let literal = String(decoding: json, as: UTF8.self)
             // A whole number written with a fraction or an exponent (`4.0`, `1e1`) is one, as the
             // decoder reads it; zeros after the point are read exactly, to the top of the range.
             let whole = Int64(literal) ?? zeroFraction(literal).flatMap { Int64($0) }
