@@ -7,7 +7,8 @@ import Foundation
 /// with the member it was probably meant to be. Bytes are counted before characters.
 ///
 /// The value must already be strict JSON within the request's depth (the server checks the
-/// whole envelope before a handler runs), so this walks it by spans.
+/// whole envelope before a handler runs), so this walks it by spans, over slices of the one
+/// buffer: a 512 KiB upload chunk is not copied to be looked at.
 public enum SchemaCheck {
     /// Checks `json` against `schema`; a request's params (`{}` when it has none).
     public static func check(_ json: Data, against schema: Schema) throws(ServiceError) {
@@ -30,11 +31,11 @@ public enum SchemaCheck {
         case .dictionary(let value, let entries):
             guard let members = JSONSpan.members(of: json) else { throw expected("an object", json, path) }
             try count(members.count, entries, path, noun: "entries")
-            for member in members { try check(json.subdata(in: member.value), value, path: join(path, member.key)) }
+            for member in members { try check(json[member.value], value, path: join(path, member.key)) }
         case .array(let element, let items):
             guard let elements = JSONSpan.elements(at: json.startIndex..<json.endIndex, in: json) else { throw expected("an array", json, path) }
             try count(elements.count, items, path, noun: "items")
-            for (i, range) in elements.enumerated() { try check(json.subdata(in: range), element, path: path + "[\(i)]") }
+            for (i, range) in elements.enumerated() { try check(json[range], element, path: path + "[\(i)]") }
         case .string(let bounds):
             // The value is strict JSON: one that opens with a quote is a string. Only a bounded one is read.
             guard json.first == UInt8(ascii: "\"") else { throw expected("a string", json, path) }
@@ -86,7 +87,7 @@ public enum SchemaCheck {
             guard let member = object.member(key) else { throw unknown(key, in: object, path: path) }
             // Which of two copies counts is the decoder's guess: neither is taken.
             guard seen.insert(key).inserted else { throw fault(join(path, key), "is given twice") }
-            let value = json.subdata(in: range)
+            let value = json[range]
             if value.elementsEqual("null".utf8) {
                 guard member.nullable || !member.required else {
                     throw fault(join(path, key), "expected \(describe(member.schema)), found null")

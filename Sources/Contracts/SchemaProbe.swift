@@ -4,9 +4,8 @@ import Synchronization
 /// Reads the JSON shape of a `Decodable` type from its own `init(from:)`: a decoder that
 /// answers every required member with a stand-in value (an empty string, zero, false, one item
 /// of an array, the first case of an enum), every optional one as absent, and writes down what
-/// was asked — which keys, of which
-/// types, which with `decode` (required) and which with `decodeIfPresent` or after `contains`
-/// (optional, and null where `decodeNil` was asked). A decoder must therefore ask for every
+/// was asked — which keys, of which types, which with `decode` (required) and which with
+/// `decodeIfPresent` or after `contains` (optional, and null where `decodeNil` was asked). A decoder must therefore ask for every
 /// member whatever the others hold (decode what is optional, then check combinations), and
 /// accept the stand-ins; `SchemaProbe.shape` throws for one that refuses them.
 public enum SchemaProbe {

@@ -52,22 +52,16 @@ enum PerformedSearches {
             """, SearchEvents.redacted, SearchEvents.performed, id)
     }
 
-    /// Hands `search.performed` over for a `search.text` answered to `auth`: only a signed-in
-    /// caller (a positive decimal `user_id`, as the gateway fills it in), never an anonymous one;
-    /// only a first page (a `cursor` continues a search already recorded); not for a user
-    /// erased a moment ago.
-    static func record(_ query: TextQuery, auth: Auth?, into events: DeferredEvents, erased: RecentlyErased) {
-        guard let auth, query.cursor == nil, let userId = userId(auth), !isErased(userId, erased) else { return }
+    /// Hands `search.performed` over for a `search.text` answered to `caller`: only a signed-in
+    /// one (`Caller.optional`; a malformed `auth` records nothing, and the search is answered
+    /// all the same), never an anonymous one; only a first page (a `cursor` continues a search
+    /// already recorded); not for a user erased a moment ago.
+    static func record(_ query: TextQuery, caller: Caller?, into events: DeferredEvents, erased: RecentlyErased) {
+        guard let userId = caller?.id, query.cursor == nil, !isErased(userId, erased) else { return }
         let near = query.near.map { SearchPerformed.Point(lat: $0.lat, lon: $0.lon) }
         let body = SearchPerformed(userId: userId, q: query.q, near: near, at: Logger.timestamp())
         // A full queue refuses it; the writer counts and logs refusals (one line, not one per search).
         events.hand(SearchEvents.performed, json: body.json)
-    }
-
-    /// The caller's id when `auth.user_id` is a positive decimal id, else nil.
-    static func userId(_ auth: Auth) -> Int64? {
-        guard auth.userId.utf8.count <= 20, let id = Int64(auth.userId), id > 0, String(id) == auth.userId else { return nil }
-        return id
     }
 
     /// A page of `sys.snapshot`: the `search.performed` events the outbox still holds, by seq,

@@ -77,7 +77,7 @@ public enum SearchService {
             (query: TextQuery, context, store) in
             let text = store.text  // outside the transaction: it may ask the catalog for its categories
             let page = try store.snapshot { try text.search(query) }
-            PerformedSearches.record(query, auth: context.auth, into: performed, erased: erased)
+            PerformedSearches.record(query, caller: (try? Caller.optional(context)) ?? nil, into: performed, erased: erased)
             return page
         }
         table.on(Methods.Search.autocomplete) {

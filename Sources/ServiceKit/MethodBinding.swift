@@ -152,7 +152,7 @@ extension RequestContext {
     /// or `null`. Never empty.
     public static func bodies(scannedBody: Data?, envelope: Data) -> [Data] {
         let found = scannedBody.map { [$0] }
-            ?? JSONSpan.members(of: envelope)?.filter { $0.key == "body" }.map { envelope.subdata(in: $0.value) } ?? []
+            ?? JSONSpan.members(of: envelope)?.filter { $0.key == "body" }.map { envelope[$0.value] } ?? []
         let bodies = found.map { $0.elementsEqual("null".utf8) ? Data("{}".utf8) : $0 }
         return bodies.isEmpty ? [Data("{}".utf8)] : bodies
     }
