@@ -81,7 +81,7 @@ extension Methods.Library {
 
 extension Methods {
     /// The methods the catalog service answers.
-    static let catalogOwned: [MethodDeclaration] = [
+    static let catalogOwned: [any DeclaresMethod] = [
         Methods.Catalog.create, Methods.Catalog.update, Methods.Catalog.delete,
         Methods.Catalog.get, Methods.Catalog.list, Methods.Catalog.categories,
         Methods.Catalog.importBegin, Methods.Catalog.importAppend, Methods.Catalog.importCommit,

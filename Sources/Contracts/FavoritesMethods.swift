@@ -54,7 +54,7 @@ extension Methods.Search {
 
 extension Methods {
     /// The methods the favorites service answers.
-    static let favoritesOwned: [MethodDeclaration] = [
+    static let favoritesOwned: [any DeclaresMethod] = [
         Methods.Pins.add, Methods.Pins.list, Methods.Pins.update,
         Methods.Pins.delete, Methods.Favorites.toggle, Methods.Favorites.add,
         Methods.Favorites.remove, Methods.Favorites.visitedAdd, Methods.Favorites.list,

@@ -34,13 +34,13 @@ extension Methods.System {
 
 extension Methods {
     /// The gateway's built-ins, in the order `help` lists them.
-    static let gatewayOwned: [MethodDeclaration] = [
+    static let gatewayOwned: [any DeclaresMethod] = [
         Methods.Gateway.ping, Methods.Gateway.help, Methods.Gateway.status,
         Methods.Auth.resume, Methods.Gateway.subscribe, Methods.Gateway.unsubscribe,
     ]
 
     /// What every service's runtime answers on the bus.
-    static let runtimeOwned: [MethodDeclaration] = [
+    static let runtimeOwned: [any DeclaresMethod] = [
         Methods.System.ping, Methods.System.methods, Methods.System.stats,
         Methods.System.replay, Methods.System.snapshot, Methods.System.backup,
     ]

@@ -53,9 +53,18 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
     /// Whether a `token` param is the method's own (a share link's), passed on as it came,
     /// rather than a session token standing for this one request (the gateway's rule).
     public let ownsTokenParam: Bool
+    /// The type its params decode as, and so their shape (nil for a method not yet typed).
+    public let params: (any DeclaredShape.Type)?
+    /// The type its result decodes as (nil for a method not yet typed).
+    public let result: (any Decodable.Type)?
 
     public init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
                 retrySafe: Bool? = nil, ownsTokenParam: Bool = false) {
+        self.init(name, owner, access, kind, summary, retrySafe: retrySafe, ownsTokenParam: ownsTokenParam, params: nil, result: nil)
+    }
+
+    init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
+         retrySafe: Bool?, ownsTokenParam: Bool, params: (any DeclaredShape.Type)?, result: (any Decodable.Type)?) {
         self.name = name
         self.owner = owner
         self.access = access
@@ -63,12 +72,43 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
         self.summary = summary
         self.retrySafe = retrySafe ?? (kind == .read)
         self.ownsTokenParam = ownsTokenParam
+        self.params = params
+        self.result = result
     }
 
     public var description: String { name }
 
     /// Whether a client may call it through the gateway (it is neither internal nor the runtime's).
     public var offeredToClients: Bool { access != .internal && owner != .runtime }
+
+    /// Declarations are one per name.
+    public static func == (a: MethodDeclaration, b: MethodDeclaration) -> Bool { a.name == b.name }
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}
+
+/// Anything that declares a method: a declaration, or a typed `Method`.
+public protocol DeclaresMethod: Sendable {
+    var declaration: MethodDeclaration { get }
+}
+
+extension MethodDeclaration: DeclaresMethod {
+    public var declaration: MethodDeclaration { self }
+}
+
+/// A method with the types of its params and result: a handler bound to it takes `Params` and
+/// answers `Result`, as the compiler checks; the params' declared shape (`DeclaredShape`) is
+/// what the service holds a request to, and what the method's schema says.
+@dynamicMemberLookup
+public struct Method<Params: DeclaredShape, Result: Codable & Sendable>: DeclaresMethod {
+    public let declaration: MethodDeclaration
+
+    public init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
+                retrySafe: Bool? = nil, ownsTokenParam: Bool = false) {
+        declaration = MethodDeclaration(name, owner, access, kind, summary, retrySafe: retrySafe, ownsTokenParam: ownsTokenParam,
+                                        params: Params.self, result: Result.self)
+    }
+
+    public subscript<Value>(dynamicMember path: KeyPath<MethodDeclaration, Value>) -> Value { declaration[keyPath: path] }
 }
 
 /// The namespaces of method declarations, one per leading word of the names, each extended
@@ -97,7 +137,8 @@ public enum Methods {
     public enum Pins {}
 
     /// Every method, in the order the owners' lists give.
-    public static let all: [MethodDeclaration] = gatewayOwned + runtimeOwned + catalogOwned + favoritesOwned + notifyOwned + searchOwned + socialOwned
+    public static let all: [MethodDeclaration] = (gatewayOwned + runtimeOwned + catalogOwned + favoritesOwned + notifyOwned + searchOwned + socialOwned)
+        .map(\.declaration)
 
     /// Each method by its name.
     public static let byName: [String: MethodDeclaration] = Dictionary(all.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

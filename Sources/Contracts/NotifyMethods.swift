@@ -41,7 +41,7 @@ extension Methods.Notify {
 
 extension Methods {
     /// The methods the notify service answers.
-    static let notifyOwned: [MethodDeclaration] = [
+    static let notifyOwned: [any DeclaresMethod] = [
         Methods.Annotations.form, Methods.Annotations.formSet, Methods.Annotations.submit,
         Methods.Annotations.get, Methods.Annotations.delete, Methods.Annotations.nearby,
         Methods.Annotations.viewport, Methods.Annotations.`import`, Methods.Annotations.sync,

@@ -130,7 +130,7 @@ extension Methods.Share {
 
 extension Methods {
     /// The methods the social service answers.
-    static let socialOwned: [MethodDeclaration] = [
+    static let socialOwned: [any DeclaresMethod] = [
         Methods.Auth.register, Methods.Auth.login, Methods.Auth.logout,
         Methods.Auth.delete, Methods.Auth.validate, Methods.Admin.create,
         Methods.Admin.setRole, Methods.Profile.get, Methods.Profile.update,

@@ -9,31 +9,6 @@ import Storage
 // and the order of a trip's visits that makes it shortest. A real router (OSRM, Valhalla) can
 // later answer behind the same requests: it would be another `Router`.
 
-/// How the traveller goes.
-enum TravelMode: String, Codable, Sendable, CaseIterable {
-    case walking, bicycling, driving, transit
-
-    /// A mode by its name; another is `invalid_argument` on `mode`, naming at most 40 bytes of it.
-    init(from decoder: Decoder) throws {
-        let name = try decoder.singleValueContainer().decode(String.self)
-        guard let mode = TravelMode(rawValue: name) else {
-            throw ServiceError.invalid("mode", "unknown mode '\(Echo.clip(name, maxBytes: 40))'; use walking, bicycling, driving or transit")
-        }
-        self = mode
-    }
-
-    /// The average speed an estimate assumes, metres per second: walking 4.8 km/h, bicycling
-    /// 15 km/h, driving 30 km/h and transit 20 km/h (city averages, stops and lights included).
-    var metresPerSecond: Double {
-        switch self {
-        case .walking: 4.8 / 3.6
-        case .bicycling: 15 / 3.6
-        case .driving: 30 / 3.6
-        case .transit: 20 / 3.6
-        }
-    }
-}
-
 /// What answers the distance and time between two points. `GreatCircleRouter` is the only one
 /// here; a router over HTTP would answer real routes behind the same requests.
 protocol Router: Sendable {
@@ -49,101 +24,6 @@ struct GreatCircleRouter: Router {
     func leg(from: Coordinate, to: Coordinate, mode: TravelMode) -> (metres: Double, seconds: Double) {
         let metres = from.distance(to: to)
         return (metres, metres * Self.detour / mode.metresPerSecond)
-    }
-}
-
-/// `directions.get`: from a point to a place (by id) or a point.
-struct DirectionsQuery: Decodable, Sendable, DeclaredShape {
-    enum Target: Decodable, Sendable {
-        case place(Int64)
-        case point(Point)
-
-        init(from decoder: Decoder) throws {
-            let single = try decoder.singleValueContainer()
-            if let id = try? single.decode(Int64.self) {
-                self = .place(id)
-            } else {
-                self = .point(try single.decode(Point.self))
-            }
-        }
-    }
-
-    var from: Point
-    var to: Target
-    var mode: TravelMode?
-
-    static let fieldRules: [FieldRule] = [FieldRule("to", .anyOf([Int64.self, Point.self]))]
-}
-
-/// `directions.plan`: the visits of a trip from `start`, in the order that makes it shortest.
-struct TripQuery: Decodable, Sendable, DeclaredShape {
-    var start: Point
-    var placeIds: [Int64]
-    var mode: TravelMode?
-    var roundTrip: Bool?
-
-    enum CodingKeys: String, CodingKey {
-        case start, mode
-        case placeIds = "place_ids"
-        case roundTrip = "round_trip"
-    }
-}
-
-/// Where a route ends: a place (with its name) or a point.
-struct RouteEnd: Encodable, Sendable {
-    var id: Int64?
-    var name: String?
-    var lat: Double
-    var lon: Double
-}
-
-/// The reply of `directions.get`.
-struct Directions: Encodable, Sendable {
-    var to: RouteEnd
-    var mode: TravelMode
-    var distanceM: Double
-    var bearingDeg: Double
-    var durationS: Double
-    /// Always true: the time is an estimate from an average speed, not a route's.
-    var estimate = true
-    /// Turn-by-turn directions in map apps that support the mode: `google`, `apple`, `osm`.
-    var links: [String: String]
-
-    enum CodingKeys: String, CodingKey {
-        case to, mode, estimate, links
-        case distanceM = "distance_m"
-        case bearingDeg = "bearing_deg"
-        case durationS = "duration_s"
-    }
-}
-
-/// One leg of a planned trip.
-struct TripLeg: Encodable, Sendable {
-    var to: RouteEnd
-    var distanceM: Double
-    var durationS: Double
-
-    enum CodingKeys: String, CodingKey {
-        case to
-        case distanceM = "distance_m"
-        case durationS = "duration_s"
-    }
-}
-
-/// The reply of `directions.plan`.
-struct TripPlan: Encodable, Sendable {
-    var order: [Int64]
-    var legs: [TripLeg]
-    var totalDistanceM: Double
-    var totalDurationS: Double
-    /// Whether the order is the shortest there is (up to `TripOrder.exactUpTo` places), or a heuristic's.
-    var exact: Bool
-    var estimate = true
-
-    enum CodingKeys: String, CodingKey {
-        case order, legs, exact, estimate
-        case totalDistanceM = "total_distance_m"
-        case totalDurationS = "total_duration_s"
     }
 }
 

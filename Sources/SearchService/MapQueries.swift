@@ -245,7 +245,7 @@ struct MapQueries {
     /// The sort key of a hit: smaller comes first. Not for popularity, which a hit shows as the
     /// catalog's and is ranked by the blend (`Popularity`): that sort pages (key, id) pairs read
     /// from the index instead.
-    static func key(_ hit: SearchHit, _ sort: SortOrder) -> Double {
+    static func key(_ hit: SearchHit, _ sort: SearchSort) -> Double {
         switch sort {
         case .distance: hit.distanceM ?? 0
         case .rating: -(hit.rating ?? -1)

@@ -93,14 +93,63 @@ extension HandlerTable {
         }
     }
 
+    /// Binds a typed method's handler: it takes the method's `Params` and answers its `Result`,
+    /// as the compiler checks. A client method's params are held to their declared shape first
+    /// (`SchemaCheck`); an internal method's stay tolerant of members they do not know, as
+    /// events are. `runsOn: .read` puts a write on a reader thread, for one that first waits
+    /// on something slow (a password hash, another service) and then writes in its own short
+    /// transaction. A handler bound without a `Caller` resolves who asks itself, if it needs
+    /// to: social's group methods answer `not_found` alike to a stranger and to a request
+    /// without identity, and the catalog's admin writes trust the bus (operators write without
+    /// a session; the gateway lets only admins through).
+    public mutating func on<Params, Result>(
+        _ method: Method<Params, Result>, runsOn: HandlerKind? = nil,
+        _ handler: @escaping @Sendable (Params, RequestContext, State) throws -> Result
+    ) {
+        let shape = method.offeredToClients ? HandlerTable.shape(of: Params.self) : nil
+        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
+            let result = try handler(try context.params(Params.self, shape: shape), context, state)
+            return Response(body: try JSONCoding.encoder.encode(result))
+        }
+    }
+
+    /// Binds a typed handler of a method that needs a signed-in caller, resolved from the
+    /// request's `auth` before the params are read (`Caller.of`, then the state's
+    /// `AdmitsCallers`); an admin method's caller must be an admin (`permission_denied`).
+    public mutating func on<Params, Result>(
+        _ method: Method<Params, Result>, runsOn: HandlerKind? = nil,
+        _ handler: @escaping @Sendable (Params, Caller, RequestContext, State) throws -> Result
+    ) {
+        let admin = HandlerTable.requiresCaller(method.declaration)
+        let shape = HandlerTable.shape(of: Params.self)
+        // Who asks first: a stranger learns nothing of a method's params.
+        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
+            let caller = try Caller.checked(context, admin: admin, state: state)
+            let result = try handler(try context.params(Params.self, shape: shape), caller, context, state)
+            return Response(body: try JSONCoding.encoder.encode(result))
+        }
+    }
+
+    /// The declared shape of `type`. A shape that cannot be read is a mistake in the code,
+    /// found when the service's table is built (every service's is, by its tests).
+    static func shape<Params: DeclaredShape>(of type: Params.Type) -> Schema {
+        do {
+            return try SchemaProbe.shape(of: type)
+        } catch {
+            preconditionFailure("the params shape of \(type) cannot be read: \(error)")
+        }
+    }
+
     /// Binds a handler that reads its own body and builds its own `Response`.
-    public mutating func onRaw(_ method: MethodDeclaration, runsOn: HandlerKind? = nil, _ handler: @escaping RawHandler) {
+    public mutating func onRaw(_ method: some DeclaresMethod, runsOn: HandlerKind? = nil, _ handler: @escaping RawHandler) {
+        let method = method.declaration
         onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary, handler)
     }
 
     /// Binds a raw handler of a method that needs a signed-in caller (as `on` with a `Caller`).
-    public mutating func onRaw(_ method: MethodDeclaration, runsOn: HandlerKind? = nil,
+    public mutating func onRaw(_ method: some DeclaresMethod, runsOn: HandlerKind? = nil,
                                _ handler: @escaping @Sendable (RequestContext, Caller, State) throws -> Response) {
+        let method = method.declaration
         let admin = HandlerTable.requiresCaller(method)
         onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
             try handler(context, try Caller.checked(context, admin: admin, state: state), state)

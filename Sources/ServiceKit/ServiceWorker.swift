@@ -156,8 +156,8 @@ public struct PeriodicRequest: Sendable {
     public var method: MethodDeclaration
     public var intervalMilliseconds: Int
 
-    public init(_ method: MethodDeclaration, intervalMilliseconds: Int) {
-        self.method = method
+    public init(_ method: some DeclaresMethod, intervalMilliseconds: Int) {
+        self.method = method.declaration
         self.intervalMilliseconds = intervalMilliseconds
     }
 }

@@ -1,5 +1,5 @@
 import Bus
-import ServiceKit
+import Contracts
 import Testing
 
 /// `lang` as every service reads it: a tag or an Accept-Language list, into the languages to
