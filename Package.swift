@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "Uploads", dependencies: ["Bus", "Contracts", "Storage", "TourMaps"]),
         // Wire types more than one module reads (places, event bodies, auth payloads, replay
         // and snapshot, paging), declared once by their owner; depends on Bus only.
-        .target(name: "Contracts", dependencies: ["Bus"]),
+        .target(name: "Contracts", dependencies: ["Bus", "Geo"]),
         // A process's life and configuration and the event subscriber's loop, with no storage: what
         // the gateway shares with the services (Contracts for the sys.replay and sys.snapshot bodies).
         .target(name: "ServiceCore", dependencies: ["Contracts", "Bus"]),

@@ -4,51 +4,51 @@ import Bus
 // Declared once here; the service binds its handlers to them (see Method.swift).
 
 extension Methods.Pins {
-    public static let add = MethodDeclaration("pins.add", .favorites, .user, .write,
+    public static let add = Method<PinAdd, PinJSON>("pins.add", .favorites, .user, .write,
         "pin a point of your own: lat, lon, title? (100 characters), note? (500 characters); at most 1000 pins")
-    public static let list = MethodDeclaration("pins.list", .favorites, .user, .read,
+    public static let list = Method<PinListRequest, PinPage>("pins.list", .favorites, .user, .read,
         "your pins: near {lat, lon, radius_m?} nearest first, or inside bbox {south, west, north, east}, or newest first; paged")
-    public static let update = MethodDeclaration("pins.update", .favorites, .user, .write,
+    public static let update = Method<PinUpdate, PinJSON>("pins.update", .favorites, .user, .write,
         "change your pin id: lat and lon, title, note (null clears title or note)")
-    public static let delete = MethodDeclaration("pins.delete", .favorites, .user, .write,
+    public static let delete = Method<PinRef, PinDeleted>("pins.delete", .favorites, .user, .write,
         "delete your pin id")
 }
 
 extension Methods.Favorites {
-    public static let toggle = MethodDeclaration("favorites.toggle", .favorites, .user, .write,
+    public static let toggle = Method<ToggleRequest, ToggleReply>("favorites.toggle", .favorites, .user, .write,
         "save or unsave a place: place_id, list? (favorites), request_id? (a retry answers as the first)")
-    public static let add = MethodDeclaration("favorites.add", .favorites, .user, .write,
+    public static let add = Method<AddRequest, ItemChanged>("favorites.add", .favorites, .user, .write,
         "save a place: place_id, list? (favorites), note? (up to 500 characters); again updates the note", retrySafe: true)
-    public static let remove = MethodDeclaration("favorites.remove", .favorites, .user, .write,
+    public static let remove = Method<RemoveRequest, ItemChanged>("favorites.remove", .favorites, .user, .write,
         "unsave a place: place_id, list? (favorites); one not saved is no error", retrySafe: true)
-    public static let visitedAdd = MethodDeclaration("favorites.visited.add", .favorites, .user, .write,
+    public static let visitedAdd = Method<VisitedRequest, VisitedReply>("favorites.visited.add", .favorites, .user, .write,
         "mark a place visited: place_id, at? (RFC 3339, default now)")
-    public static let list = MethodDeclaration("favorites.list", .favorites, .user, .read,
+    public static let list = Method<ListRequest, ListPage>("favorites.list", .favorites, .user, .read,
         "a list's places: list?, near? {lat, lon}, sort? (added, name, distance), limit?, cursor?")
-    public static let contains = MethodDeclaration("favorites.contains", .favorites, .user, .read,
+    public static let contains = Method<ContainsRequest, ContainsReply>("favorites.contains", .favorites, .user, .read,
         "which of place_ids (1-100) you saved, and in which lists")
-    public static let countsFlush = MethodDeclaration("favorites.counts.flush", .favorites, .internal, .write,
+    public static let countsFlush = Method<Empty, Flushed>("favorites.counts.flush", .favorites, .internal, .write,
         "the service's own, every second: publish the counts of places that changed")
-    public static let share = MethodDeclaration("favorites.share", .favorites, .user, .write,
+    public static let share = Method<ListShareRequest, ShareReply>("favorites.share", .favorites, .user, .write,
         "a read-only link to one of your lists: list; again answers the live token")
-    public static let shareRevoke = MethodDeclaration("favorites.share.revoke", .favorites, .user, .write,
+    public static let shareRevoke = Method<ListShareRequest, Revoked>("favorites.share.revoke", .favorites, .user, .write,
         "end the link to one of your lists: list")
-    public static let shared = MethodDeclaration("favorites.shared", .favorites, .anyone, .read,
+    public static let shared = Method<SharedRequest, ListPage>("favorites.shared", .favorites, .anyone, .read,
         "a shared list by its token (no sign-in needed): token, limit?, cursor?", ownsTokenParam: true)
-    public static let lists = MethodDeclaration("favorites.lists", .favorites, .user, .read,
+    public static let lists = Method<Empty, ListsReply>("favorites.lists", .favorites, .user, .read,
         "your lists with their counts: favorites, visited, want_to_go, then your own")
-    public static let listsCreate = MethodDeclaration("favorites.lists.create", .favorites, .user, .write,
+    public static let listsCreate = Method<ListName, ListInfo>("favorites.lists.create", .favorites, .user, .write,
         "make a list of your own: name (1-100 characters; at most 100 lists)")
-    public static let listsRename = MethodDeclaration("favorites.lists.rename", .favorites, .user, .write,
+    public static let listsRename = Method<RenameRequest, ListInfo>("favorites.lists.rename", .favorites, .user, .write,
         "rename one of your own lists: name, new_name")
-    public static let listsDelete = MethodDeclaration("favorites.lists.delete", .favorites, .user, .write,
+    public static let listsDelete = Method<ListName, ListDeleted>("favorites.lists.delete", .favorites, .user, .write,
         "delete one of your own lists and its items: name")
 }
 
 extension Methods.Search {
-    public static let recent = MethodDeclaration("search.recent", .favorites, .user, .read,
+    public static let recent = Method<RecentRequest, RecentPage>("search.recent", .favorites, .user, .read,
         "your last different text searches, newest first: limit? (1-50, default 50)")
-    public static let recentClear = MethodDeclaration("search.recent.clear", .favorites, .user, .write,
+    public static let recentClear = Method<Empty, RecentCleared>("search.recent.clear", .favorites, .user, .write,
         "forget your recent searches")
 }
 

@@ -2,7 +2,7 @@ import Bus
 import Foundation
 
 /// What a hit is: a catalog place or a tour (`kind` on the wire).
-public enum HitKind: String, Codable, Sendable {
+public enum HitKind: String, Codable, Sendable, CaseIterable {
     case place, tour
 
     /// The kind of an index row: places are indexed under their ids, tours under minus theirs.

@@ -5,40 +5,16 @@ import Geo
 import ServiceKit
 import Storage
 
-/// What favorites shows of a place (a list item's, a pin's nearest place): the catalog's name,
-/// category, address and point, with social's rating when it has one.
-struct PlaceCard: Codable, Sendable, Equatable {
-    var id: Int64
-    var name: String
-    var category: String
-    var address: String?
-    var lat: Double
-    var lon: Double
-    /// The average rating, 1 to 5, and how many reviews make it; absent when unrated.
-    var rating: Double?
-    var ratingCount: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case id, name, category, address, lat, lon, rating
-        case ratingCount = "rating_count"
-    }
-
+extension PlaceCard {
     /// Columns of `places p LEFT JOIN ratings r ON r.place_id = p.id` that `init(row:)` reads.
     static let columns = "p.id, p.name, p.category, p.address, p.lat, p.lon, r.average, r.count"
     /// The join `columns` read from.
     static let from = "places p LEFT JOIN ratings r ON r.place_id = p.id"
-}
 
-extension PlaceCard {
     init(row: Row) throws {
-        id = try row.decode("id")
-        name = try row.decode("name")
-        category = try row.decode("category")
-        address = try row.decode("address", as: String?.self)
-        lat = try row.decode("lat")
-        lon = try row.decode("lon")
-        rating = try row.decode("average", as: Double?.self)
-        ratingCount = try row.decode("count", as: Int64?.self).map(Int.init)
+        self.init(id: try row.decode("id"), name: try row.decode("name"), category: try row.decode("category"),
+                  address: try row.decode("address", as: String?.self), lat: try row.decode("lat"), lon: try row.decode("lon"),
+                  rating: try row.decode("average", as: Double?.self), ratingCount: try row.decode("count", as: Int64?.self).map(Int.init))
     }
 }
 

@@ -128,28 +128,6 @@ enum Recent {
     }
 }
 
-/// `search.recent`'s body.
-struct RecentRequest: Decodable, Sendable, DeclaredShape {
-    var limit: Int?
-}
-
-/// One recent search as `search.recent` shows it.
-struct RecentSearch: Codable, Sendable, Equatable {
-    var q: String
-    var near: SearchPerformed.Point?
-    var at: String
-}
-
-/// `search.recent`'s reply: newest first.
-struct RecentPage: Codable, Sendable {
-    var searches: [RecentSearch]
-}
-
-/// `search.recent.clear`'s reply: how many searches were forgotten.
-struct RecentCleared: Codable, Sendable {
-    var cleared: Int
-}
-
 extension FavoritesStore {
     func recentSearches(caller: Caller, limit: Int) throws -> RecentPage {
         let rows = try db.query("SELECT q, near_lat, near_lon, at FROM recent_searches WHERE user_id = ? ORDER BY at DESC, id DESC LIMIT ?",

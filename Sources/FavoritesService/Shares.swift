@@ -17,10 +17,10 @@ enum Shares {
     static let maxTokenBytes = 64
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
-        table.on(Methods.Favorites.share) { (request: ShareRequest, caller, _, store) -> ShareReply in
+        table.on(Methods.Favorites.share) { (request: ListShareRequest, caller, _, store) -> ShareReply in
             try store.share(request.list, caller: caller)
         }
-        table.on(Methods.Favorites.shareRevoke) { (request: ShareRequest, caller, _, store) -> Revoked in
+        table.on(Methods.Favorites.shareRevoke) { (request: ListShareRequest, caller, _, store) -> Revoked in
             try store.revokeShare(request.list, caller: caller)
         }
         table.onRaw(Methods.Favorites.shared) { context, store in

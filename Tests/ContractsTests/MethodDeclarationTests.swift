@@ -21,6 +21,19 @@ import Testing
         #expect(Methods.Catalog.create.retrySafe == false && Methods.Favorites.add.retrySafe == true)
     }
 
+    /// A typed method's params and result have shapes that can be read from their types (the
+    /// params' is what a service holds a request to; both are what the schemas say).
+    @Test func typedMethodsHaveReadableShapes() throws {
+        var typed = 0
+        for method in Methods.all {
+            guard let params = method.params, let result = method.result else { continue }
+            typed += 1
+            #expect(throws: Never.self, "\(method.name)'s params") { _ = try SchemaProbe.shape(of: params) }
+            #expect(throws: Never.self, "\(method.name)'s result") { _ = try SchemaProbe.plainShape(of: result) }
+        }
+        #expect(typed >= Methods.owned(by: .search).count + Methods.owned(by: .favorites).count)
+    }
+
     /// Outside Contracts (and the tests), a method's name as a whole string literal would be a
     /// second place that says it: the code names the declaration instead. The undotted
     /// built-ins (`ping`, `help`, `subscribe`, `unsubscribe`) are also Redis's commands and the
