@@ -1,3 +1,4 @@
+import Contracts
 import Bus
 import Foundation
 import Geo
@@ -195,43 +196,6 @@ public struct AnnotationForm: Sendable, Equatable {
             guard choice.isAvailable(at: position) else {
                 throw FormError(path, "'\(value)' is not available here")
             }
-        }
-    }
-}
-
-/// Where a choice exists: a circle or a box on the sphere of `Geo`, edges included.
-public enum ChoiceRegion: Sendable, Equatable, Encodable {
-    /// Every point within `radiusMeters` (great-circle) of `center`.
-    case circle(center: Coordinate, radiusMeters: Double)
-    /// Every point of the box; `west > east` crosses the 180th meridian.
-    case box(BoundingBox)
-
-    /// Whether `position` lies in the region or on its edge.
-    public func contains(_ position: Coordinate) -> Bool {
-        switch self {
-        case .circle(let center, let radius): center.distance(to: position) <= radius
-        case .box(let box): box.contains(position)
-        }
-    }
-
-    private enum CodingKeys: String, CodingKey {
-        case lat, lon, south, west, north, east
-        case radiusMeters = "radius_m"
-    }
-
-    /// As in the form: `{lat, lon, radius_m}` or `{south, west, north, east}`.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        switch self {
-        case .circle(let center, let radius):
-            try container.encode(center.latitude, forKey: .lat)
-            try container.encode(center.longitude, forKey: .lon)
-            try container.encode(radius, forKey: .radiusMeters)
-        case .box(let box):
-            try container.encode(box.south, forKey: .south)
-            try container.encode(box.west, forKey: .west)
-            try container.encode(box.north, forKey: .north)
-            try container.encode(box.east, forKey: .east)
         }
     }
 }

@@ -55,9 +55,9 @@ extension NotifyStore {
     }
 
     /// `annotations.form.set {form}` (admins): the form's JSON as sent, checked by
-    /// `AnnotationForm`; its version must be greater than the current one, else `conflict`.
+    /// `AnnotationForm` (its params already held to `FormReplacement`); its version must be
+    /// greater than the current one, else `conflict`.
     func setForm(_ context: RequestContext) throws -> FormSet {
-        _ = try context.checkedParams(FormReplacement.self)
         let body = context.bodyJSON
         guard let member = JSONSpan.member("form", in: body) else { throw ServiceError.invalid("form", "is missing") }
         let json = body.subdata(in: member)
@@ -267,9 +267,4 @@ extension NotifyStore {
         }
         return page
     }
-}
-
-/// The params of `annotations.form.set`: the form, which `AnnotationForm` reads and checks.
-struct FormReplacement: DeclaredShape {
-    var form: AnyJSON
 }

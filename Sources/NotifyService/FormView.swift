@@ -1,50 +1,6 @@
+import Contracts
 import Foundation
 import Geo
-
-/// The annotation form as a client gets it (`annotations.form`): one label per field and
-/// choice, in the language asked for, and, for a position, only what can be picked there.
-///
-/// Encoded with sorted keys (`JSONCoding.encoder`), so the same form gives the same bytes;
-/// `depends_on`, `parent` and `region` are left out where there are none. A dependent field
-/// lists every choice still shown with its `parent`: the client filters them as the user
-/// picks the parent field, with no second request.
-public struct FormView: Encodable, Sendable, Equatable {
-    /// The form's version.
-    public let version: Int
-    /// The fields shown, in order.
-    public let fields: [Field]
-
-    /// One picker as shown.
-    public struct Field: Encodable, Sendable, Equatable {
-        /// Its key in a submission's values.
-        public let name: String
-        /// Its label in the language asked for, or the nearest one the form has.
-        public let label: String
-        /// As the form says; a field is left out where it has nothing to pick.
-        public let required: Bool
-        /// The earlier field whose value selects among `choices`.
-        public let dependsOn: String?
-        /// What can be picked, in the form's order.
-        public let choices: [Choice]
-
-        enum CodingKeys: String, CodingKey {
-            case name, label, required, choices
-            case dependsOn = "depends_on"
-        }
-    }
-
-    /// One choice as shown.
-    public struct Choice: Encodable, Sendable, Equatable {
-        /// What a submission sends.
-        public let value: String
-        /// Its label in the language asked for, or the nearest one the form has.
-        public let label: String
-        /// The parent field's value this choice belongs to, in a dependent field.
-        public let parent: String?
-        /// Where the choice exists, if not everywhere.
-        public let region: ChoiceRegion?
-    }
-}
 
 extension AnnotationForm {
     /// The longest language tag a client may ask for (BCP 47 asks implementations to take

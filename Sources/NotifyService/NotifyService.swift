@@ -51,9 +51,8 @@ public enum NotifyService {
             (request: FormRequest, _, store) -> FormView in
             try store.formView(request)
         }
-        table.onRaw(Methods.Annotations.formSet) { context, _, store in
-            let reply = try store.setForm(context)
-            return Response(body: try JSONCoding.encoder.encode(reply))
+        table.on(Methods.Annotations.formSet) { (_: FormReplacement, _, context, store) -> FormSet in
+            try store.setForm(context)
         }
 
         // Annotations.
