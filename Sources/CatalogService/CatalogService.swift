@@ -4,84 +4,6 @@ import Foundation
 import ServiceKit
 import Uploads
 
-/// `catalog.list`: a page of places by id, optionally of one category.
-public struct ListPlaces: Codable, Sendable, DeclaredShape {
-    public var category: String?
-    public var limit: Int?
-    public var cursor: String?
-    /// A language tag or Accept-Language list: each place's texts in it (`LanguagePreference`).
-    public var lang: String?
-
-    public init(category: String? = nil, limit: Int? = nil, cursor: String? = nil, lang: String? = nil) {
-        self.category = category
-        self.limit = limit
-        self.cursor = cursor
-        self.lang = lang
-    }
-}
-
-/// `catalog.get`: a place by id, its texts in `lang` when given.
-struct PlaceGet: Decodable, Sendable, DeclaredShape {
-    var id: Int64
-    var lang: String?
-}
-
-/// A place with its `name` and `description` in the request's language, and `lang` saying
-/// which languages they came from: the Place's members and `lang`.
-struct LocalizedPlace: Encodable, Sendable {
-    var place: Place
-    var lang: TextLanguages
-
-    /// `place` with its texts in `lang` (`LanguageTexts.localized`).
-    init(_ place: Place, _ lang: LanguagePreference) {
-        let name = LanguageTexts.localized(place.nameI18n, lang, own: place.name)
-        let description = LanguageTexts.localized(place.descriptionI18n, lang, own: place.description)
-        self.place = place
-        self.place.name = name.text ?? place.name
-        self.place.description = description.text
-        self.lang = TextLanguages(name: name.tag, description: description.tag)
-    }
-
-    enum CodingKeys: String, CodingKey { case lang }
-
-    func encode(to encoder: Encoder) throws {
-        try place.encode(to: encoder)
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(lang, forKey: .lang)
-    }
-}
-
-/// A page of places and the cursor of the next page (nil on the last).
-public struct PlacePage: Codable, Sendable {
-    public var places: [Place]
-    public var nextCursor: String?
-    /// The language the request asked for: the places are then written localized (`LocalizedPlace`).
-    var lang: LanguagePreference? = nil
-
-    enum CodingKeys: String, CodingKey {
-        case places
-        case nextCursor = "next_cursor"
-    }
-
-    init(places: [Place], nextCursor: String?, lang: LanguagePreference? = nil) {
-        self.places = places
-        self.nextCursor = nextCursor
-        self.lang = lang
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        places = try c.decode([Place].self, forKey: .places)
-        nextCursor = try c.decodeIfPresent(String.self, forKey: .nextCursor)
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        if let lang { try c.encode(places.map { LocalizedPlace($0, lang) }, forKey: .places) } else { try c.encode(places, forKey: .places) }
-        try c.encodeIfPresent(nextCursor, forKey: .nextCursor)
-    }
-}
-
 /// The catalog service: places, categories and tours, published as `catalog.place.*` and `catalog.tour.*` events.
 public enum CatalogService {
     /// Page sizes of `catalog.list`.
@@ -122,7 +44,7 @@ public enum CatalogService {
             let after = try request.cursor.map(pageCursor.decode) ?? 0
             let places = try store.list(category: request.category, after: after, limit: limit)
             let next = places.count == limit ? places.last.map { pageCursor.encode($0.id) } : nil
-            return PlacePage(places: places, nextCursor: next, lang: lang)
+            return PlacePage(places: places.map { place in lang.map { LocalizedPlace(place, $0) } ?? LocalizedPlace(place: place) }, nextCursor: next)
         }
         let strings = options.strings
         table.on(Methods.Strings.get) {
@@ -167,7 +89,7 @@ public enum CatalogService {
         }
         table.onRaw(Methods.Tours.mapTile) { context, store in
             let tile = try store.mapTile(try context.checkedParams(MapTileRequest.self))
-            return Response(body: Data(#"{"content_type":"image/jpeg","bytes":\#(tile.count)}"#.utf8), attachments: [tile])
+            return Response(body: try JSONCoding.encoder.encode(TileReply(contentType: "image/jpeg", bytes: tile.count)), attachments: [tile])
         }
         table.on(Methods.Catalog.importBegin) {
             (request: ImportBegin, _, store) in try store.beginImport(request)

@@ -3,29 +3,6 @@ import Contracts
 import Foundation
 import ServiceKit
 
-/// `strings.get`: the interface strings in `lang`; with `since_version` the client's cached
-/// version, answered without the table when it is still the current one.
-struct StringsGet: Decodable, Sendable, DeclaredShape {
-    var lang: String?
-    var sinceVersion: String?
-
-    enum CodingKeys: String, CodingKey {
-        case lang
-        case sinceVersion = "since_version"
-    }
-}
-
-/// The reply of `strings.get`: the version, the language chosen, and (unless the client has
-/// this version) every key's text with the language it came from.
-struct StringsReply: Encodable, Sendable, Equatable {
-    var version: String
-    var lang: String
-    var strings: [String: String]?
-    var from: [String: String]?
-    /// True when `since_version` is the current version: the table is left out.
-    var unchanged: Bool?
-}
-
 /// A failure to load the strings directory at start: what is wrong, and with which file.
 public struct InterfaceStringsError: Error, CustomStringConvertible, Equatable {
     public let description: String

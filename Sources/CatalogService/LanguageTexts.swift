@@ -40,3 +40,25 @@ enum LanguageTexts {
         return (text, tag)
     }
 }
+
+extension LocalizedPlace {
+    /// `place` with its texts in `lang` (`LanguageTexts.localized`).
+    init(_ place: Place, _ lang: LanguagePreference) {
+        let name = LanguageTexts.localized(place.nameI18n, lang, own: place.name)
+        let description = LanguageTexts.localized(place.descriptionI18n, lang, own: place.description)
+        var localized = place
+        localized.name = name.text ?? place.name
+        localized.description = description.text
+        self.init(place: localized, lang: TextLanguages(name: name.tag, description: description.tag))
+    }
+}
+
+extension TourListItem {
+    /// The item with its tour's texts in `lang` (unchanged without one).
+    func localized(_ lang: LanguagePreference?) -> TourListItem {
+        guard lang != nil else { return self }
+        var item = self
+        item.lang = TourRules.localize(&item.tour, lang)
+        return item
+    }
+}

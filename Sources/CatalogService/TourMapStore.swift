@@ -36,85 +36,6 @@ public struct CatalogOptions: Sendable {
     public init() {}
 }
 
-/// `tours.map.upload.commit` (and the reply of begin and append): an upload and how many bytes it holds.
-struct MapUpload: Codable, Sendable, DeclaredShape {
-    var uploadId: String
-    var bytes: Int?
-    var width: Int?
-    var height: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case bytes, width, height
-        case uploadId = "upload_id"
-    }
-}
-
-/// `tours.map.set`: a committed upload becomes the tour's map, placed by control points.
-struct MapSet: Decodable, Sendable, DeclaredShape {
-    struct Point: Codable, Sendable, Equatable {
-        var x: Double
-        var y: Double
-        var lat: Double
-        var lon: Double
-    }
-
-    var tourId: Int64
-    var uploadId: String
-    var points: [Point]
-
-    enum CodingKeys: String, CodingKey {
-        case points
-        case tourId = "tour_id"
-        case uploadId = "upload_id"
-    }
-}
-
-/// `tours.map.get` and `tours.map.tile`: a tour's map, and one tile of it.
-struct MapTileRequest: Decodable, Sendable, DeclaredShape {
-    var tourId: Int64
-    var z: Int?
-    var x: Int?
-    var y: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case z, x, y
-        case tourId = "tour_id"
-    }
-}
-
-/// A tour's map as `tours.map.set` and `tours.map.get` answer it.
-struct TourMapInfo: Encodable, Sendable {
-    struct Level: Encodable, Sendable {
-        var z, width, height, columns, rows: Int
-    }
-
-    var tourId: Int64
-    var width: Int
-    var height: Int
-    var bytes: Int
-    var points: [MapSet.Point]
-    var residualsM: [Double]
-    var rmsM: Double
-    /// Pixel (column i, row j) → degrees: lon = a·i + b·j + c, lat = d·i + e·j + f at the
-    /// pixel's centre (the world file's numbers, by name).
-    var transform: Affine2D
-    /// The six lines of an ESRI world file (`.jgw`), degrees per pixel.
-    var worldFile: String
-    var tileSize = TilePyramid.tileSize
-    var levels: [Level]
-    var tilesReady: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case width, height, bytes, points, levels, transform
-        case tourId = "tour_id"
-        case residualsM = "residuals_m"
-        case rmsM = "rms_m"
-        case worldFile = "world_file"
-        case tileSize = "tile_size"
-        case tilesReady = "tiles_ready"
-    }
-}
-
 /// The bounds of uploads and maps.
 enum TourMapRules {
     static let jpeg = JPEGLimits()
@@ -227,8 +148,8 @@ extension CatalogStore {
         return TourMapInfo(
             tourId: tourId, width: width, height: height, bytes: try row.decode("bytes"),
             points: try JSONCoding.decoder.decode([MapSet.Point].self, from: Data(try row.decode("points", as: String.self).utf8)),
-            residualsM: georeference.residualsMeters, rmsM: georeference.rmsMeters, transform: georeference.pixelIndexToDegrees,
-            worldFile: georeference.worldFile,
+            residualsM: georeference.residualsMeters, rmsM: georeference.rmsMeters, transform: MapTransform(georeference.pixelIndexToDegrees),
+            worldFile: georeference.worldFile, tileSize: TilePyramid.tileSize,
             levels: TilePyramid.levels(width: width, height: height).map {
                 TourMapInfo.Level(z: $0.z, width: $0.width, height: $0.height, columns: $0.columns, rows: $0.rows)
             },
@@ -299,5 +220,11 @@ enum TileCutter {
         guard try flush() else { return true }
         try db.run("UPDATE tour_maps SET tiles_ready = 1 WHERE tour_id = ? AND generation = ?", tourId, generation)
         return true
+    }
+}
+
+extension MapTransform {
+    init(_ affine: Affine2D) {
+        self.init(a: affine.a, b: affine.b, c: affine.c, d: affine.d, e: affine.e, f: affine.f)
     }
 }

@@ -106,7 +106,7 @@ public struct SearchPage: Codable, Sendable, Equatable {
 }
 
 /// How hits are ordered; ties always break by id, so pages are stable.
-public enum SearchSort: String, Codable, Sendable {
+public enum SearchSort: String, Codable, Sendable, CaseIterable {
     case distance, rating, popularity
 }
 

@@ -149,17 +149,3 @@ public struct ChunkedUploads: Sendable {
         }
     }
 }
-
-/// The body of an append (`tours.map.upload.append`, `profile.photo.upload.append`): the next
-/// piece of an upload, base64, at most `Chunks.maxBytes` bytes decoded.
-public struct UploadChunk: Decodable, Sendable, DeclaredShape {
-    public var uploadId: String
-    public var chunk: String
-    /// When given, the bytes the upload must hold already (a retried append is then refused, not doubled).
-    public var offset: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case chunk, offset
-        case uploadId = "upload_id"
-    }
-}

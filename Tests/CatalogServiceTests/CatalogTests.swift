@@ -40,7 +40,7 @@ import Testing
         var cursor: String?
         for _ in 0..<10 {
             let page = try catalog.client.call("catalog.list", ListPlaces(category: "cafe", limit: 2, cursor: cursor), as: PlacePage.self)
-            names += page.places.map(\.name)
+            names += page.places.map(\.place.name)
             guard let next = page.nextCursor else { break }
             cursor = next
         }

@@ -73,7 +73,7 @@ final class CatalogFixture {
         var cursor: String?
         for _ in 0..<10_000 {
             let page = try client.call("catalog.list", ListPlaces(limit: 100, cursor: cursor), as: PlacePage.self)
-            places += page.places
+            places += page.places.map(\.place)
             guard let next = page.nextCursor else { break }
             cursor = next
         }

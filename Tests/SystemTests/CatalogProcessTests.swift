@@ -68,7 +68,7 @@ import TestSupport
         service = try ChildProcess("tourbus-catalog", folder: folder)
         client = try RPCClient(context: context, endpoints: [service.rpc], logger: logger)
         let list = try client.call("catalog.list", ListPlaces(category: "park"), as: PlacePage.self)
-        #expect(list.places.map(\.name) == ["P0", "P1", "P2"])
+        #expect(list.places.map(\.place.name) == ["P0", "P1", "P2"])
         _ = try client.call("catalog.create", PlaceInput(name: "P3", category: "park", lat: -33.9, lon: 151.1), as: Place.self)
         let after = try client.request(type: "sys.replay", body: Data(#"{"after":0}"#.utf8)).body(Replay.self)
         #expect(after.epoch == before.epoch && after.head == before.head + 1)
