@@ -4,127 +4,127 @@ import Bus
 // Declared once here; the service binds its handlers to them (see Method.swift).
 
 extension Methods.Auth {
-    public static let register = MethodDeclaration("auth.register", .social, .anyone, .write,
+    public static let register = Method<Registration, PublicUser>("auth.register", .social, .anyone, .write,
         "create an account: username, email, name, password")
-    public static let login = MethodDeclaration("auth.login", .social, .anyone, .write,
+    public static let login = Method<Credentials, LoginReply>("auth.login", .social, .anyone, .write,
         "sign in with username and password; answers a session token")
-    public static let logout = MethodDeclaration("auth.logout", .social, .user, .write,
+    public static let logout = Method<TokenBody, Empty>("auth.logout", .social, .user, .write,
         "end the session whose token the gateway sends")
-    public static let delete = MethodDeclaration("auth.delete", .social, .user, .write,
+    public static let delete = Method<AccountDeletion, AccountDeleted>("auth.delete", .social, .user, .write,
         "delete your account and all of it (reviews, follows, profile, sessions, devices, groups, blocks, chat, photo, visits): password")
-    public static let validate = MethodDeclaration("auth.validate", .social, .internal, .read,
+    public static let validate = Method<TokenBody, TokenOwner>("auth.validate", .social, .internal, .read,
         "gateway: who a session token signs in")
 }
 
 extension Methods.Admin {
-    public static let create = MethodDeclaration("admin.create", .social, .internal, .write,
+    public static let create = Method<Registration, PublicUser>("admin.create", .social, .internal, .write,
         "tourbus admin create: create an admin account")
-    public static let setRole = MethodDeclaration("admin.set_role", .social, .admin, .write,
+    public static let setRole = Method<RoleChange, PublicUser>("admin.set_role", .social, .admin, .write,
         "make a user a user or an admin (admins only)")
 }
 
 extension Methods.Profile {
-    public static let get = MethodDeclaration("profile.get", .social, .anyone, .read,
+    public static let get = Method<ProfileRequest, Profile>("profile.get", .social, .anyone, .read,
         "a user's profile by user_id, or your own")
-    public static let update = MethodDeclaration("profile.update", .social, .user, .write,
+    public static let update = Method<ProfileUpdate, Profile>("profile.update", .social, .user, .write,
         "change your name, bio, avatar_url, birth_year, language, home_city or discoverable; null clears", retrySafe: true)
-    public static let photoUploadBegin = MethodDeclaration("profile.photo.upload.begin", .social, .user, .write,
+    public static let photoUploadBegin = Method<Empty, PhotoUpload>("profile.photo.upload.begin", .social, .user, .write,
         "start uploading your profile photo's JPEG; answers its upload_id")
-    public static let photoUploadAppend = MethodDeclaration("profile.photo.upload.append", .social, .user, .write,
+    public static let photoUploadAppend = Method<UploadChunk, PhotoUpload>("profile.photo.upload.append", .social, .user, .write,
         "add the next chunk (base64, at most 512 KiB) to a photo upload; offset guards retries")
-    public static let photoUploadCommit = MethodDeclaration("profile.photo.upload.commit", .social, .user, .write,
+    public static let photoUploadCommit = Method<PhotoUpload, PhotoUpload>("profile.photo.upload.commit", .social, .user, .write,
         "make an upload your photo (JPEG, at most 10 MB and 40 megapixels), kept as 512 and 96 px squares")
-    public static let photo = MethodDeclaration("profile.photo", .social, .anyone, .read,
+    public static let photo = Method<PhotoRequest, PhotoReply>("profile.photo", .social, .anyone, .read,
         "a user's photo (or yours), size 512 or 96: one square JPEG (RESP: raw bytes; JSON-RPC: base64)")
-    public static let photoDelete = MethodDeclaration("profile.photo.delete", .social, .user, .write,
+    public static let photoDelete = Method<Empty, PhotoDeleted>("profile.photo.delete", .social, .user, .write,
         "delete your profile photo (both sizes)")
 }
 
 extension Methods.Reviews {
-    public static let add = MethodDeclaration("reviews.add", .social, .user, .write,
+    public static let add = Method<ReviewInput, Review>("reviews.add", .social, .user, .write,
         "review a place: place_id, rating 1-5, text; again replaces your review")
-    public static let delete = MethodDeclaration("reviews.delete", .social, .user, .write,
+    public static let delete = Method<ReviewRef, ReviewDeleted>("reviews.delete", .social, .user, .write,
         "delete a review by review_id (its author or an admin)")
-    public static let list = MethodDeclaration("reviews.list", .social, .anyone, .read,
+    public static let list = Method<ListReviews, ReviewPage>("reviews.list", .social, .anyone, .read,
         "a place's reviews by sort (default, rating, date) and order, paged by cursor")
 }
 
 extension Methods.Social {
-    public static let ratingsSweep = MethodDeclaration("social.ratings.sweep", .social, .internal, .write,
+    public static let ratingsSweep = Method<Empty, RatingSweep>("social.ratings.sweep", .social, .internal, .write,
         "the service's own, every minute: publish the ratings whose recent reviews aged out")
-    public static let follow = MethodDeclaration("social.follow", .social, .user, .write,
+    public static let follow = Method<FollowRequest, FollowState>("social.follow", .social, .user, .write,
         "follow a user by user_id", retrySafe: true)
-    public static let unfollow = MethodDeclaration("social.unfollow", .social, .user, .write,
+    public static let unfollow = Method<FollowRequest, FollowState>("social.unfollow", .social, .user, .write,
         "stop following a user by user_id", retrySafe: true)
-    public static let followers = MethodDeclaration("social.followers", .social, .anyone, .read,
+    public static let followers = Method<ListUsers, UserPage>("social.followers", .social, .anyone, .read,
         "who follows a user (or you), newest first, paged")
-    public static let following = MethodDeclaration("social.following", .social, .anyone, .read,
+    public static let following = Method<ListUsers, UserPage>("social.following", .social, .anyone, .read,
         "whom a user (or you) follows, newest first, paged")
-    public static let feed = MethodDeclaration("social.feed", .social, .user, .read,
+    public static let feed = Method<FeedRequest, ReviewPage>("social.feed", .social, .user, .read,
         "the latest reviews of the people you follow, paged")
-    public static let block = MethodDeclaration("social.block", .social, .user, .write,
+    public static let block = Method<BlockRequest, BlockState>("social.block", .social, .user, .write,
         "block a user by user_id: each is hidden from the other; follows between you end", retrySafe: true)
-    public static let unblock = MethodDeclaration("social.unblock", .social, .user, .write,
+    public static let unblock = Method<BlockRequest, BlockState>("social.unblock", .social, .user, .write,
         "stop blocking a user by user_id", retrySafe: true)
-    public static let blocks = MethodDeclaration("social.blocks", .social, .user, .read,
+    public static let blocks = Method<ListBlocks, UserPage>("social.blocks", .social, .user, .read,
         "the users you block, newest first, paged")
-    public static let peopleAt = MethodDeclaration("social.people_at", .social, .user, .read,
+    public static let peopleAt = Method<PeopleAtRequest, PeopleHere>("social.people_at", .social, .user, .read,
         "discoverable people at a place now or who visited it: place_id, or lat, lon and radius_m (at most 2000)")
 }
 
 extension Methods.Groups {
-    public static let create = MethodDeclaration("groups.create", .social, .user, .write,
+    public static let create = Method<GroupCreation, GroupView>("groups.create", .social, .user, .write,
         "create a group you own: name; at most 20 groups each")
-    public static let get = MethodDeclaration("groups.get", .social, .user, .read,
+    public static let get = Method<GroupRef, GroupView>("groups.get", .social, .user, .read,
         "a group of yours by group_id: members, invitations, who follows you on its map")
-    public static let list = MethodDeclaration("groups.list", .social, .user, .read,
+    public static let list = Method<Empty, GroupList>("groups.list", .social, .user, .read,
         "your groups and the invitations waiting for you")
-    public static let invite = MethodDeclaration("groups.invite", .social, .user, .write,
+    public static let invite = Method<GroupInvitation, InvitationSent>("groups.invite", .social, .user, .write,
         "invite a user to a group of yours: group_id, username; at most 50 members and invitations")
-    public static let accept = MethodDeclaration("groups.accept", .social, .user, .write,
+    public static let accept = Method<GroupRef, GroupView>("groups.accept", .social, .user, .write,
         "accept an invitation to a group by group_id")
-    public static let decline = MethodDeclaration("groups.decline", .social, .user, .write,
+    public static let decline = Method<GroupRef, GroupDeclined>("groups.decline", .social, .user, .write,
         "decline an invitation to a group by group_id")
-    public static let leave = MethodDeclaration("groups.leave", .social, .user, .write,
+    public static let leave = Method<GroupRef, GroupLeft>("groups.leave", .social, .user, .write,
         "leave a group by group_id (an owner passes it to the longest member)")
-    public static let remove = MethodDeclaration("groups.remove", .social, .user, .write,
+    public static let remove = Method<GroupMemberRef, MemberRemoved>("groups.remove", .social, .user, .write,
         "remove a member or cancel an invitation (owner only): group_id, user_id")
-    public static let position = MethodDeclaration("groups.position", .social, .user, .write,
+    public static let position = Method<PositionReport, PositionShared>("groups.position", .social, .user, .write,
         "share where you are (lat, lon, accuracy_m?, heading_deg?, speed_mps?) with the groups you share with")
-    public static let sharing = MethodDeclaration("groups.sharing", .social, .user, .write,
+    public static let sharing = Method<SharingChange, SharingState>("groups.sharing", .social, .user, .write,
         "share your position with a group, or stop: group_id, on (off by default)", retrySafe: true)
-    public static let map = MethodDeclaration("groups.map", .social, .user, .read,
+    public static let map = Method<GroupRef, GroupMap>("groups.map", .social, .user, .read,
         "a group's map: the last position of each member sharing with it, its age, stale after 10 min")
-    public static let follow = MethodDeclaration("groups.follow", .social, .user, .write,
+    public static let follow = Method<GroupMemberRef, MapFollowState>("groups.follow", .social, .user, .write,
         "make your map of a group follow a member: group_id, user_id; they are told")
-    public static let unfollow = MethodDeclaration("groups.unfollow", .social, .user, .write,
+    public static let unfollow = Method<GroupMemberRef, MapFollowState>("groups.unfollow", .social, .user, .write,
         "stop following a member on a group's map: group_id, user_id")
-    public static let positionFlush = MethodDeclaration("groups.position.flush", .social, .internal, .write,
+    public static let positionFlush = Method<Empty, FlushReply>("groups.position.flush", .social, .internal, .write,
         "the service's own, every 100 ms: push the held positions whose second has passed")
 }
 
 extension Methods.Devices {
-    public static let register = MethodDeclaration("devices.register", .social, .user, .write,
+    public static let register = Method<DeviceRegistration, DeviceInfo>("devices.register", .social, .user, .write,
         "register a device of yours: device_id and the X25519 public_key it made (base64); at most 5", retrySafe: true)
-    public static let list = MethodDeclaration("devices.list", .social, .user, .read,
+    public static let list = Method<Empty, DeviceList>("devices.list", .social, .user, .read,
         "your registered devices, oldest first")
-    public static let revoke = MethodDeclaration("devices.revoke", .social, .user, .write,
+    public static let revoke = Method<DeviceRef, DeviceRevoked>("devices.revoke", .social, .user, .write,
         "revoke a device of yours by device_id: it gets no new download")
 }
 
 extension Methods.Chat {
-    public static let send = MethodDeclaration("chat.send", .social, .user, .write,
+    public static let send = Method<ChatSend, ChatSent>("chat.send", .social, .user, .write,
         "send a message: to (user:N or group:N), text (1-2,000 characters), client_msg_id (a retry answers the first)", retrySafe: true)
-    public static let history = MethodDeclaration("chat.history", .social, .user, .read,
+    public static let history = Method<ChatHistoryRequest, ChatHistory>("chat.history", .social, .user, .read,
         "a conversation's messages, newest first, paged by before (a seq)")
-    public static let conversations = MethodDeclaration("chat.conversations", .social, .user, .read,
+    public static let conversations = Method<ChatConversationsRequest, ChatConversationList>("chat.conversations", .social, .user, .read,
         "your conversations, latest message first, each with its last message and unread count; paged")
-    public static let read = MethodDeclaration("chat.read", .social, .user, .write,
+    public static let read = Method<ChatReadMark, ChatReadState>("chat.read", .social, .user, .write,
         "mark a conversation read up_to a seq (never backwards); answers what is left unread", retrySafe: true)
 }
 
 extension Methods.Share {
-    public static let place = MethodDeclaration("share.place", .social, .anyone, .read,
+    public static let place = Method<ShareRequest, ShareLink>("share.place", .social, .anyone, .read,
         "text and URL that share a place on twitter, facebook or by email")
 }
 

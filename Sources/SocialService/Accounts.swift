@@ -6,32 +6,6 @@ import ServiceKit
 import Storage
 import Synchronization
 
-/// `auth.register` and `admin.create`: a new account.
-public struct Registration: Codable, Sendable, DeclaredShape {
-    public var username: String
-    public var email: String
-    public var name: String
-    public var password: String
-
-    public init(username: String, email: String, name: String, password: String) {
-        self.username = username
-        self.email = email
-        self.name = name
-        self.password = password
-    }
-}
-
-/// `auth.login`.
-public struct Credentials: Codable, Sendable, DeclaredShape {
-    public var username: String
-    public var password: String
-
-    public init(username: String, password: String) {
-        self.username = username
-        self.password = password
-    }
-}
-
 /// The rules of account fields; each returns the value as stored or names the field at fault.
 /// Every text is checked in bytes (and for control characters) before anything else.
 enum AccountRules {

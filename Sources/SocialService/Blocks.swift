@@ -10,30 +10,6 @@ import Storage
 // told: a follow they send the blocker is answered as usual and dropped; an invitation is kept
 // and shown to the group as any other, but the blocker never sees it.
 
-/// `social.block` and `social.unblock`: the user to block or unblock.
-struct BlockRequest: Codable, Sendable, DeclaredShape {
-    var userId: Int64
-
-    enum CodingKeys: String, CodingKey { case userId = "user_id" }
-}
-
-/// The reply of `social.block` and `social.unblock`: whether the caller now blocks the user.
-struct BlockState: Codable, Sendable, Equatable {
-    var userId: Int64
-    var blocked: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case blocked
-        case userId = "user_id"
-    }
-}
-
-/// `social.blocks`: a page of the users the caller blocks.
-struct ListBlocks: Codable, Sendable, DeclaredShape {
-    var limit: Int?
-    var cursor: String?
-}
-
 /// The rules of blocks.
 enum BlockRules {
     /// The most users one user blocks at once.

@@ -8,61 +8,6 @@ import Storage
 // A user's devices: each holds an X25519 key pair made on it, whose public key social keeps
 // and publishes (`social.device.*`), so the catalog seals downloads to that device only.
 
-/// `devices.register`: a device of the caller and the X25519 public key it made.
-public struct DeviceRegistration: Codable, Sendable, DeclaredShape {
-    public var deviceId: String
-    public var publicKey: String
-
-    public init(deviceId: String, publicKey: String) {
-        self.deviceId = deviceId
-        self.publicKey = publicKey
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case deviceId = "device_id"
-        case publicKey = "public_key"
-    }
-}
-
-/// `devices.revoke`: one of the caller's devices.
-public struct DeviceRef: Codable, Sendable, DeclaredShape {
-    public var deviceId: String
-
-    public init(deviceId: String) { self.deviceId = deviceId }
-
-    enum CodingKeys: String, CodingKey { case deviceId = "device_id" }
-}
-
-/// One registered device, as `devices.register` and `devices.list` answer it.
-public struct DeviceInfo: Codable, Sendable, Equatable {
-    public var deviceId: String
-    public var publicKey: String
-    public var createdAt: String
-
-    enum CodingKeys: String, CodingKey {
-        case deviceId = "device_id"
-        case publicKey = "public_key"
-        case createdAt = "created_at"
-    }
-}
-
-/// The reply of `devices.list`: the caller's devices, oldest first, and how many one may have.
-public struct DeviceList: Codable, Sendable, Equatable {
-    public var devices: [DeviceInfo]
-    public var max: Int
-}
-
-/// The reply of `devices.revoke`.
-public struct DeviceRevoked: Codable, Sendable, Equatable {
-    public var deviceId: String
-    public var revoked: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case revoked
-        case deviceId = "device_id"
-    }
-}
-
 /// The rules of devices.
 enum DeviceRules {
     /// The most devices one user has registered at once.

@@ -4,21 +4,6 @@ import Foundation
 import ServiceKit
 import Storage
 
-/// `auth.delete`: the caller's password, asked again before their account and everything
-/// of it goes.
-public struct AccountDeletion: Codable, Sendable, DeclaredShape {
-    public var password: String
-
-    public init(password: String) { self.password = password }
-}
-
-/// The reply of `auth.delete`: the id of the account that no longer exists.
-public struct AccountDeleted: Codable, Sendable, Equatable {
-    public var userId: Int64
-
-    enum CodingKeys: String, CodingKey { case userId = "user_id" }
-}
-
 extension SocialStore {
     /// What an outbox row that named a deleted user becomes: its `seq` stays (replay stays
     /// gap-free), its body is `{}`, and every follower ignores the type.

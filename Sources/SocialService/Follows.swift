@@ -4,55 +4,6 @@ import Foundation
 import ServiceKit
 import Storage
 
-/// `social.follow` and `social.unfollow`.
-public struct FollowRequest: Codable, Sendable, DeclaredShape {
-    public var userId: Int64
-
-    public init(userId: Int64) { self.userId = userId }
-
-    enum CodingKeys: String, CodingKey { case userId = "user_id" }
-}
-
-/// The reply of `social.follow` and `social.unfollow`: whether the caller now follows the user.
-public struct FollowState: Codable, Sendable, Equatable {
-    public var userId: Int64
-    public var following: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case following
-        case userId = "user_id"
-    }
-}
-
-/// `social.followers` and `social.following`: a page of someone's (without `user_id`, the caller's) list.
-public struct ListUsers: Codable, Sendable, DeclaredShape {
-    public var userId: Int64?
-    public var limit: Int?
-    public var cursor: String?
-
-    public init(userId: Int64? = nil, limit: Int? = nil, cursor: String? = nil) {
-        self.userId = userId
-        self.limit = limit
-        self.cursor = cursor
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case limit, cursor
-        case userId = "user_id"
-    }
-}
-
-/// A page of users, the most recently followed first, and the cursor of the next page.
-public struct UserPage: Codable, Sendable, Equatable {
-    public var users: [UserSummary]
-    public var nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case users
-        case nextCursor = "next_cursor"
-    }
-}
-
 extension SocialStore {
     /// Starts (or keeps) following `userId`. A user who blocks `userId` must unblock them
     /// first (`conflict`); following a user who blocks the caller is answered as usual and

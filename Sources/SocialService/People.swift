@@ -9,56 +9,6 @@ import Storage
 // and who are at a place now or marked it visited. Their visits are a copy of favorites'
 // (`favorites.visited`, `favorites.unvisited`), kept here only while they are discoverable.
 
-/// `social.people_at`: a catalog place (`place_id`), or a circle (`lat`, `lon`, `radius_m`).
-public struct PeopleAtRequest: Codable, Sendable, DeclaredShape {
-    public var placeId: Int64?
-    public var lat: Double?
-    public var lon: Double?
-    public var radiusM: Double?
-    public var limit: Int?
-
-    public init(placeId: Int64? = nil, lat: Double? = nil, lon: Double? = nil, radiusM: Double? = nil, limit: Int? = nil) {
-        self.placeId = placeId
-        self.lat = lat
-        self.lon = lon
-        self.radiusM = radiusM
-        self.limit = limit
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case lat, lon, limit
-        case placeId = "place_id"
-        case radiusM = "radius_m"
-    }
-}
-
-/// One person `social.people_at` lists: who, their age group (as their profile shows it to
-/// others), whether they are there now, when they last marked the place (or one in the
-/// circle) visited, and the conversation that messages them.
-public struct PersonHere: Codable, Sendable, Equatable {
-    public var user: UserSummary
-    public var ageGroup: String?
-    public var hereNow: Bool
-    public var visitedAt: String?
-    /// The chat conversation id with them, as the caller names it: `user:N`.
-    public var message: String
-
-    enum CodingKeys: String, CodingKey {
-        case user, message
-        case ageGroup = "age_group"
-        case hereNow = "here_now"
-        case visitedAt = "visited_at"
-    }
-}
-
-/// The reply of `social.people_at`: those there now first (the latest position first), then
-/// those who visited (the latest visit first); `more` when some were left out by the limit or
-/// the page's bytes.
-public struct PeopleHere: Codable, Sendable, Equatable {
-    public var people: [PersonHere]
-    public var more: Bool
-}
-
 /// The rules of people at a place.
 enum PeopleRules {
     /// The largest circle one may ask about.

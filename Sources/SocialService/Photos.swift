@@ -9,58 +9,6 @@ import Uploads
 // Profile photos: a JPEG uploaded in chunks as tour maps are (`ChunkedUploads`), checked by
 // libjpeg-turbo, kept as two centre-cropped squares (512 and 96 pixels) in `photos`.
 
-/// `profile.photo.upload.commit`'s body, and the reply of begin and append: an upload and the
-/// bytes it holds; after commit, the photo it became.
-struct PhotoUpload: Codable, Sendable, DeclaredShape {
-    var uploadId: String
-    var bytes: Int?
-    var photo: PhotoStamp?
-
-    enum CodingKeys: String, CodingKey {
-        case bytes, photo
-        case uploadId = "upload_id"
-    }
-}
-
-/// That a user has a photo, in their profile: when it was last set (a client's cache key).
-public struct PhotoStamp: Codable, Sendable, Equatable {
-    public var updatedAt: String
-
-    enum CodingKeys: String, CodingKey { case updatedAt = "updated_at" }
-}
-
-/// `profile.photo`: one size of a user's photo (without `user_id`, the caller's own).
-struct PhotoRequest: Decodable, Sendable, DeclaredShape {
-    var userId: Int64?
-    var size: Int
-
-    enum CodingKeys: String, CodingKey {
-        case size
-        case userId = "user_id"
-    }
-}
-
-/// The body of `profile.photo`'s reply; the JPEG is its one attachment.
-struct PhotoReply: Encodable, Sendable {
-    var contentType = "image/jpeg"
-    var userId: Int64
-    var size: Int
-    var bytes: Int
-    var updatedAt: String
-
-    enum CodingKeys: String, CodingKey {
-        case size, bytes
-        case contentType = "content_type"
-        case userId = "user_id"
-        case updatedAt = "updated_at"
-    }
-}
-
-/// The reply of `profile.photo.delete`: whether there was a photo to delete.
-struct PhotoDeleted: Encodable, Sendable {
-    var deleted: Bool
-}
-
 /// What photo commits share across the reader threads: their own gate (at most one decode at
 /// a time, never one of the slots the password hashes need) and each user's commits of the
 /// last hour (in memory: a restart only lets a user start afresh).

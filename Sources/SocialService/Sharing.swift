@@ -2,28 +2,6 @@ import Contracts
 import Bus
 import Foundation
 
-/// `share.place`: a place and where to share it.
-public struct ShareRequest: Codable, Sendable, DeclaredShape {
-    public var placeId: Int64
-    public var network: String
-
-    public init(placeId: Int64, network: String) {
-        self.placeId = placeId
-        self.network = network
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case network
-        case placeId = "place_id"
-    }
-}
-
-/// The reply of `share.place`: the text to post and the URL that posts it.
-public struct ShareLink: Codable, Sendable, Equatable {
-    public var text: String
-    public var url: String
-}
-
 /// Where a place can be shared, and the URL each network takes.
 enum ShareNetwork: String {
     case twitter, facebook, email
