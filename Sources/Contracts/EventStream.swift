@@ -149,3 +149,72 @@ public struct BackupReply: Codable, Sendable, Equatable {
         self.milliseconds = milliseconds
     }
 }
+
+/// Where a subscriber is and what it has done, for tests and `sys.stats`.
+public struct SubscriberStatus: Sendable, Equatable, Codable {
+    public var source: String
+    public var epoch: String?
+    public var seq: Int64 = 0
+    /// The publisher's outbox head as last heard (a live event's or heartbeat's seq, a replay's head).
+    public var head: Int64 = 0
+    public var applied = 0
+    public var replays = 0
+    public var snapshots = 0
+    public var skipped = 0
+    /// Whether a bulk load is under way (its last step, such as building an index, still to come).
+    public var bulk = false
+    public var lastError: String?
+
+    enum CodingKeys: String, CodingKey {
+        case source, epoch, seq, head, applied, replays, snapshots, skipped, bulk
+        case lastError = "last_error"
+    }
+
+    /// A subscriber to `source` that has heard nothing yet.
+    public init(source: String) {
+        self.source = source
+    }
+
+    /// Events behind the head last heard (0 when caught up, or when a new epoch's head is lower).
+    public var lag: Int64 { max(0, head - seq) }
+}
+
+/// `sys.stats`: a service's request counters, its outbox's head, where its subscriptions are,
+/// and the CURVE handshakes it decided.
+public struct ServiceStats: Codable, Sendable {
+    /// Where the outbox is: its epoch, last seq and first seq still kept.
+    public struct Outbox: Codable, Sendable {
+        public var epoch: String
+        public var head: Int64
+        public var first: Int64?
+
+        public init(epoch: String, head: Int64, first: Int64?) {
+            (self.epoch, self.head, self.first) = (epoch, head, first)
+        }
+    }
+
+    /// CURVE handshakes the ZAP handler decided, when the bus is secured.
+    public struct Curve: Codable, Sendable {
+        public var admitted: Int
+        public var refused: Int
+
+        public init(admitted: Int, refused: Int) {
+            (self.admitted, self.refused) = (admitted, refused)
+        }
+    }
+
+    public var service: String
+    public var server: StatsSnapshot?
+    public var outbox: Outbox?
+    public var subscriptions: [SubscriberStatus]?
+    public var curve: Curve?
+
+    public init(service: String, server: StatsSnapshot?, outbox: Outbox?, subscriptions: [SubscriberStatus]?, curve: Curve?) {
+        (self.service, self.server, self.outbox, self.subscriptions, self.curve) = (service, server, outbox, subscriptions, curve)
+    }
+}
+
+// The runtime's params are internal (never a client's), held to no declared shape.
+extension BackupRequest: DeclaredShape {}
+extension ReplayRequest: DeclaredShape {}
+extension SnapshotRequest: DeclaredShape {}

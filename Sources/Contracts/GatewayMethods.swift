@@ -4,31 +4,31 @@ import Bus
 // answers on the bus (`sys.*`, never offered to clients).
 
 extension Methods.Gateway {
-    public static let ping = MethodDeclaration("ping", .gateway, .anyone, .read, "liveness of the gateway itself")
-    public static let help = MethodDeclaration("help", .gateway, .anyone, .read, "every method with a one-line description")
-    public static let status = MethodDeclaration("gateway.status", .gateway, .anyone, .read,
+    public static let ping = Method<Empty, String>("ping", .gateway, .anyone, .read, "liveness of the gateway itself")
+    public static let help = Method<Empty, GatewayHelp>("help", .gateway, .anyone, .read, "every method with a one-line description")
+    public static let status = Method<Empty, GatewayStatus>("gateway.status", .gateway, .anyone, .read,
         "each backend: up or down, latency, last error; open client connections")
-    public static let subscribe = MethodDeclaration("subscribe", .gateway, .user, .read,
+    public static let subscribe = Method<TopicsRequest, TopicsHeard>("subscribe", .gateway, .user, .read,
         "hear your pushes on topics: {topics: [...]} (signed in; RESP: SUBSCRIBE topic ...)")
-    public static let unsubscribe = MethodDeclaration("unsubscribe", .gateway, .anyone, .read,
+    public static let unsubscribe = Method<TopicsRequest, TopicsHeard>("unsubscribe", .gateway, .anyone, .read,
         "stop hearing pushes on topics, or on all without any (RESP: UNSUBSCRIBE [topic ...])")
 }
 
 extension Methods.Auth {
-    public static let resume = MethodDeclaration("auth.resume", .gateway, .anyone, .read,
+    public static let resume = Method<TokenBody, TokenOwner>("auth.resume", .gateway, .anyone, .read,
         "sign this connection in with a token from auth.login (RESP: AUTH <token>)")
 }
 
 extension Methods.System {
-    public static let ping = MethodDeclaration("sys.ping", .runtime, .internal, .read, "liveness: the service name and its clock")
-    public static let methods = MethodDeclaration("sys.methods", .runtime, .internal, .read, "the request types this service answers")
-    public static let stats = MethodDeclaration("sys.stats", .runtime, .internal, .read,
+    public static let ping = Method<Empty, PingReply>("sys.ping", .runtime, .internal, .read, "liveness: the service name and its clock")
+    public static let methods = Method<Empty, MethodList>("sys.methods", .runtime, .internal, .read, "the request types this service answers")
+    public static let stats = Method<Empty, ServiceStats>("sys.stats", .runtime, .internal, .read,
         "the service's request counters, outbox head and subscriptions")
-    public static let replay = MethodDeclaration("sys.replay", .runtime, .internal, .read,
+    public static let replay = Method<ReplayRequest, ReplayReply>("sys.replay", .runtime, .internal, .read,
         "the events after a cursor: after, limit; one event envelope per extra frame")
-    public static let snapshot = MethodDeclaration("sys.snapshot", .runtime, .internal, .read,
+    public static let snapshot = Method<SnapshotRequest, SnapshotReply>("sys.snapshot", .runtime, .internal, .read,
         "the service's shared state as events, paged by an opaque key: after, limit")
-    public static let backup = MethodDeclaration("sys.backup", .runtime, .internal, .read,
+    public static let backup = Method<BackupRequest, BackupReply>("sys.backup", .runtime, .internal, .read,
         "a consistent copy of the service's SQLite file, made by the service itself: to")
 }
 

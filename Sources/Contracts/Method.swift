@@ -1,9 +1,10 @@
 import Bus
 
 // Every method of Tourbus, declared once by its owner: its name, who answers it, who may call
-// it, whether it changes anything, its one-line summary and whether a retry is safe. The
-// services bind their handlers to these declarations, and the gateway derives its routing,
-// access rules and `help` from them; nowhere else is a method's name written.
+// it, whether it changes anything, its one-line summary, whether a retry is safe, and the
+// types of its params and result. The services bind their handlers to these declarations (the
+// compiler checks a handler takes the params and answers the result), and the gateway derives
+// its routing, access rules and `help` from them; nowhere else is a method's name written.
 
 /// Who may call a method.
 public enum Access: String, Sendable, Codable, CaseIterable {
@@ -53,18 +54,14 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
     /// Whether a `token` param is the method's own (a share link's), passed on as it came,
     /// rather than a session token standing for this one request (the gateway's rule).
     public let ownsTokenParam: Bool
-    /// The type its params decode as, and so their shape (nil for a method not yet typed).
-    public let params: (any DeclaredShape.Type)?
-    /// The type its result decodes as (nil for a method not yet typed).
-    public let result: (any Decodable.Type)?
+    /// The type its params decode as, and so their shape.
+    public let params: any DeclaredShape.Type
+    /// The type its result decodes as.
+    public let result: any Decodable.Type
 
-    public init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
-                retrySafe: Bool? = nil, ownsTokenParam: Bool = false) {
-        self.init(name, owner, access, kind, summary, retrySafe: retrySafe, ownsTokenParam: ownsTokenParam, params: nil, result: nil)
-    }
-
+    /// Made by `Method`, which holds the types.
     init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
-         retrySafe: Bool?, ownsTokenParam: Bool, params: (any DeclaredShape.Type)?, result: (any Decodable.Type)?) {
+         retrySafe: Bool?, ownsTokenParam: Bool, params: any DeclaredShape.Type, result: any Decodable.Type) {
         self.name = name
         self.owner = owner
         self.access = access
@@ -89,6 +86,11 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
 /// Anything that declares a method: a declaration, or a typed `Method`.
 public protocol DeclaresMethod: Sendable {
     var declaration: MethodDeclaration { get }
+}
+
+extension DeclaresMethod {
+    /// The name clients and services call it by.
+    public var name: String { declaration.name }
 }
 
 extension MethodDeclaration: DeclaresMethod {

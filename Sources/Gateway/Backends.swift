@@ -4,24 +4,6 @@ import Foundation
 import ServiceCore
 import Synchronization
 
-/// What the gateway knows of one backend service: reachable or not, how fast, what failed last.
-public struct BackendHealth: Codable, Sendable, Equatable {
-    public var service: String
-    public var endpoints: [String]
-    public var up: Bool
-    /// Round trip of the last successful `sys.ping`, in milliseconds.
-    public var latencyMs: Double?
-    public var lastError: String?
-    public var lastChecked: String?
-
-    enum CodingKeys: String, CodingKey {
-        case service, endpoints, up
-        case latencyMs = "latency_ms"
-        case lastError = "last_error"
-        case lastChecked = "last_checked"
-    }
-}
-
 /// The services behind the gateway: one RPC client each (spreading over its replicas), a
 /// window of requests in flight to each shared fairly between clients, a health check every
 /// second, and the methods each one offers.

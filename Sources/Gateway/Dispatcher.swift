@@ -119,7 +119,7 @@ final class Dispatcher: Sendable {
         switch method {
         case Methods.Gateway.ping.name: return .pong
         case Methods.Gateway.help.name: return encoded(help())
-        case Methods.Gateway.status.name: return encoded(Status(backends: backends.status(), connections: .init(open: connections.value, limit: limits.maxConnections)))
+        case Methods.Gateway.status.name: return encoded(GatewayStatus(backends: backends.status(), connections: .init(open: connections.value, limit: limits.maxConnections)))
         case Methods.Auth.resume.name: return authenticator.resume(params: call.params, client: client, deadline: deadline, completion: completion)
         case Methods.Gateway.subscribe.name: return subscriber(connectionToken, client: client, deadline: deadline, completion: completion)
         default: break
@@ -307,33 +307,14 @@ final class Dispatcher: Sendable {
         ServiceError(.notFound, "unknown method '\(Echo.clip(method))'; try help", field: "method")
     }
 
-    struct Status: Encodable {
-        struct Connections: Encodable {
-            var open: Int
-            var limit: Int
-        }
-        var backends: [BackendHealth]
-        var connections: Connections
-    }
-
-    struct Help: Encodable {
-        struct Entry: Encodable {
-            var method: String
-            var description: String
-        }
-        var methods: [Entry]
-        /// Services that are configured but down now.
-        var unavailable: [String]
-    }
-
     /// The built-ins, then the methods of each configured service in service-name order.
-    private func help() -> Help {
+    private func help() -> GatewayHelp {
         let services = backends.status()
-        var entries = Methods.owned(by: .gateway).map { Help.Entry(method: $0.name, description: $0.summary) }
+        var entries = Methods.owned(by: .gateway).map { GatewayHelp.Entry(method: $0.name, description: $0.summary) }
         for service in services.map(\.service).sorted() {
-            entries += policy.methods(of: service).map { Help.Entry(method: $0.name, description: $0.summary) }
+            entries += policy.methods(of: service).map { GatewayHelp.Entry(method: $0.name, description: $0.summary) }
         }
-        return Help(methods: entries, unavailable: services.filter { !$0.up }.map(\.service))
+        return GatewayHelp(methods: entries, unavailable: services.filter { !$0.up }.map(\.service))
     }
 
     private func encoded<T: Encodable>(_ value: T) -> Outcome {

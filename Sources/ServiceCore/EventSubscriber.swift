@@ -3,30 +3,6 @@ import Contracts
 import Foundation
 import Synchronization
 
-/// Where a subscriber is and what it has done, for tests and `sys.stats`.
-public struct SubscriberStatus: Sendable, Equatable, Codable {
-    public var source: String
-    public var epoch: String?
-    public var seq: Int64 = 0
-    /// The publisher's outbox head as last heard (a live event's or heartbeat's seq, a replay's head).
-    public var head: Int64 = 0
-    public var applied = 0
-    public var replays = 0
-    public var snapshots = 0
-    public var skipped = 0
-    /// Whether a bulk load is under way (its last step, such as building an index, still to come).
-    public var bulk = false
-    public var lastError: String?
-
-    enum CodingKeys: String, CodingKey {
-        case source, epoch, seq, head, applied, replays, snapshots, skipped, bulk
-        case lastError = "last_error"
-    }
-
-    /// Events behind the head last heard (0 when caught up, or when a new epoch's head is lower).
-    public var lag: Int64 { max(0, head - seq) }
-}
-
 /// The subscriber side of the reliable event stream from one publishing service: where the
 /// publisher is and how the subscriber asks it for what it missed (no storage settings, which
 /// belong to the store; see ServiceKit's `SubscriptionOptions` for a service's SQLite subscriber).

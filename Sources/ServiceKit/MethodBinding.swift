@@ -55,44 +55,6 @@ public protocol AdmitsCallers {
 /// Handlers bound to method declarations: the table answers a method under its declared name,
 /// `help` and `sys.methods` show its declared summary, and a write runs on the writer thread.
 extension HandlerTable {
-    /// Binds a typed handler: the body decodes to `Request`, the result encodes as the reply.
-    /// `runsOn: .read` puts a write on a reader thread, for one that first waits on something
-    /// slow (a password hash, another service) and then writes in its own short transaction.
-    /// A client method's params whose type declares its shape (`DeclaredShape`) are held to it
-    /// first (`SchemaCheck`: an unknown member, a wrong type or a limit is `invalid_argument`
-    /// naming it); internal methods stay tolerant of members they do not know, as events are.
-    /// A handler bound without a `Caller` resolves who asks itself, if it needs to: social's
-    /// group methods answer `not_found` alike to a stranger and to a request without identity,
-    /// and the catalog's admin writes trust the bus (operators write without a session; the
-    /// gateway lets only admins through).
-    public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
-        _ method: MethodDeclaration, runsOn: HandlerKind? = nil,
-        _ handler: @escaping @Sendable (Request, RequestContext, State) throws -> Reply
-    ) {
-        let shape = method.offeredToClients ? HandlerTable.declaredShape(Request.self) : nil
-        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
-            let reply = try handler(try context.params(Request.self, shape: shape), context, state)
-            return Response(body: try JSONCoding.encoder.encode(reply))
-        }
-    }
-
-    /// Binds a typed handler of a method that needs a signed-in caller, resolved from the
-    /// request's `auth` before the body is read (`Caller.of`); an admin method's caller must
-    /// be an admin (`permission_denied`).
-    public mutating func on<Request: Decodable & Sendable, Reply: Encodable & Sendable>(
-        _ method: MethodDeclaration, runsOn: HandlerKind? = nil,
-        _ handler: @escaping @Sendable (Request, Caller, RequestContext, State) throws -> Reply
-    ) {
-        let admin = HandlerTable.requiresCaller(method)
-        let shape = HandlerTable.declaredShape(Request.self)
-        // Who asks first: a stranger learns nothing of a method's params.
-        onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
-            let caller = try Caller.checked(context, admin: admin, state: state)
-            let reply = try handler(try context.params(Request.self, shape: shape), caller, context, state)
-            return Response(body: try JSONCoding.encoder.encode(reply))
-        }
-    }
-
     /// Binds a typed method's handler: it takes the method's `Params` and answers its `Result`,
     /// as the compiler checks. A client method's params are held to their declared shape first
     /// (`SchemaCheck`); an internal method's stay tolerant of members they do not know, as
@@ -153,17 +115,6 @@ extension HandlerTable {
         let admin = HandlerTable.requiresCaller(method)
         onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
             try handler(context, try Caller.checked(context, admin: admin, state: state), state)
-        }
-    }
-
-    /// The shape of `type` when it declares one. A shape that cannot be read is a mistake in
-    /// the code, found when the service's table is built (every service's is, by its tests).
-    static func declaredShape<T>(_ type: T.Type) -> Schema? {
-        guard let declared = type as? any DeclaredShape.Type else { return nil }
-        do {
-            return try SchemaProbe.shape(of: declared)
-        } catch {
-            preconditionFailure("the params shape of \(type) cannot be read: \(error)")
         }
     }
 

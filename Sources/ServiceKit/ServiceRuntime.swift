@@ -213,26 +213,6 @@ public final class ServiceRuntime<State: ServiceState>: Service {
 
     // MARK: sys.*
 
-    struct OutboxInfo: Codable, Sendable {
-        var epoch: String
-        var head: Int64
-        var first: Int64?
-    }
-
-    /// CURVE handshakes the ZAP handler decided, when the bus is secured.
-    struct CurveInfo: Codable, Sendable {
-        var admitted: Int
-        var refused: Int
-    }
-
-    struct Stats: Codable, Sendable {
-        var service: String
-        var server: StatsSnapshot?
-        var outbox: OutboxInfo?
-        var subscriptions: [SubscriberStatus]?
-        var curve: CurveInfo?
-    }
-
     private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
                                           authenticator: ZAPAuthenticator?, subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
         let name = definition.name
@@ -243,15 +223,15 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         let methods = MethodList(methods: (definition.handlers.descriptions.map { MethodList.Method(type: $0.type, description: $0.description) }))
         table.on(Methods.System.methods) { (_: Empty, _, _) -> MethodList in methods }
         let publishes = definition.publishes
-        table.on(Methods.System.stats) { (_: Empty, _, state) -> Stats in
-            var outbox: OutboxInfo?
+        table.on(Methods.System.stats) { (_: Empty, _, state) -> ServiceStats in
+            var outbox: ServiceStats.Outbox?
             if publishes {
                 let box = Outbox(database: state.worker.db)
-                outbox = OutboxInfo(epoch: try box.epoch(), head: try box.head(), first: try box.firstAvailable())
+                outbox = ServiceStats.Outbox(epoch: try box.epoch(), head: try box.head(), first: try box.firstAvailable())
             }
             let following = subscriptions()
-            let curve = authenticator.map { CurveInfo(admitted: $0.decisions.admitted, refused: $0.decisions.refused) }
-            return Stats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following, curve: curve)
+            let curve = authenticator.map { ServiceStats.Curve(admitted: $0.decisions.admitted, refused: $0.decisions.refused) }
+            return ServiceStats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following, curve: curve)
         }
         let backups = BackupGate()
         table.on(Methods.System.backup) { (request: BackupRequest, _, state) -> BackupReply in

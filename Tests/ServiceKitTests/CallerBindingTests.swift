@@ -16,9 +16,9 @@ import Testing
         }
     }
 
-    static let userMethod = MethodDeclaration("toy.mine", .runtime, .user, .read, "the caller's own")
-    static let adminMethod = MethodDeclaration("toy.admin", .runtime, .admin, .write, "an admin's")
-    static let openMethod = MethodDeclaration("toy.open", .runtime, .anyone, .read, "anyone's")
+    static let userMethod = Method<Empty, Who>("toy.mine", .runtime, .user, .read, "the caller's own")
+    static let adminMethod = Method<Empty, Who>("toy.admin", .runtime, .admin, .write, "an admin's")
+    static let openMethod = Method<Empty, Who>("toy.open", .runtime, .anyone, .read, "anyone's")
 
     struct Who: Codable, Sendable, Equatable {
         var id: Int64
@@ -27,7 +27,7 @@ import Testing
     }
 
     /// Runs `method`'s handler of `table` on a request with `auth` (its envelope a plain `{}` body).
-    static func call<State>(_ table: HandlerTable<State>, _ method: MethodDeclaration, auth: Auth?, state: State) -> Result<Who, ServiceError> {
+    static func call<State>(_ table: HandlerTable<State>, _ method: some DeclaresMethod, auth: Auth?, state: State) -> Result<Who, ServiceError> {
         let envelope = Data(#"{"v":1,"id":"1","type":"\#(method.name)","body":{}}"#.utf8)
         let context = RequestContext(id: "1", type: method.name, auth: auth, deadline: monotonicNanos() + 1_000_000_000, envelope: envelope, bodyRange: nil)
         do {
@@ -109,7 +109,7 @@ import Testing
 
     /// Runs `method` of `table` on a body (under `key`, as an envelope may write it), answering
     /// what the handler got or the refusal.
-    static func run(_ table: HandlerTable<Int>, _ method: MethodDeclaration, body: String?, key: String = "body",
+    static func run(_ table: HandlerTable<Int>, _ method: some DeclaresMethod, body: String?, key: String = "body",
                     auth: Auth? = nil) -> Result<String, ServiceError> {
         let member = body.map { ",\"" + key + "\":" + $0 } ?? ""
         let envelope = Data(#"{"v":1,"id":"1","type":"\#(method.name)"\#(member)}"#.utf8)
@@ -127,21 +127,22 @@ import Testing
     /// A client method's params are held to their declared shape before the handler runs; an
     /// internal method's are not (requests between services stay tolerant, as events are).
     @Test func aClientMethodsParamsAreHeldToTheirShapeAndNoInternalOnes() {
-        let offered = MethodDeclaration("toy.name", .catalog, .anyone, .read, "a name")
-        let inner = MethodDeclaration("toy.inner", .catalog, .internal, .read, "a name, between services")
+        let offered = Method<Named, String>("toy.name", .catalog, .anyone, .read, "a name")
+        let inner = Method<Named, String>("toy.inner", .catalog, .internal, .read, "a name, between services")
         var table = HandlerTable<Int>()
         for method in [offered, inner] { table.on(method) { (request: Named, _, _) in request.name } }
-        let run = { (method: MethodDeclaration, body: String?) in CallerBindingTests.run(table, method, body: body) }
+        let run = { (method: Method<Named, String>, body: String?) in CallerBindingTests.run(table, method, body: body) }
         #expect(run(offered, #"{"name":"Ann"}"#) == .success(#""Ann""#))
         #expect(run(offered, #"{"name":"Ann","nmae":"x"}"#) == .failure(.invalid("nmae", "unknown parameter 'nmae'; did you mean 'name'?")))
         #expect(run(offered, #"{"name":"Annabel"}"#) == .failure(.invalid("name", "must be 1 to 5 characters")))
         #expect(run(offered, "null") == .failure(ServiceError(.invalidArgument, "missing required field name", field: "name")))
         #expect(run(offered, nil) == .failure(ServiceError(.invalidArgument, "missing required field name", field: "name")))
         #expect(run(inner, #"{"name":"Annabel","nmae":"x"}"#) == .success(#""Annabel""#))
+        let none = Method<Empty, String>("toy.none", .catalog, .anyone, .read, "nothing")
         var empty = HandlerTable<Int>()
-        empty.on(offered) { (_: Empty, _, _) in "none" }
-        #expect(CallerBindingTests.run(empty, offered, body: "null") == .success(#""none""#))
-        #expect(CallerBindingTests.run(empty, offered, body: #"{"x":1}"#) == .failure(.invalid("x", "unknown parameter 'x'")))
+        empty.on(none) { (_: Empty, _, _) in "none" }
+        #expect(CallerBindingTests.run(empty, none, body: "null") == .success(#""none""#))
+        #expect(CallerBindingTests.run(empty, none, body: #"{"x":1}"#) == .failure(.invalid("x", "unknown parameter 'x'")))
         // The body is found as the decoder finds it: under a key written with escapes too, and
         // every copy of a repeated one is held to the shape.
         #expect(CallerBindingTests.run(table, offered, body: #"{"name":"Ann","nmae":"x"}"#, key: #"b\u006fdy"#)
@@ -154,7 +155,7 @@ import Testing
     /// A user method bound with its `Caller` refuses a request without one before it reads the
     /// params: a stranger learns nothing of them.
     @Test func aUserMethodRefusesAStrangerBeforeReadingParams() {
-        let mine = MethodDeclaration("toy.mine", .catalog, .user, .read, "mine")
+        let mine = Method<Named, String>("toy.mine", .catalog, .user, .read, "mine")
         var table = HandlerTable<Int>()
         table.on(mine) { (request: Named, _: Caller, _, _) in request.name }
         #expect(CallerBindingTests.run(table, mine, body: #"{"nmae":1}"#) == .failure(ServiceError(.unauthenticated, "toy.mine needs a signed-in user")))

@@ -22,7 +22,7 @@ import TestSupport
         config.dataDirectory = folder.path
         let ticks = Locked<[UInt64]>([])
         var table = HandlerTable<State>()
-        let tick = MethodDeclaration("toy.tick", .runtime, .internal, .write, "a toy's periodic request")
+        let tick = Method<Empty, Empty>("toy.tick", .runtime, .internal, .write, "a toy's periodic request")
         table.on(tick) { (_: Empty, _, _) -> Empty in
             ticks.withLock { $0.append(monotonicNanos()) }
             return Empty()
