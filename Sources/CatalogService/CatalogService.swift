@@ -7,7 +7,6 @@ import Uploads
 /// The catalog service: places, categories and tours, published as `catalog.place.*` and `catalog.tour.*` events.
 public enum CatalogService {
     /// Page sizes of `catalog.list`.
-    static let pageLimit = PageLimit(default: 20, max: 100)
     /// Page cursors of `catalog.list`: the last id seen.
     static let pageCursor = IDCursor(tag: "p", maxLength: 64, minimum: 0)
 
@@ -38,7 +37,7 @@ public enum CatalogService {
             return Response(body: try JSONCoding.encoder.encode(LocalizedPlace(try store.get(request.id), lang)))
         }
         table.on(Methods.Catalog.list) { (request: ListPlaces, _, store) -> PlacePage in
-            let limit = try pageLimit.validated(request.limit)
+            let limit = try PageLimit.places.validated(request.limit)
             let lang = try LanguagePreference.read(request.lang)
             if let category = request.category { try PlaceRules.category(category, among: store.categoryIds) }
             let after = try request.cursor.map(pageCursor.decode) ?? 0
@@ -67,7 +66,8 @@ public enum CatalogService {
             (request: TourGet, _, store) in try store.tourDetail(request)
         }
         table.on(Methods.Tours.list) {
-            (request: TourList, _, store) in try store.listTours(request)
+            // One read transaction: a tour deleted meanwhile is not half in the page.
+            (request: TourList, _, store) in try store.db.transaction(.deferred) { try store.listTours(request) }
         }
         table.on(Methods.Tours.mapUploadBegin) {
             (_: Empty, _, store) in try store.beginUpload()

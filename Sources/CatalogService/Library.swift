@@ -172,10 +172,7 @@ extension CatalogStore {
         }
         let issuedAt = Logger.timestamp(Date(timeIntervalSince1970: Double(nowMs) / 1000))
         return try db.transaction {
-            let tour: Tour
-            do { tour = try self.tour(request.tourId) } catch let error as ServiceError where error.code == .notFound {
-                throw ServiceError(.notFound, "no tour with id \(request.tourId)", field: "tour_id")
-            }
+            let tour = try self.tour(request.tourId, field: "tour_id")
             let inLibrary = try db.scalarInt("SELECT 1 FROM library_tours WHERE user_id = ? AND tour_id = ?", user, tour.id) != nil
             if !inLibrary, (try db.scalarInt("SELECT count(*) FROM library_tours WHERE user_id = ?", user) ?? 0) >= LibraryRules.maxTours {
                 throw ServiceError(.conflict, "your library holds \(LibraryRules.maxTours) tours, the most; remove one (library.remove) first", field: "tour_id")

@@ -105,7 +105,7 @@ extension CatalogStore {
             }
         }
         return try db.transaction {
-            _ = try tour(request.tourId)
+            _ = try tour(request.tourId, field: "tour_id")
             let upload = try openUpload(request.uploadId)
             guard upload.committed, let row = try db.queryOne("SELECT width, height FROM map_uploads WHERE id = ?", request.uploadId) else {
                 throw ServiceError(.conflict, "commit upload \(request.uploadId) first (tours.map.upload.commit)", field: "upload_id")

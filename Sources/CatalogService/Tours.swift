@@ -42,15 +42,15 @@ enum TourRules {
 
 extension CatalogStore {
     /// Page sizes and cursors of `tours.list`.
-    static let tourPageLimit = PageLimit(default: 20, max: 100)
     static let tourIdCursor = IDCursor(tag: "t", maxLength: 64, minimum: 0)
 
     // MARK: Tour reads
 
     /// Tour `id`, or `not_found`.
-    func tour(_ id: Int64) throws -> Tour {
+    /// The tour `id`, or `not_found` naming `field` (the request's member that gave the id).
+    func tour(_ id: Int64, field: String = "id") throws -> Tour {
         guard let tour = try tours(where: "t.id = ?", [id], limit: 1).first else {
-            throw ServiceError(.notFound, "no tour with id \(id)", field: "id")
+            throw ServiceError(.notFound, "no tour with id \(id)", field: field)
         }
         return tour
     }
@@ -104,7 +104,7 @@ extension CatalogStore {
     /// `tours.list`: by id after the cursor, or, near a point, the tours with a stop within the
     /// radius by the distance to their nearest stop (ties by id).
     func listTours(_ request: TourList) throws -> TourPage {
-        let limit = try Self.tourPageLimit.validated(request.limit)
+        let limit = try PageLimit.tours.validated(request.limit)
         let lang = try LanguagePreference.read(request.lang)
         guard let near = request.near else {
             let after = try request.cursor.map(Self.tourIdCursor.decode) ?? 0

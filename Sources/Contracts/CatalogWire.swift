@@ -20,6 +20,8 @@ public struct ListPlaces: Codable, Sendable, DeclaredShape {
         self.cursor = cursor
         self.lang = lang
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.places.rule]
 }
 
 /// `catalog.get`: a place by id, its texts in `lang` when given.
@@ -396,6 +398,8 @@ public struct TourList: Decodable, Sendable, DeclaredShape {
         self.cursor = cursor
         self.lang = lang
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.tours.rule]
 }
 
 /// One stop of `tours.get`: the place's summary, in the tour's order.

@@ -157,6 +157,8 @@ public struct ListRequest: Decodable, Sendable, DeclaredShape {
         self.limit = limit
         self.cursor = cursor
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.listItems.rule]
 }
 
 /// One saved place as a list shows it: the place card, the owner's note (never through a
@@ -337,6 +339,8 @@ public struct SharedRequest: Decodable, Sendable, DeclaredShape {
         self.limit = limit
         self.cursor = cursor
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.listItems.rule]
 }
 
 /// `favorites.counts.flush`'s reply: how many places were recounted and how many events left.
@@ -503,6 +507,8 @@ public struct PinListRequest: Decodable, Sendable, DeclaredShape {
         self.limit = limit
         self.cursor = cursor
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.pins.rule]
 }
 
 /// A page of pins.
@@ -570,6 +576,8 @@ public struct RecentRequest: Decodable, Sendable, DeclaredShape {
     public init(limit: Int? = nil) {
         self.limit = limit
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.recentSearches.rule]
 }
 
 /// One recent search as `search.recent` shows it.

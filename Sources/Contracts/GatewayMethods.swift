@@ -9,14 +9,20 @@ extension Methods.Gateway {
     public static let status = Method<Empty, GatewayStatus>("gateway.status", .gateway, .anyone, .read,
         "each backend: up or down, latency, last error; open client connections")
     public static let subscribe = Method<TopicsRequest, TopicsHeard>("subscribe", .gateway, .user, .read,
-        "hear your pushes on topics: {topics: [...]} (signed in; RESP: SUBSCRIBE topic ...)")
+        "hear your pushes on topics: {topics: [...]} (signed in; RESP: SUBSCRIBE topic ...)",
+        errors: [
+            .unauthenticated(nil, "the connection is not signed in, or signed out before it took"),
+            .unauthenticated("token", "the connection's session ended"),
+            .tooLarge(nil, "16 connections of the user already hear pushes on this gateway")
+        ])
     public static let unsubscribe = Method<TopicsRequest, TopicsHeard>("unsubscribe", .gateway, .anyone, .read,
         "stop hearing pushes on topics, or on all without any (RESP: UNSUBSCRIBE [topic ...])")
 }
 
 extension Methods.Auth {
     public static let resume = Method<TokenBody, TokenOwner>("auth.resume", .gateway, .anyone, .read,
-        "sign this connection in with a token from auth.login (RESP: AUTH <token>)")
+        "sign this connection in with a token from auth.login (RESP: AUTH <token>)",
+        errors: [.unauthenticated("token", "the token is not a live session: malformed, unknown or expired")])
 }
 
 extension Methods.System {

@@ -58,10 +58,12 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
     public let params: any DeclaredShape.Type
     /// The type its result decodes as.
     public let result: any Decodable.Type
+    /// The errors its own work can answer, as declared.
+    public let declaredErrors: [MethodError]
 
     /// Made by `Method`, which holds the types.
     init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
-         retrySafe: Bool?, ownsTokenParam: Bool, params: any DeclaredShape.Type, result: any Decodable.Type) {
+         retrySafe: Bool?, ownsTokenParam: Bool, params: any DeclaredShape.Type, result: any Decodable.Type, errors: [MethodError]) {
         self.name = name
         self.owner = owner
         self.access = access
@@ -71,6 +73,7 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
         self.ownsTokenParam = ownsTokenParam
         self.params = params
         self.result = result
+        declaredErrors = errors
     }
 
     public var description: String { name }
@@ -81,6 +84,58 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
     /// Declarations are one per name.
     public static func == (a: MethodDeclaration, b: MethodDeclaration) -> Bool { a.name == b.name }
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}
+
+/// An error a method can answer: its code, the param it names (a dotted path, `near.lat`;
+/// nil when it names none) and when.
+public struct MethodError: Sendable, Hashable {
+    public let code: ErrorCode
+    public let field: String?
+    /// When it is answered, in a few words.
+    public let when: String
+
+    public init(_ code: ErrorCode, _ field: String?, _ when: String) {
+        self.code = code
+        self.field = field
+        self.when = when
+    }
+
+    public static func notFound(_ field: String?, _ when: String) -> MethodError { MethodError(.notFound, field, when) }
+    public static func alreadyExists(_ field: String?, _ when: String) -> MethodError { MethodError(.alreadyExists, field, when) }
+    public static func conflict(_ field: String?, _ when: String) -> MethodError { MethodError(.conflict, field, when) }
+    public static func invalid(_ field: String?, _ when: String) -> MethodError { MethodError(.invalidArgument, field, when) }
+    public static func permissionDenied(_ field: String?, _ when: String) -> MethodError { MethodError(.permissionDenied, field, when) }
+    public static func unauthenticated(_ field: String?, _ when: String) -> MethodError { MethodError(.unauthenticated, field, when) }
+    public static func tooLarge(_ field: String?, _ when: String) -> MethodError { MethodError(.tooLarge, field, when) }
+    public static func rateLimited(_ field: String?, _ when: String) -> MethodError { MethodError(.rateLimited, field, when) }
+    public static func unavailable(_ field: String?, _ when: String) -> MethodError { MethodError(.unavailable, field, when) }
+
+    /// What any method may answer, whatever it is: the gateway's and the bus's limits and
+    /// troubles (too many requests, too large, a service down or out of time).
+    public static let anyMethod: [MethodError] = [
+        MethodError(.rateLimited, nil, "the client sends more than its share"),
+        MethodError(.tooLarge, nil, "the request or its reply is over the size limit"),
+        MethodError(.unavailable, nil, "the service is down, overloaded or busy"),
+        MethodError(.deadlineExceeded, nil, "the answer did not come within the deadline"),
+    ]
+}
+
+extension MethodDeclaration {
+    /// Every error the method can answer: those its params' checks imply (`invalid_argument`
+    /// naming a param, when it takes any), its access implies (`unauthenticated`, and
+    /// `permission_denied` for an admin's), then the ones its own work can, as declared.
+    /// `MethodError.anyMethod` come on top for every method.
+    public var errors: [MethodError] {
+        var implied: [MethodError] = []
+        if let shape = try? SchemaProbe.shape(of: params), case .object(let object) = shape, !object.members.isEmpty {
+            implied.append(.invalid(nil, "a param is unknown, missing, of the wrong type or out of its range: the error's field names it"))
+        }
+        if access == .user || access == .admin {
+            implied.append(.unauthenticated(nil, "the caller is not signed in, or its session ended"))
+        }
+        if access == .admin { implied.append(.permissionDenied(nil, "the caller is not an admin")) }
+        return implied + declaredErrors
+    }
 }
 
 /// Anything that declares a method: a declaration, or a typed `Method`.
@@ -104,10 +159,12 @@ extension MethodDeclaration: DeclaresMethod {
 public struct Method<Params: DeclaredShape, Result: Codable & Sendable>: DeclaresMethod {
     public let declaration: MethodDeclaration
 
+    /// `errors` are those the method's own work can answer (not found, a conflict, a limit of
+    /// the service's); those every method can are implied (see `MethodDeclaration.errors`).
     public init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
-                retrySafe: Bool? = nil, ownsTokenParam: Bool = false) {
+                errors: [MethodError] = [], retrySafe: Bool? = nil, ownsTokenParam: Bool = false) {
         declaration = MethodDeclaration(name, owner, access, kind, summary, retrySafe: retrySafe, ownsTokenParam: ownsTokenParam,
-                                        params: Params.self, result: Result.self)
+                                        params: Params.self, result: Result.self, errors: errors)
     }
 
     public subscript<Value>(dynamicMember path: KeyPath<MethodDeclaration, Value>) -> Value { declaration[keyPath: path] }

@@ -115,6 +115,8 @@ public struct NearbyRequest: Decodable, Sendable, DeclaredShape {
         self.cursor = cursor
         self.limit = limit
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.annotations.rule]
 }
 
 /// `annotations.viewport {south, west, north, east, cursor?, limit?}`.
@@ -134,6 +136,8 @@ public struct ViewportRequest: Decodable, Sendable, DeclaredShape {
         self.cursor = cursor
         self.limit = limit
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.annotations.rule]
 }
 
 /// A page of annotations.
@@ -239,6 +243,8 @@ public struct InboxRequest: Decodable, Sendable, DeclaredShape {
         self.cursor = cursor
         self.limit = limit
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.annotations.rule]
 }
 
 /// One alert kept for its user until acknowledged.
@@ -314,6 +320,8 @@ public struct SyncRequest: Decodable, Sendable, DeclaredShape {
         self.east = east
         self.limit = limit
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.annotations.rule]
 }
 
 /// The four edges of a box as a request gives them, checked naming the one at fault.

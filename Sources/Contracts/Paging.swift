@@ -26,6 +26,26 @@ public struct PageLimit: Sendable, Equatable {
     }
 }
 
+extension PageLimit {
+    /// The rule of a page's `limit` in a params type: 1 to `maxLimit`.
+    public var rule: FieldRule { .integer("limit", 1...Int64(maxLimit)) }
+
+    /// Each kind of page, declared once: its params type's rule and the service's reading of
+    /// `limit` both come from it.
+    public static let searchHits = PageLimit(default: 20, max: 50)
+    public static let suggestions = PageLimit(default: 10, max: 20)
+    public static let popularHits = PageLimit(default: 20, max: 50)
+    public static let pins = PageLimit(default: 50, max: 200)
+    public static let listItems = PageLimit(default: 20, max: 100)
+    public static let recentSearches = PageLimit(default: 50, max: 50)
+    public static let places = PageLimit(default: 20, max: 100)
+    public static let tours = PageLimit(default: 20, max: 100)
+    public static let annotations = PageLimit(default: 20, max: 100)
+    /// Reviews, follows, blocks and chat.
+    public static let social = PageLimit(default: 20, max: 50)
+    public static let peopleAt = PageLimit(default: 50, max: 50)
+}
+
 /// base64url without padding (RFC 4648 §5): text that travels in URLs and RESP words as it is.
 public enum Base64URL {
     /// The base64url letters of `data`, without padding (written here: Foundation's encoding

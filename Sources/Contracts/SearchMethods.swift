@@ -18,9 +18,11 @@ extension Methods.Search {
 
 extension Methods.Directions {
     public static let get = Method<DirectionsQuery, Directions>("directions.get", .search, .anyone, .read,
-        "distance, bearing, an estimated time and map-app links from a point to a place or point, by mode")
+        "distance, bearing, an estimated time and map-app links from a point to a place or point, by mode",
+        errors: [.notFound("to", "no place has this id")])
     public static let plan = Method<TripQuery, TripPlan>("directions.plan", .search, .anyone, .read,
-        "the order of up to 25 places from a start that makes the trip shortest (exact up to 12), with its legs")
+        "the order of up to 25 places from a start that makes the trip shortest (exact up to 12), with its legs",
+        errors: [.notFound("place_ids[i]", "no place has this id")])
 }
 
 extension Methods {

@@ -221,6 +221,8 @@ public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
         guard let lat, let lon, let radius else { return nil }
         (self.lat, self.lon, radiusM, self.limit, self.sort, self.cursor, filters, lang) = (lat, lon, radius, limit, sort, cursor, PlaceFilters(), nil)
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.searchHits.rule]
 }
 
 /// `search.viewport`: places inside a map box (west > east crosses the 180th meridian).
@@ -252,6 +254,8 @@ public struct ViewportQuery: Decodable, Sendable, DeclaredShape {
         lang = try LanguagePreference.read(c.decodeIfPresent(String.self, forKey: .lang))
         filters = try PlaceFilters(from: decoder)
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.searchHits.rule]
 }
 
 extension SearchSort {
@@ -319,6 +323,8 @@ public struct TextQuery: Decodable, Sendable, DeclaredShape {
         lang = try LanguagePreference.read(c.decodeIfPresent(String.self, forKey: .lang))
         filters = try PlaceFilters(from: decoder)
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.searchHits.rule]
 }
 
 /// Orders of `search.text`.
@@ -356,6 +362,8 @@ public struct AutocompleteQuery: Codable, Sendable, DeclaredShape {
         try c.encodeIfPresent(limit, forKey: .limit)
         try c.encodeIfPresent(lang?.chain.joined(separator: ","), forKey: .lang)
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.suggestions.rule]
 }
 
 /// One autocomplete suggestion (a `category`, a `place` or a `tour`), with where the typed words match in `text` (UTF-16 offsets, end exclusive).
@@ -426,6 +434,8 @@ public struct PopularQuery: Decodable, Sendable, DeclaredShape {
         case near, bbox, at, limit
         case radiusM = "radius_m"
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.popularHits.rule]
 }
 
 /// One place of `search.popular`: a search hit, and whether it is an event in season now.

@@ -68,6 +68,8 @@ public struct ListBlocks: Codable, Sendable, DeclaredShape {
         self.limit = limit
         self.cursor = cursor
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.social.rule]
 }
 
 /// `chat.send`: a message to a user (`user:N`) or a group (`group:N`), with the sender's own id
@@ -174,6 +176,8 @@ public struct ChatHistoryRequest: Codable, Sendable, DeclaredShape {
         self.before = before
         self.limit = limit
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.social.rule]
 }
 
 /// The reply of `chat.history`: messages, newest first, and where the next page starts.
@@ -201,6 +205,8 @@ public struct ChatConversationsRequest: Codable, Sendable, DeclaredShape {
         self.cursor = cursor
         self.limit = limit
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.social.rule]
 }
 
 /// One conversation of the caller's list: its last message they can see, how many messages
@@ -412,6 +418,8 @@ public struct ListUsers: Codable, Sendable, DeclaredShape {
         case limit, cursor
         case userId = "user_id"
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.social.rule]
 }
 
 /// A page of users, the most recently followed first, and the cursor of the next page.
@@ -908,6 +916,8 @@ public struct PeopleAtRequest: Codable, Sendable, DeclaredShape {
         case placeId = "place_id"
         case radiusM = "radius_m"
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.peopleAt.rule]
 }
 
 /// One person `social.people_at` lists: who, their age group (as their profile shows it to
@@ -1231,6 +1241,8 @@ public struct ListReviews: Codable, Sendable, DeclaredShape {
         case sort, order, limit, cursor
         case placeId = "place_id"
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.social.rule]
 }
 
 /// `social.feed`: a page of the reviews of the people the caller follows.
@@ -1242,6 +1254,8 @@ public struct FeedRequest: Codable, Sendable, DeclaredShape {
         self.limit = limit
         self.cursor = cursor
     }
+
+    public static let fieldRules: [FieldRule] = [PageLimit.social.rule]
 }
 
 /// A page of reviews and the cursor of the next page (nil on a page that is not full).

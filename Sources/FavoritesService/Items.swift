@@ -17,7 +17,6 @@ enum Items {
     /// A client's `request_id`: one line of at most 64 bytes.
     static let requestIdRule = TextRule("request_id", maxCharacters: 64, maxBytes: 64)
     /// Page sizes of `favorites.list` and `favorites.shared`.
-    static let pageLimit = PageLimit(default: 20, max: 100)
     /// How far in the future a visit's `at` may be: clocks differ a little.
     static let visitSkewMs: Int64 = 60_000
     /// The longest cursor accepted: a name-sorted cursor holds the place's name.
@@ -108,17 +107,18 @@ extension FavoritesStore {
     }
 
     /// Adds a place to list row `listId`, refusing a full list, or a user whose lists hold
-    /// `maxItemsPerUser` places together (`conflict` naming `list`).
+    /// `maxItemsPerUser` places together (`conflict` naming `list`, when the request named one).
     private func insertItem(listId: Int64, list: ListRef, placeId: Int64, note: String?, visitedAt: Int64? = nil) throws {
+        let field = visitedAt == nil ? "list" : nil
         guard try itemCount(listId) < options.maxItemsPerList else {
-            throw ServiceError(.conflict, "list \(list.name) holds \(options.maxItemsPerList) places, the most it may; remove some first", field: "list")
+            throw ServiceError(.conflict, "list \(list.name) holds \(options.maxItemsPerList) places, the most it may; remove some first", field: field)
         }
         let held = try db.scalarInt("""
             SELECT count(*) FROM items WHERE list_id IN (SELECT id FROM lists WHERE user_id = (SELECT user_id FROM lists WHERE id = ?))
             """, listId) ?? 0
         guard held < options.maxItemsPerUser else {
             throw ServiceError(.conflict, "your lists hold \(options.maxItemsPerUser) places together, the most they may; remove some first",
-                               field: "list")
+                               field: field)
         }
         guard try db.queryOne("SELECT 1 FROM places WHERE id = ?", placeId) != nil else {
             throw ServiceError(.notFound, "no place with id \(placeId)", field: "place_id")
@@ -218,7 +218,7 @@ extension FavoritesStore {
 
     /// `favorites.list`: one page of the caller's list.
     func page(_ request: ListRequest, userId: Int64) throws -> ItemPage {
-        let limit = try Items.pageLimit.validated(request.limit)
+        let limit = try PageLimit.listItems.validated(request.limit)
         let near = try request.near.map { point throws(GeoError) in try Coordinate(latitude: point.lat, longitude: point.lon) }
         let sort = try ItemOrder(request.sort ?? "added", near: near)
         let list = try findList(request.list, userId: userId)

@@ -27,7 +27,6 @@ enum Pins {
     /// The largest `near.radius_m`: 20,000 km, about half the Earth's circumference.
     static let maxRadiusM = 20_000_000.0
     /// Page sizes of `pins.list`.
-    static let pageLimit = PageLimit(default: 50, max: 200)
     /// Cursors are at most this many bytes.
     static let maxCursorBytes = 128
     /// The cursor of a page in id order (newest first, or inside a box): the last id.
@@ -135,7 +134,7 @@ extension FavoritesStore {
         try refuseErased(caller.id)
         let held = try db.scalarInt("SELECT COUNT(*) FROM pins WHERE user_id = ?", caller.id) ?? 0
         guard held < Pins.maxPerUser else {
-            throw ServiceError(.conflict, "at most \(Pins.maxPerUser) pins per user; delete one to add another", field: "pins")
+            throw ServiceError(.conflict, "at most \(Pins.maxPerUser) pins per user; delete one to add another")
         }
         let now = self.now
         try db.run("INSERT INTO pins (user_id, lat, lon, title, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -181,7 +180,7 @@ extension FavoritesStore {
     /// `limit` pins or at `options.pageBudgetBytes`.
     func listPins(_ request: PinListRequest, caller: Caller) throws -> PinPage {
         guard request.near == nil || request.bbox == nil else { throw ServiceError.invalid("bbox", "near and bbox do not go together") }
-        let limit = try Pins.pageLimit.validated(request.limit)
+        let limit = try PageLimit.pins.validated(request.limit)
         if let cursor = request.cursor, cursor.utf8.count > Pins.maxCursorBytes { throw OpaqueCursor.invalid }
         var points: [(id: Int64, point: Coordinate)] = []
         try db.forEachRow("SELECT id, lat, lon FROM pins WHERE user_id = ? ORDER BY id DESC", [caller.id]) { row in

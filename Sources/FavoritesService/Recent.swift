@@ -24,7 +24,6 @@ enum Recent {
     /// Searches kept per user.
     static let maxPerUser = 50
     /// Page sizes of `search.recent`: all of them by default.
-    static let pageLimit = PageLimit(default: maxPerUser, max: maxPerUser)
 
     static let migrations: [Migration] = [
         // Times are milliseconds since 1970 (`at`: when search answered).
@@ -50,7 +49,7 @@ enum Recent {
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
         table.on(Methods.Search.recent) { (request: RecentRequest, caller, _, store) -> RecentPage in
-            try store.recentSearches(caller: caller, limit: try pageLimit.validated(request.limit))
+            try store.recentSearches(caller: caller, limit: try PageLimit.recentSearches.validated(request.limit))
         }
         table.on(Methods.Search.recentClear) { (_: Empty, caller, _, store) -> RecentCleared in
             try store.clearRecentSearches(caller: caller)

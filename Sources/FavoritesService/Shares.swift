@@ -63,7 +63,7 @@ extension FavoritesStore {
     /// revoked or malformed token is the same `not_found` (field `token`), so tokens cannot be
     /// probed.
     func shared(_ request: SharedRequest) throws -> ItemPage {
-        let limit = try Items.pageLimit.validated(request.limit)
+        let limit = try PageLimit.listItems.validated(request.limit)
         let gone = ServiceError(.notFound, "no shared list has this token", field: "token")
         guard request.token.utf8.count <= Shares.maxTokenBytes,
               let row = try db.queryOne("SELECT l.id, l.name FROM shares s JOIN lists l ON l.id = s.list_id WHERE s.token = ?", request.token) else {

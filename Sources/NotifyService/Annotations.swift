@@ -50,7 +50,7 @@ extension NotifyStore {
         case (nil, _): throw ServiceError.invalid("lat", "lat and lon come together")
         case (_, nil): throw ServiceError.invalid("lon", "lat and lon come together")
         }
-        guard let form = try currentForm() else { throw ServiceError(.notFound, "no form has been set yet", field: "form") }
+        guard let form = try currentForm() else { throw ServiceError(.notFound, "no form has been set yet") }
         return form.view(at: position, language: request.lang)
     }
 

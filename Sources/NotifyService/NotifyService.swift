@@ -40,7 +40,6 @@ public struct NotifyOptions: Sendable {
 /// its effects stored in one transaction, and its one push leaves after that commits.
 public enum NotifyService {
     /// Page sizes of every list.
-    static let pageLimit = PageLimit(default: 20, max: 100)
 
     /// The definition `ServiceRuntime` runs.
     public static func definition(options: NotifyOptions = NotifyOptions()) -> ServiceDefinition<NotifyStore> {
@@ -119,5 +118,5 @@ public enum NotifyService {
     }
 
     /// A page size: `limit` (default 20), 1 to 100.
-    static func limit(_ value: Int?) throws(ServiceError) -> Int { try pageLimit.validated(value) }
+    static func limit(_ value: Int?) throws(ServiceError) -> Int { try PageLimit.annotations.validated(value) }
 }

@@ -13,7 +13,6 @@ struct MapQueries {
     /// The copy nearest-first searches without filters read, when the service keeps one.
     var memory: NearbyMemory? = nil
     /// Page sizes of `search.nearby`, `search.viewport` and `search.text`.
-    static let pageLimit = PageLimit(default: 20, max: 50)
     static let maxRadius = 50_000.0
 
     /// A nearby query's point, page size and cursor, checked.
@@ -176,7 +175,7 @@ struct MapQueries {
         return try MapQueries.hits(db.query(sql, args))
     }
 
-    static func limit(_ requested: Int?) throws(ServiceError) -> Int { try pageLimit.validated(requested) }
+    static func limit(_ requested: Int?) throws(ServiceError) -> Int { try PageLimit.searchHits.validated(requested) }
 
     /// Places whose indexed point lies in `box` (which does not cross the antimeridian) and pass the filters.
     private func candidates(in box: BoundingBox, _ filters: PlaceFilters) throws -> [SearchHit] {

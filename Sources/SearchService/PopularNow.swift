@@ -17,7 +17,6 @@ struct PopularQueries {
     var db: Database { maps.db }
 
     /// The page size: 1 to 50, 20 by default.
-    static let pageLimit = PageLimit(default: 20, max: 50)
     /// The radius around `near` when none is given, and the largest.
     static let defaultRadius = 10_000.0
     /// The most events read per request, most popular first, per part of the area (a box across
@@ -27,7 +26,7 @@ struct PopularQueries {
     static let maxPlacesRead = 20_000
 
     func popular(_ q: PopularQuery, now: Date = Date()) throws -> PopularPage {
-        let limit = try Self.pageLimit.validated(q.limit)
+        let limit = try PageLimit.popularHits.validated(q.limit)
         let at: Int64
         if let text = q.at {
             at = try RFC3339.milliseconds(text, field: "at")

@@ -44,7 +44,6 @@ struct TextQueries {
     /// Candidates of a search whose words match more places than that.
     static let widerCandidates = 50
     /// Sizes of `search.autocomplete`: 10 suggestions unless asked, at most 20.
-    static let suggestionLimit = PageLimit(default: 10, max: 20)
     static let maxQuery = 200
     /// Vocabulary words a prefix may stand for before FTS5 merges them itself.
     static let maxPrefixTerms = 30
@@ -330,7 +329,7 @@ struct TextQueries {
         guard q.prefix.count <= TextQueries.maxQuery else { throw ServiceError.invalid("prefix", "must be at most \(TextQueries.maxQuery) characters") }
         let words = SearchIndex.words(q.prefix)
         guard !words.isEmpty else { return Suggestions(suggestions: []) }
-        let limit = try TextQueries.suggestionLimit.validated(q.limit)
+        let limit = try PageLimit.suggestions.validated(q.limit)
         var center: Coordinate?
         if let near = q.near {
             center = try Coordinate(latitude: near.lat, longitude: near.lon)

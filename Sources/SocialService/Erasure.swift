@@ -23,7 +23,14 @@ extension SocialStore {
     private func checkedDeletion(_ password: String, caller: Caller) throws -> AccountDeleted {
         let row = try db.queryOne("SELECT username, email, password_hash FROM users WHERE id = ?", caller.id)
         let username: String? = try row?.decode("username")
-        if let username { try countAttempt(Self.throttleKey(username), now: options.clock()) }
+        if let username {
+            do {
+                try countAttempt(Self.throttleKey(username), now: options.clock())
+            } catch var refusal as ServiceError where refusal.field == "username" {
+                refusal.field = "password"  // the guess this request makes; it has no username
+                throw refusal
+            }
+        }
         let stored = try row.map { row throws(RowError) in PasswordHash(encoded: try row.decode("password_hash")) } ?? decoy.value()
         guard try stored.matches(password), let row, let username else {
             if row == nil { throw ServiceError(.unauthenticated, "no user with id \(caller.id)") }

@@ -27,7 +27,6 @@ enum PeopleRules {
     /// How recent a position must be to be "there now": 10 minutes.
     static let liveSeconds: Int64 = 600
     /// Page sizes: 50 at most, the default too.
-    static let pageLimit = PageLimit(default: 50, max: 50)
     /// The most of a user's visits social keeps (the latest), as favorites publishes at most
     /// that many when they become discoverable.
     static let maxVisitsPerUser = 1_000
@@ -180,7 +179,7 @@ extension SocialStore {
     /// visited; at most `limit` and a page's bytes.
     func peopleAt(_ request: PeopleAtRequest, caller: Caller, context: RequestContext) throws -> PeopleHere {
         let target = try PeopleRules.target(request)
-        let limit = try PeopleRules.pageLimit.validated(request.limit)
+        let limit = try PageLimit.peopleAt.validated(request.limit)
         try peopleAtCalls.admit(caller.id, now: nowMs, refusal: ServiceError(
             .rateLimited, "at most \(PeopleRules.callsPerMinute) people_at calls a minute; try again in a moment"))
         let center: Coordinate, radius: Double

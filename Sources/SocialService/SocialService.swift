@@ -50,7 +50,6 @@ public struct SocialOptions: Sendable {
 /// the one writer thread is never held up by them. The rest of the writes run on the writer.
 public enum SocialService {
     /// Page sizes of every list.
-    static let pageLimit = PageLimit(default: 20, max: 50)
 
     /// The definition `ServiceRuntime` runs.
     public static func definition(options: SocialOptions = SocialOptions()) -> ServiceDefinition<SocialStore> {
@@ -251,5 +250,5 @@ public enum SocialService {
     }
 
     /// A page size: `limit` (default 20), 1 to 50.
-    static func limit(_ value: Int?) throws(ServiceError) -> Int { try pageLimit.validated(value) }
+    static func limit(_ value: Int?) throws(ServiceError) -> Int { try PageLimit.social.validated(value) }
 }

@@ -30,6 +30,46 @@ import Testing
         }
     }
 
+    /// The errors a method declares name one of its params (a path into their shape: `near.lat`,
+    /// `stops[3]`, a free key of a dictionary) or none; a signed-in method can always answer
+    /// `unauthenticated`, an admin's `permission_denied`, one with params `invalid_argument`.
+    @Test func declaredErrorsNameParamsTheMethodTakes() throws {
+        for method in Methods.offered {
+            let shape = try SchemaProbe.shape(of: method.params)
+            for error in method.declaredErrors {
+                #expect(!error.when.isEmpty)
+                // `token` is every method's: a session token for this one request, or a share link's.
+                guard let field = error.field, field != "token" else { continue }
+                #expect(MethodDeclarationTests.path(field, in: shape), "\(method.name) declares \(error.code.rawValue) on '\(field)', which is not a param")
+            }
+            let codes = Set(method.errors.map(\.code))
+            if method.access == .user || method.access == .admin { #expect(codes.contains(.unauthenticated), "\(method.name)") }
+            #expect(codes.contains(.permissionDenied) || method.access != .admin, "\(method.name)")
+        }
+        #expect(Methods.Catalog.get.errors.map(\.code) == [.invalidArgument, .notFound])
+        #expect(Methods.Catalog.categories.errors.isEmpty)
+    }
+
+    /// Whether `path` (`a.b`, `a[2]`, `a[i]`) names a member of `shape`.
+    static func path(_ path: String, in shape: Schema) -> Bool {
+        var schema = shape
+        for part in path.split(separator: ".") {
+            var name = Substring(part)
+            var indexed = false
+            if let bracket = name.firstIndex(of: "[") { name = name[..<bracket]; indexed = true }
+            guard case .object(let object) = schema, let member = object.member(String(name)) else {
+                if case .dictionary(let value, _) = schema { schema = value; continue }
+                return schema == .any  // a free document (a form) has any path
+            }
+            schema = member.schema
+            if indexed {
+                guard case .array(let items, _) = schema else { return false }
+                schema = items
+            }
+        }
+        return true
+    }
+
     /// Outside Contracts (and the tests), a method's name as a whole string literal would be a
     /// second place that says it: the code names the declaration instead. The undotted
     /// built-ins (`ping`, `help`, `subscribe`, `unsubscribe`) are also Redis's commands and the

@@ -11,7 +11,7 @@ import TestSupport
 
     @Test func theFormIsAbsentUntilAnAdminSetsItThenOnlyAGreaterVersionReplacesIt() throws {
         let f = try NotifyFixture()
-        #expect(refusedField(f.error("annotations.form")) == "not_found form")
+        #expect(refusedField(f.error("annotations.form")) == "not_found -")
         #expect(refusedField(f.error("annotations.submit", #"{"lat":-33.861,"lon":151.211,"values":{"kind":"a"}}"#, as: 2)) == "unavailable -")
         let body = #"{"form":\#(notifyFormJSON())}"#
         #expect(refusedField(f.error("annotations.form.set", body)) == "unauthenticated -")
