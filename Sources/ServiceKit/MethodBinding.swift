@@ -60,10 +60,9 @@ extension HandlerTable {
     /// (`SchemaCheck`); an internal method's stay tolerant of members they do not know, as
     /// events are. `runsOn: .read` puts a write on a reader thread, for one that first waits
     /// on something slow (a password hash, another service) and then writes in its own short
-    /// transaction. A handler bound without a `Caller` resolves who asks itself, if it needs
-    /// to: social's group methods answer `not_found` alike to a stranger and to a request
-    /// without identity, and the catalog's admin writes trust the bus (operators write without
-    /// a session; the gateway lets only admins through).
+    /// transaction. A handler bound without a `Caller` is a method anyone may call (it reads
+    /// `Caller.optional` if it cares who asks), or one of the catalog's admin writes, which
+    /// trust the bus (operators write without a session; the gateway lets only admins through).
     public mutating func on<Params, Result>(
         _ method: Method<Params, Result>, runsOn: HandlerKind? = nil,
         _ handler: @escaping @Sendable (Params, RequestContext, State) throws -> Result

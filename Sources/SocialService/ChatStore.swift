@@ -29,8 +29,7 @@ extension SocialStore {
     /// `client_msg_id` if there is one (storing and pushing nothing), else refuses what the
     /// rules refuse (the recipient, blocks, the sender's rate), stores the message with the
     /// conversation's next sequence number and pushes it.
-    func sendChat(_ request: ChatSend, context: RequestContext) throws -> ChatSent {
-        let caller = try caller(context)
+    func sendChat(_ request: ChatSend, caller: Caller) throws -> ChatSent {
         let to = try ConversationName(request.to, field: "to")
         try ChatRules.checkText(request.text)
         try ChatRules.checkClientMsgId(request.clientMsgId)
@@ -43,8 +42,8 @@ extension SocialStore {
                 return earlier.sent
             }
             switch to {
-            case .user(let peer): return try sendDirect(request, to: peer, caller: caller.id, origin: context.auth?.origin)
-            case .group(let group): return try sendToGroup(request, group: group, caller: caller.id, origin: context.auth?.origin)
+            case .user(let peer): return try sendDirect(request, to: peer, caller: caller.id, origin: caller.origin)
+            case .group(let group): return try sendToGroup(request, group: group, caller: caller.id, origin: caller.origin)
             }
         }
     }
@@ -220,8 +219,7 @@ extension SocialStore {
 
     /// `chat.history`: the messages of the conversation the caller can see, newest first,
     /// before `before` (a sequence number), at most `limit` and the page budget.
-    func chatHistory(_ request: ChatHistoryRequest, context: RequestContext) throws -> ChatHistory {
-        let caller = try caller(context)
+    func chatHistory(_ request: ChatHistoryRequest, caller: Caller) throws -> ChatHistory {
         let name = try ConversationName(request.conversation, field: "conversation")
         if let before = request.before, before < 1 { throw ServiceError.invalid("before", "must be 1 or more") }
         let limit = try SocialService.limit(request.limit)
@@ -253,8 +251,7 @@ extension SocialStore {
 
     /// `chat.conversations`: the caller's conversations, the one with the latest message they
     /// can see first, each with that message, their unread count and read mark.
-    func chatConversations(_ request: ChatConversationsRequest, context: RequestContext) throws -> ChatConversationList {
-        let caller = try caller(context)
+    func chatConversations(_ request: ChatConversationsRequest, caller: Caller) throws -> ChatConversationList {
         let limit = try SocialService.limit(request.limit)
         let after = try request.cursor.map(Self.conversationCursor.decode) ?? Int64.max
         let page = try readPage("""
@@ -284,8 +281,7 @@ extension SocialStore {
     /// `chat.read`: moves the caller's read mark up to `up_to` (never back, never past the last
     /// message they can see), answers what stays unread, and pushes the new mark to their
     /// other connections when it moved.
-    func readChat(_ request: ChatReadMark, context: RequestContext) throws -> ChatReadState {
-        let caller = try caller(context)
+    func readChat(_ request: ChatReadMark, caller: Caller) throws -> ChatReadState {
         let name = try ConversationName(request.conversation, field: "conversation")
         guard request.upTo >= 0 else { throw ServiceError.invalid("up_to", "must be 0 or more") }
         return try db.transaction {
@@ -301,7 +297,7 @@ extension SocialStore {
             let unread = max(0, seat.unread - read)
             try db.run("UPDATE chat_participants SET read_seq = ?, unread = ? WHERE conversation_id = ? AND user_id = ?", mark, unread, seat.conversation, caller.id)
             worker.push(Push(topic: Self.readTopic, id: "chat-read-\(seat.conversation)-\(caller.id)-\(mark)", userId: caller.id,
-                             coalesce: "chat-read-\(name.text)", origin: context.auth?.origin,
+                             coalesce: "chat-read-\(name.text)", origin: caller.origin,
                              body: try JSONCoding.encoder.encode(ChatReadMark(conversation: name.text, upTo: mark))))
             return ChatReadState(conversation: name.text, upTo: mark, unread: unread)
         }

@@ -107,14 +107,13 @@ extension SocialStore {
     /// What anyone who is not a member of a group hears of it, signed in or not.
     static func noGroup(_ id: Int64, field: String = "group_id") -> ServiceError { ServiceError(.notFound, "no group with id \(id)", field: field) }
 
-    /// The signed-in caller when they are a member of `group` (with their role), else
-    /// `not_found` as if the group did not exist: to a caller without identity too.
-    func member(_ context: RequestContext, of group: Int64) throws -> (caller: Caller, role: String) {
-        guard context.auth != nil else { throw Self.noGroup(group) }
-        let caller = try caller(context)
+    /// The caller's role in `group` when they are a member, else `not_found` as if the group
+    /// did not exist.
+    @discardableResult
+    func member(_ caller: Caller, of group: Int64) throws -> String {
         guard let role = try db.queryOne("SELECT role FROM group_members WHERE group_id = ? AND user_id = ?", group, caller.id)?
             .decode("role", as: String.self) else { throw Self.noGroup(group) }
-        return (caller, role)
+        return role
     }
 
     /// `conflict` when `user` is in as many groups as anyone may be.
@@ -206,8 +205,8 @@ extension SocialStore {
     /// An invitation to a user who blocks the caller is answered, stored, counted and shown to
     /// the group as any other, but its invitee never sees it (no push, not in their list,
     /// `not_found` to accept or decline) while they block the caller.
-    func invite(_ request: GroupInvitation, context: RequestContext) throws -> InvitationSent {
-        let (caller, _) = try member(context, of: request.groupId)
+    func invite(_ request: GroupInvitation, caller: Caller) throws -> InvitationSent {
+        try member(caller, of: request.groupId)
         let username = try AccountRules.username(request.username)
         try live.invites.admit(caller.id, now: nowMs,
                                refusal: ServiceError(.rateLimited, "at most \(GroupRules.invitesPerWindow) invitations a minute; try again in a moment"))
@@ -264,15 +263,8 @@ extension SocialStore {
         }
     }
 
-    /// The signed-in caller, or `not_found` for an invitation when there is none.
-    private func invitee(_ context: RequestContext, _ group: Int64) throws -> Caller {
-        guard context.auth != nil else { throw ServiceError(.notFound, "no invitation to group \(group)", field: "group_id") }
-        return try caller(context)
-    }
-
     /// `groups.accept`: the caller's invitation becomes membership (sharing off).
-    func accept(_ group: Int64, context: RequestContext) throws -> GroupView {
-        let caller = try invitee(context, group)
+    func accept(_ group: Int64, caller: Caller) throws -> GroupView {
         return try db.transaction {
             try requireInvitation(group, caller.id)
             try requireRoomForGroup(caller.id, field: "group_id")
@@ -283,8 +275,7 @@ extension SocialStore {
     }
 
     /// `groups.decline`: the caller's invitation goes.
-    func decline(_ group: Int64, context: RequestContext) throws -> GroupDeclined {
-        let caller = try invitee(context, group)
+    func decline(_ group: Int64, caller: Caller) throws -> GroupDeclined {
         return try db.transaction {
             try requireInvitation(group, caller.id)
             try db.run("DELETE FROM group_invitations WHERE group_id = ? AND user_id = ?", group, caller.id)
@@ -293,9 +284,9 @@ extension SocialStore {
     }
 
     /// `groups.leave`.
-    func leave(_ group: Int64, context: RequestContext) throws -> GroupLeft {
+    func leave(_ group: Int64, caller: Caller) throws -> GroupLeft {
         try db.transaction {
-            let (caller, _) = try member(context, of: group)
+            try member(caller, of: group)
             try removeMember(caller.id, from: group)
             return GroupLeft(groupId: group)
         }
@@ -303,9 +294,9 @@ extension SocialStore {
 
     /// `groups.remove`: the owner removes any member or cancels any invitation of the group,
     /// whatever blocks there are between them.
-    func remove(_ request: GroupMemberRef, context: RequestContext) throws -> MemberRemoved {
+    func remove(_ request: GroupMemberRef, caller: Caller) throws -> MemberRemoved {
         try db.transaction {
-            let (caller, role) = try member(context, of: request.groupId)
+            let role = try member(caller, of: request.groupId)
             guard role == "owner" else { throw ServiceError(.permissionDenied, "only the group's owner may remove members or invitations") }
             guard request.userId != caller.id else { throw ServiceError.invalid("user_id", "cannot remove yourself; leave the group (groups.leave)") }
             let absent = ServiceError(.notFound, "user \(request.userId) is neither a member of group \(request.groupId) nor invited", field: "user_id")

@@ -111,8 +111,7 @@ enum LiveMapRules {
 extension SocialStore {
     /// `groups.position`: keeps the caller's position while anything keeps it and pushes it to
     /// every member of the groups they share with, throttled per member (`PositionThrottle`).
-    func reportPosition(_ report: PositionReport, context: RequestContext) throws -> PositionShared {
-        let caller = try caller(context)
+    func reportPosition(_ report: PositionReport, caller: Caller) throws -> PositionShared {
         try LiveMapRules.check(report)
         let now = nowMs
         try live.positions.admit(caller.id, now: now,
@@ -131,9 +130,9 @@ extension SocialStore {
         }
         if !groups.isEmpty {
             if live.throttle.mayPush(caller.id, now: now) {
-                try pushPosition(position, of: caller.id, origin: context.auth?.origin)
+                try pushPosition(position, of: caller.id, origin: caller.origin)
             } else {
-                live.throttle.hold(caller.id, PositionThrottle.Held(position: position, origin: context.auth?.origin))
+                live.throttle.hold(caller.id, PositionThrottle.Held(position: position, origin: caller.origin))
             }
         }
         return PositionShared(at: timestamp(Date(timeIntervalSince1970: Double(now) / 1_000)), sharedWith: groups, kept: kept)
@@ -186,9 +185,9 @@ extension SocialStore {
     /// `groups.sharing`: turns the caller's sharing with a group on or off; off, their position
     /// goes when nothing else keeps it (and a held push no longer goes to the group). Turned on,
     /// the group sees only positions from then on (`sharing_since_ms`), none reported before.
-    func setSharing(_ request: SharingChange, context: RequestContext) throws -> SharingState {
+    func setSharing(_ request: SharingChange, caller: Caller) throws -> SharingState {
         try db.transaction {
-            let (caller, _) = try member(context, of: request.groupId)
+            try member(caller, of: request.groupId)
             try db.run("""
                 UPDATE group_members SET sharing_since_ms = CASE WHEN ?1 = 0 THEN 0 WHEN sharing = 1 THEN sharing_since_ms ELSE ?2 END, sharing = ?1
                 WHERE group_id = ?3 AND user_id = ?4
@@ -200,8 +199,9 @@ extension SocialStore {
 
     /// `groups.map`: the members who share with the group and whose position is at most an hour
     /// old and no older than their sharing with it, as the viewer may see them.
-    func groupMap(_ group: Int64, context: RequestContext) throws -> GroupMap {
-        let (viewer, _) = try member(context, of: group)
+    func groupMap(_ group: Int64, caller: Caller) throws -> GroupMap {
+        let viewer = caller
+        try member(caller, of: group)
         let now = nowMs
         let entries = try db.query("""
             SELECT u.id AS user_id, u.username, u.name, p.lat, p.lon, p.accuracy_m, p.heading_deg, p.speed_mps, p.at_ms
@@ -227,9 +227,9 @@ extension SocialStore {
 
     /// `groups.follow`: the caller's map of the group follows `user_id` (one member at a time);
     /// the member hears who follows them (`group.followed`), once per new follow.
-    func followOnMap(_ request: GroupMemberRef, context: RequestContext) throws -> MapFollowState {
+    func followOnMap(_ request: GroupMemberRef, caller: Caller) throws -> MapFollowState {
         try db.transaction {
-            let (caller, _) = try member(context, of: request.groupId)
+            try member(caller, of: request.groupId)
             guard request.userId != caller.id else { throw ServiceError.invalid("user_id", "cannot follow yourself") }
             try requireVisibleMember(request.userId, of: request.groupId, viewer: caller.id)
             try live.follows.admit(caller.id, now: nowMs,
@@ -250,9 +250,9 @@ extension SocialStore {
     }
 
     /// `groups.unfollow`: the caller's map stops following `user_id` (nothing to do if it did not).
-    func unfollowOnMap(_ request: GroupMemberRef, context: RequestContext) throws -> MapFollowState {
+    func unfollowOnMap(_ request: GroupMemberRef, caller: Caller) throws -> MapFollowState {
         try db.transaction {
-            let (caller, _) = try member(context, of: request.groupId)
+            try member(caller, of: request.groupId)
             try db.run("DELETE FROM group_map_follows WHERE group_id = ? AND follower_id = ? AND followee_id = ?", request.groupId, caller.id, request.userId)
             return MapFollowState(groupId: request.groupId, userId: request.userId, following: false)
         }

@@ -153,44 +153,44 @@ public enum SocialService {
         table.on(Methods.Groups.create) { (request: GroupCreation, caller, _, store) in
             try store.createGroup(request, caller: caller)
         }
-        table.on(Methods.Groups.get) {
-            (request: GroupRef, context, store) in
-            try store.groupView(request.groupId, viewer: try store.member(context, of: request.groupId).caller.id)
+        table.on(Methods.Groups.get) { (request: GroupRef, caller, _, store) in
+            try store.member(caller, of: request.groupId)
+            return try store.groupView(request.groupId, viewer: caller.id)
         }
         table.on(Methods.Groups.list) { (_: Empty, caller, _, store) in
             try store.groupList(of: caller.id)
         }
         table.on(Methods.Groups.invite) {
-            (request: GroupInvitation, context, store) in try store.invite(request, context: context)
+            (request: GroupInvitation, caller, _, store) in try store.invite(request, caller: caller)
         }
-        table.on(Methods.Groups.accept) { (request: GroupRef, context, store) in
-            try store.accept(request.groupId, context: context)
+        table.on(Methods.Groups.accept) { (request: GroupRef, caller, _, store) in
+            try store.accept(request.groupId, caller: caller)
         }
-        table.on(Methods.Groups.decline) { (request: GroupRef, context, store) in
-            try store.decline(request.groupId, context: context)
+        table.on(Methods.Groups.decline) { (request: GroupRef, caller, _, store) in
+            try store.decline(request.groupId, caller: caller)
         }
         table.on(Methods.Groups.leave) {
-            (request: GroupRef, context, store) in try store.leave(request.groupId, context: context)
+            (request: GroupRef, caller, _, store) in try store.leave(request.groupId, caller: caller)
         }
         table.on(Methods.Groups.remove) {
-            (request: GroupMemberRef, context, store) in try store.remove(request, context: context)
+            (request: GroupMemberRef, caller, _, store) in try store.remove(request, caller: caller)
         }
 
         // The live map of a group: positions shared by opt-in, throttled pushes, following a member.
         table.on(Methods.Groups.position) {
-            (request: PositionReport, context, store) in try store.reportPosition(request, context: context)
+            (request: PositionReport, caller, _, store) in try store.reportPosition(request, caller: caller)
         }
         table.on(Methods.Groups.sharing) {
-            (request: SharingChange, context, store) in try store.setSharing(request, context: context)
+            (request: SharingChange, caller, _, store) in try store.setSharing(request, caller: caller)
         }
         table.on(Methods.Groups.map) {
-            (request: GroupRef, context, store) in try store.groupMap(request.groupId, context: context)
+            (request: GroupRef, caller, _, store) in try store.groupMap(request.groupId, caller: caller)
         }
         table.on(Methods.Groups.follow) {
-            (request: GroupMemberRef, context, store) in try store.followOnMap(request, context: context)
+            (request: GroupMemberRef, caller, _, store) in try store.followOnMap(request, caller: caller)
         }
         table.on(Methods.Groups.unfollow) {
-            (request: GroupMemberRef, context, store) in try store.unfollowOnMap(request, context: context)
+            (request: GroupMemberRef, caller, _, store) in try store.unfollowOnMap(request, caller: caller)
         }
         table.on(Methods.Groups.positionFlush) {
             (_: Empty, _, store) in try store.flushPositions()
@@ -205,16 +205,16 @@ public enum SocialService {
 
         // Chat: direct and group conversations, each ordered by its own sequence number.
         table.on(Methods.Chat.send) {
-            (request: ChatSend, context, store) in try store.sendChat(request, context: context)
+            (request: ChatSend, caller, _, store) in try store.sendChat(request, caller: caller)
         }
         table.on(Methods.Chat.history) {
-            (request: ChatHistoryRequest, context, store) in try store.chatHistory(request, context: context)
+            (request: ChatHistoryRequest, caller, _, store) in try store.chatHistory(request, caller: caller)
         }
         table.on(Methods.Chat.conversations) {
-            (request: ChatConversationsRequest, context, store) in try store.chatConversations(request, context: context)
+            (request: ChatConversationsRequest, caller, _, store) in try store.chatConversations(request, caller: caller)
         }
         table.on(Methods.Chat.read) {
-            (request: ChatReadMark, context, store) in try store.readChat(request, context: context)
+            (request: ChatReadMark, caller, _, store) in try store.readChat(request, caller: caller)
         }
 
         // People at a place: a read handler, as it may first ask the catalog where the place is.

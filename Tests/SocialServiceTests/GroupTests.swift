@@ -97,13 +97,15 @@ import Testing
             ("groups.leave", #"{"group_id":\#(group)}"#), ("groups.remove", #"{"group_id":\#(group),"user_id":\#(ann)}"#),
             ("groups.accept", #"{"group_id":\#(group)}"#), ("groups.decline", #"{"group_id":\#(group)}"#),
         ]
-        // A stranger, the removed member, anyone without identity, and a group that never was.
+        // A stranger, the removed member, and a group that never was; anyone without identity
+        // is refused before the group is looked at, whether it exists or not.
         for (method, body) in methods {
-            for caller in [eve, ben, nil] as [Int64?] {
-                #expect(f.refusal(method, body, as: caller) == "not_found group_id", "\(method) as \(caller.map(String.init) ?? "anonymous")")
+            for caller in [eve, ben] {
+                #expect(f.refusal(method, body, as: caller) == "not_found group_id", "\(method) as \(caller)")
             }
             let never = body.replacingOccurrences(of: #""group_id":\#(group)"#, with: #""group_id":777"#)
             #expect(f.refusal(method, never, as: ann) == "not_found group_id", "\(method) of a group that never was")
+            #expect(f.refusal(method, body, as: nil) == "unauthenticated" && f.refusal(method, never, as: nil) == "unauthenticated", "\(method)")
         }
         #expect(f.error("groups.get", #"{"group_id":\#(group)}"#, as: eve) == ServiceError(.notFound, "no group with id \(group)", field: "group_id"))
         #expect(f.error("groups.get", #"{"group_id":777}"#, as: eve) == ServiceError(.notFound, "no group with id 777", field: "group_id"))
