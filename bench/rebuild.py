@@ -267,7 +267,7 @@ def scenario(argv):
 
         def request(i):
             lat, lon = points[rng.randrange(len(points))]
-            return "search.nearby", {"lat": lat, "lon": lon, "radius_m": 2000}
+            return "search.nearby", {"near":{"lat": lat, "lon": lon}, "radius_m": 2000}
 
     def client_loop():
         client = Client(ctx, endpoint, "w")

@@ -1,8 +1,9 @@
 import Foundation
 
 /// Command-line style arguments as a params object: `key value` pairs (numbers, booleans,
-/// null and JSON objects or arrays recognised) or a single JSON object. RESP commands and
-/// `tourbus call` both read their arguments this way.
+/// null and JSON objects or arrays recognised) or a single JSON object. A dotted key gives a
+/// member of a nested object (`near.lat -33.86 near.lon 151.21` is `{"near":{"lat":-33.86,
+/// "lon":151.21}}`). RESP commands and `tourbus call` both read their arguments this way.
 public enum CommandArguments {
     /// The params object as JSON, or `invalid_argument`. JSON words are checked strictly and
     /// nested at most `maxDepth` deep, then passed on as written: nothing is parsed and
@@ -54,23 +55,65 @@ public enum CommandArguments {
                 }
             }
         }
-        var object: [UInt8] = [UInt8(ascii: "{")]
-        object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })
+        var members: [Member] = []
         for pair in 0..<pairs {
             guard let from = source[pair] else { continue }
             let key = keys[pair]
-            switch value(words[2 * from + 1], maxDepth: maxDepth) {
-            case .success(let value):
-                if object.count > 1 { object.append(UInt8(ascii: ",")) }
-                appendString(key, to: &object)
-                object.append(UInt8(ascii: ":"))
-                object += value
-            case .failure(let error):
-                return .failure(ServiceError(.invalidArgument, error.message, field: Echo.clip(String(decoding: key, as: UTF8.self))))
+            let path = key.contains(UInt8(ascii: ".")) ? key.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map(Array.init) : [key]
+            let field = Echo.clip(String(decoding: key, as: UTF8.self))
+            guard !path.contains(where: \.isEmpty) else {
+                return .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: field))
+            }
+            guard path.count <= maxDepth else {
+                return .failure(ServiceError(.invalidArgument, "nests deeper than \(maxDepth) levels", field: field))
+            }
+            // A value inside nested objects has that many levels fewer to nest in itself.
+            switch value(words[2 * from + 1], maxDepth: maxDepth - (path.count - 1)) {
+            case .success(let value): members.append(Member(path: path[...], value: value, field: field))
+            case .failure(let error): return .failure(ServiceError(.invalidArgument, error.message, field: field))
             }
         }
-        object.append(UInt8(ascii: "}"))
-        return .success(Data(object))
+        var object: [UInt8] = []
+        object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })
+        return write(members, to: &object).map { Data(object) }
+    }
+
+    /// One `key value` pair: the key's path (one name, or a dotted key's names) and the value's JSON.
+    private struct Member {
+        var path: ArraySlice<[UInt8]>
+        var value: [UInt8]
+        var field: String
+    }
+
+    /// Writes `members` as one object, in the order their first names came; members whose
+    /// paths share a first name make one nested object, which no plain value may also give.
+    private static func write(_ members: [Member], to out: inout [UInt8]) -> Result<Void, ServiceError> {
+        var names: [[UInt8]] = []
+        var groups: [[UInt8]: [Member]] = [:]
+        for member in members {
+            let name = member.path[member.path.startIndex]
+            if groups[name] == nil { names.append(name) }
+            groups[name, default: []].append(member)
+        }
+        out.append(UInt8(ascii: "{"))
+        for (index, name) in names.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            appendString(name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            let group = groups[name] ?? []
+            if group.count == 1, group[0].path.count == 1 {
+                out += group[0].value
+                continue
+            }
+            if let whole = group.first(where: { $0.path.count == 1 }) {
+                return .failure(ServiceError(.invalidArgument, "is given whole and by its members too (\(group.first { $0.path.count > 1 }?.field ?? ""))",
+                                             field: whole.field))
+            }
+            let inner = group.map { Member(path: $0.path.dropFirst(), value: $0.value, field: $0.field) }
+            if case .failure(let error) = write(inner, to: &out) { return .failure(error) }
+        }
+        out.append(UInt8(ascii: "}"))
+        return .success(())
     }
 
     /// A word as JSON text: a number, boolean, null, object, array or string literal when it

@@ -11,8 +11,6 @@ import Storage
 enum TourRules {
     static let maxStops = 500
     /// `tours.list near`: the radius when none is given, and the largest.
-    static let defaultRadius = 10_000.0
-    static let maxRadius = 100_000.0
 
     /// Puts `tour`'s `name` and `description` in `lang` (`LanguageTexts.localized`) and says
     /// where they came from; nil (and `tour` unchanged) without a preference.
@@ -106,22 +104,16 @@ extension CatalogStore {
     func listTours(_ request: TourList) throws -> TourPage {
         let limit = try PageLimit.tours.validated(request.limit)
         let lang = try LanguagePreference.read(request.lang)
+        guard request.radiusM == nil || request.near != nil else { throw ServiceError.invalid("radius_m", "needs near") }
         guard let near = request.near else {
             let after = try request.cursor.map(Self.tourIdCursor.decode) ?? 0
             let tours = try tours(where: "t.id > ?", [after], limit: limit)
             let next = tours.count == limit ? tours.last.map { Self.tourIdCursor.encode($0.id) } : nil
             return TourPage(tours: tours.map { TourListItem(tour: $0, distanceM: nil).localized(lang) }, nextCursor: next)
         }
-        let center: Coordinate
-        do {
-            center = try Coordinate(latitude: near.lat, longitude: near.lon)
-        } catch {
-            throw error.serviceError
-        }
-        let radius = near.radiusM ?? TourRules.defaultRadius
-        guard radius.isFinite, radius > 0, radius <= TourRules.maxRadius else {
-            throw ServiceError.invalid("near.radius_m", "must be more than 0 and at most \(Int(TourRules.maxRadius))")
-        }
+        // The point and the radius are in range: the params' rules held them.
+        let center = near.coordinate
+        let radius = request.radiusM ?? TourList.defaultRadius
         let box = try BoundingBox.around(center, radiusMeters: radius)
         // Every stop in the box, whichever tour it belongs to: the nearest per tour is kept.
         var nearest: [Int64: Double] = [:]

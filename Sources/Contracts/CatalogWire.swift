@@ -375,31 +375,32 @@ public struct TourGet: Decodable, Sendable, DeclaredShape {
 
 /// `tours.list`: tours by id, or those with a stop within `near.radius_m` of a point, nearest first.
 public struct TourList: Decodable, Sendable, DeclaredShape {
-    public struct Near: Decodable, Sendable {
-        public var lat: Double
-        public var lon: Double
-        public var radiusM: Double?
-
-        enum CodingKeys: String, CodingKey {
-            case lat, lon
-            case radiusM = "radius_m"
-        }
-    }
-
-    public var near: Near?
+    /// Only the tours with a stop within `radius_m` of this point, nearest first.
+    public var near: Point?
+    public var radiusM: Double?
     public var limit: Int?
     public var cursor: String?
     /// A language tag or Accept-Language list: each tour's texts in it (`LanguagePreference`).
     public var lang: String?
 
-    public init(near: Near? = nil, limit: Int? = nil, cursor: String? = nil, lang: String? = nil) {
+    /// The radius without `radius_m`, and the largest, in metres.
+    public static let defaultRadius = 10_000.0
+    public static let maxRadius = 100_000.0
+
+    enum CodingKeys: String, CodingKey {
+        case near, limit, cursor, lang
+        case radiusM = "radius_m"
+    }
+
+    public init(near: Point? = nil, radiusM: Double? = nil, limit: Int? = nil, cursor: String? = nil, lang: String? = nil) {
         self.near = near
+        self.radiusM = radiusM
         self.limit = limit
         self.cursor = cursor
         self.lang = lang
     }
 
-    public static let fieldRules: [FieldRule] = [PageLimit.tours.rule]
+    public static let fieldRules: [FieldRule] = [PageLimit.tours.rule, .number("radius_m", 0...maxRadius, exclusiveMinimum: true)]
 }
 
 /// One stop of `tours.get`: the place's summary, in the tour's order.

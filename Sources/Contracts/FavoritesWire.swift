@@ -475,40 +475,34 @@ public struct PinAdd: Decodable, Sendable, DeclaredShape {
     }
 }
 
-/// `pins.list`'s `near`: a point, and at most how far from it.
-public struct PinNear: Decodable, Sendable {
-    public var lat: Double
-    public var lon: Double
-    public var radiusM: Double?
-
-    enum CodingKeys: String, CodingKey {
-        case lat, lon
-        case radiusM = "radius_m"
-    }
-
-    public init(lat: Double, lon: Double, radiusM: Double? = nil) {
-        self.lat = lat
-        self.lon = lon
-        self.radiusM = radiusM
-    }
-}
 
 /// `pins.list {near?, bbox?, limit?, cursor?}`; `bbox` is checked as it decodes (`west > east`
 /// crosses the 180th meridian).
 public struct PinListRequest: Decodable, Sendable, DeclaredShape {
-    public var near: PinNear?
+    /// The pins nearest this point first, only those within `radius_m` when given.
+    public var near: Point?
+    public var radiusM: Double?
     public var bbox: BoundingBox?
     public var limit: Int?
     public var cursor: String?
 
-    public init(near: PinNear? = nil, bbox: BoundingBox? = nil, limit: Int? = nil, cursor: String? = nil) {
+    /// The largest `radius_m`: 20,000 km, about half the Earth's circumference.
+    public static let maxRadius = 20_000_000.0
+
+    enum CodingKeys: String, CodingKey {
+        case near, bbox, limit, cursor
+        case radiusM = "radius_m"
+    }
+
+    public init(near: Point? = nil, radiusM: Double? = nil, bbox: BoundingBox? = nil, limit: Int? = nil, cursor: String? = nil) {
         self.near = near
+        self.radiusM = radiusM
         self.bbox = bbox
         self.limit = limit
         self.cursor = cursor
     }
 
-    public static let fieldRules: [FieldRule] = [PageLimit.pins.rule]
+    public static let fieldRules: [FieldRule] = [PageLimit.pins.rule, .number("radius_m", 0...maxRadius, exclusiveMinimum: true)]
 }
 
 /// A page of pins.

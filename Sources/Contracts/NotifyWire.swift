@@ -41,13 +41,12 @@ public struct AnnotationJSON: Codable, Sendable, Equatable {
 
 /// `annotations.form {lat?, lon?, lang?}`.
 public struct FormRequest: Decodable, Sendable, DeclaredShape {
-    public var lat: Double?
-    public var lon: Double?
+    /// Where the client is: only what can be picked there is shown.
+    public var near: Point?
     public var lang: String?
 
-    public init(lat: Double? = nil, lon: Double? = nil, lang: String? = nil) {
-        self.lat = lat
-        self.lon = lon
+    public init(near: Point? = nil, lang: String? = nil) {
+        self.near = near
         self.lang = lang
     }
 }
@@ -97,42 +96,37 @@ public struct AnnotationDeleted: Codable, Sendable {
 
 /// `annotations.nearby {lat, lon, radius_m, cursor?, limit?}`.
 public struct NearbyRequest: Decodable, Sendable, DeclaredShape {
-    public var lat: Double
-    public var lon: Double
+    public var near: Point
     public var radiusM: Double
     public var cursor: String?
     public var limit: Int?
 
+    /// The largest radius, in metres.
+    public static let maxRadius = 50_000.0
+
     enum CodingKeys: String, CodingKey {
-        case lat, lon, cursor, limit
+        case near, cursor, limit
         case radiusM = "radius_m"
     }
 
-    public init(lat: Double, lon: Double, radiusM: Double, cursor: String? = nil, limit: Int? = nil) {
-        self.lat = lat
-        self.lon = lon
+    public init(near: Point, radiusM: Double, cursor: String? = nil, limit: Int? = nil) {
+        self.near = near
         self.radiusM = radiusM
         self.cursor = cursor
         self.limit = limit
     }
 
-    public static let fieldRules: [FieldRule] = [PageLimit.annotations.rule]
+    public static let fieldRules: [FieldRule] = [PageLimit.annotations.rule, .number("radius_m", 1...maxRadius)]
 }
 
-/// `annotations.viewport {south, west, north, east, cursor?, limit?}`.
+/// `annotations.viewport {bbox, cursor?, limit?}`.
 public struct ViewportRequest: Decodable, Sendable, DeclaredShape {
-    public var south: Double
-    public var west: Double
-    public var north: Double
-    public var east: Double
+    public var bbox: Box
     public var cursor: String?
     public var limit: Int?
 
-    public init(south: Double, west: Double, north: Double, east: Double, cursor: String? = nil, limit: Int? = nil) {
-        self.south = south
-        self.west = west
-        self.north = north
-        self.east = east
+    public init(bbox: Box, cursor: String? = nil, limit: Int? = nil) {
+        self.bbox = bbox
         self.cursor = cursor
         self.limit = limit
     }
@@ -297,57 +291,19 @@ public struct Acked: Codable, Sendable {
 /// `annotations.sync {cursor?, south?, west?, north?, east?, limit?}`.
 public struct SyncRequest: Decodable, Sendable, DeclaredShape {
     public var cursor: String?
-    public var south: Double?
-    public var west: Double?
-    public var north: Double?
-    public var east: Double?
+    /// Only the annotations inside this box (none: everywhere).
+    public var bbox: Box?
     public var limit: Int?
 
-    /// The box, when all four edges are given (none: everywhere); each checked, naming it.
-    public func box() throws(ServiceError) -> BoundingBox? {
-        let edges = [("south", south), ("west", west), ("north", north), ("east", east)]
-        let given = edges.filter { $0.1 != nil }
-        guard !given.isEmpty else { return nil }
-        if let missing = edges.first(where: { $0.1 == nil }) { throw .invalid(missing.0, "south, west, north and east come together") }
-        return try BoxEdges(south: south ?? 0, west: west ?? 0, north: north ?? 0, east: east ?? 0).checked()
-    }
-
-    public init(cursor: String? = nil, south: Double? = nil, west: Double? = nil, north: Double? = nil, east: Double? = nil, limit: Int? = nil) {
+    public init(cursor: String? = nil, bbox: Box? = nil, limit: Int? = nil) {
         self.cursor = cursor
-        self.south = south
-        self.west = west
-        self.north = north
-        self.east = east
+        self.bbox = bbox
         self.limit = limit
     }
 
     public static let fieldRules: [FieldRule] = [PageLimit.annotations.rule]
 }
 
-/// The four edges of a box as a request gives them, checked naming the one at fault.
-public struct BoxEdges {
-    public var south, west, north, east: Double
-
-    public init(south: Double, west: Double, north: Double, east: Double) {
-        (self.south, self.west, self.north, self.east) = (south, west, north, east)
-    }
-
-    public func checked() throws(ServiceError) -> BoundingBox {
-        for (name, value) in [("south", south), ("north", north)] where !(value.isFinite && (-90...90).contains(value)) {
-            throw .invalid(name, "must be a finite number in [-90, 90]")
-        }
-        for (name, value) in [("west", west), ("east", east)] where !(value.isFinite && (-180...180).contains(value)) {
-            throw .invalid(name, "must be a finite number in [-180, 180]")
-        }
-        guard south <= north else { throw .invalid("north", "must not be below south") }
-        do {
-            return try BoundingBox(south: south, west: west, north: north, east: east)
-        } catch {
-            throw .invalid("south", "\(error)")
-        }
-    }
-
-}
 
 /// A page of `annotations.sync`.
 public struct SyncPage: Codable, Sendable {

@@ -62,7 +62,7 @@ public enum SchemaCheck {
                 throw fault(path, fraction ? "expected an integer" : "number \(Echo.clip(literal, maxBytes: 40)) is out of range")
             }
             if let range = bounds.range, !range.contains(value) {
-                throw fault(path, "must be \(range.lowerBound) to \(range.upperBound)")
+                throw fault(path, range.upperBound == .max ? "must be \(range.lowerBound) or more" : "must be \(range.lowerBound) to \(range.upperBound)")
             }
         case .number(let bounds):
             guard isNumber(json) else { throw expected("a number", json, path) }

@@ -45,6 +45,8 @@ final class ProbeNode {
     }
 
     var kind: Kind = .unknown
+    /// The limits a nested type declares for itself (a point's latitude), applied to its shape.
+    var rules: [FieldRule] = []
     /// The members asked for, in the order first asked; `optional` once `contains` asked for it,
     /// so a `decode` after it does not make it required.
     var members: [(name: String, node: ProbeNode, required: Bool, nullable: Bool, optional: Bool)] = []
@@ -67,9 +69,14 @@ final class ProbeNode {
         case .array(let element): return .array(of: try element.schema(path: path + "[]"), items: CountBounds())
         case .dictionary(let value): return .dictionary(of: try value.schema(path: path + "[]"), entries: CountBounds())
         case .object:
-            return .object(ObjectSchema(try members.map { member in
+            let object = Schema.object(ObjectSchema(try members.map { member in
                 ObjectSchema.Member(member.name, try member.node.schema(path: path + "." + member.name), required: member.required, nullable: member.nullable)
             }))
+            do {
+                return try object.applying(rules)
+            } catch {
+                throw ProbeRefusal(description: "\(path): \(error)")
+            }
         }
     }
 
@@ -99,6 +106,7 @@ final class ProbeNode {
             return none
         }
         let value = try T(from: ProbeDecoder(node: node, codingPath: path))
+        if let declared = type as? any DeclaredShape.Type { node.rules = declared.fieldRules }
         // A type that reads nothing (`Empty`) is an object with no members.
         if case .unknown = node.kind { node.kind = .object }
         return value

@@ -157,8 +157,7 @@ public struct PlaceFilters: Decodable, Sendable, Equatable {
 
 /// `search.nearby`: places within `radius_m` of a point.
 public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
-    public var lat: Double
-    public var lon: Double
+    public var near: Point
     public var radiusM: Double
     public var filters: PlaceFilters
     public var sort: SearchSort?
@@ -167,15 +166,17 @@ public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
     /// Names in this language (`LanguagePreference`), and each hit's `lang`.
     public var lang: LanguagePreference?
 
+    /// The largest radius, in metres.
+    public static let maxRadius = 50_000.0
+
     enum CodingKeys: String, CodingKey {
-        case lat, lon, sort, limit, cursor, lang
+        case near, sort, limit, cursor, lang
         case radiusM = "radius_m"
     }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        lat = try c.decode(Double.self, forKey: .lat)
-        lon = try c.decode(Double.self, forKey: .lon)
+        near = try c.decode(Point.self, forKey: .near)
         radiusM = try c.decode(Double.self, forKey: .radiusM)
         sort = try SearchSort.decode(c, .sort)
         limit = try c.decodeIfPresent(Int.self, forKey: .limit)
@@ -184,26 +185,39 @@ public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
         filters = try PlaceFilters(from: decoder)
     }
 
-    /// Reads a plain body by span, without `Decodable`: `lat`, `lon` and `radius_m` as JSON
-    /// numbers, `limit` an integer literal, `sort` and `cursor` strings, each at most once, and
-    /// nothing else. Nil for any other body (filters, a member given twice, null, a string for a
-    /// number, an integer out of range, an unknown member): then the decoder reads it, with its
-    /// answers and errors. The body has been checked as strict JSON by the server.
+    /// Reads a plain body by span, without `Decodable`: `near` an object of `lat` and `lon`,
+    /// these and `radius_m` JSON numbers in range, `limit` an integer literal in range, `sort`
+    /// and `cursor` strings, each at most once, and nothing else. Nil for any other body
+    /// (filters, a member given twice, null, a string for a number, a number out of range, an
+    /// unknown member): then the params check and the decoder read it, with their answers and
+    /// errors. The body has been checked as strict JSON by the server.
     public init?(spans body: Data) {
-        var lat: Double?, lon: Double?, radius: Double?, limit: Int?, sort: SearchSort?, cursor: String?
-        func number(_ value: UnsafeBufferPointer<UInt8>) -> Double? { JSONNumber.finite(value) }
+        var lat: Double?, lon: Double?, radius: Double?, limit: Int?, sort: SearchSort?, cursor: String?, near = false
+        func number(_ value: UnsafeBufferPointer<UInt8>, _ range: ClosedRange<Double>) -> Double? {
+            JSONNumber.finite(value).flatMap { range.contains($0) ? $0 : nil }
+        }
         let plain = JSONSpan.walkMembers(of: body) { key, value, range in
-            if JSONSpan.key(key, is: "lat") {
-                guard lat == nil, let number = number(value) else { return false }
-                lat = number
-            } else if JSONSpan.key(key, is: "lon") {
-                guard lon == nil, let number = number(value) else { return false }
-                lon = number
+            if JSONSpan.key(key, is: "near") {
+                guard !near else { return false }
+                near = true
+                return JSONSpan.walkMembers(of: body[range]) { key, value, _ in
+                    if JSONSpan.key(key, is: "lat") {
+                        guard lat == nil, let number = number(value, -90...90) else { return false }
+                        lat = number
+                    } else if JSONSpan.key(key, is: "lon") {
+                        guard lon == nil, let number = number(value, -180...180) else { return false }
+                        lon = number
+                    } else {
+                        return false
+                    }
+                    return true
+                }
             } else if JSONSpan.key(key, is: "radius_m") {
-                guard radius == nil, let number = number(value) else { return false }
+                guard radius == nil, let number = number(value, 1...Self.maxRadius) else { return false }
                 radius = number
             } else if JSONSpan.key(key, is: "limit") {
-                guard limit == nil, let number = JSONNumber.integer(value).flatMap({ Int(exactly: $0) }) else { return false }
+                guard limit == nil, let number = JSONNumber.integer(value).flatMap({ Int(exactly: $0) }),
+                      (1...PageLimit.searchHits.maxLimit).contains(number) else { return false }
                 limit = number
             } else if JSONSpan.key(key, is: "sort") {
                 guard sort == nil, let name = JSONSpan.string(at: range, in: body), let value = SearchSort(rawValue: name) else { return false }
@@ -219,18 +233,15 @@ public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
         }
         guard plain else { return nil }
         guard let lat, let lon, let radius else { return nil }
-        (self.lat, self.lon, radiusM, self.limit, self.sort, self.cursor, filters, lang) = (lat, lon, radius, limit, sort, cursor, PlaceFilters(), nil)
+        (self.near, radiusM, self.limit, self.sort, self.cursor, filters, lang) = (Point(lat: lat, lon: lon), radius, limit, sort, cursor, PlaceFilters(), nil)
     }
 
-    public static let fieldRules: [FieldRule] = [PageLimit.searchHits.rule]
+    public static let fieldRules: [FieldRule] = [PageLimit.searchHits.rule, .number("radius_m", 1...maxRadius)]
 }
 
 /// `search.viewport`: places inside a map box (west > east crosses the 180th meridian).
 public struct ViewportQuery: Decodable, Sendable, DeclaredShape {
-    public var south: Double
-    public var west: Double
-    public var north: Double
-    public var east: Double
+    public var bbox: Box
     public var filters: PlaceFilters
     public var sort: SearchSort?
     public var limit: Int?
@@ -239,15 +250,12 @@ public struct ViewportQuery: Decodable, Sendable, DeclaredShape {
     public var lang: LanguagePreference?
 
     enum CodingKeys: String, CodingKey {
-        case south, west, north, east, sort, limit, cursor, lang
+        case bbox, sort, limit, cursor, lang
     }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        south = try c.decode(Double.self, forKey: .south)
-        west = try c.decode(Double.self, forKey: .west)
-        north = try c.decode(Double.self, forKey: .north)
-        east = try c.decode(Double.self, forKey: .east)
+        bbox = try c.decode(Box.self, forKey: .bbox)
         sort = try SearchSort.decode(c, .sort)
         limit = try c.decodeIfPresent(Int.self, forKey: .limit)
         cursor = try c.decodeIfPresent(String.self, forKey: .cursor)
@@ -269,16 +277,6 @@ extension SearchSort {
     }
 }
 
-/// A point given with a text search.
-public struct Point: Codable, Sendable, Equatable {
-    public var lat: Double
-    public var lon: Double
-
-    public init(lat: Double, lon: Double) {
-        self.lat = lat
-        self.lon = lon
-    }
-}
 
 /// `search.text`: places whose name, category, address or description match `q`.
 public struct TextQuery: Decodable, Sendable, DeclaredShape {
@@ -324,7 +322,7 @@ public struct TextQuery: Decodable, Sendable, DeclaredShape {
         filters = try PlaceFilters(from: decoder)
     }
 
-    public static let fieldRules: [FieldRule] = [PageLimit.searchHits.rule]
+    public static let fieldRules: [FieldRule] = [PageLimit.searchHits.rule, .number("radius_m", 1...NearbyQuery.maxRadius)]
 }
 
 /// Orders of `search.text`.
@@ -435,7 +433,10 @@ public struct PopularQuery: Decodable, Sendable, DeclaredShape {
         case radiusM = "radius_m"
     }
 
-    public static let fieldRules: [FieldRule] = [PageLimit.popularHits.rule]
+    public static let fieldRules: [FieldRule] = [
+        PageLimit.popularHits.rule, .number("near.lat", -90...90), .number("near.lon", -180...180),
+        .number("radius_m", 1...NearbyQuery.maxRadius),
+    ]
 }
 
 /// One place of `search.popular`: a search hit, and whether it is an event in season now.

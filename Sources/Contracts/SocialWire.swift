@@ -168,6 +168,8 @@ public struct ChatMessage: Codable, Sendable, Equatable {
 /// `chat.history`: a page of a conversation, newest first, before a sequence number.
 public struct ChatHistoryRequest: Codable, Sendable, DeclaredShape {
     public var conversation: String
+    /// Only messages with a smaller seq: a page's `next_before`, or the seq where a client saw
+    /// a gap (a seq, not an opaque cursor, so that a client can ask for any gap it sees).
     public var before: Int64?
     public var limit: Int?
 
@@ -177,7 +179,7 @@ public struct ChatHistoryRequest: Codable, Sendable, DeclaredShape {
         self.limit = limit
     }
 
-    public static let fieldRules: [FieldRule] = [PageLimit.social.rule]
+    public static let fieldRules: [FieldRule] = [PageLimit.social.rule, .integer("before", 1...Int64.max)]
 }
 
 /// The reply of `chat.history`: messages, newest first, and where the next page starts.
@@ -898,26 +900,28 @@ public struct FlushReply: Codable, Sendable {
 /// `social.people_at`: a catalog place (`place_id`), or a circle (`lat`, `lon`, `radius_m`).
 public struct PeopleAtRequest: Codable, Sendable, DeclaredShape {
     public var placeId: Int64?
-    public var lat: Double?
-    public var lon: Double?
+    /// The centre of a circle of `radius_m`, instead of a place.
+    public var near: Point?
     public var radiusM: Double?
     public var limit: Int?
 
-    public init(placeId: Int64? = nil, lat: Double? = nil, lon: Double? = nil, radiusM: Double? = nil, limit: Int? = nil) {
+    /// The radii of a circle, in metres: at least a grid cell's, at most a neighbourhood's.
+    public static let radii = 200.0...2_000.0
+
+    public init(placeId: Int64? = nil, near: Point? = nil, radiusM: Double? = nil, limit: Int? = nil) {
         self.placeId = placeId
-        self.lat = lat
-        self.lon = lon
+        self.near = near
         self.radiusM = radiusM
         self.limit = limit
     }
 
     enum CodingKeys: String, CodingKey {
-        case lat, lon, limit
+        case near, limit
         case placeId = "place_id"
         case radiusM = "radius_m"
     }
 
-    public static let fieldRules: [FieldRule] = [PageLimit.peopleAt.rule]
+    public static let fieldRules: [FieldRule] = [PageLimit.peopleAt.rule, .number("radius_m", radii), .integer("place_id", 1...Int64.max)]
 }
 
 /// One person `social.people_at` lists: who, their age group (as their profile shows it to

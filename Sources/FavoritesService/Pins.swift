@@ -24,8 +24,6 @@ enum Pins {
     /// A note: at most 500 characters and 8,000 UTF-8 bytes, line breaks allowed (as an
     /// annotation's text in notify).
     static let noteRule = TextRule("note", maxCharacters: 500, maxBytes: 8_000, lines: .multiple)
-    /// The largest `near.radius_m`: 20,000 km, about half the Earth's circumference.
-    static let maxRadiusM = 20_000_000.0
     /// Page sizes of `pins.list`.
     /// Cursors are at most this many bytes.
     static let maxCursorBytes = 128
@@ -180,6 +178,7 @@ extension FavoritesStore {
     /// `limit` pins or at `options.pageBudgetBytes`.
     func listPins(_ request: PinListRequest, caller: Caller) throws -> PinPage {
         guard request.near == nil || request.bbox == nil else { throw ServiceError.invalid("bbox", "near and bbox do not go together") }
+        guard request.radiusM == nil || request.near != nil else { throw ServiceError.invalid("radius_m", "needs near") }
         let limit = try PageLimit.pins.validated(request.limit)
         if let cursor = request.cursor, cursor.utf8.count > Pins.maxCursorBytes { throw OpaqueCursor.invalid }
         var points: [(id: Int64, point: Coordinate)] = []
@@ -189,12 +188,9 @@ extension FavoritesStore {
         let ordered: [(id: Int64, distanceM: Double?)]
         let cursorOf: (Int64, Double?) -> String
         if let near = request.near {
-            let center = try Pins.coordinate(near.lat, near.lon, prefix: "near.")
-            if let radius = near.radiusM, !(radius > 0 && radius <= Pins.maxRadiusM) {
-                throw ServiceError.invalid("near.radius_m", "must be more than 0 and at most \(Int(Pins.maxRadiusM)) metres")
-            }
+            let center = near.coordinate  // in range: the params' rules held it, and the radius
             let after = try request.cursor.map { cursor throws(ServiceError) in try Self.nearCursor(cursor) }
-            let radius = near.radiusM ?? .infinity
+            let radius = request.radiusM ?? .infinity
             var measured: [(id: Int64, distanceM: Double)] = []
             for (id, point) in points {
                 let distance = center.distance(to: point)

@@ -11,8 +11,6 @@ extension NotifyStore {
     /// and at most 8,000 UTF-8 bytes, checked first (500 flags or skin-toned emoji, 8 bytes
     /// each, fit); line breaks allowed.
     static let textRule = TextRule("text", maxCharacters: 500, maxBytes: 8_000, lines: .multiple)
-    /// The largest `radius_m` of `annotations.nearby`: 50 km.
-    static let maxNearbyRadiusM = 50_000.0
     /// Cursors of the annotation lists are at most this many characters.
     static let maxCursorBytes = 128
 
@@ -41,15 +39,9 @@ extension NotifyStore {
         }
     }
 
-    /// `annotations.form`: the view at the position (both `lat` and `lon`, or neither) in `lang`.
+    /// `annotations.form`: the view at the position `near` (anywhere without it) in `lang`.
     func formView(_ request: FormRequest) throws -> FormView {
-        var position: Coordinate?
-        switch (request.lat, request.lon) {
-        case (let lat?, let lon?): position = try Self.coordinate(lat, lon)
-        case (nil, nil): position = nil
-        case (nil, _): throw ServiceError.invalid("lat", "lat and lon come together")
-        case (_, nil): throw ServiceError.invalid("lon", "lat and lon come together")
-        }
+        let position = request.near?.coordinate
         guard let form = try currentForm() else { throw ServiceError(.notFound, "no form has been set yet") }
         return form.view(at: position, language: request.lang)
     }
@@ -210,10 +202,7 @@ extension NotifyStore {
     /// `annotations.nearby`: live annotations within `radius_m` (1 m to 50 km), nearest
     /// first, then by id; the cursor holds the last one's distance and id.
     func nearby(_ request: NearbyRequest) throws -> AnnotationPage {
-        let center = try Self.coordinate(request.lat, request.lon)
-        guard request.radiusM.isFinite, request.radiusM >= 1, request.radiusM <= Self.maxNearbyRadiusM else {
-            throw ServiceError.invalid("radius_m", "must be 1 to \(Int(Self.maxNearbyRadiusM)) metres")
-        }
+        let center = request.near.coordinate
         let limit = try NotifyService.limit(request.limit)
         var after: (distance: Double, id: Int64)?
         if let cursor = request.cursor {
@@ -245,7 +234,7 @@ extension NotifyStore {
     /// `annotations.viewport`: live annotations inside the box (edges included; `west > east`
     /// crosses the 180th meridian), by id; the cursor holds the last id.
     func viewport(_ request: ViewportRequest) throws -> AnnotationPage {
-        let box = try BoxEdges(south: request.south, west: request.west, north: request.north, east: request.east).checked()
+        let box = try request.bbox.boundingBox(field: "bbox")
         let limit = try NotifyService.limit(request.limit)
         let after = try request.cursor.map { cursor throws(ServiceError) in try Self.viewportCursor.decode(cursor) } ?? 0
         // Points only, then only the page's annotations are read whole.

@@ -74,7 +74,7 @@ extension NotifyStore {
     /// expired shows there once the purge, every minute, has taken it). `more` says to call
     /// again at once; otherwise again in `next_poll_s`.
     func sync(_ request: SyncRequest, caller: Caller?) throws -> SyncPage {
-        let box = try request.box()
+        let box = try request.bbox?.boundingBox(field: "bbox")
         let limit = try NotifyService.limit(request.limit)
         let now = self.now
         let poll = try nextPoll(caller, now: now)

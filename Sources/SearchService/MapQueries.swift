@@ -12,16 +12,10 @@ struct MapQueries {
     var knownCategories: Set<String>? = nil
     /// The copy nearest-first searches without filters read, when the service keeps one.
     var memory: NearbyMemory? = nil
-    /// Page sizes of `search.nearby`, `search.viewport` and `search.text`.
-    static let maxRadius = 50_000.0
-
-    /// A nearby query's point, page size and cursor, checked.
+    /// A nearby query's point, page size and cursor, checked (its point and radius are in
+    /// range: the params' rules held them, or the span reader did).
     private func checked(_ q: NearbyQuery) throws -> (center: Coordinate, limit: Int, after: SearchCursor?) {
-        let center: Coordinate
-        center = try Coordinate(latitude: q.lat, longitude: q.lon)
-        guard q.radiusM.isFinite, q.radiusM >= 1, q.radiusM <= MapQueries.maxRadius else {
-            throw ServiceError.invalid("radius_m", "must be 1 to 50000 metres")
-        }
+        let center = q.near.coordinate
         let limit = try MapQueries.limit(q.limit)
         try q.filters.validate(knownCategories: knownCategories)
         return (center, limit, try q.cursor.map(SearchCursor.decode))
@@ -121,14 +115,8 @@ struct MapQueries {
     }
 
     func viewport(_ q: ViewportQuery) throws -> SearchPage {
-        for (value, field, range) in [(q.south, "south", -90.0...90.0), (q.north, "north", -90.0...90.0),
-                                      (q.west, "west", -180.0...180.0), (q.east, "east", -180.0...180.0)] {
-            guard value.isFinite, range.contains(value) else { throw ServiceError.invalid(field, "must be a number in [\(Int(range.lowerBound)), \(Int(range.upperBound))]") }
-        }
-        guard q.south <= q.north else { throw ServiceError.invalid("south", "must not be north of north") }
-        let box: BoundingBox
-        box = try BoundingBox(south: q.south, west: q.west, north: q.north, east: q.east)
-        guard box.widthDegrees <= 180 else { throw ServiceError.invalid("east", "the box may be at most 180 degrees wide") }
+        let box = try q.bbox.boundingBox(field: "bbox")
+        guard box.widthDegrees <= 180 else { throw ServiceError.invalid("bbox.east", "the box may be at most 180 degrees wide") }
         let sort = q.sort ?? .popularity
         guard sort != .distance else { throw ServiceError.invalid("sort", "a viewport has no point to measure distance from; use rating or popularity") }
         let limit = try MapQueries.limit(q.limit)

@@ -39,13 +39,9 @@ struct PopularQueries {
         guard q.near == nil || q.bbox == nil else { throw ServiceError.invalid("bbox", "give near or bbox, not both") }
         var center: Coordinate?, radius = Self.defaultRadius, box: BoundingBox?
         if let near = q.near {
-            guard near.lat.isFinite, (-90...90).contains(near.lat) else { throw ServiceError.invalid("near.lat", "must be a number in [-90, 90]") }
-            guard near.lon.isFinite, (-180...180).contains(near.lon) else { throw ServiceError.invalid("near.lon", "must be a number in [-180, 180]") }
+            // The point and the radius are in range: the params' rules held them.
             let point = Coordinate(uncheckedLatitude: near.lat, longitude: near.lon)
-            if let r = q.radiusM {
-                guard r.isFinite, r >= 1, r <= MapQueries.maxRadius else { throw ServiceError.invalid("radius_m", "must be 1 to 50000 metres") }
-                radius = r
-            }
+            if let r = q.radiusM { radius = r }
             center = point
             do { box = try BoundingBox.around(point, radiusMeters: radius) } catch { throw error.serviceError }
         } else if q.radiusM != nil {

@@ -291,10 +291,7 @@ struct TextQueries {
         if let near = q.near {
             center = try Coordinate(latitude: near.lat, longitude: near.lon)
         }
-        if let radius = q.radiusM {
-            guard center != nil else { throw ServiceError.invalid("radius_m", "needs near") }
-            guard radius.isFinite, radius >= 1, radius <= MapQueries.maxRadius else { throw ServiceError.invalid("radius_m", "must be 1 to 50000 metres") }
-        }
+        if q.radiusM != nil, center == nil { throw ServiceError.invalid("radius_m", "needs near") }
         var box: BoundingBox?
         if let b = q.bbox {
             box = try BoundingBox(south: b.south, west: b.west, north: b.north, east: b.east)

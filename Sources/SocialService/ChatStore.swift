@@ -221,7 +221,6 @@ extension SocialStore {
     /// before `before` (a sequence number), at most `limit` and the page budget.
     func chatHistory(_ request: ChatHistoryRequest, caller: Caller) throws -> ChatHistory {
         let name = try ConversationName(request.conversation, field: "conversation")
-        if let before = request.before, before < 1 { throw ServiceError.invalid("before", "must be 1 or more") }
         let limit = try SocialService.limit(request.limit)
         guard let seat = try seat(in: name, of: caller.id, field: "conversation") else { return ChatHistory(messages: []) }
         let page = try readPage("""

@@ -11,10 +11,8 @@ import Storage
 
 /// The rules of people at a place.
 enum PeopleRules {
-    /// The largest circle one may ask about.
-    static let maxRadiusMeters = 2_000.0
-    /// The smallest: with the grid, what stops shrinking circles from pinning anyone down.
-    static let minRadiusMeters = 200.0
+    // A circle's radii are `PeopleAtRequest.radii`: the smallest, with the grid, is what stops
+    // shrinking circles from pinning anyone down.
     /// The side of a grid cell of positions, in degrees of latitude and of longitude
     /// (about 111 m, and less east-west away from the equator).
     static let gridDegrees = 0.001
@@ -46,23 +44,16 @@ enum PeopleRules {
     }
 
     static func target(_ request: PeopleAtRequest) throws(ServiceError) -> Target {
-        let circle = request.lat != nil || request.lon != nil || request.radiusM != nil
+        let circle = request.near != nil || request.radiusM != nil
         if let place = request.placeId {
-            guard !circle else { throw .invalid("place_id", "give place_id, or lat, lon and radius_m, not both") }
-            guard place > 0 else { throw .invalid("place_id", "must be a positive place id") }
+            guard !circle else { throw .invalid("place_id", "give place_id, or near and radius_m, not both") }
             return .place(place)
         }
-        guard circle else { throw .invalid("place_id", "give place_id, or lat, lon and radius_m") }
-        guard let lat = request.lat else { throw .invalid("lat", "missing required field lat") }
-        guard let lon = request.lon else { throw .invalid("lon", "missing required field lon") }
+        guard circle else { throw .invalid("place_id", "give place_id, or near and radius_m") }
+        guard let near = request.near else { throw .invalid("near", "missing required field near") }
         guard let radius = request.radiusM else { throw .invalid("radius_m", "missing required field radius_m") }
-        // The messages of `groups.position`, as social.md says.
-        guard lat.isFinite, (-90...90).contains(lat) else { throw .invalid("lat", "must be a number in [-90, 90]") }
-        guard lon.isFinite, (-180...180).contains(lon) else { throw .invalid("lon", "must be a number in [-180, 180]") }
-        guard radius.isFinite, radius >= minRadiusMeters, radius <= maxRadiusMeters else {
-            throw .invalid("radius_m", "must be at least 200 and at most 2000 metres")
-        }
-        return .circle(Coordinate(uncheckedLatitude: lat, longitude: lon), radiusMeters: radius)
+        // The point and the radius are in range: the params' rules held them.
+        return .circle(near.coordinate, radiusMeters: radius)
     }
 
     /// The centre of the grid cell `point` falls in: people_at matches positions by their

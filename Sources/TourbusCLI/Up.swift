@@ -423,7 +423,7 @@ enum DemoLoader {
     /// Posts the demo annotations when notify has none live around Sydney, as the demo user
     /// (registered with social on the first run, its id kept in the data directory); how many.
     static func postAnnotationsIfNone(_ notify: RPCClient, social: RPCClient, dataDirectory: String) throws -> Int {
-        let sydney = #"{"south":-34.2,"west":150.5,"north":-33.5,"east":151.5,"limit":1}"#
+        let sydney = #"{"bbox":{"south":-34.2,"west":150.5,"north":-33.5,"east":151.5},"limit":1}"#
         let live = try notify.request(type: Methods.Annotations.viewport.name, body: Data(sydney.utf8), timeoutMilliseconds: 5_000)
         guard let page = try JSONSerialization.jsonObject(with: live.bodyJSON) as? [String: Any],
               (page["annotations"] as? [Any])?.isEmpty == true else { return 0 }

@@ -30,7 +30,7 @@ enum LoadCommand {
         func nearby() -> (String, String) {
             guard !towns.isEmpty else { fail("--mix nearby and mixed need --cities CSV") }
             let town = random.pick(towns)
-            return (Methods.Search.nearby.name, #"{"lat":\#(town.lat),"lon":\#(town.lon),"radius_m":50000,"limit":20}"#)
+            return (Methods.Search.nearby.name, #"{"near":{"lat":\#(town.lat),"lon":\#(town.lon)},"radius_m":50000,"limit":20}"#)
         }
         // A pool of requests, cycled: the draws are made before the clock starts.
         var pool: [(method: String, params: String)] = []

@@ -225,11 +225,11 @@ func measure(_ type: String, _ body: (inout Random) -> String) -> (p50: Double, 
 func near(_ r: inout Random) -> (Double, Double) { zipf.point(around: zipf.pick(&r), &r) }
 let words = ["cafe", "museum", "harbour", "park", "market", "garden", "station", "libary", "cathedrl", "bridge"]
 let results: [(String, (p50: Double, p99: Double, hits: Double))] = [
-    ("search.nearby 2 km, 20 nearest", measure(Methods.Search.nearby.name) { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":2000}"# }),
-    ("search.nearby 50 km, 20 nearest", measure(Methods.Search.nearby.name) { r in let (la, lo) = near(&r); return #"{"lat":\#(la),"lon":\#(lo),"radius_m":50000}"# }),
+    ("search.nearby 2 km, 20 nearest", measure(Methods.Search.nearby.name) { r in let (la, lo) = near(&r); return #"{"near":{"lat":\#(la),"lon":\#(lo)},"radius_m":2000}"# }),
+    ("search.nearby 50 km, 20 nearest", measure(Methods.Search.nearby.name) { r in let (la, lo) = near(&r); return #"{"near":{"lat":\#(la),"lon":\#(lo)},"radius_m":50000}"# }),
     ("search.viewport ~2x2 km", measure(Methods.Search.viewport.name) { r in
         let (la, lo) = near(&r)
-        return #"{"south":\#(la - 0.01),"west":\#(lo - 0.01),"north":\#(la + 0.01),"east":\#(lo + 0.01)}"#
+        return #"{"bbox":{"south":\#(la - 0.01),"west":\#(lo - 0.01),"north":\#(la + 0.01),"east":\#(lo + 0.01)}}"#
     }),
     ("search.text word + 5 km radius", measure(Methods.Search.text.name) { r in
         let (la, lo) = near(&r)
@@ -351,7 +351,7 @@ if arguments.contains("--redis") {
             Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon).distance(to: centre) <= 50_000
         }.count
         let r = bench(redisPort, ["GEOSEARCH", "places", "FROMLONLAT", String(town.lon), String(town.lat), "BYRADIUS", "50", "km", "ASC", "COUNT", "20"])
-        let t = bench(gatewayPort, [Methods.Search.nearby.name, "lat", String(town.lat), "lon", String(town.lon), "radius_m", "50000", "limit", "20"])
+        let t = bench(gatewayPort, [Methods.Search.nearby.name, "near.lat", String(town.lat), "near.lon", String(town.lon), "radius_m", "50000", "limit", "20"])
         print("  town of rank \(rank + 1), \(town.name) (\(within) places within 50 km):")
         print(String(format: "    redis-server GEOSEARCH      %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", r.rps, r.p50, r.p99))
         print(String(format: "    gateway search.nearby       %10.0f req/s   p50 %6.3f ms   p99 %6.3f ms", t.rps, t.p50, t.p99))

@@ -24,6 +24,28 @@ import Testing
         #expect(p?["word"] as? String == "Sydney")
     }
 
+    /// A dotted key gives a member of a nested object: the members of one object stay
+    /// together, in the order their first key came, each level counted against the depth.
+    @Test func dottedKeysNestObjects() throws {
+        let written = { (words: [String], depth: Int) in
+            CommandArguments.params(words.map { Array($0.utf8) }, maxDepth: depth).map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(try written(["near.lat", "-33.86", "radius_m", "500", "near.lon", "151.21"], 8).get()
+                == #"{"near":{"lat":-33.86,"lon":151.21},"radius_m":500}"#)
+        #expect(try written(["a.b.c", "1", "a.d", "x", "a.b.e", "[2]"], 8).get() == #"{"a":{"b":{"c":1,"e":[2]},"d":"x"}}"#)
+        // A repeated dotted key keeps its last value; a free key of a dictionary is named too.
+        #expect(try written(["near.lat", "1", "near.lat", "2"], 8).get() == #"{"near":{"lat":2}}"#)
+        #expect(try written(["name_i18n.fr", "Opéra", "name_i18n.en", "Opera"], 8).get() == #"{"name_i18n":{"fr":"Opéra","en":"Opera"}}"#)
+        // A member given whole and by its members, an empty name, and too deep are refused by key.
+        #expect(written(["near", #"{"lat":1}"#, "near.lon", "2"], 8)
+                == .failure(ServiceError(.invalidArgument, "is given whole and by its members too (near.lon)", field: "near")))
+        #expect(written(["near..lat", "1"], 8) == .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: "near..lat")))
+        #expect(written([".lat", "1"], 8).map { _ in "" } == .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: ".lat")))
+        #expect(written(["a.b.c", "1"], 2) == .failure(ServiceError(.invalidArgument, "nests deeper than 2 levels", field: "a.b.c")))
+        #expect(throws: Never.self) { try written(["a.b", "[[1]]"], 3).get() }
+        #expect((try? written(["a.b", "[[1]]"], 2).get()) == nil)
+    }
+
     /// Keys come in the order first given, each once, with its last value; written bytes
     /// are exactly that object (random pairs over few keys, so many repeat).
     @Test func aRepeatedKeyKeepsItsLastValueAtItsFirstPlace() throws {

@@ -128,7 +128,7 @@ import TestSupport
             var distances: [Double] = []
             var cursor: String?
             for _ in 0..<20 {
-                let nearJSON = near ? #","near":{"lat":-33.86,"lon":151.21,"radius_m":5000}"# : ""
+                let nearJSON = near ? #","near":{"lat":-33.86,"lon":151.21},"radius_m":5000"# : ""
                 let page = try catalog.raw("tours.list", #"{"limit":3\#(nearJSON)\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#)
                 let items = try #require(page["tours"] as? [[String: Any]])
                 seen += items.compactMap { ($0["id"] as? Int).map(Int64.init) }
@@ -144,7 +144,7 @@ import TestSupport
                 #expect(seen == tours.map(\.id) && distances.isEmpty)
             }
         }
-        let outside = try catalog.raw("tours.list", #"{"near":{"lat":-33.86,"lon":151.21,"radius_m":50}}"#)
+        let outside = try catalog.raw("tours.list", #"{"near":{"lat":-33.86,"lon":151.21},"radius_m":50}"#)
         #expect((outside["tours"] as? [Any])?.count == 1)
     }
 

@@ -95,11 +95,11 @@ import TestSupport
         let cases: [(String, String)] = [
             (#"{"near":{"lat":95,"lon":0}}"#, "invalid_argument near.lat"),
             (#"{"near":{"lat":0,"lon":-200}}"#, "invalid_argument near.lon"),
-            (#"{"near":{"lat":0,"lon":0,"radius_m":0}}"#, "invalid_argument near.radius_m"),
-            (#"{"near":{"lat":0,"lon":0,"radius_m":-5}}"#, "invalid_argument near.radius_m"),
-            (#"{"near":{"lat":0,"lon":0,"radius_m":20000001}}"#, "invalid_argument near.radius_m"),
+            (#"{"near":{"lat":0,"lon":0},"radius_m":0}"#, "invalid_argument radius_m"),
+            (#"{"near":{"lat":0,"lon":0},"radius_m":-5}"#, "invalid_argument radius_m"),
+            (#"{"near":{"lat":0,"lon":0},"radius_m":20000001}"#, "invalid_argument radius_m"),
             // A number no Double holds is named by its whole path, as the params' shape finds it.
-            (#"{"near":{"lat":0,"lon":0,"radius_m":1e999}}"#, "invalid_argument near.radius_m"),
+            (#"{"near":{"lat":0,"lon":0},"radius_m":1e999}"#, "invalid_argument radius_m"),
             (#"{"near":{"lat":0}}"#, "invalid_argument near.lon"),
             (#"{"bbox":{"south":10,"west":0,"north":5,"east":1}}"#, "invalid_argument bbox.north"),
             (#"{"bbox":{"south":-91,"west":0,"north":5,"east":1}}"#, "invalid_argument bbox.south"),

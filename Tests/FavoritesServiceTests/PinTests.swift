@@ -64,7 +64,7 @@ func pinPoint(_ point: Coordinate, _ more: String = "") -> String {
         #expect(try f.list(#"{"bbox":{"south":11,"west":-180,"north":20,"east":180}}"#, as: 2).pins.isEmpty)
 
         // Nearest across the meridian too: 180 and -180 are one line, 179.5 and -179.5 about 55 km from it.
-        let near = try f.list(#"{"near":{"lat":10,"lon":-180,"radius_m":60000}}"#, as: 2).pins
+        let near = try f.list(#"{"near":{"lat":10,"lon":-180},"radius_m":60000}"#, as: 2).pins
         #expect(near.prefix(2).map(\.id).sorted() == [ids[180], ids[-180]].compactMap { $0 }.sorted())
         #expect(near.prefix(2).allSatisfy { ($0.distanceM ?? 1) < 0.001 })
         #expect(Set(near.dropFirst(2).map(\.id)) == Set([179.5, -179.5].compactMap { ids[$0] }))
@@ -89,7 +89,7 @@ func pinPoint(_ point: Coordinate, _ more: String = "") -> String {
         #expect(distances.count == 150 && distances == distances.sorted())
         #expect(near.pins.prefix(30).map(\.id) == added.enumerated().filter { $0.offset % 5 == 0 }.map(\.element))
 
-        let within = try f.listAll(#""near":\#(pinPoint(pinOpera, #""radius_m":500"#)),"limit":4"#, as: 2).pins
+        let within = try f.listAll(#""near":\#(pinPoint(pinOpera)),"radius_m":500,"limit":4"#, as: 2).pins
         #expect(within.count == 30 + (1..<150).filter { $0 % 5 != 0 && $0 * 13 <= 500 }.count)
         #expect(within.allSatisfy { ($0.distanceM ?? .infinity) <= 500 })
 

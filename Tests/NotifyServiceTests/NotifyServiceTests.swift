@@ -31,14 +31,14 @@ import TestSupport
         try f.setForm()
         func names(_ reply: [String: Any]) -> [String] { (reply["fields"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String } }
         #expect(names(try f.call("annotations.form")) == ["kind", "detail", "line"])
-        #expect(names(try f.call("annotations.form", #"{"lat":-33.861,"lon":151.211}"#)) == ["kind", "detail", "line"])
-        #expect(names(try f.call("annotations.form", #"{"lat":48.85,"lon":2.35}"#)) == ["kind", "detail"])
+        #expect(names(try f.call("annotations.form", #"{"near":{"lat":-33.861,"lon":151.211}}"#)) == ["kind", "detail", "line"])
+        #expect(names(try f.call("annotations.form", #"{"near":{"lat":48.85,"lon":2.35}}"#)) == ["kind", "detail"])
         let french = try f.call("annotations.form", #"{"lang":"fr-CA"}"#)
         #expect((french["fields"] as? [[String: Any]])?.first?["label"] as? String == "Genre")
-        #expect(refusedField(f.error("annotations.form", #"{"lat":-33.861}"#)) == "invalid_argument lon")
-        #expect(refusedField(f.error("annotations.form", #"{"lon":151.211}"#)) == "invalid_argument lat")
-        #expect(refusedField(f.error("annotations.form", #"{"lat":91,"lon":0}"#)) == "invalid_argument lat")
-        #expect(refusedField(f.error("annotations.form", #"{"lat":0,"lon":-180.5}"#)) == "invalid_argument lon")
+        #expect(refusedField(f.error("annotations.form", #"{"near":{"lat":-33.861}}"#)) == "invalid_argument near.lon")
+        #expect(refusedField(f.error("annotations.form", #"{"near":{"lon":151.211}}"#)) == "invalid_argument near.lat")
+        #expect(refusedField(f.error("annotations.form", #"{"near":{"lat":91,"lon":0}}"#)) == "invalid_argument near.lat")
+        #expect(refusedField(f.error("annotations.form", #"{"near":{"lat":0,"lon":-180.5}}"#)) == "invalid_argument near.lon")
     }
 
     @Test func theFormGivenAtStartIsStoredOnlyWhenTheDatabaseHasNone() throws {
@@ -132,16 +132,16 @@ import TestSupport
         var cursor: String?
         for _ in 0..<5 {
             let cursorMember = cursor.map { #","cursor":"\#($0)""# } ?? ""
-            let page = try f.call("annotations.nearby", #"{"lat":\#(quay.lat),"lon":\#(quay.lon),"radius_m":1000,"limit":2\#(cursorMember)}"#)
+            let page = try f.call("annotations.nearby", #"{"near":{"lat":\#(quay.lat),"lon":\#(quay.lon)},"radius_m":1000,"limit":2\#(cursorMember)}"#)
             seen += (page["annotations"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? NSNumber)?.int64Value }
             cursor = page["next_cursor"] as? String
             if cursor == nil { break }
         }
         #expect(seen == ids)
-        let near = try f.call("annotations.nearby", #"{"lat":\#(quay.lat),"lon":\#(quay.lon),"radius_m":150}"#)
+        let near = try f.call("annotations.nearby", #"{"near":{"lat":\#(quay.lat),"lon":\#(quay.lon)},"radius_m":150}"#)
         #expect((near["annotations"] as? [[String: Any]])?.count == 2 && near["next_cursor"] == nil)
 
-        let at = #""lat":-33.861,"lon":151.211"#
+        let at = #""near":{"lat":-33.861,"lon":151.211}"#
         #expect(refusedField(f.error("annotations.nearby", #"{\#(at),"radius_m":0.5}"#)) == "invalid_argument radius_m")
         #expect(refusedField(f.error("annotations.nearby", #"{\#(at),"radius_m":50001}"#)) == "invalid_argument radius_m")
         #expect(refusedField(f.error("annotations.nearby", #"{\#(at),"radius_m":100,"limit":0}"#)) == "invalid_argument limit")
@@ -149,7 +149,7 @@ import TestSupport
         #expect(refusedField(f.error("annotations.nearby", #"{\#(at),"radius_m":100,"cursor":"bm9wZQ"}"#)) == "invalid_argument cursor")
         #expect(refusedField(f.error("annotations.nearby", #"{\#(at),"radius_m":100,"cursor":"\#(String(repeating: "A", count: 200))"}"#))
             == "invalid_argument cursor")
-        #expect(refusedField(f.error("annotations.nearby", #"{"lat":-91,"lon":151.211,"radius_m":100}"#)) == "invalid_argument lat")
+        #expect(refusedField(f.error("annotations.nearby", #"{"near":{"lat":-91,"lon":151.211},"radius_m":100}"#)) == "invalid_argument near.lat")
     }
 
     @Test func viewportPagesByIdWithinTheBoxAndAcrossTheAntimeridian() throws {
@@ -158,21 +158,21 @@ import TestSupport
         let a = try f.submit(by: 2), b = try f.submit(by: 3, lat: quay.lat + 0.001)
         try f.submit(by: 2, lat: 48.85, lon: 2.35, values: #"{"kind":"b","detail":"b1"}"#)
         let fiji = try f.submit(by: 2, lat: -17.7, lon: 179.99, values: #"{"kind":"b","detail":"b1"}"#)
-        let first = try f.call("annotations.viewport", #"{"south":-34,"west":151,"north":-33,"east":152,"limit":1}"#)
+        let first = try f.call("annotations.viewport", #"{"bbox":{"south":-34,"west":151,"north":-33,"east":152},"limit":1}"#)
         let firstIds = (first["annotations"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? NSNumber)?.int64Value }
         let cursor = first["next_cursor"] as? String ?? ""
-        let second = try f.call("annotations.viewport", #"{"south":-34,"west":151,"north":-33,"east":152,"limit":1,"cursor":"\#(cursor)"}"#)
+        let second = try f.call("annotations.viewport", #"{"bbox":{"south":-34,"west":151,"north":-33,"east":152},"limit":1,"cursor":"\#(cursor)"}"#)
         let secondIds = (second["annotations"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? NSNumber)?.int64Value }
         #expect(firstIds == [a] && secondIds == [b] && second["next_cursor"] == nil)
-        let across = try f.call("annotations.viewport", #"{"south":-40,"west":170,"north":0,"east":-170}"#)
+        let across = try f.call("annotations.viewport", #"{"bbox":{"south":-40,"west":170,"north":0,"east":-170}}"#)
         #expect((across["annotations"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? NSNumber)?.int64Value } == [fiji])
 
-        #expect(refusedField(f.error("annotations.viewport", #"{"south":-91,"west":0,"north":0,"east":1}"#)) == "invalid_argument south")
-        #expect(refusedField(f.error("annotations.viewport", #"{"south":0,"west":0,"north":90.5,"east":1}"#)) == "invalid_argument north")
-        #expect(refusedField(f.error("annotations.viewport", #"{"south":0,"west":-181,"north":1,"east":1}"#)) == "invalid_argument west")
-        #expect(refusedField(f.error("annotations.viewport", #"{"south":0,"west":0,"north":1,"east":181}"#)) == "invalid_argument east")
-        #expect(refusedField(f.error("annotations.viewport", #"{"south":2,"west":0,"north":1,"east":1}"#)) == "invalid_argument north")
-        #expect(refusedField(f.error("annotations.viewport", #"{"south":0,"west":0,"north":1,"east":1,"cursor":"x"}"#)) == "invalid_argument cursor")
+        #expect(refusedField(f.error("annotations.viewport", #"{"bbox":{"south":-91,"west":0,"north":0,"east":1}}"#)) == "invalid_argument bbox.south")
+        #expect(refusedField(f.error("annotations.viewport", #"{"bbox":{"south":0,"west":0,"north":90.5,"east":1}}"#)) == "invalid_argument bbox.north")
+        #expect(refusedField(f.error("annotations.viewport", #"{"bbox":{"south":0,"west":-181,"north":1,"east":1}}"#)) == "invalid_argument bbox.west")
+        #expect(refusedField(f.error("annotations.viewport", #"{"bbox":{"south":0,"west":0,"north":1,"east":181}}"#)) == "invalid_argument bbox.east")
+        #expect(refusedField(f.error("annotations.viewport", #"{"bbox":{"south":2,"west":0,"north":1,"east":1}}"#)) == "invalid_argument bbox.north")
+        #expect(refusedField(f.error("annotations.viewport", #"{"bbox":{"south":0,"west":0,"north":1,"east":1},"cursor":"x"}"#)) == "invalid_argument cursor")
     }
 
     @Test func aPageStopsAtItsByteBudgetAndStillMovesOn() throws {
@@ -185,7 +185,7 @@ import TestSupport
         var cursor: String?
         for _ in 0..<4 {
             let cursorMember = cursor.map { #","cursor":"\#($0)""# } ?? ""
-            let page = try f.call("annotations.viewport", #"{"south":-34,"west":151,"north":-33,"east":152\#(cursorMember)}"#)
+            let page = try f.call("annotations.viewport", #"{"bbox":{"south":-34,"west":151,"north":-33,"east":152}\#(cursorMember)}"#)
             seen.append((page["annotations"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? NSNumber)?.int64Value })
             cursor = page["next_cursor"] as? String
             if cursor == nil { break }

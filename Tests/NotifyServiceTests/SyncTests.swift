@@ -48,14 +48,14 @@ import Testing
         try f.setForm()
         let inside = try f.submit(by: 2)
         _ = try f.submit(by: 2, lat: -33.90, lon: 151.25, values: #"{"kind":"b","detail":"b1"}"#)
-        let box = #","south":-33.87,"west":151.20,"north":-33.85,"east":151.22"#
+        let box = #","bbox":{"south":-33.87,"west":151.20,"north":-33.85,"east":151.22}"#
         let first = try SyncTests.syncAll(f, box: box)
         #expect(first.changed == [inside])
         let later = try f.submit(by: 2)
         _ = try f.submit(by: 2, lat: -33.90, lon: 151.25, values: #"{"kind":"b","detail":"b1"}"#)
         #expect(try SyncTests.syncAll(f, from: first.cursor, box: box).changed == [later])
-        #expect(f.error("annotations.sync", #"{"south":-33.87}"#)?.field == "west")
-        #expect(f.error("annotations.sync", #"{"south":-33.8,"west":151.2,"north":-33.9,"east":151.3}"#)?.field == "north")
+        #expect(f.error("annotations.sync", #"{"bbox":{"south":-33.87}}"#)?.field == "bbox.west")
+        #expect(f.error("annotations.sync", #"{"bbox":{"south":-33.8,"west":151.2,"north":-33.9,"east":151.3}}"#)?.field == "bbox.north")
         #expect(f.error("annotations.sync", #"{"cursor":"nonsense"}"#)?.field == "cursor")
     }
 

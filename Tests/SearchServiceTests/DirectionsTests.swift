@@ -103,7 +103,7 @@ import TestSupport
         let flying = refusal(f, "directions.get", #"{"from":{"lat":-33.8688,"lon":151.2093},"to":1,"mode":"flying\#(String(repeating: "x", count: 100_000))"}"#)
         #expect(flying?.code == .invalidArgument && flying?.field == "mode" && (flying?.message.utf8.count ?? .max) < 120, "\(String(describing: flying).prefix(200))")
         #expect(flying?.message.hasSuffix("use walking, bicycling, driving or transit") == true)
-        #expect(refusal(f, "directions.get", #"{"from":{"lat":91,"lon":151.2093},"to":1}"#)?.field == "from")
+        #expect(refusal(f, "directions.get", #"{"from":{"lat":91,"lon":151.2093},"to":1}"#)?.field == "from.lat")
     }
 
     @Test func aPlanOrdersTheVisitsShortestAndRefusesTooMany() throws {

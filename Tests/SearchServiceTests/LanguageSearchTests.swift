@@ -52,7 +52,7 @@ import TestSupport
         let f = try SearchFixture()
         try emitOpera(f, names: #"{"en":"Sydney Opera House","ru":"Сиднейский оперный театр"}"#)
         #expect(try eventually(f, #"{"q":"opera"}"#) { $0.hits.count == 1 })
-        let point = #""lat":-33.857,"lon":151.215,"radius_m":1000"#
+        let point = #""near":{"lat":-33.857,"lon":151.215},"radius_m":1000"#
         // Nearest first (which memory answers without lang), and the other sorts.
         for sort in ["distance", "popularity", "rating"] {
             let page = try call(f, "search.nearby", #"{\#(point),"sort":"\#(sort)","lang":"ru"}"#)
@@ -61,7 +61,7 @@ import TestSupport
         }
         let memory = try call(f, "search.nearby", #"{\#(point)}"#)
         #expect(memory.hits.map(\.name) == ["Sydney Opera House"] && memory.hits.first?.lang == nil)
-        let box = #""south":-34,"west":151,"north":-33.5,"east":151.5"#
+        let box = #""bbox":{"south":-34,"west":151,"north":-33.5,"east":151.5}"#
         for sort in ["popularity", "rating"] {
             let page = try call(f, "search.viewport", #"{\#(box),"sort":"\#(sort)","lang":"ru"}"#)
             #expect(page.hits.map(\.name) == ["Сиднейский оперный театр"], "\(sort)")
@@ -78,8 +78,8 @@ import TestSupport
 
     @Test func aMalformedLangIsRefusedOnEveryMethod() throws {
         let f = try SearchFixture()
-        let bodies = [("search.text", #""q":"opera""#), ("search.nearby", #""lat":-33.857,"lon":151.215,"radius_m":1000"#),
-                      ("search.viewport", #""south":-34,"west":151,"north":-33.5,"east":151.5"#), ("search.autocomplete", #""prefix":"op""#)]
+        let bodies = [("search.text", #""q":"opera""#), ("search.nearby", #""near":{"lat":-33.857,"lon":151.215},"radius_m":1000"#),
+                      ("search.viewport", #""bbox":{"south":-34,"west":151,"north":-33.5,"east":151.5}"#), ("search.autocomplete", #""prefix":"op""#)]
         let long = String(repeating: "en-GB,", count: 43) + "en"
         for (type, body) in bodies {
             for bad in ["ru_RU", "", "ru;q=1.5", long] {

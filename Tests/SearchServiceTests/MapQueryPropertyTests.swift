@@ -62,8 +62,15 @@ extension MapQueries {
     func nearbyPage(_ q: NearbyQuery) throws -> SearchPage { try JSONDecoder().decode(SearchPage.self, from: nearby(q)) }
 }
 
-func nearbyQuery(_ json: String) throws -> NearbyQuery { try JSONDecoder().decode(NearbyQuery.self, from: Data(json.utf8)) }
-func viewportQuery(_ json: String) throws -> ViewportQuery { try JSONDecoder().decode(ViewportQuery.self, from: Data(json.utf8)) }
+/// A query as the service reads one: held to its declared shape, then decoded.
+func nearbyQuery(_ json: String) throws -> NearbyQuery {
+    try SchemaCheck.check(Data(json.utf8), against: SchemaProbe.shape(of: NearbyQuery.self))
+    return try JSONDecoder().decode(NearbyQuery.self, from: Data(json.utf8))
+}
+func viewportQuery(_ json: String) throws -> ViewportQuery {
+    try SchemaCheck.check(Data(json.utf8), against: SchemaProbe.shape(of: ViewportQuery.self))
+    return try JSONDecoder().decode(ViewportQuery.self, from: Data(json.utf8))
+}
 
 /// Points scattered uniformly, in tight city-like clusters, and piled up at the poles and the 180th meridian.
 func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
@@ -103,7 +110,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                 var got: [SearchHit] = []
                 var cursor: String?
                 for _ in 0..<1_000 {
-                    let page = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"limit":50\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                    let page = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":\#(lat),"lon":\#(lon)},"radius_m":\#(radius),"limit":50\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
                     got += page.hits
                     guard let next = page.nextCursor else { break }
                     cursor = next
@@ -121,7 +128,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                 var popular: [Int64] = []
                 cursor = nil
                 for _ in 0..<1_000 {
-                    let page = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"sort":"popularity","limit":29\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                    let page = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":\#(lat),"lon":\#(lon)},"radius_m":\#(radius),"sort":"popularity","limit":29\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
                     popular += page.hits.map(\.id)
                     guard let next = page.nextCursor else { break }
                     cursor = next
@@ -137,7 +144,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         var rng = SplitMix64(seed: 1)
         let index = try TestIndex()
         try index.add([(-33.92755664, 151.21)], rng: &rng)
-        let page = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":50000,"limit":1}"#))
+        let page = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":50000,"limit":1}"#))
         #expect(page.hits.map(\.id) == [1])
     }
 
@@ -145,8 +152,8 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         var rng = SplitMix64(seed: 43)
         let index = try TestIndex()
         try index.add(testPoints(&rng), rng: &rng)
-        let queries = [#"{"lat":-33.87,"lon":151.21,"radius_m":3000,"limit":50}"#, #"{"lat":0.5,"lon":179.99,"radius_m":800}"#,
-                       #"{"lat":89.95,"lon":10,"radius_m":5000,"sort":"popularity"}"#]
+        let queries = [#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":3000,"limit":50}"#, #"{"near":{"lat":0.5,"lon":179.99},"radius_m":800}"#,
+                       #"{"near":{"lat":89.95,"lon":10},"radius_m":5000,"sort":"popularity"}"#]
         let withStrips = try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) }
         try SearchIndex.catalogApplier(memory: NearbyMemory()).startBulk?(index.db)
         #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 0)
@@ -176,7 +183,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         for _ in 0..<2_000 where !toggler.isFinished {
             searches += 1
             do {
-                _ = try index.db.transaction(.deferred) { try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":2000}"#)) }
+                _ = try index.db.transaction(.deferred) { try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":2000}"#)) }
             } catch {
                 failures += 1
             }
@@ -211,7 +218,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
             var got: [Int64] = []
             var cursor: String?
             for _ in 0..<1_000 {
-                let page = try index.queries.viewport(try viewportQuery(#"{"south":\#(south),"west":\#(west),"north":\#(north),"east":\#(east),"limit":37\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                let page = try index.queries.viewport(try viewportQuery(#"{"bbox":{"south":\#(south),"west":\#(west),"north":\#(north),"east":\#(east)},"limit":37\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
                 // Ranked by the blend, the hits still show the catalog's popularity.
                 #expect(page.hits.allSatisfy { hit in hit.popularity == index.places[Int(hit.id) - 1].popularity })
                 got += page.hits.map(\.id)
@@ -229,7 +236,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
             var rated: [Int64] = []
             cursor = nil
             for _ in 0..<1_000 {
-                let page = try index.queries.viewport(try viewportQuery(#"{"south":\#(south),"west":\#(west),"north":\#(north),"east":\#(east),"sort":"rating","limit":23\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
+                let page = try index.queries.viewport(try viewportQuery(#"{"bbox":{"south":\#(south),"west":\#(west),"north":\#(north),"east":\#(east)},"sort":"rating","limit":23\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#))
                 rated += page.hits.map(\.id)
                 guard let next = page.nextCursor else { break }
                 cursor = next
@@ -242,13 +249,13 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         var rng = SplitMix64(seed: 99)
         let index = try TestIndex()
         try index.add((0..<100).map { _ in (-33.87 + Double.random(in: -0.01...0.01, using: &rng), 151.21 + Double.random(in: -0.01...0.01, using: &rng)) }, rng: &rng)
-        let first = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30}"#))
+        let first = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":5000,"limit":30}"#))
         // A place right at the centre arrives between pages: it sorts before the cursor, so it is not repeated or slipped in.
         try index.add([(-33.87, 151.21)], rng: &rng)
         var seen = first.hits.map(\.id)
         var cursor = first.nextCursor
         while let c = cursor {
-            let page = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":5000,"limit":30,"cursor":"\#(c)"}"#))
+            let page = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":5000,"limit":30,"cursor":"\#(c)"}"#))
             seen += page.hits.map(\.id)
             cursor = page.nextCursor
         }
@@ -261,30 +268,30 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         try index.add((0..<40).map { i in (-33.87 + Double(i) * 1e-4, 151.21) }, rng: &rng)
         try SearchIndex.rating(RatingUpdated(placeId: 3, average: 4.5, count: 10), index.db)
         try SearchIndex.rating(RatingUpdated(placeId: 7, average: 3.0, count: 2), index.db)
-        let cafes = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"categories":["cafe"],"limit":50}"#))
+        let cafes = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":1000,"categories":["cafe"],"limit":50}"#))
         #expect(!cafes.hits.isEmpty && cafes.hits.allSatisfy { $0.category == "cafe" })
-        let cheap = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"price_levels":[0,1],"exclude_categories":["bar"],"limit":50}"#))
+        let cheap = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":1000,"price_levels":[0,1],"exclude_categories":["bar"],"limit":50}"#))
         #expect(cheap.hits.allSatisfy { ($0.priceLevel ?? 9) <= 1 && $0.category != "bar" })
-        let rated = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"min_rating":3.5}"#))
+        let rated = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":1000,"min_rating":3.5}"#))
         #expect(rated.hits.map(\.id) == [3] && rated.hits.first?.reviewCount == 10 && rated.hits.first?.rating == 4.5)
-        let byRating = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"sort":"rating","limit":3}"#))
+        let byRating = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":1000,"sort":"rating","limit":3}"#))
         #expect(byRating.hits.map(\.id).prefix(2) == [3, 7])
         // A rating that drops to no reviews disappears.
         try SearchIndex.rating(RatingUpdated(placeId: 3, average: 0, count: 0), index.db)
-        #expect(try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":1000,"min_rating":3.5}"#)).hits.isEmpty)
+        #expect(try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":1000,"min_rating":3.5}"#)).hits.isEmpty)
     }
 
     @Test(arguments: [
-        (#"{"lat":91,"lon":0,"radius_m":100}"#, "lat"),
-        (#"{"lat":0,"lon":-181,"radius_m":100}"#, "lon"),
-        (#"{"lat":0,"lon":0,"radius_m":0.5}"#, "radius_m"),
-        (#"{"lat":0,"lon":0,"radius_m":50001}"#, "radius_m"),
-        (#"{"lat":0,"lon":0,"radius_m":100,"limit":51}"#, "limit"),
-        (#"{"lat":0,"lon":0,"radius_m":100,"limit":0}"#, "limit"),
-        (#"{"lat":0,"lon":0,"radius_m":100,"sort":"nearest"}"#, "sort"),
-        (#"{"lat":0,"lon":0,"radius_m":100,"cursor":"bogus"}"#, "cursor"),
-        (#"{"lat":0,"lon":0,"radius_m":100,"price_levels":[7]}"#, "price_levels"),
-        (#"{"lat":0,"lon":0,"radius_m":100,"min_rating":6}"#, "min_rating"),
+        (#"{"near":{"lat":91,"lon":0},"radius_m":100}"#, "near.lat"),
+        (#"{"near":{"lat":0,"lon":-181},"radius_m":100}"#, "near.lon"),
+        (#"{"near":{"lat":0,"lon":0},"radius_m":0.5}"#, "radius_m"),
+        (#"{"near":{"lat":0,"lon":0},"radius_m":50001}"#, "radius_m"),
+        (#"{"near":{"lat":0,"lon":0},"radius_m":100,"limit":51}"#, "limit"),
+        (#"{"near":{"lat":0,"lon":0},"radius_m":100,"limit":0}"#, "limit"),
+        (#"{"near":{"lat":0,"lon":0},"radius_m":100,"sort":"nearest"}"#, "sort"),
+        (#"{"near":{"lat":0,"lon":0},"radius_m":100,"cursor":"bogus"}"#, "cursor"),
+        (#"{"near":{"lat":0,"lon":0},"radius_m":100,"price_levels":[7]}"#, "price_levels"),
+        (#"{"near":{"lat":0,"lon":0},"radius_m":100,"min_rating":6}"#, "min_rating"),
     ])
     func nearbyRefusesBadInputNamingTheField(json: String, field: String) throws {
         let index = try TestIndex()
@@ -303,8 +310,8 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
 
     @Test func viewportRefusesBadBoxes() throws {
         let index = try TestIndex()
-        for (json, field) in [(#"{"south":10,"west":0,"north":5,"east":1}"#, "south"), (#"{"south":0,"west":-100,"north":1,"east":100}"#, "east"),
-                              (#"{"south":-91,"west":0,"north":1,"east":1}"#, "south"), (#"{"south":0,"west":0,"north":1,"east":1,"sort":"distance"}"#, "sort")] {
+        for (json, field) in [(#"{"bbox":{"south":10,"west":0,"north":5,"east":1}}"#, "bbox.north"), (#"{"bbox":{"south":0,"west":-100,"north":1,"east":100}}"#, "bbox.east"),
+                              (#"{"bbox":{"south":-91,"west":0,"north":1,"east":1}}"#, "bbox.south"), (#"{"bbox":{"south":0,"west":0,"north":1,"east":1},"sort":"distance"}"#, "sort")] {
             do {
                 _ = try index.queries.viewport(try viewportQuery(json))
                 Issue.record("accepted \(json)")
@@ -342,7 +349,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
                 for limit in [1, 50] {
                     var cursor: String?
                     for _ in 0..<1_000 {
-                        let query = try nearbyQuery(#"{"lat":\#(lat),"lon":\#(lon),"radius_m":\#(radius),"limit":\#(limit)\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#)
+                        let query = try nearbyQuery(#"{"near":{"lat":\#(lat),"lon":\#(lon)},"radius_m":\#(radius),"limit":\#(limit)\#(cursor.map { #","cursor":"\#($0)""# } ?? "")}"#)
                         let expected = try index.queries.nearby(query)
                         pages += 1
                         if let reply = try fromMemory.nearbyFromMemory(query) {
@@ -402,12 +409,12 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         try memory.load(from: index.db)
         var fromMemory = index.queries
         fromMemory.memory = memory
-        let crowded = try nearbyQuery(#"{"lat":48.855,"lon":2.355,"radius_m":2000,"limit":5}"#)
+        let crowded = try nearbyQuery(#"{"near":{"lat":48.855,"lon":2.355},"radius_m":2000,"limit":5}"#)
         #expect(try fromMemory.nearbyFromMemory(crowded) == nil)
         let page = try JSONDecoder().decode(SearchPage.self, from: try fromMemory.nearby(crowded))
         #expect(page.hits.count == 5 && page.nextCursor != nil)
         // Elsewhere memory still answers.
-        let quiet = try nearbyQuery(#"{"lat":10,"lon":10,"radius_m":2000}"#)
+        let quiet = try nearbyQuery(#"{"near":{"lat":10,"lon":10},"radius_m":2000}"#)
         #expect(try fromMemory.nearbyFromMemory(quiet) == (try index.queries.nearby(quiet)))
     }
 
@@ -415,13 +422,13 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         let (index, memory) = try Self.indexAndCopy(seed: 46)
         var fromMemory = index.queries
         fromMemory.memory = memory
-        for body in [#"{"lat":-33.87,"lon":151.21,"radius_m":50000,"categories":["cafe"]}"#, #"{"lat":-33.87,"lon":151.21,"radius_m":50000,"min_rating":3}"#,
-                     #"{"lat":-33.87,"lon":151.21,"radius_m":50000,"sort":"rating"}"#, #"{"lat":-33.87,"lon":151.21,"radius_m":50000,"price_levels":[1,2]}"#] {
+        for body in [#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":50000,"categories":["cafe"]}"#, #"{"near":{"lat":-33.87,"lon":151.21},"radius_m":50000,"min_rating":3}"#,
+                     #"{"near":{"lat":-33.87,"lon":151.21},"radius_m":50000,"sort":"rating"}"#, #"{"near":{"lat":-33.87,"lon":151.21},"radius_m":50000,"price_levels":[1,2]}"#] {
             let query = try nearbyQuery(body)
             #expect(!fromMemory.answersFromMemory(query))
             #expect(try fromMemory.nearby(query) == index.queries.nearby(query), "\(body)")
         }
-        #expect(fromMemory.answersFromMemory(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":50000,"categories":[]}"#)))
+        #expect(fromMemory.answersFromMemory(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":50000,"categories":[]}"#)))
     }
 
     /// The copy takes a transaction's changes once it has committed, never when it rolled back;
@@ -430,7 +437,7 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         let (index, memory) = try Self.indexAndCopy(seed: 47)
         var fromMemory = index.queries
         fromMemory.memory = memory
-        let query = try nearbyQuery(#"{"lat":51.5,"lon":-0.12,"radius_m":50000,"limit":3}"#)
+        let query = try nearbyQuery(#"{"near":{"lat":51.5,"lon":-0.12},"radius_m":50000,"limit":3}"#)
         let before = try fromMemory.nearby(query)
         #expect(try JSONDecoder().decode(SearchPage.self, from: before).hits.count == 3)
         // A new nearest place, in a transaction that is rolled back, then in one that commits.

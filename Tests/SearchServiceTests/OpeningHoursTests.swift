@@ -29,8 +29,8 @@ import Testing
                                             popularity: 1, openingHours: always, description: nil, timezone: "Australia/Sydney"), index.db)
         try SearchIndex.upsert(IndexedPlace(id: 2, name: "No Hours Known", category: "cafe", lat: -33.87, lon: 151.2101, address: nil, priceLevel: nil,
                                             popularity: 1, openingHours: nil, description: nil, timezone: "Australia/Sydney"), index.db)
-        let all = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":500}"#))
-        let open = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.87,"lon":151.21,"radius_m":500,"open_now":true}"#))
+        let all = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":500}"#))
+        let open = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":500,"open_now":true}"#))
         #expect(all.hits.map(\.id) == [1, 2] && open.hits.map(\.id) == [1])
         let text = try TextQueries(db: index.db).search(try textQuery(#"{"q":"open","open_now":true}"#))
         #expect(text.hits.map(\.id) == [1])

@@ -54,8 +54,8 @@ import TestSupport
 
     /// The ids of every sort by popularity: nearby, viewport, text (with and without a point).
     func byPopularity(_ index: TestIndex) throws -> [[Int64]] {
-        let near = try index.queries.nearbyPage(try nearbyQuery(#"{"lat":-33.86,"lon":151.21,"radius_m":5000,"sort":"popularity"}"#))
-        let box = try index.queries.viewport(try viewportQuery(#"{"south":-33.9,"west":151.1,"north":-33.8,"east":151.3}"#))
+        let near = try index.queries.nearbyPage(try nearbyQuery(#"{"near":{"lat":-33.86,"lon":151.21},"radius_m":5000,"sort":"popularity"}"#))
+        let box = try index.queries.viewport(try viewportQuery(#"{"bbox":{"south":-33.9,"west":151.1,"north":-33.8,"east":151.3}}"#))
         let text = TextQueries(db: index.db)
         let words = try text.search(try textQuery(#"{"q":"nsw ","sort":"popularity"}"#))
         let wordsNear = try text.search(try textQuery(#"{"q":"nsw ","near":{"lat":-33.86,"lon":151.21},"radius_m":5000,"sort":"popularity"}"#))
@@ -68,7 +68,7 @@ import TestSupport
         // The bar, saved by 120 travellers and visited by 40 lately: 93.31, first.
         try index.count(3, saves: 120, visits: 40)
         #expect(try byPopularity(index) == Array(repeating: [3, 1, 2], count: 4))
-        let hits = try index.queries.viewport(try viewportQuery(#"{"south":-33.9,"west":151.1,"north":-33.8,"east":151.3}"#)).hits
+        let hits = try index.queries.viewport(try viewportQuery(#"{"bbox":{"south":-33.9,"west":151.1,"north":-33.8,"east":151.3}}"#)).hits
         #expect(hits.map(\.popularity) == [80, 90, 85])
         // One traveller saves and visits the museum (87.08): not past the garden.
         try index.count(2, saves: 1, visits: 1)

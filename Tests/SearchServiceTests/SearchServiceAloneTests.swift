@@ -133,7 +133,7 @@ final class SearchFixture {
 @Suite(.serialized) struct SearchServiceAloneTests {
     @Test func followsTheCatalogAndSocialEvents() throws {
         let f = try SearchFixture()
-        let opera = #"{"lat":-33.8568,"lon":151.2153,"radius_m":500}"#
+        let opera = #"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":500}"#
         try f.place(1, name: "Opera Bar", lat: -33.8570, lon: 151.2150, category: "bar")
         #expect(try f.eventually(opera) { $0.hits.map(\.name) == ["Opera Bar"] })
         #expect(try f.nearby(opera).hits.first?.distanceM.map { $0 > 0 && $0 < 100 } == true)
@@ -141,25 +141,25 @@ final class SearchFixture {
         // Moved away: gone from here, found there.
         try f.place(1, name: "Opera Bar", lat: -33.9, lon: 151.0, category: "bar")
         #expect(try f.eventually(opera) { $0.hits.isEmpty })
-        #expect(try f.nearby(#"{"lat":-33.9,"lon":151.0,"radius_m":10}"#).hits.count == 1)
+        #expect(try f.nearby(#"{"near":{"lat":-33.9,"lon":151.0},"radius_m":10}"#).hits.count == 1)
 
         // Ratings from social.
         _ = try f.socialClient.call("fake.emit", FakeEmit(type: "social.rating.updated", key: "1", body: #"{"place_id":1,"average":4.25,"count":8}"#), as: Int64.self)
-        #expect(try f.eventually(#"{"lat":-33.9,"lon":151.0,"radius_m":10,"min_rating":4}"#) { $0.hits.first?.rating == 4.25 && $0.hits.first?.reviewCount == 8 })
+        #expect(try f.eventually(#"{"near":{"lat":-33.9,"lon":151.0},"radius_m":10,"min_rating":4}"#) { $0.hits.first?.rating == 4.25 && $0.hits.first?.reviewCount == 8 })
 
         try f.deletePlace(1)
-        #expect(try f.eventually(#"{"lat":-33.9,"lon":151.0,"radius_m":10}"#) { $0.hits.isEmpty })
+        #expect(try f.eventually(#"{"near":{"lat":-33.9,"lon":151.0},"radius_m":10}"#) { $0.hits.isEmpty })
     }
 
     @Test func aSearchThatWasDownCatchesUpOnEveryPlaceOnce() throws {
         let f = try SearchFixture()
         try f.place(1, name: "First", lat: -33.87, lon: 151.21)
-        #expect(try f.eventually(#"{"lat":-33.87,"lon":151.21,"radius_m":10}"#) { $0.hits.count == 1 })
+        #expect(try f.eventually(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":10}"#) { $0.hits.count == 1 })
         f.stopSearch()
         for i in 2...1_000 { try f.place(i, name: "P\(i)", lat: -33.87 + Double(i % 40) * 1e-3, lon: 151.21 + Double(i / 40) * 1e-3) }
         try f.startSearch()
         var ids: [Int64] = []
-        let area = #"{"lat":-33.85,"lon":151.22,"radius_m":10000,"limit":50"#
+        let area = #"{"near":{"lat":-33.85,"lon":151.22},"radius_m":10000,"limit":50"#
         var caughtUp = false
         for _ in 0..<200 where !caughtUp {
             let stats = try f.searchClient?.call("sys.stats", Empty(), as: SubscriberCheck.self)
@@ -183,11 +183,11 @@ extension SearchServiceAloneTests {
         let f = try SearchFixture()
         for i in 1...50 { try f.place(i, name: "P\(i)", lat: -33.87 + Double(i) * 1e-4, lon: 151.21) }
         try f.deletePlace(7)
-        #expect(try f.eventually(#"{"lat":-33.87,"lon":151.21,"radius_m":2000,"limit":50}"#) { $0.hits.count == 49 })
+        #expect(try f.eventually(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":2000,"limit":50}"#) { $0.hits.count == 49 })
         f.stopSearch()
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: f.folder + "/search.sqlite" + suffix) }
         try f.startSearch()
-        #expect(try f.eventually(#"{"lat":-33.87,"lon":151.21,"radius_m":2000,"limit":50}"#) { page in
+        #expect(try f.eventually(#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":2000,"limit":50}"#) { page in
             page.hits.count == 49 && !page.hits.contains { $0.id == 7 }
         })
     }
@@ -199,7 +199,7 @@ extension SearchServiceAloneTests {
     @Test func socialEventsOtherThanRatingsAreIgnored() throws {
         let f = try SearchFixture()
         try f.place(1, name: "Opera Bar", lat: -33.8570, lon: 151.2150, category: "bar")
-        let here = #"{"lat":-33.8570,"lon":151.2150,"radius_m":10}"#
+        let here = #"{"near":{"lat":-33.8570,"lon":151.2150},"radius_m":10}"#
         func emit(_ type: String, _ body: String) throws -> Int64 {
             try f.socialClient.call("fake.emit", FakeEmit(type: type, key: "\(type) \(body)", body: body), as: Int64.self)
         }
@@ -247,7 +247,7 @@ extension SearchServiceAloneTests {
     /// `sort: popularity`, also those that come before their place.
     @Test func favoritesCountsReorderPopularity() throws {
         let f = try SearchFixture()
-        let popular = #"{"lat":-33.86,"lon":151.21,"radius_m":5000,"sort":"popularity"}"#
+        let popular = #"{"near":{"lat":-33.86,"lon":151.21},"radius_m":5000,"sort":"popularity"}"#
         try f.place(1, name: "Garden", lat: -33.8642, lon: 151.2166, category: "park", popularity: 90)
         try f.place(2, name: "Museum", lat: -33.8599, lon: 151.2090, category: "museum", popularity: 85)
         #expect(try f.eventually(popular) { $0.hits.map(\.id) == [1, 2] })
@@ -266,7 +266,7 @@ extension SearchServiceAloneTests {
     /// lacks are forgotten, those it has are blended.
     @Test func aRebuildFromTheFavoritesSnapshotReplacesTheCounts() throws {
         let f = try SearchFixture()
-        let popular = #"{"lat":-33.86,"lon":151.21,"radius_m":5000,"sort":"popularity"}"#
+        let popular = #"{"near":{"lat":-33.86,"lon":151.21},"radius_m":5000,"sort":"popularity"}"#
         try f.place(1, name: "Garden", lat: -33.8642, lon: 151.2166, category: "park", popularity: 90)
         try f.place(2, name: "Museum", lat: -33.8599, lon: 151.2090, category: "museum", popularity: 85)
         try f.place(3, name: "Bar", lat: -33.8572, lon: 151.2142, category: "bar", popularity: 80)

@@ -39,11 +39,11 @@ import TestSupport
         #expect(try text(f, #"{"q":"water"}"#).hits.map(\.kind) == [.tour])
 
         // On the wire: the tour's own id and its kind, whichever path wrote the hit.
-        let nearbyWire = try #require(f.searchClient).request(type: "search.nearby", body: Data(#"{"lat":-33.8568,"lon":151.2153,"radius_m":100,"categories":["itinerary"]}"#.utf8))
+        let nearbyWire = try #require(f.searchClient).request(type: "search.nearby", body: Data(#"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":100,"categories":["itinerary"]}"#.utf8))
         let wire = try #require(try JSONSerialization.jsonObject(with: nearbyWire.envelope) as? [String: Any])
         let wireHits = try #require((wire["body"] as? [String: Any])?["hits"] as? [[String: Any]])
         #expect(wireHits.count == 1 && wireHits[0]["id"] as? Int == 7 && wireHits[0]["kind"] as? String == "tour")
-        #expect(try f.nearby(#"{"lat":-33.8568,"lon":151.2153,"radius_m":100,"exclude_categories":["itinerary"]}"#).hits.map(\.kind) == [.place])
+        #expect(try f.nearby(#"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":100,"exclude_categories":["itinerary"]}"#).hits.map(\.kind) == [.place])
 
         // Autocomplete says which it suggests.
         let suggestions = try #require(f.searchClient).call("search.autocomplete", AutocompleteQuery(prefix: "harbour w", near: nil, limit: 5), as: Suggestions.self)

@@ -93,12 +93,12 @@ import Testing
         let ann = try discoverable(f, "ann"), ben = try discoverable(f, "ben")
         try f.visited(ann, place: 1)  // the Opera House
         try f.visited(ben, place: 2)  // Bondi, 6 km away
-        let opera = #""lat":-33.8568,"lon":151.2153"#
-        #expect(try f.eventually { try people(f, #"{"lat":-33.8908,"lon":151.2743,"radius_m":200}"#, as: me) == [Int(ben)] })
+        let opera = #""near":{"lat":-33.8568,"lon":151.2153}"#
+        #expect(try f.eventually { try people(f, #"{"near":{"lat":-33.8908,"lon":151.2743},"radius_m":200}"#, as: me) == [Int(ben)] })
         #expect(try people(f, #"{\#(opera),"radius_m":2000}"#, as: me) == [Int(ann)])
         // 600 m from the Opera House: in a 700 m circle, not in a 500 m one (the R*Tree box is cut to the circle).
-        #expect(try people(f, #"{"lat":-33.8622,"lon":151.2153,"radius_m":700}"#, as: me) == [Int(ann)])
-        #expect(try people(f, #"{"lat":-33.8622,"lon":151.2153,"radius_m":500}"#, as: me).isEmpty)
+        #expect(try people(f, #"{"near":{"lat":-33.8622,"lon":151.2153},"radius_m":700}"#, as: me) == [Int(ann)])
+        #expect(try people(f, #"{"near":{"lat":-33.8622,"lon":151.2153},"radius_m":500}"#, as: me).isEmpty)
     }
 
     @Test func onlyDiscoverableUsersAreEverListed() throws {
@@ -132,38 +132,40 @@ import Testing
     @Test func anonymousCallersAreRefusedBeforeAnythingElse() throws {
         let f = try SocialFixture(favorites: true)
         #expect(f.error("social.people_at", #"{"place_id":1}"#) == ServiceError(.unauthenticated, "social.people_at needs a signed-in user"))
-        #expect(f.error("social.people_at", #"{"lat":999}"#) == ServiceError(.unauthenticated, "social.people_at needs a signed-in user"))
+        #expect(f.error("social.people_at", #"{"near":{"lat":999}}"#) == ServiceError(.unauthenticated, "social.people_at needs a signed-in user"))
         #expect(f.error("social.people_at", #"{"place_id":1}"#, as: 4242) == ServiceError(.unauthenticated, "no user with id 4242"))
     }
 
     @Test func hostileRequestsNameTheirField() throws {
         let f = try SocialFixture(favorites: true)
         let me = try f.register("mia")
+        let radius = "must be a number in [200, 2000]"
         let cases: [(String, ServiceError)] = [
-            ("{}", .invalid("place_id", "give place_id, or lat, lon and radius_m")),
-            (#"{"place_id":1,"lat":1}"#, .invalid("place_id", "give place_id, or lat, lon and radius_m, not both")),
-            (#"{"place_id":0}"#, .invalid("place_id", "must be a positive place id")),
-            (#"{"place_id":-5}"#, .invalid("place_id", "must be a positive place id")),
-            (#"{"lon":1,"radius_m":10}"#, .invalid("lat", "missing required field lat")),
-            (#"{"lat":1,"radius_m":10}"#, .invalid("lon", "missing required field lon")),
-            (#"{"lat":1,"lon":1}"#, .invalid("radius_m", "missing required field radius_m")),
-            (#"{"lat":1,"lon":1,"radius_m":2000.5}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
-            (#"{"lat":1,"lon":1,"radius_m":0}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
-            (#"{"lat":1,"lon":1,"radius_m":-1}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
-            (#"{"lat":1,"lon":1,"radius_m":1e308,"limit":5}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
-            (#"{"lat":1,"lon":1,"radius_m":1e-320}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
-            (#"{"lat":1,"lon":1,"radius_m":199.9}"#, .invalid("radius_m", "must be at least 200 and at most 2000 metres")),
-            (#"{"lat":1e308,"lon":1,"radius_m":200}"#, .invalid("lat", "must be a number in [-90, 90]")),
-            (#"{"lat":1,"lon":-180.5,"radius_m":200}"#, .invalid("lon", "must be a number in [-180, 180]")),
+            ("{}", .invalid("place_id", "give place_id, or near and radius_m")),
+            (#"{"place_id":1,"near":{"lat":1,"lon":1}}"#, .invalid("place_id", "give place_id, or near and radius_m, not both")),
+            (#"{"place_id":0}"#, .invalid("place_id", "must be 1 or more")),
+            (#"{"place_id":-5}"#, .invalid("place_id", "must be 1 or more")),
+            (#"{"radius_m":200}"#, .invalid("near", "missing required field near")),
+            (#"{"near":{"lat":1},"radius_m":200}"#, .invalid("near.lon", "missing required field near.lon")),
+            (#"{"near":{"lat":1,"lon":1}}"#, .invalid("radius_m", "missing required field radius_m")),
+            (#"{"near":{"lat":1,"lon":1},"radius_m":2000.5}"#, .invalid("radius_m", radius)),
+            (#"{"near":{"lat":1,"lon":1},"radius_m":0}"#, .invalid("radius_m", radius)),
+            (#"{"near":{"lat":1,"lon":1},"radius_m":-1}"#, .invalid("radius_m", radius)),
+            (#"{"near":{"lat":1,"lon":1},"radius_m":1e308,"limit":5}"#, .invalid("radius_m", radius)),
+            (#"{"near":{"lat":1,"lon":1},"radius_m":1e-320}"#, .invalid("radius_m", radius)),
+            (#"{"near":{"lat":1,"lon":1},"radius_m":199.9}"#, .invalid("radius_m", radius)),
+            (#"{"near":{"lat":1e308,"lon":1},"radius_m":200}"#, .invalid("near.lat", "must be a number in [-90, 90]")),
+            (#"{"near":{"lat":1,"lon":-180.5},"radius_m":200}"#, .invalid("near.lon", "must be a number in [-180, 180]")),
+            (#"{"lat":1,"lon":1,"radius_m":200}"#, .invalid("lat", "unknown parameter 'lat'; did you mean 'near'?")),
             (#"{"place_id":1,"limit":51}"#, .invalid("limit", "must be 1 to 50")),
             (#"{"place_id":1,"limit":0}"#, .invalid("limit", "must be 1 to 50")),
         ]
         for (body, expected) in cases {
             #expect(f.error("social.people_at", body, as: me) == expected, "\(body)")
         }
-        #expect(f.error("social.people_at", #"{"lat":91,"lon":1,"radius_m":10}"#, as: me)?.field == "lat")
-        #expect(f.error("social.people_at", #"{"lat":1,"lon":-180.5,"radius_m":10}"#, as: me)?.field == "lon")
-        #expect(f.error("social.people_at", #"{"lat":"north","lon":1,"radius_m":10}"#, as: me)?.field == "lat")
+        #expect(f.error("social.people_at", #"{"near":{"lat":91,"lon":1},"radius_m":200}"#, as: me)?.field == "near.lat")
+        #expect(f.error("social.people_at", #"{"near":{"lat":1,"lon":-180.5},"radius_m":200}"#, as: me)?.field == "near.lon")
+        #expect(f.error("social.people_at", #"{"near":{"lat":"north","lon":1},"radius_m":200}"#, as: me)?.field == "near.lat")
         #expect(f.error("social.people_at", #"{"place_id":"1 OR 1=1"}"#, as: me)?.field == "place_id")
     }
 
@@ -228,10 +230,10 @@ import Testing
         // A circle takes its own radius: ben, 300 m away, is in a 500 m one; the latest position first.
         f.clock.advance(1)
         try f.call("groups.position", #"{"lat":-33.8595,"lon":151.2153}"#, as: ben)
-        #expect(try people(f, #"{"lat":-33.8568,"lon":151.2153,"radius_m":500}"#, as: mia) == [Int(ben), Int(ann), Int(cat)])
+        #expect(try people(f, #"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":500}"#, as: mia) == [Int(ben), Int(ann), Int(cat)])
         // Ten minutes on, a position is no longer "now".
         f.clock.advance(601)
-        #expect(try people(f, #"{"lat":-33.8568,"lon":151.2153,"radius_m":500}"#, as: mia) == [Int(cat)])
+        #expect(try people(f, #"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":500}"#, as: mia) == [Int(cat)])
         // One who stops being discoverable has their position dropped (no group keeps it).
         try f.call("groups.position", #"{"lat":-33.8577,"lon":151.2153}"#, as: ann)
         #expect(try people(f, #"{"place_id":1}"#, as: mia) == [Int(ann), Int(cat)])
@@ -250,7 +252,7 @@ import Testing
         #expect(try f.eventually { try people(f, #"{"place_id":3}"#, as: mia).count == 3 })
         try f.call("social.block", #"{"user_id":\#(ann)}"#, as: mia)  // mia blocks ann
         try f.call("social.block", #"{"user_id":\#(mia)}"#, as: ben)  // ben blocks mia
-        for json in [#"{"place_id":3}"#, #"{"lat":-33.8612,"lon":151.2111,"radius_m":200}"#] {
+        for json in [#"{"place_id":3}"#, #"{"near":{"lat":-33.8612,"lon":151.2111},"radius_m":200}"#] {
             #expect(try people(f, json, as: mia) == [Int(cat)], "\(json)")
             #expect(try !people(f, json, as: ann).contains(Int(mia)), "\(json)")
             #expect(try !people(f, json, as: ben).contains(Int(mia)), "\(json)")
@@ -284,8 +286,8 @@ import Testing
         try f.call("groups.position", #"{"lat":-33.8569,"lon":151.2151}"#, as: ann)
         try f.call("groups.position", #"{"lat":-33.8561,"lon":151.2159}"#, as: ben)
         // The smallest circle is 200 m.
-        #expect(f.error("social.people_at", #"{"lat":-33.8569,"lon":151.2151,"radius_m":1e-320}"#, as: mia)
-            == .invalid("radius_m", "must be at least 200 and at most 2000 metres"))
+        #expect(f.error("social.people_at", #"{"near":{"lat":-33.8569,"lon":151.2151},"radius_m":1e-320}"#, as: mia)
+            == .invalid("radius_m", "must be a number in [200, 2000]"))
         // Circles moved step by step across them, north-south and east-west: whatever the
         // centre, both or neither are there, so no answer tells one point of the cell from another.
         var both = 0, neither = 0
@@ -296,7 +298,7 @@ import Testing
             centres.append((lat: -33.8565, lon: 151.2155 + k * 0.0004))
         }
         for (lat, lon) in centres {
-            let listed = try people(f, #"{"lat":\#(lat),"lon":\#(lon),"radius_m":200}"#, as: mia)
+            let listed = try people(f, #"{"near":{"lat":\#(lat),"lon":\#(lon)},"radius_m":200}"#, as: mia)
             #expect(listed.contains(Int(ann)) == listed.contains(Int(ben)), "\(lat), \(lon): \(listed)")
             if listed.count == 2 { both += 1 } else if listed.isEmpty { neither += 1 }
         }
@@ -306,13 +308,13 @@ import Testing
     @Test func thirtyCallsAMinuteAtMost() throws {
         let f = try SocialFixture()
         let rex = try f.register("rex"), mia = try f.register("mia")
-        for _ in 0..<30 { try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: rex) }
-        #expect(f.error("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: rex)
+        for _ in 0..<30 { try f.call("social.people_at", #"{"near":{"lat":1,"lon":1},"radius_m":200}"#, as: rex) }
+        #expect(f.error("social.people_at", #"{"near":{"lat":1,"lon":1},"radius_m":200}"#, as: rex)
             == ServiceError(.rateLimited, "at most 30 people_at calls a minute; try again in a moment"))
         // Each caller their own.
-        try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: mia)
+        try f.call("social.people_at", #"{"near":{"lat":1,"lon":1},"radius_m":200}"#, as: mia)
         f.clock.advance(60)
-        try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: rex)
+        try f.call("social.people_at", #"{"near":{"lat":1,"lon":1},"radius_m":200}"#, as: rex)
     }
 
     @Test func moreMeansOnlyThatPeopleWereLeftOut() throws {
@@ -321,7 +323,7 @@ import Testing
         let ann = try discoverable(f, "ann"), ben = try discoverable(f, "ben")
         try f.call("groups.position", #"{"lat":1,"lon":1}"#, as: ann)
         try f.call("groups.position", #"{"lat":1,"lon":1}"#, as: ben)
-        #expect(try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200,"limit":1}"#, as: mia)["more"] as? Bool == true)
-        #expect(try f.call("social.people_at", #"{"lat":1,"lon":1,"radius_m":200}"#, as: mia)["more"] as? Bool == false)
+        #expect(try f.call("social.people_at", #"{"near":{"lat":1,"lon":1},"radius_m":200,"limit":1}"#, as: mia)["more"] as? Bool == true)
+        #expect(try f.call("social.people_at", #"{"near":{"lat":1,"lon":1},"radius_m":200}"#, as: mia)["more"] as? Bool == false)
     }
 }

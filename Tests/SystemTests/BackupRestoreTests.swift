@@ -21,7 +21,7 @@ import TestSupport
         var places: [Int: String] = [:]
         var cursor: String?
         for page in 0..<100 {
-            let params = #"{"south":-34,"west":151,"north":-33.7,"east":151.3,"limit":50"# + (cursor.map { #","cursor":"\#($0)"}"# } ?? "}")
+            let params = #"{"bbox":{"south":-34,"west":151,"north":-33.7,"east":151.3},"limit":50"# + (cursor.map { #","cursor":"\#($0)"}"# } ?? "}")
             let reply = json(c.call(#"{"jsonrpc":"2.0","id":\#(page),"method":"search.viewport","params":\#(params)}"#))
             let result = reply["result"] as? [String: Any]
             for hit in (result?["hits"] as? [[String: Any]]) ?? [] {

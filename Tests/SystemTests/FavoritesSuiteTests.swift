@@ -45,7 +45,7 @@ import TestSupport
         #expect(tablet.rpc("subscribe", #"{"topics":["favorites.changed"]}"#).succeeded)
 
         // Search ranks by popularity: before any save, the Lookout (1.5) comes first.
-        let popular = #"{"lat":-33.8568,"lon":151.2153,"radius_m":1000,"sort":"popularity"}"#
+        let popular = #"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":1000,"sort":"popularity"}"#
         func first() -> Int? { ((json(phone.rpc("search.nearby", popular).line)["result"] as? [String: Any])?["hits"] as? [[String: Any]])?.first?["id"] as? Int }
         #expect(Self.eventually { first() != nil } && first() == lookout)
 

@@ -55,7 +55,7 @@ func sameJSON(_ expected: String, _ actual: String) -> Bool {
         // Wait (bounded) until search has indexed all of them.
         var indexed = 0
         for _ in 0..<200 where indexed < fixture.count {
-            let reply = json(c.call(#"{"jsonrpc":"2.0","id":0,"method":"search.viewport","params":{"south":-34,"west":151,"north":-33.5,"east":151.5,"limit":50}}"#))
+            let reply = json(c.call(#"{"jsonrpc":"2.0","id":0,"method":"search.viewport","params":{"bbox":{"south":-34,"west":151,"north":-33.5,"east":151.5},"limit":50}}"#))
             indexed = ((reply["result"] as? [String: Any])?["hits"] as? [Any])?.count ?? 0
             if indexed < fixture.count { usleep(50_000) }
         }

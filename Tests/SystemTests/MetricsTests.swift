@@ -79,7 +79,7 @@ enum Promtool {
         for _ in 0..<100 where !(connection.call(#"{"jsonrpc":"2.0","id":0,"method":"help"}"#) ?? "").contains("search.nearby") { usleep(50_000) }
         for id in 1...3 { #expect(connection.rpc("catalog.get", #"{"id":\#(id == 3 ? 1 : id)}"#).succeeded, "catalog.get \(id)") }
         #expect(connection.rpc("catalog.get", #"{"id":999}"#).errorCode == "not_found")
-        #expect(connection.rpc("search.nearby", #"{"lat":-33.9,"lon":151.1,"radius_m":5000}"#).succeeded)
+        #expect(connection.rpc("search.nearby", #"{"near":{"lat":-33.9,"lon":151.1},"radius_m":5000}"#).succeeded)
         // Methods no table lists count as one label, wherever they come from: the gateway
         // answers undeclared ones itself, and a service those sent to it on the bus.
         #expect(connection.rpc("no.such.method").errorCode == "not_found")

@@ -45,7 +45,7 @@ import TestSupport
         // The reporting phone listens too, but has its alerts in the answer: no push for it.
         #expect(benReporting.rpc("subscribe", #"{"topics":["notify.alert"]}"#).succeeded)
         // Anyone reads the form; a client that is not signed in cannot report.
-        #expect(try GatewayConnection(port: suite.port).rpc("annotations.form", #"{"lat":-33.8568,"lon":151.2153}"#).succeeded)
+        #expect(try GatewayConnection(port: suite.port).rpc("annotations.form", #"{"near":{"lat":-33.8568,"lon":151.2153}}"#).succeeded)
         #expect(try GatewayConnection(port: suite.port).rpc("notify.location", #"{"lat":-33.8568,"lon":151.2153}"#).failure?.data?.code == "unauthenticated")
 
         // Ann posts; Ben reports there and hears the alert on his other connection. A push is

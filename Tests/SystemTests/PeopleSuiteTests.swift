@@ -26,7 +26,7 @@ import TestSupport
         // Opting in publishes her earlier visit: favorites hears social, social hears favorites.
         #expect(ann.rpc("profile.update", #"{"discoverable":true}"#).line.contains(#""discoverable":true"#))
         #expect(FavoritesSuiteTests.eventually { Self.people(viewer, #"{"place_id":\#(opera)}"#) == [annId] })
-        #expect(Self.people(viewer, #"{"lat":-33.8568,"lon":151.2153,"radius_m":500}"#) == [annId])
+        #expect(Self.people(viewer, #"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":500}"#) == [annId])
         // Unmarking it takes her out again; anonymous callers are refused by the gateway.
         #expect(ann.rpc("favorites.remove", #"{"place_id":\#(opera),"list":"visited"}"#).succeeded)
         #expect(FavoritesSuiteTests.eventually { Self.people(viewer, #"{"place_id":\#(opera)}"#) == [] })

@@ -19,7 +19,7 @@ import TestSupport
         let created = c.reply(#"{"jsonrpc":"2.0","id":1,"method":"catalog.create","params":{"name":"Circular Quay Wharf","category":"transport","lat":-33.8612,"lon":151.2111}}"#)
         let id = created.field("id", Int.self)
         #expect(id == 1)
-        let here = #"{"lat":-33.8612,"lon":151.2111,"radius_m":200}"#
+        let here = #"{"near":{"lat":-33.8612,"lon":151.2111},"radius_m":200}"#
         #expect(eventually(c, here) { $0.first?["name"] as? String == "Circular Quay Wharf" })
 
         _ = c.call(#"{"jsonrpc":"2.0","id":2,"method":"catalog.update","params":{"id":1,"name":"Circular Quay"}}"#)
@@ -28,14 +28,14 @@ import TestSupport
         _ = c.call(#"{"jsonrpc":"2.0","id":3,"method":"catalog.delete","params":{"id":1}}"#)
         #expect(eventually(c, here) { $0.isEmpty })
 
-        let bad = c.reply(#"{"jsonrpc":"2.0","id":4,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":60000}}"#)
+        let bad = c.reply(#"{"jsonrpc":"2.0","id":4,"method":"search.nearby","params":{"near":{"lat":0,"lon":0},"radius_m":60000}}"#)
         #expect(bad.failure?.data?.field == "radius_m")
         // Categories are checked against the catalog's list.
         let unknown = json(c.call(#"{"jsonrpc":"2.0","id":5,"method":"search.text","params":{"q":"quay","categories":["spaceship"]}}"#))
         let error = unknown["error"] as? [String: Any]
         #expect((error?["data"] as? [String: Any])?["field"] as? String == "categories")
         #expect((error?["message"] as? String)?.hasPrefix("unknown category 'spaceship'; known: attraction, bar") == true)
-        #expect(c.reply(#"{"jsonrpc":"2.0","id":6,"method":"search.nearby","params":{"lat":0,"lon":0,"radius_m":100,"exclude_categories":["museum"]}}"#).succeeded)
+        #expect(c.reply(#"{"jsonrpc":"2.0","id":6,"method":"search.nearby","params":{"near":{"lat":0,"lon":0},"radius_m":100,"exclude_categories":["museum"]}}"#).succeeded)
     }
 
     @Test func aSearchThatWasDownFindsTenThousandNewPlacesOnce() throws {
@@ -57,7 +57,7 @@ import TestSupport
             ids = []
             var cursor: String?
             for page in 0..<1_000 {
-                let params = #"{"south":-34,"west":151,"north":-33.7,"east":151.3,"limit":50"# + (cursor.map { #","cursor":"\#($0)"}"# } ?? "}")
+                let params = #"{"bbox":{"south":-34,"west":151,"north":-33.7,"east":151.3},"limit":50"# + (cursor.map { #","cursor":"\#($0)"}"# } ?? "}")
                 let reply = json(c.call(#"{"jsonrpc":"2.0","id":\#(page),"method":"search.viewport","params":\#(params)}"#))
                 let result = reply["result"] as? [String: Any]
                 ids += ((result?["hits"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? Int }

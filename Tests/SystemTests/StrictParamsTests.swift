@@ -40,7 +40,7 @@ import TestSupport
         let reply = line.rpc(Methods.Search.popular.name, #"{"lat":-33.86,"lon":151.21}"#)
         #expect(reply.failure?.data?.code == "invalid_argument" && reply.failure?.data?.field == "lat", "\(reply)")
         #expect(reply.failure?.message == "unknown parameter 'lat'; did you mean 'near'?", "\(reply)")
-        let nearby = line.rpc(Methods.Search.nearby.name, #"{"lat":-33.86,"lon":151.21,"radius_m":500,"limt":5}"#)
+        let nearby = line.rpc(Methods.Search.nearby.name, #"{"near":{"lat":-33.86,"lon":151.21},"radius_m":500,"limt":5}"#)
         #expect(nearby.failure?.message == "unknown parameter 'limt'; did you mean 'limit'?", "\(nearby)")
         // The same as a Redis client says it (README's example).
         let resp = try GatewayConnection(port: suite.port)

@@ -97,7 +97,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         #expect(counts?.reduce(0, +) == 249)
         let itineraries = ((categories["result"] as? [String: Any])?["categories"] as? [[String: Any]])?.first { $0["id"] as? String == "itinerary" }
         #expect(itineraries?["count"] as? Int == 3, "\(categories)")
-        let walk = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"tours.list","params":{"near":{"lat":-33.8915,"lon":151.2767,"radius_m":2000}}}"#))
+        let walk = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"tours.list","params":{"near":{"lat":-33.8915,"lon":151.2767},"radius_m":2000}}"#))
         let walks = (walk["result"] as? [String: Any])?["tours"] as? [[String: Any]]
         #expect(walks?.map { $0["name"] as? String } == ["Bondi to Coogee Coastal Walk"], "\(walk)")
         #expect((walks?.first?["stops"] as? [Any])?.count == 8)
@@ -174,7 +174,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         // The notify service runs with the shipped form, and the demo's annotations are live.
         let form = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"annotations.form","params":{"lang":"en"}}"#))
         #expect((form["result"] as? [String: Any])?["version"] != nil, "\(form)")
-        let nearby = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"annotations.nearby","params":{"lat":-33.8688,"lon":151.2093,"radius_m":10000}}"#))
+        let nearby = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"annotations.nearby","params":{"near":{"lat":-33.8688,"lon":151.2093},"radius_m":10000}}"#))
         #expect(((nearby["result"] as? [String: Any])?["annotations"] as? [Any])?.count == 5, "\(nearby)")
 
         // The first admin, made by the CLI from the endpoints `up` wrote, can write places.

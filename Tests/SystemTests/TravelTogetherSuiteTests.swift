@@ -137,10 +137,10 @@ import TestSupport
         #expect(!cid.rpc("groups.get", #"{"group_id":\#(group)}"#).line.contains(#""username":"ann""#))
         #expect(!ann.rpc("groups.map", #"{"group_id":\#(group)}"#).line.contains(#""user_id":\#(cidId)"#))
         #expect(!cid.rpc("groups.map", #"{"group_id":\#(group)}"#).line.contains(#""user_id":\#(annId)"#))
-        #expect(!ann.rpc("social.people_at", #"{"lat":-33.7120,"lon":150.3110,"radius_m":500}"#).line.contains(#""username":"cid""#))
-        #expect(!cid.rpc("social.people_at", #"{"lat":-33.7120,"lon":150.3110,"radius_m":500}"#).line.contains(#""username":"ann""#))
+        #expect(!ann.rpc("social.people_at", #"{"near":{"lat":-33.7120,"lon":150.3110},"radius_m":500}"#).line.contains(#""username":"cid""#))
+        #expect(!cid.rpc("social.people_at", #"{"near":{"lat":-33.7120,"lon":150.3110},"radius_m":500}"#).line.contains(#""username":"ann""#))
         // Ben still sees both of them near.
-        let benSees = ben.rpc("social.people_at", #"{"lat":-33.7120,"lon":150.3110,"radius_m":500}"#).line
+        let benSees = ben.rpc("social.people_at", #"{"near":{"lat":-33.7120,"lon":150.3110},"radius_m":500}"#).line
         #expect(benSees.contains(#""username":"ann""#) && benSees.contains(#""username":"cid""#), "\(benSees)")
         // The blocker must unblock before messaging; then they talk again.
         #expect(ann.rpc("chat.send", #"{"to":"user:\#(cidId)","text":"hi","client_msg_id":"a-2"}"#).failure?.data?.code == "conflict")
@@ -163,7 +163,7 @@ extension TravelTogetherSuiteTests {
             ("groups.follow", #"{"group_id":1,"user_id":1}"#), ("social.block", #"{"user_id":1}"#), ("social.unblock", #"{"user_id":1}"#),
             ("social.blocks", "{}"), ("chat.send", #"{"to":"user:1","text":"x","client_msg_id":"1"}"#),
             ("chat.history", #"{"conversation":"user:1"}"#), ("chat.conversations", "{}"), ("chat.read", #"{"conversation":"user:1","up_to":1}"#),
-            ("social.people_at", #"{"lat":1,"lon":1,"radius_m":100}"#), ("profile.photo.upload.begin", "{}"),
+            ("social.people_at", #"{"near":{"lat":1,"lon":1},"radius_m":100}"#), ("profile.photo.upload.begin", "{}"),
             ("profile.photo.upload.append", #"{"upload_id":"x","chunk":"AA=="}"#), ("profile.photo.upload.commit", #"{"upload_id":"x"}"#),
             ("profile.photo.delete", "{}"),
         ]
