@@ -6,6 +6,8 @@ import Bus
 extension Methods.Gateway {
     public static let ping = Method<Empty, String>("ping", .gateway, .anyone, .read, "liveness of the gateway itself")
     public static let help = Method<Empty, GatewayHelp>("help", .gateway, .anyone, .read, "every method with a one-line description")
+    public static let discover = Method<Empty, OpenRPCDocument>("rpc.discover", .gateway, .anyone, .read,
+        "this API's OpenRPC 1.3 document: every method, its params, result and errors (Protocols/openrpc.json)")
     public static let status = Method<Empty, GatewayStatus>("gateway.status", .gateway, .anyone, .read,
         "each backend: up or down, latency, last error; open client connections")
     public static let subscribe = Method<TopicsRequest, TopicsHeard>("subscribe", .gateway, .user, .read,
@@ -41,7 +43,7 @@ extension Methods.System {
 extension Methods {
     /// The gateway's built-ins, in the order `help` lists them.
     static let gatewayOwned: [any DeclaresMethod] = [
-        Methods.Gateway.ping, Methods.Gateway.help, Methods.Gateway.status,
+        Methods.Gateway.ping, Methods.Gateway.help, Methods.Gateway.discover, Methods.Gateway.status,
         Methods.Auth.resume, Methods.Gateway.subscribe, Methods.Gateway.unsubscribe,
     ]
 

@@ -137,7 +137,7 @@ extension Methods.Social {
     public static let blocks = Method<ListBlocks, UserPage>("social.blocks", .social, .user, .read,
         "the users you block, newest first, paged")
     public static let peopleAt = Method<PeopleAtRequest, PeopleHere>("social.people_at", .social, .user, .read,
-        "discoverable people at a place now or who visited it: place_id, or lat, lon and radius_m (at most 2000)",
+        "discoverable people at a place now or who visited it: place_id, or near and radius_m (200 to 2000)",
         errors: [
             .rateLimited(nil, "more than 30 calls in a minute"),
             .notFound("place_id", "no place has this id"),

@@ -276,6 +276,9 @@ final class ClientSession {
         queuedPushes.removeFirst(taken)
     }
 
+    /// The params of RESP's `psubscribe` and `punsubscribe`: `{"patterns":[…]}`.
+    static let patternsShape = Schema.object(ObjectSchema([.init("patterns", .array(of: .string(StringBounds()), items: CountBounds()), required: false)]))
+
     /// The methods the session answers itself: `subscribe`, `unsubscribe` and RESP's pattern forms.
     static let subscriptionMethods: Set<String> = [Methods.Gateway.subscribe.name, Methods.Gateway.unsubscribe.name, "psubscribe", "punsubscribe"]
 
@@ -321,6 +324,12 @@ final class ClientSession {
     /// repeats kept (each is confirmed, as Redis does).
     static func names(_ params: Data, patterns: Bool) -> Result<[String], ServiceError> {
         let field = patterns ? "patterns" : "topics"
+        // Held to the declared shape first: a misspelt `topic` must not read as "all topics".
+        do {
+            try SchemaCheck.check(params, against: patterns ? patternsShape : (Dispatcher.builtInShapes[Methods.Gateway.unsubscribe.name] ?? .any))
+        } catch {
+            return .failure(error)
+        }
         guard let range = JSONSpan.member(field, in: params) else { return .success([]) }
         guard let elements = JSONSpan.elements(at: range, in: params) else { return .failure(ServiceError.invalid(field, "must be an array of names")) }
         guard elements.count <= maxTopics else { return .failure(ServiceError.invalid(field, "at most \(maxTopics) topics and patterns per connection")) }

@@ -77,7 +77,7 @@ final class Dispatcher: Sendable {
     }
 
     /// Answered at once, whoever is signed in and whatever waits for a sign-in.
-    static let immediate: Set<String> = [Methods.Gateway.ping.name, Methods.Gateway.help.name, Methods.Gateway.status.name]
+    static let immediate: Set<String> = [Methods.Gateway.ping.name, Methods.Gateway.help.name, Methods.Gateway.discover.name, Methods.Gateway.status.name]
 
     /// Answers a command: at once (returns the outcome) or later (returns nil and calls
     /// `completion` exactly once, on this thread or another). `token` is the connection's,
@@ -106,6 +106,16 @@ final class Dispatcher: Sendable {
     }
 
     private static let builtInNames = Set(Methods.owned(by: .gateway).map(\.name))
+    /// The params shapes of the built-ins but `ping`.
+    static let builtInShapes: [String: Schema] = Dictionary(uniqueKeysWithValues: Methods.owned(by: .gateway)
+        .filter { $0.name != Methods.Gateway.ping.name }
+        .map { method in
+            do {
+                return (method.name, try SchemaProbe.shape(of: method.params))
+            } catch {
+                preconditionFailure("\(method.name)'s params shape cannot be read: \(error)")
+            }
+        })
 
     private func route(_ call: Call, client: ClientKey, token connectionToken: String?,
                        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
@@ -116,9 +126,19 @@ final class Dispatcher: Sendable {
         // One deadline for everything the request takes: checking its token, then the service.
         let ceiling = limits.deadlineMilliseconds
         let deadline = Deadline(milliseconds: min(call.deadlineMilliseconds ?? ceiling, ceiling))
+        // The built-ins hold their params to their declared shapes, as the services do (`ping`
+        // keeps Redis's PING [message]).
+        if let shape = Dispatcher.builtInShapes[method] {
+            do {
+                try SchemaCheck.check(call.params, against: shape)
+            } catch {
+                return .failure(error)
+            }
+        }
         switch method {
         case Methods.Gateway.ping.name: return .pong
         case Methods.Gateway.help.name: return encoded(help())
+        case Methods.Gateway.discover.name: return .result(OpenRPC.document)
         case Methods.Gateway.status.name: return encoded(GatewayStatus(backends: backends.status(), connections: .init(open: connections.value, limit: limits.maxConnections)))
         case Methods.Auth.resume.name: return authenticator.resume(params: call.params, client: client, deadline: deadline, completion: completion)
         case Methods.Gateway.subscribe.name: return subscriber(connectionToken, client: client, deadline: deadline, completion: completion)

@@ -24,21 +24,7 @@ enum JSONRPC {
 
     /// The JSON-RPC code of an error from the closed set: the standard codes where they
     /// fit, otherwise one fixed code each in the server range -32000…-32099.
-    static func code(of error: ServiceError) -> Int {
-        switch error.code {
-        case .invalidArgument: invalidParams
-        case .notFound: error.field == "method" ? methodNotFound : -32001
-        case .alreadyExists: -32002
-        case .conflict: -32003
-        case .unauthenticated: -32004
-        case .permissionDenied: -32005
-        case .rateLimited: -32006
-        case .tooLarge: -32007
-        case .unavailable: -32008
-        case .deadlineExceeded: -32009
-        case .internal: internalError
-        }
-    }
+    static func code(of error: ServiceError) -> Int { OpenRPC.code(of: error.code, field: error.field) }
 
     /// Reads one request (a whole line, or one member of a batch) from `json`, which
     /// `StrictJSON` has checked: by span, so params are passed on as the bytes the client

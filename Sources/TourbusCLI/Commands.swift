@@ -6,7 +6,7 @@ import Sealing
 import Glibc
 #endif
 
-/// The `tourbus` command line: `up`, `call`, `admin`, `import`, `keys`, `probe`, `backup` and `restore`.
+/// The `tourbus` command line: `up`, `call`, `admin`, `import`, `keys`, `probe`, `backup`, `restore` and `openrpc`.
 public enum TourbusCommand {
     static let usage = """
         usage:
@@ -60,6 +60,9 @@ public enum TourbusCommand {
               put a backup back in place of a stopped service's database (DIR/NAME.sqlite),
               refused while anything has it open; its outbox gets a new epoch, so every
               subscriber rebuilds from it
+          tourbus openrpc
+              print the OpenRPC 1.3 document of every method a client may call through the
+              gateway (what rpc.discover answers; Protocols/openrpc.json)
           tourbus probe (--service ENDPOINT | --config FILE --name NAME) [--curve-key FILE]
                         [--server-key KEY] [--timeout-ms N]
               send sys.ping to a service; exit 0 if it answers within N ms (default 2000,
@@ -87,6 +90,9 @@ public enum TourbusCommand {
         case "import": return importCommand(rest)
         case "restore": return restore(rest)
         case "probe": return ProbeCommand.run(rest, environment: ProcessInfo.processInfo.environment)
+        case "openrpc" where rest.isEmpty:
+            FileHandle.standardOutput.write(OpenRPC.indentedDocument + Data("\n".utf8))
+            return 0
         case "help", "--help", "-h":
             print(usage)
             return 0

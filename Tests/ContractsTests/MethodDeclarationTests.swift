@@ -70,6 +70,28 @@ import Testing
         return true
     }
 
+    /// `Protocols/openrpc.json` is the document `rpc.discover` answers (indented): every
+    /// offered method and no other, its params closed and named. `TOURBUS_WRITE_OPENRPC=1`
+    /// writes the file anew.
+    @Test func theOpenRPCDocumentIsTheOneInProtocols() throws {
+        let file = packageRoot.appendingPathComponent("Protocols/openrpc.json")
+        let written = OpenRPC.indentedDocument + Data("\n".utf8)
+        if ProcessInfo.processInfo.environment["TOURBUS_WRITE_OPENRPC"] == "1" { try written.write(to: file) }
+        #expect(try Data(contentsOf: file) == written, "Protocols/openrpc.json differs from the declarations: run the test with TOURBUS_WRITE_OPENRPC=1")
+        let document = try #require(try JSONSerialization.jsonObject(with: OpenRPC.document) as? [String: Any])
+        let methods = try #require(document["methods"] as? [[String: Any]])
+        #expect(methods.compactMap { $0["name"] as? String } == Methods.offered.map(\.name))
+        #expect(!methods.contains { ($0["name"] as? String)?.hasPrefix("sys.") == true || $0["name"] as? String == Methods.Catalog.importApply.name })
+        let nearby = try #require(methods.first { $0["name"] as? String == Methods.Search.nearby.name })
+        let params = try #require(nearby["params"] as? [[String: Any]])
+        let near = try #require(params.first { $0["name"] as? String == "near" }?["schema"] as? [String: Any])
+        #expect(near["additionalProperties"] as? Bool == false && near["required"] as? [String] == ["lat", "lon"])
+        #expect(((near["properties"] as? [String: Any])?["lat"] as? [String: Any])?["maximum"] as? Double == 90)
+        #expect(params.contains { $0["name"] as? String == "token" && $0["required"] as? Bool == false })
+        let errors = try #require(nearby["errors"] as? [[String: Any]])
+        #expect(errors.contains { ($0["data"] as? [String: Any])?["code"] as? String == "invalid_argument" && $0["code"] as? Int == -32602 })
+    }
+
     /// Outside Contracts (and the tests), a method's name as a whole string literal would be a
     /// second place that says it: the code names the declaration instead. The undotted
     /// built-ins (`ping`, `help`, `subscribe`, `unsubscribe`) are also Redis's commands and the

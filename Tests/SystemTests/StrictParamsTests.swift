@@ -47,4 +47,25 @@ import TestSupport
         resp.send(GatewayConnection.resp([Methods.Search.popular.name, "lat", "-33.86", "lon", "151.21"]))
         #expect(resp.respReply() == "-INVALID_ARGUMENT lat: unknown parameter 'lat'; did you mean 'near'?")
     }
+
+    /// The gateway's own built-ins hold their params to their declared shapes too: a misspelt
+    /// `topics` no longer reads as "every topic", and dotted keys nest in RESP.
+    @Test func theBuiltInsRefuseWhatTheyDoNotDeclare() throws {
+        let suite = try SuiteFixture(withSearch: true)
+        let line = try GatewayConnection(port: suite.port)
+        let typo = line.rpc(Methods.Gateway.unsubscribe.name, #"{"topic":["alpha"]}"#)
+        #expect(typo.failure?.data?.field == "topic" && typo.failure?.message == "unknown parameter 'topic'; did you mean 'topics'?", "\(typo)")
+        let twice = line.rpc(Methods.Gateway.subscribe.name, #"{"topics":["a"],"topics":["b"]}"#)
+        #expect(twice.failure?.data?.field == "topics" && twice.failure?.message == "is given twice", "\(twice)")
+        let resume = line.rpc(Methods.Auth.resume.name, #"{"token":"x","user":"y"}"#)
+        #expect(resume.failure?.data?.field == "user", "\(resume)")
+        #expect(line.rpc(Methods.Gateway.status.name, #"{"verbose":1}"#).failure?.data?.field == "verbose")
+        #expect(line.rpc(Methods.Gateway.ping.name, #"{"message":"hi"}"#).failure == nil)
+        // RESP's dotted keys: the point is nested, and a member given whole and by parts is refused.
+        let resp = try GatewayConnection(port: suite.port)
+        resp.send(GatewayConnection.resp([Methods.Search.nearby.name, "near.lat", "-33.86", "near.lon", "151.21", "radius_m", "500", "limt", "5"]))
+        #expect(resp.respReply() == "-INVALID_ARGUMENT limt: unknown parameter 'limt'; did you mean 'limit'?")
+        resp.send(GatewayConnection.resp([Methods.Search.nearby.name, "near", #"{"lat":1,"lon":2}"#, "near.lat", "3", "radius_m", "500"]))
+        #expect(resp.respReply() == "-INVALID_ARGUMENT near: is given whole and by its members too (near.lat)")
+    }
 }
