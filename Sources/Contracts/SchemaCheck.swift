@@ -54,12 +54,13 @@ public enum SchemaCheck {
             guard isNumber(json) else { throw expected("an integer", json, path) }
             let literal = String(decoding: json, as: UTF8.self)
             // A whole number written with a fraction or an exponent (`4.0`, `1e1`) is one, as the
-            // decoder reads it; zeros after the point are read exactly, to the top of the range.
-            let whole = Int64(literal) ?? zeroFraction(literal).flatMap { Int64($0) }
-                ?? Double(literal).flatMap { $0 == $0.rounded(.towardZero) ? Int64(exactly: $0) : nil }
-            guard let value = whole else {
-                let fraction = Double(literal).map { $0.isFinite && $0 != $0.rounded(.towardZero) } ?? false
-                throw fault(path, fraction ? "expected an integer" : "number \(Echo.clip(literal, maxBytes: 40)) is out of range")
+            // decoder reads it; the literal is read exactly (`1e-400` is a fraction, not 0, and
+            // one past the end of the range is out of it, however it is written).
+            let value: Int64
+            switch DecimalLiteral(literal)?.integer {
+            case .whole(let whole): value = whole
+            case .fraction: throw fault(path, "expected an integer")
+            case .tooLarge, nil: throw fault(path, "number \(Echo.clip(literal, maxBytes: 40)) is out of range")
             }
             if let range = bounds.range, !range.contains(value) {
                 throw fault(path, range.upperBound == .max ? "must be \(range.lowerBound) or more" : "must be \(range.lowerBound) to \(range.upperBound)")
@@ -67,7 +68,9 @@ public enum SchemaCheck {
         case .number(let bounds):
             guard isNumber(json) else { throw expected("a number", json, path) }
             let literal = String(decoding: json, as: UTF8.self)
-            guard let value = Double(literal), value.isFinite else {
+            // Too large for a double, or too small to be told from 0 (`1e-400`): the decoder
+            // could not read it as written either.
+            guard let value = Double(literal), value.isFinite, value != 0 || DecimalLiteral(literal)?.isZero == true else {
                 throw fault(path, "number \(Echo.clip(literal, maxBytes: 40)) is out of range")
             }
             if let range = bounds.range {
@@ -164,10 +167,6 @@ public enum SchemaCheck {
     }
 
     /// `123` of `123.000`, or nil for any other literal.
-    private static func zeroFraction(_ literal: String) -> Substring? {
-        guard let dot = literal.firstIndex(of: "."), literal[literal.index(after: dot)...].allSatisfy({ $0 == "0" }) else { return nil }
-        return literal[..<dot]
-    }
 
     private static func isNumber(_ json: Data) -> Bool {
         guard let first = json.first else { return false }
@@ -215,5 +214,53 @@ public enum SchemaCheck {
     /// A bound as people write it: `90`, not `90.0`.
     private static func plain(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}
+
+/// A JSON number literal read exactly: its significant digits and the power of ten they are
+/// multiplied by (`-12.50e3` is -125 × 10²).
+struct DecimalLiteral {
+    var negative: Bool
+    /// The digits without leading or trailing zeros (empty for zero).
+    var digits: Substring
+    var exponent: Int
+
+    /// What the literal is as an integer.
+    enum Integer: Equatable {
+        case whole(Int64), fraction, tooLarge
+    }
+
+    /// Nil for text that is not a JSON number, or whose exponent is beyond reason.
+    init?(_ literal: String) {
+        var text = Substring(literal)
+        negative = text.first == "-"
+        if negative { text = text.dropFirst() }
+        var exponent = 0
+        if let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            guard let power = Int(text[text.index(after: e)...].drop { $0 == "+" }), abs(power) < 100_000 else { return nil }
+            exponent = power
+            text = text[..<e]
+        }
+        var mantissa = text
+        if let dot = text.firstIndex(of: ".") {
+            let fraction = text[text.index(after: dot)...]
+            exponent -= fraction.count
+            mantissa = text[..<dot] + fraction
+        }
+        guard !mantissa.isEmpty, mantissa.allSatisfy(\.isASCII), mantissa.allSatisfy(\.isNumber) else { return nil }
+        let significant = mantissa.drop { $0 == "0" }
+        let trailing = significant.reversed().prefix { $0 == "0" }.count
+        digits = significant.dropLast(trailing)
+        self.exponent = digits.isEmpty ? 0 : exponent + trailing
+    }
+
+    var isZero: Bool { digits.isEmpty }
+
+    var integer: Integer {
+        if digits.isEmpty { return .whole(0) }
+        if exponent < 0 { return .fraction }
+        guard digits.count + exponent <= 19, let magnitude = UInt64(digits + String(repeating: "0", count: exponent)) else { return .tooLarge }
+        if negative { return magnitude <= UInt64(Int64.max) + 1 ? .whole(magnitude == UInt64(Int64.max) + 1 ? .min : -Int64(magnitude)) : .tooLarge }
+        return magnitude <= UInt64(Int64.max) ? .whole(Int64(magnitude)) : .tooLarge
     }
 }

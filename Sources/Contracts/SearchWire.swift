@@ -194,7 +194,9 @@ public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
     public init?(spans body: Data) {
         var lat: Double?, lon: Double?, radius: Double?, limit: Int?, sort: SearchSort?, cursor: String?, near = false
         func number(_ value: UnsafeBufferPointer<UInt8>, _ range: ClosedRange<Double>) -> Double? {
-            JSONNumber.finite(value).flatMap { range.contains($0) ? $0 : nil }
+            guard let number = JSONNumber.finite(value), range.contains(number) else { return nil }
+            // A literal too small to be told from 0 (`1e-400`) is the params check's to refuse.
+            return number != 0 || DecimalLiteral(String(decoding: value, as: UTF8.self))?.isZero == true ? number : nil
         }
         let plain = JSONSpan.walkMembers(of: body) { key, value, range in
             if JSONSpan.key(key, is: "near") {

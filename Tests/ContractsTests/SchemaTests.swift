@@ -155,6 +155,34 @@ import Testing
         }
     }
 
+    /// Literals are read exactly, not through a double: a tiny fraction is not 0, and the
+    /// integer one past either end of Int64 is out of range however it is written.
+    @Test func numberLiteralsAreReadExactly() throws {
+        let integer = Schema.integer(IntegerBounds()), number = Schema.number(NumberBounds())
+        for (literal, expected) in [("1e-400", "expected an integer"), ("0.5e1", nil), ("25e-1", "expected an integer"), ("1e1", nil),
+                                    ("-9223372036854775809", "number -9223372036854775809 is out of range"),
+                                    ("-9.223372036854775808e18", nil), ("-9.223372036854775809e18", "number -9.223372036854775809e18 is out of range"),
+                                    ("0e-400", nil), ("-0", nil), ("1230001e-4", "expected an integer"), ("1230000e-4", nil),
+                                    ("100e-2", nil), ("1E+2", nil), ("0.000", nil)] as [(String, String?)] {
+            #expect(SchemaTests.check(literal, integer) == expected, "\(literal)")
+        }
+        for (literal, expected) in [("1e-400", "number 1e-400 is out of range"), ("2e-324", "number 2e-324 is out of range"), ("1e-320", nil),
+                                    ("0e-999", nil), ("-0.0", nil), ("0.0000", nil)] as [(String, String?)] {
+            #expect(SchemaTests.check(literal, number) == expected, "\(literal)")
+        }
+        #expect(DecimalLiteral("-12.50e3").map { [$0.negative ? "-" : "+", String($0.digits), String($0.exponent)] } == ["-", "125", "2"])
+        #expect(DecimalLiteral("1e99999999") == nil)
+    }
+
+    static func check(_ literal: String, _ schema: Schema) -> String? {
+        do {
+            try SchemaCheck.check(Data(literal.utf8), against: schema)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
     @Test func nameDistancesCountSwapsAsOne() {
         #expect(SchemaCheck.distance("limt", "limit") == 1)
         #expect(SchemaCheck.distance("lmiit", "limit") == 1)

@@ -107,7 +107,7 @@ import TestSupport
                     // Out of range: the rules' errors, not the span reader's silence.
                     #"{"near":{"lat":90.5,"lon":2},"radius_m":3}"#, #"{"near":{"lat":1,"lon":-180.1},"radius_m":3}"#,
                     #"{\#(near),"radius_m":0.5}"#, #"{\#(near),"radius_m":50001}"#, #"{\#(near),"radius_m":3,"limit":0}"#,
-                    #"{\#(near),"radius_m":3,"limit":51}"#] {
+                    #"{\#(near),"radius_m":3,"limit":51}"#, #"{"near":{"lat":1e-400,"lon":2},"radius_m":3}"#] {
             #expect(NearbyQuery(spans: Data(odd.utf8)) == nil, "\(odd)")
         }
     }
