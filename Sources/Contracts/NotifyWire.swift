@@ -448,11 +448,28 @@ public struct FormView: Codable, Sendable, Equatable {
 }
 
 /// Where a choice exists: a circle or a box on the sphere of `Geo`, edges included.
-public enum ChoiceRegion: Sendable, Equatable, Codable {
+public enum ChoiceRegion: Sendable, Equatable, Codable, SaysItsShape {
     /// Every point within `radiusMeters` (great-circle) of `center`.
     case circle(center: Coordinate, radiusMeters: Double)
     /// Every point of the box; `west > east` crosses the 180th meridian.
     case box(BoundingBox)
+
+    /// A circle `{lat, lon, radius_m}` or a box `{south, west, north, east}`.
+    public static func shape() throws -> Schema {
+        .anyOf([try SchemaProbe.plainShape(of: Circle.self), try SchemaProbe.plainShape(of: Box.self)])
+    }
+
+    public static var example: ChoiceRegion { .circle(center: Coordinate(uncheckedLatitude: 0, longitude: 0), radiusMeters: 1) }
+
+    /// The circle's members, for its shape.
+    private struct Circle: Decodable {
+        var lat, lon: Double
+        var radiusM: Double
+        enum CodingKeys: String, CodingKey {
+            case lat, lon
+            case radiusM = "radius_m"
+        }
+    }
 
     /// Whether `position` lies in the region or on its edge.
     public func contains(_ position: Coordinate) -> Bool {
@@ -468,11 +485,12 @@ public enum ChoiceRegion: Sendable, Equatable, Codable {
     }
 
     /// `{lat, lon, radius_m}` or `{south, west, north, east}`.
+    /// `{lat, lon, radius_m}` or `{south, west, north, east}`.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        if let radius = try c.decodeIfPresent(Double.self, forKey: .radiusMeters) {
+        if c.contains(.radiusMeters) {
             let center = try Coordinate(latitude: try c.decode(Double.self, forKey: .lat), longitude: try c.decode(Double.self, forKey: .lon))
-            self = .circle(center: center, radiusMeters: radius)
+            self = .circle(center: center, radiusMeters: try c.decode(Double.self, forKey: .radiusMeters))
         } else {
             self = .box(try BoundingBox(south: try c.decode(Double.self, forKey: .south), west: try c.decode(Double.self, forKey: .west),
                                         north: try c.decode(Double.self, forKey: .north), east: try c.decode(Double.self, forKey: .east)))

@@ -71,7 +71,7 @@ public enum OpenRPC {
             preconditionFailure("\(method.name)'s params are not an object")
         }
         var descriptors = params.members.map { member in
-            ["name": member.name, "required": member.required, "schema": schema(member.schema, nullable: member.nullable)] as [String: Any]
+            ["name": member.name, "required": member.required, "schema": schema(member.schema, nullable: member.nullable || !member.required)] as [String: Any]
         }
         if params.member("token") == nil {
             descriptors.append(["name": "token", "required": false, "schema": ["type": "string"],
@@ -143,7 +143,11 @@ public enum OpenRPC {
             }
         case .object(let object):
             var properties: [String: Any] = [:]
-            for member in object.members { properties[member.name] = self.schema(member.schema, nullable: member.nullable, closed: closed) }
+            // An optional member may be null, as the decoders read it (`decodeIfPresent`), and
+            // as the services read null for one: the same as leaving it out.
+            for member in object.members {
+                properties[member.name] = self.schema(member.schema, nullable: member.nullable || !member.required, closed: closed)
+            }
             out = ["type": "object", "properties": properties]
             let required = object.members.filter(\.required).map(\.name)
             if !required.isEmpty { out["required"] = required }

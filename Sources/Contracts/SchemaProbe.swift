@@ -38,6 +38,8 @@ struct ProbeRefusal: Error, CustomStringConvertible {
 final class ProbeNode {
     enum Kind {
         case unknown, string, integer, number, boolean, any
+        /// A type that says its shape itself (`SaysItsShape`).
+        case said(Schema)
         case enumeration([String])
         case array(ProbeNode)
         case dictionary(ProbeNode)
@@ -65,6 +67,7 @@ final class ProbeNode {
         case .number: return .number(NumberBounds())
         case .boolean: return .boolean
         case .any: return .any
+        case .said(let schema): return schema
         case .enumeration(let cases): return .enumeration(cases)
         case .array(let element): return .array(of: try element.schema(path: path + "[]"), items: CountBounds())
         case .dictionary(let value): return .dictionary(of: try value.schema(path: path + "[]"), entries: CountBounds())
@@ -89,6 +92,11 @@ final class ProbeNode {
         if let any = AnyJSON() as? T {
             node.kind = .any
             return any
+        }
+        if let said = type as? any SaysItsShape.Type {
+            node.kind = .said(try said.shape())
+            guard let example = said.example as? T else { throw ProbeRefusal(description: "\(type)'s example is of another type") }
+            return example
         }
         if let enumeration = type as? any (CaseIterable & RawRepresentable).Type, let (value, cases) = firstCase(enumeration) {
             node.kind = .enumeration(cases)
@@ -300,6 +308,13 @@ private struct ProbeKey: CodingKey {
     var intValue: Int? { nil }
     init(stringValue: String) { self.stringValue = stringValue }
     init?(intValue: Int) { nil }
+}
+
+/// A type whose shape its decoder cannot show the probe: one of several forms (a circle or a
+/// box), told apart by what the JSON holds. It says its shape, and gives a value to stand in.
+public protocol SaysItsShape: Decodable {
+    static func shape() throws -> Schema
+    static var example: Self { get }
 }
 
 /// Any JSON value, left to the method to read (`Schema.any`): a form definition, say.

@@ -112,7 +112,7 @@ public struct ChatSent: Codable, Sendable, Equatable {
 }
 
 /// Who wrote a message: a user, or someone whose account was deleted.
-public enum ChatAuthor: Codable, Sendable, Equatable {
+public enum ChatAuthor: Codable, Sendable, Equatable, SaysItsShape {
     case user(UserSummary)
     case deleted
 
@@ -122,9 +122,18 @@ public enum ChatAuthor: Codable, Sendable, Equatable {
         var name = "deleted user"
     }
 
+    private enum Keys: String, CodingKey { case deleted }
+
+    /// A user's summary, or `{deleted: true, name}`.
+    public static func shape() throws -> Schema {
+        .anyOf([try SchemaProbe.plainShape(of: UserSummary.self), try SchemaProbe.plainShape(of: Deleted.self)])
+    }
+
+    public static var example: ChatAuthor { .deleted }
+
     /// A user's summary, or `{deleted: true, name}`.
     public init(from decoder: any Decoder) throws {
-        if let deleted = try? Deleted(from: decoder), deleted.deleted {
+        if try decoder.container(keyedBy: Keys.self).decodeIfPresent(Bool.self, forKey: .deleted) == true {
             self = .deleted
         } else {
             self = .user(try UserSummary(from: decoder))

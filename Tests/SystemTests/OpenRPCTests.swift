@@ -8,17 +8,20 @@ import TestSupport
 @Suite(.serialized) struct OpenRPCTests {
     static let resources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources")
 
-    /// The document validates against the OpenRPC meta-schema, and each method's params and
-    /// result schemas are draft-07 schemas.
+    /// The document validates against the OpenRPC meta-schema, each method's params and result
+    /// schemas are draft-07 schemas, and every request and reply of Protocols' transcripts
+    /// holds to its method's schemas (a refusal's code is one the method declares).
     @Test(.enabled(if: RedisPy.isInstalled || RedisPy.inCI, "needs jsonschema in .build/pyenv, which ./deploy/local/test makes"))
     func theDocumentValidatesAgainstTheMetaSchema() throws {
         let document = RedisPy.packageRoot.appendingPathComponent("Protocols/openrpc.json").path
         let run = try BoundedRun(RedisPy.python, [OpenRPCTests.resources.appendingPathComponent("openrpc_check.py").path, document,
-                                                  OpenRPCTests.resources.appendingPathComponent("openrpc-meta-schema.json").path])
+                                                  OpenRPCTests.resources.appendingPathComponent("openrpc-meta-schema.json").path,
+                                                  RedisPy.packageRoot.appendingPathComponent("Protocols").path])
         #expect(run.exit == .status(0), "\(run.output)\n\(run.errors)")
         let summary = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
         #expect(summary?["methods"] as? Int == Methods.offered.count)
         #expect((summary?["schemas"] as? Int ?? 0) > 2 * Methods.offered.count)
+        #expect((summary?["exchanges"] as? Int ?? 0) > 300)
         // The check can fail: a document that breaks the meta-schema is refused.
         let folder = TemporaryFolder("openrpc")
         defer { withExtendedLifetime(folder) {} }

@@ -1,10 +1,16 @@
 """Checks an OpenRPC document with PyPI jsonschema, as an outside tool would: the document
-against the OpenRPC meta-schema (openrpc-meta-schema.json, see its .md), and each method's
-params and result schemas as JSON Schema draft-07. Prints a JSON summary; exit 1 on a fault.
+against the OpenRPC meta-schema (openrpc-meta-schema.json, see its .md), each method's
+params and result schemas as JSON Schema draft-07, and, given the Protocols folder, every
+request and successful reply of its transcripts (```transcript blocks: `> [as ID:ROLE]
+METHOD {params}`, `< {"ok":true,"body":…}`) against its method's schemas. Prints a JSON
+summary; exit 1 on a fault.
 
-usage: python openrpc_check.py DOCUMENT.json META-SCHEMA.json
+usage: python openrpc_check.py DOCUMENT.json META-SCHEMA.json [PROTOCOLS-DIR]
 """
+import glob
 import json
+import os
+import re
 import sys
 
 import jsonschema
@@ -42,8 +48,70 @@ def main():
                 jsonschema.Draft7Validator.check_schema(schema)
             except jsonschema.SchemaError as error:
                 faults.append("%s %s: %s" % (method["name"], name, error.message[:300]))
-    print(json.dumps({"methods": len(document.get("methods", [])), "schemas": schemas, "faults": faults}))
+    exchanges = 0
+    if len(sys.argv) > 3:
+        exchanges = check_transcripts(document, sys.argv[3], faults)
+    print(json.dumps({"methods": len(document.get("methods", [])), "schemas": schemas, "exchanges": exchanges, "faults": faults}))
     sys.exit(1 if faults else 0)
+
+
+def placeholder(value):
+    """Whether a value is one the transcripts leave open (`"<any>"`, `"<ts>"`, `"<token>"`)."""
+    return isinstance(value, str) and re.fullmatch(r"<\w+>", value) is not None
+
+
+def params_schema(method):
+    """The method's by-name params as one object schema."""
+    properties = {p["name"]: p["schema"] for p in method["params"]}
+    required = [p["name"] for p in method["params"] if p.get("required")]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def check_transcripts(document, folder, faults):
+    """Validates each transcript exchange of an offered method; returns how many were checked."""
+    methods = {m["name"]: m for m in document["methods"]}
+    checked = 0
+    for path in sorted(glob.glob(os.path.join(folder, "*.md"))):
+        inside, pending = False, None
+        for number, line in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
+            if line.startswith("```"):
+                inside = line == "```transcript" and not inside
+                continue
+            if not inside:
+                continue
+            if line.startswith("> "):
+                request = re.sub(r"^\[as \d+:\w+\] ", "", line[2:])
+                name, _, body = request.partition(" ")
+                pending = (number, name, body.strip() or "{}")
+            elif line.startswith("< ") and pending:
+                number0, name, body = pending
+                pending = None
+                method = methods.get(name)
+                if method is None:
+                    continue  # internal and runtime methods are not in the document
+                where = "%s line %d: %s" % (os.path.basename(path), number0, name)
+                try:
+                    params, reply = json.loads(body), json.loads(line[2:])
+                except ValueError:
+                    continue  # a line that shows a malformed request on purpose
+                checked += 1
+                refused = not reply.get("ok", False)
+                errors = list(jsonschema.Draft7Validator(params_schema(method)).iter_errors(params))
+                # A request the docs show refused by its shape may break the schema; one answered must not.
+                if errors and not (refused and reply["error"]["code"] == "invalid_argument"):
+                    faults.append("%s: params: %s" % (where, errors[0].message[:200]))
+                if refused:
+                    code = reply["error"]["code"]
+                    declared = {e["data"]["code"] for e in method["errors"] if "data" in e}
+                    declared |= {e["$ref"].rsplit("/", 1)[1] for e in method["errors"] if "$ref" in e}
+                    if code not in declared:
+                        faults.append("%s: answers %s, which the method does not declare" % (where, code))
+                    continue
+                errors = [e for e in jsonschema.Draft7Validator(method["result"]["schema"]).iter_errors(reply.get("body", {}))
+                          if not placeholder(e.instance)]
+                if errors:
+                    faults.append("%s: result: %s at %s" % (where, errors[0].message[:200], "/".join(map(str, errors[0].absolute_path))))
+    return checked
 
 
 if __name__ == "__main__":
