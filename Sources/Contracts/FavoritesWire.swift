@@ -131,26 +131,16 @@ public struct VisitedReply: Codable, Sendable {
     }
 }
 
-/// A point in a request (`near`).
-public struct NearPoint: Decodable, Sendable {
-    public var lat: Double
-    public var lon: Double
-
-    public init(lat: Double, lon: Double) {
-        self.lat = lat
-        self.lon = lon
-    }
-}
 
 /// `favorites.list {list?, near?, sort?, limit?, cursor?}`.
 public struct ListRequest: Decodable, Sendable, DeclaredShape {
     public var list: String?
-    public var near: NearPoint?
+    public var near: Point?
     public var sort: String?
     public var limit: Int?
     public var cursor: String?
 
-    public init(list: String? = nil, near: NearPoint? = nil, sort: String? = nil, limit: Int? = nil, cursor: String? = nil) {
+    public init(list: String? = nil, near: Point? = nil, sort: String? = nil, limit: Int? = nil, cursor: String? = nil) {
         self.list = list
         self.near = near
         self.sort = sort

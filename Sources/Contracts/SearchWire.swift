@@ -404,25 +404,7 @@ public struct Suggestions: Codable, Sendable, Equatable {
 
 /// `search.popular`: the places to show at an instant, near a point, in a box or anywhere.
 public struct PopularQuery: Decodable, Sendable, DeclaredShape {
-    /// A point and how far from it (`radius_m`, default 10 km).
-    public struct Point: Decodable, Sendable {
-        public var lat: Double
-        public var lon: Double
-
-        public init(lat: Double, lon: Double) {
-            self.lat = lat
-            self.lon = lon
-        }
-    }
-
-    /// A map box; `west` > `east` crosses the 180th meridian.
-    public struct Box: Decodable, Sendable {
-        public var south: Double
-        public var west: Double
-        public var north: Double
-        public var east: Double
-    }
-
+    /// A point, and how far from it (`radius_m`, default 10 km).
     public var near: Point?
     public var radiusM: Double?
     public var bbox: Box?
@@ -436,8 +418,7 @@ public struct PopularQuery: Decodable, Sendable, DeclaredShape {
     }
 
     public static let fieldRules: [FieldRule] = [
-        PageLimit.popularHits.rule, .number("near.lat", -90...90), .number("near.lon", -180...180),
-        .number("radius_m", 1...NearbyQuery.maxRadius),
+        PageLimit.popularHits.rule, .number("radius_m", 1...NearbyQuery.maxRadius),
     ]
 }
 

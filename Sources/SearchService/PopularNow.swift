@@ -48,15 +48,8 @@ struct PopularQueries {
             throw ServiceError.invalid("radius_m", "needs near: a point to measure from")
         }
         if let b = q.bbox {
-            for (value, field, range) in [(b.south, "bbox.south", -90.0...90.0), (b.north, "bbox.north", -90.0...90.0),
-                                          (b.west, "bbox.west", -180.0...180.0), (b.east, "bbox.east", -180.0...180.0)] {
-                guard value.isFinite, range.contains(value) else {
-                    throw ServiceError.invalid(field, "must be a number in [\(Int(range.lowerBound)), \(Int(range.upperBound))]")
-                }
-            }
-            guard b.south <= b.north else { throw ServiceError.invalid("bbox.south", "must not be north of north") }
-            let checked: BoundingBox
-            do { checked = try BoundingBox(south: b.south, west: b.west, north: b.north, east: b.east) } catch { throw error.serviceError }
+            // Each edge is in range (the params' rules held them).
+            let checked = try b.boundingBox(field: "bbox")
             guard checked.widthDegrees <= 180 else { throw ServiceError.invalid("bbox.east", "the box may be at most 180 degrees wide") }
             box = checked
         }

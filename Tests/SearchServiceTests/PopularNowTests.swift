@@ -184,7 +184,7 @@ final class PopularFixture {
                               (#"{"near":{"lat":0,"lon":0},"radius_m":50001}"#, "radius_m"), (#"{"radius_m":100}"#, "radius_m"),
                               (#"{"near":{"lat":0,"lon":0},"bbox":{"south":0,"west":0,"north":1,"east":1}}"#, "bbox"),
                               (#"{"bbox":{"south":0,"west":-170,"north":1,"east":170}}"#, "bbox.east"),
-                              (#"{"bbox":{"south":2,"west":0,"north":1,"east":1}}"#, "bbox.south")] {
+                              (#"{"bbox":{"south":2,"west":0,"north":1,"east":1}}"#, "bbox.north")] {  // named as every box names it
             let error = f.refusal("search.popular", json)
             #expect(error?.code == .invalidArgument && error?.field == field, "\(json): \(String(describing: error))")
         }
