@@ -18,9 +18,7 @@ enum JSONRPC {
 
     static let parseError = -32700
     static let invalidRequest = -32600
-    static let methodNotFound = -32601
     static let invalidParams = -32602
-    static let internalError = -32603
 
     /// The JSON-RPC code of an error from the closed set: the standard codes where they
     /// fit, otherwise one fixed code each in the server range -32000…-32099.
