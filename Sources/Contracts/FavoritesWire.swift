@@ -466,13 +466,12 @@ public struct PinAdd: Decodable, Sendable, DeclaredShape {
 }
 
 
-/// `pins.list {near?, bbox?, limit?, cursor?}`; `bbox` is checked as it decodes (`west > east`
-/// crosses the 180th meridian).
+/// `pins.list {near?, radius_m?, bbox?, limit?, cursor?}` (`west > east` crosses the 180th meridian).
 public struct PinListRequest: Decodable, Sendable, DeclaredShape {
     /// The pins nearest this point first, only those within `radius_m` when given.
     public var near: Point?
     public var radiusM: Double?
-    public var bbox: BoundingBox?
+    public var bbox: Box?
     public var limit: Int?
     public var cursor: String?
 
@@ -484,7 +483,7 @@ public struct PinListRequest: Decodable, Sendable, DeclaredShape {
         case radiusM = "radius_m"
     }
 
-    public init(near: Point? = nil, radiusM: Double? = nil, bbox: BoundingBox? = nil, limit: Int? = nil, cursor: String? = nil) {
+    public init(near: Point? = nil, radiusM: Double? = nil, bbox: Box? = nil, limit: Int? = nil, cursor: String? = nil) {
         self.near = near
         self.radiusM = radiusM
         self.bbox = bbox

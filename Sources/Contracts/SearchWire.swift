@@ -285,7 +285,7 @@ public struct TextQuery: Decodable, Sendable, DeclaredShape {
     public var q: String
     public var near: Point?
     public var radiusM: Double?
-    public var bbox: BoxBounds?
+    public var bbox: Box?
     public var filters: PlaceFilters
     public var sort: TextSort?
     public var limit: Int?
@@ -293,13 +293,6 @@ public struct TextQuery: Decodable, Sendable, DeclaredShape {
     /// Names in this language (`LanguagePreference`), and each hit's `lang`. Matching is the
     /// same for every language: a place is found by all its names.
     public var lang: LanguagePreference?
-
-    public struct BoxBounds: Codable, Sendable, Equatable {
-        public var south: Double
-        public var west: Double
-        public var north: Double
-        public var east: Double
-    }
 
     enum CodingKeys: String, CodingKey {
         case q, near, bbox, sort, limit, cursor, lang
@@ -311,7 +304,7 @@ public struct TextQuery: Decodable, Sendable, DeclaredShape {
         q = try c.decode(String.self, forKey: .q)
         near = try c.decodeIfPresent(Point.self, forKey: .near)
         radiusM = try c.decodeIfPresent(Double.self, forKey: .radiusM)
-        bbox = try c.decodeIfPresent(BoxBounds.self, forKey: .bbox)
+        bbox = try c.decodeIfPresent(Box.self, forKey: .bbox)
         if let name = try c.decodeIfPresent(String.self, forKey: .sort) {
             guard let order = TextSort(rawValue: name) else {
                 throw ServiceError.invalid("sort", "unknown sort '\(name)'; use relevance, distance, rating or popularity")

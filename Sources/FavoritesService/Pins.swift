@@ -179,6 +179,7 @@ extension FavoritesStore {
     func listPins(_ request: PinListRequest, caller: Caller) throws -> PinPage {
         guard request.near == nil || request.bbox == nil else { throw ServiceError.invalid("bbox", "near and bbox do not go together") }
         guard request.radiusM == nil || request.near != nil else { throw ServiceError.invalid("radius_m", "needs near") }
+        let bbox = try request.bbox?.boundingBox(field: "bbox")
         let limit = try PageLimit.pins.validated(request.limit)
         if let cursor = request.cursor, cursor.utf8.count > Pins.maxCursorBytes { throw OpaqueCursor.invalid }
         var points: [(id: Int64, point: Coordinate)] = []
@@ -203,7 +204,7 @@ extension FavoritesStore {
             cursorOf = { id, distance in OpaqueCursor.encode("n_\((distance ?? 0).bitPattern)_\(id)") }
         } else {
             let after = try request.cursor.map { cursor throws(ServiceError) in try Pins.idCursor.decode(cursor) } ?? .max
-            ordered = points.filter { $0.id < after && request.bbox?.contains($0.point) != false }.map { (id: $0.id, distanceM: nil) }
+            ordered = points.filter { $0.id < after && bbox?.contains($0.point) != false }.map { (id: $0.id, distanceM: nil) }
             cursorOf = { id, _ in Pins.idCursor.encode(id) }
         }
         var page = PageFiller<PinJSON>(limit: limit, budget: options.pageBudgetBytes)

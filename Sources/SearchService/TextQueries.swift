@@ -294,7 +294,7 @@ struct TextQueries {
         if q.radiusM != nil, center == nil { throw ServiceError.invalid("radius_m", "needs near") }
         var box: BoundingBox?
         if let b = q.bbox {
-            box = try BoundingBox(south: b.south, west: b.west, north: b.north, east: b.east)
+            box = try b.boundingBox(field: "bbox")
             guard (box?.widthDegrees ?? 0) <= 180 else { throw ServiceError.invalid("bbox", "the box may be at most 180 degrees wide") }
         }
         let sort = q.sort ?? .relevance
