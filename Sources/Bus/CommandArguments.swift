@@ -55,65 +55,99 @@ public enum CommandArguments {
                 }
             }
         }
+        var object: [UInt8] = []
+        object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })
+        // A field as an error names it: the key as given, cut.
+        func field(_ pair: Int) -> String { Echo.clip(String(decoding: keys[pair], as: UTF8.self)) }
+        guard keys.contains(where: { $0.contains(UInt8(ascii: ".")) }) else {
+            // No dotted key: the members in order, written as they come.
+            object.append(UInt8(ascii: "{"))
+            for pair in 0..<pairs {
+                guard let from = source[pair] else { continue }
+                switch value(words[2 * from + 1], maxDepth: maxDepth) {
+                case .success(let value):
+                    if object.count > 1 { object.append(UInt8(ascii: ",")) }
+                    appendString(keys[pair], to: &object)
+                    object.append(UInt8(ascii: ":"))
+                    object += value
+                case .failure(let error):
+                    return .failure(ServiceError(.invalidArgument, error.message, field: field(pair)))
+                }
+            }
+            object.append(UInt8(ascii: "}"))
+            return .success(Data(object))
+        }
         var members: [Member] = []
+        members.reserveCapacity(pairs)
         for pair in 0..<pairs {
             guard let from = source[pair] else { continue }
             let key = keys[pair]
-            let path = key.contains(UInt8(ascii: ".")) ? key.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map(Array.init) : [key]
-            let field = Echo.clip(String(decoding: key, as: UTF8.self))
+            let path = key.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
             guard !path.contains(where: \.isEmpty) else {
-                return .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: field))
+                return .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: field(pair)))
             }
             guard path.count <= maxDepth else {
-                return .failure(ServiceError(.invalidArgument, "nests deeper than \(maxDepth) levels", field: field))
+                return .failure(ServiceError(.invalidArgument, "nests deeper than \(maxDepth) levels", field: field(pair)))
             }
             // A value inside nested objects has that many levels fewer to nest in itself.
             switch value(words[2 * from + 1], maxDepth: maxDepth - (path.count - 1)) {
-            case .success(let value): members.append(Member(path: path[...], value: value, field: field))
-            case .failure(let error): return .failure(ServiceError(.invalidArgument, error.message, field: field))
+            case .success(let value): members.append(Member(path: path[...], value: value, pair: pair))
+            case .failure(let error): return .failure(ServiceError(.invalidArgument, error.message, field: field(pair)))
             }
         }
-        var object: [UInt8] = []
-        object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })
-        return write(members, to: &object).map { Data(object) }
+        if let clash = write(members, to: &object) {
+            let (whole, part) = clash
+            return .failure(ServiceError(.invalidArgument, "is given whole and by its members too (\(field(part)))", field: field(whole)))
+        }
+        return .success(Data(object))
     }
 
-    /// One `key value` pair: the key's path (one name, or a dotted key's names) and the value's JSON.
+    /// One `key value` pair: the key's names (one, or a dotted key's), the value's JSON, and
+    /// which pair it was (for an error's field).
     private struct Member {
-        var path: ArraySlice<[UInt8]>
+        var path: ArraySlice<ArraySlice<UInt8>>
         var value: [UInt8]
-        var field: String
+        var pair: Int
     }
 
     /// Writes `members` as one object, in the order their first names came; members whose
     /// paths share a first name make one nested object, which no plain value may also give.
-    private static func write(_ members: [Member], to out: inout [UInt8]) -> Result<Void, ServiceError> {
-        var names: [[UInt8]] = []
-        var groups: [[UInt8]: [Member]] = [:]
+    /// Answers the pairs that clash (the whole value's and a member's), or nil once written.
+    private static func write(_ members: [Member], to out: inout [UInt8]) -> (whole: Int, part: Int)? {
+        // Groups by first name, in first-seen order; a few members are grouped by a scan,
+        // many through a dictionary.
+        var names: [ArraySlice<UInt8>] = []
+        var groups: [[Member]] = []
+        var index: [ArraySlice<UInt8>: Int] = [:]
         for member in members {
             let name = member.path[member.path.startIndex]
-            if groups[name] == nil { names.append(name) }
-            groups[name, default: []].append(member)
+            let at = members.count <= 16 ? names.firstIndex(of: name) : index[name]
+            if let at {
+                groups[at].append(member)
+            } else {
+                if members.count > 16 { index[name] = names.count }
+                names.append(name)
+                groups.append([member])
+            }
         }
         out.append(UInt8(ascii: "{"))
-        for (index, name) in names.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
+        for (at, name) in names.enumerated() {
+            if at > 0 { out.append(UInt8(ascii: ",")) }
             appendString(name, to: &out)
             out.append(UInt8(ascii: ":"))
-            let group = groups[name] ?? []
+            let group = groups[at]
             if group.count == 1, group[0].path.count == 1 {
                 out += group[0].value
                 continue
             }
-            if let whole = group.first(where: { $0.path.count == 1 }) {
-                return .failure(ServiceError(.invalidArgument, "is given whole and by its members too (\(group.first { $0.path.count > 1 }?.field ?? ""))",
-                                             field: whole.field))
+            if let whole = group.first(where: { $0.path.count == 1 }), let part = group.first(where: { $0.path.count > 1 }) {
+                return (whole.pair, part.pair)
             }
-            let inner = group.map { Member(path: $0.path.dropFirst(), value: $0.value, field: $0.field) }
-            if case .failure(let error) = write(inner, to: &out) { return .failure(error) }
+            let inner = group.map { Member(path: $0.path.dropFirst(), value: $0.value, pair: $0.pair) }
+            if let clash = write(inner, to: &out) { return clash }
         }
         out.append(UInt8(ascii: "}"))
-        return .success(())
+        return nil
     }
 
     /// A word as JSON text: a number, boolean, null, object, array or string literal when it
@@ -145,7 +179,7 @@ public enum CommandArguments {
     }
 
     /// Appends `bytes` as a JSON string literal; bytes that are not UTF-8 become U+FFFD.
-    static func appendString(_ bytes: [UInt8], to out: inout [UInt8]) {
+    static func appendString(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
         guard bytes.allSatisfy({ $0 < 0x80 }) else {
             appendEscaped(String(decoding: bytes, as: UTF8.self).utf8, to: &out)
             return
