@@ -593,3 +593,32 @@ public struct RecentCleared: Codable, Sendable {
         self.cleared = cleared
     }
 }
+
+/// The body of a `favorites.changed` push: what changed, so a second device updates its hearts
+/// or its map without reading everything again.
+public struct FavoritesChange: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        case saved, removed, visited, shared, unshared
+        case listCreated = "list_created", listRenamed = "list_renamed", listDeleted = "list_deleted"
+        case pinAdded = "pin_added", pinUpdated = "pin_updated", pinDeleted = "pin_deleted"
+    }
+
+    public var change: Kind
+    /// The list it happened in (saving, lists, shares).
+    public var list: String?
+    public var placeId: Int64?
+    public var pinId: Int64?
+
+    public init(change: Kind, list: String? = nil, placeId: Int64? = nil, pinId: Int64? = nil) {
+        self.change = change
+        self.list = list
+        self.placeId = placeId
+        self.pinId = pinId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case change, list
+        case placeId = "place_id"
+        case pinId = "pin_id"
+    }
+}

@@ -128,10 +128,14 @@ extension MethodDeclaration {
     public var errors: [MethodError] {
         var implied: [MethodError] = []
         if let shape = try? SchemaProbe.shape(of: params), case .object(let object) = shape, !object.members.isEmpty {
-            implied.append(.invalid(nil, "a param is unknown, missing, of the wrong type or out of its range: the error's field names it"))
+            implied.append(.invalid(nil, "a param is unknown, missing, of the wrong type or out of its range, or the request is malformed: the error's field names it"))
+        } else {
+            implied.append(.invalid(nil, "the request is malformed (params, deadline_ms): the error's field names it"))
         }
         if access == .user || access == .admin {
-            implied.append(.unauthenticated(nil, "the caller is not signed in, or its session ended"))
+            implied.append(.unauthenticated(nil, "the caller is not signed in, its session ended, or the token given is unknown or expired"))
+        } else if !ownsTokenParam {
+            implied.append(.unauthenticated("token", "the token given is unknown or expired"))
         }
         if access == .admin { implied.append(.permissionDenied(nil, "the caller is not an admin")) }
         return implied + declaredErrors

@@ -58,10 +58,13 @@ public enum OpenRPC {
                     The Tourbus gateway: JSON-RPC 2.0 lines and RESP on one TCP port (Protocols/gateway.md). Params are \
                     by name; a param a method does not declare is refused. Every method also takes `token`, a session \
                     token for that one request, unless it has a `token` of its own. Errors carry `data.code` (the \
-                    closed set of Protocols/envelope.md) and `data.field`, the param at fault.
+                    closed set of Protocols/envelope.md) and `data.field`, the param at fault. A signed-in connection \
+                    that subscribes to a topic hears its pushes as the notification `push`, params {topic, id, body}; \
+                    `x-notifications` lists the topics, each with the schema of its body.
                     """,
             ],
             "methods": try methods.map(method),
+            "x-notifications": try Pushes.all.map(notification),
             "components": ["errors": common],
         ]
     }
@@ -70,10 +73,12 @@ public enum OpenRPC {
         guard case .object(let params) = try SchemaProbe.shape(of: method.params) else {
             preconditionFailure("\(method.name)'s params are not an object")
         }
-        var descriptors = params.members.map { member in
+        // A session token is the gateway's param, never required: it fills it in from the
+        // connection's session (auth.logout's) when none is given.
+        var descriptors = params.members.filter { $0.name != "token" || method.ownsTokenParam }.map { member in
             ["name": member.name, "required": member.required, "schema": schema(member.schema, nullable: member.nullable || !member.required)] as [String: Any]
         }
-        if params.member("token") == nil {
+        if !method.ownsTokenParam {
             descriptors.append(["name": "token", "required": false, "schema": ["type": "string"],
                                 "description": "a session token for this request alone (else the connection's)"])
         }
@@ -89,6 +94,32 @@ public enum OpenRPC {
             "x-retry-safe": method.retrySafe,
         ]
         if method.kind == .read { object["x-read-only"] = true }
+        if let example = examples[method.name] { object["examples"] = [try self.example(example)] }
+        return object
+    }
+
+    /// An example pairing of Protocols' transcripts: the params by name, and the result.
+    private static func example(_ example: (file: String, params: String, result: String)) throws -> [String: Any] {
+        guard let params = try JSONSerialization.jsonObject(with: Data(example.params.utf8)) as? [String: Any] else {
+            preconditionFailure("an example's params are not an object: \(example.params)")
+        }
+        return [
+            "name": "from \(example.file)",
+            "params": params.keys.sorted().map { ["name": $0, "value": params[$0] as Any] },
+            "result": ["name": "result", "value": try JSONSerialization.jsonObject(with: Data(example.result.utf8), options: .fragmentsAllowed)],
+        ]
+    }
+
+    /// A push topic: its name, summary, owner, the schema of its body (open, as a result's), and
+    /// its coalescing key when a slow connection keeps only the latest.
+    private static func notification(_ push: PushDeclaration) throws -> [String: Any] {
+        var object: [String: Any] = [
+            "name": push.name,
+            "summary": push.summary,
+            "x-owner": push.owner.rawValue,
+            "body": schema(try SchemaProbe.plainShape(of: push.body), nullable: false, closed: false),
+        ]
+        if let coalesce = push.coalesce { object["coalesce"] = coalesce }
         return object
     }
 

@@ -38,9 +38,6 @@ public struct FavoritesOptions: Sendable {
 /// never calls the catalog per item, and publishes each place's counts
 /// (`favorites.place.counted`) for search's popularity.
 public enum FavoritesService {
-    /// The push topic of a change made on one of a user's connections.
-    static let changedTopic = "favorites.changed"
-
     /// The definition `ServiceRuntime` runs.
     public static func definition(options: FavoritesOptions = FavoritesOptions()) -> ServiceDefinition<FavoritesStore> {
         var table = HandlerTable<FavoritesStore>()

@@ -41,33 +41,9 @@ public final class FavoritesStore: ServiceState {
     /// Tells the caller's other connections that their saved things changed
     /// (`favorites.changed`), once the write commits; the connection that made the change does
     /// not hear it.
-    func pushChanged(_ change: ChangeNotice, caller: Caller) throws {
-        let body = try JSONCoding.encoder.encode(change)
-        worker.push(Push(topic: FavoritesService.changedTopic, id: "\(caller.id)-\(now)-\(UUID().uuidString.prefix(8))", userId: caller.id,
+    func pushChanged(_ change: FavoritesChange, caller: Caller) throws {
+        let body = try Pushes.favoritesChanged.encode(change)
+        worker.push(Push(Pushes.favoritesChanged, id: "\(caller.id)-\(now)-\(UUID().uuidString.prefix(8))", userId: caller.id,
                          origin: caller.origin, body: body))
-    }
-}
-
-/// The body of a `favorites.changed` push: what changed, so a second device updates its hearts
-/// or its map without reading everything again.
-struct ChangeNotice: Codable, Sendable {
-    /// `saved`, `removed`, `list_created`, `list_renamed`, `list_deleted`, `visited`,
-    /// `pin_added`, `pin_updated`, `pin_deleted`, `shared`, `unshared`.
-    var change: String
-    var list: String?
-    var placeId: Int64?
-    var pinId: Int64?
-
-    init(change: String, list: String? = nil, placeId: Int64? = nil, pinId: Int64? = nil) {
-        self.change = change
-        self.list = list
-        self.placeId = placeId
-        self.pinId = pinId
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case change, list
-        case placeId = "place_id"
-        case pinId = "pin_id"
     }
 }

@@ -75,7 +75,7 @@ extension FavoritesStore {
             }
             let reply = ToggleReply(saved: saved, list: list.name, count: try itemCount(listId))
             if let requestId = request.requestId { try recordToggle(requestId, request, reply: reply, userId: caller.id) }
-            try pushChanged(ChangeNotice(change: saved ? "saved" : "removed", list: list.name, placeId: request.placeId), caller: caller)
+            try pushChanged(FavoritesChange(change: saved ? .saved : .removed, list: list.name, placeId: request.placeId), caller: caller)
             return reply
         }
         return reply
@@ -150,7 +150,7 @@ extension FavoritesStore {
             } else {
                 try insertItem(listId: listId, list: list, placeId: request.placeId, note: note)
             }
-            if changed { try pushChanged(ChangeNotice(change: "saved", list: list.name, placeId: request.placeId), caller: caller) }
+            if changed { try pushChanged(FavoritesChange(change: .saved, list: list.name, placeId: request.placeId), caller: caller) }
             return ItemChanged(placeId: request.placeId, list: list.name, saved: true, changed: changed, count: try itemCount(listId))
         }
     }
@@ -166,7 +166,7 @@ extension FavoritesStore {
             changed = db.changes > 0
             if changed && list.isVisited { try publishUnvisit(user: caller.id, place: request.placeId) }
         }
-        if changed { try pushChanged(ChangeNotice(change: "removed", list: list.name, placeId: request.placeId), caller: caller) }
+        if changed { try pushChanged(FavoritesChange(change: .removed, list: list.name, placeId: request.placeId), caller: caller) }
         return ItemChanged(placeId: request.placeId, list: list.name, saved: false, changed: changed, count: try itemCount(list.id))
     }
 
@@ -188,7 +188,7 @@ extension FavoritesStore {
             } else {
                 try insertItem(listId: listId, list: list, placeId: request.placeId, note: nil, visitedAt: at)
             }
-            try pushChanged(ChangeNotice(change: "visited", list: list.name, placeId: request.placeId), caller: caller)
+            try pushChanged(FavoritesChange(change: .visited, list: list.name, placeId: request.placeId), caller: caller)
             return VisitedReply(placeId: request.placeId, list: list.name, visitedAt: Self.timestamp(at), count: try itemCount(listId))
         }
     }

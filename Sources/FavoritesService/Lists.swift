@@ -197,7 +197,7 @@ extension FavoritesStore {
             throw ServiceError(.conflict, "you have \(options.maxOwnLists) lists of your own, the most there may be; delete one first", field: "name")
         }
         try db.run("INSERT INTO lists (user_id, name, builtin, created_at) VALUES (?, ?, 0, ?)", caller.id, name, now)
-        try pushChanged(ChangeNotice(change: "list_created", list: name), caller: caller)
+        try pushChanged(FavoritesChange(change: .listCreated, list: name), caller: caller)
         return ListInfo(name: name, builtin: false, count: 0, shared: false)
     }
 
@@ -214,7 +214,7 @@ extension FavoritesStore {
         let list = try ownList(name, userId: caller.id, doing: "renamed")
         let newName = try checkedNewName(raw, rule: Lists.newNameRule, userId: caller.id, except: list.id)
         try db.run("UPDATE lists SET name = ? WHERE id = ?", newName, list.id)
-        try pushChanged(ChangeNotice(change: "list_renamed", list: newName), caller: caller)
+        try pushChanged(FavoritesChange(change: .listRenamed, list: newName), caller: caller)
         let shared = try db.queryOne("SELECT 1 FROM shares WHERE list_id = ?", list.id) != nil
         return ListInfo(name: newName, builtin: false, count: try itemCount(list.id), shared: shared)
     }
@@ -223,7 +223,7 @@ extension FavoritesStore {
     func deleteList(_ name: String, caller: Caller) throws -> ListDeleted {
         let list = try ownList(name, userId: caller.id, doing: "deleted")
         try db.run("DELETE FROM lists WHERE id = ?", list.id)
-        try pushChanged(ChangeNotice(change: "list_deleted", list: list.name), caller: caller)
+        try pushChanged(FavoritesChange(change: .listDeleted, list: list.name), caller: caller)
         return ListDeleted(name: list.name)
     }
 }

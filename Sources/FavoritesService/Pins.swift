@@ -138,7 +138,7 @@ extension FavoritesStore {
         try db.run("INSERT INTO pins (user_id, lat, lon, title, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                    caller.id, point.latitude, point.longitude, request.title, request.note, now, now)
         let id = db.lastInsertRowID
-        try pushChanged(ChangeNotice(change: "pin_added", pinId: id), caller: caller)
+        try pushChanged(FavoritesChange(change: .pinAdded, pinId: id), caller: caller)
         return try pinJSON(try ownPin(id, caller: caller))
     }
 
@@ -160,7 +160,7 @@ extension FavoritesStore {
         try Pins.noteRule.check(note)
         try db.run("UPDATE pins SET lat = ?, lon = ?, title = ?, note = ?, updated_at = ? WHERE id = ?",
                    point.latitude, point.longitude, title, note, now, pin.id)
-        try pushChanged(ChangeNotice(change: "pin_updated", pinId: pin.id), caller: caller)
+        try pushChanged(FavoritesChange(change: .pinUpdated, pinId: pin.id), caller: caller)
         return try pinJSON(try ownPin(pin.id, caller: caller))
     }
 
@@ -168,7 +168,7 @@ extension FavoritesStore {
     func deletePin(_ id: Int64, caller: Caller) throws -> PinDeleted {
         let pin = try ownPin(id, caller: caller)
         try db.run("DELETE FROM pins WHERE id = ?", pin.id)
-        try pushChanged(ChangeNotice(change: "pin_deleted", pinId: pin.id), caller: caller)
+        try pushChanged(FavoritesChange(change: .pinDeleted, pinId: pin.id), caller: caller)
         return PinDeleted(id: pin.id)
     }
 

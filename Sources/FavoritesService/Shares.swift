@@ -45,7 +45,7 @@ extension FavoritesStore {
         }
         let token = Shares.newToken()
         try db.run("INSERT INTO shares (token, list_id, created_at) VALUES (?, ?, ?)", token, listId, now)
-        try pushChanged(ChangeNotice(change: "shared", list: list.name), caller: caller)
+        try pushChanged(FavoritesChange(change: .shared, list: list.name), caller: caller)
         return ShareReply(token: token, list: list.name)
     }
 
@@ -55,7 +55,7 @@ extension FavoritesStore {
         guard let id = list.id else { return Revoked(list: list.name, revoked: false) }
         try db.run("DELETE FROM shares WHERE list_id = ?", id)
         let revoked = db.changes > 0
-        if revoked { try pushChanged(ChangeNotice(change: "unshared", list: list.name), caller: caller) }
+        if revoked { try pushChanged(FavoritesChange(change: .unshared, list: list.name), caller: caller) }
         return Revoked(list: list.name, revoked: revoked)
     }
 

@@ -145,8 +145,8 @@ extension NotifyStore {
         let more = wires.count - page.items.count
         let body = AlertList(alerts: page.items, more: more > 0 ? more : nil, stale: nil)
         // Not to the connection that reported: it has the alerts in its answer.
-        worker.push(Push(topic: "notify.alert", id: "\(caller.id)-\(number)", userId: caller.id, coalesce: nil, origin: caller.origin,
-                         body: try JSONCoding.encoder.encode(body)))
+        worker.push(Push(Pushes.notifyAlert, id: "\(caller.id)-\(number)", userId: caller.id, origin: caller.origin,
+                         body: try Pushes.notifyAlert.encode(body)))
         return AlertList(alerts: body.alerts, more: body.more, stale: false)
     }
 

@@ -16,10 +16,6 @@ struct ChatSeat {
 }
 
 extension SocialStore {
-    /// The push of a message, to each recipient and to the sender's other connections.
-    static let messageTopic = "chat.message"
-    /// The push of a read mark, to the reader's other connections.
-    static let readTopic = Methods.Chat.read.name
     /// Page cursors of `chat.conversations`: the id of the last message of the last conversation seen.
     static let conversationCursor = IDCursor(tag: "c|", minimum: 1)
 
@@ -147,11 +143,11 @@ extension SocialStore {
     struct Delivery {
         let message: StoredMessage
         let name: ConversationName
-        let body: Data
+        let body: PushBody<ChatMessage>
     }
 
     func delivery(of message: StoredMessage, as name: ConversationName) throws -> Delivery {
-        Delivery(message: message, name: name, body: try JSONCoding.encoder.encode(message.wire(name)))
+        Delivery(message: message, name: name, body: try Pushes.chatMessage.encode(message.wire(name)))
     }
 
     /// Gives the message to `recipient`: one more unread, their last message, and a push to
@@ -176,7 +172,7 @@ extension SocialStore {
     }
 
     private func pushMessage(_ delivery: Delivery, to user: Int64, origin: String?) {
-        worker.push(Push(topic: Self.messageTopic, id: "chat-\(delivery.message.id)-\(user)", userId: user, origin: origin, body: delivery.body))
+        worker.push(Push(Pushes.chatMessage, id: "chat-\(delivery.message.id)-\(user)", userId: user, origin: origin, body: delivery.body))
     }
 
     // MARK: Reading
@@ -295,9 +291,9 @@ extension SocialStore {
                 """, seat.conversation, max(seat.readSeq, seat.joinedSeq), mark, caller.id, caller.id) ?? 0
             let unread = max(0, seat.unread - read)
             try db.run("UPDATE chat_participants SET read_seq = ?, unread = ? WHERE conversation_id = ? AND user_id = ?", mark, unread, seat.conversation, caller.id)
-            worker.push(Push(topic: Self.readTopic, id: "chat-read-\(seat.conversation)-\(caller.id)-\(mark)", userId: caller.id,
+            worker.push(Push(Pushes.chatRead, id: "chat-read-\(seat.conversation)-\(caller.id)-\(mark)", userId: caller.id,
                              coalesce: "chat-read-\(name.text)", origin: caller.origin,
-                             body: try JSONCoding.encoder.encode(ChatReadMark(conversation: name.text, upTo: mark))))
+                             body: try Pushes.chatRead.encode(ChatReadMark(conversation: name.text, upTo: mark))))
             return ChatReadState(conversation: name.text, upTo: mark, unread: unread)
         }
     }

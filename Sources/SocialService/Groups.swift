@@ -20,8 +20,6 @@ enum GroupRules {
     /// Invitations one user sends in `inviteWindowMs`.
     static let invitesPerWindow = 60
     static let inviteWindowMs: Int64 = 60_000
-    /// The push that tells a user they were invited.
-    static let invitedTopic = "group.invited"
 
     /// 1-100 characters (400 bytes as sent) once trimmed, on one line.
     static func groupName(_ raw: String) throws(ServiceError) -> String {
@@ -244,8 +242,8 @@ extension SocialStore {
                 throw Self.noGroup(request.groupId)
             }
             let body = InvitationToMe(group: GroupName(id: request.groupId, name: group), invitedBy: try summary(of: caller.id), invitedAt: now)
-            worker.push(Push(topic: GroupRules.invitedTopic, id: live.pushID("i\(request.groupId)", now: nowMs), userId: invitee,
-                             coalesce: nil, origin: nil, body: try JSONCoding.encoder.encode(body)))
+            worker.push(Push(Pushes.groupInvited, id: live.pushID("i\(request.groupId)", now: nowMs), userId: invitee,
+                             body: try Pushes.groupInvited.encode(body)))
             return sent
         }
     }

@@ -87,8 +87,6 @@ enum LiveMapRules {
     static let staleMs: Int64 = 600_000
     /// A position this old is not shown, and is deleted.
     static let shownMs: Int64 = 3_600_000
-    static let positionTopic = "group.position"
-    static let followedTopic = "group.followed"
 
     /// The report checked, each field named: `invalid_argument` otherwise.
     static func check(_ report: PositionReport) throws(ServiceError) {
@@ -157,11 +155,10 @@ extension SocialStore {
         let at = timestamp(Date(timeIntervalSince1970: Double(position.atMs) / 1_000))
         for (recipient, groups) in recipients {
             guard let first = groups.first else { continue }
-            let body = try JSONCoding.encoder.encode(PositionPush(
+            let body = try Pushes.groupPosition.encode(PositionPush(
                 groupId: first, groupIds: groups, userId: user, lat: position.lat, lon: position.lon, accuracyM: position.accuracyM,
                 headingDeg: position.headingDeg, speedMps: position.speedMps, at: at))
-            worker.push(Push(topic: LiveMapRules.positionTopic, id: id, userId: recipient,
-                             coalesce: "\(LiveMapRules.positionTopic):\(user)", origin: origin, body: body))
+            worker.push(Push(Pushes.groupPosition, id: id, userId: recipient, coalesce: "\(Pushes.groupPosition.name):\(user)", origin: origin, body: body))
         }
         return !recipients.isEmpty
     }
@@ -242,8 +239,8 @@ extension SocialStore {
                     ON CONFLICT (group_id, follower_id) DO UPDATE SET followee_id = excluded.followee_id, created_at = excluded.created_at
                     """, request.groupId, caller.id, request.userId, timestamp())
                 let body = FollowedPush(groupId: request.groupId, user: try summary(of: caller.id))
-                worker.push(Push(topic: LiveMapRules.followedTopic, id: live.pushID("f\(request.groupId)", now: nowMs), userId: request.userId,
-                                 body: try JSONCoding.encoder.encode(body)))
+                worker.push(Push(Pushes.groupFollowed, id: live.pushID("f\(request.groupId)", now: nowMs), userId: request.userId,
+                                 body: try Pushes.groupFollowed.encode(body)))
             }
             return MapFollowState(groupId: request.groupId, userId: request.userId, following: true)
         }

@@ -32,7 +32,8 @@ import Testing
 
     /// The errors a method declares name one of its params (a path into their shape: `near.lat`,
     /// `stops[3]`, a free key of a dictionary) or none; a signed-in method can always answer
-    /// `unauthenticated`, an admin's `permission_denied`, one with params `invalid_argument`.
+    /// `unauthenticated`, an admin's `permission_denied`, any `invalid_argument`, and any whose
+    /// `token` is a session's `unauthenticated` for it.
     @Test func declaredErrorsNameParamsTheMethodTakes() throws {
         for method in Methods.offered {
             let shape = try SchemaProbe.shape(of: method.params)
@@ -46,8 +47,11 @@ import Testing
             if method.access == .user || method.access == .admin { #expect(codes.contains(.unauthenticated), "\(method.name)") }
             #expect(codes.contains(.permissionDenied) || method.access != .admin, "\(method.name)")
         }
-        #expect(Methods.Catalog.get.errors.map(\.code) == [.invalidArgument, .notFound])
-        #expect(Methods.Catalog.categories.errors.isEmpty)
+        #expect(Methods.Catalog.get.errors.map(\.code) == [.invalidArgument, .unauthenticated, .notFound])
+        // Any request may be malformed, and a token given for it unknown; a share link's token is no session's.
+        #expect(Methods.Catalog.categories.errors.map(\.code) == [.invalidArgument, .unauthenticated])
+        #expect(Methods.Catalog.categories.errors.last?.field == "token")
+        #expect(!Methods.Favorites.shared.errors.contains { $0.code == .unauthenticated && $0.field == "token" })
     }
 
     /// Whether `path` (`a.b`, `a[2]`, `a[i]`) names a member of `shape`.
@@ -92,13 +96,13 @@ import Testing
         #expect(errors.contains { ($0["data"] as? [String: Any])?["code"] as? String == "invalid_argument" && $0["code"] as? Int == -32602 })
     }
 
-    /// Outside Contracts (and the tests), a method's name as a whole string literal would be a
-    /// second place that says it: the code names the declaration instead. The undotted
+    /// Outside Contracts (and the tests), a method's or a push topic's name as a whole string
+    /// literal would be a second place that says it: the code names the declaration instead. The undotted
     /// built-ins (`ping`, `help`, `subscribe`, `unsubscribe`) are also Redis's commands and the
     /// CLI's words, so only dotted names are looked for; comment lines are not code.
     @Test func noMethodNameIsAStringLiteralOutsideContracts() throws {
-        let names = Set(Methods.all.map(\.name).filter { $0.contains(".") })
-        #expect(names.count > 100)
+        let names = Set((Methods.all.map(\.name) + Pushes.all.map(\.name)).filter { $0.contains(".") })
+        #expect(names.count > 100 && names.contains(Pushes.groupPosition.name))
         let sources = packageRoot.appendingPathComponent("Sources")
         let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
         var checked = 0, found: [String] = []
@@ -114,7 +118,7 @@ import Testing
             }
         }
         #expect(checked > 100)
-        #expect(found.isEmpty, "method names written outside Contracts:\n\(found.joined(separator: "\n"))")
+        #expect(found.isEmpty, "method or topic names written outside Contracts:\n\(found.joined(separator: "\n"))")
     }
 
     @Test func literalsAreFoundAsTheCompilerSeesThem() {
