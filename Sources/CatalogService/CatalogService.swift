@@ -17,8 +17,8 @@ public enum CatalogService {
         var table = HandlerTable<CatalogStore>()
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.
         table.onRaw(Methods.Catalog.create) { context, store in
-            // A plainly shaped body is read by spans; any other goes to the decoder, whose answers and errors are the contract.
-            let input = try context.scannedBody.flatMap(PlaceInput.init(spans:)) ?? context.checkedParams(PlaceInput.self)
+            // Held to its shape, then read by spans when plainly shaped; any other body goes to the decoder.
+            let input = try context.checkedParams(PlaceInput.self, spans: PlaceInput.init(spans:))
             return Response(body: try store.create(input))
         }
         table.onRaw(Methods.Catalog.update) { context, store in

@@ -27,15 +27,15 @@ extension PlaceID {
 /// The rules every stored place satisfies; each failure names its field. Texts are bounded
 /// in UTF-8 bytes (4 per character) before their characters are counted (`TextRule`).
 enum PlaceRules {
-    static let name = TextRule("name", maxCharacters: 200)
-    static let address = TextRule("address", maxCharacters: 500, lines: .multiple)
-    static let phone = TextRule("phone", maxCharacters: 40)
-    static let description = TextRule("description", maxCharacters: 5_000, lines: .multiple)
-    static let openingHoursText = TextRule("opening_hours_text", maxCharacters: 500)
+    static let name = PlaceTexts.name
+    static let address = PlaceTexts.address
+    static let phone = PlaceTexts.phone
+    static let description = PlaceTexts.description
+    static let openingHoursText = PlaceTexts.openingHoursText
     static let maxPhotos = 50
     /// The most seasons a place has.
     static let maxSeasons = 20
-    static let maxURL = 2_000
+    static let maxURL = PlaceTexts.url.maxCharacters
 
     static func validate(_ p: Place, categories: Set<String>) throws(ServiceError) {
         guard !p.name.isEmpty else { throw .invalid("name", "must not be empty") }
@@ -61,7 +61,7 @@ enum PlaceRules {
         guard p.photos.count <= maxPhotos else { throw .invalid("photos", "at most \(maxPhotos) photos") }
         for (i, photo) in p.photos.enumerated() {
             try httpURL(photo.url, "photos[\(i)].url")
-            try TextRule("photos[\(i)].attribution", maxCharacters: 300).check(photo.attribution)
+            try TextRule("photos[\(i)].attribution", maxCharacters: PlaceTexts.photoAttribution.maxCharacters).check(photo.attribution)
         }
         guard p.openingHours.count <= 50 else { throw .invalid("opening_hours", "at most 50 periods") }
         for (i, period) in p.openingHours.enumerated() {

@@ -192,8 +192,35 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
     }
 }
 
+/// The bounds of a place's and a tour's texts, declared once: the params of `catalog.create`,
+/// `catalog.update`, `tours.create` and `tours.update` are held to them before their handlers,
+/// and the catalog holds every stored place to them (imports too). Texts are bounded in UTF-8
+/// bytes (4 per character) before their characters are counted (`TextRule`).
+public enum PlaceTexts {
+    public static let name = TextRule("name", maxCharacters: 200)
+    public static let address = TextRule("address", maxCharacters: 500, lines: .multiple)
+    public static let phone = TextRule("phone", maxCharacters: 40)
+    public static let description = TextRule("description", maxCharacters: 5_000, lines: .multiple)
+    public static let openingHoursText = TextRule("opening_hours_text", maxCharacters: 500)
+    public static let photoAttribution = TextRule("attribution", maxCharacters: 300)
+    /// A URL (a website, a photo's): at most this many characters.
+    public static let url = TextRule("url", maxCharacters: 2_000)
+
+    /// The rules of a tour's texts, and of a place's name and description, as field rules.
+    public static let tourRules: [FieldRule] = [
+        .text(name), .text(name, at: "name_i18n[]"), .text(description), .text(description, at: "description_i18n[]"),
+    ]
+    /// The rules of a place's texts, as field rules.
+    public static let placeRules: [FieldRule] = tourRules + [
+        .text(address), .text(phone), .text(openingHoursText), .text(url, at: "website"),
+        .text(url, at: "photos[].url"), .text(photoAttribution, at: "photos[].attribution"),
+    ]
+}
+
 /// The writable fields of a place, as `catalog.create` takes them.
 public struct PlaceInput: Codable, Sendable, Equatable, DeclaredShape {
+    public static let fieldRules = PlaceTexts.placeRules
+
     /// Optional when `name_i18n` is given: then its English name, or else the first language's.
     public var name: String?
     public var category: String

@@ -78,6 +78,8 @@ public struct PlacePage: Codable, Sendable {
 
 /// `catalog.update`: the place's id and only the fields to change; `null` clears an optional field.
 public struct PlaceUpdate: Decodable, Sendable, DeclaredShape {
+    public static let fieldRules = PlaceTexts.placeRules
+
     public var id: Int64
     /// When set, the update applies only if the place is still at this version (else `conflict`).
     public var expectedVersion: Int64?
@@ -331,6 +333,8 @@ public struct ImportStatus: Codable, Sendable {
 
 /// `tours.update`: the tour's id and only the fields to change; `null` clears an optional field.
 public struct TourUpdate: Decodable, Sendable, DeclaredShape {
+    public static let fieldRules = PlaceTexts.tourRules
+
     public var id: Int64
     /// When set, the update applies only if the tour is still at this version (else `conflict`).
     public var expectedVersion: Int64?

@@ -7,6 +7,10 @@ import Geo
 
 /// `favorites.toggle {place_id, list?, request_id?}`.
 public struct ToggleRequest: Decodable, Sendable, DeclaredShape {
+    /// A client's `request_id`: one line of at most 64 bytes.
+    public static let requestIdRule = TextRule("request_id", maxCharacters: 64, maxBytes: 64)
+    public static let fieldRules: [FieldRule] = [.text(requestIdRule)]
+
     public var placeId: Int64
     public var list: String?
     public var requestId: String?
@@ -39,6 +43,10 @@ public struct ToggleReply: Codable, Sendable, Equatable {
 
 /// `favorites.add {place_id, list?, note?}`.
 public struct AddRequest: Decodable, Sendable, DeclaredShape {
+    /// A note: at most 500 characters and 2,000 bytes, line breaks allowed.
+    public static let noteRule = TextRule("note", maxCharacters: 500, lines: .multiple)
+    public static let fieldRules: [FieldRule] = [.text(noteRule)]
+
     public var placeId: Int64
     public var list: String?
     public var note: String?
@@ -254,6 +262,10 @@ public struct ListsReply: Codable, Sendable {
 /// `favorites.lists.create {name}`, `favorites.lists.delete {name}`, `favorites.share {list}`…:
 /// one list by name.
 public struct ListName: Decodable, Sendable, DeclaredShape {
+    /// A list's name: 1 to 100 characters on one line, at most 400 bytes.
+    public static let nameRule = TextRule("name", maxCharacters: 100)
+    public static let fieldRules: [FieldRule] = [.text(nameRule)]
+
     public var name: String
 
     public init(name: String) {
@@ -263,6 +275,10 @@ public struct ListName: Decodable, Sendable, DeclaredShape {
 
 /// `favorites.lists.rename {name, new_name}`.
 public struct RenameRequest: Decodable, Sendable, DeclaredShape {
+    /// The same bounds as a list's name.
+    public static let newNameRule = TextRule("new_name", maxCharacters: 100)
+    public static let fieldRules: [FieldRule] = [.text(ListName.nameRule), .text(newNameRule)]
+
     public var name: String
     public var newName: String
 
@@ -452,6 +468,14 @@ public struct PinPlace: Codable, Sendable {
 
 /// `pins.add {lat, lon, title?, note?}`.
 public struct PinAdd: Decodable, Sendable, DeclaredShape {
+    /// A title: one line of at most 100 characters and 1,600 UTF-8 bytes (checked first), so
+    /// 100 flags or skin-toned emoji fit and no grapheme of thousands of accents does.
+    public static let titleRule = TextRule("title", maxCharacters: 100, maxBytes: 1_600)
+    /// A note: at most 500 characters and 8,000 UTF-8 bytes, line breaks allowed (as an
+    /// annotation's text in notify).
+    public static let noteRule = TextRule("note", maxCharacters: 500, maxBytes: 8_000, lines: .multiple)
+    public static let fieldRules: [FieldRule] = [.text(titleRule), .text(noteRule)]
+
     public var lat: Double
     public var lon: Double
     public var title: String?
@@ -513,6 +537,8 @@ public struct PinPage: Codable, Sendable {
 /// `pins.update {id, lat?, lon?, title?, note?}`: what is absent stays; `null` clears a title
 /// or a note (and is refused for `lat` and `lon`).
 public struct PinUpdate: Decodable, Sendable, DeclaredShape {
+    public static let fieldRules: [FieldRule] = [.text(PinAdd.titleRule), .text(PinAdd.noteRule)]
+
     public var id: Int64
     public var lat: Patch<Double>
     public var lon: Patch<Double>

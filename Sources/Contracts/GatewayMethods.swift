@@ -24,7 +24,7 @@ extension Methods.Gateway {
 extension Methods.Auth {
     public static let resume = Method<TokenBody, TokenOwner>("auth.resume", .gateway, .anyone, .read,
         "sign this connection in with a token from auth.login (RESP: AUTH <token>)",
-        errors: [.unauthenticated("token", "the token is not a live session: malformed, unknown or expired")])
+        errors: [.unauthenticated("token", "the token is not a live session: malformed, unknown or expired")], ownsTokenParam: true)
 }
 
 extension Methods.System {

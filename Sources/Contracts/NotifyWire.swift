@@ -62,6 +62,12 @@ public struct FormSet: Codable, Sendable {
 
 /// `annotations.submit {lat, lon, values, text?}`.
 public struct SubmitRequest: Decodable, Sendable, DeclaredShape {
+    /// An annotation's text: at most 500 characters (in Swift `Character`s) and at most 8,000
+    /// UTF-8 bytes, checked first (500 flags or skin-toned emoji, 8 bytes each, fit); line
+    /// breaks allowed. `annotations.import` holds each item's text to it too.
+    public static let textRule = TextRule("text", maxCharacters: 500, maxBytes: 8_000, lines: .multiple)
+    public static let fieldRules: [FieldRule] = [.text(textRule)]
+
     public var lat: Double
     public var lon: Double
     public var values: [String: String]

@@ -152,10 +152,10 @@ public enum OpenRPC {
             if let format = bounds.format { out["format"] = format }
         case .integer(let bounds):
             out = ["type": "integer"]
-            if let range = bounds.range {
-                if range.lowerBound != .min { out["minimum"] = range.lowerBound }
-                if range.upperBound != .max { out["maximum"] = range.upperBound }
-            }
+            // Always bounded: a client's integers must fit the server's (Int64 at most).
+            let range = bounds.range ?? Int64.min...Int64.max
+            out["minimum"] = range.lowerBound
+            out["maximum"] = range.upperBound
         case .number(let bounds):
             out = ["type": "number"]
             if let range = bounds.range {

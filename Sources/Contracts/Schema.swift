@@ -120,6 +120,12 @@ public struct FieldRule: Sendable {
     public static func string(_ path: String, characters: ClosedRange<Int>, bytes: Int) -> FieldRule {
         FieldRule(path, .characters(characters), .bytes(bytes))
     }
+    /// A text field held to `rule` (at `path`, else the rule's field): its bytes and characters
+    /// as sent, in the schema and checked before the handler, which holds the text to the same
+    /// rule for what a schema cannot say (control characters, trimming).
+    public static func text(_ rule: TextRule, at path: String? = nil) -> FieldRule {
+        FieldRule(path ?? rule.field, .characters(0...rule.maxCharacters), .bytes(rule.maxBytes))
+    }
 }
 
 /// A type whose JSON shape is read from its `Decodable` conformance, with the limits its rules add.

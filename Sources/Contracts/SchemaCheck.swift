@@ -109,10 +109,12 @@ public enum SchemaCheck {
         let bytes = text.utf8.count
         if let maxBytes = bounds.maxBytes, bytes > maxBytes { throw fault(path, "must be at most \(maxBytes) bytes") }
         guard let range = bounds.characters else { return }
-        // A string of more bytes than characters allowed four times over is refused before it is counted.
-        if bytes > range.upperBound * 4 || !range.contains(text.count) {
+        // A string of more bytes than its limit (or, without one, than characters allowed four
+        // times over) is refused before it is counted.
+        if bytes > (bounds.maxBytes ?? range.upperBound * 4) || !range.contains(text.count) {
             throw fault(path, range.lowerBound == 1 && text.isEmpty ? "must not be empty"
-                                       : "must be \(range.lowerBound) to \(range.upperBound) characters")
+                            : range.lowerBound == 0 ? "must be at most \(range.upperBound) characters"
+                            : "must be \(range.lowerBound) to \(range.upperBound) characters")
         }
     }
 

@@ -37,7 +37,9 @@ struct ProbeRefusal: Error, CustomStringConvertible {
 /// What was asked of one value.
 final class ProbeNode {
     enum Kind {
-        case unknown, string, integer, number, boolean, any
+        case unknown, string, number, boolean, any
+        /// An integer of a type whose values are `range` (as far as Int64 holds them).
+        case integer(ClosedRange<Int64>)
         /// A type that says its shape itself (`SaysItsShape`).
         case said(Schema)
         case enumeration([String])
@@ -63,7 +65,7 @@ final class ProbeNode {
         switch kind {
         case .unknown: throw ProbeRefusal(description: "\(path): nothing was decoded")
         case .string: return .string(StringBounds())
-        case .integer: return .integer(IntegerBounds())
+        case .integer(let range): return .integer(IntegerBounds(range))
         case .number: return .number(NumberBounds())
         case .boolean: return .boolean
         case .any: return .any
@@ -120,22 +122,28 @@ final class ProbeNode {
         return value
     }
 
+    /// An integer of type `I`: its values' range (as far as Int64 holds them), and a zero to stand in.
+    private static func integer<I: FixedWidthInteger, T>(_ type: I.Type, _ node: ProbeNode) -> T? {
+        node.kind = .integer(Int64(clamping: I.min)...Int64(clamping: I.max))
+        return I.zero as? T
+    }
+
     private static func standIn<T>(_ type: T.Type, _ node: ProbeNode) -> T? {
         switch type {
         case is String.Type: node.kind = .string; return "" as? T
         case is Bool.Type: node.kind = .boolean; return false as? T
         case is Double.Type: node.kind = .number; return 0.0 as? T
         case is Float.Type: node.kind = .number; return Float(0) as? T
-        case is Int.Type: node.kind = .integer; return 0 as? T
-        case is Int64.Type: node.kind = .integer; return Int64(0) as? T
-        case is Int32.Type: node.kind = .integer; return Int32(0) as? T
-        case is Int16.Type: node.kind = .integer; return Int16(0) as? T
-        case is Int8.Type: node.kind = .integer; return Int8(0) as? T
-        case is UInt.Type: node.kind = .integer; return UInt(0) as? T
-        case is UInt64.Type: node.kind = .integer; return UInt64(0) as? T
-        case is UInt32.Type: node.kind = .integer; return UInt32(0) as? T
-        case is UInt16.Type: node.kind = .integer; return UInt16(0) as? T
-        case is UInt8.Type: node.kind = .integer; return UInt8(0) as? T
+        case is Int.Type: return integer(Int.self, node)
+        case is Int64.Type: return integer(Int64.self, node)
+        case is Int32.Type: return integer(Int32.self, node)
+        case is Int16.Type: return integer(Int16.self, node)
+        case is Int8.Type: return integer(Int8.self, node)
+        case is UInt.Type: return integer(UInt.self, node)
+        case is UInt64.Type: return integer(UInt64.self, node)
+        case is UInt32.Type: return integer(UInt32.self, node)
+        case is UInt16.Type: return integer(UInt16.self, node)
+        case is UInt8.Type: return integer(UInt8.self, node)
         default: return nil
         }
     }

@@ -8,6 +8,19 @@ import Geo
 
 /// `auth.register` and `admin.create`: a new account.
 public struct Registration: Codable, Sendable, DeclaredShape {
+    /// 3-32 characters of `a-z 0-9 _ .`, stored lower-case (the characters are the handler's).
+    public static let usernameRule = TextRule("username", maxCharacters: 32)
+    /// `local@domain.tld`, at most 254 characters (1,016 bytes).
+    public static let emailRule = TextRule("email", maxCharacters: 254)
+    /// 1-100 characters once surrounding white space is trimmed, on one line.
+    public static let nameRule = TextRule("name", maxCharacters: 100)
+    /// A password's most bytes, checked before anything else (and before any hash).
+    public static let maxPasswordBytes = 1_024
+    public static let fieldRules: [FieldRule] = [
+        FieldRule("username", .characters(3...usernameRule.maxCharacters), .bytes(usernameRule.maxBytes)), .text(emailRule), .text(nameRule),
+        FieldRule("password", .bytes(maxPasswordBytes)),
+    ]
+
     public var username: String
     public var email: String
     public var name: String
@@ -23,6 +36,10 @@ public struct Registration: Codable, Sendable, DeclaredShape {
 
 /// `auth.login`.
 public struct Credentials: Codable, Sendable, DeclaredShape {
+    public static let fieldRules: [FieldRule] = [
+        FieldRule("username", .bytes(Registration.usernameRule.maxBytes)), FieldRule("password", .bytes(Registration.maxPasswordBytes)),
+    ]
+
     public var username: String
     public var password: String
 
@@ -75,6 +92,12 @@ public struct ListBlocks: Codable, Sendable, DeclaredShape {
 /// `chat.send`: a message to a user (`user:N`) or a group (`group:N`), with the sender's own id
 /// for it, which makes a retry safe.
 public struct ChatSend: Codable, Sendable, DeclaredShape {
+    /// A message: 1 to 2,000 characters of several lines, at most 8,000 UTF-8 bytes.
+    public static let textRule = TextRule("text", maxCharacters: 2_000, maxBytes: 8_000, lines: .multiple)
+    /// The longest `client_msg_id`, in bytes.
+    public static let maxClientMsgIdBytes = 64
+    public static let fieldRules: [FieldRule] = [.text(textRule), FieldRule("client_msg_id", .bytes(maxClientMsgIdBytes))]
+
     public var to: String
     public var text: String
     public var clientMsgId: String
@@ -372,6 +395,8 @@ public struct DeviceRevoked: Codable, Sendable, Equatable {
 /// `auth.delete`: the caller's password, asked again before their account and everything
 /// of it goes.
 public struct AccountDeletion: Codable, Sendable, DeclaredShape {
+    public static let fieldRules: [FieldRule] = [FieldRule("password", .bytes(Registration.maxPasswordBytes))]
+
     public var password: String
 
     public init(password: String) { self.password = password }
@@ -451,6 +476,10 @@ public struct UserPage: Codable, Sendable, Equatable {
 
 /// `groups.create`.
 public struct GroupCreation: Codable, Sendable, DeclaredShape {
+    /// 1-100 characters (400 bytes as sent) once trimmed, on one line.
+    public static let nameRule = TextRule("name", maxCharacters: 100)
+    public static let fieldRules: [FieldRule] = [.text(nameRule)]
+
     public var name: String
 
     public init(name: String) {
@@ -1113,6 +1142,14 @@ public struct ProfileRequest: Codable, Sendable, DeclaredShape {
 
 /// `profile.update`: only the fields to change; `null` clears one (except `name`).
 public struct ProfileUpdate: Decodable, Sendable, DeclaredShape {
+    public static let bioRule = TextRule("bio", maxCharacters: 500, lines: .multiple)
+    public static let avatarURLRule = TextRule("avatar_url", maxCharacters: 500)
+    public static let languageRule = TextRule("language", maxCharacters: 35)
+    public static let homeCityRule = TextRule("home_city", maxCharacters: 100)
+    public static let fieldRules: [FieldRule] = [
+        .text(Registration.nameRule), .text(bioRule), .text(avatarURLRule), .text(languageRule), .text(homeCityRule),
+    ]
+
     public var name: Patch<String> = .absent
     public var bio: Patch<String> = .absent
     public var avatarUrl: Patch<String> = .absent
@@ -1212,8 +1249,10 @@ public struct ReviewInput: Codable, Sendable, DeclaredShape {
         case placeId = "place_id"
     }
 
+    /// A review's text: at most 5,000 characters and 20,000 bytes, line breaks and tabs allowed.
+    public static let textRule = TextRule("text", maxCharacters: 5_000, lines: .multiple)
     /// A rating is an integer from 1 to 5; 2.5, "five", 0 and 6 each name the field.
-    public static let fieldRules: [FieldRule] = [.integer("rating", 1...5)]
+    public static let fieldRules: [FieldRule] = [.integer("rating", 1...5), .text(textRule)]
 }
 
 /// `reviews.delete`.

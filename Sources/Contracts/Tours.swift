@@ -63,6 +63,8 @@ public struct Tour: Codable, Sendable, Equatable {
 
 /// `tours.create`: a name (or names by language), and the stops in walking order.
 public struct TourInput: Codable, Sendable, DeclaredShape {
+    public static let fieldRules = PlaceTexts.tourRules
+
     /// Optional when `name_i18n` is given: then its English name, or else the first language's.
     public var name: String?
     public var nameI18n: [String: String]?

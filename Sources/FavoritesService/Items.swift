@@ -12,10 +12,6 @@ import Storage
 /// in a short transaction of their own once the place is known, as social's `reviews.add`
 /// does, and never hold the one writer thread while they wait.
 enum Items {
-    /// A note: at most 500 characters and 2,000 bytes, line breaks allowed.
-    static let noteRule = TextRule("note", maxCharacters: 500, lines: .multiple)
-    /// A client's `request_id`: one line of at most 64 bytes.
-    static let requestIdRule = TextRule("request_id", maxCharacters: 64, maxBytes: 64)
     /// Page sizes of `favorites.list` and `favorites.shared`.
     /// How far in the future a visit's `at` may be: clocks differ a little.
     static let visitSkewMs: Int64 = 60_000
@@ -54,7 +50,7 @@ extension FavoritesStore {
     /// another place or list is a `conflict`.
     func toggle(_ request: ToggleRequest, caller: Caller, context: RequestContext) throws -> ToggleReply {
         if let requestId = request.requestId {
-            try Items.requestIdRule.check(requestId)
+            try ToggleRequest.requestIdRule.check(requestId)
             guard !requestId.isEmpty else { throw ServiceError.invalid("request_id", "must not be empty") }
         }
         _ = try findList(request.list, userId: caller.id)
@@ -134,7 +130,7 @@ extension FavoritesStore {
     /// `favorites.add`: saves a place (again: no error; a `note` given replaces the note, an
     /// empty one clears it).
     func add(_ request: AddRequest, caller: Caller, context: RequestContext) throws -> ItemChanged {
-        if let note = request.note { try Items.noteRule.check(note) }
+        if let note = request.note { try AddRequest.noteRule.check(note) }
         let note = request.note.flatMap { $0.isEmpty ? nil : $0 }
         _ = try findList(request.list, userId: caller.id)
         try ensurePlace(request.placeId, context: context)

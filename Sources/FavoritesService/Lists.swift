@@ -16,11 +16,6 @@ enum Lists {
     /// The list whose items carry `visited_at`.
     static let visited = "visited"
 
-    /// A list's name: 1 to 100 characters on one line, at most 400 bytes.
-    static let nameRule = TextRule("name", maxCharacters: 100)
-    /// The same bounds for a new name.
-    static let newNameRule = TextRule("new_name", maxCharacters: 100)
-
     static let migrations: [Migration] = [
         Migration(domain: "lists", version: 1, sql: """
             CREATE TABLE lists (
@@ -133,7 +128,7 @@ extension FavoritesStore {
     func findList(_ name: String?, userId: Int64, field: String = "list") throws -> ListRef {
         let name = name ?? Lists.defaultList
         // Bounded before it reaches SQL: no list name is longer.
-        guard name.utf8.count <= Lists.nameRule.maxBytes else { throw ServiceError(.notFound, "you have no list by that name", field: field) }
+        guard name.utf8.count <= ListName.nameRule.maxBytes else { throw ServiceError(.notFound, "you have no list by that name", field: field) }
         if let row = try db.queryOne("SELECT id, name, builtin FROM lists WHERE user_id = ? AND name = ?", userId, name) {
             return ListRef(id: try row.decode("id"), name: try row.decode("name"), builtin: try row.decode("builtin", as: Int64.self) == 1)
         }
@@ -190,7 +185,7 @@ extension FavoritesStore {
 
     /// `favorites.lists.create`: a new own list, at most `maxOwnLists` of them.
     func createList(_ raw: String, caller: Caller) throws -> ListInfo {
-        let name = try checkedNewName(raw, rule: Lists.nameRule, userId: caller.id)
+        let name = try checkedNewName(raw, rule: ListName.nameRule, userId: caller.id)
         try refuseErased(caller.id)
         let own = try db.scalarInt("SELECT count(*) FROM lists WHERE user_id = ? AND builtin = 0", caller.id) ?? 0
         guard own < options.maxOwnLists else {
@@ -212,7 +207,7 @@ extension FavoritesStore {
     /// `favorites.lists.rename`: gives an own list a new name (a change of case alone is one).
     func renameList(_ name: String, to raw: String, caller: Caller) throws -> ListInfo {
         let list = try ownList(name, userId: caller.id, doing: "renamed")
-        let newName = try checkedNewName(raw, rule: Lists.newNameRule, userId: caller.id, except: list.id)
+        let newName = try checkedNewName(raw, rule: RenameRequest.newNameRule, userId: caller.id, except: list.id)
         try db.run("UPDATE lists SET name = ? WHERE id = ?", newName, list.id)
         try pushChanged(FavoritesChange(change: .listRenamed, list: newName), caller: caller)
         let shared = try db.queryOne("SELECT 1 FROM shares WHERE list_id = ?", list.id) != nil

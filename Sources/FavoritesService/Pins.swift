@@ -18,12 +18,6 @@ enum Pins {
     static let maxPerUser = 1_000
     /// A pin shows the nearest place of the catalog copy within this many metres.
     static let placeRadiusM = 100.0
-    /// A title: one line of at most 100 characters and 1,600 UTF-8 bytes (checked first), so
-    /// 100 flags or skin-toned emoji fit and no grapheme of thousands of accents does.
-    static let titleRule = TextRule("title", maxCharacters: 100, maxBytes: 1_600)
-    /// A note: at most 500 characters and 8,000 UTF-8 bytes, line breaks allowed (as an
-    /// annotation's text in notify).
-    static let noteRule = TextRule("note", maxCharacters: 500, maxBytes: 8_000, lines: .multiple)
     /// Page sizes of `pins.list`.
     /// Cursors are at most this many bytes.
     static let maxCursorBytes = 128
@@ -127,8 +121,8 @@ extension FavoritesStore {
     /// stores it and tells the caller's other connections.
     func addPin(_ request: PinAdd, caller: Caller) throws -> PinJSON {
         let point = try Pins.coordinate(request.lat, request.lon)
-        try Pins.titleRule.check(request.title)
-        try Pins.noteRule.check(request.note)
+        try PinAdd.titleRule.check(request.title)
+        try PinAdd.noteRule.check(request.note)
         try refuseErased(caller.id)
         let held = try db.scalarInt("SELECT COUNT(*) FROM pins WHERE user_id = ?", caller.id) ?? 0
         guard held < Pins.maxPerUser else {
@@ -156,8 +150,8 @@ extension FavoritesStore {
                                         try request.lon.applied(to: point.longitude, field: "lon"))
         }
         let title = request.title.applied(to: pin.title), note = request.note.applied(to: pin.note)
-        try Pins.titleRule.check(title)
-        try Pins.noteRule.check(note)
+        try PinAdd.titleRule.check(title)
+        try PinAdd.noteRule.check(note)
         try db.run("UPDATE pins SET lat = ?, lon = ?, title = ?, note = ?, updated_at = ? WHERE id = ?",
                    point.latitude, point.longitude, title, note, now, pin.id)
         try pushChanged(FavoritesChange(change: .pinUpdated, pinId: pin.id), caller: caller)

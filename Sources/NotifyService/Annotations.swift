@@ -7,10 +7,6 @@ import Storage
 
 /// The form, and annotations: submit, get, delete, nearby and viewport.
 extension NotifyStore {
-    /// An annotation's text: at most 500 characters (the bound, in Swift `Character`s)
-    /// and at most 8,000 UTF-8 bytes, checked first (500 flags or skin-toned emoji, 8 bytes
-    /// each, fit); line breaks allowed.
-    static let textRule = TextRule("text", maxCharacters: 500, maxBytes: 8_000, lines: .multiple)
     /// Cursors of the annotation lists are at most this many characters.
     static let maxCursorBytes = 128
 
@@ -76,7 +72,7 @@ extension NotifyStore {
     /// covers it (R3).
     func submit(_ request: SubmitRequest, caller: Caller) throws -> AnnotationJSON {
         let point = try Self.coordinate(request.lat, request.lon)
-        try Self.textRule.check(request.text)
+        try SubmitRequest.textRule.check(request.text)
         guard let form = try currentForm() else {
             throw ServiceError(.unavailable, "no form has been set yet; an admin sets one with annotations.form.set")
         }
@@ -137,7 +133,7 @@ extension NotifyStore {
             let path = "annotations[\(i)]"
             do {
                 let point = try Self.coordinate(item.lat, item.lon)
-                try Self.textRule.check(item.text)
+                try SubmitRequest.textRule.check(item.text)
                 guard (1...Self.maxExternalIdBytes).contains(item.externalId.utf8.count),
                       !item.externalId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
                     throw ServiceError.invalid("external_id", "must be 1 to \(Self.maxExternalIdBytes) bytes without control characters")

@@ -168,15 +168,28 @@ extension RequestContext {
         try Self.checkedParams(type, scannedBody: scannedBody, envelope: envelope)
     }
 
+    /// The body held to its declared shape, then read by `spans` (a reader of plainly shaped
+    /// bodies that needs no decoder) when it can, else decoded: what is refused, and how, is
+    /// the same either way.
+    public func checkedParams<Params: DeclaredShape>(_ type: Params.Type, spans: (Data) -> Params?) throws(ServiceError) -> Params {
+        let shape = try Self.shape(of: type)
+        let bodies = Self.bodies(scannedBody: scannedBody, envelope: envelope)
+        for body in bodies { try SchemaCheck.check(body, against: shape) }
+        if let scannedBody, let read = spans(scannedBody) { return read }
+        return try JSONCoding.decodeBody(type, fromEnvelope: envelope)
+    }
+
     /// `checkedParams` of a request given as its envelope and scanned body.
     public static func checkedParams<Params: DeclaredShape>(_ type: Params.Type, scannedBody: Data?, envelope: Data) throws(ServiceError) -> Params {
-        let shape: Schema
+        try params(type, shape: try shape(of: type), scannedBody: scannedBody, envelope: envelope)
+    }
+
+    private static func shape<Params: DeclaredShape>(of type: Params.Type) throws(ServiceError) -> Schema {
         do {
-            shape = try SchemaProbe.shape(of: type)
+            return try SchemaProbe.shape(of: type)
         } catch {
             throw ServiceError(.internal, "the params shape of \(type) cannot be read: \(error)")
         }
-        return try params(type, shape: shape, scannedBody: scannedBody, envelope: envelope)
     }
 
     private static func params<Params: Decodable>(_ type: Params.Type, shape: Schema?, scannedBody: Data?, envelope: Data) throws(ServiceError) -> Params {

@@ -9,15 +9,12 @@ import Synchronization
 /// The rules of account fields; each returns the value as stored or names the field at fault.
 /// Every text is checked in bytes (and for control characters) before anything else.
 enum AccountRules {
-    static let maxUsername = 32
-    static let maxPasswordBytes = 1_024
-    static let usernameText = TextRule("username", maxCharacters: maxUsername)
-    static let emailText = TextRule("email", maxCharacters: 254)
-    static let nameText = TextRule("name", maxCharacters: 100)
+    static let maxUsername = Registration.usernameRule.maxCharacters
+    static let maxPasswordBytes = Registration.maxPasswordBytes
 
     /// 3-32 characters of `a-z 0-9 _ .`, stored lower-case.
     static func username(_ raw: String) throws(ServiceError) -> String {
-        try usernameText.checkBytesAndCharacters(raw)
+        try Registration.usernameRule.checkBytesAndCharacters(raw)
         let username = raw.lowercased()
         guard (3...maxUsername).contains(username.count) else { throw .invalid("username", "must be 3 to \(maxUsername) characters") }
         guard username.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "." }) else {
@@ -30,7 +27,7 @@ enum AccountRules {
     /// (1,016 bytes), and nothing invisible: no control, bidirectional or other formatting
     /// character (a zero-width space would make another account for the same address).
     static func email(_ email: String) throws(ServiceError) -> String {
-        try emailText.check(email)
+        try Registration.emailRule.check(email)
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         let domain = parts.count == 2 ? parts[1].split(separator: ".", omittingEmptySubsequences: false) : []
         guard parts.count == 2, !parts[0].isEmpty, domain.count >= 2, domain.allSatisfy({ !$0.isEmpty }),
@@ -43,7 +40,7 @@ enum AccountRules {
 
     /// 1-100 characters (400 bytes) once surrounding white space is trimmed, on one line.
     static func name(_ raw: String) throws(ServiceError) -> String {
-        let name = try nameText.trimmed(raw)
+        let name = try Registration.nameRule.trimmed(raw)
         guard !name.isEmpty else { throw .invalid("name", "must not be empty") }
         return name
     }
@@ -147,8 +144,8 @@ extension SocialStore {
     /// A username or password longer (in bytes) than any registration accepts is refused
     /// before anything else: `invalid_argument`, not counted as a failure.
     func login(_ credentials: Credentials) throws -> LoginReply {
-        guard credentials.username.utf8.count <= AccountRules.usernameText.maxBytes else {
-            throw ServiceError.invalid("username", "must be at most \(AccountRules.usernameText.maxBytes) bytes")
+        guard credentials.username.utf8.count <= Registration.usernameRule.maxBytes else {
+            throw ServiceError.invalid("username", "must be at most \(Registration.usernameRule.maxBytes) bytes")
         }
         try AccountRules.passwordBytes(credentials.password)
         return try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try checkedLogin(credentials) }

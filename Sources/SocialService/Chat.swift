@@ -41,10 +41,7 @@ enum ConversationName: Equatable {
 
 /// The rules of chat: sizes and rates.
 enum ChatRules {
-    /// A message: 1 to 2,000 characters of several lines, at most 8,000 UTF-8 bytes.
-    static let text = TextRule("text", maxCharacters: 2_000, maxBytes: 8_000, lines: .multiple)
-    /// The longest `client_msg_id`, in bytes.
-    static let maxClientMsgIdBytes = 64
+    static let maxClientMsgIdBytes = ChatSend.maxClientMsgIdBytes
     /// What one sender may send: 20 messages in any 10 seconds, and 60 in any minute.
     static let rates: [(count: Int, milliseconds: Int64, span: String)] = [(20, 10_000, "10 seconds"), (60, 60_000, "a minute")]
     /// What one group conversation takes from all its members together: 30 messages in any
@@ -64,7 +61,7 @@ enum ChatRules {
     /// with at least one visible character. Line and paragraph separators (U+2028, U+2029)
     /// are white space: accepted between visible characters, as new lines are.
     static func checkText(_ value: String) throws(ServiceError) {
-        try text.check(value)
+        try ChatSend.textRule.check(value)
         guard value.unicodeScalars.contains(where: isVisible) else {
             throw .invalid("text", "must hold at least one visible character (not only white space or invisible characters)")
         }

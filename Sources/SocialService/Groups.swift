@@ -10,7 +10,6 @@ import Storage
 
 /// The rules and limits of groups.
 enum GroupRules {
-    static let name = TextRule("name", maxCharacters: 100)
     /// Members and pending invitations of one group together.
     static let maxMembers = 50
     /// Groups one user is a member of.
@@ -23,7 +22,7 @@ enum GroupRules {
 
     /// 1-100 characters (400 bytes as sent) once trimmed, on one line.
     static func groupName(_ raw: String) throws(ServiceError) -> String {
-        let trimmed = try name.trimmed(raw)
+        let trimmed = try GroupCreation.nameRule.trimmed(raw)
         guard !trimmed.isEmpty else { throw .invalid("name", "must not be empty") }
         return trimmed
     }

@@ -6,14 +6,9 @@ import Storage
 
 /// The rules of profile fields, each naming its field. Texts are checked in bytes first.
 enum ProfileRules {
-    static let bio = TextRule("bio", maxCharacters: 500, lines: .multiple)
-    static let avatarURLText = TextRule("avatar_url", maxCharacters: 500)
-    static let languageText = TextRule("language", maxCharacters: 35)
-    static let homeCity = TextRule("home_city", maxCharacters: 100)
-
     static func avatarURL(_ value: String) throws(ServiceError) {
-        try avatarURLText.checkBytesAndCharacters(value)
-        guard value.count <= avatarURLText.maxCharacters, let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(),
+        try ProfileUpdate.avatarURLRule.checkBytesAndCharacters(value)
+        guard value.count <= ProfileUpdate.avatarURLRule.maxCharacters, let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(),
               scheme == "http" || scheme == "https", url.host?.isEmpty == false else {
             throw .invalid("avatar_url", "must be an http or https URL of at most 500 characters")
         }
@@ -25,8 +20,8 @@ enum ProfileRules {
 
     /// A BCP 47-style tag: a 2-3 letter language, then optional subtags (`en`, `pt-BR`, `zh-Hant-TW`).
     static func language(_ value: String) throws(ServiceError) {
-        try languageText.checkBytesAndCharacters(value)
-        guard value.count <= languageText.maxCharacters, value.wholeMatch(of: /[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*/) != nil else {
+        try ProfileUpdate.languageRule.checkBytesAndCharacters(value)
+        guard value.count <= ProfileUpdate.languageRule.maxCharacters, value.wholeMatch(of: /[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*/) != nil else {
             throw .invalid("language", "must be a language tag such as en or pt-BR")
         }
     }
@@ -85,12 +80,12 @@ extension SocialStore {
         if case .null = update.name { throw ServiceError.invalid("name", "cannot be null") }
         if case .null = update.discoverable { throw ServiceError.invalid("discoverable", "cannot be null; give true or false") }
         let name = try update.name.checked(AccountRules.name)
-        let bio = try update.bio.checked(ProfileRules.bio.check)
+        let bio = try update.bio.checked(ProfileUpdate.bioRule.check)
         let avatarURL = try update.avatarUrl.checked(ProfileRules.avatarURL)
         let year = currentYear
         let birthYear = try update.birthYear.checked { value throws(ServiceError) in try ProfileRules.birthYear(value, currentYear: year) }
         let language = try update.language.checked(ProfileRules.language)
-        let homeCity = try update.homeCity.checked(ProfileRules.homeCity.check)
+        let homeCity = try update.homeCity.checked(ProfileUpdate.homeCityRule.check)
         return try db.transaction {
             let current = try profile(caller.id, viewer: caller.id)
             try db.run("UPDATE users SET name = ?, bio = ?, avatar_url = ?, birth_year = ?, language = ?, home_city = ? WHERE id = ?",

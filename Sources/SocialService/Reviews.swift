@@ -50,8 +50,6 @@ struct ReviewOrder {
 }
 
 extension SocialStore {
-    /// A review's text: at most 5,000 characters and 20,000 bytes, line breaks and tabs allowed.
-    static let reviewText = TextRule("text", maxCharacters: 5_000, lines: .multiple)
 
     private static let reviewColumns = """
         SELECT r.id, r.place_id, r.user_id, u.username, u.name, r.rating, r.text, r.created_at, r.updated_at
@@ -62,7 +60,7 @@ extension SocialStore {
     /// new rating in the same transaction. Nothing is stored when the catalog cannot say.
     func addReview(_ input: ReviewInput, caller: Caller, context: RequestContext) throws -> Review {
         let text = input.text ?? ""
-        try Self.reviewText.check(text)
+        try ReviewInput.textRule.check(text)
         _ = try placeName(input.placeId, context)
         return try db.transaction {
             // The caller was checked before the catalog's answer, which may take a second: an

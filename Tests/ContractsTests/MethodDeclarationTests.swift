@@ -92,6 +92,12 @@ import Testing
         #expect(near["additionalProperties"] as? Bool == false && near["required"] as? [String] == ["lat", "lon"])
         #expect(((near["properties"] as? [String: Any])?["lat"] as? [String: Any])?["maximum"] as? Double == 90)
         #expect(params.contains { $0["name"] as? String == "token" && $0["required"] as? Bool == false })
+        // A text's limits are its TextRule's (characters and bytes); an integer is always bounded.
+        let review = try #require(methods.first { $0["name"] as? String == Methods.Reviews.add.name }?["params"] as? [[String: Any]])
+        let text = try #require(review.first { $0["name"] as? String == "text" }?["schema"] as? [String: Any])
+        #expect(text["maxLength"] as? Int == ReviewInput.textRule.maxCharacters && text["x-maxBytes"] as? Int == ReviewInput.textRule.maxBytes)
+        let place = try #require(review.first { $0["name"] as? String == "place_id" }?["schema"] as? [String: Any])
+        #expect(place["minimum"] as? Int64 == .min && place["maximum"] as? Int64 == .max)
         let errors = try #require(nearby["errors"] as? [[String: Any]])
         #expect(errors.contains { ($0["data"] as? [String: Any])?["code"] as? String == "invalid_argument" && $0["code"] as? Int == -32602 })
     }

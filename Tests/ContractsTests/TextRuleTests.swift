@@ -1,5 +1,5 @@
 import Bus
-import ServiceKit
+import Contracts
 import Testing
 
 @Suite struct TextRuleTests {
