@@ -108,7 +108,6 @@ final class Dispatcher: Sendable {
     private static let builtInNames = Set(Methods.owned(by: .gateway).map(\.name))
     /// The params shapes of the built-ins but `ping`.
     static let builtInShapes: [String: Schema] = Dictionary(uniqueKeysWithValues: Methods.owned(by: .gateway)
-        .filter { $0.name != Methods.Gateway.ping.name }
         .map { method in
             do {
                 return (method.name, try SchemaProbe.shape(of: method.params))
@@ -126,8 +125,8 @@ final class Dispatcher: Sendable {
         // One deadline for everything the request takes: checking its token, then the service.
         let ceiling = limits.deadlineMilliseconds
         let deadline = Deadline(milliseconds: min(call.deadlineMilliseconds ?? ceiling, ceiling))
-        // The built-ins hold their params to their declared shapes, as the services do (`ping`
-        // keeps Redis's PING [message]).
+        // The built-ins hold their params to their declared shapes, as the services do (RESP's
+        // PING [message] is answered by its framing).
         if let shape = Dispatcher.builtInShapes[method] {
             do {
                 try SchemaCheck.check(call.params, against: shape)
