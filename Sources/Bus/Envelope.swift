@@ -417,7 +417,7 @@ extension JSONCoding {
     /// Foundation reports a number that fits no Swift type (`1e999`, or `2.5` for an integer)
     /// as invalid JSON with no path. This finds the out-of-range literal itself, walking the
     /// document by span (no error text is read), and names the member it is the value of.
-    static func unrepresentableNumber(in data: Data) -> ServiceError {
+    public static func unrepresentableNumber(in data: Data) -> ServiceError {
         do {
             try StrictJSON.check(data, maxDepth: 512)
         } catch {

@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import ServiceKit
 import Testing
 import TestSupport
 

@@ -2,6 +2,7 @@ import Contracts
 import Bus
 import Foundation
 @testable import SearchService
+import ServiceKit
 import Storage
 import Testing
 

@@ -1,7 +1,7 @@
-@testable import Bus
+import Bus
 import Contracts
 import Foundation
-import ServiceKit
+@testable import ServiceKit
 import Testing
 
 /// A handler bound to a user or admin method gets the caller resolved from the envelope's

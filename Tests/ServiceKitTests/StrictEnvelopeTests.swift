@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import ServiceKit
 import Synchronization
 import Testing
 
