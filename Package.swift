@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "TourMapsTests", dependencies: ["TourMaps", "Geo", "TestSupport"]),
-        .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Bus", "TestSupport"]),
+        .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Gateway", "Bus", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         // Helpers shared by test targets (transcript matching, a stand-in publisher, a search of a
         // database for a user's rows); never linked into the executables.

@@ -53,10 +53,10 @@ public struct CommonConfig: Sendable, Equatable {
     public init(name: String) { self.name = name }
 
     /// The flags every process takes.
-    static let flags: Set<String> = ["config", "peer", "peer-pub", "max-request-bytes", "max-json-depth", "ready-file", "log-level", "curve-key", "metrics-listen"]
+    public static let flags: Set<String> = ["config", "peer", "peer-pub", "max-request-bytes", "max-json-depth", "ready-file", "log-level", "curve-key", "metrics-listen"]
 
     /// Usage lines of the flags every process takes.
-    static let usageLines = """
+    public static let usageLines = """
           --config FILE           suite configuration (JSON); also TOURBUS_CONFIG
           --peer NAME=EP[,EP]     request endpoints of another service
           --peer-pub NAME=EP[,EP] event endpoints of another service
@@ -74,7 +74,7 @@ public struct CommonConfig: Sendable, Equatable {
     /// Reads the common settings of process `name` from its sources: file, then environment,
     /// then flags. `serves`: the process binds bus sockets (a service), so its CURVE key is
     /// the one its clients pin.
-    init(name: String, sources: ConfigSources, serves: Bool) throws(ConfigError) {
+    public init(name: String, sources: ConfigSources, serves: Bool) throws(ConfigError) {
         self.init(name: name)
         let flags = sources.flags, environment = sources.environment
 
@@ -144,12 +144,12 @@ public struct CommonConfig: Sendable, Equatable {
 
 /// What a process's configuration is read from: its flags, its environment and the suite
 /// file, if one is named. Each kind of process reads its own settings from it.
-struct ConfigSources {
-    let flags: Flags
-    let environment: [String: String]
-    let file: SuiteFile?
+public struct ConfigSources {
+    public let flags: Flags
+    public let environment: [String: String]
+    public let file: SuiteFile?
 
-    init(arguments: [String], environment: [String: String], options: ProcessOptions) throws(ConfigError) {
+    public init(arguments: [String], environment: [String: String], options: ProcessOptions) throws(ConfigError) {
         flags = try Flags(arguments, options: options)
         self.environment = environment
         if let path = flags.last("config") ?? environment["TOURBUS_CONFIG"] {
@@ -161,31 +161,39 @@ struct ConfigSources {
 }
 
 /// The flags one kind of process takes, and those of the other kind it refuses, each with why.
-struct ProcessOptions {
+public struct ProcessOptions: Sendable {
     /// `gateway` or `service`, as the refusal names it.
     let kind: String
     let takes: Set<String>
     /// Flag name to the reason this kind does not take it.
     let refuses: [String: String]
+
+    public init(kind: String, takes: Set<String>, refuses: [String: String]) {
+        self.kind = kind
+        self.takes = takes
+        self.refuses = refuses
+    }
 }
 
 /// The suite file: `{"data_dir":…, "services":{"catalog":{"bind":[…],"publish":[…],"connect":[…],"subscribe":[…],"readers":N}}}`.
 ///
 /// Every process reads the whole file and takes what it uses: its own section, the other
 /// sections as peers, and the top-level keys of its kind. Unknown keys are ignored.
-struct SuiteFile {
-    struct Section: Decodable {
+public struct SuiteFile: Sendable {
+    public struct Section: Decodable, Sendable {
         var bind: [String]?
         var publish: [String]?
         var connect: [String]?
         var subscribe: [String]?
         var readers: Int?
         var db: String?
-        var listen: String?
+        public var listen: String?
         var curveKey: String?
         var metricsListen: String?
-        /// The gateway's limits, by their file keys.
-        var limits: [String: Int] = [:]
+        /// Every other member that is an integer, by its key, and the keys of those that are
+        /// not: the gateway reads its limits from them.
+        public var integers: [String: Int] = [:]
+        public var notIntegers: Set<String> = []
 
         enum CodingKeys: String, CodingKey {
             case bind, publish, connect, subscribe, readers, db, listen
@@ -193,7 +201,7 @@ struct SuiteFile {
             case metricsListen = "metrics_listen"
         }
 
-        init(from decoder: any Decoder) throws {
+        public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             bind = try c.decodeIfPresent([String].self, forKey: .bind)
             publish = try c.decodeIfPresent([String].self, forKey: .publish)
@@ -205,8 +213,8 @@ struct SuiteFile {
             curveKey = try c.decodeIfPresent(String.self, forKey: .curveKey)
             metricsListen = try c.decodeIfPresent(String.self, forKey: .metricsListen)
             let all = try decoder.container(keyedBy: AnyKey.self)
-            for setting in GatewayLimits.settings {
-                if let value = try all.decodeIfPresent(Int.self, forKey: AnyKey(setting.fileKey)) { limits[setting.fileKey] = value }
+            for key in all.allKeys where CodingKeys(stringValue: key.stringValue) == nil {
+                if let value = try? all.decode(Int.self, forKey: key) { integers[key.stringValue] = value } else { notIntegers.insert(key.stringValue) }
             }
         }
     }
@@ -243,7 +251,7 @@ struct SuiteFile {
     var outboxRetention: Int? { contents.outboxRetention }
     var maxRequestBytes: Int? { contents.maxRequestBytes }
     var maxJSONDepth: Int? { contents.maxJSONDepth }
-    var services: [String: Section] { contents.services ?? [:] }
+    public var services: [String: Section] { contents.services ?? [:] }
     var curveKeys: [String: [String]]? { contents.curve?.keys }
 
     /// The largest suite file read: a suite of many services and keys is a few KiB.
@@ -297,7 +305,7 @@ struct SuiteFile {
     func error(_ message: String) -> ConfigError { ConfigError("config file \(path): \(message)") }
 
     /// `value` if it is positive; an error naming `key` if it is not.
-    func positive(_ value: Int?, _ key: String) throws(ConfigError) -> Int? {
+    public func positive(_ value: Int?, _ key: String) throws(ConfigError) -> Int? {
         guard let value else { return nil }
         guard value > 0 else { throw error("\(key) must be a positive integer, got \(value)") }
         return value
@@ -306,7 +314,7 @@ struct SuiteFile {
 
 /// `--name value` and `--name=value` flags, repeatable; a flag of the other kind of process
 /// is refused with why, anything else unknown is an error.
-struct Flags {
+public struct Flags: Sendable {
     private var values: [(String, String)] = []
 
     init(_ arguments: [String], options: ProcessOptions) throws(ConfigError) {
@@ -332,8 +340,8 @@ struct Flags {
         }
     }
 
-    func all(_ name: String) -> [String] { values.filter { $0.0 == name }.map(\.1) }
-    func last(_ name: String) -> String? { all(name).last }
+    public func all(_ name: String) -> [String] { values.filter { $0.0 == name }.map(\.1) }
+    public func last(_ name: String) -> String? { all(name).last }
 }
 
 /// A comma-separated list, spaces trimmed, empty items dropped.
@@ -342,7 +350,7 @@ func split(_ value: String) -> [String] {
 }
 
 /// `value` as a positive integer, or an error naming `flag`.
-func positive(_ value: String, _ flag: String) throws(ConfigError) -> Int {
+public func positive(_ value: String, _ flag: String) throws(ConfigError) -> Int {
     guard let n = Int(value), n > 0 else { throw ConfigError("\(flag) takes a positive integer, got '\(value)'") }
     return n
 }

@@ -43,7 +43,7 @@ public struct ServiceConfig: Sendable, Equatable {
     static let options = ProcessOptions(
         kind: "service",
         takes: CommonConfig.flags.union(["bind", "publish", "data-dir", "db", "readers", "heartbeat-ms", "outbox-retention"]),
-        refuses: GatewayConfig.ownFlags)
+        refuses: ["listen": "only the gateway listens for clients", "name": "only a gateway picks its section of the file by name"])
 
     /// Usage text for `--help`.
     public static func usage(service: String) -> String {

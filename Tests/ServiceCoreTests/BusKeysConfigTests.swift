@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import Gateway
 import ServiceCore
 import Testing
 import TestSupport

@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import Gateway
 import ServiceCore
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Bus
 import Foundation
+import Gateway
 import ServiceCore
 import Testing
 import TestSupport
@@ -165,6 +166,12 @@ import TestSupport
             }
         }
         #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--backend-window", "0"], environment: [:]) }
+        // A limit in the file that is not an integer is a mistake named, not a default kept.
+        let quoted = try writeFile(#"{"services": {"gateway": {"max_batch": "5"}}}"#)
+        defer { try? FileManager.default.removeItem(atPath: quoted) }
+        #expect(throws: ConfigError("services.gateway.max_batch must be a positive integer")) {
+            try GatewayConfig.load(arguments: ["--config", quoted], environment: [:])
+        }
     }
 
     @Test func malformedFileNamesTheField() throws {
@@ -219,8 +226,9 @@ import TestSupport
         #expect(throws: ConfigError("--listen is not a service option (only the gateway listens for clients)")) {
             try ServiceConfig.load(service: "catalog", arguments: ["--listen", "127.0.0.1:0"], environment: [:])
         }
+        // The gateway's limits are its own (Gateway), which a service does not know of.
         for setting in GatewayLimits.settings {
-            #expect(throws: ConfigError("--\(setting.name) is not a service option (it is one of the gateway's limits)")) {
+            #expect(throws: ConfigError("unknown option --\(setting.name)")) {
                 try ServiceConfig.load(service: "search", arguments: ["--\(setting.name)", "5"], environment: [:])
             }
         }

@@ -1,3 +1,5 @@
+import ServiceCore
+
 /// Every limit of the gateway's client side, with its default: the one table that flags,
 /// environment variables, the suite file and `Protocols/gateway.md` follow.
 ///

@@ -1,3 +1,4 @@
+import ServiceCore
 import Bus
 import Foundation
 
@@ -85,7 +86,10 @@ public struct GatewayConfig: Sendable, Equatable {
         if let file = sources.file, let section = file.services[name] {
             if let value = section.listen { config.listen = value }
             for setting in GatewayLimits.settings {
-                if let value = try file.positive(section.limits[setting.fileKey], "services.\(name).\(setting.fileKey)") {
+                guard !section.notIntegers.contains(setting.fileKey) else {
+                    throw ConfigError("services.\(name).\(setting.fileKey) must be a positive integer")
+                }
+                if let value = try file.positive(section.integers[setting.fileKey], "services.\(name).\(setting.fileKey)") {
                     config.limits[keyPath: setting.field] = value
                 }
             }
