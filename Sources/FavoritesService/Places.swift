@@ -159,20 +159,9 @@ extension FavoritesStore {
         struct Fetched: Decodable {
             var version: Int64
         }
-        let body = Data(#"{"id":\#(id)}"#.utf8)
         let reply = try lookups.run(readers: worker.config.readers,
                                     refusal: ServiceError(.unavailable, "favorites is asking the catalog about other places; try again")) { () throws -> Reply in
-            do throws(ServiceError) {
-                let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
-                return try worker.peers.client("catalog").request(type: Methods.Catalog.get.name, body: body, timeoutMilliseconds: timeout)
-            } catch let error where error.code == .notFound {
-                throw ServiceError(.notFound, "no place with id \(id)", field: field)
-            } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {
-                worker.logger.warn("catalog did not answer", ["type": context.type, "error": error])
-                throw ServiceError(.unavailable, "the catalog is not answering; try again")
-            } catch {
-                throw error  // the catalog's own refusal, as it gave it
-            }
+            try worker.catalogPlace(id, field: field, context: context)
         }
         let place = try reply.body(PlaceSummary.self)
         guard place.id == id else { throw ServiceError(.internal, "the catalog answered another place") }

@@ -97,21 +97,9 @@ public final class SocialStore: ServiceState, AdmitsCallers {
         }
     }
 
-    /// A place from the catalog (`catalog.get`): `not_found` (field `place_id`) when it has no
-    /// such place, `unavailable` when it does not answer within the time this request has left
-    /// (at most 1 s, and 90% of it, so this service still answers in time).
+    /// A place from the catalog (`ServiceWorker.catalogPlace`), decoded as `Place`.
     private func catalogPlace<Place: Decodable>(_ id: Int64, _ context: RequestContext, as: Place.Type) throws -> Place {
-        do {
-            let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
-            return try worker.peers.client("catalog").call(Methods.Catalog.get.name, PlaceID(id: id), as: Place.self, timeoutMilliseconds: timeout)
-        } catch let error where error.code == .notFound && error.field == "id" {
-            throw ServiceError(.notFound, "no place with id \(id)", field: "place_id")
-        } catch let error where error.code == .unavailable || error.code == .deadlineExceeded {
-            worker.logger.warn("catalog did not answer", ["type": context.type, "error": error])
-            throw ServiceError(.unavailable, "the catalog is not answering; try again")
-        } catch {
-            throw error  // the catalog's own refusal, as it gave it
-        }
+        try worker.catalogPlace(id, context: context).body(Place.self)
     }
 }
 
