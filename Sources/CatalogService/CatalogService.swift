@@ -129,7 +129,7 @@ public enum CatalogService {
             // Social's events erase a deleted user's walks and library and tell the devices
             // packages are sealed to (without social's endpoints the catalog runs, warning that
             // it is not subscribed).
-            subscriptions: ["social": WalkRules.socialApplier(clock: options.clock, erased: erased)],
+            subscriptions: ["social": EventApplier(features: [LibraryRules.socialEvents, WalkRules.socialEvents(clock: options.clock, erased: erased)])],
             makeState: { worker in
                 try CatalogStore(worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans, erased: erased)
             })

@@ -121,33 +121,28 @@ enum LibraryRules {
             """),
     ]
 
-    /// Applies social's device events and erases a deleted user's library (`social.user.deleted`).
-    static func apply(_ event: ReceivedEvent, db: Database) throws {
-        switch event.header.type {
-        case SocialEvents.deviceRegistered:
+    /// What the library takes from social's events: the devices packages are sealed to, and a
+    /// deleted user's library erased (`social.user.deleted`). Before a rebuild from social's
+    /// snapshot (which lists every device) it forgets the devices.
+    static let socialEvents = EventHandlers([
+        SocialEvents.deviceRegistered: { event, scope in
             let device = try event.body(DeviceChange.self)
-            try db.run("INSERT OR REPLACE INTO library_devices (user_id, device_id, public_key) VALUES (?, ?, ?)",
-                       device.userId, device.deviceId, device.publicKey)
-        case SocialEvents.deviceRevoked:
+            try scope.db.run("INSERT OR REPLACE INTO library_devices (user_id, device_id, public_key) VALUES (?, ?, ?)",
+                             device.userId, device.deviceId, device.publicKey)
+        },
+        SocialEvents.deviceRevoked: { event, scope in
             let device = try event.body(DeviceChange.self)
-            try db.run("DELETE FROM library_devices WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
-            try db.run("DELETE FROM library_packages WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
-        case SocialEvents.userDeleted:
+            try scope.db.run("DELETE FROM library_devices WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
+            try scope.db.run("DELETE FROM library_packages WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
+        },
+        SocialEvents.userDeleted: { event, scope in
             let user = try event.body(UserDeleted.self).userId
             // Packages' pieces go with them (ON DELETE CASCADE).
             for table in ["library_devices", "library_tours", "library_places", "library_hidden", "library_packages"] {
-                try db.run("DELETE FROM \(table) WHERE user_id = ?", user)
+                try scope.db.run("DELETE FROM \(table) WHERE user_id = ?", user)
             }
-        default:
-            return
-        }
-    }
-
-    /// Forgets the devices learned from social, before a rebuild from its snapshot (which lists them all).
-    static func reset(_ db: Database) throws { try db.run("DELETE FROM library_devices") }
-
-    /// The event types `apply` acts on.
-    static let eventTypes: Set<String> = [SocialEvents.deviceRegistered, SocialEvents.deviceRevoked, SocialEvents.userDeleted]
+        },
+    ], reset: { db in try db.run("DELETE FROM library_devices") })
 }
 
 extension CatalogStore {

@@ -37,21 +37,18 @@ enum WalkRules {
         return rounded >= 360 ? 0 : rounded
     }
 
-    /// Erases a deleted user's walks (`social.user.deleted`): their progress and last positions;
-    /// and passes social's events to the library (`LibraryRules.apply`: devices, erasure).
-    /// Their late `tours.locate` is refused for a while (`erased`), noted before the erasure commits.
-    static func socialApplier(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventApplier { EventApplier(
-        apply: { event, scope in
-            try LibraryRules.apply(event, db: scope.db)
-            guard event.header.type == SocialEvents.userDeleted else { return }
-            let user = try event.body(UserDeleted.self).userId
-            erased.note(user, now: clock())
-            try scope.db.run("DELETE FROM tour_progress WHERE user_id = ?", user)
-        },
-        // Social's snapshot holds no deleted user, so a rebuild has nothing to erase; its
-        // devices come again in full.
-        reset: { db in try LibraryRules.reset(db) },
-        types: LibraryRules.eventTypes) }
+    /// Erases a deleted user's walks (`social.user.deleted`): their progress and last positions.
+    /// Their late `tours.locate` is refused for a while (`erased`), noted before the erasure
+    /// commits. Social's snapshot holds no deleted user, so a rebuild has nothing to erase.
+    static func socialEvents(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventHandlers {
+        EventHandlers([
+            SocialEvents.userDeleted: { event, scope in
+                let user = try event.body(UserDeleted.self).userId
+                erased.note(user, now: clock())
+                try scope.db.run("DELETE FROM tour_progress WHERE user_id = ?", user)
+            },
+        ])
+    }
 }
 
 /// A stop of a tour being walked: its place's id, name (in the request's language) and point.

@@ -48,13 +48,26 @@ public enum FavoritesService {
         var definition = ServiceDefinition(
             name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations + Recent.migrations + Visits.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
-            subscriptions: ["catalog": Places.catalogApplier, "social": Places.socialApplier(clock: options.clock, erased: erased),
+            // Social's events: ratings, a deleted user's erasure, and who is discoverable (visits).
+            subscriptions: ["catalog": Places.catalogApplier,
+                            "social": EventApplier(features: [Places.ratingEvents, erasureEvents(clock: options.clock, erased: erased), Visits.socialEvents]),
                             "search": Recent.searchApplier(clock: options.clock, erased: erased)],
             makeState: { [lookups = ReaderGate()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups, erased: erased) })
         // Every search replica records only the searches it answered: each is a stream of its own.
         definition.perReplica = ["search"]
         definition.periodic = [PeriodicRequest(Methods.Favorites.countsFlush, intervalMilliseconds: options.countsFlushIntervalMs)]
         return definition
+    }
+
+    /// Erases a deleted user's data (`social.user.deleted`), refusing their late writes for a
+    /// while (`erased`, by `clock`). Social's snapshot holds no deleted user (nothing of them is
+    /// kept), so a rebuild cannot erase what a missed deletion left (see Protocols/favorites.md).
+    static func erasureEvents(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventHandlers {
+        EventHandlers([
+            SocialEvents.userDeleted: { event, scope in
+                try erase(user: try event.body(UserDeleted.self).userId, now: clock(), erased: erased, scope)
+            },
+        ])
     }
 
     /// Erases everything of user `id` (`social.user.deleted`): lists, items, shares, pins, recent

@@ -108,35 +108,19 @@ enum Places {
             }
         })
 
-    /// Keeps ratings in step with social, and erases a deleted user's data (refusing their
-    /// late writes for a while: `erased`, by `clock`).
-    static func socialApplier(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventApplier { EventApplier(
-        apply: { event, scope in
-            switch event.header.type {
-            case SocialEvents.ratingUpdated:
-                let update = try event.body(RatingUpdated.self)
-                if update.count <= 0 {
-                    try scope.db.run("DELETE FROM ratings WHERE place_id = ?", update.placeId)
-                } else {
-                    try scope.db.run("INSERT OR REPLACE INTO ratings (place_id, average, count) VALUES (?, ?, ?)",
-                                     update.placeId, update.average, update.count)
-                }
-            case SocialEvents.userDeleted:
-                try FavoritesService.erase(user: try event.body(UserDeleted.self).userId, now: clock(), erased: erased, scope)
-            case SocialEvents.profileDiscoverable:
-                try Visits.apply(try event.body(DiscoverableChanged.self), scope)
-            default: break
+    /// Keeps ratings in step with social (`social.rating.updated`). Social's snapshot holds
+    /// every rating, so a rebuild forgets them first.
+    static let ratingEvents = EventHandlers([
+        SocialEvents.ratingUpdated: { event, scope in
+            let update = try event.body(RatingUpdated.self)
+            if update.count <= 0 {
+                try scope.db.run("DELETE FROM ratings WHERE place_id = ?", update.placeId)
+            } else {
+                try scope.db.run("INSERT OR REPLACE INTO ratings (place_id, average, count) VALUES (?, ?, ?)",
+                                 update.placeId, update.average, update.count)
             }
         },
-        // Social's snapshot holds every rating; a deleted user is not in it (nothing of them is
-        // kept), so a rebuild cannot erase what a missed deletion left (see Protocols/favorites.md).
-        // It holds each discoverable user too: those it does not name are forgotten after it.
-        reset: { db in
-            try db.run("DELETE FROM ratings")
-            try Visits.reset(db)
-        },
-        types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted, SocialEvents.profileDiscoverable],
-        finishBulk: Visits.finishBulk) }
+    ], reset: { db in try db.run("DELETE FROM ratings") })
 }
 
 extension FavoritesStore {

@@ -77,6 +77,13 @@ enum Visits {
         }
     }
 
+    /// What visits take from social's events: who is discoverable (`apply`); before a rebuild
+    /// from social's snapshot, which holds each discoverable user, every one is stale (`reset`)
+    /// and those it does not name are forgotten after it (`finishBulk`).
+    static let socialEvents = EventHandlers([
+        SocialEvents.profileDiscoverable: { event, scope in try apply(try event.body(DiscoverableChanged.self), scope) },
+    ], reset: reset, finishBulk: finishBulk)
+
     /// Applies `social.profile.discoverable`: a user who becomes discoverable has their latest
     /// visits published; again (or in a rebuild) nothing is published twice. One who stops is
     /// forgotten, and nothing is published.

@@ -88,6 +88,50 @@ public struct EventApplier: Sendable {
     public func wants(_ type: String) -> Bool { types?.contains(type) ?? true }
 }
 
+/// What one feature of a service does with another service's events: a handler for each
+/// event type it follows, what it forgets before a rebuild from the source's snapshot, and
+/// what it finishes after a bulk load. The features that follow one source are composed into
+/// that source's `EventApplier` (`init(features:)`), so no feature's code holds another's.
+public struct EventHandlers: Sendable {
+    public typealias Handler = @Sendable (ReceivedEvent, EventScope) throws -> Void
+
+    public let handlers: [String: Handler]
+    public let reset: @Sendable (Database) throws -> Void
+    public let finishBulk: (@Sendable (Database) throws -> Void)?
+
+    public init(_ handlers: [String: Handler], reset: @escaping @Sendable (Database) throws -> Void = { _ in },
+                finishBulk: (@Sendable (Database) throws -> Void)? = nil) {
+        self.handlers = handlers
+        self.reset = reset
+        self.finishBulk = finishBulk
+    }
+}
+
+extension EventApplier {
+    /// The features that follow one source, composed: an event goes to each feature that
+    /// handles its type, in the order the features are given (all in the one transaction); a
+    /// reset resets each, and a bulk load's end finishes each; the types are those any handles.
+    public init(features: [EventHandlers]) {
+        var byType: [String: [EventHandlers.Handler]] = [:]
+        for feature in features {
+            for (type, handler) in feature.handlers { byType[type, default: []].append(handler) }
+        }
+        let table = byType
+        let resets: [@Sendable (Database) throws -> Void] = features.map(\.reset)
+        let finishes: [@Sendable (Database) throws -> Void] = features.compactMap(\.finishBulk)
+        let apply: @Sendable (ReceivedEvent, EventScope) throws -> Void = { event, scope in
+            for handler in table[event.header.type] ?? [] { try handler(event, scope) }
+        }
+        let reset: @Sendable (Database) throws -> Void = { db in
+            for reset in resets { try reset(db) }
+        }
+        let finish: @Sendable (Database) throws -> Void = { db in
+            for finish in finishes { try finish(db) }
+        }
+        self.init(apply: apply, reset: reset, types: Set(table.keys), finishBulk: finishes.isEmpty ? nil : finish)
+    }
+}
+
 
 /// A service's cursor store: the copy and the cursor in the service's own SQLite file, changed
 /// by an `EventApplier` in transactions that also store the cursor. A snapshot's pages are
