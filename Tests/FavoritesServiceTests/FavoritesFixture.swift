@@ -199,11 +199,7 @@ final class FavoritesFixture {
 
     /// Polls `condition` (at most 5 s).
     func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        for _ in 0..<100 {
-            if try condition() { return true }
-            usleep(50_000)
-        }
-        return false
+        try TestSupport.eventually(seconds: 5, condition)
     }
 
     /// Recounts and publishes what is due now (the periodic request, sent by hand).

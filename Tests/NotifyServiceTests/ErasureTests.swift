@@ -74,11 +74,7 @@ final class ErasureFixture {
 
     /// Waits (at most 10 s) until `sql` counts `expected`.
     func eventually(_ sql: String, _ arguments: (any SQLBindable)?..., is expected: Int64) throws -> Bool {
-        for _ in 0..<200 {
-            if try Database(path: databasePath).scalarInt(sql, arguments) == expected { return true }
-            usleep(50_000)
-        }
-        return false
+        try TestSupport.eventually { try Database(path: databasePath).scalarInt(sql, arguments) == expected }
     }
 }
 

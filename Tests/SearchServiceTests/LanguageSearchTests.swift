@@ -19,11 +19,7 @@ import TestSupport
     }
 
     private func eventually(_ f: SearchFixture, _ json: String, _ condition: (SearchPage) -> Bool) throws -> Bool {
-        for _ in 0..<200 {
-            if condition(try call(f, "search.text", json)) { return true }
-            usleep(50_000)
-        }
-        return false
+        try TestSupport.eventually { condition(try call(f, "search.text", json)) }
     }
 
     @Test func aRussianNameFindsThePlaceInRussianAndInEnglishAndHitsAreNamedInLang() throws {

@@ -122,11 +122,7 @@ final class SearchFixture {
 
     /// Polls (bounded: 10 s) until `condition` holds for the nearby answer.
     func eventually(_ json: String, _ condition: (SearchPage) -> Bool) throws -> Bool {
-        for _ in 0..<200 {
-            if condition(try nearby(json)) { return true }
-            usleep(50_000)
-        }
-        return false
+        try TestSupport.eventually { condition(try nearby(json)) }
     }
 }
 

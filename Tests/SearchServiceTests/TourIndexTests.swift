@@ -20,11 +20,7 @@ import TestSupport
     }
 
     private func eventuallyText(_ f: SearchFixture, _ json: String, _ condition: (SearchPage) -> Bool) throws -> Bool {
-        for _ in 0..<200 {
-            if condition(try text(f, json)) { return true }
-            usleep(50_000)
-        }
-        return false
+        try eventually { condition(try text(f, json)) }
     }
 
     @Test func toursAreFoundByNameInEveryLanguageAndListedAsItineraries() throws {

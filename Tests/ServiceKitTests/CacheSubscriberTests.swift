@@ -9,14 +9,6 @@ import TestSupport
 
 private let quiet = Logger(component: "cache-test", level: .error) { _ in }
 
-/// Waits (at most `steps` times 10 ms, 10 s by default) until `condition` holds; returns whether it did.
-private func eventually(steps: Int = 1_000, _ condition: () -> Bool) -> Bool {
-    for _ in 0..<steps {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
-}
 
 /// A real publisher whose outbox the test writes by hand: a `ServiceRuntime` with no handlers
 /// (its relay, `sys.replay` and heartbeats every 20 ms, which also publish what was appended).
@@ -100,7 +92,7 @@ private final class CacheRecord: Sendable {
     func joinLive(_ publisher: OutboxPublisher) throws -> Int64? {
         for _ in 0..<20 {
             let seq = try publisher.append("item.noise")
-            if eventually(steps: 50, { !live.value.isEmpty }) { return seq }
+            if eventually(seconds: 0.5, every: 0.01, { !live.value.isEmpty }) { return seq }
         }
         return nil
     }

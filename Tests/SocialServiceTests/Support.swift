@@ -151,11 +151,7 @@ final class SocialFixture {
 
     /// Polls `condition` (at most 5 s).
     func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        for _ in 0..<100 {
-            if try condition() { return true }
-            usleep(50_000)
-        }
-        return false
+        try TestSupport.eventually(seconds: 5, condition)
     }
 
     /// Sends a raw JSON body as `user` (nil: no identity) and returns the reply body, or throws the error.

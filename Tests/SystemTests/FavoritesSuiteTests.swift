@@ -23,14 +23,6 @@ import TestSupport
         admin.rpc("catalog.create", #"{"name":"\#(name)","category":"attraction","lat":\#(lat),"lon":\#(lon),"popularity":\#(popularity)}"#).field("id", Int.self) ?? 0
     }
 
-    /// Polls (bounded: 10 s) until `condition` holds.
-    static func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
-        for _ in 0..<200 {
-            if try condition() { return true }
-            usleep(50_000)
-        }
-        return false
-    }
 
     @Test func aSavedPlaceReachesTheOtherDeviceSearchAndLeavesWithTheCatalogsPlace() throws {
         let suite = try SuiteFixture(everything: true)
@@ -47,7 +39,7 @@ import TestSupport
         // Search ranks by popularity: before any save, the Lookout (1.5) comes first.
         let popular = #"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":1000,"sort":"popularity"}"#
         func first() -> Int? { ((json(phone.rpc("search.nearby", popular).line)["result"] as? [String: Any])?["hits"] as? [[String: Any]])?.first?["id"] as? Int }
-        #expect(Self.eventually { first() != nil } && first() == lookout)
+        #expect(eventually { first() != nil } && first() == lookout)
 
         // A heart: in, out, in; a retried tap changes nothing.
         #expect(phone.rpc("favorites.toggle", #"{"place_id":\#(opera)}"#).line.contains(#""saved":true"#))
@@ -75,12 +67,12 @@ import TestSupport
         #expect(stranger.rpc("favorites.shared", #"{"token":"\#(token)x"}"#).errorCode == "not_found")
 
         // With the save, Opera Bar (1 + 2 ln 2) passes the Lookout.
-        #expect(Self.eventually { first() == opera },
+        #expect(eventually { first() == opera },
                 "\(phone.rpc("search.nearby", popular))")
 
         // The catalog deletes the place: it leaves the list.
         #expect(admin.rpc("catalog.delete", #"{"id":\#(opera)}"#).succeeded)
-        #expect(Self.eventually { phone.rpc("favorites.list").line.contains(#""items":[]"#) }, "\(phone.rpc("favorites.list"))")
+        #expect(eventually { phone.rpc("favorites.list").line.contains(#""items":[]"#) }, "\(phone.rpc("favorites.list"))")
     }
 
     /// Issue 16: a signed-in `search.text` reaches favorites through search's `search.performed`
@@ -99,7 +91,7 @@ import TestSupport
         #expect(traveller.rpc("search.text", #"{"q":"Opera House","near":{"lat":-33.85,"lon":151.21}}"#).succeeded)
         #expect(traveller.rpc("search.text", #"{"q":"bondi beach"}"#).succeeded)
         #expect(traveller.rpc("search.text", #"{"q":" opera  house "}"#).succeeded)
-        #expect(Self.eventually { recent() == ["opera house", "bondi beach"] }, "\(recent())")
+        #expect(eventually { recent() == ["opera house", "bondi beach"] }, "\(recent())")
         #expect(traveller.rpc("search.recent", #"{"limit":1}"#).line.contains(#""q":"opera house""#))
         // Favorites answers search.recent, not search (which has no such method).
         #expect(traveller.rpc("search.recent", #"{"limit":51}"#).errorCode == "invalid_argument")
@@ -137,8 +129,8 @@ import TestSupport
         #expect(writes.allSatisfy { $0.succeeded }, "\(writes.filter { !$0.succeeded })")
         // Bob's alert names the annotation's author.
         #expect(bob.rpc("notify.inbox").line.contains(marker))
-        #expect(try Self.eventually { try !Self.rowsOfUser(id: goneId, markers: [marker], in: suite.folder).isEmpty })
-        #expect(Self.eventually { gone.rpc("search.recent").line.contains("\(marker) search") })
+        #expect(try eventually { try !Self.rowsOfUser(id: goneId, markers: [marker], in: suite.folder).isEmpty })
+        #expect(eventually { gone.rpc("search.recent").line.contains("\(marker) search") })
 
         // Another session of the same user, on a second gateway.
         let second = try ChildProcess("tourbus-gateway", folder: suite.folder, arguments: ["--listen", "127.0.0.1:0"] + suite.gatewayArguments)
@@ -152,11 +144,11 @@ import TestSupport
         writes = [gone.rpc("auth.delete", #"{"password":"User-Pass-1"}"#)]
         #expect(writes.allSatisfy { $0.succeeded }, "\(writes)")
         #expect(gone.rpc("favorites.lists").errorCode == "unauthenticated")
-        #expect(Self.eventually { elsewhere.rpc("favorites.lists").errorCode == "unauthenticated" })
+        #expect(eventually { elsewhere.rpc("favorites.lists").errorCode == "unauthenticated" })
 
         // Every service erases on the event: a query of every table of every database finds nothing.
         var left: [String] = []
-        #expect(try Self.eventually {
+        #expect(try eventually {
             left = try Self.rowsOfUser(id: goneId, markers: [marker, "eraseme"], in: suite.folder)
             return left.isEmpty
         }, "\(left)")

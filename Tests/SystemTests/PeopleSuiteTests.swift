@@ -25,11 +25,11 @@ import TestSupport
         #expect(Self.people(viewer, #"{"place_id":\#(opera)}"#) == [])
         // Opting in publishes her earlier visit: favorites hears social, social hears favorites.
         #expect(ann.rpc("profile.update", #"{"discoverable":true}"#).line.contains(#""discoverable":true"#))
-        #expect(FavoritesSuiteTests.eventually { Self.people(viewer, #"{"place_id":\#(opera)}"#) == [annId] })
+        #expect(eventually { Self.people(viewer, #"{"place_id":\#(opera)}"#) == [annId] })
         #expect(Self.people(viewer, #"{"near":{"lat":-33.8568,"lon":151.2153},"radius_m":500}"#) == [annId])
         // Unmarking it takes her out again; anonymous callers are refused by the gateway.
         #expect(ann.rpc("favorites.remove", #"{"place_id":\#(opera),"list":"visited"}"#).succeeded)
-        #expect(FavoritesSuiteTests.eventually { Self.people(viewer, #"{"place_id":\#(opera)}"#) == [] })
+        #expect(eventually { Self.people(viewer, #"{"place_id":\#(opera)}"#) == [] })
         let stranger = try GatewayConnection(port: suite.port)
         #expect(stranger.rpc("social.people_at", #"{"place_id":\#(opera)}"#).errorCode == "unauthenticated")
     }

@@ -5,12 +5,10 @@ import TestSupport
 @Suite(.serialized) struct SearchSuiteTests {
     /// Polls the gateway (bounded: 10 s) until the nearby answer satisfies `condition`.
     func eventually(_ c: GatewayConnection, _ params: String, _ condition: ([[String: Any]]) -> Bool) -> Bool {
-        for i in 0..<200 {
-            let reply = json(c.call(#"{"jsonrpc":"2.0","id":\#(i),"method":"search.nearby","params":\#(params)}"#))
-            if let hits = (reply["result"] as? [String: Any])?["hits"] as? [[String: Any]], condition(hits) { return true }
-            usleep(50_000)
+        TestSupport.eventually {
+            let reply = json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"search.nearby","params":\#(params)}"#))
+            return ((reply["result"] as? [String: Any])?["hits"] as? [[String: Any]]).map(condition) ?? false
         }
-        return false
     }
 
     @Test func createUpdateDeleteShowInSearchThroughTheGateway() throws {

@@ -38,7 +38,7 @@ import TestSupport
         let context = try ZMQContext()
         let catalog = try RPCClient(context: context, endpoints: [suite.catalogEndpoint], logger: Logger(component: "test", level: .error))
         defer { catalog.close() }
-        let erased = FavoritesSuiteTests.eventually {
+        let erased = eventually {
             let reply = try? catalog.request(type: "tours.progress", body: Data(#"{"tour_id":\#(tour)}"#.utf8),
                                              auth: Auth(userId: String(userId), role: "user"), timeoutMilliseconds: 2_000)
             struct Progress: Decodable { var visited_count: Int }
