@@ -1,3 +1,4 @@
+// swift-format-ignore-file
 // Made from Protocols' transcripts by ContractsTests' OpenRPCExamplesTests; do not edit
 // (`TOURBUS_WRITE_OPENRPC=1 swift test --filter OpenRPCExamplesTests` writes it anew).
 

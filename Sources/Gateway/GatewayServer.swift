@@ -373,7 +373,8 @@ enum MemoryRelease {
     static func mapLargeBuffers() {
         guard let symbol = dlsym(nil, "mallopt") else { return }
         let mallopt = unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
-        _ = mallopt(-3 /* M_MMAP_THRESHOLD */, 256 << 10)
+        let mmapThreshold: Int32 = -3  // M_MMAP_THRESHOLD
+        _ = mallopt(mmapThreshold, 256 << 10)
     }
 
     /// glibc's `malloc_trim`, which no Swift module exports (it lives in malloc.h).

@@ -45,7 +45,9 @@ enum TopicPattern {
     }
 
     private enum Token {
-        case any, one, byte(UInt8), set(Set<UInt8>, negated: Bool)
+        case any, one
+        case byte(UInt8)
+        case set(Set<UInt8>, negated: Bool)
 
         func takes(_ byte: UInt8) -> Bool {
             switch self {

@@ -41,17 +41,17 @@ public struct BusKeys: Sendable, Equatable {
             }
             return nil
         }
-        let where_ = "config file \(filePath ?? "?")"
+        let origin = "config file \(filePath ?? "?")"
         guard let keyFile else {
-            throw ConfigError("\(where_) sets curve.keys, so \(name) needs its key file: --curve-key FILE, TOURBUS_CURVE_KEY or services.\(name).curve_key")
+            throw ConfigError("\(origin) sets curve.keys, so \(name) needs its key file: --curve-key FILE, TOURBUS_CURVE_KEY or services.\(name).curve_key")
         }
         var serverKeys: [String: [UInt8]] = [:]
         var allowed: [[UInt8]] = []
         for (process, keys) in listed.sorted(by: { $0.key < $1.key }) {
-            guard !keys.isEmpty else { throw ConfigError("\(where_): curve.keys.\(process) lists no key") }
+            guard !keys.isEmpty else { throw ConfigError("\(origin): curve.keys.\(process) lists no key") }
             for text in keys {
                 guard let key = try? CurveKeyPair.key(z85: text) else {
-                    throw ConfigError("\(where_): curve.keys.\(process): '\(text.prefix(60))' is not a 40-character Z85 public key")
+                    throw ConfigError("\(origin): curve.keys.\(process): '\(text.prefix(60))' is not a 40-character Z85 public key")
                 }
                 if serverKeys[process] == nil { serverKeys[process] = key }
                 allowed.append(key)
@@ -61,13 +61,13 @@ public struct BusKeys: Sendable, Equatable {
         do { pair = try CurveKeyPair(keyFile: keyFile) } catch { throw ConfigError(error.message) }
         let own = (try? CurveKeyPair.z85(pair.publicKey)) ?? "?"
         guard let mine = listed[name], mine.contains(own) else {
-            throw ConfigError("\(where_): curve.keys.\(name) does not list \(name)'s public key \(own) (from \(keyFile))")
+            throw ConfigError("\(origin): curve.keys.\(name) does not list \(name)'s public key \(own) (from \(keyFile))")
         }
         if serves && mine.first != own {
-            throw ConfigError("\(where_): curve.keys.\(name) must list \(name)'s own key \(own) first: its clients connect with the first key")
+            throw ConfigError("\(origin): curve.keys.\(name) must list \(name)'s own key \(own) first: its clients connect with the first key")
         }
         for peer in peers.sorted() where serverKeys[peer] == nil {
-            throw ConfigError("\(where_): curve.keys lists no key for peer \(peer)")
+            throw ConfigError("\(origin): curve.keys lists no key for peer \(peer)")
         }
         return BusKeys(keyFile: keyFile, pair: pair, allowed: allowed, serverKeys: serverKeys)
     }

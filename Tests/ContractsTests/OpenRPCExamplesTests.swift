@@ -108,6 +108,7 @@ import TestSupport
             return hashes + "\"" + text + "\"" + hashes
         }
         var out = """
+            // swift-format-ignore-file
             // Made from Protocols' transcripts by ContractsTests' OpenRPCExamplesTests; do not edit
             // (`TOURBUS_WRITE_OPENRPC=1 swift test --filter OpenRPCExamplesTests` writes it anew).
 
