@@ -158,8 +158,9 @@ public enum CommandArguments {
         // Numbers as JSON writes them (so "+61…" and "0x1A" stay strings), if they are finite:
         // without an exponent, a number of fewer than 300 digits is.
         if let kind = jsonNumber(bytes),
-           kind == .integer || (bytes.count < 300 && !bytes.contains { $0 | 0x20 == UInt8(ascii: "e") })
-            || Double(String(decoding: bytes, as: UTF8.self))?.isFinite == true {
+            kind == .integer || (bytes.count < 300 && !bytes.contains { $0 | 0x20 == UInt8(ascii: "e") })
+                || Double(String(decoding: bytes, as: UTF8.self))?.isFinite == true
+        {
             return .success(bytes)
         }
         // A JSON object, array or string literal ("\"2046\"" forces a string).

@@ -2,8 +2,9 @@ import CZeroMQ
 import Foundation
 import KeyFiles
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A CURVE key pair (32 raw bytes each), as libzmq generates them.
@@ -68,7 +69,8 @@ extension CurveKeyPair {
     /// Reads a key file, refusing one that others than its owner may read or write.
     public init(keyFile path: String) throws(CurveKeyFileError) {
         func failure(_ why: String) -> CurveKeyFileError { CurveKeyFileError(message: "CURVE key file \(path): \(why)") }
-        let publicText: String?, secretText: String?
+        let publicText: String?
+        let secretText: String?
         do {
             (publicText, secretText) = try SecretKeyFile.read(path, lines: "'public: KEY' and 'secret: KEY' lines")
         } catch {
@@ -89,8 +91,9 @@ extension CurveKeyPair {
             throw CurveKeyFileError(message: "CURVE key file \(path): a key is not 32 bytes")
         }
         do {
-            try SecretKeyFile.create(path, comment: "Tourbus CURVE key of \(name) (tourbus keys). The secret line is a secret: keep this file mode 0600.",
-                                     publicText: publicText, secretText: secretText)
+            try SecretKeyFile.create(
+                path, comment: "Tourbus CURVE key of \(name) (tourbus keys). The secret line is a secret: keep this file mode 0600.",
+                publicText: publicText, secretText: secretText)
         } catch {
             throw CurveKeyFileError(message: "CURVE key file \(path): \(error.why)")
         }
@@ -175,11 +178,14 @@ public final class ZAPAuthenticator: Sendable {
                     return
                 }
                 let request = Request(frames: frames)
-                let admit = request.mechanism == "CURVE" && request.credentials.count == 32
+                let admit =
+                    request.mechanism == "CURVE" && request.credentials.count == 32
                     && shared.allowed.withLock { $0.contains(request.credentials) }
                 Self.note(admit: admit, request: request, shared: shared, logger: logger)
-                let reply: [Data] = [Data("1.0".utf8), request.id, Data((admit ? "200" : "400").utf8),
-                                     Data((admit ? "OK" : "key not allowed").utf8), Data(), Data()]
+                let reply: [Data] = [
+                    Data("1.0".utf8), request.id, Data((admit ? "200" : "400").utf8),
+                    Data((admit ? "OK" : "key not allowed").utf8), Data(), Data(),
+                ]
                 do throws(ZMQError) { try socket.send(reply) } catch {
                     if error.isTerminated { return }
                     logger.warn("ZAP reply not sent", ["error": error])
@@ -247,7 +253,8 @@ public final class ZAPAuthenticator: Sendable {
         }
         guard let unlogged else { return }
         let key = request.credentials.count == 32 ? ((try? CurveKeyPair.z85(Array(request.credentials))) ?? "?") : "-"
-        logger.warn("bus connection refused: client key not allowed",
-                    ["address": request.address, "mechanism": request.mechanism, "client_key": key, "not_logged_before": unlogged])
+        logger.warn(
+            "bus connection refused: client key not allowed",
+            ["address": request.address, "mechanism": request.mechanism, "client_key": key, "not_logged_before": unlogged])
     }
 }

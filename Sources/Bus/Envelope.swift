@@ -121,7 +121,12 @@ extension RequestHeader {
     /// then decode the envelope, whose errors are the contract. The same walk checks the
     /// envelope as strict JSON nested at most `maxDepth` levels, and throws unless it is.
     public static func scan(_ envelope: Data, maxDepth: Int = StrictJSON.defaultMaxDepth) throws(JSONSyntaxError) -> RequestHeader? {
-        var v: Int?, id: String?, type: String?, auth: Auth?, deadlineMs: Int?, body: Range<Int>?
+        var v: Int?
+        var id: String?
+        var type: String?
+        var auth: Auth?
+        var deadlineMs: Int?
+        var body: Range<Int>?
         // One bit per header member seen (and the body): a repeated one is left to the decoder.
         var seen: UInt8 = 0
         let plain = try StrictJSON.checkMembers(envelope, maxDepth: maxDepth) { key, value, range in
@@ -166,7 +171,9 @@ extension RequestHeader {
     /// `{"user_id":S,"role":S}` or `{"user_id":S,"role":S,"origin":S}` with nothing else, or nil.
     private static func scanAuth(_ json: Data) -> Auth? {
         guard let members = JSONSpan.members(of: json), members.count == 2 || members.count == 3 else { return nil }
-        var userId: String?, role: String?, origin: String?
+        var userId: String?
+        var role: String?
+        var origin: String?
         for (key, range) in members {
             switch key {
             case "user_id": userId = JSONSpan.string(at: range, in: json)
@@ -219,7 +226,10 @@ public struct ReplyHeader: Decodable, Sendable {
     /// checks the envelope as strict JSON nested at most `maxDepth` levels, and throws unless it
     /// is: the decoder only ever sees checked text.
     public static func read(_ envelope: Data, maxDepth: Int = StrictJSON.defaultMaxDepth) throws(JSONSyntaxError) -> ReplyHeader? {
-        var v: Int?, id: String?, ok: Bool?, body: Range<Int>?
+        var v: Int?
+        var id: String?
+        var ok: Bool?
+        var body: Range<Int>?
         // One bit per member seen: a repeated one (or an escaped key) is left to the decoder.
         var seen: UInt8 = 0
         let plain = try StrictJSON.checkMembers(envelope, maxDepth: maxDepth) { key, value, range in

@@ -89,8 +89,10 @@ public enum JSONSpan {
                 guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return false }
                 let valueStart = skipSpace(bytes, i + 1)
                 guard let valueEnd = valueEnd(bytes, valueStart),
-                      visit(key, UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd]),
-                            (json.startIndex + valueStart)..<(json.startIndex + valueEnd)) else { return false }
+                    visit(
+                        key, UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd]),
+                        (json.startIndex + valueStart)..<(json.startIndex + valueEnd))
+                else { return false }
                 i = skipSpace(bytes, valueEnd)
                 guard i < bytes.count else { return false }
                 if bytes[i] == UInt8(ascii: "}") { return true }
@@ -112,7 +114,8 @@ public enum JSONSpan {
     /// A value `walkMembers` gave, when it is a string without escapes, or nil.
     public static func plainString(_ value: UnsafeBufferPointer<UInt8>) -> String? {
         guard value.count >= 2, value.first == UInt8(ascii: "\""), value.last == UInt8(ascii: "\""),
-              !value.contains(UInt8(ascii: "\\")) else { return nil }
+            !value.contains(UInt8(ascii: "\\"))
+        else { return nil }
         return String(decoding: UnsafeBufferPointer(rebasing: value[1..<(value.count - 1)]), as: UTF8.self)
     }
 
@@ -143,7 +146,8 @@ public enum JSONSpan {
         guard range.count >= 2, json[range.lowerBound] == UInt8(ascii: "\""), json[range.upperBound - 1] == UInt8(ascii: "\"") else { return nil }
         return json.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
-            let start = range.lowerBound - json.startIndex + 1, end = range.upperBound - json.startIndex - 1
+            let start = range.lowerBound - json.startIndex + 1
+            let end = range.upperBound - json.startIndex - 1
             return unescaped(UnsafeBufferPointer(rebasing: bytes[start..<end]))
         }
     }
@@ -185,7 +189,8 @@ public enum JSONSpan {
                 if (0xD800..<0xDC00).contains(code) {
                     // A high surrogate must be followed by an escaped low one.
                     guard i + 1 < b.count, b[i] == UInt8(ascii: "\\"), b[i + 1] == UInt8(ascii: "u"), let low = hex4(i + 2),
-                          (0xDC00..<0xE000).contains(low) else { return nil }
+                        (0xDC00..<0xE000).contains(low)
+                    else { return nil }
                     code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
                 }
@@ -247,7 +252,8 @@ public enum JSONSpan {
         default:
             var i = start
             while i < b.count, b[i] != UInt8(ascii: ","), b[i] != UInt8(ascii: "}"), b[i] != UInt8(ascii: "]"),
-                  b[i] != 0x20, b[i] != 0x0A, b[i] != 0x0D, b[i] != 0x09 { i += 1 }
+                b[i] != 0x20, b[i] != 0x0A, b[i] != 0x0D, b[i] != 0x09
+            { i += 1 }
             return i > start ? i : nil
         }
     }

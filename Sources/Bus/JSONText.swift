@@ -39,7 +39,10 @@ public enum JSONNumber {
         var i = bytes.startIndex
         func digits() -> Int {
             var count = 0
-            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) { i = bytes.index(after: i); count += 1 }
+            while i != bytes.endIndex, (0x30...0x39).contains(bytes[i]) {
+                i = bytes.index(after: i)
+                count += 1
+            }
             return count
         }
         func take(_ byte: UInt8) -> Bool {

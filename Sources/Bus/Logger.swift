@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Structured log lines (logfmt) on stderr, filtered by level.
@@ -34,10 +35,12 @@ public struct Logger: Sendable {
 
     /// A logger writing to stderr at `level`, by default the one `LOG_LEVEL` names.
     public init(component: String, level: Level? = nil) {
-        self.init(component: component, level: level, sink: { line in
-            var bytes = Array(line.utf8)
-            _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-        })
+        self.init(
+            component: component, level: level,
+            sink: { line in
+                var bytes = Array(line.utf8)
+                _ = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            })
     }
 
     /// A logger writing each finished line (with its newline) to `sink`; tests capture logs this way.

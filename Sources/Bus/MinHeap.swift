@@ -28,7 +28,8 @@ public struct MinHeap<Element: Comparable> {
         let top = entries.removeLast()
         var parent = 0
         while true {
-            let left = 2 * parent + 1, right = left + 1
+            let left = 2 * parent + 1
+            let right = left + 1
             var least = parent
             if left < entries.count, entries[left] < entries[least] { least = left }
             if right < entries.count, entries[right] < entries[least] { least = right }

@@ -69,8 +69,10 @@ public final class RPCClient: Sendable {
     }
 
     /// Connects to `endpoints` (libzmq keeps reconnecting as servers come and go).
-    public init(context: ZMQContext, endpoints: [String], options: RPCClientOptions = RPCClientOptions(),
-                logger: Logger) throws {
+    public init(
+        context: ZMQContext, endpoints: [String], options: RPCClientOptions = RPCClientOptions(),
+        logger: Logger
+    ) throws {
         self.endpoints = endpoints
         self.options = options
         let state = try Channel()
@@ -78,8 +80,9 @@ public final class RPCClient: Sendable {
         let startup = StartupReport(expected: 1)
         let idPrefix = self.idPrefix
         thread = WorkerThread(name: "\(logger.component)-client") {
-            RPCClient.ioLoop(context: context, endpoints: endpoints, options: options, idPrefix: idPrefix, state: state,
-                             logger: logger, startup: startup)
+            RPCClient.ioLoop(
+                context: context, endpoints: endpoints, options: options, idPrefix: idPrefix, state: state,
+                logger: logger, startup: startup)
         }
         if case .failure(let error) = startup.wait() {
             thread.join()
@@ -102,14 +105,17 @@ public final class RPCClient: Sendable {
     // MARK: Calling
 
     /// Sends a request whose body is already JSON; `completion` gets the reply or the error.
-    public func send(type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil,
-                     completion: @escaping Completion) {
+    public func send(
+        type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil,
+        completion: @escaping Completion
+    ) {
         let timeout = max(1, timeoutMilliseconds ?? options.defaultTimeoutMilliseconds)
         let number = counter.add(1, ordering: .relaxed).newValue
         let id = "\(idPrefix)-\(number)"
         let envelope = EnvelopeCoding.request(id: id, type: type, auth: auth, deadlineMilliseconds: timeout, body: body)
-        let outgoing = Outgoing(number: number, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
-                                completion: completion)
+        let outgoing = Outgoing(
+            number: number, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
+            completion: completion)
         let accepted: Bool? = channel.submitted.withLock { queue in
             guard queue.count < options.maxPending, !channel.closing.load(ordering: .relaxed) else { return nil }
             queue.append(outgoing)
@@ -173,8 +179,10 @@ public final class RPCClient: Sendable {
         init() throws(SystemError) { wakeup = try Wakeup() }
     }
 
-    private static func ioLoop(context: ZMQContext, endpoints: [String], options: RPCClientOptions, idPrefix: String,
-                               state: Channel, logger: Logger, startup: StartupReport) {
+    private static func ioLoop(
+        context: ZMQContext, endpoints: [String], options: RPCClientOptions, idPrefix: String,
+        state: Channel, logger: Logger, startup: StartupReport
+    ) {
         let socket: Socket
         let monitor: Socket
         do {
@@ -225,14 +233,18 @@ public final class RPCClient: Sendable {
             let digits = id.utf8.dropFirst(idHead.utf8.count)
             // Written as the client writes numbers (from 1, no leading zero): `P-01` is not request 1.
             guard let lead = digits.first, lead >= UInt8(ascii: "1"), lead <= UInt8(ascii: "9"),
-                  digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+                digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            else { return nil }
             return Int(Substring(digits))
         }
 
         func flushUnsent() {
             var sentCount = 0
             for id in unsent {
-                guard let request = pending[id] else { sentCount += 1; continue }
+                guard let request = pending[id] else {
+                    sentCount += 1
+                    continue
+                }
                 let sent: Bool
                 do { sent = try socket.send(request.envelope, dontWait: true) } catch {
                     finish(id, .failure(ServiceError(.unavailable, "send failed: \(error)")))

@@ -54,8 +54,10 @@ public final class ServerStats: Sendable {
                 let index = min(samples.count - 1, Int((p * Double(samples.count)).rounded(.up)) - 1)
                 return Int(samples[max(0, index)] / 1000)
             }
-            var requests = 0, errors = 0
-            var errorsByCode: [String: Int] = [:], byType: [String: Int] = [:]
+            var requests = 0
+            var errors = 0
+            var errorsByCode: [String: Int] = [:]
+            var byType: [String: Int] = [:]
             for (type, m) in s.methods {
                 requests += m.count
                 if type != MethodMetrics.unknown { byType[type] = m.count }

@@ -113,9 +113,10 @@ public enum StrictJSON {
                 do throws(JSONSyntaxError) {
                     try scanner.document { keyStart, keyEnd, valueStart, valueEnd in
                         guard accepted else { return }
-                        accepted = visit(UnsafeBufferPointer(rebasing: bytes[(keyStart + 1)..<(keyEnd - 1)]),
-                                         UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd]),
-                                         (json.startIndex + valueStart)..<(json.startIndex + valueEnd))
+                        accepted = visit(
+                            UnsafeBufferPointer(rebasing: bytes[(keyStart + 1)..<(keyEnd - 1)]),
+                            UnsafeBufferPointer(rebasing: bytes[valueStart..<valueEnd]),
+                            (json.startIndex + valueStart)..<(json.startIndex + valueEnd))
                     }
                 } catch {
                     return .failure(error)
@@ -189,7 +190,8 @@ private struct Scanner {
 
     mutating func open(object: Bool) throws(JSONSyntaxError) {
         guard depth < maxDepth else { throw JSONSyntaxError(.tooDeep(limit: maxDepth), at: index) }
-        let word = depth >> 6, bit: UInt64 = 1 << UInt64(depth & 63)
+        let word = depth >> 6
+        let bit: UInt64 = 1 << UInt64(depth & 63)
         if object { containers[word] |= bit } else { containers[word] &= ~bit }
         depth += 1
         index += 1
@@ -217,7 +219,8 @@ private struct Scanner {
     mutating func document(member: (_ keyStart: Int, _ keyEnd: Int, _ valueStart: Int, _ valueEnd: Int) -> Void) throws(JSONSyntaxError) {
         var expecting = Expecting.value
         // The member of the top-level object being read: its key's bounds, and where its value began.
-        var keyStart = 0, keyEnd = 0
+        var keyStart = 0
+        var keyEnd = 0
         var valueStart: Int?
         // Called where a value has ended at depth 1 (so not for the many values deeper down).
         func ended(at end: Int) {
@@ -414,7 +417,7 @@ private struct Scanner {
         guard index + 1 < bytes.count else { throw JSONSyntaxError(.unexpectedEnd, at: bytes.count) }
         switch bytes[index + 1] {
         case Self.quote, Self.backslash, UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-             UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
             index += 2
         case UInt8(ascii: "u"):
             let unit = try unicodeEscape(start)
@@ -448,12 +451,20 @@ private struct Scanner {
         var secondRange: ClosedRange<UInt8> = 0x80...0xBF
         switch lead {
         case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; secondRange = 0xA0...0xBF
+        case 0xE0:
+            length = 3
+            secondRange = 0xA0...0xBF
         case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; secondRange = 0x80...0x9F
-        case 0xF0: length = 4; secondRange = 0x90...0xBF
+        case 0xED:
+            length = 3
+            secondRange = 0x80...0x9F
+        case 0xF0:
+            length = 4
+            secondRange = 0x90...0xBF
         case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; secondRange = 0x80...0x8F
+        case 0xF4:
+            length = 4
+            secondRange = 0x80...0x8F
         default: throw JSONSyntaxError(.invalidUTF8, at: start)
         }
         for position in 1..<length {

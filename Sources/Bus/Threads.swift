@@ -1,8 +1,9 @@
+import CZeroMQ
 import Foundation
 import Synchronization
-import CZeroMQ
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A failure of an operating-system call outside libzmq (eventfd, threads).

@@ -1,7 +1,8 @@
 import CZeroMQ
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A failed libzmq call: the operation, errno and libzmq's own message.

@@ -12,7 +12,8 @@ public enum CatalogService {
 
     /// The definition `ServiceRuntime` runs; each one has a tile cutter of its own.
     public static func definition(options: CatalogOptions = CatalogOptions()) -> ServiceDefinition<CatalogStore> {
-        let tileCutter = BackgroundSignal(), importer = BackgroundSignal()
+        let tileCutter = BackgroundSignal()
+        let importer = BackgroundSignal()
         let importPlans = ImportPlans()
         var table = HandlerTable<CatalogStore>()
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.

@@ -24,8 +24,10 @@ public final class CatalogStore: ServiceState {
     /// Users erased a moment ago (`social.user.deleted`), whose late `tours.locate` is refused.
     let erased: RecentlyErased
 
-    init(worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal(),
-         importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil, erased: RecentlyErased? = nil) throws {
+    init(
+        worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal(),
+        importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil, erased: RecentlyErased? = nil
+    ) throws {
         self.worker = worker
         self.options = options
         self.tileCutter = tileCutter
@@ -72,8 +74,9 @@ public final class CatalogStore: ServiceState {
         let place = try get(id)
         let body = try PlaceJSON.encode(place)
         do {
-            try db.run("UPDATE places SET json = ? WHERE id = ? AND version = ? AND (json IS NULL OR json = '')",
-                       String(decoding: body, as: UTF8.self), id, place.version)
+            try db.run(
+                "UPDATE places SET json = ? WHERE id = ? AND version = ? AND (json IS NULL OR json = '')",
+                String(decoding: body, as: UTF8.self), id, place.version)
         } catch {
             // Storing it only saves later reads the work: the answer stands without it.
             worker.logger.warn("could not store a place's JSON", ["id": id, "error": error])
@@ -83,18 +86,20 @@ public final class CatalogStore: ServiceState {
 
     /// Places by ascending id after `after`, optionally of one category.
     func list(category: String?, after: Int64, limit: Int) throws -> [Place] {
-        let rows = if let category {
-            try db.query("SELECT \(Self.columns) FROM places WHERE category = ? AND id > ? ORDER BY id LIMIT ?", category, after, limit)
-        } else {
-            try db.query("SELECT \(Self.columns) FROM places WHERE id > ? ORDER BY id LIMIT ?", after, limit)
-        }
+        let rows =
+            if let category {
+                try db.query("SELECT \(Self.columns) FROM places WHERE category = ? AND id > ? ORDER BY id LIMIT ?", category, after, limit)
+            } else {
+                try db.query("SELECT \(Self.columns) FROM places WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+            }
         return try rows.map(Self.place)
     }
 
     func categoryCounts() throws -> [Category] {
-        let counts = Dictionary(uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) AS count FROM places GROUP BY category").map {
-            row throws(RowError) in (try row.decode("category", as: String.self), try row.decode("count", as: Int.self))
-        })
+        let counts = Dictionary(
+            uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) AS count FROM places GROUP BY category").map {
+                row throws(RowError) in (try row.decode("category", as: String.self), try row.decode("count", as: Int.self))
+            })
         // Tours are the itineraries: the category counts them with any place filed under it.
         let tours = try tourCount()
         return categories.map { Category(id: $0.id, name: $0.name, count: (counts[$0.id] ?? 0) + ($0.id == "itinerary" ? tours : 0)) }
@@ -105,12 +110,13 @@ public final class CatalogStore: ServiceState {
     /// Adds a place; answers its JSON, which is also stored and published.
     func create(_ input: PlaceInput) throws -> Data {
         let now = Logger.timestamp()
-        var place = Place(id: 0, name: try LanguageTexts.name(input.name, input.nameI18n), category: input.category, lat: input.lat, lon: input.lon, address: input.address,
-                          phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
-                          openingHours: input.openingHours ?? [], photos: input.photos ?? [], popularity: input.popularity ?? 0,
-                          externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1, timezone: input.timezone,
-                          nameI18n: input.nameI18n, descriptionI18n: input.descriptionI18n, openingHoursText: input.openingHoursText,
-                          seasons: input.seasons)
+        var place = Place(
+            id: 0, name: try LanguageTexts.name(input.name, input.nameI18n), category: input.category, lat: input.lat, lon: input.lon, address: input.address,
+            phone: input.phone, website: input.website, priceLevel: input.priceLevel, description: input.description,
+            openingHours: input.openingHours ?? [], photos: input.photos ?? [], popularity: input.popularity ?? 0,
+            externalIds: input.externalIds ?? [:], createdAt: now, updatedAt: now, version: 1, timezone: input.timezone,
+            nameI18n: input.nameI18n, descriptionI18n: input.descriptionI18n, openingHoursText: input.openingHoursText,
+            seasons: input.seasons)
         place = PlaceRules.normalized(place, defaultZone: options.defaultTimezone)
         try PlaceRules.validate(place, categories: categoryIds)
         return try db.transaction { try insert(&place) }
@@ -122,12 +128,15 @@ public final class CatalogStore: ServiceState {
     func insert(_ place: inout Place) throws -> Data {
         // The id AUTOINCREMENT would give (one more than the largest ever used), taken before
         // the row is written: it is part of the JSON, which is then written with the row.
-        place.id = try db.scalarInt("""
-            SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'places'), 0),
-                       coalesce((SELECT max(id) FROM places), 0)) + 1
-            """) ?? 1
+        place.id =
+            try db.scalarInt(
+                """
+                SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'places'), 0),
+                           coalesce((SELECT max(id) FROM places), 0)) + 1
+                """) ?? 1
         let body = try PlaceJSON.encode(place)
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
                                 opening_hours, photos, popularity, external_ids, timezone, name_i18n, description_i18n, opening_hours_text,
                                 seasons, created_at, updated_at, version, json)
@@ -162,7 +171,8 @@ public final class CatalogStore: ServiceState {
         place.version = current.version + 1
         place.updatedAt = Logger.timestamp()
         let body = try PlaceJSON.encode(place)
-        try db.run("""
+        try db.run(
+            """
             UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
                    description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?,
                    name_i18n = ?, description_i18n = ?, opening_hours_text = ?, seasons = ?, updated_at = ?, version = ?,
@@ -204,9 +214,11 @@ public final class CatalogStore: ServiceState {
     // MARK: Rows
 
     private static func values(_ p: Place) -> [SQLBindable?] {
-        [p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
-         PlaceJSON.text(p.openingHours), PlaceJSON.text(p.photos), p.popularity, PlaceJSON.text(p.externalIds), p.timezone,
-         p.nameI18n.map(PlaceJSON.text), p.descriptionI18n.map(PlaceJSON.text), p.openingHoursText, p.seasons.map(PlaceJSON.text)]
+        [
+            p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
+            PlaceJSON.text(p.openingHours), PlaceJSON.text(p.photos), p.popularity, PlaceJSON.text(p.externalIds), p.timezone,
+            p.nameI18n.map(PlaceJSON.text), p.descriptionI18n.map(PlaceJSON.text), p.openingHoursText, p.seasons.map(PlaceJSON.text),
+        ]
     }
 
     /// A place from a row of `columns`; the JSON columns hold its opening hours, photos, external
@@ -247,45 +259,47 @@ public final class CatalogStore: ServiceState {
 /// The catalog's schema, in order. Never edit a shipped migration: add the next one.
 enum CatalogSchema {
     static let migrations: [Migration] = [
-        Migration(domain: "catalog", version: 1, sql: """
-            CREATE TABLE categories (
-                id   TEXT PRIMARY KEY,
-                name TEXT NOT NULL
-            );
-            INSERT INTO categories (id, name) VALUES
-                ('restaurant', 'Restaurants'), ('cafe', 'Cafés'), ('bar', 'Bars and pubs'), ('hotel', 'Hotels'),
-                ('hostel', 'Hostels'), ('attraction', 'Attractions'), ('museum', 'Museums and galleries'),
-                ('park', 'Parks and gardens'), ('beach', 'Beaches'), ('viewpoint', 'Viewpoints'),
-                ('shopping', 'Shopping'), ('market', 'Markets'), ('theatre', 'Theatres and venues'),
-                ('nightlife', 'Nightlife'), ('transport', 'Transport'), ('itinerary', 'Itineraries');
-            CREATE TABLE places (
-                id            INTEGER PRIMARY KEY AUTOINCREMENT,
-                name          TEXT NOT NULL,
-                category      TEXT NOT NULL REFERENCES categories(id),
-                lat           REAL NOT NULL CHECK (lat BETWEEN -90 AND 90),
-                lon           REAL NOT NULL CHECK (lon BETWEEN -180 AND 180),
-                address       TEXT,
-                phone         TEXT,
-                website       TEXT,
-                price_level   INTEGER CHECK (price_level BETWEEN 0 AND 4),
-                description   TEXT,
-                opening_hours TEXT NOT NULL DEFAULT '[]',
-                photos        TEXT NOT NULL DEFAULT '[]',
-                popularity    REAL NOT NULL DEFAULT 0,
-                external_ids  TEXT NOT NULL DEFAULT '{}',
-                created_at    TEXT NOT NULL,
-                updated_at    TEXT NOT NULL,
-                version       INTEGER NOT NULL DEFAULT 1
-            );
-            CREATE INDEX places_by_category ON places(category, id);
-            CREATE TABLE place_external_ids (
-                source      TEXT NOT NULL,
-                external_id TEXT NOT NULL,
-                place_id    INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
-                PRIMARY KEY (source, external_id)
-            );
-            CREATE INDEX place_external_ids_by_place ON place_external_ids(place_id);
-            """),
+        Migration(
+            domain: "catalog", version: 1,
+            sql: """
+                CREATE TABLE categories (
+                    id   TEXT PRIMARY KEY,
+                    name TEXT NOT NULL
+                );
+                INSERT INTO categories (id, name) VALUES
+                    ('restaurant', 'Restaurants'), ('cafe', 'Cafés'), ('bar', 'Bars and pubs'), ('hotel', 'Hotels'),
+                    ('hostel', 'Hostels'), ('attraction', 'Attractions'), ('museum', 'Museums and galleries'),
+                    ('park', 'Parks and gardens'), ('beach', 'Beaches'), ('viewpoint', 'Viewpoints'),
+                    ('shopping', 'Shopping'), ('market', 'Markets'), ('theatre', 'Theatres and venues'),
+                    ('nightlife', 'Nightlife'), ('transport', 'Transport'), ('itinerary', 'Itineraries');
+                CREATE TABLE places (
+                    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name          TEXT NOT NULL,
+                    category      TEXT NOT NULL REFERENCES categories(id),
+                    lat           REAL NOT NULL CHECK (lat BETWEEN -90 AND 90),
+                    lon           REAL NOT NULL CHECK (lon BETWEEN -180 AND 180),
+                    address       TEXT,
+                    phone         TEXT,
+                    website       TEXT,
+                    price_level   INTEGER CHECK (price_level BETWEEN 0 AND 4),
+                    description   TEXT,
+                    opening_hours TEXT NOT NULL DEFAULT '[]',
+                    photos        TEXT NOT NULL DEFAULT '[]',
+                    popularity    REAL NOT NULL DEFAULT 0,
+                    external_ids  TEXT NOT NULL DEFAULT '{}',
+                    created_at    TEXT NOT NULL,
+                    updated_at    TEXT NOT NULL,
+                    version       INTEGER NOT NULL DEFAULT 1
+                );
+                CREATE INDEX places_by_category ON places(category, id);
+                CREATE TABLE place_external_ids (
+                    source      TEXT NOT NULL,
+                    external_id TEXT NOT NULL,
+                    place_id    INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
+                    PRIMARY KEY (source, external_id)
+                );
+                CREATE INDEX place_external_ids_by_place ON place_external_ids(place_id);
+                """),
         Migration(domain: "catalog", version: 2, sql: "ALTER TABLE places ADD COLUMN timezone TEXT"),
         // The place as the JSON replies and events carry (`JSONCoding.encoder` of its `Place`),
         // written with every change of its fields; NULL for rows written before, until first read.
@@ -293,121 +307,133 @@ enum CatalogSchema {
         Migration(domain: "catalog", version: 3, sql: "ALTER TABLE places ADD COLUMN json TEXT"),
         // Tours: ordered routes of places, each place stored once however many tours share it.
         // Deleting a place removes its stops; deleting a tour leaves its places.
-        Migration(domain: "catalog", version: 4, sql: """
-            CREATE TABLE tours (
-                id               INTEGER PRIMARY KEY AUTOINCREMENT,
-                name             TEXT NOT NULL,
-                name_i18n        TEXT NOT NULL DEFAULT '{}',
-                description      TEXT,
-                description_i18n TEXT NOT NULL DEFAULT '{}',
-                external_ids     TEXT NOT NULL DEFAULT '{}',
-                created_at       TEXT NOT NULL,
-                updated_at       TEXT NOT NULL,
-                version          INTEGER NOT NULL DEFAULT 1
-            );
-            CREATE TABLE tour_stops (
-                tour_id  INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
-                position INTEGER NOT NULL,
-                place_id INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
-                PRIMARY KEY (tour_id, position),
-                UNIQUE (tour_id, place_id)
-            );
-            CREATE INDEX tour_stops_by_place ON tour_stops(place_id);
-            CREATE TABLE tour_external_ids (
-                source      TEXT NOT NULL,
-                external_id TEXT NOT NULL,
-                tour_id     INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
-                PRIMARY KEY (source, external_id)
-            );
-            CREATE INDEX tour_external_ids_by_tour ON tour_external_ids(tour_id);
-            """),
+        Migration(
+            domain: "catalog", version: 4,
+            sql: """
+                CREATE TABLE tours (
+                    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name             TEXT NOT NULL,
+                    name_i18n        TEXT NOT NULL DEFAULT '{}',
+                    description      TEXT,
+                    description_i18n TEXT NOT NULL DEFAULT '{}',
+                    external_ids     TEXT NOT NULL DEFAULT '{}',
+                    created_at       TEXT NOT NULL,
+                    updated_at       TEXT NOT NULL,
+                    version          INTEGER NOT NULL DEFAULT 1
+                );
+                CREATE TABLE tour_stops (
+                    tour_id  INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
+                    position INTEGER NOT NULL,
+                    place_id INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
+                    PRIMARY KEY (tour_id, position),
+                    UNIQUE (tour_id, place_id)
+                );
+                CREATE INDEX tour_stops_by_place ON tour_stops(place_id);
+                CREATE TABLE tour_external_ids (
+                    source      TEXT NOT NULL,
+                    external_id TEXT NOT NULL,
+                    tour_id     INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
+                    PRIMARY KEY (source, external_id)
+                );
+                CREATE INDEX tour_external_ids_by_tour ON tour_external_ids(tour_id);
+                """),
         // A place's name and description in other languages (JSON objects, NULL when it has
         // none). Its stored JSON stays right: a place without them shows none.
-        Migration(domain: "catalog", version: 5, sql: """
-            ALTER TABLE places ADD COLUMN name_i18n TEXT;
-            ALTER TABLE places ADD COLUMN description_i18n TEXT;
-            """),
+        Migration(
+            domain: "catalog", version: 5,
+            sql: """
+                ALTER TABLE places ADD COLUMN name_i18n TEXT;
+                ALTER TABLE places ADD COLUMN description_i18n TEXT;
+                """),
         // Tour maps: uploads in chunks, a map per tour (its JPEG, control points and fit), and
         // its tiles, cut in the background. `generation` grows with every map set for a tour, so
         // tiles cut from an older image are never taken for the new one's.
-        Migration(domain: "catalog", version: 6, sql: """
-            CREATE TABLE map_uploads (
-                id        TEXT PRIMARY KEY,
-                created_s INTEGER NOT NULL,
-                bytes     INTEGER NOT NULL,
-                chunks    INTEGER NOT NULL,
-                committed INTEGER NOT NULL,
-                width     INTEGER,
-                height    INTEGER
-            );
-            CREATE TABLE map_upload_chunks (
-                upload_id TEXT NOT NULL REFERENCES map_uploads(id) ON DELETE CASCADE,
-                seq       INTEGER NOT NULL,
-                data      BLOB NOT NULL,
-                PRIMARY KEY (upload_id, seq)
-            );
-            CREATE TABLE tour_maps (
-                tour_id      INTEGER PRIMARY KEY REFERENCES tours(id) ON DELETE CASCADE,
-                generation   INTEGER NOT NULL,
-                jpeg         BLOB NOT NULL,
-                width        INTEGER NOT NULL,
-                height       INTEGER NOT NULL,
-                points       TEXT NOT NULL,
-                georeference TEXT NOT NULL,
-                tiles_ready  INTEGER NOT NULL,
-                updated_at   TEXT NOT NULL
-            );
-            CREATE INDEX tour_maps_to_cut ON tour_maps(tiles_ready, tour_id);
-            CREATE TABLE tour_map_tiles (
-                tour_id    INTEGER NOT NULL REFERENCES tour_maps(tour_id) ON DELETE CASCADE,
-                generation INTEGER NOT NULL,
-                z INTEGER NOT NULL, x INTEGER NOT NULL, y INTEGER NOT NULL,
-                jpeg       BLOB NOT NULL,
-                PRIMARY KEY (tour_id, z, x, y)
-            );
-            """),
+        Migration(
+            domain: "catalog", version: 6,
+            sql: """
+                CREATE TABLE map_uploads (
+                    id        TEXT PRIMARY KEY,
+                    created_s INTEGER NOT NULL,
+                    bytes     INTEGER NOT NULL,
+                    chunks    INTEGER NOT NULL,
+                    committed INTEGER NOT NULL,
+                    width     INTEGER,
+                    height    INTEGER
+                );
+                CREATE TABLE map_upload_chunks (
+                    upload_id TEXT NOT NULL REFERENCES map_uploads(id) ON DELETE CASCADE,
+                    seq       INTEGER NOT NULL,
+                    data      BLOB NOT NULL,
+                    PRIMARY KEY (upload_id, seq)
+                );
+                CREATE TABLE tour_maps (
+                    tour_id      INTEGER PRIMARY KEY REFERENCES tours(id) ON DELETE CASCADE,
+                    generation   INTEGER NOT NULL,
+                    jpeg         BLOB NOT NULL,
+                    width        INTEGER NOT NULL,
+                    height       INTEGER NOT NULL,
+                    points       TEXT NOT NULL,
+                    georeference TEXT NOT NULL,
+                    tiles_ready  INTEGER NOT NULL,
+                    updated_at   TEXT NOT NULL
+                );
+                CREATE INDEX tour_maps_to_cut ON tour_maps(tiles_ready, tour_id);
+                CREATE TABLE tour_map_tiles (
+                    tour_id    INTEGER NOT NULL REFERENCES tour_maps(tour_id) ON DELETE CASCADE,
+                    generation INTEGER NOT NULL,
+                    z INTEGER NOT NULL, x INTEGER NOT NULL, y INTEGER NOT NULL,
+                    jpeg       BLOB NOT NULL,
+                    PRIMARY KEY (tour_id, z, x, y)
+                );
+                """),
         // Walking tours: per user and tour (one row at most), the visited place ids in tour
         // order (JSON) and the last position kept for headings. Deleting a tour deletes its rows;
         // `social.user.deleted` deletes a user's.
-        Migration(domain: "catalog", version: 7, sql: """
-            CREATE TABLE tour_progress (
-                user_id  INTEGER NOT NULL,
-                tour_id  INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
-                visited  TEXT NOT NULL,
-                last_lat REAL NOT NULL,
-                last_lon REAL NOT NULL,
-                last_ms  INTEGER NOT NULL,
-                PRIMARY KEY (user_id, tour_id)
-            );
-            CREATE INDEX tour_progress_by_tour ON tour_progress(tour_id);
-            """),
+        Migration(
+            domain: "catalog", version: 7,
+            sql: """
+                CREATE TABLE tour_progress (
+                    user_id  INTEGER NOT NULL,
+                    tour_id  INTEGER NOT NULL REFERENCES tours(id) ON DELETE CASCADE,
+                    visited  TEXT NOT NULL,
+                    last_lat REAL NOT NULL,
+                    last_lon REAL NOT NULL,
+                    last_ms  INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, tour_id)
+                );
+                CREATE INDEX tour_progress_by_tour ON tour_progress(tour_id);
+                """),
         // Imports: the chunks received (the document under file '', map images under their
         // names) until the import is read, and its state and report for a day. And opening
         // hours kept as a source wrote them when they are not plain weekly periods.
-        Migration(domain: "catalog", version: 8, sql: """
-            CREATE TABLE imports (
-                id        TEXT PRIMARY KEY,
-                format    TEXT NOT NULL,
-                dry_run   INTEGER NOT NULL,
-                state     TEXT NOT NULL,
-                created_s INTEGER NOT NULL,
-                bytes     INTEGER NOT NULL,
-                report    TEXT
-            );
-            CREATE TABLE import_chunks (
-                import_id TEXT NOT NULL REFERENCES imports(id) ON DELETE CASCADE,
-                file      TEXT NOT NULL,
-                seq       INTEGER NOT NULL,
-                data      BLOB NOT NULL,
-                PRIMARY KEY (import_id, file, seq)
-            );
-            ALTER TABLE places ADD COLUMN opening_hours_text TEXT;
-            """),
+        Migration(
+            domain: "catalog", version: 8,
+            sql: """
+                CREATE TABLE imports (
+                    id        TEXT PRIMARY KEY,
+                    format    TEXT NOT NULL,
+                    dry_run   INTEGER NOT NULL,
+                    state     TEXT NOT NULL,
+                    created_s INTEGER NOT NULL,
+                    bytes     INTEGER NOT NULL,
+                    report    TEXT
+                );
+                CREATE TABLE import_chunks (
+                    import_id TEXT NOT NULL REFERENCES imports(id) ON DELETE CASCADE,
+                    file      TEXT NOT NULL,
+                    seq       INTEGER NOT NULL,
+                    data      BLOB NOT NULL,
+                    PRIMARY KEY (import_id, file, seq)
+                );
+                ALTER TABLE places ADD COLUMN opening_hours_text TEXT;
+                """),
         // Events, and when a place is on (`seasons`, a JSON array; NULL when it has none). No
         // place has seasons yet, so the stored JSON stays right.
-        Migration(domain: "catalog", version: 9, sql: """
-            INSERT INTO categories (id, name) VALUES ('event', 'Events');
-            ALTER TABLE places ADD COLUMN seasons TEXT;
-            """),
+        Migration(
+            domain: "catalog", version: 9,
+            sql: """
+                INSERT INTO categories (id, name) VALUES ('event', 'Events');
+                ALTER TABLE places ADD COLUMN seasons TEXT;
+                """),
     ]
 }

@@ -52,15 +52,17 @@ extension CatalogStore {
         }
         return try db.transaction {
             let now = Int64(Date().timeIntervalSince1970)
-            try db.run("DELETE FROM imports WHERE created_s < ? OR (state = 'receiving' AND created_s < ?)",
-                       now - ImportRules.lifetimeSeconds, now - ImportRules.receivingSeconds)
+            try db.run(
+                "DELETE FROM imports WHERE created_s < ? OR (state = 'receiving' AND created_s < ?)",
+                now - ImportRules.lifetimeSeconds, now - ImportRules.receivingSeconds)
             let open = try db.scalarInt("SELECT COUNT(*) FROM imports WHERE state NOT IN ('done', 'failed')") ?? 0
             guard open < ImportRules.maxOpenImports else {
                 throw ServiceError(.rateLimited, "\(open) imports are under way: wait for one to finish (catalog.import.status)")
             }
             let id = Chunks.newID()
-            try db.run("INSERT INTO imports (id, format, dry_run, state, created_s, bytes) VALUES (?, ?, ?, 'receiving', ?, 0)",
-                       id, format.rawValue, request.dryRun == true ? 1 : 0, now)
+            try db.run(
+                "INSERT INTO imports (id, format, dry_run, state, created_s, bytes) VALUES (?, ?, ?, 'receiving', ?, 0)",
+                id, format.rawValue, request.dryRun == true ? 1 : 0, now)
             return try importStatus(id)
         }
     }
@@ -70,7 +72,8 @@ extension CatalogStore {
         let file = request.file ?? ""
         if !file.isEmpty {
             guard file.utf8.count <= ImportRules.maxFileName, !file.contains("/"), !file.contains("\\"), file != ".", file != "..",
-                  file.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+                file.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+            else {
                 throw ServiceError.invalid("file", "must be a plain file name (no path) of at most \(ImportRules.maxFileName) bytes")
             }
         }
@@ -79,8 +82,10 @@ extension CatalogStore {
             guard status.state == "receiving" else {
                 throw ServiceError(.conflict, "import \(request.importId) is \(status.state), no longer receiving", field: "import_id")
             }
-            let held = try db.scalarInt("SELECT coalesce(sum(length(data)), 0) FROM import_chunks WHERE import_id = ? AND file = ?",
-                                        request.importId, file) ?? 0
+            let held =
+                try db.scalarInt(
+                    "SELECT coalesce(sum(length(data)), 0) FROM import_chunks WHERE import_id = ? AND file = ?",
+                    request.importId, file) ?? 0
             if let offset = request.offset, Int64(offset) != held {
                 throw ServiceError(.conflict, "\(file.isEmpty ? "the document" : file) holds \(held) bytes, not \(offset)", field: "offset")
             }
@@ -89,8 +94,10 @@ extension CatalogStore {
                 throw ServiceError(.tooLarge, "\(file.isEmpty ? "the document" : file) may have at most \(limit) bytes", field: "chunk")
             }
             if !file.isEmpty {
-                let images = try db.scalarInt("SELECT coalesce(sum(length(data)), 0) FROM import_chunks WHERE import_id = ? AND file != ''",
-                                              request.importId) ?? 0
+                let images =
+                    try db.scalarInt(
+                        "SELECT coalesce(sum(length(data)), 0) FROM import_chunks WHERE import_id = ? AND file != ''",
+                        request.importId) ?? 0
                 guard Int(images) + chunk.count <= ImportRules.maxImageBytes else {
                     throw ServiceError(.tooLarge, "the files beside the document may hold at most \(ImportRules.maxImageBytes) bytes in all", field: "chunk")
                 }
@@ -217,9 +224,12 @@ struct ImportPlanner {
 
     /// One step of the import thread: plans the oldest queued import; true when it did one.
     static func step(_ db: Database, plans: ImportPlans, options: CatalogOptions) throws -> Bool {
-        guard let row = try db.queryOne("""
-            SELECT id, format, dry_run FROM imports WHERE state = 'queued' ORDER BY created_s, id LIMIT 1
-            """) else { return false }
+        guard
+            let row = try db.queryOne(
+                """
+                SELECT id, format, dry_run FROM imports WHERE state = 'queued' ORDER BY created_s, id LIMIT 1
+                """)
+        else { return false }
         let id: String = try row.decode("id")
         // A plan of this import waits for the writer already; or the writer just applied it,
         // after the row above was read (the phase is cleared only once the import's state is
@@ -232,8 +242,9 @@ struct ImportPlanner {
         var plan = ImportPlan(importId: id)
         do {
             let categories = Set(try db.query("SELECT id FROM categories").map { row throws(RowError) in try row.decode("id", as: String.self) })
-            let planner = ImportPlanner(db: db, categories: categories, maxRMSMeters: options.mapMaxRMSMeters, mapping: try OSMMapping.standard(),
-                                        defaultZone: options.defaultTimezone)
+            let planner = ImportPlanner(
+                db: db, categories: categories, maxRMSMeters: options.mapMaxRMSMeters, mapping: try OSMMapping.standard(),
+                defaultZone: options.defaultTimezone)
             let format = ImportFormat(rawValue: try row.decode("format")) ?? .content
             let document = try planner.bytes(id, file: "")
             switch format {
@@ -258,8 +269,9 @@ struct ImportPlanner {
     /// Records an import's end and drops its chunks, in one short transaction.
     static func finish(_ id: String, state: String, report: ImportReport, db: Database) throws {
         try db.transaction {
-            try db.run("UPDATE imports SET state = ?, report = ? WHERE id = ?", state,
-                       String(decoding: try JSONCoding.encoder.encode(report), as: UTF8.self), id)
+            try db.run(
+                "UPDATE imports SET state = ?, report = ? WHERE id = ?", state,
+                String(decoding: try JSONCoding.encoder.encode(report), as: UTF8.self), id)
             try db.run("DELETE FROM import_chunks WHERE import_id = ?", id)
         }
     }
@@ -283,7 +295,8 @@ struct ImportPlanner {
     /// created, or merged over the place `existing` names (fields the format does not carry
     /// kept), unchanged when it equals it. Answers how the plan names it, or nil when refused.
     private func plan(_ incoming: Place, existing: Int64?, carries: (inout Place, Place) -> Void, into plan: inout ImportPlan) throws
-        -> Result<PlannedPlace, ServiceError> {
+        -> Result<PlannedPlace, ServiceError>
+    {
         if let existing {
             let current = try CatalogStore.place(existing, in: db)
             var merged = current
@@ -337,12 +350,14 @@ struct ImportPlanner {
                 photos: poi.photos.map { Photo(url: $0.url, attribution: $0.attribution) }, externalIds: [source: poi.id],
                 createdAt: now, updatedAt: now, nameI18n: names, descriptionI18n: descriptions.isEmpty ? nil : descriptions,
                 seasons: poi.seasons.isEmpty ? nil : poi.seasons.map { Season(from: $0.from, to: $0.to) })
-            let result = try self.plan(incoming, existing: try placeId(source: source, id: poi.id), carries: { place, file in
-                // The fields the format carries are the file's; the rest (popularity, hours, time zone …) stay.
-                (place.name, place.nameI18n, place.category, place.lat, place.lon) = (file.name, file.nameI18n, file.category, file.lat, file.lon)
-                (place.address, place.phone, place.website, place.priceLevel) = (file.address, file.phone, file.website, file.priceLevel)
-                (place.description, place.descriptionI18n, place.photos, place.seasons) = (file.description, file.descriptionI18n, file.photos, file.seasons)
-            }, into: &plan)
+            let result = try self.plan(
+                incoming, existing: try placeId(source: source, id: poi.id),
+                carries: { place, file in
+                    // The fields the format carries are the file's; the rest (popularity, hours, time zone …) stay.
+                    (place.name, place.nameI18n, place.category, place.lat, place.lon) = (file.name, file.nameI18n, file.category, file.lat, file.lon)
+                    (place.address, place.phone, place.website, place.priceLevel) = (file.address, file.phone, file.website, file.priceLevel)
+                    (place.description, place.descriptionI18n, place.photos, place.seasons) = (file.description, file.descriptionI18n, file.photos, file.seasons)
+                }, into: &plan)
             switch result {
             case .success(let planned): pois[poi.id] = planned
             case .failure(let error): issue("poi '\(poi.id)': \(error.field.map { "\($0): " } ?? "")\(error.message)", at: poi.position, into: &plan)
@@ -358,8 +373,9 @@ struct ImportPlanner {
                 } else if document.pois.contains(where: { $0.id == stop.ref }) {
                     continue  // Its POI was refused, with its own error.
                 } else {
-                    issue("tour '\(tour.id)': stop ref '\(stop.ref)' names no poi of this file nor of an earlier import from source '\(source)'",
-                          at: stop.position, into: &plan)
+                    issue(
+                        "tour '\(tour.id)': stop ref '\(stop.ref)' names no poi of this file nor of an earlier import from source '\(source)'",
+                        at: stop.position, into: &plan)
                 }
             }
             let names = Dictionary(tour.names.map { ($0.lang, $0.text) }, uniquingKeysWith: { first, _ in first })
@@ -389,12 +405,13 @@ struct ImportPlanner {
                 continue
             }
             let index = plan.tours.count
-            let changed = current.map { current in
-                stops.contains { if case .new = $0 { true } else { false } } || current.name != incoming.name
-                    || current.nameI18n != incoming.nameI18n || current.description != incoming.description
-                    || current.descriptionI18n != incoming.descriptionI18n || current.stops != incoming.stops
-                    || current.externalIds != incoming.externalIds
-            } ?? true
+            let changed =
+                current.map { current in
+                    stops.contains { if case .new = $0 { true } else { false } } || current.name != incoming.name
+                        || current.nameI18n != incoming.nameI18n || current.description != incoming.description
+                        || current.descriptionI18n != incoming.descriptionI18n || current.stops != incoming.stops
+                        || current.externalIds != incoming.externalIds
+                } ?? true
             if changed {
                 plan.tours.append(ImportPlan.PlannedTour(tour: incoming, stops: stops, current: current))
                 if current == nil { plan.report.tours.created += 1 } else { plan.report.tours.updated += 1 }
@@ -409,8 +426,10 @@ struct ImportPlanner {
     /// Plans a tour's map from a file of the import: checked, fitted, and unchanged when the
     /// tour (`current`, when it exists) has the same image placed by the same points. `index`
     /// is the tour's place in the plan when the plan writes it.
-    private func planMap(_ map: ContentMap, tour: ContentTour, current: Int64?, index: Int?, importId: String,
-                         images: inout MapImages, into plan: inout ImportPlan) throws {
+    private func planMap(
+        _ map: ContentMap, tour: ContentTour, current: Int64?, index: Int?, importId: String,
+        images: inout MapImages, into plan: inout ImportPlan
+    ) throws {
         let jpeg = try images.image(map.file) { try bytes(importId, file: map.file) }
         guard !jpeg.isEmpty else {
             issue("tour '\(tour.id)': its map file '\(map.file)' is not in the import", at: map.position, into: &plan)
@@ -418,8 +437,9 @@ struct ImportPlanner {
         }
         let points = map.points.map { MapSet.Point(x: $0.x, y: $0.y, lat: $0.lat, lon: $0.lon) }
         if let current, let row = try db.queryOne("SELECT jpeg, points FROM tour_maps WHERE tour_id = ?", current),
-           try row.decode("jpeg", as: Data.self) == jpeg,
-           try JSONCoding.decoder.decode([MapSet.Point].self, from: Data(try row.decode("points", as: String.self).utf8)) == points {
+            try row.decode("jpeg", as: Data.self) == jpeg,
+            try JSONCoding.decoder.decode([MapSet.Point].self, from: Data(try row.decode("points", as: String.self).utf8)) == points
+        {
             plan.report.maps.unchanged += 1
             return
         }
@@ -481,11 +501,13 @@ struct ImportPlanner {
             // OpenStreetMap's optional fields are as mappers typed them: one that breaks a rule is
             // left out (and counted), not the place.
             dropped += Self.dropInvalidOptionals(&incoming, categories: categories)
-            let result = try self.plan(incoming, existing: try placeId(source: "osm", id: osm.externalID), carries: { place, file in
-                (place.name, place.nameI18n, place.category, place.lat, place.lon) = (file.name, file.nameI18n, file.category, file.lat, file.lon)
-                (place.address, place.phone, place.website, place.description) = (file.address, file.phone, file.website, file.description)
-                (place.openingHours, place.openingHoursText) = (file.openingHours, file.openingHoursText)
-            }, into: &plan)
+            let result = try self.plan(
+                incoming, existing: try placeId(source: "osm", id: osm.externalID),
+                carries: { place, file in
+                    (place.name, place.nameI18n, place.category, place.lat, place.lon) = (file.name, file.nameI18n, file.category, file.lat, file.lon)
+                    (place.address, place.phone, place.website, place.description) = (file.address, file.phone, file.website, file.description)
+                    (place.openingHours, place.openingHoursText) = (file.openingHours, file.openingHoursText)
+                }, into: &plan)
             if case .failure = result { skipped += 1 }
         }
         plan.report.skipped = skipped
@@ -565,7 +587,12 @@ extension CatalogStore {
                 var tourIds: [Int64] = []
                 for planned in plan.tours {
                     var tour = planned.tour
-                    tour.stops = planned.stops.map { switch $0 { case .existing(let id): id; case .new(let index): ids[index] } }
+                    tour.stops = planned.stops.map {
+                        switch $0 {
+                        case .existing(let id): id
+                        case .new(let index): ids[index]
+                        }
+                    }
                     if let current = planned.current {
                         let now = try self.tour(current.id)
                         guard now.version == current.version else {

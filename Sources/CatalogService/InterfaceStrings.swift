@@ -65,7 +65,10 @@ public struct InterfaceStrings: Sendable, Equatable {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for (name, data) in files.sorted(by: { $0.key < $1.key }) {
             guard data.count <= Self.maxFileBytes else { throw InterfaceStringsError(name, "is larger than \(Self.maxFileBytes) bytes") }
-            if name == "fallbacks.json" { fallbackFile = data; continue }
+            if name == "fallbacks.json" {
+                fallbackFile = data
+                continue
+            }
             let tag = String(name.dropLast(".json".count))
             guard name.hasSuffix(".json"), LanguagePreference.isTag(tag), LanguagePreference.canonical(tag) == tag else {
                 throw InterfaceStringsError(name, "is not named <language tag>.json (such as en.json, en-AU.json) nor fallbacks.json")
@@ -108,8 +111,11 @@ public struct InterfaceStrings: Sendable, Equatable {
         for key in english.keys {
             strings[key] = tables.values.compactMap { $0[key] }.max { $0.utf8.count < $1.utf8.count }
         }
-        let worst = try JSONCoding.encoder.encode(StringsReply(version: version, lang: longestTag, strings: strings,
-                                                               from: strings.mapValues { _ in longestTag })).count
+        let worst = try JSONCoding.encoder.encode(
+            StringsReply(
+                version: version, lang: longestTag, strings: strings,
+                from: strings.mapValues { _ in longestTag })
+        ).count
         guard worst <= Self.maxReplyBytes else {
             throw InterfaceStringsError("strings", "a reply could reach \(worst) bytes, more than \(Self.maxReplyBytes)")
         }
@@ -170,10 +176,15 @@ public struct InterfaceStrings: Sendable, Equatable {
         let available = lang.chain.compactMap { tag in tables.keys.first { $0.lowercased() == tag.lowercased() } }
         let chosen = available.first ?? LanguagePreference.fallback
         if request.sinceVersion == version { return StringsReply(version: version, lang: chosen, unchanged: true) }
-        var strings: [String: String] = [:], from: [String: String] = [:]
+        var strings: [String: String] = [:]
+        var from: [String: String] = [:]
         for key in (tables[LanguagePreference.fallback] ?? [:]).keys {
             for tag in available {
-                if let text = tables[tag]?[key] { strings[key] = text; from[key] = tag; break }
+                if let text = tables[tag]?[key] {
+                    strings[key] = text
+                    from[key] = tag
+                    break
+                }
             }
         }
         return StringsReply(version: version, lang: chosen, strings: strings, from: from)

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import ServiceKit
 
 /// Texts by language (`name_i18n`, `description_i18n` of places and tours): the rules of their

@@ -77,72 +77,76 @@ enum LibraryRules {
     /// The library's tables: social's devices as the catalog knows them, each user's tours and
     /// their places, hidden places, and sealed packages waiting to be fetched.
     static let migrations: [Migration] = [
-        Migration(domain: "library", version: 1, sql: """
-            CREATE TABLE library_devices (
-                user_id    INTEGER NOT NULL,
-                device_id  TEXT NOT NULL,
-                public_key TEXT NOT NULL,
-                PRIMARY KEY (user_id, device_id)
-            );
-            CREATE TABLE library_tours (
-                user_id  INTEGER NOT NULL,
-                tour_id  INTEGER NOT NULL,
-                added_at TEXT NOT NULL,
-                PRIMARY KEY (user_id, tour_id)
-            );
-            CREATE TABLE library_places (
-                user_id  INTEGER NOT NULL,
-                tour_id  INTEGER NOT NULL,
-                place_id INTEGER NOT NULL,
-                position INTEGER NOT NULL,
-                PRIMARY KEY (user_id, tour_id, place_id)
-            );
-            CREATE INDEX library_places_by_place ON library_places(user_id, place_id);
-            CREATE TABLE library_hidden (
-                user_id  INTEGER NOT NULL,
-                place_id INTEGER NOT NULL,
-                PRIMARY KEY (user_id, place_id)
-            );
-            CREATE TABLE library_packages (
-                id         TEXT PRIMARY KEY,
-                user_id    INTEGER NOT NULL,
-                device_id  TEXT NOT NULL,
-                tour_id    INTEGER NOT NULL,
-                created_ms INTEGER NOT NULL,
-                bytes      INTEGER NOT NULL
-            );
-            CREATE INDEX library_packages_by_user ON library_packages(user_id, created_ms);
-            CREATE TABLE library_package_pieces (
-                package_id TEXT NOT NULL REFERENCES library_packages(id) ON DELETE CASCADE,
-                piece      INTEGER NOT NULL,
-                bytes      BLOB NOT NULL,
-                PRIMARY KEY (package_id, piece)
-            );
-            """),
+        Migration(
+            domain: "library", version: 1,
+            sql: """
+                CREATE TABLE library_devices (
+                    user_id    INTEGER NOT NULL,
+                    device_id  TEXT NOT NULL,
+                    public_key TEXT NOT NULL,
+                    PRIMARY KEY (user_id, device_id)
+                );
+                CREATE TABLE library_tours (
+                    user_id  INTEGER NOT NULL,
+                    tour_id  INTEGER NOT NULL,
+                    added_at TEXT NOT NULL,
+                    PRIMARY KEY (user_id, tour_id)
+                );
+                CREATE TABLE library_places (
+                    user_id  INTEGER NOT NULL,
+                    tour_id  INTEGER NOT NULL,
+                    place_id INTEGER NOT NULL,
+                    position INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, tour_id, place_id)
+                );
+                CREATE INDEX library_places_by_place ON library_places(user_id, place_id);
+                CREATE TABLE library_hidden (
+                    user_id  INTEGER NOT NULL,
+                    place_id INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, place_id)
+                );
+                CREATE TABLE library_packages (
+                    id         TEXT PRIMARY KEY,
+                    user_id    INTEGER NOT NULL,
+                    device_id  TEXT NOT NULL,
+                    tour_id    INTEGER NOT NULL,
+                    created_ms INTEGER NOT NULL,
+                    bytes      INTEGER NOT NULL
+                );
+                CREATE INDEX library_packages_by_user ON library_packages(user_id, created_ms);
+                CREATE TABLE library_package_pieces (
+                    package_id TEXT NOT NULL REFERENCES library_packages(id) ON DELETE CASCADE,
+                    piece      INTEGER NOT NULL,
+                    bytes      BLOB NOT NULL,
+                    PRIMARY KEY (package_id, piece)
+                );
+                """)
     ]
 
     /// What the library takes from social's events: the devices packages are sealed to, and a
     /// deleted user's library erased (`social.user.deleted`). Before a rebuild from social's
     /// snapshot (which lists every device) it forgets the devices.
-    static let socialEvents = EventHandlers([
-        SocialEvents.deviceRegistered: { event, scope in
-            let device = try event.body(DeviceChange.self)
-            try scope.db.run("INSERT OR REPLACE INTO library_devices (user_id, device_id, public_key) VALUES (?, ?, ?)",
-                             device.userId, device.deviceId, device.publicKey)
-        },
-        SocialEvents.deviceRevoked: { event, scope in
-            let device = try event.body(DeviceChange.self)
-            try scope.db.run("DELETE FROM library_devices WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
-            try scope.db.run("DELETE FROM library_packages WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
-        },
-        SocialEvents.userDeleted: { event, scope in
-            let user = try event.body(UserDeleted.self).userId
-            // Packages' pieces go with them (ON DELETE CASCADE).
-            for table in ["library_devices", "library_tours", "library_places", "library_hidden", "library_packages"] {
-                try scope.db.run("DELETE FROM \(table) WHERE user_id = ?", user)
-            }
-        },
-    ], reset: { db in try db.run("DELETE FROM library_devices") })
+    static let socialEvents = EventHandlers(
+        [
+            SocialEvents.deviceRegistered: { event, scope in
+                let device = try event.body(DeviceChange.self)
+                try scope.db.run(
+                    "INSERT OR REPLACE INTO library_devices (user_id, device_id, public_key) VALUES (?, ?, ?)",
+                    device.userId, device.deviceId, device.publicKey)
+            },
+            SocialEvents.deviceRevoked: { event, scope in
+                let device = try event.body(DeviceChange.self)
+                try scope.db.run("DELETE FROM library_devices WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
+                try scope.db.run("DELETE FROM library_packages WHERE user_id = ? AND device_id = ?", device.userId, device.deviceId)
+            },
+            SocialEvents.userDeleted: { event, scope in
+                let user = try event.body(UserDeleted.self).userId
+                // Packages' pieces go with them (ON DELETE CASCADE).
+                for table in ["library_devices", "library_tours", "library_places", "library_hidden", "library_packages"] {
+                    try scope.db.run("DELETE FROM \(table) WHERE user_id = ?", user)
+                }
+            },
+        ], reset: { db in try db.run("DELETE FROM library_devices") })
 }
 
 extension CatalogStore {
@@ -153,17 +157,23 @@ extension CatalogStore {
     func addToLibrary(_ request: LibraryAdd, user: Int64) throws -> PackageManifest {
         try DeviceChange.checkDeviceId(request.deviceId)
         let key = try LibraryRules.key(options)
-        guard let deviceKey = try db.queryOne("SELECT public_key FROM library_devices WHERE user_id = ? AND device_id = ?", user, request.deviceId)?
-            .decode("public_key", as: String.self), let publicKey = Data(base64Encoded: deviceKey) else {
-            throw ServiceError(.notFound, "you have no registered device \(request.deviceId) (never registered, or revoked; one registered a moment ago may take a moment to reach the catalog)",
-                               field: "device_id")
+        guard
+            let deviceKey = try db.queryOne("SELECT public_key FROM library_devices WHERE user_id = ? AND device_id = ?", user, request.deviceId)?
+                .decode("public_key", as: String.self), let publicKey = Data(base64Encoded: deviceKey)
+        else {
+            throw ServiceError(
+                .notFound, "you have no registered device \(request.deviceId) (never registered, or revoked; one registered a moment ago may take a moment to reach the catalog)",
+                field: "device_id")
         }
         let nowMs = options.clock()
-        let recent = try db.scalarInt("SELECT count(*) FROM library_packages WHERE user_id = ? AND created_ms > ?",
-                                      user, nowMs - LibraryRules.addWindowMilliseconds) ?? 0
+        let recent =
+            try db.scalarInt(
+                "SELECT count(*) FROM library_packages WHERE user_id = ? AND created_ms > ?",
+                user, nowMs - LibraryRules.addWindowMilliseconds) ?? 0
         guard recent < LibraryRules.addsPerWindow else {
-            throw ServiceError(.rateLimited, "at most \(LibraryRules.addsPerWindow) downloads in \(LibraryRules.addWindowMilliseconds / 1000) s; try again in a few seconds",
-                               field: "tour_id")
+            throw ServiceError(
+                .rateLimited, "at most \(LibraryRules.addsPerWindow) downloads in \(LibraryRules.addWindowMilliseconds / 1000) s; try again in a few seconds",
+                field: "tour_id")
         }
         let issuedAt = Logger.timestamp(Date(timeIntervalSince1970: Double(nowMs) / 1000))
         return try db.transaction {
@@ -174,8 +184,9 @@ extension CatalogStore {
             }
             let hidden = Set(try db.query("SELECT place_id FROM library_hidden WHERE user_id = ?", user).map { row throws(RowError) in try row.decode("place_id", as: Int64.self) })
             let places = try tour.stops.filter { !hidden.contains($0) }.map { try get($0) }
-            var content = PackageContent(format: LibraryRules.format, userId: user, deviceId: request.deviceId, tourId: tour.id, issuedAt: issuedAt,
-                                         tour: tour, places: places, map: nil, tiles: [], tilesComplete: true)
+            var content = PackageContent(
+                format: LibraryRules.format, userId: user, deviceId: request.deviceId, tourId: tour.id, issuedAt: issuedAt,
+                tour: tour, places: places, map: nil, tiles: [], tilesComplete: true)
             if try db.scalarInt("SELECT tiles_ready FROM tour_maps WHERE tour_id = ?", tour.id) == 1 {
                 content.map = try mapInfo(tour.id)
                 (content.tiles, content.tilesComplete) = try packageTiles(tour.id, budget: options.packageMaxBytes - JSONCoding.encoder.encode(content).count)
@@ -193,14 +204,17 @@ extension CatalogStore {
             let packageId = Chunks.newID()
 
             try db.run("DELETE FROM library_packages WHERE user_id = ? AND created_ms < ?", user, nowMs - LibraryRules.keptMilliseconds)
-            try db.run("INSERT INTO library_packages (id, user_id, device_id, tour_id, created_ms, bytes) VALUES (?, ?, ?, ?, ?, ?)",
-                       packageId, user, request.deviceId, tour.id, nowMs, sealed.count)
+            try db.run(
+                "INSERT INTO library_packages (id, user_id, device_id, tour_id, created_ms, bytes) VALUES (?, ?, ?, ?, ?, ?)",
+                packageId, user, request.deviceId, tour.id, nowMs, sealed.count)
             // Kept in pieces, so each library.package reads one piece's bytes only.
             for (piece, start) in stride(from: 0, to: sealed.count, by: LibraryRules.pieceBytes).enumerated() {
-                try db.run("INSERT INTO library_package_pieces (package_id, piece, bytes) VALUES (?, ?, ?)",
-                           packageId, piece, Data(sealed[start..<min(sealed.count, start + LibraryRules.pieceBytes)]))
+                try db.run(
+                    "INSERT INTO library_package_pieces (package_id, piece, bytes) VALUES (?, ?, ?)",
+                    packageId, piece, Data(sealed[start..<min(sealed.count, start + LibraryRules.pieceBytes)]))
             }
-            try db.run("""
+            try db.run(
+                """
                 DELETE FROM library_packages WHERE user_id = ? AND id NOT IN
                     (SELECT id FROM library_packages WHERE user_id = ? ORDER BY created_ms DESC, rowid DESC LIMIT ?)
                 """, user, user, LibraryRules.keptPackages)
@@ -221,10 +235,12 @@ extension CatalogStore {
     /// The tiles of tour `id`'s map, whole levels coarsest first, while their JSON fits in
     /// `budget` bytes; and whether every level fitted.
     private func packageTiles(_ id: Int64, budget: Int) throws -> ([PackageTile], Bool) {
-        var tiles: [PackageTile] = [], used = 0
+        var tiles: [PackageTile] = []
+        var used = 0
         let levels = try db.query("SELECT DISTINCT z FROM tour_map_tiles WHERE tour_id = ? ORDER BY z", id).map { row throws(RowError) in try row.decode("z", as: Int.self) }
         for z in levels {
-            var level: [PackageTile] = [], size = 0
+            var level: [PackageTile] = []
+            var size = 0
             try db.forEachStep("SELECT x, y, jpeg FROM tour_map_tiles WHERE tour_id = ? AND z = ? ORDER BY y, x", [id, z]) { step in
                 let jpeg = step.blob(2).base64EncodedString()
                 size += jpeg.utf8.count + 48
@@ -243,10 +259,14 @@ extension CatalogStore {
         guard request.packageId.utf8.count == LibraryRules.packageIdBytes, request.packageId.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
             throw ServiceError.invalid("package_id", "must be the \(LibraryRules.packageIdBytes) hex digits library.add gave")
         }
-        guard let row = try db.queryOne("SELECT bytes FROM library_packages WHERE id = ? AND user_id = ? AND created_ms >= ?",
-                                        request.packageId, user, options.clock() - LibraryRules.keptMilliseconds) else {
-            throw ServiceError(.notFound, "you have no package \(request.packageId) (expired, replaced by newer ones, or its device was revoked): call library.add again",
-                               field: "package_id")
+        guard
+            let row = try db.queryOne(
+                "SELECT bytes FROM library_packages WHERE id = ? AND user_id = ? AND created_ms >= ?",
+                request.packageId, user, options.clock() - LibraryRules.keptMilliseconds)
+        else {
+            throw ServiceError(
+                .notFound, "you have no package \(request.packageId) (expired, replaced by newer ones, or its device was revoked): call library.add again",
+                field: "package_id")
         }
         let bytes: Int = try row.decode("bytes")
         let pieces = max(1, (bytes + LibraryRules.pieceBytes - 1) / LibraryRules.pieceBytes)
@@ -268,10 +288,12 @@ extension CatalogStore {
         let hidden = try db.query("SELECT place_id FROM library_hidden WHERE user_id = ? ORDER BY place_id", user)
             .map { row throws(RowError) in try row.decode("place_id", as: Int64.self) }
         let hiddenSet = Set(hidden)
-        let tours = try db.query("""
+        let tours = try db.query(
+            """
             SELECT l.tour_id, l.added_at, t.name FROM library_tours l LEFT JOIN tours t ON t.id = l.tour_id
             WHERE l.user_id = ? ORDER BY l.tour_id
-            """, user).map { row in
+            """, user
+        ).map { row in
             let id: Int64 = try row.decode("tour_id")
             let places = try db.query("SELECT place_id FROM library_places WHERE user_id = ? AND tour_id = ? ORDER BY position", user, id)
                 .map { row throws(RowError) in try row.decode("place_id", as: Int64.self) }.filter { !hiddenSet.contains($0) }
@@ -303,7 +325,8 @@ extension CatalogStore {
     func hideInLibrary(_ request: LibraryPlaceRef, user: Int64) throws -> LibraryContents {
         try db.transaction {
             guard try db.scalarInt("SELECT 1 FROM library_places WHERE user_id = ? AND place_id = ?", user, request.placeId) != nil,
-                  try db.scalarInt("SELECT 1 FROM library_hidden WHERE user_id = ? AND place_id = ?", user, request.placeId) == nil else {
+                try db.scalarInt("SELECT 1 FROM library_hidden WHERE user_id = ? AND place_id = ?", user, request.placeId) == nil
+            else {
                 throw ServiceError(.notFound, "place \(request.placeId) is not in your library", field: "place_id")
             }
             try db.run("INSERT INTO library_hidden (user_id, place_id) VALUES (?, ?)", user, request.placeId)

@@ -155,8 +155,9 @@ enum PlaceRules {
     private static func httpURL(_ value: String, _ field: String) throws(ServiceError) {
         try TextRule(field, maxCharacters: maxURL).checkBytesAndCharacters(value)
         guard value.count <= maxURL, let components = URLComponents(string: value),
-              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = components.host, !host.isEmpty else {
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = components.host, !host.isEmpty
+        else {
             throw .invalid(field, "must be an http or https URL")
         }
     }

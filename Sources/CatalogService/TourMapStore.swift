@@ -44,8 +44,9 @@ enum TourMapRules {
     /// Tiles written per transaction by the builder, so the writer never waits long.
     static let tilesPerTransaction = 32
     /// Uploads of map images, in `map_uploads` and `map_upload_chunks`; no owner (admins upload).
-    static let uploads = ChunkedUploads(table: "map_uploads", chunkTable: "map_upload_chunks", maxBytes: jpeg.maxBytes,
-                                        maxOpen: maxOpenUploads, noun: "a map image", usedBy: Methods.Tours.mapSet.name)
+    static let uploads = ChunkedUploads(
+        table: "map_uploads", chunkTable: "map_upload_chunks", maxBytes: jpeg.maxBytes,
+        maxOpen: maxOpenUploads, noun: "a map image", usedBy: Methods.Tours.mapSet.name)
 
     /// What a refused JPEG answers: too large, or not a map image (with libjpeg-turbo's words).
     static func refusal(_ error: JPEGError) -> ServiceError { ChunkedUploads.refusal(error, image: "the map image") }
@@ -128,19 +129,23 @@ extension CatalogStore {
     func writeMap(tourId: Int64, jpeg: Data, points: [MapSet.Point], georeference: MapGeoreference) throws {
         let generation = (try db.scalarInt("SELECT generation FROM tour_maps WHERE tour_id = ?", tourId) ?? 0) + 1
         try db.run("DELETE FROM tour_map_tiles WHERE tour_id = ?", tourId)
-        try db.run("""
+        try db.run(
+            """
             INSERT OR REPLACE INTO tour_maps (tour_id, generation, jpeg, width, height, points, georeference, tiles_ready, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)
             """, tourId, generation, jpeg, georeference.width, georeference.height,
-                   String(decoding: try JSONCoding.encoder.encode(points), as: UTF8.self),
-                   String(decoding: try JSONCoding.encoder.encode(georeference), as: UTF8.self), Logger.timestamp())
+            String(decoding: try JSONCoding.encoder.encode(points), as: UTF8.self),
+            String(decoding: try JSONCoding.encoder.encode(georeference), as: UTF8.self), Logger.timestamp())
     }
 
     /// `tours.map.get`: the map's size, control points, fit and tiles, or `not_found`.
     func mapInfo(_ tourId: Int64) throws -> TourMapInfo {
-        guard let row = try db.queryOne("""
-            SELECT width, height, length(jpeg) AS bytes, points, georeference, tiles_ready FROM tour_maps WHERE tour_id = ?
-            """, tourId) else {
+        guard
+            let row = try db.queryOne(
+                """
+                SELECT width, height, length(jpeg) AS bytes, points, georeference, tiles_ready FROM tour_maps WHERE tour_id = ?
+                """, tourId)
+        else {
             throw ServiceError(.notFound, "tour \(tourId) has no map", field: "tour_id")
         }
         let georeference = try georeference(row)
@@ -204,8 +209,9 @@ enum TileCutter {
             let written = try db.transaction { () -> Bool in
                 guard try current() else { return false }
                 for tile in batch {
-                    try db.run("INSERT OR REPLACE INTO tour_map_tiles (tour_id, generation, z, x, y, jpeg) VALUES (?, ?, ?, ?, ?, ?)",
-                               tourId, generation, tile.z, tile.x, tile.y, tile.jpeg)
+                    try db.run(
+                        "INSERT OR REPLACE INTO tour_map_tiles (tour_id, generation, z, x, y, jpeg) VALUES (?, ?, ?, ?, ?, ?)",
+                        tourId, generation, tile.z, tile.x, tile.y, tile.jpeg)
                 }
                 return true
             }

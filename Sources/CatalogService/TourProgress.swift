@@ -27,7 +27,6 @@ enum WalkRules {
         }
     }
 
-
     /// `value` to one decimal: replies carry metres, degrees and pixels to a tenth.
     static func tenth(_ value: Double) -> Double { (value * 10).rounded() / 10 }
 
@@ -46,7 +45,7 @@ enum WalkRules {
                 let user = try event.body(UserDeleted.self).userId
                 erased.note(user, now: clock())
                 try scope.db.run("DELETE FROM tour_progress WHERE user_id = ?", user)
-            },
+            }
         ])
     }
 }
@@ -103,14 +102,16 @@ extension CatalogStore {
                 }
             }
             let visitedInOrder = stops.map(\.id).filter(visited.contains)
-            try db.run("""
+            try db.run(
+                """
                 INSERT INTO tour_progress (user_id, tour_id, visited, last_lat, last_lon, last_ms) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (user_id, tour_id) DO UPDATE SET visited = excluded.visited, last_lat = excluded.last_lat,
                     last_lon = excluded.last_lon, last_ms = excluded.last_ms
                 """, user, request.tourId, "[" + visitedInOrder.map(String.init).joined(separator: ",") + "]", keep.point.latitude, keep.point.longitude, keep.milliseconds)
 
-            var position = TourPosition(tourId: request.tourId, arrived: arrived, visitedCount: visitedInOrder.count,
-                                        stopCount: stops.count, finished: true)
+            var position = TourPosition(
+                tourId: request.tourId, arrived: arrived, visitedCount: visitedInOrder.count,
+                stopCount: stops.count, finished: true)
             if let heading { position.headingDeg = WalkRules.bearing(heading) }
             if let map = try tourMapFit(request.tourId) {
                 let pixel = map.pixel(of: here)
@@ -121,8 +122,9 @@ extension CatalogStore {
             }
             if let next = stops.first(where: { !visited.contains($0.id) }) {
                 position.finished = false
-                position.nextStop = NextStop(id: next.id, name: next.name, distanceM: WalkRules.tenth(here.distance(to: next.point)),
-                                             bearingDeg: WalkRules.bearing(here.initialBearing(to: next.point)))
+                position.nextStop = NextStop(
+                    id: next.id, name: next.name, distanceM: WalkRules.tenth(here.distance(to: next.point)),
+                    bearingDeg: WalkRules.bearing(here.initialBearing(to: next.point)))
             }
             return position
         }
@@ -134,8 +136,9 @@ extension CatalogStore {
         let visited = try walk(user: user, tour: request.tourId)?.visited ?? []
         let inOrder = stops.map(\.id).filter(visited.contains)
         let next = stops.first { !visited.contains($0.id) }
-        return TourProgressReply(tourId: request.tourId, visited: inOrder, nextStop: next.map { NextStop(id: $0.id, name: $0.name) },
-                                 visitedCount: inOrder.count, stopCount: stops.count, finished: next == nil)
+        return TourProgressReply(
+            tourId: request.tourId, visited: inOrder, nextStop: next.map { NextStop(id: $0.id, name: $0.name) },
+            visitedCount: inOrder.count, stopCount: stops.count, finished: next == nil)
     }
 
     /// `tours.progress.reset`: forgets the caller's visited stops and last position on the tour.
@@ -152,22 +155,26 @@ extension CatalogStore {
         guard try db.scalarInt("SELECT 1 FROM tours WHERE id = ?", id) != nil else {
             throw ServiceError(.notFound, "no tour with id \(id)", field: "tour_id")
         }
-        return try db.query("""
+        return try db.query(
+            """
             SELECT p.id, p.name, p.name_i18n, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
             WHERE s.tour_id = ? ORDER BY s.position
-            """, id).map { row in
+            """, id
+        ).map { row in
             let names = try row.decode("name_i18n", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
-            return WalkStop(id: try row.decode("id"), name: try LanguageTexts.localized(names, lang, own: nil).text ?? row.decode("name"),
-                            point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")))
+            return WalkStop(
+                id: try row.decode("id"), name: try LanguageTexts.localized(names, lang, own: nil).text ?? row.decode("name"),
+                point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")))
         }
     }
 
     /// What is kept of `user`'s walk of `tour`, or nil.
     private func walk(user: Int64, tour: Int64) throws -> Walk? {
         try db.queryOne("SELECT visited, last_lat, last_lon, last_ms FROM tour_progress WHERE user_id = ? AND tour_id = ?", user, tour).map { row in
-            Walk(visited: Set(try JSONCoding.decoder.decode([Int64].self, from: Data(try row.decode("visited", as: String.self).utf8))),
-                 last: Coordinate(uncheckedLatitude: try row.decode("last_lat"), longitude: try row.decode("last_lon")),
-                 lastMilliseconds: try row.decode("last_ms"))
+            Walk(
+                visited: Set(try JSONCoding.decoder.decode([Int64].self, from: Data(try row.decode("visited", as: String.self).utf8))),
+                last: Coordinate(uncheckedLatitude: try row.decode("last_lat"), longitude: try row.decode("last_lon")),
+                lastMilliseconds: try row.decode("last_ms"))
         }
     }
 

@@ -59,7 +59,8 @@ extension CatalogStore {
 
     /// Tours matching a condition on `tours t`, by ascending id, with their stops (any connection).
     static func tours(where condition: String, _ args: [SQLBindable?], limit: Int, in db: Database) throws -> [Tour] {
-        let rows = try db.query("""
+        let rows = try db.query(
+            """
             SELECT t.id, t.name, t.name_i18n, t.description, t.description_i18n, t.external_ids, t.created_at, t.updated_at, t.version
             FROM tours t WHERE \(condition) ORDER BY t.id LIMIT ?
             """, args + [limit])
@@ -68,7 +69,8 @@ extension CatalogStore {
                 try JSONCoding.decoder.decode([String: String].self, from: Data(row.decode(column, as: String.self).utf8))
             }
             let id: Int64 = try row.decode("id")
-            let stops = try db.query("""
+            let stops = try db.query(
+                """
                 SELECT s.place_id, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
                 WHERE s.tour_id = ? ORDER BY s.position
                 """, id)
@@ -85,15 +87,18 @@ extension CatalogStore {
     func tourDetail(_ request: TourGet) throws -> TourDetail {
         let lang = try LanguagePreference.read(request.lang)
         var tour = try tour(request.id)
-        let places = try db.query("""
+        let places = try db.query(
+            """
             SELECT p.id, p.name, p.name_i18n, p.category, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
             WHERE s.tour_id = ? ORDER BY s.position
-            """, tour.id).map { row in
+            """, tour.id
+        ).map { row in
             let names = try row.decode("name_i18n", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
             let name = LanguageTexts.localized(names, lang, own: nil)
-            return TourStop(id: try row.decode("id"), name: try name.text ?? row.decode("name"),
-                            category: try row.decode("category"), lat: try row.decode("lat"), lon: try row.decode("lon"),
-                            lang: lang.map { _ in TextLanguages(name: name.tag) })
+            return TourStop(
+                id: try row.decode("id"), name: try name.text ?? row.decode("name"),
+                category: try row.decode("category"), lat: try row.decode("lat"), lon: try row.decode("lon"),
+                lang: lang.map { _ in TextLanguages(name: name.tag) })
         }
         let texts = TourRules.localize(&tour, lang)
         return TourDetail(tour: tour, places: places, lang: texts)
@@ -117,10 +122,12 @@ extension CatalogStore {
         let box = try BoundingBox.around(center, radiusMeters: radius)
         // Every stop in the box, whichever tour it belongs to: the nearest per tour is kept.
         var nearest: [Int64: Double] = [:]
-        try db.forEachStep("""
+        try db.forEachStep(
+            """
             SELECT s.tour_id, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
             WHERE p.lat BETWEEN ? AND ?
-            """, [box.south, box.north]) { statement in
+            """, [box.south, box.north]
+        ) { statement in
             let coordinate = Coordinate(uncheckedLatitude: statement.double(1), longitude: statement.double(2))
             guard box.contains(coordinate) else { return }
             let distance = coordinate.distance(to: center)
@@ -149,9 +156,10 @@ extension CatalogStore {
     func createTour(_ input: TourInput) throws -> Tour {
         let now = Logger.timestamp()
         let names = input.nameI18n ?? [:]
-        var tour = Tour(id: 0, name: try LanguageTexts.name(input.name, names), nameI18n: names, description: input.description,
-                        descriptionI18n: input.descriptionI18n ?? [:], stops: input.stops, externalIds: input.externalIds ?? [:],
-                        createdAt: now, updatedAt: now)
+        var tour = Tour(
+            id: 0, name: try LanguageTexts.name(input.name, names), nameI18n: names, description: input.description,
+            descriptionI18n: input.descriptionI18n ?? [:], stops: input.stops, externalIds: input.externalIds ?? [:],
+            createdAt: now, updatedAt: now)
         try TourRules.validate(tour)
         return try db.transaction { try insertTour(&tour) }
     }
@@ -161,11 +169,12 @@ extension CatalogStore {
     @discardableResult
     func insertTour(_ tour: inout Tour) throws -> Tour {
         try checkStopsExist(tour.stops)
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO tours (name, name_i18n, description, description_i18n, external_ids, created_at, updated_at, version)
             VALUES (?, ?, ?, ?, ?, ?, ?, 1)
             """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
-                   PlaceJSON.text(tour.externalIds), tour.createdAt, tour.updatedAt)
+            PlaceJSON.text(tour.externalIds), tour.createdAt, tour.updatedAt)
         tour.id = db.lastInsertRowID
         try writeStops(tour)
         try claimTourExternalIds(tour)
@@ -202,11 +211,12 @@ extension CatalogStore {
     @discardableResult
     func storeTour(_ tour: Tour, over current: Tour) throws -> Tour {
         try checkStopsExist(tour.stops)
-        try db.run("""
+        try db.run(
+            """
             UPDATE tours SET name = ?, name_i18n = ?, description = ?, description_i18n = ?, external_ids = ?,
                    updated_at = ?, version = version + 1 WHERE id = ?
             """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
-                   PlaceJSON.text(tour.externalIds), Logger.timestamp(), tour.id)
+            PlaceJSON.text(tour.externalIds), Logger.timestamp(), tour.id)
         if tour.stops != current.stops {
             try db.run("DELETE FROM tour_stops WHERE tour_id = ?", tour.id)
             try writeStops(tour)
@@ -248,11 +258,13 @@ extension CatalogStore {
 
     /// Tours whose first stop is place `id`: their start moves with it.
     func tours(startingAt id: Int64) throws -> [Int64] {
-        try db.query("""
+        try db.query(
+            """
             SELECT s.tour_id FROM tour_stops s
             WHERE s.place_id = ? AND s.position = (SELECT min(position) FROM tour_stops WHERE tour_id = s.tour_id)
             ORDER BY s.tour_id
-            """, id).map { row throws(RowError) in try row.decode("tour_id") }
+            """, id
+        ).map { row throws(RowError) in try row.decode("tour_id") }
     }
 
     /// One tour per snapshot page entry: tours after the id in `after`, as `catalog.tour.upserted` events.
@@ -262,9 +274,10 @@ extension CatalogStore {
     }
 
     private func checkStopsExist(_ stops: [Int64]) throws {
-        let found = Set(try db.query("SELECT id FROM places WHERE id IN (SELECT value FROM json_each(?))", "[" + stops.map(String.init).joined(separator: ",") + "]").map {
-            row throws(RowError) in try row.decode("id", as: Int64.self)
-        })
+        let found = Set(
+            try db.query("SELECT id FROM places WHERE id IN (SELECT value FROM json_each(?))", "[" + stops.map(String.init).joined(separator: ",") + "]").map {
+                row throws(RowError) in try row.decode("id", as: Int64.self)
+            })
         if let (i, missing) = stops.enumerated().first(where: { !found.contains($0.element) }) {
             throw ServiceError.invalid("stops[\(i)]", "no place with id \(missing)")
         }
@@ -297,7 +310,8 @@ struct TourDistanceCursor {
         let text = try OpaqueCursor.decode(cursor, maxLength: 100)
         let parts = text.dropFirst().split(separator: ":")
         guard text.hasPrefix("d"), parts.count == 2, let bits = UInt64(parts[0], radix: 16), let id = Int64(parts[1]),
-              Double(bitPattern: bits).isFinite else { throw OpaqueCursor.invalid }
+            Double(bitPattern: bits).isFinite
+        else { throw OpaqueCursor.invalid }
         return TourDistanceCursor(distance: Double(bitPattern: bits), id: id)
     }
 }

@@ -126,8 +126,12 @@ private struct ContentParser {
         let category = try token(attributes, "category", of: name, at: position, maxBytes: ContentFormat.maxCategoryBytes)
         let lat = try coordinate(attributes, "lat", of: name, at: position, limit: 90)
         let lon = try coordinate(attributes, "lon", of: name, at: position, limit: 180)
-        var names = Localized(), descriptions = Localized()
-        var address: String?, phone: String?, website: String?, price: Int?
+        var names = Localized()
+        var descriptions = Localized()
+        var address: String?
+        var phone: String?
+        var website: String?
+        var price: Int?
         var photos: [ContentPhoto] = []
         var photoCount = 0
         var seasons: [ContentSeason] = []
@@ -204,8 +208,9 @@ private struct ContentParser {
         // A name or stop that is there but wrong has its own error: "missing" is only for none at all.
         if names.count == 0 { try report(.missingElement(element: name, child: "name"), at: position) }
         guard valid, let id, let category, let lat, let lon, !names.texts.isEmpty else { return nil }
-        return ContentPOI(id: id, category: category, lat: lat, lon: lon, names: names.texts, descriptions: descriptions.texts,
-                          address: address, phone: phone, website: website, price: price, photos: photos, seasons: seasons, position: position)
+        return ContentPOI(
+            id: id, category: category, lat: lat, lon: lon, names: names.texts, descriptions: descriptions.texts,
+            address: address, phone: phone, website: website, price: price, photos: photos, seasons: seasons, position: position)
     }
 
     /// Reads a `<tour>` whose start tag was just read; nil if it has an error.
@@ -213,7 +218,8 @@ private struct ContentParser {
         let (name, attributes, position) = (element.name, element.attributes, element.position)
         var valid = try allow(["id"], in: attributes, of: name, at: position)
         let id = try identifier(attributes, of: name, at: position, seen: \.tourIDs)
-        var names = Localized(), descriptions = Localized()
+        var names = Localized()
+        var descriptions = Localized()
         var stops: [ContentStop] = []
         var stopCount = 0
         var map: ContentMap?
@@ -269,7 +275,9 @@ private struct ContentParser {
         var valid = try allow(["file"], in: attributes, of: name, at: position)
         var file = try required(attributes, "file", of: name, at: position)
         if let given = file, !Self.isFileName(given) {
-            try report(.invalidValue(field: "file", why: "must be a file name without a directory, ending in .jpg or .jpeg, at most \(ContentFormat.maxFileNameBytes) bytes"), at: position)
+            try report(
+                .invalidValue(field: "file", why: "must be a file name without a directory, ending in .jpg or .jpeg, at most \(ContentFormat.maxFileNameBytes) bytes"), at: position
+            )
             file = nil
         }
         var points: [ContentMapPoint] = []
@@ -472,8 +480,10 @@ private struct ContentParser {
     }
 
     /// The `id` of a POI or tour, noted in `seen`; nil (reported) if missing, malformed or seen before.
-    mutating func identifier(_ attributes: [XMLAttribute], of element: String, at position: XMLPosition,
-                             seen: WritableKeyPath<ContentParser, [String: XMLPosition]>) throws(Halt) -> String? {
+    mutating func identifier(
+        _ attributes: [XMLAttribute], of element: String, at position: XMLPosition,
+        seen: WritableKeyPath<ContentParser, [String: XMLPosition]>
+    ) throws(Halt) -> String? {
         guard let id = try token(attributes, "id", of: element, at: position, maxBytes: ContentFormat.maxIDBytes) else { return nil }
         if let first = self[keyPath: seen][id] {
             try report(.duplicateID(element: element, id: id, first: first), at: position)
@@ -550,7 +560,8 @@ private struct ContentParser {
     static func trimmed(_ text: String) -> String {
         let utf8 = text.utf8
         guard let first = utf8.firstIndex(where: { !XMLReader.isWhitespace($0) }),
-              let last = utf8.lastIndex(where: { !XMLReader.isWhitespace($0) }) else { return "" }
+            let last = utf8.lastIndex(where: { !XMLReader.isWhitespace($0) })
+        else { return "" }
         if first == utf8.startIndex, last == utf8.index(before: utf8.endIndex) { return text }
         // White space is ASCII, so both ends fall between whole characters.
         return String(decoding: utf8[first...last], as: UTF8.self)

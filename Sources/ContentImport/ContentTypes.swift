@@ -50,10 +50,13 @@ public struct ContentLimits: Sendable, Equatable {
 
     /// A content file of at most 64 MiB, nested at most 8 deep, with the format's longest field
     /// (a description) as the longest text.
-    public init(xml: XMLLimits = XMLLimits(maxBytes: 64 << 20, maxDepth: 8, maxAttributes: 16, maxNameBytes: 64,
-                                           maxAttributeValueBytes: 4_096, maxTextBytes: 65_536),
-                maxPOIs: Int = 200_000, maxTours: Int = 10_000, maxStopsPerTour: Int = 500, maxNamesPerElement: Int = 50,
-                maxPhotosPerPOI: Int = 50, maxMapPoints: Int = 100, maxErrors: Int = 1_000) {
+    public init(
+        xml: XMLLimits = XMLLimits(
+            maxBytes: 64 << 20, maxDepth: 8, maxAttributes: 16, maxNameBytes: 64,
+            maxAttributeValueBytes: 4_096, maxTextBytes: 65_536),
+        maxPOIs: Int = 200_000, maxTours: Int = 10_000, maxStopsPerTour: Int = 500, maxNamesPerElement: Int = 50,
+        maxPhotosPerPOI: Int = 50, maxMapPoints: Int = 100, maxErrors: Int = 1_000
+    ) {
         self.xml = xml
         self.maxPOIs = maxPOIs
         self.maxTours = maxTours
@@ -120,9 +123,11 @@ public struct ContentPOI: Sendable, Hashable {
     /// Where its `<poi>` starts.
     public var position: XMLPosition
 
-    public init(id: String, category: String, lat: Double, lon: Double, names: [LocalizedText], descriptions: [LocalizedText] = [],
-                address: String? = nil, phone: String? = nil, website: String? = nil, price: Int? = nil, photos: [ContentPhoto] = [],
-                seasons: [ContentSeason] = [], position: XMLPosition) {
+    public init(
+        id: String, category: String, lat: Double, lon: Double, names: [LocalizedText], descriptions: [LocalizedText] = [],
+        address: String? = nil, phone: String? = nil, website: String? = nil, price: Int? = nil, photos: [ContentPhoto] = [],
+        seasons: [ContentSeason] = [], position: XMLPosition
+    ) {
         self.id = id
         self.category = category
         self.lat = lat
@@ -202,8 +207,10 @@ public struct ContentTour: Sendable, Hashable {
     public var map: ContentMap?
     public var position: XMLPosition
 
-    public init(id: String, names: [LocalizedText], descriptions: [LocalizedText] = [], stops: [ContentStop], map: ContentMap? = nil,
-                position: XMLPosition) {
+    public init(
+        id: String, names: [LocalizedText], descriptions: [LocalizedText] = [], stops: [ContentStop], map: ContentMap? = nil,
+        position: XMLPosition
+    ) {
         self.id = id
         self.names = names
         self.descriptions = descriptions

@@ -161,7 +161,8 @@ struct HuffmanTable {
             nextCode[length] = code
         }
         for (index, length) in lengths.enumerated() where length > 0 {
-            let length = Int(length), symbol = index
+            let length = Int(length)
+            let symbol = index
             symbols[offsets[length]] = UInt16(symbol)
             offsets[length] += 1
             let reversed = HuffmanTable.reverse(nextCode[length], bits: length)
@@ -185,7 +186,8 @@ struct HuffmanTable {
     /// The low `bits` bits of `code` in reverse order: DEFLATE sends codes from their top bit,
     /// packed from each byte's lowest bit.
     static func reverse(_ code: Int, bits: Int) -> Int {
-        var reversed = 0, code = code
+        var reversed = 0
+        var code = code
         for _ in 0..<bits {
             reversed = reversed << 1 | code & 1
             code >>= 1
@@ -210,7 +212,9 @@ struct InflateDecoder {
 
     static let lengthBase: [UInt16] = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258]
     static let lengthExtra: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0]
-    static let distanceBase: [UInt16] = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577]
+    static let distanceBase: [UInt16] = [
+        1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
+    ]
     static let distanceExtra: [UInt8] = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13]
     /// The order a dynamic block sends its code length code's lengths in.
     static let codeLengthOrder = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
@@ -268,7 +272,9 @@ struct InflateDecoder {
 
     /// Canonical decoding one bit at a time, for codes longer than the primary table.
     mutating func decodeLong(_ table: HuffmanTable) throws(InflateError) -> Int {
-        var code = 0, first = 0, index = 0
+        var code = 0
+        var first = 0
+        var index = 0
         for length in 1...15 {
             if length > bitCount { throw .truncated }
             code |= Int((bits >> UInt64(length - 1)) & 1)
@@ -341,7 +347,8 @@ struct InflateDecoder {
                 index += 1
                 continue
             }
-            var value: UInt8 = 0, repeatCount: Int
+            var value: UInt8 = 0
+            var repeatCount: Int
             switch symbol {
             case 16:
                 if index == 0 { throw .badCodeLengths("a repeat with no length before it") }
@@ -403,8 +410,9 @@ struct InflateDecoder {
 extension HuffmanTable {
     /// Stands in for a fixed table whose build failed, which cannot happen; decodes nothing.
     static var empty: HuffmanTable {
-        HuffmanTable(kind: .literalLength, primary: [UInt32](repeating: invalidFlag | 1, count: 1 << primaryBits),
-                     counts: [Int](repeating: 0, count: 16), symbols: [])
+        HuffmanTable(
+            kind: .literalLength, primary: [UInt32](repeating: invalidFlag | 1, count: 1 << primaryBits),
+            counts: [Int](repeating: 0, count: 16), symbols: [])
     }
 
     private init(kind: HuffmanCodeKind, primary: [UInt32], counts: [Int], symbols: [UInt16]) {

@@ -24,9 +24,11 @@ public struct OSMPlace: Sendable, Equatable {
     /// `opening_hours` as it was written, when it was not understood (and so not turned into periods).
     public var openingHoursText: String?
 
-    public init(externalID: String, category: String, name: String, localizedNames: [String: String] = [:], lat: Double, lon: Double,
-                address: String? = nil, phone: String? = nil, website: String? = nil, description: String? = nil,
-                openingHours: [OpeningHours.Period] = [], openingHoursText: String? = nil) {
+    public init(
+        externalID: String, category: String, name: String, localizedNames: [String: String] = [:], lat: Double, lon: Double,
+        address: String? = nil, phone: String? = nil, website: String? = nil, description: String? = nil,
+        openingHours: [OpeningHours.Period] = [], openingHoursText: String? = nil
+    ) {
         self.externalID = externalID
         self.category = category
         self.name = name
@@ -86,7 +88,8 @@ struct NodeTable {
 
     /// The fixed-point coordinates of a node, or nil when it is not in the table.
     func coordinate(of id: Int64) -> (lat: Int32, lon: Int32)? {
-        var low = 0, high = ids.count
+        var low = 0
+        var high = ids.count
         while low < high {
             let mid = (low + high) / 2
             if ids[mid] < id { low = mid + 1 } else { high = mid }
@@ -112,7 +115,11 @@ struct OSMCollector {
     private var nodes = NodeTable()
 
     /// The node or way being read.
-    private enum Current { case none, node(id: Int64, lat: Double, lon: Double), way(id: Int64) }
+    private enum Current {
+        case none
+        case node(id: Int64, lat: Double, lon: Double)
+        case way(id: Int64)
+    }
     private var current = Current.none
     private var invalid = false
     private var tags: [String: String] = [:]
@@ -129,7 +136,8 @@ struct OSMCollector {
             counts.nodes += 1
             beginElement()
             guard let id = attribute("id").flatMap(Int64.init), let lat = attribute("lat").flatMap(Double.init),
-                  let lon = attribute("lon").flatMap(Double.init), lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180 else {
+                let lon = attribute("lon").flatMap(Double.init), lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180
+            else {
                 invalid = true
                 return
             }
@@ -157,7 +165,8 @@ struct OSMCollector {
             if case .none = current { return }
             guard !invalid else { return }
             guard let key = attribute("k"), let value = attribute("v"), tags.count < Self.maxTags,
-                  key.utf8.count <= Self.maxTagBytes, value.utf8.count <= Self.maxTagBytes else {
+                key.utf8.count <= Self.maxTagBytes, value.utf8.count <= Self.maxTagBytes
+            else {
                 invalid = true
                 return
             }
@@ -201,7 +210,8 @@ struct OSMCollector {
         nodes.prepareForLookups()
         var missing: Set<Int> = []
         for (index, refs) in pendingWays {
-            var latSum: Int64 = 0, lonSum: Int64 = 0
+            var latSum: Int64 = 0
+            var lonSum: Int64 = 0
             var complete = true
             for ref in refs {
                 guard let coordinate = nodes.coordinate(of: ref) else {

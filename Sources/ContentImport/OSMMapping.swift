@@ -53,9 +53,11 @@ public struct OSMMapping: Sendable, Equatable {
             let fields = rawLine.split(whereSeparator: { $0 == " " || $0 == "\t" })
             if fields.isEmpty || fields[0].hasPrefix("#") { continue }
             guard fields.count == 2 else { throw TableError(line: line, message: "expected TAG CATEGORY, found \(fields.count) fields") }
-            let tag = fields[0], target = String(fields[1])
+            let tag = fields[0]
+            let target = String(fields[1])
             guard let equals = tag.firstIndex(of: "=") else { throw TableError(line: line, message: "expected key=value or key=*") }
-            let key = String(tag[..<equals]), value = String(tag[tag.index(after: equals)...])
+            let key = String(tag[..<equals])
+            let value = String(tag[tag.index(after: equals)...])
             guard !key.isEmpty, !value.isEmpty else { throw TableError(line: line, message: "key and value must not be empty") }
             guard key.utf8.count <= Self.maxTagBytes, value.utf8.count <= Self.maxTagBytes else {
                 throw TableError(line: line, message: "a key or value is longer than \(Self.maxTagBytes) bytes")

@@ -82,7 +82,8 @@ public enum OpeningHours {
 
     /// `HH:MM` of minutes since midnight (0 … 1440).
     static func hhmm(_ minutes: Int) -> String {
-        let h = minutes / 60, m = minutes % 60
+        let h = minutes / 60
+        let m = minutes % 60
         return (h < 10 ? "0" : "") + String(h) + ":" + (m < 10 ? "0" : "") + String(m)
     }
 
@@ -107,9 +108,15 @@ public enum OpeningHours {
             let b = bytes[i]
             switch b {
             case 0x20, 0x09: i += 1
-            case 0x2D: tokens.append(.dash); i += 1
-            case 0x2C: tokens.append(.comma); i += 1
-            case 0x3B: tokens.append(.semicolon); i += 1
+            case 0x2D:
+                tokens.append(.dash)
+                i += 1
+            case 0x2C:
+                tokens.append(.comma)
+                i += 1
+            case 0x3B:
+                tokens.append(.semicolon)
+                i += 1
             case _ where isLetter(b):
                 var j = i
                 while j < bytes.count, isLetter(bytes[j]) { j += 1 }

@@ -430,7 +430,8 @@ public struct XMLReader {
                 guard digits <= 16 else { throw XMLError(.invalidCharacterReference, at: position(at)) }
             }
             guard digits > 0, offset < bytes.count, bytes[offset] == UInt8(ascii: ";"), Self.isXMLCharacter(scalar),
-                  let character = Unicode.Scalar(scalar) else {
+                let character = Unicode.Scalar(scalar)
+            else {
                 throw XMLError(.invalidCharacterReference, at: position(at))
             }
             offset += 1
@@ -583,7 +584,8 @@ public struct XMLReader {
             if index + 8 <= count {
                 let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
                 if !hasByte(UInt8(ascii: "<"), in: word), !hasByte(UInt8(ascii: "&"), in: word),
-                   !hasByte(UInt8(ascii: "\r"), in: word), !hasByte(UInt8(ascii: "]"), in: word) {
+                    !hasByte(UInt8(ascii: "\r"), in: word), !hasByte(UInt8(ascii: "]"), in: word)
+                {
                     index += 8
                     continue
                 }

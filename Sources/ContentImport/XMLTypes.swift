@@ -40,8 +40,10 @@ public struct XMLLimits: Sendable, Equatable {
     /// references are replaced.
     public var maxTextBytes: Int
 
-    public init(maxBytes: Int, maxDepth: Int = 32, maxAttributes: Int = 32, maxNameBytes: Int = 256,
-                maxAttributeValueBytes: Int = 16_384, maxTextBytes: Int = 262_144) {
+    public init(
+        maxBytes: Int, maxDepth: Int = 32, maxAttributes: Int = 32, maxNameBytes: Int = 256,
+        maxAttributeValueBytes: Int = 16_384, maxTextBytes: Int = 262_144
+    ) {
         self.maxBytes = maxBytes
         self.maxDepth = maxDepth
         self.maxAttributes = maxAttributes

@@ -21,8 +21,10 @@ public struct ZipLimits: Sendable, Equatable {
     /// Entries of at most this many uncompressed bytes are not held to `maxCompressionRatio`.
     public var ratioCheckedAbove: Int
 
-    public init(maxArchiveBytes: Int, maxEntryBytes: Int, maxTotalBytes: Int, maxEntries: Int = 10_000,
-                maxNameBytes: Int = 512, maxCompressionRatio: Int = 200, ratioCheckedAbove: Int = 1 << 20) {
+    public init(
+        maxArchiveBytes: Int, maxEntryBytes: Int, maxTotalBytes: Int, maxEntries: Int = 10_000,
+        maxNameBytes: Int = 512, maxCompressionRatio: Int = 200, ratioCheckedAbove: Int = 1 << 20
+    ) {
         self.maxArchiveBytes = maxArchiveBytes
         self.maxEntryBytes = maxEntryBytes
         self.maxTotalBytes = maxTotalBytes
@@ -146,26 +148,34 @@ public struct ZipArchive: Sendable {
         let bytes = [UInt8](data)
         let reader = ByteReader(bytes: bytes)
         let end = try ZipArchive.endRecord(reader)
-        let directoryOffset = end.directoryOffset, directorySize = end.directorySize
+        let directoryOffset = end.directoryOffset
+        let directorySize = end.directorySize
         if end.entryCount > limits.maxEntries { throw .tooManyEntries(count: end.entryCount, limit: limits.maxEntries) }
         guard directoryOffset <= end.offset, directorySize <= end.offset - directoryOffset else {
             throw .malformed("the central directory lies outside the archive")
         }
 
-        var entries: [ZipEntry] = [], byName: [String: Int] = [:], spans: [(start: Int, end: Int, name: String)] = []
+        var entries: [ZipEntry] = []
+        var byName: [String: Int] = [:]
+        var spans: [(start: Int, end: Int, name: String)] = []
         entries.reserveCapacity(end.entryCount)
-        var total = 0, position = directoryOffset
+        var total = 0
+        var position = directoryOffset
         let directoryEnd = directoryOffset + directorySize
         for _ in 0..<end.entryCount {
             guard directoryEnd - position >= 46, reader.u32(position) == ZipArchive.centralSignature else {
                 throw .malformed("central directory record \(entries.count + 1) is missing or cut short")
             }
-            let flags = reader.u16(position + 8), methodCode = reader.u16(position + 10)
+            let flags = reader.u16(position + 8)
+            let methodCode = reader.u16(position + 10)
             let crc = reader.u32(position + 16)
-            let compressed = Int(reader.u32(position + 20)), uncompressed = Int(reader.u32(position + 24))
-            let nameLength = Int(reader.u16(position + 28)), extraLength = Int(reader.u16(position + 30))
+            let compressed = Int(reader.u32(position + 20))
+            let uncompressed = Int(reader.u32(position + 24))
+            let nameLength = Int(reader.u16(position + 28))
+            let extraLength = Int(reader.u16(position + 30))
             let commentLength = Int(reader.u16(position + 32))
-            let disk = reader.u16(position + 34), localOffset = Int(reader.u32(position + 42))
+            let disk = reader.u16(position + 34)
+            let localOffset = Int(reader.u32(position + 42))
             let recordLength = 46 + nameLength + extraLength + commentLength
             guard directoryEnd - position >= recordLength else {
                 throw .malformed("central directory record \(entries.count + 1) runs past the directory")
@@ -197,7 +207,8 @@ public struct ZipArchive: Sendable {
             guard localOffset <= directoryOffset, directoryOffset - localOffset >= 30, reader.u32(localOffset) == ZipArchive.localSignature else {
                 throw .malformed("the local header of \(name.debugDescription) is missing or outside the archive")
             }
-            let localNameLength = Int(reader.u16(localOffset + 26)), localExtraLength = Int(reader.u16(localOffset + 28))
+            let localNameLength = Int(reader.u16(localOffset + 26))
+            let localExtraLength = Int(reader.u16(localOffset + 28))
             let dataOffset = localOffset + 30 + localNameLength + localExtraLength
             guard dataOffset <= directoryOffset, compressed <= directoryOffset - dataOffset else {
                 throw .malformed("the bytes of \(name.debugDescription) run past the start of the central directory")
@@ -209,8 +220,10 @@ public struct ZipArchive: Sendable {
             if reader.u16(localOffset + 6) & 0x2041 != 0 { throw .encrypted(name) }
 
             byName[name] = entries.count
-            entries.append(ZipEntry(name: name, method: method, compressedSize: compressed, uncompressedSize: uncompressed,
-                                    crc32: crc, dataOffset: dataOffset))
+            entries.append(
+                ZipEntry(
+                    name: name, method: method, compressedSize: compressed, uncompressedSize: uncompressed,
+                    crc32: crc, dataOffset: dataOffset))
             spans.append((localOffset, dataOffset + compressed, name))
         }
         spans.sort { $0.start < $1.start }
@@ -272,9 +285,12 @@ public struct ZipArchive: Sendable {
         }
         guard offset >= lowest else { throw .notZip }
         if offset >= 20, reader.u32(offset - 20) == zip64LocatorSignature { throw .zip64Unsupported }
-        let disk = reader.u16(offset + 4), directoryDisk = reader.u16(offset + 6)
-        let diskEntries = reader.u16(offset + 8), entries = reader.u16(offset + 10)
-        let size = reader.u32(offset + 12), start = reader.u32(offset + 16)
+        let disk = reader.u16(offset + 4)
+        let directoryDisk = reader.u16(offset + 6)
+        let diskEntries = reader.u16(offset + 8)
+        let entries = reader.u16(offset + 10)
+        let size = reader.u32(offset + 12)
+        let start = reader.u32(offset + 16)
         if entries == 0xFFFF || size == 0xFFFF_FFFF || start == 0xFFFF_FFFF { throw .zip64Unsupported }
         if disk != 0 || directoryDisk != 0 || diskEntries != entries { throw .multiDiskUnsupported }
         return EndRecord(offset: offset, entryCount: Int(entries), directorySize: Int(size), directoryOffset: Int(start))
@@ -302,10 +318,12 @@ public struct ZipArchive: Sendable {
 
     /// The APPNOTE's name of a compression method, with its number.
     static func methodName(_ code: UInt16) -> String {
-        let names: [UInt16: String] = [1: "shrink", 2: "reduce", 3: "reduce", 4: "reduce", 5: "reduce", 6: "implode",
-                                       9: "deflate64", 10: "PKWARE DCL implode", 12: "bzip2", 14: "LZMA", 18: "IBM TERSE",
-                                       19: "IBM LZ77", 93: "Zstandard", 94: "MP3", 95: "XZ", 96: "JPEG", 97: "WavPack", 98: "PPMd",
-                                       99: "AE-x encryption"]
+        let names: [UInt16: String] = [
+            1: "shrink", 2: "reduce", 3: "reduce", 4: "reduce", 5: "reduce", 6: "implode",
+            9: "deflate64", 10: "PKWARE DCL implode", 12: "bzip2", 14: "LZMA", 18: "IBM TERSE",
+            19: "IBM LZ77", 93: "Zstandard", 94: "MP3", 95: "XZ", 96: "JPEG", 97: "WavPack", 98: "PPMd",
+            99: "AE-x encryption",
+        ]
         return "\(names[code] ?? "an unknown method") (method \(code))"
     }
 }

@@ -48,8 +48,9 @@ public struct OpeningPeriod: Codable, Sendable, Equatable {
     public static func minutes(_ hhmm: String) -> Int? {
         let parts = hhmm.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
-              let h = Int(parts[0]), let m = Int(parts[1]), (0...24).contains(h), (0...59).contains(m),
-              h < 24 || m == 0 else { return nil }
+            let h = Int(parts[0]), let m = Int(parts[1]), (0...24).contains(h), (0...59).contains(m),
+            h < 24 || m == 0
+        else { return nil }
         return h * 60 + m
     }
 }
@@ -92,11 +93,13 @@ public struct Place: Codable, Sendable, Equatable {
     /// the JSON) when it has none. See `Season`.
     public var seasons: [Season]? = nil
 
-    public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
-                website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod] = [],
-                photos: [Photo] = [], popularity: Double = 0, externalIds: [String: String] = [:], createdAt: String, updatedAt: String,
-                version: Int64 = 1, timezone: String? = nil, nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil,
-                openingHoursText: String? = nil, seasons: [Season]? = nil) {
+    public init(
+        id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
+        website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod] = [],
+        photos: [Photo] = [], popularity: Double = 0, externalIds: [String: String] = [:], createdAt: String, updatedAt: String,
+        version: Int64 = 1, timezone: String? = nil, nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil,
+        openingHoursText: String? = nil, seasons: [Season]? = nil
+    ) {
         self.id = id
         self.name = name
         self.category = category
@@ -153,9 +156,11 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
     public var descriptionI18n: [String: String]?
     public var seasons: [Season]?
 
-    public init(id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, priceLevel: Int? = nil,
-                popularity: Double? = nil, openingHours: [OpeningPeriod]? = nil, description: String? = nil, timezone: String? = nil,
-                nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil, seasons: [Season]? = nil) {
+    public init(
+        id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, priceLevel: Int? = nil,
+        popularity: Double? = nil, openingHours: [OpeningPeriod]? = nil, description: String? = nil, timezone: String? = nil,
+        nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil, seasons: [Season]? = nil
+    ) {
         self.id = id
         self.name = name
         self.category = category
@@ -174,10 +179,11 @@ public struct PlaceSummary: Codable, Sendable, Equatable {
 
     /// The summary of a place, as a follower decoding its event body reads it.
     public init(_ place: Place) {
-        self.init(id: place.id, name: place.name, category: place.category, lat: place.lat, lon: place.lon, address: place.address,
-                  priceLevel: place.priceLevel, popularity: place.popularity, openingHours: place.openingHours,
-                  description: place.description, timezone: place.timezone, nameI18n: place.nameI18n, descriptionI18n: place.descriptionI18n,
-                  seasons: place.seasons)
+        self.init(
+            id: place.id, name: place.name, category: place.category, lat: place.lat, lon: place.lon, address: place.address,
+            priceLevel: place.priceLevel, popularity: place.popularity, openingHours: place.openingHours,
+            description: place.description, timezone: place.timezone, nameI18n: place.nameI18n, descriptionI18n: place.descriptionI18n,
+            seasons: place.seasons)
     }
 
     /// The JSON member names this type reads (those of `Place`).
@@ -211,10 +217,11 @@ public enum PlaceTexts {
         .text(name), .text(name, at: "name_i18n[]"), .text(description), .text(description, at: "description_i18n[]"),
     ]
     /// The rules of a place's texts, as field rules.
-    public static let placeRules: [FieldRule] = tourRules + [
-        .text(address), .text(phone), .text(openingHoursText), .text(url, at: "website"),
-        .text(url, at: "photos[].url"), .text(photoAttribution, at: "photos[].attribution"),
-    ]
+    public static let placeRules: [FieldRule] =
+        tourRules + [
+            .text(address), .text(phone), .text(openingHoursText), .text(url, at: "website"),
+            .text(url, at: "photos[].url"), .text(photoAttribution, at: "photos[].attribution"),
+        ]
 }
 
 /// The writable fields of a place, as `catalog.create` takes them.

@@ -597,7 +597,10 @@ public struct TourPosition: Codable, Sendable {
         case stopCount = "stop_count"
     }
 
-    public init(tourId: Int64, x: Double? = nil, y: Double? = nil, onMap: Bool? = nil, headingDeg: Double? = nil, headingOnMapDeg: Double? = nil, nextStop: NextStop? = nil, arrived: [Int64], visitedCount: Int, stopCount: Int, finished: Bool) {
+    public init(
+        tourId: Int64, x: Double? = nil, y: Double? = nil, onMap: Bool? = nil, headingDeg: Double? = nil, headingOnMapDeg: Double? = nil, nextStop: NextStop? = nil,
+        arrived: [Int64], visitedCount: Int, stopCount: Int, finished: Bool
+    ) {
         self.tourId = tourId
         self.x = x
         self.y = y
@@ -729,7 +732,10 @@ public struct PackageManifest: Codable, Sendable {
         case tilesComplete = "tiles_complete"
     }
 
-    public init(packageId: String, format: String, userId: Int64, deviceId: String, tourId: Int64, issuedAt: String, bytes: Int, digest: String, signature: String, signingKey: String, pieceBytes: Int, pieces: Int, places: [Int64], tiles: Int, tilesComplete: Bool) {
+    public init(
+        packageId: String, format: String, userId: Int64, deviceId: String, tourId: Int64, issuedAt: String, bytes: Int, digest: String, signature: String, signingKey: String,
+        pieceBytes: Int, pieces: Int, places: [Int64], tiles: Int, tilesComplete: Bool
+    ) {
         self.packageId = packageId
         self.format = format
         self.userId = userId
@@ -954,7 +960,10 @@ public struct TourMapInfo: Codable, Sendable {
         case tilesReady = "tiles_ready"
     }
 
-    public init(tourId: Int64, width: Int, height: Int, bytes: Int, points: [MapSet.Point], residualsM: [Double], rmsM: Double, transform: MapTransform, worldFile: String, tileSize: Int, levels: [Level], tilesReady: Bool) {
+    public init(
+        tourId: Int64, width: Int, height: Int, bytes: Int, points: [MapSet.Point], residualsM: [Double], rmsM: Double, transform: MapTransform, worldFile: String, tileSize: Int,
+        levels: [Level], tilesReady: Bool
+    ) {
         self.tourId = tourId
         self.width = width
         self.height = height

@@ -47,7 +47,6 @@ public struct MethodList: Codable, Sendable, Equatable {
     public init(methods: [Method]) { self.methods = methods }
 }
 
-
 /// `sys.replay`: the events after the subscriber's cursor.
 public struct ReplayRequest: Codable, Sendable, Equatable {
     /// Send events with a seq greater than this (0 or more).
@@ -111,7 +110,6 @@ public struct SnapshotReply: Codable, Sendable, Equatable {
         self.count = count
     }
 }
-
 
 /// `sys.backup`: where the service writes a copy of its SQLite file.
 public struct BackupRequest: Codable, Sendable, Equatable {

@@ -139,7 +139,6 @@ public struct VisitedReply: Codable, Sendable {
     }
 }
 
-
 /// `favorites.list {list?, near?, sort?, limit?, cursor?}`.
 public struct ListRequest: Decodable, Sendable, DeclaredShape {
     public var list: String?
@@ -378,7 +377,6 @@ public struct PlaceCard: Codable, Sendable, Equatable {
         case ratingCount = "rating_count"
     }
 
-
     public init(id: Int64, name: String, category: String, address: String? = nil, lat: Double, lon: Double, rating: Double? = nil, ratingCount: Int? = nil) {
         self.id = id
         self.name = name
@@ -425,7 +423,9 @@ public struct PinJSON: Codable, Sendable {
         try c.encodeIfPresent(distanceM, forKey: .distanceM)
     }
 
-    public init(id: Int64, lat: Double, lon: Double, title: String? = nil, note: String? = nil, createdAt: String, updatedAt: String, place: PinPlace? = nil, distanceM: Double? = nil) {
+    public init(
+        id: Int64, lat: Double, lon: Double, title: String? = nil, note: String? = nil, createdAt: String, updatedAt: String, place: PinPlace? = nil, distanceM: Double? = nil
+    ) {
         self.id = id
         self.lat = lat
         self.lon = lon
@@ -488,7 +488,6 @@ public struct PinAdd: Decodable, Sendable, DeclaredShape {
         self.note = note
     }
 }
-
 
 /// `pins.list {near?, radius_m?, bbox?, limit?, cursor?}` (`west > east` crosses the 180th meridian).
 public struct PinListRequest: Decodable, Sendable, DeclaredShape {
@@ -625,8 +624,12 @@ public struct RecentCleared: Codable, Sendable {
 public struct FavoritesChange: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, Sendable, CaseIterable {
         case saved, removed, visited, shared, unshared
-        case listCreated = "list_created", listRenamed = "list_renamed", listDeleted = "list_deleted"
-        case pinAdded = "pin_added", pinUpdated = "pin_updated", pinDeleted = "pin_deleted"
+        case listCreated = "list_created"
+        case listRenamed = "list_renamed"
+        case listDeleted = "list_deleted"
+        case pinAdded = "pin_added"
+        case pinUpdated = "pin_updated"
+        case pinDeleted = "pin_deleted"
     }
 
     public var change: Kind

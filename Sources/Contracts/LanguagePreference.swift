@@ -82,7 +82,8 @@ public struct LanguagePreference: Sendable, Equatable {
         func digit(_ b: UInt8) -> Bool { (0x30...0x39).contains(b) }
         let parts = tag.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
         guard let primary = parts.first, (2...3).contains(primary.count),
-              primary.allSatisfy({ lower($0) || (anyCase && upper($0)) }) else { return false }
+            primary.allSatisfy({ lower($0) || (anyCase && upper($0)) })
+        else { return false }
         return parts.dropFirst().allSatisfy { part in (1...8).contains(part.count) && part.allSatisfy { lower($0) || upper($0) || digit($0) } }
     }
 

@@ -62,8 +62,10 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
     public let declaredErrors: [MethodError]
 
     /// Made by `Method`, which holds the types.
-    init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
-         retrySafe: Bool?, ownsTokenParam: Bool, params: any DeclaredShape.Type, result: any Decodable.Type, errors: [MethodError]) {
+    init(
+        _ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
+        retrySafe: Bool?, ownsTokenParam: Bool, params: any DeclaredShape.Type, result: any Decodable.Type, errors: [MethodError]
+    ) {
         self.name = name
         self.owner = owner
         self.access = access
@@ -165,10 +167,13 @@ public struct Method<Params: DeclaredShape, Result: Codable & Sendable>: Declare
 
     /// `errors` are those the method's own work can answer (not found, a conflict, a limit of
     /// the service's); those every method can are implied (see `MethodDeclaration.errors`).
-    public init(_ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
-                errors: [MethodError] = [], retrySafe: Bool? = nil, ownsTokenParam: Bool = false) {
-        declaration = MethodDeclaration(name, owner, access, kind, summary, retrySafe: retrySafe, ownsTokenParam: ownsTokenParam,
-                                        params: Params.self, result: Result.self, errors: errors)
+    public init(
+        _ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
+        errors: [MethodError] = [], retrySafe: Bool? = nil, ownsTokenParam: Bool = false
+    ) {
+        declaration = MethodDeclaration(
+            name, owner, access, kind, summary, retrySafe: retrySafe, ownsTokenParam: ownsTokenParam,
+            params: Params.self, result: Result.self, errors: errors)
     }
 
     public subscript<Value>(dynamicMember path: KeyPath<MethodDeclaration, Value>) -> Value { declaration[keyPath: path] }

@@ -310,7 +310,6 @@ public struct SyncRequest: Decodable, Sendable, DeclaredShape {
     public static let fieldRules: [FieldRule] = [PageLimit.annotations.rule]
 }
 
-
 /// A page of `annotations.sync`.
 public struct SyncPage: Codable, Sendable {
     public var changed: [AnnotationJSON]
@@ -498,8 +497,10 @@ public enum ChoiceRegion: Sendable, Equatable, Codable, SaysItsShape {
             let center = try Coordinate(latitude: try c.decode(Double.self, forKey: .lat), longitude: try c.decode(Double.self, forKey: .lon))
             self = .circle(center: center, radiusMeters: try c.decode(Double.self, forKey: .radiusMeters))
         } else {
-            self = .box(try BoundingBox(south: try c.decode(Double.self, forKey: .south), west: try c.decode(Double.self, forKey: .west),
-                                        north: try c.decode(Double.self, forKey: .north), east: try c.decode(Double.self, forKey: .east)))
+            self = .box(
+                try BoundingBox(
+                    south: try c.decode(Double.self, forKey: .south), west: try c.decode(Double.self, forKey: .west),
+                    north: try c.decode(Double.self, forKey: .north), east: try c.decode(Double.self, forKey: .east)))
         }
     }
 

@@ -55,13 +55,13 @@ public enum OpenRPC {
                 "title": "Tourbus",
                 "version": apiVersion,
                 "description": """
-                    The Tourbus gateway: JSON-RPC 2.0 lines and RESP on one TCP port (Protocols/gateway.md). Params are \
-                    by name; a param a method does not declare is refused. Every method also takes `token`, a session \
-                    token for that one request, unless it has a `token` of its own. Errors carry `data.code` (the \
-                    closed set of Protocols/envelope.md) and `data.field`, the param at fault. A signed-in connection \
-                    that subscribes to a topic hears its pushes as the notification `push`, params {topic, id, body}; \
-                    `x-notifications` lists the topics, each with the schema of its body.
-                    """,
+                The Tourbus gateway: JSON-RPC 2.0 lines and RESP on one TCP port (Protocols/gateway.md). Params are \
+                by name; a param a method does not declare is refused. Every method also takes `token`, a session \
+                token for that one request, unless it has a `token` of its own. Errors carry `data.code` (the \
+                closed set of Protocols/envelope.md) and `data.field`, the param at fault. A signed-in connection \
+                that subscribes to a topic hears its pushes as the notification `push`, params {topic, id, body}; \
+                `x-notifications` lists the topics, each with the schema of its body.
+                """,
             ],
             "methods": try methods.map(method),
             "x-notifications": try Pushes.all.map(notification),
@@ -79,8 +79,10 @@ public enum OpenRPC {
             ["name": member.name, "required": member.required, "schema": schema(member.schema, nullable: member.nullable || !member.required)] as [String: Any]
         }
         if !method.ownsTokenParam {
-            descriptors.append(["name": "token", "required": false, "schema": ["type": "string"],
-                                "description": "a session token for this request alone (else the connection's)"])
+            descriptors.append([
+                "name": "token", "required": false, "schema": ["type": "string"],
+                "description": "a session token for this request alone (else the connection's)",
+            ])
         }
         let errors: [Any] = method.errors.map(errorObject) + MethodError.anyMethod.map { ["$ref": "#/components/errors/\($0.code.rawValue)"] }
         var object: [String: Any] = [

@@ -56,7 +56,8 @@ public enum Base64URL {
     public static func encode(_ data: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((data.count * 4 + 2) / 3)
-        var bits: UInt32 = 0, count = 0
+        var bits: UInt32 = 0
+        var count = 0
         for byte in data {
             bits = bits << 8 | UInt32(byte)
             count += 8

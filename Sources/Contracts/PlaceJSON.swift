@@ -16,7 +16,10 @@ extension PlaceInput {
     /// a wrong type; a missing required member; an unknown one): the checked decoder reads those.
     public init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
-        var name: String?, category: String?, lat: Double?, lon: Double?
+        var name: String?
+        var category: String?
+        var lat: Double?
+        var lon: Double?
         var input = PlaceInput(name: "", category: "", lat: 0, lon: 0)
         var seen: UInt32 = 0
         func isNull(_ range: Range<Int>) -> Bool { json[range.lowerBound] == UInt8(ascii: "n") }
@@ -28,16 +31,36 @@ extension PlaceInput {
             guard seen & bit == 0 else { return nil }
             seen |= bit
             switch key {
-            case "name": guard let value = JSONSpan.string(at: range, in: json) else { return nil }; name = value
-            case "category": guard let value = JSONSpan.string(at: range, in: json) else { return nil }; category = value
-            case "lat": guard let value = JSONNumber.finite(json[range]) else { return nil }; lat = value
-            case "lon": guard let value = JSONNumber.finite(json[range]) else { return nil }; lon = value
-            case "address": guard let value = text(range) else { return nil }; input.address = value
-            case "phone": guard let value = text(range) else { return nil }; input.phone = value
-            case "website": guard let value = text(range) else { return nil }; input.website = value
-            case "description": guard let value = text(range) else { return nil }; input.description = value
-            case "timezone": guard let value = text(range) else { return nil }; input.timezone = value
-            case "opening_hours_text": guard let value = text(range) else { return nil }; input.openingHoursText = value
+            case "name":
+                guard let value = JSONSpan.string(at: range, in: json) else { return nil }
+                name = value
+            case "category":
+                guard let value = JSONSpan.string(at: range, in: json) else { return nil }
+                category = value
+            case "lat":
+                guard let value = JSONNumber.finite(json[range]) else { return nil }
+                lat = value
+            case "lon":
+                guard let value = JSONNumber.finite(json[range]) else { return nil }
+                lon = value
+            case "address":
+                guard let value = text(range) else { return nil }
+                input.address = value
+            case "phone":
+                guard let value = text(range) else { return nil }
+                input.phone = value
+            case "website":
+                guard let value = text(range) else { return nil }
+                input.website = value
+            case "description":
+                guard let value = text(range) else { return nil }
+                input.description = value
+            case "timezone":
+                guard let value = text(range) else { return nil }
+                input.timezone = value
+            case "opening_hours_text":
+                guard let value = text(range) else { return nil }
+                input.openingHoursText = value
             case "price_level":
                 if isNull(range) { continue }
                 guard let value = JSONNumber.integer(json[range]).flatMap({ Int(exactly: $0) }) else { return nil }
@@ -75,10 +98,11 @@ extension PlaceInput {
     }
 
     /// One bit per member `PlaceInput` decodes.
-    private static let memberBits: [String: UInt32] = Dictionary(uniqueKeysWithValues: [
-        "name", "category", "lat", "lon", "address", "phone", "website", "description", "timezone", "price_level", "popularity",
-        "opening_hours", "photos", "external_ids", "name_i18n", "description_i18n", "opening_hours_text", "seasons",
-    ].enumerated().map { ($1, UInt32(1) << UInt32($0)) })
+    private static let memberBits: [String: UInt32] = Dictionary(
+        uniqueKeysWithValues: [
+            "name", "category", "lat", "lon", "address", "phone", "website", "description", "timezone", "price_level", "popularity",
+            "opening_hours", "photos", "external_ids", "name_i18n", "description_i18n", "opening_hours_text", "seasons",
+        ].enumerated().map { ($1, UInt32(1) << UInt32($0)) })
 
     /// The elements of the array at `range`, each read by `element`; nil if it is no array or
     /// an element does not read.
@@ -100,12 +124,20 @@ extension OpeningPeriod {
     /// them as the decoder does). Nil for anything else (the decoder reads it).
     public init?(spans json: Data, skippingUnknown: Bool = false) {
         guard let members = JSONSpan.members(of: json) else { return nil }
-        var day: Int?, open: String?, close: String?
+        var day: Int?
+        var open: String?
+        var close: String?
         for (key, range) in members {
             switch key {
-            case "day": guard day == nil, let value = JSONNumber.integer(json[range]).flatMap({ Int(exactly: $0) }) else { return nil }; day = value
-            case "open": guard open == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; open = value
-            case "close": guard close == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; close = value
+            case "day":
+                guard day == nil, let value = JSONNumber.integer(json[range]).flatMap({ Int(exactly: $0) }) else { return nil }
+                day = value
+            case "open":
+                guard open == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }
+                open = value
+            case "close":
+                guard close == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }
+                close = value
             default: guard skippingUnknown else { return nil }
             }
         }
@@ -119,11 +151,16 @@ extension Season {
     /// `skippingUnknown` (as `OpeningPeriod`'s). Nil for anything else (the decoder reads it).
     public init?(spans json: Data, skippingUnknown: Bool = false) {
         guard let members = JSONSpan.members(of: json) else { return nil }
-        var from: String?, to: String?
+        var from: String?
+        var to: String?
         for (key, range) in members {
             switch key {
-            case "from": guard from == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; from = value
-            case "to": guard to == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; to = value
+            case "from":
+                guard from == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }
+                from = value
+            case "to":
+                guard to == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }
+                to = value
             default: guard skippingUnknown else { return nil }
             }
         }
@@ -137,10 +174,13 @@ extension Photo {
     /// once, and no other member. Nil for anything else (the decoder reads it).
     init?(spans json: Data) {
         guard let members = JSONSpan.members(of: json) else { return nil }
-        var url: String?, attribution: String??
+        var url: String?
+        var attribution: String??
         for (key, range) in members {
             switch key {
-            case "url": guard url == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }; url = value
+            case "url":
+                guard url == nil, let value = JSONSpan.string(at: range, in: json) else { return nil }
+                url = value
             case "attribution":
                 guard attribution == nil else { return nil }
                 if json[range.lowerBound] == UInt8(ascii: "n") {
@@ -167,28 +207,91 @@ public enum PlaceJSON {
         var out: [UInt8] = []
         out.reserveCapacity(512)
         out.append(UInt8(ascii: "{"))
-        if let address = place.address { JSONText.appendKey("address", to: &out); JSONText.append(address, to: &out); out.append(comma) }
-        JSONText.appendKey("category", to: &out); JSONText.append(place.category, to: &out); out.append(comma)
-        JSONText.appendKey("created_at", to: &out); JSONText.append(place.createdAt, to: &out); out.append(comma)
-        if let description = place.description { JSONText.appendKey("description", to: &out); JSONText.append(description, to: &out); out.append(comma) }
-        if let texts = place.descriptionI18n { JSONText.appendKey("description_i18n", to: &out); append(texts, to: &out); out.append(comma) }
-        JSONText.appendKey("external_ids", to: &out); append(place.externalIds, to: &out); out.append(comma)
-        JSONText.appendKey("id", to: &out); JSONText.append(place.id, to: &out); out.append(comma)
-        JSONText.appendKey("lat", to: &out); JSONText.append(place.lat, to: &out); out.append(comma)
-        JSONText.appendKey("lon", to: &out); JSONText.append(place.lon, to: &out); out.append(comma)
-        JSONText.appendKey("name", to: &out); JSONText.append(place.name, to: &out); out.append(comma)
-        if let texts = place.nameI18n { JSONText.appendKey("name_i18n", to: &out); append(texts, to: &out); out.append(comma) }
-        JSONText.appendKey("opening_hours", to: &out); append(place.openingHours, to: &out); out.append(comma)
-        if let text = place.openingHoursText { JSONText.appendKey("opening_hours_text", to: &out); JSONText.append(text, to: &out); out.append(comma) }
-        if let phone = place.phone { JSONText.appendKey("phone", to: &out); JSONText.append(phone, to: &out); out.append(comma) }
-        JSONText.appendKey("photos", to: &out); append(place.photos, to: &out); out.append(comma)
-        JSONText.appendKey("popularity", to: &out); JSONText.append(place.popularity, to: &out); out.append(comma)
-        if let level = place.priceLevel { JSONText.appendKey("price_level", to: &out); JSONText.append(Int64(level), to: &out); out.append(comma) }
-        if let seasons = place.seasons { JSONText.appendKey("seasons", to: &out); append(seasons, to: &out); out.append(comma) }
-        if let timezone = place.timezone { JSONText.appendKey("timezone", to: &out); JSONText.append(timezone, to: &out); out.append(comma) }
-        JSONText.appendKey("updated_at", to: &out); JSONText.append(place.updatedAt, to: &out); out.append(comma)
-        JSONText.appendKey("version", to: &out); JSONText.append(place.version, to: &out)
-        if let website = place.website { out.append(comma); JSONText.appendKey("website", to: &out); JSONText.append(website, to: &out) }
+        if let address = place.address {
+            JSONText.appendKey("address", to: &out)
+            JSONText.append(address, to: &out)
+            out.append(comma)
+        }
+        JSONText.appendKey("category", to: &out)
+        JSONText.append(place.category, to: &out)
+        out.append(comma)
+        JSONText.appendKey("created_at", to: &out)
+        JSONText.append(place.createdAt, to: &out)
+        out.append(comma)
+        if let description = place.description {
+            JSONText.appendKey("description", to: &out)
+            JSONText.append(description, to: &out)
+            out.append(comma)
+        }
+        if let texts = place.descriptionI18n {
+            JSONText.appendKey("description_i18n", to: &out)
+            append(texts, to: &out)
+            out.append(comma)
+        }
+        JSONText.appendKey("external_ids", to: &out)
+        append(place.externalIds, to: &out)
+        out.append(comma)
+        JSONText.appendKey("id", to: &out)
+        JSONText.append(place.id, to: &out)
+        out.append(comma)
+        JSONText.appendKey("lat", to: &out)
+        JSONText.append(place.lat, to: &out)
+        out.append(comma)
+        JSONText.appendKey("lon", to: &out)
+        JSONText.append(place.lon, to: &out)
+        out.append(comma)
+        JSONText.appendKey("name", to: &out)
+        JSONText.append(place.name, to: &out)
+        out.append(comma)
+        if let texts = place.nameI18n {
+            JSONText.appendKey("name_i18n", to: &out)
+            append(texts, to: &out)
+            out.append(comma)
+        }
+        JSONText.appendKey("opening_hours", to: &out)
+        append(place.openingHours, to: &out)
+        out.append(comma)
+        if let text = place.openingHoursText {
+            JSONText.appendKey("opening_hours_text", to: &out)
+            JSONText.append(text, to: &out)
+            out.append(comma)
+        }
+        if let phone = place.phone {
+            JSONText.appendKey("phone", to: &out)
+            JSONText.append(phone, to: &out)
+            out.append(comma)
+        }
+        JSONText.appendKey("photos", to: &out)
+        append(place.photos, to: &out)
+        out.append(comma)
+        JSONText.appendKey("popularity", to: &out)
+        JSONText.append(place.popularity, to: &out)
+        out.append(comma)
+        if let level = place.priceLevel {
+            JSONText.appendKey("price_level", to: &out)
+            JSONText.append(Int64(level), to: &out)
+            out.append(comma)
+        }
+        if let seasons = place.seasons {
+            JSONText.appendKey("seasons", to: &out)
+            append(seasons, to: &out)
+            out.append(comma)
+        }
+        if let timezone = place.timezone {
+            JSONText.appendKey("timezone", to: &out)
+            JSONText.append(timezone, to: &out)
+            out.append(comma)
+        }
+        JSONText.appendKey("updated_at", to: &out)
+        JSONText.append(place.updatedAt, to: &out)
+        out.append(comma)
+        JSONText.appendKey("version", to: &out)
+        JSONText.append(place.version, to: &out)
+        if let website = place.website {
+            out.append(comma)
+            JSONText.appendKey("website", to: &out)
+            JSONText.append(website, to: &out)
+        }
         out.append(UInt8(ascii: "}"))
         return Data(out)
     }
@@ -241,9 +344,14 @@ public enum PlaceJSON {
         for (i, period) in periods.enumerated() {
             if i > 0 { out.append(comma) }
             out.append(UInt8(ascii: "{"))
-            JSONText.appendKey("close", to: &out); JSONText.append(period.close, to: &out); out.append(comma)
-            JSONText.appendKey("day", to: &out); JSONText.append(Int64(period.day), to: &out); out.append(comma)
-            JSONText.appendKey("open", to: &out); JSONText.append(period.open, to: &out)
+            JSONText.appendKey("close", to: &out)
+            JSONText.append(period.close, to: &out)
+            out.append(comma)
+            JSONText.appendKey("day", to: &out)
+            JSONText.append(Int64(period.day), to: &out)
+            out.append(comma)
+            JSONText.appendKey("open", to: &out)
+            JSONText.append(period.open, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))
@@ -254,8 +362,11 @@ public enum PlaceJSON {
         for (i, season) in seasons.enumerated() {
             if i > 0 { out.append(comma) }
             out.append(UInt8(ascii: "{"))
-            JSONText.appendKey("from", to: &out); JSONText.append(season.from, to: &out); out.append(comma)
-            JSONText.appendKey("to", to: &out); JSONText.append(season.to, to: &out)
+            JSONText.appendKey("from", to: &out)
+            JSONText.append(season.from, to: &out)
+            out.append(comma)
+            JSONText.appendKey("to", to: &out)
+            JSONText.append(season.to, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))
@@ -266,8 +377,13 @@ public enum PlaceJSON {
         for (i, photo) in photos.enumerated() {
             if i > 0 { out.append(comma) }
             out.append(UInt8(ascii: "{"))
-            if let attribution = photo.attribution { JSONText.appendKey("attribution", to: &out); JSONText.append(attribution, to: &out); out.append(comma) }
-            JSONText.appendKey("url", to: &out); JSONText.append(photo.url, to: &out)
+            if let attribution = photo.attribution {
+                JSONText.appendKey("attribution", to: &out)
+                JSONText.append(attribution, to: &out)
+                out.append(comma)
+            }
+            JSONText.appendKey("url", to: &out)
+            JSONText.append(photo.url, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))

@@ -93,7 +93,13 @@ public struct Push: Sendable, Equatable {
         // Line breaks can only be white space between tokens here; a JSON-RPC client reads one
         // object per line, so a push that holds one would break its stream.
         guard !envelope.contains(0x0A), !envelope.contains(0x0D) else { throw Refusal("line breaks in the envelope") }
-        var version: Int64?, id: String?, topic: String?, userId: Int64?, coalesce: String?, origin: String?, body: Range<Int>?
+        var version: Int64?
+        var id: String?
+        var topic: String?
+        var userId: Int64?
+        var coalesce: String?
+        var origin: String?
+        var body: Range<Int>?
         var bad: String?
         let object: Bool
         do {

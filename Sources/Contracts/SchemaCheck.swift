@@ -112,9 +112,13 @@ public enum SchemaCheck {
         // A string of more bytes than its limit (or, without one, than characters allowed four
         // times over) is refused before it is counted.
         if bytes > (bounds.maxBytes ?? range.upperBound * 4) || !range.contains(text.count) {
-            throw fault(path, range.lowerBound == 1 && text.isEmpty ? "must not be empty"
-                            : range.lowerBound == 0 ? "must be at most \(range.upperBound) characters"
-                            : "must be \(range.lowerBound) to \(range.upperBound) characters")
+            throw fault(
+                path,
+                range.lowerBound == 1 && text.isEmpty
+                    ? "must not be empty"
+                    : range.lowerBound == 0
+                        ? "must be at most \(range.upperBound) characters"
+                        : "must be \(range.lowerBound) to \(range.upperBound) characters")
         }
     }
 
@@ -143,15 +147,21 @@ public enum SchemaCheck {
             off * 3 <= name.count || (off <= 2 && name.count >= 3 && name.first == lowered.first)
         }
         // Ties go to the name sharing more letters with the key (`lng` is `lon`, not `lat`).
-        func shared(_ name: String) -> Int { name.utf8.reduce(into: (0, Array(lowered.utf8))) { acc, byte in
-            if let i = acc.1.firstIndex(of: byte) { acc.0 += 1; acc.1.remove(at: i) }
-        }.0 }
+        func shared(_ name: String) -> Int {
+            name.utf8.reduce(into: (0, Array(lowered.utf8))) { acc, byte in
+                if let i = acc.1.firstIndex(of: byte) {
+                    acc.0 += 1
+                    acc.1.remove(at: i)
+                }
+            }.0
+        }
         return scored.min { $0.1 != $1.1 ? $0.1 < $1.1 : shared($0.0) > shared($1.0) }?.0
     }
 
     /// Edit distance (insertions, deletions, substitutions, and a swap of two neighbours) of two short names.
     static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.utf8), b = Array(b.utf8)
+        let a = Array(a.utf8)
+        let b = Array(b.utf8)
         guard !a.isEmpty else { return b.count }
         guard !b.isEmpty else { return a.count }
         var previous2 = [Int](repeating: 0, count: b.count + 1)
@@ -196,7 +206,8 @@ public enum SchemaCheck {
     private static func sameType(_ json: Data, _ schema: Schema) -> Bool {
         switch (json.first, schema) {
         case (UInt8(ascii: "{"), .object), (UInt8(ascii: "{"), .dictionary), (UInt8(ascii: "["), .array), (UInt8(ascii: "\""), .string),
-             (UInt8(ascii: "\""), .enumeration), (UInt8(ascii: "t"), .boolean), (UInt8(ascii: "f"), .boolean): true
+            (UInt8(ascii: "\""), .enumeration), (UInt8(ascii: "t"), .boolean), (UInt8(ascii: "f"), .boolean):
+            true
         case (let byte?, .integer), (let byte?, .number): byte == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
         default: false
         }
@@ -229,7 +240,8 @@ struct DecimalLiteral {
 
     /// What the literal is as an integer.
     enum Integer: Equatable {
-        case whole(Int64), fraction, tooLarge
+        case whole(Int64)
+        case fraction, tooLarge
     }
 
     /// Nil for text that is not a JSON number, or whose exponent is beyond reason.

@@ -74,9 +74,11 @@ final class ProbeNode {
         case .array(let element): return .array(of: try element.schema(path: path + "[]"), items: CountBounds())
         case .dictionary(let value): return .dictionary(of: try value.schema(path: path + "[]"), entries: CountBounds())
         case .object:
-            let object = Schema.object(ObjectSchema(try members.map { member in
-                ObjectSchema.Member(member.name, try member.node.schema(path: path + "." + member.name), required: member.required, nullable: member.nullable)
-            }))
+            let object = Schema.object(
+                ObjectSchema(
+                    try members.map { member in
+                        ObjectSchema.Member(member.name, try member.node.schema(path: path + "." + member.name), required: member.required, nullable: member.nullable)
+                    }))
             do {
                 return try object.applying(rules)
             } catch {
@@ -130,10 +132,18 @@ final class ProbeNode {
 
     private static func standIn<T>(_ type: T.Type, _ node: ProbeNode) -> T? {
         switch type {
-        case is String.Type: node.kind = .string; return "" as? T
-        case is Bool.Type: node.kind = .boolean; return false as? T
-        case is Double.Type: node.kind = .number; return 0.0 as? T
-        case is Float.Type: node.kind = .number; return Float(0) as? T
+        case is String.Type:
+            node.kind = .string
+            return "" as? T
+        case is Bool.Type:
+            node.kind = .boolean
+            return false as? T
+        case is Double.Type:
+            node.kind = .number
+            return 0.0 as? T
+        case is Float.Type:
+            node.kind = .number
+            return Float(0) as? T
         case is Int.Type: return integer(Int.self, node)
         case is Int64.Type: return integer(Int64.self, node)
         case is Int32.Type: return integer(Int32.self, node)

@@ -4,23 +4,30 @@ import Bus
 // Declared once here; the service binds its handlers to them (see Method.swift).
 
 extension Methods.Search {
-    public static let nearby = Method<NearbyQuery, SearchPage>("search.nearby", .search, .anyone, .read,
+    public static let nearby = Method<NearbyQuery, SearchPage>(
+        "search.nearby", .search, .anyone, .read,
         "places within radius_m of lat/lon, by distance (or rating, popularity), filtered, paged")
-    public static let viewport = Method<ViewportQuery, SearchPage>("search.viewport", .search, .anyone, .read,
+    public static let viewport = Method<ViewportQuery, SearchPage>(
+        "search.viewport", .search, .anyone, .read,
         "places inside a map box south/west/north/east (may cross the 180th meridian), paged")
-    public static let text = Method<TextQuery, SearchPage>("search.text", .search, .anyone, .read,
+    public static let text = Method<TextQuery, SearchPage>(
+        "search.text", .search, .anyone, .read,
         "places matching words q (typos forgiven), optionally near a point or in a box, by relevance, paged")
-    public static let autocomplete = Method<AutocompleteQuery, Suggestions>("search.autocomplete", .search, .anyone, .read,
+    public static let autocomplete = Method<AutocompleteQuery, Suggestions>(
+        "search.autocomplete", .search, .anyone, .read,
         "place names and categories starting with prefix, with match offsets")
-    public static let popular = Method<PopularQuery, PopularPage>("search.popular", .search, .anyone, .read,
+    public static let popular = Method<PopularQuery, PopularPage>(
+        "search.popular", .search, .anyone, .read,
         "the places to show at `at` (default now), near a point or in a box: events in season first, then by popularity")
 }
 
 extension Methods.Directions {
-    public static let get = Method<DirectionsQuery, Directions>("directions.get", .search, .anyone, .read,
+    public static let get = Method<DirectionsQuery, Directions>(
+        "directions.get", .search, .anyone, .read,
         "distance, bearing, an estimated time and map-app links from a point to a place or point, by mode",
         errors: [.notFound("to", "no place has this id")])
-    public static let plan = Method<TripQuery, TripPlan>("directions.plan", .search, .anyone, .read,
+    public static let plan = Method<TripQuery, TripPlan>(
+        "directions.plan", .search, .anyone, .read,
         "the order of up to 25 places from a start that makes the trip shortest (exact up to 12), with its legs",
         errors: [.notFound("place_ids[i]", "no place has this id")])
 }

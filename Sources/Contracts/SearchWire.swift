@@ -32,8 +32,10 @@ public struct SearchHit: Codable, Sendable, Equatable {
     /// The id of the place or tour, as the wire gives it.
     public var entityId: Int64 { kind == .tour ? -id : id }
 
-    public init(id: Int64, name: String, category: String, address: String?, lat: Double, lon: Double, priceLevel: Int?,
-                popularity: Double, rating: Double?, reviewCount: Int?, distanceM: Double?) {
+    public init(
+        id: Int64, name: String, category: String, address: String?, lat: Double, lon: Double, priceLevel: Int?,
+        popularity: Double, rating: Double?, reviewCount: Int?, distanceM: Double?
+    ) {
         self.id = id
         self.name = name
         self.category = category
@@ -192,7 +194,13 @@ public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
     /// unknown member): then the params check and the decoder read it, with their answers and
     /// errors. The body has been checked as strict JSON by the server.
     public init?(spans body: Data) {
-        var lat: Double?, lon: Double?, radius: Double?, limit: Int?, sort: SearchSort?, cursor: String?, near = false
+        var lat: Double?
+        var lon: Double?
+        var radius: Double?
+        var limit: Int?
+        var sort: SearchSort?
+        var cursor: String?
+        var near = false
         func number(_ value: UnsafeBufferPointer<UInt8>, _ range: ClosedRange<Double>) -> Double? {
             guard let number = JSONNumber.finite(value), range.contains(number) else { return nil }
             // A literal too small to be told from 0 (`1e-400`) is the params check's to refuse.
@@ -219,7 +227,8 @@ public struct NearbyQuery: Decodable, Sendable, DeclaredShape {
                 radius = number
             } else if JSONSpan.key(key, is: "limit") {
                 guard limit == nil, let number = JSONNumber.integer(value).flatMap({ Int(exactly: $0) }),
-                      (1...PageLimit.searchHits.maxLimit).contains(number) else { return false }
+                    (1...PageLimit.searchHits.maxLimit).contains(number)
+                else { return false }
                 limit = number
             } else if JSONSpan.key(key, is: "sort") {
                 guard sort == nil, let name = JSONSpan.string(at: range, in: body), let value = SearchSort(rawValue: name) else { return false }
@@ -278,7 +287,6 @@ extension SearchSort {
         return order
     }
 }
-
 
 /// `search.text`: places whose name, category, address or description match `q`.
 public struct TextQuery: Decodable, Sendable, DeclaredShape {

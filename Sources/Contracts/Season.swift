@@ -55,7 +55,8 @@ public struct Season: Codable, Sendable, Equatable {
                 start = 0
             }
             guard b[start + 2] == dash, let month = digits(start..<start + 2), let day = digits(start + 3..<start + 5),
-                  (1...12).contains(month), day >= 1, day <= Self.days(in: month, of: year) else { return nil }
+                (1...12).contains(month), day >= 1, day <= Self.days(in: month, of: year)
+            else { return nil }
             self.month = month
             self.day = day
         }

@@ -138,10 +138,12 @@ extension DeviceChange {
         guard !bytes.isEmpty, bytes.count <= maxDeviceIdBytes else {
             throw .invalid("device_id", "must be 1 to \(maxDeviceIdBytes) bytes")
         }
-        guard bytes.allSatisfy({ byte in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-        }) else {
+        guard
+            bytes.allSatisfy({ byte in
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            })
+        else {
             throw .invalid("device_id", "may hold only A-Z, a-z, 0-9, '.', '_' and '-'")
         }
     }

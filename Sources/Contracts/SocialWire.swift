@@ -779,7 +779,9 @@ public struct PositionPush: Codable, Sendable {
         case speedMps = "speed_mps"
     }
 
-    public init(groupId: Int64, groupIds: [Int64], userId: Int64, lat: Double, lon: Double, accuracyM: Double? = nil, headingDeg: Double? = nil, speedMps: Double? = nil, at: String) {
+    public init(
+        groupId: Int64, groupIds: [Int64], userId: Int64, lat: Double, lon: Double, accuracyM: Double? = nil, headingDeg: Double? = nil, speedMps: Double? = nil, at: String
+    ) {
         self.groupId = groupId
         self.groupIds = groupIds
         self.userId = userId
@@ -1111,7 +1113,10 @@ public struct Profile: Codable, Sendable, Equatable {
         case createdAt = "created_at"
     }
 
-    public init(id: Int64, username: String, name: String, role: String, bio: String? = nil, avatarUrl: String? = nil, language: String? = nil, homeCity: String? = nil, email: String? = nil, birthYear: Int? = nil, ageGroup: String? = nil, discoverable: Bool? = nil, followers: Int, following: Int, createdAt: String, photo: PhotoStamp? = nil) {
+    public init(
+        id: Int64, username: String, name: String, role: String, bio: String? = nil, avatarUrl: String? = nil, language: String? = nil, homeCity: String? = nil,
+        email: String? = nil, birthYear: Int? = nil, ageGroup: String? = nil, discoverable: Bool? = nil, followers: Int, following: Int, createdAt: String, photo: PhotoStamp? = nil
+    ) {
         self.id = id
         self.username = username
         self.name = name
@@ -1177,7 +1182,10 @@ public struct ProfileUpdate: Decodable, Sendable, DeclaredShape {
         discoverable = try c.decodePatch(Bool.self, forKey: .discoverable)
     }
 
-    public init(name: Patch<String> = .absent, bio: Patch<String> = .absent, avatarUrl: Patch<String> = .absent, birthYear: Patch<Int> = .absent, language: Patch<String> = .absent, homeCity: Patch<String> = .absent, discoverable: Patch<Bool> = .absent) {
+    public init(
+        name: Patch<String> = .absent, bio: Patch<String> = .absent, avatarUrl: Patch<String> = .absent, birthYear: Patch<Int> = .absent, language: Patch<String> = .absent,
+        homeCity: Patch<String> = .absent, discoverable: Patch<Bool> = .absent
+    ) {
         self.name = name
         self.bio = bio
         self.avatarUrl = avatarUrl

@@ -34,9 +34,11 @@ public struct Tour: Codable, Sendable, Equatable {
     /// Starts at 1 and grows by one with every change, a stop removed with its place included.
     public var version: Int64
 
-    public init(id: Int64, name: String, nameI18n: [String: String] = [:], description: String? = nil,
-                descriptionI18n: [String: String] = [:], stops: [Int64], lat: Double? = nil, lon: Double? = nil,
-                externalIds: [String: String] = [:], createdAt: String, updatedAt: String, version: Int64 = 1) {
+    public init(
+        id: Int64, name: String, nameI18n: [String: String] = [:], description: String? = nil,
+        descriptionI18n: [String: String] = [:], stops: [Int64], lat: Double? = nil, lon: Double? = nil,
+        externalIds: [String: String] = [:], createdAt: String, updatedAt: String, version: Int64 = 1
+    ) {
         self.id = id
         self.name = name
         self.nameI18n = nameI18n
@@ -73,8 +75,10 @@ public struct TourInput: Codable, Sendable, DeclaredShape {
     public var stops: [Int64]
     public var externalIds: [String: String]?
 
-    public init(name: String?, nameI18n: [String: String]? = nil, description: String? = nil, descriptionI18n: [String: String]? = nil,
-                stops: [Int64], externalIds: [String: String]? = nil) {
+    public init(
+        name: String?, nameI18n: [String: String]? = nil, description: String? = nil, descriptionI18n: [String: String]? = nil,
+        stops: [Int64], externalIds: [String: String]? = nil
+    ) {
         self.name = name
         self.nameI18n = nameI18n
         self.description = description

@@ -40,10 +40,13 @@ extension FavoritesStore {
         var published = 0
         let since = now - Counts.visitWindowMs
         for id in due {
-            let saves = Int(try db.scalarInt("""
-                SELECT count(*) FROM items i JOIN lists l ON l.id = i.list_id WHERE i.place_id = ? AND l.builtin = 1 AND l.name = ?
-                """, id, Lists.defaultList) ?? 0)
-            let visits = try db.queryOne("""
+            let saves = Int(
+                try db.scalarInt(
+                    """
+                    SELECT count(*) FROM items i JOIN lists l ON l.id = i.list_id WHERE i.place_id = ? AND l.builtin = 1 AND l.name = ?
+                    """, id, Lists.defaultList) ?? 0)
+            let visits = try db.queryOne(
+                """
                 SELECT count(*) AS visits, min(i.visited_at) AS oldest FROM items i JOIN lists l ON l.id = i.list_id
                 WHERE i.place_id = ? AND l.builtin = 1 AND l.name = ? AND i.visited_at > ?
                 """, id, Lists.visited, since)
@@ -59,8 +62,9 @@ extension FavoritesStore {
             if saves == 0 && visitCount == 0 {
                 try db.run("DELETE FROM place_counts WHERE place_id = ?", id)
             } else {
-                try db.run("INSERT OR REPLACE INTO place_counts (place_id, saves, visits_30d, recount_at) VALUES (?, ?, ?, ?)",
-                           id, saves, visitCount, recountAt)
+                try db.run(
+                    "INSERT OR REPLACE INTO place_counts (place_id, saves, visits_30d, recount_at) VALUES (?, ?, ?, ?)",
+                    id, saves, visitCount, recountAt)
             }
             try db.run("DELETE FROM counts_due WHERE place_id = ?", id)
         }
@@ -71,13 +75,15 @@ extension FavoritesStore {
     /// published, by place id; then (keys from `v`) the visits of discoverable users (`visitsSnapshot`).
     func countsSnapshot(after: String?, limit: Int) throws -> SnapshotPage {
         if let after, after.hasPrefix("v") { return try visitsSnapshot(after: String(after.dropFirst()), limit: limit) }
-        let rows = try db.query("SELECT place_id, saves, visits_30d FROM place_counts WHERE place_id > ? ORDER BY place_id LIMIT ?",
-                                try SnapshotKey.id(after: after), limit)
+        let rows = try db.query(
+            "SELECT place_id, saves, visits_30d FROM place_counts WHERE place_id > ? ORDER BY place_id LIMIT ?",
+            try SnapshotKey.id(after: after), limit)
         var ids: [Int64] = []
         var events: [(type: String, body: Data)] = []
         for row in rows {
-            let counted = PlaceCounted(placeId: try row.decode("place_id"), saves: Int(try row.decode("saves", as: Int64.self)),
-                                       visits30d: Int(try row.decode("visits_30d", as: Int64.self)))
+            let counted = PlaceCounted(
+                placeId: try row.decode("place_id"), saves: Int(try row.decode("saves", as: Int64.self)),
+                visits30d: Int(try row.decode("visits_30d", as: Int64.self)))
             ids.append(counted.placeId)
             events.append((FavoritesEvents.counted, try JSONCoding.encoder.encode(counted)))
         }

@@ -49,9 +49,11 @@ public enum FavoritesService {
             name: "favorites", migrations: Places.migrations + Lists.migrations + Pins.migrations + Recent.migrations + Visits.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.countsSnapshot(after: after, limit: limit) },
             // Social's events: ratings, a deleted user's erasure, and who is discoverable (visits).
-            subscriptions: ["catalog": Places.catalogApplier,
-                            "social": EventApplier(features: [Places.ratingEvents, erasureEvents(clock: options.clock, erased: erased), Visits.socialEvents]),
-                            "search": Recent.searchApplier(clock: options.clock, erased: erased)],
+            subscriptions: [
+                "catalog": Places.catalogApplier,
+                "social": EventApplier(features: [Places.ratingEvents, erasureEvents(clock: options.clock, erased: erased), Visits.socialEvents]),
+                "search": Recent.searchApplier(clock: options.clock, erased: erased),
+            ],
             makeState: { [lookups = ReaderGate()] worker in FavoritesStore(worker: worker, options: options, lookups: lookups, erased: erased) })
         // Every search replica records only the searches it answered: each is a stream of its own.
         definition.perReplica = ["search"]
@@ -66,7 +68,7 @@ public enum FavoritesService {
         EventHandlers([
             SocialEvents.userDeleted: { event, scope in
                 try erase(user: try event.body(UserDeleted.self).userId, now: clock(), erased: erased, scope)
-            },
+            }
         ])
     }
 

@@ -43,7 +43,9 @@ public final class FavoritesStore: ServiceState {
     /// not hear it.
     func pushChanged(_ change: FavoritesChange, caller: Caller) throws {
         let body = try Pushes.favoritesChanged.encode(change)
-        worker.push(Push(Pushes.favoritesChanged, id: "\(caller.id)-\(now)-\(UUID().uuidString.prefix(8))", userId: caller.id,
-                         origin: caller.origin, body: body))
+        worker.push(
+            Push(
+                Pushes.favoritesChanged, id: "\(caller.id)-\(now)-\(UUID().uuidString.prefix(8))", userId: caller.id,
+                origin: caller.origin, body: body))
     }
 }

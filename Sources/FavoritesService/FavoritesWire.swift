@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 
 // A list's page, written by hand (its shape is `ListPage`'s, in Contracts).

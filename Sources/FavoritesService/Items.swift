@@ -80,11 +80,14 @@ extension FavoritesStore {
     /// The answer recorded for the caller's `request_id`, if it is still kept.
     private func priorToggle(_ request: ToggleRequest, userId: Int64) throws -> ToggleReply? {
         guard let requestId = request.requestId,
-              let row = try db.queryOne("SELECT place_id, list, reply FROM toggle_requests WHERE user_id = ? AND request_id = ? AND at > ?",
-                                        userId, requestId, now - options.toggleRecordMs) else { return nil }
+            let row = try db.queryOne(
+                "SELECT place_id, list, reply FROM toggle_requests WHERE user_id = ? AND request_id = ? AND at > ?",
+                userId, requestId, now - options.toggleRecordMs)
+        else { return nil }
         let list = try findList(request.list, userId: userId)
         guard try row.decode("place_id", as: Int64.self) == request.placeId,
-              try row.decode("list", as: String.self).caseInsensitiveCompare(list.name) == .orderedSame else {
+            try row.decode("list", as: String.self).caseInsensitiveCompare(list.name) == .orderedSame
+        else {
             throw ServiceError(.conflict, "this request_id was used for another place or list", field: "request_id")
         }
         return try JSONCoding.decoder.decode(ToggleReply.self, from: Data(try row.decode("reply", as: String.self).utf8))
@@ -94,9 +97,11 @@ extension FavoritesStore {
     /// user's (the oldest go first); those past the window go in the periodic flush.
     private func recordToggle(_ requestId: String, _ request: ToggleRequest, reply: ToggleReply, userId: Int64) throws {
         let text = String(decoding: try JSONCoding.encoder.encode(reply), as: UTF8.self)
-        try db.run("INSERT OR REPLACE INTO toggle_requests (user_id, request_id, place_id, list, reply, at) VALUES (?, ?, ?, ?, ?, ?)",
-                   userId, requestId, request.placeId, reply.list, text, now)
-        try db.run("""
+        try db.run(
+            "INSERT OR REPLACE INTO toggle_requests (user_id, request_id, place_id, list, reply, at) VALUES (?, ?, ?, ?, ?, ?)",
+            userId, requestId, request.placeId, reply.list, text, now)
+        try db.run(
+            """
             DELETE FROM toggle_requests WHERE user_id = ? AND request_id IN (
                 SELECT request_id FROM toggle_requests WHERE user_id = ? ORDER BY at DESC, request_id DESC LIMIT -1 OFFSET ?)
             """, userId, userId, options.toggleRecordsPerUser)
@@ -109,19 +114,23 @@ extension FavoritesStore {
         guard try itemCount(listId) < options.maxItemsPerList else {
             throw ServiceError(.conflict, "list \(list.name) holds \(options.maxItemsPerList) places, the most it may; remove some first", field: field)
         }
-        let held = try db.scalarInt("""
-            SELECT count(*) FROM items WHERE list_id IN (SELECT id FROM lists WHERE user_id = (SELECT user_id FROM lists WHERE id = ?))
-            """, listId) ?? 0
+        let held =
+            try db.scalarInt(
+                """
+                SELECT count(*) FROM items WHERE list_id IN (SELECT id FROM lists WHERE user_id = (SELECT user_id FROM lists WHERE id = ?))
+                """, listId) ?? 0
         guard held < options.maxItemsPerUser else {
-            throw ServiceError(.conflict, "your lists hold \(options.maxItemsPerUser) places together, the most they may; remove some first",
-                               field: field)
+            throw ServiceError(
+                .conflict, "your lists hold \(options.maxItemsPerUser) places together, the most they may; remove some first",
+                field: field)
         }
         guard try db.queryOne("SELECT 1 FROM places WHERE id = ?", placeId) != nil else {
             throw ServiceError(.notFound, "no place with id \(placeId)", field: "place_id")
         }
         let visited = list.isVisited ? (visitedAt ?? now) : nil
-        try db.run("INSERT INTO items (list_id, place_id, note, added_at, visited_at) VALUES (?, ?, ?, ?, ?)",
-                   listId, placeId, note, now, visited)
+        try db.run(
+            "INSERT INTO items (list_id, place_id, note, added_at, visited_at) VALUES (?, ?, ?, ?, ?)",
+            listId, placeId, note, now, visited)
         if let visited, let user = try db.scalarInt("SELECT user_id FROM lists WHERE id = ?", listId) {
             try publishVisit(user: user, place: placeId, at: visited)
         }
@@ -198,18 +207,21 @@ extension FavoritesStore {
         for id in ids where seen.insert(id).inserted { order.append(id) }
         let marks = Array(repeating: "?", count: order.count).joined(separator: ", ")
         var lists: [Int64: [(rank: Int, name: String)]] = [:]
-        try db.forEachRow("""
+        try db.forEachRow(
+            """
             SELECT i.place_id, l.id, l.name, l.builtin FROM lists l JOIN items i ON i.list_id = l.id
             WHERE l.user_id = ? AND i.place_id IN (\(marks))
-            """, [userId] + order) { row in
+            """, [userId] + order
+        ) { row in
             let name: String = try row.decode("name")
             let builtin = try row.decode("builtin", as: Int64.self) == 1
             let rank = builtin ? (Lists.builtIns.firstIndex(of: name) ?? 0) : 10 + Int(try row.decode("id", as: Int64.self))
             lists[try row.decode("place_id"), default: []].append((rank, name))
         }
-        return ContainsReply(saved: order.compactMap { id in
-            lists[id].map { Contained(placeId: id, lists: $0.sorted { $0.rank < $1.rank }.map(\.name)) }
-        })
+        return ContainsReply(
+            saved: order.compactMap { id in
+                lists[id].map { Contained(placeId: id, lists: $0.sorted { $0.rank < $1.rank }.map(\.name)) }
+            })
     }
 
     /// `favorites.list`: one page of the caller's list.
@@ -235,13 +247,15 @@ extension FavoritesStore {
         case .added:
             // Newest first.
             let key = after ?? ItemCursor(sort: .added, added: .max, distance: 0, placeId: .max, name: nil)
-            rows = try db.query("""
+            rows = try db.query(
+                """
                 \(select) WHERE i.list_id = ? AND (i.added_at < ? OR (i.added_at = ? AND i.place_id < ?))
                 ORDER BY i.added_at DESC, i.place_id DESC LIMIT ?
                 """, listId, key.added, key.added, key.placeId, limit + 1)
         case .name:
             let key = after ?? ItemCursor(sort: .name, added: 0, distance: 0, placeId: 0, name: "")
-            rows = try db.query("""
+            rows = try db.query(
+                """
                 \(select) WHERE i.list_id = ? AND (p.name > ? COLLATE NOCASE OR (p.name = ? COLLATE NOCASE AND p.id > ?))
                 ORDER BY p.name COLLATE NOCASE, p.id LIMIT ?
                 """, listId, key.name ?? "", key.name ?? "", key.placeId, limit + 1)
@@ -269,15 +283,18 @@ extension FavoritesStore {
             rows = page.compactMap { byId[$0] }
         }
         var filler = PageFiller<ItemCursor>(limit: limit, budget: options.pageBudgetBytes)
-        var items: [UInt8] = [], item: [UInt8] = []
+        var items: [UInt8] = []
+        var item: [UInt8] = []
         for row in rows where !filler.isFull {
             let card = try PlaceCard(row: row)
             let distance = near.map { $0.distance(to: Coordinate(uncheckedLatitude: card.lat, longitude: card.lon)) }
             let addedAt: Int64 = try row.decode("added_at")
             item.removeAll(keepingCapacity: true)
-            ListItem(place: card, note: notes ? try row.decode("note", as: String?.self) : nil,
-                     addedAt: Self.timestamp(addedAt), visitedAt: try row.decode("visited_at", as: Int64?.self).map(Self.timestamp),
-                     distanceM: distance).appendJSON(to: &item)
+            ListItem(
+                place: card, note: notes ? try row.decode("note", as: String?.self) : nil,
+                addedAt: Self.timestamp(addedAt), visitedAt: try row.decode("visited_at", as: Int64?.self).map(Self.timestamp),
+                distanceM: distance
+            ).appendJSON(to: &item)
             let key = ItemCursor(sort: sort, added: addedAt, distance: distance ?? 0, placeId: card.id, name: sort == .name ? card.name : nil)
             let taken = filler.items.count
             _ = filler.add(key, size: item.count)
@@ -344,11 +361,12 @@ struct ItemCursor {
 
     /// The opaque text clients hand back: `added|ms|id|`, `distance|m|id|`, `name|0|id|name`.
     var encoded: String {
-        let number = switch sort {
-        case .added: String(added)
-        case .distance: "\(distance)"
-        case .name: "0"
-        }
+        let number =
+            switch sort {
+            case .added: String(added)
+            case .distance: "\(distance)"
+            case .name: "0"
+            }
         return OpaqueCursor.encode("\(sort.rawValue)|\(number)|\(placeId)|\(name ?? "")")
     }
 }

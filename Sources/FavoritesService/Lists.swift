@@ -17,64 +17,66 @@ enum Lists {
     static let visited = "visited"
 
     static let migrations: [Migration] = [
-        Migration(domain: "lists", version: 1, sql: """
-            CREATE TABLE lists (
-                id         INTEGER PRIMARY KEY,
-                user_id    INTEGER NOT NULL,
-                name       TEXT NOT NULL COLLATE NOCASE,
-                builtin    INTEGER NOT NULL CHECK (builtin IN (0, 1)),
-                created_at INTEGER NOT NULL,
-                UNIQUE (user_id, name)
-            );
-            CREATE TABLE items (
-                list_id    INTEGER NOT NULL REFERENCES lists(id) ON DELETE CASCADE,
-                place_id   INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
-                note       TEXT,
-                added_at   INTEGER NOT NULL,
-                visited_at INTEGER,
-                PRIMARY KEY (list_id, place_id)
-            ) WITHOUT ROWID;
-            CREATE INDEX items_place ON items(place_id);
-            CREATE INDEX items_added ON items(list_id, added_at, place_id);
-            CREATE TABLE shares (
-                token      TEXT PRIMARY KEY,
-                list_id    INTEGER NOT NULL UNIQUE REFERENCES lists(id) ON DELETE CASCADE,
-                created_at INTEGER NOT NULL
-            );
-            CREATE TABLE toggle_requests (
-                user_id    INTEGER NOT NULL,
-                request_id TEXT NOT NULL,
-                place_id   INTEGER NOT NULL,
-                list       TEXT NOT NULL,
-                reply      TEXT NOT NULL,
-                at         INTEGER NOT NULL,
-                PRIMARY KEY (user_id, request_id)
-            ) WITHOUT ROWID;
-            CREATE INDEX toggle_requests_user_at ON toggle_requests(user_id, at);
-            CREATE INDEX toggle_requests_at ON toggle_requests(at);
-            -- Places whose counts are due to be recounted (and published if they changed).
-            CREATE TABLE counts_due (place_id INTEGER PRIMARY KEY);
-            -- The counts last published of each place with saves or visits, and when a visit
-            -- leaves the 30-day window (a recount with no write).
-            CREATE TABLE place_counts (
-                place_id   INTEGER PRIMARY KEY,
-                saves      INTEGER NOT NULL,
-                visits_30d INTEGER NOT NULL,
-                recount_at INTEGER
-            );
-            CREATE INDEX place_counts_recount ON place_counts(recount_at) WHERE recount_at IS NOT NULL;
-            -- Every change of an item marks its place due, however it happens: a request, a
-            -- list deleted, a user erased, a place the catalog deleted (ON DELETE CASCADE).
-            CREATE TRIGGER items_due_insert AFTER INSERT ON items BEGIN
-                INSERT OR IGNORE INTO counts_due (place_id) VALUES (new.place_id);
-            END;
-            CREATE TRIGGER items_due_delete AFTER DELETE ON items BEGIN
-                INSERT OR IGNORE INTO counts_due (place_id) VALUES (old.place_id);
-            END;
-            CREATE TRIGGER items_due_visit AFTER UPDATE OF visited_at ON items BEGIN
-                INSERT OR IGNORE INTO counts_due (place_id) VALUES (new.place_id);
-            END;
-            """),
+        Migration(
+            domain: "lists", version: 1,
+            sql: """
+                CREATE TABLE lists (
+                    id         INTEGER PRIMARY KEY,
+                    user_id    INTEGER NOT NULL,
+                    name       TEXT NOT NULL COLLATE NOCASE,
+                    builtin    INTEGER NOT NULL CHECK (builtin IN (0, 1)),
+                    created_at INTEGER NOT NULL,
+                    UNIQUE (user_id, name)
+                );
+                CREATE TABLE items (
+                    list_id    INTEGER NOT NULL REFERENCES lists(id) ON DELETE CASCADE,
+                    place_id   INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
+                    note       TEXT,
+                    added_at   INTEGER NOT NULL,
+                    visited_at INTEGER,
+                    PRIMARY KEY (list_id, place_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX items_place ON items(place_id);
+                CREATE INDEX items_added ON items(list_id, added_at, place_id);
+                CREATE TABLE shares (
+                    token      TEXT PRIMARY KEY,
+                    list_id    INTEGER NOT NULL UNIQUE REFERENCES lists(id) ON DELETE CASCADE,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE toggle_requests (
+                    user_id    INTEGER NOT NULL,
+                    request_id TEXT NOT NULL,
+                    place_id   INTEGER NOT NULL,
+                    list       TEXT NOT NULL,
+                    reply      TEXT NOT NULL,
+                    at         INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, request_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX toggle_requests_user_at ON toggle_requests(user_id, at);
+                CREATE INDEX toggle_requests_at ON toggle_requests(at);
+                -- Places whose counts are due to be recounted (and published if they changed).
+                CREATE TABLE counts_due (place_id INTEGER PRIMARY KEY);
+                -- The counts last published of each place with saves or visits, and when a visit
+                -- leaves the 30-day window (a recount with no write).
+                CREATE TABLE place_counts (
+                    place_id   INTEGER PRIMARY KEY,
+                    saves      INTEGER NOT NULL,
+                    visits_30d INTEGER NOT NULL,
+                    recount_at INTEGER
+                );
+                CREATE INDEX place_counts_recount ON place_counts(recount_at) WHERE recount_at IS NOT NULL;
+                -- Every change of an item marks its place due, however it happens: a request, a
+                -- list deleted, a user erased, a place the catalog deleted (ON DELETE CASCADE).
+                CREATE TRIGGER items_due_insert AFTER INSERT ON items BEGIN
+                    INSERT OR IGNORE INTO counts_due (place_id) VALUES (new.place_id);
+                END;
+                CREATE TRIGGER items_due_delete AFTER DELETE ON items BEGIN
+                    INSERT OR IGNORE INTO counts_due (place_id) VALUES (old.place_id);
+                END;
+                CREATE TRIGGER items_due_visit AFTER UPDATE OF visited_at ON items BEGIN
+                    INSERT OR IGNORE INTO counts_due (place_id) VALUES (new.place_id);
+                END;
+                """)
     ]
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
@@ -158,13 +160,16 @@ extension FavoritesStore {
     func lists(of userId: Int64) throws -> ListsReply {
         var rows: [String: ListInfo] = [:]
         var own: [ListInfo] = []
-        try db.forEachRow("""
+        try db.forEachRow(
+            """
             SELECT l.name, l.builtin, (SELECT count(*) FROM items i WHERE i.list_id = l.id) AS count,
                 EXISTS (SELECT 1 FROM shares s WHERE s.list_id = l.id) AS shared
             FROM lists l WHERE l.user_id = ? ORDER BY l.id
-            """, [userId]) { row in
-            let info = ListInfo(name: try row.decode("name"), builtin: try row.decode("builtin", as: Int64.self) == 1,
-                                count: Int(try row.decode("count", as: Int64.self)), shared: try row.decode("shared", as: Int64.self) == 1)
+            """, [userId]
+        ) { row in
+            let info = ListInfo(
+                name: try row.decode("name"), builtin: try row.decode("builtin", as: Int64.self) == 1,
+                count: Int(try row.decode("count", as: Int64.self)), shared: try row.decode("shared", as: Int64.self) == 1)
             if info.builtin { rows[info.name] = info } else { own.append(info) }
         }
         let builtIns = Lists.builtIns.map { rows[$0] ?? ListInfo(name: $0, builtin: true, count: 0, shared: false) }

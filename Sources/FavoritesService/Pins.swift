@@ -27,19 +27,21 @@ enum Pins {
     static let migrations: [Migration] = [
         // Times are milliseconds since 1970. `pins_by_user` holds the points too, so a list
         // sorts or filters the caller's pins from the index alone and reads whole only its page.
-        Migration(domain: "pins", version: 1, sql: """
-            CREATE TABLE pins (
-                id         INTEGER PRIMARY KEY AUTOINCREMENT,
-                user_id    INTEGER NOT NULL,
-                lat        REAL NOT NULL,
-                lon        REAL NOT NULL,
-                title      TEXT,
-                note       TEXT,
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            );
-            CREATE INDEX pins_by_user ON pins(user_id, id, lat, lon);
-            """),
+        Migration(
+            domain: "pins", version: 1,
+            sql: """
+                CREATE TABLE pins (
+                    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                    user_id    INTEGER NOT NULL,
+                    lat        REAL NOT NULL,
+                    lon        REAL NOT NULL,
+                    title      TEXT,
+                    note       TEXT,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL
+                );
+                CREATE INDEX pins_by_user ON pins(user_id, id, lat, lon);
+                """)
     ]
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
@@ -112,8 +114,9 @@ extension FavoritesStore {
     /// and `distance_m` from the point of a `near` list.
     func pinJSON(_ pin: StoredPin, distanceM: Double? = nil) throws -> PinJSON {
         let place = try nearestPlace(to: pin.point, within: Pins.placeRadiusM).map { PinPlace(card: $0.card, distanceM: $0.distanceM) }
-        return PinJSON(id: pin.id, lat: pin.point.latitude, lon: pin.point.longitude, title: pin.title, note: pin.note,
-                       createdAt: Self.timestamp(pin.createdAt), updatedAt: Self.timestamp(pin.updatedAt), place: place, distanceM: distanceM)
+        return PinJSON(
+            id: pin.id, lat: pin.point.latitude, lon: pin.point.longitude, title: pin.title, note: pin.note,
+            createdAt: Self.timestamp(pin.createdAt), updatedAt: Self.timestamp(pin.updatedAt), place: place, distanceM: distanceM)
     }
 
     /// `pins.add`: checks the point and the texts, refuses a pin past `Pins.maxPerUser`
@@ -129,8 +132,9 @@ extension FavoritesStore {
             throw ServiceError(.conflict, "at most \(Pins.maxPerUser) pins per user; delete one to add another")
         }
         let now = self.now
-        try db.run("INSERT INTO pins (user_id, lat, lon, title, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   caller.id, point.latitude, point.longitude, request.title, request.note, now, now)
+        try db.run(
+            "INSERT INTO pins (user_id, lat, lon, title, note, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            caller.id, point.latitude, point.longitude, request.title, request.note, now, now)
         let id = db.lastInsertRowID
         try pushChanged(FavoritesChange(change: .pinAdded, pinId: id), caller: caller)
         return try pinJSON(try ownPin(id, caller: caller))
@@ -146,14 +150,17 @@ extension FavoritesStore {
         case (.absent, _): throw ServiceError.invalid("lat", "lat and lon come together")
         case (_, .absent): throw ServiceError.invalid("lon", "lat and lon come together")
         default:
-            point = try Pins.coordinate(try request.lat.applied(to: point.latitude, field: "lat"),
-                                        try request.lon.applied(to: point.longitude, field: "lon"))
+            point = try Pins.coordinate(
+                try request.lat.applied(to: point.latitude, field: "lat"),
+                try request.lon.applied(to: point.longitude, field: "lon"))
         }
-        let title = request.title.applied(to: pin.title), note = request.note.applied(to: pin.note)
+        let title = request.title.applied(to: pin.title)
+        let note = request.note.applied(to: pin.note)
         try PinAdd.titleRule.check(title)
         try PinAdd.noteRule.check(note)
-        try db.run("UPDATE pins SET lat = ?, lon = ?, title = ?, note = ?, updated_at = ? WHERE id = ?",
-                   point.latitude, point.longitude, title, note, now, pin.id)
+        try db.run(
+            "UPDATE pins SET lat = ?, lon = ?, title = ?, note = ?, updated_at = ? WHERE id = ?",
+            point.latitude, point.longitude, title, note, now, pin.id)
         try pushChanged(FavoritesChange(change: .pinUpdated, pinId: pin.id), caller: caller)
         return try pinJSON(try ownPin(pin.id, caller: caller))
     }
@@ -214,7 +221,8 @@ extension FavoritesStore {
     static func nearCursor(_ cursor: String) throws(ServiceError) -> (distanceM: Double, id: Int64) {
         let parts = try OpaqueCursor.decode(cursor, maxLength: Pins.maxCursorBytes).split(separator: "_")
         guard parts.count == 3, parts[0] == "n", let bits = UInt64(parts[1]), let id = Int64(parts[2]), id > 0,
-              Double(bitPattern: bits).isFinite, Double(bitPattern: bits) >= 0 else { throw OpaqueCursor.invalid }
+            Double(bitPattern: bits).isFinite, Double(bitPattern: bits) >= 0
+        else { throw OpaqueCursor.invalid }
         return (Double(bitPattern: bits), id)
     }
 }

@@ -12,9 +12,10 @@ extension PlaceCard {
     static let from = "places p LEFT JOIN ratings r ON r.place_id = p.id"
 
     init(row: Row) throws {
-        self.init(id: try row.decode("id"), name: try row.decode("name"), category: try row.decode("category"),
-                  address: try row.decode("address", as: String?.self), lat: try row.decode("lat"), lon: try row.decode("lon"),
-                  rating: try row.decode("average", as: Double?.self), ratingCount: try row.decode("count", as: Int64?.self).map(Int.init))
+        self.init(
+            id: try row.decode("id"), name: try row.decode("name"), category: try row.decode("category"),
+            address: try row.decode("address", as: String?.self), lat: try row.decode("lat"), lon: try row.decode("lon"),
+            rating: try row.decode("average", as: Double?.self), ratingCount: try row.decode("count", as: Int64?.self).map(Int.init))
     }
 }
 
@@ -30,40 +31,44 @@ enum Places {
     static let scale = 1e7
 
     static let migrations: [Migration] = [
-        Migration(domain: "places", version: 1, sql: """
-            CREATE TABLE places (
-                id       INTEGER PRIMARY KEY,
-                name     TEXT NOT NULL,
-                category TEXT NOT NULL,
-                address  TEXT,
-                lat      REAL NOT NULL,
-                lon      REAL NOT NULL,
-                version  INTEGER NOT NULL,
-                stale    INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1))
-            );
-            CREATE INDEX places_stale ON places(stale) WHERE stale = 1;
-            CREATE VIRTUAL TABLE places_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
-            CREATE TABLE places_gone (id INTEGER PRIMARY KEY);
-            CREATE TABLE ratings (
-                place_id INTEGER PRIMARY KEY,
-                average  REAL NOT NULL,
-                count    INTEGER NOT NULL
-            );
-            """),
+        Migration(
+            domain: "places", version: 1,
+            sql: """
+                CREATE TABLE places (
+                    id       INTEGER PRIMARY KEY,
+                    name     TEXT NOT NULL,
+                    category TEXT NOT NULL,
+                    address  TEXT,
+                    lat      REAL NOT NULL,
+                    lon      REAL NOT NULL,
+                    version  INTEGER NOT NULL,
+                    stale    INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1))
+                );
+                CREATE INDEX places_stale ON places(stale) WHERE stale = 1;
+                CREATE VIRTUAL TABLE places_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
+                CREATE TABLE places_gone (id INTEGER PRIMARY KEY);
+                CREATE TABLE ratings (
+                    place_id INTEGER PRIMARY KEY,
+                    average  REAL NOT NULL,
+                    count    INTEGER NOT NULL
+                );
+                """)
     ]
 
     /// Stores `place` (from an event, or `catalog.get`) unless the copy has a later version or
     /// the catalog deleted it; either way it is no longer stale.
     static func upsert(_ place: PlaceSummary, version: Int64, _ db: Database) throws {
         guard try db.queryOne("SELECT 1 FROM places_gone WHERE id = ?", place.id) == nil else { return }
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO places (id, name, category, address, lat, lon, version, stale) VALUES (?, ?, ?, ?, ?, ?, ?, 0)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
                 lat = excluded.lat, lon = excluded.lon, version = excluded.version, stale = 0
             WHERE excluded.version >= places.version
             """, place.id, place.name, place.category, place.address, place.lat, place.lon, version)
         guard db.changes > 0 else { return }
-        let lat = Int64((place.lat * scale).rounded()), lon = Int64((place.lon * scale).rounded())
+        let lat = Int64((place.lat * scale).rounded())
+        let lon = Int64((place.lon * scale).rounded())
         try db.run("INSERT OR REPLACE INTO places_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)", place.id, lat, lat, lon, lon)
     }
 
@@ -110,17 +115,19 @@ enum Places {
 
     /// Keeps ratings in step with social (`social.rating.updated`). Social's snapshot holds
     /// every rating, so a rebuild forgets them first.
-    static let ratingEvents = EventHandlers([
-        SocialEvents.ratingUpdated: { event, scope in
-            let update = try event.body(RatingUpdated.self)
-            if update.count <= 0 {
-                try scope.db.run("DELETE FROM ratings WHERE place_id = ?", update.placeId)
-            } else {
-                try scope.db.run("INSERT OR REPLACE INTO ratings (place_id, average, count) VALUES (?, ?, ?)",
-                                 update.placeId, update.average, update.count)
+    static let ratingEvents = EventHandlers(
+        [
+            SocialEvents.ratingUpdated: { event, scope in
+                let update = try event.body(RatingUpdated.self)
+                if update.count <= 0 {
+                    try scope.db.run("DELETE FROM ratings WHERE place_id = ?", update.placeId)
+                } else {
+                    try scope.db.run(
+                        "INSERT OR REPLACE INTO ratings (place_id, average, count) VALUES (?, ?, ?)",
+                        update.placeId, update.average, update.count)
+                }
             }
-        },
-    ], reset: { db in try db.run("DELETE FROM ratings") })
+        ], reset: { db in try db.run("DELETE FROM ratings") })
 }
 
 extension FavoritesStore {
@@ -143,8 +150,10 @@ extension FavoritesStore {
         struct Fetched: Decodable {
             var version: Int64
         }
-        let reply = try lookups.run(readers: worker.config.readers,
-                                    refusal: ServiceError(.unavailable, "favorites is asking the catalog about other places; try again")) { () throws -> Reply in
+        let reply = try lookups.run(
+            readers: worker.config.readers,
+            refusal: ServiceError(.unavailable, "favorites is asking the catalog about other places; try again")
+        ) { () throws -> Reply in
             try worker.catalogPlace(id, field: field, context: context)
         }
         let place = try reply.body(PlaceSummary.self)
@@ -160,11 +169,16 @@ extension FavoritesStore {
         let box = try BoundingBox.around(point, radiusMeters: meters)
         var best: (card: PlaceCard, distanceM: Double)?
         for area in box.indexAreas {
-            try db.forEachRow("""
+            try db.forEachRow(
+                """
                 SELECT \(PlaceCard.columns) FROM places_geo g JOIN places p ON p.id = g.id LEFT JOIN ratings r ON r.place_id = p.id
                 WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
-                """, [Int64((area.south * Places.scale).rounded(.down)), Int64((area.north * Places.scale).rounded(.up)),
-                      Int64((area.west * Places.scale).rounded(.down)), Int64((area.east * Places.scale).rounded(.up))]) { row in
+                """,
+                [
+                    Int64((area.south * Places.scale).rounded(.down)), Int64((area.north * Places.scale).rounded(.up)),
+                    Int64((area.west * Places.scale).rounded(.down)), Int64((area.east * Places.scale).rounded(.up)),
+                ]
+            ) { row in
                 let card = try PlaceCard(row: row)
                 let distance = point.distance(to: Coordinate(uncheckedLatitude: card.lat, longitude: card.lon))
                 if distance <= meters, distance < best?.distanceM ?? .infinity || (distance == best?.distanceM && card.id < best?.card.id ?? 0) {

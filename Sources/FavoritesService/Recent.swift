@@ -27,24 +27,26 @@ enum Recent {
 
     static let migrations: [Migration] = [
         // Times are milliseconds since 1970 (`at`: when search answered).
-        Migration(domain: "recent", version: 1, sql: """
-            CREATE TABLE recent_searches (
-                id       INTEGER PRIMARY KEY,
-                user_id  INTEGER NOT NULL,
-                key      TEXT NOT NULL,
-                q        TEXT NOT NULL,
-                near_lat REAL,
-                near_lon REAL,
-                at       INTEGER NOT NULL,
-                UNIQUE (user_id, key)
-            );
-            CREATE INDEX recent_searches_newest ON recent_searches(user_id, at, id);
-            -- Searches of a user made at or before `before` (their last clear) are not stored.
-            CREATE TABLE recent_forgotten (
-                user_id INTEGER PRIMARY KEY,
-                before  INTEGER NOT NULL
-            );
-            """),
+        Migration(
+            domain: "recent", version: 1,
+            sql: """
+                CREATE TABLE recent_searches (
+                    id       INTEGER PRIMARY KEY,
+                    user_id  INTEGER NOT NULL,
+                    key      TEXT NOT NULL,
+                    q        TEXT NOT NULL,
+                    near_lat REAL,
+                    near_lon REAL,
+                    at       INTEGER NOT NULL,
+                    UNIQUE (user_id, key)
+                );
+                CREATE INDEX recent_searches_newest ON recent_searches(user_id, at, id);
+                -- Searches of a user made at or before `before` (their last clear) are not stored.
+                CREATE TABLE recent_forgotten (
+                    user_id INTEGER PRIMARY KEY,
+                    before  INTEGER NOT NULL
+                );
+                """)
     ]
 
     static func register(_ table: inout HandlerTable<FavoritesStore>) {
@@ -58,17 +60,19 @@ enum Recent {
 
     /// What search's `search.performed` teaches: the user's recent searches, except those of a
     /// user erased a moment ago (`erased`, by `clock`).
-    static func searchApplier(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventApplier { EventApplier(
-        apply: { event, scope in
-            guard event.header.type == SearchEvents.performed else { return }
-            let search = try event.body(SearchPerformed.self)
-            guard (try? erased.refuse(search.userId, now: clock())) != nil else { return }
-            try remember(search, scope.db)
-        },
-        // Nothing to forget: the list is favorites' own (see above); a rebuild re-applies
-        // what search's outbox still holds, which changes nothing already stored.
-        reset: { _ in },
-        types: [SearchEvents.performed]) }
+    static func searchApplier(clock: @escaping @Sendable () -> Int64, erased: RecentlyErased) -> EventApplier {
+        EventApplier(
+            apply: { event, scope in
+                guard event.header.type == SearchEvents.performed else { return }
+                let search = try event.body(SearchPerformed.self)
+                guard (try? erased.refuse(search.userId, now: clock())) != nil else { return }
+                try remember(search, scope.db)
+            },
+            // Nothing to forget: the list is favorites' own (see above); a rebuild re-applies
+            // what search's outbox still holds, which changes nothing already stored.
+            reset: { _ in },
+            types: [SearchEvents.performed])
+    }
 
     /// The text shown and the key that says two searches are the same: `q` trimmed, with each
     /// run of white space one space; the key is that in NFC and lower case. The text shown is
@@ -99,9 +103,11 @@ enum Recent {
             guard try row.decode("at", as: Int64.self) < at else { return }
             try db.run("DELETE FROM recent_searches WHERE id = ?", try row.decode("id", as: Int64.self))
         }
-        try db.run("INSERT INTO recent_searches (user_id, key, q, near_lat, near_lon, at) VALUES (?, ?, ?, ?, ?, ?)",
-                   search.userId, key, shown, search.near?.lat, search.near?.lon, at)
-        try db.run("""
+        try db.run(
+            "INSERT INTO recent_searches (user_id, key, q, near_lat, near_lon, at) VALUES (?, ?, ?, ?, ?, ?)",
+            search.userId, key, shown, search.near?.lat, search.near?.lon, at)
+        try db.run(
+            """
             DELETE FROM recent_searches WHERE id IN (
                 SELECT id FROM recent_searches WHERE user_id = ? ORDER BY at DESC, id DESC LIMIT -1 OFFSET ?)
             """, search.userId, maxPerUser)
@@ -112,7 +118,8 @@ enum Recent {
     static func forget(user id: Int64, before: Int64, _ db: Database) throws -> Int {
         try db.run("DELETE FROM recent_searches WHERE user_id = ?", id)
         let deleted = db.changes
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO recent_forgotten (user_id, before) VALUES (?, ?)
             ON CONFLICT(user_id) DO UPDATE SET before = max(before, excluded.before)
             """, id, before)
@@ -129,13 +136,17 @@ enum Recent {
 
 extension FavoritesStore {
     func recentSearches(caller: Caller, limit: Int) throws -> RecentPage {
-        let rows = try db.query("SELECT q, near_lat, near_lon, at FROM recent_searches WHERE user_id = ? ORDER BY at DESC, id DESC LIMIT ?",
-                                caller.id, limit)
-        return RecentPage(searches: try rows.map { row in
-            let lat = try row.decode("near_lat", as: Double?.self), lon = try row.decode("near_lon", as: Double?.self)
-            return RecentSearch(q: try row.decode("q"), near: lat.flatMap { lat in lon.map { SearchPerformed.Point(lat: lat, lon: $0) } },
-                                at: FavoritesStore.timestamp(try row.decode("at")))
-        })
+        let rows = try db.query(
+            "SELECT q, near_lat, near_lon, at FROM recent_searches WHERE user_id = ? ORDER BY at DESC, id DESC LIMIT ?",
+            caller.id, limit)
+        return RecentPage(
+            searches: try rows.map { row in
+                let lat = try row.decode("near_lat", as: Double?.self)
+                let lon = try row.decode("near_lon", as: Double?.self)
+                return RecentSearch(
+                    q: try row.decode("q"), near: lat.flatMap { lat in lon.map { SearchPerformed.Point(lat: lat, lon: $0) } },
+                    at: FavoritesStore.timestamp(try row.decode("at")))
+            })
     }
 
     /// Forgets the caller's recent searches, and any made until now that arrive later.

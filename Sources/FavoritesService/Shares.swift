@@ -66,7 +66,8 @@ extension FavoritesStore {
         let limit = try PageLimit.listItems.validated(request.limit)
         let gone = ServiceError(.notFound, "no shared list has this token", field: "token")
         guard request.token.utf8.count <= Shares.maxTokenBytes,
-              let row = try db.queryOne("SELECT l.id, l.name FROM shares s JOIN lists l ON l.id = s.list_id WHERE s.token = ?", request.token) else {
+            let row = try db.queryOne("SELECT l.id, l.name FROM shares s JOIN lists l ON l.id = s.list_id WHERE s.token = ?", request.token)
+        else {
             throw gone
         }
         let after = try request.cursor.map { cursor throws(ServiceError) in try ItemCursor(cursor, sort: .added) }

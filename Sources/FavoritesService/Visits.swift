@@ -22,12 +22,14 @@ enum Visits {
         // `stale`: marked by a rebuild from social's snapshot (`reset`), cleared by each of its
         // events, and what is still marked after it goes (`finishBulk`): users who stopped
         // being discoverable while favorites could not follow.
-        Migration(domain: "discoverable", version: 1, sql: """
-            CREATE TABLE discoverable (
-                user_id INTEGER PRIMARY KEY,
-                stale   INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1))
-            );
-            """),
+        Migration(
+            domain: "discoverable", version: 1,
+            sql: """
+                CREATE TABLE discoverable (
+                    user_id INTEGER PRIMARY KEY,
+                    stale   INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1))
+                );
+                """)
     ]
 
     /// Whether user `id` is discoverable, as social last said.
@@ -45,44 +47,53 @@ enum Visits {
     /// The latest `limit` visits of user `user` after the newest `offset`, newest first (by
     /// `visited_at`, then place id), as `favorites.visited` bodies.
     static func latest(of user: Int64, offset: Int = 0, limit: Int, _ db: Database) throws -> [PlaceVisited] {
-        try db.query("""
+        try db.query(
+            """
             SELECT i.place_id, i.visited_at, p.lat, p.lon FROM lists l JOIN items i ON i.list_id = l.id JOIN places p ON p.id = i.place_id
             WHERE l.user_id = ? AND l.builtin = 1 AND l.name = ? AND i.visited_at IS NOT NULL
             ORDER BY i.visited_at DESC, i.place_id DESC LIMIT ? OFFSET ?
-            """, user, Lists.visited, limit, offset).map { row in
-            PlaceVisited(userId: user, placeId: try row.decode("place_id"), lat: try row.decode("lat"), lon: try row.decode("lon"),
-                         at: FavoritesStore.timestamp(try row.decode("visited_at")))
+            """, user, Lists.visited, limit, offset
+        ).map { row in
+            PlaceVisited(
+                userId: user, placeId: try row.decode("place_id"), lat: try row.decode("lat"), lon: try row.decode("lon"),
+                at: FavoritesStore.timestamp(try row.decode("visited_at")))
         }
     }
 
     /// The `favorites.unvisited` bodies of every discoverable user who has place `id` visited:
     /// call before the place goes.
     static func unvisitedOnDeletion(of place: Int64, _ db: Database) throws -> [PlaceUnvisited] {
-        try db.query("""
+        try db.query(
+            """
             SELECT l.user_id FROM items i JOIN lists l ON l.id = i.list_id JOIN discoverable d ON d.user_id = l.user_id
             WHERE i.place_id = ? AND l.builtin = 1 AND l.name = ? ORDER BY l.user_id
-            """, place, Lists.visited).map { row in PlaceUnvisited(userId: try row.decode("user_id"), placeId: place) }
+            """, place, Lists.visited
+        ).map { row in PlaceUnvisited(userId: try row.decode("user_id"), placeId: place) }
     }
 
     /// The `favorites.visited` bodies of every discoverable user who has place `id` visited,
     /// with its point as the copy holds it now: after the catalog moved it.
     static func moved(_ place: Int64, _ db: Database) throws -> [PlaceVisited] {
-        try db.query("""
+        try db.query(
+            """
             SELECT l.user_id, i.visited_at, p.lat, p.lon FROM items i JOIN lists l ON l.id = i.list_id
             JOIN discoverable d ON d.user_id = l.user_id JOIN places p ON p.id = i.place_id
             WHERE i.place_id = ? AND l.builtin = 1 AND l.name = ? AND i.visited_at IS NOT NULL ORDER BY l.user_id
-            """, place, Lists.visited).map { row in
-            PlaceVisited(userId: try row.decode("user_id"), placeId: place, lat: try row.decode("lat"), lon: try row.decode("lon"),
-                         at: FavoritesStore.timestamp(try row.decode("visited_at")))
+            """, place, Lists.visited
+        ).map { row in
+            PlaceVisited(
+                userId: try row.decode("user_id"), placeId: place, lat: try row.decode("lat"), lon: try row.decode("lon"),
+                at: FavoritesStore.timestamp(try row.decode("visited_at")))
         }
     }
 
     /// What visits take from social's events: who is discoverable (`apply`); before a rebuild
     /// from social's snapshot, which holds each discoverable user, every one is stale (`reset`)
     /// and those it does not name are forgotten after it (`finishBulk`).
-    static let socialEvents = EventHandlers([
-        SocialEvents.profileDiscoverable: { event, scope in try apply(try event.body(DiscoverableChanged.self), scope) },
-    ], reset: reset, finishBulk: finishBulk)
+    static let socialEvents = EventHandlers(
+        [
+            SocialEvents.profileDiscoverable: { event, scope in try apply(try event.body(DiscoverableChanged.self), scope) }
+        ], reset: reset, finishBulk: finishBulk)
 
     /// Applies `social.profile.discoverable`: a user who becomes discoverable has their latest
     /// visits published; again (or in a rebuild) nothing is published twice. One who stops is
@@ -106,7 +117,8 @@ enum Visits {
     /// (replays stay gap-free), so their past visits are no longer on the bus.
     static func erase(user id: Int64, _ db: Database) throws {
         try db.run("DELETE FROM discoverable WHERE user_id = ?", id)
-        try db.run("""
+        try db.run(
+            """
             UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
             WHERE type IN (?, ?) AND json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
             """, FavoritesEvents.redacted, FavoritesEvents.visited, FavoritesEvents.unvisited, id)

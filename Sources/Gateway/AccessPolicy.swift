@@ -9,8 +9,9 @@ public struct AccessPolicy: Sendable {
 
     /// A policy routing `methods`, each to its owner; internal and undeclared ones stay on the bus.
     public init(_ methods: [MethodDeclaration]) {
-        routes = Dictionary(methods.filter { $0.offeredToClients && $0.owner != .gateway }.map { ($0.name, $0) },
-                            uniquingKeysWith: { first, _ in first })
+        routes = Dictionary(
+            methods.filter { $0.offeredToClients && $0.owner != .gateway }.map { ($0.name, $0) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     /// The declaration of a method the gateway routes to a service, or nil.

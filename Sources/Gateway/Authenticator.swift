@@ -58,8 +58,10 @@ final class Authenticator: Sendable {
         }
         let tokens = self.tokens
         let deadline = Deadline(milliseconds: timeoutMilliseconds)
-        backends.send(Authenticator.accounts, type: Methods.Auth.validate.name, body: Authenticator.json(TokenBody(token: token)), auth: nil,
-                      client: client, deadline: deadline) { result in
+        backends.send(
+            Authenticator.accounts, type: Methods.Auth.validate.name, body: Authenticator.json(TokenBody(token: token)), auth: nil,
+            client: client, deadline: deadline
+        ) { result in
             switch result {
             case .success(let reply):
                 guard let owner = try? JSONCoding.decoder.decode(TokenOwner.self, from: reply.bodyJSON) else {
@@ -93,8 +95,10 @@ final class Authenticator: Sendable {
     /// others. `auth.delete` goes with its `caller` (a token validated moments ago) in the
     /// envelope's `auth`; once it succeeds the caller's tokens are forgotten and the
     /// connection that sent the token is signed out.
-    func checkPassword(_ method: String, params: Data, caller: (token: String, owner: TokenOwner)? = nil, client: ClientKey, deadline: Deadline,
-                       completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
+    func checkPassword(
+        _ method: String, params: Data, caller: (token: String, owner: TokenOwner)? = nil, client: ClientKey, deadline: Deadline,
+        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void
+    ) -> Outcome? {
         let kind: ClientAddresses.SignIn = method == Methods.Auth.register.name ? .registration : .login
         if let wait = addresses.signInPermit(client.address, kind) {
             // Each refusal also costs the address a little of its request rate, so a flood of
@@ -103,47 +107,51 @@ final class Authenticator: Sendable {
             let what = method == Authenticator.deleteAccount ? "password checks" : kind == .login ? "logins" : "sign-ups"
             return .failure(ServiceError(.rateLimited, "too many \(what) from your address; try again in \(wait) s"))
         }
-        let tokens = self.tokens, backends = self.backends
+        let tokens = self.tokens
+        let backends = self.backends
         let auth = caller.map { Auth(userId: String($0.owner.userId), role: $0.owner.role) }
-        let job = FairQueue.Job(deadline: deadline.end, run: { done in
-            @Sendable func attempt() {
-                backends.send(Authenticator.accounts, type: method, body: params, auth: auth, client: nil, deadline: deadline) { result in
-                    switch result {
-                    case .failure(let error) where error.code == .unavailable && deadline.remainingMilliseconds > 2 * Authenticator.busyRetryMilliseconds:
-                        // The accounts service hashes a few passwords at a time and refuses more
-                        // at once, having changed nothing: try again within the deadline.
-                        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Authenticator.busyRetryMilliseconds)) { attempt() }
-                    case .failure(let error):
-                        done()
-                        completion(.failure(error), nil)
-                    case .success(let reply) where method == Methods.Auth.login.name:
-                        done()
-                        guard let signedIn = try? JSONCoding.decoder.decode(LoginReply.self, from: reply.bodyJSON) else {
-                            completion(.failure(ServiceError(.internal, "auth.login answered without a token")), nil)
-                            return
+        let job = FairQueue.Job(
+            deadline: deadline.end,
+            run: { done in
+                @Sendable func attempt() {
+                    backends.send(Authenticator.accounts, type: method, body: params, auth: auth, client: nil, deadline: deadline) { result in
+                        switch result {
+                        case .failure(let error) where error.code == .unavailable && deadline.remainingMilliseconds > 2 * Authenticator.busyRetryMilliseconds:
+                            // The accounts service hashes a few passwords at a time and refuses more
+                            // at once, having changed nothing: try again within the deadline.
+                            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Authenticator.busyRetryMilliseconds)) { attempt() }
+                        case .failure(let error):
+                            done()
+                            completion(.failure(error), nil)
+                        case .success(let reply) where method == Methods.Auth.login.name:
+                            done()
+                            guard let signedIn = try? JSONCoding.decoder.decode(LoginReply.self, from: reply.bodyJSON) else {
+                                completion(.failure(ServiceError(.internal, "auth.login answered without a token")), nil)
+                                return
+                            }
+                            // The reply says who the token is: the requests that follow need not ask,
+                            // and so leave in the order they came.
+                            tokens.remember(signedIn.token, signedIn.owner)
+                            completion(.result(reply.bodyJSON), .signedIn(token: signedIn.token))
+                        case .success(let reply) where method == Authenticator.deleteAccount:
+                            done()
+                            // The account is gone: none of its tokens signs anyone in here any more.
+                            if let caller {
+                                tokens.forget(userId: caller.owner.userId)
+                                tokens.revoke(caller.token)
+                            }
+                            completion(.result(reply.bodyJSON), caller.map { .signedOut(token: $0.token) })
+                        case .success(let reply):
+                            done()
+                            completion(.result(reply.bodyJSON), nil)
                         }
-                        // The reply says who the token is: the requests that follow need not ask,
-                        // and so leave in the order they came.
-                        tokens.remember(signedIn.token, signedIn.owner)
-                        completion(.result(reply.bodyJSON), .signedIn(token: signedIn.token))
-                    case .success(let reply) where method == Authenticator.deleteAccount:
-                        done()
-                        // The account is gone: none of its tokens signs anyone in here any more.
-                        if let caller {
-                            tokens.forget(userId: caller.owner.userId)
-                            tokens.revoke(caller.token)
-                        }
-                        completion(.result(reply.bodyJSON), caller.map { .signedOut(token: $0.token) })
-                    case .success(let reply):
-                        done()
-                        completion(.result(reply.bodyJSON), nil)
                     }
                 }
-            }
-            attempt()
-        }, expire: {
-            completion(.failure(ServiceError(.deadlineExceeded, "no turn to check a password within the deadline")), nil)
-        })
+                attempt()
+            },
+            expire: {
+                completion(.failure(ServiceError(.deadlineExceeded, "no turn to check a password within the deadline")), nil)
+            })
         passwordChecks.submit(client, job)
         return nil
     }
@@ -151,9 +159,11 @@ final class Authenticator: Sendable {
     /// `auth.logout`: ends the session of the token that signed the request in.
     func logout(token: String, owner: TokenOwner, client: ClientKey, deadline: Deadline, completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) {
         let tokens = self.tokens
-        backends.send(Authenticator.accounts, type: Methods.Auth.logout.name, body: Authenticator.json(TokenBody(token: token)),
-                      auth: Auth(userId: String(owner.userId), role: owner.role),
-                      client: client, deadline: deadline) { result in
+        backends.send(
+            Authenticator.accounts, type: Methods.Auth.logout.name, body: Authenticator.json(TokenBody(token: token)),
+            auth: Auth(userId: String(owner.userId), role: owner.role),
+            client: client, deadline: deadline
+        ) { result in
             switch result {
             case .success(let reply):
                 tokens.revoke(token)

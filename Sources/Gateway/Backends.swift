@@ -23,8 +23,10 @@ final class Backends: Sendable {
     /// Connects to every peer with request endpoints, `window` requests in flight to each of
     /// its endpoints, with `curve`'s keys for each when the bus is secured;
     /// `checkIntervalMilliseconds` nil disables checks.
-    init(context: ZMQContext, peers: [String: PeerEndpoints], curve: (String) -> CurveClientKeys? = { _ in nil }, window: Int, logger: Logger,
-         checkIntervalMilliseconds: Int? = 1_000) throws {
+    init(
+        context: ZMQContext, peers: [String: PeerEndpoints], curve: (String) -> CurveClientKeys? = { _ in nil }, window: Int, logger: Logger,
+        checkIntervalMilliseconds: Int? = 1_000
+    ) throws {
         var clients: [String: RPCClient] = [:]
         var health: [String: BackendHealth] = [:]
         for (name, peer) in peers where !peer.rpc.isEmpty {
@@ -69,8 +71,10 @@ final class Backends: Sendable {
 
     /// Sends a request to a service in `client`'s fair turn (at once when `client` is nil),
     /// within `deadline`; a failure that says the service is down shows in `gateway.status`.
-    func send(_ service: String, type: String, body: Data, auth: Auth?, client: ClientKey?, deadline: Deadline,
-              ownDeadline: Bool = false, completion: @escaping @Sendable (Result<Reply, ServiceError>) -> Void) {
+    func send(
+        _ service: String, type: String, body: Data, auth: Auth?, client: ClientKey?, deadline: Deadline,
+        ownDeadline: Bool = false, completion: @escaping @Sendable (Result<Reply, ServiceError>) -> Void
+    ) {
         guard let rpc = clients[service], let queue = queues[service] else {
             completion(.failure(ServiceError(.unavailable, "no \(service) service is configured")))
             return
@@ -90,9 +94,13 @@ final class Backends: Sendable {
             run {}
             return
         }
-        queue.submit(client, FairQueue.Job(deadline: deadline.end, run: run, expire: {
-            completion(.failure(ServiceError(.deadlineExceeded, "\(service) had no turn for this request within the deadline")))
-        }))
+        queue.submit(
+            client,
+            FairQueue.Job(
+                deadline: deadline.end, run: run,
+                expire: {
+                    completion(.failure(ServiceError(.deadlineExceeded, "\(service) had no turn for this request within the deadline")))
+                }))
     }
 
     /// Health of every backend, sorted by name.

@@ -78,10 +78,12 @@ final class ClientAddresses: Sendable {
     }
 
     private func fresh(_ now: UInt64) -> Entry {
-        Entry(requests: TokenBucket(capacity: limits.requestsPerSecondPerAddress, perSecond: Double(limits.requestsPerSecondPerAddress), now: now),
-              logins: TokenBucket(capacity: limits.loginsPerMinutePerAddress, perSecond: Double(limits.loginsPerMinutePerAddress) / 60, now: now),
-              registrations: TokenBucket(capacity: limits.registrationsPerMinutePerAddress,
-                                         perSecond: Double(limits.registrationsPerMinutePerAddress) / 60, now: now))
+        Entry(
+            requests: TokenBucket(capacity: limits.requestsPerSecondPerAddress, perSecond: Double(limits.requestsPerSecondPerAddress), now: now),
+            logins: TokenBucket(capacity: limits.loginsPerMinutePerAddress, perSecond: Double(limits.loginsPerMinutePerAddress) / 60, now: now),
+            registrations: TokenBucket(
+                capacity: limits.registrationsPerMinutePerAddress,
+                perSecond: Double(limits.registrationsPerMinutePerAddress) / 60, now: now))
     }
 
     /// Connections an address may hold once the gateway is nearly full (its last quarter is

@@ -125,8 +125,10 @@ final class ClientSession {
     /// Calls answered since bytes were last written for them (a batch's answers come out together).
     private var answeredUnwritten = 0
 
-    init(limits: GatewayLimits, framing: FramingLimits, now: UInt64, dispatch: @escaping Dispatch, deliver: @escaping Deliver,
-         charge: @escaping Charge, listen: @escaping Listen = { _, _ in true }) {
+    init(
+        limits: GatewayLimits, framing: FramingLimits, now: UInt64, dispatch: @escaping Dispatch, deliver: @escaping Deliver,
+        charge: @escaping Charge, listen: @escaping Listen = { _, _ in true }
+    ) {
         self.limits = limits
         self.framingLimits = framing
         self.dispatch = dispatch
@@ -336,9 +338,12 @@ final class ClientSession {
         var names: [String] = []
         for element in elements {
             guard let name = JSONSpan.string(at: element, in: params), patterns ? TopicPattern.isValid(name) : Push.isValidTopic(name) else {
-                return .failure(ServiceError.invalid(field, patterns
-                    ? "a pattern is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_', '-' and the glob characters * ? [ ] ^ \\"
-                    : "a topic is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_' and '-', starting with a letter"))
+                return .failure(
+                    ServiceError.invalid(
+                        field,
+                        patterns
+                            ? "a pattern is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_', '-' and the glob characters * ? [ ] ^ \\"
+                            : "a topic is 1 to \(Push.maxTopicBytes) bytes of a-z, 0-9, '.', '_' and '-', starting with a letter"))
             }
             names.append(name)
         }
@@ -355,8 +360,10 @@ final class ClientSession {
         listener = (user, checked)
         interests = after
         recheckAt = recheckAt ?? now + ClientSession.recheckInterval
-        return .subscription(SubscriptionChange(kind: patterns ? "psubscribe" : "subscribe", topics: named, counts: counts,
-                                                all: interests.topics.sorted(), total: interests.count))
+        return .subscription(
+            SubscriptionChange(
+                kind: patterns ? "psubscribe" : "subscribe", topics: named, counts: counts,
+                all: interests.topics.sorted(), total: interests.count))
     }
 
     /// Stops hearing `named` topics or patterns (all of them, when none are named).
@@ -370,8 +377,9 @@ final class ClientSession {
                 recheckAt = nil
             }
         }
-        return SubscriptionChange(kind: patterns ? "punsubscribe" : "unsubscribe", topics: dropped, counts: counts,
-                                  all: interests.topics.sorted(), total: interests.count)
+        return SubscriptionChange(
+            kind: patterns ? "punsubscribe" : "unsubscribe", topics: dropped, counts: counts,
+            all: interests.topics.sorted(), total: interests.count)
     }
 
     private func stopListening() {

@@ -66,8 +66,10 @@ final class Dispatcher: Sendable {
     /// Requests, errors and latencies by method, for the metrics port.
     let stats = ServerStats()
 
-    init(backends: Backends, authenticator: Authenticator, policy: AccessPolicy = .standard, limits: GatewayLimits, connections: ConnectionCount,
-         pushes: PushRegistry = PushRegistry(gatewayId: PushRegistry.newGatewayId())) {
+    init(
+        backends: Backends, authenticator: Authenticator, policy: AccessPolicy = .standard, limits: GatewayLimits, connections: ConnectionCount,
+        pushes: PushRegistry = PushRegistry(gatewayId: PushRegistry.newGatewayId())
+    ) {
         self.backends = backends
         self.authenticator = authenticator
         self.policy = policy
@@ -82,10 +84,13 @@ final class Dispatcher: Sendable {
     /// Answers a command: at once (returns the outcome) or later (returns nil and calls
     /// `completion` exactly once, on this thread or another). `token` is the connection's,
     /// when it signed in. Each answer is counted in `stats`, under `metricsLabel(for:)`.
-    func dispatch(_ call: Call, client: ClientKey, token connectionToken: String? = nil,
-                  completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
+    func dispatch(
+        _ call: Call, client: ClientKey, token connectionToken: String? = nil,
+        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void
+    ) -> Outcome? {
         let started = monotonicNanos()
-        let stats = self.stats, label = metricsLabel(for: call.method)
+        let stats = self.stats
+        let label = metricsLabel(for: call.method)
         @Sendable func count(_ outcome: Outcome) {
             let error: ErrorCode? = if case .failure(let failure) = outcome { failure.code } else { nil }
             stats.record(type: label, nanoseconds: monotonicNanos() - started, error: error)
@@ -107,17 +112,20 @@ final class Dispatcher: Sendable {
 
     private static let builtInNames = Set(Methods.owned(by: .gateway).map(\.name))
     /// The params shapes of the built-ins but `ping`.
-    static let builtInShapes: [String: Schema] = Dictionary(uniqueKeysWithValues: Methods.owned(by: .gateway)
-        .map { method in
-            do {
-                return (method.name, try SchemaProbe.shape(of: method.params))
-            } catch {
-                preconditionFailure("\(method.name)'s params shape cannot be read: \(error)")
-            }
-        })
+    static let builtInShapes: [String: Schema] = Dictionary(
+        uniqueKeysWithValues: Methods.owned(by: .gateway)
+            .map { method in
+                do {
+                    return (method.name, try SchemaProbe.shape(of: method.params))
+                } catch {
+                    preconditionFailure("\(method.name)'s params shape cannot be read: \(error)")
+                }
+            })
 
-    private func route(_ call: Call, client: ClientKey, token connectionToken: String?,
-                       completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
+    private func route(
+        _ call: Call, client: ClientKey, token connectionToken: String?,
+        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void
+    ) -> Outcome? {
         let method = call.method
         if let requested = call.deadlineMilliseconds, requested <= 0 {
             return .failure(ServiceError.invalid("deadline_ms", "must be a positive number of milliseconds"))
@@ -156,7 +164,8 @@ final class Dispatcher: Sendable {
         let ownDeadline = call.deadlineMilliseconds.map { $0 < ceiling } ?? false
         let (token, params): (String?, Data)
         do {
-            (token, params) = rule.ownsTokenParam
+            (token, params) =
+                rule.ownsTokenParam
                 ? (connectionToken, call.params)
                 : try Dispatcher.requestToken(call.params, connectionToken: connectionToken)
         } catch {
@@ -207,8 +216,11 @@ final class Dispatcher: Sendable {
                         if change != nil { pushes.recheck(user: user.userId) }
                     }
                 } else {
-                    forward(request, auth: Auth(userId: String(user.userId), role: user.role,
-                                                origin: PushRegistry.origin(pushes.gatewayId, client.connection)), completion)
+                    forward(
+                        request,
+                        auth: Auth(
+                            userId: String(user.userId), role: user.role,
+                            origin: PushRegistry.origin(pushes.gatewayId, client.connection)), completion)
                 }
             }
         }
@@ -229,8 +241,10 @@ final class Dispatcher: Sendable {
     /// `auth`. On success the connection it signed in is signed out, and this gateway's
     /// listening connections of the user check their tokens again (the accounts service's
     /// `social.user.deleted` does the same on every gateway).
-    private func deleteAccount(_ raw: Data, connectionToken: String?, client: ClientKey, deadline: Deadline,
-                               completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
+    private func deleteAccount(
+        _ raw: Data, connectionToken: String?, client: ClientKey, deadline: Deadline,
+        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void
+    ) -> Outcome? {
         let (token, params): (String?, Data)
         do {
             (token, params) = try Dispatcher.requestToken(raw, connectionToken: connectionToken)
@@ -241,7 +255,8 @@ final class Dispatcher: Sendable {
             return .failure(ServiceError(.unauthenticated, "sign in first: auth.login, auth.resume, AUTH <token>, or a token param"))
         }
         let ownToken = token == connectionToken
-        let authenticator = self.authenticator, pushes = self.pushes
+        let authenticator = self.authenticator
+        let pushes = self.pushes
         authenticator.validate(token, client: client, timeoutMilliseconds: deadline.remainingMilliseconds) { result in
             switch result {
             case .failure(let error) where error.code == .unauthenticated && ownToken:
@@ -249,8 +264,10 @@ final class Dispatcher: Sendable {
             case .failure(let error):
                 completion(.failure(error), nil)
             case .success(let owner):
-                let refused = authenticator.checkPassword(Authenticator.deleteAccount, params: params, caller: (token, owner), client: client,
-                                                          deadline: deadline) { outcome, change in
+                let refused = authenticator.checkPassword(
+                    Authenticator.deleteAccount, params: params, caller: (token, owner), client: client,
+                    deadline: deadline
+                ) { outcome, change in
                     completion(outcome, change)
                     if change != nil { pushes.recheck(user: owner.userId) }
                 }
@@ -263,8 +280,10 @@ final class Dispatcher: Sendable {
     /// Who the connection's own token signs in, for `subscribe`: pushes are addressed to
     /// users, so a connection hears them only once signed in (a token in the params does not
     /// count: it stands for one request). The session adds the topics when the answer comes.
-    private func subscriber(_ token: String?, client: ClientKey, deadline: Deadline,
-                            completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome? {
+    private func subscriber(
+        _ token: String?, client: ClientKey, deadline: Deadline,
+        completion: @escaping @Sendable (Outcome, SessionChange?) -> Void
+    ) -> Outcome? {
         guard let token else {
             return .failure(ServiceError(.unauthenticated, "sign in first to hear pushes: auth.login, auth.resume or AUTH"))
         }
@@ -291,8 +310,10 @@ final class Dispatcher: Sendable {
     /// Sends a request on to its service, in the client's fair turn, and turns the reply into an outcome.
     private func forward(_ request: Forwarded, auth: Auth?, _ completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) {
         let method = request.method
-        backends.send(request.service, type: method, body: request.params, auth: auth, client: request.client,
-                      deadline: request.deadline, ownDeadline: request.ownDeadline) { result in
+        backends.send(
+            request.service, type: method, body: request.params, auth: auth, client: request.client,
+            deadline: request.deadline, ownDeadline: request.ownDeadline
+        ) { result in
             switch result {
             case .success(let reply) where reply.attachments.count == 1:
                 // A reply that carries one attachment frame answers with its bytes (a tile).

@@ -1,11 +1,12 @@
 import Bus
-import Contracts
 import CEpoll
+import Contracts
 import Foundation
 import ServiceCore
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One epoll instance, closed in deinit; used by one event loop's thread.

@@ -142,7 +142,8 @@ final class FairQueue: Sendable {
     /// The next job: from the address served least, its next connection's oldest.
     private static func takeNext(_ s: inout State) -> Job? {
         while let address = s.lanes.min(by: { $0.value.served < $1.value.served || ($0.value.served == $1.value.served && $0.key < $1.key) })?.key,
-              var lane = s.lanes[address] {
+            var lane = s.lanes[address]
+        {
             var job: Job?
             while job == nil, let connection = lane.order.popFirst() {
                 job = lane.connections[connection]?.popFirst()

@@ -1,6 +1,6 @@
-import ServiceCore
 import Bus
 import Foundation
+import ServiceCore
 
 /// Everything the gateway needs to start: the common settings, where it listens for
 /// clients, and its limits on them.

@@ -64,7 +64,9 @@ public struct GatewayLimits: Sendable, Equatable {
         Setting(name: "max-in-flight", summary: "requests of one connection read and not yet answered (then reading pauses)", field: \.maxInFlight),
         Setting(name: "max-batch", summary: "elements of one JSON-RPC batch", field: \.maxBatch),
         Setting(name: "max-reply-bytes", summary: "longest reply; longer ones are answered too_large", field: \.maxReplyBytes),
-        Setting(name: "max-pending-output-bytes", summary: "unsent replies past which reading stops (and a client that takes nothing for 5 s is disconnected)", field: \.maxPendingOutputBytes),
+        Setting(
+            name: "max-pending-output-bytes", summary: "unsent replies past which reading stops (and a client that takes nothing for 5 s is disconnected)",
+            field: \.maxPendingOutputBytes),
         Setting(name: "requests-per-second-per-address", summary: "requests per second one address sends before it is read more slowly", field: \.requestsPerSecondPerAddress),
         Setting(name: "backend-window", summary: "requests in flight to each service endpoint; the rest queue fairly", field: \.backendWindow),
         Setting(name: "password-check-window", summary: "password checks in flight to each accounts endpoint; the rest queue fairly", field: \.passwordCheckWindow),

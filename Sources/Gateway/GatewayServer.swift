@@ -3,8 +3,9 @@ import Contracts
 import Foundation
 import ServiceCore
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The gateway: one TCP endpoint for clients (JSON-RPC lines or RESP), in front of the services.
@@ -47,21 +48,26 @@ public final class GatewayServer: Service {
         endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let lifecycle = Lifecycle(logger: logger)
         self.lifecycle = lifecycle
-        let stopping = self.stopping, connections = self.connections
+        let stopping = self.stopping
+        let connections = self.connections
         var metricsEndpoint: String?
         do {
             let backends = try lifecycle.start("backend clients", stop: { $0.close() }) {
-                try Backends(context: context, peers: config.peers, curve: config.common.curve(for:), window: limits.backendWindow, logger: logger,
-                             checkIntervalMilliseconds: healthCheckMilliseconds)
+                try Backends(
+                    context: context, peers: config.peers, curve: config.common.curve(for:), window: limits.backendWindow, logger: logger,
+                    checkIntervalMilliseconds: healthCheckMilliseconds)
             }
             let addresses = ClientAddresses(limits: limits)
             // Every loop sees the flag, answers what is in flight and closes its connections;
             // what is still open after 5 s is closed as it is.
-            let loops = try lifecycle.start("client connections", stop: { (loops: EventLoops) in
-                stopping.set()
-                for _ in 0..<100 where connections.value > 0 { usleep(50_000) }
-                loops.abandon()
-            }) {
+            let loops = try lifecycle.start(
+                "client connections",
+                stop: { (loops: EventLoops) in
+                    stopping.set()
+                    for _ in 0..<100 where connections.value > 0 { usleep(50_000) }
+                    loops.abandon()
+                }
+            ) {
                 try EventLoops(count: EventLoops.defaultCount, addresses: addresses, connections: connections, logger: logger, stopping: stopping)
             }
             let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
@@ -72,16 +78,25 @@ public final class GatewayServer: Service {
                 return endpoints.isEmpty ? nil : try PushReceiver(context: context, endpoints: endpoints, registry: pushes, logger: logger.named("gateway-pushes"))
             }
             let accounts = try lifecycle.start("accounts events", stop: { $0?.stop() }) {
-                try GatewayServer.followAccounts(config.peers[Authenticator.accounts], curve: config.common.curve(for: Authenticator.accounts),
-                                                 authenticator.tokens, pushes, context: context, logger: logger)
+                try GatewayServer.followAccounts(
+                    config.peers[Authenticator.accounts], curve: config.common.curve(for: Authenticator.accounts),
+                    authenticator.tokens, pushes, context: context, logger: logger)
             }
-            let dispatcher = Dispatcher(backends: backends, authenticator: authenticator, limits: limits, connections: connections,
-                                        pushes: pushes)
-            let framing = FramingLimits(maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
-                                        maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
+            let dispatcher = Dispatcher(
+                backends: backends, authenticator: authenticator, limits: limits, connections: connections,
+                pushes: pushes)
+            let framing = FramingLimits(
+                maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
+                maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
             // Requests waiting for a turn hear of their deadline on time, even when nothing finishes.
             let queues = backends.fairQueues + [authenticator.passwordChecks]
-            _ = try lifecycle.start("deadline sweeper", stop: { stopping.set(); $0.join() }) {
+            _ = try lifecycle.start(
+                "deadline sweeper",
+                stop: {
+                    stopping.set()
+                    $0.join()
+                }
+            ) {
                 WorkerThread(name: "gateway-sweep") {
                     while !stopping.isSet {
                         usleep(50_000)
@@ -90,16 +105,25 @@ public final class GatewayServer: Service {
                     }
                 }
             }
-            let accept = AcceptLoop(listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses, pushes: pushes,
-                                    loops: loops, logger: logger, stopping: stopping, connections: connections)
-            _ = try lifecycle.start("acceptor", stop: { stopping.set(); $0.join() }) {
+            let accept = AcceptLoop(
+                listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses, pushes: pushes,
+                loops: loops, logger: logger, stopping: stopping, connections: connections)
+            _ = try lifecycle.start(
+                "acceptor",
+                stop: {
+                    stopping.set()
+                    $0.join()
+                }
+            ) {
                 WorkerThread(name: "gateway-accept") { accept.run() }
             }
             metricsEndpoint = try config.metricsListen.map { listen in
                 try lifecycle.start("metrics", stop: { $0.stop() }) {
-                    try MetricsServer(listen: listen, logger: logger,
-                                      render: GatewayServer.metrics(name: config.common.name, dispatcher: dispatcher, connections: connections,
-                                                                    pushes: pushes, accounts: accounts))
+                    try MetricsServer(
+                        listen: listen, logger: logger,
+                        render: GatewayServer.metrics(
+                            name: config.common.name, dispatcher: dispatcher, connections: connections,
+                            pushes: pushes, accounts: accounts))
                 }.endpoint
             }
         } catch {
@@ -120,8 +144,10 @@ public final class GatewayServer: Service {
     /// What the metrics port serves: requests, errors and latencies by method as the gateway
     /// routes them, connections open, pushes delivered and dropped, and how far it follows the
     /// accounts service's events (see Protocols/configuration.md#metrics).
-    private static func metrics(name: String, dispatcher: Dispatcher, connections: ConnectionCount, pushes: PushRegistry,
-                                accounts: EventSubscriber?) -> @Sendable () -> String {
+    private static func metrics(
+        name: String, dispatcher: Dispatcher, connections: ConnectionCount, pushes: PushRegistry,
+        accounts: EventSubscriber?
+    ) -> @Sendable () -> String {
         {
             var text = MetricsText()
             text.requests(service: name, dispatcher.stats.methodMetrics(), inFlight: nil)
@@ -147,8 +173,10 @@ public final class GatewayServer: Service {
     /// lives in memory (`MemoryCursorStore`). Lost events are replayed from it; at start, and when the
     /// accounts service's history no longer reaches it, every cached token is dropped and the
     /// follower goes on from the head.
-    private static func followAccounts(_ peer: PeerEndpoints?, curve: CurveClientKeys?, _ tokens: TokenCache, _ pushes: PushRegistry,
-                                       context: ZMQContext, logger: Logger) throws -> EventSubscriber? {
+    private static func followAccounts(
+        _ peer: PeerEndpoints?, curve: CurveClientKeys?, _ tokens: TokenCache, _ pushes: PushRegistry,
+        context: ZMQContext, logger: Logger
+    ) throws -> EventSubscriber? {
         guard let peer, !peer.publish.isEmpty else {
             logger.warn("no event endpoint for the accounts service: cached tokens live out their 2 s", ["service": Authenticator.accounts])
             return nil
@@ -157,21 +185,23 @@ public final class GatewayServer: Service {
         options.curve = curve
         let logger = logger.named("gateway<-\(Authenticator.accounts)")
         return try EventSubscriber(context: context, options: options, logger: logger) {
-            MemoryCursorStore(source: Authenticator.accounts, logger: logger,
-                              types: [SocialEvents.sessionEnded, SocialEvents.roleChanged, SocialEvents.userDeleted],
-                              apply: { event in
-                                  let userId = switch event.header.type {
-                                  case SocialEvents.sessionEnded: try event.body(SessionEnded.self).userId
-                                  case SocialEvents.roleChanged: try event.body(RoleChange.self).userId
-                                  default: try event.body(UserDeleted.self).userId
-                                  }
-                                  tokens.forget(userId: userId)
-                                  pushes.recheck(user: userId)
-                              },
-                              forgetAll: {
-                                  tokens.forgetAll()
-                                  pushes.recheck(user: nil)
-                              })
+            MemoryCursorStore(
+                source: Authenticator.accounts, logger: logger,
+                types: [SocialEvents.sessionEnded, SocialEvents.roleChanged, SocialEvents.userDeleted],
+                apply: { event in
+                    let userId =
+                        switch event.header.type {
+                        case SocialEvents.sessionEnded: try event.body(SessionEnded.self).userId
+                        case SocialEvents.roleChanged: try event.body(RoleChange.self).userId
+                        default: try event.body(UserDeleted.self).userId
+                        }
+                    tokens.forget(userId: userId)
+                    pushes.recheck(user: userId)
+                },
+                forgetAll: {
+                    tokens.forgetAll()
+                    pushes.recheck(user: nil)
+                })
         }
     }
 
@@ -257,15 +287,19 @@ struct AcceptLoop: @unchecked Sendable {
                 }
                 guard addresses.open(address, total: open) else {
                     _ = connections.add(-1)
-                    refuse(socket, addresses.isNearlyFull(open)
-                        ? "the gateway is nearly full: at most \(addresses.nearlyFullShare) connections from your address now"
-                        : "too many connections from your address (limit \(limits.maxConnectionsPerAddress))")
+                    refuse(
+                        socket,
+                        addresses.isNearlyFull(open)
+                            ? "the gateway is nearly full: at most \(addresses.nearlyFullShare) connections from your address now"
+                            : "too many connections from your address (limit \(limits.maxConnectionsPerAddress))")
                     continue
                 }
                 nextConnection += 1
                 let client = ClientKey(address: address, connection: nextConnection)
                 let inbox = loops.next().inbox
-                let dispatcher = self.dispatcher, addresses = self.addresses, pushes = self.pushes
+                let dispatcher = self.dispatcher
+                let addresses = self.addresses
+                let pushes = self.pushes
                 let session = ClientSession(
                     limits: limits, framing: framing, now: monotonicNanos(),
                     dispatch: { call, token, completion in dispatcher.dispatch(call, client: client, token: token, completion: completion) },
@@ -304,7 +338,8 @@ struct Refusal: @unchecked Sendable {
         if poll(&fds, 1, 100) > 0 { count = (try? socket.read(into: &first)) ?? 0 }
         let lead = first[0..<max(0, count)].first { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
         let error = ServiceError(.unavailable, reason)
-        let message = lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[")
+        let message =
+            lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[")
             ? JSONRPC.error(id: Data("null".utf8), error) + [0x0A]
             : RESP.error(error)
         _ = try? socket.write(message, from: 0)

@@ -57,7 +57,9 @@ enum JSONRPC {
         }
         guard methodRange.count <= 6 * maxMethodBytes + 2, let method = JSONSpan.string(at: methodRange, in: json), method.utf8.count <= maxMethodBytes else {
             let shown = String(decoding: json[methodRange].dropFirst().prefix(maxMethodBytes + 1), as: UTF8.self)
-            return .invalid(id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "method '\(Echo.clip(shown))' is longer than \(maxMethodBytes) bytes", field: "method"), code: invalidRequest)
+            return .invalid(
+                id: id ?? Data("null".utf8), ServiceError(.invalidArgument, "method '\(Echo.clip(shown))' is longer than \(maxMethodBytes) bytes", field: "method"),
+                code: invalidRequest)
         }
         var params = Data("{}".utf8)
         if let raw = members["params"], bytes(raw) != Data("null".utf8) {
@@ -69,7 +71,8 @@ enum JSONRPC {
         var deadline: Int?
         if let raw = members["deadline_ms"] {
             guard raw.count <= 32, JSONNumber.isValid(json[raw]), let number = Double(String(decoding: json[raw], as: UTF8.self)),
-                  let value = Int(exactly: number) else {
+                let value = Int(exactly: number)
+            else {
                 return .invalid(id: id, ServiceError(.invalidArgument, "deadline_ms must be an integer", field: "deadline_ms"), code: invalidParams)
             }
             deadline = value
@@ -287,7 +290,8 @@ final class JSONRPCFraming: Framing {
         // The whole line is bounded too: the largest members give way to errors until it fits.
         var total = members.reduce(members.count + 1) { $0 + $1.count }
         while total > limits.maxReplyBytes, let largest = members.indices.max(by: { members[$0].count < members[$1].count }),
-              members[largest].count > 256 {
+            members[largest].count > 256
+        {
             let id = JSONRPC.id(in: members[largest]) ?? Data("null".utf8)
             let replaced = JSONRPC.error(id: id, ServiceError(.tooLarge, "the batch's replies exceed the limit of \(limits.maxReplyBytes) bytes; send fewer at once"))
             total += replaced.count - members[largest].count

@@ -39,9 +39,10 @@ enum TopicPattern {
     /// 1 to `Push.maxTopicBytes` bytes of a topic's characters and the glob characters.
     static func isValid(_ pattern: String) -> Bool {
         let bytes = pattern.utf8
-        return (1...Push.maxTopicBytes).contains(bytes.count) && bytes.allSatisfy {
-            (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || Array("._-*?[]^\\".utf8).contains($0)
-        }
+        return (1...Push.maxTopicBytes).contains(bytes.count)
+            && bytes.allSatisfy {
+                (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || Array("._-*?[]^\\".utf8).contains($0)
+            }
     }
 
     private enum Token {
@@ -97,7 +98,8 @@ enum TopicPattern {
 
     /// Whether `topic` matches `pattern`.
     static func matches(_ pattern: String, _ topic: String) -> Bool {
-        let tokens = tokens(Array(pattern.utf8)), text = Array(topic.utf8)
+        let tokens = tokens(Array(pattern.utf8))
+        let text = Array(topic.utf8)
         // reach[j]: the first i tokens can match the first j bytes.
         var reach = [Bool](repeating: false, count: text.count + 1)
         reach[0] = true
@@ -204,7 +206,10 @@ final class PushRegistry: Sendable {
             inbox.post(.push(key: key, push, backlog))
             posted += 1
         }
-        counts.withLock { $0.delivered += posted; $0.dropped += targets.count - posted }
+        counts.withLock {
+            $0.delivered += posted
+            $0.dropped += targets.count - posted
+        }
         return posted
     }
 
@@ -250,7 +255,8 @@ final class PushReceiver: Sendable {
             if let curve { try socket.setCurveClient(curve) }
             try socket.connect(endpoint)
         }
-        let owned = Owned(socket: socket), stopping = self.stopping
+        let owned = Owned(socket: socket)
+        let stopping = self.stopping
         thread = WorkerThread(name: "gateway-pushes") {
             var lastWarning: UInt64 = 0
             var dropped = 0

@@ -37,8 +37,10 @@ enum RESP {
     /// `searched`: bytes from `start` already known to hold no LF. `progress`: how far an
     /// earlier call read the array command at `start` (kept there when this one is incomplete
     /// too, else cleared).
-    static func parse(_ input: ArraySlice<UInt8>, from start: Int, maxBytes: Int, atEnd: Bool = false, searched: Int = 0,
-                      progress: inout ArrayProgress?) -> Parsed {
+    static func parse(
+        _ input: ArraySlice<UInt8>, from start: Int, maxBytes: Int, atEnd: Bool = false, searched: Int = 0,
+        progress: inout ArrayProgress?
+    ) -> Parsed {
         guard start < input.endIndex else { return .incomplete }
         if input[start] == UInt8(ascii: "*") {
             let parsed = parseArray(input, start, maxBytes, &progress)
@@ -79,7 +81,8 @@ enum RESP {
         let negative = bytes.first == UInt8(ascii: "-")
         let digits = negative ? bytes.dropFirst() : bytes
         guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }),
-              digits.first != UInt8(ascii: "0") || (digits.count == 1 && !negative) else { return nil }
+            digits.first != UInt8(ascii: "0") || (digits.count == 1 && !negative)
+        else { return nil }
         return Int(String(decoding: bytes, as: UTF8.self))
     }
 
@@ -112,8 +115,10 @@ enum RESP {
             guard let size = integer(input[(i + 1)..<sizeLine.end]), size >= 0 else { return .protocolError("invalid bulk length") }
             let total = read.total + size
             guard size <= maxBytes, total <= maxBytes else {
-                return .tooLarge(size > maxBytes ? "bulk string of \(size) bytes exceeds the limit of \(maxBytes)"
-                                                 : "command of more than \(maxBytes) bytes exceeds the limit")
+                return .tooLarge(
+                    size > maxBytes
+                        ? "bulk string of \(size) bytes exceeds the limit of \(maxBytes)"
+                        : "command of more than \(maxBytes) bytes exceeds the limit")
             }
             let dataStart = sizeLine.next
             guard input.endIndex >= dataStart + size + 2 else { return .incomplete }
@@ -211,7 +216,6 @@ enum RESP {
 
     /// `:n`.
     static func integer(_ value: Int) -> [UInt8] { Array(":\(value)\r\n".utf8) }
-
 
     static func bulk(_ bytes: [UInt8]) -> [UInt8] {
         bytes.withUnsafeBytes { bulk($0) }
@@ -489,9 +493,11 @@ final class RESPFraming: Framing {
         }
         if let newName, let refusal = rename(newName) { return .reply(refusal) }
         if let chosen = arguments.first { version = chosen == "3" ? 3 : 2 }
-        let fields: [(String, [UInt8])] = [("server", RESP.bulk(Array("tourbus".utf8))), ("version", RESP.bulk(Array("1.0.0".utf8))),
-                                           ("proto", RESP.integer(version)), ("mode", RESP.bulk(Array("standalone".utf8))),
-                                           ("role", RESP.bulk(Array("master".utf8))), ("modules", RESP.emptyArray)]
+        let fields: [(String, [UInt8])] = [
+            ("server", RESP.bulk(Array("tourbus".utf8))), ("version", RESP.bulk(Array("1.0.0".utf8))),
+            ("proto", RESP.integer(version)), ("mode", RESP.bulk(Array("standalone".utf8))),
+            ("role", RESP.bulk(Array("master".utf8))), ("modules", RESP.emptyArray),
+        ]
         var description = Array((version == 3 ? "%\(fields.count)\r\n" : "*\(fields.count * 2)\r\n").utf8)
         for (key, value) in fields { description += RESP.bulk(Array(key.utf8)) + value }
         if let signIn { return .signIn(signIn, description: description) }

@@ -86,7 +86,8 @@ public struct BoundingBox: Sendable, Hashable, Codable {
     /// but a point on it is stored at one of them).
     public var indexAreas: [BoundingBox] {
         var areas = parts
-        let touchesWest = areas.contains { $0.west == -180 }, touchesEast = areas.contains { $0.east == 180 }
+        let touchesWest = areas.contains { $0.west == -180 }
+        let touchesEast = areas.contains { $0.east == 180 }
         let meridian: Double? = touchesWest && !touchesEast ? 180 : touchesEast && !touchesWest ? -180 : nil
         if let meridian { areas.append(BoundingBox(uncheckedSouth: south, west: meridian, north: north, east: meridian)) }
         return areas

@@ -57,7 +57,8 @@ public struct Coordinate: Sendable, Hashable, Codable {
     ///
     /// 0 is north, 90 east. The bearing from a point to itself is 0.
     public func initialBearing(to other: Coordinate) -> Double {
-        let lat1 = radians(latitude), lat2 = radians(other.latitude)
+        let lat1 = radians(latitude)
+        let lat2 = radians(other.latitude)
         let deltaLon = radians(other.longitude - longitude)
         let y = sin(deltaLon) * cos(lat2)
         let x = cos(lat1) * sin(lat2) - sin(lat1) * cos(lat2) * cos(deltaLon)
@@ -73,7 +74,8 @@ public struct Coordinate: Sendable, Hashable, Codable {
     public func destination(bearingDegrees: Double, distanceMeters: Double) -> Coordinate {
         guard bearingDegrees.isFinite, distanceMeters.isFinite else { return self }
         let angularDistance = distanceMeters / Earth.meanRadiusMeters
-        let bearing = radians(bearingDegrees), lat = radians(latitude)
+        let bearing = radians(bearingDegrees)
+        let lat = radians(latitude)
         // Unit vector of the destination in a frame rotated so the start lies on longitude 0.
         let x = cos(angularDistance) * cos(lat) - sin(angularDistance) * cos(bearing) * sin(lat)
         let y = sin(angularDistance) * sin(bearing)
@@ -88,10 +90,12 @@ public struct Coordinate: Sendable, Hashable, Codable {
 ///
 /// The asin argument is clamped to [0, 1] so rounding cannot produce NaN for antipodal points.
 public func greatCircleDistance(_ a: Coordinate, _ b: Coordinate) -> Double {
-    let lat1 = radians(a.latitude), lat2 = radians(b.latitude)
+    let lat1 = radians(a.latitude)
+    let lat2 = radians(b.latitude)
     let halfDeltaLat = radians(b.latitude - a.latitude) / 2
     let halfDeltaLon = radians(b.longitude - a.longitude) / 2
-    let h = sin(halfDeltaLat) * sin(halfDeltaLat)
+    let h =
+        sin(halfDeltaLat) * sin(halfDeltaLat)
         + cos(lat1) * cos(lat2) * sin(halfDeltaLon) * sin(halfDeltaLon)
     return 2 * Earth.meanRadiusMeters * asin(min(1, max(0, h).squareRoot()))
 }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why a secret key file could not be read or written: the reason alone, which each kind of key
@@ -38,7 +39,8 @@ public enum SecretKeyFile {
         guard info.st_size <= maxBytes, let data = FileManager.default.contents(atPath: path), data.count <= maxBytes else {
             throw KeyFileProblem("unreadable, or larger than \(maxBytes) bytes")
         }
-        var publicText: String?, secretText: String?
+        var publicText: String?
+        var secretText: String?
         for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty || text.hasPrefix("#") { continue }

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An open-loop load on the gateway's JSON-RPC lines: request `i` is due at
@@ -182,7 +183,9 @@ public enum OpenLoop {
     static func id(in line: ArraySlice<UInt8>) -> Int? {
         let key = Array(#""id":"#.utf8)
         guard let at = find(key, in: line) else { return nil }
-        var value = 0, index = at + key.count, digits = 0
+        var value = 0
+        var index = at + key.count
+        var digits = 0
         while index < line.endIndex, line[index] >= 0x30, line[index] <= 0x39, digits < 12 {
             value = value * 10 + Int(line[index] - 0x30)
             index += 1
@@ -194,7 +197,8 @@ public enum OpenLoop {
     /// The error code of an error reply (`"data":{"code":"…"`), or nil for a result. The gateway
     /// writes `"error"` or `"result"` right after the id, which is where it is looked for.
     static func errorCode(in line: ArraySlice<UInt8>) -> String? {
-        let idKey = Array(#""id":"#.utf8), errorKey = Array(#","error":"#.utf8)
+        let idKey = Array(#""id":"#.utf8)
+        let errorKey = Array(#","error":"#.utf8)
         guard var at = find(idKey, in: line) else { return nil }
         at += idKey.count
         while at < line.endIndex, line[at] >= 0x30, line[at] <= 0x39 { at += 1 }

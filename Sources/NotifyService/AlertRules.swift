@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Geo
 
 /// The alert rules of issue 12 (R1–R6) as a pure, exact core: no storage, no clock of its own,
@@ -92,8 +92,10 @@ public enum AlertRules {
     /// - Returns: stale and nothing else when `report.at` is earlier than `lastJudged.at`;
     ///   otherwise the alerts nearest first, the push, the pair changes, one zone per alert and
     ///   the new latest report.
-    public static func judge(_ report: AlertReport, settings: AlertSettings, lastJudged: JudgedReport?,
-                             annotations: [AlertAnnotation], pairs: [AlertPair]) -> AlertJudgement {
+    public static func judge(
+        _ report: AlertReport, settings: AlertSettings, lastJudged: JudgedReport?,
+        annotations: [AlertAnnotation], pairs: [AlertPair]
+    ) -> AlertJudgement {
         if let lastJudged, report.at < lastJudged.at {
             return AlertJudgement(stale: true, alerts: [], push: nil, pairChanges: [], newZones: [], judged: lastJudged)
         }
@@ -115,7 +117,8 @@ public enum AlertRules {
         // R2: transitions of pairs disarmed by an earlier report, for annotations created by `at`.
         for pair in state.values {
             guard pair.disarmedBy < number, let annotation = live[pair.annotationId],
-                  let d = distance[pair.annotationId], annotation.createdAt <= report.at else { continue }
+                let d = distance[pair.annotationId], annotation.createdAt <= report.at
+            else { continue }
             if pair.state == .waiting, d <= radius {
                 state[pair.annotationId] = AlertPair(annotationId: pair.annotationId, state: .seen, disarmedBy: number)
             } else if pair.state == .seen, d > radius {
@@ -133,7 +136,8 @@ public enum AlertRules {
                     && report.at <= shifted(annotation.createdAt, by: freshForMs)
                     && distance[annotation.id, default: .infinity] <= radius
             }.sorted { a, b in
-                let da = distance[a.id, default: .infinity], db = distance[b.id, default: .infinity]
+                let da = distance[a.id, default: .infinity]
+                let db = distance[b.id, default: .infinity]
                 if da != db { return da < db }
                 if a.createdAt != b.createdAt { return a.createdAt < b.createdAt }
                 return a.id < b.id
@@ -144,7 +148,8 @@ public enum AlertRules {
             let byLatitude = live.values.sorted { $0.point.latitude < $1.point.latitude }
             let band = suppressionRadiusM / Earth.meanRadiusMeters * 180 / .pi + 1e-9
             func firstNorthOf(_ latitude: Double) -> Int {
-                var low = 0, high = byLatitude.count
+                var low = 0
+                var high = byLatitude.count
                 while low < high {
                     let mid = (low + high) / 2
                     if byLatitude[mid].point.latitude < latitude { low = mid + 1 } else { high = mid }
@@ -170,13 +175,16 @@ public enum AlertRules {
 
         let touched = Set(before.keys).union(state.keys)
         let changes = touched.sorted().compactMap { id -> AlertPairChange? in
-            let from = before[id] ?? .armed, to = state[id]?.state ?? .armed
+            let from = before[id] ?? .armed
+            let to = state[id]?.state ?? .armed
             return from == to ? nil : AlertPairChange(annotationId: id, from: from, to: to)
         }
-        let push = alerts.isEmpty
+        let push =
+            alerts.isEmpty
             ? nil : AlertPush(alerts: Array(alerts.prefix(pushLimit)), more: max(0, alerts.count - pushLimit))
-        return AlertJudgement(stale: false, alerts: alerts, push: push, pairChanges: changes, newZones: zones,
-                              judged: JudgedReport(at: report.at, number: number))
+        return AlertJudgement(
+            stale: false, alerts: alerts, push: push, pairChanges: changes, newZones: zones,
+            judged: JudgedReport(at: report.at, number: number))
     }
 
     /// R3 for an annotation created after the alert: the waiting pair it starts with for each
@@ -191,8 +199,11 @@ public enum AlertRules {
             disarmedBy[zone.userId] = max(disarmedBy[zone.userId] ?? zone.report, zone.report)
         }
         return disarmedBy.keys.sorted().map { user in
-            AlertPairStart(userId: user, pair: AlertPair(annotationId: annotation.id, state: .waiting,
-                                                         disarmedBy: disarmedBy[user, default: 0]))
+            AlertPairStart(
+                userId: user,
+                pair: AlertPair(
+                    annotationId: annotation.id, state: .waiting,
+                    disarmedBy: disarmedBy[user, default: 0]))
         }
     }
 

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Geo
 
 // The values `AlertRules` judges and answers with. Every time is an integer count of
@@ -217,8 +217,10 @@ public struct AlertJudgement: Sendable, Hashable {
     public var judged: JudgedReport
 
     /// A judgement.
-    public init(stale: Bool, alerts: [Alert], push: AlertPush?, pairChanges: [AlertPairChange],
-                newZones: [SuppressionZone], judged: JudgedReport) {
+    public init(
+        stale: Bool, alerts: [Alert], push: AlertPush?, pairChanges: [AlertPairChange],
+        newZones: [SuppressionZone], judged: JudgedReport
+    ) {
         self.stale = stale
         self.alerts = alerts
         self.push = push

@@ -23,8 +23,9 @@ extension NotifyStore {
         guard let row = try db.queryOne("SELECT alerts, radius_m, timezone, app_timer_min, idle_timer_min FROM settings WHERE user_id = ?", user) else {
             return Self.defaultSettings
         }
-        return SettingsJSON(alerts: try row.decode("alerts"), radiusM: try row.decode("radius_m"), timezone: try row.decode("timezone"),
-                            appTimerMin: try row.decode("app_timer_min"), idleTimerMin: try row.decode("idle_timer_min"))
+        return SettingsJSON(
+            alerts: try row.decode("alerts"), radiusM: try row.decode("radius_m"), timezone: try row.decode("timezone"),
+            appTimerMin: try row.decode("app_timer_min"), idleTimerMin: try row.decode("idle_timer_min"))
     }
 
     /// `notify.settings.set`: what is given replaces what is stored, each value checked.
@@ -36,8 +37,9 @@ extension NotifyStore {
             // An IANA name (Area/Place, Etc/GMT-10, UTC, US/Eastern…) that Foundation knows as
             // itself: not only ICU's list of current names, which leaves out Asia/Kolkata.
             guard timezone.utf8.count <= Self.maxTimezoneBytes, !timezone.contains(".."),
-                  timezone.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || "/_-+".utf8.contains($0) }),
-                  timezone == "UTC" || TimeZone(identifier: timezone)?.identifier == timezone else {
+                timezone.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || "/_-+".utf8.contains($0) }),
+                timezone == "UTC" || TimeZone(identifier: timezone)?.identifier == timezone
+            else {
                 throw ServiceError.invalid("timezone", "must be an IANA time zone name such as Australia/Sydney, or UTC")
             }
             settings.timezone = timezone
@@ -49,7 +51,8 @@ extension NotifyStore {
                 throw ServiceError.invalid(name, "must be \(Self.timerRange.lowerBound) to \(Self.timerRange.upperBound) minutes")
             }
         }
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO settings (user_id, alerts, radius_m, timezone, app_timer_min, idle_timer_min) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (user_id) DO UPDATE SET alerts = excluded.alerts, radius_m = excluded.radius_m, timezone = excluded.timezone,
                 app_timer_min = excluded.app_timer_min, idle_timer_min = excluded.idle_timer_min
@@ -92,16 +95,19 @@ extension NotifyStore {
         // rounding left out an annotation at the bound would change what they decide.
         var annotations = try alertAnnotations(near: point, radius: Double(settings.radiusM) + AlertRules.suppressionRadiusM + 1, now: now)
         var pairs: [AlertPair] = []
-        try db.forEachRow("""
+        try db.forEachRow(
+            """
             SELECT p.annotation_id, p.state, p.disarmed_by, a.id, a.user_id, a.lat, a.lon, a.created_at_ms
             FROM pairs p JOIN annotations a ON a.id = p.annotation_id WHERE p.user_id = ? AND a.created_at_ms >= ?
-            """, [caller.id, AlertRules.purgeHorizon(now: now)]) { row in
+            """, [caller.id, AlertRules.purgeHorizon(now: now)]
+        ) { row in
             guard let state = AlertPairState(rawValue: try row.decode("state", as: String.self)) else { return }
             let id: Int64 = try row.decode("annotation_id")
             pairs.append(AlertPair(annotationId: id, state: state, disarmedBy: try row.decode("disarmed_by")))
-            annotations[id] = AlertAnnotation(id: id, authorId: try row.decode("user_id"),
-                                              point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
-                                              createdAt: try row.decode("created_at_ms"))
+            annotations[id] = AlertAnnotation(
+                id: id, authorId: try row.decode("user_id"),
+                point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
+                createdAt: try row.decode("created_at_ms"))
         }
         let judgement = AlertRules.judge(report, settings: settings, lastJudged: last, annotations: annotations.values.sorted { $0.id < $1.id }, pairs: pairs)
         guard !judgement.stale else { return AlertList(alerts: [], more: nil, stale: true) }
@@ -111,19 +117,23 @@ extension NotifyStore {
             if change.to == .armed {
                 try db.run("DELETE FROM pairs WHERE user_id = ? AND annotation_id = ?", caller.id, change.annotationId)
             } else {
-                try db.run("INSERT OR REPLACE INTO pairs (user_id, annotation_id, state, disarmed_by) VALUES (?, ?, ?, ?)",
-                           caller.id, change.annotationId, change.to.rawValue, number)
+                try db.run(
+                    "INSERT OR REPLACE INTO pairs (user_id, annotation_id, state, disarmed_by) VALUES (?, ?, ?, ?)",
+                    caller.id, change.annotationId, change.to.rawValue, number)
             }
         }
         for zone in judgement.newZones {
-            try db.run("INSERT INTO zones (user_id, lat, lon, at_ms, report) VALUES (?, ?, ?, ?, ?)",
-                       zone.userId, zone.center.latitude, zone.center.longitude, zone.at, zone.report)
+            try db.run(
+                "INSERT INTO zones (user_id, lat, lon, at_ms, report) VALUES (?, ?, ?, ?, ?)",
+                zone.userId, zone.center.latitude, zone.center.longitude, zone.at, zone.report)
             let cell = Self.cell(zone.center)
-            try db.run("INSERT INTO zones_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
-                       db.lastInsertRowID, cell.lat, cell.lat, cell.lon, cell.lon)
+            try db.run(
+                "INSERT INTO zones_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
+                db.lastInsertRowID, cell.lat, cell.lat, cell.lon, cell.lon)
         }
-        try db.run("INSERT OR REPLACE INTO judged (user_id, at_ms, number, judged_at_ms) VALUES (?, ?, ?, ?)",
-                   caller.id, judgement.judged.at, number, now)
+        try db.run(
+            "INSERT OR REPLACE INTO judged (user_id, at_ms, number, judged_at_ms) VALUES (?, ?, ?, ?)",
+            caller.id, judgement.judged.at, number, now)
 
         // Each alert encoded once: for the inbox, and for its size in the push's budget.
         var wires: [(alert: AnnotationJSON, json: Data)] = []
@@ -132,8 +142,9 @@ extension NotifyStore {
             guard let annotation = try liveAnnotation(alert.annotationId, now: now) else { continue }
             let wire = annotation.wire(distanceM: alert.distanceM)
             let json = try JSONCoding.encoder.encode(wire)
-            try db.run("INSERT INTO inbox (user_id, annotation_id, at_ms, alert_json, created_at_ms) VALUES (?, ?, ?, ?, ?)",
-                       caller.id, alert.annotationId, report.at, String(decoding: json, as: UTF8.self), now)
+            try db.run(
+                "INSERT INTO inbox (user_id, annotation_id, at_ms, alert_json, created_at_ms) VALUES (?, ?, ?, ?, ?)",
+                caller.id, alert.annotationId, report.at, String(decoding: json, as: UTF8.self), now)
             wires.append((wire, json))
         }
         guard !wires.isEmpty else { return AlertList(alerts: [], more: nil, stale: false) }
@@ -145,8 +156,10 @@ extension NotifyStore {
         let more = wires.count - page.items.count
         let body = AlertList(alerts: page.items, more: more > 0 ? more : nil, stale: nil)
         // Not to the connection that reported: it has the alerts in its answer.
-        worker.push(Push(Pushes.notifyAlert, id: "\(caller.id)-\(number)", userId: caller.id, origin: caller.origin,
-                         body: try Pushes.notifyAlert.encode(body)))
+        worker.push(
+            Push(
+                Pushes.notifyAlert, id: "\(caller.id)-\(number)", userId: caller.id, origin: caller.origin,
+                body: try Pushes.notifyAlert.encode(body)))
         return AlertList(alerts: body.alerts, more: body.more, stale: false)
     }
 
@@ -163,8 +176,10 @@ extension NotifyStore {
         struct PageIsFull: Error {}
         do {
             // R6: entries older than 12 h are gone, whether the purge took them yet or not.
-            try db.forEachRow("SELECT id, at_ms, alert_json FROM inbox WHERE user_id = ? AND id > ? AND created_at_ms >= ? ORDER BY id LIMIT ?",
-                              [caller.id, after, AlertRules.purgeHorizon(now: now), limit + 1]) { row in
+            try db.forEachRow(
+                "SELECT id, at_ms, alert_json FROM inbox WHERE user_id = ? AND id > ? AND created_at_ms >= ? ORDER BY id LIMIT ?",
+                [caller.id, after, AlertRules.purgeHorizon(now: now), limit + 1]
+            ) { row in
                 guard !page.isFull else {
                     more = true
                     throw PageIsFull()

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Geo
 import ServiceKit
@@ -257,8 +257,9 @@ extension AnnotationForm {
             choiceIndex[choice.value] = j
             choices.append(choice)
         }
-        return Field(name: name, labels: labels, required: required, dependsOn: parentField?.name,
-                     choices: choices, choiceIndex: choiceIndex)
+        return Field(
+            name: name, labels: labels, required: required, dependsOn: parentField?.name,
+            choices: choices, choiceIndex: choiceIndex)
     }
 
     static func readChoice(_ value: FormJSON, at path: String, parentField: Field?) throws(FormError) -> Choice {
@@ -350,7 +351,8 @@ extension AnnotationForm {
     static func readInteger(_ value: FormJSON?, at path: String, in range: ClosedRange<Int>) throws(FormError) -> Int {
         guard let value else { throw FormError(path, "is missing") }
         guard case .number(let number) = value, number.rounded() == number,
-              Double(range.lowerBound) <= number, number <= Double(range.upperBound) else {
+            Double(range.lowerBound) <= number, number <= Double(range.upperBound)
+        else {
             throw FormError(path, "must be an integer from \(range.lowerBound) to \(range.upperBound)")
         }
         return Int(number)
@@ -374,9 +376,9 @@ extension AnnotationForm {
 /// `A-Z` or `a-z`.
 private func isASCIILetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
 
-private extension Data {
+extension Data {
     /// The bytes without JSON's white space around them; not empty for strict JSON.
-    func trimmingWhitespace() -> Data {
+    fileprivate func trimmingWhitespace() -> Data {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
         let start = firstIndex { !isSpace($0) } ?? endIndex
         let end = lastIndex { !isSpace($0) }.map { index(after: $0) } ?? start
@@ -384,9 +386,9 @@ private extension Data {
     }
 }
 
-private extension Double {
+extension Double {
     /// `100000` rather than `100000.0` in a message.
-    func formatted() -> String {
+    fileprivate func formatted() -> String {
         rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
     }
 }

@@ -30,8 +30,9 @@ extension NotifyStore {
     func storeInitialForm(_ json: Data) throws {
         let form = try AnnotationForm(json: json)
         try db.transaction {
-            try db.run("INSERT OR IGNORE INTO form (id, version, json, updated_at_ms) VALUES (1, ?, ?, ?)",
-                       form.version, String(decoding: json, as: UTF8.self), now)
+            try db.run(
+                "INSERT OR IGNORE INTO form (id, version, json, updated_at_ms) VALUES (1, ?, ?, ?)",
+                form.version, String(decoding: json, as: UTF8.self), now)
         }
     }
 
@@ -58,7 +59,8 @@ extension NotifyStore {
         if let current = try db.scalarInt("SELECT version FROM form WHERE id = 1"), Int64(form.version) <= current {
             throw ServiceError(.conflict, "the version must be greater than the current one, \(current)", field: "form.version")
         }
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO form (id, version, json, updated_at_ms) VALUES (1, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET version = excluded.version, json = excluded.json, updated_at_ms = excluded.updated_at_ms
             """, form.version, String(decoding: json, as: UTF8.self), now)
@@ -79,8 +81,10 @@ extension NotifyStore {
         try form.validate(values: request.values, at: point)
         let now = self.now
         func count(since: Int64, upTo limit: Int) throws -> Int {
-            Int(try db.scalarInt("SELECT COUNT(*) FROM (SELECT 1 FROM annotations WHERE user_id = ? AND created_at_ms >= ? LIMIT ?)",
-                                 caller.id, since, Int64(limit)) ?? 0)
+            Int(
+                try db.scalarInt(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM annotations WHERE user_id = ? AND created_at_ms >= ? LIMIT ?)",
+                    caller.id, since, Int64(limit)) ?? 0)
         }
         guard try count(since: now - 59_999, upTo: options.submitsPerMinute) < options.submitsPerMinute else {
             throw ServiceError(.rateLimited, "at most \(options.submitsPerMinute) annotations a minute; try again in a moment")
@@ -93,19 +97,24 @@ extension NotifyStore {
 
     /// Stores a checked annotation: its row, its place in the R*Tree, its pairs that start
     /// *waiting* (R3: every user whose suppression zone covers it), its change for sync.
-    func insert(by user: Int64, at point: Coordinate, values: [String: String], text: String?, createdAt: Int64,
-                externalId: String? = nil) throws -> StoredAnnotation {
+    func insert(
+        by user: Int64, at point: Coordinate, values: [String: String], text: String?, createdAt: Int64,
+        externalId: String? = nil
+    ) throws -> StoredAnnotation {
         let valuesJSON = String(decoding: try JSONCoding.encoder.encode(values), as: UTF8.self)
-        try db.run("INSERT INTO annotations (user_id, lat, lon, values_json, text, created_at_ms, external_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   user, point.latitude, point.longitude, valuesJSON, text, createdAt, externalId)
+        try db.run(
+            "INSERT INTO annotations (user_id, lat, lon, values_json, text, created_at_ms, external_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            user, point.latitude, point.longitude, valuesJSON, text, createdAt, externalId)
         let id = db.lastInsertRowID
         let cell = Self.cell(point)
-        try db.run("INSERT INTO annotations_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
-                   id, cell.lat, cell.lat, cell.lon, cell.lon)
+        try db.run(
+            "INSERT INTO annotations_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)",
+            id, cell.lat, cell.lat, cell.lon, cell.lon)
         let annotation = StoredAnnotation(id: id, userId: user, point: point, values: values, text: text, createdAt: createdAt)
         for start in AlertRules.initialPairs(of: annotation.rules, zones: try zones(covering: annotation)) {
-            try db.run("INSERT OR REPLACE INTO pairs (user_id, annotation_id, state, disarmed_by) VALUES (?, ?, ?, ?)",
-                       start.userId, id, start.pair.state.rawValue, start.pair.disarmedBy)
+            try db.run(
+                "INSERT OR REPLACE INTO pairs (user_id, annotation_id, state, disarmed_by) VALUES (?, ?, ?, ?)",
+                start.userId, id, start.pair.state.rawValue, start.pair.disarmedBy)
         }
         try recordChange(id, at: point, deleted: false)
         return annotation
@@ -128,14 +137,16 @@ extension NotifyStore {
             throw ServiceError(.unavailable, "no form has been set yet; an admin sets one with annotations.form.set")
         }
         let now = self.now
-        var ids: [Int64] = [], imported = 0
+        var ids: [Int64] = []
+        var imported = 0
         for (i, item) in request.annotations.enumerated() {
             let path = "annotations[\(i)]"
             do {
                 let point = try Self.coordinate(item.lat, item.lon)
                 try SubmitRequest.textRule.check(item.text)
                 guard (1...Self.maxExternalIdBytes).contains(item.externalId.utf8.count),
-                      !item.externalId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                    !item.externalId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                else {
                     throw ServiceError.invalid("external_id", "must be 1 to \(Self.maxExternalIdBytes) bytes without control characters")
                 }
                 let createdAt = try Self.milliseconds(at: item.createdAt, field: "created_at") ?? now
@@ -151,8 +162,11 @@ extension NotifyStore {
                 } catch {
                     throw error.serviceError
                 }
-                ids.append(try insert(by: caller.id, at: point, values: item.values, text: item.text, createdAt: createdAt,
-                                      externalId: item.externalId).id)
+                ids.append(
+                    try insert(
+                        by: caller.id, at: point, values: item.values, text: item.text, createdAt: createdAt,
+                        externalId: item.externalId
+                    ).id)
                 imported += 1
             } catch let error as ServiceError {
                 throw ServiceError(error.code, error.message, field: error.field.map { "\(path).\($0)" } ?? path)
@@ -167,13 +181,18 @@ extension NotifyStore {
         let box = try BoundingBox.around(annotation.point, radiusMeters: AlertRules.suppressionRadiusM)
         var zones: [Int64: SuppressionZone] = [:]
         for area in box.indexAreas {
-            try db.forEachRow("""
+            try db.forEachRow(
+                """
                 SELECT z.id, z.user_id, z.lat, z.lon, z.at_ms, z.report FROM zones_geo g JOIN zones z ON z.id = g.id
                 WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ? AND z.at_ms BETWEEN ? AND ?
-                """, [Int64((area.south * Self.scale).rounded(.down)), Int64((area.north * Self.scale).rounded(.up)),
-                      Int64((area.west * Self.scale).rounded(.down)), Int64((area.east * Self.scale).rounded(.up)),
-                      AlertRules.shifted(annotation.createdAt, by: -AlertRules.suppressionWindowMs),
-                      AlertRules.shifted(annotation.createdAt, by: AlertRules.suppressionWindowMs)]) { row in
+                """,
+                [
+                    Int64((area.south * Self.scale).rounded(.down)), Int64((area.north * Self.scale).rounded(.up)),
+                    Int64((area.west * Self.scale).rounded(.down)), Int64((area.east * Self.scale).rounded(.up)),
+                    AlertRules.shifted(annotation.createdAt, by: -AlertRules.suppressionWindowMs),
+                    AlertRules.shifted(annotation.createdAt, by: AlertRules.suppressionWindowMs),
+                ]
+            ) { row in
                 zones[try row.decode("id")] = SuppressionZone(
                     userId: try row.decode("user_id"),
                     center: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
@@ -205,7 +224,8 @@ extension NotifyStore {
             let text = try OpaqueCursor.decode(cursor, maxLength: Self.maxCursorBytes)
             let parts = text.split(separator: "_")
             guard parts.count == 3, parts[0] == "n", let bits = UInt64(parts[1]), let id = Int64(parts[2]),
-                  Double(bitPattern: bits).isFinite else { throw OpaqueCursor.invalid }
+                Double(bitPattern: bits).isFinite
+            else { throw OpaqueCursor.invalid }
             after = (Double(bitPattern: bits), id)
         }
         // Points only, sorted; then only the page's annotations are read whole.

@@ -16,7 +16,8 @@ enum Erasure {
         EventApplier(
             apply: { event, scope in
                 guard event.header.type == SocialEvents.userDeleted else { return }
-                let id = try event.body(UserDeleted.self).userId, now = clock()
+                let id = try event.body(UserDeleted.self).userId
+                let now = clock()
                 erased.note(id, now: now)
                 try erase(user: id, scope.db, now: now)
             },
@@ -36,8 +37,9 @@ enum Erasure {
             try db.run("DELETE FROM pairs WHERE annotation_id = ?", annotation)
             try db.run("DELETE FROM annotations_geo WHERE id = ?", annotation)
             try db.run("DELETE FROM annotations WHERE id = ?", annotation)
-            try NotifyStore.recordChange(annotation, at: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
-                                         deleted: true, now: now, db)
+            try NotifyStore.recordChange(
+                annotation, at: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
+                deleted: true, now: now, db)
         }
         try db.run("DELETE FROM inbox WHERE user_id = ? OR json_extract(alert_json, '$.user_id') = ?", id, id)
         try db.run("DELETE FROM pairs WHERE user_id = ?", id)

@@ -33,9 +33,10 @@ extension AnnotationForm {
             }
             guard !choices.isEmpty else { continue }
             shownValues[field.name] = Set(choices.map(\.value))
-            shownFields.append(FormView.Field(
-                name: field.name, label: label(field.labels), required: field.required, dependsOn: field.dependsOn,
-                choices: choices.map { FormView.Choice(value: $0.value, label: label($0.labels), parent: $0.parent, region: $0.region) }))
+            shownFields.append(
+                FormView.Field(
+                    name: field.name, label: label(field.labels), required: field.required, dependsOn: field.dependsOn,
+                    choices: choices.map { FormView.Choice(value: $0.value, label: label($0.labels), parent: $0.parent, region: $0.region) }))
         }
         return FormView(version: version, fields: shownFields)
     }

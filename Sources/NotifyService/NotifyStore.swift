@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Geo
 import ServiceKit
@@ -19,9 +19,10 @@ struct StoredAnnotation {
 
     /// As clients get it, with `distance_m` when it is an alert.
     func wire(distanceM: Double? = nil) -> AnnotationJSON {
-        AnnotationJSON(id: id, lat: point.latitude, lon: point.longitude, values: values, text: text, userId: userId,
-                       createdAt: Logger.timestamp(NotifyStore.date(createdAt)),
-                       expiresAt: Logger.timestamp(NotifyStore.date(AlertRules.expiresAt(createdAt: createdAt))), distanceM: distanceM)
+        AnnotationJSON(
+            id: id, lat: point.latitude, lon: point.longitude, values: values, text: text, userId: userId,
+            createdAt: Logger.timestamp(NotifyStore.date(createdAt)),
+            expiresAt: Logger.timestamp(NotifyStore.date(AlertRules.expiresAt(createdAt: createdAt))), distanceM: distanceM)
     }
 }
 
@@ -96,10 +97,12 @@ public final class NotifyStore: ServiceState, AdmitsCallers {
                 Int64((area.south * Self.scale).rounded(.down)), Int64((area.north * Self.scale).rounded(.up)),
                 Int64((area.west * Self.scale).rounded(.down)), Int64((area.east * Self.scale).rounded(.up)),
             ]
-            try db.forEachRow("""
+            try db.forEachRow(
+                """
                 SELECT \(columns) FROM annotations_geo g JOIN annotations a ON a.id = g.id
                 WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ? AND a.created_at_ms >= ?
-                """, bounds + [AlertRules.purgeHorizon(now: now)]) { row in
+                """, bounds + [AlertRules.purgeHorizon(now: now)]
+            ) { row in
                 let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
                 if box.contains(point) { try take(row, point) }
             }
@@ -145,8 +148,10 @@ public final class NotifyStore: ServiceState, AdmitsCallers {
 
     /// The live annotation `id`, or nil.
     func liveAnnotation(_ id: Int64, now: Int64) throws -> StoredAnnotation? {
-        try db.queryOne("SELECT \(Self.annotationColumns) FROM annotations a WHERE a.id = ? AND a.created_at_ms >= ?",
-                        id, AlertRules.purgeHorizon(now: now)).map(Self.annotation)
+        try db.queryOne(
+            "SELECT \(Self.annotationColumns) FROM annotations a WHERE a.id = ? AND a.created_at_ms >= ?",
+            id, AlertRules.purgeHorizon(now: now)
+        ).map(Self.annotation)
     }
 }
 
@@ -156,93 +161,101 @@ public final class NotifyStore: ServiceState, AdmitsCallers {
 /// exact. The R*Trees hold degrees times 10^7 as 32-bit integers.
 enum NotifySchema {
     static let migrations: [Migration] = [
-        Migration(domain: "notify", version: 1, sql: """
-            CREATE TABLE form (
-                id            INTEGER PRIMARY KEY CHECK (id = 1),
-                version       INTEGER NOT NULL,
-                json          TEXT NOT NULL,
-                updated_at_ms INTEGER NOT NULL
-            );
-            CREATE TABLE annotations (
-                id            INTEGER PRIMARY KEY AUTOINCREMENT,
-                user_id       INTEGER NOT NULL,
-                lat           REAL NOT NULL,
-                lon           REAL NOT NULL,
-                values_json   TEXT NOT NULL,
-                text          TEXT,
-                created_at_ms INTEGER NOT NULL
-            );
-            CREATE INDEX annotations_by_time ON annotations(created_at_ms);
-            CREATE VIRTUAL TABLE annotations_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
-            CREATE TABLE settings (
-                user_id        INTEGER PRIMARY KEY,
-                alerts         INTEGER NOT NULL,
-                radius_m       INTEGER NOT NULL,
-                timezone       TEXT NOT NULL,
-                app_timer_min  INTEGER,
-                idle_timer_min INTEGER
-            );
-            CREATE TABLE judged (
-                user_id INTEGER PRIMARY KEY,
-                at_ms   INTEGER NOT NULL,
-                number  INTEGER NOT NULL
-            );
-            CREATE TABLE pairs (
-                user_id       INTEGER NOT NULL,
-                annotation_id INTEGER NOT NULL REFERENCES annotations(id) ON DELETE CASCADE,
-                state         TEXT NOT NULL CHECK (state IN ('seen', 'waiting')),
-                disarmed_by   INTEGER NOT NULL,
-                PRIMARY KEY (user_id, annotation_id)
-            );
-            CREATE INDEX pairs_by_annotation ON pairs(annotation_id);
-            CREATE TABLE zones (
-                id      INTEGER PRIMARY KEY AUTOINCREMENT,
-                user_id INTEGER NOT NULL,
-                lat     REAL NOT NULL,
-                lon     REAL NOT NULL,
-                at_ms   INTEGER NOT NULL,
-                report  INTEGER NOT NULL
-            );
-            CREATE INDEX zones_by_time ON zones(at_ms);
-            CREATE VIRTUAL TABLE zones_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
-            CREATE TABLE inbox (
-                id            INTEGER PRIMARY KEY AUTOINCREMENT,
-                user_id       INTEGER NOT NULL,
-                annotation_id INTEGER NOT NULL,
-                at_ms         INTEGER NOT NULL,
-                alert_json    TEXT NOT NULL,
-                created_at_ms INTEGER NOT NULL
-            );
-            CREATE INDEX inbox_by_user ON inbox(user_id, id);
-            CREATE INDEX inbox_by_time ON inbox(created_at_ms);
-            """),
+        Migration(
+            domain: "notify", version: 1,
+            sql: """
+                CREATE TABLE form (
+                    id            INTEGER PRIMARY KEY CHECK (id = 1),
+                    version       INTEGER NOT NULL,
+                    json          TEXT NOT NULL,
+                    updated_at_ms INTEGER NOT NULL
+                );
+                CREATE TABLE annotations (
+                    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                    user_id       INTEGER NOT NULL,
+                    lat           REAL NOT NULL,
+                    lon           REAL NOT NULL,
+                    values_json   TEXT NOT NULL,
+                    text          TEXT,
+                    created_at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX annotations_by_time ON annotations(created_at_ms);
+                CREATE VIRTUAL TABLE annotations_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
+                CREATE TABLE settings (
+                    user_id        INTEGER PRIMARY KEY,
+                    alerts         INTEGER NOT NULL,
+                    radius_m       INTEGER NOT NULL,
+                    timezone       TEXT NOT NULL,
+                    app_timer_min  INTEGER,
+                    idle_timer_min INTEGER
+                );
+                CREATE TABLE judged (
+                    user_id INTEGER PRIMARY KEY,
+                    at_ms   INTEGER NOT NULL,
+                    number  INTEGER NOT NULL
+                );
+                CREATE TABLE pairs (
+                    user_id       INTEGER NOT NULL,
+                    annotation_id INTEGER NOT NULL REFERENCES annotations(id) ON DELETE CASCADE,
+                    state         TEXT NOT NULL CHECK (state IN ('seen', 'waiting')),
+                    disarmed_by   INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, annotation_id)
+                );
+                CREATE INDEX pairs_by_annotation ON pairs(annotation_id);
+                CREATE TABLE zones (
+                    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+                    user_id INTEGER NOT NULL,
+                    lat     REAL NOT NULL,
+                    lon     REAL NOT NULL,
+                    at_ms   INTEGER NOT NULL,
+                    report  INTEGER NOT NULL
+                );
+                CREATE INDEX zones_by_time ON zones(at_ms);
+                CREATE VIRTUAL TABLE zones_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
+                CREATE TABLE inbox (
+                    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                    user_id       INTEGER NOT NULL,
+                    annotation_id INTEGER NOT NULL,
+                    at_ms         INTEGER NOT NULL,
+                    alert_json    TEXT NOT NULL,
+                    created_at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX inbox_by_user ON inbox(user_id, id);
+                CREATE INDEX inbox_by_time ON inbox(created_at_ms);
+                """),
         // What changed, for annotations.sync: each submit, deletion and purge in order, where
         // it was (a sync of a box hears of deletions in it), kept `NotifyStore.changeRetentionMs`.
-        Migration(domain: "notify", version: 2, sql: """
-            CREATE TABLE changes (
-                seq           INTEGER PRIMARY KEY AUTOINCREMENT,
-                annotation_id INTEGER NOT NULL,
-                lat           REAL NOT NULL,
-                lon           REAL NOT NULL,
-                deleted       INTEGER NOT NULL CHECK (deleted IN (0, 1)),
-                at_ms         INTEGER NOT NULL
-            );
-            CREATE INDEX changes_by_time ON changes(at_ms);
-            CREATE TABLE trimmed (
-                id      INTEGER PRIMARY KEY CHECK (id = 1),
-                through INTEGER NOT NULL
-            );
-            INSERT INTO changes (annotation_id, lat, lon, deleted, at_ms) SELECT id, lat, lon, 0, created_at_ms FROM annotations ORDER BY id;
-            """),
+        Migration(
+            domain: "notify", version: 2,
+            sql: """
+                CREATE TABLE changes (
+                    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+                    annotation_id INTEGER NOT NULL,
+                    lat           REAL NOT NULL,
+                    lon           REAL NOT NULL,
+                    deleted       INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+                    at_ms         INTEGER NOT NULL
+                );
+                CREATE INDEX changes_by_time ON changes(at_ms);
+                CREATE TABLE trimmed (
+                    id      INTEGER PRIMARY KEY CHECK (id = 1),
+                    through INTEGER NOT NULL
+                );
+                INSERT INTO changes (annotation_id, lat, lon, deleted, at_ms) SELECT id, lat, lon, 0, created_at_ms FROM annotations ORDER BY id;
+                """),
         // Annotations imported from another system keep its id, so a second import of one changes nothing.
-        Migration(domain: "notify", version: 3, sql: """
-            ALTER TABLE annotations ADD COLUMN external_id TEXT;
-            CREATE UNIQUE INDEX annotations_by_external_id ON annotations(external_id) WHERE external_id IS NOT NULL;
-            """),
+        Migration(
+            domain: "notify", version: 3,
+            sql: """
+                ALTER TABLE annotations ADD COLUMN external_id TEXT;
+                CREATE UNIQUE INDEX annotations_by_external_id ON annotations(external_id) WHERE external_id IS NOT NULL;
+                """),
         // What one user may do: annotations counted by author and time, reports by when they were judged.
-        Migration(domain: "notify", version: 4, sql: """
-            CREATE INDEX annotations_by_user ON annotations(user_id, created_at_ms);
-            ALTER TABLE judged ADD COLUMN judged_at_ms INTEGER NOT NULL DEFAULT 0;
-            """),
+        Migration(
+            domain: "notify", version: 4,
+            sql: """
+                CREATE INDEX annotations_by_user ON annotations(user_id, created_at_ms);
+                ALTER TABLE judged ADD COLUMN judged_at_ms INTEGER NOT NULL DEFAULT 0;
+                """),
     ]
 }

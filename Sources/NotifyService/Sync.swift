@@ -27,8 +27,9 @@ extension NotifyStore {
 
     /// Records a change in `db` at `now` (for the erasure, which runs on the subscriber's connection).
     static func recordChange(_ id: Int64, at point: Coordinate, deleted: Bool, now: Int64, _ db: Database) throws {
-        try db.run("INSERT INTO changes (annotation_id, lat, lon, deleted, at_ms) VALUES (?, ?, ?, ?, ?)",
-                   id, point.latitude, point.longitude, deleted ? 1 : 0, now)
+        try db.run(
+            "INSERT INTO changes (annotation_id, lat, lon, deleted, at_ms) VALUES (?, ?, ?, ?, ?)",
+            id, point.latitude, point.longitude, deleted ? 1 : 0, now)
     }
 
     /// The purge of R6, whether or not the service ran when things expired: annotations
@@ -40,8 +41,10 @@ extension NotifyStore {
         let now = self.now
         let horizon = AlertRules.purgeHorizon(now: now)
         var expired: [(id: Int64, point: Coordinate)] = []
-        try db.forEachRow("SELECT id, lat, lon FROM annotations WHERE created_at_ms < ? ORDER BY created_at_ms LIMIT ?",
-                          [horizon, Int64(Self.purgeBatch)]) { row in
+        try db.forEachRow(
+            "SELECT id, lat, lon FROM annotations WHERE created_at_ms < ? ORDER BY created_at_ms LIMIT ?",
+            [horizon, Int64(Self.purgeBatch)]
+        ) { row in
             expired.append((try row.decode("id"), Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))))
         }
         for (id, point) in expired {
@@ -59,8 +62,10 @@ extension NotifyStore {
             try db.run("DELETE FROM zones_geo WHERE id = ?", id)
             try db.run("DELETE FROM zones WHERE id = ?", id)
         }
-        if let last = try db.scalarInt("SELECT MAX(seq) FROM (SELECT seq FROM changes WHERE at_ms < ? ORDER BY seq LIMIT ?)",
-                                       now - Self.changeRetentionMs, Int64(Self.purgeBatch)) {
+        if let last = try db.scalarInt(
+            "SELECT MAX(seq) FROM (SELECT seq FROM changes WHERE at_ms < ? ORDER BY seq LIMIT ?)",
+            now - Self.changeRetentionMs, Int64(Self.purgeBatch))
+        {
             try db.run("DELETE FROM changes WHERE seq <= ?", last)
             try db.run("INSERT INTO trimmed (id, through) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET through = MAX(through, excluded.through)", last)
         }
@@ -97,14 +102,19 @@ extension NotifyStore {
             let deleted: Bool
         }
         var rows: [Change] = []
-        try db.forEachRow("SELECT seq, annotation_id, lat, lon, deleted FROM changes WHERE seq > ? ORDER BY seq LIMIT ?",
-                          [seq, Int64(Self.maxSyncChanges)]) { row in
-            rows.append(Change(seq: try row.decode("seq"), id: try row.decode("annotation_id"),
-                               point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
-                               deleted: try row.decode("deleted", as: Int64.self) == 1))
+        try db.forEachRow(
+            "SELECT seq, annotation_id, lat, lon, deleted FROM changes WHERE seq > ? ORDER BY seq LIMIT ?",
+            [seq, Int64(Self.maxSyncChanges)]
+        ) { row in
+            rows.append(
+                Change(
+                    seq: try row.decode("seq"), id: try row.decode("annotation_id"),
+                    point: Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")),
+                    deleted: try row.decode("deleted", as: Int64.self) == 1))
         }
         // In order, each change once: an id's later change replaces its earlier one in the page.
-        var changed: [AnnotationJSON] = [], deleted: [Int64] = []
+        var changed: [AnnotationJSON] = []
+        var deleted: [Int64] = []
         var page = PageFiller<Int64>(limit: Int.max, budget: options.pageBudgetBytes)
         var last = seq
         var stopped = false
@@ -146,8 +156,10 @@ extension NotifyStore {
         var listed: [StoredAnnotation] = []
         var scanned = 0
         var lastScanned = after
-        try db.forEachRow("SELECT \(Self.annotationColumns) FROM annotations a WHERE a.id > ? AND a.created_at_ms >= ? ORDER BY a.id LIMIT ?",
-                          [after, AlertRules.purgeHorizon(now: now), Int64(Self.maxSyncChanges)]) { row in
+        try db.forEachRow(
+            "SELECT \(Self.annotationColumns) FROM annotations a WHERE a.id > ? AND a.created_at_ms >= ? ORDER BY a.id LIMIT ?",
+            [after, AlertRules.purgeHorizon(now: now), Int64(Self.maxSyncChanges)]
+        ) { row in
             let annotation = try Self.annotation(row)
             scanned += 1
             lastScanned = annotation.id

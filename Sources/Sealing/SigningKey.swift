@@ -1,8 +1,9 @@
 import CSodium
 import Foundation
 import KeyFiles
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A signing key file that cannot be used or written, and why (with what to do about it).
@@ -27,7 +28,8 @@ public struct SigningKey: Sendable, Equatable {
     public init(seed: [UInt8]) throws(SodiumError) {
         try Sodium.ready()
         guard seed.count == 32 else { throw SodiumError(call: "crypto_sign_seed_keypair", code: -1) }
-        var publicKey = [UInt8](repeating: 0, count: 32), secretKey = [UInt8](repeating: 0, count: 64)
+        var publicKey = [UInt8](repeating: 0, count: 32)
+        var secretKey = [UInt8](repeating: 0, count: 64)
         let code = crypto_sign_seed_keypair(&publicKey, &secretKey, seed)
         guard code == 0 else { throw SodiumError(call: "crypto_sign_seed_keypair", code: code) }
         self.publicKey = publicKey
@@ -57,7 +59,8 @@ public struct SigningKey: Sendable, Equatable {
     /// may read or write, or whose keys are not an Ed25519 pair.
     public init(keyFile path: String) throws(SigningKeyError) {
         func failure(_ why: String) -> SigningKeyError { SigningKeyError("signing key file \(path): \(why)") }
-        let publicText: String?, secretText: String?
+        let publicText: String?
+        let secretText: String?
         do {
             (publicText, secretText) = try SecretKeyFile.read(path, lines: "'public: BASE64' and 'secret: BASE64' lines (tourbus keys --signing writes them)")
         } catch {
@@ -77,8 +80,9 @@ public struct SigningKey: Sendable, Equatable {
     /// Writes this pair as a new key file, mode 0600 from its creation; an existing file is never overwritten.
     public func write(keyFile path: String, name: String) throws(SigningKeyError) {
         do {
-            try SecretKeyFile.create(path, comment: "Tourbus Ed25519 signing key of \(name) (tourbus keys --signing). The secret line is a secret: keep this file mode 0600.",
-                                     publicText: publicKeyBase64, secretText: Data(seed).base64EncodedString())
+            try SecretKeyFile.create(
+                path, comment: "Tourbus Ed25519 signing key of \(name) (tourbus keys --signing). The secret line is a secret: keep this file mode 0600.",
+                publicText: publicKeyBase64, secretText: Data(seed).base64EncodedString())
         } catch {
             throw SigningKeyError("signing key file \(path): \(error.why)")
         }

@@ -84,7 +84,8 @@ public enum Sodium {
     /// A new X25519 key pair (`crypto_box_keypair`), as a device makes one.
     public static func boxKeyPair() throws(SodiumError) -> (publicKey: [UInt8], secretKey: [UInt8]) {
         try ready()
-        var publicKey = [UInt8](repeating: 0, count: 32), secretKey = [UInt8](repeating: 0, count: 32)
+        var publicKey = [UInt8](repeating: 0, count: 32)
+        var secretKey = [UInt8](repeating: 0, count: 32)
         let code = crypto_box_keypair(&publicKey, &secretKey)
         guard code == 0 else { throw SodiumError(call: "crypto_box_keypair", code: code) }
         return (publicKey, secretKey)

@@ -30,7 +30,8 @@ struct GreatCircleRouter: Router {
 /// Deep links that open turn-by-turn directions in map apps, for the modes each supports.
 enum DirectionLinks {
     static func links(from: Coordinate, to: Coordinate, mode: TravelMode) -> [String: String] {
-        let origin = "\(from.latitude),\(from.longitude)", destination = "\(to.latitude),\(to.longitude)"
+        let origin = "\(from.latitude),\(from.longitude)"
+        let destination = "\(to.latitude),\(to.longitude)"
         var links = ["google": "https://www.google.com/maps/dir/?api=1&origin=\(origin)&destination=\(destination)&travelmode=\(mode.rawValue)"]
         // Apple Maps' dirflg: d driving, w walking, r transit; no flag for cycling.
         let apple: [TravelMode: String] = [.driving: "d", .walking: "w", .transit: "r"]
@@ -59,7 +60,8 @@ enum TripOrder {
 
     /// The length of a route through the visits in `order` (1-based nodes), from node 0.
     static func length(_ order: [Int], roundTrip: Bool, _ distance: (Int, Int) -> Double) -> Double {
-        var total = 0.0, previous = 0
+        var total = 0.0
+        var previous = 0
         for node in order {
             total += distance(previous, node)
             previous = node
@@ -88,12 +90,15 @@ enum TripOrder {
                 }
             }
         }
-        var last = 0, shortest = Double.infinity
+        var last = 0
+        var shortest = Double.infinity
         for j in 0..<n {
             let length = best[full * n + j] + (roundTrip ? distance(j + 1, 0) : 0)
             if length < shortest { (shortest, last) = (length, j) }
         }
-        var order: [Int] = [], set = full, j = last
+        var order: [Int] = []
+        var set = full
+        var j = last
         while j >= 0 {
             order.append(j + 1)
             let previous = parent[set * n + j]
@@ -106,7 +111,9 @@ enum TripOrder {
     /// Nearest neighbour from the start, then 2-opt (reverse a stretch) and or-opt (move a run
     /// of 1 to 3 visits) while either shortens the route, at most 100 rounds.
     static func improved(_ n: Int, _ roundTrip: Bool, _ distance: (Int, Int) -> Double) -> [Int] {
-        var left = Set(1...n), order: [Int] = [], at = 0
+        var left = Set(1...n)
+        var order: [Int] = []
+        var at = 0
         while let next = left.min(by: { distance(at, $0) < distance(at, $1) || (distance(at, $0) == distance(at, $1) && $0 < $1) }) {
             order.append(next)
             left.remove(next)
@@ -175,8 +182,9 @@ struct DirectionQueries {
         }
         let to = Coordinate(uncheckedLatitude: end.lat, longitude: end.lon)
         let leg = router.leg(from: from, to: to, mode: mode)
-        return Directions(to: end, mode: mode, distanceM: leg.metres, bearingDeg: from.initialBearing(to: to), durationS: leg.seconds,
-                          links: DirectionLinks.links(from: from, to: to, mode: mode))
+        return Directions(
+            to: end, mode: mode, distanceM: leg.metres, bearingDeg: from.initialBearing(to: to), durationS: leg.seconds,
+            links: DirectionLinks.links(from: from, to: to, mode: mode))
     }
 
     func plan(_ query: TripQuery) throws -> TripPlan {
@@ -192,14 +200,16 @@ struct DirectionQueries {
         let exact = places.count <= TripOrder.exactUpTo
         let roundTrip = query.roundTrip ?? false
         let order = TripOrder.order(visits: places.count, roundTrip: roundTrip, exact: exact) { metres[$0][$1] }
-        var legs: [TripLeg] = [], at = 0
+        var legs: [TripLeg] = []
+        var at = 0
         for node in order + (roundTrip ? [0] : []) {
             let leg = router.leg(from: points[at], to: points[node], mode: mode)
             let end = node == 0 ? RouteEnd(lat: start.latitude, lon: start.longitude) : places[node - 1]
             legs.append(TripLeg(to: end, distanceM: leg.metres, durationS: leg.seconds))
             at = node
         }
-        return TripPlan(order: order.map { places[$0 - 1].id ?? 0 }, legs: legs, totalDistanceM: legs.reduce(0) { $0 + $1.distanceM },
-                        totalDurationS: legs.reduce(0) { $0 + $1.durationS }, exact: exact)
+        return TripPlan(
+            order: order.map { places[$0 - 1].id ?? 0 }, legs: legs, totalDistanceM: legs.reduce(0) { $0 + $1.distanceM },
+            totalDurationS: legs.reduce(0) { $0 + $1.durationS }, exact: exact)
     }
 }

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 
 /// A place's hit as the reply's JSON (`SearchHit` as `JSONCoding.encoder` writes it), in the

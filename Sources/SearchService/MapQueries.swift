@@ -32,8 +32,9 @@ struct MapQueries {
     func nearbyFromMemory(_ q: NearbyQuery) throws -> Data? {
         guard answersFromMemory(q), let memory else { return nil }
         let (center, limit, after) = try checked(q)
-        return memory.nearest(center, within: q.radiusM, want: limit + 1, accept: { MapQueries.accepts($0, $1, after: after) },
-                              page: { MapQueries.page($0, limit: limit, after: after) })
+        return memory.nearest(
+            center, within: q.radiusM, want: limit + 1, accept: { MapQueries.accepts($0, $1, after: after) },
+            page: { MapQueries.page($0, limit: limit, after: after) })
     }
 
     /// The reply body of `search.nearby`, a `SearchPage`: from memory when it answers, else
@@ -206,8 +207,10 @@ struct MapQueries {
     func names(ids: [Int64]) throws -> [Int64: [String: String]] {
         guard !ids.isEmpty else { return [:] }
         var names: [Int64: [String: String]] = [:]
-        for row in try db.query("SELECT id, name_i18n FROM places WHERE id IN (SELECT value FROM json_each(?)) AND name_i18n IS NOT NULL",
-                                MapQueries.jsonArray(ids)) {
+        for row in try db.query(
+            "SELECT id, name_i18n FROM places WHERE id IN (SELECT value FROM json_each(?)) AND name_i18n IS NOT NULL",
+            MapQueries.jsonArray(ids))
+        {
             let text: String = try row.decode("name_i18n")
             names[try row.decode("id")] = try JSONCoding.decoder.decode([String: String].self, from: Data(text.utf8))
         }
@@ -216,7 +219,8 @@ struct MapQueries {
 
     private func hits(ids: [Int64], from center: Coordinate?) throws -> [SearchHit] {
         guard !ids.isEmpty else { return [] }
-        let rows = try db.query("""
+        let rows = try db.query(
+            """
             SELECT \(MapQueries.hitColumns)
             FROM places p LEFT JOIN ratings r ON r.place_id = p.id
             WHERE p.id IN (SELECT value FROM json_each(?))

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Geo
 import Storage
@@ -9,7 +9,8 @@ extension MapQueries {
     /// Keeps the rows (of `hitColumns` with `p.opening_hours, p.timezone`) that are open now, when asked.
     static func openFilter(_ filters: PlaceFilters, _ rows: [Row], at now: Date = Date()) throws -> [Row] {
         guard filters.openNow == true, let first = rows.first else { return rows }
-        let hours = try first.columns.column("opening_hours"), zone = try first.columns.column("timezone")
+        let hours = try first.columns.column("opening_hours")
+        let zone = try first.columns.column("timezone")
         return try rows.filter { row in
             try OpeningHours.isOpen(hoursJSON: row.decode(hours, as: String.self), timezone: row.decode(zone, as: String?.self), at: now)
         }
@@ -71,8 +72,9 @@ extension MapQueries {
             guard let hours = columns.openingHours, let zone = columns.timezone else {
                 throw RowError(column: "opening_hours", problem: .missing(available: statement.columnNames), sql: statement.sql)
             }
-            return OpeningHours.isOpen(hoursJSON: try statement.decode(hours, as: String.self),
-                                       timezone: try statement.decode(zone, as: String?.self), at: Date())
+            return OpeningHours.isOpen(
+                hoursJSON: try statement.decode(hours, as: String.self),
+                timezone: try statement.decode(zone, as: String?.self), at: Date())
         }
     }
 
@@ -81,8 +83,10 @@ extension MapQueries {
     /// `limit` rows are read; open now is judged here when asked. Returns how many rows were
     /// read (a place that is not open now is one).
     @discardableResult
-    func probe(from: String, where conditions: String, _ conditionArgs: [SQLBindable?], _ filters: PlaceFilters,
-               order: String? = nil, limit: Int? = nil, _ visit: (Probe) -> Bool) throws -> Int {
+    func probe(
+        from: String, where conditions: String, _ conditionArgs: [SQLBindable?], _ filters: PlaceFilters,
+        order: String? = nil, limit: Int? = nil, _ visit: (Probe) -> Bool
+    ) throws -> Int {
         var sql = "SELECT \(Probe.columns(filters)) FROM \(from) LEFT JOIN ratings r ON r.place_id = p.id WHERE \(conditions)"
         var args = conditionArgs
         MapQueries.appendFilters(filters, to: &sql, &args)
@@ -125,8 +129,10 @@ extension MapQueries {
 
     /// The R*Tree's integer bounds of a box, rounded outward.
     static func bounds(_ box: BoundingBox) -> [SQLBindable?] {
-        [Int64((box.south * SearchIndex.scale).rounded(.down)), Int64((box.north * SearchIndex.scale).rounded(.up)),
-         Int64((box.west * SearchIndex.scale).rounded(.down)), Int64((box.east * SearchIndex.scale).rounded(.up))]
+        [
+            Int64((box.south * SearchIndex.scale).rounded(.down)), Int64((box.north * SearchIndex.scale).rounded(.up)),
+            Int64((box.west * SearchIndex.scale).rounded(.down)), Int64((box.east * SearchIndex.scale).rounded(.up)),
+        ]
     }
 
     /// Adds the filters' conditions to a query over `places p` joined with `ratings r`.
@@ -179,9 +185,10 @@ extension MapQueries {
 
     /// A hit from a row of `hitColumns`; the rating and its count are NULL for a place without reviews.
     static func hit(_ row: Row, _ c: HitColumns) throws(RowError) -> SearchHit {
-        try SearchHit(id: row.decode(c.id), name: row.decode(c.name), category: row.decode(c.category), address: row.decode(c.address),
-                      lat: row.decode(c.lat), lon: row.decode(c.lon), priceLevel: row.decode(c.priceLevel),
-                      popularity: row.decode(c.popularity), rating: row.decode(c.average), reviewCount: row.decode(c.count), distanceM: nil)
+        try SearchHit(
+            id: row.decode(c.id), name: row.decode(c.name), category: row.decode(c.category), address: row.decode(c.address),
+            lat: row.decode(c.lat), lon: row.decode(c.lon), priceLevel: row.decode(c.priceLevel),
+            popularity: row.decode(c.popularity), rating: row.decode(c.average), reviewCount: row.decode(c.count), distanceM: nil)
     }
 
     /// The hits of rows of `hitColumns`, in their order.

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Geo
 import Storage
@@ -60,7 +60,12 @@ final class NearbyMemory: Sendable {
     final class Changes: Sendable {
         private let noted = Mutex<[Change]>([])
         func note(_ change: Change) { noted.withLock { $0.append(change) } }
-        func take() -> [Change] { noted.withLock { list in defer { list = [] }; return list } }
+        func take() -> [Change] {
+            noted.withLock { list in
+                defer { list = [] }
+                return list
+            }
+        }
     }
 
     /// The places' points by cell: for each row of cells (south to north), the cells that hold
@@ -76,7 +81,8 @@ final class NearbyMemory: Sendable {
         /// Where in `rows[row]` the cell of `column` is, or would be.
         func index(_ row: Int, _ column: Int) -> Int {
             let cells = rows[row]
-            var low = 0, high = cells.count
+            var low = 0
+            var high = cells.count
             while low < high {
                 let middle = (low + high) / 2
                 if cells[middle].column < column { low = middle + 1 } else { high = middle }
@@ -173,7 +179,8 @@ final class NearbyMemory: Sendable {
     /// read transaction of its own (none may be open on `db`), begun once the lock is held.
     func load(from db: Database) throws {
         guard !filled.load(ordering: .acquiring),
-              loading.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+            loading.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
         defer { loading.store(false, ordering: .releasing) }
         try state.withLock { s throws in
             guard !s.loaded else { return }
@@ -181,12 +188,17 @@ final class NearbyMemory: Sendable {
             try db.transaction(.deferred) {
                 var columns: (id: Column, lat: Column, lon: Column, head: Column, tail: Column)?
                 try db.forEachStep("SELECT id, lat, lon, hit_head, hit_tail FROM places") { statement in
-                    let c = try columns ?? (statement.column("id"), statement.column("lat"), statement.column("lon"),
-                                            statement.column("hit_head"), statement.column("hit_tail"))
+                    let c =
+                        try columns ?? (
+                            statement.column("id"), statement.column("lat"), statement.column("lon"),
+                            statement.column("hit_head"), statement.column("hit_tail")
+                        )
                     columns = c
                     try statement.requireText(c.head)
                     try statement.requireText(c.tail)
-                    let id = try statement.int64(c.id), latitude = try statement.double(c.lat), longitude = try statement.double(c.lon)
+                    let id = try statement.int64(c.id)
+                    let latitude = try statement.double(c.lat)
+                    let longitude = try statement.double(c.lon)
                     var pieces: [UInt8] = []
                     statement.withUTF8(c.head.index) { pieces.append(contentsOf: $0) }
                     let headCount = pieces.count
@@ -214,8 +226,10 @@ final class NearbyMemory: Sendable {
     ///
     /// Best first: the cells within reach that hold places, nearest possible first; a cell is
     /// read only while it could hold a place nearer than the `want`th found so far.
-    func nearest(_ center: Coordinate, within reach: Double, want: Int, accept: (Int64, Double) -> Bool,
-                 page: ([(key: Double, id: Int64)]) -> (page: [(key: Double, id: Int64)], next: String?)) -> Data? {
+    func nearest(
+        _ center: Coordinate, within reach: Double, want: Int, accept: (Int64, Double) -> Bool,
+        page: ([(key: Double, id: Int64)]) -> (page: [(key: Double, id: Int64)], next: String?)
+    ) -> Data? {
         guard filled.load(ordering: .acquiring), !loading.load(ordering: .acquiring) else { return nil }
         return state.withLock { s -> Data? in
             guard s.loaded, let spans = NearbyMemory.spans(around: center, radius: reach) else { return nil }
@@ -262,8 +276,9 @@ final class NearbyMemory: Sendable {
             for (distance, id) in hits {
                 guard let place = s.places[id] else { continue }
                 place.pieces.withUnsafeBufferPointer { pieces in
-                    writer.append(head: UnsafeBufferPointer(rebasing: pieces[..<place.headCount]),
-                                  tail: UnsafeBufferPointer(rebasing: pieces[place.headCount...]), distance: distance, rating: s.ratings[id])
+                    writer.append(
+                        head: UnsafeBufferPointer(rebasing: pieces[..<place.headCount]),
+                        tail: UnsafeBufferPointer(rebasing: pieces[place.headCount...]), distance: distance, rating: s.ratings[id])
                 }
             }
             return writer.finish(nextCursor: next)
@@ -297,18 +312,22 @@ final class NearbyMemory: Sendable {
 
         /// The haversine of a distance no point of the cell at `row`, `column` is nearer `center` than.
         mutating func haversine(row: Int, column: Int) -> Double {
-            let degrees = NearbyMemory.cellDegrees, radians = Double.pi / 180
+            let degrees = NearbyMemory.cellDegrees
+            let radians = Double.pi / 180
             if row != self.row {
                 self.row = row
-                let south = Double(row) * degrees - 90, north = south + degrees
+                let south = Double(row) * degrees - 90
+                let north = south + degrees
                 let gap = max(0, south - center.latitude, center.latitude - north)
                 rowLatitudes = pow(sin(gap * radians / 2), 2)
                 rowCoolest = max(0, cosine * min(cos(south * radians), cos(north * radians)))
             }
-            let west = Double(column) * degrees - 180, east = west + degrees
+            let west = Double(column) * degrees - 180
+            let east = west + degrees
             guard center.longitude < west || center.longitude > east else { return rowLatitudes }
             // Both in [-180, 180]: the gaps east to the cell's west edge and west to its east edge.
-            var eastward = west - center.longitude, westward = center.longitude - east
+            var eastward = west - center.longitude
+            var westward = center.longitude - east
             if eastward < 0 { eastward += 360 }
             if westward < 0 { westward += 360 }
             let gap = min(180, eastward, westward)
@@ -322,8 +341,10 @@ final class NearbyMemory: Sendable {
     /// The row and column of the cell a point lies in (longitude 180 in the easternmost
     /// column, -180 in the westernmost: one meridian, but a place is stored at one of them).
     static func position(_ latitude: Double, _ longitude: Double) -> (row: Int, column: Int) {
-        (min(rows - 1, max(0, Int(((latitude + 90) / cellDegrees).rounded(.down)))),
-         min(columns - 1, max(0, Int(((longitude + 180) / cellDegrees).rounded(.down)))))
+        (
+            min(rows - 1, max(0, Int(((latitude + 90) / cellDegrees).rounded(.down)))),
+            min(columns - 1, max(0, Int(((longitude + 180) / cellDegrees).rounded(.down))))
+        )
     }
 
     /// The cells that hold every point within `radius` metres of `center`: for each row, a

@@ -8,7 +8,8 @@ enum OpeningHours {
     /// midnight into it. A place without hours or time zone is never open (it cannot be said).
     static func isOpen(hoursJSON: String?, timezone: String?, at date: Date) -> Bool {
         guard let hoursJSON, let timezone, let zone = TimeZone(identifier: timezone),
-              let periods = try? JSONCoding.decoder.decode([OpeningPeriod].self, from: Data(hoursJSON.utf8)), !periods.isEmpty else { return false }
+            let periods = try? JSONCoding.decoder.decode([OpeningPeriod].self, from: Data(hoursJSON.utf8)), !periods.isEmpty
+        else { return false }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
         let parts = calendar.dateComponents([.weekday, .hour, .minute], from: date)

@@ -32,12 +32,17 @@ enum PerformedSearches {
     /// cost a signed-in search about half again its CPU time (`tourbus-bench performed`); four
     /// commits a second cost nothing measurable. A crash loses at most those 250 ms of searches.
     static func queue(erased: RecentlyErased) -> DeferredEvents {
-        DeferredEvents(gatherMilliseconds: 250, keep: { _, body in
-            guard erased.any(now: now()) else { return true }  // the common case: no body to read
-            struct Subject: Decodable { var userId: Int64; enum CodingKeys: String, CodingKey { case userId = "user_id" } }
-            guard let subject = try? JSONCoding.decoder.decode(Subject.self, from: body) else { return true }
-            return !isErased(subject.userId, erased)
-        })
+        DeferredEvents(
+            gatherMilliseconds: 250,
+            keep: { _, body in
+                guard erased.any(now: now()) else { return true }  // the common case: no body to read
+                struct Subject: Decodable {
+                    var userId: Int64
+                    enum CodingKeys: String, CodingKey { case userId = "user_id" }
+                }
+                guard let subject = try? JSONCoding.decoder.decode(Subject.self, from: body) else { return true }
+                return !isErased(subject.userId, erased)
+            })
     }
 
     /// Erases user `id` from search (`social.user.deleted`), in the applying transaction: their
@@ -46,7 +51,8 @@ enum PerformedSearches {
     /// for a while (`erased`, noted first so the deferred writer sees it).
     static func erase(user id: Int64, erased: RecentlyErased, _ db: Database) throws {
         erased.note(id, now: now())
-        try db.run("""
+        try db.run(
+            """
             UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
             WHERE type = ? AND json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
             """, SearchEvents.redacted, SearchEvents.performed, id)
@@ -74,8 +80,9 @@ enum PerformedSearches {
             }
             from = seq
         }
-        let rows = try db.query("SELECT seq, body FROM outbox WHERE seq > ? AND type = ? ORDER BY seq LIMIT ?",
-                                from, SearchEvents.performed, limit)
+        let rows = try db.query(
+            "SELECT seq, body FROM outbox WHERE seq > ? AND type = ? ORDER BY seq LIMIT ?",
+            from, SearchEvents.performed, limit)
         var events: [(type: String, body: Data)] = []
         var last = from
         for row in rows {

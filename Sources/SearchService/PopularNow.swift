@@ -37,7 +37,9 @@ struct PopularQueries {
             at = Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
         }
         guard q.near == nil || q.bbox == nil else { throw ServiceError.invalid("bbox", "give near or bbox, not both") }
-        var center: Coordinate?, radius = Self.defaultRadius, box: BoundingBox?
+        var center: Coordinate?
+        var radius = Self.defaultRadius
+        var box: BoundingBox?
         if let near = q.near {
             // The point and the radius are in range: the params' rules held them.
             let point = Coordinate(uncheckedLatitude: near.lat, longitude: near.lon)
@@ -65,11 +67,12 @@ struct PopularQueries {
             let filters = PlaceFilters(excludeCategories: ["event"])
             let accept: (MapQueries.Probe) -> Bool = { $0.id > 0 && !shown.contains($0.id) && inArea($0.coordinate) }
             let budget = ReadBudget(Self.maxPlacesRead)
-            let found = if let box {
-                try maps.mostPopular(in: box, want: want, after: nil, budget: budget, filters, accept: accept)
-            } else {
-                try maps.mostPopular(want: want, budget: budget, filters, accept: accept)
-            }
+            let found =
+                if let box {
+                    try maps.mostPopular(in: box, want: want, after: nil, budget: budget, filters, accept: accept)
+                } else {
+                    try maps.mostPopular(want: want, budget: budget, filters, accept: accept)
+                }
             others = found.map(\.id)
         }
         let hits = try maps.hits(ids: events + others, from: center).map { PopularHit(hit: $0, inSeason: shown.contains($0.id)) }
@@ -79,20 +82,23 @@ struct PopularQueries {
     /// The ids of up to `want` events in season at `at` in the area, most popular first (read
     /// down `places_events`, at most `maxEventsRead`).
     private func eventsInSeason(at: Int64, box: BoundingBox?, want: Int, inArea: (Coordinate) -> Bool) throws -> [Int64] {
-        let parts: [(String, [SQLBindable?])] = box.map { $0.indexAreas.map { (" AND lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?", [$0.south, $0.north, $0.west, $0.east]) } }
+        let parts: [(String, [SQLBindable?])] =
+            box.map { $0.indexAreas.map { (" AND lat BETWEEN ? AND ? AND lon BETWEEN ? AND ?", [$0.south, $0.north, $0.west, $0.east]) } }
             ?? [("", [])]
         var found: [(id: Int64, popularity: Double)] = []
         var zones: [String: TimeZone] = [:]
         let utc = TimeZone(identifier: "UTC") ?? .current
         for (area, args) in parts {
-            let rows = try db.query("""
+            let rows = try db.query(
+                """
                 SELECT id, lat, lon, popularity, seasons, timezone FROM places INDEXED BY places_events
                 WHERE category = 'event' AND seasons IS NOT NULL\(area) ORDER BY popularity DESC, id LIMIT ?
                 """, args + [Self.maxEventsRead])
             for row in rows {
                 let coordinate = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
                 guard inArea(coordinate), let text = try row.decode("seasons", as: String?.self),
-                      let seasons = try? JSONCoding.decoder.decode([Season].self, from: Data(text.utf8)) else { continue }
+                    let seasons = try? JSONCoding.decoder.decode([Season].self, from: Data(text.utf8))
+                else { continue }
                 let name = try row.decode("timezone", as: String?.self) ?? "UTC"
                 let zone = zones[name] ?? TimeZone(identifier: name) ?? utc
                 zones[name] = zone

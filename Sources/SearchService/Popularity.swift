@@ -33,13 +33,18 @@ enum Popularity {
     /// The counts stored for `placeId` (favorites' and social's), zero when none are.
     static func counts(of placeId: Int64, _ db: Database) throws -> (saves: Int, visits30d: Int, reviews30d: Int) {
         // Subqueries without FROM give their one row, NULL where a table has none for the place.
-        guard let row = try db.queryOne("""
-            SELECT (SELECT saves FROM place_counts WHERE place_id = ?) AS saves,
-                   (SELECT visits_30d FROM place_counts WHERE place_id = ?) AS visits_30d,
-                   (SELECT reviews_30d FROM ratings WHERE place_id = ?) AS reviews_30d
-            """, placeId, placeId, placeId) else { return (0, 0, 0) }
-        return (try row.decode("saves", as: Int?.self) ?? 0, try row.decode("visits_30d", as: Int?.self) ?? 0,
-                try row.decode("reviews_30d", as: Int?.self) ?? 0)
+        guard
+            let row = try db.queryOne(
+                """
+                SELECT (SELECT saves FROM place_counts WHERE place_id = ?) AS saves,
+                       (SELECT visits_30d FROM place_counts WHERE place_id = ?) AS visits_30d,
+                       (SELECT reviews_30d FROM ratings WHERE place_id = ?) AS reviews_30d
+                """, placeId, placeId, placeId)
+        else { return (0, 0, 0) }
+        return (
+            try row.decode("saves", as: Int?.self) ?? 0, try row.decode("visits_30d", as: Int?.self) ?? 0,
+            try row.decode("reviews_30d", as: Int?.self) ?? 0
+        )
     }
 
     /// The blend of `placeId`'s stored counts with the catalog's `catalog` popularity.
@@ -68,8 +73,9 @@ enum Popularity {
         if event.saves <= 0 && event.visits30d <= 0 {
             try db.run("DELETE FROM place_counts WHERE place_id = ?", event.placeId)
         } else {
-            try db.run("INSERT OR REPLACE INTO place_counts (place_id, saves, visits_30d) VALUES (?, ?, ?)",
-                       event.placeId, max(event.saves, 0), max(event.visits30d, 0))
+            try db.run(
+                "INSERT OR REPLACE INTO place_counts (place_id, saves, visits_30d) VALUES (?, ?, ?)",
+                event.placeId, max(event.saves, 0), max(event.visits30d, 0))
         }
         try rerank(event.placeId, db)
     }

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Geo
 import Storage
 
@@ -20,11 +20,14 @@ extension MapQueries {
     /// filters' SQL) is read whole from the R*Tree once and ranked in memory: most boxes on a
     /// map of real places are that sparse, and finding their highest popularity by halving
     /// takes some 40 probes (issue 16's `./bench/goals`: 24 ms at 50 connections for a town).
-    func mostPopular(in box: BoundingBox?, want: Int, after: SearchCursor?, budget: ReadBudget? = nil, _ filters: PlaceFilters,
-                     accept: (Probe) -> Bool) throws -> [(id: Int64, popularity: Double)] {
+    func mostPopular(
+        in box: BoundingBox?, want: Int, after: SearchCursor?, budget: ReadBudget? = nil, _ filters: PlaceFilters,
+        accept: (Probe) -> Bool
+    ) throws -> [(id: Int64, popularity: Double)] {
         let areas: [(String, [SQLBindable?])] = box.map { $0.indexAreas.map { (MapQueries.inBox + " AND ", MapQueries.bounds($0)) } } ?? [("", [])]
         if box != nil, after == nil, (budget?.left ?? .max) > Self.rankedInMemoryUpTo {
-            var all: [(id: Int64, popularity: Double)] = [], read = 0
+            var all: [(id: Int64, popularity: Double)] = []
+            var read = 0
             for (area, args) in areas where read <= Self.rankedInMemoryUpTo {
                 read += try probe(from: MapQueries.fromTree, where: area + "1", args, filters, limit: Self.rankedInMemoryUpTo + 1 - read) { place in
                     if accept(place) { all.append((place.id, place.popularity)) }
@@ -40,13 +43,15 @@ extension MapQueries {
         let ceiling = after.map { SearchIndex.scaledPopularity(-$0.key) } ?? 2_000_000_000
         func anyAtLeast(_ floor: Int64) throws -> Bool {
             try areas.contains { area, args in
-                try db.scalarInt("SELECT 1 FROM places_geo g WHERE \(area)g.max_pop >= ? AND g.min_pop <= ? LIMIT 1",
-                                 args + [floor, ceiling]) != nil
+                try db.scalarInt(
+                    "SELECT 1 FROM places_geo g WHERE \(area)g.max_pop >= ? AND g.min_pop <= ? LIMIT 1",
+                    args + [floor, ceiling]) != nil
             }
         }
         // The highest popularity at or under the ceiling, by halving.
         guard try anyAtLeast(0) else { return [] }
-        var low: Int64 = 0, high = ceiling
+        var low: Int64 = 0
+        var high = ceiling
         while low < high {
             let middle = (low + high + 1) / 2
             if try anyAtLeast(middle) { low = middle } else { high = middle - 1 }
@@ -55,7 +60,8 @@ extension MapQueries {
         func mostPopularFirst() -> [(id: Int64, popularity: Double)] {
             Array(found.sorted { $0.popularity != $1.popularity ? $0.popularity > $1.popularity : $0.id < $1.id }.prefix(want))
         }
-        var top = low, depth = max(1, low / 64)
+        var top = low
+        var depth = max(1, low / 64)
         while true {
             let floor = max(0, top - depth + 1)
             let above = found.count
@@ -106,8 +112,9 @@ extension MapQueries {
         // The columns are what the probe and the filters read (the index covers them but opening hours).
         let columns = "id, lat, lon, popularity, category, price_level, name_words, other_words" + (filters.openNow == true ? ", opening_hours, timezone" : "")
         let limit = budget.left
-        let read = try probe(from: "(SELECT \(columns) FROM places\(index) ORDER BY popularity DESC, id LIMIT ?) p", where: "1", [limit], filters,
-                             order: "p.popularity DESC, p.id", take)
+        let read = try probe(
+            from: "(SELECT \(columns) FROM places\(index) ORDER BY popularity DESC, id LIMIT ?) p", where: "1", [limit], filters,
+            order: "p.popularity DESC, p.id", take)
         // Stopped early, it read at least those it took; else the whole limit.
         budget.spend(found.count < want ? limit : read)
         return found

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Geo
 import Storage
 
@@ -19,8 +19,10 @@ extension MapQueries {
     /// Bands cost a range scan each, the R*Tree a table lookup per place: a ring is read by
     /// bands only where the places read so far say it holds more places than bands (a dense
     /// city), through the R*Tree elsewhere (and for the first ring, before anything is known).
-    func nearest(_ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, _ filters: PlaceFilters,
-                 accept: (Probe) -> Bool) throws -> [(id: Int64, distance: Double)] {
+    func nearest(
+        _ center: Coordinate, within reach: Double, want: Int, from start: Double = 0, _ filters: PlaceFilters,
+        accept: (Probe) -> Bool
+    ) throws -> [(id: Int64, distance: Double)] {
         var found: [(id: Int64, distance: Double)] = []
         var seen = Set<Int64>()
         var read: [BoundingBox] = []
@@ -31,9 +33,10 @@ extension MapQueries {
             return true
         }
         func nearestFirst(within radius: Double) -> [(id: Int64, distance: Double)] {
-            Array(found.filter { $0.distance <= radius }
-                .sorted { $0.distance != $1.distance ? $0.distance < $1.distance : $0.id < $1.id }
-                .prefix(want))
+            Array(
+                found.filter { $0.distance <= radius }
+                    .sorted { $0.distance != $1.distance ? $0.distance < $1.distance : $0.id < $1.id }
+                    .prefix(want))
         }
         // While a bulk load rebuilds the strips, the R*Tree serves every ring (asked once, when bands would be read).
         var strips: Bool?
@@ -57,13 +60,15 @@ extension MapQueries {
             // The places this box should hold, at the density of the last one.
             let expected = last.map { Double($0.places) * (ring / $0.ring) * (ring / $0.ring) } ?? 0
             if expected >= Double(bands), widened.allSatisfy({ MapQueries.strip($0.north) - MapQueries.strip($0.south) < MapQueries.maxStrips }),
-               try hasStrips() {
+                try hasStrips()
+            {
                 // Band by band, in longitude order; what an earlier ring read comes again, cheaply, and is skipped.
                 for area in widened {
                     for strip in MapQueries.strip(area.south)...MapQueries.strip(area.north) {
-                        try probe(from: "places p INDEXED BY places_by_strip",
-                                  where: "p.strip = ? AND p.lon BETWEEN ? AND ? AND p.lat BETWEEN ? AND ?",
-                                  [strip, area.west, area.east, area.south, area.north], filters, consider)
+                        try probe(
+                            from: "places p INDEXED BY places_by_strip",
+                            where: "p.strip = ? AND p.lon BETWEEN ? AND ? AND p.lat BETWEEN ? AND ?",
+                            [strip, area.west, area.east, area.south, area.north], filters, consider)
                     }
                 }
                 read = []

@@ -103,8 +103,10 @@ public enum SearchService {
         var definition = ServiceDefinition(
             name: "search", migrations: SearchSchema.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try PerformedSearches.snapshot(store.worker.db, after: after, limit: limit) },
-            subscriptions: ["catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory, erased: erased),
-                            "favorites": Popularity.favoritesApplier()],
+            subscriptions: [
+                "catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory, erased: erased),
+                "favorites": Popularity.favoritesApplier(),
+            ],
             // The index is read at random: a larger page cache keeps the trees' upper levels in
             // memory, and reading the file through a map saves a read call per page. Catching
             // up writes much: fewer, larger checkpoints.

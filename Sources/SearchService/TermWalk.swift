@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Geo
 import Storage
@@ -62,8 +62,10 @@ enum PlaceTerms {
     /// Changes a place's rows from what it was indexed by (nil: nothing) to what it is now
     /// (nil: it is gone): only the keys that changed, unless it moved.
     static func rewrite(_ id: Int64, from old: Indexed?, to new: Indexed?, _ db: Database) throws {
-        let oldKeys = old.map { keys(name: $0.name, other: $0.other) } ?? [], oldCell = old.map { cell(lat: $0.lat, lon: $0.lon) }
-        let newKeys = new.map { keys(name: $0.name, other: $0.other) } ?? [], newCell = new.map { cell(lat: $0.lat, lon: $0.lon) }
+        let oldKeys = old.map { keys(name: $0.name, other: $0.other) } ?? []
+        let oldCell = old.map { cell(lat: $0.lat, lon: $0.lon) }
+        let newKeys = new.map { keys(name: $0.name, other: $0.other) } ?? []
+        let newCell = new.map { cell(lat: $0.lat, lon: $0.lon) }
         let moved = oldCell != newCell
         if let oldCell {
             for key in moved ? oldKeys : oldKeys.subtracting(newKeys) {
@@ -122,10 +124,12 @@ extension MapQueries {
     /// The entry of a quadtree cell (nil when it lies wholly beyond the poles or the 180th meridian).
     static func cellEntry(_ center: Coordinate, level: Int, base: UInt64, latLow: Int64, lonLow: Int64) -> WalkEntry? {
         let side = Int64(1) << (32 - level)
-        let south = latLow - PlaceTerms.latOffset, west = lonLow - PlaceTerms.lonOffset
+        let south = latLow - PlaceTerms.latOffset
+        let west = lonLow - PlaceTerms.lonOffset
         guard south <= PlaceTerms.latOffset, west <= PlaceTerms.lonOffset else { return nil }
-        let key = lowerBound(center, south: Double(south) / SearchIndex.scale, north: Double(min(south + side, PlaceTerms.latOffset)) / SearchIndex.scale,
-                             west: Double(west) / SearchIndex.scale, east: Double(min(west + side, PlaceTerms.lonOffset)) / SearchIndex.scale)
+        let key = lowerBound(
+            center, south: Double(south) / SearchIndex.scale, north: Double(min(south + side, PlaceTerms.latOffset)) / SearchIndex.scale,
+            west: Double(west) / SearchIndex.scale, east: Double(min(west + side, PlaceTerms.lonOffset)) / SearchIndex.scale)
         return WalkEntry(key: key, level: level, base: base, latLow: latLow, lonLow: lonLow, id: nil)
     }
 
@@ -142,14 +146,17 @@ extension MapQueries {
     /// split: when
     /// it runs out before `want` are found, the answer is those found nearer than anything
     /// left unread, still the nearest, but fewer than `want`.
-    func nearest(having key: String, _ center: Coordinate, within reach: Double, want: Int, budget: ReadBudget, _ filters: PlaceFilters,
-                 accept: (Probe) -> Bool) throws -> [(id: Int64, distance: Double)] {
+    func nearest(
+        having key: String, _ center: Coordinate, within reach: Double, want: Int, budget: ReadBudget, _ filters: PlaceFilters,
+        accept: (Probe) -> Bool
+    ) throws -> [(id: Int64, distance: Double)] {
         var found: [(id: Int64, distance: Double)] = []
         var pending: [Int64] = []
         func nearestFirst(within radius: Double) -> [(id: Int64, distance: Double)] {
-            Array(found.filter { $0.distance <= radius }
-                .sorted { $0.distance != $1.distance ? $0.distance < $1.distance : $0.id < $1.id }
-                .prefix(want))
+            Array(
+                found.filter { $0.distance <= radius }
+                    .sorted { $0.distance != $1.distance ? $0.distance < $1.distance : $0.id < $1.id }
+                    .prefix(want))
         }
         /// Probes the places read; true when `want` are found nearer than `frontier`, what is left to read.
         func probePending(frontier: Double) throws -> Bool {
@@ -162,12 +169,15 @@ extension MapQueries {
             }
             return found.lazy.filter { $0.distance <= frontier }.count >= want
         }
-        let cells = try db.statement("""
+        let cells = try db.statement(
+            """
             SELECT cell, id FROM place_terms WHERE term = ? AND cell BETWEEN ? AND ? LIMIT ?
             """)
         defer { cells.reset() }
-        let cellColumn = try cells.column("cell"), idColumn = try cells.column("id")
-        let last = try db.statement("""
+        let cellColumn = try cells.column("cell")
+        let idColumn = try cells.column("id")
+        let last = try db.statement(
+            """
             SELECT cell FROM place_terms WHERE term = ? AND cell BETWEEN ? AND ? ORDER BY cell DESC LIMIT 1
             """)
         defer { last.reset() }
@@ -201,8 +211,9 @@ extension MapQueries {
                     let lat = Int64(PlaceTerms.unspread(row.cell >> 1)) - PlaceTerms.latOffset
                     let lon = Int64(PlaceTerms.unspread(row.cell)) - PlaceTerms.lonOffset
                     // The place's own coordinates round to these: a box of one unit either side holds them.
-                    let bound = MapQueries.lowerBound(center, south: Double(lat - 1) / SearchIndex.scale, north: Double(lat + 1) / SearchIndex.scale,
-                                                      west: Double(lon - 1) / SearchIndex.scale, east: Double(lon + 1) / SearchIndex.scale)
+                    let bound = MapQueries.lowerBound(
+                        center, south: Double(lat - 1) / SearchIndex.scale, north: Double(lat + 1) / SearchIndex.scale,
+                        west: Double(lon - 1) / SearchIndex.scale, east: Double(lon + 1) / SearchIndex.scale)
                     queue.push(WalkEntry(key: bound, level: 33, base: 0, latLow: 0, lonLow: 0, id: row.id))
                 }
                 // A deepest cell cut short by the budget: nothing past it is known.
@@ -219,15 +230,18 @@ extension MapQueries {
                 budget.spend(1)
                 let level = min(32, (rows[0].cell ^ high).leadingZeroBitCount / 2)
                 let base = level == 0 ? 0 : rows[0].cell & ~((UInt64(1) << (64 - 2 * level)) &- 1)
-                let latLow = Int64(PlaceTerms.unspread(base >> 1)), lonLow = Int64(PlaceTerms.unspread(base))
+                let latLow = Int64(PlaceTerms.unspread(base >> 1))
+                let lonLow = Int64(PlaceTerms.unspread(base))
                 if level == 32 {
                     if let cell = MapQueries.cellEntry(center, level: 32, base: base, latLow: latLow, lonLow: lonLow) { queue.push(cell) }
                 } else {
                     let half = Int64(1) << (31 - level)
                     for quarter in 0..<UInt64(4) {
-                        if let child = MapQueries.cellEntry(center, level: level + 1, base: base | quarter << (62 - 2 * level),
-                                                            latLow: latLow + (quarter >> 1 == 1 ? half : 0),
-                                                            lonLow: lonLow + (quarter & 1 == 1 ? half : 0)) {
+                        if let child = MapQueries.cellEntry(
+                            center, level: level + 1, base: base | quarter << (62 - 2 * level),
+                            latLow: latLow + (quarter >> 1 == 1 ? half : 0),
+                            lonLow: lonLow + (quarter & 1 == 1 ? half : 0))
+                        {
                             queue.push(child)
                         }
                     }

@@ -136,8 +136,10 @@ struct TextQueries {
         let quoted = TextQueries.quoted(word.typed)
         guard word.prefix else { return [quoted] }
         guard word.typed.count > 3, !word.typed.allSatisfy(\.isNumber) else { return [quoted + " *"] }
-        let terms = try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ? LIMIT \(TextQueries.maxPrefixTerms + 1)",
-                                 word.typed, word.typed + "\u{10FFFF}").decode("term", as: String.self)
+        let terms = try db.query(
+            "SELECT term FROM search_terms WHERE term >= ? AND term < ? LIMIT \(TextQueries.maxPrefixTerms + 1)",
+            word.typed, word.typed + "\u{10FFFF}"
+        ).decode("term", as: String.self)
         guard terms.count <= TextQueries.maxPrefixTerms else { return [quoted + " *"] }
         return terms.isEmpty ? [quoted] : terms.map(TextQueries.quoted)
     }
@@ -146,9 +148,12 @@ struct TextQueries {
     /// vocabulary keeps words no place has any more, so each word it offers is asked of FTS5
     /// (a word's first match is cheap to find; a prefix query would merge every match first).
     private func known(_ word: String, prefix: Bool) throws -> Bool {
-        let candidates = prefix
-            ? try db.query("SELECT term FROM search_terms WHERE term >= ? AND term < ? LIMIT \(TextQueries.maxPrefixTerms + 1)",
-                           word, word + "\u{10FFFF}").decode("term", as: String.self)
+        let candidates =
+            prefix
+            ? try db.query(
+                "SELECT term FROM search_terms WHERE term >= ? AND term < ? LIMIT \(TextQueries.maxPrefixTerms + 1)",
+                word, word + "\u{10FFFF}"
+            ).decode("term", as: String.self)
             : [word]
         // So many words start so: some place surely has one.
         if candidates.count > TextQueries.maxPrefixTerms { return true }
@@ -163,15 +168,18 @@ struct TextQueries {
     private func nearSpellings(_ word: String) throws -> [String] {
         guard let first = word.first else { return [] }
         let allowed = TextQueries.allowedTypos(word)
-        let start = String(first), end = String(first) + "\u{10FFFF}"
+        let start = String(first)
+        let end = String(first) + "\u{10FFFF}"
         let ascii = word.utf8.allSatisfy { $0 < 0x80 }
-        let typed = Array(word), typedBytes = Array(word.utf8)
+        let typed = Array(word)
+        let typedBytes = Array(word.utf8)
         var found: [(String, Int)] = []
         for letters in (word.count - allowed)...(word.count + allowed) {
             try db.forEachStep("SELECT term FROM search_terms WHERE letters = ? AND term >= ? AND term < ?", [letters, start, end]) { statement in
                 // Bytes when both are ASCII (a letter is then a byte), else characters.
                 let near: (String, Int)? = statement.withUTF8(0) { term in
-                    let distance = ascii && term.allSatisfy({ $0 < 0x80 })
+                    let distance =
+                        ascii && term.allSatisfy({ $0 < 0x80 })
                         ? typedBytes.withUnsafeBufferPointer { TextQueries.editDistance($0, term, limit: allowed) }
                         : TextQueries.editDistance(typed, Array(String(decoding: term, as: UTF8.self)), limit: allowed)
                     return distance <= allowed ? (String(decoding: term, as: UTF8.self), distance) : nil
@@ -224,17 +232,20 @@ struct TextQueries {
     /// words `score` gives a score, within the radius or box. A score of at least `strong`
     /// (every word in the name) is what a reading in order of distance or popularity counts
     /// toward `want`; weaker matches read before the `want`-th strong one are candidates too.
-    private func candidates(_ expression: String, key: String, near center: Coordinate?, within radius: Double?, box: BoundingBox?,
-                            want: Int, strong: Double, _ filters: PlaceFilters,
-                            score: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Double?) throws -> [Candidate] {
+    private func candidates(
+        _ expression: String, key: String, near center: Coordinate?, within radius: Double?, box: BoundingBox?,
+        want: Int, strong: Double, _ filters: PlaceFilters,
+        score: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Double?
+    ) throws -> [Candidate] {
         let maps = MapQueries(db: db)
         var found: [Int64: Candidate] = [:]
         func accept(_ place: MapQueries.Probe) -> Bool {
             if let box, !box.contains(place.coordinate) { return false }
             if let center, let radius, place.coordinate.distance(to: center) > radius { return false }
             guard let value = place.withWords(score) else { return false }
-            found[place.id] = Candidate(id: place.id, score: value, distance: center.map { place.coordinate.distance(to: $0) },
-                                        popularity: place.popularity, rating: place.rating)
+            found[place.id] = Candidate(
+                id: place.id, score: value, distance: center.map { place.coordinate.distance(to: $0) },
+                popularity: place.popularity, rating: place.rating)
             return value >= strong
         }
         let ids = try matchingIds(expression, limit: allMatchesUpTo + 1)
@@ -302,8 +313,10 @@ struct TextQueries {
 
         let prefixLast = !(q.q.last.map { $0.isWhitespace } ?? false)
         let query = try queryWords(words, prefixLast: prefixLast)
-        let found = try candidates(try expression(query), key: TextQueries.walkKey(query), near: center, within: q.radiusM, box: box,
-                                   want: TextQueries.widerCandidates, strong: 3 * Double(query.count), q.filters) { name, other in
+        let found = try candidates(
+            try expression(query), key: TextQueries.walkKey(query), near: center, within: q.radiusM, box: box,
+            want: TextQueries.widerCandidates, strong: 3 * Double(query.count), q.filters
+        ) { name, other in
             TextQueries.score(query, name: name, other: other)
         }
         let keyed = found.map { candidate -> (key: Double, id: Int64) in
@@ -335,20 +348,26 @@ struct TextQueries {
         if words.count == 1, let word = words.first {
             // Category ids starting with the word, one index probe each.
             var last: String?
-            while suggestions.count < 5, let category = try db.queryOne(
-                "SELECT category FROM places WHERE category \(last == nil ? ">=" : ">") ? AND category < ? ORDER BY category LIMIT 1",
-                last ?? word, word + "\u{10FFFF}")?.decode("category", as: String.self) {
-                suggestions.append(Suggestion(kind: "category", text: category, id: nil, category: nil, distanceM: nil,
-                                              highlights: [[0, word.utf16.count]]))
+            while suggestions.count < 5,
+                let category = try db.queryOne(
+                    "SELECT category FROM places WHERE category \(last == nil ? ">=" : ">") ? AND category < ? ORDER BY category LIMIT 1",
+                    last ?? word, word + "\u{10FFFF}")?.decode("category", as: String.self)
+            {
+                suggestions.append(
+                    Suggestion(
+                        kind: "category", text: category, id: nil, category: nil, distanceM: nil,
+                        highlights: [[0, word.utf16.count]]))
                 last = category
             }
         }
         // Names only, every typed word starting a word of the name; nearest first with a point, else most popular.
         let query = words.map { QueryWord(typed: $0, spellings: [], prefix: true) }
-        let expression = "name_words : (" + (try query.map { word in
-            let terms = try prefixTerms(word)
-            return terms.count == 1 ? terms[0] : "(" + terms.joined(separator: " OR ") + ")"
-        }).joined(separator: " AND ") + ")"
+        let expression =
+            "name_words : ("
+            + (try query.map { word in
+                let terms = try prefixTerms(word)
+                return terms.count == 1 ? terms[0] : "(" + terms.joined(separator: " OR ") + ")"
+            }).joined(separator: " AND ") + ")"
         let found = try candidates(expression, key: TextQueries.walkKey(query), near: center, within: nil, box: nil, want: limit, strong: 1, PlaceFilters()) { name, _ in
             query.allSatisfy { $0.found(in: name) } ? 1 : nil
         }
@@ -357,18 +376,20 @@ struct TextQueries {
         let maps = MapQueries(db: db)
         let names = try q.lang.map { _ in try maps.names(ids: page.map(\.id)) } ?? [:]
         suggestions += try maps.hits(ids: page.map(\.id), from: center).map { hit in
-            var suggestion = Suggestion(kind: hit.kind.rawValue, text: hit.name, id: hit.entityId, category: hit.category, distanceM: hit.distanceM,
-                                        highlights: TextQueries.highlights(words, in: hit.name))
+            var suggestion = Suggestion(
+                kind: hit.kind.rawValue, text: hit.name, id: hit.entityId, category: hit.category, distanceM: hit.distanceM,
+                highlights: TextQueries.highlights(words, in: hit.name))
             if let lang = q.lang {
                 // The name in lang when the typed words begin its words, else the first other name they do
                 // (by tag, its own name last).
                 let texts = names[hit.id] ?? [:]
                 let picked = lang.pick(texts)
                 let choices = [(picked?.tag, picked?.value ?? hit.name)] + texts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } + [(nil, hit.name)]
-                let chosen = choices.first { choice in
-                    let own = SearchIndex.words(choice.1)
-                    return words.allSatisfy { typed in own.contains { $0.hasPrefix(typed) } }
-                } ?? choices[0]
+                let chosen =
+                    choices.first { choice in
+                        let own = SearchIndex.words(choice.1)
+                        return words.allSatisfy { typed in own.contains { $0.hasPrefix(typed) } }
+                    } ?? choices[0]
                 suggestion.text = chosen.1
                 suggestion.highlights = TextQueries.highlights(words, in: chosen.1)
                 suggestion.lang = TextLanguages(name: chosen.0)
@@ -406,8 +427,10 @@ struct TextQueries {
             if let typed = words.filter({ word.hasPrefix($0) }).max(by: { $0.count < $1.count }) {
                 // Walk as many characters of the original word as the typed word has.
                 let matchEnd = text.index(index, offsetBy: min(typed.count, text.distance(from: index, to: end)))
-                ranges.append([text.utf16.distance(from: text.utf16.startIndex, to: index),
-                               text.utf16.distance(from: text.utf16.startIndex, to: matchEnd)])
+                ranges.append([
+                    text.utf16.distance(from: text.utf16.startIndex, to: index),
+                    text.utf16.distance(from: text.utf16.startIndex, to: matchEnd),
+                ])
             }
             index = end
         }

@@ -1,7 +1,8 @@
 import Bus
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The endpoints a started process really bound: its ready line.

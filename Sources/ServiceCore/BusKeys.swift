@@ -1,7 +1,8 @@
 import Bus
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// This process's CURVE identity on the bus and whom it trusts: its own key pair (from its
@@ -33,8 +34,10 @@ public struct BusKeys: Sendable, Equatable {
     /// The keys of process `name`: its key file and the suite's `curve.keys`, both or neither.
     /// A service (`serves`) must hold the key its name lists first, which its clients pin;
     /// any process's key must be listed under its name; every peer must list a key.
-    static func load(name: String, keyFile: String?, listed: [String: [String]]?, filePath: String?,
-                     peers: [String], serves: Bool) throws(ConfigError) -> BusKeys? {
+    static func load(
+        name: String, keyFile: String?, listed: [String: [String]]?, filePath: String?,
+        peers: [String], serves: Bool
+    ) throws(ConfigError) -> BusKeys? {
         guard let listed else {
             if let keyFile {
                 throw ConfigError("a CURVE key file (\(keyFile)) needs the suite file's curve.keys: the public keys to admit and each peer's")

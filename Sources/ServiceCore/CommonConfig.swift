@@ -1,7 +1,8 @@
 import Bus
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A configuration mistake, reported before anything starts.
@@ -76,7 +77,8 @@ public struct CommonConfig: Sendable, Equatable {
     /// the one its clients pin.
     public init(name: String, sources: ConfigSources, serves: Bool) throws(ConfigError) {
         self.init(name: name)
-        let flags = sources.flags, environment = sources.environment
+        let flags = sources.flags
+        let environment = sources.environment
 
         if let file = sources.file {
             if let value = try file.positive(file.maxRequestBytes, "max_request_bytes") { maxRequestBytes = value }
@@ -127,8 +129,9 @@ public struct CommonConfig: Sendable, Equatable {
             metricsListen = value
         }
         let keyFile = flags.last("curve-key") ?? environment["TOURBUS_CURVE_KEY"] ?? sources.file?.services[name]?.curveKey
-        bus = try BusKeys.load(name: name, keyFile: keyFile, listed: sources.file?.curveKeys, filePath: sources.file?.path,
-                               peers: Array(peers.keys), serves: serves)
+        bus = try BusKeys.load(
+            name: name, keyFile: keyFile, listed: sources.file?.curveKeys, filePath: sources.file?.path,
+            peers: Array(peers.keys), serves: serves)
     }
 
     /// The CURVE keys of a client of `peer`, when the bus is secured.
@@ -234,8 +237,13 @@ public struct SuiteFile: Sendable {
         var services: [String: Section]?
         var curve: Curve?
         enum CodingKeys: String, CodingKey {
-            case dataDir = "data_dir", heartbeatMs = "heartbeat_ms", outboxRetention = "outbox_retention",
-                 maxRequestBytes = "max_request_bytes", maxJSONDepth = "max_json_depth", services, curve
+            case dataDir = "data_dir"
+            case heartbeatMs = "heartbeat_ms"
+            case outboxRetention = "outbox_retention"
+            case
+                maxRequestBytes = "max_request_bytes"
+            case maxJSONDepth = "max_json_depth"
+            case services, curve
         }
     }
     /// `"curve": {"keys": {"catalog": ["Z85 public key", …], …}}`.

@@ -139,25 +139,32 @@ public final class EventSubscriber: Sendable {
     /// Starts the subscriber of a copy rebuilt from snapshots: its thread, with its own store,
     /// SUB socket and RPC client. `makeStore` runs on that thread, which alone uses the store;
     /// when it throws, so does this.
-    public convenience init(context: ZMQContext, options: EventStreamOptions, logger: Logger,
-                            store makeStore: @escaping @Sendable () throws -> any SnapshotCursorStore) throws {
+    public convenience init(
+        context: ZMQContext, options: EventStreamOptions, logger: Logger,
+        store makeStore: @escaping @Sendable () throws -> any SnapshotCursorStore
+    ) throws {
         try self.init(context: context, options: options, logger: logger) { .copy(try makeStore()) }
     }
 
     /// Starts the subscriber of a cache (`CacheCursorStore`), as `init(context:options:logger:store:)`
     /// does a copy's.
-    public convenience init(context: ZMQContext, options: EventStreamOptions, logger: Logger,
-                            cache makeStore: @escaping @Sendable () throws -> any CacheCursorStore) throws {
+    public convenience init(
+        context: ZMQContext, options: EventStreamOptions, logger: Logger,
+        cache makeStore: @escaping @Sendable () throws -> any CacheCursorStore
+    ) throws {
         try self.init(context: context, options: options, logger: logger) { .cache(try makeStore()) }
     }
 
-    private init(context: ZMQContext, options: EventStreamOptions, logger: Logger,
-                 open: @escaping @Sendable () throws -> OpenedStore) throws {
+    private init(
+        context: ZMQContext, options: EventStreamOptions, logger: Logger,
+        open: @escaping @Sendable () throws -> OpenedStore
+    ) throws {
         let state = StatusCell(SubscriberStatus(source: options.source))
         self.state = state
         let startup = StartupReport()
-        let loop = SubscriberLoop(context: context, options: options, open: open, logger: logger,
-                                  stopping: stopping, status: state)
+        let loop = SubscriberLoop(
+            context: context, options: options, open: open, logger: logger,
+            stopping: stopping, status: state)
         thread = WorkerThread(name: "\(logger.component)-sub-\(options.source)") { loop.run(startup: startup) }
         if case .failure(let error) = startup.wait() {
             thread.join()
@@ -249,7 +256,10 @@ struct SubscriberLoop: Sendable {
                 logger.warn("could not discard a staged snapshot", ["source": options.source, "error": error])
             }
         }
-        status.update { $0.epoch = cursor?.epoch; $0.seq = cursor?.seq ?? 0 }
+        status.update {
+            $0.epoch = cursor?.epoch
+            $0.seq = cursor?.seq ?? 0
+        }
 
         var needSync = true
         var retryAt: UInt64 = 0
@@ -301,18 +311,27 @@ struct SubscriberLoop: Sendable {
         var inStep = true
         for event in batch {
             let header = event.header
-            if header.epoch != current.epoch { inStep = false; break }
+            if header.epoch != current.epoch {
+                inStep = false
+                break
+            }
             if header.type == SystemEvents.heartbeat {
                 // Ahead of the cursor: events were missed. Behind it in the same epoch: the
                 // publisher's history went back (a power loss, a copy restored without a new
                 // epoch), or the heartbeat is older than a replay that moved the cursor; the
                 // catch-up asks the publisher which, and rebuilds only in the first case.
-                if header.seq >= next || header.seq < current.seq { inStep = false; break }
+                if header.seq >= next || header.seq < current.seq {
+                    inStep = false
+                    break
+                }
                 continue
             }
             if let drop = options.dropLiveEvent, drop(header.seq) { continue }
             if header.seq < next { continue }  // already applied
-            if header.seq > next { inStep = false; break }
+            if header.seq > next {
+                inStep = false
+                break
+            }
             consecutive.append(event)
             next += 1
         }
@@ -343,8 +362,9 @@ struct SubscriberLoop: Sendable {
     /// is rebuilt from a snapshot and a cache forgets all and goes on from the head.
     private func catchUp(_ opened: OpenedStore, client: RPCClient, cursor: inout EventCursor?) throws {
         func ask(after: Int64, limit: Int) throws -> RPCClient.PendingReply {
-            client.start(type: Methods.System.replay.name, body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: limit)),
-                         timeoutMilliseconds: options.requestTimeoutMilliseconds)
+            client.start(
+                type: Methods.System.replay.name, body: try JSONCoding.encoder.encode(ReplayRequest(after: after, limit: limit)),
+                timeoutMilliseconds: options.requestTimeoutMilliseconds)
         }
         // The next batch is asked for before this one is applied, so the publisher reads while we write.
         var next: (after: Int64, reply: RPCClient.PendingReply)?
@@ -358,18 +378,23 @@ struct SubscriberLoop: Sendable {
             next = nil
             let reply = try pending.wait()
             let info = try reply.body(ReplayReply.self)
-            status.update { $0.replays += 1; $0.head = info.head }
-            let lost: String? = if let current = cursor, current.epoch != info.epoch || info.head < current.seq {
-                "publisher history changed"
-            } else if info.trimmed {
-                "outbox trimmed past the cursor"
-            } else {
-                nil
+            status.update {
+                $0.replays += 1
+                $0.head = info.head
             }
+            let lost: String? =
+                if let current = cursor, current.epoch != info.epoch || info.head < current.seq {
+                    "publisher history changed"
+                } else if info.trimmed {
+                    "outbox trimmed past the cursor"
+                } else {
+                    nil
+                }
             if case .cache(let cache) = opened, cursor == nil || lost != nil {
                 let head = EventCursor(epoch: info.epoch, seq: info.head)
-                logger.info("\(lost ?? "starting"); forgetting all, following from the head",
-                            ["source": options.source, "cursor": after, "head": info.head])
+                logger.info(
+                    "\(lost ?? "starting"); forgetting all, following from the head",
+                    ["source": options.source, "cursor": after, "head": info.head])
                 try cache.forgetAll(advancingTo: head)
                 cursor = head
                 status.update { s in
@@ -429,8 +454,9 @@ struct SubscriberLoop: Sendable {
         do {
             var after: String?
             repeat {
-                let reply = try client.request(type: Methods.System.snapshot.name, body: try JSONCoding.encoder.encode(SnapshotRequest(after: after, limit: options.snapshotBatch)),
-                                               timeoutMilliseconds: options.requestTimeoutMilliseconds)
+                let reply = try client.request(
+                    type: Methods.System.snapshot.name, body: try JSONCoding.encoder.encode(SnapshotRequest(after: after, limit: options.snapshotBatch)),
+                    timeoutMilliseconds: options.requestTimeoutMilliseconds)
                 let page = try reply.body(SnapshotReply.self)
                 // Pages of another epoch are of another history: start over.
                 if let first = result, first.epoch != page.epoch { throw NeedsSnapshot() }

@@ -27,8 +27,10 @@ public final class Lifecycle: Sendable {
 
     /// Starts one piece with `make` and records `stop` for it; throws what `make` throws,
     /// recording nothing then.
-    public func start<Piece: Sendable>(_ name: String, stop: @escaping @Sendable (Piece) -> Void,
-                                       _ make: () throws -> Piece) throws -> Piece {
+    public func start<Piece: Sendable>(
+        _ name: String, stop: @escaping @Sendable (Piece) -> Void,
+        _ make: () throws -> Piece
+    ) throws -> Piece {
         let piece = try make()
         onStop(name) { stop(piece) }
         return piece

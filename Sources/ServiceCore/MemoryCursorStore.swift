@@ -21,8 +21,10 @@ public final class MemoryCursorStore: CacheCursorStore {
 
     /// `apply` acts on one event (only those of `types`, when given; a `ServiceError` skips
     /// the event, logged); `forgetAll` forgets everything learned from the source.
-    public init(source: String, logger: Logger, types: Set<String>? = nil,
-                apply: @escaping (ReceivedEvent) throws -> Void, forgetAll: @escaping () throws -> Void) {
+    public init(
+        source: String, logger: Logger, types: Set<String>? = nil,
+        apply: @escaping (ReceivedEvent) throws -> Void, forgetAll: @escaping () throws -> Void
+    ) {
         self.source = source
         self.logger = logger
         self.types = types
@@ -39,8 +41,12 @@ public final class MemoryCursorStore: CacheCursorStore {
                 try applyEvent(event)
             } catch let error as ServiceError {
                 skipped += 1
-                logger.error("skipped an event that cannot apply", ["source": source, "seq": event.header.seq,
-                                                                     "type": event.header.type, "error": error])
+                logger.error(
+                    "skipped an event that cannot apply",
+                    [
+                        "source": source, "seq": event.header.seq,
+                        "type": event.header.type, "error": error,
+                    ])
             }
         }
         self.cursor = cursor

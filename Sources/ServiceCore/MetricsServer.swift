@@ -1,7 +1,8 @@
 import Bus
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The limits of a `MetricsServer`: what one scraper may cost it.
@@ -33,8 +34,10 @@ public final class MetricsServer: Sendable {
     private let thread: WorkerThread
 
     /// Binds `listen` (`HOST:PORT`) and serves on a thread of its own.
-    public init(listen: String, limits: MetricsServerLimits = MetricsServerLimits(), logger: Logger,
-                render: @escaping @Sendable () -> String) throws {
+    public init(
+        listen: String, limits: MetricsServerLimits = MetricsServerLimits(), logger: Logger,
+        render: @escaping @Sendable () -> String
+    ) throws {
         let (host, port) = try MetricsServer.split(listen)
         let listener = try TCPSocket.listen(host: host, port: port, backlog: 64)
         listener.setNonBlocking()
@@ -60,7 +63,8 @@ public final class MetricsServer: Sendable {
     /// `HOST:PORT` split (an IPv6 host in brackets), or a configuration error naming the setting.
     public static func split(_ listen: String) throws(ConfigError) -> (host: String, port: UInt16) {
         guard let colon = listen.lastIndex(of: ":"), colon != listen.startIndex,
-              let port = UInt16(listen[listen.index(after: colon)...]) else {
+            let port = UInt16(listen[listen.index(after: colon)...])
+        else {
             throw ConfigError("--metrics-listen takes HOST:PORT, got '\(listen)'")
         }
         var host = String(listen[..<colon])
@@ -147,7 +151,8 @@ public final class MetricsServer: Sendable {
         let lineEnd = head.firstIndex(of: UInt8(ascii: "\n")) ?? end
         let parts = head[..<lineEnd].split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
         guard parts.count == 3, let version = String(bytes: parts[2], encoding: .ascii),
-              version.hasPrefix("HTTP/1.") else {
+            version.hasPrefix("HTTP/1.")
+        else {
             return response(400, "Bad Request", "expected: GET /metrics HTTP/1.1\n")
         }
         let method = String(decoding: parts[0], as: UTF8.self)
@@ -158,8 +163,9 @@ public final class MetricsServer: Sendable {
             return response(405, "Method Not Allowed", "only GET is answered\n", extra: "Allow: GET, HEAD\r\n")
         }
         let body = render()
-        return response(200, "OK", method == "HEAD" ? "" : body, contentType: MetricsText.contentType,
-                        length: body.utf8.count)
+        return response(
+            200, "OK", method == "HEAD" ? "" : body, contentType: MetricsText.contentType,
+            length: body.utf8.count)
     }
 
     /// The offset just past the blank line that ends a head (`\r\n\r\n` or `\n\n`), if there is one.
@@ -175,8 +181,10 @@ public final class MetricsServer: Sendable {
         return nil
     }
 
-    private static func response(_ status: Int, _ reason: String, _ body: String, contentType: String = "text/plain; charset=utf-8",
-                                 length: Int? = nil, extra: String = "") -> [UInt8] {
+    private static func response(
+        _ status: Int, _ reason: String, _ body: String, contentType: String = "text/plain; charset=utf-8",
+        length: Int? = nil, extra: String = ""
+    ) -> [UInt8] {
         let head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(length ?? body.utf8.count)\r\n\(extra)Connection: close\r\n\r\n"
         return Array(head.utf8) + Array(body.utf8)
     }

@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 
 /// Prometheus text exposition (format 0.0.4) written by hand: each family's `# HELP` and
@@ -79,8 +79,9 @@ public struct MetricsText: Sendable {
                 cumulative += m.buckets[i]
                 sample("tourbus_request_duration_seconds_bucket", ["service": service, "method": method, "le": MetricsText.number(bound)], "\(cumulative)")
             }
-            sample("tourbus_request_duration_seconds_sum", ["service": service, "method": method],
-                   MetricsText.number(Double(m.sumNanoseconds) / 1e9))
+            sample(
+                "tourbus_request_duration_seconds_sum", ["service": service, "method": method],
+                MetricsText.number(Double(m.sumNanoseconds) / 1e9))
             sample("tourbus_request_duration_seconds_count", ["service": service, "method": method], "\(m.count)")
         }
         if let inFlight {

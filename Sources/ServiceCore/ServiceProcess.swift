@@ -1,7 +1,8 @@
 import Bus
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A started Tourbus process's work, as `ServiceProcess.run` runs it: a service's runtime or
@@ -53,8 +54,10 @@ public enum ServiceProcess {
     /// SIGTERM and stops the service gracefully (exit 0). SIGHUP reads the configuration
     /// again and hands it to `Service.reload`; a configuration that no longer loads is
     /// logged and changes nothing.
-    public static func run<Config: ProcessConfig>(name: String, arguments: [String],
-                                                  start: (Config, ZMQContext, Logger) throws -> any Service) -> Never {
+    public static func run<Config: ProcessConfig>(
+        name: String, arguments: [String],
+        start: (Config, ZMQContext, Logger) throws -> any Service
+    ) -> Never {
         if arguments.contains("--help") || arguments.contains("-h") {
             print(Config.usage(process: name))
             exit(0)
@@ -91,8 +94,12 @@ public enum ServiceProcess {
             FileHandle.standardOutput.write(line + Data("\n".utf8))
             if let file = common.readyFile { try? line.write(to: URL(fileURLWithPath: file), options: .atomic) }
         }
-        logger.info("ready", ["rpc": endpoints.rpc.joined(separator: ","), "publish": endpoints.publish.joined(separator: ","),
-                              "listen": endpoints.listen ?? "-"])
+        logger.info(
+            "ready",
+            [
+                "rpc": endpoints.rpc.joined(separator: ","), "publish": endpoints.publish.joined(separator: ","),
+                "listen": endpoints.listen ?? "-",
+            ])
         var received: Int32 = 0
         while sigwait(&signals, &received) == 0 && received == SIGHUP {
             do {

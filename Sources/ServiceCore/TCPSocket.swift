@@ -1,7 +1,8 @@
 import Bus
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One TCP socket descriptor, owned by one thread and closed in deinit: the gateway's
@@ -34,7 +35,10 @@ public final class TCPSocket {
         while let info = candidate {
             candidate = info.pointee.ai_next
             let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { lastError = SystemError(operation: "socket", errno: errno); continue }
+            guard fd >= 0 else {
+                lastError = SystemError(operation: "socket", errno: errno)
+                continue
+            }
             let owned = TCPSocket(descriptor: fd)
             var one: Int32 = 1
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))

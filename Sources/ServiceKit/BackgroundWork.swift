@@ -14,8 +14,10 @@ public struct BackgroundWork: Sendable {
     /// One round of work; true when there may be more to do at once.
     public var step: @Sendable (Database, BackgroundSignal) throws -> Bool
 
-    public init(name: String, signal: BackgroundSignal, idleMilliseconds: Int = 1_000,
-                step: @escaping @Sendable (Database, BackgroundSignal) throws -> Bool) {
+    public init(
+        name: String, signal: BackgroundSignal, idleMilliseconds: Int = 1_000,
+        step: @escaping @Sendable (Database, BackgroundSignal) throws -> Bool
+    ) {
         self.name = name
         self.signal = signal
         self.idleMilliseconds = idleMilliseconds

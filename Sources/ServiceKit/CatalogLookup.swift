@@ -11,9 +11,9 @@ extension ServiceWorker {
         do {
             let timeout = min(1_000, max(1, context.remainingMilliseconds * 9 / 10))
             return try peers.client("catalog").request(type: Methods.Catalog.get.name, body: Data(#"{"id":\#(id)}"#.utf8), timeoutMilliseconds: timeout)
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             throw ServiceError(.notFound, "no place with id \(id)", field: field)
-        } catch where error.code == .unavailable || error.code == .deadlineExceeded {
+        } catch  where error.code == .unavailable || error.code == .deadlineExceeded {
             logger.warn("catalog did not answer", ["type": context.type, "error": error])
             throw ServiceError(.unavailable, "the catalog is not answering; try again")
         }

@@ -7,19 +7,23 @@ public enum CursorSchema {
     /// Domain "cursor": the `event_cursor` table, one row per source; from version 2 also
     /// `event_staging`, where a snapshot's pages wait until the last one is in.
     public static let migrations: [Migration] = [
-        Migration(domain: "cursor", version: 1, sql: """
-            CREATE TABLE event_cursor(
-                source TEXT PRIMARY KEY,
-                epoch TEXT NOT NULL,
-                seq INTEGER NOT NULL);
-            """),
-        Migration(domain: "cursor", version: 2, sql: """
-            CREATE TABLE event_staging(
-                source TEXT NOT NULL,
-                n INTEGER NOT NULL,
-                envelope BLOB NOT NULL,
-                PRIMARY KEY(source, n)) WITHOUT ROWID;
-            """),
+        Migration(
+            domain: "cursor", version: 1,
+            sql: """
+                CREATE TABLE event_cursor(
+                    source TEXT PRIMARY KEY,
+                    epoch TEXT NOT NULL,
+                    seq INTEGER NOT NULL);
+                """),
+        Migration(
+            domain: "cursor", version: 2,
+            sql: """
+                CREATE TABLE event_staging(
+                    source TEXT NOT NULL,
+                    n INTEGER NOT NULL,
+                    envelope BLOB NOT NULL,
+                    PRIMARY KEY(source, n)) WITHOUT ROWID;
+                """),
     ]
 }
 
@@ -48,7 +52,8 @@ public struct CursorStore {
     /// Run it in the same transaction as the effect of the event, so the effect and the
     /// advanced cursor commit together and an event is never applied twice or skipped.
     public func set(source: String, _ cursor: EventCursor) throws(SQLiteError) {
-        try database.run("""
+        try database.run(
+            """
             INSERT INTO event_cursor(source, epoch, seq) VALUES(?, ?, ?)
             ON CONFLICT(source) DO UPDATE SET epoch = excluded.epoch, seq = excluded.seq
             """, source, cursor.epoch, cursor.seq)

@@ -34,8 +34,10 @@ public final class DeferredEvents: Sendable {
         var dropped = 0
     }
 
-    public init(capacity: Int = 10_000, groupSize: Int = 1_000, gatherMilliseconds: Int = 10,
-                keep: (@Sendable (_ type: String, _ body: Data) -> Bool)? = nil) {
+    public init(
+        capacity: Int = 10_000, groupSize: Int = 1_000, gatherMilliseconds: Int = 10,
+        keep: (@Sendable (_ type: String, _ body: Data) -> Bool)? = nil
+    ) {
         self.capacity = max(1, capacity)
         self.groupSize = max(1, groupSize)
         self.gatherMilliseconds = max(0, gatherMilliseconds)

@@ -108,8 +108,10 @@ extension HandlerTable {
     }
 
     /// Binds a raw handler of a method that needs a signed-in caller (as `on` with a `Caller`).
-    public mutating func onRaw(_ method: some DeclaresMethod, runsOn: HandlerKind? = nil,
-                               _ handler: @escaping @Sendable (RequestContext, Caller, State) throws -> Response) {
+    public mutating func onRaw(
+        _ method: some DeclaresMethod, runsOn: HandlerKind? = nil,
+        _ handler: @escaping @Sendable (RequestContext, Caller, State) throws -> Response
+    ) {
         let method = method.declaration
         let admin = HandlerTable.requiresCaller(method)
         onRaw(method.name, runsOn ?? method.handlerKind, description: method.summary) { context, state in
@@ -120,8 +122,9 @@ extension HandlerTable {
     /// Whether `method`'s caller must be an admin; a method anyone may call has no caller to
     /// hand a handler (it reads `Caller.optional` itself).
     private static func requiresCaller(_ method: MethodDeclaration) -> Bool {
-        precondition(method.access == .user || method.access == .admin,
-                     "\(method.name) is declared \(method.access.rawValue): its handler cannot require a caller")
+        precondition(
+            method.access == .user || method.access == .admin,
+            "\(method.name) is declared \(method.access.rawValue): its handler cannot require a caller")
         return method.access == .admin
     }
 }
@@ -150,7 +153,8 @@ extension RequestContext {
     /// resolved); `scannedBody` when the server's header scan found the one body; `{}` for none
     /// or `null`. Never empty.
     public static func bodies(scannedBody: Data?, envelope: Data) -> [Data] {
-        let found = scannedBody.map { [$0] }
+        let found =
+            scannedBody.map { [$0] }
             ?? JSONSpan.members(of: envelope)?.filter { $0.key == "body" }.map { envelope[$0.value] } ?? []
         let bodies = found.map { $0.elementsEqual("null".utf8) ? Data("{}".utf8) : $0 }
         return bodies.isEmpty ? [Data("{}".utf8)] : bodies

@@ -57,17 +57,21 @@ public final class OutboxRelay: Sendable {
     /// Opens its own connection to `databasePath`, binds `bind` and starts publishing from the current head.
     /// `curveSecretKey`: the PUB socket is a CURVE server with it (subscribers are admitted by
     /// the context's `ZAPAuthenticator`).
-    public init(context: ZMQContext, bind: [String], curveSecretKey: [UInt8]? = nil, databasePath: String, heartbeatMilliseconds: Int,
-                retention: Int, logger: Logger) throws {
+    public init(
+        context: ZMQContext, bind: [String], curveSecretKey: [UInt8]? = nil, databasePath: String, heartbeatMilliseconds: Int,
+        retention: Int, logger: Logger
+    ) throws {
         let wakeup = try Wakeup()
         self.wakeup = wakeup
         let pushes = PushOutlet(wakeup: wakeup)
         self.pushes = pushes
         let startup = StartupReport()
-        let stopping = self.stopping, published = self.published
+        let stopping = self.stopping
+        let published = self.published
         thread = WorkerThread(name: "\(logger.component)-relay") {
-            OutboxRelay.loop(context: context, bind: bind, curveSecretKey: curveSecretKey, databasePath: databasePath, heartbeat: heartbeatMilliseconds,
-                             retention: retention, wakeup: wakeup, pushes: pushes, stopping: stopping, published: published, logger: logger, startup: startup)
+            OutboxRelay.loop(
+                context: context, bind: bind, curveSecretKey: curveSecretKey, databasePath: databasePath, heartbeat: heartbeatMilliseconds,
+                retention: retention, wakeup: wakeup, pushes: pushes, stopping: stopping, published: published, logger: logger, startup: startup)
         }
         switch startup.wait() {
         case .success(let bound): endpoints = bound
@@ -86,8 +90,10 @@ public final class OutboxRelay: Sendable {
 
     deinit { stop() }
 
-    private static func loop(context: ZMQContext, bind: [String], curveSecretKey: [UInt8]?, databasePath: String, heartbeat: Int, retention: Int,
-                             wakeup: Wakeup, pushes: PushOutlet, stopping: StopFlag, published: PublishedHead, logger: Logger, startup: StartupReport) {
+    private static func loop(
+        context: ZMQContext, bind: [String], curveSecretKey: [UInt8]?, databasePath: String, heartbeat: Int, retention: Int,
+        wakeup: Wakeup, pushes: PushOutlet, stopping: StopFlag, published: PublishedHead, logger: Logger, startup: StartupReport
+    ) {
         let socket: Socket
         let outbox: Outbox
         var sent: Int64
@@ -149,8 +155,9 @@ public final class OutboxRelay: Sendable {
             for push in waiting { _ = try? socket.send(push.frames, dontWait: true) }
             if dropped > 0 { logger.warn("dropped pushes: more were waiting than the relay keeps", ["dropped": dropped]) }
             if monotonicNanos() >= nextHeartbeat || stop {
-                let beat = EnvelopeCoding.event(seq: sent, type: SystemEvents.heartbeat, ts: Logger.timestamp(), epoch: epoch,
-                                                body: Data("{\"head\":\(sent)}".utf8))
+                let beat = EnvelopeCoding.event(
+                    seq: sent, type: SystemEvents.heartbeat, ts: Logger.timestamp(), epoch: epoch,
+                    body: Data("{\"head\":\(sent)}".utf8))
                 _ = try? socket.send([Data(SystemEvents.heartbeat.utf8), beat], dontWait: true)
                 nextHeartbeat = monotonicNanos() + UInt64(heartbeat) * 1_000_000
             }

@@ -34,8 +34,9 @@ public enum RFC3339 {
             return true
         }
         guard let year = number(4), year >= 1, take("-"), let month = number(2), (1...12).contains(month), take("-"),
-              let day = number(2), take("Tt "), let hour = number(2), hour <= 23, take(":"), let minute = number(2), minute <= 59,
-              take(":"), let second = number(2), second <= 60 else { return nil }
+            let day = number(2), take("Tt "), let hour = number(2), hour <= 23, take(":"), let minute = number(2), minute <= 59,
+            take(":"), let second = number(2), second <= 60
+        else { return nil }
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
         guard (1...days).contains(day) else { return nil }

@@ -189,25 +189,28 @@ public final class RPCServer<State>: Sendable {
             // Reads are answered one by one; writes in batches when the table groups them.
             let writeBatch = role == .write ? table.writeBatch : nil
             let limit = max(1, options.maxWriteBatch)
-            threads.append(WorkerThread(name: "\(logger.component)-\(role == .write ? "writer" : "reader\(index)")") {
-                let state: State
-                do {
-                    state = try makeState(role)
-                    startup.succeeded(nil)
-                } catch {
-                    startup.failed(error)
-                    return
-                }
-                ServerThreads.serve(
-                    queue: queue, handlers: runs.map { run in { context in try run(context, state) } },
-                    batching: writeBatch.map { batch in (run: { body in try batch(state, body) }, limit: limit) },
-                    shared: shared, stats: stats, logger: logger, maxReplyBytes: maxReplyBytes)
-            })
+            threads.append(
+                WorkerThread(name: "\(logger.component)-\(role == .write ? "writer" : "reader\(index)")") {
+                    let state: State
+                    do {
+                        state = try makeState(role)
+                        startup.succeeded(nil)
+                    } catch {
+                        startup.failed(error)
+                        return
+                    }
+                    ServerThreads.serve(
+                        queue: queue, handlers: runs.map { run in { context in try run(context, state) } },
+                        batching: writeBatch.map { batch in (run: { body in try batch(state, body) }, limit: limit) },
+                        shared: shared, stats: stats, logger: logger, maxReplyBytes: maxReplyBytes)
+                })
         }
-        threads.append(WorkerThread(name: "\(logger.component)-rpc") {
-            ServerThreads.ioLoop(context: context, endpoints: endpoints, routes: routeNumbers, kinds: kinds, options: options,
-                                 shared: shared, stats: stats, logger: logger, startup: startup)
-        })
+        threads.append(
+            WorkerThread(name: "\(logger.component)-rpc") {
+                ServerThreads.ioLoop(
+                    context: context, endpoints: endpoints, routes: routeNumbers, kinds: kinds, options: options,
+                    shared: shared, stats: stats, logger: logger, startup: startup)
+            })
         self.threads = threads
         switch startup.wait() {
         case .success(let bound):
@@ -292,8 +295,9 @@ enum ServerThreads {
                 } catch {
                     let serviceError = asServiceError(error, logger: logger, type: "a batch of writes")
                     answers = jobs.map { job in
-                        Answer(frames: job.prefix + [EnvelopeCoding.failure(id: job.context.id, error: serviceError)],
-                               type: job.context.type, received: job.received, failure: serviceError.code)
+                        Answer(
+                            frames: job.prefix + [EnvelopeCoding.failure(id: job.context.id, error: serviceError)],
+                            type: job.context.type, received: job.received, failure: serviceError.code)
                     }
                 }
             } else {
@@ -326,8 +330,10 @@ enum ServerThreads {
                 if reply.count > maxReplyBytes {
                     logger.warn("reply too large", ["type": context.type, "bytes": reply.count, "limit": maxReplyBytes])
                     failure = .tooLarge
-                    reply = EnvelopeCoding.failure(id: context.id, error: ServiceError(
-                        .tooLarge, "reply of \(reply.count) bytes exceeds the limit of \(maxReplyBytes); ask for a smaller page"))
+                    reply = EnvelopeCoding.failure(
+                        id: context.id,
+                        error: ServiceError(
+                            .tooLarge, "reply of \(reply.count) bytes exceeds the limit of \(maxReplyBytes); ask for a smaller page"))
                     attachments = []
                 }
             } catch {
@@ -461,9 +467,10 @@ enum ServerThreads {
                 return
             }
             let now = monotonicNanos()
-            let context = RequestContext(id: header.id, type: header.type, auth: header.auth,
-                                         deadline: now + UInt64(min(budget, 3_600_000)) * 1_000_000, envelope: envelope,
-                                         bodyRange: header.bodyRange)
+            let context = RequestContext(
+                id: header.id, type: header.type, auth: header.auth,
+                deadline: now + UInt64(min(budget, 3_600_000)) * 1_000_000, envelope: envelope,
+                bodyRange: header.bodyRange)
             inFlight += 1
             stats.setInFlight(inFlight)
             queue.push(ServerJob(prefix: prefix, context: context, route: route, received: now))

@@ -70,12 +70,14 @@ public struct EventApplier: Sendable {
     /// and only commits, with it.
     public var settled: (@Sendable (_ committed: Bool) -> Void)?
 
-    public init(apply: @escaping @Sendable (ReceivedEvent, EventScope) throws -> Void,
-                reset: @escaping @Sendable (Database) throws -> Void,
-                types: Set<String>? = nil,
-                startBulk: (@Sendable (Database) throws -> Void)? = nil,
-                finishBulk: (@Sendable (Database) throws -> Void)? = nil,
-                settled: (@Sendable (_ committed: Bool) -> Void)? = nil) {
+    public init(
+        apply: @escaping @Sendable (ReceivedEvent, EventScope) throws -> Void,
+        reset: @escaping @Sendable (Database) throws -> Void,
+        types: Set<String>? = nil,
+        startBulk: (@Sendable (Database) throws -> Void)? = nil,
+        finishBulk: (@Sendable (Database) throws -> Void)? = nil,
+        settled: (@Sendable (_ committed: Bool) -> Void)? = nil
+    ) {
         self.apply = apply
         self.reset = reset
         self.types = types
@@ -99,8 +101,10 @@ public struct EventHandlers: Sendable {
     public let reset: @Sendable (Database) throws -> Void
     public let finishBulk: (@Sendable (Database) throws -> Void)?
 
-    public init(_ handlers: [String: Handler], reset: @escaping @Sendable (Database) throws -> Void = { _ in },
-                finishBulk: (@Sendable (Database) throws -> Void)? = nil) {
+    public init(
+        _ handlers: [String: Handler], reset: @escaping @Sendable (Database) throws -> Void = { _ in },
+        finishBulk: (@Sendable (Database) throws -> Void)? = nil
+    ) {
         self.handlers = handlers
         self.reset = reset
         self.finishBulk = finishBulk
@@ -131,7 +135,6 @@ extension EventApplier {
         self.init(apply: apply, reset: reset, types: Set(table.keys), finishBulk: finishes.isEmpty ? nil : finish)
     }
 }
-
 
 /// A service's cursor store: the copy and the cursor in the service's own SQLite file, changed
 /// by an `EventApplier` in transactions that also store the cursor. A snapshot's pages are
@@ -194,8 +197,12 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
             try applier.apply(event, scope)
             return true
         } catch let error as ServiceError {
-            logger.error("skipped an event that cannot apply", ["source": source, "seq": event.header.seq,
-                                                                 "type": event.header.type, "error": error])
+            logger.error(
+                "skipped an event that cannot apply",
+                [
+                    "source": source, "seq": event.header.seq,
+                    "type": event.header.type, "error": error,
+                ])
             return false
         }
     }

@@ -4,8 +4,9 @@ import Foundation
 import ServiceCore
 import Storage
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs a `ServiceDefinition`: migrates its database, serves its handlers plus the `sys.*`
@@ -60,10 +61,12 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             let peers = try lifecycle.start("peer clients", stop: { $0.closeAll() }) {
                 try PeerClients(context: context, config: config.common, logger: logger)
             }
-            let relay = definition.publishes
+            let relay =
+                definition.publishes
                 ? try lifecycle.start("outbox relay", stop: { $0.stop() }) {
-                    try OutboxRelay(context: context, bind: config.publish, curveSecretKey: config.bus?.pair.secretKey, databasePath: path,
-                                    heartbeatMilliseconds: config.heartbeatMilliseconds, retention: config.outboxRetention, logger: logger)
+                    try OutboxRelay(
+                        context: context, bind: config.publish, curveSecretKey: config.bus?.pair.secretKey, databasePath: path,
+                        heartbeatMilliseconds: config.heartbeatMilliseconds, retention: config.outboxRetention, logger: logger)
                 }
                 : nil
 
@@ -88,9 +91,10 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                     options.tuning = definition.tuning
                     options.relayWakeup = relay?.wakeup
                     options.curve = config.common.curve(for: source)
-                    subscribers.append(try lifecycle.start("subscriber to \(stream.key)", stop: { $0.stop() }) {
-                        try EventSubscriber(context: context, options: options, applier: applier, logger: logger)
-                    })
+                    subscribers.append(
+                        try lifecycle.start("subscriber to \(stream.key)", stop: { $0.stop() }) {
+                            try EventSubscriber(context: context, options: options, applier: applier, logger: logger)
+                        })
                 }
             }
             let following = subscribers
@@ -137,7 +141,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             options.maxRequestBytes = config.maxRequestBytes
             options.maxJSONDepth = config.maxJSONDepth
             options.curveSecretKey = config.bus?.pair.secretKey
-            let wakeup = relay?.wakeup, outlet = relay?.pushes
+            let wakeup = relay?.wakeup
+            let outlet = relay?.pushes
             let makeState = definition.makeState
             let tuning = definition.tuning
             server = try lifecycle.start("request server", stop: { $0.stop() }) {
@@ -150,9 +155,11 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             let authenticator = self.authenticator
             let metrics = try config.metricsListen.map { listen in
                 try lifecycle.start("metrics", stop: { $0.stop() }) {
-                    try MetricsServer(listen: listen, logger: logger,
-                                      render: ServiceRuntime.metrics(service: definition.name, stats: stats, relay: relay,
-                                                                     subscribers: following, authenticator: authenticator))
+                    try MetricsServer(
+                        listen: listen, logger: logger,
+                        render: ServiceRuntime.metrics(
+                            service: definition.name, stats: stats, relay: relay,
+                            subscribers: following, authenticator: authenticator))
                 }
             }
             endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [], metrics: metrics?.endpoint)
@@ -196,8 +203,10 @@ public final class ServiceRuntime<State: ServiceState>: Service {
 
     /// What the metrics port serves: the request server's counters, the outbox head, each
     /// subscriber's cursor and lag, the CURVE decisions (see Protocols/configuration.md#metrics).
-    static func metrics(service: String, stats: ServerStats, relay: OutboxRelay?, subscribers: [EventSubscriber],
-                        authenticator: ZAPAuthenticator?) -> @Sendable () -> String {
+    static func metrics(
+        service: String, stats: ServerStats, relay: OutboxRelay?, subscribers: [EventSubscriber],
+        authenticator: ZAPAuthenticator?
+    ) -> @Sendable () -> String {
         {
             var text = MetricsText()
             text.requests(service: service, stats.methodMetrics(), inFlight: stats.inFlight)
@@ -213,8 +222,10 @@ public final class ServiceRuntime<State: ServiceState>: Service {
 
     // MARK: sys.*
 
-    private static func addSystemHandlers(to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
-                                          authenticator: ZAPAuthenticator?, subscriptions: @escaping @Sendable () -> [SubscriberStatus]) {
+    private static func addSystemHandlers(
+        to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
+        authenticator: ZAPAuthenticator?, subscriptions: @escaping @Sendable () -> [SubscriberStatus]
+    ) {
         let name = definition.name
         table.on(Methods.System.ping) { (_: Empty, _, _) -> PingReply in
             PingReply(service: name, time: Logger.timestamp())
@@ -238,15 +249,17 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             try backups.run(service: name) {
                 let started = monotonicNanos()
                 let bytes = try DatabaseBackup.write(from: state.worker.db, to: request.to)
-                var epoch: String?, head: Int64?
+                var epoch: String?
+                var head: Int64?
                 if publishes {
                     // The copy's own outbox says which events its state includes.
                     let copy = Outbox(database: try Database(path: request.to, readOnly: true))
                     epoch = try copy.epoch()
                     head = try copy.head()
                 }
-                return BackupReply(service: name, file: request.to, bytes: bytes, epoch: epoch, head: head,
-                                   milliseconds: Int((monotonicNanos() - started) / 1_000_000))
+                return BackupReply(
+                    service: name, file: request.to, bytes: bytes, epoch: epoch, head: head,
+                    milliseconds: Int((monotonicNanos() - started) / 1_000_000))
             }
         }
         guard publishes else { return }
@@ -313,7 +326,8 @@ struct PeerStream: Equatable {
             return [PeerStream(key: source, rpc: peer.rpc, publish: peer.publish)]
         }
         guard peer.rpc.count == peer.publish.count else {
-            throw ConfigError("""
+            throw ConfigError(
+                """
                 \(source) is followed one replica at a time, so its i-th event endpoint must be its i-th replica's: \
                 \(peer.rpc.count) request and \(peer.publish.count) event endpoints are configured
                 """)

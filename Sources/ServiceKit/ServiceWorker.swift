@@ -136,10 +136,12 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
     /// started after the request server and stopped before it.
     public var background: [BackgroundWork] = []
 
-    public init(name: String, migrations: [Migration], handlers: HandlerTable<State>, publishes: Bool = false,
-                snapshot: (@Sendable (State, String?, Int) throws -> SnapshotPage)? = nil,
-                subscriptions: [String: EventApplier] = [:], tuning: DatabaseTuning = DatabaseTuning(),
-                makeState: @escaping @Sendable (ServiceWorker) throws -> State) {
+    public init(
+        name: String, migrations: [Migration], handlers: HandlerTable<State>, publishes: Bool = false,
+        snapshot: (@Sendable (State, String?, Int) throws -> SnapshotPage)? = nil,
+        subscriptions: [String: EventApplier] = [:], tuning: DatabaseTuning = DatabaseTuning(),
+        makeState: @escaping @Sendable (ServiceWorker) throws -> State
+    ) {
         self.subscriptions = subscriptions
         self.tuning = tuning
         self.name = name

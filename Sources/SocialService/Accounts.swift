@@ -31,8 +31,9 @@ enum AccountRules {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         let domain = parts.count == 2 ? parts[1].split(separator: ".", omittingEmptySubsequences: false) : []
         guard parts.count == 2, !parts[0].isEmpty, domain.count >= 2, domain.allSatisfy({ !$0.isEmpty }),
-              !email.contains(where: { $0.isWhitespace }),
-              !email.unicodeScalars.contains(where: { $0.properties.generalCategory == .format }) else {
+            !email.contains(where: { $0.isWhitespace }),
+            !email.unicodeScalars.contains(where: { $0.properties.generalCategory == .format })
+        else {
             throw .invalid("email", "must be an email address such as name@example.com")
         }
         return email
@@ -85,8 +86,9 @@ enum LoginThrottle {
         guard remaining > 0 else { return nil }
         let seconds = (remaining + 999) / 1_000
         let retry = "try again in \(seconds) second\(seconds == 1 ? "" : "s")"
-        return ServiceError(.rateLimited, locked ? "too many failed logins: locked for 15 minutes; \(retry)" : "too many failed logins; \(retry)",
-                            field: "username")
+        return ServiceError(
+            .rateLimited, locked ? "too many failed logins: locked for 15 minutes; \(retry)" : "too many failed logins; \(retry)",
+            field: "username")
     }
 }
 
@@ -124,8 +126,9 @@ extension SocialStore {
         let hash = try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try PasswordHash(hashing: request.password, cost: options.passwordCost) }
         return try db.transaction {
             try checkAvailable(username: username, email: email)
-            try db.run("INSERT INTO users (username, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                       username, email, name, hash.encoded, role.rawValue, timestamp())
+            try db.run(
+                "INSERT INTO users (username, email, name, password_hash, role, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                username, email, name, hash.encoded, role.rawValue, timestamp())
             return PublicUser(id: db.lastInsertRowID, username: username, name: name, role: role.rawValue)
         }
     }
@@ -167,11 +170,13 @@ extension SocialStore {
             try db.run("DELETE FROM login_failures WHERE username = ?", key)
             // Sessions that ended by themselves, anyone's, a few at a time.
             try db.run("DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at <= ? LIMIT 100)", timestamp(now))
-            try db.run("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                       token.hash, id, timestamp(now), expiresAt)
+            try db.run(
+                "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                token.hash, id, timestamp(now), expiresAt)
         }
-        return LoginReply(token: token.text, expiresAt: expiresAt,
-                          user: PublicUser(id: id, username: try row.decode("username"), name: try row.decode("name"), role: try row.decode("role")))
+        return LoginReply(
+            token: token.text, expiresAt: expiresAt,
+            user: PublicUser(id: id, username: try row.decode("username"), name: try row.decode("name"), role: try row.decode("role")))
     }
 
     /// The `login_failures` key of a username as a client typed it. No username is longer
@@ -190,7 +195,8 @@ extension SocialStore {
             let failures: Int64 = nowMs - last >= LoginThrottle.forgetMilliseconds ? 0 : try row?.decode("failures") ?? 0
             if let refusal = LoginThrottle.refusal(failures: failures, lastFailure: last, now: nowMs) { throw refusal }
             try db.run("DELETE FROM login_failures WHERE last_failure_ms < ?", nowMs - LoginThrottle.forgetMilliseconds)
-            try db.run("""
+            try db.run(
+                """
                 INSERT INTO login_failures (username, failures, last_failure_ms) VALUES (?, ?, ?)
                 ON CONFLICT (username) DO UPDATE SET failures = excluded.failures, last_failure_ms = excluded.last_failure_ms
                 """, key, failures + 1, nowMs)
@@ -200,10 +206,12 @@ extension SocialStore {
     /// Who a live session token signs in; `unauthenticated` for anything else.
     func validate(_ token: String) throws -> TokenOwner {
         guard let hash = try HashedToken.storedHash(of: token),
-              let row = try db.queryOne("""
-                  SELECT s.user_id, u.role, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
-                  WHERE s.token_hash = ? AND s.expires_at > ?
-                  """, hash, timestamp()) else { throw Self.invalidToken }
+            let row = try db.queryOne(
+                """
+                SELECT s.user_id, u.role, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
+                WHERE s.token_hash = ? AND s.expires_at > ?
+                """, hash, timestamp())
+        else { throw Self.invalidToken }
         return try TokenOwner(userId: row.decode("user_id"), role: row.decode("role"), expiresAt: row.decode("expires_at"))
     }
 

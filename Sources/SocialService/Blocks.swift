@@ -56,11 +56,13 @@ extension SocialStore {
                 }
                 try db.run("INSERT INTO blocks (blocker_id, blocked_id, created_at) VALUES (?, ?, ?)", caller.id, userId, timestamp())
             }
-            try db.run("DELETE FROM follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
-                       caller.id, userId, userId, caller.id)
+            try db.run(
+                "DELETE FROM follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
+                caller.id, userId, userId, caller.id)
             try db.run("DELETE FROM group_invitations WHERE user_id = ? AND invited_by = ?", userId, caller.id)
-            try db.run("DELETE FROM group_map_follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
-                       caller.id, userId, userId, caller.id)
+            try db.run(
+                "DELETE FROM group_map_follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
+                caller.id, userId, userId, caller.id)
             return BlockState(userId: userId, blocked: true)
         }
     }
@@ -80,7 +82,8 @@ extension SocialStore {
     /// `social.blocks`: the users `blocker` blocks, the most recent block first.
     func blockList(of blocker: Int64, cursor: String?, limit: Int) throws -> UserPage {
         let after = try cursor.map(Self.blockCursor.decode) ?? Int64.max
-        return try userPage("""
+        return try userPage(
+            """
             SELECT b.id AS page_id, u.id AS user_id, u.username, u.name FROM blocks b JOIN users u ON u.id = b.blocked_id
             WHERE b.blocker_id = ? AND b.id < ? ORDER BY b.id DESC LIMIT ?
             """, [blocker, after], cursor: Self.blockCursor, limit: limit)

@@ -89,11 +89,13 @@ enum ChatRules {
         guard !bytes.isEmpty, bytes.count <= maxClientMsgIdBytes else {
             throw .invalid("client_msg_id", "must be 1 to \(maxClientMsgIdBytes) bytes")
         }
-        guard bytes.allSatisfy({ byte in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "-")
-        }) else {
+        guard
+            bytes.allSatisfy({ byte in
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "-")
+            })
+        else {
             throw .invalid("client_msg_id", "may hold only A-Z, a-z, 0-9, '.', '_', ':' and '-'")
         }
     }
@@ -109,46 +111,48 @@ enum ChatRules {
     /// - `chat_messages`: the messages; `sender_id` null once the sender's account is deleted.
     /// - `chat_hidden`: a message a block keeps from one participant.
     static let migrations: [Migration] = [
-        Migration(domain: "chat", version: 1, sql: """
-            CREATE TABLE chat_conversations (
-                id         INTEGER PRIMARY KEY AUTOINCREMENT,
-                group_id   INTEGER UNIQUE REFERENCES groups(id) ON DELETE CASCADE,
-                last_seq   INTEGER NOT NULL DEFAULT 0,
-                started_by INTEGER REFERENCES users(id) ON DELETE SET NULL,
-                started_ms INTEGER NOT NULL
-            );
-            CREATE INDEX chat_conversations_by_starter ON chat_conversations(started_by, started_ms);
-            CREATE TABLE chat_participants (
-                conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
-                user_id         INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                peer_id         INTEGER,
-                joined_seq      INTEGER NOT NULL,
-                read_seq        INTEGER NOT NULL,
-                unread          INTEGER NOT NULL DEFAULT 0,
-                last_message_id INTEGER,
-                PRIMARY KEY (conversation_id, user_id),
-                UNIQUE (user_id, peer_id)
-            );
-            CREATE INDEX chat_participants_by_last ON chat_participants(user_id, last_message_id);
-            CREATE TABLE chat_messages (
-                id              INTEGER PRIMARY KEY AUTOINCREMENT,
-                conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
-                seq             INTEGER NOT NULL,
-                sender_id       INTEGER REFERENCES users(id) ON DELETE SET NULL,
-                client_msg_id   TEXT NOT NULL,
-                text            TEXT NOT NULL,
-                at              TEXT NOT NULL,
-                at_ms           INTEGER NOT NULL,
-                UNIQUE (conversation_id, seq)
-            );
-            CREATE UNIQUE INDEX chat_messages_by_client_id ON chat_messages(sender_id, client_msg_id);
-            CREATE INDEX chat_messages_by_sender_time ON chat_messages(sender_id, at_ms);
-            CREATE TABLE chat_hidden (
-                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                message_id INTEGER NOT NULL REFERENCES chat_messages(id) ON DELETE CASCADE,
-                PRIMARY KEY (user_id, message_id)
-            ) WITHOUT ROWID;
-            CREATE INDEX chat_hidden_by_message ON chat_hidden(message_id);
-            """),
+        Migration(
+            domain: "chat", version: 1,
+            sql: """
+                CREATE TABLE chat_conversations (
+                    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                    group_id   INTEGER UNIQUE REFERENCES groups(id) ON DELETE CASCADE,
+                    last_seq   INTEGER NOT NULL DEFAULT 0,
+                    started_by INTEGER REFERENCES users(id) ON DELETE SET NULL,
+                    started_ms INTEGER NOT NULL
+                );
+                CREATE INDEX chat_conversations_by_starter ON chat_conversations(started_by, started_ms);
+                CREATE TABLE chat_participants (
+                    conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
+                    user_id         INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    peer_id         INTEGER,
+                    joined_seq      INTEGER NOT NULL,
+                    read_seq        INTEGER NOT NULL,
+                    unread          INTEGER NOT NULL DEFAULT 0,
+                    last_message_id INTEGER,
+                    PRIMARY KEY (conversation_id, user_id),
+                    UNIQUE (user_id, peer_id)
+                );
+                CREATE INDEX chat_participants_by_last ON chat_participants(user_id, last_message_id);
+                CREATE TABLE chat_messages (
+                    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+                    conversation_id INTEGER NOT NULL REFERENCES chat_conversations(id) ON DELETE CASCADE,
+                    seq             INTEGER NOT NULL,
+                    sender_id       INTEGER REFERENCES users(id) ON DELETE SET NULL,
+                    client_msg_id   TEXT NOT NULL,
+                    text            TEXT NOT NULL,
+                    at              TEXT NOT NULL,
+                    at_ms           INTEGER NOT NULL,
+                    UNIQUE (conversation_id, seq)
+                );
+                CREATE UNIQUE INDEX chat_messages_by_client_id ON chat_messages(sender_id, client_msg_id);
+                CREATE INDEX chat_messages_by_sender_time ON chat_messages(sender_id, at_ms);
+                CREATE TABLE chat_hidden (
+                    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    message_id INTEGER NOT NULL REFERENCES chat_messages(id) ON DELETE CASCADE,
+                    PRIMARY KEY (user_id, message_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX chat_hidden_by_message ON chat_hidden(message_id);
+                """)
     ]
 }

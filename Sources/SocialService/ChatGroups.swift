@@ -47,9 +47,15 @@ extension SocialStore {
     /// of all its members within its span, saying when the next may go.
     private func checkGroupRate(_ conversation: Int64, now: Int64) throws {
         let rate = ChatRules.groupRate
-        guard let oldest = try db.scalarInt("SELECT at_ms FROM chat_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
-                                            conversation, rate.count - 1), oldest > now - rate.milliseconds else { return }
-        throw ServiceError(.rateLimited, "this group's conversation is busy: at most \(rate.count) messages of all its members in \(rate.span); \(ChatRules.tryAgain(oldest: oldest, within: rate.milliseconds, now: now))")
+        guard
+            let oldest = try db.scalarInt(
+                "SELECT at_ms FROM chat_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                conversation, rate.count - 1), oldest > now - rate.milliseconds
+        else { return }
+        throw ServiceError(
+            .rateLimited,
+            "this group's conversation is busy: at most \(rate.count) messages of all its members in \(rate.span); \(ChatRules.tryAgain(oldest: oldest, within: rate.milliseconds, now: now))"
+        )
     }
 
     /// The id of `group`'s conversation, made at its first message.
@@ -62,14 +68,16 @@ extension SocialStore {
     /// Before a message: the seats of those who are no longer members go, and those who joined
     /// since the last message get one that starts after it.
     private func seatMembers(_ members: [Int64], of group: Int64, in conversation: Int64) throws {
-        try db.run("""
+        try db.run(
+            """
             DELETE FROM chat_participants WHERE conversation_id = ?
               AND user_id NOT IN (SELECT user_id FROM group_members WHERE group_id = ?)
             """, conversation, group)
         let last = try db.scalarInt("SELECT last_seq FROM chat_conversations WHERE id = ?", conversation) ?? 0
         for member in members {
-            try db.run("INSERT OR IGNORE INTO chat_participants (conversation_id, user_id, joined_seq, read_seq) VALUES (?, ?, ?, ?)",
-                       conversation, member, last, last)
+            try db.run(
+                "INSERT OR IGNORE INTO chat_participants (conversation_id, user_id, joined_seq, read_seq) VALUES (?, ?, ?, ?)",
+                conversation, member, last, last)
         }
     }
 }

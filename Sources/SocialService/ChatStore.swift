@@ -32,8 +32,9 @@ extension SocialStore {
         return try db.transaction {
             if let earlier = try earlierMessage(of: caller.id, clientMsgId: request.clientMsgId) {
                 guard earlier.sent.conversation == to.text, earlier.text == request.text else {
-                    throw ServiceError(.conflict, "client_msg_id \(request.clientMsgId) was already used for another message; make a new one for each message",
-                                       field: "client_msg_id")
+                    throw ServiceError(
+                        .conflict, "client_msg_id \(request.clientMsgId) was already used for another message; make a new one for each message",
+                        field: "client_msg_id")
                 }
                 return earlier.sent
             }
@@ -46,11 +47,14 @@ extension SocialStore {
 
     /// The caller's message sent before with `clientMsgId`, as `chat.send` answered it, and its text.
     private func earlierMessage(of sender: Int64, clientMsgId: String) throws -> (sent: ChatSent, text: String)? {
-        guard let row = try db.queryOne("""
-            SELECT m.seq, m.text, m.at, c.group_id, p.peer_id FROM chat_messages m JOIN chat_conversations c ON c.id = m.conversation_id
-            LEFT JOIN chat_participants p ON p.conversation_id = m.conversation_id AND p.user_id = m.sender_id
-            WHERE m.sender_id = ? AND m.client_msg_id = ?
-            """, sender, clientMsgId) else { return nil }
+        guard
+            let row = try db.queryOne(
+                """
+                SELECT m.seq, m.text, m.at, c.group_id, p.peer_id FROM chat_messages m JOIN chat_conversations c ON c.id = m.conversation_id
+                LEFT JOIN chat_participants p ON p.conversation_id = m.conversation_id AND p.user_id = m.sender_id
+                WHERE m.sender_id = ? AND m.client_msg_id = ?
+                """, sender, clientMsgId)
+        else { return nil }
         let name = try Self.conversationName(group: row.decode("group_id"), peer: row.decode("peer_id"))
         return (ChatSent(conversation: name.text, seq: try row.decode("seq"), at: try row.decode("at"), clientMsgId: clientMsgId), try row.decode("text"))
     }
@@ -82,12 +86,15 @@ extension SocialStore {
     private func directConversation(_ caller: Int64, _ peer: Int64, now: Int64) throws -> Int64 {
         if let id = try db.scalarInt("SELECT conversation_id FROM chat_participants WHERE user_id = ? AND peer_id = ?", caller, peer) { return id }
         let limit = ChatRules.newConversationsPerHour
-        if let started = try db.scalarInt("""
+        if let started = try db.scalarInt(
+            """
             SELECT started_ms FROM chat_conversations WHERE started_by = ? AND started_ms > ? ORDER BY started_ms DESC LIMIT 1 OFFSET ?
-            """, caller, now - 3_600_000, limit - 1) {
+            """, caller, now - 3_600_000, limit - 1)
+        {
             let minutes = (started + 3_600_000 - now + 59_999) / 60_000
-            throw ServiceError(.rateLimited, "you started \(limit) conversations in the last hour, the most; try again in \(minutes) minute\(minutes == 1 ? "" : "s")",
-                               field: "to")
+            throw ServiceError(
+                .rateLimited, "you started \(limit) conversations in the last hour, the most; try again in \(minutes) minute\(minutes == 1 ? "" : "s")",
+                field: "to")
         }
         try db.run("INSERT INTO chat_conversations (started_by, started_ms) VALUES (?, ?)", caller, now)
         let id = db.lastInsertRowID
@@ -101,9 +108,12 @@ extension SocialStore {
     /// span (dropped ones count too), saying when the next may go.
     func checkSendingRate(of sender: Int64, now: Int64) throws {
         for rate in ChatRules.rates {
-            guard let oldest = try db.scalarInt("""
-                SELECT at_ms FROM chat_messages WHERE sender_id = ? AND at_ms > ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?
-                """, sender, now - rate.milliseconds, rate.count - 1) else { continue }
+            guard
+                let oldest = try db.scalarInt(
+                    """
+                    SELECT at_ms FROM chat_messages WHERE sender_id = ? AND at_ms > ? ORDER BY at_ms DESC LIMIT 1 OFFSET ?
+                    """, sender, now - rate.milliseconds, rate.count - 1)
+            else { continue }
             throw ServiceError(.rateLimited, "too many messages: at most \(rate.count) in \(rate.span); \(ChatRules.tryAgain(oldest: oldest, within: rate.milliseconds, now: now))")
         }
     }
@@ -132,10 +142,12 @@ extension SocialStore {
         }
         let from = ChatAuthor.user(try summary(of: sender))
         let at = timestamp(Date(timeIntervalSince1970: Double(now) / 1_000))
-        try db.run("INSERT INTO chat_messages (conversation_id, seq, sender_id, client_msg_id, text, at, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   conversation, seq, sender, request.clientMsgId, request.text, at, now)
-        return StoredMessage(id: db.lastInsertRowID, conversation: conversation, seq: seq, at: at, from: from, text: request.text,
-                             clientMsgId: request.clientMsgId)
+        try db.run(
+            "INSERT INTO chat_messages (conversation_id, seq, sender_id, client_msg_id, text, at, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            conversation, seq, sender, request.clientMsgId, request.text, at, now)
+        return StoredMessage(
+            id: db.lastInsertRowID, conversation: conversation, seq: seq, at: at, from: from, text: request.text,
+            clientMsgId: request.clientMsgId)
     }
 
     /// A stored message as the readers who call its conversation `name` see it, with the push
@@ -153,8 +165,9 @@ extension SocialStore {
     /// Gives the message to `recipient`: one more unread, their last message, and a push to
     /// every connection of theirs.
     func deliver(_ delivery: Delivery, to recipient: Int64) throws {
-        try db.run("UPDATE chat_participants SET unread = unread + 1, last_message_id = ? WHERE conversation_id = ? AND user_id = ?",
-                   delivery.message.id, delivery.message.conversation, recipient)
+        try db.run(
+            "UPDATE chat_participants SET unread = unread + 1, last_message_id = ? WHERE conversation_id = ? AND user_id = ?",
+            delivery.message.id, delivery.message.conversation, recipient)
         pushMessage(delivery, to: recipient, origin: nil)
     }
 
@@ -188,7 +201,8 @@ extension SocialStore {
     /// far, or none since they joined the group). `not_found` (naming `field`) when the
     /// conversation cannot be theirs: no such user, or a group they are not a member of.
     func seat(in name: ConversationName, of user: Int64, field: String) throws -> ChatSeat? {
-        let condition: String, key: Int64
+        let condition: String
+        let key: Int64
         switch name {
         case .user(let peer):
             guard peer != user else { throw ServiceError.invalid(field, "cannot be a conversation with yourself") }
@@ -197,7 +211,8 @@ extension SocialStore {
             try requireChatMember(group: group, user: user, field: field)
             (condition, key) = ("c.group_id = ?", group)
         }
-        let row = try db.queryOne("""
+        let row = try db.queryOne(
+            """
             SELECT p.conversation_id, p.joined_seq, p.read_seq, p.unread,
                    coalesce((SELECT seq FROM chat_messages WHERE id = p.last_message_id), p.joined_seq) AS last_visible_seq
             FROM chat_participants p JOIN chat_conversations c ON c.id = p.conversation_id WHERE p.user_id = ? AND \(condition)
@@ -209,8 +224,9 @@ extension SocialStore {
             }
             return nil
         }
-        return ChatSeat(conversation: try row.decode("conversation_id"), joinedSeq: try row.decode("joined_seq"), readSeq: try row.decode("read_seq"),
-                        unread: try row.decode("unread"), lastVisibleSeq: try row.decode("last_visible_seq"))
+        return ChatSeat(
+            conversation: try row.decode("conversation_id"), joinedSeq: try row.decode("joined_seq"), readSeq: try row.decode("read_seq"),
+            unread: try row.decode("unread"), lastVisibleSeq: try row.decode("last_visible_seq"))
     }
 
     /// `chat.history`: the messages of the conversation the caller can see, newest first,
@@ -219,7 +235,8 @@ extension SocialStore {
         let name = try ConversationName(request.conversation, field: "conversation")
         let limit = try SocialService.limit(request.limit)
         guard let seat = try seat(in: name, of: caller.id, field: "conversation") else { return ChatHistory(messages: []) }
-        let page = try readPage("""
+        let page = try readPage(
+            """
             SELECT m.seq, m.sender_id, m.client_msg_id, m.text, m.at, u.username, u.name
             FROM chat_messages m LEFT JOIN users u ON u.id = m.sender_id
             WHERE m.conversation_id = ? AND m.seq > ? AND m.seq < ?
@@ -233,9 +250,10 @@ extension SocialStore {
     /// A message row (`seq`, `sender_id`, `client_msg_id`, `text`, `at` and the sender's
     /// `username` and `name`, null once the account is deleted) as `name`'s reader sees it.
     static func message(_ row: Row, name: ConversationName) throws -> ChatMessage {
-        ChatMessage(seq: try row.decode("seq"), conversation: name.text,
-                    from: try author(id: row.decode("sender_id"), username: row.decode("username"), name: row.decode("name")),
-                    text: try row.decode("text"), at: try row.decode("at"), clientMsgId: try row.decode("client_msg_id"))
+        ChatMessage(
+            seq: try row.decode("seq"), conversation: name.text,
+            from: try author(id: row.decode("sender_id"), username: row.decode("username"), name: row.decode("name")),
+            text: try row.decode("text"), at: try row.decode("at"), clientMsgId: try row.decode("client_msg_id"))
     }
 
     /// A user summary, or the deleted author when the account is gone.
@@ -249,7 +267,8 @@ extension SocialStore {
     func chatConversations(_ request: ChatConversationsRequest, caller: Caller) throws -> ChatConversationList {
         let limit = try SocialService.limit(request.limit)
         let after = try request.cursor.map(Self.conversationCursor.decode) ?? Int64.max
-        let page = try readPage("""
+        let page = try readPage(
+            """
             SELECT p.last_message_id, p.unread, p.read_seq, p.peer_id, c.group_id, g.name AS group_name,
                    pu.username AS peer_username, pu.name AS peer_name, m.seq, m.sender_id, m.client_msg_id, m.text, m.at, u.username, u.name
             FROM chat_participants p JOIN chat_conversations c ON c.id = p.conversation_id
@@ -259,13 +278,17 @@ extension SocialStore {
             ORDER BY p.last_message_id DESC LIMIT ?
             """, [caller.id, after], limit: limit,
             item: { row throws -> (last: Int64, entry: ChatConversation) in
-                let group: Int64? = try row.decode("group_id"), peer: Int64? = try row.decode("peer_id")
+                let group: Int64? = try row.decode("group_id")
+                let peer: Int64? = try row.decode("peer_id")
                 let name = try Self.conversationName(group: group, peer: peer)
                 let with = try peer.map { id in Self.author(id: id, username: try row.decode("peer_username"), name: try row.decode("peer_name")) }
                 let groupName = try group.map { id in GroupName(id: id, name: try row.decode("group_name")) }
-                return (last: try row.decode("last_message_id"),
-                        entry: ChatConversation(conversation: name.text, with: with, group: groupName, lastMessage: try Self.message(row, name: name),
-                                                unread: try row.decode("unread"), readUpTo: try row.decode("read_seq")))
+                return (
+                    last: try row.decode("last_message_id"),
+                    entry: ChatConversation(
+                        conversation: name.text, with: with, group: groupName, lastMessage: try Self.message(row, name: name),
+                        unread: try row.decode("unread"), readUpTo: try row.decode("read_seq"))
+                )
             },
             wire: \.entry)
         return ChatConversationList(conversations: page.items.map(\.entry), nextCursor: page.isFull ? page.items.last.map { Self.conversationCursor.encode($0.last) } : nil)
@@ -284,16 +307,20 @@ extension SocialStore {
             let mark = min(request.upTo, seat.lastVisibleSeq)
             guard mark > seat.readSeq else { return ChatReadState(conversation: name.text, upTo: seat.readSeq, unread: seat.unread) }
             // What was delivered to the caller between the old mark and the new one.
-            let read = try db.scalarInt("""
-                SELECT count(*) FROM chat_messages m WHERE m.conversation_id = ? AND m.seq > ? AND m.seq <= ?
-                  AND (m.sender_id IS NULL OR m.sender_id != ?)
-                  AND NOT EXISTS (SELECT 1 FROM chat_hidden h WHERE h.user_id = ? AND h.message_id = m.id)
-                """, seat.conversation, max(seat.readSeq, seat.joinedSeq), mark, caller.id, caller.id) ?? 0
+            let read =
+                try db.scalarInt(
+                    """
+                    SELECT count(*) FROM chat_messages m WHERE m.conversation_id = ? AND m.seq > ? AND m.seq <= ?
+                      AND (m.sender_id IS NULL OR m.sender_id != ?)
+                      AND NOT EXISTS (SELECT 1 FROM chat_hidden h WHERE h.user_id = ? AND h.message_id = m.id)
+                    """, seat.conversation, max(seat.readSeq, seat.joinedSeq), mark, caller.id, caller.id) ?? 0
             let unread = max(0, seat.unread - read)
             try db.run("UPDATE chat_participants SET read_seq = ?, unread = ? WHERE conversation_id = ? AND user_id = ?", mark, unread, seat.conversation, caller.id)
-            worker.push(Push(Pushes.chatRead, id: "chat-read-\(seat.conversation)-\(caller.id)-\(mark)", userId: caller.id,
-                             coalesce: "chat-read-\(name.text)", origin: caller.origin,
-                             body: try Pushes.chatRead.encode(ChatReadMark(conversation: name.text, upTo: mark))))
+            worker.push(
+                Push(
+                    Pushes.chatRead, id: "chat-read-\(seat.conversation)-\(caller.id)-\(mark)", userId: caller.id,
+                    coalesce: "chat-read-\(name.text)", origin: caller.origin,
+                    body: try Pushes.chatRead.encode(ChatReadMark(conversation: name.text, upTo: mark))))
             return ChatReadState(conversation: name.text, upTo: mark, unread: unread)
         }
     }
@@ -311,7 +338,8 @@ extension SocialStore {
         try db.run("DELETE FROM chat_hidden WHERE user_id = ?", user)
         try db.run("UPDATE chat_conversations SET started_by = NULL WHERE started_by = ?", user)
         for conversation in conversations {
-            try db.run("""
+            try db.run(
+                """
                 DELETE FROM chat_conversations WHERE id = ? AND group_id IS NULL
                   AND NOT EXISTS (SELECT 1 FROM chat_participants WHERE conversation_id = ?)
                 """, conversation, conversation)

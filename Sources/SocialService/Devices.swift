@@ -31,16 +31,18 @@ enum DeviceRules {
 
     /// The devices' table, in a migration domain of its own.
     static let migrations: [Migration] = [
-        Migration(domain: "devices", version: 1, sql: """
-            CREATE TABLE devices (
-                id         INTEGER PRIMARY KEY AUTOINCREMENT,
-                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                device_id  TEXT NOT NULL,
-                public_key TEXT NOT NULL,
-                created_at TEXT NOT NULL,
-                UNIQUE (user_id, device_id)
-            );
-            """),
+        Migration(
+            domain: "devices", version: 1,
+            sql: """
+                CREATE TABLE devices (
+                    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    device_id  TEXT NOT NULL,
+                    public_key TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    UNIQUE (user_id, device_id)
+                );
+                """)
     ]
 }
 
@@ -55,8 +57,9 @@ extension SocialStore {
         return try db.transaction {
             if let existing = try device(request.deviceId, of: caller.id) {
                 guard existing.publicKey == key.text else {
-                    throw ServiceError(.conflict, "device \(request.deviceId) is registered with another key; revoke it (devices.revoke) to register a new key",
-                                       field: "public_key")
+                    throw ServiceError(
+                        .conflict, "device \(request.deviceId) is registered with another key; revoke it (devices.revoke) to register a new key",
+                        field: "public_key")
                 }
                 return existing
             }
@@ -95,8 +98,11 @@ extension SocialStore {
     func deviceSnapshot(after: Int64, limit: Int) throws -> (events: [(type: String, body: Data)], ids: [Int64]) {
         let rows = try db.query("SELECT id, user_id, device_id, public_key FROM devices WHERE id > ? ORDER BY id LIMIT ?", after, limit)
         let events = try rows.map { row in
-            (type: SocialEvents.deviceRegistered, body: try JSONCoding.encoder.encode(
-                DeviceChange(userId: try row.decode("user_id"), deviceId: try row.decode("device_id"), publicKey: try row.decode("public_key"))))
+            (
+                type: SocialEvents.deviceRegistered,
+                body: try JSONCoding.encoder.encode(
+                    DeviceChange(userId: try row.decode("user_id"), deviceId: try row.decode("device_id"), publicKey: try row.decode("public_key")))
+            )
         }
         return (events, try rows.map { row throws(RowError) in try row.decode("id") })
     }

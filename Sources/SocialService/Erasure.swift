@@ -70,7 +70,8 @@ extension SocialStore {
         try db.run("DELETE FROM login_failures WHERE username IN (?, ?)", Self.throttleKey(username), Self.throttleKey(email))
         try db.run("DELETE FROM users WHERE id = ?", id)
         // Every body that names a user does so as `user_id` (session ended, role changed, devices).
-        try db.run("""
+        try db.run(
+            """
             UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
             WHERE json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
             """, Self.redactedType, id)

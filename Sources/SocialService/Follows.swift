@@ -38,7 +38,8 @@ extension SocialStore {
         let after = try cursor.map(Self.followCursor.decode) ?? Int64.max
         try requireVisibleProfile(userId, viewer: viewer)
         let hidden = viewer.map { _ in "AND " + Self.visible("u.id") } ?? ""
-        return try userPage("""
+        return try userPage(
+            """
             SELECT f.id AS page_id, u.id AS user_id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
             WHERE f.\(own) = ? AND f.id < ? \(hidden) ORDER BY f.id DESC LIMIT ?
             """, [userId, after] + (viewer.map { [$0, $0] } ?? []), cursor: Self.followCursor, limit: limit)
@@ -47,9 +48,10 @@ extension SocialStore {
     /// A page of users from `sql`, which selects `page_id` (what `cursor` encodes, descending)
     /// and a user summary's columns, and ends in `LIMIT ?`.
     func userPage(_ sql: String, _ arguments: [(any SQLBindable)?], cursor: IDCursor, limit: Int) throws -> UserPage {
-        let page = try readPage(sql, arguments, limit: limit,
-                                item: { row throws -> (key: Int64, user: UserSummary) in (key: try row.decode("page_id"), user: try Self.summary(row)) },
-                                wire: \.user)
+        let page = try readPage(
+            sql, arguments, limit: limit,
+            item: { row throws -> (key: Int64, user: UserSummary) in (key: try row.decode("page_id"), user: try Self.summary(row)) },
+            wire: \.user)
         let next = page.isFull ? page.items.last.map { cursor.encode($0.key) } : nil
         return UserPage(users: page.items.map(\.user), nextCursor: next)
     }

@@ -29,64 +29,68 @@ enum GroupRules {
 
     /// The tables of blocks, groups and positions, in their own migration domain.
     static let migrations: [Migration] = [
-        Migration(domain: "groups", version: 1, sql: """
-            CREATE TABLE blocks (
-                id         INTEGER PRIMARY KEY AUTOINCREMENT,
-                blocker_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                blocked_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                created_at TEXT NOT NULL,
-                UNIQUE (blocker_id, blocked_id)
-            );
-            CREATE INDEX blocks_by_blocked ON blocks(blocked_id, blocker_id);
-            CREATE TABLE groups (
-                id         INTEGER PRIMARY KEY AUTOINCREMENT,
-                name       TEXT NOT NULL,
-                created_at TEXT NOT NULL
-            );
-            CREATE TABLE group_members (
-                group_id  INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
-                user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                role      TEXT NOT NULL CHECK (role IN ('owner', 'member')),
-                joined_at TEXT NOT NULL,
-                sharing   INTEGER NOT NULL DEFAULT 0 CHECK (sharing IN (0, 1)),
-                PRIMARY KEY (group_id, user_id)
-            );
-            CREATE INDEX group_members_by_user ON group_members(user_id, group_id);
-            CREATE TABLE group_invitations (
-                group_id   INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
-                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                invited_by INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                created_at TEXT NOT NULL,
-                PRIMARY KEY (group_id, user_id)
-            );
-            CREATE INDEX group_invitations_by_user ON group_invitations(user_id, group_id);
-            CREATE INDEX group_invitations_by_inviter ON group_invitations(invited_by);
-            CREATE TABLE group_map_follows (
-                group_id    INTEGER NOT NULL,
-                follower_id INTEGER NOT NULL,
-                followee_id INTEGER NOT NULL,
-                created_at  TEXT NOT NULL,
-                PRIMARY KEY (group_id, follower_id),
-                FOREIGN KEY (group_id, follower_id) REFERENCES group_members(group_id, user_id) ON DELETE CASCADE,
-                FOREIGN KEY (group_id, followee_id) REFERENCES group_members(group_id, user_id) ON DELETE CASCADE
-            );
-            CREATE INDEX group_map_follows_by_followee ON group_map_follows(group_id, followee_id);
-            CREATE TABLE positions (
-                user_id     INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
-                lat         REAL NOT NULL,
-                lon         REAL NOT NULL,
-                accuracy_m  REAL,
-                heading_deg REAL,
-                speed_mps   REAL,
-                at_ms       INTEGER NOT NULL
-            );
-            CREATE INDEX positions_by_time ON positions(at_ms);
-            """),
+        Migration(
+            domain: "groups", version: 1,
+            sql: """
+                CREATE TABLE blocks (
+                    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                    blocker_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    blocked_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    created_at TEXT NOT NULL,
+                    UNIQUE (blocker_id, blocked_id)
+                );
+                CREATE INDEX blocks_by_blocked ON blocks(blocked_id, blocker_id);
+                CREATE TABLE groups (
+                    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name       TEXT NOT NULL,
+                    created_at TEXT NOT NULL
+                );
+                CREATE TABLE group_members (
+                    group_id  INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+                    user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    role      TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+                    joined_at TEXT NOT NULL,
+                    sharing   INTEGER NOT NULL DEFAULT 0 CHECK (sharing IN (0, 1)),
+                    PRIMARY KEY (group_id, user_id)
+                );
+                CREATE INDEX group_members_by_user ON group_members(user_id, group_id);
+                CREATE TABLE group_invitations (
+                    group_id   INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+                    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    invited_by INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    created_at TEXT NOT NULL,
+                    PRIMARY KEY (group_id, user_id)
+                );
+                CREATE INDEX group_invitations_by_user ON group_invitations(user_id, group_id);
+                CREATE INDEX group_invitations_by_inviter ON group_invitations(invited_by);
+                CREATE TABLE group_map_follows (
+                    group_id    INTEGER NOT NULL,
+                    follower_id INTEGER NOT NULL,
+                    followee_id INTEGER NOT NULL,
+                    created_at  TEXT NOT NULL,
+                    PRIMARY KEY (group_id, follower_id),
+                    FOREIGN KEY (group_id, follower_id) REFERENCES group_members(group_id, user_id) ON DELETE CASCADE,
+                    FOREIGN KEY (group_id, followee_id) REFERENCES group_members(group_id, user_id) ON DELETE CASCADE
+                );
+                CREATE INDEX group_map_follows_by_followee ON group_map_follows(group_id, followee_id);
+                CREATE TABLE positions (
+                    user_id     INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+                    lat         REAL NOT NULL,
+                    lon         REAL NOT NULL,
+                    accuracy_m  REAL,
+                    heading_deg REAL,
+                    speed_mps   REAL,
+                    at_ms       INTEGER NOT NULL
+                );
+                CREATE INDEX positions_by_time ON positions(at_ms);
+                """),
         // When each member turned sharing with the group on (0 while off): the group sees no
         // position reported before.
-        Migration(domain: "groups", version: 2, sql: """
-            ALTER TABLE group_members ADD COLUMN sharing_since_ms INTEGER NOT NULL DEFAULT 0;
-            """),
+        Migration(
+            domain: "groups", version: 2,
+            sql: """
+                ALTER TABLE group_members ADD COLUMN sharing_since_ms INTEGER NOT NULL DEFAULT 0;
+                """),
     ]
 }
 
@@ -108,8 +112,10 @@ extension SocialStore {
     /// did not exist.
     @discardableResult
     func member(_ caller: Caller, of group: Int64) throws -> String {
-        guard let role = try db.queryOne("SELECT role FROM group_members WHERE group_id = ? AND user_id = ?", group, caller.id)?
-            .decode("role", as: String.self) else { throw Self.noGroup(group) }
+        guard
+            let role = try db.queryOne("SELECT role FROM group_members WHERE group_id = ? AND user_id = ?", group, caller.id)?
+                .decode("role", as: String.self)
+        else { throw Self.noGroup(group) }
         return role
     }
 
@@ -141,53 +147,70 @@ extension SocialStore {
         guard let row = try db.queryOne("SELECT name, created_at FROM groups WHERE id = ?", group) else { throw Self.noGroup(group) }
         let owner = try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ? AND role = 'owner'", group, viewer) != nil
         let youBlock = { (column: String) in "EXISTS (SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = \(column))" }
-        let members = try db.query("""
+        let members = try db.query(
+            """
             SELECT m.role, m.joined_at, m.sharing, u.id AS user_id, u.username, u.name, \(youBlock("m.user_id")) AS you_block
             FROM group_members m JOIN users u ON u.id = m.user_id
             WHERE m.group_id = ? AND (? OR \(Self.visible("m.user_id"))) ORDER BY m.joined_at, m.rowid
-            """, viewer, group, owner, viewer, viewer).map { row in
-            GroupMember(user: try Self.summary(row), role: try row.decode("role"), joinedAt: try row.decode("joined_at"), sharing: try row.decode("sharing"),
-                        blocked: try row.decode("you_block", as: Bool.self) ? true : nil)
+            """, viewer, group, owner, viewer, viewer
+        ).map { row in
+            GroupMember(
+                user: try Self.summary(row), role: try row.decode("role"), joinedAt: try row.decode("joined_at"), sharing: try row.decode("sharing"),
+                blocked: try row.decode("you_block", as: Bool.self) ? true : nil)
         }
-        let invitations = try db.query("""
+        let invitations = try db.query(
+            """
             SELECT i.created_at, u.id AS user_id, u.username, u.name, b.id AS by_user_id, b.username AS by_username, b.name AS by_name,
                    (\(Self.visible("i.invited_by"))) AS by_visible, \(youBlock("i.user_id")) AS you_block
             FROM group_invitations i JOIN users u ON u.id = i.user_id JOIN users b ON b.id = i.invited_by
             WHERE i.group_id = ? AND (? OR i.invited_by = ? OR \(Self.visible("i.user_id"))) ORDER BY i.created_at, i.rowid
-            """, viewer, viewer, viewer, group, owner, viewer, viewer, viewer).map { row in
-            PendingInvitation(user: try Self.summary(row), invitedBy: try row.decode("by_visible", as: Bool.self) ? try Self.summary(row, prefix: "by_") : nil,
-                              invitedAt: try row.decode("created_at"), blocked: try row.decode("you_block", as: Bool.self) ? true : nil)
+            """, viewer, viewer, viewer, group, owner, viewer, viewer, viewer
+        ).map { row in
+            PendingInvitation(
+                user: try Self.summary(row), invitedBy: try row.decode("by_visible", as: Bool.self) ? try Self.summary(row, prefix: "by_") : nil,
+                invitedAt: try row.decode("created_at"), blocked: try row.decode("you_block", as: Bool.self) ? true : nil)
         }
-        let following = try db.queryOne("""
+        let following = try db.queryOne(
+            """
             SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.followee_id
             WHERE f.group_id = ? AND f.follower_id = ? AND \(Self.visible("f.followee_id"))
-            """, group, viewer, viewer, viewer).map { try Self.summary($0) }
-        let followedBy = try db.query("""
+            """, group, viewer, viewer, viewer
+        ).map { try Self.summary($0) }
+        let followedBy = try db.query(
+            """
             SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.follower_id
             WHERE f.group_id = ? AND f.followee_id = ? AND \(Self.visible("f.follower_id")) ORDER BY f.created_at, f.rowid
-            """, group, viewer, viewer, viewer).map { try Self.summary($0) }
-        return GroupView(id: group, name: try row.decode("name"), createdAt: try row.decode("created_at"), members: members,
-                         invitations: invitations, following: following, followedBy: followedBy)
+            """, group, viewer, viewer, viewer
+        ).map { try Self.summary($0) }
+        return GroupView(
+            id: group, name: try row.decode("name"), createdAt: try row.decode("created_at"), members: members,
+            invitations: invitations, following: following, followedBy: followedBy)
     }
 
     /// `groups.list`: the caller's groups (oldest membership first) and the invitations waiting for them.
     func groupList(of user: Int64) throws -> GroupList {
-        let groups = try db.query("""
+        let groups = try db.query(
+            """
             SELECT g.id, g.name, m.role, m.sharing,
                    (SELECT count(*) FROM group_members o WHERE o.group_id = g.id AND (m.role = 'owner' OR \(Self.visible("o.user_id")))) AS members
             FROM group_members m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ? ORDER BY m.joined_at, m.rowid
-            """, user, user, user).map { row in
-            GroupListing(id: try row.decode("id"), name: try row.decode("name"), role: try row.decode("role"), sharing: try row.decode("sharing"),
-                         members: try row.decode("members"))
+            """, user, user, user
+        ).map { row in
+            GroupListing(
+                id: try row.decode("id"), name: try row.decode("name"), role: try row.decode("role"), sharing: try row.decode("sharing"),
+                members: try row.decode("members"))
         }
-        let invitations = try db.query("""
+        let invitations = try db.query(
+            """
             SELECT g.id, g.name, i.created_at, b.id AS user_id, b.username, b.name AS by_name
             FROM group_invitations i JOIN groups g ON g.id = i.group_id JOIN users b ON b.id = i.invited_by
             WHERE i.user_id = ? AND NOT \(Self.unseen("i")) ORDER BY i.created_at, i.rowid
-            """, user).map { row in
-            InvitationToMe(group: GroupName(id: try row.decode("id"), name: try row.decode("name")),
-                           invitedBy: UserSummary(id: try row.decode("user_id"), username: try row.decode("username"), name: try row.decode("by_name")),
-                           invitedAt: try row.decode("created_at"))
+            """, user
+        ).map { row in
+            InvitationToMe(
+                group: GroupName(id: try row.decode("id"), name: try row.decode("name")),
+                invitedBy: UserSummary(id: try row.decode("user_id"), username: try row.decode("username"), name: try row.decode("by_name")),
+                invitedAt: try row.decode("created_at"))
         }
         return GroupList(groups: groups, invitations: invitations)
     }
@@ -205,8 +228,9 @@ extension SocialStore {
     func invite(_ request: GroupInvitation, caller: Caller) throws -> InvitationSent {
         try member(caller, of: request.groupId)
         let username = try AccountRules.username(request.username)
-        try live.invites.admit(caller.id, now: nowMs,
-                               refusal: ServiceError(.rateLimited, "at most \(GroupRules.invitesPerWindow) invitations a minute; try again in a moment"))
+        try live.invites.admit(
+            caller.id, now: nowMs,
+            refusal: ServiceError(.rateLimited, "at most \(GroupRules.invitesPerWindow) invitations a minute; try again in a moment"))
         let sent = InvitationSent(groupId: request.groupId, username: username, invited: true)
         return try db.transaction {
             guard let invitee = try db.queryOne("SELECT id FROM users WHERE username = ?", username)?.decode("id", as: Int64.self) else {
@@ -222,9 +246,11 @@ extension SocialStore {
                 if unseen { return sent }
                 throw ServiceError(.alreadyExists, "\(username) is a member already", field: "username")
             }
-            let taken = try db.scalarInt("""
-                SELECT (SELECT count(*) FROM group_members WHERE group_id = ?1) + (SELECT count(*) FROM group_invitations WHERE group_id = ?1)
-                """, request.groupId) ?? 0
+            let taken =
+                try db.scalarInt(
+                    """
+                    SELECT (SELECT count(*) FROM group_members WHERE group_id = ?1) + (SELECT count(*) FROM group_invitations WHERE group_id = ?1)
+                    """, request.groupId) ?? 0
             guard taken < GroupRules.maxMembers else {
                 throw ServiceError(.conflict, "group \(request.groupId) has \(GroupRules.maxMembers) members and invitations, the most", field: "group_id")
             }
@@ -234,15 +260,18 @@ extension SocialStore {
                 throw ServiceError(.conflict, "\(username) has \(GroupRules.maxPendingPerUser) invitations waiting, the most", field: "username")
             }
             let now = timestamp()
-            try db.run("INSERT INTO group_invitations (group_id, user_id, invited_by, created_at) VALUES (?, ?, ?, ?)",
-                       request.groupId, invitee, caller.id, now)
+            try db.run(
+                "INSERT INTO group_invitations (group_id, user_id, invited_by, created_at) VALUES (?, ?, ?, ?)",
+                request.groupId, invitee, caller.id, now)
             guard !unseen else { return sent }
             guard let group = try db.queryOne("SELECT name FROM groups WHERE id = ?", request.groupId)?.decode("name", as: String.self) else {
                 throw Self.noGroup(request.groupId)
             }
             let body = InvitationToMe(group: GroupName(id: request.groupId, name: group), invitedBy: try summary(of: caller.id), invitedAt: now)
-            worker.push(Push(Pushes.groupInvited, id: live.pushID("i\(request.groupId)", now: nowMs), userId: invitee,
-                             body: try Pushes.groupInvited.encode(body)))
+            worker.push(
+                Push(
+                    Pushes.groupInvited, id: live.pushID("i\(request.groupId)", now: nowMs), userId: invitee,
+                    body: try Pushes.groupInvited.encode(body)))
             return sent
         }
     }

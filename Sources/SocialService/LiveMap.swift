@@ -112,15 +112,18 @@ extension SocialStore {
     func reportPosition(_ report: PositionReport, caller: Caller) throws -> PositionShared {
         try LiveMapRules.check(report)
         let now = nowMs
-        try live.positions.admit(caller.id, now: now,
-                                 refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.positionsPerSecond) positions a second; send them less often"))
-        let position = StoredPosition(lat: report.lat, lon: report.lon, accuracyM: report.accuracyM, headingDeg: report.headingDeg,
-                                      speedMps: report.speedMps, atMs: now)
+        try live.positions.admit(
+            caller.id, now: now,
+            refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.positionsPerSecond) positions a second; send them less often"))
+        let position = StoredPosition(
+            lat: report.lat, lon: report.lon, accuracyM: report.accuracyM, headingDeg: report.headingDeg,
+            speedMps: report.speedMps, atMs: now)
         let groups = try db.query("SELECT group_id FROM group_members WHERE user_id = ? AND sharing = 1 ORDER BY group_id", caller.id)
             .decode("group_id", as: Int64.self)
         let kept = try keepsPosition(caller.id)
         if kept {
-            try db.run("""
+            try db.run(
+                """
                 INSERT INTO positions (user_id, lat, lon, accuracy_m, heading_deg, speed_mps, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (user_id) DO UPDATE SET lat = excluded.lat, lon = excluded.lon, accuracy_m = excluded.accuracy_m,
                     heading_deg = excluded.heading_deg, speed_mps = excluded.speed_mps, at_ms = excluded.at_ms
@@ -143,21 +146,25 @@ extension SocialStore {
     @discardableResult
     private func pushPosition(_ position: StoredPosition, of user: Int64, origin: String?) throws -> Bool {
         var recipients: [(user: Int64, groups: [Int64])] = []
-        try db.forEachRow("""
+        try db.forEachRow(
+            """
             SELECT o.user_id, o.group_id FROM group_members m JOIN group_members o ON o.group_id = m.group_id
             WHERE m.user_id = ? AND m.sharing = 1 AND m.sharing_since_ms <= ? AND \(Self.visible("o.user_id"))
             ORDER BY o.user_id, o.group_id
-            """, [user, position.atMs, user, user]) { row in
-            let recipient: Int64 = try row.decode("user_id"), group: Int64 = try row.decode("group_id")
+            """, [user, position.atMs, user, user]
+        ) { row in
+            let recipient: Int64 = try row.decode("user_id")
+            let group: Int64 = try row.decode("group_id")
             if recipients.last?.user == recipient { recipients[recipients.count - 1].groups.append(group) } else { recipients.append((recipient, [group])) }
         }
         let id = live.pushID("p\(user)", now: nowMs)
         let at = timestamp(Date(timeIntervalSince1970: Double(position.atMs) / 1_000))
         for (recipient, groups) in recipients {
             guard let first = groups.first else { continue }
-            let body = try Pushes.groupPosition.encode(PositionPush(
-                groupId: first, groupIds: groups, userId: user, lat: position.lat, lon: position.lon, accuracyM: position.accuracyM,
-                headingDeg: position.headingDeg, speedMps: position.speedMps, at: at))
+            let body = try Pushes.groupPosition.encode(
+                PositionPush(
+                    groupId: first, groupIds: groups, userId: user, lat: position.lat, lon: position.lon, accuracyM: position.accuracyM,
+                    headingDeg: position.headingDeg, speedMps: position.speedMps, at: at))
             worker.push(Push(Pushes.groupPosition, id: id, userId: recipient, coalesce: "\(Pushes.groupPosition.name):\(user)", origin: origin, body: body))
         }
         return !recipients.isEmpty
@@ -185,7 +192,8 @@ extension SocialStore {
     func setSharing(_ request: SharingChange, caller: Caller) throws -> SharingState {
         try db.transaction {
             try member(caller, of: request.groupId)
-            try db.run("""
+            try db.run(
+                """
                 UPDATE group_members SET sharing_since_ms = CASE WHEN ?1 = 0 THEN 0 WHEN sharing = 1 THEN sharing_since_ms ELSE ?2 END, sharing = ?1
                 WHERE group_id = ?3 AND user_id = ?4
                 """, request.on, nowMs, request.groupId, caller.id)
@@ -200,17 +208,20 @@ extension SocialStore {
         let viewer = caller
         try member(caller, of: group)
         let now = nowMs
-        let entries = try db.query("""
+        let entries = try db.query(
+            """
             SELECT u.id AS user_id, u.username, u.name, p.lat, p.lon, p.accuracy_m, p.heading_deg, p.speed_mps, p.at_ms
             FROM group_members m JOIN users u ON u.id = m.user_id JOIN positions p ON p.user_id = m.user_id
             WHERE m.group_id = ? AND m.sharing = 1 AND p.at_ms >= ? AND p.at_ms >= m.sharing_since_ms AND \(Self.visible("m.user_id"))
             ORDER BY m.joined_at, m.rowid
-            """, group, now - LiveMapRules.shownMs, viewer.id, viewer.id).map { row in
+            """, group, now - LiveMapRules.shownMs, viewer.id, viewer.id
+        ).map { row in
             let at: Int64 = try row.decode("at_ms")
             let age = max(0, now - at)
-            return MapEntry(user: try Self.summary(row), lat: try row.decode("lat"), lon: try row.decode("lon"), accuracyM: try row.decode("accuracy_m"),
-                            headingDeg: try row.decode("heading_deg"), speedMps: try row.decode("speed_mps"),
-                            at: timestamp(Date(timeIntervalSince1970: Double(at) / 1_000)), ageS: age / 1_000, stale: age > LiveMapRules.staleMs)
+            return MapEntry(
+                user: try Self.summary(row), lat: try row.decode("lat"), lon: try row.decode("lon"), accuracyM: try row.decode("accuracy_m"),
+                headingDeg: try row.decode("heading_deg"), speedMps: try row.decode("speed_mps"),
+                at: timestamp(Date(timeIntervalSince1970: Double(at) / 1_000)), ageS: age / 1_000, stale: age > LiveMapRules.staleMs)
         }
         return GroupMap(groupId: group, positions: entries)
     }
@@ -229,18 +240,22 @@ extension SocialStore {
             try member(caller, of: request.groupId)
             guard request.userId != caller.id else { throw ServiceError.invalid("user_id", "cannot follow yourself") }
             try requireVisibleMember(request.userId, of: request.groupId, viewer: caller.id)
-            try live.follows.admit(caller.id, now: nowMs,
-                                   refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.followsPerMinute) follows a minute; try again in a moment"))
+            try live.follows.admit(
+                caller.id, now: nowMs,
+                refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.followsPerMinute) follows a minute; try again in a moment"))
             let current = try db.queryOne("SELECT followee_id FROM group_map_follows WHERE group_id = ? AND follower_id = ?", request.groupId, caller.id)?
                 .decode("followee_id", as: Int64.self)
             if current != request.userId {
-                try db.run("""
+                try db.run(
+                    """
                     INSERT INTO group_map_follows (group_id, follower_id, followee_id, created_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (group_id, follower_id) DO UPDATE SET followee_id = excluded.followee_id, created_at = excluded.created_at
                     """, request.groupId, caller.id, request.userId, timestamp())
                 let body = FollowedPush(groupId: request.groupId, user: try summary(of: caller.id))
-                worker.push(Push(Pushes.groupFollowed, id: live.pushID("f\(request.groupId)", now: nowMs), userId: request.userId,
-                                 body: try Pushes.groupFollowed.encode(body)))
+                worker.push(
+                    Push(
+                        Pushes.groupFollowed, id: live.pushID("f\(request.groupId)", now: nowMs), userId: request.userId,
+                        body: try Pushes.groupFollowed.encode(body)))
             }
             return MapFollowState(groupId: request.groupId, userId: request.userId, following: true)
         }

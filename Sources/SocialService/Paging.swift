@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
 import Storage
@@ -11,8 +11,10 @@ extension SocialStore {
     /// Reads the rows of `sql` (which ends in `LIMIT ?`, given `limit`) one at a time into a
     /// page bounded by `limit` and by `SocialOptions.pageBudgetBytes`, each measured as `wire`
     /// encodes it. Rows after the page are never read, so memory stays near the budget.
-    func readPage<Item, Wire: Encodable>(_ sql: String, _ arguments: [(any SQLBindable)?], limit: Int,
-                                         item: (Row) throws -> Item, wire: (Item) -> Wire) throws -> PageFiller<Item> {
+    func readPage<Item, Wire: Encodable>(
+        _ sql: String, _ arguments: [(any SQLBindable)?], limit: Int,
+        item: (Row) throws -> Item, wire: (Item) -> Wire
+    ) throws -> PageFiller<Item> {
         var page = PageFiller<Item>(limit: limit, budget: options.pageBudgetBytes)
         do {
             try db.forEachRow(sql, arguments + [limit]) { row in

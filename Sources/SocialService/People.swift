@@ -68,33 +68,37 @@ enum PeopleRules {
     /// Social's part of discoverability, in a migration domain of its own: the profile's flag
     /// and the copy of discoverable users' visits, with their places' points (`visits_geo`).
     static let migrations: [Migration] = [
-        Migration(domain: "people", version: 1, sql: """
-            ALTER TABLE users ADD COLUMN discoverable INTEGER NOT NULL DEFAULT 0 CHECK (discoverable IN (0, 1));
-            CREATE INDEX users_discoverable ON users(id) WHERE discoverable = 1;
-            CREATE TABLE visits (
-                id         INTEGER PRIMARY KEY,
-                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                place_id   INTEGER NOT NULL,
-                lat        REAL NOT NULL,
-                lon        REAL NOT NULL,
-                visited_ms INTEGER NOT NULL,
-                UNIQUE (user_id, place_id)
-            );
-            CREATE INDEX visits_by_place ON visits(place_id, visited_ms);
-            CREATE INDEX visits_by_user ON visits(user_id, visited_ms);
-            CREATE VIRTUAL TABLE visits_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
-            -- However a visit goes (unvisited, its user no longer discoverable or deleted), its point goes.
-            CREATE TRIGGER visits_geo_delete AFTER DELETE ON visits BEGIN
-                DELETE FROM visits_geo WHERE id = old.id;
-            END;
-            """),
+        Migration(
+            domain: "people", version: 1,
+            sql: """
+                ALTER TABLE users ADD COLUMN discoverable INTEGER NOT NULL DEFAULT 0 CHECK (discoverable IN (0, 1));
+                CREATE INDEX users_discoverable ON users(id) WHERE discoverable = 1;
+                CREATE TABLE visits (
+                    id         INTEGER PRIMARY KEY,
+                    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    place_id   INTEGER NOT NULL,
+                    lat        REAL NOT NULL,
+                    lon        REAL NOT NULL,
+                    visited_ms INTEGER NOT NULL,
+                    UNIQUE (user_id, place_id)
+                );
+                CREATE INDEX visits_by_place ON visits(place_id, visited_ms);
+                CREATE INDEX visits_by_user ON visits(user_id, visited_ms);
+                CREATE VIRTUAL TABLE visits_geo USING rtree_i32(id, min_lat, max_lat, min_lon, max_lon);
+                -- However a visit goes (unvisited, its user no longer discoverable or deleted), its point goes.
+                CREATE TRIGGER visits_geo_delete AFTER DELETE ON visits BEGIN
+                    DELETE FROM visits_geo WHERE id = old.id;
+                END;
+                """)
     ]
 
     /// The bounds of `visits_geo` that hold every point of `area`: south, north, west, east,
     /// in the R*Tree's integers, rounded outwards.
     static func indexBounds(_ area: BoundingBox) -> [(any SQLBindable)?] {
-        [Int64((area.south * scale).rounded(.down)), Int64((area.north * scale).rounded(.up)),
-         Int64((area.west * scale).rounded(.down)), Int64((area.east * scale).rounded(.up))]
+        [
+            Int64((area.south * scale).rounded(.down)), Int64((area.north * scale).rounded(.up)),
+            Int64((area.west * scale).rounded(.down)), Int64((area.east * scale).rounded(.up)),
+        ]
     }
 
     /// Keeps social's copy in step with favorites' visits. A visit of a user who is not
@@ -122,14 +126,17 @@ enum PeopleRules {
         guard try db.queryOne("SELECT 1 FROM users WHERE id = ? AND discoverable = 1", visit.userId) != nil else { return }
         let point = try Coordinate(latitude: visit.lat, longitude: visit.lon)
         let at = try RFC3339.milliseconds(visit.at, field: "at")
-        try db.run("""
+        try db.run(
+            """
             INSERT INTO visits (user_id, place_id, lat, lon, visited_ms) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT(user_id, place_id) DO UPDATE SET lat = excluded.lat, lon = excluded.lon, visited_ms = excluded.visited_ms
             """, visit.userId, visit.placeId, point.latitude, point.longitude, at)
         guard let id = try db.scalarInt("SELECT id FROM visits WHERE user_id = ? AND place_id = ?", visit.userId, visit.placeId) else { return }
-        let lat = Int64((point.latitude * scale).rounded()), lon = Int64((point.longitude * scale).rounded())
+        let lat = Int64((point.latitude * scale).rounded())
+        let lon = Int64((point.longitude * scale).rounded())
         try db.run("INSERT OR REPLACE INTO visits_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)", id, lat, lat, lon, lon)
-        try db.run("""
+        try db.run(
+            """
             DELETE FROM visits WHERE id IN (
                 SELECT id FROM visits WHERE user_id = ? ORDER BY visited_ms DESC, place_id DESC LIMIT -1 OFFSET ?)
             """, visit.userId, maxVisitsPerUser)
@@ -143,9 +150,12 @@ extension SocialStore {
     /// their position unless a group they share with keeps it.
     func setDiscoverable(_ on: Bool, caller: Caller) throws {
         guard let row = try db.queryOne("SELECT discoverable FROM users WHERE id = ?", caller.id),
-              (try row.decode("discoverable", as: Int64.self) == 1) != on else { return }
-        try live.discoverable.admit(caller.id, now: nowMs, refusal: ServiceError(
-            .rateLimited, "discoverable changes at most \(PeopleRules.discoverableChangesPerHour) times an hour; try again later", field: "discoverable"))
+            (try row.decode("discoverable", as: Int64.self) == 1) != on
+        else { return }
+        try live.discoverable.admit(
+            caller.id, now: nowMs,
+            refusal: ServiceError(
+                .rateLimited, "discoverable changes at most \(PeopleRules.discoverableChangesPerHour) times an hour; try again later", field: "discoverable"))
         try db.run("UPDATE users SET discoverable = ? WHERE id = ?", on ? 1 : 0, caller.id)
         if !on {
             try db.run("DELETE FROM visits WHERE user_id = ?", caller.id)
@@ -171,19 +181,24 @@ extension SocialStore {
     func peopleAt(_ request: PeopleAtRequest, caller: Caller, context: RequestContext) throws -> PeopleHere {
         let target = try PeopleRules.target(request)
         let limit = try PageLimit.peopleAt.validated(request.limit)
-        try peopleAtCalls.admit(caller.id, now: nowMs, refusal: ServiceError(
-            .rateLimited, "at most \(PeopleRules.callsPerMinute) people_at calls a minute; try again in a moment"))
-        let center: Coordinate, radius: Double
+        try peopleAtCalls.admit(
+            caller.id, now: nowMs,
+            refusal: ServiceError(
+                .rateLimited, "at most \(PeopleRules.callsPerMinute) people_at calls a minute; try again in a moment"))
+        let center: Coordinate
+        let radius: Double
         var visited: [Int64: Int64] = [:]  // user: their latest visit, ms
         switch target {
         case .place(let id):
             center = try placePoint(id, context)
             radius = PeopleRules.placeRadiusMeters
-            try db.forEachRow("""
+            try db.forEachRow(
+                """
                 SELECT v.user_id, v.visited_ms FROM visits v JOIN users u ON u.id = v.user_id
                 WHERE v.place_id = ? AND u.discoverable = 1 AND v.user_id <> ? AND \(Self.visible("v.user_id"))
                 ORDER BY v.visited_ms DESC LIMIT ?
-                """, [id, caller.id, caller.id, caller.id, PeopleRules.maxRowsRead]) { row in
+                """, [id, caller.id, caller.id, caller.id, PeopleRules.maxRowsRead]
+            ) { row in
                 visited[try row.decode("user_id")] = try row.decode("visited_ms")
             }
         case .circle(let point, let radiusMeters):
@@ -191,16 +206,19 @@ extension SocialStore {
             radius = radiusMeters
             var read = 0
             for area in try BoundingBox.around(center, radiusMeters: radius).indexAreas where read < PeopleRules.maxRowsRead {
-                try db.forEachRow("""
+                try db.forEachRow(
+                    """
                     SELECT v.user_id, v.lat, v.lon, v.visited_ms FROM visits_geo g JOIN visits v ON v.id = g.id JOIN users u ON u.id = v.user_id
                     WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
                       AND u.discoverable = 1 AND v.user_id <> ? AND \(Self.visible("v.user_id"))
                     LIMIT ?
-                    """, PeopleRules.indexBounds(area) + [caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]) { row in
+                    """, PeopleRules.indexBounds(area) + [caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]
+                ) { row in
                     read += 1
                     let point = Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon"))
                     guard center.distance(to: point) <= radius else { return }
-                    let user: Int64 = try row.decode("user_id"), at: Int64 = try row.decode("visited_ms")
+                    let user: Int64 = try row.decode("user_id")
+                    let at: Int64 = try row.decode("visited_ms")
                     if at > visited[user] ?? .min { visited[user] = at }
                 }
             }
@@ -208,14 +226,17 @@ extension SocialStore {
         let here = try hereNow(around: center, within: radius, caller: caller.id)
         // There now first, the latest position first; then by the latest visit; then by id.
         let ranked = Set(here.keys).union(visited.keys).sorted { a, b in
-            let hereA = here[a] ?? .min, hereB = here[b] ?? .min
+            let hereA = here[a] ?? .min
+            let hereB = here[b] ?? .min
             if hereA != hereB { return hereA > hereB }
-            let visitA = visited[a] ?? .min, visitB = visited[b] ?? .min
+            let visitA = visited[a] ?? .min
+            let visitB = visited[b] ?? .min
             return visitA != visitB ? visitA > visitB : a < b
         }
         var page = PageFiller<PersonHere>(limit: limit, budget: options.pageBudgetBytes)
         let year = currentYear
-        var more = false, full = false
+        var more = false
+        var full = false
         for user in ranked {
             // One who stopped being discoverable since is left out, and is not "more".
             guard let row = try db.queryOne("SELECT username, name, birth_year FROM users WHERE id = ? AND discoverable = 1", user) else { continue }
@@ -223,10 +244,11 @@ extension SocialStore {
                 more = true
                 break
             }
-            let person = PersonHere(user: UserSummary(id: user, username: try row.decode("username"), name: try row.decode("name")),
-                                    ageGroup: try row.decode("birth_year", as: Int?.self).map { ProfileRules.ageGroup(birthYear: $0, currentYear: year) },
-                                    hereNow: here[user] != nil,
-                                    visitedAt: visited[user].map { timestamp(Date(timeIntervalSince1970: Double($0) / 1000)) }, message: "user:\(user)")
+            let person = PersonHere(
+                user: UserSummary(id: user, username: try row.decode("username"), name: try row.decode("name")),
+                ageGroup: try row.decode("birth_year", as: Int?.self).map { ProfileRules.ageGroup(birthYear: $0, currentYear: year) },
+                hereNow: here[user] != nil,
+                visitedAt: visited[user].map { timestamp(Date(timeIntervalSince1970: Double($0) / 1000)) }, message: "user:\(user)")
             let before = page.items.count
             if !page.add(person, size: try JSONCoding.encoder.encode(person).count) {
                 // Full: this one is on the page (the limit) or not (the bytes).
@@ -248,12 +270,14 @@ extension SocialStore {
         let since = nowMs - PeopleRules.liveSeconds * 1_000
         var read = 0
         for area in try BoundingBox.around(center, radiusMeters: radius + PeopleRules.cellReachMeters).indexAreas where read < PeopleRules.maxRowsRead {
-            try db.forEachRow("""
+            try db.forEachRow(
+                """
                 SELECT p.user_id, p.lat, p.lon, p.at_ms FROM positions p JOIN users u ON u.id = p.user_id
                 WHERE p.at_ms >= ? AND p.lat BETWEEN ? AND ? AND p.lon BETWEEN ? AND ?
                   AND u.discoverable = 1 AND p.user_id <> ? AND \(Self.visible("p.user_id"))
                 LIMIT ?
-                """, [since, area.south, area.north, area.west, area.east, caller, caller, caller, PeopleRules.maxRowsRead - read]) { row in
+                """, [since, area.south, area.north, area.west, area.east, caller, caller, caller, PeopleRules.maxRowsRead - read]
+            ) { row in
                 read += 1
                 let point = PeopleRules.snapped(Coordinate(uncheckedLatitude: try row.decode("lat"), longitude: try row.decode("lon")))
                 if center.distance(to: point) <= radius { here[try row.decode("user_id")] = try row.decode("at_ms") }
@@ -262,4 +286,3 @@ extension SocialStore {
         return here
     }
 }
-

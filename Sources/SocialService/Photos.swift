@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
 import Storage
@@ -31,8 +31,9 @@ enum PhotoRules {
     /// CMYK, at most 4:1, a progressive one at most 8 megapixels (libjpeg keeps its 48 MB of
     /// coefficients at 4:4:4), and at most 4,194,304 pixels (4096×1024, 12 MB) as decoded
     /// (which 4:1 already ensures at the scale squares decode at).
-    static let jpeg = JPEGLimits(maxBytes: 10 * 1_024 * 1_024, maxAspectRatio: 4, maxProgressivePixels: 8_000_000,
-                                 maxDecodedPixels: 4_096 * 1_024)
+    static let jpeg = JPEGLimits(
+        maxBytes: 10 * 1_024 * 1_024, maxAspectRatio: 4, maxProgressivePixels: 8_000_000,
+        maxDecodedPixels: 4_096 * 1_024)
     /// Commits (each a decode) one user may make in any hour.
     static let commitsPerHour = 10
     static let tooManyCommits = ServiceError(.rateLimited, "at most \(commitsPerHour) photo commits an hour: try again later")
@@ -42,39 +43,42 @@ enum PhotoRules {
     static let quality = 85
     /// At most 3 uploads open per user and 64 in all, each up to 10 MiB and expiring 10
     /// minutes after it begins.
-    static let uploads = ChunkedUploads(table: "photo_uploads", chunkTable: "photo_upload_chunks", ownerColumn: "user_id",
-                                        maxBytes: jpeg.maxBytes, maxOpen: 64, maxOpenPerOwner: 3,
-                                        noun: "a photo", usedBy: Methods.Profile.photoUploadCommit.name, lifetimeSeconds: 600)
+    static let uploads = ChunkedUploads(
+        table: "photo_uploads", chunkTable: "photo_upload_chunks", ownerColumn: "user_id",
+        maxBytes: jpeg.maxBytes, maxOpen: 64, maxOpenPerOwner: 3,
+        noun: "a photo", usedBy: Methods.Profile.photoUploadCommit.name, lifetimeSeconds: 600)
     /// A commit that finds the one photo decode under way.
     static let busy = ServiceError(.unavailable, "busy with another photo; try again in a moment")
 
     /// Photos in their own migration domain: uploads (rows of chunks, as the catalog's) and
     /// each user's two squares.
     static let migrations = [
-        Migration(domain: "photos", version: 1, sql: """
-            CREATE TABLE photo_uploads (
-                id        TEXT PRIMARY KEY,
-                user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                created_s INTEGER NOT NULL,
-                bytes     INTEGER NOT NULL,
-                chunks    INTEGER NOT NULL,
-                committed INTEGER NOT NULL
-            );
-            CREATE INDEX photo_uploads_by_user ON photo_uploads(user_id);
-            CREATE INDEX photo_uploads_by_age ON photo_uploads(created_s);
-            CREATE TABLE photo_upload_chunks (
-                upload_id TEXT NOT NULL REFERENCES photo_uploads(id) ON DELETE CASCADE,
-                seq       INTEGER NOT NULL,
-                data      BLOB NOT NULL,
-                PRIMARY KEY (upload_id, seq)
-            );
-            CREATE TABLE photos (
-                user_id    INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
-                jpeg_512   BLOB NOT NULL,
-                jpeg_96    BLOB NOT NULL,
-                updated_at TEXT NOT NULL
-            );
-            """),
+        Migration(
+            domain: "photos", version: 1,
+            sql: """
+                CREATE TABLE photo_uploads (
+                    id        TEXT PRIMARY KEY,
+                    user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    created_s INTEGER NOT NULL,
+                    bytes     INTEGER NOT NULL,
+                    chunks    INTEGER NOT NULL,
+                    committed INTEGER NOT NULL
+                );
+                CREATE INDEX photo_uploads_by_user ON photo_uploads(user_id);
+                CREATE INDEX photo_uploads_by_age ON photo_uploads(created_s);
+                CREATE TABLE photo_upload_chunks (
+                    upload_id TEXT NOT NULL REFERENCES photo_uploads(id) ON DELETE CASCADE,
+                    seq       INTEGER NOT NULL,
+                    data      BLOB NOT NULL,
+                    PRIMARY KEY (upload_id, seq)
+                );
+                CREATE TABLE photos (
+                    user_id    INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+                    jpeg_512   BLOB NOT NULL,
+                    jpeg_96    BLOB NOT NULL,
+                    updated_at TEXT NOT NULL
+                );
+                """)
     ]
 
     /// The two squares of a photo, largest first (`JPEGImage.squares`: decoded once, at the
@@ -140,8 +144,9 @@ extension SocialStore {
             try db.run("DELETE FROM photo_uploads WHERE id = ? AND user_id = ?", id, caller.id)
             guard db.changes == 1 else { throw PhotoRules.uploads.unknown(id) }
             let now = timestamp()
-            try db.run("INSERT OR REPLACE INTO photos (user_id, jpeg_512, jpeg_96, updated_at) VALUES (?, ?, ?, ?)",
-                       caller.id, large, small, now)
+            try db.run(
+                "INSERT OR REPLACE INTO photos (user_id, jpeg_512, jpeg_96, updated_at) VALUES (?, ?, ?, ?)",
+                caller.id, large, small, now)
             return PhotoUpload(uploadId: id, bytes: held, photo: PhotoStamp(updatedAt: now))
         }
     }

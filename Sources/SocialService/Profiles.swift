@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import ServiceKit
 import Storage
@@ -9,7 +9,8 @@ enum ProfileRules {
     static func avatarURL(_ value: String) throws(ServiceError) {
         try ProfileUpdate.avatarURLRule.checkBytesAndCharacters(value)
         guard value.count <= ProfileUpdate.avatarURLRule.maxCharacters, let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", url.host?.isEmpty == false else {
+            scheme == "http" || scheme == "https", url.host?.isEmpty == false
+        else {
             throw .invalid("avatar_url", "must be an http or https URL of at most 500 characters")
         }
     }
@@ -47,23 +48,27 @@ extension SocialStore {
     /// blocks the other, as for a user who does not exist.
     func profile(_ id: Int64, viewer: Int64?) throws -> Profile {
         try requireVisibleProfile(id, viewer: viewer)
-        guard let row = try db.queryOne("""
-            SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, discoverable, created_at,
-                   (SELECT count(*) FROM follows WHERE followee_id = users.id) AS followers,
-                   (SELECT count(*) FROM follows WHERE follower_id = users.id) AS following,
-                   (SELECT updated_at FROM photos WHERE user_id = users.id) AS photo_updated_at
-            FROM users WHERE id = ?
-            """, id) else { throw Self.noUser(id) }
+        guard
+            let row = try db.queryOne(
+                """
+                SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, discoverable, created_at,
+                       (SELECT count(*) FROM follows WHERE followee_id = users.id) AS followers,
+                       (SELECT count(*) FROM follows WHERE follower_id = users.id) AS following,
+                       (SELECT updated_at FROM photos WHERE user_id = users.id) AS photo_updated_at
+                FROM users WHERE id = ?
+                """, id)
+        else { throw Self.noUser(id) }
         let own = viewer == id
         let birthYear: Int? = try row.decode("birth_year")
         let email: String = try row.decode("email")
-        return try Profile(id: id, username: row.decode("username"), name: row.decode("name"), role: row.decode("role"),
-                           bio: row.decode("bio"), avatarUrl: row.decode("avatar_url"), language: row.decode("language"),
-                           homeCity: row.decode("home_city"), email: own ? email : nil, birthYear: own ? birthYear : nil,
-                           ageGroup: own ? nil : birthYear.map { ProfileRules.ageGroup(birthYear: $0, currentYear: currentYear) },
-                           discoverable: own ? try row.decode("discoverable", as: Int64.self) == 1 : nil,
-                           followers: row.decode("followers"), following: row.decode("following"), createdAt: row.decode("created_at"),
-                           photo: row.decode("photo_updated_at", as: String?.self).map(PhotoStamp.init(updatedAt:)))
+        return try Profile(
+            id: id, username: row.decode("username"), name: row.decode("name"), role: row.decode("role"),
+            bio: row.decode("bio"), avatarUrl: row.decode("avatar_url"), language: row.decode("language"),
+            homeCity: row.decode("home_city"), email: own ? email : nil, birthYear: own ? birthYear : nil,
+            ageGroup: own ? nil : birthYear.map { ProfileRules.ageGroup(birthYear: $0, currentYear: currentYear) },
+            discoverable: own ? try row.decode("discoverable", as: Int64.self) == 1 : nil,
+            followers: row.decode("followers"), following: row.decode("following"), createdAt: row.decode("created_at"),
+            photo: row.decode("photo_updated_at", as: String?.self).map(PhotoStamp.init(updatedAt:)))
     }
 
     /// `not_found` (field `user_id`, as for no user at all) unless user `id` exists and
@@ -88,10 +93,11 @@ extension SocialStore {
         let homeCity = try update.homeCity.checked(ProfileUpdate.homeCityRule.check)
         return try db.transaction {
             let current = try profile(caller.id, viewer: caller.id)
-            try db.run("UPDATE users SET name = ?, bio = ?, avatar_url = ?, birth_year = ?, language = ?, home_city = ? WHERE id = ?",
-                       name.applied(to: current.name), bio.applied(to: current.bio), avatarURL.applied(to: current.avatarUrl),
-                       birthYear.applied(to: current.birthYear), language.applied(to: current.language),
-                       homeCity.applied(to: current.homeCity), caller.id)
+            try db.run(
+                "UPDATE users SET name = ?, bio = ?, avatar_url = ?, birth_year = ?, language = ?, home_city = ? WHERE id = ?",
+                name.applied(to: current.name), bio.applied(to: current.bio), avatarURL.applied(to: current.avatarUrl),
+                birthYear.applied(to: current.birthYear), language.applied(to: current.language),
+                homeCity.applied(to: current.homeCity), caller.id)
             if case .value(let on) = update.discoverable { try setDiscoverable(on, caller: caller) }
             return try profile(caller.id, viewer: caller.id)
         }

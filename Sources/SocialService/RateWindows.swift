@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Synchronization
 
 /// How many times each user did something in a sliding window: at most `limit` in `windowMs`.

@@ -69,12 +69,15 @@ extension SocialStore {
             let now = timestamp()
             // Replace the caller's review if there is one (an upsert would use up an id each time).
             let id: Int64
-            if let replaced = try db.scalarInt("UPDATE reviews SET rating = ?, text = ?, updated_at = ? WHERE user_id = ? AND place_id = ? RETURNING id",
-                                               input.rating, text, now, caller.id, input.placeId) {
+            if let replaced = try db.scalarInt(
+                "UPDATE reviews SET rating = ?, text = ?, updated_at = ? WHERE user_id = ? AND place_id = ? RETURNING id",
+                input.rating, text, now, caller.id, input.placeId)
+            {
                 id = replaced
             } else {
-                try db.run("INSERT INTO reviews (place_id, user_id, rating, text, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                           input.placeId, caller.id, input.rating, text, now, now)
+                try db.run(
+                    "INSERT INTO reviews (place_id, user_id, rating, text, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    input.placeId, caller.id, input.rating, text, now, now)
                 id = db.lastInsertRowID
             }
             try publishRating(of: input.placeId)
@@ -110,20 +113,23 @@ extension SocialStore {
         guard let viewer else {
             return try reviewPage("\(Self.reviewColumns) WHERE r.place_id = ?", [placeId], order: order, cursor: cursor, limit: limit)
         }
-        return try reviewPage("\(Self.reviewColumns) WHERE r.place_id = ? AND \(Self.visible("r.user_id"))", [placeId, viewer, viewer],
-                              order: order, cursor: cursor, limit: limit)
+        return try reviewPage(
+            "\(Self.reviewColumns) WHERE r.place_id = ? AND \(Self.visible("r.user_id"))", [placeId, viewer, viewer],
+            order: order, cursor: cursor, limit: limit)
     }
 
     /// A page of the reviews of the people `follower` follows, newest first.
     func feed(of follower: Int64, cursor: String?, limit: Int) throws -> ReviewPage {
-        try reviewPage("\(Self.reviewColumns) JOIN follows f ON f.followee_id = r.user_id WHERE f.follower_id = ?", [follower],
-                       order: .newestFirst, cursor: cursor, limit: limit)
+        try reviewPage(
+            "\(Self.reviewColumns) JOIN follows f ON f.followee_id = r.user_id WHERE f.follower_id = ?", [follower],
+            order: .newestFirst, cursor: cursor, limit: limit)
     }
 
     /// Runs `query` (ending in a WHERE clause) from the cursor's position in `order`, one page
     /// (`limit` reviews, fewer when they would take more than the page budget).
     private func reviewPage(_ query: String, _ arguments: [(any SQLBindable)?], order: ReviewOrder, cursor: String?, limit: Int) throws -> ReviewPage {
-        var sql = query, arguments = arguments
+        var sql = query
+        var arguments = arguments
         let direction = order.ascending ? "ASC" : "DESC"
         if let cursor {
             let position = try order.position(cursor)
@@ -137,9 +143,10 @@ extension SocialStore {
 
     /// A review from a row of `reviewColumns`.
     private static func review(_ row: Row) throws(RowError) -> Review {
-        try Review(id: row.decode("id"), placeId: row.decode("place_id"),
-                   user: UserSummary(id: row.decode("user_id"), username: row.decode("username"), name: row.decode("name")),
-                   rating: row.decode("rating"), text: row.decode("text"), createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"))
+        try Review(
+            id: row.decode("id"), placeId: row.decode("place_id"),
+            user: UserSummary(id: row.decode("user_id"), username: row.decode("username"), name: row.decode("name")),
+            rating: row.decode("rating"), text: row.decode("text"), createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"))
     }
 
     /// Emits the place's rating as it now stands; call inside the transaction that changed it.
@@ -166,8 +173,9 @@ extension SocialStore {
         let (rating, oldestRecent) = try rating(of: placeId)
         if let oldestRecent {
             let leaves = try RFC3339.milliseconds(oldestRecent, field: "updated_at") + Self.reviewWindowMs
-            try db.run("INSERT OR REPLACE INTO rating_windows (place_id, recount_at) VALUES (?, ?)",
-                       placeId, timestamp(Date(timeIntervalSince1970: Double(leaves) / 1000)))
+            try db.run(
+                "INSERT OR REPLACE INTO rating_windows (place_id, recount_at) VALUES (?, ?)",
+                placeId, timestamp(Date(timeIntervalSince1970: Double(leaves) / 1000)))
         } else {
             try db.run("DELETE FROM rating_windows WHERE place_id = ?", placeId)
         }
@@ -182,8 +190,10 @@ extension SocialStore {
     /// Publishes again the rating of each place whose oldest recent review has left the
     /// window since, so `reviews_30d` follows time without any write (at most `sweepBatch`).
     func sweepRatings() throws -> RatingSweep {
-        let due = try db.query("SELECT place_id FROM rating_windows WHERE recount_at <= ? ORDER BY recount_at, place_id LIMIT ?",
-                               timestamp(), Self.sweepBatch).decode("place_id", as: Int64.self)
+        let due = try db.query(
+            "SELECT place_id FROM rating_windows WHERE recount_at <= ? ORDER BY recount_at, place_id LIMIT ?",
+            timestamp(), Self.sweepBatch
+        ).decode("place_id", as: Int64.self)
         for id in due { try publishRating(of: id) }
         return RatingSweep(published: due.count)
     }
@@ -192,15 +202,18 @@ extension SocialStore {
     private func rating(of placeId: Int64) throws -> (RatingUpdated, oldestRecent: String?) {
         let since = timestamp(Date(timeIntervalSince1970: options.clock().timeIntervalSince1970 - Double(Self.reviewWindowMs) / 1000))
         // An aggregate without GROUP BY always gives its one row; none would mean no reviews.
-        let row = try db.queryOne("""
+        let row = try db.queryOne(
+            """
             SELECT count(*) AS count, coalesce(sum(rating), 0) AS sum, coalesce(sum(updated_at > ?), 0) AS recent,
                    min(CASE WHEN updated_at > ? THEN updated_at END) AS oldest
             FROM reviews WHERE place_id = ?
             """, since, since, placeId)
-        let count: Int64 = try row?.decode("count") ?? 0, sum: Int64 = try row?.decode("sum") ?? 0
+        let count: Int64 = try row?.decode("count") ?? 0
+        let sum: Int64 = try row?.decode("sum") ?? 0
         let recent: Int64 = try row?.decode("recent") ?? 0
-        let rating = RatingUpdated(placeId: placeId, average: count == 0 ? 0 : Double(sum) / Double(count), count: Int(count),
-                                   reviews30d: Int(recent))
+        let rating = RatingUpdated(
+            placeId: placeId, average: count == 0 ? 0 : Double(sum) / Double(count), count: Int(count),
+            reviews30d: Int(recent))
         return (rating, try row?.decode("oldest", as: String?.self) ?? nil)
     }
 
@@ -216,9 +229,11 @@ extension SocialStore {
             let page = try discoverableSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
             return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "p" + $0 })
         }
-        let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?",
-                                  try SnapshotKey.id(after: after), limit)
-            .decode("place_id", as: Int64.self)
+        let places = try db.query(
+            "SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?",
+            try SnapshotKey.id(after: after), limit
+        )
+        .decode("place_id", as: Int64.self)
         let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0).0)) }
         return SnapshotPage(events: events, next: SnapshotKey.next(after: places, limit: limit) ?? "d0")
     }

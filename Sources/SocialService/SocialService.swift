@@ -113,8 +113,9 @@ public enum SocialService {
         table.on(Methods.Reviews.list) {
             (request: ListReviews, context, store) in
             let order = try ReviewOrder(sort: request.sort, order: request.order)
-            return try store.reviews(of: request.placeId, viewer: try store.viewer(context), order: order, cursor: request.cursor,
-                                     limit: try limit(request.limit))
+            return try store.reviews(
+                of: request.placeId, viewer: try store.viewer(context), order: order, cursor: request.cursor,
+                limit: try limit(request.limit))
         }
 
         table.on(Methods.Social.ratingsSweep) {
@@ -129,12 +130,14 @@ public enum SocialService {
             try store.unfollow(request.userId, caller: caller)
         }
         table.on(Methods.Social.followers) { (request: ListUsers, context, store) in
-            try store.follows(of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: true,
-                              cursor: request.cursor, limit: try limit(request.limit))
+            try store.follows(
+                of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: true,
+                cursor: request.cursor, limit: try limit(request.limit))
         }
         table.on(Methods.Social.following) { (request: ListUsers, context, store) in
-            try store.follows(of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: false,
-                              cursor: request.cursor, limit: try limit(request.limit))
+            try store.follows(
+                of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: false,
+                cursor: request.cursor, limit: try limit(request.limit))
         }
         table.on(Methods.Social.feed) { (request: FeedRequest, caller, _, store) in
             try store.feed(of: caller.id, cursor: request.cursor, limit: try limit(request.limit))
@@ -230,10 +233,12 @@ public enum SocialService {
         }
 
         let decoy = DecoyHash(cost: options.passwordCost)
-        let hashing = ReaderGate(), photoDecoding = PhotoDecoding()
+        let hashing = ReaderGate()
+        let photoDecoding = PhotoDecoding()
         let peopleAtCalls = SharedRateWindow(limit: PeopleRules.callsPerMinute, windowMs: 60_000)
         var definition = ServiceDefinition(
-            name: "social", migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + ChatRules.migrations
+            name: "social",
+            migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + ChatRules.migrations
                 + PeopleRules.migrations + PhotoRules.migrations,
             handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
@@ -241,11 +246,14 @@ public enum SocialService {
             makeState: { worker in
                 try Sodium.ready()
                 _ = try decoy.value()  // made at start, so no login pays for it
-                return SocialStore(worker: worker, options: options, decoy: decoy, hashing: hashing, photoDecoding: photoDecoding,
-                                   peopleAtCalls: peopleAtCalls)
+                return SocialStore(
+                    worker: worker, options: options, decoy: decoy, hashing: hashing, photoDecoding: photoDecoding,
+                    peopleAtCalls: peopleAtCalls)
             })
-        definition.periodic = [PeriodicRequest(Methods.Social.ratingsSweep, intervalMilliseconds: options.ratingsSweepIntervalMs),
-                               PeriodicRequest(Methods.Groups.positionFlush, intervalMilliseconds: options.positionFlushIntervalMs)]
+        definition.periodic = [
+            PeriodicRequest(Methods.Social.ratingsSweep, intervalMilliseconds: options.ratingsSweepIntervalMs),
+            PeriodicRequest(Methods.Groups.positionFlush, intervalMilliseconds: options.positionFlushIntervalMs),
+        ]
         return definition
     }
 

@@ -27,8 +27,10 @@ public final class SocialStore: ServiceState, AdmitsCallers {
     /// The service's clock in Unix milliseconds.
     var nowMs: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
 
-    init(worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate, photoDecoding: PhotoDecoding,
-         peopleAtCalls: SharedRateWindow) {
+    init(
+        worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate, photoDecoding: PhotoDecoding,
+        peopleAtCalls: SharedRateWindow
+    ) {
         self.worker = worker
         self.peopleAtCalls = peopleAtCalls
         self.options = options
@@ -88,7 +90,10 @@ public final class SocialStore: ServiceState, AdmitsCallers {
 
     /// The point of a place, from the catalog (`catalogPlace`).
     func placePoint(_ id: Int64, _ context: RequestContext) throws -> Coordinate {
-        struct Located: Decodable { var lat: Double; var lon: Double }
+        struct Located: Decodable {
+            var lat: Double
+            var lon: Double
+        }
         let place = try catalogPlace(id, context, as: Located.self)
         do {
             return try Coordinate(latitude: place.lat, longitude: place.lon)
@@ -106,69 +111,73 @@ public final class SocialStore: ServiceState, AdmitsCallers {
 /// The social service's schema, in order. Never edit a shipped migration: add the next one.
 enum SocialSchema {
     static let migrations: [Migration] = [
-        Migration(domain: "social", version: 1, sql: """
-            CREATE TABLE users (
-                id            INTEGER PRIMARY KEY AUTOINCREMENT,
-                username      TEXT NOT NULL UNIQUE,
-                email         TEXT NOT NULL,
-                name          TEXT NOT NULL,
-                password_hash TEXT NOT NULL,
-                role          TEXT NOT NULL CHECK (role IN ('user', 'admin')),
-                bio           TEXT,
-                avatar_url    TEXT,
-                birth_year    INTEGER,
-                language      TEXT,
-                home_city     TEXT,
-                created_at    TEXT NOT NULL
-            );
-            CREATE UNIQUE INDEX users_by_email ON users(lower(email));
-            CREATE TABLE sessions (
-                token_hash TEXT PRIMARY KEY,
-                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                created_at TEXT NOT NULL,
-                expires_at TEXT NOT NULL
-            );
-            CREATE INDEX sessions_by_user ON sessions(user_id, expires_at);
-            CREATE INDEX sessions_by_expiry ON sessions(expires_at);
-            CREATE TABLE login_failures (
-                username        TEXT PRIMARY KEY,
-                failures        INTEGER NOT NULL,
-                last_failure_ms INTEGER NOT NULL
-            );
-            CREATE INDEX login_failures_by_time ON login_failures(last_failure_ms);
-            CREATE TABLE reviews (
-                id         INTEGER PRIMARY KEY AUTOINCREMENT,
-                place_id   INTEGER NOT NULL,
-                user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                rating     INTEGER NOT NULL CHECK (rating BETWEEN 1 AND 5),
-                text       TEXT NOT NULL,
-                created_at TEXT NOT NULL,
-                updated_at TEXT NOT NULL,
-                UNIQUE (user_id, place_id)
-            );
-            CREATE INDEX reviews_by_place_date ON reviews(place_id, updated_at, id);
-            CREATE INDEX reviews_by_place_rating ON reviews(place_id, rating, id);
-            CREATE INDEX reviews_by_user_date ON reviews(user_id, updated_at, id);
-            CREATE TABLE follows (
-                id          INTEGER PRIMARY KEY AUTOINCREMENT,
-                follower_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                followee_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                created_at  TEXT NOT NULL,
-                UNIQUE (follower_id, followee_id)
-            );
-            CREATE INDEX follows_by_follower ON follows(follower_id, id);
-            CREATE INDEX follows_by_followee ON follows(followee_id, id);
-            """),
+        Migration(
+            domain: "social", version: 1,
+            sql: """
+                CREATE TABLE users (
+                    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+                    username      TEXT NOT NULL UNIQUE,
+                    email         TEXT NOT NULL,
+                    name          TEXT NOT NULL,
+                    password_hash TEXT NOT NULL,
+                    role          TEXT NOT NULL CHECK (role IN ('user', 'admin')),
+                    bio           TEXT,
+                    avatar_url    TEXT,
+                    birth_year    INTEGER,
+                    language      TEXT,
+                    home_city     TEXT,
+                    created_at    TEXT NOT NULL
+                );
+                CREATE UNIQUE INDEX users_by_email ON users(lower(email));
+                CREATE TABLE sessions (
+                    token_hash TEXT PRIMARY KEY,
+                    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    created_at TEXT NOT NULL,
+                    expires_at TEXT NOT NULL
+                );
+                CREATE INDEX sessions_by_user ON sessions(user_id, expires_at);
+                CREATE INDEX sessions_by_expiry ON sessions(expires_at);
+                CREATE TABLE login_failures (
+                    username        TEXT PRIMARY KEY,
+                    failures        INTEGER NOT NULL,
+                    last_failure_ms INTEGER NOT NULL
+                );
+                CREATE INDEX login_failures_by_time ON login_failures(last_failure_ms);
+                CREATE TABLE reviews (
+                    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                    place_id   INTEGER NOT NULL,
+                    user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    rating     INTEGER NOT NULL CHECK (rating BETWEEN 1 AND 5),
+                    text       TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL,
+                    UNIQUE (user_id, place_id)
+                );
+                CREATE INDEX reviews_by_place_date ON reviews(place_id, updated_at, id);
+                CREATE INDEX reviews_by_place_rating ON reviews(place_id, rating, id);
+                CREATE INDEX reviews_by_user_date ON reviews(user_id, updated_at, id);
+                CREATE TABLE follows (
+                    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+                    follower_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    followee_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    created_at  TEXT NOT NULL,
+                    UNIQUE (follower_id, followee_id)
+                );
+                CREATE INDEX follows_by_follower ON follows(follower_id, id);
+                CREATE INDEX follows_by_followee ON follows(followee_id, id);
+                """),
         // When each reviewed place's count of reviews of the last 30 days next changes by itself
         // (its oldest recent review leaves the window), for `social.ratings.sweep`. Ratings
         // published before said no `reviews_30d`: the sweep sends every reviewed place's again.
-        Migration(domain: "social", version: 2, sql: """
-            CREATE TABLE rating_windows (
-                place_id   INTEGER PRIMARY KEY,
-                recount_at TEXT NOT NULL
-            );
-            CREATE INDEX rating_windows_due ON rating_windows(recount_at, place_id);
-            INSERT INTO rating_windows (place_id, recount_at) SELECT DISTINCT place_id, '' FROM reviews;
-            """),
+        Migration(
+            domain: "social", version: 2,
+            sql: """
+                CREATE TABLE rating_windows (
+                    place_id   INTEGER PRIMARY KEY,
+                    recount_at TEXT NOT NULL
+                );
+                CREATE INDEX rating_windows_due ON rating_windows(recount_at, place_id);
+                INSERT INTO rating_windows (place_id, recount_at) SELECT DISTINCT place_id, '' FROM reviews;
+                """),
     ]
 }

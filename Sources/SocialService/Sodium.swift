@@ -1,5 +1,5 @@
-import Contracts
 import CSodium
+import Contracts
 import Foundation
 import Sealing
 

@@ -45,8 +45,9 @@ public final class Database {
         if !readOnly && !isMemory {
             let mode = try queryOne("PRAGMA journal_mode = WAL")?.string(0)
             guard mode?.lowercased() == "wal" else {
-                throw SQLiteError(extendedCode: SQLITE_ERROR,
-                                  message: "could not enable WAL; journal_mode is \(mode ?? "unknown")", sql: "PRAGMA journal_mode = WAL")
+                throw SQLiteError(
+                    extendedCode: SQLITE_ERROR,
+                    message: "could not enable WAL; journal_mode is \(mode ?? "unknown")", sql: "PRAGMA journal_mode = WAL")
             }
             try execute("PRAGMA synchronous = NORMAL")
         }

@@ -25,8 +25,8 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Which migration is wrong and why.
     public var description: String {
         switch self {
-        case let .invalidVersion(domain, version): "migration \(domain) v\(version): version must be positive"
-        case let .duplicateVersion(domain, version): "migration \(domain) v\(version): version appears twice"
+        case .invalidVersion(let domain, let version): "migration \(domain) v\(version): version must be positive"
+        case .duplicateVersion(let domain, let version): "migration \(domain) v\(version): version appears twice"
         }
     }
 }
@@ -40,7 +40,8 @@ extension Database {
     @discardableResult
     public func migrate(_ migrations: [Migration]) throws -> [Migration] {
         let ordered = try Self.validatedOrder(migrations)
-        try execute("""
+        try execute(
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations(
                 domain TEXT NOT NULL,
                 version INTEGER NOT NULL,
@@ -54,7 +55,8 @@ extension Database {
                 // Checked again under the write lock: another process may have applied it meanwhile.
                 guard try queryOne(isApplied, migration.domain, migration.version) == nil else { return false }
                 try execute(migration.sql)
-                try run("""
+                try run(
+                    """
                     INSERT INTO schema_migrations(domain, version, applied_at)
                     VALUES(?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
                     """, migration.domain, migration.version)

@@ -8,21 +8,23 @@ public enum OutboxSchema {
     /// The epoch is a random UUID naming this outbox's history, so a subscriber can tell a
     /// recreated database (seqs starting over) from the one its cursor refers to.
     public static let migrations: [Migration] = [
-        Migration(domain: "outbox", version: 1, sql: """
-            CREATE TABLE outbox(
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                type TEXT NOT NULL,
-                ts TEXT NOT NULL,
-                body BLOB NOT NULL);
-            CREATE TABLE outbox_meta(
-                key TEXT PRIMARY KEY,
-                value TEXT NOT NULL);
-            INSERT INTO outbox_meta(key, value) VALUES('epoch',
-                lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||
-                substr(lower(hex(randomblob(2))), 2) || '-' ||
-                substr('89ab', 1 + abs(random()) % 4, 1) || substr(lower(hex(randomblob(2))), 2) || '-' ||
-                lower(hex(randomblob(6))));
-            """),
+        Migration(
+            domain: "outbox", version: 1,
+            sql: """
+                CREATE TABLE outbox(
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    type TEXT NOT NULL,
+                    ts TEXT NOT NULL,
+                    body BLOB NOT NULL);
+                CREATE TABLE outbox_meta(
+                    key TEXT PRIMARY KEY,
+                    value TEXT NOT NULL);
+                INSERT INTO outbox_meta(key, value) VALUES('epoch',
+                    lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||
+                    substr(lower(hex(randomblob(2))), 2) || '-' ||
+                    substr('89ab', 1 + abs(random()) % 4, 1) || substr(lower(hex(randomblob(2))), 2) || '-' ||
+                    lower(hex(randomblob(6))));
+                """)
     ]
 }
 
@@ -67,7 +69,8 @@ public struct Outbox {
         guard database.isInTransaction else {
             throw SQLiteError.misuse("Outbox.append must run inside the transaction that makes the state change")
         }
-        try database.run("""
+        try database.run(
+            """
             INSERT INTO outbox(type, ts, body)
             VALUES(?, coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), ?)
             """, type, ts, body)
@@ -89,8 +92,10 @@ public struct Outbox {
     /// Throws a `SQLiteError`, or a `RowError` for a row that is not a record.
     public func read(after seq: Int64, limit: Int) throws -> [OutboxRecord] {
         guard limit > 0 else { return [] }
-        return try database.query("SELECT seq, type, ts, body FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
-                                  seq, limit).map { row throws(RowError) in
+        return try database.query(
+            "SELECT seq, type, ts, body FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+            seq, limit
+        ).map { row throws(RowError) in
             try OutboxRecord(seq: row.decode("seq"), type: row.decode("type"), ts: row.decode("ts"), body: row.decode("body"))
         }
     }
@@ -102,7 +107,8 @@ public struct Outbox {
             try database.run("DELETE FROM outbox")
         } else {
             // With fewer than `count` rows the subquery is NULL and nothing matches.
-            try database.run("""
+            try database.run(
+                """
                 DELETE FROM outbox
                 WHERE seq < (SELECT seq FROM outbox ORDER BY seq DESC LIMIT 1 OFFSET ?)
                 """, count - 1)
@@ -114,8 +120,9 @@ public struct Outbox {
     public func epoch() throws(SQLiteError) -> String {
         let select = "SELECT value FROM outbox_meta WHERE key = 'epoch'"
         if let epoch = try database.queryOne(select)?.string(0) { return epoch }
-        try database.run("INSERT OR IGNORE INTO outbox_meta(key, value) VALUES('epoch', ?)",
-                         UUID().uuidString.lowercased())
+        try database.run(
+            "INSERT OR IGNORE INTO outbox_meta(key, value) VALUES('epoch', ?)",
+            UUID().uuidString.lowercased())
         guard let epoch = try database.queryOne(select)?.string(0) else {
             throw SQLiteError.misuse("outbox_meta has no epoch after creating one")
         }

@@ -71,7 +71,8 @@ public final class ResultColumns: Sendable {
     public init(names: [String], sql: String? = nil) {
         self.names = names
         self.sql = sql
-        var exact: [String: Int?] = [:], folded: [String: Int?] = [:]
+        var exact: [String: Int?] = [:]
+        var folded: [String: Int?] = [:]
         for (index, name) in names.enumerated() {
             exact[name] = exact[name] == nil ? index : .some(nil)
             let lower = name.lowercased()
@@ -95,8 +96,11 @@ public final class ResultColumns: Sendable {
     @usableFromInline
     func mismatch(at index: Int, _ found: SQLValue, expected: String) -> RowError {
         guard names.indices.contains(index) else { return RowError(column: "#\(index)", problem: .missing(available: names), sql: sql) }
-        return RowError(column: names[index], problem: found == .null ? .null(expected: expected)
-                            : .wrongType(expected: expected, found: found.storageClassName), sql: sql)
+        return RowError(
+            column: names[index],
+            problem: found == .null
+                ? .null(expected: expected)
+                : .wrongType(expected: expected, found: found.storageClassName), sql: sql)
     }
 }
 
@@ -220,14 +224,16 @@ extension Statement {
 
     /// An INTEGER column of the current row, without making a `Row`; throws if it holds anything else.
     public func int64(_ column: Column) throws(RowError) -> Int64 {
-        let handle = handle, index = Int32(column.index)
+        let handle = handle
+        let index = Int32(column.index)
         guard sqlite3_column_type(handle, index) == SQLITE_INTEGER else { throw mismatch(column, expected: "INTEGER") }
         return sqlite3_column_int64(handle, index)
     }
 
     /// A REAL (or INTEGER) column of the current row, without making a `Row`; throws on NULL or anything else.
     public func double(_ column: Column) throws(RowError) -> Double {
-        let handle = handle, index = Int32(column.index)
+        let handle = handle
+        let index = Int32(column.index)
         let type = sqlite3_column_type(handle, index)
         guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw mismatch(column, expected: "REAL") }
         return sqlite3_column_double(handle, index)
@@ -235,7 +241,8 @@ extension Statement {
 
     /// A nullable REAL (or INTEGER) column of the current row: nil for NULL; throws on anything else.
     public func optionalDouble(_ column: Column) throws(RowError) -> Double? {
-        let handle = handle, index = Int32(column.index)
+        let handle = handle
+        let index = Int32(column.index)
         switch sqlite3_column_type(handle, index) {
         case SQLITE_NULL: return nil
         case SQLITE_FLOAT, SQLITE_INTEGER: return sqlite3_column_double(handle, index)

@@ -1,7 +1,8 @@
 import CSQLite
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A prepared SQL statement; owns its `sqlite3_stmt` and finalizes it in deinit.
@@ -79,8 +80,9 @@ public final class Statement {
         _ = sqlite3_clear_bindings(statement)  // Always returns SQLITE_OK.
         let expected = Int(sqlite3_bind_parameter_count(statement))
         guard values.count == expected else {
-            throw SQLiteError(extendedCode: SQLITE_RANGE,
-                              message: "statement expects \(expected) parameters, got \(values.count)", sql: sql)
+            throw SQLiteError(
+                extendedCode: SQLITE_RANGE,
+                message: "statement expects \(expected) parameters, got \(values.count)", sql: sql)
         }
         for (offset, value) in values.enumerated() {
             try bind(value?.sqlValue ?? .null, at: Int32(offset + 1), statement)
@@ -100,16 +102,18 @@ public final class Statement {
         case .text(let text):
             var utf8 = text.utf8CString  // NUL-terminated; the length below excludes the NUL.
             resultCode = utf8.withUnsafeMutableBufferPointer { buffer in
-                sqlite3_bind_text64(statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count - 1),
-                                    tourbus_sqlite_transient(), UInt8(SQLITE_UTF8))
+                sqlite3_bind_text64(
+                    statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count - 1),
+                    tourbus_sqlite_transient(), UInt8(SQLITE_UTF8))
             }
         case .blob(let bytes) where bytes.isEmpty:
             // A NULL pointer would bind NULL; an empty blob must stay a blob.
             resultCode = sqlite3_bind_zeroblob(statement, index, 0)
         case .blob(let bytes):
             resultCode = bytes.withUnsafeBytes { buffer in
-                sqlite3_bind_blob64(statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count),
-                                    tourbus_sqlite_transient())
+                sqlite3_bind_blob64(
+                    statement, index, buffer.baseAddress, sqlite3_uint64(buffer.count),
+                    tourbus_sqlite_transient())
             }
         }
         try check(resultCode, sqlite3_db_handle(statement), sql: sql)
@@ -152,10 +156,11 @@ public final class Statement {
             guard let text = sqlite3_column_name(handle, Int32(index)) else { return false }
             let length = strlen(text)
             guard name.utf8.count == length else { return false }
-            let same = name.utf8.withContiguousStorageIfAvailable { bytes in
-                guard let base = bytes.baseAddress else { return length == 0 }
-                return memcmp(base, text, length) == 0
-            } ?? name.utf8.elementsEqual(UnsafeRawBufferPointer(start: text, count: length))
+            let same =
+                name.utf8.withContiguousStorageIfAvailable { bytes in
+                    guard let base = bytes.baseAddress else { return length == 0 }
+                    return memcmp(base, text, length) == 0
+                } ?? name.utf8.elementsEqual(UnsafeRawBufferPointer(start: text, count: length))
             guard same else { return false }
         }
         return true

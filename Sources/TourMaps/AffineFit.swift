@@ -55,7 +55,10 @@ public struct Affine2D: Sendable, Hashable, Codable {
     public var inverse: Affine2D? {
         let det = determinant
         guard det != 0, det.isFinite else { return nil }
-        let ia = e / det, ib = -b / det, id = -d / det, ie = a / det
+        let ia = e / det
+        let ib = -b / det
+        let id = -d / det
+        let ie = a / det
         return Affine2D(a: ia, b: ib, c: -(ia * c + ib * f), d: id, e: ie, f: -(id * c + ie * f))
     }
 }
@@ -215,7 +218,8 @@ public struct MapGeoreference: Sendable, Hashable, Codable {
         let frame = LocalMetricFrame(origin: meanCoordinate(points.map(\.coordinate)))
         let pixels = points.map { ($0.x, $0.y) }
         let meters = points.map { frame.project($0.coordinate) }.map { ($0.east, $0.north) }
-        let pixelSpread = Spread(pixels), meterSpread = Spread(meters)
+        let pixelSpread = Spread(pixels)
+        let meterSpread = Spread(meters)
         for (side, spread) in [("pixel", pixelSpread), ("geographic", meterSpread)] {
             let condition = spread.conditionNumber
             guard condition <= limits.maxConditionNumber else {
@@ -224,17 +228,26 @@ public struct MapGeoreference: Sendable, Hashable, Codable {
         }
         // With centred pixels the normal equations split: the linear part solves the 2×2 system
         // of the pixel spread for each output, and the constant is the outputs' mean.
-        let (mx, my) = pixelSpread.mean, (me, mn) = meterSpread.mean
-        var sxe = 0.0, sye = 0.0, sxn = 0.0, syn = 0.0
+        let (mx, my) = pixelSpread.mean
+        let (me, mn) = meterSpread.mean
+        var sxe = 0.0
+        var sye = 0.0
+        var sxn = 0.0
+        var syn = 0.0
         for (pixel, meter) in zip(pixels, meters) {
-            let dx = pixel.0 - mx, dy = pixel.1 - my
-            sxe += dx * (meter.0 - me); sye += dy * (meter.0 - me)
-            sxn += dx * (meter.1 - mn); syn += dy * (meter.1 - mn)
+            let dx = pixel.0 - mx
+            let dy = pixel.1 - my
+            sxe += dx * (meter.0 - me)
+            sye += dy * (meter.0 - me)
+            sxn += dx * (meter.1 - mn)
+            syn += dy * (meter.1 - mn)
         }
         let (sxx, sxy, syy) = (pixelSpread.sxx, pixelSpread.sxy, pixelSpread.syy)
         let det = sxx * syy - sxy * sxy  // > 0: the condition check passed
-        let a = (syy * sxe - sxy * sye) / det, b = (sxx * sye - sxy * sxe) / det
-        let d = (syy * sxn - sxy * syn) / det, e = (sxx * syn - sxy * sxn) / det
+        let a = (syy * sxe - sxy * sye) / det
+        let b = (sxx * sye - sxy * sxe) / det
+        let d = (syy * sxn - sxy * syn) / det
+        let e = (sxx * syn - sxy * sxn) / det
         let forward = Affine2D(a: a, b: b, c: me - a * mx - b * my, d: d, e: e, f: mn - d * mx - e * my)
         guard let inverse = forward.inverse else {
             // Unreachable after both condition checks; kept as a typed refusal, not a trap.
@@ -274,7 +287,8 @@ public struct MapGeoreference: Sendable, Hashable, Codable {
         let m = metersToPixel
         // A step along the bearing in metres, (east, north), through the linear part only.
         let (east, north) = (sin(radians), cos(radians))
-        let dx = m.a * east + m.b * north, dy = m.d * east + m.e * north
+        let dx = m.a * east + m.b * north
+        let dy = m.d * east + m.e * north
         var angle = atan2(dx, -dy) * 180 / .pi
         if angle < 0 { angle += 360 }
         return angle < 360 ? angle : 0
@@ -288,7 +302,8 @@ public struct MapGeoreference: Sendable, Hashable, Codable {
     /// Pixel index (column i, row j) → degrees: lon = A·i + B·j + C, lat = D·i + E·j + F, where
     /// (C, F) is the centre of the top-left pixel; the world file's convention.
     public var pixelIndexToDegrees: Affine2D {
-        let kEast = 1 / frame.metersPerDegreeEast, kNorth = 1 / frame.metersPerDegreeNorth
+        let kEast = 1 / frame.metersPerDegreeEast
+        let kNorth = 1 / frame.metersPerDegreeNorth
         let m = pixelToMeters
         // Pixel index i has its centre at x = i + 0.5.
         let (eastAtCentre, northAtCentre) = m.apply(0.5, 0.5)
@@ -326,7 +341,8 @@ public struct MapGeoreference: Sendable, Hashable, Codable {
 /// both sides of the 180th meridian average to a point between them.
 func meanCoordinate(_ coordinates: [Coordinate]) -> Coordinate {
     let reference = coordinates[0].longitude
-    var latitude = 0.0, offset = 0.0
+    var latitude = 0.0
+    var offset = 0.0
     for coordinate in coordinates {
         latitude += coordinate.latitude
         var delta = coordinate.longitude - reference
@@ -346,10 +362,15 @@ struct Spread {
 
     init(_ points: [(Double, Double)]) {
         let count = Double(points.count)
-        let mx = points.map(\.0).reduce(0, +) / count, my = points.map(\.1).reduce(0, +) / count
-        var sxx = 0.0, sxy = 0.0, syy = 0.0
+        let mx = points.map(\.0).reduce(0, +) / count
+        let my = points.map(\.1).reduce(0, +) / count
+        var sxx = 0.0
+        var sxy = 0.0
+        var syy = 0.0
         for (x, y) in points {
-            sxx += (x - mx) * (x - mx); sxy += (x - mx) * (y - my); syy += (y - my) * (y - my)
+            sxx += (x - mx) * (x - mx)
+            sxy += (x - mx) * (y - my)
+            syy += (y - my) * (y - my)
         }
         (mean, self.sxx, self.sxy, self.syy) = ((mx, my), sxx, sxy, syy)
     }
@@ -360,7 +381,8 @@ struct Spread {
         // Eigenvalues of [[sxx, sxy], [sxy, syy]], the squares of the singular values.
         let half = (sxx + syy) / 2
         let root = (((sxx - syy) / 2) * ((sxx - syy) / 2) + sxy * sxy).squareRoot()
-        let largest = half + root, smallest = half - root
+        let largest = half + root
+        let smallest = half - root
         guard largest > 0, smallest > largest * 1e-24 else { return .infinity }
         return (largest / smallest).squareRoot()
     }

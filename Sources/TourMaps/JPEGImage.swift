@@ -25,8 +25,10 @@ public struct JPEGLimits: Sendable, Equatable {
     /// `maxPixels`), checked before the pixel memory is allocated.
     public var maxDecodedPixels: Int
 
-    public init(maxBytes: Int = 30 * 1024 * 1024, maxPixels: Int = 40_000_000, maxScans: Int = 64,
-                maxAspectRatio: Int? = nil, maxProgressivePixels: Int? = nil, maxDecodedPixels: Int? = nil) {
+    public init(
+        maxBytes: Int = 30 * 1024 * 1024, maxPixels: Int = 40_000_000, maxScans: Int = 64,
+        maxAspectRatio: Int? = nil, maxProgressivePixels: Int? = nil, maxDecodedPixels: Int? = nil
+    ) {
         self.maxBytes = maxBytes
         self.maxPixels = maxPixels
         self.maxScans = maxScans
@@ -123,7 +125,8 @@ public struct JPEGImage: Sendable, Equatable {
     public static func check(_ data: Data, limits: JPEGLimits = JPEGLimits()) throws(JPEGError) -> JPEGImage {
         let decoder = try makeDecoder()
         let header = try checkedHeader(data, limits: limits, decoder: decoder)
-        let width = (header.width + 7) / 8, height = (header.height + 7) / 8
+        let width = (header.width + 7) / 8
+        let height = (header.height + 7) / 8
         try checkDecoded(width: width, height: height, limits: limits)
         var scratch = [UInt8](repeating: 0, count: width * height * 3)
         try decodeData(data, decoder: decoder, into: &scratch, width: width, height: height)
@@ -153,7 +156,8 @@ public struct JPEGImage: Sendable, Equatable {
         let header = try checkedHeader(data, limits: limits, decoder: decoder)
         var denominator = 8
         while denominator > 1, (min(header.width, header.height) + denominator - 1) / denominator < minimumSide { denominator /= 2 }
-        let width = (header.width + denominator - 1) / denominator, height = (header.height + denominator - 1) / denominator
+        let width = (header.width + denominator - 1) / denominator
+        let height = (header.height + denominator - 1) / denominator
         try checkDecoded(width: width, height: height, limits: limits)
         let count = width * height * 3
         var pixels = [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
@@ -221,13 +225,23 @@ public struct JPEGImage: Sendable, Equatable {
     /// up to the next FF that is followed by anything else, the next marker.
     static func scanCount(_ data: Data) -> Int {
         data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
-            var count = 0, index = 2  // after SOI
+            var count = 0
+            var index = 2  // after SOI
             while index + 1 < bytes.count {
-                guard bytes[index] == 0xFF else { index += 1; continue }  // stray bytes: libjpeg refuses them later
+                guard bytes[index] == 0xFF else {
+                    index += 1
+                    continue
+                }  // stray bytes: libjpeg refuses them later
                 let marker = bytes[index + 1]
-                if marker == 0xFF { index += 1; continue }  // fill before a marker
+                if marker == 0xFF {
+                    index += 1
+                    continue
+                }  // fill before a marker
                 if marker == 0xD9 { break }  // end of image
-                if marker == 0x01 || (0xD0...0xD7).contains(marker) { index += 2; continue }  // no length
+                if marker == 0x01 || (0xD0...0xD7).contains(marker) {
+                    index += 2
+                    continue
+                }  // no length
                 guard index + 3 < bytes.count else { break }
                 let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
                 guard length >= 2 else { break }

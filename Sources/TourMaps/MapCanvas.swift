@@ -148,8 +148,10 @@ struct CanvasProjection {
     init(stops: [Coordinate], width: Int, height: Int, margin: Int) {
         frame = LocalMetricFrame(origin: meanCoordinate(stops))
         let projected = stops.map(frame.project)
-        let east = projected.map(\.east), north = projected.map(\.north)
-        let (minEast, maxEast) = (east.min() ?? 0, east.max() ?? 0), (minNorth, maxNorth) = (north.min() ?? 0, north.max() ?? 0)
+        let east = projected.map(\.east)
+        let north = projected.map(\.north)
+        let (minEast, maxEast) = (east.min() ?? 0, east.max() ?? 0)
+        let (minNorth, maxNorth) = (north.min() ?? 0, north.max() ?? 0)
         let spanEast = max(maxEast - minEast, MapCanvas.minimumSpanMeters)
         let spanNorth = max(maxNorth - minNorth, MapCanvas.minimumSpanMeters)
         metersPerPixel = max(spanEast / Double(width - 2 * margin), spanNorth / Double(height - 2 * margin))
@@ -185,14 +187,18 @@ struct Canvas {
         self.height = height
         pixels = [UInt8](repeating: 0, count: width * height * 3)
         for offset in stride(from: 0, to: pixels.count, by: 3) {
-            pixels[offset] = fill.red; pixels[offset + 1] = fill.green; pixels[offset + 2] = fill.blue
+            pixels[offset] = fill.red
+            pixels[offset + 1] = fill.green
+            pixels[offset + 2] = fill.blue
         }
     }
 
     mutating func set(_ x: Int, _ y: Int, _ color: RGBColor) {
         guard x >= 0, y >= 0, x < width, y < height else { return }
         let offset = (y * width + x) * 3
-        pixels[offset] = color.red; pixels[offset + 1] = color.green; pixels[offset + 2] = color.blue
+        pixels[offset] = color.red
+        pixels[offset + 1] = color.green
+        pixels[offset + 2] = color.blue
     }
 
     /// One-pixel lines every `spacing` pixels, through the centre.
@@ -207,14 +213,17 @@ struct Canvas {
 
     /// Every pixel whose centre is within `radius` of `center`.
     mutating func fillDisk(center: PixelPoint, radius: Double, color: RGBColor) {
-        let top = Int((center.y - radius).rounded(.down)), bottom = Int((center.y + radius).rounded(.up))
-        let left = Int((center.x - radius).rounded(.down)), right = Int((center.x + radius).rounded(.up))
+        let top = Int((center.y - radius).rounded(.down))
+        let bottom = Int((center.y + radius).rounded(.up))
+        let left = Int((center.x - radius).rounded(.down))
+        let right = Int((center.x + radius).rounded(.up))
         let (firstRow, lastRow) = (max(0, top), min(height - 1, bottom))
         let (firstColumn, lastColumn) = (max(0, left), min(width - 1, right))
         guard firstRow <= lastRow, firstColumn <= lastColumn else { return }  // off the canvas
         for y in firstRow...lastRow {
             for x in firstColumn...lastColumn {
-                let dx = Double(x) + 0.5 - center.x, dy = Double(y) + 0.5 - center.y
+                let dx = Double(x) + 0.5 - center.x
+                let dy = Double(y) + 0.5 - center.y
                 if dx * dx + dy * dy <= radius * radius { set(x, y, color) }
             }
         }

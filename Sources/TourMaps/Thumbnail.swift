@@ -11,7 +11,8 @@ extension RGBImage {
     public func centreSquare(side: Int) -> RGBImage {
         precondition(side >= 1, "a square has at least one pixel")
         let crop = min(width, height)
-        let left = (width - crop) / 2, top = (height - crop) / 2
+        let left = (width - crop) / 2
+        let top = (height - crop) / 2
         let columns = ResampleWeights(from: left, length: crop, to: side)
         let rows = ResampleWeights(from: top, length: crop, to: side)
         // Across first, over the crop's rows only: `crop` rows of `side` pixels, as floats.
@@ -19,9 +20,12 @@ extension RGBImage {
         pixels.withUnsafeBufferPointer { source in
             across.withUnsafeMutableBufferPointer { target in
                 for row in 0..<crop {
-                    let sourceRow = (top + row) * width * 3, targetRow = row * side * 3
+                    let sourceRow = (top + row) * width * 3
+                    let targetRow = row * side * 3
                     for x in 0..<side {
-                        var red: Float = 0, green: Float = 0, blue: Float = 0
+                        var red: Float = 0
+                        var green: Float = 0
+                        var blue: Float = 0
                         columns.forEach(x) { column, weight in
                             let offset = sourceRow + column * 3
                             red += weight * Float(source[offset])
@@ -29,7 +33,9 @@ extension RGBImage {
                             blue += weight * Float(source[offset + 2])
                         }
                         let offset = targetRow + x * 3
-                        target[offset] = red; target[offset + 1] = green; target[offset + 2] = blue
+                        target[offset] = red
+                        target[offset + 1] = green
+                        target[offset + 2] = blue
                     }
                 }
             }

@@ -96,7 +96,8 @@ public final class TilePyramid {
         while max(width, height) > tileSize << maxZoom { maxZoom += 1 }
         return (0...maxZoom).map { z in
             let shift = maxZoom - z
-            let levelWidth = (width + (1 << shift) - 1) >> shift, levelHeight = (height + (1 << shift) - 1) >> shift
+            let levelWidth = (width + (1 << shift) - 1) >> shift
+            let levelHeight = (height + (1 << shift) - 1) >> shift
             return PyramidLevel(
                 z: z, width: levelWidth, height: levelHeight,
                 columns: (levelWidth + tileSize - 1) / tileSize, rows: (levelHeight + tileSize - 1) / tileSize)
@@ -131,8 +132,10 @@ public final class TilePyramid {
     /// Compresses tile (`column`, `row`) of the current level.
     private func encodeTile(column: Int, row: Int) throws(JPEGError) -> Data {
         let size = Self.tileSize
-        let left = column * size, top = row * size
-        let tileWidth = min(size, image.width - left), tileHeight = min(size, image.height - top)
+        let left = column * size
+        let top = row * size
+        let tileWidth = min(size, image.width - left)
+        let tileHeight = min(size, image.height - top)
         let rowBytes = image.width * 3
         let subsampling = Int32(TJSAMP_420.rawValue)
         let result: Result<Data, TurboJPEGError>
@@ -164,15 +167,19 @@ public final class TilePyramid {
     /// Puts the image's `width`×`height` block at (`left`, `top`) into `edgeTile`'s top-left
     /// corner and `padding` everywhere else.
     private func fillEdgeTile(left: Int, top: Int, width: Int, height: Int) {
-        let size = Self.tileSize, sourceRowBytes = image.width * 3
+        let size = Self.tileSize
+        let sourceRowBytes = image.width * 3
         let padding = padding
         image.pixels.withUnsafeBufferPointer { source in
             edgeTile.withUnsafeMutableBufferPointer { tile in
                 for offset in stride(from: 0, to: tile.count, by: 3) {
-                    tile[offset] = padding.red; tile[offset + 1] = padding.green; tile[offset + 2] = padding.blue
+                    tile[offset] = padding.red
+                    tile[offset + 1] = padding.green
+                    tile[offset + 2] = padding.blue
                 }
                 for row in 0..<height {
-                    let from = (top + row) * sourceRowBytes + left * 3, to = row * size * 3
+                    let from = (top + row) * sourceRowBytes + left * 3
+                    let to = row * size * 3
                     _ = UnsafeMutableBufferPointer(rebasing: tile[to..<(to + width * 3)])
                         .update(fromContentsOf: source[from..<(from + width * 3)])
                 }
@@ -183,7 +190,8 @@ public final class TilePyramid {
     /// The image at half size, each side rounded up; each pixel the rounded mean of a 2×2
     /// block, the last row or column of an odd side standing in for its missing neighbour.
     static func halved(_ image: RGBImage) -> RGBImage {
-        let width = (image.width + 1) / 2, height = (image.height + 1) / 2
+        let width = (image.width + 1) / 2
+        let height = (image.height + 1) / 2
         let count = width * height * 3
         let sourceRowBytes = image.width * 3
         let pixels = [UInt8](unsafeUninitializedCapacity: count) { target, initialized in
@@ -193,9 +201,11 @@ public final class TilePyramid {
                     let bottom = 2 * y + 1 < image.height ? top + sourceRowBytes : top
                     var out = y * width * 3
                     for x in 0..<width {
-                        let left = 2 * x * 3, right = 2 * x + 1 < image.width ? left + 3 : left
+                        let left = 2 * x * 3
+                        let right = 2 * x + 1 < image.width ? left + 3 : left
                         for channel in 0..<3 {
-                            let sum = Int(source[top + left + channel]) + Int(source[top + right + channel])
+                            let sum =
+                                Int(source[top + left + channel]) + Int(source[top + right + channel])
                                 + Int(source[bottom + left + channel]) + Int(source[bottom + right + channel])
                             target[out + channel] = UInt8((sum + 2) >> 2)
                         }

@@ -69,7 +69,10 @@ final class TurboJPEGDecoder {
 
     /// Reads the header only (`tjDecompressHeader3`): no pixel memory is allocated.
     func header(_ jpeg: UnsafeRawBufferPointer) throws(TurboJPEGError) -> JPEGHeader {
-        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
+        var width: Int32 = 0
+        var height: Int32 = 0
+        var subsampling: Int32 = 0
+        var colorspace: Int32 = 0
         let base = jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self)
         try handle.check(
             tjDecompressHeader3(handle.raw, base, UInt(jpeg.count), &width, &height, &subsampling, &colorspace),

@@ -141,8 +141,9 @@ extension TourbusCommand {
         }
         do {
             let restored = try DatabaseBackup.restore(from: from, onto: target)
-            let report = RestoreReport(service: name, file: target, from: from, bytes: restored.bytes, epoch: restored.epoch,
-                                       previousEpoch: restored.previousEpoch, head: restored.head)
+            let report = RestoreReport(
+                service: name, file: target, from: from, bytes: restored.bytes, epoch: restored.epoch,
+                previousEpoch: restored.previousEpoch, head: restored.head)
             printJSON(try JSONCoding.encoder.encode(report))
             return 0
         } catch let error as BackupError {

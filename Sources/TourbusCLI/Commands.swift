@@ -1,9 +1,10 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Sealing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `tourbus` command line: `up`, `call`, `admin`, `import`, `keys`, `probe`, `backup`, `restore` and `openrpc`.
@@ -216,7 +217,8 @@ public enum TourbusCommand {
 
     static func printJSON(_ data: Data) {
         if let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
-           let pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed]) {
+            let pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
+        {
             print(String(decoding: pretty, as: UTF8.self))
         } else {
             print(String(decoding: data, as: UTF8.self))
@@ -287,7 +289,8 @@ public enum TourbusCommand {
             printError("keys takes no arguments, or --out DIR NAME…\n\(usage)")
             return 2
         }
-        let folder = arguments[1], names = Array(arguments.dropFirst(2))
+        let folder = arguments[1]
+        let names = Array(arguments.dropFirst(2))
         guard Set(names).count == names.count else {
             printError("keys --out names a key twice: one file per name")
             return 2
@@ -328,7 +331,8 @@ extension TourbusCommand {
             printError("keys --signing takes --out DIR NAME\n\(usage)")
             return 2
         }
-        let folder = arguments[1], name = arguments[2]
+        let folder = arguments[1]
+        let name = arguments[2]
         guard !name.isEmpty, name.utf8.count <= 64, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             printError("key name '\(name.prefix(64))' must be 1 to 64 letters, digits, '-' or '_'")
             return 2

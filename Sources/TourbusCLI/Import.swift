@@ -1,6 +1,6 @@
-import Contracts
 import Bus
 import ContentImport
+import Contracts
 import Foundation
 
 /// `tourbus import`: sends a content file (with the map images beside it, in a directory or a
@@ -28,8 +28,11 @@ extension TourbusCommand {
             printError("import needs a PATH: a file, or a directory holding one .xml and its map images\n\(usage)")
             return 2
         }
-        guard let flags = options(Array(args.dropFirst()),
-                                  allowed: ["--format", "--service", "--data-dir", "--curve-key", "--server-key", "--timeout-ms"]) else { return 2 }
+        guard
+            let flags = options(
+                Array(args.dropFirst()),
+                allowed: ["--format", "--service", "--data-dir", "--curve-key", "--server-key", "--timeout-ms"])
+        else { return 2 }
         let format = flags["--format"] ?? "content"
         guard format == "content" || format == "osm" else {
             printError("--format takes content (our XML, Protocols/import.md) or osm (OpenStreetMap XML)")

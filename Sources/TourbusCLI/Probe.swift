@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import ServiceCore
 
@@ -42,8 +42,9 @@ enum ProbeCommand {
         do {
             var options = RPCClientOptions()
             options.curve = curve
-            client = try RPCClient(context: try ZMQContext(), endpoints: [target.endpoint], options: options,
-                                   logger: Logger(component: "tourbus", level: .error))
+            client = try RPCClient(
+                context: try ZMQContext(), endpoints: [target.endpoint], options: options,
+                logger: Logger(component: "tourbus", level: .error))
         } catch {
             // libzmq refuses an endpoint it cannot parse at once (a host name is resolved later).
             TourbusCommand.printError("probe: cannot connect to '\(shown(target.endpoint))': \(error)")
@@ -100,8 +101,9 @@ enum ProbeCommand {
         guard let endpoint else { throw UsageError(message: "say what to probe: --service ENDPOINT, or --config FILE --name NAME") }
         // TOURBUS_CURVE_KEY signs only where there is a server key to pin (as `call` and `backup`
         // read it): a plain service is probed plainly, whatever the environment holds.
-        return Target(endpoint: endpoint, curveKeyFile: values["curve-key"] ?? (serverKey == nil ? nil : environment["TOURBUS_CURVE_KEY"]),
-                      serverKey: serverKey, timeoutMilliseconds: timeout)
+        return Target(
+            endpoint: endpoint, curveKeyFile: values["curve-key"] ?? (serverKey == nil ? nil : environment["TOURBUS_CURVE_KEY"]),
+            serverKey: serverKey, timeoutMilliseconds: timeout)
     }
 
     /// `text` cut to its first 64 UTF-8 bytes, as an error message quotes what it was given.

@@ -1,7 +1,8 @@
 import Bus
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How a child process ended: its exit status, or the signal that killed it.
@@ -24,9 +25,11 @@ enum ChildExit: Equatable, Sendable {
 
     /// `SIGSEGV` for 11: the usual name of a Linux signal, `SIG<n>` for others.
     static func signalName(_ number: Int32) -> String {
-        let names: [Int32: String] = [SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
-                                      SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGUSR1: "SIGUSR1",
-                                      SIGSEGV: "SIGSEGV", SIGUSR2: "SIGUSR2", SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM"]
+        let names: [Int32: String] = [
+            SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
+            SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGUSR1: "SIGUSR1",
+            SIGSEGV: "SIGSEGV", SIGUSR2: "SIGUSR2", SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM",
+        ]
         return names[number] ?? "SIG\(number)"
     }
 }
@@ -201,15 +204,27 @@ struct RestartLog {
     /// Logs what the supervisor saw for `service`.
     func record(_ event: SupervisionEvent, of service: String) {
         switch event {
-        case let .exited(pid, exit, delay):
-            console.log(.warn, "exited; restarting", fields: [(key: "service", value: service), (key: "pid", value: pid), exit.field,
-                                                             (key: "restart_in_s", value: delay)])
-        case let .restarted(oldPid, exit, newPid, restarts):
-            both.log(.warn, "restarted", fields: [(key: "service", value: service), (key: "old_pid", value: oldPid), exit.field,
-                                                  (key: "new_pid", value: newPid), (key: "restarts", value: restarts)])
-        case let .restartFailed(oldPid, exit, error):
-            both.log(.error, "restart failed", fields: [(key: "service", value: service), (key: "old_pid", value: oldPid), exit.field,
-                                                        (key: "error", value: error)])
+        case .exited(let pid, let exit, let delay):
+            console.log(
+                .warn, "exited; restarting",
+                fields: [
+                    (key: "service", value: service), (key: "pid", value: pid), exit.field,
+                    (key: "restart_in_s", value: delay),
+                ])
+        case .restarted(let oldPid, let exit, let newPid, let restarts):
+            both.log(
+                .warn, "restarted",
+                fields: [
+                    (key: "service", value: service), (key: "old_pid", value: oldPid), exit.field,
+                    (key: "new_pid", value: newPid), (key: "restarts", value: restarts),
+                ])
+        case .restartFailed(let oldPid, let exit, let error):
+            both.log(
+                .error, "restart failed",
+                fields: [
+                    (key: "service", value: service), (key: "old_pid", value: oldPid), exit.field,
+                    (key: "error", value: error),
+                ])
         }
     }
 }

@@ -5,8 +5,9 @@ import Geo
 import Sealing
 import ServiceCore
 import TourMaps
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension TourbusCommand {
@@ -192,9 +193,11 @@ extension TourbusCommand {
             if name == "catalog", options.loadDemo { args += ["--default-timezone", "Australia/Sydney"] }
             members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: args))
         }
-        try SuiteEndpoints.write(Dictionary(uniqueKeysWithValues: services.map { name in
-            (name, SuiteEndpoints.Service(rpc: rpc[name] ?? "", publish: publishers.contains(name) ? pub[name] : nil))
-        }), to: data)
+        try SuiteEndpoints.write(
+            Dictionary(
+                uniqueKeysWithValues: services.map { name in
+                    (name, SuiteEndpoints.Service(rpc: rpc[name] ?? "", publish: publishers.contains(name) ? pub[name] : nil))
+                }), to: data)
         var gatewayArgs = ["--listen", options.listen]
         for name in services {
             gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"]
@@ -241,8 +244,10 @@ extension TourbusCommand {
             let key = options.keys.map { ["--curve-key", ($0 as NSString).appendingPathComponent("\(name).key")] } ?? []
             if name.hasPrefix("gateway") {
                 guard parts.count == 1 else { throw ConfigError("--only \(item): a gateway has no replicas; name each (gateway, gateway-b)") }
-                members.append(SuiteMember(name: name, executable: "gateway", folder: folder, dataDirectory: data,
-                                           arguments: ["--config", file, "--name", name] + key))
+                members.append(
+                    SuiteMember(
+                        name: name, executable: "gateway", folder: folder, dataDirectory: data,
+                        arguments: ["--config", file, "--name", name] + key))
                 continue
             }
             guard knownServices.contains(name) else {
@@ -277,12 +282,17 @@ extension TourbusCommand {
             // look for it (the i-th `subscribe`, beside the i-th `connect`).
             let publish = section.publish
             guard publish.count >= replicas else {
-                throw ConfigError("--only \(item): services.\(name).publish lists \(publish.count) endpoint(s), one per replica is needed (each publishes the searches it answered)")
+                throw ConfigError(
+                    "--only \(item): services.\(name).publish lists \(publish.count) endpoint(s), one per replica is needed (each publishes the searches it answered)")
             }
             for i in 1...replicas {
-                members.append(SuiteMember(name: "\(name)-\(i)", executable: name, folder: folder, dataDirectory: data,
-                                           arguments: arguments + ["--bind", binds[i - 1], "--publish", publish[i - 1],
-                                                                   "--db", (data as NSString).appendingPathComponent("\(name)-\(i).sqlite")]))
+                members.append(
+                    SuiteMember(
+                        name: "\(name)-\(i)", executable: name, folder: folder, dataDirectory: data,
+                        arguments: arguments + [
+                            "--bind", binds[i - 1], "--publish", publish[i - 1],
+                            "--db", (data as NSString).appendingPathComponent("\(name)-\(i).sqlite"),
+                        ]))
             }
         }
         return members
@@ -318,7 +328,8 @@ extension TourbusCommand {
         }
         let listen = options.listen
         let (host, port) = (listen.split(separator: ":").dropLast().joined(separator: ":"), listen.split(separator: ":").last ?? "7700")
-        print("""
+        print(
+            """
             Tourbus is up: \(services.joined(separator: ", ")) and the gateway at \(listen) (data in \(data)).
             Try:  redis-cli -h \(host) -p \(port) catalog.list category museum limit 3
                   tourbus call catalog.categories
@@ -340,7 +351,8 @@ enum DemoLoader {
     static func loadIfEmpty(_ catalog: RPCClient) throws -> Int {
         let page = try catalog.request(type: Methods.Catalog.list.name, body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
         guard let body = try JSONSerialization.jsonObject(with: page.bodyJSON) as? [String: Any],
-              (body["places"] as? [Any])?.isEmpty == true else { return 0 }
+            (body["places"] as? [Any])?.isEmpty == true
+        else { return 0 }
         let places: [PlaceInput]
         do {
             places = try JSONCoding.decoder.decode([PlaceInput].self, from: Data(DemoData.sydneyPlacesJSON.utf8)).map(DemoTranslations.merged)
@@ -360,7 +372,8 @@ enum DemoLoader {
     static func loadToursIfNone(_ catalog: RPCClient) throws -> Int {
         let existing = try catalog.request(type: Methods.Tours.list.name, body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
         guard let body = try JSONSerialization.jsonObject(with: existing.bodyJSON) as? [String: Any],
-              (body["tours"] as? [Any])?.isEmpty == true else { return 0 }
+            (body["tours"] as? [Any])?.isEmpty == true
+        else { return 0 }
         var demoIds: [String: Int64] = [:]
         var cursor: String?
         for _ in 0..<100 {
@@ -379,11 +392,16 @@ enum DemoLoader {
             tour.stops = ids
             let reply = try catalog.request(type: Methods.Tours.create.name, body: try JSONCoding.encoder.encode(tour), timeoutMilliseconds: 5_000)
             let made = try JSONCoding.decoder.decode(Tour.self, from: reply.bodyJSON)
-            try setDemoMap(catalog, tour: made.id, stops: try ids.map { id in
-                let place = try JSONCoding.decoder.decode(Place.self, from: try catalog.request(
-                    type: Methods.Catalog.get.name, body: Data(#"{"id":\#(id)}"#.utf8), timeoutMilliseconds: 5_000).bodyJSON)
-                return Coordinate(uncheckedLatitude: place.lat, longitude: place.lon)
-            })
+            try setDemoMap(
+                catalog, tour: made.id,
+                stops: try ids.map { id in
+                    let place = try JSONCoding.decoder.decode(
+                        Place.self,
+                        from: try catalog.request(
+                            type: Methods.Catalog.get.name, body: Data(#"{"id":\#(id)}"#.utf8), timeoutMilliseconds: 5_000
+                        ).bodyJSON)
+                    return Coordinate(uncheckedLatitude: place.lat, longitude: place.lon)
+                })
             created += 1
         }
         return created
@@ -426,7 +444,8 @@ enum DemoLoader {
         let sydney = #"{"bbox":{"south":-34.2,"west":150.5,"north":-33.5,"east":151.5},"limit":1}"#
         let live = try notify.request(type: Methods.Annotations.viewport.name, body: Data(sydney.utf8), timeoutMilliseconds: 5_000)
         guard let page = try JSONSerialization.jsonObject(with: live.bodyJSON) as? [String: Any],
-              (page["annotations"] as? [Any])?.isEmpty == true else { return 0 }
+            (page["annotations"] as? [Any])?.isEmpty == true
+        else { return 0 }
         let file = demoUserFile(dataDirectory)
         var userId = (try? String(contentsOfFile: file, encoding: .utf8)).flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         if userId == nil {

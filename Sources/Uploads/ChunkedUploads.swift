@@ -48,8 +48,10 @@ public struct ChunkedUploads: Sendable {
     /// How long an upload lives after it begins, in seconds (whole minutes or hours).
     public let lifetimeSeconds: Int64
 
-    public init(table: String, chunkTable: String, ownerColumn: String? = nil, maxBytes: Int, maxOpen: Int,
-                maxOpenPerOwner: Int = .max, noun: String, usedBy: String, lifetimeSeconds: Int64 = Self.defaultLifetimeSeconds) {
+    public init(
+        table: String, chunkTable: String, ownerColumn: String? = nil, maxBytes: Int, maxOpen: Int,
+        maxOpenPerOwner: Int = .max, noun: String, usedBy: String, lifetimeSeconds: Int64 = Self.defaultLifetimeSeconds
+    ) {
         self.table = table
         self.chunkTable = chunkTable
         self.ownerColumn = ownerColumn

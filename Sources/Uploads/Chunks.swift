@@ -1,5 +1,5 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Storage
 

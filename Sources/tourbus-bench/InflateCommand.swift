@@ -1,7 +1,8 @@
 import ContentImport
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `tourbus-bench inflate DIR`: how fast ContentImport's own DEFLATE decoder, CRC-32 and zip

@@ -20,7 +20,8 @@ enum LoadCommand {
             return arguments[i + 1]
         }
         guard let gateway = value("--gateway"), let rate = value("--rate").flatMap(Double.init), rate > 0,
-              let seconds = value("--seconds").flatMap(Double.init), seconds > 0, let mix = value("--mix") else {
+            let seconds = value("--seconds").flatMap(Double.init), seconds > 0, let mix = value("--mix")
+        else {
             fail("load needs --gateway HOST:PORT --rate R --seconds D --mix ping|get|nearby|mixed")
         }
         let places = value("--places").flatMap(Int.init) ?? 1_000
@@ -63,7 +64,8 @@ enum LoadCommand {
             let reply: String
             do { reply = try OpenLoop.exchange(gateway, login) } catch { fail(error.description) }
             guard let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any],
-                  let token = (object["result"] as? [String: Any])?["token"] as? String else { fail("admin sign-in refused: \(reply.prefix(200))") }
+                let token = (object["result"] as? [String: Any])?["token"] as? String
+            else { fail("admin sign-in refused: \(reply.prefix(200))") }
             plan.setup = [#"{"jsonrpc":"2.0","id":-1,"method":"auth.resume","params":{"token":"\#(token)"}}"#]
         } else if mix == "mixed" {
             fail("--mix mixed writes: it needs --admin USER:PASSWORD")
@@ -72,9 +74,10 @@ enum LoadCommand {
         do { outcome = try OpenLoop.run(plan) } catch { fail(error.description) }
         let ms = { (p: Double) in String(format: "%.3f", Double(outcome.latency.percentile(p)) / 1e6) }
         let errors = outcome.errors.isEmpty ? "none" : outcome.errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-        print("mix=\(plan.resp ? "redis-ping" : mix) rate=\(Int(rate)) achieved=\(Int(outcome.achievedRate)) sent=\(outcome.sent) answered=\(outcome.answered) "
-              + "p50_ms=\(ms(0.5)) p99_ms=\(ms(0.99)) p999_ms=\(ms(0.999)) max_ms=\(String(format: "%.3f", Double(outcome.latency.max) / 1e6)) "
-              + "late_sends=\(outcome.lateSends) errors=\(errors)")
+        print(
+            "mix=\(plan.resp ? "redis-ping" : mix) rate=\(Int(rate)) achieved=\(Int(outcome.achievedRate)) sent=\(outcome.sent) answered=\(outcome.answered) "
+                + "p50_ms=\(ms(0.5)) p99_ms=\(ms(0.99)) p999_ms=\(ms(0.999)) max_ms=\(String(format: "%.3f", Double(outcome.latency.max) / 1e6)) "
+                + "late_sends=\(outcome.lateSends) errors=\(errors)")
         exit(0)
     }
 }

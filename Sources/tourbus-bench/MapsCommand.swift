@@ -13,8 +13,10 @@ import TourMaps
 enum MapsCommand {
     static func run(_ arguments: [String]) -> Never {
         func value(_ name: String, _ fallback: Int) -> Int { option(arguments, name, fallback) }
-        let width = value("--width", 8000), height = value("--height", 5000)
-        let quality = value("--quality", 90), noise = max(0, min(127, value("--noise", 24)))
+        let width = value("--width", 8000)
+        let height = value("--height", 5000)
+        let quality = value("--quality", 90)
+        let noise = max(0, min(127, value("--noise", 24)))
         do {
             let started = Date()
             let jpeg = try generatedJPEG(width: width, height: height, quality: quality, noise: noise)
@@ -28,7 +30,8 @@ enum MapsCommand {
             let pyramid = try TilePyramid(jpeg: jpeg)
             let decodeSeconds = Date().timeIntervalSince(decodeStart)
             let tileStart = Date()
-            var tiles = 0, tileBytes = 0
+            var tiles = 0
+            var tileBytes = 0
             try pyramid.tiles { tile in
                 tiles += 1
                 tileBytes += tile.jpeg.count
@@ -62,18 +65,22 @@ enum MapsCommand {
     static func runPhoto(_ arguments: [String]) -> Never {
         func value(_ name: String, _ fallback: Int) -> Int { option(arguments, name, fallback) }
         func given(_ name: String) -> Int? { arguments.contains(name) ? value(name, 0) : nil }
-        let width = value("--width", 7300), height = value("--height", 5470), runs = max(1, value("--runs", 5))
+        let width = value("--width", 7300)
+        let height = value("--height", 5470)
+        let runs = max(1, value("--runs", 5))
         do {
             let jpeg: Data
             if let i = arguments.firstIndex(of: "--file"), i + 1 < arguments.count {
                 jpeg = try Data(contentsOf: URL(fileURLWithPath: arguments[i + 1]))
             } else {
-                jpeg = try generatedJPEG(width: width, height: height, quality: value("--quality", 85), noise: max(0, min(127, value("--noise", 14))),
-                                         progressive: arguments.contains("--progressive"))
+                jpeg = try generatedJPEG(
+                    width: width, height: height, quality: value("--quality", 85), noise: max(0, min(127, value("--noise", 14))),
+                    progressive: arguments.contains("--progressive"))
             }
             if let i = arguments.firstIndex(of: "--save"), i + 1 < arguments.count { try jpeg.write(to: URL(fileURLWithPath: arguments[i + 1])) }
-            let limits = JPEGLimits(maxBytes: 10 * 1_024 * 1_024, maxAspectRatio: given("--aspect"), maxProgressivePixels: given("--progressive-pixels"),
-                                    maxDecodedPixels: given("--decoded-pixels"))
+            let limits = JPEGLimits(
+                maxBytes: 10 * 1_024 * 1_024, maxAspectRatio: given("--aspect"), maxProgressivePixels: given("--progressive-pixels"),
+                maxDecodedPixels: given("--decoded-pixels"))
             try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
             var seconds: [Double] = []
             var squareBytes = 0
@@ -120,7 +127,9 @@ enum MapsCommand {
                 let line = x % 40 == 0 || y % 40 == 0
                 let base = line ? [90, 90, 110] : [200 + x * 40 / width, 190 + y * 40 / height, 170]
                 for channel in 0..<3 {
-                    state ^= state << 13; state ^= state >> 7; state ^= state << 17
+                    state ^= state << 13
+                    state ^= state >> 7
+                    state ^= state << 17
                     let jitter = noise == 0 ? 0 : Int(state % UInt64(2 * noise + 1)) - noise
                     pixels[offset + channel] = UInt8(max(0, min(255, base[channel] + jitter)))
                 }
@@ -137,8 +146,8 @@ enum MapsCommand {
     /// The process's peak resident set (VmHWM) in MB, from /proc/self/status.
     private static func peakRSSMegabytes() -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = line.split(separator: " ").compactMap({ Int($0) }).first
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = line.split(separator: " ").compactMap({ Int($0) }).first
         else { return nil }
         return kilobytes / 1024
     }

@@ -1,9 +1,10 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `tourbus-bench performed`: `search.text` throughput at the service, anonymous and signed in
@@ -22,10 +23,12 @@ import Glibc
 /// not the CPU figure), and, after the signed-in runs, how many `search.performed` events
 /// search's outbox holds (an older search publishes none: its `sys.stats` has no outbox).
 enum PerformedCommand {
-    static let words = ["harbour", "bridge", "opera", "house", "garden", "museum", "beach", "park", "tower", "market",
-                        "gallery", "church", "castle", "river", "island", "lookout", "station", "square", "palace", "theatre",
-                        "library", "bay", "hill", "lake", "falls", "forest", "wharf", "pier", "cafe", "bar",
-                        "kiosk", "arcade", "chapel", "fort", "mill", "quay", "terrace", "walk", "zoo", "aquarium"]
+    static let words = [
+        "harbour", "bridge", "opera", "house", "garden", "museum", "beach", "park", "tower", "market",
+        "gallery", "church", "castle", "river", "island", "lookout", "station", "square", "palace", "theatre",
+        "library", "bay", "hill", "lake", "falls", "forest", "wharf", "pier", "cafe", "bar",
+        "kiosk", "arcade", "chapel", "fort", "mill", "quay", "terrace", "walk", "zoo", "aquarium",
+    ]
 
     static func run(_ arguments: [String]) -> Never {
         func value(_ name: String) -> String? {
@@ -42,13 +45,17 @@ enum PerformedCommand {
         let logger = Logger(component: "bench", level: .error)
         var children: [Process] = []
         func stop() {
-            for child in children { child.terminate(); child.waitUntilExit() }
+            for child in children {
+                child.terminate()
+                child.waitUntilExit()
+            }
             try? FileManager.default.removeItem(atPath: scratch)
         }
         /// CPU seconds (user and system) process `pid` has used, from /proc: robust to a shared machine.
         func cpuSeconds(_ pid: Int32) -> Double {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { return 0 }
+                let close = stat.lastIndex(of: ")")
+            else { return 0 }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             // After the name: state is field 3, utime 14 and stime 15 (1-based) of the whole line.
             guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
@@ -60,7 +67,10 @@ enum PerformedCommand {
             process.executableURL = bin.appendingPathComponent("tourbus-\(name)")
             process.arguments = ["--data-dir", scratch, "--ready-file", ready, "--log-level", "error"] + args
             process.standardOutput = FileHandle.nullDevice
-            do { try process.run() } catch { stop(); fail("cannot start \(bin.path)/tourbus-\(name): \(error)") }
+            do { try process.run() } catch {
+                stop()
+                fail("cannot start \(bin.path)/tourbus-\(name): \(error)")
+            }
             children.append(process)
             for _ in 0..<600 {
                 if let d = FileManager.default.contents(atPath: ready), let o = try? JSONSerialization.jsonObject(with: d) as? [String: Any] {
@@ -91,11 +101,17 @@ enum PerformedCommand {
                 }
             }
             created.wait()
-            guard failures.withLock({ $0 }) == 0 else { stop(); fail("catalog.create failed") }
+            guard failures.withLock({ $0 }) == 0 else {
+                stop()
+                fail("catalog.create failed")
+            }
             let searchEndpoints = start("search", ["--peer", "catalog=\(catalogEndpoints[0])", "--peer-pub", "catalog=\(catalogEndpoints[1])"])
             let search = try RPCClient(context: context, endpoints: [searchEndpoints[0]], logger: logger)
             struct Stats: Decodable {
-                struct Subscription: Decodable { var source: String; var seq: Int64 }
+                struct Subscription: Decodable {
+                    var source: String
+                    var seq: Int64
+                }
                 struct Outbox: Decodable { var head: Int64 }
                 var subscriptions: [Subscription]?
                 var outbox: Outbox?
@@ -137,8 +153,10 @@ enum PerformedCommand {
                 let anonymous = measure(signedIn: false)
                 let signedIn = measure(signedIn: true)
                 recorded += requests
-                print(String(format: "round %d: anonymous %.0f req/s (%.0f µs CPU each), signed in %.0f req/s (%.0f µs CPU each)",
-                             round, anonymous.rate, anonymous.cpu, signedIn.rate, signedIn.cpu))
+                print(
+                    String(
+                        format: "round %d: anonymous %.0f req/s (%.0f µs CPU each), signed in %.0f req/s (%.0f µs CPU each)",
+                        round, anonymous.rate, anonymous.cpu, signedIn.rate, signedIn.cpu))
             }
             let wanted = Int64(recorded)
             var head = stats()?.outbox?.head

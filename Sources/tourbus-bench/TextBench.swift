@@ -28,8 +28,10 @@ struct Town {
     ]
 
     /// A generated place as `catalog.create` takes it: the catalog's own `PlaceInput`, as JSON.
-    static func json(name: String, category: String, lat: Double, lon: Double, address: String, popularity: Int,
-                     priceLevel: Int? = nil) -> String {
+    static func json(
+        name: String, category: String, lat: Double, lon: Double, address: String, popularity: Int,
+        priceLevel: Int? = nil
+    ) -> String {
         var place = PlaceInput(name: name, category: category, lat: lat, lon: lon)
         place.address = address
         place.popularity = Double(popularity)
@@ -56,7 +58,8 @@ struct Town {
             points.append((t.lat, t.lon))
             return json(name: t.name, category: "attraction", lat: t.lat, lon: t.lon, address: t.address, popularity: 0)
         }
-        let t = rng.pick(towns), kind = rng.pick(kinds)
+        let t = rng.pick(towns)
+        let kind = rng.pick(kinds)
         let (lat, lon) = t.point(spread: 2_000, &rng)
         let popularity = rng.unit() < 0.8 ? 0 : 1 + Int(pow(rng.unit(), 3) * 99)
         points.append((lat, lon))
@@ -78,7 +81,8 @@ struct TextBench {
     /// CPU time the process has used, in milliseconds (clock ticks of 10 ms).
     func cpuMilliseconds() -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(searchPid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
         // Fields after the command: state is field 3, utime 14 and stime 15.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
@@ -119,21 +123,28 @@ struct TextBench {
             ("text san / new / saint, near, no radius", Methods.Search.text.name, { r in #"{"q":"\#(r.pick(common))",\#(near(&r))}"# }),
             ("text san / new / saint, near, 50 km", Methods.Search.text.name, { r in #"{"q":"\#(r.pick(common))",\#(near(&r)),"radius_m":50000}"# }),
             ("text other town's word, near, 50 km", Methods.Search.text.name, { r in #"{"q":\#(TextBench.quoted(r.pick(long) + " ")),\#(near(&r)),"radius_m":50000}"# }),
-            ("text 5 words, each with a typo", Methods.Search.text.name, { r in
-                #"{"q":\#(TextBench.quoted((0..<5).map { _ in TextBench.typo(r.pick(long), &r) }.joined(separator: " ")))}"#
-            }),
+            (
+                "text 5 words, each with a typo", Methods.Search.text.name,
+                { r in
+                    #"{"q":\#(TextBench.quoted((0..<5).map { _ in TextBench.typo(r.pick(long), &r) }.joined(separator: " ")))}"#
+                }
+            ),
             ("autocomplete 1-3 letters, no point", Methods.Search.autocomplete.name, { r in #"{"prefix":\#(TextBench.quoted(prefix(&r)))}"# }),
             ("autocomplete 1-3 letters, near", Methods.Search.autocomplete.name, { r in #"{"prefix":\#(TextBench.quoted(prefix(&r))),\#(near(&r))}"# }),
             ("autocomplete san / new / saint", Methods.Search.autocomplete.name, { r in #"{"prefix":"\#(r.pick(common))"}"# }),
-            ("autocomplete 5 words, each with a typo", Methods.Search.autocomplete.name, { r in
-                #"{"prefix":\#(TextBench.quoted((0..<5).map { _ in TextBench.typo(r.pick(long), &r) }.joined(separator: " ")))}"#
-            }),
+            (
+                "autocomplete 5 words, each with a typo", Methods.Search.autocomplete.name,
+                { r in
+                    #"{"prefix":\#(TextBench.quoted((0..<5).map { _ in TextBench.typo(r.pick(long), &r) }.joined(separator: " ")))}"#
+                }
+            ),
         ]
         print("service-level latency, \(rounds) queries of each kind, one at a time, after \(rounds) others to warm up:")
         print("  " + "query".padding(toLength: 42, withPad: " ", startingAt: 0) + "    p50 ms    p99 ms    max ms   hits/query   CPU ms/query")
         var worst = 0.0
         for (name, type, body) in kinds {
-            var warm = Random(state: 8), measured = Random(state: 7)
+            var warm = Random(state: 8)
+            var measured = Random(state: 7)
             for _ in 0..<rounds { _ = try? search.request(type: type, body: Data(body(&warm).utf8), timeoutMilliseconds: 10_000) }
             var times: [Double] = []
             var hits = 0
@@ -152,9 +163,11 @@ struct TextBench {
             let cpuPerQuery = (cpuMilliseconds() - cpu) / Double(rounds)
             times.sort()
             worst = max(worst, times.last ?? 0)
-            print("  " + name.padding(toLength: 42, withPad: " ", startingAt: 0)
-                + String(format: "%10.3f%10.3f%10.3f%13.1f%15.2f", percentile(times, 0.5), percentile(times, 0.99), times.last ?? 0,
-                         Double(hits) / Double(rounds), cpuPerQuery))
+            print(
+                "  " + name.padding(toLength: 42, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "%10.3f%10.3f%10.3f%13.1f%15.2f", percentile(times, 0.5), percentile(times, 0.99), times.last ?? 0,
+                        Double(hits) / Double(rounds), cpuPerQuery))
         }
         print(String(format: "slowest query of all: %.3f ms (goal: p99 <= 10 ms per kind, none over 50 ms)", worst))
     }

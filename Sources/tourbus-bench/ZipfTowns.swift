@@ -26,14 +26,18 @@ struct ZipfTowns {
         let weights = (1...max(1, shuffled.count)).map { pow(Double($0), -ZipfTowns.exponent) }
         let sum = weights.reduce(0, +)
         var running = 0.0
-        cumulative = weights.map { running += $0 / sum; return running }
+        cumulative = weights.map {
+            running += $0 / sum
+            return running
+        }
         expected = weights.map { $0 / sum * Double(total) }
     }
 
     /// A town's rank (0 is the biggest), drawn by its share.
     func pick(_ rng: inout Random) -> Int {
         let x = rng.unit()
-        var low = 0, high = cumulative.count - 1
+        var low = 0
+        var high = cumulative.count - 1
         while low < high {
             let middle = (low + high) / 2
             if cumulative[middle] < x { low = middle + 1 } else { high = middle }
@@ -48,10 +52,12 @@ struct ZipfTowns {
 
     /// Place `i` as `catalog.create` takes it ("Lyon Market 12"), its point appended to `points`.
     func place(_ i: Int, _ rng: inout Random, _ points: inout [(lat: Double, lon: Double)]) -> String {
-        let rank = pick(&rng), kind = rng.pick(Town.kinds)
+        let rank = pick(&rng)
+        let kind = rng.pick(Town.kinds)
         let (lat, lon) = point(around: rank, &rng)
         points.append((lat, lon))
-        return Town.json(name: "\(towns[rank].name) \(kind.word) \(i)", category: kind.category, lat: lat, lon: lon,
-                         address: towns[rank].address, popularity: Int(pow(rng.unit(), 3) * 100), priceLevel: Int(rng.next() % 5))
+        return Town.json(
+            name: "\(towns[rank].name) \(kind.word) \(i)", category: kind.category, lat: lat, lon: lon,
+            address: towns[rank].address, popularity: Int(pow(rng.unit(), 3) * 100), priceLevel: Int(rng.next() % 5))
     }
 }

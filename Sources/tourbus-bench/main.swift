@@ -1,10 +1,11 @@
-import Contracts
 import Bus
+import Contracts
 import Foundation
 import Geo
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Search benchmark: loads generated places into a real catalog, starts a search service
@@ -117,7 +118,8 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double {
 /// A process's resident memory (`VmRSS`), or its part `RssAnon`: what it allocated, without mapped files.
 func residentKilobytes(_ pid: Int32, _ field: String = "VmRSS") -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return 0 }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
+    else { return 0 }
     return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
 }
 
@@ -168,7 +170,11 @@ defer { searchProcess.terminate() }
 let search = try RPCClient(context: context, endpoints: [(searchReady["rpc"] as? [String])?.first ?? ""], logger: logger)
 
 struct Stats: Decodable {
-    struct Subscription: Decodable { var source: String; var seq: Int64; var bulk: Bool? }
+    struct Subscription: Decodable {
+        var source: String
+        var seq: Int64
+        var bulk: Bool?
+    }
     var subscriptions: [Subscription]?
 }
 func catalogSubscription() -> Stats.Subscription? {
@@ -225,20 +231,41 @@ func measure(_ type: String, _ body: (inout Random) -> String) -> (p50: Double, 
 func near(_ r: inout Random) -> (Double, Double) { zipf.point(around: zipf.pick(&r), &r) }
 let words = ["cafe", "museum", "harbour", "park", "market", "garden", "station", "libary", "cathedrl", "bridge"]
 let results: [(String, (p50: Double, p99: Double, hits: Double))] = [
-    ("search.nearby 2 km, 20 nearest", measure(Methods.Search.nearby.name) { r in let (la, lo) = near(&r); return #"{"near":{"lat":\#(la),"lon":\#(lo)},"radius_m":2000}"# }),
-    ("search.nearby 50 km, 20 nearest", measure(Methods.Search.nearby.name) { r in let (la, lo) = near(&r); return #"{"near":{"lat":\#(la),"lon":\#(lo)},"radius_m":50000}"# }),
-    ("search.viewport ~2x2 km", measure(Methods.Search.viewport.name) { r in
-        let (la, lo) = near(&r)
-        return #"{"bbox":{"south":\#(la - 0.01),"west":\#(lo - 0.01),"north":\#(la + 0.01),"east":\#(lo + 0.01)}}"#
-    }),
-    ("search.text word + 5 km radius", measure(Methods.Search.text.name) { r in
-        let (la, lo) = near(&r)
-        return #"{"q":"\#(r.pick(words))","near":{"lat":\#(la),"lon":\#(lo)},"radius_m":5000}"#
-    }),
-    ("search.autocomplete 3 letters", measure(Methods.Search.autocomplete.name) { r in
-        let (la, lo) = near(&r)
-        return #"{"prefix":"\#(String(r.pick(words).prefix(3)))","near":{"lat":\#(la),"lon":\#(lo)}}"#
-    }),
+    (
+        "search.nearby 2 km, 20 nearest",
+        measure(Methods.Search.nearby.name) { r in
+            let (la, lo) = near(&r)
+            return #"{"near":{"lat":\#(la),"lon":\#(lo)},"radius_m":2000}"#
+        }
+    ),
+    (
+        "search.nearby 50 km, 20 nearest",
+        measure(Methods.Search.nearby.name) { r in
+            let (la, lo) = near(&r)
+            return #"{"near":{"lat":\#(la),"lon":\#(lo)},"radius_m":50000}"#
+        }
+    ),
+    (
+        "search.viewport ~2x2 km",
+        measure(Methods.Search.viewport.name) { r in
+            let (la, lo) = near(&r)
+            return #"{"bbox":{"south":\#(la - 0.01),"west":\#(lo - 0.01),"north":\#(la + 0.01),"east":\#(lo + 0.01)}}"#
+        }
+    ),
+    (
+        "search.text word + 5 km radius",
+        measure(Methods.Search.text.name) { r in
+            let (la, lo) = near(&r)
+            return #"{"q":"\#(r.pick(words))","near":{"lat":\#(la),"lon":\#(lo)},"radius_m":5000}"#
+        }
+    ),
+    (
+        "search.autocomplete 3 letters",
+        measure(Methods.Search.autocomplete.name) { r in
+            let (la, lo) = near(&r)
+            return #"{"prefix":"\#(String(r.pick(words).prefix(3)))","near":{"lat":\#(la),"lon":\#(lo)}}"#
+        }
+    ),
 ]
 
 // MARK: Propagation: catalog write → visible in search
@@ -254,7 +281,10 @@ var lastSeq = observed
 for i in 0..<writes {
     while monotonicNanos() < next {
         let s = searchSeq()
-        if s > observed { for k in (observed + 1)...s { seen[k] = monotonicNanos() }; observed = s }
+        if s > observed {
+            for k in (observed + 1)...s { seen[k] = monotonicNanos() }
+            observed = s
+        }
     }
     next += interval
     _ = try? catalog.request(type: Methods.Catalog.create.name, body: Data(place(placeCount + i, &rng, &generatedPoints).utf8), timeoutMilliseconds: 5_000)
@@ -264,7 +294,10 @@ for i in 0..<writes {
 let deadline = monotonicNanos() + 10_000_000_000
 while observed < lastSeq && monotonicNanos() < deadline {
     let s = searchSeq()
-    if s > observed { for k in (observed + 1)...s { seen[k] = monotonicNanos() }; observed = s }
+    if s > observed {
+        for k in (observed + 1)...s { seen[k] = monotonicNanos() }
+        observed = s
+    }
 }
 let delays = written.compactMap { w in seen[w.seq].map { Double($0 > w.done ? $0 - w.done : 0) / 1e6 } }.sorted()
 
@@ -277,15 +310,19 @@ if reuseCatalog {
     print(String(format: "catalog load via catalog.create (512 in flight): %.1f s (%.0f places/s)", loadSeconds, Double(placeCount) / loadSeconds))
 }
 print(String(format: "search index build from events: %.1f s (%.0f events/s)", buildSeconds, Double(placeCount) / buildSeconds))
-print(String(format: "search index size: %.1f MiB; search RSS after build: %.1f MiB, of which %.1f MiB its own (the rest is the index file, mapped)",
-             Double(indexBytes) / 1_048_576, Double(rss) / 1024, Double(anonymous) / 1024))
+print(
+    String(
+        format: "search index size: %.1f MiB; search RSS after build: %.1f MiB, of which %.1f MiB its own (the rest is the index file, mapped)",
+        Double(indexBytes) / 1_048_576, Double(rss) / 1024, Double(anonymous) / 1024))
 print("service-level latency, \(queryCount) queries each, one at a time, after \(queryCount) to warm up:")
 print("  " + "query".padding(toLength: 36, withPad: " ", startingAt: 0) + "    p50 ms    p99 ms   hits/query")
 for (name, r) in results {
     print("  " + name.padding(toLength: 36, withPad: " ", startingAt: 0) + String(format: "%10.3f%10.3f%13.1f", r.p50, r.p99, r.hits))
 }
-print(String(format: "propagation at %d writes/s (%d writes): p50 %.1f ms, p99 %.1f ms, %d of %d seen",
-             writeRate, writes, percentile(delays, 0.5), percentile(delays, 0.99), delays.count, writes))
+print(
+    String(
+        format: "propagation at %d writes/s (%d writes): p50 %.1f ms, p99 %.1f ms, %d of %d seen",
+        writeRate, writes, percentile(delays, 0.5), percentile(delays, 0.99), delays.count, writes))
 
 // MARK: Side by side with Redis GEOSEARCH, both driven by redis-benchmark
 
@@ -329,7 +366,9 @@ if arguments.contains("--redis") {
     // The same points as the catalog holds, by the same ids.
     var load = ""
     for (i, p) in generatedPoints.prefix(placeCount).enumerated() {
-        let lon = String(p.lon), lat = String(p.lat), member = String(i + 1)
+        let lon = String(p.lon)
+        let lat = String(p.lat)
+        let member = String(i + 1)
         load += "*5\r\n$6\r\nGEOADD\r\n$6\r\nplaces\r\n$\(lon.utf8.count)\r\n\(lon)\r\n$\(lat.utf8.count)\r\n\(lat)\r\n$\(member.utf8.count)\r\n\(member)\r\n"
     }
     _ = run("redis-cli", ["-p", String(redisPort), "--pipe"], input: load)

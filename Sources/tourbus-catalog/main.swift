@@ -1,6 +1,6 @@
+import Bus
 import CatalogService
 import Foundation
-import Bus
 import Sealing
 import ServiceKit
 
@@ -24,9 +24,12 @@ func refuse(_ message: String) -> Never {
     defer { arguments.removeSubrange(at...(at + 1)) }
     return arguments[at + 1]
 }
-if let metres = take("--map-max-rms-m", "--map-max-rms-m takes metres, more than 0 and at most 10000", valid: {
-    Double($0).map { $0.isFinite && $0 > 0 && $0 <= 10_000 } ?? false
-}).flatMap(Double.init) {
+if let metres = take(
+    "--map-max-rms-m", "--map-max-rms-m takes metres, more than 0 and at most 10000",
+    valid: {
+        Double($0).map { $0.isFinite && $0 > 0 && $0 <= 10_000 } ?? false
+    }
+).flatMap(Double.init) {
     options.mapMaxRMSMeters = metres
 }
 /// `services.catalog.signing_key` of the suite file (`--config FILE` or TOURBUS_CONFIG), if it has one.
@@ -34,8 +37,9 @@ if let metres = take("--map-max-rms-m", "--map-max-rms-m takes metres, more than
 func suiteSigningKey(_ arguments: [String], _ environment: [String: String]) -> String? {
     let flag = arguments.lastIndex(of: "--config").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     guard let path = flag ?? environment["TOURBUS_CONFIG"], let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20,
-          let suite = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-          let catalog = (suite["services"] as? [String: Any])?["catalog"] as? [String: Any], let value = catalog["signing_key"] else {
+        let suite = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+        let catalog = (suite["services"] as? [String: Any])?["catalog"] as? [String: Any], let value = catalog["signing_key"]
+    else {
         return nil
     }
     guard let file = value as? String, !file.isEmpty else { refuse("config file \(path): services.catalog.signing_key must be the path of a key file") }
@@ -43,7 +47,8 @@ func suiteSigningKey(_ arguments: [String], _ environment: [String: String]) -> 
 }
 // Precedence as for every setting: the flag, then the environment, then the suite file.
 let environment = ProcessInfo.processInfo.environment
-let signingKeyFile = take("--signing-key", "--signing-key takes the key file tourbus keys --signing wrote")
+let signingKeyFile =
+    take("--signing-key", "--signing-key takes the key file tourbus keys --signing wrote")
     ?? environment["TOURBUS_SIGNING_KEY"] ?? suiteSigningKey(arguments, environment)
 if let signingKeyFile {
     do {
@@ -53,7 +58,8 @@ if let signingKeyFile {
     }
 }
 if let stringsDir = take("--strings-dir", "--strings-dir needs a directory", valid: { _ in true })
-    ?? environment["TOURBUS_STRINGS_DIR"].flatMap({ $0.isEmpty ? nil : $0 }) {
+    ?? environment["TOURBUS_STRINGS_DIR"].flatMap({ $0.isEmpty ? nil : $0 })
+{
     do {
         options.strings = try InterfaceStrings(directory: stringsDir)
     } catch {
@@ -63,7 +69,8 @@ if let stringsDir = take("--strings-dir", "--strings-dir needs a directory", val
 // `--default-timezone ZONE` (or TOURBUS_DEFAULT_TIMEZONE): the IANA zone a place with seasons
 // and no timezone of its own is given (default UTC).
 if let zone = take("--default-timezone", "--default-timezone takes an IANA time zone name (such as Australia/Sydney)", valid: { _ in true })
-    ?? environment["TOURBUS_DEFAULT_TIMEZONE"] {
+    ?? environment["TOURBUS_DEFAULT_TIMEZONE"]
+{
     options.defaultTimezone = zone
 }
 guard options.defaultTimezone.utf8.count <= 64, TimeZone(identifier: options.defaultTimezone) != nil else {
