@@ -59,8 +59,8 @@ public enum CommandArguments {
         object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })
         // A field as an error names it: the key as given, cut.
         func field(_ pair: Int) -> String { Echo.clip(String(decoding: keys[pair], as: UTF8.self)) }
-        guard keys.contains(where: { $0.contains(UInt8(ascii: ".")) }) else {
-            // No dotted key: the members in order, written as they come.
+        guard keys.contains(where: { $0.isEmpty || $0.contains(UInt8(ascii: ".")) }) else {
+            // No dotted (or empty) key: the members in order, written as they come.
             object.append(UInt8(ascii: "{"))
             for pair in 0..<pairs {
                 guard let from = source[pair] else { continue }

@@ -214,7 +214,7 @@ public enum PlaceTexts {
 
     /// The rules of a tour's texts, and of a place's name and description, as field rules.
     public static let tourRules: [FieldRule] = [
-        .text(name), .text(name, at: "name_i18n[]"), .text(description), .text(description, at: "description_i18n[]"),
+        .text(name, trimmed: true), .text(name, at: "name_i18n[]"), .text(description), .text(description, at: "description_i18n[]"),
     ]
     /// The rules of a place's texts, as field rules.
     public static let placeRules: [FieldRule] =

@@ -263,7 +263,7 @@ public struct ListsReply: Codable, Sendable {
 public struct ListName: Decodable, Sendable, DeclaredShape {
     /// A list's name: 1 to 100 characters on one line, at most 400 bytes.
     public static let nameRule = TextRule("name", maxCharacters: 100)
-    public static let fieldRules: [FieldRule] = [.text(nameRule)]
+    public static let fieldRules: [FieldRule] = [.text(nameRule, trimmed: true)]
 
     public var name: String
 
@@ -276,7 +276,7 @@ public struct ListName: Decodable, Sendable, DeclaredShape {
 public struct RenameRequest: Decodable, Sendable, DeclaredShape {
     /// The same bounds as a list's name.
     public static let newNameRule = TextRule("new_name", maxCharacters: 100)
-    public static let fieldRules: [FieldRule] = [.text(ListName.nameRule), .text(newNameRule)]
+    public static let fieldRules: [FieldRule] = [.text(ListName.nameRule, trimmed: true), .text(newNameRule, trimmed: true)]
 
     public var name: String
     public var newName: String

@@ -136,7 +136,8 @@ extension MethodDeclaration {
         }
         if access == .user || access == .admin {
             implied.append(.unauthenticated(nil, "the caller is not signed in, its session ended, or the token given is unknown or expired"))
-        } else if !ownsTokenParam {
+        } else if !ownsTokenParam && owner != .gateway {
+            // The gateway's own built-ins take a session token and do not check it.
             implied.append(.unauthenticated("token", "the token given is unknown or expired"))
         }
         if access == .admin { implied.append(.permissionDenied(nil, "the caller is not an admin")) }

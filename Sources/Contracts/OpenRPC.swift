@@ -149,6 +149,8 @@ public enum OpenRPC {
             if let characters = bounds.characters {
                 if characters.lowerBound > 0 { out["minLength"] = characters.lowerBound }
                 out["maxLength"] = characters.upperBound
+                // White space around the text is not counted (the document is the stricter).
+                if bounds.trimmed { out["x-trimmed"] = true }
             }
             if let bytes = bounds.maxBytes { out["x-maxBytes"] = bytes }
             if let format = bounds.format { out["format"] = format }

@@ -27,6 +27,9 @@ public indirect enum Schema: Sendable, Equatable {
 /// Limits of a string: in characters (Swift `Character`s, as users count) and in UTF-8 bytes.
 public struct StringBounds: Sendable, Equatable {
     public var characters: ClosedRange<Int>?
+    /// Whether `characters` counts the text once the white space around it is trimmed (a
+    /// name), as its handler does, rather than as sent.
+    public var trimmed = false
     public var maxBytes: Int?
     /// A JSON Schema `format` (`date-time`, `uri`) or a documented one of ours.
     public var format: String?
@@ -94,6 +97,8 @@ public struct FieldRule: Sendable {
         case integer(ClosedRange<Int64>)
         case number(ClosedRange<Double>, exclusiveMinimum: Bool)
         case characters(ClosedRange<Int>)
+        /// Characters counted once the white space around the text is trimmed.
+        case trimmedCharacters(ClosedRange<Int>)
         case bytes(Int)
         case format(String)
         case items(ClosedRange<Int>)
@@ -123,8 +128,11 @@ public struct FieldRule: Sendable {
     /// A text field held to `rule` (at `path`, else the rule's field): its bytes and characters
     /// as sent, in the schema and checked before the handler, which holds the text to the same
     /// rule for what a schema cannot say (control characters, trimming).
-    public static func text(_ rule: TextRule, at path: String? = nil) -> FieldRule {
-        FieldRule(path ?? rule.field, .characters(0...rule.maxCharacters), .bytes(rule.maxBytes))
+    /// `trimmed`: the handler counts the text once the white space around it is trimmed (a
+    /// name), so the check does too.
+    public static func text(_ rule: TextRule, at path: String? = nil, trimmed: Bool = false) -> FieldRule {
+        let characters = 0...rule.maxCharacters
+        return FieldRule(path ?? rule.field, trimmed ? .trimmedCharacters(characters) : .characters(characters), .bytes(rule.maxBytes))
     }
 }
 
@@ -193,6 +201,10 @@ extension Schema {
             self = .number(bounds)
         case (.characters(let range), .string(var bounds)):
             bounds.characters = range
+            self = .string(bounds)
+        case (.trimmedCharacters(let range), .string(var bounds)):
+            bounds.characters = range
+            bounds.trimmed = true
             self = .string(bounds)
         case (.bytes(let bytes), .string(var bounds)):
             bounds.maxBytes = bytes

@@ -111,7 +111,8 @@ public enum SchemaCheck {
         guard let range = bounds.characters else { return }
         // A string of more bytes than its limit (or, without one, than characters allowed four
         // times over) is refused before it is counted.
-        if bytes > (bounds.maxBytes ?? range.upperBound * 4) || !range.contains(text.count) {
+        let counted = bounds.trimmed ? text.trimmingCharacters(in: .whitespacesAndNewlines) : text
+        if bytes > (bounds.maxBytes ?? range.upperBound * 4) || !range.contains(counted.count) {
             throw fault(
                 path,
                 range.lowerBound == 1 && text.isEmpty

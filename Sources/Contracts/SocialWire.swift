@@ -17,7 +17,7 @@ public struct Registration: Codable, Sendable, DeclaredShape {
     /// A password's most bytes, checked before anything else (and before any hash).
     public static let maxPasswordBytes = 1_024
     public static let fieldRules: [FieldRule] = [
-        FieldRule("username", .characters(3...usernameRule.maxCharacters), .bytes(usernameRule.maxBytes)), .text(emailRule), .text(nameRule),
+        FieldRule("username", .characters(3...usernameRule.maxCharacters), .bytes(usernameRule.maxBytes)), .text(emailRule), .text(nameRule, trimmed: true),
         FieldRule("password", .bytes(maxPasswordBytes)),
     ]
 
@@ -478,7 +478,7 @@ public struct UserPage: Codable, Sendable, Equatable {
 public struct GroupCreation: Codable, Sendable, DeclaredShape {
     /// 1-100 characters (400 bytes as sent) once trimmed, on one line.
     public static let nameRule = TextRule("name", maxCharacters: 100)
-    public static let fieldRules: [FieldRule] = [.text(nameRule)]
+    public static let fieldRules: [FieldRule] = [.text(nameRule, trimmed: true)]
 
     public var name: String
 
@@ -1152,7 +1152,7 @@ public struct ProfileUpdate: Decodable, Sendable, DeclaredShape {
     public static let languageRule = TextRule("language", maxCharacters: 35)
     public static let homeCityRule = TextRule("home_city", maxCharacters: 100)
     public static let fieldRules: [FieldRule] = [
-        .text(Registration.nameRule), .text(bioRule), .text(avatarURLRule), .text(languageRule), .text(homeCityRule),
+        .text(Registration.nameRule, trimmed: true), .text(bioRule), .text(avatarURLRule), .text(languageRule), .text(homeCityRule),
     ]
 
     public var name: Patch<String> = .absent

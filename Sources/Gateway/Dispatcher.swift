@@ -111,7 +111,8 @@ final class Dispatcher: Sendable {
     }
 
     private static let builtInNames = Set(Methods.owned(by: .gateway).map(\.name))
-    /// The params shapes of the built-ins but `ping`.
+    private static let builtInsOwningToken = Set(Methods.owned(by: .gateway).filter(\.ownsTokenParam).map(\.name))
+    /// The params shapes of the built-ins.
     static let builtInShapes: [String: Schema] = Dictionary(
         uniqueKeysWithValues: Methods.owned(by: .gateway)
             .map { method in
@@ -137,7 +138,10 @@ final class Dispatcher: Sendable {
         // PING [message] is answered by its framing).
         if let shape = Dispatcher.builtInShapes[method] {
             do {
-                try SchemaCheck.check(call.params, against: shape)
+                // A session `token` may come with any call (the document's rule); only
+                // `auth.resume` takes one of its own.
+                let params = Dispatcher.builtInsOwningToken.contains(method) ? call.params : Dispatcher.removingToken(from: call.params)
+                try SchemaCheck.check(params, against: shape)
             } catch {
                 return .failure(error)
             }

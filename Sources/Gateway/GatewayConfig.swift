@@ -26,16 +26,12 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     /// The flags only the gateway takes.
-    static var ownFlags: [String: String] {
-        var flags = ["listen": "only the gateway listens for clients", "name": "only a gateway picks its section of the file by name"]
-        for setting in GatewayLimits.settings { flags[setting.name] = "it is one of the gateway's limits" }
-        return flags
-    }
+    static var ownFlags: Set<String> { Set(["listen", "name"] + GatewayLimits.settings.map(\.name)) }
 
     /// The flags only the gateway takes, and the services', which it refuses.
     static let options = ProcessOptions(
         kind: "gateway",
-        takes: CommonConfig.flags.union(ownFlags.keys),
+        takes: CommonConfig.flags.union(ownFlags),
         refuses: [
             "data-dir": "the gateway keeps nothing on disk",
             "db": "the gateway keeps nothing on disk",
@@ -87,7 +83,7 @@ public struct GatewayConfig: Sendable, Equatable {
             if let value = section.listen { config.listen = value }
             for setting in GatewayLimits.settings {
                 guard !section.notIntegers.contains(setting.fileKey) else {
-                    throw ConfigError("services.\(name).\(setting.fileKey) must be a positive integer")
+                    throw file.error("services.\(name).\(setting.fileKey) must be a positive integer")
                 }
                 if let value = try file.positive(section.integers[setting.fileKey], "services.\(name).\(setting.fileKey)") {
                     config.limits[keyPath: setting.field] = value

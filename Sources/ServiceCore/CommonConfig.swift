@@ -310,7 +310,7 @@ public struct SuiteFile: Sendable {
     }
 
     /// A mistake in the file, naming it.
-    func error(_ message: String) -> ConfigError { ConfigError("config file \(path): \(message)") }
+    public func error(_ message: String) -> ConfigError { ConfigError("config file \(path): \(message)") }
 
     /// `value` if it is positive; an error naming `key` if it is not.
     public func positive(_ value: Int?, _ key: String) throws(ConfigError) -> Int? {

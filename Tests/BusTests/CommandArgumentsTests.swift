@@ -41,6 +41,9 @@ import Testing
                 == .failure(ServiceError(.invalidArgument, "is given whole and by its members too (near.lon)", field: "near")))
         #expect(written(["near..lat", "1"], 8) == .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: "near..lat")))
         #expect(written([".lat", "1"], 8).map { _ in "" } == .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: ".lat")))
+        // An empty key names no member, with or without a dotted key beside it.
+        #expect(written(["", "1"], 8).map { _ in "" } == .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: "")))
+        #expect(written(["", "1", "a.b", "2"], 8).map { _ in "" } == .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: "")))
         #expect(written(["a.b.c", "1"], 2) == .failure(ServiceError(.invalidArgument, "nests deeper than 2 levels", field: "a.b.c")))
         #expect(throws: Never.self) { try written(["a.b", "[[1]]"], 3).get() }
         #expect((try? written(["a.b", "[[1]]"], 2).get()) == nil)

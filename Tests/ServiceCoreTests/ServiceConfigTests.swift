@@ -169,7 +169,7 @@ import TestSupport
         // A limit in the file that is not an integer is a mistake named, not a default kept.
         let quoted = try writeFile(#"{"services": {"gateway": {"max_batch": "5"}}}"#)
         defer { try? FileManager.default.removeItem(atPath: quoted) }
-        #expect(throws: ConfigError("services.gateway.max_batch must be a positive integer")) {
+        #expect(throws: ConfigError("config file \(quoted): services.gateway.max_batch must be a positive integer")) {
             try GatewayConfig.load(arguments: ["--config", quoted], environment: [:])
         }
     }

@@ -28,6 +28,9 @@ import Testing
         for (name, message) in bad {
             #expect(f.error("groups.create", #"{"name":\#(name)}"#, as: ann) == ServiceError.invalid("name", message), "\(name)")
         }
+        // The limit counts the name once trimmed, as it is kept: 100 characters with white space around fit.
+        let padded = try f.call("groups.create", #"{"name":\#(try json("  " + String(repeating: "n", count: 100) + "\n "))}"#, as: ann)
+        #expect(padded["name"] as? String == String(repeating: "n", count: 100))
         #expect(f.refusal("groups.create", #"{"name":"x"}"#) == "unauthenticated")
         #expect(f.refusal("groups.create", #"{}"#, as: ann) == "invalid_argument name")
     }

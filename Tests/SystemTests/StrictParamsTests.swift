@@ -62,6 +62,9 @@ import TestSupport
         #expect(line.rpc(Methods.Gateway.status.name, #"{"verbose":1}"#).failure?.data?.field == "verbose")
         #expect(line.rpc(Methods.Gateway.ping.name, #"{"message":"hi"}"#).failure?.data?.field == "message")
         #expect(line.rpc(Methods.Gateway.ping.name, "{}").failure == nil)
+        // A session token may come with any call, as the OpenRPC document says.
+        #expect(line.rpc(Methods.Gateway.ping.name, #"{"token":"tb1_x"}"#).failure == nil)
+        #expect(line.rpc(Methods.Gateway.help.name, #"{"token":"tb1_x"}"#).failure == nil)
         // RESP's dotted keys: the point is nested, and a member given whole and by parts is refused.
         let resp = try GatewayConnection(port: suite.port)
         resp.send(GatewayConnection.resp([Methods.Search.nearby.name, "near.lat", "-33.86", "near.lon", "151.21", "radius_m", "500", "limt", "5"]))
