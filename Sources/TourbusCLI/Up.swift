@@ -25,7 +25,9 @@ extension TourbusCommand {
     struct UpOptions {
         var dataDirectory = ProcessInfo.processInfo.environment["TOURBUS_DATA_DIR"] ?? "data"
         var listen = ProcessInfo.processInfo.environment["TOURBUS_GATEWAY_LISTEN"] ?? "127.0.0.1:7700"
-        var loadDemo = true
+        /// The demo loaded into an empty suite (`--demo-dir`): the repository's `deploy/demo`,
+        /// from its root (where ./deploy/local/run starts), unless another is named or `--no-demo`.
+        var demoDirectory: String? = FileManager.default.fileExists(atPath: "deploy/demo/places.json") ? "deploy/demo" : nil
         /// The notify service's form when its database has none: the shipped one, from the
         /// repository's root (where ./deploy/local/run starts), unless another is named.
         var notifyForm: String? = FileManager.default.fileExists(atPath: "deploy/notify-form.json") ? "deploy/notify-form.json" : nil
@@ -45,8 +47,8 @@ extension TourbusCommand {
         var args = arguments[...]
         while let flag = args.popFirst() {
             switch flag {
-            case "--no-demo": options.loadDemo = false
-            case "--data-dir", "--listen", "--notify-form", "--strings-dir", "--config", "--only", "--keys", "--signing-key":
+            case "--no-demo": options.demoDirectory = nil
+            case "--data-dir", "--listen", "--notify-form", "--strings-dir", "--demo-dir", "--config", "--only", "--keys", "--signing-key":
                 guard let value = args.popFirst() else {
                     printError("\(flag) needs a value")
                     return 2
@@ -59,6 +61,7 @@ extension TourbusCommand {
                 case "--keys": options.keys = value
                 case "--signing-key": options.signingKey = value
                 case "--strings-dir": options.stringsDirectory = value
+                case "--demo-dir": options.demoDirectory = value
                 default: options.notifyForm = value
                 }
             default:
@@ -190,7 +193,7 @@ extension TourbusCommand {
             if name == "catalog" { args += ["--signing-key", try signingKeyFile(options)] }
             if name == "catalog", let strings = options.stringsDirectory { args += ["--strings-dir", strings] }
             // The demo's places are in Sydney: its events' seasons are Sydney days.
-            if name == "catalog", options.loadDemo { args += ["--default-timezone", "Australia/Sydney"] }
+            if name == "catalog", options.demoDirectory != nil { args += ["--default-timezone", "Australia/Sydney"] }
             members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: args))
         }
         try SuiteEndpoints.write(
@@ -308,19 +311,27 @@ extension TourbusCommand {
         var clients: [String: RPCClient] = [:]
         for name in services { clients[name] = try? RPCClient(context: context, endpoints: [endpoints[name]?.rpc ?? ""], logger: logger) }
         defer { clients.values.forEach { $0.close() } }
-        if options.loadDemo, let catalog = clients["catalog"] {
+        var demo: DemoData?
+        if let folder = options.demoDirectory {
             do {
-                let loaded = try DemoLoader.loadIfEmpty(catalog)
+                demo = try DemoData.load(from: folder)
+            } catch {
+                printError("demo data not loaded: \(error)")
+            }
+        }
+        if let demo, let catalog = clients["catalog"] {
+            do {
+                let loaded = try DemoLoader.loadIfEmpty(catalog, demo)
                 if loaded > 0 { print("loaded \(loaded) Sydney places into the empty catalog") }
-                let tours = try DemoLoader.loadToursIfNone(catalog)
+                let tours = try DemoLoader.loadToursIfNone(catalog, demo)
                 if tours > 0 { print("loaded \(tours) Sydney walking tours") }
             } catch {
                 printError("demo data not loaded: \(error)")
             }
         }
-        if options.loadDemo, let notify = clients["notify"], let social = clients["social"] {
+        if let demo, let notify = clients["notify"], let social = clients["social"] {
             do {
-                let posted = try DemoLoader.postAnnotationsIfNone(notify, social: social, dataDirectory: data)
+                let posted = try DemoLoader.postAnnotationsIfNone(notify, social: social, dataDirectory: data, demo)
                 if posted > 0 { print("posted \(posted) Sydney annotations (they expire in 12 h)") }
             } catch {
                 printError("demo annotations not posted: \(error)")
@@ -348,19 +359,13 @@ enum DemoLoader {
     }
 
     /// Creates every demo place when the catalog has none; returns how many were created.
-    static func loadIfEmpty(_ catalog: RPCClient) throws -> Int {
+    static func loadIfEmpty(_ catalog: RPCClient, _ demo: DemoData) throws -> Int {
         let page = try catalog.request(type: Methods.Catalog.list.name, body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
         guard let body = try JSONSerialization.jsonObject(with: page.bodyJSON) as? [String: Any],
             (body["places"] as? [Any])?.isEmpty == true
         else { return 0 }
-        let places: [PlaceInput]
-        do {
-            places = try JSONCoding.decoder.decode([PlaceInput].self, from: Data(DemoData.sydneyPlacesJSON.utf8)).map(DemoTranslations.merged)
-        } catch {
-            throw Failure(description: "the demo data is not a list of places as catalog.create takes them: \(error)")
-        }
         var created = 0
-        for place in places {
+        for place in demo.places {
             _ = try catalog.request(type: Methods.Catalog.create.name, body: try JSONCoding.encoder.encode(place), timeoutMilliseconds: 5_000)
             created += 1
         }
@@ -369,7 +374,7 @@ enum DemoLoader {
 
     /// Creates the demo tours when the catalog has no tour and has every stop of them (found
     /// by their demo external ids, reading at most 100 pages of places); returns how many.
-    static func loadToursIfNone(_ catalog: RPCClient) throws -> Int {
+    static func loadToursIfNone(_ catalog: RPCClient, _ demo: DemoData) throws -> Int {
         let existing = try catalog.request(type: Methods.Tours.list.name, body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
         guard let body = try JSONSerialization.jsonObject(with: existing.bodyJSON) as? [String: Any],
             (body["tours"] as? [Any])?.isEmpty == true
@@ -385,10 +390,10 @@ enum DemoLoader {
             cursor = next
         }
         var created = 0
-        for (input, stops) in DemoData.sydneyTours {
-            let ids = stops.compactMap { demoIds[$0] }
-            guard ids.count == stops.count else { continue }
-            var tour = input
+        for demoTour in demo.tours {
+            let ids = demoTour.stops.compactMap { demoIds[$0] }
+            guard ids.count == demoTour.stops.count else { continue }
+            var tour = demoTour.tour
             tour.stops = ids
             let reply = try catalog.request(type: Methods.Tours.create.name, body: try JSONCoding.encoder.encode(tour), timeoutMilliseconds: 5_000)
             let made = try JSONCoding.decoder.decode(Tour.self, from: reply.bodyJSON)
@@ -440,7 +445,7 @@ enum DemoLoader {
 
     /// Posts the demo annotations when notify has none live around Sydney, as the demo user
     /// (registered with social on the first run, its id kept in the data directory); how many.
-    static func postAnnotationsIfNone(_ notify: RPCClient, social: RPCClient, dataDirectory: String) throws -> Int {
+    static func postAnnotationsIfNone(_ notify: RPCClient, social: RPCClient, dataDirectory: String, _ demo: DemoData) throws -> Int {
         let sydney = #"{"bbox":{"south":-34.2,"west":150.5,"north":-33.5,"east":151.5},"limit":1}"#
         let live = try notify.request(type: Methods.Annotations.viewport.name, body: Data(sydney.utf8), timeoutMilliseconds: 5_000)
         guard let page = try JSONSerialization.jsonObject(with: live.bodyJSON) as? [String: Any],
@@ -458,9 +463,9 @@ enum DemoLoader {
             userId = user.id
         }
         let author = Auth(userId: String(userId ?? 0), role: "user")
-        for annotation in DemoData.sydneyAnnotations {
-            _ = try notify.request(type: Methods.Annotations.submit.name, body: Data(annotation.utf8), auth: author, timeoutMilliseconds: 5_000)
+        for annotation in demo.annotations {
+            _ = try notify.request(type: Methods.Annotations.submit.name, body: annotation, auth: author, timeoutMilliseconds: 5_000)
         }
-        return DemoData.sydneyAnnotations.count
+        return demo.annotations.count
     }
 }

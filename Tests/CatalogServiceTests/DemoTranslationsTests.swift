@@ -4,15 +4,15 @@ import Testing
 /// The demo's Russian and German names cover its 20 most popular places and its events.
 @Suite struct DemoTranslationsTests {
     @Test func theTopTwentyPlacesByPopularityHaveRussianAndGermanNames() throws {
-        // Read from the CLI's source, which this target does not link: the places' lines and the table's keys.
+        // Read from the demo's data files (deploy/demo), which `tourbus up` loads.
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let data = try String(contentsOf: root.appendingPathComponent("Sources/TourbusCLI/DemoData.swift"), encoding: .utf8)
-        let table = try String(contentsOf: root.appendingPathComponent("Sources/TourbusCLI/DemoTranslations.swift"), encoding: .utf8)
+        let folder = root.appendingPathComponent("deploy/demo")
+        let objects = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("places.json"))) as? [[String: Any]])
+        let table = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("translations.json"))) as? [String: [String: String]])
         var places: [(id: String, popularity: Double, event: Bool)] = []
         var names: [String: String] = [:]
-        for line in data.split(separator: "\n") where line.trimmingCharacters(in: .whitespaces).hasPrefix(#"{"name":"#) {
-            let text = line.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: ","))
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        for object in objects {
             let id = try #require((object["external_ids"] as? [String: String])?["demo"])
             places.append((id, object["popularity"] as? Double ?? 0, object["category"] as? String == "event"))
             names[id] = object["name"] as? String
@@ -21,7 +21,7 @@ import Testing
         // The 20 most popular places that are not events, and the events (so every one of the 20
         // most popular, events or not, has its names).
         let top = places.filter { !$0.event }.sorted { ($0.popularity, $1.id) > ($1.popularity, $0.id) }.prefix(20).map(\.id)
-        let translated = table.matches(of: /"(syd-\d{3})": \("([^"]+)", "([^"]+)"\)/).map { (id: String($0.1), ru: String($0.2), de: String($0.3)) }
+        let translated = table.map { (id: $0.key, ru: $0.value["ru"] ?? "", de: $0.value["de"] ?? "") }
         let events = places.filter { $0.event }.map(\.id)
         #expect(events.count == 4 && Set(translated.map(\.id)) == Set(top).union(events) && Set(translated.map(\.id)).count == translated.count)
         for entry in translated {
