@@ -27,11 +27,6 @@ extension PlaceID {
 /// The rules every stored place satisfies; each failure names its field. Texts are bounded
 /// in UTF-8 bytes (4 per character) before their characters are counted (`TextRule`).
 enum PlaceRules {
-    static let name = PlaceTexts.name
-    static let address = PlaceTexts.address
-    static let phone = PlaceTexts.phone
-    static let description = PlaceTexts.description
-    static let openingHoursText = PlaceTexts.openingHoursText
     static let maxPhotos = 50
     /// The most seasons a place has.
     static let maxSeasons = 20
@@ -39,16 +34,16 @@ enum PlaceRules {
 
     static func validate(_ p: Place, categories: Set<String>) throws(ServiceError) {
         guard !p.name.isEmpty else { throw .invalid("name", "must not be empty") }
-        try name.check(p.name)
+        try PlaceTexts.name.check(p.name)
         try category(p.category, among: categories)
         do {
             _ = try Coordinate(latitude: p.lat, longitude: p.lon)
         } catch {
             throw error.serviceError
         }
-        try address.check(p.address)
+        try PlaceTexts.address.check(p.address)
         if let phone = p.phone {
-            try Self.phone.check(phone)
+            try PlaceTexts.phone.check(phone)
             let allowed = CharacterSet(charactersIn: "0123456789+-() ./")
             guard phone.unicodeScalars.allSatisfy(allowed.contains), phone.contains(where: \.isNumber) else {
                 throw .invalid("phone", "may hold only digits, spaces and + - ( ) . /")
@@ -56,7 +51,7 @@ enum PlaceRules {
         }
         if let website = p.website { try httpURL(website, "website") }
         if let level = p.priceLevel, !(0...4).contains(level) { throw .invalid("price_level", "must be 0 to 4") }
-        try description.check(p.description)
+        try PlaceTexts.description.check(p.description)
         guard p.popularity.isFinite, p.popularity >= 0 else { throw .invalid("popularity", "must be a finite number, 0 or more") }
         guard p.photos.count <= maxPhotos else { throw .invalid("photos", "at most \(maxPhotos) photos") }
         for (i, photo) in p.photos.enumerated() {
@@ -75,9 +70,9 @@ enum PlaceRules {
             throw .invalid("timezone", "not an IANA time zone name (such as Australia/Sydney)")
         }
         try externalIds(p.externalIds)
-        try LanguageTexts.check(p.nameI18n, field: "name_i18n", rule: name)
-        try LanguageTexts.check(p.descriptionI18n, field: "description_i18n", rule: description)
-        try openingHoursText.check(p.openingHoursText)
+        try LanguageTexts.check(p.nameI18n, field: "name_i18n", rule: PlaceTexts.name)
+        try LanguageTexts.check(p.descriptionI18n, field: "description_i18n", rule: PlaceTexts.description)
+        try PlaceTexts.openingHoursText.check(p.openingHoursText)
         try seasons(p.seasons)
     }
 

@@ -25,10 +25,10 @@ enum TourRules {
 
     static func validate(_ t: Tour) throws(ServiceError) {
         guard !t.name.isEmpty else { throw .invalid("name", "must not be empty") }
-        try PlaceRules.name.check(t.name)
-        try PlaceRules.description.check(t.description)
-        try LanguageTexts.check(t.nameI18n, field: "name_i18n", rule: PlaceRules.name)
-        try LanguageTexts.check(t.descriptionI18n, field: "description_i18n", rule: PlaceRules.description)
+        try PlaceTexts.name.check(t.name)
+        try PlaceTexts.description.check(t.description)
+        try LanguageTexts.check(t.nameI18n, field: "name_i18n", rule: PlaceTexts.name)
+        try LanguageTexts.check(t.descriptionI18n, field: "description_i18n", rule: PlaceTexts.description)
         guard !t.stops.isEmpty, t.stops.count <= maxStops else { throw .invalid("stops", "must hold 1 to \(maxStops) place ids") }
         var seen = Set<Int64>()
         for (i, id) in t.stops.enumerated() where !seen.insert(id).inserted {

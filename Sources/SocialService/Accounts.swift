@@ -9,14 +9,14 @@ import Synchronization
 /// The rules of account fields; each returns the value as stored or names the field at fault.
 /// Every text is checked in bytes (and for control characters) before anything else.
 enum AccountRules {
-    static let maxUsername = Registration.usernameRule.maxCharacters
-    static let maxPasswordBytes = Registration.maxPasswordBytes
 
     /// 3-32 characters of `a-z 0-9 _ .`, stored lower-case.
     static func username(_ raw: String) throws(ServiceError) -> String {
         try Registration.usernameRule.checkBytesAndCharacters(raw)
         let username = raw.lowercased()
-        guard (3...maxUsername).contains(username.count) else { throw .invalid("username", "must be 3 to \(maxUsername) characters") }
+        guard (3...Registration.usernameRule.maxCharacters).contains(username.count) else {
+            throw .invalid("username", "must be 3 to \(Registration.usernameRule.maxCharacters) characters")
+        }
         guard username.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "." }) else {
             throw .invalid("username", "may hold only a-z, 0-9, _ and .")
         }
@@ -48,7 +48,7 @@ enum AccountRules {
 
     /// At most 1024 bytes, checked before anything else (and before any hash).
     static func passwordBytes(_ password: String) throws(ServiceError) {
-        guard password.utf8.count <= maxPasswordBytes else { throw .invalid("password", "must be at most \(maxPasswordBytes) bytes") }
+        guard password.utf8.count <= Registration.maxPasswordBytes else { throw .invalid("password", "must be at most \(Registration.maxPasswordBytes) bytes") }
     }
 
     /// At most 1024 bytes; at least 8 characters with an upper-case letter, a lower-case letter and a digit.

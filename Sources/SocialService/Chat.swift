@@ -41,7 +41,6 @@ enum ConversationName: Equatable {
 
 /// The rules of chat: sizes and rates.
 enum ChatRules {
-    static let maxClientMsgIdBytes = ChatSend.maxClientMsgIdBytes
     /// What one sender may send: 20 messages in any 10 seconds, and 60 in any minute.
     static let rates: [(count: Int, milliseconds: Int64, span: String)] = [(20, 10_000, "10 seconds"), (60, 60_000, "a minute")]
     /// What one group conversation takes from all its members together: 30 messages in any
@@ -86,8 +85,8 @@ enum ChatRules {
     /// `A-Z a-z 0-9 . _ : -`.
     static func checkClientMsgId(_ id: String) throws(ServiceError) {
         let bytes = id.utf8
-        guard !bytes.isEmpty, bytes.count <= maxClientMsgIdBytes else {
-            throw .invalid("client_msg_id", "must be 1 to \(maxClientMsgIdBytes) bytes")
+        guard !bytes.isEmpty, bytes.count <= ChatSend.maxClientMsgIdBytes else {
+            throw .invalid("client_msg_id", "must be 1 to \(ChatSend.maxClientMsgIdBytes) bytes")
         }
         guard
             bytes.allSatisfy({ byte in

@@ -63,15 +63,15 @@ import TestSupport
             guard let params = object(exchange.body), let reply = object(exchange.expected), reply["ok"] as? Bool == true else { continue }
             out.append((exchange.type, params, reply["body"]))
         }
-        var inside = false
-        var asked: [Int: (method: String, params: [String: Any])] = [:]
-        for line in try String(contentsOf: protocolsFolder().appendingPathComponent(file), encoding: .utf8).split(separator: "\n") {
-            if line.hasPrefix("```") { inside = line == "```jsonrpc" && !inside; asked = [:]; continue }
-            guard inside, line.hasPrefix("> ") || line.hasPrefix("< "), let message = object(line.dropFirst(2)), let id = message["id"] as? Int else { continue }
-            if line.hasPrefix("> "), let method = message["method"] as? String {
-                asked[id] = (method, message["params"] as? [String: Any] ?? [:])
-            } else if let request = asked.removeValue(forKey: id), let result = message["result"] {
-                out.append((request.method, request.params, result))
+        for block in try gatewayTranscriptBlocks(file) where block.kind == "jsonrpc" {
+            var asked: [Int: (method: String, params: [String: Any])] = [:]
+            for (_, line) in block.lines {
+                guard let message = object(line.dropFirst(2)), let id = message["id"] as? Int else { continue }
+                if line.hasPrefix("> "), let method = message["method"] as? String {
+                    asked[id] = (method, message["params"] as? [String: Any] ?? [:])
+                } else if let request = asked.removeValue(forKey: id), let result = message["result"] {
+                    out.append((request.method, request.params, result))
+                }
             }
         }
         return out

@@ -2,33 +2,6 @@ import Foundation
 import Testing
 import TestSupport
 
-/// One block of `gateway.md`: its kind (`jsonrpc` or `resp`) and its exchanges.
-struct TranscriptBlock {
-    var kind: String
-    var firstLine: Int
-    var lines: [(number: Int, text: String)]
-}
-
-func gatewayTranscriptBlocks(_ file: String = "gateway.md") throws -> [TranscriptBlock] {
-    let text = try String(contentsOf: protocolsFolder().appendingPathComponent(file), encoding: .utf8)
-    var blocks: [TranscriptBlock] = []
-    var current: TranscriptBlock?
-    for (index, line) in text.components(separatedBy: "\n").enumerated() {
-        if line.hasPrefix("```") {
-            if let block = current { blocks.append(block) }
-            current = nil
-            let kind = String(line.dropFirst(3))
-            if kind == "jsonrpc" || kind == "resp" || kind == "fixture" { current = TranscriptBlock(kind: kind, firstLine: index + 1, lines: []) }
-            continue
-        }
-        if current?.kind == "fixture" && !line.isEmpty {
-            current?.lines.append((index + 1, line))
-        } else if line.hasPrefix("> ") || line.hasPrefix("< ") {
-            current?.lines.append((index + 1, line))
-        }
-    }
-    return blocks
-}
 
 func sameJSON(_ expected: String, _ actual: String) -> Bool {
     guard let e = try? JSONSerialization.jsonObject(with: Data(expected.utf8), options: [.fragmentsAllowed]),
