@@ -64,6 +64,9 @@ enum AccountRules {
         guard let known = Role(rawValue: role) else { throw .invalid("role", "must be user or admin") }
         return known
     }
+
+    /// The answer for a user who does not exist (or whom the caller may not see).
+    static func noUser(_ id: Int64) -> ServiceError { ServiceError(.notFound, "no user with id \(id)", field: "user_id") }
 }
 
 /// Failed-login throttling per username. After 5 consecutive failures the next attempt must
@@ -111,7 +114,24 @@ final class DecoyHash: Sendable {
     }
 }
 
-extension SocialStore {
+/// Accounts and sessions: registration, passwords (hashed on a reader thread, throttled by
+/// username), tokens and roles.
+final class AccountStore: SocialFeature {
+    let shared: SocialShared
+    let decoy: DecoyHash
+    /// Password hashing (slow, and 64 MiB each at the production cost) on all reader threads
+    /// but one, so checking tokens, which every signed-in request through the gateway waits
+    /// on, always finds a thread free.
+    let hashing: ReaderGate
+
+    init(_ shared: SocialShared, decoy: DecoyHash, hashing: ReaderGate) {
+        self.shared = shared
+        self.decoy = decoy
+        self.hashing = hashing
+    }
+
+    /// A hash that finds every slot taken.
+    static let busyHashing = ServiceError(.unavailable, "busy checking other passwords; try again in a moment")
     static let wrongCredentials = ServiceError(.unauthenticated, "wrong username or password")
     static let invalidToken = ServiceError(.unauthenticated, "invalid or expired token", field: "token")
 
@@ -231,7 +251,7 @@ extension SocialStore {
         let role = try AccountRules.role(change.role)
         return try db.transaction {
             guard let before = try db.queryOne("SELECT role FROM users WHERE id = ?", change.userId)?.decode("role", as: String.self) else {
-                throw Self.noUser(change.userId)
+                throw AccountRules.noUser(change.userId)
             }
             if before != role.rawValue {
                 try db.run("UPDATE users SET role = ? WHERE id = ?", role.rawValue, change.userId)
@@ -242,9 +262,7 @@ extension SocialStore {
     }
 
     func publicUser(_ id: Int64) throws -> PublicUser {
-        guard let row = try db.queryOne("SELECT username, name, role FROM users WHERE id = ?", id) else { throw Self.noUser(id) }
+        guard let row = try db.queryOne("SELECT username, name, role FROM users WHERE id = ?", id) else { throw AccountRules.noUser(id) }
         return try PublicUser(id: id, username: row.decode("username"), name: row.decode("name"), role: row.decode("role"))
     }
-
-    static func noUser(_ id: Int64) -> ServiceError { ServiceError(.notFound, "no user with id \(id)", field: "user_id") }
 }

@@ -14,18 +14,6 @@ import Storage
 enum BlockRules {
     /// The most users one user blocks at once.
     static let maxBlocks = 1_000
-}
-
-extension SocialStore {
-    /// Whether either of `a` and `b` blocks the other.
-    func blocked(_ a: Int64, _ b: Int64) throws -> Bool {
-        try db.queryOne("SELECT 1 FROM blocks WHERE (blocker_id = ? AND blocked_id = ?) OR (blocker_id = ? AND blocked_id = ?)", a, b, b, a) != nil
-    }
-
-    /// Whether `blocker` blocks `blocked` (one direction only).
-    func blocks(_ blocker: Int64, _ blocked: Int64) throws -> Bool {
-        try db.queryOne("SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = ?", blocker, blocked) != nil
-    }
 
     /// An SQL condition that holds when the user in column `column` and the viewer do not
     /// block each other, either way. It binds two arguments, the viewer's id both times.
@@ -41,6 +29,31 @@ extension SocialStore {
     static func youBlock(_ user: Int64, field: String = "user_id") -> ServiceError {
         ServiceError(.conflict, "you block user \(user); unblock them (social.unblock) first", field: field)
     }
+}
+
+/// Blocks between users, which every feature that shows users asks.
+final class BlockStore: SocialFeature {
+    let shared: SocialShared
+
+    init(_ shared: SocialShared) { self.shared = shared }
+
+    /// Whether either of `a` and `b` blocks the other.
+    func anyBetween(_ a: Int64, _ b: Int64) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM blocks WHERE (blocker_id = ? AND blocked_id = ?) OR (blocker_id = ? AND blocked_id = ?)", a, b, b, a) != nil
+    }
+
+    /// Whether `blocker` blocks `blocked` (one direction only).
+    func contains(blocker: Int64, blocked: Int64) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = ?", blocker, blocked) != nil
+    }
+
+    /// `not_found` (field `user_id`, as for no user at all) unless user `id` exists and
+    /// `viewer` may see them (neither blocks the other): `profile.get`'s rules, which
+    /// `profile.photo` and the follow lists follow.
+    func requireVisibleUser(_ id: Int64, viewer: Int64?) throws {
+        if let viewer, viewer != id, try anyBetween(viewer, id) { throw AccountRules.noUser(id) }
+        try requireUser(id)
+    }
 
     /// `social.block`: blocks `userId`, ending follows between the two either way, the
     /// invitations the caller sent them, and who follows whom on a group's map. An invitation
@@ -49,7 +62,7 @@ extension SocialStore {
         guard userId != caller.id else { throw ServiceError.invalid("user_id", "cannot block yourself") }
         return try db.transaction {
             try requireUser(userId)
-            if try !blocks(caller.id, userId) {
+            if try !contains(blocker: caller.id, blocked: userId) {
                 let count = try db.scalarInt("SELECT count(*) FROM blocks WHERE blocker_id = ?", caller.id) ?? 0
                 guard count < BlockRules.maxBlocks else {
                     throw ServiceError(.conflict, "you block \(BlockRules.maxBlocks) users, the most; unblock one (social.unblock) first", field: "user_id")
@@ -82,15 +95,15 @@ extension SocialStore {
     /// `social.blocks`: the users `blocker` blocks, the most recent block first.
     func blockList(of blocker: Int64, cursor: String?, limit: Int) throws -> UserPage {
         let after = try cursor.map(Self.blockCursor.decode) ?? Int64.max
-        return try userPage(
+        return try shared.userPage(
             """
             SELECT b.id AS page_id, u.id AS user_id, u.username, u.name FROM blocks b JOIN users u ON u.id = b.blocked_id
             WHERE b.blocker_id = ? AND b.id < ? ORDER BY b.id DESC LIMIT ?
             """, [blocker, after], cursor: Self.blockCursor, limit: limit)
     }
 
-    /// The user summary of a row with `user_id`, `username` and `name` (or of columns with the prefix).
-    static func summary(_ row: Row, prefix: String = "") throws -> UserSummary {
-        UserSummary(id: try row.decode(prefix + "user_id"), username: try row.decode(prefix + "username"), name: try row.decode(prefix + "name"))
+    /// Blocks both ways of user `id`: part of erasing an account, in its transaction.
+    func erase(of id: Int64) throws {
+        try db.run("DELETE FROM blocks WHERE blocker_id = ? OR blocked_id = ?", id, id)
     }
 }

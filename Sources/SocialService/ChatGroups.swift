@@ -8,7 +8,7 @@ import Storage
 // first message after they joined and sees the messages from there on; a member who left (or
 // was removed) loses the seat at the next message, and sees nothing of the group meanwhile.
 
-extension SocialStore {
+extension ChatStore {
     /// The SQL condition (on `c`, a `chat_conversations` row, and `p`, the reader's seat) that
     /// keeps a group conversation only while the reader is a member.
     static let currentMembership = """
@@ -18,7 +18,7 @@ extension SocialStore {
     /// `not_found` (naming `field`) unless `user` is a member of `group`: the same answer as
     /// for a group that does not exist, so a non-member learns nothing of it.
     func requireChatMember(group: Int64, user: Int64, field: String) throws {
-        guard try isMember(group: group, user: user) else { throw Self.noGroup(group, field: field) }
+        guard try groups.isMember(group: group, user: user) else { throw GroupRules.noGroup(group, field: field) }
     }
 
     /// A message to a group the caller is a member of: every other current member gets it,
@@ -29,12 +29,12 @@ extension SocialStore {
         try checkSendingRate(of: caller, now: now)
         let conversation = try groupConversation(group, now: now)
         try checkGroupRate(conversation, now: now)
-        let members = try members(of: group)
+        let members = try groups.members(of: group)
         try seatMembers(members, of: group, in: conversation)
         let message = try appendMessage(request, conversation: conversation, sender: caller, now: now)
         let delivery = try delivery(of: message, as: .group(group))
         for member in members where member != caller {
-            if try blocked(caller, member) {
+            if try blocks.anyBetween(caller, member) {
                 try withhold(message, from: member)
             } else {
                 try deliver(delivery, to: member)

@@ -15,7 +15,19 @@ struct ChatSeat {
     let lastVisibleSeq: Int64
 }
 
-extension SocialStore {
+/// Chat: direct and group conversations, each ordered by its own sequence number. Group
+/// conversations' part is in ChatGroups.swift.
+final class ChatStore: SocialFeature {
+    let shared: SocialShared
+    let groups: GroupStore
+    let blocks: BlockStore
+
+    init(_ shared: SocialShared, groups: GroupStore, blocks: BlockStore) {
+        self.shared = shared
+        self.groups = groups
+        self.blocks = blocks
+    }
+
     /// Page cursors of `chat.conversations`: the id of the last message of the last conversation seen.
     static let conversationCursor = IDCursor(tag: "c|", minimum: 1)
 
@@ -25,7 +37,7 @@ extension SocialStore {
     /// `client_msg_id` if there is one (storing and pushing nothing), else refuses what the
     /// rules refuse (the recipient, blocks, the sender's rate), stores the message with the
     /// conversation's next sequence number and pushes it.
-    func sendChat(_ request: ChatSend, caller: Caller) throws -> ChatSent {
+    func send(_ request: ChatSend, caller: Caller) throws -> ChatSent {
         let to = try ConversationName(request.to, field: "to")
         try ChatRules.checkText(request.text)
         try ChatRules.checkClientMsgId(request.clientMsgId)
@@ -68,12 +80,12 @@ extension SocialStore {
         guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", peer) != nil else {
             throw ServiceError(.notFound, "no user with id \(peer)", field: "to")
         }
-        if try blocks(caller, peer) { throw Self.youBlock(peer, field: "to") }
+        if try blocks.contains(blocker: caller, blocked: peer) { throw BlockRules.youBlock(peer, field: "to") }
         let now = nowMs
         try checkSendingRate(of: caller, now: now)
         let conversation = try directConversation(caller, peer, now: now)
         let message = try appendMessage(request, conversation: conversation, sender: caller, now: now)
-        if try blocks(peer, caller) {
+        if try blocks.contains(blocker: peer, blocked: caller) {
             try withhold(message, from: peer)
         } else {
             try deliver(try delivery(of: message, as: .user(caller)), to: peer)
@@ -140,7 +152,7 @@ extension SocialStore {
         guard let seq = try db.scalarInt("SELECT last_seq FROM chat_conversations WHERE id = ?", conversation) else {
             throw ServiceError(.internal, "conversation \(conversation) vanished while sending")
         }
-        let from = ChatAuthor.user(try summary(of: sender))
+        let from = ChatAuthor.user(try shared.summary(of: sender))
         let at = timestamp(Date(timeIntervalSince1970: Double(now) / 1_000))
         try db.run(
             "INSERT INTO chat_messages (conversation_id, seq, sender_id, client_msg_id, text, at, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -231,7 +243,7 @@ extension SocialStore {
 
     /// `chat.history`: the messages of the conversation the caller can see, newest first,
     /// before `before` (a sequence number), at most `limit` and the page budget.
-    func chatHistory(_ request: ChatHistoryRequest, caller: Caller) throws -> ChatHistory {
+    func history(_ request: ChatHistoryRequest, caller: Caller) throws -> ChatHistory {
         let name = try ConversationName(request.conversation, field: "conversation")
         let limit = try SocialService.limit(request.limit)
         guard let seat = try seat(in: name, of: caller.id, field: "conversation") else { return ChatHistory(messages: []) }
@@ -264,7 +276,7 @@ extension SocialStore {
 
     /// `chat.conversations`: the caller's conversations, the one with the latest message they
     /// can see first, each with that message, their unread count and read mark.
-    func chatConversations(_ request: ChatConversationsRequest, caller: Caller) throws -> ChatConversationList {
+    func conversations(_ request: ChatConversationsRequest, caller: Caller) throws -> ChatConversationList {
         let limit = try SocialService.limit(request.limit)
         let after = try request.cursor.map(Self.conversationCursor.decode) ?? Int64.max
         let page = try readPage(
@@ -299,7 +311,7 @@ extension SocialStore {
     /// `chat.read`: moves the caller's read mark up to `up_to` (never back, never past the last
     /// message they can see), answers what stays unread, and pushes the new mark to their
     /// other connections when it moved.
-    func readChat(_ request: ChatReadMark, caller: Caller) throws -> ChatReadState {
+    func read(_ request: ChatReadMark, caller: Caller) throws -> ChatReadState {
         let name = try ConversationName(request.conversation, field: "conversation")
         guard request.upTo >= 0 else { throw ServiceError.invalid("up_to", "must be 0 or more") }
         return try db.transaction {
@@ -331,7 +343,7 @@ extension SocialStore {
     /// number with their text and client id blanked and no sender (read as "deleted user");
     /// their seats (read marks, unread counts) and withheld marks go; a direct conversation in
     /// which nobody has a seat any more goes with its messages.
-    func eraseChat(of user: Int64) throws {
+    func erase(of user: Int64) throws {
         let conversations = try db.query("SELECT conversation_id FROM chat_participants WHERE user_id = ?", user).decode("conversation_id", as: Int64.self)
         try db.run("UPDATE chat_messages SET sender_id = NULL, text = '', client_msg_id = '' WHERE sender_id = ?", user)
         try db.run("DELETE FROM chat_participants WHERE user_id = ?", user)

@@ -46,12 +46,17 @@ enum DeviceRules {
     ]
 }
 
-extension SocialStore {
+/// Devices and their public keys, published for the catalog.
+final class DeviceStore: SocialFeature {
+    let shared: SocialShared
+
+    init(_ shared: SocialShared) { self.shared = shared }
+
     /// `devices.register`: adds the device, publishing `social.device.registered`. The same
     /// device with the same key again changes nothing and publishes nothing; with another key
     /// it is `conflict` (field `public_key`) until the device is revoked. A sixth device is
     /// `conflict` (field `device_id`).
-    func registerDevice(_ request: DeviceRegistration, caller: Caller) throws -> DeviceInfo {
+    func register(_ request: DeviceRegistration, caller: Caller) throws -> DeviceInfo {
         try DeviceChange.checkDeviceId(request.deviceId)
         let key = try DeviceRules.publicKey(request.publicKey)
         return try db.transaction {
@@ -75,14 +80,14 @@ extension SocialStore {
     }
 
     /// `devices.list`: the caller's devices, oldest first.
-    func devices(of user: Int64) throws -> DeviceList {
+    func list(of user: Int64) throws -> DeviceList {
         let devices = try db.query("SELECT device_id, public_key, created_at FROM devices WHERE user_id = ? ORDER BY id", user).map(Self.device)
         return DeviceList(devices: devices, max: DeviceRules.maxDevices)
     }
 
     /// `devices.revoke`: removes the device, publishing `social.device.revoked`; `not_found`
     /// (field `device_id`) when the caller has no such device.
-    func revokeDevice(_ request: DeviceRef, caller: Caller) throws -> DeviceRevoked {
+    func revoke(_ request: DeviceRef, caller: Caller) throws -> DeviceRevoked {
         try DeviceChange.checkDeviceId(request.deviceId)
         return try db.transaction {
             guard let existing = try device(request.deviceId, of: caller.id) else {
@@ -95,7 +100,7 @@ extension SocialStore {
     }
 
     /// One snapshot page of devices after row id `after`, as `social.device.registered` events.
-    func deviceSnapshot(after: Int64, limit: Int) throws -> (events: [(type: String, body: Data)], ids: [Int64]) {
+    func snapshot(after: Int64, limit: Int) throws -> (events: [(type: String, body: Data)], ids: [Int64]) {
         let rows = try db.query("SELECT id, user_id, device_id, public_key FROM devices WHERE id > ? ORDER BY id LIMIT ?", after, limit)
         let events = try rows.map { row in
             (
@@ -113,5 +118,11 @@ extension SocialStore {
 
     private static func device(_ row: Row) throws -> DeviceInfo {
         DeviceInfo(deviceId: try row.decode("device_id"), publicKey: try row.decode("public_key"), createdAt: try row.decode("created_at"))
+    }
+
+    /// The devices of user `id`: part of erasing an account, in its transaction (no event:
+    /// `social.user.deleted` tells the catalog).
+    func erase(of id: Int64) throws {
+        try db.run("DELETE FROM devices WHERE user_id = ?", id)
     }
 }

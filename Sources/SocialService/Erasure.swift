@@ -5,22 +5,50 @@ import ServiceKit
 import Storage
 
 extension SocialStore {
+    /// `auth.delete`: deletes the caller's account once `AccountStore.checkDeletion` has
+    /// checked their password, then erases every row of theirs from each feature in one
+    /// transaction: their reviews (publishing each affected place's new rating), follows both
+    /// ways, devices, their groups (memberships, passing on the groups they owned, invitations,
+    /// their position), blocks both ways, their chat seats (their messages stay, blanked), their
+    /// photo and open photo uploads, and last the account itself (`AccountStore.erase`).
+    func deleteAccount(_ request: AccountDeletion, caller: Caller) throws -> AccountDeleted {
+        let account = try accounts.checkDeletion(request, caller: caller)
+        let id = caller.id
+        try db.transaction {
+            // Another deletion of the same account may have committed since the check.
+            guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", id) != nil else {
+                throw ServiceError(.unauthenticated, "no user with id \(id)")
+            }
+            try reviews.erase(of: id)
+            try follows.erase(of: id)
+            try devices.erase(of: id)
+            try groups.erase(of: id)
+            try blocks.erase(of: id)
+            try chat.erase(of: id)
+            try photos.erase(of: id)
+            try accounts.erase(user: id, username: account.username, email: account.email)
+        }
+        return AccountDeleted(userId: id)
+    }
+}
+
+extension AccountStore {
     /// What an outbox row that named a deleted user becomes: its `seq` stays (replay stays
     /// gap-free), its body is `{}`, and every follower ignores the type.
-    public static let redactedType = "social.redacted"
+    static let redactedType = "social.redacted"
     /// A wrong password from a signed-in caller: the caller is known, the proof is not.
     static let wrongPassword = ServiceError(.permissionDenied, "wrong password", field: "password")
 
-    /// Deletes the caller's account after checking their password as `auth.login` does: the
-    /// same byte bound first, the same hashing gate, the attempt counted in the same
-    /// throttle (by username) before the slow check, and a decoy hash when the account has
-    /// gone meanwhile. Then `erase(user:username:email:)` in one transaction.
-    func deleteAccount(_ request: AccountDeletion, caller: Caller) throws -> AccountDeleted {
+    /// Checks the password of an account's deletion as `auth.login` does: the same byte bound
+    /// first, the same hashing gate, the attempt counted in the same throttle (by username)
+    /// before the slow check, and a decoy hash when the account has gone meanwhile. Answers
+    /// the account's username and e-mail.
+    func checkDeletion(_ request: AccountDeletion, caller: Caller) throws -> (username: String, email: String) {
         try AccountRules.passwordBytes(request.password)
-        return try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try checkedDeletion(request.password, caller: caller) }
+        return try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try checkedPassword(request.password, caller: caller) }
     }
 
-    private func checkedDeletion(_ password: String, caller: Caller) throws -> AccountDeleted {
+    private func checkedPassword(_ password: String, caller: Caller) throws -> (username: String, email: String) {
         let row = try db.queryOne("SELECT username, email, password_hash FROM users WHERE id = ?", caller.id)
         let username: String? = try row?.decode("username")
         if let username {
@@ -36,37 +64,16 @@ extension SocialStore {
             if row == nil { throw ServiceError(.unauthenticated, "no user with id \(caller.id)") }
             throw Self.wrongPassword
         }
-        try db.transaction {
-            // Another deletion of the same account may have committed since the check.
-            guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", caller.id) != nil else {
-                throw ServiceError(.unauthenticated, "no user with id \(caller.id)")
-            }
-            try erase(user: caller.id, username: username, email: try row.decode("email"))
-        }
-        return AccountDeleted(userId: caller.id)
+        return (username, try row.decode("email"))
     }
 
-    /// Removes every row of user `id` from this service, inside the caller's transaction:
-    /// their reviews (publishing each affected place's new rating), follows both ways,
-    /// sessions, devices, their groups (`eraseGroups`: memberships, passing on the groups they
-    /// owned, invitations, blocks both ways, their position), their chat seats (`eraseChat`:
-    /// their messages stay, blanked), their photo and open photo uploads, the login failures
-    /// counted against their username (or their e-mail typed as one), and the account with its
-    /// profile. Earlier outbox events that name the user
+    /// The account's own rows, last of an account's erasure and in its transaction: its
+    /// sessions, the login failures counted against its username (or its e-mail typed as
+    /// one), and the account with its profile. Earlier outbox events that name the user
     /// become `social.redacted` with body `{}`; then `social.user.deleted` is emitted, the one
     /// row left that holds the id.
-    private func erase(user id: Int64, username: String, email: String) throws {
-        let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE user_id = ? ORDER BY place_id", id)
-            .decode("place_id", as: Int64.self)
-        try db.run("DELETE FROM reviews WHERE user_id = ?", id)
-        for place in places { try publishRating(of: place) }
-        try db.run("DELETE FROM follows WHERE follower_id = ? OR followee_id = ?", id, id)
+    func erase(user id: Int64, username: String, email: String) throws {
         try db.run("DELETE FROM sessions WHERE user_id = ?", id)
-        try db.run("DELETE FROM devices WHERE user_id = ?", id)
-        try eraseGroups(of: id)
-        try eraseChat(of: id)
-        try db.run("DELETE FROM photos WHERE user_id = ?", id)
-        try db.run("DELETE FROM photo_uploads WHERE user_id = ?", id)  // and their chunks
         try db.run("DELETE FROM login_failures WHERE username IN (?, ?)", Self.throttleKey(username), Self.throttleKey(email))
         try db.run("DELETE FROM users WHERE id = ?", id)
         // Every body that names a user does so as `user_id` (session ended, role changed, devices).

@@ -4,7 +4,16 @@ import Foundation
 import ServiceKit
 import Storage
 
-extension SocialStore {
+/// Who follows whom.
+final class FollowStore: SocialFeature {
+    let shared: SocialShared
+    let blocks: BlockStore
+
+    init(_ shared: SocialShared, blocks: BlockStore) {
+        self.shared = shared
+        self.blocks = blocks
+    }
+
     /// Starts (or keeps) following `userId`. A user who blocks `userId` must unblock them
     /// first (`conflict`); following a user who blocks the caller is answered as usual and
     /// stores nothing, so the blocker sees no follower and the block is not told.
@@ -12,8 +21,8 @@ extension SocialStore {
         guard userId != caller.id else { throw ServiceError.invalid("user_id", "cannot follow yourself") }
         return try db.transaction {
             try requireUser(userId)
-            if try blocks(caller.id, userId) { throw Self.youBlock(userId) }
-            if try blocks(userId, caller.id) { return FollowState(userId: userId, following: true) }
+            if try blocks.contains(blocker: caller.id, blocked: userId) { throw BlockRules.youBlock(userId) }
+            if try blocks.contains(blocker: userId, blocked: caller.id) { return FollowState(userId: userId, following: true) }
             try db.run("INSERT OR IGNORE INTO follows (follower_id, followee_id, created_at) VALUES (?, ?, ?)", caller.id, userId, timestamp())
             return FollowState(userId: userId, following: true)
         }
@@ -36,23 +45,17 @@ extension SocialStore {
     func follows(of userId: Int64, viewer: Int64?, followers: Bool, cursor: String?, limit: Int) throws -> UserPage {
         let (own, other) = followers ? ("followee_id", "follower_id") : ("follower_id", "followee_id")
         let after = try cursor.map(Self.followCursor.decode) ?? Int64.max
-        try requireVisibleProfile(userId, viewer: viewer)
-        let hidden = viewer.map { _ in "AND " + Self.visible("u.id") } ?? ""
-        return try userPage(
+        try blocks.requireVisibleUser(userId, viewer: viewer)
+        let hidden = viewer.map { _ in "AND " + BlockRules.visible("u.id") } ?? ""
+        return try shared.userPage(
             """
             SELECT f.id AS page_id, u.id AS user_id, u.username, u.name FROM follows f JOIN users u ON u.id = f.\(other)
             WHERE f.\(own) = ? AND f.id < ? \(hidden) ORDER BY f.id DESC LIMIT ?
             """, [userId, after] + (viewer.map { [$0, $0] } ?? []), cursor: Self.followCursor, limit: limit)
     }
 
-    /// A page of users from `sql`, which selects `page_id` (what `cursor` encodes, descending)
-    /// and a user summary's columns, and ends in `LIMIT ?`.
-    func userPage(_ sql: String, _ arguments: [(any SQLBindable)?], cursor: IDCursor, limit: Int) throws -> UserPage {
-        let page = try readPage(
-            sql, arguments, limit: limit,
-            item: { row throws -> (key: Int64, user: UserSummary) in (key: try row.decode("page_id"), user: try Self.summary(row)) },
-            wire: \.user)
-        let next = page.isFull ? page.items.last.map { cursor.encode($0.key) } : nil
-        return UserPage(users: page.items.map(\.user), nextCursor: next)
+    /// Follows both ways of user `id`: part of erasing an account, in its transaction.
+    func erase(of id: Int64) throws {
+        try db.run("DELETE FROM follows WHERE follower_id = ? OR followee_id = ?", id, id)
     }
 }

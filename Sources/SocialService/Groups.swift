@@ -10,6 +10,9 @@ import Storage
 
 /// The rules and limits of groups.
 enum GroupRules {
+    /// What anyone who is not a member of a group hears of it, signed in or not.
+    static func noGroup(_ id: Int64, field: String = "group_id") -> ServiceError { ServiceError(.notFound, "no group with id \(id)", field: field) }
+
     /// Members and pending invitations of one group together.
     static let maxMembers = 50
     /// Groups one user is a member of.
@@ -94,7 +97,18 @@ enum GroupRules {
     ]
 }
 
-extension SocialStore {
+/// Groups of travellers: members, owners and invitations, seen by their members only.
+final class GroupStore: SocialFeature {
+    let shared: SocialShared
+    let blocks: BlockStore
+    /// Each user's invitations in the last minute (on the writer thread, whose handlers alone use it).
+    private var invites = RateWindow(limit: GroupRules.invitesPerWindow, windowMs: GroupRules.inviteWindowMs)
+
+    init(_ shared: SocialShared, blocks: BlockStore) {
+        self.shared = shared
+        self.blocks = blocks
+    }
+
     /// Whether `user` is a member of `group` (pending invitations are not membership).
     func isMember(group: Int64, user: Int64) throws -> Bool {
         try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ?", group, user) != nil
@@ -105,9 +119,6 @@ extension SocialStore {
         try db.query("SELECT user_id FROM group_members WHERE group_id = ? ORDER BY joined_at, rowid", group).decode("user_id", as: Int64.self)
     }
 
-    /// What anyone who is not a member of a group hears of it, signed in or not.
-    static func noGroup(_ id: Int64, field: String = "group_id") -> ServiceError { ServiceError(.notFound, "no group with id \(id)", field: field) }
-
     /// The caller's role in `group` when they are a member, else `not_found` as if the group
     /// did not exist.
     @discardableResult
@@ -115,7 +126,7 @@ extension SocialStore {
         guard
             let role = try db.queryOne("SELECT role FROM group_members WHERE group_id = ? AND user_id = ?", group, caller.id)?
                 .decode("role", as: String.self)
-        else { throw Self.noGroup(group) }
+        else { throw GroupRules.noGroup(group) }
         return role
     }
 
@@ -128,7 +139,7 @@ extension SocialStore {
     }
 
     /// `groups.create`: a group whose owner is the caller.
-    func createGroup(_ request: GroupCreation, caller: Caller) throws -> GroupView {
+    func create(_ request: GroupCreation, caller: Caller) throws -> GroupView {
         let name = try GroupRules.groupName(request.name)
         return try db.transaction {
             try requireRoomForGroup(caller.id, field: "name")
@@ -136,63 +147,63 @@ extension SocialStore {
             try db.run("INSERT INTO groups (name, created_at) VALUES (?, ?)", name, now)
             let id = db.lastInsertRowID
             try db.run("INSERT INTO group_members (group_id, user_id, role, joined_at) VALUES (?, ?, 'owner', ?)", id, caller.id, now)
-            return try groupView(id, viewer: caller.id)
+            return try view(id, viewer: caller.id)
         }
     }
 
     /// `groups.get`: the group as member `viewer` sees it. Its owner sees every member and
     /// invitation, those they block marked `blocked`; any other member sees those not in a block
     /// relation with them, and the invitations they sent.
-    func groupView(_ group: Int64, viewer: Int64) throws -> GroupView {
-        guard let row = try db.queryOne("SELECT name, created_at FROM groups WHERE id = ?", group) else { throw Self.noGroup(group) }
+    func view(_ group: Int64, viewer: Int64) throws -> GroupView {
+        guard let row = try db.queryOne("SELECT name, created_at FROM groups WHERE id = ?", group) else { throw GroupRules.noGroup(group) }
         let owner = try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ? AND role = 'owner'", group, viewer) != nil
         let youBlock = { (column: String) in "EXISTS (SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = \(column))" }
         let members = try db.query(
             """
             SELECT m.role, m.joined_at, m.sharing, u.id AS user_id, u.username, u.name, \(youBlock("m.user_id")) AS you_block
             FROM group_members m JOIN users u ON u.id = m.user_id
-            WHERE m.group_id = ? AND (? OR \(Self.visible("m.user_id"))) ORDER BY m.joined_at, m.rowid
+            WHERE m.group_id = ? AND (? OR \(BlockRules.visible("m.user_id"))) ORDER BY m.joined_at, m.rowid
             """, viewer, group, owner, viewer, viewer
         ).map { row in
             GroupMember(
-                user: try Self.summary(row), role: try row.decode("role"), joinedAt: try row.decode("joined_at"), sharing: try row.decode("sharing"),
+                user: try UserSummary(row: row), role: try row.decode("role"), joinedAt: try row.decode("joined_at"), sharing: try row.decode("sharing"),
                 blocked: try row.decode("you_block", as: Bool.self) ? true : nil)
         }
         let invitations = try db.query(
             """
             SELECT i.created_at, u.id AS user_id, u.username, u.name, b.id AS by_user_id, b.username AS by_username, b.name AS by_name,
-                   (\(Self.visible("i.invited_by"))) AS by_visible, \(youBlock("i.user_id")) AS you_block
+                   (\(BlockRules.visible("i.invited_by"))) AS by_visible, \(youBlock("i.user_id")) AS you_block
             FROM group_invitations i JOIN users u ON u.id = i.user_id JOIN users b ON b.id = i.invited_by
-            WHERE i.group_id = ? AND (? OR i.invited_by = ? OR \(Self.visible("i.user_id"))) ORDER BY i.created_at, i.rowid
+            WHERE i.group_id = ? AND (? OR i.invited_by = ? OR \(BlockRules.visible("i.user_id"))) ORDER BY i.created_at, i.rowid
             """, viewer, viewer, viewer, group, owner, viewer, viewer, viewer
         ).map { row in
             PendingInvitation(
-                user: try Self.summary(row), invitedBy: try row.decode("by_visible", as: Bool.self) ? try Self.summary(row, prefix: "by_") : nil,
+                user: try UserSummary(row: row), invitedBy: try row.decode("by_visible", as: Bool.self) ? try UserSummary(row: row, prefix: "by_") : nil,
                 invitedAt: try row.decode("created_at"), blocked: try row.decode("you_block", as: Bool.self) ? true : nil)
         }
         let following = try db.queryOne(
             """
             SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.followee_id
-            WHERE f.group_id = ? AND f.follower_id = ? AND \(Self.visible("f.followee_id"))
+            WHERE f.group_id = ? AND f.follower_id = ? AND \(BlockRules.visible("f.followee_id"))
             """, group, viewer, viewer, viewer
-        ).map { try Self.summary($0) }
+        ).map { try UserSummary(row: $0) }
         let followedBy = try db.query(
             """
             SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.follower_id
-            WHERE f.group_id = ? AND f.followee_id = ? AND \(Self.visible("f.follower_id")) ORDER BY f.created_at, f.rowid
+            WHERE f.group_id = ? AND f.followee_id = ? AND \(BlockRules.visible("f.follower_id")) ORDER BY f.created_at, f.rowid
             """, group, viewer, viewer, viewer
-        ).map { try Self.summary($0) }
+        ).map { try UserSummary(row: $0) }
         return GroupView(
             id: group, name: try row.decode("name"), createdAt: try row.decode("created_at"), members: members,
             invitations: invitations, following: following, followedBy: followedBy)
     }
 
     /// `groups.list`: the caller's groups (oldest membership first) and the invitations waiting for them.
-    func groupList(of user: Int64) throws -> GroupList {
+    func list(of user: Int64) throws -> GroupList {
         let groups = try db.query(
             """
             SELECT g.id, g.name, m.role, m.sharing,
-                   (SELECT count(*) FROM group_members o WHERE o.group_id = g.id AND (m.role = 'owner' OR \(Self.visible("o.user_id")))) AS members
+                   (SELECT count(*) FROM group_members o WHERE o.group_id = g.id AND (m.role = 'owner' OR \(BlockRules.visible("o.user_id")))) AS members
             FROM group_members m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ? ORDER BY m.joined_at, m.rowid
             """, user, user, user
         ).map { row in
@@ -228,7 +239,7 @@ extension SocialStore {
     func invite(_ request: GroupInvitation, caller: Caller) throws -> InvitationSent {
         try member(caller, of: request.groupId)
         let username = try AccountRules.username(request.username)
-        try live.invites.admit(
+        try invites.admit(
             caller.id, now: nowMs,
             refusal: ServiceError(.rateLimited, "at most \(GroupRules.invitesPerWindow) invitations a minute; try again in a moment"))
         let sent = InvitationSent(groupId: request.groupId, username: username, invited: true)
@@ -237,8 +248,8 @@ extension SocialStore {
                 throw ServiceError(.notFound, "no user named \(username)", field: "username")
             }
             guard invitee != caller.id else { throw ServiceError.invalid("username", "you are a member already") }
-            if try blocks(caller.id, invitee) { throw Self.youBlock(invitee, field: "username") }
-            let unseen = try blocks(invitee, caller.id)
+            if try blocks.contains(blocker: caller.id, blocked: invitee) { throw BlockRules.youBlock(invitee, field: "username") }
+            let unseen = try blocks.contains(blocker: invitee, blocked: caller.id)
             // Already invited or a member, before whether the group is full.
             if try db.queryOne("SELECT 1 FROM group_invitations WHERE group_id = ? AND user_id = ?", request.groupId, invitee) != nil { return sent }
             if try isMember(group: request.groupId, user: invitee) {
@@ -265,21 +276,15 @@ extension SocialStore {
                 request.groupId, invitee, caller.id, now)
             guard !unseen else { return sent }
             guard let group = try db.queryOne("SELECT name FROM groups WHERE id = ?", request.groupId)?.decode("name", as: String.self) else {
-                throw Self.noGroup(request.groupId)
+                throw GroupRules.noGroup(request.groupId)
             }
-            let body = InvitationToMe(group: GroupName(id: request.groupId, name: group), invitedBy: try summary(of: caller.id), invitedAt: now)
+            let body = InvitationToMe(group: GroupName(id: request.groupId, name: group), invitedBy: try shared.summary(of: caller.id), invitedAt: now)
             worker.push(
                 Push(
-                    Pushes.groupInvited, id: live.pushID("i\(request.groupId)", now: nowMs), userId: invitee,
+                    Pushes.groupInvited, id: shared.pushID("i\(request.groupId)"), userId: invitee,
                     body: try Pushes.groupInvited.encode(body)))
             return sent
         }
-    }
-
-    /// The summary of user `id`.
-    func summary(of id: Int64) throws -> UserSummary {
-        guard let row = try db.queryOne("SELECT id AS user_id, username, name FROM users WHERE id = ?", id) else { throw Self.noUser(id) }
-        return try Self.summary(row)
     }
 
     /// `not_found` (field `group_id`) unless `user` has an invitation to `group` they see.
@@ -296,7 +301,7 @@ extension SocialStore {
             try requireRoomForGroup(caller.id, field: "group_id")
             try db.run("DELETE FROM group_invitations WHERE group_id = ? AND user_id = ?", group, caller.id)
             try db.run("INSERT INTO group_members (group_id, user_id, role, joined_at) VALUES (?, ?, 'member', ?)", group, caller.id, timestamp())
-            return try groupView(group, viewer: caller.id)
+            return try view(group, viewer: caller.id)
         }
     }
 
@@ -362,14 +367,13 @@ extension SocialStore {
         if try !keepsPosition(user) { try db.run("DELETE FROM positions WHERE user_id = ?", user) }
     }
 
-    /// Removes `user` from every group, their invitations (to them and from them), their
-    /// blocks both ways and their position: part of erasing an account, in its transaction.
-    func eraseGroups(of user: Int64) throws {
+    /// Removes `user` from every group, their invitations (to them and from them) and their
+    /// position: part of erasing an account, in its transaction.
+    func erase(of user: Int64) throws {
         for group in try db.query("SELECT group_id FROM group_members WHERE user_id = ? ORDER BY group_id", user).decode("group_id", as: Int64.self) {
             try removeMember(user, from: group)
         }
         try db.run("DELETE FROM group_invitations WHERE user_id = ? OR invited_by = ?", user, user)
-        try db.run("DELETE FROM blocks WHERE blocker_id = ? OR blocked_id = ?", user, user)
         try db.run("DELETE FROM positions WHERE user_id = ?", user)
     }
 }

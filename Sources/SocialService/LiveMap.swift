@@ -44,27 +44,6 @@ struct PositionThrottle {
     }
 }
 
-/// What the writer thread keeps in memory: rate windows, and the throttle of position pushes.
-/// Each thread's `SocialStore` has one; only the writer's is used.
-final class LiveState {
-    var invites = RateWindow(limit: GroupRules.invitesPerWindow, windowMs: GroupRules.inviteWindowMs)
-    var positions = RateWindow(limit: LiveMapRules.positionsPerSecond, windowMs: 1_000)
-    var follows = RateWindow(limit: LiveMapRules.followsPerMinute, windowMs: 60_000)
-    var discoverable = RateWindow(limit: PeopleRules.discoverableChangesPerHour, windowMs: 3_600_000)
-    var throttle = PositionThrottle()
-    /// When positions older than an hour were last deleted.
-    var lastPurge: Int64 = 0
-    /// Numbers the pushes, so no two have one id (clients may drop a push whose id they saw).
-    private var pushes: Int64 = 0
-
-    /// A push id never given before by this process: `prefix`, the time and a number (the time
-    /// keeps it apart from the ids of an earlier run).
-    func pushID(_ prefix: String, now: Int64) -> String {
-        pushes += 1
-        return "\(prefix)-\(now)-\(pushes)"
-    }
-}
-
 /// A user's last position as the `positions` table keeps it.
 struct StoredPosition: Sendable, Equatable {
     var lat: Double
@@ -106,21 +85,39 @@ enum LiveMapRules {
     }
 }
 
-extension SocialStore {
+/// The live map of a group: positions shared by opt-in, their throttled pushes, and following a member.
+final class LiveMapStore: SocialFeature {
+    let shared: SocialShared
+    let groups: GroupStore
+    let blocks: BlockStore
+    // What the writer thread keeps in memory (its handlers alone use these): rate windows, and
+    // the throttle of position pushes.
+    private var positions = RateWindow(limit: LiveMapRules.positionsPerSecond, windowMs: 1_000)
+    private var follows = RateWindow(limit: LiveMapRules.followsPerMinute, windowMs: 60_000)
+    private var throttle = PositionThrottle()
+    /// When positions older than an hour were last deleted.
+    private var lastPurge: Int64 = 0
+
+    init(_ shared: SocialShared, groups: GroupStore, blocks: BlockStore) {
+        self.shared = shared
+        self.groups = groups
+        self.blocks = blocks
+    }
+
     /// `groups.position`: keeps the caller's position while anything keeps it and pushes it to
     /// every member of the groups they share with, throttled per member (`PositionThrottle`).
-    func reportPosition(_ report: PositionReport, caller: Caller) throws -> PositionShared {
+    func report(_ report: PositionReport, caller: Caller) throws -> PositionShared {
         try LiveMapRules.check(report)
         let now = nowMs
-        try live.positions.admit(
+        try positions.admit(
             caller.id, now: now,
             refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.positionsPerSecond) positions a second; send them less often"))
         let position = StoredPosition(
             lat: report.lat, lon: report.lon, accuracyM: report.accuracyM, headingDeg: report.headingDeg,
             speedMps: report.speedMps, atMs: now)
-        let groups = try db.query("SELECT group_id FROM group_members WHERE user_id = ? AND sharing = 1 ORDER BY group_id", caller.id)
+        let sharedWith = try db.query("SELECT group_id FROM group_members WHERE user_id = ? AND sharing = 1 ORDER BY group_id", caller.id)
             .decode("group_id", as: Int64.self)
-        let kept = try keepsPosition(caller.id)
+        let kept = try groups.keepsPosition(caller.id)
         if kept {
             try db.run(
                 """
@@ -129,14 +126,14 @@ extension SocialStore {
                     heading_deg = excluded.heading_deg, speed_mps = excluded.speed_mps, at_ms = excluded.at_ms
                 """, caller.id, position.lat, position.lon, position.accuracyM, position.headingDeg, position.speedMps, position.atMs)
         }
-        if !groups.isEmpty {
-            if live.throttle.mayPush(caller.id, now: now) {
+        if !sharedWith.isEmpty {
+            if throttle.mayPush(caller.id, now: now) {
                 try pushPosition(position, of: caller.id, origin: caller.origin)
             } else {
-                live.throttle.hold(caller.id, PositionThrottle.Held(position: position, origin: caller.origin))
+                throttle.hold(caller.id, PositionThrottle.Held(position: position, origin: caller.origin))
             }
         }
-        return PositionShared(at: timestamp(Date(timeIntervalSince1970: Double(now) / 1_000)), sharedWith: groups, kept: kept)
+        return PositionShared(at: timestamp(Date(timeIntervalSince1970: Double(now) / 1_000)), sharedWith: sharedWith, kept: kept)
     }
 
     /// Pushes `user`'s position once to each member, not in a block relation with them, of
@@ -149,7 +146,7 @@ extension SocialStore {
         try db.forEachRow(
             """
             SELECT o.user_id, o.group_id FROM group_members m JOIN group_members o ON o.group_id = m.group_id
-            WHERE m.user_id = ? AND m.sharing = 1 AND m.sharing_since_ms <= ? AND \(Self.visible("o.user_id"))
+            WHERE m.user_id = ? AND m.sharing = 1 AND m.sharing_since_ms <= ? AND \(BlockRules.visible("o.user_id"))
             ORDER BY o.user_id, o.group_id
             """, [user, position.atMs, user, user]
         ) { row in
@@ -157,7 +154,7 @@ extension SocialStore {
             let group: Int64 = try row.decode("group_id")
             if recipients.last?.user == recipient { recipients[recipients.count - 1].groups.append(group) } else { recipients.append((recipient, [group])) }
         }
-        let id = live.pushID("p\(user)", now: nowMs)
+        let id = shared.pushID("p\(user)")
         let at = timestamp(Date(timeIntervalSince1970: Double(position.atMs) / 1_000))
         for (recipient, groups) in recipients {
             guard let first = groups.first else { continue }
@@ -173,14 +170,14 @@ extension SocialStore {
     /// The flush, every 100 ms: pushes the held positions whose second has passed, to the
     /// groups their member still shares with (since before the position); and once a minute
     /// deletes positions over an hour old.
-    func flushPositions() throws -> FlushReply {
+    func flush() throws -> FlushReply {
         let now = nowMs
         var pushed = 0
-        for (user, held) in live.throttle.due(now: now) {
+        for (user, held) in throttle.due(now: now) {
             if try pushPosition(held.position, of: user, origin: held.origin) { pushed += 1 }
         }
-        if now - live.lastPurge >= 60_000 {
-            live.lastPurge = now
+        if now - lastPurge >= 60_000 {
+            lastPurge = now
             try db.run("DELETE FROM positions WHERE at_ms < ?", now - LiveMapRules.shownMs)
         }
         return FlushReply(pushed: pushed)
@@ -191,35 +188,35 @@ extension SocialStore {
     /// the group sees only positions from then on (`sharing_since_ms`), none reported before.
     func setSharing(_ request: SharingChange, caller: Caller) throws -> SharingState {
         try db.transaction {
-            try member(caller, of: request.groupId)
+            try groups.member(caller, of: request.groupId)
             try db.run(
                 """
                 UPDATE group_members SET sharing_since_ms = CASE WHEN ?1 = 0 THEN 0 WHEN sharing = 1 THEN sharing_since_ms ELSE ?2 END, sharing = ?1
                 WHERE group_id = ?3 AND user_id = ?4
                 """, request.on, nowMs, request.groupId, caller.id)
-            if !request.on { try dropPositionUnlessKept(caller.id) }
+            if !request.on { try groups.dropPositionUnlessKept(caller.id) }
             return SharingState(groupId: request.groupId, sharing: request.on)
         }
     }
 
     /// `groups.map`: the members who share with the group and whose position is at most an hour
     /// old and no older than their sharing with it, as the viewer may see them.
-    func groupMap(_ group: Int64, caller: Caller) throws -> GroupMap {
+    func map(_ group: Int64, caller: Caller) throws -> GroupMap {
         let viewer = caller
-        try member(caller, of: group)
+        try groups.member(caller, of: group)
         let now = nowMs
         let entries = try db.query(
             """
             SELECT u.id AS user_id, u.username, u.name, p.lat, p.lon, p.accuracy_m, p.heading_deg, p.speed_mps, p.at_ms
             FROM group_members m JOIN users u ON u.id = m.user_id JOIN positions p ON p.user_id = m.user_id
-            WHERE m.group_id = ? AND m.sharing = 1 AND p.at_ms >= ? AND p.at_ms >= m.sharing_since_ms AND \(Self.visible("m.user_id"))
+            WHERE m.group_id = ? AND m.sharing = 1 AND p.at_ms >= ? AND p.at_ms >= m.sharing_since_ms AND \(BlockRules.visible("m.user_id"))
             ORDER BY m.joined_at, m.rowid
             """, group, now - LiveMapRules.shownMs, viewer.id, viewer.id
         ).map { row in
             let at: Int64 = try row.decode("at_ms")
             let age = max(0, now - at)
             return MapEntry(
-                user: try Self.summary(row), lat: try row.decode("lat"), lon: try row.decode("lon"), accuracyM: try row.decode("accuracy_m"),
+                user: try UserSummary(row: row), lat: try row.decode("lat"), lon: try row.decode("lon"), accuracyM: try row.decode("accuracy_m"),
                 headingDeg: try row.decode("heading_deg"), speedMps: try row.decode("speed_mps"),
                 at: timestamp(Date(timeIntervalSince1970: Double(at) / 1_000)), ageS: age / 1_000, stale: age > LiveMapRules.staleMs)
         }
@@ -228,19 +225,19 @@ extension SocialStore {
 
     /// `not_found` (field `user_id`) unless `user` is a member of `group` the viewer may see.
     private func requireVisibleMember(_ user: Int64, of group: Int64, viewer: Int64) throws {
-        guard try isMember(group: group, user: user), try !blocked(viewer, user) else {
+        guard try groups.isMember(group: group, user: user), try !blocks.anyBetween(viewer, user) else {
             throw ServiceError(.notFound, "no member \(user) in group \(group)", field: "user_id")
         }
     }
 
     /// `groups.follow`: the caller's map of the group follows `user_id` (one member at a time);
     /// the member hears who follows them (`group.followed`), once per new follow.
-    func followOnMap(_ request: GroupMemberRef, caller: Caller) throws -> MapFollowState {
+    func follow(_ request: GroupMemberRef, caller: Caller) throws -> MapFollowState {
         try db.transaction {
-            try member(caller, of: request.groupId)
+            try groups.member(caller, of: request.groupId)
             guard request.userId != caller.id else { throw ServiceError.invalid("user_id", "cannot follow yourself") }
             try requireVisibleMember(request.userId, of: request.groupId, viewer: caller.id)
-            try live.follows.admit(
+            try follows.admit(
                 caller.id, now: nowMs,
                 refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.followsPerMinute) follows a minute; try again in a moment"))
             let current = try db.queryOne("SELECT followee_id FROM group_map_follows WHERE group_id = ? AND follower_id = ?", request.groupId, caller.id)?
@@ -251,10 +248,10 @@ extension SocialStore {
                     INSERT INTO group_map_follows (group_id, follower_id, followee_id, created_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (group_id, follower_id) DO UPDATE SET followee_id = excluded.followee_id, created_at = excluded.created_at
                     """, request.groupId, caller.id, request.userId, timestamp())
-                let body = FollowedPush(groupId: request.groupId, user: try summary(of: caller.id))
+                let body = FollowedPush(groupId: request.groupId, user: try shared.summary(of: caller.id))
                 worker.push(
                     Push(
-                        Pushes.groupFollowed, id: live.pushID("f\(request.groupId)", now: nowMs), userId: request.userId,
+                        Pushes.groupFollowed, id: shared.pushID("f\(request.groupId)"), userId: request.userId,
                         body: try Pushes.groupFollowed.encode(body)))
             }
             return MapFollowState(groupId: request.groupId, userId: request.userId, following: true)
@@ -262,9 +259,9 @@ extension SocialStore {
     }
 
     /// `groups.unfollow`: the caller's map stops following `user_id` (nothing to do if it did not).
-    func unfollowOnMap(_ request: GroupMemberRef, caller: Caller) throws -> MapFollowState {
+    func unfollow(_ request: GroupMemberRef, caller: Caller) throws -> MapFollowState {
         try db.transaction {
-            try member(caller, of: request.groupId)
+            try groups.member(caller, of: request.groupId)
             try db.run("DELETE FROM group_map_follows WHERE group_id = ? AND follower_id = ? AND followee_id = ?", request.groupId, caller.id, request.userId)
             return MapFollowState(groupId: request.groupId, userId: request.userId, following: false)
         }

@@ -143,7 +143,21 @@ enum PeopleRules {
     }
 }
 
-extension SocialStore {
+/// People at a place: who is discoverable, social's copy of their visits, and who is where.
+final class PeopleStore: SocialFeature {
+    let shared: SocialShared
+    let groups: GroupStore
+    /// The `social.people_at` calls of each user, counted across all threads.
+    let calls: SharedRateWindow
+    /// Each user's changes of `discoverable` in the last hour (on the writer thread, whose handlers alone use it).
+    private var discoverableChanges = RateWindow(limit: PeopleRules.discoverableChangesPerHour, windowMs: 3_600_000)
+
+    init(_ shared: SocialShared, groups: GroupStore, calls: SharedRateWindow) {
+        self.shared = shared
+        self.groups = groups
+        self.calls = calls
+    }
+
     /// Sets whether the caller is discoverable, inside `updateProfile`'s transaction (on the
     /// writer, whose rate window it counts in: at most `discoverableChangesPerHour` changes, else
     /// `rate_limited`): a change publishes `social.profile.discoverable`; stopping drops the copy of their visits, and
@@ -152,14 +166,14 @@ extension SocialStore {
         guard let row = try db.queryOne("SELECT discoverable FROM users WHERE id = ?", caller.id),
             (try row.decode("discoverable", as: Int64.self) == 1) != on
         else { return }
-        try live.discoverable.admit(
+        try discoverableChanges.admit(
             caller.id, now: nowMs,
             refusal: ServiceError(
                 .rateLimited, "discoverable changes at most \(PeopleRules.discoverableChangesPerHour) times an hour; try again later", field: "discoverable"))
         try db.run("UPDATE users SET discoverable = ? WHERE id = ?", on ? 1 : 0, caller.id)
         if !on {
             try db.run("DELETE FROM visits WHERE user_id = ?", caller.id)
-            try dropPositionUnlessKept(caller.id)
+            try groups.dropPositionUnlessKept(caller.id)
         }
         try worker.emit(SocialEvents.profileDiscoverable, DiscoverableChanged(userId: caller.id, discoverable: on))
     }
@@ -181,7 +195,7 @@ extension SocialStore {
     func peopleAt(_ request: PeopleAtRequest, caller: Caller, context: RequestContext) throws -> PeopleHere {
         let target = try PeopleRules.target(request)
         let limit = try PageLimit.peopleAt.validated(request.limit)
-        try peopleAtCalls.admit(
+        try calls.admit(
             caller.id, now: nowMs,
             refusal: ServiceError(
                 .rateLimited, "at most \(PeopleRules.callsPerMinute) people_at calls a minute; try again in a moment"))
@@ -190,12 +204,12 @@ extension SocialStore {
         var visited: [Int64: Int64] = [:]  // user: their latest visit, ms
         switch target {
         case .place(let id):
-            center = try placePoint(id, context)
+            center = try shared.placePoint(id, context)
             radius = PeopleRules.placeRadiusMeters
             try db.forEachRow(
                 """
                 SELECT v.user_id, v.visited_ms FROM visits v JOIN users u ON u.id = v.user_id
-                WHERE v.place_id = ? AND u.discoverable = 1 AND v.user_id <> ? AND \(Self.visible("v.user_id"))
+                WHERE v.place_id = ? AND u.discoverable = 1 AND v.user_id <> ? AND \(BlockRules.visible("v.user_id"))
                 ORDER BY v.visited_ms DESC LIMIT ?
                 """, [id, caller.id, caller.id, caller.id, PeopleRules.maxRowsRead]
             ) { row in
@@ -210,7 +224,7 @@ extension SocialStore {
                     """
                     SELECT v.user_id, v.lat, v.lon, v.visited_ms FROM visits_geo g JOIN visits v ON v.id = g.id JOIN users u ON u.id = v.user_id
                     WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
-                      AND u.discoverable = 1 AND v.user_id <> ? AND \(Self.visible("v.user_id"))
+                      AND u.discoverable = 1 AND v.user_id <> ? AND \(BlockRules.visible("v.user_id"))
                     LIMIT ?
                     """, PeopleRules.indexBounds(area) + [caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]
                 ) { row in
@@ -274,7 +288,7 @@ extension SocialStore {
                 """
                 SELECT p.user_id, p.lat, p.lon, p.at_ms FROM positions p JOIN users u ON u.id = p.user_id
                 WHERE p.at_ms >= ? AND p.lat BETWEEN ? AND ? AND p.lon BETWEEN ? AND ?
-                  AND u.discoverable = 1 AND p.user_id <> ? AND \(Self.visible("p.user_id"))
+                  AND u.discoverable = 1 AND p.user_id <> ? AND \(BlockRules.visible("p.user_id"))
                 LIMIT ?
                 """, [since, area.south, area.north, area.west, area.east, caller, caller, caller, PeopleRules.maxRowsRead - read]
             ) { row in

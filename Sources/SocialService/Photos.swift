@@ -89,17 +89,29 @@ enum PhotoRules {
     }
 }
 
-extension SocialStore {
+/// Profile photos: chunked uploads, decoded into two squares, and who may see them.
+final class PhotoStore: SocialFeature {
+    let shared: SocialShared
+    let blocks: BlockStore
+    /// Photo decoding's own gate and commit budget, so photos never take the password hashes' slots.
+    let decoding: PhotoDecoding
+
+    init(_ shared: SocialShared, blocks: BlockStore, decoding: PhotoDecoding) {
+        self.shared = shared
+        self.blocks = blocks
+        self.decoding = decoding
+    }
+
     /// Now in whole seconds, from the service's clock: uploads' ages.
     private var nowSeconds: Int64 { Int64(options.clock().timeIntervalSince1970.rounded(.down)) }
 
     // MARK: Uploads (begin and append on the writer thread)
 
-    func beginPhotoUpload(caller: Caller) throws -> PhotoUpload {
+    func beginUpload(caller: Caller) throws -> PhotoUpload {
         try db.transaction { PhotoUpload(uploadId: try PhotoRules.uploads.begin(db, owner: caller.id, now: nowSeconds), bytes: 0) }
     }
 
-    func appendPhotoUpload(_ request: UploadChunk, caller: Caller) throws -> PhotoUpload {
+    func appendUpload(_ request: UploadChunk, caller: Caller) throws -> PhotoUpload {
         let chunk = try Chunks.decode(request.chunk)
         return try db.transaction {
             let bytes = try PhotoRules.uploads.append(db, request.uploadId, owner: caller.id, chunk: chunk, offset: request.offset, now: nowSeconds)
@@ -113,12 +125,12 @@ extension SocialStore {
     /// no transaction open, and a second short transaction stores them (replacing the earlier
     /// photo) and deletes the upload. Any failure after the mark deletes the upload too. One
     /// photo decodes at a time (`PhotoDecoding.gate`, apart from the password hashes' gate).
-    func commitPhoto(_ id: String, caller: Caller) throws -> PhotoUpload {
-        try photoDecoding.gate.run(readers: worker.config.readers, refusal: PhotoRules.busy) {
+    func commit(_ id: String, caller: Caller) throws -> PhotoUpload {
+        try decoding.gate.run(readers: worker.config.readers, refusal: PhotoRules.busy) {
             let held = try db.transaction {
                 let upload = try PhotoRules.uploads.open(db, id, owner: caller.id, now: nowSeconds)
                 guard !upload.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
-                try photoDecoding.admit(caller.id, nowMs: nowMs)
+                try decoding.admit(caller.id, nowMs: nowMs)
                 try db.run("UPDATE photo_uploads SET committed = 1 WHERE id = ?", id)
                 return upload.bytes
             }
@@ -159,7 +171,7 @@ extension SocialStore {
     func photo(_ request: PhotoRequest, viewer: Int64?) throws -> (reply: PhotoReply, jpeg: Data) {
         guard let index = PhotoRules.sizes.firstIndex(of: request.size) else { throw ServiceError.invalid("size", "must be 512 or 96") }
         guard let id = request.userId ?? viewer else { throw ServiceError(.unauthenticated, "profile.photo needs a user_id or a signed-in user") }
-        try requireVisibleProfile(id, viewer: viewer)
+        try blocks.requireVisibleUser(id, viewer: viewer)
         let column = "jpeg_\(PhotoRules.sizes[index])"
         guard let row = try db.queryOne("SELECT \(column), updated_at FROM photos WHERE user_id = ?", id) else {
             throw ServiceError(.notFound, "user \(id) has no photo", field: "user_id")
@@ -169,8 +181,15 @@ extension SocialStore {
     }
 
     /// `profile.photo.delete`: removes both squares of the caller's photo.
-    func deletePhoto(caller: Caller) throws -> PhotoDeleted {
+    func delete(caller: Caller) throws -> PhotoDeleted {
         try db.run("DELETE FROM photos WHERE user_id = ?", caller.id)
         return PhotoDeleted(deleted: db.changes == 1)
+    }
+
+    /// The photo and open photo uploads (with their chunks) of user `id`: part of erasing an
+    /// account, in its transaction.
+    func erase(of id: Int64) throws {
+        try db.run("DELETE FROM photos WHERE user_id = ?", id)
+        try db.run("DELETE FROM photo_uploads WHERE user_id = ?", id)
     }
 }

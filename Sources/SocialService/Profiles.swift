@@ -41,13 +41,22 @@ enum ProfileRules {
     }
 }
 
-extension SocialStore {
-    var currentYear: Int { Calendar(identifier: .gregorian).dateComponents(in: .gmt, from: options.clock()).year ?? 1970 }
+/// Profiles: what users say of themselves, and who sees what of it.
+final class ProfileStore: SocialFeature {
+    let shared: SocialShared
+    let blocks: BlockStore
+    let people: PeopleStore
+
+    init(_ shared: SocialShared, blocks: BlockStore, people: PeopleStore) {
+        self.shared = shared
+        self.blocks = blocks
+        self.people = people
+    }
 
     /// The profile of `id` as `viewer` sees it (the owner sees more); `not_found` when either
     /// blocks the other, as for a user who does not exist.
     func profile(_ id: Int64, viewer: Int64?) throws -> Profile {
-        try requireVisibleProfile(id, viewer: viewer)
+        try blocks.requireVisibleUser(id, viewer: viewer)
         guard
             let row = try db.queryOne(
                 """
@@ -57,7 +66,7 @@ extension SocialStore {
                        (SELECT updated_at FROM photos WHERE user_id = users.id) AS photo_updated_at
                 FROM users WHERE id = ?
                 """, id)
-        else { throw Self.noUser(id) }
+        else { throw AccountRules.noUser(id) }
         let own = viewer == id
         let birthYear: Int? = try row.decode("birth_year")
         let email: String = try row.decode("email")
@@ -69,14 +78,6 @@ extension SocialStore {
             discoverable: own ? try row.decode("discoverable", as: Int64.self) == 1 : nil,
             followers: row.decode("followers"), following: row.decode("following"), createdAt: row.decode("created_at"),
             photo: row.decode("photo_updated_at", as: String?.self).map(PhotoStamp.init(updatedAt:)))
-    }
-
-    /// `not_found` (field `user_id`, as for no user at all) unless user `id` exists and
-    /// `viewer` may see their profile (neither blocks the other): `profile.get`'s rules, which
-    /// `profile.photo` follows.
-    func requireVisibleProfile(_ id: Int64, viewer: Int64?) throws {
-        if let viewer, viewer != id, try blocked(viewer, id) { throw Self.noUser(id) }
-        try requireUser(id)
     }
 
     /// Checks the fields the update sets (in the order of the table in social.md), before any
@@ -98,7 +99,7 @@ extension SocialStore {
                 name.applied(to: current.name), bio.applied(to: current.bio), avatarURL.applied(to: current.avatarUrl),
                 birthYear.applied(to: current.birthYear), language.applied(to: current.language),
                 homeCity.applied(to: current.homeCity), caller.id)
-            if case .value(let on) = update.discoverable { try setDiscoverable(on, caller: caller) }
+            if case .value(let on) = update.discoverable { try people.setDiscoverable(on, caller: caller) }
             return try profile(caller.id, viewer: caller.id)
         }
     }

@@ -49,7 +49,11 @@ struct ReviewOrder {
     }
 }
 
-extension SocialStore {
+/// Reviews of places, and the ratings published from them.
+final class ReviewStore: SocialFeature {
+    let shared: SocialShared
+
+    init(_ shared: SocialShared) { self.shared = shared }
 
     private static let reviewColumns = """
         SELECT r.id, r.place_id, r.user_id, u.username, u.name, r.rating, r.text, r.created_at, r.updated_at
@@ -58,10 +62,10 @@ extension SocialStore {
 
     /// Adds or replaces the caller's review of a place the catalog knows, publishing the place's
     /// new rating in the same transaction. Nothing is stored when the catalog cannot say.
-    func addReview(_ input: ReviewInput, caller: Caller, context: RequestContext) throws -> Review {
+    func add(_ input: ReviewInput, caller: Caller, context: RequestContext) throws -> Review {
         let text = input.text ?? ""
         try ReviewInput.textRule.check(text)
-        _ = try placeName(input.placeId, context)
+        _ = try shared.placeName(input.placeId, context)
         return try db.transaction {
             // The caller was checked before the catalog's answer, which may take a second: an
             // account deleted meanwhile is refused as deleted, not as a foreign-key failure.
@@ -86,7 +90,7 @@ extension SocialStore {
     }
 
     /// Deletes a review: its author or an admin may.
-    func deleteReview(_ id: Int64, caller: Caller) throws {
+    func delete(_ id: Int64, caller: Caller) throws {
         try db.transaction {
             guard let row = try db.queryOne("SELECT user_id, place_id FROM reviews WHERE id = ?", id) else {
                 throw ServiceError(.notFound, "no review with id \(id)", field: "review_id")
@@ -114,7 +118,7 @@ extension SocialStore {
             return try reviewPage("\(Self.reviewColumns) WHERE r.place_id = ?", [placeId], order: order, cursor: cursor, limit: limit)
         }
         return try reviewPage(
-            "\(Self.reviewColumns) WHERE r.place_id = ? AND \(Self.visible("r.user_id"))", [placeId, viewer, viewer],
+            "\(Self.reviewColumns) WHERE r.place_id = ? AND \(BlockRules.visible("r.user_id"))", [placeId, viewer, viewer],
             order: order, cursor: cursor, limit: limit)
     }
 
@@ -217,24 +221,20 @@ extension SocialStore {
         return (rating, try row?.decode("oldest", as: String?.self) ?? nil)
     }
 
-    /// One snapshot page: the rating of each place with reviews after the place id in `after`,
-    /// then the devices (keys `d` and a row id), as `social.device.registered` events, then the
-    /// discoverable users (keys `p` and a user id), as `social.profile.discoverable` events.
-    func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
-        if let after, after.hasPrefix("d") {
-            let page = try deviceSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
-            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "d" + $0 } ?? "p0")
-        }
-        if let after, after.hasPrefix("p") {
-            let page = try discoverableSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
-            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "p" + $0 })
-        }
-        let places = try db.query(
-            "SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?",
-            try SnapshotKey.id(after: after), limit
-        )
-        .decode("place_id", as: Int64.self)
+    /// One snapshot page: the rating of each place with reviews after place id `after`, as
+    /// `social.rating.updated` events.
+    func ratingSnapshot(after: Int64, limit: Int) throws -> (events: [(type: String, body: Data)], ids: [Int64]) {
+        let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?", after, limit)
+            .decode("place_id", as: Int64.self)
         let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0).0)) }
-        return SnapshotPage(events: events, next: SnapshotKey.next(after: places, limit: limit) ?? "d0")
+        return (events, places)
+    }
+
+    /// The reviews of user `id`, publishing each place's new rating: part of erasing an
+    /// account, in its transaction.
+    func erase(of id: Int64) throws {
+        let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE user_id = ? ORDER BY place_id", id).decode("place_id", as: Int64.self)
+        try db.run("DELETE FROM reviews WHERE user_id = ?", id)
+        for place in places { try publishRating(of: place) }
     }
 }

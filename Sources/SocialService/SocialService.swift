@@ -57,177 +57,177 @@ public enum SocialService {
 
         // Accounts and sessions.
         table.on(Methods.Auth.register, runsOn: .read) { (request: Registration, _, store) in
-            try store.register(request, role: .user)
+            try store.accounts.register(request, role: .user)
         }
         table.on(Methods.Auth.login, runsOn: .read) { (request: Credentials, _, store) in
-            try store.login(request)
+            try store.accounts.login(request)
         }
         table.on(Methods.Auth.logout) { (request: TokenBody, caller, _, store) -> Empty in
-            try store.logout(request.token, caller: caller)
+            try store.accounts.logout(request.token, caller: caller)
             return Empty()
         }
         table.on(Methods.Auth.delete, runsOn: .read) { (request: AccountDeletion, caller, _, store) in
             try store.deleteAccount(request, caller: caller)
         }
         table.on(Methods.Auth.validate) { (request: TokenBody, _, store) in
-            try store.validate(request.token)
+            try store.accounts.validate(request.token)
         }
         table.on(Methods.Admin.create, runsOn: .read) { (request: Registration, _, store) in
-            try store.register(request, role: .admin)
+            try store.accounts.register(request, role: .admin)
         }
         // Bound with its caller, so only an admin (by the users table's role) gets here.
         table.on(Methods.Admin.setRole) { (request: RoleChange, _: Caller, _, store) in
-            try store.setRole(request)
+            try store.accounts.setRole(request)
         }
 
         // Profiles.
         table.on(Methods.Profile.get) { (request: ProfileRequest, context, store) -> Profile in
             let viewer = try store.viewer(context)
             guard let id = request.userId ?? viewer else { throw ServiceError(.unauthenticated, "profile.get needs a user_id or a signed-in user") }
-            return try store.profile(id, viewer: viewer)
+            return try store.profiles.profile(id, viewer: viewer)
         }
         table.on(Methods.Profile.update) { (request: ProfileUpdate, caller, _, store) in
-            try store.updateProfile(request, caller: caller)
+            try store.profiles.updateProfile(request, caller: caller)
         }
 
         // Profile photos: begin and append write on the writer; commit decodes on a reader.
-        table.on(Methods.Profile.photoUploadBegin) { (_: Empty, caller, _, store) in try store.beginPhotoUpload(caller: caller) }
-        table.on(Methods.Profile.photoUploadAppend) { (request: UploadChunk, caller, _, store) in try store.appendPhotoUpload(request, caller: caller) }
-        table.on(Methods.Profile.photoUploadCommit, runsOn: .read) { (request: PhotoUpload, caller, _, store) in try store.commitPhoto(request.uploadId, caller: caller) }
+        table.on(Methods.Profile.photoUploadBegin) { (_: Empty, caller, _, store) in try store.photos.beginUpload(caller: caller) }
+        table.on(Methods.Profile.photoUploadAppend) { (request: UploadChunk, caller, _, store) in try store.photos.appendUpload(request, caller: caller) }
+        table.on(Methods.Profile.photoUploadCommit, runsOn: .read) { (request: PhotoUpload, caller, _, store) in try store.photos.commit(request.uploadId, caller: caller) }
         table.onRaw(Methods.Profile.photo) { context, store in
-            let photo = try store.photo(try context.checkedParams(PhotoRequest.self), viewer: try store.viewer(context))
+            let photo = try store.photos.photo(try context.checkedParams(PhotoRequest.self), viewer: try store.viewer(context))
             return Response(body: try JSONCoding.encoder.encode(photo.reply), attachments: [photo.jpeg])
         }
         table.on(Methods.Profile.photoDelete) { (_: Empty, caller, _, store) in
-            try store.deletePhoto(caller: caller)
+            try store.photos.delete(caller: caller)
         }
 
         // Reviews.
         table.on(Methods.Reviews.add, runsOn: .read) { (request: ReviewInput, caller, context, store) in
-            try store.addReview(request, caller: caller, context: context)
+            try store.reviews.add(request, caller: caller, context: context)
         }
         table.on(Methods.Reviews.delete) { (request: ReviewRef, caller, _, store) -> ReviewDeleted in
-            try store.deleteReview(request.reviewId, caller: caller)
+            try store.reviews.delete(request.reviewId, caller: caller)
             return ReviewDeleted(id: request.reviewId)
         }
         table.on(Methods.Reviews.list) {
             (request: ListReviews, context, store) in
             let order = try ReviewOrder(sort: request.sort, order: request.order)
-            return try store.reviews(
+            return try store.reviews.reviews(
                 of: request.placeId, viewer: try store.viewer(context), order: order, cursor: request.cursor,
                 limit: try limit(request.limit))
         }
 
         table.on(Methods.Social.ratingsSweep) {
-            (_: Empty, _, store) in try store.sweepRatings()
+            (_: Empty, _, store) in try store.reviews.sweepRatings()
         }
 
         // Follows.
         table.on(Methods.Social.follow) { (request: FollowRequest, caller, _, store) in
-            try store.follow(request.userId, caller: caller)
+            try store.follows.follow(request.userId, caller: caller)
         }
         table.on(Methods.Social.unfollow) { (request: FollowRequest, caller, _, store) in
-            try store.unfollow(request.userId, caller: caller)
+            try store.follows.unfollow(request.userId, caller: caller)
         }
         table.on(Methods.Social.followers) { (request: ListUsers, context, store) in
-            try store.follows(
-                of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: true,
+            try store.follows.follows(
+                of: try store.shared.subject(request.userId, context), viewer: try store.viewer(context), followers: true,
                 cursor: request.cursor, limit: try limit(request.limit))
         }
         table.on(Methods.Social.following) { (request: ListUsers, context, store) in
-            try store.follows(
-                of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: false,
+            try store.follows.follows(
+                of: try store.shared.subject(request.userId, context), viewer: try store.viewer(context), followers: false,
                 cursor: request.cursor, limit: try limit(request.limit))
         }
         table.on(Methods.Social.feed) { (request: FeedRequest, caller, _, store) in
-            try store.feed(of: caller.id, cursor: request.cursor, limit: try limit(request.limit))
+            try store.reviews.feed(of: caller.id, cursor: request.cursor, limit: try limit(request.limit))
         }
 
         // Blocks.
-        table.on(Methods.Social.block) { (request: BlockRequest, caller, _, store) in try store.block(request.userId, caller: caller) }
+        table.on(Methods.Social.block) { (request: BlockRequest, caller, _, store) in try store.blocks.block(request.userId, caller: caller) }
         table.on(Methods.Social.unblock) { (request: BlockRequest, caller, _, store) in
-            try store.unblock(request.userId, caller: caller)
+            try store.blocks.unblock(request.userId, caller: caller)
         }
         table.on(Methods.Social.blocks) { (request: ListBlocks, caller, _, store) in
-            try store.blockList(of: caller.id, cursor: request.cursor, limit: try limit(request.limit))
+            try store.blocks.blockList(of: caller.id, cursor: request.cursor, limit: try limit(request.limit))
         }
 
         // Groups, seen by their members only.
         table.on(Methods.Groups.create) { (request: GroupCreation, caller, _, store) in
-            try store.createGroup(request, caller: caller)
+            try store.groups.create(request, caller: caller)
         }
         table.on(Methods.Groups.get) { (request: GroupRef, caller, _, store) in
-            try store.member(caller, of: request.groupId)
-            return try store.groupView(request.groupId, viewer: caller.id)
+            try store.groups.member(caller, of: request.groupId)
+            return try store.groups.view(request.groupId, viewer: caller.id)
         }
         table.on(Methods.Groups.list) { (_: Empty, caller, _, store) in
-            try store.groupList(of: caller.id)
+            try store.groups.list(of: caller.id)
         }
         table.on(Methods.Groups.invite) {
-            (request: GroupInvitation, caller, _, store) in try store.invite(request, caller: caller)
+            (request: GroupInvitation, caller, _, store) in try store.groups.invite(request, caller: caller)
         }
         table.on(Methods.Groups.accept) { (request: GroupRef, caller, _, store) in
-            try store.accept(request.groupId, caller: caller)
+            try store.groups.accept(request.groupId, caller: caller)
         }
         table.on(Methods.Groups.decline) { (request: GroupRef, caller, _, store) in
-            try store.decline(request.groupId, caller: caller)
+            try store.groups.decline(request.groupId, caller: caller)
         }
         table.on(Methods.Groups.leave) {
-            (request: GroupRef, caller, _, store) in try store.leave(request.groupId, caller: caller)
+            (request: GroupRef, caller, _, store) in try store.groups.leave(request.groupId, caller: caller)
         }
         table.on(Methods.Groups.remove) {
-            (request: GroupMemberRef, caller, _, store) in try store.remove(request, caller: caller)
+            (request: GroupMemberRef, caller, _, store) in try store.groups.remove(request, caller: caller)
         }
 
         // The live map of a group: positions shared by opt-in, throttled pushes, following a member.
         table.on(Methods.Groups.position) {
-            (request: PositionReport, caller, _, store) in try store.reportPosition(request, caller: caller)
+            (request: PositionReport, caller, _, store) in try store.liveMap.report(request, caller: caller)
         }
         table.on(Methods.Groups.sharing) {
-            (request: SharingChange, caller, _, store) in try store.setSharing(request, caller: caller)
+            (request: SharingChange, caller, _, store) in try store.liveMap.setSharing(request, caller: caller)
         }
         table.on(Methods.Groups.map) {
-            (request: GroupRef, caller, _, store) in try store.groupMap(request.groupId, caller: caller)
+            (request: GroupRef, caller, _, store) in try store.liveMap.map(request.groupId, caller: caller)
         }
         table.on(Methods.Groups.follow) {
-            (request: GroupMemberRef, caller, _, store) in try store.followOnMap(request, caller: caller)
+            (request: GroupMemberRef, caller, _, store) in try store.liveMap.follow(request, caller: caller)
         }
         table.on(Methods.Groups.unfollow) {
-            (request: GroupMemberRef, caller, _, store) in try store.unfollowOnMap(request, caller: caller)
+            (request: GroupMemberRef, caller, _, store) in try store.liveMap.unfollow(request, caller: caller)
         }
         table.on(Methods.Groups.positionFlush) {
-            (_: Empty, _, store) in try store.flushPositions()
+            (_: Empty, _, store) in try store.liveMap.flush()
         }
 
         // Devices, whose public keys the catalog seals downloads to.
-        table.on(Methods.Devices.register) { (request: DeviceRegistration, caller, _, store) in try store.registerDevice(request, caller: caller) }
+        table.on(Methods.Devices.register) { (request: DeviceRegistration, caller, _, store) in try store.devices.register(request, caller: caller) }
         table.on(Methods.Devices.list) { (_: Empty, caller, _, store) in
-            try store.devices(of: caller.id)
+            try store.devices.list(of: caller.id)
         }
-        table.on(Methods.Devices.revoke) { (request: DeviceRef, caller, _, store) in try store.revokeDevice(request, caller: caller) }
+        table.on(Methods.Devices.revoke) { (request: DeviceRef, caller, _, store) in try store.devices.revoke(request, caller: caller) }
 
         // Chat: direct and group conversations, each ordered by its own sequence number.
         table.on(Methods.Chat.send) {
-            (request: ChatSend, caller, _, store) in try store.sendChat(request, caller: caller)
+            (request: ChatSend, caller, _, store) in try store.chat.send(request, caller: caller)
         }
         table.on(Methods.Chat.history) {
-            (request: ChatHistoryRequest, caller, _, store) in try store.chatHistory(request, caller: caller)
+            (request: ChatHistoryRequest, caller, _, store) in try store.chat.history(request, caller: caller)
         }
         table.on(Methods.Chat.conversations) {
-            (request: ChatConversationsRequest, caller, _, store) in try store.chatConversations(request, caller: caller)
+            (request: ChatConversationsRequest, caller, _, store) in try store.chat.conversations(request, caller: caller)
         }
         table.on(Methods.Chat.read) {
-            (request: ChatReadMark, caller, _, store) in try store.readChat(request, caller: caller)
+            (request: ChatReadMark, caller, _, store) in try store.chat.read(request, caller: caller)
         }
 
         // People at a place: a read handler, as it may first ask the catalog where the place is.
-        table.on(Methods.Social.peopleAt) { (request: PeopleAtRequest, caller, context, store) in try store.peopleAt(request, caller: caller, context: context) }
+        table.on(Methods.Social.peopleAt) { (request: PeopleAtRequest, caller, context, store) in try store.people.peopleAt(request, caller: caller, context: context) }
 
         // Sharing.
         let linkBase = options.placeLinkBase
         table.on(Methods.Share.place) { (request: ShareRequest, context, store) -> ShareLink in
             let network = try ShareNetwork(name: request.network)
-            let name = try store.placeName(request.placeId, context)
+            let name = try store.shared.placeName(request.placeId, context)
             let text = "\(name) on Tourbus"
             return ShareLink(text: text, url: network.url(text: text, link: linkBase + String(request.placeId)))
         }
@@ -242,7 +242,7 @@ public enum SocialService {
                 + PeopleRules.migrations + PhotoRules.migrations,
             handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
-            subscriptions: ["catalog": SocialStore.catalogApplier, "favorites": PeopleRules.favoritesApplier],
+            subscriptions: ["catalog": ReviewStore.catalogApplier, "favorites": PeopleRules.favoritesApplier],
             makeState: { worker in
                 try Sodium.ready()
                 _ = try decoy.value()  // made at start, so no login pays for it

@@ -5,42 +5,118 @@ import Geo
 import ServiceKit
 import Storage
 
-/// The social service's tables and the queries over them, on one worker thread's connection.
-/// Accounts, profiles, reviews and follows each add their part in their own file.
-public final class SocialStore: ServiceState, AdmitsCallers {
+/// The social service's state on one worker thread: one store per feature over that thread's
+/// connection. A store holds its feature's queries and the stores it asks (groups ask blocks;
+/// the live map asks groups); what every store shares, the connection, the clock and who a
+/// caller is, is `SocialShared`. Deleting an account and the snapshot span every feature, so
+/// they are this type's (Erasure.swift and `snapshot(after:limit:)`).
+public final class SocialStore: ServiceState, AdmitsCallers, SocialFeature {
     public let worker: ServiceWorker
-    let options: SocialOptions
-    let decoy: DecoyHash
-    /// Password hashing (slow, and 64 MiB each at the production cost) on all reader threads
-    /// but one, so checking tokens, which every signed-in request through the gateway waits
-    /// on, always finds a thread free.
-    let hashing: ReaderGate
-    /// Photo decoding's own gate and commit budget, so photos never take the hashes' slots.
-    let photoDecoding: PhotoDecoding
-    /// Rate windows and the throttle of live positions (used on the writer thread only).
-    let live = LiveState()
-    /// The `social.people_at` calls of each user, counted across all threads.
-    let peopleAtCalls: SharedRateWindow
-    /// A hash that finds every slot taken.
-    static let busyHashing = ServiceError(.unavailable, "busy checking other passwords; try again in a moment")
-    var db: Database { worker.db }
-    /// The service's clock in Unix milliseconds.
-    var nowMs: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
+    let shared: SocialShared
+    let accounts: AccountStore
+    let blocks: BlockStore
+    let profiles: ProfileStore
+    let photos: PhotoStore
+    let reviews: ReviewStore
+    let follows: FollowStore
+    let groups: GroupStore
+    let liveMap: LiveMapStore
+    let people: PeopleStore
+    let chat: ChatStore
+    let devices: DeviceStore
 
     init(
         worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate, photoDecoding: PhotoDecoding,
         peopleAtCalls: SharedRateWindow
     ) {
+        let shared = SocialShared(worker: worker, options: options)
         self.worker = worker
-        self.peopleAtCalls = peopleAtCalls
-        self.options = options
-        self.decoy = decoy
-        self.hashing = hashing
-        self.photoDecoding = photoDecoding
+        self.shared = shared
+        accounts = AccountStore(shared, decoy: decoy, hashing: hashing)
+        blocks = BlockStore(shared)
+        groups = GroupStore(shared, blocks: blocks)
+        people = PeopleStore(shared, groups: groups, calls: peopleAtCalls)
+        profiles = ProfileStore(shared, blocks: blocks, people: people)
+        photos = PhotoStore(shared, blocks: blocks, decoding: photoDecoding)
+        reviews = ReviewStore(shared)
+        follows = FollowStore(shared, blocks: blocks)
+        liveMap = LiveMapStore(shared, groups: groups, blocks: blocks)
+        chat = ChatStore(shared, groups: groups, blocks: blocks)
+        devices = DeviceStore(shared)
     }
+
+    public func admit(_ caller: Caller) throws -> Caller { try shared.admit(caller) }
+
+    /// One snapshot page: the rating of each place with reviews after the place id in `after`,
+    /// then the devices (keys `d` and a row id), as `social.device.registered` events, then the
+    /// discoverable users (keys `p` and a user id), as `social.profile.discoverable` events.
+    func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
+        if let after, after.hasPrefix("d") {
+            let page = try devices.snapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
+            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "d" + $0 } ?? "p0")
+        }
+        if let after, after.hasPrefix("p") {
+            let page = try people.discoverableSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
+            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "p" + $0 })
+        }
+        let page = try reviews.ratingSnapshot(after: try SnapshotKey.id(after: after), limit: limit)
+        return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit) ?? "d0")
+    }
+}
+
+/// One feature's store: its queries over the service's worker, and what every store shares
+/// (`SocialShared`), named as the store's own.
+protocol SocialFeature {
+    var shared: SocialShared { get }
+}
+
+extension SocialFeature {
+    var worker: ServiceWorker { shared.worker }
+    var db: Database { shared.worker.db }
+    var options: SocialOptions { shared.options }
+    var nowMs: Int64 { shared.nowMs }
+    var currentYear: Int { shared.currentYear }
+    func timestamp(_ date: Date? = nil) -> String { shared.timestamp(date) }
+    func caller(_ context: RequestContext) throws -> Caller { try shared.caller(context) }
+    func viewer(_ context: RequestContext) throws -> Int64? { try shared.viewer(context) }
+    func requireUser(_ id: Int64) throws { try shared.requireUser(id) }
+    func requireCaller(_ caller: Caller) throws { try shared.requireCaller(caller) }
+    func readPage<Item, Wire: Encodable>(
+        _ sql: String, _ arguments: [(any SQLBindable)?], limit: Int, item: (Row) throws -> Item, wire: (Item) -> Wire
+    ) throws -> PageFiller<Item> {
+        try shared.readPage(sql, arguments, limit: limit, item: item, wire: wire)
+    }
+}
+
+/// What every store of the social service shares on one worker thread: the connection, the
+/// options and the clock, who a caller is, the users' rows every feature reads, pages, push
+/// ids, and the catalog's places.
+final class SocialShared {
+    let worker: ServiceWorker
+    let options: SocialOptions
+    /// Numbers the pushes of this thread, so no two have one id (clients may drop a push whose id they saw).
+    private var pushes: Int64 = 0
+
+    init(worker: ServiceWorker, options: SocialOptions) {
+        self.worker = worker
+        self.options = options
+    }
+
+    var db: Database { worker.db }
+    /// The service's clock in Unix milliseconds.
+    var nowMs: Int64 { Int64((options.clock().timeIntervalSince1970 * 1_000).rounded(.down)) }
+    /// This year by the service's clock, in UTC.
+    var currentYear: Int { Calendar(identifier: .gregorian).dateComponents(in: .gmt, from: options.clock()).year ?? 1970 }
 
     /// A time (now by default, from the service's clock) as Tourbus writes times.
     func timestamp(_ date: Date? = nil) -> String { Logger.timestamp(date ?? options.clock()) }
+
+    /// A push id never given before by this thread: `prefix`, the time and a number (the time
+    /// keeps it apart from the ids of an earlier run).
+    func pushID(_ prefix: String) -> String {
+        pushes += 1
+        return "\(prefix)-\(nowMs)-\(pushes)"
+    }
 
     /// The caller of a request that needs one (`Caller.of`), as `admit` checks it.
     func caller(_ context: RequestContext) throws -> Caller {
@@ -49,7 +125,7 @@ public final class SocialStore: ServiceState, AdmitsCallers {
 
     /// The caller with the users table's role (not the envelope's: it decides what they may
     /// do), or `unauthenticated` when the account is gone.
-    public func admit(_ caller: Caller) throws -> Caller {
+    func admit(_ caller: Caller) throws -> Caller {
         guard let role = try db.queryOne("SELECT role FROM users WHERE id = ?", caller.id)?.decode("role", as: String.self) else {
             throw ServiceError(.unauthenticated, "no user with id \(caller.id)")
         }
@@ -79,7 +155,13 @@ public final class SocialStore: ServiceState, AdmitsCallers {
 
     /// `not_found` (field `user_id`) unless the user exists.
     func requireUser(_ id: Int64) throws {
-        guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", id) != nil else { throw Self.noUser(id) }
+        guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", id) != nil else { throw AccountRules.noUser(id) }
+    }
+
+    /// The summary of user `id`.
+    func summary(of id: Int64) throws -> UserSummary {
+        guard let row = try db.queryOne("SELECT id AS user_id, username, name FROM users WHERE id = ?", id) else { throw AccountRules.noUser(id) }
+        return try UserSummary(row: row)
     }
 
     /// The name of a place, from the catalog (`catalogPlace`).
@@ -105,6 +187,13 @@ public final class SocialStore: ServiceState, AdmitsCallers {
     /// A place from the catalog (`ServiceWorker.catalogPlace`), decoded as `Place`.
     private func catalogPlace<Place: Decodable>(_ id: Int64, _ context: RequestContext, as: Place.Type) throws -> Place {
         try worker.catalogPlace(id, context: context).body(Place.self)
+    }
+}
+
+extension UserSummary {
+    /// The user summary of a row with `user_id`, `username` and `name` (or of columns with the prefix).
+    init(row: Row, prefix: String = "") throws(RowError) {
+        self.init(id: try row.decode(prefix + "user_id"), username: try row.decode(prefix + "username"), name: try row.decode(prefix + "name"))
     }
 }
 
