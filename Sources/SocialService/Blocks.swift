@@ -58,6 +58,7 @@ final class BlockStore: SocialFeature {
     /// `social.block`: blocks `userId`, ending follows between the two either way, the
     /// invitations the caller sent them, and who follows whom on a group's map. An invitation
     /// they sent the caller stays, unseen by the caller (so that their group shows it still).
+    /// It deletes those rows of the follows' and groups' tables itself, in its one transaction.
     func block(_ userId: Int64, caller: Caller) throws -> BlockState {
         guard userId != caller.id else { throw ServiceError.invalid("user_id", "cannot block yourself") }
         return try db.transaction {

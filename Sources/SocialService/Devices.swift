@@ -100,7 +100,7 @@ final class DeviceStore: SocialFeature {
     }
 
     /// One snapshot page of devices after row id `after`, as `social.device.registered` events.
-    func snapshot(after: Int64, limit: Int) throws -> (events: [(type: String, body: Data)], ids: [Int64]) {
+    func snapshot(after: Int64, limit: Int) throws -> SnapshotPart {
         let rows = try db.query("SELECT id, user_id, device_id, public_key FROM devices WHERE id > ? ORDER BY id LIMIT ?", after, limit)
         let events = try rows.map { row in
             (

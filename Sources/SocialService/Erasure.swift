@@ -12,21 +12,22 @@ extension SocialStore {
     /// their position), blocks both ways, their chat seats (their messages stay, blanked), their
     /// photo and open photo uploads, and last the account itself (`AccountStore.erase`).
     func deleteAccount(_ request: AccountDeletion, caller: Caller) throws -> AccountDeleted {
-        let account = try accounts.checkDeletion(request, caller: caller)
         let id = caller.id
-        try db.transaction {
-            // Another deletion of the same account may have committed since the check.
-            guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", id) != nil else {
-                throw ServiceError(.unauthenticated, "no user with id \(id)")
+        try accounts.checkDeletion(request, caller: caller) { account in
+            try db.transaction {
+                // Another deletion of the same account may have committed since the check.
+                guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", id) != nil else {
+                    throw ServiceError(.unauthenticated, "no user with id \(id)")
+                }
+                try reviews.erase(of: id)
+                try follows.erase(of: id)
+                try devices.erase(of: id)
+                try groups.erase(of: id)
+                try blocks.erase(of: id)
+                try chat.erase(of: id)
+                try photos.erase(of: id)
+                try accounts.erase(of: id, username: account.username, email: account.email)
             }
-            try reviews.erase(of: id)
-            try follows.erase(of: id)
-            try devices.erase(of: id)
-            try groups.erase(of: id)
-            try blocks.erase(of: id)
-            try chat.erase(of: id)
-            try photos.erase(of: id)
-            try accounts.erase(user: id, username: account.username, email: account.email)
         }
         return AccountDeleted(userId: id)
     }
@@ -41,11 +42,12 @@ extension AccountStore {
 
     /// Checks the password of an account's deletion as `auth.login` does: the same byte bound
     /// first, the same hashing gate, the attempt counted in the same throttle (by username)
-    /// before the slow check, and a decoy hash when the account has gone meanwhile. Answers
-    /// the account's username and e-mail.
-    func checkDeletion(_ request: AccountDeletion, caller: Caller) throws -> (username: String, email: String) {
+    /// before the slow check, and a decoy hash when the account has gone meanwhile. Then
+    /// `erase` with the account's username and e-mail, still holding the hashing gate's slot,
+    /// so deletions waiting for the write lock never take the reader kept free for tokens.
+    func checkDeletion(_ request: AccountDeletion, caller: Caller, then erase: ((username: String, email: String)) throws -> Void) throws {
         try AccountRules.passwordBytes(request.password)
-        return try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try checkedPassword(request.password, caller: caller) }
+        try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try erase(try checkedPassword(request.password, caller: caller)) }
     }
 
     private func checkedPassword(_ password: String, caller: Caller) throws -> (username: String, email: String) {
@@ -72,7 +74,7 @@ extension AccountStore {
     /// one), and the account with its profile. Earlier outbox events that name the user
     /// become `social.redacted` with body `{}`; then `social.user.deleted` is emitted, the one
     /// row left that holds the id.
-    func erase(user id: Int64, username: String, email: String) throws {
+    func erase(of id: Int64, username: String, email: String) throws {
         try db.run("DELETE FROM sessions WHERE user_id = ?", id)
         try db.run("DELETE FROM login_failures WHERE username IN (?, ?)", Self.throttleKey(username), Self.throttleKey(email))
         try db.run("DELETE FROM users WHERE id = ?", id)

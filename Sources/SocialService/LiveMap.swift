@@ -92,8 +92,8 @@ final class LiveMapStore: SocialFeature {
     let blocks: BlockStore
     // What the writer thread keeps in memory (its handlers alone use these): rate windows, and
     // the throttle of position pushes.
-    private var positions = RateWindow(limit: LiveMapRules.positionsPerSecond, windowMs: 1_000)
-    private var follows = RateWindow(limit: LiveMapRules.followsPerMinute, windowMs: 60_000)
+    private var positionRate = RateWindow(limit: LiveMapRules.positionsPerSecond, windowMs: 1_000)
+    private var followRate = RateWindow(limit: LiveMapRules.followsPerMinute, windowMs: 60_000)
     private var throttle = PositionThrottle()
     /// When positions older than an hour were last deleted.
     private var lastPurge: Int64 = 0
@@ -109,7 +109,7 @@ final class LiveMapStore: SocialFeature {
     func report(_ report: PositionReport, caller: Caller) throws -> PositionShared {
         try LiveMapRules.check(report)
         let now = nowMs
-        try positions.admit(
+        try positionRate.admit(
             caller.id, now: now,
             refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.positionsPerSecond) positions a second; send them less often"))
         let position = StoredPosition(
@@ -156,11 +156,11 @@ final class LiveMapStore: SocialFeature {
         }
         let id = shared.pushID("p\(user)")
         let at = timestamp(Date(timeIntervalSince1970: Double(position.atMs) / 1_000))
-        for (recipient, groups) in recipients {
-            guard let first = groups.first else { continue }
+        for (recipient, groupIds) in recipients {
+            guard let first = groupIds.first else { continue }
             let body = try Pushes.groupPosition.encode(
                 PositionPush(
-                    groupId: first, groupIds: groups, userId: user, lat: position.lat, lon: position.lon, accuracyM: position.accuracyM,
+                    groupId: first, groupIds: groupIds, userId: user, lat: position.lat, lon: position.lon, accuracyM: position.accuracyM,
                     headingDeg: position.headingDeg, speedMps: position.speedMps, at: at))
             worker.push(Push(Pushes.groupPosition, id: id, userId: recipient, coalesce: "\(Pushes.groupPosition.name):\(user)", origin: origin, body: body))
         }
@@ -237,7 +237,7 @@ final class LiveMapStore: SocialFeature {
             try groups.member(caller, of: request.groupId)
             guard request.userId != caller.id else { throw ServiceError.invalid("user_id", "cannot follow yourself") }
             try requireVisibleMember(request.userId, of: request.groupId, viewer: caller.id)
-            try follows.admit(
+            try followRate.admit(
                 caller.id, now: nowMs,
                 refusal: ServiceError(.rateLimited, "at most \(LiveMapRules.followsPerMinute) follows a minute; try again in a moment"))
             let current = try db.queryOne("SELECT followee_id FROM group_map_follows WHERE group_id = ? AND follower_id = ?", request.groupId, caller.id)?

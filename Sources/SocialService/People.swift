@@ -180,7 +180,7 @@ final class PeopleStore: SocialFeature {
 
     /// One snapshot page of discoverable users after user id `after`, as
     /// `social.profile.discoverable` events (`true`).
-    func discoverableSnapshot(after: Int64, limit: Int) throws -> (events: [(type: String, body: Data)], ids: [Int64]) {
+    func snapshot(after: Int64, limit: Int) throws -> SnapshotPart {
         let ids = try db.query("SELECT id FROM users WHERE discoverable = 1 AND id > ? ORDER BY id LIMIT ?", after, limit).decode("id", as: Int64.self)
         let events = try ids.map { id in
             (type: SocialEvents.profileDiscoverable, body: try JSONCoding.encoder.encode(DiscoverableChanged(userId: id, discoverable: true)))

@@ -65,7 +65,7 @@ final class ReviewStore: SocialFeature {
     func add(_ input: ReviewInput, caller: Caller, context: RequestContext) throws -> Review {
         let text = input.text ?? ""
         try ReviewInput.textRule.check(text)
-        _ = try shared.placeName(input.placeId, context)
+        _ = try placeName(input.placeId, context)
         return try db.transaction {
             // The caller was checked before the catalog's answer, which may take a second: an
             // account deleted meanwhile is refused as deleted, not as a foreign-key failure.
@@ -223,7 +223,7 @@ final class ReviewStore: SocialFeature {
 
     /// One snapshot page: the rating of each place with reviews after place id `after`, as
     /// `social.rating.updated` events.
-    func ratingSnapshot(after: Int64, limit: Int) throws -> (events: [(type: String, body: Data)], ids: [Int64]) {
+    func snapshot(after: Int64, limit: Int) throws -> SnapshotPart {
         let places = try db.query("SELECT DISTINCT place_id FROM reviews WHERE place_id > ? ORDER BY place_id LIMIT ?", after, limit)
             .decode("place_id", as: Int64.self)
         let events = try places.map { (type: SocialEvents.ratingUpdated, body: try JSONCoding.encoder.encode(try rating(of: $0).0)) }

@@ -131,12 +131,12 @@ public enum SocialService {
         }
         table.on(Methods.Social.followers) { (request: ListUsers, context, store) in
             try store.follows.follows(
-                of: try store.shared.subject(request.userId, context), viewer: try store.viewer(context), followers: true,
+                of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: true,
                 cursor: request.cursor, limit: try limit(request.limit))
         }
         table.on(Methods.Social.following) { (request: ListUsers, context, store) in
             try store.follows.follows(
-                of: try store.shared.subject(request.userId, context), viewer: try store.viewer(context), followers: false,
+                of: try store.subject(request.userId, context), viewer: try store.viewer(context), followers: false,
                 cursor: request.cursor, limit: try limit(request.limit))
         }
         table.on(Methods.Social.feed) { (request: FeedRequest, caller, _, store) in
@@ -227,7 +227,7 @@ public enum SocialService {
         let linkBase = options.placeLinkBase
         table.on(Methods.Share.place) { (request: ShareRequest, context, store) -> ShareLink in
             let network = try ShareNetwork(name: request.network)
-            let name = try store.shared.placeName(request.placeId, context)
+            let name = try store.placeName(request.placeId, context)
             let text = "\(name) on Tourbus"
             return ShareLink(text: text, url: network.url(text: text, link: linkBase + String(request.placeId)))
         }

@@ -11,17 +11,16 @@ import Storage
 /// caller is, is `SocialShared`. Deleting an account and the snapshot span every feature, so
 /// they are this type's (Erasure.swift and `snapshot(after:limit:)`).
 public final class SocialStore: ServiceState, AdmitsCallers, SocialFeature {
-    public let worker: ServiceWorker
     let shared: SocialShared
     let accounts: AccountStore
     let blocks: BlockStore
+    let groups: GroupStore
+    let people: PeopleStore
     let profiles: ProfileStore
     let photos: PhotoStore
     let reviews: ReviewStore
     let follows: FollowStore
-    let groups: GroupStore
     let liveMap: LiveMapStore
-    let people: PeopleStore
     let chat: ChatStore
     let devices: DeviceStore
 
@@ -30,7 +29,6 @@ public final class SocialStore: ServiceState, AdmitsCallers, SocialFeature {
         peopleAtCalls: SharedRateWindow
     ) {
         let shared = SocialShared(worker: worker, options: options)
-        self.worker = worker
         self.shared = shared
         accounts = AccountStore(shared, decoy: decoy, hashing: hashing)
         blocks = BlockStore(shared)
@@ -45,6 +43,8 @@ public final class SocialStore: ServiceState, AdmitsCallers, SocialFeature {
         devices = DeviceStore(shared)
     }
 
+    public var worker: ServiceWorker { shared.worker }
+
     public func admit(_ caller: Caller) throws -> Caller { try shared.admit(caller) }
 
     /// One snapshot page: the rating of each place with reviews after the place id in `after`,
@@ -56,10 +56,10 @@ public final class SocialStore: ServiceState, AdmitsCallers, SocialFeature {
             return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "d" + $0 } ?? "p0")
         }
         if let after, after.hasPrefix("p") {
-            let page = try people.discoverableSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
+            let page = try people.snapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
             return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "p" + $0 })
         }
-        let page = try reviews.ratingSnapshot(after: try SnapshotKey.id(after: after), limit: limit)
+        let page = try reviews.snapshot(after: try SnapshotKey.id(after: after), limit: limit)
         return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit) ?? "d0")
     }
 }
@@ -72,13 +72,14 @@ protocol SocialFeature {
 
 extension SocialFeature {
     var worker: ServiceWorker { shared.worker }
-    var db: Database { shared.worker.db }
+    var db: Database { shared.db }
     var options: SocialOptions { shared.options }
     var nowMs: Int64 { shared.nowMs }
     var currentYear: Int { shared.currentYear }
     func timestamp(_ date: Date? = nil) -> String { shared.timestamp(date) }
-    func caller(_ context: RequestContext) throws -> Caller { try shared.caller(context) }
     func viewer(_ context: RequestContext) throws -> Int64? { try shared.viewer(context) }
+    func subject(_ userId: Int64?, _ context: RequestContext) throws -> Int64 { try shared.subject(userId, context) }
+    func placeName(_ id: Int64, _ context: RequestContext) throws -> String { try shared.placeName(id, context) }
     func requireUser(_ id: Int64) throws { try shared.requireUser(id) }
     func requireCaller(_ caller: Caller) throws { try shared.requireCaller(caller) }
     func readPage<Item, Wire: Encodable>(
@@ -189,6 +190,9 @@ final class SocialShared {
         try worker.catalogPlace(id, context: context).body(Place.self)
     }
 }
+
+/// A snapshot page of one feature's rows: their events, and the row ids they came from.
+typealias SnapshotPart = (events: [(type: String, body: Data)], ids: [Int64])
 
 extension UserSummary {
     /// The user summary of a row with `user_id`, `username` and `name` (or of columns with the prefix).
