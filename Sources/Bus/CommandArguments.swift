@@ -82,16 +82,22 @@ public enum CommandArguments {
         for pair in 0..<pairs {
             guard let from = source[pair] else { continue }
             let key = keys[pair]
-            let path = key.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-            guard !path.contains(where: \.isEmpty) else {
+            // A closure, not `\.isEmpty`: a key path here cost more than the rest of the pair.
+            var levels = 1
+            var empty = key.isEmpty || key[0] == UInt8(ascii: ".") || key[key.count - 1] == UInt8(ascii: ".")
+            for at in key.indices where key[at] == UInt8(ascii: ".") {
+                levels += 1
+                if at > 0 && key[at - 1] == UInt8(ascii: ".") { empty = true }
+            }
+            guard !empty else {
                 return .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: field(pair)))
             }
-            guard path.count <= maxDepth else {
+            guard levels <= maxDepth else {
                 return .failure(ServiceError(.invalidArgument, "nests deeper than \(maxDepth) levels", field: field(pair)))
             }
             // A value inside nested objects has that many levels fewer to nest in itself.
-            switch value(words[2 * from + 1], maxDepth: maxDepth - (path.count - 1)) {
-            case .success(let value): members.append(Member(path: path[...], value: value, pair: pair))
+            switch value(words[2 * from + 1], maxDepth: maxDepth - (levels - 1)) {
+            case .success(let value): members.append(Member(key: key, from: 0, value: value, pair: pair))
             case .failure(let error): return .failure(ServiceError(.invalidArgument, error.message, field: field(pair)))
             }
         }
@@ -102,32 +108,39 @@ public enum CommandArguments {
         return .success(Data(object))
     }
 
-    /// One `key value` pair: the key's names (one, or a dotted key's), the value's JSON, and
-    /// which pair it was (for an error's field).
+    /// One `key value` pair: its key (whose names from `from` on are still to be written: one,
+    /// or a dotted key's), the value's JSON, and which pair it was (for an error's field).
     private struct Member {
-        var path: ArraySlice<ArraySlice<UInt8>>
+        var key: [UInt8]
+        var from: Int
         var value: [UInt8]
         var pair: Int
+
+        /// Where the first name still to be written ends: at a dot, or the key's end.
+        var nameEnd: Int { key[from...].firstIndex(of: UInt8(ascii: ".")) ?? key.count }
+        var name: ArraySlice<UInt8> { key[from..<nameEnd] }
+        /// Whether the name is the last: the value is written under it.
+        var isLast: Bool { nameEnd == key.count }
     }
 
     /// Writes `members` as one object, in the order their first names came; members whose
     /// paths share a first name make one nested object, which no plain value may also give.
     /// Answers the pairs that clash (the whole value's and a member's), or nil once written.
     private static func write(_ members: [Member], to out: inout [UInt8]) -> (whole: Int, part: Int)? {
-        // Groups by first name, in first-seen order; a few members are grouped by a scan,
-        // many through a dictionary.
+        // Each member's group, by first name in first-seen order; a few members are grouped by
+        // a scan, many through a dictionary.
         var names: [ArraySlice<UInt8>] = []
-        var groups: [[Member]] = []
+        var group: [Int] = []
+        group.reserveCapacity(members.count)
         var index: [ArraySlice<UInt8>: Int] = [:]
         for member in members {
-            let name = member.path[member.path.startIndex]
-            let at = members.count <= 16 ? names.firstIndex(of: name) : index[name]
-            if let at {
-                groups[at].append(member)
+            let name = member.name
+            if let at = members.count <= 16 ? names.firstIndex(of: name) : index[name] {
+                group.append(at)
             } else {
                 if members.count > 16 { index[name] = names.count }
+                group.append(names.count)
                 names.append(name)
-                groups.append([member])
             }
         }
         out.append(UInt8(ascii: "{"))
@@ -135,15 +148,23 @@ public enum CommandArguments {
             if at > 0 { out.append(UInt8(ascii: ",")) }
             appendString(name, to: &out)
             out.append(UInt8(ascii: ":"))
-            let group = groups[at]
-            if group.count == 1, group[0].path.count == 1 {
-                out += group[0].value
+            let first = group.firstIndex(of: at) ?? 0
+            if members[first].isLast && group.lastIndex(of: at) == first {
+                out += members[first].value
                 continue
             }
-            if let whole = group.first(where: { $0.path.count == 1 }), let part = group.first(where: { $0.path.count > 1 }) {
-                return (whole.pair, part.pair)
+            var inner: [Member] = []
+            var whole: Int?
+            var part: Int?
+            for (member, of) in zip(members, group) where of == at {
+                if member.isLast {
+                    whole = whole ?? member.pair
+                } else {
+                    part = part ?? member.pair
+                    inner.append(Member(key: member.key, from: member.nameEnd + 1, value: member.value, pair: member.pair))
+                }
             }
-            let inner = group.map { Member(path: $0.path.dropFirst(), value: $0.value, pair: $0.pair) }
+            if let whole, let part { return (whole, part) }
             if let clash = write(inner, to: &out) { return clash }
         }
         out.append(UInt8(ascii: "}"))

@@ -81,55 +81,6 @@ public final class WorkerThread: Sendable {
     }
 }
 
-/// A first-in first-out queue that blocking consumers on several threads share.
-public final class BlockingQueue<Element: Sendable>: Sendable {
-    private struct State: ~Copyable {
-        var items: [Element?] = []
-        var head = 0
-        var count: Int { items.count - head }
-    }
-
-    private let state = Mutex(State())
-    private let available = DispatchSemaphore(value: 0)
-
-    /// An empty queue.
-    public init() {}
-
-    /// Appends and wakes one waiting consumer.
-    public func push(_ element: Element) {
-        state.withLock { $0.items.append(element) }
-        available.signal()
-    }
-
-    /// The number of queued elements.
-    public var count: Int { state.withLock { $0.count } }
-
-    /// Takes the oldest element, waiting up to `timeout` for one; nil when none came.
-    public func pop(timeout: DispatchTimeInterval) -> Element? {
-        guard available.wait(timeout: .now() + timeout) == .success else { return nil }
-        return take()
-    }
-
-    /// Takes the oldest element if one is queued, without waiting.
-    public func tryPop() -> Element? {
-        guard available.wait(timeout: .now()) == .success else { return nil }
-        return take()
-    }
-
-    private func take() -> Element? {
-        state.withLock { s in
-            let element = s.items[s.head]
-            s.items[s.head] = nil
-            s.head += 1
-            if s.head > 1024 && s.head * 2 > s.items.count {
-                s.items.removeFirst(s.head)
-                s.head = 0
-            }
-            return element
-        }
-    }
-}
-
 /// A flag one thread raises and others poll, to ask a loop to finish.
 public final class StopFlag: Sendable {
     private let raised = Atomic<Bool>(false)
