@@ -127,42 +127,48 @@ public enum CommandArguments {
     /// paths share a first name make one nested object, which no plain value may also give.
     /// Answers the pairs that clash (the whole value's and a member's), or nil once written.
     private static func write(_ members: [Member], to out: inout [UInt8]) -> (whole: Int, part: Int)? {
-        // Each member's group, by first name in first-seen order; a few members are grouped by
-        // a scan, many through a dictionary.
+        // The groups by first name, in first-seen order, each a chain of its members (its first,
+        // then each one's next), so writing is one pass however many there are; a few members
+        // are grouped by a scan, many through a dictionary.
         var names: [ArraySlice<UInt8>] = []
-        var group: [Int] = []
-        group.reserveCapacity(members.count)
+        var first: [Int] = []
+        var last: [Int] = []
+        var next = [Int](repeating: -1, count: members.count)
         var index: [ArraySlice<UInt8>: Int] = [:]
-        for member in members {
+        for (at, member) in members.enumerated() {
             let name = member.name
-            if let at = members.count <= 16 ? names.firstIndex(of: name) : index[name] {
-                group.append(at)
+            if let group = members.count <= 16 ? names.firstIndex(of: name) : index[name] {
+                next[last[group]] = at
+                last[group] = at
             } else {
                 if members.count > 16 { index[name] = names.count }
-                group.append(names.count)
                 names.append(name)
+                first.append(at)
+                last.append(at)
             }
         }
         out.append(UInt8(ascii: "{"))
-        for (at, name) in names.enumerated() {
-            if at > 0 { out.append(UInt8(ascii: ",")) }
+        for (group, name) in names.enumerated() {
+            if group > 0 { out.append(UInt8(ascii: ",")) }
             appendString(name, to: &out)
             out.append(UInt8(ascii: ":"))
-            let first = group.firstIndex(of: at) ?? 0
-            if members[first].isLast && group.lastIndex(of: at) == first {
-                out += members[first].value
+            if first[group] == last[group] && members[first[group]].isLast {
+                out += members[first[group]].value
                 continue
             }
             var inner: [Member] = []
             var whole: Int?
             var part: Int?
-            for (member, of) in zip(members, group) where of == at {
+            var at = first[group]
+            while at >= 0 {
+                let member = members[at]
                 if member.isLast {
                     whole = whole ?? member.pair
                 } else {
                     part = part ?? member.pair
                     inner.append(Member(key: member.key, from: member.nameEnd + 1, value: member.value, pair: member.pair))
                 }
+                at = next[at]
             }
             if let whole, let part { return (whole, part) }
             if let clash = write(inner, to: &out) { return clash }

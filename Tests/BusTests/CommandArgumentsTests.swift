@@ -47,6 +47,67 @@ import Testing
         #expect(written(["a.b.c", "1"], 2) == .failure(ServiceError(.invalidArgument, "nests deeper than 2 levels", field: "a.b.c")))
         #expect(throws: Never.self) { try written(["a.b", "[[1]]"], 3).get() }
         #expect((try? written(["a.b", "[[1]]"], 2).get()) == nil)
+        // Two levels fit a depth of two exactly; a trailing dot or a lone dot names nothing.
+        #expect(try written(["a.b", "1"], 2).get() == #"{"a":{"b":1}}"#)
+        for key in ["near.", "."] {
+            #expect(written([key, "1"], 8) == .failure(ServiceError(.invalidArgument, "a dotted key names members by non-empty names (near.lat)", field: key)))
+        }
+        // A clash names the whole key and the first member given, whichever came first, at any level.
+        #expect(written(["near.lon", "2", "near.lat", "1", "near", "{}"], 8)
+                == .failure(ServiceError(.invalidArgument, "is given whole and by its members too (near.lon)", field: "near")))
+        #expect(written(["a.b.c", "2", "a.b", "1"], 8) == .failure(ServiceError(.invalidArgument, "is given whole and by its members too (a.b.c)", field: "a.b")))
+        // A repeated dotted key keeps its first place; keys that are not UTF-8 are repaired before they are grouped.
+        #expect(try written(["near.lat", "1", "near.lon", "2", "near.lat", "3"], 8).get() == #"{"near":{"lat":3,"lon":2}}"#)
+        let repaired = try CommandArguments.params([[0xFF, 0x2E, 0x78], Array("1".utf8), [0xFE, 0x2E, 0x79], Array("2".utf8)]).get()
+        #expect(String(decoding: repaired, as: UTF8.self) == "{\"\u{FFFD}\":{\"x\":1,\"y\":2}}")
+    }
+
+    /// Random dotted keys, beyond 16 pairs too (grouped through a dictionary then), against a
+    /// reference written apart: the nested object in first-seen order, or the first clash of
+    /// a key given whole and by its members, depth first.
+    @Test func randomDottedKeysNestAsTheReferenceDoes() throws {
+        // The reference: (key, value) pairs already deduplicated, at one level.
+        func build(_ pairs: [(path: [String], key: String, value: String)]) -> Result<String, ServiceError> {
+            var names: [String] = []
+            var groups: [String: [(path: [String], key: String, value: String)]] = [:]
+            for pair in pairs {
+                if groups[pair.path[0]] == nil { names.append(pair.path[0]) }
+                groups[pair.path[0], default: []].append(pair)
+            }
+            var members: [String] = []
+            for name in names {
+                let group = groups[name] ?? []
+                if group.count == 1, group[0].path.count == 1 {
+                    members.append("\"\(name)\":\(group[0].value)")
+                    continue
+                }
+                if let whole = group.first(where: { $0.path.count == 1 }), let part = group.first(where: { $0.path.count > 1 }) {
+                    return .failure(ServiceError(.invalidArgument, "is given whole and by its members too (\(part.key))", field: whole.key))
+                }
+                switch build(group.map { (Array($0.path.dropFirst()), $0.key, $0.value) }) {
+                case .success(let inner): members.append("\"\(name)\":\(inner)")
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success("{" + members.joined(separator: ",") + "}")
+        }
+        var rng = SplitMix64(seed: 0xD07)
+        let keys = ["a", "a.b", "a.c", "a.b.x", "d.e", "d.f", "g", "h.i.j", "h.i.k", "h.l"] + (0..<20).map { "k\($0).v" }
+        for _ in 0..<500 {
+            var words: [String] = []
+            var pairs: [(path: [String], key: String, value: String)] = []
+            for _ in 0..<Int(rng.next() % 40 + 1) {
+                let key = keys[Int(rng.next() % UInt64(keys.count))], value = String(rng.next() % 100)
+                words += [key, value]
+                if let at = pairs.firstIndex(where: { $0.key == key }) {
+                    pairs[at].value = value
+                } else {
+                    pairs.append((key.split(separator: ".").map(String.init), key, value))
+                }
+            }
+            let got = CommandArguments.params(words.map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) }
+            #expect(got == build(pairs), "\(words)")
+        }
     }
 
     /// Keys come in the order first given, each once, with its last value; written bytes
