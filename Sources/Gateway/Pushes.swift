@@ -121,14 +121,14 @@ enum TopicPattern {
 }
 
 /// Pushes posted to a connection's loop and not yet handed to its session: past
-/// `ClientSession.maxQueuedPushes` more are dropped before they are posted, so a connection
+/// `OutputBudget.maxQueuedPushes` more are dropped before they are posted, so a connection
 /// whose loop falls behind (or whose client does not read) holds a bounded number.
 final class PushBacklog: Sendable {
     private let count = Atomic<Int>(0)
 
     /// Takes a place for one more push; false when the backlog is full.
     func take() -> Bool {
-        guard count.load(ordering: .relaxed) < ClientSession.maxQueuedPushes else { return false }
+        guard count.load(ordering: .relaxed) < OutputBudget.maxQueuedPushes else { return false }
         count.add(1, ordering: .relaxed)
         return true
     }

@@ -14,7 +14,7 @@ import Testing
         #expect(registry.deliver(PushSessionTests.push(2, user: 2)) == 0)  // no one listens: neither
         #expect(registry.deliveries == (2, 0))
         // The loop takes nothing: past each backlog's bound, pushes are dropped and counted.
-        for n in 0..<ClientSession.maxQueuedPushes { registry.deliver(PushSessionTests.push(10 + n, user: 1)) }
-        #expect(registry.deliveries == (2 * ClientSession.maxQueuedPushes, 2))
+        for n in 0..<OutputBudget.maxQueuedPushes { registry.deliver(PushSessionTests.push(10 + n, user: 1)) }
+        #expect(registry.deliveries == (2 * OutputBudget.maxQueuedPushes, 2))
     }
 }

@@ -86,7 +86,7 @@ import Testing
     @Test func aListenerChecksItsTokenEveryMinuteAndClosesWhenItExpired() {
         let h = SessionHarness(user: 7)
         PushSessionTests.signIn(h, subscribe: true)
-        #expect(h.session.nextDeadline().map { $0 <= h.now + ClientSession.recheckInterval } == true)
+        #expect(h.session.nextDeadline().map { $0 <= h.now + Subscriptions.recheckInterval } == true)
         h.tokensValid.withLock { $0 = false }  // it expired: no event says so
         h.advance(milliseconds: 59_000)
         h.session.tick(now: h.now)
@@ -125,7 +125,7 @@ import Testing
     @Test func badTopicListsAreRefusedNamingTheField() {
         let h = SessionHarness(user: 7)
         PushSessionTests.signIn(h)
-        let many = (0...ClientSession.maxTopics).map { #""t\#($0)""# }.joined(separator: ",")
+        let many = (0...Subscriptions.maxTopics).map { #""t\#($0)""# }.joined(separator: ",")
         for params in [#"{"topics":"notify.alert"}"#, #"{"topics":["Notify"]}"#, #"{"topics":[""]}"#, #"{"topics":[1]}"#,
                        #"{"topics":["\#(String(repeating: "a", count: 65))"]}"#, #"{"topics":[]}"#, "{}", #"{"topics":[\#(many)]}"#] {
             let reply = h.send(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":\#(params)}"# + "\n")
@@ -226,7 +226,7 @@ import Testing
         #expect((0..<10).allSatisfy { out.contains(#""id":"p\#($0)""#) })
         #expect(out.contains(#""id":"p1499""#) && !out.contains(#""id":"p1498""#) && out.contains(#""id":"p1600""#))
         // A thousand and more it cannot keep: it is disconnected, and hears nothing more.
-        for n in 0...ClientSession.maxQueuedPushes + 5 { h.session.push(PushSessionTests.push(2_000 + n, body: big)) }
+        for n in 0...OutputBudget.maxQueuedPushes + 5 { h.session.push(PushSessionTests.push(2_000 + n, body: big)) }
         #expect(h.session.expired(now: h.now) == .unreadPushes)
     }
 
@@ -267,8 +267,8 @@ import Testing
         #expect(registry.count == 2)
         // A backlog the loop has not taken is bounded: past it, pushes are dropped before they are posted.
         var posted = 0
-        for n in 0...ClientSession.maxQueuedPushes { posted += registry.deliver(PushSessionTests.push(100 + n, user: 2)) }
-        #expect(posted == ClientSession.maxQueuedPushes)
+        for n in 0...OutputBudget.maxQueuedPushes { posted += registry.deliver(PushSessionTests.push(100 + n, user: 2)) }
+        #expect(posted == OutputBudget.maxQueuedPushes)
         _ = inbox.take()
         // At most 16 listening connections of one user.
         for key in UInt64(100)..<UInt64(100 + PushRegistry.maxConnectionsPerUser - 1) {
