@@ -116,11 +116,9 @@ public enum CommandArguments {
         var value: [UInt8]
         var pair: Int
 
-        /// Where the first name still to be written ends: at a dot, or the key's end.
+        /// Where the first name still to be written ends: at a dot, or the key's end (then the
+        /// name is the last, and the value is written under it).
         var nameEnd: Int { key[from...].firstIndex(of: UInt8(ascii: ".")) ?? key.count }
-        var name: ArraySlice<UInt8> { key[from..<nameEnd] }
-        /// Whether the name is the last: the value is written under it.
-        var isLast: Bool { nameEnd == key.count }
     }
 
     /// Writes `members` as one object, in the order their first names came; members whose
@@ -128,53 +126,58 @@ public enum CommandArguments {
     /// Answers the pairs that clash (the whole value's and a member's), or nil once written.
     private static func write(_ members: [Member], to out: inout [UInt8]) -> (whole: Int, part: Int)? {
         // The groups by first name, in first-seen order, each a chain of its members (its first,
-        // then each one's next), so writing is one pass however many there are; a few members
-        // are grouped by a scan, many through a dictionary.
-        var names: [ArraySlice<UInt8>] = []
-        var first: [Int] = []
-        var last: [Int] = []
-        var next = [Int](repeating: -1, count: members.count)
-        var index: [ArraySlice<UInt8>: Int] = [:]
-        for (at, member) in members.enumerated() {
-            let name = member.name
-            if let group = members.count <= 16 ? names.firstIndex(of: name) : index[name] {
-                next[last[group]] = at
-                last[group] = at
-            } else {
-                if members.count > 16 { index[name] = names.count }
-                names.append(name)
-                first.append(at)
-                last.append(at)
-            }
-        }
-        out.append(UInt8(ascii: "{"))
-        for (group, name) in names.enumerated() {
-            if group > 0 { out.append(UInt8(ascii: ",")) }
-            appendString(name, to: &out)
-            out.append(UInt8(ascii: ":"))
-            if first[group] == last[group] && members[first[group]].isLast {
-                out += members[first[group]].value
-                continue
-            }
-            var inner: [Member] = []
-            var whole: Int?
-            var part: Int?
-            var at = first[group]
-            while at >= 0 {
-                let member = members[at]
-                if member.isLast {
-                    whole = whole ?? member.pair
+        // then each one's next), so writing is one pass however many there are. A few members
+        // are grouped by a scan, many through a dictionary. The chains live in one temporary
+        // buffer (on the stack when small): first[g], last[g], next[m] and each name's end.
+        let count = members.count
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: 4 * count) { buffer -> (whole: Int, part: Int)? in
+            let (first, last, next, ends) = (0, count, 2 * count, 3 * count)
+            func name(_ member: Int) -> ArraySlice<UInt8> { members[member].key[members[member].from..<buffer[ends + member]] }
+            var groups = 0
+            var index: [ArraySlice<UInt8>: Int] = [:]
+            for at in 0..<count {
+                buffer[ends + at] = members[at].nameEnd
+                buffer[next + at] = -1
+                let group = count <= 16 ? (0..<groups).first { name(buffer[first + $0]) == name(at) } : index[name(at)]
+                if let group {
+                    buffer[next + buffer[last + group]] = at
+                    buffer[last + group] = at
                 } else {
-                    part = part ?? member.pair
-                    inner.append(Member(key: member.key, from: member.nameEnd + 1, value: member.value, pair: member.pair))
+                    if count > 16 { index[name(at)] = groups }
+                    buffer[first + groups] = at
+                    buffer[last + groups] = at
+                    groups += 1
                 }
-                at = next[at]
             }
-            if let whole, let part { return (whole, part) }
-            if let clash = write(inner, to: &out) { return clash }
+            out.append(UInt8(ascii: "{"))
+            for group in 0..<groups {
+                if group > 0 { out.append(UInt8(ascii: ",")) }
+                let head = buffer[first + group]
+                appendString(name(head), to: &out)
+                out.append(UInt8(ascii: ":"))
+                if head == buffer[last + group] && buffer[ends + head] == members[head].key.count {
+                    out += members[head].value
+                    continue
+                }
+                var inner: [Member] = []
+                var whole: Int?
+                var part: Int?
+                var at = head
+                while at >= 0 {
+                    if buffer[ends + at] == members[at].key.count {
+                        whole = whole ?? members[at].pair
+                    } else {
+                        part = part ?? members[at].pair
+                        inner.append(Member(key: members[at].key, from: buffer[ends + at] + 1, value: members[at].value, pair: members[at].pair))
+                    }
+                    at = buffer[next + at]
+                }
+                if let whole, let part { return (whole, part) }
+                if let clash = write(inner, to: &out) { return clash }
+            }
+            out.append(UInt8(ascii: "}"))
+            return nil
         }
-        out.append(UInt8(ascii: "}"))
-        return nil
     }
 
     /// A word as JSON text: a number, boolean, null, object, array or string literal when it

@@ -74,8 +74,8 @@ final class ClientSession {
     private var framing: (any Framing)?
     private var input: [UInt8] = []
     private var inputStart = 0
-    private var outputBudget: OutputBudget
-    private var subscriptions: Subscriptions
+    private let outputBudget: OutputBudget
+    private let subscriptions: Subscriptions
     private(set) var lifecycle = Lifecycle.open
     /// Whether the last read used every complete request there was (so the input left is a fragment).
     private var inputExhausted = true

@@ -2,8 +2,9 @@ import Bus
 
 /// What a connection holds for its client, in bytes, and how many more calls that leaves room
 /// for: the unsent output, a moving estimate of what each reply owed will add, and the pushes
-/// kept (the latest of each coalescing key) while the output is at its bound.
-struct OutputBudget {
+/// kept (the latest of each coalescing key) while the output is at its bound. A class: the
+/// session reads it on every request, and a struct in a class's property is copied to be read.
+final class OutputBudget {
     /// What a reply is assumed to weigh before any was written: a new connection starts with
     /// a few calls in flight (16 at the default bound) and widens to the window as small
     /// replies come back.
@@ -43,14 +44,14 @@ struct OutputBudget {
     }
 
     /// Bytes to send.
-    mutating func append(_ bytes: [UInt8]) {
+    func append(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
         output += bytes
     }
 
     /// A call's answer: the reply bytes it made ready (none while a batch or an earlier reply
     /// holds them), which teach the estimate what a reply weighs.
-    mutating func reply(_ bytes: [UInt8]) {
+    func reply(_ bytes: [UInt8]) {
         answeredUnwritten += 1
         if !bytes.isEmpty {
             replyEstimate = max(64, (replyEstimate * 7 + bytes.count / answeredUnwritten) / 8)
@@ -61,7 +62,7 @@ struct OutputBudget {
 
     /// A push's bytes: written now, between whole replies, or kept while the output is at its
     /// bound (a later push with the same `key` replaces the one kept).
-    mutating func push(_ bytes: [UInt8], key: String?) {
+    func push(_ bytes: [UInt8], key: String?) {
         guard !overflowed else { return }
         if queuedPushes.isEmpty && pending + bytes.count <= maxPendingBytes {
             append(bytes)
@@ -80,14 +81,14 @@ struct OutputBudget {
     }
 
     /// Forgets the pushes kept (the connection no longer hears them).
-    mutating func dropQueuedPushes() {
+    func dropQueuedPushes() {
         queuedPushes = []
         queuedPushBytes = 0
     }
 
     /// The socket took `count` bytes: pushes kept that now fit go out, oldest first, and a
     /// buffer written out is given back rather than kept for the life of the connection.
-    mutating func wrote(_ count: Int) {
+    func wrote(_ count: Int) {
         sent += count
         if !queuedPushes.isEmpty {
             var taken = 0

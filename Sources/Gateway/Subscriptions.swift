@@ -6,7 +6,7 @@ import Foundation
 /// on which topics and patterns, the subscriptions waiting for their token's check, and when
 /// the token is next checked again. The session asks the dispatcher for each check; this
 /// keeps the rest.
-struct Subscriptions {
+final class Subscriptions {
     /// Tells the gateway's `PushRegistry` the topics on which this connection hears `user`'s
     /// pushes (none: it hears nothing); false when the registry refuses (too many of the
     /// user's connections listen already).
@@ -44,7 +44,7 @@ struct Subscriptions {
     /// Reads `subscribe`, `unsubscribe` (topics) or `psubscribe`, `punsubscribe` (patterns,
     /// RESP's only) in `slot`: an unsubscription takes effect at once; a subscription waits for
     /// its token's check.
-    mutating func ask(_ slot: Int, _ call: Call) -> Request {
+    func ask(_ slot: Int, _ call: Call) -> Request {
         let patterns = call.method.hasPrefix("p")
         let field = patterns ? "patterns" : "topics"
         let named: [String]
@@ -66,7 +66,7 @@ struct Subscriptions {
     /// The answer of `slot`'s call, with the session change it made: a subscription waiting in
     /// that slot starts when its token was checked as the one the connection holds (`token`).
     /// `stoppedListening`: it heard another user's pushes before, and no longer does.
-    mutating func answered(
+    func answered(
         _ slot: Int, _ outcome: Outcome, _ change: SessionChange?, token: String?, now: UInt64
     ) -> (outcome: Outcome, stoppedListening: Bool) {
         let named = waiting.removeValue(forKey: slot)
@@ -108,7 +108,7 @@ struct Subscriptions {
         return .success(names)
     }
 
-    private mutating func start(_ named: [String], patterns: Bool, as user: Int64, token checked: String, now: UInt64) -> Outcome {
+    private func start(_ named: [String], patterns: Bool, as user: Int64, token checked: String, now: UInt64) -> Outcome {
         var after = interests
         let counts = after.add(named, patterns: patterns)
         guard listen(user, after) else {
@@ -124,7 +124,7 @@ struct Subscriptions {
     }
 
     /// Stops hearing `named` topics or patterns (all of them, when none are named).
-    private mutating func stop(_ named: [String], patterns: Bool) -> SubscriptionChange {
+    private func stop(_ named: [String], patterns: Bool) -> SubscriptionChange {
         let dropped = named.isEmpty ? (patterns ? interests.patterns : interests.topics).sorted() : named
         let counts = interests.remove(dropped, patterns: patterns)
         if let listener {
@@ -142,7 +142,7 @@ struct Subscriptions {
     /// Hears nothing more (signed out or in as someone else, or the connection closed);
     /// false when it heard nothing.
     @discardableResult
-    mutating func stopAll() -> Bool {
+    func stopAll() -> Bool {
         guard let listener else { return false }
         interests = Interests()
         _ = listen(listener.user, interests)
@@ -152,7 +152,7 @@ struct Subscriptions {
     }
 
     /// Whether the token's check is due at `now` (then the next is set an interval on).
-    mutating func recheckDue(now: UInt64) -> Bool {
+    func recheckDue(now: UInt64) -> Bool {
         guard let at = recheckAt, now >= at else { return false }
         recheckAt = now + Subscriptions.recheckInterval
         return true

@@ -10,7 +10,7 @@ import Testing
     /// Room for calls follows what replies weigh: one call at first when nothing is owed, more
     /// as small replies teach the estimate, none once the bound is reached.
     @Test func roomFollowsWhatRepliesWeigh() {
-        var budget = OutputBudget(maxPendingBytes: 1 << 20)
+        let budget = OutputBudget(maxPendingBytes: 1 << 20)
         #expect(budget.callRoom(held: 0, owed: 0) == 16)  // 1 MiB over the first estimate, 64 KiB
         #expect(budget.callRoom(held: 1 << 20, owed: 0) == 0)
         #expect(budget.callRoom(held: (1 << 20) - 1, owed: 0) == 1)  // none owed: one goes
@@ -24,7 +24,7 @@ import Testing
     /// Pushes past the bound wait, the latest of a key replacing its earlier one, and go out
     /// oldest first as the client reads; past the count of kept pushes the budget overflows.
     @Test func pushesWaitCoalesceAndOverflow() {
-        var budget = OutputBudget(maxPendingBytes: 10)
+        let budget = OutputBudget(maxPendingBytes: 10)
         budget.append(Array("0123456789".utf8))
         budget.push(Array("a1".utf8), key: "a")
         budget.push(Array("b".utf8), key: nil)
@@ -32,7 +32,7 @@ import Testing
         #expect(budget.pending == 10)
         budget.wrote(10)
         #expect(String(decoding: budget.output[budget.sent...], as: UTF8.self) == "ba2")
-        var flooded = OutputBudget(maxPendingBytes: 1)
+        let flooded = OutputBudget(maxPendingBytes: 1)
         flooded.append([0x61])
         for _ in 0...OutputBudget.maxQueuedPushes { flooded.push([0x62], key: nil) }
         #expect(flooded.overflowed)
