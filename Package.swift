@@ -20,6 +20,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        // Node.js's former HTTP/1.1 parser, for the gateway's HTTP face (issue 31).
+        .systemLibrary(name: "CHttpParser", providers: [.apt(["libhttp-parser-dev"])]),
         // Linux's epoll header (in libc), for the gateway's event loops.
         .systemLibrary(name: "CEpoll"),
 
@@ -56,7 +58,7 @@ let package = Package(
         .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "FavoritesService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         // The gateway keeps nothing durable: no Storage, no SQLite, no Geo, not even through ServiceKit.
-        .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll"]),
+        .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll", "CHttpParser"]),
 
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit", "Sealing", "Bus"]),

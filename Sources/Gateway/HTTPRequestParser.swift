@@ -1,0 +1,224 @@
+import CHttpParser
+
+/// HTTP/1.1 requests read from a byte stream by Node.js's former parser (libhttp-parser), the
+/// one owner of its `http_parser` handle, with the bounds the parser does not keep itself.
+///
+/// libhttp-parser refuses `Content-Length` with `Transfer-Encoding`, two lengths, and a
+/// `Transfer-Encoding` that does not end in `chunked`. It accepts what this type refuses
+/// before a request's head reaches it: a bare LF as a line end, a header line folded onto the
+/// one before, white space before a header's colon, more than `maxHeaders` headers, and a head
+/// over `maxHeadBytes` (the parser's own bound is one setting for the whole process). Its
+/// callbacks refuse a body, or a chunk, past `maxBodyBytes`.
+final class HTTPRequestParser {
+    struct Limits {
+        /// The request line and headers, with their line ends.
+        var maxHeadBytes = 16 << 10
+        var maxHeaders = 100
+        var maxBodyBytes = 1 << 20
+    }
+
+    /// One request, read whole.
+    struct Request: Equatable {
+        var method: String
+        var target: String
+        /// Names as sent (compare them case-insensitively: `header(_:)`), in order.
+        var headers: [(name: String, value: String)]
+        var body: [UInt8]
+        var keepAlive: Bool
+
+        /// The first value of header `name`, matched case-insensitively.
+        func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+
+        static func == (a: Request, b: Request) -> Bool {
+            a.method == b.method && a.target == b.target && a.body == b.body && a.keepAlive == b.keepAlive
+                && a.headers.map { $0.name } == b.headers.map { $0.name } && a.headers.map { $0.value } == b.headers.map { $0.value }
+        }
+    }
+
+    /// Why the stream cannot be read on: the status to answer before closing.
+    struct Refusal: Error, Equatable {
+        var status: Int
+        var reason: String
+    }
+
+    let limits: Limits
+    private var parser = http_parser()
+    private var settings = http_parser_settings()
+    /// The request being read, once its head passed the checks.
+    private var current: Request?
+    private var field: [UInt8] = []
+    private var value: [UInt8] = []
+    private var url: [UInt8] = []
+    private var complete: [Request] = []
+    private var refusal: Refusal?
+    /// Whether the parser is inside a message (its head checked and given).
+    private var inMessage = false
+
+    init(limits: Limits = Limits()) {
+        self.limits = limits
+        http_parser_init(&parser, HTTP_REQUEST)
+        http_parser_settings_init(&settings)
+        settings.on_url = { parser, at, length in HTTPRequestParser.of(parser).url.append(at, length) }
+        settings.on_header_field = { parser, at, length in
+            let this = HTTPRequestParser.of(parser)
+            if !this.value.isEmpty { this.endHeader() }
+            return this.field.append(at, length)
+        }
+        settings.on_header_value = { parser, at, length in HTTPRequestParser.of(parser).value.append(at, length) }
+        settings.on_headers_complete = { parser in
+            guard let parser else { return -1 }
+            let this = HTTPRequestParser.of(parser)
+            if !this.field.isEmpty { this.endHeader() }
+            let method = String(cString: http_method_str(http_method(rawValue: parser.pointee.method)))
+            this.current?.method = method
+            this.current?.target = String(decoding: this.url, as: UTF8.self)
+            // ULLONG_MAX: no Content-Length given.
+            if parser.pointee.content_length != UInt64.max, parser.pointee.content_length > UInt64(this.limits.maxBodyBytes) {
+                this.refusal = Refusal(status: 413, reason: "a body is at most \(this.limits.maxBodyBytes) bytes")
+                return -1
+            }
+            return 0
+        }
+        settings.on_chunk_header = { parser in
+            guard let parser else { return -1 }
+            let this = HTTPRequestParser.of(parser)
+            let taken = UInt64(this.current?.body.count ?? 0)
+            if parser.pointee.content_length > UInt64(this.limits.maxBodyBytes) - min(taken, UInt64(this.limits.maxBodyBytes)) {
+                this.refusal = Refusal(status: 413, reason: "a body is at most \(this.limits.maxBodyBytes) bytes")
+                return -1
+            }
+            return 0
+        }
+        settings.on_body = { parser, at, length in
+            let this = HTTPRequestParser.of(parser)
+            guard (this.current?.body.count ?? 0) + length <= this.limits.maxBodyBytes else {
+                this.refusal = Refusal(status: 413, reason: "a body is at most \(this.limits.maxBodyBytes) bytes")
+                return -1
+            }
+            if let at { at.withMemoryRebound(to: UInt8.self, capacity: length) { this.current?.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) } }
+            return 0
+        }
+        settings.on_message_complete = { parser in
+            guard let parser else { return -1 }
+            let this = HTTPRequestParser.of(parser)
+            if var request = this.current {
+                request.keepAlive = http_should_keep_alive(parser) != 0
+                this.complete.append(request)
+            }
+            this.current = nil
+            this.inMessage = false
+            // Stop after each request: the next one's head is checked before the parser sees it.
+            http_parser_pause(parser, 1)
+            return 0
+        }
+    }
+
+    private static func of(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPRequestParser {
+        // `data` is set to this object for each `execute`, which runs on its caller's stack.
+        Unmanaged<HTTPRequestParser>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
+    }
+
+    private func endHeader() {
+        current?.headers.append((String(decoding: field, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+    }
+
+    /// Reads what it can of `input`: the requests completed (in order), the bytes used, and a
+    /// refusal once the stream cannot be read on (nothing after it is read).
+    func read(_ input: ArraySlice<UInt8>) -> (requests: [Request], consumed: Int, refusal: Refusal?) {
+        var position = input.startIndex
+        while refusal == nil && position < input.endIndex {
+            if !inMessage {
+                switch HTTPRequestParser.head(input[position...], limits: limits) {
+                case .incomplete: return finish(consumed: position - input.startIndex)
+                case .refused(let refused):
+                    refusal = refused
+                    return finish(consumed: position - input.startIndex)
+                case .checked:
+                    inMessage = true
+                    current = Request(method: "", target: "", headers: [], body: [], keepAlive: false)
+                    url.removeAll(keepingCapacity: true)
+                }
+            }
+            let used = execute(input[position...])
+            position += used
+            let errno = http_errno(rawValue: parser.http_errno)
+            if errno == HPE_PAUSED {
+                http_parser_pause(&parser, 0)
+            } else if errno != HPE_OK {
+                refusal = refusal ?? Refusal(status: 400, reason: String(cString: http_errno_description(errno)))
+            } else if used == 0 {
+                break
+            }
+        }
+        return finish(consumed: position - input.startIndex)
+    }
+
+    private func finish(consumed: Int) -> (requests: [Request], consumed: Int, refusal: Refusal?) {
+        defer { complete = [] }
+        return (complete, consumed, refusal)
+    }
+
+    private func execute(_ bytes: ArraySlice<UInt8>) -> Int {
+        parser.data = Unmanaged.passUnretained(self).toOpaque()
+        return bytes.withUnsafeBytes { raw in
+            http_parser_execute(&parser, &settings, raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count)
+        }
+    }
+
+    /// What a request's head (its request line and header lines, to the empty line) holds.
+    enum Head: Equatable {
+        case incomplete
+        case checked
+        case refused(Refusal)
+    }
+
+    /// Checks the head at the front of `input` before the parser reads it: within
+    /// `maxHeadBytes` and `maxHeaders`, every line ending in CRLF, no line folded onto the one
+    /// before, no white space before a header's colon.
+    static func head(_ input: ArraySlice<UInt8>, limits: Limits) -> Head {
+        let cr = UInt8(ascii: "\r")
+        let lf = UInt8(ascii: "\n")
+        var lineStart = input.startIndex
+        var lines = 0
+        var at = input.startIndex
+        while at < input.endIndex {
+            guard at - input.startIndex < limits.maxHeadBytes else {
+                return .refused(Refusal(status: 431, reason: "a request's line and headers are at most \(limits.maxHeadBytes) bytes"))
+            }
+            if input[at] == lf {
+                guard at > lineStart, input[at - 1] == cr else { return .refused(Refusal(status: 400, reason: "lines end in CRLF")) }
+                if at - 1 == lineStart { return lines == 0 ? .refused(Refusal(status: 400, reason: "a request starts with its request line")) : .checked }
+                if lines > 0 {
+                    let line = input[lineStart..<(at - 1)]
+                    if line.first == UInt8(ascii: " ") || line.first == UInt8(ascii: "\t") {
+                        return .refused(Refusal(status: 400, reason: "a header line is not folded onto the one before"))
+                    }
+                    guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else {
+                        return .refused(Refusal(status: 400, reason: "a header is a name, a colon and a value"))
+                    }
+                    if line[line.index(before: colon)] == UInt8(ascii: " ") || line[line.index(before: colon)] == UInt8(ascii: "\t") {
+                        return .refused(Refusal(status: 400, reason: "no white space before a header's colon"))
+                    }
+                    guard lines <= limits.maxHeaders else { return .refused(Refusal(status: 431, reason: "at most \(limits.maxHeaders) headers")) }
+                }
+                lines += 1
+                lineStart = at + 1
+            }
+            at += 1
+        }
+        return .incomplete
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends `length` bytes at `at` (a parser callback's span); 0, as the parser's callbacks answer to go on.
+    fileprivate mutating func append(_ at: UnsafePointer<CChar>?, _ length: Int) -> Int32 {
+        guard let at else { return 0 }
+        at.withMemoryRebound(to: UInt8.self, capacity: length) { append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+        return 0
+    }
+}
