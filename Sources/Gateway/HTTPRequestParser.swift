@@ -8,7 +8,13 @@ import CHttpParser
 /// before a request's head reaches it: a bare LF as a line end, a header line folded onto the
 /// one before, white space before a header's colon, more than `maxHeaders` headers, and a head
 /// over `maxHeadBytes` (the parser's own bound is one setting for the whole process). Its
-/// callbacks refuse a body, or a chunk, past `maxBodyBytes`.
+/// callbacks refuse a body, or a chunk, past `maxBodyBytes`, a version other than HTTP/1, and
+/// CONNECT (the parser would read a CONNECT's body as the next request).
+///
+/// Debian builds the library without its strict checks: it takes any byte for the LF after a
+/// chunk's size and any two bytes for the CRLF after its data, and reads a bare LF inside a
+/// chunk extension. So the parser is given a head alone, and a chunked body only once
+/// `ChunkedFraming` has checked it (which also refuses trailers).
 final class HTTPRequestParser {
     struct Limits {
         /// The request line and headers, with their line ends.
@@ -50,11 +56,17 @@ final class HTTPRequestParser {
     private var current: Request?
     private var field: [UInt8] = []
     private var value: [UInt8] = []
+    /// Whether the parser gave a value (maybe empty) since the last name.
+    private var inValue = false
+    /// The framing of the chunked body being read, checked ahead of the parser.
+    private var chunks: ChunkedFraming?
     private var url: [UInt8] = []
     private var complete: [Request] = []
     private var refusal: Refusal?
     /// Whether the parser is inside a message (its head checked and given).
     private var inMessage = false
+    /// How far the head being received was checked.
+    private var headScan = HeadScan()
 
     init(limits: Limits = Limits()) {
         self.limits = limits
@@ -63,14 +75,27 @@ final class HTTPRequestParser {
         settings.on_url = { parser, at, length in HTTPRequestParser.of(parser).url.append(at, length) }
         settings.on_header_field = { parser, at, length in
             let this = HTTPRequestParser.of(parser)
-            if !this.value.isEmpty { this.endHeader() }
+            // An empty value is a call with no bytes: the name after it is a new header's.
+            if this.inValue { this.endHeader() }
             return this.field.append(at, length)
         }
-        settings.on_header_value = { parser, at, length in HTTPRequestParser.of(parser).value.append(at, length) }
+        settings.on_header_value = { parser, at, length in
+            let this = HTTPRequestParser.of(parser)
+            this.inValue = true
+            return this.value.append(at, length)
+        }
         settings.on_headers_complete = { parser in
             guard let parser else { return -1 }
             let this = HTTPRequestParser.of(parser)
-            if !this.field.isEmpty { this.endHeader() }
+            if this.inValue { this.endHeader() }
+            guard parser.pointee.http_major == 1 else {
+                this.refusal = Refusal(status: 505, reason: "HTTP/1.1 and HTTP/1.0 only")
+                return -1
+            }
+            guard http_method(rawValue: parser.pointee.method) != HTTP_CONNECT else {
+                this.refusal = Refusal(status: 501, reason: "CONNECT is not served")
+                return -1
+            }
             let method = String(cString: http_method_str(http_method(rawValue: parser.pointee.method)))
             this.current?.method = method
             this.current?.target = String(decoding: this.url, as: UTF8.self)
@@ -79,6 +104,7 @@ final class HTTPRequestParser {
                 this.refusal = Refusal(status: 413, reason: "a body is at most \(this.limits.maxBodyBytes) bytes")
                 return -1
             }
+            if parser.pointee.flags & F_CHUNKED.rawValue != 0 { this.chunks = ChunkedFraming(maxBodyBytes: this.limits.maxBodyBytes) }
             return 0
         }
         settings.on_chunk_header = { parser in
@@ -108,6 +134,7 @@ final class HTTPRequestParser {
                 this.complete.append(request)
             }
             this.current = nil
+            this.chunks = nil
             this.inMessage = false
             // Stop after each request: the next one's head is checked before the parser sees it.
             http_parser_pause(parser, 1)
@@ -124,6 +151,7 @@ final class HTTPRequestParser {
         current?.headers.append((String(decoding: field, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         field.removeAll(keepingCapacity: true)
         value.removeAll(keepingCapacity: true)
+        inValue = false
     }
 
     /// Reads what it can of `input`: the requests completed (in order), the bytes used, and a
@@ -131,19 +159,31 @@ final class HTTPRequestParser {
     func read(_ input: ArraySlice<UInt8>) -> (requests: [Request], consumed: Int, refusal: Refusal?) {
         var position = input.startIndex
         while refusal == nil && position < input.endIndex {
+            var end = input.endIndex
             if !inMessage {
-                switch HTTPRequestParser.head(input[position...], limits: limits) {
+                let head = HTTPRequestParser.head(input[position...], limits: limits, scan: &headScan)
+                if head != .incomplete { headScan = HeadScan() }
+                switch head {
                 case .incomplete: return finish(consumed: position - input.startIndex)
                 case .refused(let refused):
                     refusal = refused
                     return finish(consumed: position - input.startIndex)
-                case .checked:
+                case .checked(let length):
                     inMessage = true
                     current = Request(method: "", target: "", headers: [], body: [], keepAlive: false)
                     url.removeAll(keepingCapacity: true)
+                    field.removeAll(keepingCapacity: true)
+                    value.removeAll(keepingCapacity: true)
+                    inValue = false
+                    chunks = nil
+                    // The head alone: whether a chunked body follows is known after it.
+                    end = position + length
                 }
+            } else if let refused = chunks?.check(input[position...]) {
+                refusal = refused
+                break
             }
-            let used = execute(input[position...])
+            let used = execute(input[position..<end])
             position += used
             let errno = http_errno(rawValue: parser.http_errno)
             if errno == HPE_PAUSED {
@@ -169,29 +209,50 @@ final class HTTPRequestParser {
         }
     }
 
+    /// How far the head being received was checked: bytes, lines, and where the last line
+    /// starts, from the head's start.
+    struct HeadScan {
+        var checked = 0
+        var lines = 0
+        var lineStart = 0
+    }
+
     /// What a request's head (its request line and header lines, to the empty line) holds.
     enum Head: Equatable {
         case incomplete
-        case checked
+        /// The head's length, to its empty line's LF.
+        case checked(Int)
         case refused(Refusal)
     }
 
     /// Checks the head at the front of `input` before the parser reads it: within
-    /// `maxHeadBytes` and `maxHeaders`, every line ending in CRLF, no line folded onto the one
-    /// before, no white space before a header's colon.
-    static func head(_ input: ArraySlice<UInt8>, limits: Limits) -> Head {
+    /// `maxHeadBytes` and `maxHeaders`, every line ending in CRLF, no control characters but
+    /// tabs, no line folded onto the one before, no white space in a header's name or before
+    /// its colon.
+    ///
+    /// `scan` is how far earlier calls checked the same head (which the caller hands back
+    /// from its start, longer each time): it goes on from there, so a head sent a byte at a
+    /// time is checked once, not once per byte.
+    static func head(_ input: ArraySlice<UInt8>, limits: Limits, scan: inout HeadScan) -> Head {
         let cr = UInt8(ascii: "\r")
         let lf = UInt8(ascii: "\n")
-        var lineStart = input.startIndex
-        var lines = 0
-        var at = input.startIndex
+        var lineStart = input.startIndex + scan.lineStart
+        var lines = scan.lines
+        var at = input.startIndex + scan.checked
+        defer { scan = HeadScan(checked: at - input.startIndex, lines: lines, lineStart: lineStart - input.startIndex) }
         while at < input.endIndex {
             guard at - input.startIndex < limits.maxHeadBytes else {
                 return .refused(Refusal(status: 431, reason: "a request's line and headers are at most \(limits.maxHeadBytes) bytes"))
             }
+            // The library does not check a value's first byte: NUL and the other controls are refused here.
+            if input[at] < 0x20 && input[at] != cr && input[at] != lf && input[at] != UInt8(ascii: "\t") || input[at] == 0x7F {
+                return .refused(Refusal(status: 400, reason: "no control characters in a request's head"))
+            }
             if input[at] == lf {
                 guard at > lineStart, input[at - 1] == cr else { return .refused(Refusal(status: 400, reason: "lines end in CRLF")) }
-                if at - 1 == lineStart { return lines == 0 ? .refused(Refusal(status: 400, reason: "a request starts with its request line")) : .checked }
+                if at - 1 == lineStart {
+                    return lines == 0 ? .refused(Refusal(status: 400, reason: "a request starts with its request line")) : .checked(at + 1 - input.startIndex)
+                }
                 if lines > 0 {
                     let line = input[lineStart..<(at - 1)]
                     if line.first == UInt8(ascii: " ") || line.first == UInt8(ascii: "\t") {
@@ -200,7 +261,7 @@ final class HTTPRequestParser {
                     guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else {
                         return .refused(Refusal(status: 400, reason: "a header is a name, a colon and a value"))
                     }
-                    if line[line.index(before: colon)] == UInt8(ascii: " ") || line[line.index(before: colon)] == UInt8(ascii: "\t") {
+                    if line[..<colon].contains(where: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) {
                         return .refused(Refusal(status: 400, reason: "no white space before a header's colon"))
                     }
                     guard lines <= limits.maxHeaders else { return .refused(Refusal(status: 431, reason: "at most \(limits.maxHeaders) headers")) }
@@ -211,6 +272,97 @@ final class HTTPRequestParser {
             at += 1
         }
         return .incomplete
+    }
+}
+
+/// The framing of a chunked body, checked before the parser reads it: each size line is hex
+/// digits, maybe an extension after `;` or a space, and CRLF; each chunk's data is followed by
+/// CRLF; the last chunk (size 0) by CRLF at once, with no trailers.
+struct ChunkedFraming {
+    enum State: Equatable {
+        /// In a size line: its size so far, and whether its extension started.
+        case size(Int, extended: Bool)
+        case sizeLF(Int)
+        case data(Int)
+        case dataCR
+        case dataLF
+        case lastCR
+        case lastLF
+        case done
+    }
+
+    let maxBodyBytes: Int
+    var state = State.size(0, extended: false)
+    /// The data of the chunks so far, and the bytes of the size line being read.
+    var taken = 0
+    var lineBytes = 0
+
+    init(maxBodyBytes: Int) {
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// Checks `input` to the body's end (where it stops) or the input's; nil while it is well framed.
+    mutating func check(_ input: ArraySlice<UInt8>) -> HTTPRequestParser.Refusal? {
+        let bad = HTTPRequestParser.Refusal(status: 400, reason: "a chunked body's lines end in CRLF")
+        var at = input.startIndex
+        while at < input.endIndex && state != .done {
+            let byte = input[at]
+            switch state {
+            case .size(let size, let extended):
+                lineBytes += 1
+                // An endless extension would use no memory but keep the request open: a flood.
+                guard lineBytes <= 1 << 10 else { return HTTPRequestParser.Refusal(status: 400, reason: "a chunk's size line is at most 1024 bytes") }
+                if byte == UInt8(ascii: "\r") {
+                    guard lineBytes > 1 else { return bad }
+                    state = .sizeLF(size)
+                } else if byte == UInt8(ascii: "\n") {
+                    return bad
+                } else if extended {
+                    break
+                } else if let digit = ChunkedFraming.hex(byte) {
+                    let grown = size * 16 + digit
+                    guard grown <= maxBodyBytes - taken else {
+                        return HTTPRequestParser.Refusal(status: 413, reason: "a body is at most \(maxBodyBytes) bytes")
+                    }
+                    state = .size(grown, extended: false)
+                } else if (byte == UInt8(ascii: ";") || byte == UInt8(ascii: " ")) && lineBytes > 1 {
+                    state = .size(size, extended: true)
+                } else {
+                    return HTTPRequestParser.Refusal(status: 400, reason: "a chunk's size is hex digits")
+                }
+            case .sizeLF(let size):
+                guard byte == UInt8(ascii: "\n") else { return bad }
+                lineBytes = 0
+                taken += size
+                state = size == 0 ? .lastCR : .data(size)
+            case .data(let left):
+                let step = min(left, input.endIndex - at)
+                state = left - step == 0 ? .dataCR : .data(left - step)
+                at += step
+                continue
+            case .dataCR, .lastCR:
+                guard byte == UInt8(ascii: "\r") else {
+                    return state == .lastCR ? HTTPRequestParser.Refusal(status: 400, reason: "a chunked body has no trailers") : bad
+                }
+                state = state == .lastCR ? .lastLF : .dataLF
+            case .dataLF, .lastLF:
+                guard byte == UInt8(ascii: "\n") else { return bad }
+                state = state == .lastLF ? .done : .size(0, extended: false)
+            case .done:
+                break
+            }
+            at += 1
+        }
+        return nil
+    }
+
+    private static func hex(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a")) + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A")) + 10
+        default: nil
+        }
     }
 }
 
