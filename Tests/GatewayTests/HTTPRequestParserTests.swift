@@ -1,4 +1,5 @@
 @testable import Gateway
+import TestSupport
 import Testing
 
 /// The HTTP/1.1 request reader: what a client sends, whole or in pieces, and every trick of
@@ -159,7 +160,7 @@ import Testing
             "POST / HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nabcGET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
         ].map { Array($0.utf8) }
         let inserted: [UInt8] = [13, 10, 32, 9, 58, 0, 0x80, 0xFF, 59, 48]
-        var random = SplitMix(seed: 0x5EED_0031)
+        var random = SplitMix64(seed: 0x5EED_0031)
         let started = ContinuousClock.now
         var cases = 0
         var refusals = 0
@@ -247,17 +248,7 @@ import Testing
     }
 }
 
-/// A fixed-seed generator (SplitMix64), so a failing case comes back run after run.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+extension SplitMix64 {
     /// A number in 0..<bound (bound > 0).
     mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }
