@@ -8,13 +8,14 @@ import CHttpParser
 /// before a request's head reaches it: a bare LF as a line end, a header line folded onto the
 /// one before, white space before a header's colon, more than `maxHeaders` headers, and a head
 /// over `maxHeadBytes` (the parser's own bound is one setting for the whole process). Its
-/// callbacks refuse a body, or a chunk, past `maxBodyBytes`, a version other than HTTP/1, and
-/// CONNECT (the parser would read a CONNECT's body as the next request).
+/// callbacks refuse a body past `maxBodyBytes`, a version other than HTTP/1, and CONNECT (the
+/// parser would read a CONNECT's body as the next request).
 ///
 /// Debian builds the library without its strict checks: it takes any byte for the LF after a
 /// chunk's size and any two bytes for the CRLF after its data, and reads a bare LF inside a
 /// chunk extension. So the parser is given a head alone, and a chunked body only once
-/// `ChunkedFraming` has checked it (which also refuses trailers).
+/// `ChunkedFraming` has checked it (which also refuses trailers, and a chunk whose size passes
+/// what is left of `maxBodyBytes`, at its size line).
 final class HTTPRequestParser {
     struct Limits {
         /// The request line and headers, with their line ends.
@@ -105,16 +106,6 @@ final class HTTPRequestParser {
                 return -1
             }
             if parser.pointee.flags & F_CHUNKED.rawValue != 0 { this.chunks = ChunkedFraming(maxBodyBytes: this.limits.maxBodyBytes) }
-            return 0
-        }
-        settings.on_chunk_header = { parser in
-            guard let parser else { return -1 }
-            let this = HTTPRequestParser.of(parser)
-            let taken = UInt64(this.current?.body.count ?? 0)
-            if parser.pointee.content_length > UInt64(this.limits.maxBodyBytes) - min(taken, UInt64(this.limits.maxBodyBytes)) {
-                this.refusal = Refusal(status: 413, reason: "a body is at most \(this.limits.maxBodyBytes) bytes")
-                return -1
-            }
             return 0
         }
         settings.on_body = { parser, at, length in
@@ -319,7 +310,7 @@ struct ChunkedFraming {
                     return bad
                 } else if extended {
                     break
-                } else if let digit = ChunkedFraming.hex(byte) {
+                } else if let digit = Character(Unicode.Scalar(byte)).hexDigitValue {
                     let grown = size * 16 + digit
                     guard grown <= maxBodyBytes - taken else {
                         return HTTPRequestParser.Refusal(status: 413, reason: "a body is at most \(maxBodyBytes) bytes")
@@ -354,15 +345,6 @@ struct ChunkedFraming {
             at += 1
         }
         return nil
-    }
-
-    private static func hex(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a")) + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A")) + 10
-        default: nil
-        }
     }
 }
 

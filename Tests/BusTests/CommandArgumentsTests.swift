@@ -62,6 +62,18 @@ import Testing
         #expect(String(decoding: repaired, as: UTF8.self) == "{\"\u{FFFD}\":{\"x\":1,\"y\":2}}")
     }
 
+    /// The most a RESP command carries (2,048 pairs), every key nested to the depth limit
+    /// under one name: grouped in one pass per level (each level's chains in a temporary
+    /// buffer), and written whole.
+    @Test func theLargestCommandNestedToTheLimitIsWritten() throws {
+        let depth = StrictJSON.defaultMaxDepth
+        let prefix = Array(repeating: "a", count: depth - 1).joined(separator: ".")
+        let words = (0..<2_048).flatMap { [Array("\(prefix).k\($0)".utf8), Array("1".utf8)] }
+        let written = try CommandArguments.params(words).get()
+        try StrictJSON.check(Array(written), maxDepth: depth + 1)
+        #expect(written.count == (depth - 1) * 6 + 2 + (0..<2_048).reduce(0) { $0 + "\"k\($1)\":1".utf8.count + 1 } - 1)
+    }
+
     /// Random dotted keys, beyond 16 pairs too (grouped through a dictionary then), against a
     /// reference written apart: the nested object in first-seen order, or the first clash of
     /// a key given whole and by its members, depth first.
