@@ -163,7 +163,7 @@ final class ClientSession {
         }
         // Calls sent after this answer carry the identity it leaves; pushes for whoever it
         // leaves signed in need a subscription of their own.
-        switch change {
+        switch framing?.signsIn == false ? nil : change {
         case .signedIn(let newToken)?:
             token = newToken
             stopListening()
@@ -363,9 +363,12 @@ final class ClientSession {
     private func readRequests(now: UInt64) {
         if framing == nil {
             while inputStart < input.count, [0x20, 0x0A, 0x0D, 0x09].contains(input[inputStart]) { inputStart += 1 }
-            guard inputStart < input.count else { return }
-            let lead = input[inputStart]
-            framing = lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[") ? JSONRPCFraming(limits: framingLimits) : RESPFraming(limits: framingLimits)
+            guard inputStart < input.count, let detected = ClientSession.framing(of: input[inputStart...], atEnd: lifecycle.peerClosed) else { return }
+            switch detected {
+            case .jsonRPC: framing = JSONRPCFraming(limits: framingLimits)
+            case .resp: framing = RESPFraming(limits: framingLimits)
+            case .http: framing = HTTPFraming(limits: framingLimits)
+            }
         }
         guard framing != nil else { return }
         let room = room(now: now)
@@ -386,7 +389,7 @@ final class ClientSession {
             input.removeFirst(inputStart)
             inputStart = 0
         }
-        let leftover = inputStart < input.count
+        let leftover = inputStart < input.count || reading.partial
         inputExhausted = !leftover || !reading.waiting
         if reading.requests > 0 {
             lastActivity = now
@@ -408,6 +411,34 @@ final class ClientSession {
         for (slot, call) in reading.calls { start(slot, call) }
     }
 
+    enum WireProtocol: Equatable { case jsonRPC, resp, http }
+
+    /// The longest request line looked at to tell HTTP from RESP's inline commands.
+    static let requestLineBytes = 8 << 10
+
+    /// The protocol a connection speaks, from its first bytes (not blank): `{` or `[` is
+    /// JSON-RPC; a request line (`METHOD SP target SP HTTP/1.x`) is HTTP; anything else RESP,
+    /// whose inline commands share HTTP's first word (`GET key`). Nil while the first line is
+    /// too short to tell.
+    static func framing(of input: ArraySlice<UInt8>, atEnd: Bool) -> WireProtocol? {
+        guard let lead = input.first else { return nil }
+        if lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[") { return .jsonRPC }
+        let method = input.prefix { (0x41...0x5A).contains($0) }
+        guard !method.isEmpty, method.count <= 16, method.endIndex < input.endIndex || !atEnd else { return .resp }
+        let lineEnd = input.prefix(requestLineBytes).firstIndex(of: 0x0A)
+        guard let lineEnd else {
+            // A line too long to be a command, or the last one: its target tells.
+            guard input.count >= requestLineBytes || atEnd else { return nil }
+            return input.dropFirst(method.count).starts(with: Array(" /".utf8)) ? .http : .resp
+        }
+        let line = input[..<lineEnd].last == 0x0D ? input[..<(lineEnd - 1)] : input[..<lineEnd]
+        let words = line.split(separator: 0x20, omittingEmptySubsequences: false)
+        guard words.count == 3, words[0].count == method.count, !words[1].isEmpty else { return .resp }
+        let version = Array(words[2])
+        return version.count == 8 && version.starts(with: Array("HTTP/".utf8)) && (0x30...0x39).contains(version[5]) && version[6] == UInt8(ascii: ".")
+            && (0x30...0x39).contains(version[7]) ? .http : .resp
+    }
+
     /// Starts a call just read, or holds it behind a sign-in or subscription under way and
     /// behind the calls held before it (an answer given at once while those are let go may read
     /// more input: that comes after them).
@@ -426,7 +457,7 @@ final class ClientSession {
         }
         if Authenticator.sessionMethods.contains(call.method) { sessionSlot = slot }
         let deliver = self.deliver
-        if let immediate = dispatch(call, token, { deliver(slot, $0, $1) }) {
+        if let immediate = dispatch(call, call.token ?? token, { deliver(slot, $0, $1) }) {
             complete(slot, immediate, nil, now: lastActivity)
         }
     }

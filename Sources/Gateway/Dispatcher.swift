@@ -47,6 +47,9 @@ struct Call: Sendable {
     var method: String
     var params: Data
     var deadlineMilliseconds: Int?
+    /// The token sent with this one request outside its params (HTTP's `Authorization`),
+    /// taken instead of the connection's.
+    var token: String?
 }
 
 /// One command model for both framings: a method and a params object, answered by an `Outcome`.

@@ -23,6 +23,12 @@ protocol Framing: AnyObject {
     /// Bytes of replies ready but held back (behind an earlier RESP reply, or until a batch is
     /// complete): they count against the connection's output bound like unsent output.
     var heldBytes: Int { get }
+    /// Whether a sign-in holds for the connection's later calls (HTTP's requests each carry their own).
+    var signsIn: Bool { get }
+}
+
+extension Framing {
+    var signsIn: Bool { true }
 }
 
 /// What one `Framing.read` found.
@@ -39,6 +45,9 @@ struct Reading {
     var close = false
     /// Reading stopped for want of room or bytes, not of input: more may be ready to read.
     var waiting = false
+    /// The framing holds a request, or part of one, that is not in the input left (a body read
+    /// as it arrives, a request waiting for room): the input is not all used up.
+    var partial = false
 }
 
 /// The limits a framing applies to what it reads and writes: the suite-wide request size

@@ -68,6 +68,8 @@ final class HTTPRequestParser {
     private var inMessage = false
     /// How far the head being received was checked.
     private var headScan = HeadScan()
+    /// A head read since the last `read` returned asked for `100 Continue`.
+    private var continueRequested = false
 
     init(limits: Limits = Limits()) {
         self.limits = limits
@@ -105,7 +107,11 @@ final class HTTPRequestParser {
                 this.refusal = Refusal(status: 413, reason: "a body is at most \(this.limits.maxBodyBytes) bytes")
                 return -1
             }
-            if parser.pointee.flags & F_CHUNKED.rawValue != 0 { this.chunks = ChunkedFraming(maxBodyBytes: this.limits.maxBodyBytes) }
+            let chunked = parser.pointee.flags & F_CHUNKED.rawValue != 0
+            if chunked { this.chunks = ChunkedFraming(maxBodyBytes: this.limits.maxBodyBytes) }
+            // HTTP/1.1's `Expect: 100-continue`, for a body that is to come.
+            let bodyComing = chunked || (parser.pointee.content_length != UInt64.max && parser.pointee.content_length > 0)
+            if bodyComing, parser.pointee.http_minor >= 1, this.current?.header("Expect")?.lowercased() == "100-continue" { this.continueRequested = true }
             return 0
         }
         settings.on_body = { parser, at, length in
@@ -145,11 +151,25 @@ final class HTTPRequestParser {
         inValue = false
     }
 
-    /// Reads what it can of `input`: the requests completed (in order), the bytes used, and a
-    /// refusal once the stream cannot be read on (nothing after it is read).
-    func read(_ input: ArraySlice<UInt8>) -> (requests: [Request], consumed: Int, refusal: Refusal?) {
+    /// What one `read` found.
+    struct Parsed {
+        /// The requests completed, in order.
+        var requests: [Request]
+        /// Input bytes used (a body is used as it arrives).
+        var consumed: Int
+        /// Set once the stream cannot be read on: nothing after it is read.
+        var refusal: Refusal?
+        /// A request's head asked for `100 Continue` before its body is sent (`Expect: 100-continue`).
+        var continueRequested: Bool
+    }
+
+    /// Whether a request's head was read and its body is still coming.
+    var midRequest: Bool { inMessage }
+
+    /// Reads what it can of `input`, at most `maxRequests` requests.
+    func read(_ input: ArraySlice<UInt8>, maxRequests: Int = .max) -> Parsed {
         var position = input.startIndex
-        while refusal == nil && position < input.endIndex {
+        while refusal == nil && position < input.endIndex && complete.count < maxRequests {
             var end = input.endIndex
             if !inMessage {
                 let head = HTTPRequestParser.head(input[position...], limits: limits, scan: &headScan)
@@ -188,9 +208,12 @@ final class HTTPRequestParser {
         return finish(consumed: position - input.startIndex)
     }
 
-    private func finish(consumed: Int) -> (requests: [Request], consumed: Int, refusal: Refusal?) {
-        defer { complete = [] }
-        return (complete, consumed, refusal)
+    private func finish(consumed: Int) -> Parsed {
+        defer {
+            complete = []
+            continueRequested = false
+        }
+        return Parsed(requests: complete, consumed: consumed, refusal: refusal, continueRequested: continueRequested)
     }
 
     private func execute(_ bytes: ArraySlice<UInt8>) -> Int {

@@ -20,6 +20,8 @@ final class SessionHarness {
     /// `answer` returns an outcome at once, or nil to keep the call for `answerKept`.
     /// What the session told the push registry, in order.
     let listened = Locked<[(user: Int64, topics: Set<String>)]>([])
+    /// The token each dispatched call went with, in order.
+    let tokens = Locked<[String?]>([])
     /// Whether `subscribe`'s token check passes (false: the session ended elsewhere).
     let tokensValid = Locked(true)
     /// What the fake push registry answers a connection that starts listening.
@@ -32,8 +34,9 @@ final class SessionHarness {
          charge: @escaping ClientSession.Charge = { _ in 0 }, user: Int64? = nil,
          answer: @escaping (Call) -> Outcome? = { call in call.method == "ping" ? .pong : .result(call.params) }) {
         let kept = self.kept, delivered = self.delivered, listened = self.listened, tokensValid = self.tokensValid
-        let acceptListeners = self.acceptListeners
+        let acceptListeners = self.acceptListeners, tokens = self.tokens
         session = ClientSession(limits: limits, framing: framing, now: now, dispatch: { call, token, completion in
+            tokens.withLock { $0.append(token) }
             switch user.map({ _ in call.method }) {
             case "auth.resume":
                 let given = JSONSpan.plainString("token", in: call.params) ?? ""

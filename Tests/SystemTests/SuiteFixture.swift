@@ -306,6 +306,38 @@ final class GatewayConnection {
         return body
     }
 
+    /// An HTTP response: its status, headers (names lowercased, the last of each) and body.
+    struct HTTPResponse {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// The next HTTP response (its body framed by `Content-Length`; none for 1xx, 204 and 304,
+    /// or for `head`, the answer to HEAD), or nil when it did not come whole.
+    func httpResponse(head: Bool = false) -> HTTPResponse? {
+        guard let statusLine = line(), statusLine.hasPrefix("HTTP/1.1 "), let status = Int(statusLine.split(separator: " ")[1]) else { return nil }
+        var headers: [String: String] = [:]
+        while let header = line(), !header.isEmpty {
+            guard let colon = header.firstIndex(of: ":") else { return nil }
+            headers[header[..<colon].lowercased()] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let size = head || status < 200 || status == 204 || status == 304 ? 0 : Int(headers["content-length"] ?? "") ?? -1
+        guard size >= 0 else { return nil }
+        let limit = deadline
+        while buffer.count < size { guard fill(until: limit) else { return nil } }
+        let body = Array(buffer[0..<size])
+        buffer.removeFirst(size)
+        return HTTPResponse(status: status, headers: headers, body: body)
+    }
+
+    /// A `POST /rpc` request with `body`, and `headers` (whole lines) after the content type.
+    static func post(_ body: String, headers: [String] = []) -> String {
+        let extra = headers.map { $0 + "\r\n" }.joined()
+        return "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    }
+
     /// Whether the gateway closed the connection (reads end of stream within the timeout).
     func isClosedByPeer() -> Bool {
         let limit = deadline

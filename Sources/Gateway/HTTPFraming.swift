@@ -1,0 +1,328 @@
+import Bus
+import Contracts
+import Foundation
+
+/// HTTP/1.1 on a connection, as a state machine over bytes: requests in (read by
+/// `HTTPRequestParser`), calls out; outcomes in, responses out, in the order of the requests
+/// (pipelining), each released once it and every one before it are done.
+///
+/// - `POST /rpc`: a JSON-RPC 2.0 request or batch in the body, read and answered as one line
+///   of the line protocol (the same checks, limits and batch rules), in a `200` with the
+///   response or batch; `204` when it held notifications only. The caller is the token in
+///   `Authorization: Bearer …`, or in the params, for that one request: a connection is
+///   never signed in (a proxy carries many clients' requests on one connection), so sign-ins
+///   and subscriptions, which need one, are refused.
+/// - `GET /openrpc.json`: the OpenRPC document (`rpc.discover`'s result) as the body.
+/// - Anything else: `404`, or `405` with `Allow` for a known path.
+/// - A request the parser refuses (malformed, too large, smuggling) is answered with its
+///   status, and the connection closes; so does one that asks to (`Connection: close`, HTTP/1.0).
+/// - Pushes are not sent over plain HTTP.
+final class HTTPFraming: Framing {
+    let limits: FramingLimits
+    private let parser: HTTPRequestParser
+    /// Reads each `POST /rpc` body as one line: JSON-RPC's checks and batches, in one place.
+    private let rpc: JSONRPCFraming
+
+    /// What a response is made of once its calls are answered.
+    private enum Kind {
+        /// A JSON-RPC body: the line protocol's reply line, collected from `rpc`.
+        case rpc(reply: [UInt8])
+        /// A resource: a call's result is the body itself.
+        case resource
+    }
+
+    /// A response not complete yet.
+    private struct Exchange {
+        var kind: Kind
+        /// Calls not answered yet.
+        var waiting: Int
+        var head: Bool
+        var close: Bool
+    }
+
+    /// Requests are numbered as read; responses go out in that order.
+    private var nextExchange = 0
+    private var nextToWrite = 0
+    private var exchanges: [Int: Exchange] = [:]
+    /// Responses complete but behind one that is not.
+    private var ready: [Int: [UInt8]] = [:]
+    private(set) var heldBytes = 0
+    /// Each call's exchange, and its slot in `rpc` for a JSON-RPC call.
+    private var calls: [Int: (exchange: Int, rpcSlot: Int?)] = [:]
+    private var nextSlot = 0
+    /// A request read whole whose batch waits for room to be read.
+    private var waitingRequest: (request: HTTPRequestParser.Request, exchange: Int)?
+    /// No request is read after one that closes the connection.
+    private var ended = false
+
+    init(limits: FramingLimits) {
+        self.limits = limits
+        parser = HTTPRequestParser(limits: .init(maxBodyBytes: limits.maxRequestBytes))
+        rpc = JSONRPCFraming(limits: limits)
+    }
+
+    var outstanding: Int { calls.count }
+
+    /// A connection speaking HTTP carries the token with each request.
+    var signsIn: Bool { false }
+
+    func read(_ input: ArraySlice<UInt8>, atEnd: Bool, room: Int, bytes: Int) -> Reading {
+        var reading = Reading()
+        var position = input.startIndex
+        var room = room
+        while !ended {
+            guard heldBytes + reading.output.count < bytes else {
+                reading.waiting = true
+                break
+            }
+            if waitingRequest == nil {
+                guard room > 0 else {
+                    reading.waiting = position < input.endIndex
+                    break
+                }
+                let parsed = parser.read(input[position...], maxRequests: 1)
+                position += parsed.consumed
+                // Only when nothing is owed before it: an interim response goes between whole ones.
+                if parsed.continueRequested && exchanges.isEmpty && ready.isEmpty { reading.output += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8) }
+                if let refusal = parsed.refusal {
+                    let error = ServiceError(refusal.status == 413 ? .tooLarge : .invalidArgument, refusal.reason)
+                    reading.output += complete(nextExchange(head: false, close: true), HTTPResponse.error(refusal.status, error, close: true))
+                    reading.close = true
+                    ended = true
+                    break
+                }
+                guard let request = parsed.requests.first else { break }
+                reading.requests += 1
+                waitingRequest = (request, nextExchange(head: request.method == "HEAD", close: !request.keepAlive))
+            }
+            guard let (request, exchange) = waitingRequest, let used = route(request, exchange, room: room, into: &reading) else {
+                reading.waiting = true
+                break
+            }
+            waitingRequest = nil
+            room -= used
+            if !request.keepAlive {
+                reading.close = true
+                ended = true
+            }
+        }
+        reading.consumed = position - input.startIndex
+        reading.partial = parser.midRequest || waitingRequest != nil
+        return reading
+    }
+
+    private func nextExchange(head: Bool, close: Bool) -> Int {
+        defer { nextExchange += 1 }
+        exchanges[nextExchange] = Exchange(kind: .resource, waiting: 0, head: head, close: close)
+        return nextExchange
+    }
+
+    /// Answers `request` or starts its calls: the calls started, or nil when its batch must wait for room.
+    private func route(_ request: HTTPRequestParser.Request, _ exchange: Int, room: Int, into reading: inout Reading) -> Int? {
+        let path = request.target.prefix { $0 != "?" }
+        let close = !request.keepAlive
+        guard let route = HTTPFraming.routes[String(path)] else {
+            reading.output += complete(exchange, HTTPResponse.error(404, ServiceError(.notFound, "no resource at \(Echo.clip(String(path)))"), close: close))
+            return 0
+        }
+        let method = request.method == "HEAD" && route.method == "GET" ? "GET" : request.method
+        guard method == route.method else {
+            let error = ServiceError(.invalidArgument, "\(path) takes \(route.method), not \(Echo.clip(request.method))")
+            reading.output += complete(exchange, HTTPResponse.error(405, error, close: close, headers: [("Allow", route.allow)]))
+            return 0
+        }
+        switch route.kind {
+        case .rpc: return rpcCalls(request, exchange, room: room, into: &reading)
+        case .discover:
+            exchanges[exchange]?.waiting = 1
+            calls[nextSlot] = (exchange, nil)
+            reading.calls.append((nextSlot, Call(method: Methods.Gateway.discover.name, params: Data("{}".utf8))))
+            nextSlot += 1
+            return 1
+        }
+    }
+
+    private struct Route {
+        enum Kind { case rpc, discover }
+        var method: String
+        var kind: Kind
+        var allow: String { method == "GET" ? "GET, HEAD" : method }
+    }
+
+    private static let routes: [String: Route] = [
+        "/rpc": Route(method: "POST", kind: .rpc),
+        "/openrpc.json": Route(method: "GET", kind: .discover),
+    ]
+
+    /// `POST /rpc`: the body, as one line of the line protocol.
+    private func rpcCalls(_ request: HTTPRequestParser.Request, _ exchange: Int, room: Int, into reading: inout Reading) -> Int? {
+        let close = !request.keepAlive
+        let mediaType = request.header("Content-Type")?.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
+        guard mediaType == "application/json" else {
+            let error = ServiceError(.invalidArgument, "a JSON-RPC request is sent as Content-Type: application/json", field: "Content-Type")
+            reading.output += complete(exchange, HTTPResponse.error(415, error, close: close))
+            return 0
+        }
+        var token: String?
+        if let authorization = request.header("Authorization") {
+            let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+                let error = ServiceError(.unauthenticated, "Authorization takes Bearer <token>", field: "Authorization")
+                reading.output += complete(exchange, HTTPResponse.error(401, error, close: close, headers: [("WWW-Authenticate", "Bearer")]))
+                return 0
+            }
+            token = String(parts[1].trimmingCharacters(in: .whitespaces))
+        }
+        // A line break in JSON is white space, or a raw control character inside a string, which
+        // JSON forbids: a carriage return is both of those too, and does not end the line.
+        var line = request.body.map { $0 == 0x0A ? 0x0D : $0 }
+        guard line.contains(where: { $0 != 0x20 && $0 != 0x0D && $0 != 0x09 }) else {
+            let error = ServiceError(.invalidArgument, "parse error: the body holds no JSON")
+            exchanges[exchange]?.kind = .rpc(reply: JSONRPC.error(id: Data("null".utf8), error, code: JSONRPC.parseError))
+            reading.output += finishRPC(exchange)
+            return 0
+        }
+        line.append(0x0A)
+        let read = rpc.read(line[...], atEnd: true, room: room, bytes: .max)
+        guard read.consumed > 0 else { return nil }
+        exchanges[exchange]?.kind = .rpc(reply: read.output.isEmpty ? [] : Array(read.output.dropLast()))
+        exchanges[exchange]?.waiting = read.calls.count
+        var refused: [Int] = []
+        for (rpcSlot, var call) in read.calls {
+            let slot = nextSlot
+            nextSlot += 1
+            calls[slot] = (exchange, rpcSlot)
+            if Subscriptions.methods.contains(call.method) {
+                refused.append(slot)
+            } else {
+                call.token = token
+                reading.calls.append((slot, call))
+            }
+        }
+        for slot in refused {
+            let error = ServiceError(.invalidArgument, "subscriptions need a connection that stays open: a WebSocket at /rpc, or the line protocol", field: "method")
+            reading.output += answer(slot, .failure(error))
+        }
+        if read.calls.isEmpty { reading.output += finishRPC(exchange) }
+        return read.calls.count
+    }
+
+    func answer(_ slot: Int, _ outcome: Outcome) -> [UInt8] {
+        guard let (exchange, rpcSlot) = calls.removeValue(forKey: slot), var entry = exchanges[exchange] else { return [] }
+        entry.waiting -= 1
+        if let rpcSlot {
+            let line = rpc.answer(rpcSlot, outcome)
+            if !line.isEmpty { entry.kind = .rpc(reply: Array(line.dropLast())) }
+            exchanges[exchange] = entry
+            return entry.waiting == 0 ? finishRPC(exchange) : []
+        }
+        exchanges[exchange] = entry
+        return complete(exchange, HTTPResponse.resource(outcome, close: entry.close, maxBytes: limits.maxReplyBytes))
+    }
+
+    /// A JSON-RPC exchange whose calls are all answered: its reply, or `204` for notifications only.
+    private func finishRPC(_ exchange: Int) -> [UInt8] {
+        guard let entry = exchanges[exchange], entry.waiting == 0, case .rpc(let reply) = entry.kind else { return [] }
+        return complete(exchange, reply.isEmpty ? HTTPResponse.make(204, close: entry.close) : HTTPResponse.make(200, body: reply, close: entry.close))
+    }
+
+    /// Files `response` as `exchange`'s: the responses now in order to write.
+    private func complete(_ exchange: Int, _ response: [UInt8]) -> [UInt8] {
+        guard let entry = exchanges.removeValue(forKey: exchange) else { return [] }
+        let response = entry.head ? HTTPResponse.headOnly(response) : response
+        ready[exchange] = response
+        heldBytes += response.count
+        var out: [UInt8] = []
+        while let next = ready.removeValue(forKey: nextToWrite) {
+            heldBytes -= next.count
+            out += next
+            nextToWrite += 1
+        }
+        return out
+    }
+
+    /// Pushes go over a WebSocket, not plain HTTP.
+    func push(_ push: Push, pattern: String?) -> [UInt8] { [] }
+}
+
+/// HTTP/1.1 responses as bytes.
+enum HTTPResponse {
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 200: "OK"
+        case 204: "No Content"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 409: "Conflict"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        default: "Status"
+        }
+    }
+
+    /// A response with `body` (JSON unless `contentType` says otherwise) and `Content-Length`.
+    static func make(
+        _ status: Int, body: [UInt8] = [], contentType: String = "application/json", close: Bool, headers: [(String, String)] = []
+    ) -> [UInt8] {
+        var head = "HTTP/1.1 \(status) \(reason(status))\r\n"
+        if status != 204 && status != 304 { head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if close { head += "Connection: close\r\n" }
+        head += "\r\n"
+        return Array(head.utf8) + body
+    }
+
+    /// The same response without its body (the answer to `HEAD`).
+    static func headOnly(_ response: [UInt8]) -> [UInt8] {
+        let crlf2: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A]
+        guard let end = response.indices.first(where: { response[$0...].starts(with: crlf2) }) else { return response }
+        return Array(response[..<(end + 4)])
+    }
+
+    /// The status an error from the closed set is answered with, where HTTP's status is the answer.
+    static func status(of code: ErrorCode) -> Int {
+        switch code {
+        case .invalidArgument: 400
+        case .notFound: 404
+        case .alreadyExists, .conflict: 409
+        case .unauthenticated: 401
+        case .permissionDenied: 403
+        case .rateLimited: 429
+        case .tooLarge: 413
+        case .unavailable: 503
+        case .deadlineExceeded: 504
+        case .internal: 500
+        }
+    }
+
+    /// `{"error":{"code":…,"message":…,"field":…}}` with `status`.
+    static func error(_ status: Int, _ error: ServiceError, close: Bool, headers: [(String, String)] = []) -> [UInt8] {
+        struct Body: Encodable { var error: ServiceError }
+        let body = (try? JSONCoding.encoder.encode(Body(error: error))).map { Array($0) } ?? Array(#"{"error":{"code":"internal","message":"internal error"}}"#.utf8)
+        return make(status, body: body, close: close, headers: headers)
+    }
+
+    /// A resource's response: a call's result is the body.
+    static func resource(_ outcome: Outcome, close: Bool, maxBytes: Int) -> [UInt8] {
+        switch outcome {
+        case .result(let body) where body.count > maxBytes, .bytes(let body) where body.count > maxBytes:
+            return error(500, .replyTooLarge(body.count, limit: maxBytes), close: close)
+        case .result(let body): return make(200, body: Array(body), close: close)
+        case .bytes(let body): return make(200, body: Array(body), contentType: "application/octet-stream", close: close)
+        case .failure(let failure): return error(status(of: failure.code), failure, close: close)
+        case .pong, .subscription: return error(500, ServiceError(.internal, "not a resource"), close: close)
+        }
+    }
+}

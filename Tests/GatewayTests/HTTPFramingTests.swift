@@ -1,0 +1,251 @@
+import Bus
+import Foundation
+@testable import Gateway
+import Testing
+
+/// HTTP/1.1 on a `ClientSession`, driven by hand with a fake clock.
+@Suite struct HTTPFramingTests {
+    static func post(_ body: String, headers: [String] = [], version: String = "1.1") -> String {
+        let extra = headers.map { $0 + "\r\n" }.joined()
+        return "POST /rpc HTTP/\(version)\r\nHost: t\r\nContent-Type: application/json\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    }
+
+    /// A response's status, headers (names lowercased) and body; nil if `text` holds less than one.
+    static func response(_ text: Substring) -> (status: Int, headers: [String: String], body: String, rest: Substring)? {
+        guard let headEnd = text.range(of: "\r\n\r\n") else { return nil }
+        let lines = text[..<headEnd.lowerBound].components(separatedBy: "\r\n")
+        guard let status = Int(lines[0].split(separator: " ")[1]) else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            headers[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        let bodyStart = headEnd.upperBound
+        let bytes = Array(text[bodyStart...].utf8)
+        guard bytes.count >= length else { return nil }
+        let body = String(decoding: bytes[..<length], as: UTF8.self)
+        return (status, headers, body, Substring(String(decoding: bytes[length...], as: UTF8.self)))
+    }
+
+    /// Every response in `text`, in order.
+    static func responses(_ text: String) -> [(status: Int, headers: [String: String], body: String)] {
+        var rest = Substring(text)
+        var all: [(Int, [String: String], String)] = []
+        while let next = response(rest) {
+            all.append((next.status, next.headers, next.body))
+            rest = next.rest
+        }
+        #expect(rest.isEmpty, "left unparsed: \(rest.prefix(200))")
+        return all
+    }
+
+    @Test func theFirstLineTellsHTTPFromRESPsInlineCommands() {
+        func framing(_ text: String, atEnd: Bool = false) -> ClientSession.WireProtocol? { ClientSession.framing(of: Array(text.utf8)[...], atEnd: atEnd) }
+        #expect(framing("GET / HTTP/1.1\r\n") == .http)
+        #expect(framing("POST /rpc HTTP/1.0\n") == .http)
+        #expect(framing("PRI * HTTP/2.0\r\n") == .http)
+        #expect(framing("GET / HTTP/1.1") == nil, "waits for the line's end")
+        #expect(framing("GET key\r\n") == .resp)
+        #expect(framing("GET / HTTP/1.1 extra\r\n") == .resp)
+        #expect(framing("PING\r\n") == .resp)
+        #expect(framing("ping\r\n") == .resp)
+        #expect(framing("*1\r\n$4\r\nPING\r\n") == .resp)
+        #expect(framing(#"{"jsonrpc":"2.0"}"#) == .jsonRPC)
+        #expect(framing("[") == .jsonRPC)
+        #expect(framing("GET key", atEnd: true) == .resp)
+        // A request line longer than a command's tells by its target.
+        #expect(framing("GET /" + String(repeating: "a", count: 9_000)) == .http)
+        #expect(framing("GET " + String(repeating: "a", count: 9_000)) == .resp)
+    }
+
+    @Test func aPostedRequestIsAnsweredInTheBody() throws {
+        let harness = SessionHarness()
+        let all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":7,"method":"catalog.get","params":{"id":3}}"#)))
+        try #require(all.count == 1)
+        #expect(all[0].status == 200)
+        #expect(all[0].headers["content-type"] == "application/json")
+        #expect(all[0].body == #"{"jsonrpc":"2.0","id":7,"result":{"id":3}}"#)
+        #expect(all[0].headers["connection"] == nil, "keep-alive is HTTP/1.1's default")
+        #expect(!harness.session.isFinished)
+    }
+
+    @Test func aBodyOverSeveralLinesIsOneRequest() {
+        let harness = SessionHarness()
+        let body = "{\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 1,\n  \"method\": \"ping\"\n}\n"
+        let all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(body)))
+        #expect(all.map(\.body) == [#"{"jsonrpc":"2.0","id":1,"result":"pong"}"#])
+        // A raw line break inside a string is still not JSON.
+        let broken = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"pi\nng\"}")))
+        #expect(broken.count == 1 && broken[0].status == 200 && broken[0].body.contains("-32700"))
+    }
+
+    @Test func batchesNotificationsAndEmptyBodies() {
+        let harness = SessionHarness()
+        let batch = #"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"ping"},{"jsonrpc":"2.0","id":2,"method":"x.y","params":{"a":1}}]"#
+        var all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(batch)))
+        #expect(all.map(\.body) == [#"[{"jsonrpc":"2.0","id":1,"result":"pong"},{"jsonrpc":"2.0","id":2,"result":{"a":1}}]"#])
+        all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","method":"ping"}"#)))
+        #expect(all.map(\.status) == [204])
+        #expect(all[0].headers["content-length"] == nil)
+        all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(" ")))
+        #expect(all.map(\.status) == [200])
+        #expect(all.first?.body.contains("-32700") == true, "an empty body is a parse error")
+        all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post("[]")))
+        #expect(all.first?.body.contains("-32600") == true)
+    }
+
+    @Test func pipelinedResponsesKeepTheRequestsOrder() throws {
+        // catalog.get waits for the test; ping is answered at once.
+        let harness = SessionHarness(answer: { call in call.method == "ping" ? .pong : nil })
+        let slow = HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{"id":1}}"#)
+        let fast = HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+        let missing = "GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n"
+        #expect(harness.send(slow + fast + missing).isEmpty, "nothing passes the first response")
+        #expect(harness.answerKept() == 1)
+        let all = HTTPFramingTests.responses(harness.drain())
+        try #require(all.count == 3)
+        #expect(all[0].body.contains(#""id":1"#))
+        #expect(all[1].body.contains(#""id":2"#))
+        #expect(all[2].status == 404)
+    }
+
+    @Test func theTokenComesWithEachRequestAndNeverSignsTheConnectionIn() {
+        let harness = SessionHarness(user: 5)
+        _ = harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, headers: ["Authorization: Bearer abc"]))
+        _ = harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"xyz"}}"#))
+        harness.deliverAll()
+        _ = harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{}}"#))
+        _ = harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{}}"#, headers: ["authorization: bearer   def"]))
+        #expect(harness.tokens.withLock { $0 } == ["abc", nil, nil, "def"], "a proxy's next client is not signed in as the last")
+    }
+
+    @Test func anotherAuthorizationSchemeIsRefused() {
+        let harness = SessionHarness()
+        let all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, headers: ["Authorization: Basic dTpw"])))
+        #expect(all.map(\.status) == [401])
+        #expect(all.first?.headers["www-authenticate"] == "Bearer")
+        #expect(all.first?.body.contains("Bearer <token>") == true)
+        #expect(harness.tokens.withLock { $0 }.isEmpty)
+    }
+
+    @Test func subscriptionsNeedAConnectionThatStaysOpen() {
+        let harness = SessionHarness(user: 5)
+        let all = HTTPFramingTests.responses(
+            harness.send(HTTPFramingTests.post(#"[{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"topics":["alerts"]}},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#, headers: ["Authorization: Bearer t"])))
+        #expect(all.count == 1)
+        #expect(all.first?.body.contains("WebSocket") == true)
+        #expect(all.first?.body.contains(#""id":2,"result":"pong""#) == true)
+    }
+
+    @Test func onlyJSONIsPosted() {
+        let harness = SessionHarness()
+        let form = "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 2\r\n\r\n{}"
+        var all = HTTPFramingTests.responses(harness.send(form))
+        #expect(all.map(\.status) == [415])
+        #expect(all.first?.body.contains("Content-Type") == true)
+        all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).replacingOccurrences(of: "application/json", with: "Application/JSON; charset=utf-8")))
+        #expect(all.map(\.status) == [200])
+    }
+
+    @Test func routesAndMethods() throws {
+        let harness = SessionHarness(answer: { call in call.method == "rpc.discover" ? .result(Data(#"{"openrpc":"1.3.2"}"#.utf8)) : nil })
+        var all = HTTPFramingTests.responses(harness.send("GET /openrpc.json HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [200])
+        #expect(all.first?.body == #"{"openrpc":"1.3.2"}"#)
+        let head = harness.send("HEAD /openrpc.json HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(head.hasSuffix("\r\n\r\n") && head.contains("Content-Length: 19\r\n"), "HEAD: the headers alone")
+        all = HTTPFramingTests.responses(harness.send("GET /rpc HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [405])
+        #expect(all.first?.headers["allow"] == "POST")
+        all = HTTPFramingTests.responses(harness.send("DELETE /openrpc.json HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.first?.headers["allow"] == "GET, HEAD")
+        all = HTTPFramingTests.responses(harness.send("GET /rpcx?a=b HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [404])
+        #expect(all.first?.body.contains(#""code":"not_found""#) == true)
+        // The query is not part of the path.
+        all = HTTPFramingTests.responses(harness.send("GET /openrpc.json?v=1 HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [200])
+    }
+
+    @Test func aRequestThatClosesIsTheLastRead() throws {
+        for (version, header) in [("1.1", ["Connection: close"]), ("1.0", [])] {
+            let harness = SessionHarness()
+            let ping = HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            let out = harness.send(HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, headers: header, version: version) + ping)
+            let all = HTTPFramingTests.responses(out)
+            #expect(all.count == 1, "HTTP/\(version)")
+            #expect(all.first?.headers["connection"] == "close")
+            #expect(harness.session.isFinished)
+        }
+    }
+
+    @Test func aRefusedRequestIsAnsweredAndTheConnectionCloses() throws {
+        let smuggled = "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        let twoLengths = "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde"
+        let tooLarge = "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999\r\n\r\n"
+        let flood = "GET / HTTP/1.1\r\n" + String(repeating: "X-A: b\r\n", count: 200) + "\r\n"
+        for (request, status) in [(smuggled, 400), (twoLengths, 400), (tooLarge, 413), (flood, 431)] {
+            let harness = SessionHarness()
+            let all = HTTPFramingTests.responses(harness.send(request + "GET /openrpc.json HTTP/1.1\r\n\r\n"))
+            #expect(all.map(\.status) == [status], "\(request.prefix(60))")
+            #expect(all.first?.headers["connection"] == "close")
+            #expect(harness.session.isFinished)
+            #expect(harness.tokens.withLock { $0 }.isEmpty, "nothing after it ran")
+        }
+    }
+
+    @Test func slowHeadsAndSlowBodiesTimeOut() {
+        let limits = GatewayLimits()
+        for (opening, trickle) in [("POST /rpc HTTP/1.1\r\n", "X: y\r\n"), (HTTPFramingTests.post("").replacingOccurrences(of: "Content-Length: 0", with: "Content-Length: 1000"), "[")] {
+            let harness = SessionHarness()
+            harness.send(opening)
+            var closed: ClientSession.Ending?
+            for _ in 0..<(limits.requestTimeoutMilliseconds / 1_000 + 2) where closed == nil {
+                harness.advance(milliseconds: 1_000)
+                harness.send(trickle)
+                closed = harness.session.expired(now: harness.now)
+            }
+            #expect(closed == .requestTimeout, "a byte a second does not hold the connection: \(opening.prefix(20))")
+        }
+    }
+
+    @Test func continueIsSentBeforeABodyThatWaitsForIt() {
+        let harness = SessionHarness()
+        let body = #"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        let head = "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+        #expect(harness.send(head) == "HTTP/1.1 100 Continue\r\n\r\n")
+        #expect(HTTPFramingTests.responses(harness.send(body)).map(\.status) == [200])
+    }
+
+    @Test func aBatchWaitsForRoomAndHeldResponsesAreBounded() throws {
+        var limits = GatewayLimits()
+        limits.maxInFlight = 4
+        var harness = SessionHarness(limits: limits, answer: { _ in nil })
+        let one = HTTPFramingTests.post(#"{"jsonrpc":"2.0","id":0,"method":"catalog.get","params":{}}"#)
+        let batch = HTTPFramingTests.post("[" + (1...3).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"catalog.get","params":{}}"# }.joined(separator: ",") + "]")
+        #expect(harness.send(one + one + batch).isEmpty)
+        #expect(harness.kept.withLock { $0.count } == 2, "the batch of 3 waits for room")
+        #expect(harness.answerKept() == 2)
+        #expect(harness.kept.withLock { $0.count } == 3)
+        #expect(harness.answerKept() == 3)
+        #expect(HTTPFramingTests.responses(harness.drain()).count == 3)
+
+        // Responses the framing answers itself, held behind one that waits, stop the reading at the output bound.
+        limits.maxPendingOutputBytes = 64 << 10
+        harness = SessionHarness(limits: limits, answer: { _ in nil })
+        #expect(harness.send(one).isEmpty)
+        let missing = Array("GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n".utf8)
+        for _ in 0..<5_000 { harness.session.receive(missing, now: harness.now) }
+        #expect(!harness.session.wantsInput(now: harness.now))
+        #expect(harness.drain().isEmpty)
+        #expect(harness.answerKept() == 1)
+        var answered = 0
+        for _ in 0..<10_000 {
+            let all = HTTPFramingTests.responses(harness.drain())
+            if all.isEmpty { break }
+            answered += all.count
+        }
+        #expect(answered == 5_001)
+    }
+}

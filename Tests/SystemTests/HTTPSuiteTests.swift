@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// HTTP/1.1 at the gateway's client port, through the real executables.
+@Suite(.serialized) struct HTTPSuiteTests {
+    @Test func aBearerTokenSignsInEachRequestAndNeverTheConnection() throws {
+        let suite = try SuiteFixture()
+        let c = try GatewayConnection(port: suite.port)
+        let login = #"{"jsonrpc":"2.0","id":1,"method":"auth.login","params":{"username":"admin","password":"Admin-Pass-1"}}"#
+        c.send(GatewayConnection.post(login))
+        let signedIn = try #require(c.httpResponse())
+        #expect(signedIn.status == 200)
+        let token = try #require((json(signedIn.text)["result"] as? [String: Any])?["token"] as? String)
+
+        let create = #"{"jsonrpc":"2.0","id":2,"method":"catalog.create","params":{"name":"Sydney Opera House","category":"attraction","lat":-33.8568,"lon":151.2153}}"#
+        // The same connection, after a sign-in over it: still no one without the header.
+        c.send(GatewayConnection.post(create))
+        let anonymous = try #require(c.httpResponse())
+        #expect(anonymous.status == 200)
+        #expect(RPCReply(anonymous.text).errorCode == "unauthenticated")
+
+        c.send(GatewayConnection.post(create, headers: ["Authorization: Bearer \(token)"]))
+        let created = try #require(c.httpResponse())
+        #expect(RPCReply(created.text).field("id", Int.self) == 1)
+
+        // Another client's connection (a proxy's) is not signed in by the header either.
+        c.send(GatewayConnection.post(create))
+        #expect(RPCReply(c.httpResponse()?.text).errorCode == "unauthenticated")
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrderOverOneConnection() throws {
+        let suite = try SuiteFixture()
+        let c = try GatewayConnection(port: suite.port)
+        let requests = (1...20).map { i in
+            i % 5 == 0 ? "GET /openrpc.json HTTP/1.1\r\nHost: t\r\n\r\n" : GatewayConnection.post(#"{"jsonrpc":"2.0","id":\#(i),"method":"catalog.get","params":{"id":\#(i)}}"#)
+        }
+        c.send(requests.joined())
+        for i in 1...20 {
+            let response = try #require(c.httpResponse(), "response \(i)")
+            if i % 5 == 0 {
+                #expect(json(response.text)["openrpc"] as? String != nil)
+            } else {
+                #expect(json(response.text)["id"] as? Int == i)
+                #expect(RPCReply(response.text).errorCode == "not_found")
+            }
+        }
+    }
+
+    @Test func theOpenRPCDocumentIsTheSameOverHTTPAndTheLineProtocol() throws {
+        let suite = try SuiteFixture()
+        let http = try GatewayConnection(port: suite.port)
+        http.send("GET /openrpc.json HTTP/1.1\r\nHost: t\r\n\r\n")
+        let document = try #require(http.httpResponse())
+        #expect(document.status == 200 && document.headers["content-type"] == "application/json")
+        let line = try GatewayConnection(port: suite.port).call(#"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"#)
+        let result = try #require((try JSONSerialization.jsonObject(with: Data((line ?? "").utf8)) as? [String: Any])?["result"])
+        let viaLine = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+        let viaHTTP = try JSONSerialization.data(withJSONObject: try JSONSerialization.jsonObject(with: Data(document.body)), options: [.sortedKeys])
+        #expect(viaLine == viaHTTP)
+    }
+
+    @Test func smugglingIsRefusedAndTheConnectionClosed() throws {
+        let suite = try SuiteFixture()
+        // A second request hidden in a body, under two ways of framing it.
+        let hidden = "GET /openrpc.json HTTP/1.1\r\nHost: t\r\n\r\n"
+        let attacks = [
+            "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: \(hidden.utf8.count + 5)\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden,
+            "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 0\r\nContent-Length: \(hidden.utf8.count)\r\n\r\n" + hidden,
+            "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" + hidden,
+        ]
+        for attack in attacks {
+            let c = try GatewayConnection(port: suite.port)
+            c.send(attack)
+            let refused = try #require(c.httpResponse())
+            #expect(refused.status == 400)
+            #expect(refused.headers["connection"] == "close")
+            #expect(c.isClosedByPeer(), "nothing after the refusal is read")
+        }
+    }
+
+    @Test func aSlowHeadIsClosedAtTheRequestTimeout() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--request-timeout-ms", "400"])
+        let c = try GatewayConnection(port: suite.port)
+        c.send("POST /rpc HTTP/1.1\r\n")
+        // A header line every 100 ms never finishes the head.
+        var closed = false
+        for _ in 0..<30 where !closed {
+            usleep(100_000)
+            c.send("X-Slow: 1\r\n")
+            var probe = [UInt8](repeating: 0, count: 1)
+            closed = probe.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, 1, Int32(MSG_DONTWAIT)) } == 0
+        }
+        #expect(closed)
+    }
+}
