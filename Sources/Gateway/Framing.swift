@@ -57,6 +57,8 @@ struct FramingLimits: Sendable {
     var maxDepth = StrictJSON.defaultMaxDepth
     var maxBatch = GatewayLimits().maxBatch
     var maxReplyBytes = GatewayLimits().maxReplyBytes
+    /// Origins besides the gateway's own whose pages may call it (`WebOrigin`), normalized.
+    var allowedOrigins: Set<String> = []
 }
 
 extension ServiceError {

@@ -17,6 +17,12 @@ public struct GatewayConfig: Sendable, Equatable {
     public var listen = "127.0.0.1:7700"
     /// The gateway's limits on its clients.
     public var limits = GatewayLimits()
+    /// Origins (`https://guide.example.org`), besides the gateway's own, whose pages may call
+    /// it from a browser: CORS and WebSockets (`--allow-origin`, repeated).
+    public var allowedOrigins: [String] = []
+    /// Addresses or networks (`10.0.0.0/8`) of proxies whose word on a client's address is taken:
+    /// PROXY protocol v2, `X-Forwarded-For` (`--trusted-proxy`, repeated).
+    public var trustedProxies: [String] = []
 
     public init() {}
 
@@ -26,7 +32,7 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     /// The flags only the gateway takes.
-    static var ownFlags: Set<String> { Set(["listen", "name"] + GatewayLimits.settings.map(\.name)) }
+    static var ownFlags: Set<String> { Set(["listen", "name", "allow-origin", "trusted-proxy"] + GatewayLimits.settings.map(\.name)) }
 
     /// The flags only the gateway takes, and the services', which it refuses.
     static let options = ProcessOptions(
@@ -50,6 +56,12 @@ public struct GatewayConfig: Sendable, Equatable {
           --listen HOST:PORT      TCP endpoint for clients (default 127.0.0.1:7700); also TOURBUS_GATEWAY_LISTEN
           --name NAME             this gateway's section of the config file and its CURVE key name
                                   (default gateway; another gateway of the suite is gateway-b, …)
+          --allow-origin ORIGIN   a site (https://guide.example.org) whose pages may call the gateway from a browser
+                                  besides its own (CORS, WebSocket); repeat for more; also TOURBUS_GATEWAY_ALLOW_ORIGINS
+                                  (comma-separated) or allow_origins in the suite file
+          --trusted-proxy ADDR    a proxy (an address, or a network as 10.0.0.0/8) whose word on its clients' addresses
+                                  is taken (PROXY protocol v2, X-Forwarded-For); repeat for more; also
+                                  TOURBUS_GATEWAY_TRUSTED_PROXIES or trusted_proxies in the suite file
         \(limitsUsage)
         Environment: TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB; the limits as TOURBUS_GATEWAY_<NAME>
                      (upper case, _ for -), or services.gateway.<name> (_ for -) in the suite file.
@@ -81,6 +93,8 @@ public struct GatewayConfig: Sendable, Equatable {
 
         if let file = sources.file, let section = file.services[name] {
             if let value = section.listen { config.listen = value }
+            if let value = section.allowOrigins { config.allowedOrigins = value }
+            if let value = section.trustedProxies { config.trustedProxies = value }
             for setting in GatewayLimits.settings {
                 guard !section.notIntegers.contains(setting.fileKey) else {
                     throw file.error("services.\(name).\(setting.fileKey) must be a positive integer")
@@ -92,11 +106,20 @@ public struct GatewayConfig: Sendable, Equatable {
         }
 
         if let value = environment["TOURBUS_\(name.uppercased())_LISTEN"] { config.listen = value }
+        func list(_ text: String) -> [String] { text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+        if let value = environment["TOURBUS_\(name.uppercased())_ALLOW_ORIGINS"] { config.allowedOrigins = list(value) }
+        if let value = environment["TOURBUS_\(name.uppercased())_TRUSTED_PROXIES"] { config.trustedProxies = list(value) }
         for setting in GatewayLimits.settings {
             if let value = environment[setting.environmentKey] { config.limits[keyPath: setting.field] = try positive(value, setting.environmentKey) }
         }
 
         if let value = flags.last("listen") { config.listen = value }
+        if !flags.all("allow-origin").isEmpty { config.allowedOrigins = flags.all("allow-origin") }
+        if !flags.all("trusted-proxy").isEmpty { config.trustedProxies = flags.all("trusted-proxy") }
+        config.allowedOrigins = try config.allowedOrigins.map { origin throws(ConfigError) in try WebOrigin.normalized(origin) }
+        for proxy in config.trustedProxies where Network(proxy) == nil {
+            throw ConfigError("trusted proxy '\(proxy)' is not an IPv4 or IPv6 address or network (10.0.0.0/8)")
+        }
         for setting in GatewayLimits.settings {
             if let value = flags.last(setting.name) { config.limits[keyPath: setting.field] = try positive(value, "--\(setting.name)") }
         }

@@ -87,7 +87,7 @@ public final class GatewayServer: Service {
                 pushes: pushes)
             let framing = FramingLimits(
                 maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
-                maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes)
+                maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes, allowedOrigins: Set(config.allowedOrigins))
             // Requests waiting for a turn hear of their deadline on time, even when nothing finishes.
             let queues = backends.fairQueues + [authenticator.passwordChecks]
             _ = try lifecycle.start(
@@ -336,12 +336,15 @@ struct Refusal: @unchecked Sendable {
         var first = [UInt8](repeating: 0, count: 4_096)
         var count = 0
         if poll(&fds, 1, 100) > 0 { count = (try? socket.read(into: &first)) ?? 0 }
-        let lead = first[0..<max(0, count)].first { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
+        let received = first[0..<max(0, count)]
+        let start = received.firstIndex { ![0x20, 0x0A, 0x0D, 0x09].contains($0) } ?? received.endIndex
         let error = ServiceError(.unavailable, reason)
-        let message =
-            lead == UInt8(ascii: "{") || lead == UInt8(ascii: "[")
-            ? JSONRPC.error(id: Data("null".utf8), error) + [0x0A]
-            : RESP.error(error)
+        let message: [UInt8] =
+            switch ClientSession.framing(of: received[start...], atEnd: true) {
+            case .jsonRPC: JSONRPC.error(id: Data("null".utf8), error) + [0x0A]
+            case .http: HTTPResponse.error(503, error).bytes(close: true, head: false, headers: [])
+            case .resp, nil: RESP.error(error)
+            }
         _ = try? socket.write(message, from: 0)
         // Half-close and read what else came, so the close does not reset the connection
         // and lose the error line on its way.

@@ -33,11 +33,14 @@ final class HTTPFraming: Framing {
 
     /// A response not complete yet.
     private struct Exchange {
-        var kind: Kind
+        var kind = Kind.resource
         /// Calls not answered yet.
-        var waiting: Int
+        var waiting = 0
+        /// The answer to HEAD: headers only.
         var head: Bool
         var close: Bool
+        /// Headers every response to the request carries (CORS).
+        var headers: [(String, String)] = []
     }
 
     /// Requests are numbered as read; responses go out in that order.
@@ -86,14 +89,14 @@ final class HTTPFraming: Framing {
                 if parsed.continueRequested && exchanges.isEmpty && ready.isEmpty { reading.output += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8) }
                 if let refusal = parsed.refusal {
                     let error = ServiceError(refusal.status == 413 ? .tooLarge : .invalidArgument, refusal.reason)
-                    reading.output += complete(nextExchange(head: false, close: true), HTTPResponse.error(refusal.status, error, close: true))
+                    reading.output += complete(newExchange(head: false, close: true), .error(refusal.status, error))
                     reading.close = true
                     ended = true
                     break
                 }
                 guard let request = parsed.requests.first else { break }
                 reading.requests += 1
-                waitingRequest = (request, nextExchange(head: request.method == "HEAD", close: !request.keepAlive))
+                waitingRequest = (request, newExchange(head: request.method == "HEAD", close: !request.keepAlive))
             }
             guard let (request, exchange) = waitingRequest, let used = route(request, exchange, room: room, into: &reading) else {
                 reading.waiting = true
@@ -111,24 +114,63 @@ final class HTTPFraming: Framing {
         return reading
     }
 
-    private func nextExchange(head: Bool, close: Bool) -> Int {
+    private func newExchange(head: Bool, close: Bool) -> Int {
         defer { nextExchange += 1 }
-        exchanges[nextExchange] = Exchange(kind: .resource, waiting: 0, head: head, close: close)
+        exchanges[nextExchange] = Exchange(head: head, close: close)
         return nextExchange
     }
+
+    private struct Route {
+        enum Kind { case rpc, discover }
+        var method: String
+        var kind: Kind
+        /// What the path takes, for `Allow`.
+        var allow: String { method == "GET" ? "GET, HEAD, OPTIONS" : method + ", OPTIONS" }
+    }
+
+    private static let routes: [String: Route] = [
+        "/rpc": Route(method: "POST", kind: .rpc),
+        "/openrpc.json": Route(method: "GET", kind: .discover),
+    ]
+
+    /// Headers a preflight allows a page to send.
+    static let allowedHeaders = "Authorization, Content-Type"
+    /// How long a browser may keep a preflight's answer, in seconds.
+    static let preflightMaxAge = 600
 
     /// Answers `request` or starts its calls: the calls started, or nil when its batch must wait for room.
     private func route(_ request: HTTPRequestParser.Request, _ exchange: Int, room: Int, into reading: inout Reading) -> Int? {
         let path = request.target.prefix { $0 != "?" }
-        let close = !request.keepAlive
+        // A page of another site: refused unless its origin is allowed; when it is, the
+        // response says so (CORS), and that it varies with the origin.
+        if let origin = request.header("Origin") {
+            guard WebOrigin.allowed(origin, host: request.header("Host"), allowed: limits.allowedOrigins) else {
+                let error = ServiceError(.permissionDenied, "pages of \(Echo.clip(origin)) may not call this gateway", field: "Origin")
+                reading.output += complete(exchange, .error(403, error))
+                return 0
+            }
+            exchanges[exchange]?.headers = [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
+        }
         guard let route = HTTPFraming.routes[String(path)] else {
-            reading.output += complete(exchange, HTTPResponse.error(404, ServiceError(.notFound, "no resource at \(Echo.clip(String(path)))"), close: close))
+            reading.output += complete(exchange, .error(404, ServiceError(.notFound, "no resource at \(Echo.clip(String(path)))")))
+            return 0
+        }
+        if request.method == "OPTIONS" {
+            // A CORS preflight, or a plain question.
+            let preflight = request.header("Origin") != nil && request.header("Access-Control-Request-Method") != nil
+            let headers =
+                preflight
+                ? [
+                    ("Access-Control-Allow-Methods", route.method), ("Access-Control-Allow-Headers", HTTPFraming.allowedHeaders),
+                    ("Access-Control-Max-Age", String(HTTPFraming.preflightMaxAge)),
+                ] : [("Allow", route.allow)]
+            reading.output += complete(exchange, HTTPResponse(status: 204, headers: headers))
             return 0
         }
         let method = request.method == "HEAD" && route.method == "GET" ? "GET" : request.method
         guard method == route.method else {
             let error = ServiceError(.invalidArgument, "\(path) takes \(route.method), not \(Echo.clip(request.method))")
-            reading.output += complete(exchange, HTTPResponse.error(405, error, close: close, headers: [("Allow", route.allow)]))
+            reading.output += complete(exchange, .error(405, error, headers: [("Allow", route.allow)]))
             return 0
         }
         switch route.kind {
@@ -142,25 +184,12 @@ final class HTTPFraming: Framing {
         }
     }
 
-    private struct Route {
-        enum Kind { case rpc, discover }
-        var method: String
-        var kind: Kind
-        var allow: String { method == "GET" ? "GET, HEAD" : method }
-    }
-
-    private static let routes: [String: Route] = [
-        "/rpc": Route(method: "POST", kind: .rpc),
-        "/openrpc.json": Route(method: "GET", kind: .discover),
-    ]
-
     /// `POST /rpc`: the body, as one line of the line protocol.
     private func rpcCalls(_ request: HTTPRequestParser.Request, _ exchange: Int, room: Int, into reading: inout Reading) -> Int? {
-        let close = !request.keepAlive
         let mediaType = request.header("Content-Type")?.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
         guard mediaType == "application/json" else {
             let error = ServiceError(.invalidArgument, "a JSON-RPC request is sent as Content-Type: application/json", field: "Content-Type")
-            reading.output += complete(exchange, HTTPResponse.error(415, error, close: close))
+            reading.output += complete(exchange, .error(415, error))
             return 0
         }
         var token: String?
@@ -168,7 +197,7 @@ final class HTTPFraming: Framing {
             let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
             guard parts.count == 2, parts[0].lowercased() == "bearer" else {
                 let error = ServiceError(.unauthenticated, "Authorization takes Bearer <token>", field: "Authorization")
-                reading.output += complete(exchange, HTTPResponse.error(401, error, close: close, headers: [("WWW-Authenticate", "Bearer")]))
+                reading.output += complete(exchange, .error(401, error, headers: [("WWW-Authenticate", "Bearer")]))
                 return 0
             }
             token = String(parts[1].trimmingCharacters(in: .whitespaces))
@@ -217,21 +246,21 @@ final class HTTPFraming: Framing {
             return entry.waiting == 0 ? finishRPC(exchange) : []
         }
         exchanges[exchange] = entry
-        return complete(exchange, HTTPResponse.resource(outcome, close: entry.close, maxBytes: limits.maxReplyBytes))
+        return complete(exchange, .resource(outcome, maxBytes: limits.maxReplyBytes))
     }
 
     /// A JSON-RPC exchange whose calls are all answered: its reply, or `204` for notifications only.
     private func finishRPC(_ exchange: Int) -> [UInt8] {
         guard let entry = exchanges[exchange], entry.waiting == 0, case .rpc(let reply) = entry.kind else { return [] }
-        return complete(exchange, reply.isEmpty ? HTTPResponse.make(204, close: entry.close) : HTTPResponse.make(200, body: reply, close: entry.close))
+        return complete(exchange, reply.isEmpty ? HTTPResponse(status: 204) : HTTPResponse(status: 200, body: reply))
     }
 
     /// Files `response` as `exchange`'s: the responses now in order to write.
-    private func complete(_ exchange: Int, _ response: [UInt8]) -> [UInt8] {
+    private func complete(_ exchange: Int, _ response: HTTPResponse) -> [UInt8] {
         guard let entry = exchanges.removeValue(forKey: exchange) else { return [] }
-        let response = entry.head ? HTTPResponse.headOnly(response) : response
-        ready[exchange] = response
-        heldBytes += response.count
+        let bytes = response.bytes(close: entry.close, head: entry.head, headers: entry.headers)
+        ready[exchange] = bytes
+        heldBytes += bytes.count
         var out: [UInt8] = []
         while let next = ready.removeValue(forKey: nextToWrite) {
             heldBytes -= next.count
@@ -245,8 +274,14 @@ final class HTTPFraming: Framing {
     func push(_ push: Push, pattern: String?) -> [UInt8] { [] }
 }
 
-/// HTTP/1.1 responses as bytes.
-enum HTTPResponse {
+/// An HTTP/1.1 response before it is bytes: what its request adds (headers, closing, HEAD)
+/// comes when it is written.
+struct HTTPResponse {
+    var status: Int
+    var body: [UInt8] = []
+    var contentType = "application/json"
+    var headers: [(String, String)] = []
+
     static func reason(_ status: Int) -> String {
         switch status {
         case 100: "Continue"
@@ -272,23 +307,15 @@ enum HTTPResponse {
         }
     }
 
-    /// A response with `body` (JSON unless `contentType` says otherwise) and `Content-Length`.
-    static func make(
-        _ status: Int, body: [UInt8] = [], contentType: String = "application/json", close: Bool, headers: [(String, String)] = []
-    ) -> [UInt8] {
-        var head = "HTTP/1.1 \(status) \(reason(status))\r\n"
-        if status != 204 && status != 304 { head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if close { head += "Connection: close\r\n" }
-        head += "\r\n"
-        return Array(head.utf8) + body
-    }
-
-    /// The same response without its body (the answer to `HEAD`).
-    static func headOnly(_ response: [UInt8]) -> [UInt8] {
-        let crlf2: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A]
-        guard let end = response.indices.first(where: { response[$0...].starts(with: crlf2) }) else { return response }
-        return Array(response[..<(end + 4)])
+    /// The response's bytes, with `Content-Length` (but for 204 and 304), `headers` after its
+    /// own, `Connection: close` when the connection closes after it, and no body for HEAD.
+    func bytes(close: Bool, head: Bool, headers more: [(String, String)]) -> [UInt8] {
+        var text = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
+        if status != 204 && status != 304 { text += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
+        for (name, value) in headers + more { text += "\(name): \(value)\r\n" }
+        if close { text += "Connection: close\r\n" }
+        text += "\r\n"
+        return head ? Array(text.utf8) : Array(text.utf8) + body
     }
 
     /// The status an error from the closed set is answered with, where HTTP's status is the answer.
@@ -308,21 +335,21 @@ enum HTTPResponse {
     }
 
     /// `{"error":{"code":…,"message":…,"field":…}}` with `status`.
-    static func error(_ status: Int, _ error: ServiceError, close: Bool, headers: [(String, String)] = []) -> [UInt8] {
+    static func error(_ status: Int, _ error: ServiceError, headers: [(String, String)] = []) -> HTTPResponse {
         struct Body: Encodable { var error: ServiceError }
         let body = (try? JSONCoding.encoder.encode(Body(error: error))).map { Array($0) } ?? Array(#"{"error":{"code":"internal","message":"internal error"}}"#.utf8)
-        return make(status, body: body, close: close, headers: headers)
+        return HTTPResponse(status: status, body: body, headers: headers)
     }
 
     /// A resource's response: a call's result is the body.
-    static func resource(_ outcome: Outcome, close: Bool, maxBytes: Int) -> [UInt8] {
+    static func resource(_ outcome: Outcome, maxBytes: Int) -> HTTPResponse {
         switch outcome {
         case .result(let body) where body.count > maxBytes, .bytes(let body) where body.count > maxBytes:
-            return error(500, .replyTooLarge(body.count, limit: maxBytes), close: close)
-        case .result(let body): return make(200, body: Array(body), close: close)
-        case .bytes(let body): return make(200, body: Array(body), contentType: "application/octet-stream", close: close)
-        case .failure(let failure): return error(status(of: failure.code), failure, close: close)
-        case .pong, .subscription: return error(500, ServiceError(.internal, "not a resource"), close: close)
+            return error(500, .replyTooLarge(body.count, limit: maxBytes))
+        case .result(let body): return HTTPResponse(status: 200, body: Array(body))
+        case .bytes(let body): return HTTPResponse(status: 200, body: Array(body), contentType: "application/octet-stream")
+        case .failure(let failure): return error(status(of: failure.code), failure)
+        case .pong, .subscription: return error(500, ServiceError(.internal, "not a resource"))
         }
     }
 }

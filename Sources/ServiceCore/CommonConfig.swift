@@ -193,6 +193,9 @@ public struct SuiteFile: Sendable {
         public var listen: String?
         var curveKey: String?
         var metricsListen: String?
+        /// The gateway's: origins whose pages may call it, and proxies whose word on a client's address it takes.
+        public var allowOrigins: [String]?
+        public var trustedProxies: [String]?
         /// Every other member that is an integer, by its key, and the keys of those that are
         /// not: the gateway reads its limits from them.
         public var integers: [String: Int] = [:]
@@ -202,6 +205,8 @@ public struct SuiteFile: Sendable {
             case bind, publish, connect, subscribe, readers, db, listen
             case curveKey = "curve_key"
             case metricsListen = "metrics_listen"
+            case allowOrigins = "allow_origins"
+            case trustedProxies = "trusted_proxies"
         }
 
         public init(from decoder: any Decoder) throws {
@@ -215,6 +220,8 @@ public struct SuiteFile: Sendable {
             listen = try c.decodeIfPresent(String.self, forKey: .listen)
             curveKey = try c.decodeIfPresent(String.self, forKey: .curveKey)
             metricsListen = try c.decodeIfPresent(String.self, forKey: .metricsListen)
+            allowOrigins = try c.decodeIfPresent([String].self, forKey: .allowOrigins)
+            trustedProxies = try c.decodeIfPresent([String].self, forKey: .trustedProxies)
             let all = try decoder.container(keyedBy: AnyKey.self)
             for key in all.allKeys where CodingKeys(stringValue: key.stringValue) == nil {
                 if let value = try? all.decode(Int.self, forKey: key) { integers[key.stringValue] = value } else { notIntegers.insert(key.stringValue) }

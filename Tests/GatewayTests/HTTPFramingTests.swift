@@ -1,6 +1,7 @@
 import Bus
 import Foundation
 @testable import Gateway
+import ServiceCore
 import Testing
 
 /// HTTP/1.1 on a `ClientSession`, driven by hand with a fake clock.
@@ -157,9 +158,9 @@ import Testing
         #expect(head.hasSuffix("\r\n\r\n") && head.contains("Content-Length: 19\r\n"), "HEAD: the headers alone")
         all = HTTPFramingTests.responses(harness.send("GET /rpc HTTP/1.1\r\nHost: t\r\n\r\n"))
         #expect(all.map(\.status) == [405])
-        #expect(all.first?.headers["allow"] == "POST")
+        #expect(all.first?.headers["allow"] == "POST, OPTIONS")
         all = HTTPFramingTests.responses(harness.send("DELETE /openrpc.json HTTP/1.1\r\nHost: t\r\n\r\n"))
-        #expect(all.first?.headers["allow"] == "GET, HEAD")
+        #expect(all.first?.headers["allow"] == "GET, HEAD, OPTIONS")
         all = HTTPFramingTests.responses(harness.send("GET /rpcx?a=b HTTP/1.1\r\nHost: t\r\n\r\n"))
         #expect(all.map(\.status) == [404])
         #expect(all.first?.body.contains(#""code":"not_found""#) == true)
@@ -247,5 +248,78 @@ import Testing
             answered += all.count
         }
         #expect(answered == 5_001)
+    }
+
+    @Test func pagesOfOtherSitesAreRefusedUnlessAllowed() throws {
+        var framing = FramingLimits()
+        framing.allowedOrigins = ["https://guide.example.org"]
+        let harness = SessionHarness(framing: framing)
+        let ping = #"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        // The gateway's own pages: their origin is the host they reached.
+        var all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(ping, headers: ["Origin: http://t"])))
+        #expect(all.map(\.status) == [200])
+        // An allowed site's: the response says it may read it.
+        all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(ping, headers: ["Origin: https://guide.example.org"])))
+        #expect(all.map(\.status) == [200])
+        #expect(all.first?.headers["access-control-allow-origin"] == "https://guide.example.org")
+        #expect(all.first?.headers["vary"] == "Origin")
+        // Any other site's is refused before any call runs: a stolen page cannot spend a user's token.
+        for origin in ["https://evil.example", "http://guide.example.org", "null", "http://t.evil.example", "http://t:8080"] {
+            all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(ping, headers: ["Origin: \(origin)", "Authorization: Bearer secret"])))
+            #expect(all.map(\.status) == [403], "\(origin)")
+            #expect(all.first?.headers["access-control-allow-origin"] == nil)
+            #expect(all.first?.body.contains(#""field":"Origin""#) == true)
+        }
+        #expect(harness.tokens.withLock { $0 } == [nil, nil], "only the two allowed requests ran")
+    }
+
+    @Test func preflightsAnswerForAllowedOriginsOnly() throws {
+        var framing = FramingLimits()
+        framing.allowedOrigins = ["https://guide.example.org"]
+        let harness = SessionHarness(framing: framing)
+        let preflight = { (origin: String) in
+            "OPTIONS /rpc HTTP/1.1\r\nHost: t\r\nOrigin: \(origin)\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type\r\n\r\n"
+        }
+        var all = HTTPFramingTests.responses(harness.send(preflight("https://guide.example.org")))
+        #expect(all.map(\.status) == [204])
+        let allowed = try #require(all.first?.headers)
+        #expect(allowed["access-control-allow-origin"] == "https://guide.example.org")
+        #expect(allowed["access-control-allow-methods"] == "POST")
+        #expect(allowed["access-control-allow-headers"] == "Authorization, Content-Type")
+        #expect(allowed["access-control-max-age"] == "600")
+        all = HTTPFramingTests.responses(harness.send(preflight("https://evil.example")))
+        #expect(all.map(\.status) == [403])
+        #expect(all.first?.headers["access-control-allow-origin"] == nil)
+        all = HTTPFramingTests.responses(harness.send("OPTIONS /openrpc.json HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [204])
+        #expect(all.first?.headers["allow"] == "GET, HEAD, OPTIONS")
+    }
+
+    @Test func originsAndNetworksAreReadStrictly() throws {
+        #expect(try WebOrigin.normalized("HTTPS://Guide.Example.org:8443") == "https://guide.example.org:8443")
+        for bad in ["*", "guide.example.org", "https://", "https://a/", "https://a?x", "ftp://a", "https://u@a"] {
+            #expect(throws: ConfigError.self, "\(bad)") { try WebOrigin.normalized(bad) }
+        }
+        let ten = try #require(Network("10.0.0.0/8"))
+        func address(_ text: String) -> [UInt8] { Network.bytes(of: text) ?? [] }
+        #expect(ten.contains(address("10.200.3.4")))
+        #expect(!ten.contains(address("11.0.0.1")))
+        let one = try #require(Network("192.0.2.7"))
+        #expect(one.contains(address("192.0.2.7")) && !one.contains(address("192.0.2.8")))
+        let six = try #require(Network("fd00::/8"))
+        #expect(six.contains(address("fd12::1")) && !six.contains(address("fe80::1")))
+        #expect(Network("10.0.0.0/33") == nil && Network("10.0.0/8") == nil && Network("::1/129") == nil && Network("a.b.c.d") == nil && Network("10.0.0.0/+8") == nil)
+        #expect(Network("0.0.0.0/0")?.contains(address("8.8.8.8")) == true)
+    }
+
+    @Test func theGatewayTakesItsOriginsAndProxiesFromEverySource() throws {
+        let flags = try GatewayConfig.load(arguments: ["--allow-origin", "https://A.example", "--allow-origin", "http://b.example:8080", "--trusted-proxy", "10.0.0.0/8"], environment: [:])
+        #expect(flags.allowedOrigins == ["https://a.example", "http://b.example:8080"])
+        #expect(flags.trustedProxies == ["10.0.0.0/8"])
+        let environment = try GatewayConfig.load(arguments: [], environment: ["TOURBUS_GATEWAY_ALLOW_ORIGINS": "https://a.example, https://c.example", "TOURBUS_GATEWAY_TRUSTED_PROXIES": "127.0.0.1,::1"])
+        #expect(environment.allowedOrigins == ["https://a.example", "https://c.example"])
+        #expect(environment.trustedProxies == ["127.0.0.1", "::1"])
+        #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--allow-origin", "*"], environment: [:]) }
+        #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--trusted-proxy", "proxy.local"], environment: [:]) }
     }
 }

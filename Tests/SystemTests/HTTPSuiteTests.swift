@@ -93,4 +93,17 @@ import TestSupport
         }
         #expect(closed)
     }
+
+    @Test func aConnectionOverTheAddressCapIsToldSoInHTTP() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--max-connections-per-address", "1"])
+        let first = try GatewayConnection(port: suite.port)
+        first.send(GatewayConnection.post(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))
+        #expect(first.httpResponse()?.status == 200)
+        let second = try GatewayConnection(port: suite.port)
+        second.send(GatewayConnection.post(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))
+        let refused = try #require(second.httpResponse())
+        #expect(refused.status == 503)
+        #expect(json(refused.text)["error"] != nil)
+        #expect(refused.text.contains("too many connections from your address"))
+    }
 }
