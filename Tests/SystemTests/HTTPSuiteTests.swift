@@ -106,4 +106,71 @@ import TestSupport
         #expect(json(refused.text)["error"] != nil)
         #expect(refused.text.contains("too many connections from your address"))
     }
+
+    /// Protocols/http.md's `http` blocks, replayed in file order against one fresh suite, each
+    /// block on a connection of its own. `<token>` in a request stands for the last token a
+    /// response gave.
+    @Test func theHTTPDocumentMatchesTheRunningSuite() throws {
+        let blocks = try gatewayTranscriptBlocks("http.md").filter { $0.kind == "http" }
+        #expect(blocks.count >= 8)
+        let suite = try SuiteFixture()
+        var token = ""
+        for block in blocks {
+            let c = try GatewayConnection(port: suite.port)
+            var lines = block.lines[...]
+            while !lines.isEmpty {
+                let sent = lines.prefix { $0.text.hasPrefix(">") }
+                lines = lines.dropFirst(sent.count)
+                let expected = lines.prefix { $0.text.hasPrefix("<") }
+                lines = lines.dropFirst(expected.count)
+                for request in HTTPTranscript.messages(sent.map { String($0.text.dropFirst(2)) }) {
+                    // A chunked body (the smuggling example's) is not what its length says.
+                    let chunked = request.head.contains { $0.lowercased().hasPrefix("transfer-encoding:") }
+                    let declared = chunked ? nil : request.head.first { $0.lowercased().hasPrefix("content-length:") }.flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) }
+                    #expect(declared == nil || declared == request.body.utf8.count, "http.md line \(sent.first?.number ?? 0): Content-Length \(declared ?? 0), body \(request.body.utf8.count) bytes")
+                    let head = request.head.map { $0.replacingOccurrences(of: "<token>", with: token) }
+                    c.send(head.joined(separator: "\r\n") + "\r\n\r\n" + request.body)
+                }
+                for response in HTTPTranscript.messages(expected.map { String($0.text.dropFirst(2)) }) {
+                    let at = "http.md line \(expected.first?.number ?? 0)"
+                    let isHead = response.head.contains { $0.hasPrefix("Content-Length:") } && response.body.isEmpty
+                    guard let actual = c.httpResponse(head: isHead) else {
+                        Issue.record("\(at): no response")
+                        break
+                    }
+                    #expect(actual.statusLine == response.head.first, "\(at): got \(actual.statusLine)")
+                    let headers = Array(response.head.dropFirst())
+                    let matches = headers.count == actual.headerLines.count
+                        && zip(headers, actual.headerLines).allSatisfy { expected, got in
+                            expected == got || (expected.hasSuffix(": <any>") && got.hasPrefix(expected.dropLast(5)))
+                        }
+                    #expect(matches, "\(at): got headers \(actual.headerLines)")
+                    if response.body.hasPrefix("{") || response.body.hasPrefix("[") {
+                        #expect(sameJSON(response.body, actual.text), "\(at): got \(actual.text)")
+                    } else {
+                        #expect(response.body == actual.text, "\(at): got \(actual.text)")
+                    }
+                    if let given = (json(actual.text)["result"] as? [String: Any])?["token"] as? String { token = given }
+                }
+            }
+        }
+    }
+}
+
+/// HTTP messages as Protocols/http.md writes them: a head, an empty line, a body of the lines
+/// up to the next message's first line (`METHOD target HTTP/1.1`, `HTTP/1.1 status`).
+enum HTTPTranscript {
+    static func messages(_ lines: [String]) -> [(head: [String], body: String)] {
+        func starts(_ line: String) -> Bool { line.hasPrefix("HTTP/1.1 ") || line.wholeMatch(of: /[A-Z]+ \S+ HTTP\/1\.[01]/) != nil }
+        var messages: [(head: [String], body: String)] = []
+        var rest = lines[...]
+        while let first = rest.first, starts(first) {
+            let head = rest.prefix { !$0.isEmpty }
+            rest = rest.dropFirst(head.count + 1)
+            let body = rest.prefix { !starts($0) }
+            rest = rest.dropFirst(body.count)
+            messages.append((Array(head), body.joined(separator: "\n")))
+        }
+        return messages
+    }
 }

@@ -308,7 +308,10 @@ final class GatewayConnection {
 
     /// An HTTP response: its status, headers (names lowercased, the last of each) and body.
     struct HTTPResponse {
+        var statusLine: String
         var status: Int
+        /// The header lines as sent, in order.
+        var headerLines: [String]
         var headers: [String: String]
         var body: [UInt8]
         var text: String { String(decoding: body, as: UTF8.self) }
@@ -319,9 +322,11 @@ final class GatewayConnection {
     func httpResponse(head: Bool = false) -> HTTPResponse? {
         guard let statusLine = line(), statusLine.hasPrefix("HTTP/1.1 "), let status = Int(statusLine.split(separator: " ")[1]) else { return nil }
         var headers: [String: String] = [:]
+        var headerLines: [String] = []
         while let header = line(), !header.isEmpty {
             guard let colon = header.firstIndex(of: ":") else { return nil }
             headers[header[..<colon].lowercased()] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headerLines.append(header)
         }
         let size = head || status < 200 || status == 204 || status == 304 ? 0 : Int(headers["content-length"] ?? "") ?? -1
         guard size >= 0 else { return nil }
@@ -329,7 +334,7 @@ final class GatewayConnection {
         while buffer.count < size { guard fill(until: limit) else { return nil } }
         let body = Array(buffer[0..<size])
         buffer.removeFirst(size)
-        return HTTPResponse(status: status, headers: headers, body: body)
+        return HTTPResponse(statusLine: statusLine, status: status, headerLines: headerLines, headers: headers, body: body)
     }
 
     /// A `POST /rpc` request with `body`, and `headers` (whole lines) after the content type.
