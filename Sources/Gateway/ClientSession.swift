@@ -409,6 +409,11 @@ final class ClientSession {
         if reading.close { close() }
         outputBudget.append(reading.output)
         for (slot, call) in reading.calls { start(slot, call) }
+        if let next = reading.upgrade {
+            // What follows the upgrade is read by the new framing, in another round.
+            framing = next
+            processAgain = true
+        }
     }
 
     enum WireProtocol: Equatable { case jsonRPC, resp, http }

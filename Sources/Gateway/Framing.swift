@@ -48,6 +48,8 @@ struct Reading {
     /// The framing holds a request, or part of one, that is not in the input left (a body read
     /// as it arrives, a request waiting for room): the input is not all used up.
     var partial = false
+    /// The framing the connection speaks from the end of `consumed` on (HTTP's upgrade to a WebSocket).
+    var upgrade: (any Framing)?
 }
 
 /// The limits a framing applies to what it reads and writes: the suite-wide request size

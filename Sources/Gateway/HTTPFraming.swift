@@ -125,7 +125,12 @@ final class HTTPFraming: Framing {
         var method: String
         var kind: Kind
         /// What the path takes, for `Allow`.
-        var allow: String { method == "GET" ? "GET, HEAD, OPTIONS" : method + ", OPTIONS" }
+        var allow: String {
+            switch kind {
+            case .rpc: "POST, GET, OPTIONS"
+            case .discover: "GET, HEAD, OPTIONS"
+            }
+        }
     }
 
     private static let routes: [String: Route] = [
@@ -167,6 +172,7 @@ final class HTTPFraming: Framing {
             reading.output += complete(exchange, HTTPResponse(status: 204, headers: headers))
             return 0
         }
+        if route.kind == .rpc && request.method == "GET" { return upgrade(request, exchange, into: &reading) }
         let method = request.method == "HEAD" && route.method == "GET" ? "GET" : request.method
         guard method == route.method else {
             let error = ServiceError(.invalidArgument, "\(path) takes \(route.method), not \(Echo.clip(request.method))")
@@ -182,6 +188,36 @@ final class HTTPFraming: Framing {
             nextSlot += 1
             return 1
         }
+    }
+
+    /// `GET /rpc` with `Upgrade: websocket`: RFC 6455's handshake, once nothing is owed (the
+    /// bytes after it are the WebSocket's); nil while something is.
+    private func upgrade(_ request: HTTPRequestParser.Request, _ exchange: Int, into reading: inout Reading) -> Int? {
+        func tokens(_ name: String) -> [String] {
+            (request.header(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        }
+        guard tokens("Upgrade").contains("websocket"), tokens("Connection").contains("upgrade") else {
+            let error = ServiceError(.invalidArgument, "GET /rpc opens a WebSocket (Upgrade: websocket); JSON-RPC over plain HTTP is POST /rpc", field: "Upgrade")
+            reading.output += complete(exchange, .error(426, error, headers: [("Upgrade", "websocket")]))
+            return 0
+        }
+        guard request.header("Sec-WebSocket-Version") == "13" else {
+            let error = ServiceError(.invalidArgument, "WebSocket version 13 (RFC 6455) only", field: "Sec-WebSocket-Version")
+            reading.output += complete(exchange, .error(426, error, headers: [("Sec-WebSocket-Version", "13")]))
+            return 0
+        }
+        guard let key = request.header("Sec-WebSocket-Key"), key.utf8.count == 24, Data(base64Encoded: key)?.count == 16 else {
+            let error = ServiceError(.invalidArgument, "Sec-WebSocket-Key must be 16 bytes in base64", field: "Sec-WebSocket-Key")
+            reading.output += complete(exchange, .error(400, error))
+            return 0
+        }
+        guard calls.isEmpty && exchanges.count == 1 && ready.isEmpty else { return nil }
+        exchanges[exchange]?.headers = []
+        let accept = SHA1.webSocketAccept(key: key)
+        reading.output += complete(exchange, HTTPResponse(status: 101, headers: [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", accept)]))
+        reading.upgrade = WebSocketFraming(limits: limits)
+        ended = true
+        return 0
     }
 
     /// `POST /rpc`: the body, as one line of the line protocol.
@@ -285,6 +321,7 @@ struct HTTPResponse {
     static func reason(_ status: Int) -> String {
         switch status {
         case 100: "Continue"
+        case 101: "Switching Protocols"
         case 200: "OK"
         case 204: "No Content"
         case 304: "Not Modified"
@@ -296,6 +333,7 @@ struct HTTPResponse {
         case 409: "Conflict"
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
+        case 426: "Upgrade Required"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
         case 500: "Internal Server Error"
@@ -311,7 +349,7 @@ struct HTTPResponse {
     /// own, `Connection: close` when the connection closes after it, and no body for HEAD.
     func bytes(close: Bool, head: Bool, headers more: [(String, String)]) -> [UInt8] {
         var text = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\n"
-        if status != 204 && status != 304 { text += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
+        if status >= 200 && status != 204 && status != 304 { text += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
         for (name, value) in headers + more { text += "\(name): \(value)\r\n" }
         if close { text += "Connection: close\r\n" }
         text += "\r\n"

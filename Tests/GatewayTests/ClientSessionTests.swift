@@ -68,9 +68,14 @@ final class SessionHarness {
     /// Hands the session every outcome its calls delivered, as its loop would; then drains.
     @discardableResult
     func deliverAll() -> String {
+        deliverOutcomes()
+        return drain()
+    }
+
+    /// Hands the session every outcome its calls delivered, as its loop would.
+    func deliverOutcomes() {
         let outcomes = delivered.withLock { all in defer { all.removeAll() }; return all }
         for (slot, outcome, change) in outcomes { session.complete(slot, outcome, change, now: now) }
-        return drain()
     }
 
     /// Answers every kept call with its params, as the session's thread would; how many.
@@ -92,10 +97,13 @@ final class SessionHarness {
     func send(_ text: String) -> String { send(Array(text.utf8)) }
 
     /// What the session has written since the last drain.
-    func drain() -> String {
+    func drain() -> String { String(decoding: drainBytes(), as: UTF8.self) }
+
+    /// What the session has written since the last drain, as bytes (a WebSocket's frames).
+    func drainBytes() -> [UInt8] {
         let pending = Array(session.output[session.outputSent...])
         session.wrote(pending.count, now: now)
-        return String(decoding: pending, as: UTF8.self)
+        return pending
     }
 
     func advance(milliseconds: Int) { now += UInt64(milliseconds) * 1_000_000 }

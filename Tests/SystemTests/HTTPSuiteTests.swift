@@ -155,6 +155,35 @@ import TestSupport
             }
         }
     }
+
+    @Test(.enabled(if: RedisPy.isInstalled || RedisPy.inCI, "needs PyPI websockets in .build/pyenv, which ./deploy/local/test makes"))
+    func anIndependentWebSocketClientSignsInCallsAndHearsItsPushes() throws {
+        let suite = try SuiteFixture()
+        let alice = try GatewayConnection(port: suite.port)
+        let (aliceId, aliceToken) = PushDeliveryTests.signIn("alice", on: alice)
+        let (_, bobToken) = PushDeliveryTests.signIn("bob", on: try GatewayConnection(port: suite.port))
+        let plan: [String: Any] = ["port": Int(suite.port), "token": aliceToken, "sender": ["token": bobToken], "to": "user:\(aliceId)"]
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/websockets_client.py").path
+        let run = try BoundedRun(RedisPy.python, [script, String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self)],
+                                 environment: ["PYTHONDONTWRITEBYTECODE": "1"], timeout: 60)
+        try #require(run.succeeded, "the script \(run.ending): \(run.digest)")
+        let summary = json(run.output.split(separator: "\n").last { $0.hasPrefix("{") }.map(String.init))
+        let steps = try #require(summary["steps"] as? [String: Any], "no summary: \(run.digest)")
+        func result(_ name: String) -> Any? { (steps[name] as? [String: Any])?["result"] }
+        #expect(result("ping") as? String == "pong", "\(steps["ping"] ?? "nothing")")
+        #expect((result("resume") as? [String: Any])?["user_id"] as? Int64 == aliceId, "\(steps["resume"] ?? "nothing")")
+        #expect((result("subscribe") as? [String: Any])?["topics"] as? [String] == ["chat.message"], "\(steps["subscribe"] ?? "nothing")")
+        #expect(result("fragmented") as? String == "pong", "\(steps["fragmented"] ?? "nothing")")
+        #expect(steps["pong"] is NSNull || (steps["pong"] as? Bool) != nil, "\(steps["pong"] ?? "nothing")")
+        let chat = steps["chat"] as? [String: Any]
+        let push = chat?["push"] as? [String: Any]
+        #expect(push?["method"] as? String == "push", "\(chat ?? [:])")
+        #expect((push?["params"] as? [String: Any])?["topic"] as? String == "chat.message")
+        #expect(steps["extensions"] as? [String] == [], "no compression is agreed")
+        #expect(steps["close_code"] as? Int == 1000)
+        #expect((steps["foreign_origin"] as? [String: Any])?["status"] as? Int == 403, "\(steps["foreign_origin"] ?? "nothing")")
+        #expect(steps["session"] == nil || steps["session"] is NSNull, "\(steps["session"] ?? "")")
+    }
 }
 
 /// HTTP messages as Protocols/http.md writes them: a head, an empty line, a body of the lines

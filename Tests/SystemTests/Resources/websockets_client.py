@@ -1,0 +1,74 @@
+"""Drives a Tourbus gateway's WebSocket with PyPI `websockets`, an independent RFC 6455 client.
+
+Run by HTTPSuiteTests with the interpreter of .build/pyenv (deploy/local/test makes it):
+
+    python websockets_client.py '{"port":7700,"token":"…","sender":{"token":"…"},"to":"user:2"}'
+
+Signs in over the WebSocket as a browser must (auth.resume with the token, first), subscribes
+to chat.message, has `sender` send a chat message over HTTP, and waits for the push. Prints
+one JSON object of every step's answer, or the error it raised, and exits 0 whatever the
+gateway did; the test asserts on it. Every wait is bounded.
+"""
+
+import json
+import sys
+import urllib.request
+
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+plan = json.loads(sys.argv[1])
+uri = "ws://127.0.0.1:%d/rpc" % plan["port"]
+steps = {}
+
+
+def call(ws, request):
+    ws.send(json.dumps(request))
+    return json.loads(ws.recv(timeout=5))
+
+
+def step(name, action):
+    try:
+        steps[name] = action()
+    except Exception as error:  # noqa: BLE001 - the summary says what failed
+        steps[name] = {"error": "%s: %s" % (type(error).__name__, error)}
+
+
+def session():
+    # compression is offered (the library's default) and must be declined.
+    with connect(uri, open_timeout=5, close_timeout=5, proxy=None) as ws:
+        steps["extensions"] = [str(e) for e in (ws.response.headers.get_all("Sec-WebSocket-Extensions"))]
+        step("ping", lambda: call(ws, {"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        step("resume", lambda: call(ws, {"jsonrpc": "2.0", "id": 2, "method": "auth.resume", "params": {"token": plan["token"]}}))
+        step("subscribe", lambda: call(ws, {"jsonrpc": "2.0", "id": 3, "method": "subscribe", "params": {"topics": ["chat.message"]}}))
+        # A message in fragments, and a ping of the protocol's own.
+        def fragmented():
+            ws.send(iter(['{"jsonrpc":"2.0",', '"id":4,"method":', '"ping"}']))
+            return json.loads(ws.recv(timeout=5))
+        step("fragmented", fragmented)
+        step("pong", lambda: ws.ping(b"hello").wait(5))
+
+        def chat():
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "chat.send",
+                               "params": {"to": plan["to"], "text": "over a WebSocket", "client_msg_id": "ws-1"}}).encode()
+            request = urllib.request.Request("http://127.0.0.1:%d/rpc" % plan["port"], data=body, method="POST",
+                                             headers={"Content-Type": "application/json", "Authorization": "Bearer " + plan["sender"]["token"]})
+            with urllib.request.urlopen(request, timeout=5) as response:
+                sent = json.loads(response.read())
+            return {"sent": sent, "push": json.loads(ws.recv(timeout=5))}
+        step("chat", chat)
+    steps["close_code"] = ws.close_code
+
+
+def foreign_origin():
+    try:
+        with connect(uri, origin="https://evil.example", open_timeout=5, proxy=None):
+            return {"opened": True}
+    except InvalidStatus as refused:
+        return {"status": refused.response.status_code}
+
+
+step("session", session)
+step("foreign_origin", foreign_origin)
+import websockets  # noqa: E402 - only for its version
+print(json.dumps({"library": websockets.__version__, "steps": steps}))
