@@ -96,14 +96,34 @@ final class ClientAddresses: Sendable {
     /// Counts a new connection from `address`, or refuses it when the address has its share:
     /// `maxConnectionsPerAddress`, or `nearlyFullShare` when `open` connections in all (this
     /// one included) leave the gateway nearly full.
-    func open(_ address: String, total open: Int) -> Bool {
+    /// A trusted proxy's (`exempt`) is counted but never refused: it carries many clients,
+    /// each counted under its own address once the proxy names it (`move`).
+    func open(_ address: String, total open: Int, exempt: Bool = false) -> Bool {
         let now = clock()
         return entries.withLock { table in
             var entry = table[address] ?? fresh(now)
-            let share = isNearlyFull(open) ? min(nearlyFullShare, limits.maxConnectionsPerAddress) : limits.maxConnectionsPerAddress
-            guard entry.connections < share else { return false }
+            guard exempt || entry.connections < share(open) else { return false }
             entry.connections += 1
             table[address] = entry
+            return true
+        }
+    }
+
+    /// Connections an address may hold when `open` are open in all.
+    private func share(_ open: Int) -> Int {
+        isNearlyFull(open) ? min(nearlyFullShare, limits.maxConnectionsPerAddress) : limits.maxConnectionsPerAddress
+    }
+
+    /// Counts a connection under `to` instead of `from` (a trusted proxy named its client), or
+    /// refuses when `to` has its share with `open` connections in all.
+    func move(from: String, to: String, total open: Int) -> Bool {
+        let now = clock()
+        return entries.withLock { table in
+            var entry = table[to] ?? fresh(now)
+            guard entry.connections < share(open) else { return false }
+            entry.connections += 1
+            table[to] = entry
+            table[from]?.connections -= 1
             return true
         }
     }

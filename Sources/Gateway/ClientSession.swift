@@ -38,11 +38,14 @@ final class ClientSession {
 
     /// Starts a call: returns its outcome when there is one at once, else calls `completion`
     /// later (on any thread), exactly once.
-    typealias Dispatch = (_ call: Call, _ token: String?, _ completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome?
+    typealias Dispatch = (_ call: Call, _ client: String, _ token: String?, _ completion: @escaping @Sendable (Outcome, SessionChange?) -> Void) -> Outcome?
     /// Hands an outcome from any thread back to the thread that runs the session (its event loop's).
     typealias Deliver = @Sendable (_ slot: Int, _ outcome: Outcome, _ change: SessionChange?) -> Void
     /// Counts requests read against the client address's rate: nanoseconds to pause reading.
-    typealias Charge = (_ requests: Int) -> UInt64
+    typealias Charge = (_ client: String, _ requests: Int) -> UInt64
+    /// Counts the connection under another client address (a trusted proxy named its client):
+    /// false when that address has its share of connections.
+    typealias Rekey = (_ from: String, _ to: String) -> Bool
     typealias Listen = Subscriptions.Listen
 
     /// Where a connection is in its life.
@@ -70,6 +73,15 @@ final class ClientSession {
     private let dispatch: Dispatch
     private let deliver: Deliver
     private let charge: Charge
+    private let rekey: Rekey
+    /// The client's address as the gateway counts it: the peer's, or the client a trusted proxy named.
+    private(set) var address: String
+    /// The peer's own address (`address` until a proxy names its client).
+    private let peerAddress: String
+    /// Set when the peer is a trusted proxy: it may name its client (PROXY protocol v2, `X-Forwarded-For`).
+    private let proxy: ProxyTrust?
+    /// Whether a PROXY header was looked for (only at the connection's start).
+    private var proxyHeaderRead = false
 
     private var framing: (any Framing)?
     private var input: [UInt8] = []
@@ -109,14 +121,19 @@ final class ClientSession {
     private var lastCharged: UInt64 = 0
 
     init(
-        limits: GatewayLimits, framing: FramingLimits, now: UInt64, dispatch: @escaping Dispatch, deliver: @escaping Deliver,
-        charge: @escaping Charge, listen: @escaping Listen = { _, _ in true }
+        limits: GatewayLimits, framing: FramingLimits, now: UInt64, address: String = "client", proxy: ProxyTrust? = nil,
+        dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge, rekey: @escaping Rekey = { _, _ in true },
+        listen: @escaping Listen = { _, _ in true }
     ) {
         self.limits = limits
         self.framingLimits = framing
         self.dispatch = dispatch
         self.deliver = deliver
         self.charge = charge
+        self.rekey = rekey
+        self.address = address
+        peerAddress = address
+        self.proxy = proxy
         outputBudget = OutputBudget(maxPendingBytes: limits.maxPendingOutputBytes)
         subscriptions = Subscriptions(listen: listen)
         openedAt = now
@@ -207,7 +224,7 @@ final class ClientSession {
     func recheck() {
         guard let listener = subscriptions.listener, token == listener.token else { return }
         let deliver = self.deliver
-        if let immediate = dispatch(Call(method: Methods.Gateway.subscribe.name, params: Data("{}".utf8)), token, { deliver(ClientSession.recheckSlot, $0, $1) }) {
+        if let immediate = dispatch(Call(method: Methods.Gateway.subscribe.name, params: Data("{}".utf8)), address, token, { deliver(ClientSession.recheckSlot, $0, $1) }) {
             complete(ClientSession.recheckSlot, immediate, nil, now: lastActivity)
         }
     }
@@ -235,7 +252,7 @@ final class ClientSession {
             // order they were asked for, each counted against what the one before left.
             sessionSlot = slot
             let deliver = self.deliver
-            if let immediate = dispatch(Call(method: Methods.Gateway.subscribe.name, params: Data("{}".utf8)), token, { deliver(slot, $0, $1) }) {
+            if let immediate = dispatch(Call(method: Methods.Gateway.subscribe.name, params: Data("{}".utf8)), address, token, { deliver(slot, $0, $1) }) {
                 complete(slot, immediate, nil, now: lastActivity)
             }
         }
@@ -360,7 +377,43 @@ final class ClientSession {
         } while processAgain
     }
 
+    /// Counts the requests read and not yet counted against the address's rate.
+    private func chargeRequests(now: UInt64) {
+        let wait = charge(address, uncharged)
+        uncharged = 0
+        lastCharged = now
+        if wait > 0 { pausedUntil = now + wait }
+    }
+
+    /// Counts the connection, from now on, under `client`, a trusted proxy's client: false
+    /// when that address has its share of connections.
+    private func move(to client: String, now: UInt64) -> Bool {
+        guard client != address else { return true }
+        if uncharged > 0 { chargeRequests(now: now) }
+        guard rekey(address, client) else { return false }
+        address = client
+        return true
+    }
+
     private func readRequests(now: UInt64) {
+        if proxy != nil && !proxyHeaderRead {
+            // A trusted proxy may open with a PROXY protocol v2 header naming its client.
+            switch ProxyProtocol.header(input[inputStart...]) {
+            case .incomplete: return
+            case .absent: break
+            case .local(let length): inputStart += length
+            case .proxied(let source, let length):
+                inputStart += length
+                guard move(to: TCPSocket.clientAddress(source), now: now) else {
+                    close()
+                    return
+                }
+            case .invalid:
+                close()
+                return
+            }
+            proxyHeaderRead = true
+        }
         if framing == nil {
             while inputStart < input.count, [0x20, 0x0A, 0x0D, 0x09].contains(input[inputStart]) { inputStart += 1 }
             guard inputStart < input.count, let detected = ClientSession.framing(of: input[inputStart...], atEnd: lifecycle.peerClosed) else { return }
@@ -383,6 +436,11 @@ final class ClientSession {
         }
         let bytes = limits.maxPendingOutputBytes - pendingOutput
         guard let reading = framing?.read(input[inputStart...], atEnd: lifecycle.peerClosed, room: room, bytes: bytes) else { return }
+        // Counted under the client a trusted proxy names for what it sent, from here on.
+        var clientRefused = false
+        if let proxy, let forwarded = reading.forwardedFor {
+            clientRefused = !move(to: proxy.client(forwardedFor: forwarded) ?? peerAddress, now: now)
+        }
         readingWaitsForClient = reading.waiting && (paced || (framing?.heldBytes ?? 0) + reading.output.count >= bytes)
         inputStart += reading.consumed
         if inputStart > 1 << 20 && inputStart * 2 > input.count {
@@ -395,12 +453,7 @@ final class ClientSession {
             lastActivity = now
             partialSince = leftover ? now : nil
             uncharged += reading.requests
-            if uncharged >= 64 || now < lastCharged || now - lastCharged >= 10_000_000 {
-                let wait = charge(uncharged)
-                uncharged = 0
-                lastCharged = now
-                if wait > 0 { pausedUntil = now + wait }
-            }
+            if uncharged >= 64 || now < lastCharged || now - lastCharged >= 10_000_000 { chargeRequests(now: now) }
         } else if leftover && partialSince == nil {
             partialSince = now
         } else if !leftover {
@@ -408,6 +461,13 @@ final class ClientSession {
         }
         if reading.close { close() }
         outputBudget.append(reading.output)
+        if clientRefused {
+            // The client the proxy names has its share of connections: its calls are answered so, and the connection closes.
+            close()
+            let refusal = ServiceError(.unavailable, "too many connections from your address")
+            for (slot, _) in reading.calls { complete(slot, .failure(refusal), nil, now: now) }
+            return
+        }
         for (slot, call) in reading.calls { start(slot, call) }
         if let next = reading.upgrade {
             // What follows the upgrade is read by the new framing, in another round.
@@ -462,7 +522,7 @@ final class ClientSession {
         }
         if Authenticator.sessionMethods.contains(call.method) { sessionSlot = slot }
         let deliver = self.deliver
-        if let immediate = dispatch(call, call.token ?? token, { deliver(slot, $0, $1) }) {
+        if let immediate = dispatch(call, address, call.token ?? token, { deliver(slot, $0, $1) }) {
             complete(slot, immediate, nil, now: lastActivity)
         }
     }

@@ -120,7 +120,6 @@ final class EventLoop: @unchecked Sendable {
     private final class Connection {
         let socket: TCPSocket
         let session: ClientSession
-        let address: String
         let key: UInt64
         /// What epoll watches the socket for now.
         var interest: UInt32
@@ -132,7 +131,6 @@ final class EventLoop: @unchecked Sendable {
         init(_ arrival: Arrival, interest: UInt32) {
             socket = arrival.socket
             session = arrival.session
-            address = arrival.address
             key = arrival.key
             self.interest = interest
         }
@@ -353,7 +351,8 @@ final class EventLoop: @unchecked Sendable {
         guard let connection = connections.removeValue(forKey: key) else { return }
         connection.session.closed()
         epoll.remove(connection.socket.descriptor)
-        closed(connection.address)
+        // Counted, by now, under the client a trusted proxy named, if it named one.
+        closed(connection.session.address)
     }
 
     private func closed(_ address: String) {

@@ -48,6 +48,9 @@ struct Reading {
     /// The framing holds a request, or part of one, that is not in the input left (a body read
     /// as it arrives, a request waiting for room): the input is not all used up.
     var partial = false
+    /// The `X-Forwarded-For` of the last HTTP request read: the client a proxy names, taken
+    /// only from a trusted one.
+    var forwardedFor: String?
     /// The framing the connection speaks from the end of `consumed` on (HTTP's upgrade to a WebSocket).
     var upgrade: (any Framing)?
 }

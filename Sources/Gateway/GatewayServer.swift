@@ -106,8 +106,8 @@ public final class GatewayServer: Service {
                 }
             }
             let accept = AcceptLoop(
-                listener: listener, dispatcher: dispatcher, framing: framing, addresses: addresses, pushes: pushes,
-                loops: loops, logger: logger, stopping: stopping, connections: connections)
+                listener: listener, dispatcher: dispatcher, framing: framing, proxies: ProxyTrust(config.trustedProxies), addresses: addresses,
+                pushes: pushes, loops: loops, logger: logger, stopping: stopping, connections: connections)
             _ = try lifecycle.start(
                 "acceptor",
                 stop: {
@@ -238,6 +238,8 @@ struct AcceptLoop: @unchecked Sendable {
     let listener: TCPSocket
     let dispatcher: Dispatcher
     let framing: FramingLimits
+    /// Peers whose word on their clients' addresses is taken.
+    let proxies: ProxyTrust
     let addresses: ClientAddresses
     let pushes: PushRegistry
     let loops: EventLoops
@@ -260,7 +262,7 @@ struct AcceptLoop: @unchecked Sendable {
         while !stopping.isSet {
             guard poll(&fds, 1, 200) > 0 else { continue }
             while !stopping.isSet {
-                let accepted: (socket: TCPSocket, address: String)?
+                let accepted: (socket: TCPSocket, address: String, peer: [UInt8])?
                 do {
                     accepted = try listener.accept()
                 } catch {
@@ -271,7 +273,7 @@ struct AcceptLoop: @unchecked Sendable {
                     usleep(AcceptLoop.exhaustedPauseMicroseconds)
                     break
                 }
-                guard let (socket, address) = accepted else {
+                guard let (socket, address, peer) = accepted else {
                     // The backlog is empty: files are to spare again (a file freed now and then does not say so).
                     if exhausted {
                         exhausted = false
@@ -285,7 +287,8 @@ struct AcceptLoop: @unchecked Sendable {
                     refuse(socket, "too many connections (limit \(limits.maxConnections))")
                     continue
                 }
-                guard addresses.open(address, total: open) else {
+                let trusted = proxies.trusts(peer)
+                guard addresses.open(address, total: open, exempt: trusted) else {
                     _ = connections.add(-1)
                     refuse(
                         socket,
@@ -300,11 +303,15 @@ struct AcceptLoop: @unchecked Sendable {
                 let dispatcher = self.dispatcher
                 let addresses = self.addresses
                 let pushes = self.pushes
+                let connections = self.connections
                 let session = ClientSession(
-                    limits: limits, framing: framing, now: monotonicNanos(),
-                    dispatch: { call, token, completion in dispatcher.dispatch(call, client: client, token: token, completion: completion) },
+                    limits: limits, framing: framing, now: monotonicNanos(), address: address, proxy: trusted ? proxies : nil,
+                    dispatch: { call, address, token, completion in
+                        dispatcher.dispatch(call, client: ClientKey(address: address, connection: client.connection), token: token, completion: completion)
+                    },
                     deliver: { inbox.post(.outcome(key: client.connection, slot: $0, outcome: $1, change: $2)) },
-                    charge: { addresses.charge(client.address, requests: $0) },
+                    charge: { addresses.charge($0, requests: $1) },
+                    rekey: { addresses.move(from: $0, to: $1, total: connections.value) },
                     listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) })
                 inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }

@@ -96,6 +96,7 @@ final class HTTPFraming: Framing {
                 }
                 guard let request = parsed.requests.first else { break }
                 reading.requests += 1
+                reading.forwardedFor = request.headers.filter { $0.name.lowercased() == "x-forwarded-for" }.map(\.value).joined(separator: ",")
                 waitingRequest = (request, newExchange(head: request.method == "HEAD", close: !request.keepAlive))
             }
             guard let (request, exchange) = waitingRequest, let used = route(request, exchange, room: room, into: &reading) else {

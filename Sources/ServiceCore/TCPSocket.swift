@@ -77,8 +77,10 @@ public final class TCPSocket {
     /// read would sit there, out of the gateway's output bound and its slow-reader rule.
     public static let sendBufferBytes: Int32 = 128 << 10
 
-    /// Accepts one connection (non-blocking, no delay, a bounded send buffer) with the client's address, or nil when none is waiting.
-    public func accept() throws(SystemError) -> (socket: TCPSocket, address: String)? {
+    /// Accepts one connection (non-blocking, no delay, a bounded send buffer) with the client's
+    /// address as it is counted (`clientAddress`) and the peer's whole address (16 bytes, an
+    /// IPv4 one mapped), or nil when none is waiting.
+    public func accept() throws(SystemError) -> (socket: TCPSocket, address: String, peer: [UInt8])? {
         while true {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -92,7 +94,8 @@ public final class TCPSocket {
                 setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 var sendBuffer = TCPSocket.sendBufferBytes
                 setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
-                return (TCPSocket(descriptor: fd), TCPSocket.clientAddress(storage))
+                let peer = TCPSocket.peerBytes(storage)
+                return (TCPSocket(descriptor: fd), TCPSocket.clientAddress(peer), peer)
             }
             switch errno {
             case EINTR: continue
@@ -102,31 +105,32 @@ public final class TCPSocket {
         }
     }
 
-    /// The address a client is counted under: an IPv4 address as written, an IPv6 address
-    /// by its /64 network (one host usually has a whole /64), an IPv4-mapped one as IPv4.
-    public static func clientAddress(_ storage: sockaddr_storage) -> String {
+    /// A peer's address as 16 bytes: an IPv6 address, or an IPv4 one mapped (`::ffff:a.b.c.d`).
+    public static func peerBytes(_ storage: sockaddr_storage) -> [UInt8] {
         var storage = storage
-        return withUnsafePointer(to: &storage) { pointer -> String in
+        return withUnsafePointer(to: &storage) { pointer -> [UInt8] in
             switch Int32(pointer.pointee.ss_family) {
             case AF_INET:
-                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { ipv4($0.pointee.sin_addr.s_addr) }
-            case AF_INET6:
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
-                    let bytes = withUnsafeBytes(of: address.pointee.sin6_addr) { Array($0) }
-                    if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
-                        return bytes[12..<16].map(String.init).joined(separator: ".")
-                    }
-                    let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
-                    return groups.joined(separator: ":") + "::/64"
+                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
+                    Array(repeating: 0, count: 10) + [0xFF, 0xFF] + withUnsafeBytes(of: address.pointee.sin_addr) { Array($0) }
                 }
+            case AF_INET6:
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in withUnsafeBytes(of: address.pointee.sin6_addr) { Array($0) } }
             default:
-                return "unknown"
+                return Array(repeating: 0, count: 16)
             }
         }
     }
 
-    private static func ipv4(_ networkOrder: UInt32) -> String {
-        withUnsafeBytes(of: networkOrder) { $0.map(String.init).joined(separator: ".") }
+    /// The address a client is counted under, from its 16 bytes (`peerBytes`): an IPv4 address
+    /// as written, an IPv6 address by its /64 network (one host usually has a whole /64).
+    public static func clientAddress(_ bytes: [UInt8]) -> String {
+        guard bytes.count == 16 else { return "unknown" }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
     }
 
     /// Makes the socket non-blocking.

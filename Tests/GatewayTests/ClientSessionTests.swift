@@ -22,6 +22,10 @@ final class SessionHarness {
     let listened = Locked<[(user: Int64, topics: Set<String>)]>([])
     /// The token each dispatched call went with, in order.
     let tokens = Locked<[String?]>([])
+    /// The client address each dispatched call was counted under, in order.
+    let clients = Locked<[String]>([])
+    /// Each move of the connection to another client address.
+    let moves = Locked<[(from: String, to: String)]>([])
     /// Whether `subscribe`'s token check passes (false: the session ended elsewhere).
     let tokensValid = Locked(true)
     /// What the fake push registry answers a connection that starts listening.
@@ -30,12 +34,16 @@ final class SessionHarness {
     /// `answer` returns an outcome at once, or nil to keep the call for `answerKept`. With a
     /// `user`, every token signs them in: `auth.resume` (signing in with the params' token),
     /// `auth.logout` and `subscribe` are answered as the gateway's dispatcher does, through `deliverAll`.
+    /// `address` and `proxy`: the peer's address, and the proxies trusted when the peer is one;
+    /// `refuse`: client addresses that have their share of connections.
     init(limits: GatewayLimits = GatewayLimits(), framing: FramingLimits = FramingLimits(),
-         charge: @escaping ClientSession.Charge = { _ in 0 }, user: Int64? = nil,
+         charge: @escaping ClientSession.Charge = { _, _ in 0 }, user: Int64? = nil,
+         address: String = "127.0.0.1", proxy: ProxyTrust? = nil, refuse: Set<String> = [],
          answer: @escaping (Call) -> Outcome? = { call in call.method == "ping" ? .pong : .result(call.params) }) {
         let kept = self.kept, delivered = self.delivered, listened = self.listened, tokensValid = self.tokensValid
-        let acceptListeners = self.acceptListeners, tokens = self.tokens
-        session = ClientSession(limits: limits, framing: framing, now: now, dispatch: { call, token, completion in
+        let acceptListeners = self.acceptListeners, tokens = self.tokens, clients = self.clients, moves = self.moves
+        session = ClientSession(limits: limits, framing: framing, now: now, address: address, proxy: proxy, dispatch: { call, client, token, completion in
+            clients.withLock { $0.append(client) }
             tokens.withLock { $0.append(token) }
             switch user.map({ _ in call.method }) {
             case "auth.resume":
@@ -59,6 +67,11 @@ final class SessionHarness {
                 return nil
             }
         }, deliver: { slot, outcome, change in delivered.withLock { $0.append((slot, outcome, change)) } }, charge: charge,
+           rekey: { from, to in
+               guard !refuse.contains(to) else { return false }
+               moves.withLock { $0.append((from, to)) }
+               return true
+           },
            listen: { user, interests in
                listened.withLock { $0.append((user, interests.topics.union(interests.patterns))) }
                return acceptListeners.withLock { $0 }
@@ -297,10 +310,10 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         let kept = Locked<[@Sendable (Outcome, SessionChange?) -> Void]>([])
         let delivered = Locked<[(Int, Outcome)]>([])
         let limits = GatewayLimits()
-        let session = ClientSession(limits: limits, framing: FramingLimits(), now: 0, dispatch: { _, _, completion in
+        let session = ClientSession(limits: limits, framing: FramingLimits(), now: 0, dispatch: { _, _, _, completion in
             kept.withLock { $0.append(completion) }
             return nil
-        }, deliver: { slot, outcome, _ in delivered.withLock { $0.append((slot, outcome)) } }, charge: { _ in 0 })
+        }, deliver: { slot, outcome, _ in delivered.withLock { $0.append((slot, outcome)) } }, charge: { _, _ in 0 })
         session.receive((0..<400).flatMap { _ in RESPClient.command(["catalog.list", "limit", "100"]) }, now: 0)
         var dispatched = 0
         for _ in 0..<400 {
@@ -338,7 +351,7 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
     }
 
     @Test func aRateOverTheAddressLimitPausesReading() {
-        let s = SessionHarness(charge: { $0 > 0 ? 500_000_000 : 0 })
+        let s = SessionHarness(charge: { $1 > 0 ? 500_000_000 : 0 })
         #expect(s.send("PING\r\n") == "+PONG\r\n")
         #expect(!s.session.wantsInput(now: s.now) || (s.session.nextDeadline() ?? .max) <= s.now + 500_000_000)
         // Read while paused: kept, not answered, not refused.

@@ -23,7 +23,7 @@ final class LoopHarness {
     /// The completions of `wait` calls, not answered yet.
     let kept = Locked<[@Sendable (Outcome, SessionChange?) -> Void]>([])
 
-    init(limits: GatewayLimits = GatewayLimits(), charge: @escaping ClientSession.Charge = { _ in 0 }) throws {
+    init(limits: GatewayLimits = GatewayLimits(), charge: @escaping ClientSession.Charge = { _, _ in 0 }) throws {
         self.limits = limits
         self.charge = charge
         listener = try TCPSocket.listen(host: "127.0.0.1", port: 0)
@@ -49,13 +49,13 @@ final class LoopHarness {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard connected, let (socket, _) = try listener.accept() else { throw SystemError(operation: "connect", errno: errno) }
+        guard connected, let (socket, _, _) = try listener.accept() else { throw SystemError(operation: "connect", errno: errno) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         nextKey += 1
         let key = nextKey, inbox = loop.inbox, kept = self.kept
         let session = ClientSession(limits: limits, framing: FramingLimits(), now: monotonicNanos(),
-                                    dispatch: { call, _, completion in
+                                    dispatch: { call, _, _, completion in
                                         guard call.method == "wait" else { return call.method == "ping" ? .pong : .result(call.params) }
                                         kept.withLock { $0.append(completion) }
                                         return nil
@@ -137,7 +137,7 @@ final class LoopHarness {
 
     @Test func aPausedConnectionGoesOnWhenItsPauseEndsWithNothingElseHappening() throws {
         // The address is over its rate after its first request: reading pauses for 300 ms.
-        let harness = try LoopHarness(charge: { $0 > 0 ? 300_000_000 : 0 })
+        let harness = try LoopHarness(charge: { $1 > 0 ? 300_000_000 : 0 })
         let fd = try harness.connect()
         defer { close(fd) }
         LoopHarness.send(fd, "PING\r\n")

@@ -184,6 +184,58 @@ import TestSupport
         #expect((steps["foreign_origin"] as? [String: Any])?["status"] as? Int == 403, "\(steps["foreign_origin"] ?? "nothing")")
         #expect(steps["session"] == nil || steps["session"] is NSNull, "\(steps["session"] ?? "")")
     }
+
+    /// Behind a trusted proxy (127.0.0.1 here) each client is counted under the address it names;
+    /// any other peer's X-Forwarded-For is ignored, from 80 attacking addresses as from one.
+    @Test func forgedForwardedForHeadersAreIgnoredAndATrustedProxysClientsAreCountedApart() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--trusted-proxy", "127.0.0.1", "--logins-per-minute-per-address", "2"])
+        let request = #"{"jsonrpc":"2.0","id":1,"method":"auth.login","params":{"username":"admin","password":"Admin-Pass-1"}}"#
+        func login(from source: String, as client: String) throws -> String? {
+            let c = try GatewayConnection(port: suite.port, from: source)
+            c.send(GatewayConnection.post(request, headers: ["X-Forwarded-For: \(client)"]))
+            let reply = RPCReply(c.httpResponse()?.text)
+            return reply.succeeded ? "ok" : reply.errorCode
+        }
+        // 80 attackers each claim to be the victim, and others, through the header.
+        for n in 2..<82 {
+            let attacker = "127.0.0.\(n)"
+            let outcomes = try (0..<3).map { try login(from: attacker, as: $0 == 0 ? "198.51.100.200" : "198.51.100.\($0)") }
+            #expect(outcomes == ["ok", "ok", "rate_limited"], "\(attacker): its own logins, counted under its own address: \(outcomes)")
+        }
+        // The victim, through the proxy, has its whole share.
+        #expect(try login(from: "127.0.0.1", as: "198.51.100.200") == "ok")
+        #expect(try login(from: "127.0.0.1", as: "198.51.100.200") == "ok")
+        #expect(try login(from: "127.0.0.1", as: "198.51.100.200") == "rate_limited")
+        // Other clients of the proxy are apart from it and from each other.
+        for n in 1...40 { #expect(try login(from: "127.0.0.1", as: "203.0.113.\(n)") == "ok") }
+    }
+
+    @Test func aProxyHeaderCountsATrustedProxysConnectionUnderItsClient() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--trusted-proxy", "127.0.0.1", "--max-connections-per-address", "2"])
+        func proxied(_ client: [UInt8], from source: String) throws -> GatewayConnection {
+            let c = try GatewayConnection(port: suite.port, from: source)
+            let addresses = client + [127, 0, 0, 1, 0x13, 0x88, 0x1E, 0x14]
+            c.send(ProxyV2.signature + [0x21, 0x11, 0, UInt8(addresses.count)] + addresses)
+            return c
+        }
+        let client: [UInt8] = [198, 51, 100, 7]
+        let held = try (0..<2).map { _ in try proxied(client, from: "127.0.0.1") }
+        for c in held { #expect(c.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#) == #"{"jsonrpc":"2.0","id":1,"result":"pong"}"#) }
+        let third = try proxied(client, from: "127.0.0.1")
+        third.send(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"# + "\n")
+        #expect(third.isClosedByPeer(), "a third connection of one client is over its share")
+        let other = try proxied([198, 51, 100, 8], from: "127.0.0.1")
+        #expect(other.call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#) == #"{"jsonrpc":"2.0","id":1,"result":"pong"}"#, "another client has its own")
+        // From a peer that is not trusted, the header is bytes of the stream, never an address.
+        let untrusted = try proxied([198, 51, 100, 9], from: "127.0.0.2")
+        untrusted.send(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"# + "\n")
+        #expect(untrusted.line()?.hasPrefix("-") == true, "read as RESP")
+    }
+}
+
+/// The PROXY protocol v2's signature, as a proxy sends it.
+enum ProxyV2 {
+    static let signature: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A]
 }
 
 /// HTTP messages as Protocols/http.md writes them: a head, an empty line, a body of the lines
