@@ -41,6 +41,8 @@ final class HTTPFraming: Framing {
         var close: Bool
         /// Headers every response to the request carries (CORS).
         var headers: [(String, String)] = []
+        /// A resource's route, and the request's `If-None-Match`.
+        var resource: (route: HTTPRoute, ifNoneMatch: String?)?
     }
 
     /// Requests are numbered as read; responses go out in that order.
@@ -121,24 +123,6 @@ final class HTTPFraming: Framing {
         return nextExchange
     }
 
-    private struct Route {
-        enum Kind { case rpc, discover }
-        var method: String
-        var kind: Kind
-        /// What the path takes, for `Allow`.
-        var allow: String {
-            switch kind {
-            case .rpc: "POST, GET, OPTIONS"
-            case .discover: "GET, HEAD, OPTIONS"
-            }
-        }
-    }
-
-    private static let routes: [String: Route] = [
-        "/rpc": Route(method: "POST", kind: .rpc),
-        "/openrpc.json": Route(method: "GET", kind: .discover),
-    ]
-
     /// Headers a preflight allows a page to send.
     static let allowedHeaders = "Authorization, Content-Type"
     /// How long a browser may keep a preflight's answer, in seconds.
@@ -157,7 +141,7 @@ final class HTTPFraming: Framing {
             }
             exchanges[exchange]?.headers = [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
         }
-        guard let route = HTTPFraming.routes[String(path)] else {
+        guard let (route, params) = HTTPRoute.match(path) else {
             reading.output += complete(exchange, .error(404, ServiceError(.notFound, "no resource at \(Echo.clip(String(path)))")))
             return 0
         }
@@ -182,10 +166,11 @@ final class HTTPFraming: Framing {
         }
         switch route.kind {
         case .rpc: return rpcCalls(request, exchange, room: room, into: &reading)
-        case .discover:
+        case .resource(let name, _, _):
             exchanges[exchange]?.waiting = 1
+            exchanges[exchange]?.resource = (route, request.header("If-None-Match"))
             calls[nextSlot] = (exchange, nil)
-            reading.calls.append((nextSlot, Call(method: Methods.Gateway.discover.name, params: Data("{}".utf8))))
+            reading.calls.append((nextSlot, Call(method: name, params: HTTPRoute.json(params))))
             nextSlot += 1
             return 1
         }
@@ -283,7 +268,8 @@ final class HTTPFraming: Framing {
             return entry.waiting == 0 ? finishRPC(exchange) : []
         }
         exchanges[exchange] = entry
-        return complete(exchange, .resource(outcome, maxBytes: limits.maxReplyBytes))
+        guard let (route, ifNoneMatch) = entry.resource, case .resource(_, let contentType, let cacheControl) = route.kind else { return [] }
+        return complete(exchange, .resource(outcome, contentType: contentType, cacheControl: cacheControl, ifNoneMatch: ifNoneMatch, maxBytes: limits.maxReplyBytes))
     }
 
     /// A JSON-RPC exchange whose calls are all answered: its reply, or `204` for notifications only.
@@ -380,15 +366,84 @@ struct HTTPResponse {
         return HTTPResponse(status: status, body: body, headers: headers)
     }
 
-    /// A resource's response: a call's result is the body.
-    static func resource(_ outcome: Outcome, maxBytes: Int) -> HTTPResponse {
+    /// A resource's response: a call's result is the body, with its `ETag` (from its bytes)
+    /// and `Cache-Control`; `304` with no body when `If-None-Match` names that tag.
+    static func resource(_ outcome: Outcome, contentType: String, cacheControl: String, ifNoneMatch: String?, maxBytes: Int) -> HTTPResponse {
+        let body: Data
         switch outcome {
-        case .result(let body) where body.count > maxBytes, .bytes(let body) where body.count > maxBytes:
-            return error(500, .replyTooLarge(body.count, limit: maxBytes))
-        case .result(let body): return HTTPResponse(status: 200, body: Array(body))
-        case .bytes(let body): return HTTPResponse(status: 200, body: Array(body), contentType: "application/octet-stream")
+        case .result(let bytes), .bytes(let bytes): body = bytes
         case .failure(let failure): return error(status(of: failure.code), failure)
         case .pong, .subscription: return error(500, ServiceError(.internal, "not a resource"))
         }
+        guard body.count <= maxBytes else { return error(500, .replyTooLarge(body.count, limit: maxBytes)) }
+        let tag = "\"" + SHA1.digest(Array(body)).prefix(12).map { String(format: "%02x", $0) }.joined() + "\""
+        let headers = [("ETag", tag), ("Cache-Control", cacheControl)]
+        // `If-None-Match` lists tags (maybe weak, W/"…"), or is `*`.
+        let named = ifNoneMatch.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
+        if named.contains("*") || named.contains(tag) || named.contains("W/" + tag) { return HTTPResponse(status: 304, headers: headers) }
+        return HTTPResponse(status: 200, body: Array(body), contentType: contentType, headers: headers)
+    }
+}
+
+/// A route of the gateway's HTTP face: its path template, and what answers it.
+struct HTTPRoute {
+    enum Kind: Equatable {
+        /// JSON-RPC: in `POST` bodies, and over the WebSocket `GET` opens.
+        case rpc
+        /// A method's result as the body of a `GET`: its params are the path's `{name}` segments.
+        case resource(method: String, contentType: String, cacheControl: String)
+    }
+
+    /// Literal segments, and `{name}` ones (a decimal integer, maybe followed by a suffix: `{y}.jpg`).
+    var template: String
+    var kind: Kind
+
+    /// The HTTP method the route takes (and HEAD with GET).
+    var method: String { kind == .rpc ? "POST" : "GET" }
+    /// What the path takes, for `Allow`.
+    var allow: String { kind == .rpc ? "POST, GET, OPTIONS" : "GET, HEAD, OPTIONS" }
+
+    static let all = [
+        HTTPRoute(template: "/rpc", kind: .rpc),
+        HTTPRoute(template: "/openrpc.json", kind: .resource(method: Methods.Gateway.discover.name, contentType: "application/json", cacheControl: "no-cache")),
+        HTTPRoute(
+            template: "/tours/{tour_id}/map/{z}/{x}/{y}.jpg",
+            kind: .resource(method: Methods.Tours.mapTile.name, contentType: "image/jpeg", cacheControl: "public, max-age=3600")),
+        HTTPRoute(
+            template: "/users/{user_id}/photo/{size}.jpg",
+            kind: .resource(method: Methods.Profile.photo.name, contentType: "image/jpeg", cacheControl: "public, max-age=60")),
+    ]
+
+    /// The route `path` is, and its params; nil when it is none.
+    static func match(_ path: Substring) -> (HTTPRoute, [(String, Int64)])? {
+        for route in all {
+            if let params = route.params(path) { return (route, params) }
+        }
+        return nil
+    }
+
+    /// The params of `path` by this route's template, or nil when it is not this route's.
+    func params(_ path: Substring) -> [(String, Int64)]? {
+        let want = template.split(separator: "/", omittingEmptySubsequences: false)
+        let have = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard want.count == have.count else { return nil }
+        var params: [(String, Int64)] = []
+        for (pattern, segment) in zip(want, have) {
+            guard pattern.hasPrefix("{"), let close = pattern.firstIndex(of: "}") else {
+                guard pattern == segment else { return nil }
+                continue
+            }
+            let suffix = pattern[pattern.index(after: close)...]
+            guard segment.hasSuffix(suffix) else { return nil }
+            let digits = segment.dropLast(suffix.count)
+            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int64(digits) else { return nil }
+            params.append((String(pattern[pattern.index(after: pattern.startIndex)..<close]), value))
+        }
+        return params
+    }
+
+    /// `params` as a JSON object.
+    static func json(_ params: [(String, Int64)]) -> Data {
+        Data(("{" + params.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}").utf8)
     }
 }

@@ -323,3 +323,38 @@ import Testing
         #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--trusted-proxy", "proxy.local"], environment: [:]) }
     }
 }
+
+@Suite struct HTTPResourceTests {
+    @Test func pathsMatchTheirTemplatesStrictly() {
+        func params(_ path: String) -> [String]? { HTTPRoute.match(path[...]).map { $0.1.map { "\($0.0)=\($0.1)" } } }
+        #expect(params("/tours/3/map/2/1/0.jpg") == ["tour_id=3", "z=2", "x=1", "y=0"])
+        #expect(params("/users/12/photo/96.jpg") == ["user_id=12", "size=96"])
+        #expect(params("/openrpc.json") == [])
+        for path in ["/tours/3/map/2/1/0.png", "/tours/-3/map/2/1/0.jpg", "/tours/3/map/2/1/.jpg", "/tours/3/map/2/1/0.jpg/", "/tours//map/2/1/0.jpg",
+                     "/tours/1e3/map/2/1/0.jpg", "/tours/99999999999999999999/map/0/0/0.jpg", "/users/12/photo/96", "/rpc/", "//rpc"] {
+            #expect(params(path) == nil, "\(path)")
+        }
+    }
+
+    @Test func aResourceIsItsMethodsResultWithATag() throws {
+        let harness = SessionHarness(answer: { call in
+            call.method == "tours.map.tile" ? .bytes(Data("tile".utf8)) : .failure(ServiceError(.notFound, "no user", field: "user_id"))
+        })
+        var all = HTTPFramingTests.responses(harness.send("GET /tours/3/map/0/0/0.jpg HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [200])
+        #expect(all.first?.headers["content-type"] == "image/jpeg")
+        #expect(all.first?.headers["cache-control"] == "public, max-age=3600")
+        let tag = try #require(all.first?.headers["etag"])
+        #expect(tag.hasPrefix("\"") && tag.hasSuffix("\"") && tag.count == 26)
+        for match in [tag, "W/\(tag)", "\"other\", \(tag)", "*"] {
+            all = HTTPFramingTests.responses(harness.send("GET /tours/3/map/0/0/0.jpg HTTP/1.1\r\nHost: t\r\nIf-None-Match: \(match)\r\n\r\n"))
+            #expect(all.map(\.status) == [304], "\(match)")
+            #expect(all.first?.headers["etag"] == tag && all.first?.headers["content-length"] == nil)
+        }
+        all = HTTPFramingTests.responses(harness.send("GET /tours/3/map/0/0/0.jpg HTTP/1.1\r\nHost: t\r\nIf-None-Match: \"stale\"\r\n\r\n"))
+        #expect(all.map(\.status) == [200])
+        all = HTTPFramingTests.responses(harness.send("GET /users/5/photo/96.jpg HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [404])
+        #expect(all.first?.body == #"{"error":{"code":"not_found","field":"user_id","message":"no user"}}"# || all.first?.body.contains(#""code":"not_found""#) == true)
+    }
+}

@@ -31,5 +31,24 @@ import TourMaps
         #expect(redis.respBytes() == Array(small))
         redis.send(GatewayConnection.resp(["profile.photo", #"{"user_id":\#(ownerId),"size":512}"#]))
         #expect(try JPEGImage.check(Data(try #require(redis.respBytes()))).height == 512)
+
+        // Over HTTP, a plain GET of the JPEG, with a tag that makes a second GET cheap.
+        let browser = try GatewayConnection(port: suite.port)
+        browser.send("GET /users/\(ownerId)/photo/96.jpg HTTP/1.1\r\nHost: t\r\n\r\n")
+        let photo = try #require(browser.httpResponse())
+        #expect(photo.status == 200 && photo.headers["content-type"] == "image/jpeg")
+        #expect(photo.body == Array(small))
+        #expect(photo.headers["cache-control"] == "public, max-age=60")
+        let tag = try #require(photo.headers["etag"])
+        browser.send("GET /users/\(ownerId)/photo/96.jpg HTTP/1.1\r\nHost: t\r\nIf-None-Match: \(tag)\r\n\r\n")
+        let again = try #require(browser.httpResponse())
+        #expect(again.status == 304 && again.body.isEmpty && again.headers["etag"] == tag)
+        browser.send("GET /users/\(ownerId)/photo/512.jpg HTTP/1.1\r\nHost: t\r\nIf-None-Match: \(tag)\r\n\r\n")
+        #expect(browser.httpResponse()?.status == 200, "another size has another tag")
+        browser.send("GET /users/999/photo/96.jpg HTTP/1.1\r\nHost: t\r\n\r\n")
+        let missing = try #require(browser.httpResponse())
+        #expect(missing.status == 404 && json(missing.text)["error"] != nil)
+        browser.send("GET /users/\(ownerId)/photo/97.jpg HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(browser.httpResponse()?.status == 400, "the method's own check of size")
     }
 }
