@@ -64,6 +64,8 @@ struct FramingLimits: Sendable {
     var maxReplyBytes = GatewayLimits().maxReplyBytes
     /// Origins besides the gateway's own whose pages may call it (`WebOrigin`), normalized.
     var allowedOrigins: Set<String> = []
+    /// The web app's files, served over HTTP; none when the gateway serves no app.
+    var web: WebFiles?
 }
 
 extension ServiceError {

@@ -23,6 +23,13 @@ public struct GatewayConfig: Sendable, Equatable {
     /// Addresses or networks (`10.0.0.0/8`) of proxies whose word on a client's address is taken:
     /// PROXY protocol v2, `X-Forwarded-For` (`--trusted-proxy`, repeated).
     public var trustedProxies: [String] = []
+    /// The web app's directory, served at `/` (`--web-dir`); none: the gateway serves no app.
+    public var webDirectory: String?
+    /// Leaflet's directory, served at `/vendor/leaflet/` with the app (`--leaflet-dir`;
+    /// Debian's libjs-leaflet's when it is installed).
+    public var leafletDirectory: String? = FileManager.default.fileExists(atPath: "/usr/share/javascript/leaflet/leaflet.js") ? "/usr/share/javascript/leaflet" : nil
+    /// The map's background tiles the app shows (`--map-tiles`, `--map-attribution`).
+    var tiles = WebFiles.Tiles()
 
     public init() {}
 
@@ -32,7 +39,9 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     /// The flags only the gateway takes.
-    static var ownFlags: Set<String> { Set(["listen", "name", "allow-origin", "trusted-proxy"] + GatewayLimits.settings.map(\.name)) }
+    static var ownFlags: Set<String> {
+        Set(["listen", "name", "allow-origin", "trusted-proxy", "web-dir", "leaflet-dir", "map-tiles", "map-attribution"] + GatewayLimits.settings.map(\.name))
+    }
 
     /// The flags only the gateway takes, and the services', which it refuses.
     static let options = ProcessOptions(
@@ -62,6 +71,12 @@ public struct GatewayConfig: Sendable, Equatable {
           --trusted-proxy ADDR    a proxy (an address, or a network as 10.0.0.0/8) whose word on its clients' addresses
                                   is taken (PROXY protocol v2, X-Forwarded-For); repeat for more; also
                                   TOURBUS_GATEWAY_TRUSTED_PROXIES or trusted_proxies in the suite file
+          --web-dir DIR           serve the web app in DIR at / (index.html and what it loads)
+          --leaflet-dir DIR       Leaflet's files, served at /vendor/leaflet/ (default /usr/share/javascript/leaflet,
+                                  Debian's libjs-leaflet, when installed)
+          --map-tiles URL         the app's background map tiles, {z}/{x}/{y} in the URL
+                                  (default https://tile.openstreetmap.org/{z}/{x}/{y}.png)
+          --map-attribution TEXT  their attribution (default © OpenStreetMap contributors)
         \(limitsUsage)
         Environment: TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB; the limits as TOURBUS_GATEWAY_<NAME>
                      (upper case, _ for -), or services.gateway.<name> (_ for -) in the suite file.
@@ -116,6 +131,15 @@ public struct GatewayConfig: Sendable, Equatable {
         if let value = flags.last("listen") { config.listen = value }
         if !flags.all("allow-origin").isEmpty { config.allowedOrigins = flags.all("allow-origin") }
         if !flags.all("trusted-proxy").isEmpty { config.trustedProxies = flags.all("trusted-proxy") }
+        if let value = flags.last("web-dir") { config.webDirectory = value }
+        if let value = flags.last("leaflet-dir") { config.leafletDirectory = value }
+        if let value = flags.last("map-tiles") {
+            guard WebFiles.origin(of: value) != nil, value.contains("{z}"), value.contains("{x}"), value.contains("{y}") else {
+                throw ConfigError("--map-tiles \(value): a URL with {z}, {x} and {y} (https://tile.openstreetmap.org/{z}/{x}/{y}.png)")
+            }
+            config.tiles.url = value
+        }
+        if let value = flags.last("map-attribution") { config.tiles.attribution = value }
         config.allowedOrigins = try config.allowedOrigins.map { origin throws(ConfigError) in try WebOrigin.normalized(origin) }
         for proxy in config.trustedProxies where Network(proxy) == nil {
             throw ConfigError("trusted proxy '\(proxy)' is not an IPv4 or IPv6 address or network (10.0.0.0/8)")

@@ -85,9 +85,10 @@ public final class GatewayServer: Service {
             let dispatcher = Dispatcher(
                 backends: backends, authenticator: authenticator, limits: limits, connections: connections,
                 pushes: pushes)
+            let web = try config.webDirectory.map { try WebFiles(app: $0, leaflet: config.leafletDirectory, tiles: config.tiles) }
             let framing = FramingLimits(
                 maxRequestBytes: config.maxRequestBytes, maxDepth: config.maxJSONDepth,
-                maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes, allowedOrigins: Set(config.allowedOrigins))
+                maxBatch: limits.maxBatch, maxReplyBytes: limits.maxReplyBytes, allowedOrigins: Set(config.allowedOrigins), web: web)
             // Requests waiting for a turn hear of their deadline on time, even when nothing finishes.
             let queues = backends.fairQueues + [authenticator.passwordChecks]
             _ = try lifecycle.start(

@@ -142,6 +142,10 @@ final class HTTPFraming: Framing {
             exchanges[exchange]?.headers = [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
         }
         guard let (route, params) = HTTPRoute.match(path) else {
+            if let file = limits.web?.file(at: path) {
+                reading.output += complete(exchange, webFile(file, request))
+                return 0
+            }
             reading.output += complete(exchange, .error(404, ServiceError(.notFound, "no resource at \(Echo.clip(String(path)))")))
             return 0
         }
@@ -174,6 +178,23 @@ final class HTTPFraming: Framing {
             nextSlot += 1
             return 1
         }
+    }
+
+    /// One of the web app's files (`GET`, `HEAD`), with its tag (`304` when `If-None-Match`
+    /// names it); a page with the app's Content-Security-Policy.
+    private func webFile(_ file: WebFiles.File, _ request: HTTPRequestParser.Request) -> HTTPResponse {
+        let allow = "GET, HEAD, OPTIONS"
+        switch request.method {
+        case "GET", "HEAD": break
+        case "OPTIONS": return HTTPResponse(status: 204, headers: [("Allow", allow)])
+        default:
+            let error = ServiceError(.invalidArgument, "the web app's files take GET, not \(Echo.clip(request.method))")
+            return .error(405, error, headers: [("Allow", allow)])
+        }
+        var headers = [("ETag", file.etag), ("Cache-Control", file.cacheControl), ("X-Content-Type-Options", "nosniff")]
+        if file.contentType.hasPrefix("text/html"), let policy = limits.web?.policy { headers.append(("Content-Security-Policy", policy)) }
+        if HTTPResponse.matches(request.header("If-None-Match"), file.etag) { return HTTPResponse(status: 304, headers: headers) }
+        return HTTPResponse(status: 200, body: file.bytes, contentType: file.contentType, headers: headers)
     }
 
     /// `GET /rpc` with `Upgrade: websocket`: RFC 6455's handshake, once nothing is owed (the
@@ -366,6 +387,15 @@ struct HTTPResponse {
         return HTTPResponse(status: status, body: body, headers: headers)
     }
 
+    /// A strong tag for `bytes`.
+    static func tag(_ bytes: [UInt8]) -> String { "\"" + SHA1.digest(bytes).prefix(12).map { String(format: "%02x", $0) }.joined() + "\"" }
+
+    /// Whether an `If-None-Match` (tags, maybe weak `W/"…"`, or `*`) names `tag`.
+    static func matches(_ ifNoneMatch: String?, _ tag: String) -> Bool {
+        let named = ifNoneMatch.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
+        return named.contains("*") || named.contains(tag) || named.contains("W/" + tag)
+    }
+
     /// A resource's response: a call's result is the body, with its `ETag` (from its bytes)
     /// and `Cache-Control`; `304` with no body when `If-None-Match` names that tag.
     static func resource(_ outcome: Outcome, contentType: String, cacheControl: String, ifNoneMatch: String?, maxBytes: Int) -> HTTPResponse {
@@ -376,11 +406,9 @@ struct HTTPResponse {
         case .pong, .subscription: return error(500, ServiceError(.internal, "not a resource"))
         }
         guard body.count <= maxBytes else { return error(500, .replyTooLarge(body.count, limit: maxBytes)) }
-        let tag = "\"" + SHA1.digest(Array(body)).prefix(12).map { String(format: "%02x", $0) }.joined() + "\""
+        let tag = tag(Array(body))
         let headers = [("ETag", tag), ("Cache-Control", cacheControl)]
-        // `If-None-Match` lists tags (maybe weak, W/"…"), or is `*`.
-        let named = ifNoneMatch.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
-        if named.contains("*") || named.contains(tag) || named.contains("W/" + tag) { return HTTPResponse(status: 304, headers: headers) }
+        if matches(ifNoneMatch, tag) { return HTTPResponse(status: 304, headers: headers) }
         return HTTPResponse(status: 200, body: Array(body), contentType: contentType, headers: headers)
     }
 }

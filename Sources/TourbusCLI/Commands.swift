@@ -12,13 +12,15 @@ public enum TourbusCommand {
     static let usage = """
         usage:
           tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo | --demo-dir DIR] [--notify-form FILE] [--strings-dir DIR] [--signing-key FILE]
+                     [--no-web | --web-dir DIR]
               start every built service and the gateway, load the Sydney demo (the data files
               of DIR, default deploy/demo, when there) into an empty catalog (and a few
               annotations into notify when none is live), restart what
               crashes (each restart logged in DIR/restarts.log), stop everything on Ctrl-C;
               notify's first form is FILE (default deploy/notify-form.json, when there);
               the catalog's interface strings are DIR (default i18n, when there); the
-              catalog signs packages with FILE, else DIR/catalog.sign.key, made when missing
+              catalog signs packages with FILE, else DIR/catalog.sign.key, made when missing;
+              the gateway serves the web app in DIR (default web, when there) at /
           tourbus up --config FILE --only NAME[,NAME…] [--keys DIR] [--data-dir DIR] [--notify-form FILE] [--strings-dir DIR] [--signing-key FILE]
               run this host's share of a suite the file describes, as its supervisor: the
               services named (NAME*N for N replicas, each bound to one of the section's bind

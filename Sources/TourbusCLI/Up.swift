@@ -34,6 +34,9 @@ extension TourbusCommand {
         /// The catalog's interface strings (`--strings-dir`): the repository's `i18n/`, when
         /// there, unless another directory is named.
         var stringsDirectory: String? = FileManager.default.fileExists(atPath: "i18n/en.json") ? "i18n" : nil
+        /// The web app the gateway serves at / (`--web-dir`): the repository's `web/`, when
+        /// there, unless another directory is named or `--no-web`.
+        var webDirectory: String? = FileManager.default.fileExists(atPath: "web/index.html") ? "web" : nil
         var config: String?
         var only: [String]?
         var keys: String?
@@ -48,7 +51,8 @@ extension TourbusCommand {
         while let flag = args.popFirst() {
             switch flag {
             case "--no-demo": options.demoDirectory = nil
-            case "--data-dir", "--listen", "--notify-form", "--strings-dir", "--demo-dir", "--config", "--only", "--keys", "--signing-key":
+            case "--no-web": options.webDirectory = nil
+            case "--data-dir", "--listen", "--notify-form", "--strings-dir", "--demo-dir", "--config", "--only", "--keys", "--signing-key", "--web-dir":
                 guard let value = args.popFirst() else {
                     printError("\(flag) needs a value")
                     return 2
@@ -62,6 +66,7 @@ extension TourbusCommand {
                 case "--signing-key": options.signingKey = value
                 case "--strings-dir": options.stringsDirectory = value
                 case "--demo-dir": options.demoDirectory = value
+                case "--web-dir": options.webDirectory = value
                 default: options.notifyForm = value
                 }
             default:
@@ -202,6 +207,7 @@ extension TourbusCommand {
                     (name, SuiteEndpoints.Service(rpc: rpc[name] ?? "", publish: publishers.contains(name) ? pub[name] : nil))
                 }), to: data)
         var gatewayArgs = ["--listen", options.listen]
+        if let web = options.webDirectory { gatewayArgs += ["--web-dir", URL(fileURLWithPath: web).standardizedFileURL.path] }
         for name in services {
             gatewayArgs += ["--peer", "\(name)=\(rpc[name] ?? "")"]
             // Social's events drop cached sign-ins at once (a logout, a demoted admin); every

@@ -358,3 +358,53 @@ import Testing
         #expect(all.first?.body == #"{"error":{"code":"not_found","field":"user_id","message":"no user"}}"# || all.first?.body.contains(#""code":"not_found""#) == true)
     }
 }
+
+@Suite struct WebFilesTests {
+    static func app() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webfiles-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("images"), withIntermediateDirectories: true)
+        try Data("<!doctype html><p>hi</p>".utf8).write(to: directory.appendingPathComponent("index.html"))
+        try Data("export const a = 1;".utf8).write(to: directory.appendingPathComponent("app.js"))
+        try Data([0x89, 0x50]).write(to: directory.appendingPathComponent("images/pin.png"))
+        try Data("secret".utf8).write(to: directory.appendingPathComponent(".env"))
+        try Data("gz".utf8).write(to: directory.appendingPathComponent("app.js.gz"))
+        try Data("#!/bin/sh".utf8).write(to: directory.appendingPathComponent("build.sh"))
+        return directory.path
+    }
+
+    @Test func theAppsFilesAreServedWithTheirTypesTagsAndPolicy() throws {
+        var framing = FramingLimits()
+        framing.web = try WebFiles(app: try WebFilesTests.app(), leaflet: nil, tiles: .init(url: "https://tiles.example/{z}/{x}/{y}.png", attribution: "x"))
+        #expect(framing.web?.files.keys.sorted() == ["/app.js", "/config.json", "/images/pin.png", "/index.html"], "no dot, compressed or unknown files")
+        let harness = SessionHarness(framing: framing)
+        var all = HTTPFramingTests.responses(harness.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [200])
+        #expect(all.first?.body == "<!doctype html><p>hi</p>")
+        #expect(all.first?.headers["content-type"] == "text/html; charset=utf-8")
+        let policy = try #require(all.first?.headers["content-security-policy"])
+        #expect(policy.contains("script-src 'self';") && policy.contains("img-src 'self' data: https://tiles.example;") && !policy.contains("unsafe"))
+        #expect(all.first?.headers["x-content-type-options"] == "nosniff")
+        all = HTTPFramingTests.responses(harness.send("GET /app.js HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.first?.headers["content-type"] == "text/javascript; charset=utf-8" && all.first?.headers["content-security-policy"] == nil)
+        let tag = try #require(all.first?.headers["etag"])
+        all = HTTPFramingTests.responses(harness.send("GET /app.js HTTP/1.1\r\nHost: t\r\nIf-None-Match: \(tag)\r\n\r\n"))
+        #expect(all.map(\.status) == [304])
+        all = HTTPFramingTests.responses(harness.send("GET /config.json HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.first?.body.contains("https://tiles.example/{z}/{x}/{y}.png") == true)
+        for path in ["/.env", "/app.js.gz", "/build.sh", "/../etc/passwd", "/images/", "/images/../index.html"] {
+            all = HTTPFramingTests.responses(harness.send("GET \(path) HTTP/1.1\r\nHost: t\r\n\r\n"))
+            #expect(all.map(\.status) == [404], "\(path)")
+        }
+        all = HTTPFramingTests.responses(harness.send("POST /index.html HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"))
+        #expect(all.map(\.status) == [405])
+        #expect(all.first?.headers["allow"] == "GET, HEAD, OPTIONS")
+    }
+
+    @Test func aDirectoryWithoutAnAppIsRefusedAtStart() throws {
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("webfiles-empty-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        #expect(throws: ConfigError.self) { try WebFiles(app: empty.path, leaflet: nil, tiles: .init()) }
+        #expect(throws: ConfigError.self) { try WebFiles(app: "/nonexistent", leaflet: nil, tiles: .init()) }
+        #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--map-tiles", "https://tiles.example/a.png"], environment: [:]) }
+    }
+}

@@ -72,7 +72,7 @@ final class SuiteFixture {
     /// follows in `tourbus up`.
     /// `secured` gives every process a CURVE key, lists them (and an `operator` key for the
     /// test) in a suite file's `curve.keys`, and so secures every bus link.
-    init(gatewayArguments: [String] = [], socialArguments: [String] = [], withSearch: Bool = false, everything: Bool = false,
+    init(gatewayArguments: [String] = [], socialArguments: [String] = [], catalogArguments: [String] = [], withSearch: Bool = false, everything: Bool = false,
          secured: Bool = false, passwordCost: String = "minimum", sourceLocation: SourceLocation = #_sourceLocation) throws {
         folder = scratch.path
         var keys: [String: CurveKeyPair] = [:]
@@ -88,7 +88,7 @@ final class SuiteFixture {
         self.keys = keys
         let path = scratch.path
         func keyed(_ name: String) -> [String] { SuiteFixture.ownArguments(name, folder: path, secured: secured) }
-        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: keyed("catalog"), sourceLocation: sourceLocation)
+        catalog = try ChildProcess("tourbus-catalog", folder: folder, arguments: keyed("catalog") + catalogArguments, sourceLocation: sourceLocation)
         catalogEndpoint = catalog.rpc
         // Passwords hashed at the cheapest cost unless asked: tests sign in often.
         let catalogEvents = (catalog.endpoints["publish"] as? [String])?.first ?? ""

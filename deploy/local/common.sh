@@ -20,4 +20,5 @@ install_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-SYSTEM_PACKAGES=(libzmq3-dev libsqlite3-dev libsodium-dev libturbojpeg0-dev libhttp-parser-dev pkg-config)
+# libjs-leaflet: the map library of the web app the gateway serves (web/), at /vendor/leaflet/.
+SYSTEM_PACKAGES=(libzmq3-dev libsqlite3-dev libsodium-dev libturbojpeg0-dev libhttp-parser-dev pkg-config libjs-leaflet)

@@ -1,0 +1,588 @@
+// The app's screens, each a function that fills the panel (and the map) from the gateway.
+
+import { call, session } from "./rpc.js";
+import { distance, errorText, fill, h, notice, price, stars, t, currentLanguage } from "./ui.js";
+
+/// A list of places as cards linking to their pages; a heart toggles a favorite when signed in.
+function placeList(places, context, { empty = t("list.empty") } = {}) {
+  if (places.length === 0) return h("p", { class: "empty" }, empty);
+  return h(
+    "ul",
+    { class: "places" },
+    places.map((place) =>
+      h(
+        "li",
+        { class: "place" },
+        h("a", { href: `#/place/${place.id}`, class: "name" }, place.name),
+        h(
+          "span",
+          { class: "meta" },
+          [t(`category.${place.category}`), price(place.price_level), stars(place.rating), distance(place.distance_m)].filter(Boolean).join(" · "),
+        ),
+        place.in_season ? h("span", { class: "badge" }, t("popular.in_season")) : null,
+        place.address ? h("span", { class: "address" }, place.address) : null,
+        favoriteButton(place, context),
+      ),
+    ),
+  );
+}
+
+/// The heart of a place: saved or not, for the signed-in user.
+function favoriteButton(place, context) {
+  if (!session.token) return null;
+  const saved = context.saved?.has(place.id) ?? false;
+  const button = h("button", {
+    type: "button",
+    class: "heart",
+    "aria-pressed": saved ? "true" : "false",
+    "aria-label": saved ? t("button.remove_favorite") : t("button.add_favorite"),
+    title: saved ? t("button.remove_favorite") : t("button.add_favorite"),
+    onclick: async () => {
+      try {
+        const reply = await call("favorites.toggle", { place_id: place.id });
+        button.setAttribute("aria-pressed", reply.saved ? "true" : "false");
+        const label = reply.saved ? t("button.remove_favorite") : t("button.add_favorite");
+        button.setAttribute("aria-label", label);
+        button.title = label;
+        if (reply.saved) context.saved?.add(place.id);
+        else context.saved?.delete(place.id);
+        notice(reply.saved ? t("favorites.added") : t("favorites.removed"));
+      } catch (error) {
+        notice(errorText(error));
+      }
+    },
+  }, saved ? "♥" : "♡");
+  return button;
+}
+
+/// Which of `places` the signed-in user saved.
+async function savedAmong(places) {
+  if (!session.token || places.length === 0) return new Set();
+  try {
+    const reply = await call("favorites.contains", { place_ids: places.map((p) => p.id) });
+    // The heart is the built-in "favorites" list.
+    return new Set(reply.saved.filter((entry) => entry.lists.includes("favorites")).map((entry) => entry.place_id));
+  } catch {
+    return new Set();
+  }
+}
+
+async function showPlaces(context, title, places, extra = []) {
+  context.saved = await savedAmong(places);
+  fill(context.panel, h("h1", {}, title), ...extra, placeList(places, context));
+  context.map.show(places);
+}
+
+function failed(context, error) {
+  fill(context.panel, h("p", { class: "error", role: "alert" }, errorText(error)), h("button", { type: "button", onclick: () => context.route() }, t("button.retry")));
+}
+
+// MARK: Welcome
+
+export async function welcome(context) {
+  fill(context.panel, h("h1", {}, t("popular.title")), h("p", {}, t("list.loading")));
+  try {
+    const near = await context.position();
+    const reply = await call("search.popular", { near, radius_m: 20000, limit: 20 });
+    context.map.showMe(context.knownPosition);
+    await showPlaces(context, t("popular.title"), reply.hits);
+  } catch (error) {
+    failed(context, error);
+  }
+}
+
+// MARK: Browse
+
+const radii = [500, 1000, 2000, 5000, 20000];
+
+export async function browse(context, query) {
+  const filters = {
+    category: query.get("category") ?? "",
+    price: (query.get("price") ?? "").split(",").filter((v) => v !== "").map(Number),
+    rating: Number(query.get("rating") ?? 0),
+    open: query.get("open") === "1",
+    radius: Number(query.get("radius") ?? 2000),
+    sort: query.get("sort") ?? "distance",
+    area: query.get("area") ?? "",
+  };
+  const go = (changes) => {
+    const next = { ...filters, ...changes };
+    const params = new URLSearchParams();
+    if (next.category) params.set("category", next.category);
+    if (next.price.length) params.set("price", next.price.join(","));
+    if (next.rating) params.set("rating", String(next.rating));
+    if (next.open) params.set("open", "1");
+    params.set("radius", String(next.radius));
+    params.set("sort", next.sort);
+    if (next.area) params.set("area", next.area);
+    location.hash = `#/browse?${params}`;
+  };
+  let categories = [];
+  try {
+    categories = (await call("catalog.categories")).categories;
+  } catch (error) {
+    return failed(context, error);
+  }
+  const chips = h(
+    "div",
+    { class: "chips", role: "group", "aria-label": t("browse.categories") },
+    h("button", { type: "button", "aria-pressed": filters.category ? "false" : "true", onclick: () => go({ category: "" }) }, t("browse.title")),
+    categories.map((c) =>
+      h(
+        "button",
+        { type: "button", "aria-pressed": filters.category === c.id ? "true" : "false", onclick: () => go({ category: c.id }) },
+        `${t(`category.${c.id}`)} (${c.count})`,
+      ),
+    ),
+  );
+  const form = h(
+    "form",
+    { class: "filters", "aria-label": t("filter.title") },
+    h(
+      "fieldset",
+      {},
+      h("legend", {}, t("filter.price")),
+      [0, 1, 2, 3, 4].map((level) =>
+        h(
+          "label",
+          {},
+          h("input", {
+            type: "checkbox",
+            checked: filters.price.includes(level),
+            onchange: (event) => go({ price: event.target.checked ? [...filters.price, level] : filters.price.filter((v) => v !== level) }),
+          }),
+          level === 0 ? t("filter.price_free") : "$".repeat(level),
+        ),
+      ),
+    ),
+    h(
+      "label",
+      {},
+      t("filter.rating"),
+      " ",
+      h(
+        "select",
+        { onchange: (event) => go({ rating: Number(event.target.value) }) },
+        [0, 3, 4, 4.5].map((r) => h("option", { value: r, selected: filters.rating === r }, r ? t("filter.rating_at_least", { rating: r }) : "—")),
+      ),
+    ),
+    h("label", {}, h("input", { type: "checkbox", checked: filters.open, onchange: (event) => go({ open: event.target.checked }) }), t("filter.open_now")),
+    h(
+      "label",
+      {},
+      t("filter.distance"),
+      " ",
+      h(
+        "select",
+        { onchange: (event) => go({ radius: Number(event.target.value), area: "" }) },
+        radii.map((r) => h("option", { value: r, selected: filters.radius === r }, t("filter.distance_within", { distance: distance(r) }))),
+      ),
+    ),
+    h(
+      "label",
+      {},
+      t("list.sort"),
+      " ",
+      h(
+        "select",
+        { onchange: (event) => go({ sort: event.target.value }) },
+        [
+          ["distance", "list.sort_distance"],
+          ["rating", "list.sort_rating"],
+          ["popularity", "list.sort_popularity"],
+        ].map(([value, key]) => h("option", { value, selected: filters.sort === value }, t(key))),
+      ),
+    ),
+    h("button", { type: "button", onclick: () => go({ area: JSON.stringify(context.map.bbox()) }) }, t("map.search_this_area")),
+  );
+  const params = { limit: 50, sort: filters.sort, lang: currentLanguage() };
+  if (filters.category) params.categories = [filters.category];
+  if (filters.price.length) params.price_levels = filters.price;
+  if (filters.rating) params.min_rating = filters.rating;
+  if (filters.open) params.open_now = true;
+  try {
+    let reply;
+    if (filters.area) {
+      reply = await call("search.viewport", { ...params, bbox: JSON.parse(filters.area), sort: filters.sort === "distance" ? "popularity" : filters.sort });
+    } else {
+      reply = await call("search.nearby", { ...params, near: await context.position(), radius_m: filters.radius });
+    }
+    await showPlaces(context, t("browse.title"), reply.hits, [chips, form]);
+    if (filters.area) context.map.show(reply.hits, { fit: false });
+  } catch (error) {
+    failed(context, error);
+  }
+}
+
+// MARK: Search
+
+export async function search(context, query) {
+  const q = (query.get("q") ?? "").trim();
+  if (!q) return welcome(context);
+  document.getElementById("q").value = q;
+  try {
+    const reply = await call("search.text", { q, near: await context.position(), limit: 30, lang: currentLanguage() });
+    context.saved = await savedAmong(reply.hits);
+    fill(
+      context.panel,
+      h("h1", {}, t("search.results", { count: reply.hits.length })),
+      placeList(reply.hits, context, { empty: t("search.no_results", { query: q }) }),
+    );
+    context.map.show(reply.hits);
+  } catch (error) {
+    failed(context, error);
+  }
+}
+
+// MARK: A place
+
+const modes = [
+  ["walking", "directions.mode_walking"],
+  ["bicycling", "directions.mode_bicycling"],
+  ["driving", "directions.mode_driving"],
+  ["transit", "directions.mode_transit"],
+];
+
+export async function place(context, id, query) {
+  let detail;
+  try {
+    detail = await call("catalog.get", { id, lang: currentLanguage() });
+  } catch (error) {
+    return error.code === "not_found" ? fill(context.panel, h("p", { class: "error", role: "alert" }, t("place.not_found"))) : failed(context, error);
+  }
+  context.saved = await savedAmong([detail]);
+  context.map.show([detail]);
+  const facts = h("dl", { class: "facts" });
+  const fact = (key, value) => value && facts.append(h("dt", {}, t(key)), h("dd", {}, value));
+  fact("place.address", detail.address);
+  if (detail.phone) facts.append(h("dt", {}, t("place.phone")), h("dd", {}, h("a", { href: `tel:${detail.phone.replace(/[^+\d]/g, "")}` }, detail.phone)));
+  fact("filter.price", price(detail.price_level));
+  if (detail.website && /^https?:\/\//.test(detail.website)) {
+    facts.append(h("dt", {}, t("button.website")), h("dd", {}, h("a", { href: detail.website, rel: "noopener noreferrer", target: "_blank" }, new URL(detail.website).host)));
+  }
+  const hours = openingHours(detail);
+  const photos = detail.photos?.length
+    ? h(
+        "div",
+        { class: "photos" },
+        detail.photos.map((photo) =>
+          h("figure", {}, h("img", { src: photo.url, alt: detail.name, loading: "lazy" }), photo.attribution ? h("figcaption", {}, photo.attribution) : null),
+        ),
+      )
+    : null;
+  const directions = h("div", { class: "directions" }, h("h2", {}, t("directions.title")));
+  const reviews = h("section", { class: "reviews", "aria-labelledby": "reviews-title" });
+  fill(
+    context.panel,
+    h("h1", {}, detail.name, " ", favoriteButton(detail, context)),
+    h("p", { class: "meta" }, t(`category.${detail.category}`)),
+    detail.description ? h("p", { class: "description" }, detail.description) : null,
+    photos,
+    facts,
+    hours,
+    h("button", { type: "button", onclick: () => share(detail) }, t("button.share")),
+    directions,
+    reviews,
+  );
+  directionLinks(context, detail, directions);
+  reviewList(context, detail, reviews, query.get("sort") ?? "default", query.get("order") ?? "desc");
+}
+
+function openingHours(detail) {
+  if (!detail.opening_hours?.length && !detail.opening_hours_text) return null;
+  const list = h("ul", { class: "hours" });
+  for (const span of detail.opening_hours ?? []) list.append(h("li", {}, `${t(`day.${span.day}`)} ${span.open}–${span.close}`));
+  return h("section", {}, h("h2", {}, t("place.opening_hours")), detail.opening_hours_text ? h("p", {}, detail.opening_hours_text) : null, list);
+}
+
+async function directionLinks(context, detail, box) {
+  const from = await context.position();
+  for (const [mode, key] of modes) {
+    try {
+      const way = await call("directions.get", { from, to: detail.id, mode });
+      box.append(
+        h(
+          "p",
+          {},
+          h("strong", {}, t(key)),
+          " ",
+          t("directions.estimate", { minutes: Math.max(1, Math.round(way.duration_s / 60)) }),
+          " ",
+          h(
+            "span",
+            { class: "links" },
+            h("a", { href: way.links.google, rel: "noopener noreferrer", target: "_blank", title: t("directions.open_google") }, "Google"),
+            " · ",
+            h("a", { href: way.links.apple, rel: "noopener noreferrer", target: "_blank", title: t("directions.open_apple") }, "Apple"),
+            " · ",
+            h("a", { href: way.links.osm, rel: "noopener noreferrer", target: "_blank", title: t("directions.open_osm") }, "OSM"),
+          ),
+        ),
+      );
+    } catch {
+      // No directions for this mode: the others still show.
+    }
+  }
+}
+
+async function share(detail) {
+  try {
+    const reply = await call("share.place", { place_id: detail.id, network: "email" });
+    if (navigator.share) await navigator.share({ title: detail.name, text: reply.text, url: reply.url });
+    else {
+      await navigator.clipboard?.writeText(reply.url);
+      notice(t("share.link_copied"));
+    }
+  } catch (error) {
+    if (error?.name !== "AbortError") notice(errorText(error));
+  }
+}
+
+async function reviewList(context, detail, box, sort, order) {
+  const resort = (changes) => {
+    const params = new URLSearchParams({ sort, order, ...changes });
+    history.replaceState(null, "", `#/place/${detail.id}?${params}`);
+    reviewList(context, detail, box, params.get("sort"), params.get("order"));
+  };
+  let page;
+  try {
+    page = await call("reviews.list", { place_id: detail.id, sort, order, limit: 20 });
+  } catch (error) {
+    return fill(box, h("p", { class: "error" }, errorText(error)));
+  }
+  fill(
+    box,
+    h("h2", { id: "reviews-title" }, t("place.reviews")),
+    h(
+      "div",
+      { class: "sort" },
+      h(
+        "label",
+        {},
+        t("reviews.sort"),
+        " ",
+        h(
+          "select",
+          { onchange: (event) => resort({ sort: event.target.value }) },
+          [
+            ["default", "reviews.sort_default"],
+            ["rating", "reviews.sort_rating"],
+            ["date", "reviews.sort_date"],
+          ].map(([value, key]) => h("option", { value, selected: sort === value }, t(key))),
+        ),
+      ),
+      " ",
+      h(
+        "label",
+        {},
+        h(
+          "select",
+          { "aria-label": t("reviews.sort"), onchange: (event) => resort({ order: event.target.value }) },
+          [
+            ["desc", "reviews.descending"],
+            ["asc", "reviews.ascending"],
+          ].map(([value, key]) => h("option", { value, selected: order === value }, t(key))),
+        ),
+      ),
+    ),
+    page.reviews.length === 0
+      ? h("p", { class: "empty" }, t("place.no_reviews"))
+      : h(
+          "ul",
+          { class: "review-list" },
+          page.reviews.map((review) =>
+            h(
+              "li",
+              { class: "review" },
+              h("span", { class: "stars", "aria-label": `${review.rating}/5` }, stars(review.rating)),
+              " ",
+              h("strong", {}, review.user?.name ?? ""),
+              h("p", {}, review.text ?? ""),
+            ),
+          ),
+        ),
+    session.token ? reviewForm(context, detail, box) : h("p", {}, h("a", { href: "#/account" }, t("button.log_in"))),
+  );
+}
+
+function reviewForm(context, detail, box) {
+  const rating = h(
+    "select",
+    { id: "review-rating", required: true },
+    [5, 4, 3, 2, 1].map((r) => h("option", { value: r }, `${stars(r)} (${r})`)),
+  );
+  const text = h("textarea", { id: "review-text", rows: 3, maxlength: 2000 });
+  const status = h("p", { role: "status" });
+  return h(
+    "form",
+    {
+      class: "review-form",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          await call("reviews.add", { place_id: detail.id, rating: Number(rating.value), text: text.value });
+          reviewList(context, detail, box, "date", "desc");
+        } catch (error) {
+          fill(status, errorText(error));
+        }
+      },
+    },
+    h("h3", {}, t("reviews.your_review")),
+    h("label", { for: "review-rating" }, t("reviews.your_rating")),
+    rating,
+    h("label", { for: "review-text" }, t("reviews.your_review")),
+    text,
+    h("button", { type: "submit" }, t("button.post")),
+    status,
+  );
+}
+
+// MARK: Favorites
+
+export async function favorites(context) {
+  if (!session.token) {
+    fill(context.panel, h("h1", {}, t("favorites.title")), h("p", {}, h("a", { href: "#/account" }, t("button.log_in"))));
+    context.map.show([]);
+    return;
+  }
+  try {
+    const page = await call("favorites.list", { limit: 100 });
+    const places = page.items.map((item) => item.place ?? item);
+    context.saved = new Set(places.map((p) => p.id));
+    fill(
+      context.panel,
+      h("h1", {}, t("favorites.title")),
+      places.length === 0 ? [h("p", { class: "empty" }, t("favorites.empty")), h("p", {}, t("favorites.empty_hint"))] : placeList(places, context),
+    );
+    context.map.show(places);
+  } catch (error) {
+    failed(context, error);
+  }
+}
+
+// MARK: Account
+
+/// The password policy as it is typed: each rule, kept or not.
+const passwordRules = [
+  ["8+", (p) => [...p].length >= 8],
+  ["A-Z", (p) => /\p{Lu}/u.test(p)],
+  ["a-z", (p) => /\p{Ll}/u.test(p)],
+  ["0-9", (p) => /\d/.test(p)],
+];
+
+export async function account(context) {
+  if (session.token) {
+    let me = null;
+    try {
+      me = await call("profile.get");
+    } catch (error) {
+      if (error.code === "unauthenticated") {
+        session.forget();
+        context.signedInChanged();
+        return account(context);
+      }
+    }
+    fill(
+      context.panel,
+      h("h1", {}, t("profile.title")),
+      me ? h("p", {}, me.name ?? "", " (", me.username ?? "", ")") : null,
+      h(
+        "button",
+        {
+          type: "button",
+          id: "logout",
+          onclick: async () => {
+            try {
+              await call("auth.logout");
+            } catch {
+              // Signed out here whatever the gateway says.
+            }
+            session.forget();
+            context.signedInChanged();
+            location.hash = "#/";
+          },
+        },
+        t("button.log_out"),
+      ),
+    );
+    return;
+  }
+  const loginStatus = h("p", { role: "alert", class: "error" });
+  const login = h(
+    "form",
+    {
+      id: "login",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const form = event.target;
+        try {
+          const reply = await call("auth.login", { username: form.username.value, password: form.password.value });
+          session.keep(reply.token, form.remember.checked);
+          context.signedInChanged();
+          location.hash = "#/";
+        } catch (error) {
+          fill(loginStatus, error.code === "unauthenticated" ? t("account.login_failed") : errorText(error));
+        }
+      },
+    },
+    h("h1", {}, t("account.login_title")),
+    h("label", { for: "login-username" }, t("account.username")),
+    h("input", { id: "login-username", name: "username", autocomplete: "username", required: true }),
+    h("label", { for: "login-password" }, t("account.password")),
+    h("input", { id: "login-password", name: "password", type: "password", autocomplete: "current-password", required: true }),
+    h("label", {}, h("input", { name: "remember", type: "checkbox" }), t("account.remember")),
+    h("button", { type: "submit" }, t("button.log_in")),
+    loginStatus,
+  );
+  const rules = h("ul", { class: "rules", "aria-live": "polite" });
+  const showRules = (password) =>
+    fill(
+      rules,
+      passwordRules.map(([label, kept]) => h("li", { class: kept(password) ? "kept" : "missing" }, `${kept(password) ? "✓" : "✗"} ${label}`)),
+    );
+  showRules("");
+  const registerStatus = h("p", { role: "alert", class: "error" });
+  const register = h(
+    "form",
+    {
+      id: "register",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const form = event.target;
+        const fields = { username: form.username.value, email: form.email.value, name: form.name.value, password: form.password.value };
+        try {
+          await call("auth.register", fields);
+          const reply = await call("auth.login", { username: fields.username, password: fields.password });
+          session.keep(reply.token, false);
+          context.signedInChanged();
+          location.hash = "#/";
+        } catch (error) {
+          fill(registerStatus, error.code === "already_exists" ? t("account.taken") : errorText(error));
+        }
+      },
+    },
+    h("h2", {}, t("account.register_title")),
+    h("label", { for: "register-username" }, t("account.username")),
+    h("input", { id: "register-username", name: "username", autocomplete: "username", required: true }),
+    h("label", { for: "register-email" }, t("account.email")),
+    h("input", { id: "register-email", name: "email", type: "email", autocomplete: "email", required: true }),
+    h("label", { for: "register-name" }, t("account.display_name")),
+    h("input", { id: "register-name", name: "name", autocomplete: "name", required: true }),
+    h("label", { for: "register-password" }, t("account.password")),
+    h("input", {
+      id: "register-password",
+      name: "password",
+      type: "password",
+      autocomplete: "new-password",
+      required: true,
+      "aria-describedby": "password-rule",
+      oninput: (event) => showRules(event.target.value),
+    }),
+    h("p", { id: "password-rule", class: "hint" }, t("account.password_rule")),
+    rules,
+    h("button", { type: "submit" }, t("button.register")),
+    registerStatus,
+  );
+  fill(context.panel, login, register);
+  context.map.show([]);
+}
