@@ -194,15 +194,29 @@ final class ClientSession {
         let answered = subscriptions.answered(slot, outcome, change, token: token, now: now)
         if answered.stoppedListening { outputBudget.dropQueuedPushes() }
         outputBudget.reply(framing?.answer(slot, answered.outcome) ?? [])
-        if sessionSlot == slot {
-            // The session is settled: what waited for it goes now, in order, until another sign-in.
-            sessionSlot = nil
-            while sessionSlot == nil, !held.isEmpty {
-                let next = held.removeFirst()
-                run(next.slot, next.call)
-            }
-        }
+        // The session is settled: what waited for it goes now, in order, until another sign-in.
+        if sessionSlot == slot { sessionSlot = nil }
+        releaseHeld()
         process(now: now)
+    }
+
+    /// Whether what the connection holds for its client has reached its bound: calls read
+    /// after that wait until the client takes some (a reply answered at once, such as the
+    /// OpenRPC document, would otherwise add its bytes however many were asked for).
+    private var outputFull: Bool { heldForClient >= limits.maxPendingOutputBytes }
+
+    /// Whether `releaseHeld` is letting calls go (a call answered at once does not start another round).
+    private var releasing = false
+
+    /// Starts the calls held, in order, while no sign-in is under way and the output is below its bound.
+    private func releaseHeld() {
+        guard !releasing else { return }
+        releasing = true
+        defer { releasing = false }
+        while sessionSlot == nil, !held.isEmpty, !outputFull {
+            let next = held.removeFirst()
+            run(next.slot, next.call)
+        }
     }
 
     /// The gateway is stopping: read no more requests, answer those in flight.
@@ -270,6 +284,7 @@ final class ClientSession {
         lastWrite = now
         if endSeenAt != nil { wroteSinceEnd = true }
         lastActivity = now
+        releaseHeld()
         process(now: now)
     }
 
@@ -317,7 +332,7 @@ final class ClientSession {
     private func deadlines(_ visit: (_ at: UInt64, _ ending: Ending?) -> Void) {
         func after(_ since: UInt64, _ milliseconds: Int) -> UInt64 { since + UInt64(milliseconds) * 1_000_000 + 1 }
         let owed = framing?.outstanding ?? 0
-        if framing == nil && !lifecycle.peerClosed { visit(after(openedAt, limits.firstByteTimeoutMilliseconds), .firstByteTimeout) }
+        if framing == nil && partialSince == nil && !lifecycle.peerClosed { visit(after(openedAt, limits.firstByteTimeoutMilliseconds), .firstByteTimeout) }
         if let since = partialSince { visit(after(since, limits.requestTimeoutMilliseconds), .requestTimeout) }
         if pendingOutput > 0 && readingWaitsForClient { visit(lastWrite + ClientSession.slowReaderGrace + 1, .slowReader) }
         if pendingOutput > 0 { visit(after(lastWrite, limits.idleTimeoutMilliseconds), .slowReader) }
@@ -416,7 +431,12 @@ final class ClientSession {
         }
         if framing == nil {
             while inputStart < input.count, [0x20, 0x0A, 0x0D, 0x09].contains(input[inputStart]) { inputStart += 1 }
-            guard inputStart < input.count, let detected = ClientSession.framing(of: input[inputStart...], atEnd: lifecycle.peerClosed) else { return }
+            guard inputStart < input.count else { return }
+            guard let detected = ClientSession.framing(of: input[inputStart...], atEnd: lifecycle.peerClosed) else {
+                // A first line too short to tell yet: a request has begun, and its timeout runs.
+                partialSince = partialSince ?? now
+                return
+            }
             switch detected {
             case .jsonRPC: framing = JSONRPCFraming(limits: framingLimits)
             case .resp: framing = RESPFraming(limits: framingLimits)
@@ -506,9 +526,9 @@ final class ClientSession {
 
     /// Starts a call just read, or holds it behind a sign-in or subscription under way and
     /// behind the calls held before it (an answer given at once while those are let go may read
-    /// more input: that comes after them).
+    /// more input: that comes after them), or while the output is at its bound.
     private func start(_ slot: Int, _ call: Call) {
-        if (sessionSlot != nil || !held.isEmpty) && !Dispatcher.immediate.contains(call.method) {
+        if outputFull || ((sessionSlot != nil || !held.isEmpty) && !Dispatcher.immediate.contains(call.method)) {
             held.append((slot, call))
             return
         }

@@ -87,8 +87,12 @@ final class HTTPFraming: Framing {
                 }
                 let parsed = parser.read(input[position...], maxRequests: 1)
                 position += parsed.consumed
-                // Only when nothing is owed before it: an interim response goes between whole ones.
-                if parsed.continueRequested && exchanges.isEmpty && ready.isEmpty { reading.output += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8) }
+                // Only when nothing is owed before it (an interim response goes between whole
+                // ones), and only for a body that will be read: one answered by an error at once
+                // would be sent for nothing.
+                if parsed.continueRequested, exchanges.isEmpty, ready.isEmpty, let head = parser.headInProgress, wantsBody(head) {
+                    reading.output += Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+                }
                 if let refusal = parsed.refusal {
                     let error = ServiceError(refusal.status == 413 ? .tooLarge : .invalidArgument, refusal.reason)
                     reading.output += complete(newExchange(head: false, close: true), .error(refusal.status, error))
@@ -98,6 +102,12 @@ final class HTTPFraming: Framing {
                 }
                 guard let request = parsed.requests.first else { break }
                 reading.requests += 1
+                if let refusal = HTTPRequestParser.checkHost(request) {
+                    reading.output += complete(newExchange(head: false, close: true), .error(refusal.status, ServiceError(.invalidArgument, refusal.reason, field: "Host")))
+                    reading.close = true
+                    ended = true
+                    break
+                }
                 reading.forwardedFor = request.headers.filter { $0.name.lowercased() == "x-forwarded-for" }.map(\.value).joined(separator: ",")
                 waitingRequest = (request, newExchange(head: request.method == "HEAD", close: !request.keepAlive))
             }
@@ -128,9 +138,36 @@ final class HTTPFraming: Framing {
     /// How long a browser may keep a preflight's answer, in seconds.
     static let preflightMaxAge = 600
 
+    /// The path of a request's target: its origin form (`/rpc?x`), or the absolute form a client
+    /// may send (`http://host/rpc`), without the query.
+    static func path(of target: String) -> Substring {
+        var rest = target[...]
+        if let scheme = ["http://", "https://"].first(where: { target.lowercased().hasPrefix($0) }) {
+            rest = rest.dropFirst(scheme.count).drop { $0 != "/" && $0 != "?" }
+            if rest.isEmpty || rest.first == "?" { return "/" }
+        }
+        return rest.prefix { $0 != "?" }
+    }
+
+    /// Whether a request's body will be read: a JSON-RPC post from an allowed page, well formed.
+    private func wantsBody(_ head: HTTPRequestParser.Request) -> Bool {
+        let mediaType = head.header("Content-Type")?.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
+        let origin = head.header("Origin").map { WebOrigin.allowed($0, host: head.header("Host"), allowed: limits.allowedOrigins) } ?? true
+        return head.method == "POST" && HTTPFraming.path(of: head.target) == "/rpc" && mediaType == "application/json" && origin
+    }
+
     /// Answers `request` or starts its calls: the calls started, or nil when its batch must wait for room.
     private func route(_ request: HTTPRequestParser.Request, _ exchange: Int, room: Int, into reading: inout Reading) -> Int? {
-        let path = request.target.prefix { $0 != "?" }
+        let path = HTTPFraming.path(of: request.target)
+        if request.target == "*" {
+            // `OPTIONS *`: the server's methods.
+            guard request.method == "OPTIONS" else {
+                reading.output += complete(exchange, .error(400, ServiceError(.invalidArgument, "* is a target of OPTIONS only")))
+                return 0
+            }
+            reading.output += complete(exchange, HTTPResponse(status: 204, headers: [("Allow", "GET, HEAD, POST, OPTIONS")]))
+            return 0
+        }
         // A page of another site: refused unless its origin is allowed; when it is, the
         // response says so (CORS), and that it varies with the origin.
         if let origin = request.header("Origin") {
@@ -202,6 +239,11 @@ final class HTTPFraming: Framing {
     private func upgrade(_ request: HTTPRequestParser.Request, _ exchange: Int, into reading: inout Reading) -> Int? {
         func tokens(_ name: String) -> [String] {
             (request.header(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        }
+        guard request.minor >= 1 else {
+            let error = ServiceError(.invalidArgument, "a WebSocket handshake is HTTP/1.1")
+            reading.output += complete(exchange, .error(400, error))
+            return 0
         }
         guard tokens("Upgrade").contains("websocket"), tokens("Connection").contains("upgrade") else {
             let error = ServiceError(.invalidArgument, "GET /rpc opens a WebSocket (Upgrade: websocket); JSON-RPC over plain HTTP is POST /rpc", field: "Upgrade")

@@ -32,6 +32,8 @@ final class HTTPRequestParser {
         var headers: [(name: String, value: String)]
         var body: [UInt8]
         var keepAlive: Bool
+        /// The minor version: HTTP/1.0 or HTTP/1.1.
+        var minor = 1
 
         /// The first value of header `name`, matched case-insensitively.
         func header(_ name: String) -> String? {
@@ -91,8 +93,13 @@ final class HTTPRequestParser {
             guard let parser else { return -1 }
             let this = HTTPRequestParser.of(parser)
             if this.inValue { this.endHeader() }
-            guard parser.pointee.http_major == 1 else {
+            guard parser.pointee.http_major == 1, parser.pointee.http_minor <= 1 else {
                 this.refusal = Refusal(status: 505, reason: "HTTP/1.1 and HTTP/1.0 only")
+                return -1
+            }
+            this.current?.minor = Int(parser.pointee.http_minor)
+            if let refused = this.current.flatMap(HTTPRequestParser.checkFraming) {
+                this.refusal = refused
                 return -1
             }
             guard http_method(rawValue: parser.pointee.method) != HTTP_CONNECT else {
@@ -139,6 +146,35 @@ final class HTTPRequestParser {
         }
     }
 
+    /// What the parser leaves to its caller in a head's framing (RFC 9112 §6.1):
+    /// `Transfer-Encoding` only on HTTP/1.1, and then only `chunked`.
+    static func checkFraming(_ request: Request) -> Refusal? {
+        let codings = request.headers.filter { $0.name.lowercased() == "transfer-encoding" }
+            .flatMap { $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() } }
+        guard !codings.isEmpty else { return nil }
+        guard request.minor >= 1 else { return Refusal(status: 400, reason: "HTTP/1.0 has no Transfer-Encoding") }
+        guard codings == ["chunked"] else { return Refusal(status: 501, reason: "the only transfer coding taken is chunked") }
+        return nil
+    }
+
+    /// What a server must refuse of a request's `Host` (RFC 9112 §3.2): none on HTTP/1.1, more
+    /// than one, or one that is not a name or an address with a port.
+    static func checkHost(_ request: Request) -> Refusal? {
+        let hosts = request.headers.filter { $0.name.lowercased() == "host" }.map(\.value)
+        guard hosts.count <= 1 else { return Refusal(status: 400, reason: "a request names one Host") }
+        if request.minor >= 1 && hosts.isEmpty { return Refusal(status: 400, reason: "an HTTP/1.1 request names its Host") }
+        if let host = hosts.first, host.isEmpty || !host.utf8.allSatisfy({ hostBytes.contains($0) }) {
+            return Refusal(status: 400, reason: "Host is a name or an address, with a port")
+        }
+        return nil
+    }
+
+    /// The bytes of a `Host`: a name, an IPv4 address or a bracketed IPv6 one, and a port.
+    private static let hostBytes = Set(Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]".utf8))
+
+    /// The head of the request whose body is being read, if one is.
+    var headInProgress: Request? { inMessage ? current : nil }
+
     private static func of(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPRequestParser {
         // `data` is set to this object for each `execute`, which runs on its caller's stack.
         Unmanaged<HTTPRequestParser>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
@@ -172,6 +208,12 @@ final class HTTPRequestParser {
         while refusal == nil && position < input.endIndex && complete.count < maxRequests {
             var end = input.endIndex
             if !inMessage {
+                // An empty line before a request is ignored (RFC 9112 §2.2).
+                if headScan.checked == 0, input[position...].starts(with: [0x0D, 0x0A]) {
+                    position += 2
+                    continue
+                }
+                if headScan.checked == 0, input.endIndex - position == 1, input[position] == 0x0D { break }
                 let head = HTTPRequestParser.head(input[position...], limits: limits, scan: &headScan)
                 if head != .incomplete { headScan = HeadScan() }
                 switch head {

@@ -15,11 +15,25 @@ enum WebOrigin {
         return lowered
     }
 
-    /// Whether a page of `origin` may call the gateway reached as `host`.
+    /// Whether a page of `origin` may call the gateway reached as `host`: an allowed origin's,
+    /// or the gateway's own when `host` is an address or `localhost`. A page whose origin is a
+    /// name is allowed only by name: a name can be pointed at the gateway by anyone who owns it
+    /// (DNS rebinding), and its page would then be "the gateway's own".
     static func allowed(_ origin: String, host: String?, allowed: Set<String>) -> Bool {
         let origin = origin.lowercased()
         if allowed.contains(origin) { return true }
-        guard let host = host?.lowercased(), !host.isEmpty else { return false }
+        guard let host = host?.lowercased(), !host.isEmpty, bindsNoName(host) else { return false }
         return origin == "http://" + host || origin == "https://" + host
+    }
+
+    /// Whether `host` (a `Host` header's value) is an IP address or localhost, with or without a port.
+    static func bindsNoName(_ host: String) -> Bool {
+        var name = host[...]
+        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
+            name = name[name.index(after: name.startIndex)..<close]
+            return Network.bytes(of: String(name)) != nil
+        }
+        if let colon = name.lastIndex(of: ":") { name = name[..<colon] }
+        return name == "localhost" || Network.bytes(of: String(name)) != nil
     }
 }

@@ -132,13 +132,11 @@ final class WebSocketFraming: Framing {
             position = start + head.payloadLength
             WebSocketFraming.unmask(&payload, with: head.mask)
             switch head.opcode {
-            case 9:
-                reading.requests += 1
-                reading.output += WebSocketFraming.frame(opcode: 10, payload[...])
+            // Control frames are not requests: like blank lines, they neither keep a connection
+            // from idling nor a message's fragments from their timeout.
+            case 9: reading.output += WebSocketFraming.frame(opcode: 10, payload[...])
             case 10: break
-            case 8:
-                reading.requests += 1
-                receivedClose(payload, into: &reading)
+            case 8: receivedClose(payload, into: &reading)
             default:
                 // A data frame: a message whole, or one of its fragments.
                 if head.opcode == 0 {
@@ -151,6 +149,9 @@ final class WebSocketFraming: Framing {
                     continue
                 }
                 var message = fragmented ?? (head.opcode, [])
+                // The payload so far has one owner while it grows: appending to a copy that
+                // `fragmented` still shares would copy it whole for each fragment.
+                fragmented = nil
                 guard message.payload.count + payload.count <= limits.maxRequestBytes else {
                     fail(.tooBig, "a message is at most \(limits.maxRequestBytes) bytes", into: &reading)
                     continue

@@ -255,9 +255,14 @@ import Testing
         framing.allowedOrigins = ["https://guide.example.org"]
         let harness = SessionHarness(framing: framing)
         let ping = #"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
-        // The gateway's own pages: their origin is the host they reached.
-        var all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(ping, headers: ["Origin: http://t"])))
+        // The gateway's own pages: their origin is the address they reached.
+        let own = HTTPFramingTests.post(ping, headers: ["Origin: http://127.0.0.1:7700"]).replacingOccurrences(of: "Host: t", with: "Host: 127.0.0.1:7700")
+        var all = HTTPFramingTests.responses(harness.send(own))
         #expect(all.map(\.status) == [200])
+        // A name is not the gateway's own by the Host it sends: anyone can point a name at an
+        // address (DNS rebinding); names are allowed by name.
+        all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(ping, headers: ["Origin: http://t"])))
+        #expect(all.map(\.status) == [403])
         // An allowed site's: the response says it may read it.
         all = HTTPFramingTests.responses(harness.send(HTTPFramingTests.post(ping, headers: ["Origin: https://guide.example.org"])))
         #expect(all.map(\.status) == [200])
@@ -271,6 +276,39 @@ import Testing
             #expect(all.first?.body.contains(#""field":"Origin""#) == true)
         }
         #expect(harness.tokens.withLock { $0 } == [nil, nil], "only the two allowed requests ran")
+    }
+
+    @Test func aHostIsRequiredOnceAndWellFormed() {
+        let ping = #"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        let cases = [
+            HTTPFramingTests.post(ping).replacingOccurrences(of: "Host: t\r\n", with: ""),
+            HTTPFramingTests.post(ping).replacingOccurrences(of: "Host: t\r\n", with: "Host: t\r\nHost: u\r\n"),
+            HTTPFramingTests.post(ping).replacingOccurrences(of: "Host: t\r\n", with: "Host: a@evil.example\r\n"),
+            HTTPFramingTests.post(ping).replacingOccurrences(of: "Host: t\r\n", with: "Host: evil.example/x\r\n"),
+        ]
+        for request in cases {
+            let harness = SessionHarness()
+            let all = HTTPFramingTests.responses(harness.send(request + HTTPFramingTests.post(ping)))
+            #expect(all.map(\.status) == [400], "\(request.prefix(60))")
+            #expect(all.first?.body.contains(#""field":"Host""#) == true)
+            #expect(harness.session.isFinished)
+        }
+        // HTTP/1.0 needs none; an absolute target names its own.
+        let harness = SessionHarness()
+        var all = HTTPFramingTests.responses(harness.send("POST /rpc HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: \(ping.utf8.count)\r\n\r\n\(ping)"))
+        #expect(all.map(\.status) == [200])
+        let absolute = SessionHarness()
+        all = HTTPFramingTests.responses(absolute.send(HTTPFramingTests.post(ping).replacingOccurrences(of: "POST /rpc ", with: "POST http://t/rpc ")))
+        #expect(all.map(\.status) == [200])
+        all = HTTPFramingTests.responses(absolute.send("OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n"))
+        #expect(all.map(\.status) == [204] && all.first?.headers["allow"] == "GET, HEAD, POST, OPTIONS")
+    }
+
+    @Test func continueIsNotSentForABodyThatWouldBeRefused() {
+        let harness = SessionHarness()
+        let head = "POST /rpc HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"
+        #expect(harness.send(head).isEmpty)
+        #expect(HTTPFramingTests.responses(harness.send("{}")).map(\.status) == [415])
     }
 
     @Test func preflightsAnswerForAllowedOriginsOnly() throws {
@@ -406,5 +444,21 @@ import Testing
         #expect(throws: ConfigError.self) { try WebFiles(app: empty.path, leaflet: nil, tiles: .init()) }
         #expect(throws: ConfigError.self) { try WebFiles(app: "/nonexistent", leaflet: nil, tiles: .init()) }
         #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--map-tiles", "https://tiles.example/a.png"], environment: [:]) }
+    }
+}
+
+@Suite struct FirstLineTimeoutTests {
+    @Test func aFirstLineSentSlowlyIsARequestThatTimesOut() {
+        let limits = GatewayLimits()
+        let harness = SessionHarness()
+        var ended: ClientSession.Ending?
+        for byte in "GET / HTTP/1.1".utf8 where ended == nil {
+            harness.send([byte])
+            harness.advance(milliseconds: 1_000)
+            ended = harness.session.expired(now: harness.now)
+        }
+        #expect(ended == nil, "bytes came: the first-byte timeout does not apply")
+        harness.advance(milliseconds: limits.requestTimeoutMilliseconds)
+        #expect(harness.session.expired(now: harness.now) == .requestTimeout)
     }
 }

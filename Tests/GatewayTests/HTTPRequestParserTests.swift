@@ -51,14 +51,17 @@ import Testing
         let refused: [(String, String, Int)] = [
             ("a length and chunked", "POST / HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
             ("two lengths", "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde", 400),
-            ("an encoding not ending in chunked", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400),
+            ("an encoding not ending in chunked", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 501),
+            ("an encoding besides chunked", "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501),
+            ("chunked on HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+            ("a version after 1.1", "GET / HTTP/1.2\r\n\r\n", 505),
             ("white space before a colon", "GET / HTTP/1.1\r\nHost : a\r\n\r\n", 400),
             ("a tab before a colon", "GET / HTTP/1.1\r\nHost\t: a\r\n\r\n", 400),
             ("a folded header", "GET / HTTP/1.1\r\nX-A: 1\r\n  folded\r\n\r\n", 400),
             ("a bare LF", "GET / HTTP/1.1\nHost: a\n\n", 400),
             ("a bare LF inside the headers", "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", 400),
             ("a header with no colon", "GET / HTTP/1.1\r\nHost\r\n\r\n", 400),
-            ("a head that starts empty", "\r\nGET / HTTP/1.1\r\n\r\n", 400),
+            ("a head that starts with a bare LF", "\nGET / HTTP/1.1\r\n\r\n", 400),
             ("not HTTP", "HELLO\r\n\r\n", 400),
         ]
         for (name, text, status) in refused {
@@ -66,6 +69,11 @@ import Testing
                 let (requests, refusal) = HTTPRequestParserTests.read(text, piece: piece)
                 #expect(requests.isEmpty && refusal?.status == status, "\(name), pieces of \(piece): \(String(describing: refusal))")
             }
+        }
+        // An empty line before a request is ignored (RFC 9112 §2.2), between pipelined ones too.
+        for piece in [Int.max, 1] {
+            let (requests, refusal) = HTTPRequestParserTests.read("\r\n\r\nGET /a HTTP/1.1\r\n\r\n\r\nGET /b HTTP/1.1\r\n\r\n", piece: piece)
+            #expect(refusal == nil && requests.map(\.target) == ["/a", "/b"], "pieces of \(piece)")
         }
         // What follows a refusal is never read, even a good request.
         let (requests, refusal) = HTTPRequestParserTests.read("GET / HTTP/1.1\r\nHost : a\r\n\r\nGET / HTTP/1.1\r\n\r\n")

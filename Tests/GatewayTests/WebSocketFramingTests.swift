@@ -214,3 +214,55 @@ import Testing
         #expect(harness.session.expired(now: harness.now) == .unreadPushes)
     }
 }
+
+@Suite struct WebSocketBoundsTests {
+    @Test func pingsDoNotKeepAnUnfinishedMessageAlive() throws {
+        let harness = try WebSocketFramingTests.upgraded()
+        _ = WebSocketFramingTests.exchange(harness, WebSocketFramingTests.text("[", fin: false))
+        var ended: ClientSession.Ending?
+        for _ in 0..<40 where ended == nil {
+            harness.advance(milliseconds: 1_000)
+            #expect(WebSocketFramingTests.exchange(harness, WebSocketFramingTests.frame(9, [1])).map(\.opcode) == [10])
+            ended = harness.session.expired(now: harness.now)
+        }
+        #expect(ended == .requestTimeout)
+    }
+
+    @Test func aMessageInManyFragmentsIsOneMessage() throws {
+        let harness = try WebSocketFramingTests.upgraded()
+        let text = #"{"jsonrpc":"2.0","id":1,"method":"x.y","params":{"pad":""# + String(repeating: "a", count: 20_000) + #""}}"#
+        var bytes = WebSocketFramingTests.frame(1, Array(text.utf8.prefix(1)), fin: false)
+        for byte in text.utf8.dropFirst().dropLast() { bytes += WebSocketFramingTests.frame(0, [byte], fin: false) }
+        bytes += WebSocketFramingTests.frame(0, Array(text.utf8.suffix(1)), fin: true)
+        let frames = WebSocketFramingTests.exchange(harness, bytes)
+        #expect(frames.count == 1 && String(decoding: frames[0].payload, as: UTF8.self).contains(String(repeating: "a", count: 20_000)))
+    }
+
+    @Test func aHandshakeOverHTTP10IsRefused() {
+        let harness = SessionHarness()
+        let all = HTTPFramingTests.responses(harness.send(WebSocketFramingTests.upgrade.replacingOccurrences(of: "HTTP/1.1", with: "HTTP/1.0")))
+        #expect(all.map(\.status) == [400])
+    }
+}
+
+@Suite struct OutputBoundTests {
+    /// Replies answered at once (the OpenRPC document is one) do not pile up past the bound
+    /// however many are pipelined: calls after the bound wait for the client to read.
+    @Test func repliesAnsweredAtOnceStopAtTheBound() {
+        let limits = GatewayLimits()
+        // The size of the OpenRPC document: the first read of a connection admits 16 calls.
+        let big = Data(("\"" + String(repeating: "x", count: 280_000) + "\"").utf8)
+        let harness = SessionHarness(limits: limits, answer: { _ in .result(big) })
+        let line = #"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"# + "\n"
+        harness.session.receive(Array(String(repeating: line, count: 100).utf8), now: harness.now)
+        #expect(harness.session.pendingOutput <= limits.maxPendingOutputBytes + 280_100, "\(harness.session.pendingOutput) bytes held")
+        // As the client reads, the rest are answered, all of them.
+        var answered = 0
+        for _ in 0..<200 {
+            let out = harness.drain()
+            if out.isEmpty { break }
+            answered += out.split(separator: "\n").count
+        }
+        #expect(answered == 100)
+    }
+}

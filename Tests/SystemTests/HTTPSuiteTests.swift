@@ -73,7 +73,7 @@ import TestSupport
             let c = try GatewayConnection(port: suite.port)
             c.send(attack)
             let refused = try #require(c.httpResponse())
-            #expect(refused.status == 400)
+            #expect(refused.status == 400 || refused.status == 501, "\(attack.prefix(120)): \(refused.status)")
             #expect(refused.headers["connection"] == "close")
             #expect(c.isClosedByPeer(), "nothing after the refusal is read")
         }

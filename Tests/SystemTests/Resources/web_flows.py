@@ -167,7 +167,7 @@ def search(browser, width):
     found = False
     for _ in range(20):
         box.fill("")
-        page.locator("#panel h1").click()
+        box.blur()
         box.focus()
         try:
             page.wait_for_selector("#suggestions li.heading", timeout=500)
