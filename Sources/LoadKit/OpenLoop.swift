@@ -27,6 +27,9 @@ public enum OpenLoop {
         /// Speak RESP inline commands (`method` is the whole command, `PING`) instead of
         /// JSON-RPC: the same load on a Redis server, as a peer.
         public var resp = false
+        /// Send each request as an HTTP/1.1 `POST /rpc` on kept-alive connections (pipelined),
+        /// instead of a line: the same load over the gateway's HTTP face.
+        public var http = false
 
         public init(gateway: String, rate: Double, seconds: Double, requests: [(method: String, params: String)]) {
             self.gateway = gateway
@@ -59,6 +62,7 @@ public enum OpenLoop {
     public static func run(_ plan: Plan) throws(Failure) -> Outcome {
         let total = Int(plan.rate * plan.seconds)
         guard total > 0, plan.connections > 0, !plan.requests.isEmpty else { throw Failure(description: "nothing to send") }
+        guard !(plan.http && (plan.resp || !plan.setup.isEmpty)) else { throw Failure(description: "HTTP sends neither RESP nor setup lines") }
         let sockets = try (0..<plan.connections).map { _ throws(Failure) in try connect(plan.gateway) }
         defer { sockets.forEach { close($0) } }
         for fd in sockets {
@@ -71,12 +75,15 @@ public enum OpenLoop {
         }
         // Each request's bytes but its id, made before the clock starts. RESP's inline commands
         // carry no id: their replies come back in order on each connection.
-        let bodies = plan.requests.map { plan.resp ? Array("\($0.method)\r\n".utf8) : Array(#","method":"\#($0.method)","params":\#($0.params)}"#.utf8) + [0x0A] }
+        let bodies = plan.requests.map {
+            plan.resp ? Array("\($0.method)\r\n".utf8) : Array(#","method":"\#($0.method)","params":\#($0.params)}"#.utf8) + (plan.http ? [] : [0x0A])
+        }
+        let httpHead = Array("POST /rpc HTTP/1.1\r\nHost: \(plan.gateway)\r\nContent-Type: application/json\r\nContent-Length: ".utf8)
         let interval = 1e9 / plan.rate
         let start = monotonic() + 50_000_000
         let endOfRun = start + UInt64(plan.seconds * 1e9) + UInt64(plan.drainSeconds * 1e9)
         let written = Atomic<Int>(0)
-        let receiver = Receiver(sockets: sockets, total: total, resp: plan.resp, due: { start + UInt64(Double($0) * interval) })
+        let receiver = Receiver(sockets: sockets, total: total, resp: plan.resp, http: plan.http, due: { start + UInt64(Double($0) * interval) })
         let done = DispatchSemaphore(value: 0)
         // One thread reads every connection (poll), so the load's own cost stays small.
         Thread {
@@ -91,7 +98,8 @@ public enum OpenLoop {
             while now < due { now = monotonic() }
             if now > due + 1_000_000 { late += 1 }
             let connection = i % sockets.count
-            let line = plan.resp ? bodies[i % bodies.count] : Array(#"{"jsonrpc":"2.0","id":\#(i)"#.utf8) + bodies[i % bodies.count]
+            var line = plan.resp ? bodies[i % bodies.count] : Array(#"{"jsonrpc":"2.0","id":\#(i)"#.utf8) + bodies[i % bodies.count]
+            if plan.http { line = httpHead + Array("\(line.count)\r\n\r\n".utf8) + line }
             receiver.sent(i, on: connection)
             if !writeAll(sockets[connection], line) { break }
             written.add(1, ordering: .relaxed)
@@ -120,16 +128,18 @@ public enum OpenLoop {
         let sockets: [Int32]
         let total: Int
         let resp: Bool
+        let http: Bool
         let due: (Int) -> UInt64
         var outcome = Outcome()
         var lastAnswer: UInt64 = 0
         /// RESP: the ids sent on each connection and not yet answered, oldest first.
         private let pending: Mutex<[[Int]]>
 
-        init(sockets: [Int32], total: Int, resp: Bool, due: @escaping (Int) -> UInt64) {
+        init(sockets: [Int32], total: Int, resp: Bool, http: Bool = false, due: @escaping (Int) -> UInt64) {
             self.sockets = sockets
             self.total = total
             self.resp = resp
+            self.http = http
             self.due = due
             pending = Mutex(Array(repeating: [], count: sockets.count))
         }
@@ -154,9 +164,8 @@ public enum OpenLoop {
                     }
                     buffers[c].append(contentsOf: chunk[0..<n])
                     var lineStart = 0
-                    while let newline = buffers[c][lineStart...].firstIndex(of: 0x0A) {
-                        let line = buffers[c][lineStart..<newline]
-                        lineStart = newline + 1
+                    while let (line, next) = http ? OpenLoop.httpBody(buffers[c], from: lineStart) : OpenLoop.line(buffers[c], from: lineStart) {
+                        lineStart = next
                         let id: Int?
                         if resp {
                             // Only one-line replies (+PONG, -ERR …) are read in RESP.
@@ -177,6 +186,36 @@ public enum OpenLoop {
                 }
             }
         }
+    }
+
+    /// The line at `start` of `buffer` (without its LF) and where the next begins, or nil when it is not whole.
+    static func line(_ buffer: [UInt8], from start: Int) -> (ArraySlice<UInt8>, Int)? {
+        guard let newline = buffer[start...].firstIndex(of: 0x0A) else { return nil }
+        return (buffer[start..<newline], newline + 1)
+    }
+
+    private static let contentLength = Array("Content-Length: ".utf8)
+
+    /// The body of the HTTP response at `start` of `buffer` (framed by its `Content-Length`)
+    /// and where the next begins, or nil when it is not whole.
+    static func httpBody(_ buffer: [UInt8], from start: Int) -> (ArraySlice<UInt8>, Int)? {
+        // The gateway writes `Content-Length: N` as such: the load's own cost stays small.
+        var headEnd = start
+        while headEnd + 3 < buffer.count, !(buffer[headEnd] == 0x0D && buffer[headEnd + 1] == 0x0A && buffer[headEnd + 2] == 0x0D && buffer[headEnd + 3] == 0x0A) {
+            headEnd += 1
+        }
+        guard headEnd + 3 < buffer.count else { return nil }
+        var length = 0
+        if let at = find(contentLength, in: buffer[start..<headEnd]) {
+            var digit = at + contentLength.count
+            while digit < headEnd, (0x30...0x39).contains(buffer[digit]) {
+                length = length * 10 + Int(buffer[digit] - 0x30)
+                digit += 1
+            }
+        }
+        let bodyStart = headEnd + 4
+        guard buffer.count >= bodyStart + length else { return nil }
+        return (buffer[bodyStart..<(bodyStart + length)], bodyStart + length)
     }
 
     /// The number after the first `"id":` of a reply line, or nil.

@@ -6,8 +6,10 @@ import LoadKit
 /// printing one line of latency percentiles from each request's due time.
 ///
 ///   tourbus-bench load --gateway HOST:PORT --rate R --seconds D --mix ping|get|nearby|mixed
-///                      [--connections N] [--places N] [--cities CSV] [--admin USER:PASSWORD] [--resp]
+///                      [--connections N] [--places N] [--cities CSV] [--admin USER:PASSWORD] [--resp | --http]
 ///
+/// `--http` sends each request as an HTTP/1.1 `POST /rpc` (kept alive, pipelined) instead of a
+/// JSON-RPC line: the same load, from the same generator, over the gateway's HTTP face.
 /// `--resp` sends Redis's inline `PING` instead (the mix must be `ping`): the same load on a
 /// redis-server, as a peer in the same run.
 /// `get` asks `catalog.get` of ids 1…places; `nearby` asks `search.nearby` (50 km, 20 nearest)
@@ -55,6 +57,7 @@ enum LoadCommand {
             plan.resp = true
             plan.requests = [("PING", "")]
         }
+        plan.http = arguments.contains("--http")
         plan.connections = value("--connections").flatMap(Int.init) ?? 16
         if let admin = value("--admin") {
             let parts = admin.split(separator: ":", maxSplits: 1).map(String.init)
@@ -75,7 +78,7 @@ enum LoadCommand {
         let ms = { (p: Double) in String(format: "%.3f", Double(outcome.latency.percentile(p)) / 1e6) }
         let errors = outcome.errors.isEmpty ? "none" : outcome.errors.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
         print(
-            "mix=\(plan.resp ? "redis-ping" : mix) rate=\(Int(rate)) achieved=\(Int(outcome.achievedRate)) sent=\(outcome.sent) answered=\(outcome.answered) "
+            "mix=\(plan.resp ? "redis-ping" : mix)\(plan.http ? " framing=http" : "") rate=\(Int(rate)) achieved=\(Int(outcome.achievedRate)) sent=\(outcome.sent) answered=\(outcome.answered) "
                 + "p50_ms=\(ms(0.5)) p99_ms=\(ms(0.99)) p999_ms=\(ms(0.999)) max_ms=\(String(format: "%.3f", Double(outcome.latency.max) / 1e6)) "
                 + "late_sends=\(outcome.lateSends) errors=\(errors)")
         exit(0)

@@ -127,6 +127,21 @@ final class StallingServer: @unchecked Sendable {
         #expect(outcome.latency.percentile(0.5) < 20_000_000)
     }
 
+    @Test func httpResponsesAreFramedByTheirLength() {
+        let responses = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\n{\"id\":7}HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{\"id\":".utf8)
+        guard let (first, next) = OpenLoop.httpBody(responses, from: 0) else {
+            Issue.record("the first response is whole")
+            return
+        }
+        #expect(OpenLoop.id(in: first) == 7)
+        guard let (second, after) = OpenLoop.httpBody(responses, from: next) else {
+            Issue.record("the second response is whole")
+            return
+        }
+        #expect(second.isEmpty)
+        #expect(OpenLoop.httpBody(responses, from: after) == nil, "the third has part of its body")
+    }
+
     @Test func unansweredRequestsCountAsLateAsTheRunLasted() throws {
         let server = try StallingServer(stallAt: .max, stallMilliseconds: 0, silentFrom: 190)
         var plan = OpenLoop.Plan(gateway: "127.0.0.1:\(server.port)", rate: 1_000, seconds: 0.2, requests: [("ping", "{}")])
