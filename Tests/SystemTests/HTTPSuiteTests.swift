@@ -162,13 +162,24 @@ import TestSupport
         let alice = try GatewayConnection(port: suite.port)
         let (aliceId, aliceToken) = PushDeliveryTests.signIn("alice", on: alice)
         let (_, bobToken) = PushDeliveryTests.signIn("bob", on: try GatewayConnection(port: suite.port))
-        let plan: [String: Any] = ["port": Int(suite.port), "token": aliceToken, "sender": ["token": bobToken], "to": "user:\(aliceId)"]
+        let steps = try HTTPSuiteTests.webSocketSteps(base: "http://127.0.0.1:\(suite.port)", token: aliceToken, senderToken: bobToken, to: "user:\(aliceId)")
+        HTTPSuiteTests.expectAWorkingWebSocket(steps, userId: aliceId)
+    }
+
+    /// Runs websockets_client.py against `base`: each step's answer.
+    static func webSocketSteps(base: String, token: String, senderToken: String, to: String) throws -> [String: Any] {
+        let plan: [String: Any] = ["base": base, "token": token, "sender": ["token": senderToken], "to": to]
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Resources/websockets_client.py").path
         let run = try BoundedRun(RedisPy.python, [script, String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self)],
                                  environment: ["PYTHONDONTWRITEBYTECODE": "1"], timeout: 60)
         try #require(run.succeeded, "the script \(run.ending): \(run.digest)")
         let summary = json(run.output.split(separator: "\n").last { $0.hasPrefix("{") }.map(String.init))
-        let steps = try #require(summary["steps"] as? [String: Any], "no summary: \(run.digest)")
+        return try #require(summary["steps"] as? [String: Any], "no summary: \(run.digest)")
+    }
+
+    /// What websockets_client.py's steps show of a gateway that works: signed in by auth.resume,
+    /// subscribed, a fragmented message read, a chat push heard, a foreign origin refused.
+    static func expectAWorkingWebSocket(_ steps: [String: Any], userId aliceId: Int64) {
         func result(_ name: String) -> Any? { (steps[name] as? [String: Any])?["result"] }
         #expect(result("ping") as? String == "pong", "\(steps["ping"] ?? "nothing")")
         #expect((result("resume") as? [String: Any])?["user_id"] as? Int64 == aliceId, "\(steps["resume"] ?? "nothing")")

@@ -18,9 +18,9 @@ import TestSupport
     }
 
     /// A suite serving the app, with the demo's places (and search's index of them).
-    static func suite() throws -> SuiteFixture {
+    static func suite(gatewayArguments: [String] = []) throws -> SuiteFixture {
         let suite = try SuiteFixture(
-            gatewayArguments: ["--web-dir", root.appendingPathComponent("web").path, "--map-tiles", "\(tiles)/{z}/{x}/{y}.png"],
+            gatewayArguments: ["--web-dir", root.appendingPathComponent("web").path, "--map-tiles", "\(tiles)/{z}/{x}/{y}.png"] + gatewayArguments,
             catalogArguments: ["--strings-dir", root.appendingPathComponent("i18n").path, "--default-timezone", "Australia/Sydney"],
             everything: true)
         let admin = try suite.adminConnection()
@@ -47,10 +47,12 @@ import TestSupport
         return suite
     }
 
-    /// Runs one flow of web_flows.py against `suite`: its problems and measures.
-    static func run(_ flow: String, on suite: SuiteFixture) throws -> (problems: [String], measures: [String: Any]) {
+    /// Runs one flow of web_flows.py against `suite` (or `base`, a proxy in front of it): its problems and measures.
+    static func run(_ flow: String, on suite: SuiteFixture, base: String? = nil, shots: String? = nil) throws -> (problems: [String], measures: [String: Any]) {
         try FileManager.default.createDirectory(atPath: screens, withIntermediateDirectories: true)
-        let plan: [String: Any] = ["base": "http://127.0.0.1:\(suite.port)", "flow": flow, "screens": screens, "tiles": tiles]
+        let plan: [String: Any] = [
+            "base": base ?? "http://127.0.0.1:\(suite.port)", "flow": flow, "screens": screens, "tiles": tiles, "shots": shots ?? flow,
+        ]
         let run = try BoundedRun(RedisPy.python, [script, String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self)],
                                  environment: ["PYTHONDONTWRITEBYTECODE": "1"], timeout: 240)
         try #require(run.succeeded, "web_flows.py \(flow) \(run.ending): \(run.digest)")

@@ -2,7 +2,10 @@
 
 Run by HTTPSuiteTests with the interpreter of .build/pyenv (deploy/local/test makes it):
 
-    python websockets_client.py '{"port":7700,"token":"…","sender":{"token":"…"},"to":"user:2"}'
+    python websockets_client.py '{"base":"http://127.0.0.1:7700","token":"…","sender":{"token":"…"},"to":"user:2"}'
+
+`base` may be https (through a TLS proxy: the WebSocket is then wss, and the proxy's
+certificate is not checked, as a test's is self-signed).
 
 Signs in over the WebSocket as a browser must (auth.resume with the token, first), subscribes
 to chat.message, has `sender` send a chat message over HTTP, and waits for the push. Prints
@@ -11,6 +14,7 @@ gateway did; the test asserts on it. Every wait is bounded.
 """
 
 import json
+import ssl
 import sys
 import urllib.request
 
@@ -18,7 +22,9 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 plan = json.loads(sys.argv[1])
-uri = "ws://127.0.0.1:%d/rpc" % plan["port"]
+base = plan["base"]
+uri = "ws" + base[len("http"):] + "/rpc"
+tls = ssl._create_unverified_context() if base.startswith("https:") else None
 steps = {}
 
 
@@ -36,7 +42,7 @@ def step(name, action):
 
 def session():
     # compression is offered (the library's default) and must be declined.
-    with connect(uri, open_timeout=5, close_timeout=5, proxy=None) as ws:
+    with connect(uri, open_timeout=5, close_timeout=5, proxy=None, ssl=tls) as ws:
         steps["extensions"] = [str(e) for e in (ws.response.headers.get_all("Sec-WebSocket-Extensions"))]
         step("ping", lambda: call(ws, {"jsonrpc": "2.0", "id": 1, "method": "ping"}))
         step("resume", lambda: call(ws, {"jsonrpc": "2.0", "id": 2, "method": "auth.resume", "params": {"token": plan["token"]}}))
@@ -51,9 +57,9 @@ def session():
         def chat():
             body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "chat.send",
                                "params": {"to": plan["to"], "text": "over a WebSocket", "client_msg_id": "ws-1"}}).encode()
-            request = urllib.request.Request("http://127.0.0.1:%d/rpc" % plan["port"], data=body, method="POST",
+            request = urllib.request.Request(base + "/rpc", data=body, method="POST",
                                              headers={"Content-Type": "application/json", "Authorization": "Bearer " + plan["sender"]["token"]})
-            with urllib.request.urlopen(request, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5, context=tls) as response:
                 sent = json.loads(response.read())
             return {"sent": sent, "push": json.loads(ws.recv(timeout=5))}
         step("chat", chat)
@@ -62,7 +68,7 @@ def session():
 
 def foreign_origin():
     try:
-        with connect(uri, origin="https://evil.example", open_timeout=5, proxy=None):
+        with connect(uri, origin="https://evil.example", open_timeout=5, proxy=None, ssl=tls):
             return {"opened": True}
     except InvalidStatus as refused:
         return {"status": refused.response.status_code}
