@@ -1,9 +1,9 @@
 // Tourbus in a browser: the shell (header, search with suggestions, language), the router
 // (#/, #/browse, #/search, #/place/ID, #/favorites, #/account) and the device's position.
 
-import { call, session } from "./rpc.js";
+import { Pushes, call, session } from "./rpc.js";
 import { PlaceMap, sydney } from "./map.js";
-import { chosenLanguage, currentLanguage, fill, h, loadStrings, supportedLanguages, t } from "./ui.js";
+import { chosenLanguage, currentLanguage, fill, h, loadStrings, notice, supportedLanguages, t } from "./ui.js";
 import * as views from "./views.js";
 
 let map = null;
@@ -26,10 +26,26 @@ async function position() {
 /// The screen being shown: a screen still loading when another is asked for fills a panel
 /// no longer on the page, and its map calls do nothing.
 let screen = 0;
+let shown = null;
+
+/// The signed-in user's alerts, live over a WebSocket: on the alerts screen they join its
+/// list; elsewhere they show as a notice.
+let pushes = null;
+function listen() {
+  pushes?.close();
+  pushes = session.token
+    ? new Pushes(["notify.alert"], (push) => {
+        const alerts = push.body?.alerts ?? [];
+        if (shown?.onAlerts) shown.onAlerts(alerts);
+        else if (alerts.length) notice(t("alerts.title") + ": " + alerts.length);
+      })
+    : null;
+}
 
 function signedInChanged() {
   const link = document.getElementById("nav-account");
   fill(link, session.token ? t("profile.title") : t("button.log_in"));
+  if (Boolean(pushes) !== Boolean(session.token) || (pushes && pushes.token !== session.token)) listen();
 }
 
 async function route() {
@@ -51,7 +67,9 @@ async function route() {
     saved: new Set(),
     route,
     signedInChanged,
+    onAlerts: null,
   };
+  shown = context;
   const [path, rawQuery] = location.hash.replace(/^#/, "").split("?");
   const query = new URLSearchParams(rawQuery ?? "");
   const parts = path.split("/").filter(Boolean);
@@ -74,6 +92,8 @@ async function route() {
       return views.favorites(context);
     case "account":
       return views.account(context);
+    case "alerts":
+      return views.alerts(context);
     default:
       location.hash = "#/";
   }
@@ -86,6 +106,7 @@ function labelHeader() {
   fill(document.querySelector(".brand"), t("app.name"));
   fill(document.getElementById("nav-browse"), t("browse.title"));
   fill(document.getElementById("nav-favorites"), t("favorites.title"));
+  fill(document.getElementById("nav-alerts"), t("alerts.title"));
   fill(document.getElementById("lang-label"), t("settings.language"));
   fill(document.getElementById("q-label"), t("nav.search"));
   document.getElementById("q").placeholder = t("search.placeholder");

@@ -13,18 +13,19 @@ export class PlaceMap {
     this.me = null;
   }
 
-  /// Shows `places` (with lat, lon, name, id) as markers linking to their pages; fits the view to them unless told not to.
-  show(places, { fit = true } = {}) {
+  /// Shows `places` (with lat, lon, name, id) as markers linking to their pages (unless
+  /// `link` is false: annotations); fits the view to them unless told not to.
+  show(places, { fit = true, link = true } = {}) {
     this.markers.clearLayers();
     const points = [];
     for (const place of places) {
       const marker = L.marker([place.lat, place.lon], { title: place.name, alt: place.name, keyboard: true });
       // The popup is built from nodes: a name is text, never HTML.
-      const link = document.createElement("a");
-      link.href = `#/place/${place.id}`;
-      link.textContent = place.name;
-      marker.bindPopup(link);
-      marker.on("click", () => (location.hash = `#/place/${place.id}`));
+      const label = document.createElement(link ? "a" : "span");
+      if (link) label.href = `#/place/${place.id}`;
+      label.textContent = place.name;
+      marker.bindPopup(label);
+      if (link) marker.on("click", () => (location.hash = `#/place/${place.id}`));
       marker.addTo(this.markers);
       points.push([place.lat, place.lon]);
     }

@@ -64,6 +64,7 @@ export class Pushes {
 
   open() {
     const token = session.token;
+    this.token = token;
     if (!token || this.closed) return;
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     const ws = new WebSocket(`${scheme}//${location.host}/rpc`);

@@ -586,3 +586,148 @@ export async function account(context) {
   fill(context.panel, login, register);
   context.map.show([]);
 }
+
+// MARK: Alerts
+
+/// How long ago `iso` was, in the interface's words.
+function ago(iso) {
+  return t("annotations.minutes_ago", { minutes: Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 60000)) });
+}
+
+/// An annotation's values in the form's words (`Hazard · Flooding`), else as they are.
+function describe(values, form) {
+  return (form?.fields ?? [])
+    .map((field) => field.choices.find((choice) => choice.value === values?.[field.name])?.label)
+    .filter(Boolean)
+    .join(" · ") || Object.values(values ?? {}).join(" · ");
+}
+
+function annotationList(annotations, form, empty) {
+  if (annotations.length === 0) return h("p", { class: "empty" }, empty);
+  return h(
+    "ul",
+    { class: "annotations" },
+    annotations.map((a) =>
+      h(
+        "li",
+        { class: "annotation" },
+        h("strong", {}, describe(a.values, form)),
+        a.distance_m !== undefined ? h("span", { class: "meta" }, " · ", distance(a.distance_m)) : null,
+        a.text ? h("p", {}, a.text) : null,
+        h("span", { class: "meta" }, ago(a.created_at)),
+      ),
+    ),
+  );
+}
+
+/// The annotation form: a select per field, a dependent field offering only the choices of
+/// what its parent field holds (and hidden while it offers none).
+function annotationForm(form, onSubmit) {
+  const selects = new Map();
+  const rows = new Map();
+  const refresh = () => {
+    for (const field of form.fields) {
+      if (!field.depends_on) continue;
+      const parent = selects.get(field.depends_on)?.value ?? "";
+      const select = selects.get(field.name);
+      const kept = select.value;
+      const choices = field.choices.filter((choice) => choice.parent === parent);
+      fill(select, h("option", { value: "" }, "—"), choices.map((choice) => h("option", { value: choice.value, selected: choice.value === kept }, choice.label)));
+      rows.get(field.name).hidden = choices.length === 0;
+      select.required = Boolean(field.required) && choices.length > 0;
+    }
+  };
+  const fields = form.fields.map((field) => {
+    const id = `annotation-${field.name}`;
+    const select = h(
+      "select",
+      { id, name: field.name, required: Boolean(field.required), onchange: refresh },
+      h("option", { value: "" }, "—"),
+      field.depends_on ? [] : field.choices.map((choice) => h("option", { value: choice.value }, choice.label)),
+    );
+    selects.set(field.name, select);
+    const row = h("div", { class: "field" }, h("label", { for: id }, field.label), select);
+    rows.set(field.name, row);
+    return row;
+  });
+  const text = h("textarea", { id: "annotation-text", rows: 2, maxlength: 500, placeholder: t("annotations.text_placeholder") });
+  const status = h("p", { role: "status" });
+  refresh();
+  return h(
+    "form",
+    {
+      class: "annotation-form",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const values = {};
+        for (const [name, select] of selects) if (select.value && !rows.get(name).hidden) values[name] = select.value;
+        try {
+          await onSubmit(values, text.value);
+          fill(status, t("annotations.posted"));
+          text.value = "";
+        } catch (error) {
+          fill(status, errorText(error));
+        }
+      },
+    },
+    h("h2", {}, t("annotations.new")),
+    fields,
+    h("label", { for: "annotation-text" }, t("annotations.text_placeholder")),
+    text,
+    h("button", { type: "submit" }, t("button.post")),
+    status,
+  );
+}
+
+export async function alerts(context) {
+  const near = await context.position();
+  let form = null;
+  try {
+    form = await call("annotations.form", { near, lang: currentLanguage() });
+  } catch {
+    // No form set: the nearby annotations still show.
+  }
+  const live = h("section", { id: "live-alerts", "aria-live": "assertive" });
+  const nearby = h("section", {}, h("h2", {}, t("annotations.title")));
+  const inbox = h("section", {}, h("h2", {}, t("alerts.inbox")));
+  const show = async () => {
+    try {
+      const reply = await call("annotations.nearby", { near, radius_m: 5000, limit: 50 });
+      fill(nearby, h("h2", {}, t("annotations.title")), annotationList(reply.annotations, form, t("alerts.inbox_empty")));
+      context.map.show(reply.annotations.map((a) => ({ ...a, name: describe(a.values, form) || t("annotations.title") })), { link: false });
+    } catch (error) {
+      fill(nearby, h("p", { class: "error" }, errorText(error)));
+    }
+  };
+  context.onAlerts = (found) => {
+    if (found.length) live.prepend(h("div", { class: "alert", role: "alert" }, h("h2", {}, t("alerts.title")), annotationList(found, form, "")));
+  };
+  fill(
+    context.panel,
+    h("h1", {}, t("alerts.title")),
+    live,
+    session.token && form ? annotationForm(form, async (values, text) => {
+      await call("annotations.submit", { ...near, values, text: text || undefined });
+      await show();
+    }) : null,
+    nearby,
+    session.token ? inbox : h("p", {}, h("a", { href: "#/account" }, t("button.log_in"))),
+  );
+  await show();
+  if (!session.token) return;
+  try {
+    // Where the user is: alerts for what is near come in the answer.
+    const report = await call("notify.location", near);
+    context.onAlerts(report.alerts);
+    const entries = (await call("notify.inbox", { limit: 50 })).entries;
+    fill(
+      inbox,
+      h("h2", {}, t("alerts.inbox")),
+      entries.length === 0
+        ? h("p", { class: "empty" }, t("alerts.inbox_empty"))
+        : annotationList(entries.map((entry) => entry.alert), form, ""),
+    );
+  } catch (error) {
+    fill(inbox, h("p", { class: "error" }, errorText(error)));
+  }
+}

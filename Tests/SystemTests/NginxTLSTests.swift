@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 /// Debian's nginx with deploy/nginx/tourbus.conf and a self-signed certificate (openssl) in
-/// front of a real suite: the web app's sign-in and search in chromium over https, and a
+/// front of a real suite: the web app's sign-in, search and a live alert in chromium over https, and a
 /// WebSocket over wss that signs in and hears a push.
 @Suite(.serialized) struct NginxTLSTests {
     static var ready: Bool { FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") && WebAppTests.browserReady }
@@ -80,7 +80,7 @@ import TestSupport
     }
 
     @Test(.enabled(if: ready || RedisPy.inCI, "needs Debian's nginx, openssl, chromium and Playwright: ./deploy/local/test installs them"),
-          arguments: ["account", "search"])
+          arguments: ["account", "search", "alerts"])
     func aFlowWorksOverHTTPS(_ flow: String) throws {
         try #require(NginxTLSTests.ready, "CI=true but nginx, openssl or the browser is missing")
         let (suite, proxy) = try NginxTLSTests.proxiedSuite()

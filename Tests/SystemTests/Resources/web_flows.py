@@ -318,7 +318,51 @@ def text_only(browser, width):
     context.close()
 
 
-flows = {f.__name__: f for f in [welcome, browse, search, place, favorites, account, keyboard, text_only]}
+def alerts(browser, width):
+    """Nearby annotations, the form with dependent choices, a report posted, an alert in the
+    answer to the page's position, and one pushed live over the WebSocket."""
+    here = {"lat": -33.8570, "lon": 151.2150}
+    # Each width's live alert at a spot of its own, far from the other's (alerts near one another are judged together).
+    bondi = {"lat": -33.8915 if width < 700 else -33.8400, "lon": 151.2767}
+    walker = user("walker%d" % width)
+    reporter = user("reporter%d" % width)
+    rpc("annotations.submit", dict(here, values={"kind": "hazard", "detail": "flooding", "severity": "minor"}, text="Water over the path %d" % width), token=reporter)
+    context = browser.new_context(viewport={"width": width, "height": 800 if width < 700 else 900}, ignore_https_errors=TLS is not None,
+                                  geolocation={"latitude": here["lat"], "longitude": here["lon"]}, permissions=["geolocation"])
+    context.add_init_script("window.sessionStorage.setItem('tourbus.token', %s)" % json.dumps(walker))
+    page = context.new_page()
+    watch(page, width)
+    page.goto(base + "/#/alerts")
+    page.wait_for_selector("body[data-ready=true]", timeout=WAIT)
+    page.wait_for_selector(".annotation", timeout=WAIT)
+    check(any("Water over the path %d" % width in a for a in page.locator(".annotation").all_inner_texts()), "%d px: the nearby annotation" % width)
+    check(page.locator(".leaflet-marker-icon").count() >= 1, "%d px: annotations on the map" % width)
+    # The answer to the page's own position report holds the alert.
+    page.wait_for_selector("#live-alerts .alert", timeout=WAIT)
+    # Dependent choices: the details offered follow the kind.
+    kind = page.locator("#annotation-kind")
+    kind.select_option("transit")
+    transit = page.locator("#annotation-detail option").all_inner_texts()
+    kind.select_option("hazard")
+    hazard = page.locator("#annotation-detail option").all_inner_texts()
+    check("Flooding" in hazard and "Flooding" not in transit and transit != hazard, "%d px: details follow the kind: %s / %s" % (width, transit, hazard))
+    check(not page.locator("#annotation-line").is_visible(), "%d px: a hazard asks for no transport line" % width)
+    page.locator("#annotation-detail").select_option("flooding")
+    page.locator("#annotation-severity").select_option("minor")
+    page.locator("#annotation-text").fill("Puddle by the steps %d" % width)
+    page.get_by_role("button", name="Post").click()
+    page.wait_for_selector(".annotation:has-text('Puddle by the steps %d')" % width, timeout=WAIT)
+    # The walker's phone reports from Bondi, where something was just posted: this page hears it live.
+    rpc("annotations.submit", dict(bondi, values={"kind": "hazard", "detail": "flooding", "severity": "minor"}, text="Rip current %d" % width), token=reporter)
+    time.sleep(1.1)  # reports are judged at most once a second
+    reply = rpc("notify.location", bondi, token=walker)
+    check(len(reply.get("result", {}).get("alerts", [])) == 1, "%d px: the phone's report alerted: %s" % (width, reply))
+    page.wait_for_selector("#live-alerts .alert:has-text('Rip current %d')" % width, timeout=WAIT)
+    shot(page, width)
+    context.close()
+
+
+flows = {f.__name__: f for f in [welcome, browse, search, place, favorites, account, keyboard, text_only, alerts]}
 
 try:
     with sync_playwright() as playwright:
