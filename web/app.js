@@ -28,13 +28,14 @@ async function position() {
 let screen = 0;
 let shown = null;
 
-/// The signed-in user's alerts, live over a WebSocket: on the alerts screen they join its
-/// list; elsewhere they show as a notice.
+/// The signed-in user's pushes, live over a WebSocket: alerts join the alerts screen's list
+/// (elsewhere they show as a notice); a group's positions and messages go to its screen.
 let pushes = null;
 function listen() {
   pushes?.close();
   pushes = session.token
-    ? new Pushes(["notify.alert"], (push) => {
+    ? new Pushes(["notify.alert", "group.position", "chat.message"], (push) => {
+        if (push.topic !== "notify.alert") return shown?.onPush?.(push);
         const alerts = push.body?.alerts ?? [];
         if (shown?.onAlerts) shown.onAlerts(alerts);
         else if (alerts.length) notice(t("alerts.title") + ": " + alerts.length);
@@ -68,6 +69,7 @@ async function route() {
     route,
     signedInChanged,
     onAlerts: null,
+    onPush: null,
   };
   shown = context;
   const [path, rawQuery] = location.hash.replace(/^#/, "").split("?");
@@ -94,6 +96,10 @@ async function route() {
       return views.account(context);
     case "alerts":
       return views.alerts(context);
+    case "groups":
+      return views.groups(context);
+    case "group":
+      return views.group(context, Number(parts[1]));
     default:
       location.hash = "#/";
   }
@@ -107,6 +113,7 @@ function labelHeader() {
   fill(document.getElementById("nav-browse"), t("browse.title"));
   fill(document.getElementById("nav-favorites"), t("favorites.title"));
   fill(document.getElementById("nav-alerts"), t("alerts.title"));
+  fill(document.getElementById("nav-groups"), t("groups.title"));
   fill(document.getElementById("lang-label"), t("settings.language"));
   fill(document.getElementById("q-label"), t("nav.search"));
   document.getElementById("q").placeholder = t("search.placeholder");

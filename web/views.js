@@ -731,3 +731,170 @@ export async function alerts(context) {
     fill(inbox, h("p", { class: "error" }, errorText(error)));
   }
 }
+
+// MARK: Groups
+
+export async function groups(context) {
+  if (!session.token) return fill(context.panel, h("h1", {}, t("groups.title")), h("p", {}, h("a", { href: "#/account" }, t("button.log_in"))));
+  let list;
+  try {
+    list = await call("groups.list");
+  } catch (error) {
+    return failed(context, error);
+  }
+  const status = h("p", { role: "status" });
+  fill(
+    context.panel,
+    h("h1", {}, t("groups.title")),
+    h(
+      "ul",
+      { class: "groups" },
+      list.groups.map((group) => h("li", {}, h("a", { href: `#/group/${group.id}` }, group.name))),
+      list.invitations.map((invitation) =>
+        h(
+          "li",
+          {},
+          invitation.group?.name ?? "",
+          " ",
+          h(
+            "button",
+            {
+              type: "button",
+              onclick: async () => {
+                await call("groups.accept", { group_id: invitation.group?.id ?? invitation.group_id });
+                context.route();
+              },
+            },
+            t("button.ok"),
+          ),
+        ),
+      ),
+    ),
+    h(
+      "form",
+      {
+        class: "group-form",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          try {
+            const group = await call("groups.create", { name: event.target.name.value });
+            location.hash = `#/group/${group.id}`;
+          } catch (error) {
+            fill(status, errorText(error));
+          }
+        },
+      },
+      h("label", { for: "group-name" }, t("groups.create")),
+      h("input", { id: "group-name", name: "name", required: true, maxlength: 100 }),
+      h("button", { type: "submit" }, t("groups.create")),
+      status,
+    ),
+  );
+  context.map.show([]);
+}
+
+/// A group: its members, sharing one's position with it, its live map and its chat.
+export async function group(context, id) {
+  let detail;
+  let me;
+  try {
+    [detail, me] = await Promise.all([call("groups.get", { group_id: id }), call("profile.get")]);
+  } catch (error) {
+    return failed(context, error);
+  }
+  const conversation = `group:${id}`;
+  const members = new Map((detail.members ?? []).map((member) => [member.user?.id ?? member.id, member.user ?? member]));
+  const positions = new Map();
+  const drawMap = () =>
+    context.map.show(
+      [...positions.values()].map((p) => ({ id: p.user_id, lat: p.lat, lon: p.lon, name: members.get(p.user_id)?.name ?? String(p.user_id) })),
+      { link: false, fit: positions.size > 0 },
+    );
+  const messages = h("ol", { class: "messages", "aria-live": "polite" });
+  const noMessages = h("p", { class: "empty" }, t("chat.empty"));
+  const seen = new Set();
+  const addMessage = (message) => {
+    if (seen.has(message.seq)) return;
+    seen.add(message.seq);
+    noMessages.remove();
+    const item = h("li", { class: "message" }, h("strong", {}, message.from?.name ?? ""), " ", h("span", { class: "text" }, message.text ?? ""));
+    // In order of their sequence numbers, whatever order they came in.
+    const after = [...messages.children].find((other) => Number(other.dataset.seq) > message.seq);
+    item.dataset.seq = String(message.seq);
+    messages.insertBefore(item, after ?? null);
+  };
+  const memberCount = h("p", { class: "meta" });
+  const memberList = h("ul", { class: "members" });
+  const showMembers = () => {
+    fill(memberCount, t("groups.members", { count: members.size }));
+    fill(memberList, [...members.values()].map((member) => h("li", {}, member.name ?? member.username ?? "")));
+  };
+  showMembers();
+  context.onPush = async (push) => {
+    if (push.topic === "group.position" && push.body.group_ids?.includes(id)) {
+      positions.set(push.body.user_id, push.body);
+      if (!members.has(push.body.user_id)) {
+        // Someone who joined since: the group as it is now.
+        const now = await call("groups.get", { group_id: id });
+        for (const member of now.members ?? []) members.set(member.user.id, member.user);
+        showMembers();
+      }
+      drawMap();
+    } else if (push.topic === "chat.message" && push.body.conversation === conversation) {
+      addMessage(push.body);
+    }
+  };
+  const text = h("input", { id: "chat-text", name: "text", required: true, maxlength: 2000, placeholder: t("chat.placeholder"), autocomplete: "off" });
+  const status = h("p", { role: "status" });
+  const sharing = h("input", {
+    id: "share-position",
+    type: "checkbox",
+    checked: detail.members?.find((member) => member.user?.id === me.id)?.sharing ?? false,
+    onchange: async (event) => {
+      try {
+        await call("groups.sharing", { group_id: id, on: event.target.checked });
+        if (event.target.checked) await call("groups.position", await context.position());
+      } catch (error) {
+        fill(status, errorText(error));
+      }
+    },
+  });
+  fill(
+    context.panel,
+    h("h1", {}, detail.name),
+    memberCount,
+    memberList,
+    h("label", {}, sharing, t("groups.share_location")),
+    h("h2", {}, t("chat.title")),
+    messages,
+    h(
+      "form",
+      {
+        class: "chat-form",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          try {
+            const sent = await call("chat.send", { to: conversation, text: text.value, client_msg_id: `web-${Date.now()}-${Math.floor(Math.random() * 1e6)}` });
+            addMessage({ seq: sent.seq, text: text.value, from: { name: t("profile.title") } });
+            text.value = "";
+          } catch (error) {
+            fill(status, errorText(error));
+          }
+        },
+      },
+      h("label", { for: "chat-text", class: "visually-hidden" }, t("chat.placeholder")),
+      text,
+      h("button", { type: "submit" }, t("button.send")),
+    ),
+    status,
+  );
+  try {
+    const [map, history] = await Promise.all([call("groups.map", { group_id: id }), call("chat.history", { conversation, limit: 50 })]);
+    for (const p of map.positions) positions.set(p.user.id, { ...p, user_id: p.user.id });
+    drawMap();
+    if (seen.size === 0) messages.before(noMessages);
+    for (const message of history.messages) addMessage(message);
+  } catch (error) {
+    fill(status, errorText(error));
+  }
+}

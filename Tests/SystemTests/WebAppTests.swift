@@ -64,7 +64,7 @@ import TestSupport
     static let enabled = browserReady || RedisPy.inCI
 
     @Test(.enabled(if: enabled, "needs Debian's chromium and libjs-leaflet, and Playwright in .build/pyenv: ./deploy/local/test installs them"),
-          arguments: ["welcome", "browse", "search", "place", "favorites", "account", "keyboard", "text_only", "alerts"])
+          arguments: ["welcome", "browse", "search", "place", "favorites", "account", "keyboard", "text_only", "alerts", "group"])
     func flowWorksInChromium(_ flow: String) throws {
         try #require(WebAppTests.browserReady, "CI=true but chromium, libjs-leaflet or Playwright is missing: ./deploy/local/test should have installed them")
         let (problems, measures) = try WebAppTests.run(flow, on: try WebAppTests.suite())

@@ -362,7 +362,42 @@ def alerts(browser, width):
     context.close()
 
 
-flows = {f.__name__: f for f in [welcome, browse, search, place, favorites, account, keyboard, text_only, alerts]}
+def group(browser, width):
+    """A group made in the app: a friend invited and on its live map, chat both ways, live."""
+    friend_name = "friend%d%s" % (width, RUN)
+    friend = user("friend%d" % width)
+    owner = user("owner%d" % width)
+    context, page, _ = open_app(browser, width, "#/groups", token=owner)
+    page.wait_for_selector("#group-name", timeout=WAIT)
+    page.locator("#group-name").fill("Harbour walk %d" % width)
+    page.locator(".group-form button").click()
+    until(page, "location.hash.startsWith('#/group/')")
+    group_id = int(page.evaluate("location.hash.split('/')[2]"))
+    page.wait_for_selector(".chat-form", timeout=WAIT)
+    # The friend joins, shares where they are, and writes; the page hears both live.
+    check("result" in rpc("groups.invite", {"group_id": group_id, "username": friend_name}, token=owner), "%d px: invited" % width)
+    check("result" in rpc("groups.accept", {"group_id": group_id}, token=friend), "%d px: accepted" % width)
+    rpc("groups.sharing", {"group_id": group_id, "on": True}, token=friend)
+    rpc("groups.position", {"lat": -33.8610, "lon": 151.2100, "heading_deg": 90}, token=friend)
+    page.wait_for_selector(".leaflet-marker-icon", timeout=WAIT)
+    page.wait_for_selector(".members li:has-text('Friend%d')" % width, timeout=WAIT)
+    rpc("chat.send", {"to": "group:%d" % group_id, "text": "<b>Meet</b> at the steps", "client_msg_id": "f-%d" % width}, token=friend)
+    page.wait_for_selector(".message:has-text('<b>Meet</b> at the steps')", timeout=WAIT)
+    check(page.locator(".message b").count() == 0, "%d px: a message is text" % width)
+    page.locator("#chat-text").fill("On my way")
+    page.get_by_role("button", name="Send").click()
+    page.wait_for_selector(".message:has-text('On my way')", timeout=WAIT)
+    history = rpc("chat.history", {"conversation": "group:%d" % group_id, "limit": 10}, token=friend)
+    check(any(m["text"] == "On my way" for m in history["result"]["messages"]), "%d px: the friend reads it" % width)
+    page.get_by_label("Share my position with the group").check()
+    page.wait_for_timeout(300)
+    shown = rpc("groups.map", {"group_id": group_id}, token=friend)["result"]["positions"]
+    check(len(shown) == 2, "%d px: both on the map once the page shares: %s" % (width, shown))
+    shot(page, width)
+    context.close()
+
+
+flows = {f.__name__: f for f in [welcome, browse, search, place, favorites, account, keyboard, text_only, alerts, group]}
 
 try:
     with sync_playwright() as playwright:
