@@ -98,6 +98,10 @@ async function route() {
       return views.alerts(context);
     case "groups":
       return views.groups(context);
+    case "tours":
+      return views.tours(context);
+    case "tour":
+      return views.tour(context, Number(parts[1]));
     case "group":
       return views.group(context, Number(parts[1]));
     default:
@@ -114,6 +118,7 @@ function labelHeader() {
   fill(document.getElementById("nav-favorites"), t("favorites.title"));
   fill(document.getElementById("nav-alerts"), t("alerts.title"));
   fill(document.getElementById("nav-groups"), t("groups.title"));
+  fill(document.getElementById("nav-tours"), t("tours.title"));
   fill(document.getElementById("lang-label"), t("settings.language"));
   fill(document.getElementById("q-label"), t("nav.search"));
   document.getElementById("q").placeholder = t("search.placeholder");

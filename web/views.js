@@ -1,3 +1,4 @@
+/* global L */
 // The app's screens, each a function that fills the panel (and the map) from the gateway.
 
 import { call, session } from "./rpc.js";
@@ -897,4 +898,135 @@ export async function group(context, id) {
   } catch (error) {
     fill(status, errorText(error));
   }
+}
+
+// MARK: Tours
+
+export async function tours(context) {
+  try {
+    const reply = await call("tours.list", { near: await context.position(), radius_m: 20000, lang: currentLanguage() });
+    fill(
+      context.panel,
+      h("h1", {}, t("tours.title")),
+      reply.tours.length === 0
+        ? h("p", { class: "empty" }, t("tours.empty"))
+        : h("ul", { class: "places" }, reply.tours.map((tour) => h("li", { class: "place" }, h("a", { href: `#/tour/${tour.id}`, class: "name" }, tour.name), h("span", { class: "meta" }, t("tours.stops", { count: tour.stops.length }))))),
+    );
+    context.map.show(reply.tours.map((tour) => ({ id: tour.id, lat: tour.lat, lon: tour.lon, name: tour.name })), { link: false });
+  } catch (error) {
+    failed(context, error);
+  }
+}
+
+/// A map's pixel (col, row) for a point, by inverting its affine transform
+/// (lon = a·col + b·row + c, lat = d·col + e·row + f).
+function pixel(transform, lat, lon) {
+  const { a, b, c, d, e, f } = transform;
+  const det = a * e - b * d;
+  return { col: ((lon - c) * e - b * (lat - f)) / det, row: (a * (lat - f) - d * (lon - c)) / det };
+}
+
+/// The bearing from one fix to the next, in degrees from north: the heading when the device gives none.
+function bearing(from, to) {
+  const rad = Math.PI / 180;
+  const y = Math.sin((to.lon - from.lon) * rad) * Math.cos(to.lat * rad);
+  const x = Math.cos(from.lat * rad) * Math.sin(to.lat * rad) - Math.sin(from.lat * rad) * Math.cos(to.lat * rad) * Math.cos((to.lon - from.lon) * rad);
+  return (Math.atan2(y, x) / rad + 360) % 360;
+}
+
+/// A tour: its stops on the map and in order, its own drawn map (our tiles, in Leaflet's
+/// CRS.Simple), and, once started, where the walker is: heading, the next stop and how far.
+export async function tour(context, id) {
+  let detail;
+  try {
+    detail = await call("tours.get", { id, lang: currentLanguage() });
+  } catch (error) {
+    return failed(context, error);
+  }
+  let drawn = null;
+  try {
+    drawn = await call("tours.map.get", { tour_id: id });
+  } catch {
+    // A tour without a map of its own: the stops are on the background map.
+  }
+  context.map.show(detail.places);
+  const status = h("div", { id: "walk", "aria-live": "polite" });
+  const stops = h("ol", { class: "stops" }, detail.places.map((place) => h("li", { "data-id": place.id }, h("a", { href: `#/place/${place.id}` }, place.name))));
+  const mapBox = h("div", { id: "tour-map", class: "tour-map", hidden: true, role: "region", "aria-label": t("tours.map") });
+  let tourMap = null;
+  let walker = null;
+  const showTourMap = () => {
+    mapBox.hidden = !mapBox.hidden;
+    if (mapBox.hidden || tourMap || !drawn) return;
+    const top = drawn.levels.at(-1).z;
+    tourMap = L.map(mapBox, { crs: L.CRS.Simple, minZoom: 0, maxZoom: top + 1 });
+    const corner = tourMap.unproject([drawn.width, drawn.height], top);
+    const bounds = L.latLngBounds([0, 0], corner);
+    L.tileLayer(`/tours/${id}/map/{z}/{x}/{y}.jpg`, { tileSize: drawn.tile_size, minNativeZoom: 0, maxNativeZoom: top, bounds, noWrap: true }).addTo(tourMap);
+    tourMap.fitBounds(bounds);
+    for (const place of detail.places) {
+      const at = pixel(drawn.transform, place.lat, place.lon);
+      L.marker(tourMap.unproject([at.col, at.row], top), { title: place.name, alt: place.name }).addTo(tourMap);
+    }
+  };
+  let watch = null;
+  let last = null;
+  const walk = async (fix) => {
+    const here = { lat: fix.coords.latitude, lon: fix.coords.longitude };
+    const heading = fix.coords.heading ?? (last && (last.lat !== here.lat || last.lon !== here.lon) ? bearing(last, here) : null);
+    last = here;
+    try {
+      const at = await call("tours.locate", { tour_id: id, ...here, ...(heading === null ? {} : { course_deg: Math.round(heading) }) });
+      fill(
+        status,
+        at.finished ? h("p", { class: "done" }, t("tours.finished")) : null,
+        at.next_stop ? h("p", { class: "next" }, h("strong", {}, t("tours.next_stop")), " ", t("tours.distance_to_next", { distance: distance(at.next_stop.distance_m), name: at.next_stop.name })) : null,
+        heading === null ? null : h("p", { class: "heading" }, t("tours.heading", { degrees: Math.round(heading) })),
+        h("p", { class: "progress" }, t("tours.progress", { visited: at.visited_count, total: at.stop_count })),
+      );
+      context.map.showMe(here);
+      if (drawn) {
+        const p = pixel(drawn.transform, here.lat, here.lon);
+        if (p.col < 0 || p.row < 0 || p.col > drawn.width || p.row > drawn.height) status.append(h("p", { class: "meta" }, t("tours.off_map")));
+      }
+      if (tourMap && drawn) {
+        const p = pixel(drawn.transform, here.lat, here.lon);
+        const point = tourMap.unproject([p.col, p.row], drawn.levels.at(-1).z);
+        if (!walker) walker = L.circleMarker(point, { radius: 8, color: "#c62828", fillOpacity: 0.9 }).addTo(tourMap);
+        else walker.setLatLng(point);
+      }
+    } catch (error) {
+      fill(status, h("p", { class: "error" }, errorText(error)));
+    }
+  };
+  const start = h(
+    "button",
+    {
+      type: "button",
+      id: "start-tour",
+      onclick: () => {
+        if (watch !== null) {
+          navigator.geolocation.clearWatch(watch);
+          watch = null;
+          fill(start, t("button.start_tour"));
+          return;
+        }
+        if (!session.token) return (location.hash = "#/account");
+        watch = navigator.geolocation.watchPosition(walk, (error) => fill(status, h("p", { class: "error" }, error.message)), { enableHighAccuracy: true });
+        fill(start, t("button.stop_tour"));
+      },
+    },
+    t("button.start_tour"),
+  );
+  fill(
+    context.panel,
+    h("h1", {}, detail.name),
+    detail.description ? h("p", { class: "description" }, detail.description) : null,
+    h("p", { class: "meta" }, t("tours.stops", { count: detail.places.length })),
+    start,
+    drawn ? h("button", { type: "button", id: "show-tour-map", onclick: showTourMap }, t("tours.map")) : null,
+    status,
+    mapBox,
+    stops,
+  );
 }

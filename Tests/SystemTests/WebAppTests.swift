@@ -1,6 +1,8 @@
 import Foundation
+import Geo
 import Testing
 import TestSupport
+import TourMaps
 
 /// The traveller's web app (`web/`), served by the gateway, in Debian's chromium driven by
 /// Playwright: one test per flow, each at 375 px and 1280 px, against a real suite holding
@@ -18,7 +20,7 @@ import TestSupport
     }
 
     /// A suite serving the app, with the demo's places (and search's index of them).
-    static func suite(gatewayArguments: [String] = []) throws -> SuiteFixture {
+    static func suite(gatewayArguments: [String] = [], withTour: Bool = false) throws -> SuiteFixture {
         let suite = try SuiteFixture(
             gatewayArguments: ["--web-dir", root.appendingPathComponent("web").path, "--map-tiles", "\(tiles)/{z}/{x}/{y}.png"] + gatewayArguments,
             catalogArguments: ["--strings-dir", root.appendingPathComponent("i18n").path, "--default-timezone", "Australia/Sydney"],
@@ -44,7 +46,27 @@ import TestSupport
             if !indexed { usleep(100_000) }
         }
         #expect(indexed, "search indexed the demo's places")
+        if withTour { try tour(admin, places) }
         return suite
+    }
+
+    /// Tour 1: the demo's first three places, with a map of its own drawn over them, its tiles cut.
+    static func tour(_ admin: GatewayConnection, _ places: [[String: Any]]) throws {
+        let stops = places.prefix(3).map { Coordinate(uncheckedLatitude: $0["lat"] as? Double ?? 0, longitude: $0["lon"] as? Double ?? 0) }
+        let tour = admin.rpc("tours.create", #"{"name":"Harbour walk","description":"Three stops by the water.","stops":[1,2,3]}"#).field("id", Int.self) ?? 0
+        #expect(tour == 1)
+        let map = try MapCanvas.draw(stops: stops, width: 900, height: 700)
+        let upload = admin.rpc("tours.map.upload.begin").field("upload_id", String.self) ?? ""
+        #expect(admin.rpc("tours.map.upload.append", #"{"upload_id":"\#(upload)","chunk":"\#(map.jpeg.base64EncodedString())"}"#).succeeded)
+        #expect(admin.rpc("tours.map.upload.commit", #"{"upload_id":"\#(upload)"}"#).succeeded)
+        let points = "[" + map.controlPoints.map { #"{"x":\#($0.x),"y":\#($0.y),"lat":\#($0.coordinate.latitude),"lon":\#($0.coordinate.longitude)}"# }.joined(separator: ",") + "]"
+        #expect(admin.rpc("tours.map.set", #"{"tour_id":\#(tour),"upload_id":"\#(upload)","points":\#(points)}"#).succeeded)
+        var ready = false
+        for _ in 0..<200 where !ready {
+            ready = admin.rpc("tours.map.get", #"{"tour_id":\#(tour)}"#).field("tiles_ready", Bool.self) == true
+            if !ready { usleep(50_000) }
+        }
+        #expect(ready, "the tour map's tiles are cut")
     }
 
     /// Runs one flow of web_flows.py against `suite` (or `base`, a proxy in front of it): its problems and measures.
@@ -64,10 +86,10 @@ import TestSupport
     static let enabled = browserReady || RedisPy.inCI
 
     @Test(.enabled(if: enabled, "needs Debian's chromium and libjs-leaflet, and Playwright in .build/pyenv: ./deploy/local/test installs them"),
-          arguments: ["welcome", "browse", "search", "place", "favorites", "account", "keyboard", "text_only", "alerts", "group"])
+          arguments: ["welcome", "browse", "search", "place", "favorites", "account", "keyboard", "text_only", "alerts", "group", "tour"])
     func flowWorksInChromium(_ flow: String) throws {
         try #require(WebAppTests.browserReady, "CI=true but chromium, libjs-leaflet or Playwright is missing: ./deploy/local/test should have installed them")
-        let (problems, measures) = try WebAppTests.run(flow, on: try WebAppTests.suite())
+        let (problems, measures) = try WebAppTests.run(flow, on: try WebAppTests.suite(withTour: flow == "tour"))
         #expect(problems.isEmpty, "\(flow): \(problems)")
         if !measures.isEmpty { print("web app \(flow): \(measures)") }
     }

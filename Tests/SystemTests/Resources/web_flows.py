@@ -397,7 +397,40 @@ def group(browser, width):
     context.close()
 
 
-flows = {f.__name__: f for f in [welcome, browse, search, place, favorites, account, keyboard, text_only, alerts, group]}
+def tour(browser, width):
+    """Tour 1 (the test made it, with a map of its own): its stops, a walk with the browser's
+    position simulated, the heading from successive fixes, the next stop, the tour's own map."""
+    walker = user("tourist%d" % width)
+    start = {"latitude": -33.8590, "longitude": 151.2145}
+    context = browser.new_context(viewport={"width": width, "height": 800 if width < 700 else 900}, ignore_https_errors=TLS is not None,
+                                  geolocation=start, permissions=["geolocation"])
+    context.add_init_script("window.sessionStorage.setItem('tourbus.token', %s)" % json.dumps(walker))
+    page = context.new_page()
+    watch(page, width)
+    page.goto(base + "/#/tour/1")
+    page.wait_for_selector("body[data-ready=true]", timeout=WAIT)
+    page.wait_for_selector(".stops li", timeout=WAIT)
+    check(page.locator(".stops li").count() == 3, "%d px: three stops" % width)
+    check(page.locator(".leaflet-marker-icon").count() >= 3, "%d px: the stops on the map" % width)
+    page.locator("#start-tour").click()
+    page.wait_for_selector("#walk .next", timeout=WAIT)
+    check(" to " in page.locator("#walk .next").inner_text(), "%d px: how far to the next stop: %s" % (width, page.locator("#walk .next").inner_text()))
+    # A step south: no heading from the device, so it comes from the two fixes.
+    context.set_geolocation({"latitude": start["latitude"] - 0.0008, "longitude": start["longitude"]})
+    page.wait_for_selector("#walk .heading", timeout=WAIT)
+    heading = page.locator("#walk .heading").inner_text()
+    check("180" in heading, "%d px: heading south from successive fixes: %s" % (width, heading))
+    page.locator("#show-tour-map").click()
+    page.wait_for_selector("#tour-map img.leaflet-tile-loaded", timeout=WAIT)
+    sources = page.locator("#tour-map img.leaflet-tile").evaluate_all("tiles => tiles.map(t => t.getAttribute('src'))")
+    check(all(src.startswith("/tours/1/map/") for src in sources), "%d px: the tour map's own tiles: %s" % (width, sources[:3]))
+    context.set_geolocation({"latitude": start["latitude"] - 0.0012, "longitude": start["longitude"] + 0.0002})
+    page.wait_for_selector("#tour-map path.leaflet-interactive", timeout=WAIT)
+    shot(page, width)
+    context.close()
+
+
+flows = {f.__name__: f for f in [welcome, browse, search, place, favorites, account, keyboard, text_only, alerts, group, tour]}
 
 try:
     with sync_playwright() as playwright:
