@@ -185,12 +185,19 @@ import Testing
         #expect(harness.session.isFinished)
     }
 
-    @Test func aSignInHoldsForTheWebSocketAndPushesArriveAsNotifications() throws {
+    /// A WebSocket of user 5, signed in with auth.resume and subscribed to notify.alert (the
+    /// subscription's answer not taken yet).
+    static func subscribed() throws -> SessionHarness {
         let harness = try WebSocketFramingTests.upgraded(SessionHarness(user: 5))
         _ = WebSocketFramingTests.exchange(harness, WebSocketFramingTests.text(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"abc"}}"#))
         harness.deliverAll()
         _ = WebSocketFramingTests.exchange(harness, WebSocketFramingTests.text(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"#))
         harness.deliverOutcomes()
+        return harness
+    }
+
+    @Test func aSignInHoldsForTheWebSocketAndPushesArriveAsNotifications() throws {
+        let harness = try WebSocketFramingTests.subscribed()
         let subscribed = WebSocketFramingTests.frames(harness.drainBytes())
         #expect(subscribed.map { String(decoding: $0.payload, as: UTF8.self) } == [#"{"jsonrpc":"2.0","id":2,"result":{"topics":["notify.alert"]}}"#])
         harness.session.push(Push(topic: "notify.alert", id: "p1", userId: 5, body: Data(#"{"a":1}"#.utf8)))
@@ -201,11 +208,8 @@ import Testing
     }
 
     @Test func aWebSocketThatNeverReadsItsPushesIsClosed() throws {
-        let harness = try WebSocketFramingTests.upgraded(SessionHarness(user: 5))
-        _ = WebSocketFramingTests.exchange(harness, WebSocketFramingTests.text(#"{"jsonrpc":"2.0","id":1,"method":"auth.resume","params":{"token":"abc"}}"#))
-        harness.deliverAll()
-        _ = WebSocketFramingTests.exchange(harness, WebSocketFramingTests.text(#"{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"topics":["notify.alert"]}}"#))
-        harness.deliverAll()
+        let harness = try WebSocketFramingTests.subscribed()
+        _ = harness.drainBytes()
         let body = Data(("{\"pad\":\"" + String(repeating: "x", count: 4_000) + "\"}").utf8)
         // Nothing is taken from the output: the client reads nothing.
         for i in 0..<2_000 where harness.session.expired(now: harness.now) == nil {

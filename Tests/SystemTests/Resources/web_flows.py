@@ -94,8 +94,11 @@ def watch(page, width):
     page.on("response", on_response)
 
 
-def open_app(browser, width, route="#/", token=None, remember=False):
-    context = browser.new_context(viewport={"width": width, "height": 800 if width < 700 else 900}, ignore_https_errors=TLS is not None)
+def open_app(browser, width, route="#/", token=None, remember=False, where=None):
+    """A fresh context (a cold cache) at `width`, signed in with `token`, at `where` (the
+    browser's position, given to the page) if given; the page at `route`, ready."""
+    position = {"geolocation": {"latitude": where["lat"], "longitude": where["lon"]}, "permissions": ["geolocation"]} if where else {}
+    context = browser.new_context(viewport={"width": width, "height": 800 if width < 700 else 900}, ignore_https_errors=TLS is not None, **position)
     if token:
         storage = "localStorage" if remember else "sessionStorage"
         context.add_init_script("window.%s.setItem('tourbus.token', %s)" % (storage, json.dumps(token)))
@@ -327,13 +330,7 @@ def alerts(browser, width):
     walker = user("walker%d" % width)
     reporter = user("reporter%d" % width)
     rpc("annotations.submit", dict(here, values={"kind": "hazard", "detail": "flooding", "severity": "minor"}, text="Water over the path %d" % width), token=reporter)
-    context = browser.new_context(viewport={"width": width, "height": 800 if width < 700 else 900}, ignore_https_errors=TLS is not None,
-                                  geolocation={"latitude": here["lat"], "longitude": here["lon"]}, permissions=["geolocation"])
-    context.add_init_script("window.sessionStorage.setItem('tourbus.token', %s)" % json.dumps(walker))
-    page = context.new_page()
-    watch(page, width)
-    page.goto(base + "/#/alerts")
-    page.wait_for_selector("body[data-ready=true]", timeout=WAIT)
+    context, page, _ = open_app(browser, width, "#/alerts", token=walker, where=here)
     page.wait_for_selector(".annotation", timeout=WAIT)
     check(any("Water over the path %d" % width in a for a in page.locator(".annotation").all_inner_texts()), "%d px: the nearby annotation" % width)
     check(page.locator(".leaflet-marker-icon").count() >= 1, "%d px: annotations on the map" % width)
@@ -402,13 +399,7 @@ def tour(browser, width):
     position simulated, the heading from successive fixes, the next stop, the tour's own map."""
     walker = user("tourist%d" % width)
     start = {"latitude": -33.8590, "longitude": 151.2145}
-    context = browser.new_context(viewport={"width": width, "height": 800 if width < 700 else 900}, ignore_https_errors=TLS is not None,
-                                  geolocation=start, permissions=["geolocation"])
-    context.add_init_script("window.sessionStorage.setItem('tourbus.token', %s)" % json.dumps(walker))
-    page = context.new_page()
-    watch(page, width)
-    page.goto(base + "/#/tour/1")
-    page.wait_for_selector("body[data-ready=true]", timeout=WAIT)
+    context, page, _ = open_app(browser, width, "#/tour/1", token=walker, where={"lat": start["latitude"], "lon": start["longitude"]})
     page.wait_for_selector(".stops li", timeout=WAIT)
     check(page.locator(".stops li").count() == 3, "%d px: three stops" % width)
     check(page.locator(".leaflet-marker-icon").count() >= 3, "%d px: the stops on the map" % width)
