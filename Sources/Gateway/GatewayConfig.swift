@@ -71,7 +71,8 @@ public struct GatewayConfig: Sendable, Equatable {
           --trusted-proxy ADDR    a proxy (an address, or a network as 10.0.0.0/8) whose word on its clients' addresses
                                   is taken (PROXY protocol v2, X-Forwarded-For); repeat for more; also
                                   TOURBUS_GATEWAY_TRUSTED_PROXIES or trusted_proxies in the suite file
-          --web-dir DIR           serve the web app in DIR at / (index.html and what it loads)
+          --web-dir DIR           serve the web app in DIR at / (index.html and what it loads); also web_dir in the
+                                  suite file
           --leaflet-dir DIR       Leaflet's files, served at /vendor/leaflet/ (default /usr/share/javascript/leaflet,
                                   Debian's libjs-leaflet, when installed)
           --map-tiles URL         the app's background map tiles, {z}/{x}/{y} in the URL
@@ -110,6 +111,7 @@ public struct GatewayConfig: Sendable, Equatable {
             if let value = section.listen { config.listen = value }
             if let value = section.allowOrigins { config.allowedOrigins = value }
             if let value = section.trustedProxies { config.trustedProxies = value }
+            if let value = section.webDir { config.webDirectory = value }
             for setting in GatewayLimits.settings {
                 guard !section.notIntegers.contains(setting.fileKey) else {
                     throw file.error("services.\(name).\(setting.fileKey) must be a positive integer")

@@ -196,6 +196,8 @@ public struct SuiteFile: Sendable {
         /// The gateway's: origins whose pages may call it, and proxies whose word on a client's address it takes.
         public var allowOrigins: [String]?
         public var trustedProxies: [String]?
+        /// The gateway's web app directory (`--web-dir`).
+        public var webDir: String?
         /// Every other member that is an integer, by its key, and the keys of those that are
         /// not: the gateway reads its limits from them.
         public var integers: [String: Int] = [:]
@@ -207,6 +209,7 @@ public struct SuiteFile: Sendable {
             case metricsListen = "metrics_listen"
             case allowOrigins = "allow_origins"
             case trustedProxies = "trusted_proxies"
+            case webDir = "web_dir"
         }
 
         public init(from decoder: any Decoder) throws {
@@ -222,6 +225,7 @@ public struct SuiteFile: Sendable {
             metricsListen = try c.decodeIfPresent(String.self, forKey: .metricsListen)
             allowOrigins = try c.decodeIfPresent([String].self, forKey: .allowOrigins)
             trustedProxies = try c.decodeIfPresent([String].self, forKey: .trustedProxies)
+            webDir = try c.decodeIfPresent(String.self, forKey: .webDir)
             let all = try decoder.container(keyedBy: AnyKey.self)
             for key in all.allKeys where CodingKeys(stringValue: key.stringValue) == nil {
                 if let value = try? all.decode(Int.self, forKey: key) { integers[key.stringValue] = value } else { notIntegers.insert(key.stringValue) }

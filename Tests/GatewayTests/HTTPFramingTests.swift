@@ -357,6 +357,10 @@ import Testing
         let environment = try GatewayConfig.load(arguments: [], environment: ["TOURBUS_GATEWAY_ALLOW_ORIGINS": "https://a.example, https://c.example", "TOURBUS_GATEWAY_TRUSTED_PROXIES": "127.0.0.1,::1"])
         #expect(environment.allowedOrigins == ["https://a.example", "https://c.example"])
         #expect(environment.trustedProxies == ["127.0.0.1", "::1"])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("suite-\(UUID().uuidString).json")
+        try Data(#"{"services":{"gateway":{"listen":"127.0.0.1:7700","allow_origins":["https://B.example"],"trusted_proxies":["10.0.0.0/8"],"web_dir":"/srv/web"}}}"#.utf8).write(to: folder)
+        let file = try GatewayConfig.load(arguments: ["--config", folder.path], environment: [:])
+        #expect(file.allowedOrigins == ["https://b.example"] && file.trustedProxies == ["10.0.0.0/8"] && file.webDirectory == "/srv/web")
         #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--allow-origin", "*"], environment: [:]) }
         #expect(throws: ConfigError.self) { try GatewayConfig.load(arguments: ["--trusted-proxy", "proxy.local"], environment: [:]) }
     }
