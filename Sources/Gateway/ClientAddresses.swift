@@ -115,12 +115,13 @@ final class ClientAddresses: Sendable {
     }
 
     /// Counts a connection under `to` instead of `from` (a trusted proxy named its client), or
-    /// refuses when `to` has its share with `open` connections in all.
-    func move(from: String, to: String, total open: Int) -> Bool {
+    /// refuses when `to` has its share with `open` connections in all (never when `to` is the
+    /// trusted proxy's own address, `exempt`).
+    func move(from: String, to: String, total open: Int, exempt: Bool = false) -> Bool {
         let now = clock()
         return entries.withLock { table in
             var entry = table[to] ?? fresh(now)
-            guard entry.connections < share(open) else { return false }
+            guard exempt || entry.connections < share(open) else { return false }
             entry.connections += 1
             table[to] = entry
             table[from]?.connections -= 1

@@ -44,8 +44,9 @@ final class ClientSession {
     /// Counts requests read against the client address's rate: nanoseconds to pause reading.
     typealias Charge = (_ client: String, _ requests: Int) -> UInt64
     /// Counts the connection under another client address (a trusted proxy named its client):
-    /// false when that address has its share of connections.
-    typealias Rekey = (_ from: String, _ to: String) -> Bool
+    /// false when that address has its share of connections. `exempt`: the address is the
+    /// trusted proxy's own, which is never refused.
+    typealias Rekey = (_ from: String, _ to: String, _ exempt: Bool) -> Bool
     typealias Listen = Subscriptions.Listen
 
     /// Where a connection is in its life.
@@ -82,6 +83,8 @@ final class ClientSession {
     private let proxy: ProxyTrust?
     /// Whether a PROXY header was looked for (only at the connection's start).
     private var proxyHeaderRead = false
+    /// The client a PROXY header named: the connection's client when a request names none.
+    private var proxiedClient: String?
 
     private var framing: (any Framing)?
     private var input: [UInt8] = []
@@ -122,7 +125,7 @@ final class ClientSession {
 
     init(
         limits: GatewayLimits, framing: FramingLimits, now: UInt64, address: String = "client", proxy: ProxyTrust? = nil,
-        dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge, rekey: @escaping Rekey = { _, _ in true },
+        dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge, rekey: @escaping Rekey = { _, _, _ in true },
         listen: @escaping Listen = { _, _ in true }
     ) {
         self.limits = limits
@@ -405,7 +408,7 @@ final class ClientSession {
     private func move(to client: String, now: UInt64) -> Bool {
         guard client != address else { return true }
         if uncharged > 0 { chargeRequests(now: now) }
-        guard rekey(address, client) else { return false }
+        guard rekey(address, client, client == peerAddress) else { return false }
         address = client
         return true
     }
@@ -419,6 +422,7 @@ final class ClientSession {
             case .local(let length): inputStart += length
             case .proxied(let source, let length):
                 inputStart += length
+                proxiedClient = TCPSocket.clientAddress(source)
                 guard move(to: TCPSocket.clientAddress(source), now: now) else {
                     close()
                     return
@@ -459,7 +463,7 @@ final class ClientSession {
         // Counted under the client a trusted proxy names for what it sent, from here on.
         var clientRefused = false
         if let proxy, let forwarded = reading.forwardedFor {
-            clientRefused = !move(to: proxy.client(forwardedFor: forwarded) ?? peerAddress, now: now)
+            clientRefused = !move(to: proxy.client(forwardedFor: forwarded) ?? proxiedClient ?? peerAddress, now: now)
         }
         readingWaitsForClient = reading.waiting && (paced || (framing?.heldBytes ?? 0) + reading.output.count >= bytes)
         inputStart += reading.consumed
@@ -480,14 +484,16 @@ final class ClientSession {
             partialSince = nil
         }
         if reading.close { close() }
-        outputBudget.append(reading.output)
         if clientRefused {
-            // The client the proxy names has its share of connections: its calls are answered so, and the connection closes.
+            // The client the proxy names has its share of connections: nothing it asked for is
+            // given (a file, a WebSocket's handshake); its calls are answered so, and the
+            // connection closes.
             close()
             let refusal = ServiceError(.unavailable, "too many connections from your address")
             for (slot, _) in reading.calls { complete(slot, .failure(refusal), nil, now: now) }
             return
         }
+        outputBudget.append(reading.output)
         for (slot, call) in reading.calls { start(slot, call) }
         if let next = reading.upgrade {
             // What follows the upgrade is read by the new framing, in another round.

@@ -312,7 +312,7 @@ struct AcceptLoop: @unchecked Sendable {
                     },
                     deliver: { inbox.post(.outcome(key: client.connection, slot: $0, outcome: $1, change: $2)) },
                     charge: { addresses.charge($0, requests: $1) },
-                    rekey: { addresses.move(from: $0, to: $1, total: connections.value) },
+                    rekey: { addresses.move(from: $0, to: $1, total: connections.value, exempt: $2) },
                     listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) })
                 inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }

@@ -67,8 +67,8 @@ final class SessionHarness {
                 return nil
             }
         }, deliver: { slot, outcome, change in delivered.withLock { $0.append((slot, outcome, change)) } }, charge: charge,
-           rekey: { from, to in
-               guard !refuse.contains(to) else { return false }
+           rekey: { from, to, exempt in
+               guard exempt || !refuse.contains(to) else { return false }
                moves.withLock { $0.append((from, to)) }
                return true
            },

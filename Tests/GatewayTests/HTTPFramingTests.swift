@@ -387,7 +387,8 @@ import Testing
         #expect(all.first?.headers["content-type"] == "image/jpeg")
         #expect(all.first?.headers["cache-control"] == "public, max-age=3600")
         let tag = try #require(all.first?.headers["etag"])
-        #expect(tag.hasPrefix("\"") && tag.hasSuffix("\"") && tag.count == 26)
+        #expect(tag.hasPrefix("\"") && tag.hasSuffix("\"") && tag.count > 10)
+        #expect(HTTPResponse.tag(Data("tile".utf8)) == tag && HTTPResponse.tag(Data("tilf".utf8)) != tag && HTTPResponse.tag(Data("tile ".utf8)) != tag)
         for match in [tag, "W/\(tag)", "\"other\", \(tag)", "*"] {
             all = HTTPFramingTests.responses(harness.send("GET /tours/3/map/0/0/0.jpg HTTP/1.1\r\nHost: t\r\nIf-None-Match: \(match)\r\n\r\n"))
             #expect(all.map(\.status) == [304], "\(match)")

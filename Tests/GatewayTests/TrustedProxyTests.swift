@@ -128,3 +128,37 @@ func RPCErrorCode(_ text: String?) -> String? {
     guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
     return ((object["error"] as? [String: Any])?["data"] as? [String: Any])?["code"] as? String
 }
+
+@Suite struct TrustedProxyCountingTests {
+    @Test func pipelinedRequestsOfTwoClientsAreCountedApart() {
+        let harness = SessionHarness(address: "10.0.0.1", proxy: TrustedProxyTests.proxies)
+        let out = harness.send(TrustedProxyTests.post("203.0.113.1") + TrustedProxyTests.post("203.0.113.2") + TrustedProxyTests.post("203.0.113.2"))
+        var all = HTTPFramingTests.responses(out)
+        for _ in 0..<10 where all.count < 3 { all += HTTPFramingTests.responses(harness.drain()) }
+        #expect(all.count == 3)
+        #expect(harness.clients.withLock { $0 } == ["203.0.113.1", "203.0.113.2", "203.0.113.2"])
+    }
+
+    @Test func aProxyHeadersClientStaysWhenARequestNamesNone() {
+        let harness = SessionHarness(address: "127.0.0.1", proxy: TrustedProxyTests.proxies)
+        _ = harness.send(TrustedProxyTests.ipv4Header + Array(TrustedProxyTests.post(nil).utf8))
+        #expect(harness.clients.withLock { $0 } == ["198.51.100.7"])
+        #expect(harness.session.address == "198.51.100.7")
+    }
+
+    @Test func movingBackToTheProxysOwnAddressIsNeverRefused() {
+        // The proxy's own address holds its share (as at accept, it is not refused for it).
+        let harness = SessionHarness(address: "10.0.0.1", proxy: TrustedProxyTests.proxies, refuse: ["10.0.0.1"])
+        _ = harness.send(TrustedProxyTests.post("203.0.113.9"))
+        let all = HTTPFramingTests.responses(harness.send(TrustedProxyTests.post(nil)))
+        #expect(all.map(\.status) == [200])
+        #expect(harness.session.address == "10.0.0.1" && !harness.session.isFinished)
+    }
+
+    @Test func aClientOverItsShareGetsNoHandshake() {
+        let harness = SessionHarness(address: "10.0.0.1", proxy: TrustedProxyTests.proxies, refuse: ["203.0.113.9"])
+        let upgrade = WebSocketFramingTests.upgrade.replacingOccurrences(of: "Host: t\r\n", with: "Host: t\r\nX-Forwarded-For: 203.0.113.9\r\n")
+        #expect(!harness.send(upgrade).contains("101"))
+        #expect(harness.session.isFinished)
+    }
+}
