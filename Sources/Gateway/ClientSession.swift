@@ -6,8 +6,10 @@ import ServiceCore
 /// One client connection's life as a state machine over bytes in, bytes out and the clock,
 /// independent of how the socket is driven.
 ///
-/// - The framing is fixed by the first byte that is not blank: `{` or `[` is JSON-RPC,
-///   anything else RESP.
+/// - The framing is fixed by the first bytes that are not blank: `{` or `[` is JSON-RPC, a
+///   request line HTTP (`framing(of:atEnd:)`), anything else RESP; HTTP may upgrade to a
+///   WebSocket. Behind a trusted proxy, the client's address comes from a PROXY header or
+///   each request's `X-Forwarded-For`.
 /// - Calls are dispatched as they are read (pipelining), except that those after a sign-in
 ///   or sign-out wait for its answer, so they run as whoever it leaves signed in.
 /// - Backpressure, as Redis gives it: while `maxInFlight` replies are owed, or unsent
@@ -114,6 +116,10 @@ final class ClientSession {
     private let openedAt: UInt64
     private var lastActivity: UInt64
     private var lastWrite: UInt64
+    /// When the client last had nothing to take: the time it has been slow is counted from the
+    /// later of this and `lastWrite` (a connection that wrote nothing for a while because it
+    /// owed nothing is not slow the moment it owes something).
+    private var caughtUpAt: UInt64
     /// When the request now partly read began to arrive.
     private var partialSince: UInt64?
     /// Reading pauses until then: the address is over its request rate.
@@ -142,6 +148,7 @@ final class ClientSession {
         openedAt = now
         lastActivity = now
         lastWrite = now
+        caughtUpAt = now
     }
 
     // MARK: Driving
@@ -196,6 +203,7 @@ final class ClientSession {
         }
         let answered = subscriptions.answered(slot, outcome, change, token: token, now: now)
         if answered.stoppedListening { outputBudget.dropQueuedPushes() }
+        noteCaughtUp(now)
         outputBudget.reply(framing?.answer(slot, answered.outcome) ?? [])
         // The session is settled: what waited for it goes now, in order, until another sign-in.
         if sessionSlot == slot { sessionSlot = nil }
@@ -255,6 +263,7 @@ final class ClientSession {
         let bytes = subscriptions.bytes(of: push, in: framing)
         guard !bytes.isEmpty else { return }
         // A key coalesces pushes of its own topic only.
+        noteCaughtUp(lastActivity)
         outputBudget.push(bytes, key: push.coalesce.map { push.topic + " " + $0 })
     }
 
@@ -278,6 +287,12 @@ final class ClientSession {
     /// Hears no more pushes, and forgets those kept for the client.
     private func stopListening() {
         if subscriptions.stopAll() { outputBudget.dropQueuedPushes() }
+    }
+
+    /// Output is about to be added at `now`: if the client had taken all there was, its time
+    /// to take this starts now.
+    private func noteCaughtUp(_ now: UInt64) {
+        if pendingOutput == 0 { caughtUpAt = max(caughtUpAt, now) }
     }
 
     /// The socket took `count` bytes of `output` from `outputSent`.
@@ -337,7 +352,7 @@ final class ClientSession {
         let owed = framing?.outstanding ?? 0
         if framing == nil && partialSince == nil && !lifecycle.peerClosed { visit(after(openedAt, limits.firstByteTimeoutMilliseconds), .firstByteTimeout) }
         if let since = partialSince { visit(after(since, limits.requestTimeoutMilliseconds), .requestTimeout) }
-        if pendingOutput > 0 && readingWaitsForClient { visit(lastWrite + ClientSession.slowReaderGrace + 1, .slowReader) }
+        if pendingOutput > 0 && readingWaitsForClient { visit(max(lastWrite, caughtUpAt) + ClientSession.slowReaderGrace + 1, .slowReader) }
         if pendingOutput > 0 { visit(after(lastWrite, limits.idleTimeoutMilliseconds), .slowReader) }
         // A client that closed its side may be gone for good: with no reply to write there is no
         // way to know, so requests that answer nothing (notifications) run for a while only.
@@ -493,6 +508,7 @@ final class ClientSession {
             for (slot, _) in reading.calls { complete(slot, .failure(refusal), nil, now: now) }
             return
         }
+        noteCaughtUp(now)
         outputBudget.append(reading.output)
         for (slot, call) in reading.calls { start(slot, call) }
         if let next = reading.upgrade {

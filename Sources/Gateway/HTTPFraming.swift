@@ -10,9 +10,13 @@ import Foundation
 ///   of the line protocol (the same checks, limits and batch rules), in a `200` with the
 ///   response or batch; `204` when it held notifications only. The caller is the token in
 ///   `Authorization: Bearer …`, or in the params, for that one request: a connection is
-///   never signed in (a proxy carries many clients' requests on one connection), so sign-ins
-///   and subscriptions, which need one, are refused.
-/// - `GET /openrpc.json`: the OpenRPC document (`rpc.discover`'s result) as the body.
+///   never signed in (a proxy carries many clients' requests on one connection), so a sign-in
+///   answers its token and signs nothing in, and subscriptions, which need one, are refused.
+/// - `GET /rpc` with `Upgrade: websocket`: the handshake; `WebSocketFraming` reads what follows.
+/// - `GET` of a resource (`HTTPRoute`: the OpenRPC document, tiles, photos): a method's result
+///   as the body, with its tag; the web app's files (`WebFiles`) with the app's CSP.
+/// - Pages of other sites are refused unless allowed (`WebOrigin`), and allowed ones get CORS
+///   headers and preflights.
 /// - Anything else: `404`, or `405` with `Allow` for a known path.
 /// - A request the parser refuses (malformed, too large, smuggling) is answered with its
 ///   status, and the connection closes; so does one that asks to (`Connection: close`, HTTP/1.0).

@@ -270,3 +270,23 @@ import Testing
         #expect(answered == 100)
     }
 }
+
+@Suite struct SlowReaderClockTests {
+    /// A connection that owed nothing for a minute is not slow the moment it owes something:
+    /// its 5 s start when its replies do.
+    @Test func theGraceStartsWhenTheRepliesDo() {
+        var limits = GatewayLimits()
+        limits.maxPendingOutputBytes = 64 << 10
+        let big = Data(("\"" + String(repeating: "x", count: 20_000) + "\"").utf8)
+        let harness = SessionHarness(limits: limits, answer: { _ in .result(big) })
+        #expect(harness.send(#"{"jsonrpc":"2.0","id":1,"method":"x.y"}"# + "\n").count > 20_000)
+        harness.advance(milliseconds: 60_000)
+        let line = #"{"jsonrpc":"2.0","id":1,"method":"x.y"}"# + "\n"
+        harness.session.receive(Array(String(repeating: line, count: 20).utf8), now: harness.now)
+        #expect(harness.session.pendingOutput > 0)
+        harness.advance(milliseconds: 1_000)
+        #expect(harness.session.expired(now: harness.now) == nil, "not slow yet: its replies came a second ago")
+        harness.advance(milliseconds: 5_000)
+        #expect(harness.session.expired(now: harness.now) == .slowReader)
+    }
+}
