@@ -100,13 +100,16 @@ final class ClientAddresses: Sendable {
     /// each counted under its own address once the proxy names it (`move`).
     func open(_ address: String, total open: Int, exempt: Bool = false) -> Bool {
         let now = clock()
-        return entries.withLock { table in
-            var entry = table[address] ?? fresh(now)
-            guard exempt || entry.connections < share(open) else { return false }
-            entry.connections += 1
-            table[address] = entry
-            return true
-        }
+        return entries.withLock { table in admit(address, in: &table, total: open, exempt: exempt, now: now) }
+    }
+
+    /// Counts one more connection of `address` in `table` unless it has its share (or is `exempt`).
+    private func admit(_ address: String, in table: inout [String: Entry], total open: Int, exempt: Bool, now: UInt64) -> Bool {
+        var entry = table[address] ?? fresh(now)
+        guard exempt || entry.connections < share(open) else { return false }
+        entry.connections += 1
+        table[address] = entry
+        return true
     }
 
     /// Connections an address may hold when `open` are open in all.
@@ -120,10 +123,7 @@ final class ClientAddresses: Sendable {
     func move(from: String, to: String, total open: Int, exempt: Bool = false) -> Bool {
         let now = clock()
         return entries.withLock { table in
-            var entry = table[to] ?? fresh(now)
-            guard exempt || entry.connections < share(open) else { return false }
-            entry.connections += 1
-            table[to] = entry
+            guard admit(to, in: &table, total: open, exempt: exempt, now: now) else { return false }
             table[from]?.connections -= 1
             return true
         }

@@ -155,6 +155,7 @@ final class HTTPFraming: Framing {
     /// may send (`http://host/rpc`), without the query.
     static func path(of target: String) -> Substring {
         var rest = target[...]
+        if target.first == "/" { return rest.prefix { $0 != "?" } }
         if let scheme = ["http://", "https://"].first(where: { target.lowercased().hasPrefix($0) }) {
             rest = rest.dropFirst(scheme.count).drop { $0 != "/" && $0 != "?" }
             if rest.isEmpty || rest.first == "?" { return "/" }
@@ -524,7 +525,9 @@ struct HTTPRoute {
 
     /// The route `path` is, and its params; nil when it is none.
     static func match(_ path: Substring) -> (HTTPRoute, [(String, Int64)])? {
-        for route in all {
+        // The routes without params by a plain comparison: `/rpc` is on every request's path.
+        if let route = all.first(where: { !$0.template.contains("{") && $0.template == path }) { return (route, []) }
+        for route in all where route.template.contains("{") {
             if let params = route.params(path) { return (route, params) }
         }
         return nil
