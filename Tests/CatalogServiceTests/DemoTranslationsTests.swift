@@ -31,4 +31,17 @@ import Testing
         #expect(translated.allSatisfy { names[$0.id] != $0.ru })
         #expect(translated.filter { names[$0.id] != $0.de }.count >= 12)
     }
+
+    /// The demo's opening hours: on the places whose hours are published (museums, markets and
+    /// the like), each read in Sydney's zone, so search's `open_now` can use them.
+    @Test func thePlacesWithHoursAreReadInSydney() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let objects = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: root.appendingPathComponent("deploy/demo/places.json"))) as? [[String: Any]])
+        let withHours = objects.filter { ($0["opening_hours"] as? [Any])?.isEmpty == false }
+        #expect(withHours.count == 16)
+        #expect(withHours.allSatisfy { $0["timezone"] as? String == "Australia/Sydney" })
+        let library = try #require(withHours.first { $0["name"] as? String == "State Library of New South Wales" })
+        #expect((library["opening_hours"] as? [[String: Any]])?.count == 7)
+    }
 }
