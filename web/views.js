@@ -262,15 +262,7 @@ export async function place(context, id, query) {
     facts.append(h("dt", {}, t("button.website")), h("dd", {}, h("a", { href: detail.website, rel: "noopener noreferrer", target: "_blank" }, new URL(detail.website).host)));
   }
   const hours = openingHours(detail);
-  const photos = detail.photos?.length
-    ? h(
-        "div",
-        { class: "photos" },
-        detail.photos.map((photo) =>
-          h("figure", {}, h("img", { src: photo.url, alt: detail.name, loading: "lazy" }), photo.attribution ? h("figcaption", {}, photo.attribution) : null),
-        ),
-      )
-    : null;
+  const photos = photoStrip(detail);
   const directions = h("div", { class: "directions" }, h("h2", {}, t("directions.title")));
   const reviews = h("section", { class: "reviews", "aria-labelledby": "reviews-title" });
   fill(
@@ -287,6 +279,30 @@ export async function place(context, id, query) {
   );
   directionLinks(context, detail, directions);
   reviewList(context, detail, reviews, query.get("sort") ?? "default", query.get("order") ?? "desc");
+}
+
+/// The place's photos: those the catalog hosts (the small size, opening the large one), then
+/// those it links to, each dropped if it does not load.
+function photoStrip(detail) {
+  const hosted = (detail.hosted_photos ?? []).map((photo) => {
+    const base = `/places/${detail.id}/photos/${photo.id}`;
+    const caption = [photo.caption, photo.attribution].filter(Boolean).join(" · ");
+    return h(
+      "figure",
+      { class: "hosted" },
+      h("a", { href: `${base}/1280.jpg`, target: "_blank" }, h("img", { src: `${base}/320.jpg`, alt: photo.caption ?? detail.name, loading: "lazy" })),
+      caption ? h("figcaption", {}, caption) : null,
+    );
+  });
+  const linked = (detail.photos ?? []).map((photo) =>
+    h(
+      "figure",
+      {},
+      h("img", { src: photo.url, alt: detail.name, loading: "lazy", referrerpolicy: "no-referrer", onerror: (event) => event.target.closest("figure")?.remove() }),
+      photo.attribution ? h("figcaption", {}, photo.attribution) : null,
+    ),
+  );
+  return hosted.length || linked.length ? h("div", { class: "photos" }, hosted, linked) : null;
 }
 
 function openingHours(detail) {

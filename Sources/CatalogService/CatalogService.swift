@@ -52,6 +52,16 @@ public enum CatalogService {
             guard let strings else { throw ServiceError(.unavailable, "this catalog was started without interface strings (--strings-dir)") }
             return try strings.reply(request)
         }
+        table.onRaw(Methods.Catalog.photoAdd) { context, store in
+            Response(body: try store.addPhoto(try context.checkedParams(PlacePhotoAdd.self)))
+        }
+        table.onRaw(Methods.Catalog.photo) { context, store in
+            let photo = try store.photo(try context.checkedParams(PlacePhotoRef.self))
+            return Response(body: try JSONCoding.encoder.encode(photo.reply), attachments: [photo.jpeg])
+        }
+        table.onRaw(Methods.Catalog.photoDelete) { context, store in
+            Response(body: try store.deletePhoto(try context.checkedParams(PlacePhotoRef.self)))
+        }
         table.on(Methods.Catalog.categories) { (_: Empty, _, store) in CategoryList(categories: try store.categoryCounts()) }
         table.on(Methods.Tours.create) {
             (input: TourInput, _, store) in try store.createTour(input)

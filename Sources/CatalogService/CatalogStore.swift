@@ -43,7 +43,7 @@ public final class CatalogStore: ServiceState {
     static let columns = """
         id, name, category, lat, lon, address, phone, website, price_level, description,
         opening_hours, photos, popularity, external_ids, created_at, updated_at, version, timezone, name_i18n, description_i18n,
-        opening_hours_text, seasons
+        opening_hours_text, seasons, hosted_photos
         """
 
     // MARK: Reads
@@ -139,8 +139,8 @@ public final class CatalogStore: ServiceState {
             """
             INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
                                 opening_hours, photos, popularity, external_ids, timezone, name_i18n, description_i18n, opening_hours_text,
-                                seasons, created_at, updated_at, version, json)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+                                seasons, hosted_photos, created_at, updated_at, version, json)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
             """, [place.id] + Self.values(place) + [place.createdAt, place.updatedAt, String(decoding: body, as: UTF8.self)])
         try claimExternalIds(place)
         try worker.emit(CatalogEvents.upserted, json: body)
@@ -175,7 +175,7 @@ public final class CatalogStore: ServiceState {
             """
             UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
                    description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?,
-                   name_i18n = ?, description_i18n = ?, opening_hours_text = ?, seasons = ?, updated_at = ?, version = ?,
+                   name_i18n = ?, description_i18n = ?, opening_hours_text = ?, seasons = ?, hosted_photos = ?, updated_at = ?, version = ?,
                    json = ?
             WHERE id = ?
             """, Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
@@ -218,11 +218,12 @@ public final class CatalogStore: ServiceState {
             p.name, p.category, p.lat, p.lon, p.address, p.phone, p.website, p.priceLevel, p.description,
             PlaceJSON.text(p.openingHours), PlaceJSON.text(p.photos), p.popularity, PlaceJSON.text(p.externalIds), p.timezone,
             p.nameI18n.map(PlaceJSON.text), p.descriptionI18n.map(PlaceJSON.text), p.openingHoursText, p.seasons.map(PlaceJSON.text),
+            p.hostedPhotos.map(PlaceJSON.text),
         ]
     }
 
     /// A place from a row of `columns`; the JSON columns hold its opening hours, photos, external
-    /// ids and texts by language (NULL when it has none).
+    /// ids, texts by language and hosted photos (NULL when it has none).
     static func place(_ row: Row) throws -> Place {
         func json<T: Decodable>(_ column: String, _ type: T.Type) throws -> T {
             try JSONCoding.decoder.decode(type, from: Data(row.decode(column, as: String.self).utf8))
@@ -239,7 +240,8 @@ public final class CatalogStore: ServiceState {
             createdAt: row.decode("created_at"), updatedAt: row.decode("updated_at"), version: row.decode("version"),
             timezone: row.decode("timezone"), nameI18n: texts("name_i18n"), descriptionI18n: texts("description_i18n"),
             openingHoursText: row.decode("opening_hours_text"),
-            seasons: row.decode("seasons", as: String?.self).map { try JSONCoding.decoder.decode([Season].self, from: Data($0.utf8)) })
+            seasons: row.decode("seasons", as: String?.self).map { try JSONCoding.decoder.decode([Season].self, from: Data($0.utf8)) },
+            hostedPhotos: row.decode("hosted_photos", as: String?.self).map { try JSONCoding.decoder.decode([HostedPhoto].self, from: Data($0.utf8)) })
     }
 
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events,
@@ -434,6 +436,24 @@ enum CatalogSchema {
             sql: """
                 INSERT INTO categories (id, name) VALUES ('event', 'Events');
                 ALTER TABLE places ADD COLUMN seasons TEXT;
+                """),
+        // Photos the catalog hosts (PlacePhotos.swift): two sizes each, listed in the place's hosted_photos.
+        Migration(
+            domain: "catalog", version: 10,
+            sql: """
+                CREATE TABLE place_photos (
+                    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+                    place_id     INTEGER NOT NULL REFERENCES places(id) ON DELETE CASCADE,
+                    width        INTEGER NOT NULL,
+                    height       INTEGER NOT NULL,
+                    jpeg_1280    BLOB NOT NULL,
+                    small_width  INTEGER NOT NULL,
+                    small_height INTEGER NOT NULL,
+                    jpeg_320     BLOB NOT NULL,
+                    created_at   TEXT NOT NULL
+                );
+                CREATE INDEX place_photos_by_place ON place_photos(place_id, id);
+                ALTER TABLE places ADD COLUMN hosted_photos TEXT;
                 """),
     ]
 }

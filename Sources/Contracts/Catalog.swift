@@ -30,6 +30,28 @@ public struct Photo: Codable, Sendable, Equatable {
     }
 }
 
+/// A photo the catalog hosts itself (`catalog.photo.add`): a JPEG an admin uploaded, kept in
+/// two sizes that fit within `HostedPhoto.sizes` pixels, served by `catalog.photo` and as
+/// `GET /places/{place_id}/photos/{id}/{size}.jpg`. `width` and `height` are the larger size's.
+public struct HostedPhoto: Codable, Sendable, Equatable {
+    /// The longest side of each size kept, largest first.
+    public static let sizes = [1280, 320]
+
+    public var id: Int64
+    public var width: Int
+    public var height: Int
+    public var attribution: String?
+    public var caption: String?
+
+    public init(id: Int64, width: Int, height: Int, attribution: String? = nil, caption: String? = nil) {
+        self.id = id
+        self.width = width
+        self.height = height
+        self.attribution = attribution
+        self.caption = caption
+    }
+}
+
 /// One opening period in a week: ISO weekday 1 (Monday) to 7, times `HH:MM` local to the place.
 /// A `close` earlier than `open` runs past midnight; `24:00` closes at midnight.
 public struct OpeningPeriod: Codable, Sendable, Equatable {
@@ -92,13 +114,16 @@ public struct Place: Codable, Sendable, Equatable {
     /// When the place is on (an event's dates), read in its `timezone`; nil (and absent from
     /// the JSON) when it has none. See `Season`.
     public var seasons: [Season]? = nil
+    /// The photos the catalog hosts (`catalog.photo.add`), oldest first; nil (and absent from
+    /// the JSON) when it has none. Written only by the photo methods.
+    public var hostedPhotos: [HostedPhoto]? = nil
 
     public init(
         id: Int64, name: String, category: String, lat: Double, lon: Double, address: String? = nil, phone: String? = nil,
         website: String? = nil, priceLevel: Int? = nil, description: String? = nil, openingHours: [OpeningPeriod] = [],
         photos: [Photo] = [], popularity: Double = 0, externalIds: [String: String] = [:], createdAt: String, updatedAt: String,
         version: Int64 = 1, timezone: String? = nil, nameI18n: [String: String]? = nil, descriptionI18n: [String: String]? = nil,
-        openingHoursText: String? = nil, seasons: [Season]? = nil
+        openingHoursText: String? = nil, seasons: [Season]? = nil, hostedPhotos: [HostedPhoto]? = nil
     ) {
         self.id = id
         self.name = name
@@ -122,6 +147,7 @@ public struct Place: Codable, Sendable, Equatable {
         self.descriptionI18n = descriptionI18n
         self.openingHoursText = openingHoursText
         self.seasons = seasons
+        self.hostedPhotos = hostedPhotos
     }
 
     enum CodingKeys: String, CodingKey {
@@ -134,6 +160,7 @@ public struct Place: Codable, Sendable, Equatable {
         case nameI18n = "name_i18n"
         case descriptionI18n = "description_i18n"
         case openingHoursText = "opening_hours_text"
+        case hostedPhotos = "hosted_photos"
     }
 }
 
@@ -209,6 +236,8 @@ public enum PlaceTexts {
     public static let description = TextRule("description", maxCharacters: 5_000, lines: .multiple)
     public static let openingHoursText = TextRule("opening_hours_text", maxCharacters: 500)
     public static let photoAttribution = TextRule("attribution", maxCharacters: 300)
+    /// What a hosted photo shows (`catalog.photo.add`).
+    public static let photoCaption = TextRule("caption", maxCharacters: 300)
     /// A URL (a website, a photo's): at most this many characters.
     public static let url = TextRule("url", maxCharacters: 2_000)
 

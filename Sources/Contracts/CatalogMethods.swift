@@ -30,6 +30,24 @@ extension Methods.Catalog {
     public static let categories = Method<Empty, CategoryList>(
         "catalog.categories", .catalog, .anyone, .read,
         "the categories with how many places each has")
+    public static let photoAdd = Method<PlacePhotoAdd, Place>(
+        "catalog.photo.add", .catalog, .admin, .write,
+        "host a committed upload (tours.map.upload.*, a JPEG) as a photo of a place, kept at 1280 and 320 px; answers the place",
+        errors: [
+            .notFound("place_id", "no place has this id"),
+            .notFound("upload_id", "no upload has this id, or it expired"),
+            .conflict("upload_id", "the upload is not committed yet"),
+            .invalid("place_id", "the place has 20 hosted photos already"),
+            .tooLarge("upload_id", "the JPEG is over 10 MiB or decodes too large for a photo"),
+        ])
+    public static let photo = Method<PlacePhotoRef, PlacePhotoReply>(
+        "catalog.photo", .catalog, .anyone, .read,
+        "one hosted photo of a place, size 1280 or 320 (its longest side): a JPEG (RESP: raw bytes; JSON-RPC: base64)",
+        errors: [.notFound("photo_id", "the place has no hosted photo with this id")])
+    public static let photoDelete = Method<PlacePhotoRef, Place>(
+        "catalog.photo.delete", .catalog, .admin, .write,
+        "delete a hosted photo of a place; answers the place",
+        errors: [.notFound("photo_id", "the place has no hosted photo with this id")])
     public static let importBegin = Method<ImportBegin, ImportStatus>(
         "catalog.import.begin", .catalog, .admin, .write,
         "start an import: format content (our XML) or osm, dry_run; answers its import_id",
@@ -187,6 +205,7 @@ extension Methods {
     static let catalogOwned: [any DeclaresMethod] = [
         Methods.Catalog.create, Methods.Catalog.update, Methods.Catalog.delete,
         Methods.Catalog.get, Methods.Catalog.list, Methods.Catalog.categories,
+        Methods.Catalog.photoAdd, Methods.Catalog.photo, Methods.Catalog.photoDelete,
         Methods.Catalog.importBegin, Methods.Catalog.importAppend, Methods.Catalog.importCommit,
         Methods.Catalog.importStatus, Methods.Catalog.importApply, Methods.Strings.get,
         Methods.Tours.create, Methods.Tours.update, Methods.Tours.delete,

@@ -846,6 +846,76 @@ public struct MapUpload: Codable, Sendable, DeclaredShape {
     }
 }
 
+/// `catalog.photo.add`: a committed upload (`tours.map.upload.*`) becomes a photo the catalog
+/// hosts for place `place_id`, with who made it and what it shows.
+public struct PlacePhotoAdd: Decodable, Sendable, DeclaredShape {
+    public static let fieldRules: [FieldRule] = [.text(PlaceTexts.photoAttribution), .text(PlaceTexts.photoCaption)]
+
+    public var placeId: Int64
+    public var uploadId: String
+    public var attribution: String?
+    public var caption: String?
+
+    enum CodingKeys: String, CodingKey {
+        case attribution, caption
+        case placeId = "place_id"
+        case uploadId = "upload_id"
+    }
+
+    public init(placeId: Int64, uploadId: String, attribution: String? = nil, caption: String? = nil) {
+        self.placeId = placeId
+        self.uploadId = uploadId
+        self.attribution = attribution
+        self.caption = caption
+    }
+}
+
+/// `catalog.photo` (with `size`) and `catalog.photo.delete` (without): one hosted photo of a place.
+public struct PlacePhotoRef: Codable, Sendable, DeclaredShape {
+    public var placeId: Int64
+    public var photoId: Int64
+    public var size: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case size
+        case placeId = "place_id"
+        case photoId = "photo_id"
+    }
+
+    public init(placeId: Int64, photoId: Int64, size: Int? = nil) {
+        self.placeId = placeId
+        self.photoId = photoId
+        self.size = size
+    }
+}
+
+/// The body of `catalog.photo`'s reply; the JPEG is its one attachment.
+public struct PlacePhotoReply: Codable, Sendable, Equatable {
+    public var contentType = "image/jpeg"
+    public var placeId: Int64
+    public var photoId: Int64
+    public var size: Int
+    public var width: Int
+    public var height: Int
+    public var bytes: Int
+
+    enum CodingKeys: String, CodingKey {
+        case size, width, height, bytes
+        case contentType = "content_type"
+        case placeId = "place_id"
+        case photoId = "photo_id"
+    }
+
+    public init(placeId: Int64, photoId: Int64, size: Int, width: Int, height: Int, bytes: Int) {
+        self.placeId = placeId
+        self.photoId = photoId
+        self.size = size
+        self.width = width
+        self.height = height
+        self.bytes = bytes
+    }
+}
+
 /// `tours.map.set`: a committed upload becomes the tour's map, placed by control points.
 public struct MapSet: Decodable, Sendable, DeclaredShape {
     public struct Point: Codable, Sendable, Equatable {

@@ -231,6 +231,11 @@ public enum PlaceJSON {
         JSONText.appendKey("external_ids", to: &out)
         append(place.externalIds, to: &out)
         out.append(comma)
+        if let photos = place.hostedPhotos {
+            JSONText.appendKey("hosted_photos", to: &out)
+            append(photos, to: &out)
+            out.append(comma)
+        }
         JSONText.appendKey("id", to: &out)
         JSONText.append(place.id, to: &out)
         out.append(comma)
@@ -323,6 +328,13 @@ public enum PlaceJSON {
         return texts
     }
 
+    /// Hosted photos as `JSONCoding.encoder` writes them (the `hosted_photos` column).
+    public static func text(_ photos: [HostedPhoto]) -> String {
+        var out: [UInt8] = []
+        append(photos, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Seasons as `JSONCoding.encoder` writes them (the `seasons` column).
     public static func text(_ seasons: [Season]) -> String {
         var out: [UInt8] = []
@@ -384,6 +396,34 @@ public enum PlaceJSON {
             }
             JSONText.appendKey("url", to: &out)
             JSONText.append(photo.url, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    private static func append(_ photos: [HostedPhoto], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (i, photo) in photos.enumerated() {
+            if i > 0 { out.append(comma) }
+            out.append(UInt8(ascii: "{"))
+            if let attribution = photo.attribution {
+                JSONText.appendKey("attribution", to: &out)
+                JSONText.append(attribution, to: &out)
+                out.append(comma)
+            }
+            if let caption = photo.caption {
+                JSONText.appendKey("caption", to: &out)
+                JSONText.append(caption, to: &out)
+                out.append(comma)
+            }
+            JSONText.appendKey("height", to: &out)
+            JSONText.append(Int64(photo.height), to: &out)
+            out.append(comma)
+            JSONText.appendKey("id", to: &out)
+            JSONText.append(photo.id, to: &out)
+            out.append(comma)
+            JSONText.appendKey("width", to: &out)
+            JSONText.append(Int64(photo.width), to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))

@@ -518,6 +518,10 @@ struct HTTPRoute {
         HTTPRoute(
             template: "/tours/{tour_id}/map/{z}/{x}/{y}.jpg",
             kind: .resource(method: Methods.Tours.mapTile.name, contentType: "image/jpeg", cacheControl: "public, max-age=3600")),
+        // A hosted photo never changes under its id (a new one gets a new id).
+        HTTPRoute(
+            template: "/places/{place_id}/photos/{photo_id}/{size}.jpg",
+            kind: .resource(method: Methods.Catalog.photo.name, contentType: "image/jpeg", cacheControl: "public, max-age=86400")),
         HTTPRoute(
             template: "/users/{user_id}/photo/{size}.jpg",
             kind: .resource(method: Methods.Profile.photo.name, contentType: "image/jpeg", cacheControl: "public, max-age=60")),

@@ -31,7 +31,8 @@ final class WebFiles: Sendable {
     /// Files by their path (`/index.html`, `/vendor/leaflet/leaflet.js`).
     let files: [String: File]
     /// The Content-Security-Policy of the app's pages: its own scripts and styles only, images
-    /// from itself and the map's tile server, connections to itself.
+    /// from itself, the map's tile server and any https site (the places' linked photos, which
+    /// admins write), connections to itself.
     let policy: String
 
     /// The map's background tiles: OpenStreetMap's standard tile server unless told otherwise.
@@ -56,9 +57,10 @@ final class WebFiles: Sendable {
         let settings = (try? JSONCoding.encoder.encode(Settings(tiles: .init(url: tiles.url, attribution: tiles.attribution)))) ?? Data("{}".utf8)
         files["/config.json"] = WebFiles.file(Array(settings), type: "application/json", cache: "no-cache")
         self.files = files
-        let tileOrigin = WebFiles.origin(of: tiles.url).map { " " + $0 } ?? ""
+        // An https tile server is one of the https sites already.
+        let tileOrigin = WebFiles.origin(of: tiles.url).flatMap { $0.hasPrefix("https://") ? nil : " " + $0 } ?? ""
         policy =
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:\(tileOrigin); connect-src 'self'; "
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https:\(tileOrigin); connect-src 'self'; "
             + "font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     }
 

@@ -3,26 +3,39 @@ import Foundation
 extension RGBImage {
     /// The largest square centred in the image (the middle of a wide image, the middle of a
     /// tall one), resampled to `side`×`side` pixels (`side` at least 1).
+    public func centreSquare(side: Int) -> RGBImage {
+        precondition(side >= 1, "a square has at least one pixel")
+        let crop = min(width, height)
+        return resampled(left: (width - crop) / 2, top: (height - crop) / 2, width: crop, height: crop, toWidth: side, toHeight: side)
+    }
+
+    /// The whole image, its shape kept, resampled so that its longer side is `longest` pixels
+    /// (an image already that small is answered as it is: never enlarged).
+    public func fitted(longest: Int) -> RGBImage {
+        precondition(longest >= 1, "an image has at least one pixel")
+        guard max(width, height) > longest else { return self }
+        let scale = Double(longest) / Double(max(width, height))
+        let (newWidth, newHeight) = (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
+        return resampled(left: 0, top: 0, width: width, height: height, toWidth: newWidth, toHeight: newHeight)
+    }
+
+    /// The `width`×`height` rectangle at (`left`, `top`) resampled to `toWidth`×`toHeight`.
     ///
     /// Resampling is separable with a triangle (tent) filter whose width grows with the scale,
     /// as image libraries' "bilinear" resize does (Pillow's, for one): shrinking, each pixel is
     /// a weighted mean of all the source pixels it covers and their neighbours, so nothing
     /// aliases and no pixel is skipped; enlarging, it is plain bilinear interpolation.
-    public func centreSquare(side: Int) -> RGBImage {
-        precondition(side >= 1, "a square has at least one pixel")
-        let crop = min(width, height)
-        let left = (width - crop) / 2
-        let top = (height - crop) / 2
-        let columns = ResampleWeights(from: left, length: crop, to: side)
-        let rows = ResampleWeights(from: top, length: crop, to: side)
-        // Across first, over the crop's rows only: `crop` rows of `side` pixels, as floats.
-        var across = [Float](repeating: 0, count: crop * side * 3)
+    func resampled(left: Int, top: Int, width cropWidth: Int, height cropHeight: Int, toWidth: Int, toHeight: Int) -> RGBImage {
+        let columns = ResampleWeights(from: left, length: cropWidth, to: toWidth)
+        let rows = ResampleWeights(from: top, length: cropHeight, to: toHeight)
+        // Across first, over the crop's rows only: `cropHeight` rows of `toWidth` pixels, as floats.
+        var across = [Float](repeating: 0, count: cropHeight * toWidth * 3)
         pixels.withUnsafeBufferPointer { source in
             across.withUnsafeMutableBufferPointer { target in
-                for row in 0..<crop {
+                for row in 0..<cropHeight {
                     let sourceRow = (top + row) * width * 3
-                    let targetRow = row * side * 3
-                    for x in 0..<side {
+                    let targetRow = row * toWidth * 3
+                    for x in 0..<toWidth {
                         var red: Float = 0
                         var green: Float = 0
                         var blue: Float = 0
@@ -41,23 +54,24 @@ extension RGBImage {
             }
         }
         // Then down: each output row from the rows of `across` its weights name.
-        let count = side * side * 3
+        let rowLength = toWidth * 3
+        let count = toHeight * rowLength
         let output = [UInt8](unsafeUninitializedCapacity: count) { target, initialized in
             across.withUnsafeBufferPointer { across in
-                var sums = [Float](repeating: 0, count: side * 3)
-                for y in 0..<side {
+                var sums = [Float](repeating: 0, count: rowLength)
+                for y in 0..<toHeight {
                     for index in sums.indices { sums[index] = 0 }
                     rows.forEach(y) { row, weight in
                         // `rows` counts from `top`; `across` holds the crop's rows from 0.
-                        let offset = (row - top) * side * 3
-                        for index in 0..<(side * 3) { sums[index] += weight * across[offset + index] }
+                        let offset = (row - top) * rowLength
+                        for index in 0..<rowLength { sums[index] += weight * across[offset + index] }
                     }
-                    for index in 0..<(side * 3) { target[y * side * 3 + index] = UInt8(min(255, max(0, sums[index].rounded()))) }
+                    for index in 0..<rowLength { target[y * rowLength + index] = UInt8(min(255, max(0, sums[index].rounded()))) }
                 }
             }
             initialized = count
         }
-        return RGBImage(uncheckedWidth: side, height: side, pixels: output)
+        return RGBImage(uncheckedWidth: toWidth, height: toHeight, pixels: output)
     }
 }
 
@@ -112,5 +126,28 @@ extension JPEGImage {
         var squares: [Data] = []
         for side in sides { squares.append(try image.centreSquare(side: side).jpeg(quality: quality)) }
         return squares
+    }
+}
+
+extension JPEGImage {
+    /// Checks `data` as `check` does and answers the whole image fitted within each of
+    /// `longest` (see `RGBImage.fitted`), each a baseline JPEG at `quality` with 4:2:0 chroma,
+    /// with its size: the image is decoded once, at the smallest fast scale that keeps the
+    /// largest. What the catalog keeps of a place's photo.
+    public static func fitted(of data: Data, limits: JPEGLimits = JPEGLimits(), longest: [Int], quality: Int) throws(JPEGError) -> [(jpeg: Data, width: Int, height: Int)] {
+        let largest = longest.max() ?? 1
+        // The fast scale that keeps the longer side at least `largest`: the shorter side's share
+        // of it (the frame header, read again by the decode, which checks everything).
+        var shorter = largest
+        if let frame = frameHeader(data), frame.width > 0, frame.height > 0 {
+            shorter = Int((Double(largest) * Double(min(frame.width, frame.height)) / Double(max(frame.width, frame.height))).rounded(.up))
+        }
+        let image = try decode(data, limits: limits, minimumSide: shorter)
+        var versions: [(jpeg: Data, width: Int, height: Int)] = []
+        for side in longest {
+            let version = image.fitted(longest: side)
+            versions.append((try version.jpeg(quality: quality), version.width, version.height))
+        }
+        return versions
     }
 }

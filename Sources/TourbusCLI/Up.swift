@@ -328,7 +328,9 @@ extension TourbusCommand {
         if let demo, let catalog = clients["catalog"] {
             do {
                 let loaded = try DemoLoader.loadIfEmpty(catalog, demo)
-                if loaded > 0 { print("loaded \(loaded) Sydney places into the empty catalog") }
+                if loaded.count > 0 { print("loaded \(loaded.count) Sydney places into the empty catalog") }
+                let drawn = try DemoLoader.addDrawings(catalog, demo, ids: loaded)
+                if drawn > 0 { print("added the demo's drawings to the \(drawn) most popular places") }
                 let tours = try DemoLoader.loadToursIfNone(catalog, demo)
                 if tours > 0 { print("loaded \(tours) Sydney walking tours") }
             } catch {
@@ -364,18 +366,60 @@ enum DemoLoader {
         let description: String
     }
 
-    /// Creates every demo place when the catalog has none; returns how many were created.
-    static func loadIfEmpty(_ catalog: RPCClient, _ demo: DemoData) throws -> Int {
+    /// Creates every demo place when the catalog has none; answers the ids it gave them, in
+    /// the order of the demo's places (none when the catalog had places).
+    static func loadIfEmpty(_ catalog: RPCClient, _ demo: DemoData) throws -> [Int64] {
         let page = try catalog.request(type: Methods.Catalog.list.name, body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
         guard let body = try JSONSerialization.jsonObject(with: page.bodyJSON) as? [String: Any],
             (body["places"] as? [Any])?.isEmpty == true
-        else { return 0 }
-        var created = 0
+        else { return [] }
+        var created: [Int64] = []
         for place in demo.places {
-            _ = try catalog.request(type: Methods.Catalog.create.name, body: try JSONCoding.encoder.encode(place), timeoutMilliseconds: 5_000)
-            created += 1
+            let reply = try catalog.request(type: Methods.Catalog.create.name, body: try JSONCoding.encoder.encode(place), timeoutMilliseconds: 5_000)
+            created.append(try JSONCoding.decoder.decode(PlaceID.self, from: reply.bodyJSON).id)
         }
         return created
+    }
+
+    /// What the demo's drawings say of themselves, wherever a place's photos are shown.
+    static let drawingAttribution = "A drawing by the Tourbus demo, not a photograph"
+    /// How many places get a drawing: the most popular that are not events.
+    static let drawnPlaces = 20
+
+    /// Gives the `drawnPlaces` most popular demo places (not events; ties by their order in the
+    /// file) a drawing of their kind (`PlaceDrawing`), hosted by the catalog and labelled as a
+    /// drawing; `ids` are the places' ids, in the demo's order. Answers how many it drew.
+    static func addDrawings(_ catalog: RPCClient, _ demo: DemoData, ids: [Int64]) throws -> Int {
+        guard ids.count == demo.places.count else { return 0 }
+        let ranked = zip(demo.places, ids).enumerated()
+            .filter { $0.element.0.category != "event" }
+            .sorted { ($0.element.0.popularity ?? 0, -$0.offset) > ($1.element.0.popularity ?? 0, -$1.offset) }
+            .prefix(drawnPlaces)
+        for (_, (place, id)) in ranked {
+            let jpeg = try PlaceDrawing.jpeg(category: place.category, seed: place.externalIds?["demo"] ?? String(id))
+            let upload = try self.upload(catalog, jpeg)
+            _ = try call(
+                catalog, Methods.Catalog.photoAdd.name,
+                ["place_id": id, "upload_id": upload, "attribution": drawingAttribution, "caption": "\(place.name ?? "The place"), as the demo draws it"])
+        }
+        return ranked.count
+    }
+
+    /// Uploads `jpeg` in chunks (`tours.map.upload.*`) and commits it; answers the upload id.
+    private static func upload(_ catalog: RPCClient, _ jpeg: Data) throws -> String {
+        guard let upload = try call(catalog, Methods.Tours.mapUploadBegin.name, [:])["upload_id"] as? String else { throw Failure(description: "no upload_id") }
+        try TourbusCommand.sendChunks(jpeg) { offset, chunk in
+            _ = try call(catalog, Methods.Tours.mapUploadAppend.name, ["upload_id": upload, "offset": offset, "chunk": chunk])
+        }
+        _ = try call(catalog, Methods.Tours.mapUploadCommit.name, ["upload_id": upload])
+        return upload
+    }
+
+    /// One catalog request with a JSON object for a body; answers the reply's body.
+    @discardableResult
+    private static func call(_ catalog: RPCClient, _ type: String, _ body: [String: Any]) throws -> [String: Any] {
+        let reply = try catalog.request(type: type, body: try JSONSerialization.data(withJSONObject: body), timeoutMilliseconds: 30_000)
+        return (try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any]) ?? [:]
     }
 
     /// Creates the demo tours when the catalog has no tour and has every stop of them (found
@@ -422,17 +466,9 @@ enum DemoLoader {
     /// anyone's), uploads it in chunks and places it by the drawing's own control points.
     static func setDemoMap(_ catalog: RPCClient, tour: Int64, stops: [Coordinate]) throws {
         let map = try MapCanvas.draw(stops: stops, width: 2048, height: 1536)
-        func call(_ type: String, _ body: [String: Any]) throws -> [String: Any] {
-            let reply = try catalog.request(type: type, body: try JSONSerialization.data(withJSONObject: body), timeoutMilliseconds: 30_000)
-            return (try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any]) ?? [:]
-        }
-        guard let upload = try call(Methods.Tours.mapUploadBegin.name, [:])["upload_id"] as? String else { throw Failure(description: "no upload_id") }
-        try TourbusCommand.sendChunks(map.jpeg) { offset, chunk in
-            _ = try call(Methods.Tours.mapUploadAppend.name, ["upload_id": upload, "offset": offset, "chunk": chunk])
-        }
-        _ = try call(Methods.Tours.mapUploadCommit.name, ["upload_id": upload])
+        let upload = try self.upload(catalog, map.jpeg)
         let points = map.controlPoints.map { ["x": $0.x, "y": $0.y, "lat": $0.coordinate.latitude, "lon": $0.coordinate.longitude] }
-        _ = try call(Methods.Tours.mapSet.name, ["tour_id": tour, "upload_id": upload, "points": points])
+        try call(catalog, Methods.Tours.mapSet.name, ["tour_id": tour, "upload_id": upload, "points": points])
     }
 
     /// A page of `catalog.list`, as far as the demo loader reads it.

@@ -245,7 +245,11 @@ import TestSupport
                      popularity: number(), externalIds: ids, createdAt: "2026-11-30T18:00:00.000Z", updatedAt: text(),
                      version: Int64(bitPattern: rng.next()) >> Int64(rng.next() % 64), timezone: maybe(text()),
                      nameI18n: byLanguage(), descriptionI18n: byLanguage(),
-                     seasons: rng.next() % 2 == 0 ? nil : (0..<Int(rng.next() % 3)).map { _ in Season(from: text(), to: text()) })
+                     seasons: rng.next() % 2 == 0 ? nil : (0..<Int(rng.next() % 3)).map { _ in Season(from: text(), to: text()) },
+                     hostedPhotos: rng.next() % 2 == 0 ? nil : (0..<Int(rng.next() % 3)).map { _ in
+                         HostedPhoto(id: Int64(bitPattern: rng.next()) >> Int64(rng.next() % 64), width: Int(rng.next() % 5000),
+                                     height: Int(rng.next() % 5000), attribution: maybe(text()), caption: maybe(text()))
+                     })
     }
 
     @Test func generatedPlacesAreWrittenAsTheEncoderWritesThem() throws {
@@ -256,6 +260,9 @@ import TestSupport
             #expect(try PlaceJSON.encode(place) == expected, "\(String(decoding: expected, as: UTF8.self))")
             #expect(PlaceJSON.text(place.openingHours) == String(decoding: try JSONCoding.encoder.encode(place.openingHours), as: UTF8.self))
             #expect(PlaceJSON.text(place.photos) == String(decoding: try JSONCoding.encoder.encode(place.photos), as: UTF8.self))
+            if let hosted = place.hostedPhotos {
+                #expect(PlaceJSON.text(hosted) == String(decoding: try JSONCoding.encoder.encode(hosted), as: UTF8.self))
+            }
             #expect(PlaceJSON.text(place.externalIds) == String(decoding: try JSONCoding.encoder.encode(place.externalIds), as: UTF8.self))
         }
     }

@@ -425,7 +425,10 @@ import Testing
         #expect(all.first?.body == "<!doctype html><p>hi</p>")
         #expect(all.first?.headers["content-type"] == "text/html; charset=utf-8")
         let policy = try #require(all.first?.headers["content-security-policy"])
-        #expect(policy.contains("script-src 'self';") && policy.contains("img-src 'self' data: https://tiles.example;") && !policy.contains("unsafe"))
+        #expect(policy.contains("script-src 'self';") && policy.contains("img-src 'self' data: https:;") && !policy.contains("unsafe"))
+        // A plain-http tile server is named beside the https sites.
+        let local = try WebFiles(app: try WebFilesTests.app(), leaflet: nil, tiles: .init(url: "http://tiles.local:8080/{z}/{x}/{y}.png", attribution: "x"))
+        #expect(local.policy.contains("img-src 'self' data: https: http://tiles.local:8080;"))
         #expect(all.first?.headers["x-content-type-options"] == "nosniff")
         all = HTTPFramingTests.responses(harness.send("GET /app.js HTTP/1.1\r\nHost: t\r\n\r\n"))
         #expect(all.first?.headers["content-type"] == "text/javascript; charset=utf-8" && all.first?.headers["content-security-policy"] == nil)

@@ -49,7 +49,7 @@ final class PopularFixture {
     /// Creates every demo place, and waits (bounded: 10 s) until search has them all.
     func loadDemo() throws -> Int {
         let demo = try DemoData.load(from: packageRoot.appendingPathComponent("deploy/demo").path)
-        let created = try DemoLoader.loadIfEmpty(catalogClient, demo)
+        let created = try DemoLoader.loadIfEmpty(catalogClient, demo).count
         for _ in 0..<200 {
             let stats = try searchClient.call("sys.stats", Empty(), as: SubscriberCheck.self)
             if stats.subscriptions?.first(where: { $0.source == "catalog" })?.seq == Int64(created) { break }

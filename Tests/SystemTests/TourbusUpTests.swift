@@ -2,6 +2,7 @@ import Bus
 import Foundation
 import Sealing
 import Testing
+import TourMaps
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -85,6 +86,7 @@ func logfmt(_ line: Substring) -> [String: String] {
         #expect(output.contains("loaded 246 Sydney places"), "\(output)")
         #expect(output.contains("loaded 3 Sydney walking tours"), "\(output)")
         #expect(output.contains("posted 5 Sydney annotations"), "\(output)")
+        #expect(output.contains("added the demo's drawings to the 20 most popular places"), "\(output)")
         #expect(output.contains("gateway at 127.0.0.1:\(port)"))
         #expect(FileManager.default.fileExists(atPath: restartsFile) && restarts().isEmpty, "\(restarts())")
         let before = Dictionary(uniqueKeysWithValues: ["catalog", "social", "search", "notify", "favorites", "gateway"].map { ($0, children(of: process.processIdentifier, named: "tourbus-\($0)")) })
@@ -101,6 +103,25 @@ func logfmt(_ line: Substring) -> [String: String] {
         let walks = (walk["result"] as? [String: Any])?["tours"] as? [[String: Any]]
         #expect(walks?.map { $0["name"] as? String } == ["Bondi to Coogee Coastal Walk"], "\(walk)")
         #expect((walks?.first?["stops"] as? [Any])?.count == 8)
+        // The most popular places have the demo's drawings, hosted by the catalog and labelled as
+        // drawings; a browser GETs them, a Redis client takes their bytes.
+        let operaHouse = (json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{"id":1}}"#))["result"] as? [String: Any]) ?? [:]
+        let drawing = try #require((operaHouse["hosted_photos"] as? [[String: Any]])?.first, "\(operaHouse)")
+        #expect((drawing["attribution"] as? String)?.contains("drawing") == true && drawing["width"] as? Int == 960, "\(drawing)")
+        let drawingId = try #require(drawing["id"] as? Int)
+        let browser = try GatewayConnection(port: UInt16(port))
+        browser.send("GET /places/1/photos/\(drawingId)/320.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let served = try #require(browser.httpResponse())
+        #expect(served.status == 200 && served.headers["content-type"] == "image/jpeg" && served.headers["cache-control"] == "public, max-age=86400")
+        #expect(try JPEGImage.check(Data(served.body)).width == 320)
+        let redis = try GatewayConnection(port: UInt16(port))
+        redis.send(GatewayConnection.resp(["catalog.photo", #"{"place_id":1,"photo_id":\#(drawingId),"size":320}"#]))
+        #expect(redis.respBytes() == served.body)
+        let drawn = (1...246).filter { id in
+            let place = (json(c.call(#"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{"id":\#(id)}}"#))["result"] as? [String: Any]) ?? [:]
+            return place["hosted_photos"] != nil
+        }
+        #expect(drawn.count == 20, "\(drawn)")
         // Each walk has its map, drawn by `up`, placed by its own control points, cut into tiles.
         for id in 1...3 {
             var map: [String: Any] = [:]

@@ -46,6 +46,12 @@ import TourMaps
             if !indexed { usleep(100_000) }
         }
         #expect(indexed, "search indexed the demo's places")
+        // Place 1 has a hosted photo, the demo's drawing of it, as `tourbus up` gives it.
+        let drawing = try PlaceDrawing.jpeg(category: "attraction", seed: "syd-001", width: 640, height: 420)
+        let upload = admin.rpc("tours.map.upload.begin").field("upload_id", String.self) ?? ""
+        #expect(admin.rpc("tours.map.upload.append", #"{"upload_id":"\#(upload)","chunk":"\#(drawing.base64EncodedString())"}"#).succeeded)
+        #expect(admin.rpc("tours.map.upload.commit", #"{"upload_id":"\#(upload)"}"#).succeeded)
+        #expect(admin.rpc("catalog.photo.add", #"{"place_id":1,"upload_id":"\#(upload)","attribution":"A drawing by the Tourbus demo, not a photograph"}"#).succeeded)
         if withTour { try tour(admin, places) }
         return suite
     }

@@ -59,3 +59,46 @@ import Testing
         #expect(JPEGError.cmyk.description == "the map image is a CMYK JPEG (made for print): save it as RGB")
     }
 }
+
+/// Place photos' sizes (`fitted`) and the demo's drawings (`PlaceDrawing`).
+@Suite struct FittedPhotoTests {
+    @Test func theWholeImageIsFittedWithItsShapeAndNeverEnlarged() throws {
+        let image = try #require(RGBImage(width: 300, height: 100, pixels: TestImages.gradientPixels(width: 300, height: 100)))
+        let fitted = image.fitted(longest: 150)
+        #expect(fitted.width == 150 && fitted.height == 50)
+        // The whole width, not a crop: the ends keep the gradient's ends.
+        #expect(Int(fitted.color(x: 0, y: 25).red) <= 4 && Int(fitted.color(x: 149, y: 25).red) >= 251)
+        let small = image.fitted(longest: 1280)
+        #expect(small.width == 300 && small.height == 100)
+    }
+
+    @Test func aJPEGIsDecodedOnceAtAFastScaleAndFittedToEachSize() throws {
+        let jpeg = try #require(RGBImage(width: 2400, height: 1600, pixels: TestImages.gradientPixels(width: 2400, height: 1600))).jpeg(quality: 90)
+        let versions = try JPEGImage.fitted(of: jpeg, longest: [1280, 320], quality: 85)
+        #expect(versions.map { "\($0.width)x\($0.height)" } == ["1280x853", "320x213"])
+        for version in versions {
+            let checked = try JPEGImage.check(version.jpeg)
+            #expect(checked.width == version.width && checked.height == version.height)
+        }
+        // A panorama past the limits' ratio is refused.
+        let strip = try #require(RGBImage(width: 900, height: 100, pixels: TestImages.gradientPixels(width: 900, height: 100))).jpeg()
+        #expect(throws: JPEGError.self) { try JPEGImage.fitted(of: strip, limits: JPEGLimits(maxAspectRatio: 8), longest: [320], quality: 85) }
+    }
+
+    @Test func aDrawingIsTheSameForTheSameSeedAndDiffersByKind() throws {
+        let opera = try PlaceDrawing.jpeg(category: "attraction", seed: "syd-001", width: 320, height: 200)
+        #expect(try PlaceDrawing.jpeg(category: "attraction", seed: "syd-001", width: 320, height: 200) == opera)
+        let kinds = try ["attraction", "beach", "park", "viewpoint", "bar"].map { try PlaceDrawing.jpeg(category: $0, seed: "syd-001", width: 320, height: 200) }
+        #expect(Set(kinds).count == kinds.count)
+        for drawing in kinds {
+            let checked = try JPEGImage.check(drawing)
+            #expect(checked.width == 320 && checked.height == 200)
+        }
+        // A beach is sand at the bottom and sky at the top; a bar's street stands under a night sky.
+        let beach = try JPEGImage.decode(kinds[1])
+        #expect(beach.color(x: 160, y: 195).distance(to: RGBColor(red: 236, green: 214, blue: 160)) < 12)
+        #expect(beach.color(x: 5, y: 2).blue > 180)
+        let bar = try JPEGImage.decode(kinds[4])
+        #expect(Int(bar.color(x: 2, y: 2).blue) < 100)
+    }
+}

@@ -195,6 +195,13 @@ def place(browser, width):
     check(page.locator("h1").inner_text().startswith("Sydney Opera House"), "%d px: the place's name" % width)
     facts = page.locator(".facts").inner_text()
     check("Bennelong Point" in facts and "+61" in facts, "%d px: address and phone: %s" % (width, facts))
+    # The hosted photo (the demo's drawing), its small size loaded, labelled as a drawing.
+    page.wait_for_selector(".photos figure.hosted img", timeout=WAIT)
+    until(page, "document.querySelector('.photos figure.hosted img').complete")
+    size = page.evaluate("[document.querySelector('.photos figure.hosted img').naturalWidth, document.querySelector('.photos figure.hosted img').naturalHeight]")
+    check(size == [320, 210], "%d px: the hosted photo's small size loaded: %s" % (width, size))
+    check("drawing" in page.locator(".photos figure.hosted figcaption").inner_text(), "%d px: the drawing is labelled as one" % width)
+    check(page.locator(".photos figure.hosted a").get_attribute("href") == "/places/1/photos/1/1280.jpg", "%d px: it opens the large size" % width)
     page.wait_for_selector(".directions a", timeout=WAIT)
     check(page.locator(".directions a[href^='https://www.google.com/maps/dir/']").count() >= 1, "%d px: directions deep links" % width)
     page.get_by_label("Your rating").select_option("2")
@@ -213,6 +220,12 @@ def place(browser, width):
     page.wait_for_timeout(400)
     check("Loud" in page.locator(".review").first.inner_text(), "%d px: ascending puts the lowest first" % width)
     shot(page, width)
+    # Opening hours, where the demo has them: the State Library (demo place 54), late Monday to Thursday.
+    page.evaluate("location.hash = '#/place/54'")
+    page.wait_for_selector("h1:has-text('State Library')", timeout=WAIT)
+    page.wait_for_selector(".hours li", timeout=WAIT)
+    hours = page.locator(".hours li").all_inner_texts()
+    check(len(hours) == 7 and hours[0] == "Monday 09:00–20:00" and hours[6] == "Sunday 10:00–17:00", "%d px: the library's hours: %s" % (width, hours))
     context.close()
 
 
