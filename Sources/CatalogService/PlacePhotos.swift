@@ -26,45 +26,48 @@ enum PlacePhotoRules {
 extension CatalogStore {
     /// `catalog.photo.add`: decodes committed upload `upload_id` into its two sizes (on the
     /// writer, in the transaction that stores them: admins add photos one at a time) and adds
-    /// it to the place's `hosted_photos`; the upload is used up. Answers the place's JSON,
-    /// which is also published.
+    /// it to the place's `hosted_photos`; the upload is used up, and so is one whose image is
+    /// refused (`refusedUploads`). Answers the place's JSON, which is also published.
     func addPhoto(_ request: PlacePhotoAdd) throws -> Data {
         try PlaceTexts.photoAttribution.check(request.attribution)
         try PlaceTexts.photoCaption.check(request.caption)
-        return try db.transaction {
-            let current = try place(request.placeId, field: "place_id")
-            let count = current.hostedPhotos?.count ?? 0
-            guard count < PlacePhotoRules.maxPerPlace else {
-                throw ServiceError.invalid("place_id", "place \(request.placeId) has \(PlacePhotoRules.maxPerPlace) hosted photos already: delete one first")
-            }
-            let upload = try TourMapRules.uploads.open(db, request.uploadId, owner: nil, now: Int64(Date().timeIntervalSince1970))
-            guard upload.committed else {
-                throw ServiceError(.conflict, "commit upload \(request.uploadId) first (tours.map.upload.commit)", field: "upload_id")
-            }
-            let versions: [(jpeg: Data, width: Int, height: Int)]
-            do {
-                versions = try JPEGImage.fitted(
+        do {
+            return try db.transaction {
+                let current = try place(request.placeId, field: "place_id")
+                guard (current.hostedPhotos?.count ?? 0) < PlacePhotoRules.maxPerPlace else {
+                    throw ServiceError.invalid("place_id", "place \(request.placeId) has \(PlacePhotoRules.maxPerPlace) hosted photos already: delete one first")
+                }
+                let upload = try openUpload(request.uploadId)
+                guard upload.committed else {
+                    throw ServiceError(.conflict, "commit upload \(request.uploadId) first (tours.map.upload.commit)", field: "upload_id")
+                }
+                let versions = try JPEGImage.fitted(
                     of: try TourMapRules.uploads.bytes(db, request.uploadId), limits: PlacePhotoRules.jpeg,
                     longest: HostedPhoto.sizes, quality: PlacePhotoRules.quality)
-            } catch let error as JPEGError {
-                throw ChunkedUploads.refusal(error, image: "the photo")
+                guard versions.count == 2, let large = versions.first, let small = versions.last else {
+                    throw ServiceError(.internal, "the photo was cut into \(versions.count) sizes, not 2")
+                }
+                try db.run(
+                    """
+                    INSERT INTO place_photos (place_id, width, height, jpeg_1280, small_width, small_height, jpeg_320, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, request.placeId, large.width, large.height, large.jpeg, small.width, small.height, small.jpeg, Logger.timestamp())
+                let photo = HostedPhoto(
+                    id: db.lastInsertRowID, width: large.width, height: large.height,
+                    attribution: Self.text(request.attribution), caption: Self.text(request.caption))
+                try TourMapRules.uploads.delete(db, request.uploadId)
+                var changed = current
+                changed.hostedPhotos = (current.hostedPhotos ?? []) + [photo]
+                return try store(&changed, over: current)
             }
-            guard versions.count == 2, let large = versions.first, let small = versions.last else {
-                throw ServiceError(.internal, "the photo was cut into \(versions.count) sizes, not 2")
-            }
-            try db.run(
-                """
-                INSERT INTO place_photos (place_id, width, height, jpeg_1280, small_width, small_height, jpeg_320, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, request.placeId, large.width, large.height, large.jpeg, small.width, small.height, small.jpeg, Logger.timestamp())
-            let photo = HostedPhoto(
-                id: db.lastInsertRowID, width: large.width, height: large.height,
-                attribution: request.attribution.map(PlaceRules.trimmed), caption: request.caption.map(PlaceRules.trimmed))
-            try TourMapRules.uploads.delete(db, request.uploadId)
-            var changed = current
-            changed.hostedPhotos = (current.hostedPhotos ?? []) + [photo]
-            return try store(&changed, over: current)
+        } catch let error as JPEGError {
+            throw refused(request.uploadId, error, image: "the photo")
         }
+    }
+
+    /// A photo's text trimmed, or nil when nothing is left of it.
+    private static func text(_ value: String?) -> String? {
+        value.map(PlaceRules.trimmed).flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// `catalog.photo`: one size of a hosted photo, with its reply.

@@ -48,8 +48,6 @@ enum TourMapRules {
         table: "map_uploads", chunkTable: "map_upload_chunks", maxBytes: jpeg.maxBytes,
         maxOpen: maxOpenUploads, noun: "a map image", usedBy: Methods.Tours.mapSet.name)
 
-    /// What a refused JPEG answers: too large, or not a map image (with libjpeg-turbo's words).
-    static func refusal(_ error: JPEGError) -> ServiceError { ChunkedUploads.refusal(error, image: "the map image") }
 }
 
 extension CatalogStore {
@@ -58,36 +56,51 @@ extension CatalogStore {
     private var nowSeconds: Int64 { Int64(Date().timeIntervalSince1970) }
 
     func beginUpload() throws -> MapUpload {
-        try db.transaction { MapUpload(uploadId: try TourMapRules.uploads.begin(db, owner: nil, now: nowSeconds), bytes: 0) }
+        try db.transaction {
+            for id in refusedUploads { try TourMapRules.uploads.delete(db, id) }
+            let begun = try TourMapRules.uploads.begin(db, owner: nil, now: nowSeconds)
+            refusedUploads = []
+            return MapUpload(uploadId: begun, bytes: 0)
+        }
     }
 
     func appendUpload(_ request: UploadChunk) throws -> MapUpload {
         let chunk = try Chunks.decode(request.chunk)
+        guard !refusedUploads.contains(request.uploadId) else { throw TourMapRules.uploads.unknown(request.uploadId) }
         return try db.transaction {
             let bytes = try TourMapRules.uploads.append(db, request.uploadId, owner: nil, chunk: chunk, offset: request.offset, now: nowSeconds)
             return MapUpload(uploadId: request.uploadId, bytes: bytes)
         }
     }
 
-    /// Checks the whole image (libjpeg-turbo decodes it once) and marks the upload ready for `tours.map.set`.
+    /// Checks the whole image (libjpeg-turbo decodes it once) and marks the upload ready for
+    /// `tours.map.set`; an image refused takes its upload with it (it can never be used).
     func commitUpload(_ id: String) throws -> MapUpload {
-        try db.transaction {
-            let upload = try openUpload(id)
-            // Checked once: each check decodes the image on the writer.
-            guard !upload.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
-            let image: JPEGImage
-            do {
-                image = try JPEGImage.check(try uploadBytes(id), limits: TourMapRules.jpeg)
-            } catch let error as JPEGError {
-                throw TourMapRules.refusal(error)
+        do {
+            return try db.transaction {
+                let upload = try openUpload(id)
+                // Checked once: each check decodes the image on the writer.
+                guard !upload.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
+                let image = try JPEGImage.check(try uploadBytes(id), limits: TourMapRules.jpeg)
+                try db.run("UPDATE map_uploads SET committed = 1, width = ?, height = ? WHERE id = ?", image.width, image.height, id)
+                return MapUpload(uploadId: id, bytes: upload.bytes, width: image.width, height: image.height)
             }
-            try db.run("UPDATE map_uploads SET committed = 1, width = ?, height = ? WHERE id = ?", image.width, image.height, id)
-            return MapUpload(uploadId: id, bytes: upload.bytes, width: image.width, height: image.height)
+        } catch let error as JPEGError {
+            throw refused(id, error, image: "the map image")
         }
     }
 
-    private func openUpload(_ id: String) throws -> ChunkedUploads.Upload {
-        try TourMapRules.uploads.open(db, id, owner: nil, now: nowSeconds)
+    /// Forgets upload `id`, whose image was refused for `error` (see `refusedUploads`), and
+    /// answers the refusal.
+    func refused(_ id: String, _ error: JPEGError, image: String) -> ServiceError {
+        refusedUploads.insert(id)
+        return ChunkedUploads.refusal(error, image: image)
+    }
+
+    /// Upload `id`, not expired and not refused, or `not_found`.
+    func openUpload(_ id: String) throws -> ChunkedUploads.Upload {
+        guard !refusedUploads.contains(id) else { throw TourMapRules.uploads.unknown(id) }
+        return try TourMapRules.uploads.open(db, id, owner: nil, now: nowSeconds)
     }
 
     private func uploadBytes(_ id: String) throws -> Data { try TourMapRules.uploads.bytes(db, id) }

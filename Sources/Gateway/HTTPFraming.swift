@@ -551,7 +551,10 @@ struct HTTPRoute {
             let suffix = pattern[pattern.index(after: close)...]
             guard segment.hasSuffix(suffix) else { return nil }
             let digits = segment.dropLast(suffix.count)
-            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int64(digits) else { return nil }
+            // One spelling per number (no leading zero), so one resource has one URL to cache.
+            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.count == 1 || digits.first != "0",
+                let value = Int64(digits)
+            else { return nil }
             params.append((String(pattern[pattern.index(after: pattern.startIndex)..<close]), value))
         }
         return params

@@ -152,10 +152,22 @@ public struct JPEGImage: Sendable, Equatable {
     /// or corrupt data is found as by `check`. A 40-megapixel photo wanted at 512 px decodes at
     /// 1/8: some 2 MB of pixels instead of 120 MB.
     public static func decode(_ data: Data, limits: JPEGLimits = JPEGLimits(), minimumSide: Int) throws(JPEGError) -> RGBImage {
+        try decode(data, limits: limits) { width, height in min(width, height) >= minimumSide }
+    }
+
+    /// As `decode(_:limits:minimumSide:)`, at the smallest fast scale whose longer side still
+    /// has at least `minimumLongSide` pixels: what fitting the whole image within that needs.
+    public static func decode(_ data: Data, limits: JPEGLimits = JPEGLimits(), minimumLongSide: Int) throws(JPEGError) -> RGBImage {
+        try decode(data, limits: limits) { width, height in max(width, height) >= minimumLongSide }
+    }
+
+    /// Decodes at the smallest of 1/8, 1/4, 1/2 and 1 whose scaled size `keeps` holds for (full
+    /// size when none does), the size read from the checked header.
+    private static func decode(_ data: Data, limits: JPEGLimits, keeps: (Int, Int) -> Bool) throws(JPEGError) -> RGBImage {
         let decoder = try makeDecoder()
         let header = try checkedHeader(data, limits: limits, decoder: decoder)
         var denominator = 8
-        while denominator > 1, (min(header.width, header.height) + denominator - 1) / denominator < minimumSide { denominator /= 2 }
+        while denominator > 1, !keeps((header.width + denominator - 1) / denominator, (header.height + denominator - 1) / denominator) { denominator /= 2 }
         let width = (header.width + denominator - 1) / denominator
         let height = (header.height + denominator - 1) / denominator
         try checkDecoded(width: width, height: height, limits: limits)
@@ -265,6 +277,45 @@ public struct JPEGImage: Sendable, Equatable {
             }
         }
         if case .failure(let error) = result { throw .corrupt(error.message) }
+    }
+
+    /// The orientation an Exif block (APP1 `Exif\0\0`, before the first scan) gives the image,
+    /// 1 to 8 as TIFF's tag 274 numbers them; 1 (as stored) when there is none or it is not
+    /// one of those. Cameras store a portrait as a landscape image turned by this tag, and
+    /// libjpeg ignores it.
+    static func exifOrientation(_ data: Data) -> Int {
+        let bytes = [UInt8](data.prefix(1 << 20))
+        var index = 2  // after SOI
+        while index + 4 <= bytes.count, bytes[index] == 0xFF {
+            let marker = bytes[index + 1]
+            let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+            if marker == 0xDA || length < 2 { return 1 }  // start of scan, or a broken length
+            let end = min(bytes.count, index + 2 + length)
+            if marker == 0xE1, end - index >= 10, bytes[(index + 4)..<(index + 10)].elementsEqual(Array("Exif\0\0".utf8)) {
+                return orientation(inTIFF: Array(bytes[(index + 10)..<end]))
+            }
+            index += 2 + length
+        }
+        return 1
+    }
+
+    /// Tag 274 of the first IFD of a TIFF structure (Exif's payload), or 1.
+    private static func orientation(inTIFF tiff: [UInt8]) -> Int {
+        guard tiff.count >= 8, tiff[0] == tiff[1], tiff[0] == 0x49 || tiff[0] == 0x4D else { return 1 }
+        let little = tiff[0] == 0x49
+        func read(_ at: Int, _ size: Int) -> Int? {
+            guard at >= 0, at + size <= tiff.count else { return nil }
+            let field = tiff[at..<(at + size)]
+            return (little ? field.reversed() : Array(field)).reduce(0) { $0 << 8 | Int($1) }
+        }
+        guard let first = read(4, 4), let count = read(first, 2) else { return 1 }
+        for entry in 0..<min(count, 512) {
+            let at = first + 2 + entry * 12
+            guard let tag = read(at, 2) else { return 1 }
+            // SHORT (3), one value, in the entry's first two bytes.
+            if tag == 0x0112, read(at + 2, 2) == 3, let value = read(at + 8, 2), (1...8).contains(value) { return value }
+        }
+        return 1
     }
 
     /// The width and height of the first frame header (SOF0…SOF15 but DHT, JPG and DAC) and

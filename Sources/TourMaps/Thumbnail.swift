@@ -19,6 +19,43 @@ extension RGBImage {
         return resampled(left: 0, top: 0, width: width, height: height, toWidth: newWidth, toHeight: newHeight)
     }
 
+    /// The image as Exif `orientation` (1 to 8) says to show it: turned and mirrored so that its
+    /// first row is the top (2 mirrors, 3 turns half round, 4 flips, 5 to 8 swap the sides: 6 is
+    /// a quarter turn clockwise, 8 anticlockwise, 5 and 7 those mirrored). 1 and anything else
+    /// answer the image as it is.
+    public func oriented(_ orientation: Int) -> RGBImage {
+        guard (2...8).contains(orientation) else { return self }
+        let (w, h) = (width, height)
+        let swapped = orientation >= 5
+        let (outWidth, outHeight) = swapped ? (h, w) : (w, h)
+        let count = outWidth * outHeight * 3
+        let output = [UInt8](unsafeUninitializedCapacity: count) { target, initialized in
+            pixels.withUnsafeBufferPointer { source in
+                for y in 0..<outHeight {
+                    for x in 0..<outWidth {
+                        let (sx, sy): (Int, Int) =
+                            switch orientation {
+                            case 2: (w - 1 - x, y)
+                            case 3: (w - 1 - x, h - 1 - y)
+                            case 4: (x, h - 1 - y)
+                            case 5: (y, x)
+                            case 6: (y, h - 1 - x)
+                            case 7: (w - 1 - y, h - 1 - x)
+                            default: (w - 1 - y, x)
+                            }
+                        let from = (sy * w + sx) * 3
+                        let to = (y * outWidth + x) * 3
+                        target[to] = source[from]
+                        target[to + 1] = source[from + 1]
+                        target[to + 2] = source[from + 2]
+                    }
+                }
+            }
+            initialized = count
+        }
+        return RGBImage(uncheckedWidth: outWidth, height: outHeight, pixels: output)
+    }
+
     /// The `width`×`height` rectangle at (`left`, `top`) resampled to `toWidth`×`toHeight`.
     ///
     /// Resampling is separable with a triangle (tent) filter whose width grows with the scale,
@@ -120,9 +157,10 @@ extension JPEGImage {
     /// Checks `data` as `check` does and answers a centred square of it for each of `sides`
     /// (see `RGBImage.centreSquare`), each a baseline JPEG at `quality` with 4:2:0 chroma: the
     /// image is decoded once, at the smallest fast scale that keeps the largest side
-    /// (`decode(_:limits:minimumSide:)`). What social keeps of a profile photo.
+    /// (`decode(_:limits:minimumSide:)`), and turned as its Exif orientation says. What social
+    /// keeps of a profile photo.
     public static func squares(of data: Data, limits: JPEGLimits = JPEGLimits(), sides: [Int], quality: Int) throws(JPEGError) -> [Data] {
-        let image = try decode(data, limits: limits, minimumSide: sides.max() ?? 1)
+        let image = try decode(data, limits: limits, minimumSide: sides.max() ?? 1).oriented(exifOrientation(data))
         var squares: [Data] = []
         for side in sides { squares.append(try image.centreSquare(side: side).jpeg(quality: quality)) }
         return squares
@@ -133,16 +171,9 @@ extension JPEGImage {
     /// Checks `data` as `check` does and answers the whole image fitted within each of
     /// `longest` (see `RGBImage.fitted`), each a baseline JPEG at `quality` with 4:2:0 chroma,
     /// with its size: the image is decoded once, at the smallest fast scale that keeps the
-    /// largest. What the catalog keeps of a place's photo.
+    /// largest, and turned as its Exif orientation says. What the catalog keeps of a place's photo.
     public static func fitted(of data: Data, limits: JPEGLimits = JPEGLimits(), longest: [Int], quality: Int) throws(JPEGError) -> [(jpeg: Data, width: Int, height: Int)] {
-        let largest = longest.max() ?? 1
-        // The fast scale that keeps the longer side at least `largest`: the shorter side's share
-        // of it (the frame header, read again by the decode, which checks everything).
-        var shorter = largest
-        if let frame = frameHeader(data), frame.width > 0, frame.height > 0 {
-            shorter = Int((Double(largest) * Double(min(frame.width, frame.height)) / Double(max(frame.width, frame.height))).rounded(.up))
-        }
-        let image = try decode(data, limits: limits, minimumSide: shorter)
+        let image = try decode(data, limits: limits, minimumLongSide: longest.max() ?? 1).oriented(exifOrientation(data))
         var versions: [(jpeg: Data, width: Int, height: Int)] = []
         for side in longest {
             let version = image.fitted(longest: side)

@@ -112,12 +112,33 @@ import TourMaps
         // A strip wider than 8:1 is a map's business, not a photo's (the map upload took it).
         let strip = try TourMapTests.upload(catalog, try Self.jpeg(width: 1800, height: 200))
         #expect(refusal("catalog.photo.add", #"{"place_id":\#(place.id),"upload_id":"\#(strip)"}"#)?.field == "upload_id")
+        // A refused image takes its upload with it: it could never be used, and would hold one
+        // of the 16 open uploads for an hour. So does a commit refused. (The next begin deletes them.)
+        #expect(refusal("catalog.photo.add", #"{"place_id":\#(place.id),"upload_id":"\#(strip)"}"#)?.code == .notFound)
+        let broken = try #require(try catalog.raw("tours.map.upload.begin", "{}")["upload_id"] as? String)
+        try catalog.raw("tours.map.upload.append", #"{"upload_id":"\#(broken)","offset":0,"chunk":"\#(jpeg.prefix(jpeg.count / 2).base64EncodedString())"}"#)
+        #expect(refusal("tours.map.upload.commit", #"{"upload_id":"\#(broken)"}"#)?.code == .invalidArgument)
+        #expect(refusal("tours.map.upload.commit", #"{"upload_id":"\#(broken)"}"#)?.code == .notFound)
         // Sizes: only 1280 and 320, and delete takes none.
-        let added = try catalog.raw("catalog.photo.add", #"{"place_id":\#(place.id),"upload_id":"\#(upload)"}"#)
-        let id = try #require((added["hosted_photos"] as? [[String: Any]])?.first?["id"] as? Int64)
+        // Texts of nothing but spaces are left out.
+        let added = try catalog.raw("catalog.photo.add", #"{"place_id":\#(place.id),"upload_id":"\#(upload)","caption":"   ","attribution":""}"#)
+        let first = try #require((added["hosted_photos"] as? [[String: Any]])?.first)
+        #expect(first["caption"] == nil && first["attribution"] == nil, "\(first)")
+        let id = try #require(first["id"] as? Int64)
         #expect(refusal("catalog.photo", #"{"place_id":\#(place.id),"photo_id":\#(id),"size":512}"#)?.field == "size")
         #expect(refusal("catalog.photo", #"{"place_id":\#(place.id),"photo_id":\#(id)}"#)?.field == "size")
         #expect(refusal("catalog.photo.delete", #"{"place_id":\#(place.id),"photo_id":\#(id),"size":320}"#)?.field == "size")
+    }
+
+    /// Refused images hold no slot of the 16 open uploads: 20 refused in a row, and the next begins.
+    @Test func refusedUploadsDoNotFillTheOpenSlots() throws {
+        let catalog = try CatalogFixture()
+        for _ in 0..<(TourMapRules.maxOpenUploads + 4) {
+            let id = try #require(try catalog.raw("tours.map.upload.begin", "{}")["upload_id"] as? String)
+            try catalog.raw("tours.map.upload.append", #"{"upload_id":"\#(id)","chunk":"\#(Data("<svg/>".utf8).base64EncodedString())"}"#)
+            #expect(Self.error { try catalog.raw("tours.map.upload.commit", #"{"upload_id":"\#(id)"}"#) }?.code == .invalidArgument)
+        }
+        #expect(try catalog.raw("tours.map.upload.begin", "{}")["upload_id"] is String)
     }
 
     @Test func aPlaceHoldsAtMostTwentyPhotos() throws {

@@ -96,13 +96,17 @@ import Uploads
         let id = try #require(begun["upload_id"] as? String)
         try catalog.raw("tours.map.upload.append", #"{"upload_id":"\#(id)","chunk":"\#(Data("<svg/>".utf8).base64EncodedString())"}"#)
         #expect(refusal("tours.map.upload.commit", #"{"upload_id":"\#(id)"}"#)?.message.contains("not a JPEG") == true)
+        // A refused upload is gone: it could never be used.
+        #expect(refusal("tours.map.upload.append", #"{"upload_id":"\#(id)","chunk":"AAAA"}"#)?.code == .notFound)
         // A retried append (same offset) is refused, not doubled.
-        #expect(refusal("tours.map.upload.append", #"{"upload_id":"\#(id)","offset":0,"chunk":"AAAA"}"#)?.code == .conflict)
+        let open = try #require(try catalog.raw("tours.map.upload.begin", "{}")["upload_id"] as? String)
+        try catalog.raw("tours.map.upload.append", #"{"upload_id":"\#(open)","offset":0,"chunk":"AAAA"}"#)
+        #expect(refusal("tours.map.upload.append", #"{"upload_id":"\#(open)","offset":0,"chunk":"AAAA"}"#)?.code == .conflict)
         // A chunk over 512 KiB, and text that is not base64.
         let big = Data(count: Chunks.maxBytes + 1).base64EncodedString()
-        let oversized = refusal("tours.map.upload.append", #"{"upload_id":"\#(id)","chunk":"\#(big)"}"#)
+        let oversized = refusal("tours.map.upload.append", #"{"upload_id":"\#(open)","chunk":"\#(big)"}"#)
         #expect(oversized?.field == "chunk", "\(String(describing: oversized))")
-        #expect(refusal("tours.map.upload.append", #"{"upload_id":"\#(id)","chunk":"***"}"#)?.field == "chunk")
+        #expect(refusal("tours.map.upload.append", #"{"upload_id":"\#(open)","chunk":"***"}"#)?.field == "chunk")
         #expect(refusal("tours.map.upload.append", #"{"upload_id":"nope","chunk":"AAAA"}"#)?.code == .notFound)
 
         // Points: collinear, too few, outside the image, and a fit over the bound.

@@ -371,9 +371,11 @@ import Testing
         func params(_ path: String) -> [String]? { HTTPRoute.match(path[...]).map { $0.1.map { "\($0.0)=\($0.1)" } } }
         #expect(params("/tours/3/map/2/1/0.jpg") == ["tour_id=3", "z=2", "x=1", "y=0"])
         #expect(params("/users/12/photo/96.jpg") == ["user_id=12", "size=96"])
+        #expect(params("/places/7/photos/3/320.jpg") == ["place_id=7", "photo_id=3", "size=320"])
         #expect(params("/openrpc.json") == [])
         for path in ["/tours/3/map/2/1/0.png", "/tours/-3/map/2/1/0.jpg", "/tours/3/map/2/1/.jpg", "/tours/3/map/2/1/0.jpg/", "/tours//map/2/1/0.jpg",
-                     "/tours/1e3/map/2/1/0.jpg", "/tours/99999999999999999999/map/0/0/0.jpg", "/users/12/photo/96", "/rpc/", "//rpc"] {
+                     "/tours/1e3/map/2/1/0.jpg", "/tours/99999999999999999999/map/0/0/0.jpg", "/users/12/photo/96", "/rpc/", "//rpc",
+                     "/places/7/photos/3/0320.jpg", "/places/07/photos/3/320.jpg", "/tours/3/map/00/0/0.jpg"] {
             #expect(params(path) == nil, "\(path)")
         }
     }

@@ -102,3 +102,58 @@ import Testing
         #expect(Int(bar.color(x: 2, y: 2).blue) < 100)
     }
 }
+
+/// Exif orientation: a camera's portrait is a landscape image and a tag that turns it.
+@Suite struct ExifOrientationTests {
+    /// `jpeg` with an Exif block after its SOI whose first IFD holds orientation `value`,
+    /// in big-endian (`MM`) or little-endian (`II`) order.
+    static func tagged(_ jpeg: Data, orientation value: Int, littleEndian: Bool = false) -> Data {
+        func u16(_ n: Int) -> [UInt8] { littleEndian ? [UInt8(n & 0xFF), UInt8(n >> 8)] : [UInt8(n >> 8), UInt8(n & 0xFF)] }
+        func u32(_ n: Int) -> [UInt8] { littleEndian ? [UInt8(n & 0xFF), 0, 0, UInt8(n >> 24)] : [UInt8(n >> 24), 0, 0, UInt8(n & 0xFF)] }
+        let tiff: [UInt8] = (littleEndian ? [0x49, 0x49] : [0x4D, 0x4D]) + u16(42) + u32(8) + u16(1) + u16(0x0112) + u16(3) + u32(1) + u16(value) + [0, 0] + u32(0)
+        let payload = Array("Exif\0\0".utf8) + tiff
+        let segment: [UInt8] = [0xFF, 0xE1] + [UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+        return Data(jpeg.prefix(2)) + Data(segment) + Data(jpeg.dropFirst(2))
+    }
+
+    @Test func theTagIsReadInEitherByteOrder() throws {
+        let jpeg = try #require(RGBImage(width: 40, height: 20, pixels: TestImages.gradientPixels(width: 40, height: 20))).jpeg()
+        #expect(JPEGImage.exifOrientation(jpeg) == 1)
+        for value in 1...8 {
+            #expect(JPEGImage.exifOrientation(Self.tagged(jpeg, orientation: value)) == value)
+            #expect(JPEGImage.exifOrientation(Self.tagged(jpeg, orientation: value, littleEndian: true)) == value)
+        }
+        #expect(JPEGImage.exifOrientation(Self.tagged(jpeg, orientation: 9)) == 1, "not an orientation")
+    }
+
+    @Test func eachOrientationPutsTheFirstRowOnTop() throws {
+        // 3×2: a, b, c / d, e, f, each pixel's red its letter.
+        let image = try #require(RGBImage(width: 3, height: 2, pixels: (1...6).flatMap { [UInt8($0), 0, 0] }))
+        func rows(_ oriented: RGBImage) -> [[Int]] {
+            (0..<oriented.height).map { y in (0..<oriented.width).map { Int(oriented.color(x: $0, y: y).red) } }
+        }
+        #expect(rows(image.oriented(1)) == [[1, 2, 3], [4, 5, 6]])
+        #expect(rows(image.oriented(2)) == [[3, 2, 1], [6, 5, 4]])
+        #expect(rows(image.oriented(3)) == [[6, 5, 4], [3, 2, 1]])
+        #expect(rows(image.oriented(4)) == [[4, 5, 6], [1, 2, 3]])
+        #expect(rows(image.oriented(5)) == [[1, 4], [2, 5], [3, 6]])
+        #expect(rows(image.oriented(6)) == [[4, 1], [5, 2], [6, 3]], "a quarter turn clockwise")
+        #expect(rows(image.oriented(7)) == [[6, 3], [5, 2], [4, 1]])
+        #expect(rows(image.oriented(8)) == [[3, 6], [2, 5], [1, 4]], "a quarter turn anticlockwise")
+    }
+
+    @Test func aTurnedPhotoIsKeptUpright() throws {
+        let landscape = try #require(RGBImage(width: 2000, height: 1500, pixels: TestImages.gradientPixels(width: 2000, height: 1500))).jpeg(quality: 90)
+        let versions = try JPEGImage.fitted(of: Self.tagged(landscape, orientation: 6), longest: [1280, 320], quality: 85)
+        #expect(versions.map { "\($0.width)x\($0.height)" } == ["960x1280", "240x320"])
+        let squares = try JPEGImage.squares(of: Self.tagged(landscape, orientation: 8), sides: [96], quality: 85)
+        #expect(try JPEGImage.check(try #require(squares.first)).width == 96)
+    }
+
+    /// A long strip whose 1/8 scale would leave its longer side a few pixels short of 1280.
+    @Test func theLargeSizeIsFullAtAnyShape() throws {
+        let strip = try #require(RGBImage(width: 10184, height: 1273, pixels: [UInt8](repeating: 90, count: 10184 * 1273 * 3))).jpeg()
+        let versions = try JPEGImage.fitted(of: strip, longest: [1280, 320], quality: 85)
+        #expect(versions.map { "\($0.width)x\($0.height)" } == ["1280x160", "320x40"])
+    }
+}
