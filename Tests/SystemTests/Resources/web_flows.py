@@ -110,9 +110,11 @@ def open_app(browser, width, route="#/", token=None, remember=False, where=None)
     return context, page, started
 
 
-def shot(page, width):
+def shot(page, width, part=None):
+    """A screenshot of the viewport, named by the flow (and `part`, a second view of it) and width."""
     page.wait_for_timeout(300)
-    page.screenshot(path="%s/%s-%d.png" % (plan["screens"], plan.get("shots", flow), width), full_page=False)
+    name = plan.get("shots", flow) + ("-" + part if part else "")
+    page.screenshot(path="%s/%s-%d.png" % (plan["screens"], name, width), full_page=False)
 
 
 # MARK: The flows, each run at both widths.
@@ -202,6 +204,8 @@ def place(browser, width):
     check(size == [320, 210], "%d px: the hosted photo's small size loaded: %s" % (width, size))
     check("drawing" in page.locator(".photos figure.hosted figcaption").inner_text(), "%d px: the drawing is labelled as one" % width)
     check(page.locator(".photos figure.hosted a").get_attribute("href") == "/places/1/photos/1/1280.jpg", "%d px: it opens the large size" % width)
+    page.locator(".photos").scroll_into_view_if_needed()
+    shot(page, width, "photo")
     page.wait_for_selector(".directions a", timeout=WAIT)
     check(page.locator(".directions a[href^='https://www.google.com/maps/dir/']").count() >= 1, "%d px: directions deep links" % width)
     page.get_by_label("Your rating").select_option("2")
@@ -226,6 +230,8 @@ def place(browser, width):
     page.wait_for_selector(".hours li", timeout=WAIT)
     hours = page.locator(".hours li").all_inner_texts()
     check(len(hours) == 7 and hours[0] == "Monday 09:00–20:00" and hours[6] == "Sunday 10:00–17:00", "%d px: the library's hours: %s" % (width, hours))
+    page.locator(".hours").scroll_into_view_if_needed()
+    shot(page, width, "hours")
     context.close()
 
 
