@@ -189,7 +189,7 @@ public final class RPCClient: Sendable {
             socket = try Socket(context, .dealer)
             try socket.setImmediate(true)
             try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
-            try socket.setHeartbeat(interval: 1_000, timeout: 3_000, ttl: 6_000)
+            try socket.watchForDeadLinks()
             try socket.setSendHighWaterMark(100_000)
             try socket.setReceiveHighWaterMark(100_000)
             if let curve = options.curve {

@@ -224,11 +224,23 @@ public final class Socket {
         try setOption(ZMQ_RECONNECT_IVL, milliseconds, "ZMQ_RECONNECT_IVL")
         try setOption(ZMQ_RECONNECT_IVL_MAX, maximum, "ZMQ_RECONNECT_IVL_MAX")
     }
-    /// ZMTP heartbeats, so a peer that vanished without closing is noticed.
-    public func setHeartbeat(interval: Int32, timeout: Int32, ttl: Int32) throws(ZMQError) {
-        try setOption(ZMQ_HEARTBEAT_IVL, interval, "ZMQ_HEARTBEAT_IVL")
-        try setOption(ZMQ_HEARTBEAT_TIMEOUT, timeout, "ZMQ_HEARTBEAT_TIMEOUT")
-        try setOption(ZMQ_HEARTBEAT_TTL, ttl, "ZMQ_HEARTBEAT_TTL")
+    /// A link that died silently (a cable cut, a partition, a host powered off) is reset by the
+    /// kernel within seconds, and libzmq dials again, rather than when TCP gives up (minutes):
+    /// TCP keepalive probes after 1 s without a segment, 1 s apart, 3 unanswered ones ending it;
+    /// and data unacknowledged for 3 s ends it (`TCP_USER_TIMEOUT`, a peer gone while a request
+    /// was on its way). A live peer's kernel answers both, even while libzmq has stopped reading
+    /// the connection (a full receive queue), so backpressure never ends a link.
+    ///
+    /// Not ZMTP heartbeats (`ZMQ_HEARTBEAT_*`): the engine cannot read a peer's PINGs while its
+    /// input is stopped, so it ends a healthy but backed-up link, and the reconnect trips
+    /// libzmq's `_input_stopped` assertion (zeromq/libzmq#3937, unfixed in 4.3.4), which
+    /// crashed subscribers during large imports.
+    public func watchForDeadLinks() throws(ZMQError) {
+        try setOption(ZMQ_TCP_KEEPALIVE, Int32(1), "ZMQ_TCP_KEEPALIVE")
+        try setOption(ZMQ_TCP_KEEPALIVE_IDLE, Int32(1), "ZMQ_TCP_KEEPALIVE_IDLE")
+        try setOption(ZMQ_TCP_KEEPALIVE_INTVL, Int32(1), "ZMQ_TCP_KEEPALIVE_INTVL")
+        try setOption(ZMQ_TCP_KEEPALIVE_CNT, Int32(3), "ZMQ_TCP_KEEPALIVE_CNT")
+        try setOption(ZMQ_TCP_MAXRT, Int32(3_000), "ZMQ_TCP_MAXRT")
     }
     /// How long a new connection may take to finish its handshake (the greeting and, on a
     /// CURVE server, its key's check) before it is dropped; libzmq's default is 30 s, which

@@ -245,9 +245,8 @@ final class PushReceiver: Sendable {
         try socket.setReceiveHighWaterMark(10_000)
         try socket.setMaxMessageSize(Int64(Push.maxEnvelopeBytes + 4_096))
         try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
-        // ZMTP heartbeats: a link that died silently (a cable cut, a partition) is noticed in
-        // seconds and dialled again, not when TCP gives up.
-        try socket.setHeartbeat(interval: 1_000, timeout: 3_000, ttl: 6_000)
+        // A link that died silently is noticed in seconds and dialled again (`watchForDeadLinks`).
+        try socket.watchForDeadLinks()
         try socket.setReceiveTimeout(milliseconds: 200)
         try socket.subscribe(Push.framePrefix)
         // libzmq takes a connection's CURVE keys when it connects, so each publisher gets its own.

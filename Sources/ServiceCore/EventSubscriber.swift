@@ -228,9 +228,8 @@ struct SubscriberLoop: Sendable {
             socket = try Socket(context, .sub)
             try socket.setReceiveHighWaterMark(100_000)
             try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
-            // ZMTP heartbeats: a link that died silently (a cable cut, a partition) is noticed in
-            // seconds and dialled again, not when TCP gives up.
-            try socket.setHeartbeat(interval: 1_000, timeout: 3_000, ttl: 6_000)
+            // A link that died silently is noticed in seconds and dialled again (`watchForDeadLinks`).
+            try socket.watchForDeadLinks()
             // Its source's events and the heartbeat, not the pushes beside them (`push.`).
             try socket.subscribe(options.topic + ".")
             try socket.subscribe("sys.")
