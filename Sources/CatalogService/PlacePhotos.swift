@@ -20,7 +20,6 @@ enum PlacePhotoRules {
     static let maxPerPlace = 20
     /// The JPEG quality of the kept versions (4:2:0, as photos are).
     static let quality = 85
-
 }
 
 extension CatalogStore {

@@ -39,15 +39,16 @@ public struct CatalogOptions: Sendable {
 /// The bounds of uploads and maps.
 enum TourMapRules {
     static let jpeg = JPEGLimits()
-    /// Uploads begun and not yet used by `tours.map.set`, at most; each expires an hour after it begins.
+    /// Uploads begun and not yet used (by `tours.map.set` or `catalog.photo.add`), at most; each
+    /// expires an hour after it begins.
     static let maxOpenUploads = 16
     /// Tiles written per transaction by the builder, so the writer never waits long.
     static let tilesPerTransaction = 32
-    /// Uploads of map images, in `map_uploads` and `map_upload_chunks`; no owner (admins upload).
+    /// Uploads of map images and place photos, in `map_uploads` and `map_upload_chunks`; no
+    /// owner (admins upload).
     static let uploads = ChunkedUploads(
         table: "map_uploads", chunkTable: "map_upload_chunks", maxBytes: jpeg.maxBytes,
-        maxOpen: maxOpenUploads, noun: "a map image", usedBy: Methods.Tours.mapSet.name)
-
+        maxOpen: maxOpenUploads, noun: "an image", usedBy: "\(Methods.Tours.mapSet.name) or \(Methods.Catalog.photoAdd.name)")
 }
 
 extension CatalogStore {

@@ -138,7 +138,7 @@ import Uploads
         for _ in 0..<(TourMapRules.jpeg.maxBytes / Chunks.maxBytes) {
             try catalog.raw("tours.map.upload.append", #"{"upload_id":"\#(ids[0])","chunk":"\#(chunk)"}"#)
         }
-        #expect(throws: ServiceError(.tooLarge, "a map image may have at most \(TourMapRules.jpeg.maxBytes) bytes", field: "chunk")) {
+        #expect(throws: ServiceError(.tooLarge, "an image may have at most \(TourMapRules.jpeg.maxBytes) bytes", field: "chunk")) {
             try catalog.raw("tours.map.upload.append", #"{"upload_id":"\#(ids[0])","chunk":"AA=="}"#)
         }
     }
