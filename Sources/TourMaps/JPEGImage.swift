@@ -231,40 +231,53 @@ public struct JPEGImage: Sendable, Equatable {
     }
 
     /// How many scans (start-of-scan segments, FF DA) the data holds, found by walking the
-    /// marker segments by their lengths, so an FF DA inside a segment's payload (a comment, an
-    /// embedded thumbnail) is not counted. After each SOS header comes entropy-coded data, in
-    /// which FF is always followed by 00 (a stuffed byte) or a restart marker D0…D7: it runs
-    /// up to the next FF that is followed by anything else, the next marker.
+    /// marker segments as libjpeg does (`walkMarkers`), so an FF DA inside a segment's payload
+    /// (a comment, an embedded thumbnail) is not counted, and padding libjpeg skips (garbage,
+    /// fill, FF 00) hides none.
     static func scanCount(_ data: Data) -> Int {
-        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+        data.withUnsafeBytes { bytes in
             var count = 0
-            var index = 2  // after SOI
-            while index + 1 < bytes.count {
-                guard bytes[index] == 0xFF else {
-                    index += 1
-                    continue
-                }  // stray bytes: libjpeg refuses them later
-                let marker = bytes[index + 1]
-                if marker == 0xFF {
-                    index += 1
-                    continue
-                }  // fill before a marker
-                if marker == 0xD9 { break }  // end of image
-                if marker == 0x01 || (0xD0...0xD7).contains(marker) {
-                    index += 2
-                    continue
-                }  // no length
-                guard index + 3 < bytes.count else { break }
-                let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
-                guard length >= 2 else { break }
-                index += 2 + length
-                guard marker == 0xDA else { continue }
-                count += 1
+            walkMarkers(bytes) { marker, _ in
+                if marker == 0xDA { count += 1 }
+                return true
+            }
+            return count
+        }
+    }
+
+    /// Calls `body` with each marker segment of the data before the end of image, walking it as
+    /// libjpeg's `next_marker` does: bytes that are not FF are skipped (garbage), FF fill before
+    /// a marker is skipped, and FF 00 outside a scan is not a marker but garbage too; a marker
+    /// without a length (RST0…7, TEM) has an empty payload. After a scan's header (SOS) its
+    /// entropy-coded data runs up to the next FF that is followed by neither 00 (a stuffed byte)
+    /// nor a restart marker. `body` gets the marker and its payload's range (after the length
+    /// field), and answers false to stop. Bounded by the data: every step moves forward.
+    static func walkMarkers(_ bytes: UnsafeRawBufferPointer, _ body: (_ marker: UInt8, _ payload: Range<Int>) -> Bool) {
+        var index = 2  // after SOI
+        while index < bytes.count {
+            // Garbage, then fill: up to a byte after one or more FFs.
+            while index < bytes.count, bytes[index] != 0xFF { index += 1 }
+            while index + 1 < bytes.count, bytes[index + 1] == 0xFF { index += 1 }
+            guard index + 1 < bytes.count else { return }
+            let marker = bytes[index + 1]
+            index += 2
+            if marker == 0x00 { continue }  // FF 00: not a marker
+            if marker == 0xD9 { return }  // end of image
+            if marker == 0x01 || (0xD0...0xD7).contains(marker) {
+                guard body(marker, index..<index) else { return }
+                continue
+            }
+            guard index + 1 < bytes.count else { return }
+            let length = Int(bytes[index]) << 8 | Int(bytes[index + 1])
+            guard length >= 2 else { return }  // a broken length: libjpeg refuses the file
+            let end = min(bytes.count, index + length)
+            guard body(marker, (index + 2)..<end) else { return }
+            index = end
+            if marker == 0xDA {
                 while index + 1 < bytes.count, !(bytes[index] == 0xFF && bytes[index + 1] != 0x00 && !(0xD0...0xD7).contains(bytes[index + 1])) {
                     index += 1
                 }
             }
-            return count
         }
     }
 
@@ -284,19 +297,16 @@ public struct JPEGImage: Sendable, Equatable {
     /// one of those. Cameras store a portrait as a landscape image turned by this tag, and
     /// libjpeg ignores it.
     static func exifOrientation(_ data: Data) -> Int {
-        let bytes = [UInt8](data.prefix(1 << 20))
-        var index = 2  // after SOI
-        while index + 4 <= bytes.count, bytes[index] == 0xFF {
-            let marker = bytes[index + 1]
-            let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
-            if marker == 0xDA || length < 2 { return 1 }  // start of scan, or a broken length
-            let end = min(bytes.count, index + 2 + length)
-            if marker == 0xE1, end - index >= 10, bytes[(index + 4)..<(index + 10)].elementsEqual(Array("Exif\0\0".utf8)) {
-                return orientation(inTIFF: Array(bytes[(index + 10)..<end]))
+        data.withUnsafeBytes { bytes in
+            var orientation = 1
+            walkMarkers(bytes) { marker, payload in
+                if marker == 0xDA { return false }
+                guard marker == 0xE1, payload.count >= 6, bytes[payload.prefix(6)].elementsEqual(Array("Exif\0\0".utf8)) else { return true }
+                orientation = Self.orientation(inTIFF: Array(bytes[payload.dropFirst(6)]))
+                return false
             }
-            index += 2 + length
+            return orientation
         }
-        return 1
     }
 
     /// Tag 274 of the first IFD of a TIFF structure (Exif's payload), or 1.
@@ -319,25 +329,23 @@ public struct JPEGImage: Sendable, Equatable {
     }
 
     /// The width and height of the first frame header (SOF0…SOF15 but DHT, JPG and DAC) and
-    /// whether it is progressive (SOF2, 6, 10, 14), found by walking the marker segments; nil
-    /// when there is none before the first scan. It gives up at anything unexpected (libjpeg
-    /// then refuses the file for what it is).
+    /// whether it is progressive (SOF2, 6, 10, 14), found by walking the marker segments as
+    /// libjpeg does (`walkMarkers`, however the file is padded); nil when there is none before
+    /// the first scan (libjpeg then refuses the file for what it is).
     static func frameHeader(_ data: Data) -> (width: Int, height: Int, progressive: Bool)? {
-        let bytes = [UInt8](data.prefix(1 << 20))
-        var index = 2  // after SOI
-        while index + 4 <= bytes.count, bytes[index] == 0xFF {
-            let marker = bytes[index + 1]
-            let length = Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
-            if (0xC0...0xCF).contains(marker), ![0xC4, 0xC8, 0xCC].contains(marker) {
-                guard index + 9 <= bytes.count else { return nil }
-                let height = Int(bytes[index + 5]) << 8 | Int(bytes[index + 6])
-                let width = Int(bytes[index + 7]) << 8 | Int(bytes[index + 8])
-                return (width, height, [0xC2, 0xC6, 0xCA, 0xCE].contains(marker))
+        data.withUnsafeBytes { bytes in
+            var frame: (width: Int, height: Int, progressive: Bool)?
+            walkMarkers(bytes) { marker, payload in
+                if marker == 0xDA { return false }
+                guard (0xC0...0xCF).contains(marker), ![0xC4, 0xC8, 0xCC].contains(marker) else { return true }
+                if payload.count >= 5 {
+                    let at = payload.lowerBound
+                    frame = (Int(bytes[at + 3]) << 8 | Int(bytes[at + 4]), Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]), [0xC2, 0xC6, 0xCA, 0xCE].contains(marker))
+                }
+                return false
             }
-            if marker == 0xDA || length < 2 { return nil }  // start of scan, or a broken length
-            index += 2 + length
+            return frame
         }
-        return nil
     }
 }
 

@@ -157,3 +157,39 @@ import Testing
         #expect(versions.map { "\($0.width)x\($0.height)" } == ["1280x160", "320x40"])
     }
 }
+
+/// The frame header and the scans are found however the file is padded, as libjpeg skips it:
+/// garbage bytes, FF fill and FF 00 pairs before a marker, and segments past the first MiB.
+@Suite struct PaddedJPEGTests {
+    static func padded(_ jpeg: Data, with padding: [UInt8]) -> Data { Data(jpeg.prefix(2)) + Data(padding) + Data(jpeg.dropFirst(2)) }
+
+    @Test func paddingHidesNeitherTheFrameNorTheScans() throws {
+        let image = try #require(RGBImage(width: 64, height: 48, pixels: TestImages.gradientPixels(width: 64, height: 48)))
+        let progressive = try image.jpeg(progressive: true)
+        let scans = JPEGImage.scanCount(progressive)
+        #expect(scans > 1)
+        // A comment of 64 KiB, twenty times: 1.3 MB before the frame header.
+        let comment: [UInt8] = [0xFF, 0xFE, 0xFF, 0xFF] + [UInt8](repeating: 0x41, count: 65_533)
+        let paddings: [(String, [UInt8])] = [
+            ("FF 00 pairs", [UInt8](repeating: 0, count: 2_000).enumerated().map { $0.offset % 2 == 0 ? 0xFF : 0x00 }),
+            ("garbage", [0x00, 0x12, 0xFF, 0x00, 0x34]),
+            ("fill", [UInt8](repeating: 0xFF, count: 1_000)),
+            ("comments past 1 MiB", Array((0..<20).map { _ in comment }.joined())),
+        ]
+        for (name, padding) in paddings {
+            let file = Self.padded(progressive, with: padding)
+            #expect(JPEGImage.scanCount(file) == scans, "\(name)")
+            let frame = JPEGImage.frameHeader(file)
+            #expect(frame?.width == 64 && frame?.height == 48 && frame?.progressive == true, "\(name)")
+            // So the progressive bound holds before anything is decoded (libjpeg-turbo's header read
+            // refuses extraneous bytes itself, and garbage first fails the signature).
+            let refusal = #expect(throws: JPEGError.self, "\(name)") { try JPEGImage.check(file, limits: JPEGLimits(maxProgressivePixels: 1_000)) }
+            if name == "fill" || name.hasPrefix("comments") {
+                #expect(refusal == .tooManyProgressivePixels(width: 64, height: 48, limit: 1_000), "\(name)")
+            }
+        }
+        // The Exif block is found behind padding too.
+        let tagged = ExifOrientationTests.tagged(try image.jpeg(), orientation: 6)
+        #expect(JPEGImage.exifOrientation(Self.padded(tagged, with: [0xFF, 0x00, 0xFF, 0xFF])) == 6)
+    }
+}
