@@ -34,6 +34,8 @@ def call(ws, request):
 
 
 def step(name, action):
+    # Each step named on stderr as it starts: a run killed at its bound shows where it stalled.
+    print("step " + name, file=sys.stderr, flush=True)
     try:
         steps[name] = action()
     except Exception as error:  # noqa: BLE001 - the summary says what failed
