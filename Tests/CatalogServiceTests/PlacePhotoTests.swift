@@ -10,16 +10,9 @@ import TourMaps
 /// fit within 1280 and 320 pixels, listed in the place, served by `catalog.photo`, deleted,
 /// and every refusal from the sender's side.
 @Suite struct PlacePhotoTests {
-    /// A `width`×`height` JPEG of a smooth gradient.
+    /// A `width`×`height` JPEG: the demo's drawing of a park (16 to 4096 pixels a side).
     static func jpeg(width: Int, height: Int) throws -> Data {
-        var pixels = [UInt8](repeating: 0, count: width * height * 3)
-        for y in 0..<height {
-            for x in 0..<width {
-                let offset = (y * width + x) * 3
-                (pixels[offset], pixels[offset + 1], pixels[offset + 2]) = (UInt8(x * 255 / width), UInt8(y * 255 / height), 128)
-            }
-        }
-        return try #require(RGBImage(width: width, height: height, pixels: pixels)).jpeg(quality: 90)
+        try PlaceDrawing.jpeg(category: "park", seed: "\(width)x\(height)", width: width, height: height)
     }
 
     /// `catalog.photo`'s reply and its JPEG, checked.
