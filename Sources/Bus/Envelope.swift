@@ -102,21 +102,25 @@ public struct RequestHeader: Decodable, Sendable {
     public var id: String
     public var type: String
     public var auth: Auth?
+    /// The client the request comes from, as the gateway counts it (an IPv4 address, an IPv6
+    /// /64 network), so a service can share its threads fairly between clients; nil from
+    /// callers on the bus itself.
+    public var client: String?
     public var deadlineMs: Int?
     /// Where the `body` member's value lies in the envelope, when `scan` read the header (it
     /// saw the body once, or not at all); nil when the decoder read it.
     public var bodyRange: Range<Int>? = nil
 
     enum CodingKeys: String, CodingKey {
-        case v, id, type, auth
+        case v, id, type, auth, client
         case deadlineMs = "deadline_ms"
     }
 }
 
 extension RequestHeader {
     /// Reads the header of a request envelope by span, without the decoder, when it is plainly
-    /// shaped: each member once, `v` and `deadline_ms` integer literals, `id` and `type`
-    /// strings, `auth` absent, `null` or `{"user_id":S,"role":S}`. Nil for anything else
+    /// shaped: each member once, `v` and `deadline_ms` integer literals, `id`, `type` and
+    /// `client` strings, `auth` absent, `null` or `{"user_id":S,"role":S}`. Nil for anything else
     /// (a wrong type, a repeated key, a key written with escapes, an `auth` with other members):
     /// then decode the envelope, whose errors are the contract. The same walk checks the
     /// envelope as strict JSON nested at most `maxDepth` levels, and throws unless it is.
@@ -125,6 +129,7 @@ extension RequestHeader {
         var id: String?
         var type: String?
         var auth: Auth?
+        var client: String?
         var deadlineMs: Int?
         var body: Range<Int>?
         // One bit per header member seen (and the body): a repeated one is left to the decoder.
@@ -158,6 +163,11 @@ extension RequestHeader {
             } else if JSONSpan.key(key, is: "body") {
                 guard once(32) else { return false }
                 body = range
+            } else if JSONSpan.key(key, is: "client") {
+                guard once(64) else { return false }
+                guard !isNull else { return true }
+                guard let string = JSONSpan.plainString(value) ?? JSONSpan.string(at: range, in: envelope) else { return false }
+                client = string
             } else if JSONSpan.hasEscape(key) {
                 // It might spell one of the above.
                 return false
@@ -165,7 +175,7 @@ extension RequestHeader {
             return true
         }
         guard plain, let v, let id, let type else { return nil }
-        return RequestHeader(v: v, id: id, type: type, auth: auth, deadlineMs: deadlineMs, bodyRange: body)
+        return RequestHeader(v: v, id: id, type: type, auth: auth, client: client, deadlineMs: deadlineMs, bodyRange: body)
     }
 
     /// `{"user_id":S,"role":S}` or `{"user_id":S,"role":S,"origin":S}` with nothing else, or nil.
@@ -267,10 +277,10 @@ public struct ReplyHeader: Decodable, Sendable {
 /// byte array sized for it and copied once into its `Data`: `Data`'s own appends cost
 /// thousands of instructions each (callgrind-get, callgrind-create).
 public enum EnvelopeCoding {
-    /// `{"v":1,"id":…,"type":…,"auth":{…}|null,"deadline_ms":…,"body":<body>}`, `auth` as
-    /// `JSONCoding.encoder` writes it.
-    public static func request(id: String, type: String, auth: Auth?, deadlineMilliseconds: Int, body: Data) -> Data {
-        var out = start(capacity: body.count + 160)
+    /// `{"v":1,"id":…,"type":…,"auth":{…}|null,"client":…,"deadline_ms":…,"body":<body>}`,
+    /// `auth` as `JSONCoding.encoder` writes it, `client` only when there is one.
+    public static func request(id: String, type: String, auth: Auth?, client: String? = nil, deadlineMilliseconds: Int, body: Data) -> Data {
+        var out = start(capacity: body.count + 224)
         JSONText.append(id, to: &out)
         out.append(contentsOf: #","type":"#.utf8)
         JSONText.append(type, to: &out)
@@ -290,6 +300,10 @@ public enum EnvelopeCoding {
             out.append(UInt8(ascii: "}"))
         } else {
             out.append(contentsOf: "null".utf8)
+        }
+        if let client {
+            out.append(contentsOf: #","client":"#.utf8)
+            JSONText.append(client, to: &out)
         }
         out.append(contentsOf: #","deadline_ms":"#.utf8)
         JSONText.append(Int64(deadlineMilliseconds), to: &out)

@@ -105,14 +105,15 @@ public final class RPCClient: Sendable {
     // MARK: Calling
 
     /// Sends a request whose body is already JSON; `completion` gets the reply or the error.
+    /// `client` names the client it is made for (`RequestHeader.client`), when there is one.
     public func send(
-        type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil,
+        type: String, body: Data, auth: Auth? = nil, client: String? = nil, timeoutMilliseconds: Int? = nil,
         completion: @escaping Completion
     ) {
         let timeout = max(1, timeoutMilliseconds ?? options.defaultTimeoutMilliseconds)
         let number = counter.add(1, ordering: .relaxed).newValue
         let id = "\(idPrefix)-\(number)"
-        let envelope = EnvelopeCoding.request(id: id, type: type, auth: auth, deadlineMilliseconds: timeout, body: body)
+        let envelope = EnvelopeCoding.request(id: id, type: type, auth: auth, client: client, deadlineMilliseconds: timeout, body: body)
         let outgoing = Outgoing(
             number: number, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
             completion: completion)
@@ -130,14 +131,16 @@ public final class RPCClient: Sendable {
     }
 
     /// Sends a request and waits for its reply (blocking the calling thread, never past the timeout).
-    public func request(type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil) throws(ServiceError) -> Reply {
-        try start(type: type, body: body, auth: auth, timeoutMilliseconds: timeoutMilliseconds).wait()
+    public func request(
+        type: String, body: Data, auth: Auth? = nil, client: String? = nil, timeoutMilliseconds: Int? = nil
+    ) throws(ServiceError) -> Reply {
+        try start(type: type, body: body, auth: auth, client: client, timeoutMilliseconds: timeoutMilliseconds).wait()
     }
 
     /// Sends a request now and lets the caller wait for its reply later, doing other work meanwhile.
-    public func start(type: String, body: Data, auth: Auth? = nil, timeoutMilliseconds: Int? = nil) -> PendingReply {
+    public func start(type: String, body: Data, auth: Auth? = nil, client: String? = nil, timeoutMilliseconds: Int? = nil) -> PendingReply {
         let pending = PendingReply()
-        send(type: type, body: body, auth: auth, timeoutMilliseconds: timeoutMilliseconds) { result in
+        send(type: type, body: body, auth: auth, client: client, timeoutMilliseconds: timeoutMilliseconds) { result in
             pending.result.withLock { $0 = result }
             pending.done.signal()
         }
@@ -158,14 +161,14 @@ public final class RPCClient: Sendable {
 
     /// Encodes `body`, sends it as `type` and decodes the reply body as `Result`.
     public func call<Body: Encodable, Result: Decodable>(
-        _ type: String, _ body: Body, as resultType: Result.Type = Result.self, auth: Auth? = nil,
+        _ type: String, _ body: Body, as resultType: Result.Type = Result.self, auth: Auth? = nil, client: String? = nil,
         timeoutMilliseconds: Int? = nil
     ) throws(ServiceError) -> Result {
         let encoded: Data
         do { encoded = try JSONCoding.encoder.encode(body) } catch {
             throw ServiceError(.invalidArgument, "request body did not encode: \(error)")
         }
-        return try request(type: type, body: encoded, auth: auth, timeoutMilliseconds: timeoutMilliseconds).body(resultType)
+        return try request(type: type, body: encoded, auth: auth, client: client, timeoutMilliseconds: timeoutMilliseconds).body(resultType)
     }
 
     // MARK: The socket thread

@@ -114,7 +114,9 @@ final class Authenticator: Sendable {
             deadline: deadline.end,
             run: { done in
                 @Sendable func attempt() {
-                    backends.send(Authenticator.accounts, type: method, body: params, auth: auth, client: nil, deadline: deadline) { result in
+                    backends.send(
+                        Authenticator.accounts, type: method, body: params, auth: auth, client: client, inTurn: false, deadline: deadline
+                    ) { result in
                         switch result {
                         case .failure(let error) where error.code == .unavailable && deadline.remainingMilliseconds > 2 * Authenticator.busyRetryMilliseconds:
                             // The accounts service hashes a few passwords at a time and refuses more

@@ -69,10 +69,12 @@ final class Backends: Sendable {
     /// Whether a service is configured.
     func has(_ service: String) -> Bool { clients[service] != nil }
 
-    /// Sends a request to a service in `client`'s fair turn (at once when `client` is nil),
-    /// within `deadline`; a failure that says the service is down shows in `gateway.status`.
+    /// Sends a request to a service in `client`'s fair turn (at once when not `inTurn`: the
+    /// caller queued it already), within `deadline`, naming the client's address in the
+    /// envelope so the service shares its threads fairly too; a failure that says the service
+    /// is down shows in `gateway.status`.
     func send(
-        _ service: String, type: String, body: Data, auth: Auth?, client: ClientKey?, deadline: Deadline,
+        _ service: String, type: String, body: Data, auth: Auth?, client: ClientKey, inTurn: Bool = true, deadline: Deadline,
         ownDeadline: Bool = false, completion: @escaping @Sendable (Result<Reply, ServiceError>) -> Void
     ) {
         guard let rpc = clients[service], let queue = queues[service] else {
@@ -81,7 +83,7 @@ final class Backends: Sendable {
         }
         let state = self.state
         let run: @Sendable (@escaping @Sendable () -> Void) -> Void = { done in
-            rpc.send(type: type, body: body, auth: auth, timeoutMilliseconds: deadline.remainingMilliseconds) { result in
+            rpc.send(type: type, body: body, auth: auth, client: client.address, timeoutMilliseconds: deadline.remainingMilliseconds) { result in
                 done()
                 // A deadline the client shortened says nothing about the backend when it passes.
                 if case .failure(let error) = result, !(ownDeadline && error.code == .deadlineExceeded) {
@@ -90,7 +92,7 @@ final class Backends: Sendable {
                 completion(result)
             }
         }
-        guard let client else {
+        guard inTurn else {
             run {}
             return
         }

@@ -32,6 +32,9 @@ public struct RequestContext: Sendable {
     public let id: String
     public let type: String
     public let auth: Auth?
+    /// The client the request comes from (`RequestHeader.client`): a service that asks
+    /// another on the request's behalf passes it on.
+    public let client: String?
     /// Monotonic nanoseconds (`monotonicNanos()`) after which the caller has given up.
     public let deadline: UInt64
     /// The whole request envelope, for handlers that decode it themselves.
@@ -39,6 +42,16 @@ public struct RequestContext: Sendable {
     /// Where the body lies in `envelope`, when the server read the header by span (which
     /// saw at most one `body`); nil when the decoder read it.
     public let bodyRange: Range<Int>?
+
+    public init(id: String, type: String, auth: Auth?, client: String? = nil, deadline: UInt64, envelope: Data, bodyRange: Range<Int>?) {
+        self.id = id
+        self.type = type
+        self.auth = auth
+        self.client = client
+        self.deadline = deadline
+        self.envelope = envelope
+        self.bodyRange = bodyRange
+    }
 
     /// The body's JSON text, when the header was read by span and the body is present: for
     /// handlers that read a plainly shaped body without the decoder, without walking the
@@ -131,7 +144,8 @@ public struct RPCServerOptions: Sendable {
     /// so no client ever receives a huge reply. Attachment frames are not counted: the
     /// requests that use them (`sys.replay`, `sys.snapshot`) bound them by count.
     public var maxReplyBytes = 4 << 20
-    /// Requests waiting for a thread before new ones get `unavailable`.
+    /// Requests waiting for a thread before new ones get `unavailable`; one client (a client
+    /// address, or a bus peer) may have at most half of them waiting.
     public var maxQueued = 10_000
     /// Most write requests run in one batch (`HandlerTable.writeBatch`): the first request's
     /// reply waits for the whole batch, and reads and replies for the I/O thread meanwhile.
@@ -151,6 +165,10 @@ private let tooLargeIdSearchBytes = 4_096
 
 /// Binds a ROUTER socket and answers requests by type, on reader threads and one writer thread.
 ///
+/// The readers and the writer each take requests from a queue shared fairly between clients
+/// (`FairJobQueue`): by the client address the gateway names in the envelope, else by the
+/// bus peer that sent the request.
+///
 /// One I/O thread owns the socket; handler threads own their `State`; requests and replies
 /// cross between them through queues and an eventfd, never through a shared socket.
 public final class RPCServer<State>: Sendable {
@@ -169,7 +187,7 @@ public final class RPCServer<State>: Sendable {
         options: RPCServerOptions = RPCServerOptions(), stats: ServerStats = ServerStats(), logger: Logger,
         makeState: @escaping @Sendable (HandlerKind) throws -> State
     ) throws {
-        let shared = try ServerThreads.Shared()
+        let shared = try ServerThreads.Shared(routes: table.types.count, maxPerClient: options.maxQueued / 2)
         self.shared = shared
         self.stats = stats
 
@@ -243,19 +261,27 @@ struct ServerJob: Sendable {
     /// The route's number in the server's table.
     var route: Int
     var received: UInt64
+    /// The fair queue's lane: the client, else the peer.
+    var lane: String
+    /// The nanoseconds the lane was charged when the job started.
+    var charged: UInt64 = 0
 }
 
 /// The threads of an `RPCServer`, apart from its `State`.
 enum ServerThreads {
     /// What the I/O thread and the handler threads share.
     final class Shared: Sendable {
-        let readQueue = BlockingQueue<ServerJob>()
-        let writeQueue = BlockingQueue<ServerJob>()
+        let readQueue: FairJobQueue
+        let writeQueue: FairJobQueue
         let replies = Mutex<[[Data]]>([])
         let wakeup: Wakeup
         let stopping = Atomic<Bool>(false)
         let workersStop = Atomic<Bool>(false)
-        init() throws(SystemError) { wakeup = try Wakeup() }
+        init(routes: Int, maxPerClient: Int) throws(SystemError) {
+            readQueue = FairJobQueue(routes: routes, maxPerClient: maxPerClient)
+            writeQueue = FairJobQueue(routes: routes, maxPerClient: maxPerClient)
+            wakeup = try Wakeup()
+        }
     }
 
     /// A job's answer, kept until its batch commits.
@@ -269,7 +295,7 @@ enum ServerThreads {
     /// A handler thread's loop: `handlers` by route number, with the thread's state bound in;
     /// `batching` runs a batch of writes as one unit.
     static func serve(
-        queue: BlockingQueue<ServerJob>, handlers: [(RequestContext) throws -> Response],
+        queue: FairJobQueue, handlers: [(RequestContext) throws -> Response],
         batching: (run: (() throws -> Void) throws -> Void, limit: Int)?,
         shared: Shared, stats: ServerStats, logger: Logger, maxReplyBytes: Int
     ) {
@@ -287,7 +313,7 @@ enum ServerThreads {
                     try batching.run {
                         var next: ServerJob? = job
                         while let current = next {
-                            answers.append(run(current, handlers[current.route], logger: logger, maxReplyBytes: maxReplyBytes))
+                            answers.append(run(current, handlers[current.route], queue: queue, logger: logger, maxReplyBytes: maxReplyBytes))
                             next = jobs.count < batching.limit ? queue.tryPop() : nil
                             if let next { jobs.append(next) }
                         }
@@ -301,7 +327,7 @@ enum ServerThreads {
                     }
                 }
             } else {
-                answers = [run(job, handlers[job.route], logger: logger, maxReplyBytes: maxReplyBytes)]
+                answers = [run(job, handlers[job.route], queue: queue, logger: logger, maxReplyBytes: maxReplyBytes)]
             }
             let now = monotonicNanos()
             for answer in answers { stats.record(type: answer.type, nanoseconds: now - answer.received, error: answer.failure) }
@@ -314,8 +340,12 @@ enum ServerThreads {
         }
     }
 
-    private static func run(_ job: ServerJob, _ handler: (RequestContext) throws -> Response, logger: Logger, maxReplyBytes: Int) -> Answer {
+    private static func run(
+        _ job: ServerJob, _ handler: (RequestContext) throws -> Response, queue: FairJobQueue, logger: Logger, maxReplyBytes: Int
+    ) -> Answer {
         let context = job.context
+        let started = monotonicNanos()
+        defer { queue.finished(job, nanoseconds: monotonicNanos() - started) }
         var reply: Data
         var attachments: [Data] = []
         var failure: ErrorCode?
@@ -468,12 +498,18 @@ enum ServerThreads {
             }
             let now = monotonicNanos()
             let context = RequestContext(
-                id: header.id, type: header.type, auth: header.auth,
+                id: header.id, type: header.type, auth: header.auth, client: header.client,
                 deadline: now + UInt64(min(budget, 3_600_000)) * 1_000_000, envelope: envelope,
                 bodyRange: header.bodyRange)
+            let lane = header.client.map { "c " + $0 } ?? "p " + prefix[0].base64EncodedString()
+            guard queue.push(ServerJob(prefix: prefix, context: context, route: route, received: now, lane: lane)) else {
+                refuse(
+                    header.id, ServiceError(.unavailable, "server overloaded: \(queue.maxPerClient) requests from one client waiting"),
+                    type: header.type)
+                return
+            }
             inFlight += 1
             stats.setInFlight(inFlight)
-            queue.push(ServerJob(prefix: prefix, context: context, route: route, received: now))
         }
 
         while true {

@@ -95,38 +95,22 @@ enum LoginThrottle {
     }
 }
 
-/// A hash of a random password at the service's cost, made once (by the first thread that
-/// starts): logging in as an unknown user verifies against it, so the answer takes as long
-/// as for a known user.
-final class DecoyHash: Sendable {
-    private let cost: PasswordCost
-    private let hash = Mutex<PasswordHash?>(nil)
-
-    init(cost: PasswordCost) { self.cost = cost }
-
-    func value() throws -> PasswordHash {
-        try hash.withLock { hash in
-            if let hash { return hash }
-            let made = try PasswordHash(hashing: Data(try Sodium.randomBytes(24)).base64EncodedString(), cost: cost)
-            hash = made
-            return made
-        }
-    }
-}
-
 /// Accounts and sessions: registration, passwords (hashed on a reader thread, throttled by
 /// username), tokens and roles.
 final class AccountStore: SocialFeature {
     let shared: SocialShared
-    let decoy: DecoyHash
-    /// Password hashing (slow, and 64 MiB each at the production cost) on all reader threads
-    /// but one, so checking tokens, which every signed-in request through the gateway waits
-    /// on, always finds a thread free.
+    /// Password hashing (slow, and 64 MiB each at the production cost) on one reader thread
+    /// at a time, so it takes at most one core, and checking tokens, which every signed-in
+    /// request through the gateway waits on, always finds a thread free.
     let hashing: ReaderGate
 
-    init(_ shared: SocialShared, decoy: DecoyHash, hashing: ReaderGate) {
+    /// How many addresses each user's successful logins are remembered from.
+    static let signInAddressesKept = 16
+    /// How long a successful login keeps its address known.
+    static let signInAddressDays = 90
+
+    init(_ shared: SocialShared, hashing: ReaderGate) {
         self.shared = shared
-        self.decoy = decoy
         self.hashing = hashing
     }
 
@@ -162,32 +146,37 @@ final class AccountStore: SocialFeature {
         }
     }
 
-    /// Checks a password and opens a session. The attempt is counted as a failure before the
-    /// (slow) check, so guesses sent in parallel are throttled too; a success clears the count.
-    /// A username or password longer (in bytes) than any registration accepts is refused
-    /// before anything else: `invalid_argument`, not counted as a failure.
-    func login(_ credentials: Credentials) throws -> LoginReply {
+    /// Checks a password and opens a session. An unknown username is answered at once, with
+    /// no hash (usernames are public: `profile.get`). For a known one the attempt is counted as
+    /// a failure before the (slow) check, so guesses sent in parallel are throttled too; a
+    /// success clears the count. A username or password longer (in bytes) than any
+    /// registration accepts is refused before anything else: `invalid_argument`, not counted.
+    /// `client` is the address the request comes from (`RequestContext.client`).
+    func login(_ credentials: Credentials, client: String?) throws -> LoginReply {
         guard credentials.username.utf8.count <= Registration.usernameRule.maxBytes else {
             throw ServiceError.invalid("username", "must be at most \(Registration.usernameRule.maxBytes) bytes")
         }
         try AccountRules.passwordBytes(credentials.password)
-        return try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try checkedLogin(credentials) }
-    }
-
-    private func checkedLogin(_ credentials: Credentials) throws -> LoginReply {
-        let key = Self.throttleKey(credentials.username)
-        let now = options.clock()
-        try countAttempt(key, now: now)
-        let row = try db.queryOne("SELECT id, username, name, role, password_hash FROM users WHERE username = ?", key)
-        // An unknown user costs a verification too, so the time taken does not tell who exists.
-        let stored = try row.map { row throws(RowError) in PasswordHash(encoded: try row.decode("password_hash")) } ?? decoy.value()
-        guard try stored.matches(credentials.password), let row else { throw Self.wrongCredentials }
+        let username = Self.throttleKey(credentials.username)
+        guard let row = try db.queryOne("SELECT id, username, name, role, password_hash FROM users WHERE username = ?", username) else {
+            throw Self.wrongCredentials
+        }
         let id: Int64 = try row.decode("id")
+        let stored = PasswordHash(encoded: try row.decode("password_hash"))
+        let now = options.clock()
+        let key = try throttleKey(username, userId: id, client: client, now: now)
+        // Counted inside the gate: an attempt refused as busy has changed nothing.
+        let matches = try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) {
+            try countAttempt(key, now: now)
+            return try stored.matches(credentials.password)
+        }
+        guard matches else { throw Self.wrongCredentials }
 
         let token = try HashedToken.generate()
         let expiresAt = timestamp(now.addingTimeInterval(options.sessionLifetime))
         try db.transaction {
             try db.run("DELETE FROM login_failures WHERE username = ?", key)
+            if let client { try rememberSignIn(userId: id, client: client, now: now) }
             // Sessions that ended by themselves, anyone's, a few at a time.
             try db.run("DELETE FROM sessions WHERE token_hash IN (SELECT token_hash FROM sessions WHERE expires_at <= ? LIMIT 100)", timestamp(now))
             try db.run(
@@ -202,6 +191,32 @@ final class AccountStore: SocialFeature {
     /// The `login_failures` key of a username as a client typed it. No username is longer
     /// than 32 characters; 64 bound what an attacker can make us store.
     static func throttleKey(_ username: String) -> String { String(username.lowercased().prefix(64)) }
+
+    /// Where a password attempt for a user is counted: under the username and the client's
+    /// address when the user has logged in from that address within `signInAddressDays`,
+    /// else under the username alone. So others' failures lock the username for every
+    /// address but those its owner uses, and the owner's own failures there lock only there.
+    func throttleKey(_ username: String, userId: Int64, client: String?, now: Date) throws -> String {
+        guard let client else { return username }
+        let since = Int64(now.timeIntervalSince1970 * 1_000) - Int64(Self.signInAddressDays) * 86_400_000
+        let known = try db.queryOne("SELECT 1 FROM sign_in_addresses WHERE user_id = ? AND client = ? AND last_at_ms >= ?", userId, client, since) != nil
+        return known ? username + " @" + client : username
+    }
+
+    /// Remembers that the user logged in from `client`, keeping the user's most recent
+    /// `signInAddressesKept` addresses.
+    private func rememberSignIn(userId: Int64, client: String, now: Date) throws {
+        try db.run(
+            """
+            INSERT INTO sign_in_addresses (user_id, client, last_at_ms) VALUES (?, ?, ?)
+            ON CONFLICT (user_id, client) DO UPDATE SET last_at_ms = excluded.last_at_ms
+            """, userId, client, Int64(now.timeIntervalSince1970 * 1_000))
+        try db.run(
+            """
+            DELETE FROM sign_in_addresses WHERE user_id = ? AND client NOT IN
+                (SELECT client FROM sign_in_addresses WHERE user_id = ? ORDER BY last_at_ms DESC LIMIT ?)
+            """, userId, userId, Self.signInAddressesKept)
+    }
 
     /// Counts a password attempt against `key` as a failure before the (slow) check, so guesses
     /// sent in parallel are throttled too: `rate_limited` (field `username`) when it comes too

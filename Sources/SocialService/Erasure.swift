@@ -11,9 +11,9 @@ extension SocialStore {
     /// ways, devices, their groups (memberships, passing on the groups they owned, invitations,
     /// their position), blocks both ways, their chat seats (their messages stay, blanked), their
     /// photo and open photo uploads, and last the account itself (`AccountStore.erase`).
-    func deleteAccount(_ request: AccountDeletion, caller: Caller) throws -> AccountDeleted {
+    func deleteAccount(_ request: AccountDeletion, caller: Caller, client: String?) throws -> AccountDeleted {
         let id = caller.id
-        try accounts.checkDeletion(request, caller: caller) { account in
+        try accounts.checkDeletion(request, caller: caller, client: client) { account in
             try db.transaction {
                 // Another deletion of the same account may have committed since the check.
                 guard try db.queryOne("SELECT 1 FROM users WHERE id = ?", id) != nil else {
@@ -41,42 +41,45 @@ extension AccountStore {
     static let wrongPassword = ServiceError(.permissionDenied, "wrong password", field: "password")
 
     /// Checks the password of an account's deletion as `auth.login` does: the same byte bound
-    /// first, the same hashing gate, the attempt counted in the same throttle (by username)
-    /// before the slow check, and a decoy hash when the account has gone meanwhile. Then
-    /// `erase` with the account's username and e-mail, still holding the hashing gate's slot,
-    /// so deletions waiting for the write lock never take the reader kept free for tokens.
-    func checkDeletion(_ request: AccountDeletion, caller: Caller, then erase: ((username: String, email: String)) throws -> Void) throws {
+    /// first, the attempt counted in the same throttle (by username, and address where the
+    /// user logs in) before the slow check, the same hashing gate. Then `erase` with the
+    /// account's username and e-mail, still holding the hashing gate's slot, so deletions
+    /// waiting for the write lock never take the reader kept free for tokens.
+    func checkDeletion(
+        _ request: AccountDeletion, caller: Caller, client: String?, then erase: ((username: String, email: String)) throws -> Void
+    ) throws {
         try AccountRules.passwordBytes(request.password)
-        try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) { try erase(try checkedPassword(request.password, caller: caller)) }
-    }
-
-    private func checkedPassword(_ password: String, caller: Caller) throws -> (username: String, email: String) {
-        let row = try db.queryOne("SELECT username, email, password_hash FROM users WHERE id = ?", caller.id)
-        let username: String? = try row?.decode("username")
-        if let username {
+        guard let row = try db.queryOne("SELECT username, email, password_hash FROM users WHERE id = ?", caller.id) else {
+            throw ServiceError(.unauthenticated, "no user with id \(caller.id)")
+        }
+        let username: String = try row.decode("username")
+        let stored = PasswordHash(encoded: try row.decode("password_hash"))
+        let now = options.clock()
+        let key = try throttleKey(username, userId: caller.id, client: client, now: now)
+        // Counted inside the gate: an attempt refused as busy has changed nothing.
+        try hashing.run(readers: worker.config.readers, refusal: Self.busyHashing) {
             do {
-                try countAttempt(Self.throttleKey(username), now: options.clock())
+                try countAttempt(key, now: now)
             } catch var refusal as ServiceError where refusal.field == "username" {
                 refusal.field = "password"  // the guess this request makes; it has no username
                 throw refusal
             }
+            guard try stored.matches(request.password) else { throw Self.wrongPassword }
+            try erase((username, try row.decode("email")))
         }
-        let stored = try row.map { row throws(RowError) in PasswordHash(encoded: try row.decode("password_hash")) } ?? decoy.value()
-        guard try stored.matches(password), let row, let username else {
-            if row == nil { throw ServiceError(.unauthenticated, "no user with id \(caller.id)") }
-            throw Self.wrongPassword
-        }
-        return (username, try row.decode("email"))
     }
 
     /// The account's own rows, last of an account's erasure and in its transaction: its
-    /// sessions, the login failures counted against its username (or its e-mail typed as
-    /// one), and the account with its profile. Earlier outbox events that name the user
+    /// sessions, the login failures counted against its username (alone or with an address
+    /// it logs in from, or its e-mail typed as a username), the addresses it logged in from,
+    /// and the account with its profile. Earlier outbox events that name the user
     /// become `social.redacted` with body `{}`; then `social.user.deleted` is emitted, the one
     /// row left that holds the id.
     func erase(of id: Int64, username: String, email: String) throws {
         try db.run("DELETE FROM sessions WHERE user_id = ?", id)
         try db.run("DELETE FROM login_failures WHERE username IN (?, ?)", Self.throttleKey(username), Self.throttleKey(email))
+        try db.run("DELETE FROM login_failures WHERE username IN (SELECT ? || ' @' || client FROM sign_in_addresses WHERE user_id = ?)", username, id)
+        try db.run("DELETE FROM sign_in_addresses WHERE user_id = ?", id)
         try db.run("DELETE FROM users WHERE id = ?", id)
         // Every body that names a user does so as `user_id` (session ended, role changed, devices).
         try db.run(

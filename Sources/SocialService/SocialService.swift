@@ -59,15 +59,15 @@ public enum SocialService {
         table.on(Methods.Auth.register, runsOn: .read) { (request: Registration, _, store) in
             try store.accounts.register(request, role: .user)
         }
-        table.on(Methods.Auth.login, runsOn: .read) { (request: Credentials, _, store) in
-            try store.accounts.login(request)
+        table.on(Methods.Auth.login, runsOn: .read) { (request: Credentials, context, store) in
+            try store.accounts.login(request, client: context.client)
         }
         table.on(Methods.Auth.logout) { (request: TokenBody, caller, _, store) -> Empty in
             try store.accounts.logout(request.token, caller: caller)
             return Empty()
         }
-        table.on(Methods.Auth.delete, runsOn: .read) { (request: AccountDeletion, caller, _, store) in
-            try store.deleteAccount(request, caller: caller)
+        table.on(Methods.Auth.delete, runsOn: .read) { (request: AccountDeletion, caller, context, store) in
+            try store.deleteAccount(request, caller: caller, client: context.client)
         }
         table.on(Methods.Auth.validate) { (request: TokenBody, _, store) in
             try store.accounts.validate(request.token)
@@ -232,8 +232,8 @@ public enum SocialService {
             return ShareLink(text: text, url: network.url(text: text, link: linkBase + String(request.placeId)))
         }
 
-        let decoy = DecoyHash(cost: options.passwordCost)
-        let hashing = ReaderGate()
+        // One hash at a time: at most one core, whatever the readers.
+        let hashing = ReaderGate(most: 1)
         let photoDecoding = PhotoDecoding()
         let peopleAtCalls = SharedRateWindow(limit: PeopleRules.callsPerMinute, windowMs: 60_000)
         var definition = ServiceDefinition(
@@ -245,9 +245,8 @@ public enum SocialService {
             subscriptions: ["catalog": ReviewStore.catalogApplier, "favorites": PeopleRules.favoritesApplier],
             makeState: { worker in
                 try Sodium.ready()
-                _ = try decoy.value()  // made at start, so no login pays for it
                 return SocialStore(
-                    worker: worker, options: options, decoy: decoy, hashing: hashing, photoDecoding: photoDecoding,
+                    worker: worker, options: options, hashing: hashing, photoDecoding: photoDecoding,
                     peopleAtCalls: peopleAtCalls)
             })
         definition.periodic = [

@@ -25,12 +25,12 @@ public final class SocialStore: ServiceState, AdmitsCallers, SocialFeature {
     let devices: DeviceStore
 
     init(
-        worker: ServiceWorker, options: SocialOptions, decoy: DecoyHash, hashing: ReaderGate, photoDecoding: PhotoDecoding,
+        worker: ServiceWorker, options: SocialOptions, hashing: ReaderGate, photoDecoding: PhotoDecoding,
         peopleAtCalls: SharedRateWindow
     ) {
         let shared = SocialShared(worker: worker, options: options)
         self.shared = shared
-        accounts = AccountStore(shared, decoy: decoy, hashing: hashing)
+        accounts = AccountStore(shared, hashing: hashing)
         blocks = BlockStore(shared)
         groups = GroupStore(shared, blocks: blocks)
         people = PeopleStore(shared, groups: groups, calls: peopleAtCalls)
@@ -271,6 +271,18 @@ enum SocialSchema {
                 );
                 CREATE INDEX rating_windows_due ON rating_windows(recount_at, place_id);
                 INSERT INTO rating_windows (place_id, recount_at) SELECT DISTINCT place_id, '' FROM reviews;
+                """),
+        // The addresses each user logged in from lately: failed logins from them are counted
+        // apart from everyone else's, so others cannot lock a user out where they log in.
+        Migration(
+            domain: "social", version: 3,
+            sql: """
+                CREATE TABLE sign_in_addresses (
+                    user_id    INTEGER NOT NULL,
+                    client     TEXT NOT NULL,
+                    last_at_ms INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, client)
+                ) WITHOUT ROWID;
                 """),
     ]
 }

@@ -12,22 +12,27 @@ import Glibc
 #endif
 
 /// A stand-in accounts service for `auth.delete` at the gateway: every well-formed token is
-/// user 7's; `auth.delete` records the `auth` and body it came with and waits for `release`.
+/// user 7's; `auth.delete` records the `auth`, client address and body it came with and waits
+/// for `release`.
 final class FakeAccounts: Sendable {
     let server: RPCServer<Void>
-    /// The `auth.user_id` and the body's keys (sorted, comma-separated) of each `auth.delete` received.
-    let deletes = Locked<[(user: String?, body: String)]>([])
+    /// The `auth.user_id`, the envelope's `client` and the body's keys (sorted, comma-separated)
+    /// of each `auth.delete` received.
+    let deletes = Locked<[(user: String?, client: String?, body: String)]>([])
+    /// The envelope's `client` of each `auth.validate` received.
+    let validations = Locked<[String?]>([])
     private let gate = DispatchSemaphore(value: 0)
 
     init(context: ZMQContext) throws {
         var table = HandlerTable<Void>()
-        let deletes = self.deletes, gate = self.gate
-        table.on(Methods.Auth.validate.name) { (request: TokenBody, _, _) -> TokenOwner in
-            TokenOwner(userId: 7, role: "user", expiresAt: "2026-12-31T00:00:00.000Z")
+        let deletes = self.deletes, gate = self.gate, validations = self.validations
+        table.on(Methods.Auth.validate.name) { (request: TokenBody, context, _) -> TokenOwner in
+            validations.withLock { $0.append(context.client) }
+            return TokenOwner(userId: 7, role: "user", expiresAt: "2026-12-31T00:00:00.000Z")
         }
         table.onRaw(Authenticator.deleteAccount) { context, _ in
             let keys = try context.body([String: String].self).keys.sorted().joined(separator: ",")
-            deletes.withLock { $0.append((context.auth?.userId, keys)) }
+            deletes.withLock { $0.append((context.auth?.userId, context.client, keys)) }
             _ = gate.wait(timeout: .now() + 5)
             return Response(body: Data(#"{"user_id":7}"#.utf8))
         }
@@ -149,6 +154,9 @@ final class LineClient {
         let first = h.accounts.deletes.withLock { $0[0] }
         #expect(first.user == "7")
         #expect(first.body == "password")
+        // The service hears whose the request is, for its own fair shares.
+        #expect(first.client == "10.0.0.1")
+        #expect(h.accounts.validations.withLock { $0 } == ["10.0.0.1"])
         h.accounts.release()
         #expect(within5s { h.answers.withLock { $0.count == 1 } })
         // It signed the connection out and forgot the user's tokens.

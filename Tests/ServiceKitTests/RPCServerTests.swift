@@ -283,19 +283,24 @@ func makeServer(_ context: ZMQContext, endpoint: String = "tcp://127.0.0.1:0", o
     /// the encoder escapes them, and it reads back (by span and by decoding) as it was given.
     @Test func requestsAreTheDocumentedJSON() throws {
         let body = Data(#"{"a":[1,"x"]}"#.utf8)
-        for (type, auth) in [("catalog.create", Auth(userId: "17", role: "admin")), ("a\"b\\c\n/é", Auth(userId: "u\"1\u{1}", role: "r/ö")),
-                             ("notify.location", Auth(userId: "3", role: "user", origin: "k2x/17")), ("sys.ping", nil)] {
-            let envelope = EnvelopeCoding.request(id: "g-9", type: type, auth: auth, deadlineMilliseconds: 250, body: body)
+        for (type, auth, client) in [("catalog.create", Auth(userId: "17", role: "admin"), "203.0.113.9"),
+                                     ("a\"b\\c\n/é", Auth(userId: "u\"1\u{1}", role: "r/ö"), "2001:db8:0:7::/64"),
+                                     ("notify.location", Auth(userId: "3", role: "user", origin: "k2x/17"), nil), ("sys.ping", nil, nil)] {
+            let envelope = EnvelopeCoding.request(id: "g-9", type: type, auth: auth, client: client, deadlineMilliseconds: 250, body: body)
             let authJSON = try auth.map { String(decoding: try JSONCoding.encoder.encode($0), as: UTF8.self) } ?? "null"
             let typeJSON = String(decoding: try JSONCoding.encoder.encode(type), as: UTF8.self)
+            let clientJSON = client.map { #","client":"\#($0)""# } ?? ""
             #expect(String(decoding: envelope, as: UTF8.self)
-                    == #"{"v":1,"id":"g-9","type":\#(typeJSON),"auth":\#(authJSON),"deadline_ms":250,"body":{"a":[1,"x"]}}"#)
+                    == #"{"v":1,"id":"g-9","type":\#(typeJSON),"auth":\#(authJSON)\#(clientJSON),"deadline_ms":250,"body":{"a":[1,"x"]}}"#)
             try StrictJSON.check(envelope)
             let decoded = try JSONDecoder().decode(RequestHeader.self, from: envelope)
-            #expect(decoded.type == type && decoded.auth == auth && decoded.deadlineMs == 250 && decoded.id == "g-9")
+            #expect(decoded.type == type && decoded.auth == auth && decoded.client == client && decoded.deadlineMs == 250 && decoded.id == "g-9")
             let scanned = try #require(try RequestHeader.scan(envelope))
-            #expect(scanned.type == type && scanned.auth == auth && scanned.bodyRange.map { envelope.subdata(in: $0) } == body)
+            #expect(scanned.type == type && scanned.auth == auth && scanned.client == client && scanned.bodyRange.map { envelope.subdata(in: $0) } == body)
         }
+        // A client named twice is left to the decoder, which refuses it like any repeated key.
+        let twice = Data(#"{"v":1,"id":"a","type":"t","client":"1.2.3.4","client":"5.6.7.8","body":{}}"#.utf8)
+        #expect(try RequestHeader.scan(twice) == nil)
     }
 
     @Test func eventHeadersScanLikeTheyDecode() throws {

@@ -81,13 +81,17 @@ final class SocialFixture {
     /// `catalogUp: false` points the service at a catalog that has stopped.
     /// `pageBudget` replaces the most bytes a page of a list takes (`SocialOptions.pageBudgetBytes`).
     /// `favorites: true` has social follow a fake favorites publisher (`visited(_:place:)`).
-    init(catalogUp: Bool = true, cost: PasswordCost = .minimum, heartbeatMs: Int = 50, pageBudget: Int? = nil, favorites: Bool = false) throws {
+    init(
+        catalogUp: Bool = true, cost: PasswordCost = .minimum, heartbeatMs: Int = 50, pageBudget: Int? = nil, favorites: Bool = false,
+        readers: Int = 2
+    ) throws {
         context = try ZMQContext()
         catalog = try fakeCatalog(context: context)
         if !catalogUp { catalog.stop() }
         var config = ServiceConfig(service: "social")
         config.dataDirectory = folder.path
         config.heartbeatMilliseconds = heartbeatMs
+        config.readers = readers
         config.peers = ["catalog": PeerEndpoints(rpc: catalog.endpoints)]
         if favorites {
             var fake = ServiceConfig(service: "favorites")
@@ -179,8 +183,9 @@ final class SocialFixture {
         return try client.call(admin ? "admin.create" : "auth.register", account, as: PublicUser.self).id
     }
 
-    func login(_ username: String, _ password: String = SocialFixture.password) throws(ServiceError) -> LoginReply {
-        try client.call("auth.login", Credentials(username: username, password: password), as: LoginReply.self)
+    /// Logs in as the gateway would for a client at `address` (nil: a caller on the bus).
+    func login(_ username: String, _ password: String = SocialFixture.password, from address: String? = nil) throws(ServiceError) -> LoginReply {
+        try client.call("auth.login", Credentials(username: username, password: password), as: LoginReply.self, client: address)
     }
 
     /// Adds `user`'s review of a place and returns its id.
