@@ -459,5 +459,31 @@ enum CatalogSchema {
                 CREATE INDEX place_photos_by_place ON place_photos(place_id, id);
                 ALTER TABLE places ADD COLUMN hosted_photos TEXT;
                 """),
+        // Where each tour stop is (TourStopIndex.swift), kept by triggers through every write
+        // of stops and places, so `tours.list near` reads the stops near a point and no others.
+        Migration(
+            domain: "catalog", version: 11,
+            sql: """
+                CREATE VIRTUAL TABLE tour_stops_geo USING rtree(id, min_lat, max_lat, min_lon, max_lon, +tour_id INTEGER, +lat REAL, +lon REAL);
+                INSERT INTO tour_stops_geo (id, min_lat, max_lat, min_lon, max_lon, tour_id, lat, lon)
+                    SELECT s.rowid, p.lat, p.lat, p.lon, p.lon, s.tour_id, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id;
+                CREATE TRIGGER tour_stops_geo_added AFTER INSERT ON tour_stops BEGIN
+                    INSERT INTO tour_stops_geo (id, min_lat, max_lat, min_lon, max_lon, tour_id, lat, lon)
+                        SELECT new.rowid, p.lat, p.lat, p.lon, p.lon, new.tour_id, p.lat, p.lon FROM places p WHERE p.id = new.place_id;
+                END;
+                CREATE TRIGGER tour_stops_geo_removed AFTER DELETE ON tour_stops BEGIN
+                    DELETE FROM tour_stops_geo WHERE id = old.rowid;
+                END;
+                CREATE TRIGGER tour_stops_geo_changed AFTER UPDATE OF tour_id, place_id ON tour_stops BEGIN
+                    DELETE FROM tour_stops_geo WHERE id = old.rowid;
+                    INSERT INTO tour_stops_geo (id, min_lat, max_lat, min_lon, max_lon, tour_id, lat, lon)
+                        SELECT new.rowid, p.lat, p.lat, p.lon, p.lon, new.tour_id, p.lat, p.lon FROM places p WHERE p.id = new.place_id;
+                END;
+                CREATE TRIGGER tour_stops_geo_moved AFTER UPDATE OF lat, lon ON places
+                WHEN new.lat IS NOT old.lat OR new.lon IS NOT old.lon BEGIN
+                    UPDATE tour_stops_geo SET min_lat = new.lat, max_lat = new.lat, min_lon = new.lon, max_lon = new.lon, lat = new.lat, lon = new.lon
+                    WHERE id IN (SELECT rowid FROM tour_stops WHERE place_id = new.id);
+                END;
+                """),
     ]
 }

@@ -117,33 +117,13 @@ extension CatalogStore {
             return TourPage(tours: tours.map { TourListItem(tour: $0, distanceM: nil).localized(lang) }, nextCursor: next)
         }
         // The point and the radius are in range: the params' rules held them.
-        let center = near.coordinate
-        let radius = request.radiusM ?? TourList.defaultRadius
-        let box = try BoundingBox.around(center, radiusMeters: radius)
-        // Every stop in the box, whichever tour it belongs to: the nearest per tour is kept.
-        var nearest: [Int64: Double] = [:]
-        try db.forEachStep(
-            """
-            SELECT s.tour_id, p.lat, p.lon FROM tour_stops s JOIN places p ON p.id = s.place_id
-            WHERE p.lat BETWEEN ? AND ?
-            """, [box.south, box.north]
-        ) { statement in
-            let coordinate = Coordinate(uncheckedLatitude: statement.double(1), longitude: statement.double(2))
-            guard box.contains(coordinate) else { return }
-            let distance = coordinate.distance(to: center)
-            guard distance <= radius else { return }
-            let tour = statement.int64(0)
-            nearest[tour] = min(nearest[tour] ?? .infinity, distance)
-        }
-        let after = try request.cursor.map(TourDistanceCursor.decode)
-        let ordered = nearest.map { (distance: $0.value, id: $0.key) }
-            .filter { after == nil || ($0.distance, $0.id) > (after!.distance, after!.id) }
-            .sorted { ($0.distance, $0.id) < ($1.distance, $1.id) }
-        let page = ordered.prefix(limit)
+        let reading = ToursNear(
+            center: near.coordinate, radius: request.radiusM ?? TourList.defaultRadius, after: try request.cursor.map(TourDistanceCursor.decode),
+            limit: limit, budget: options.toursNearReadBudget)
+        let (page, next) = try reading.page(db)
         var items: [TourListItem] = []
         for entry in page { items.append(TourListItem(tour: try tour(entry.id), distanceM: entry.distance).localized(lang)) }
-        let next = ordered.count > limit ? page.last.map { TourDistanceCursor(distance: $0.distance, id: $0.id).encoded } : nil
-        return TourPage(tours: items, nextCursor: next)
+        return TourPage(tours: items, nextCursor: next?.encoded)
     }
 
     /// How many tours there are (the demo's "itinerary" category counts them).
