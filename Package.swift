@@ -30,7 +30,7 @@ let package = Package(
         // keys (Bus) and the catalog's signing key (Sealing) read and write them alike.
         .target(name: "KeyFiles"),
         .target(name: "Bus", dependencies: ["CZeroMQ", "KeyFiles"]),
-        .target(name: "Storage", dependencies: ["CSQLite"]),
+        .target(name: "Storage", dependencies: ["CSQLite", "Geo"]),
         .target(name: "Geo"),
         // The libsodium calls more than one module makes (random bytes, BLAKE2b, sealed boxes,
         // Ed25519 signatures and their key files), with typed errors: social, the catalog, the CLI.

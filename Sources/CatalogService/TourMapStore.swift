@@ -32,7 +32,7 @@ public struct CatalogOptions: Sendable {
     /// The IANA zone a place with seasons and no `timezone` of its own is given when written
     /// (`--default-timezone`, `TOURBUS_DEFAULT_TIMEZONE`; UTC by default).
     public var defaultTimezone = "UTC"
-    /// Index rows one `tours.list near` page reads past its first ring, at most (`ToursNear`).
+    /// Stops one `tours.list near` page reads, at most (`ToursNear`).
     public var toursNearReadBudget = ToursNear.readBudget
 
     public init() {}

@@ -115,3 +115,36 @@ func normalizedLongitude(_ longitude: Double) -> Double {
     if wrapped < 0 { wrapped += 360 }
     return wrapped - 180
 }
+
+extension Coordinate {
+    /// A lower bound of the distance in metres from this point to every point of a box (in
+    /// degrees, not crossing the 180th meridian): the distance to its nearest point, less a
+    /// millimetre for rounding. Within the box's longitudes that point is on this point's
+    /// meridian; elsewhere on one of the box's two meridians, at a corner or where the
+    /// distance along the meridian is least (`atan2(sin φ, cos φ cos Δλ)`, when that latitude
+    /// is on the box's side).
+    public func distanceLowerBound(south: Double, north: Double, west: Double, east: Double) -> Double {
+        if longitude >= west, longitude <= east {
+            let nearest = Coordinate(uncheckedLatitude: min(max(latitude, south), north), longitude: longitude)
+            return max(0, nearest.distance(to: self) - 0.001)
+        }
+        let radians = Double.pi / 180
+        let phi = latitude * radians
+        var nearest = Double.infinity
+        for meridian in [west, east] {
+            let least = atan2(sin(phi), cos(phi) * cos((meridian - longitude) * radians)) / radians
+            for latitude in least >= south && least <= north ? [south, north, least] : [south, north] {
+                nearest = min(nearest, Coordinate(uncheckedLatitude: latitude, longitude: meridian).distance(to: self))
+            }
+        }
+        return max(0, nearest - 0.001)
+    }
+
+    /// An upper bound of the distance in metres from this point to every point of the same
+    /// box: the lower bound plus a path across the box (along a meridian, then a parallel),
+    /// which no two of its points are further apart than.
+    public func distanceUpperBound(south: Double, north: Double, west: Double, east: Double) -> Double {
+        let across = ((north - south) + min(360, east - west)) * Double.pi / 180 * Earth.meanRadiusMeters
+        return distanceLowerBound(south: south, north: north, west: west, east: east) + across + 0.002
+    }
+}

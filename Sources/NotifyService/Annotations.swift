@@ -215,7 +215,8 @@ extension NotifyStore {
     }
 
     /// `annotations.nearby`: live annotations within `radius_m` (1 m to 50 km), nearest
-    /// first, then by id; the cursor holds the last one's distance and id.
+    /// first, then by id; the cursor holds the last one's distance and id. Read nearest first
+    /// (`NearestPage`), at most `nearbyReadBudget` points a page.
     func nearby(_ request: NearbyRequest) throws -> AnnotationPage {
         let center = request.near.coordinate
         let limit = try NotifyService.limit(request.limit)
@@ -228,24 +229,21 @@ extension NotifyStore {
             else { throw OpaqueCursor.invalid }
             after = (Double(bitPattern: bits), id)
         }
-        // Points only, sorted; then only the page's annotations are read whole.
-        var ordered: [(id: Int64, distance: Double)] = []
-        for (id, point) in try livePoints(in: try BoundingBox.around(center, radiusMeters: request.radiusM), now: now) {
-            let distance = center.distance(to: point)
-            guard distance <= request.radiusM else { continue }
-            if let after, distance < after.distance || (distance == after.distance && id <= after.id) { continue }
-            ordered.append((id, distance))
-        }
-        ordered.sort { a, b in a.distance != b.distance ? a.distance < b.distance : a.id < b.id }
+        // Points only, nearest first; then only the page's annotations are read whole.
         let now = self.now
-        let candidates = try ordered.prefix(limit).compactMap { found in try liveAnnotation(found.id, now: now).map { ($0, found.distance) } }
+        let walk = NearestPage(center: center, radius: request.radiusM, after: after, limit: limit, budget: options.nearbyReadBudget, slack: NearestFirst.slack)
+        let (ordered, walked) = try walk.page { take in try livePointsNearestFirst(center, range: walk.range, now: now, take) }
+        let candidates = try ordered.compactMap { found in try liveAnnotation(found.id, now: now).map { ($0, found.distance) } }
         let page = try fill(candidates, limit: limit) { $0.0.wire() }
-        var next: String?
-        if page.isFull, page.items.count < ordered.count, let last = page.items.last {
-            next = OpaqueCursor.encode("n_\(last.1.bitPattern)_\(last.0.id)")
+        var next = walked.map { Self.nearbyCursor($0.distance, $0.id) }
+        if page.items.count < candidates.count, let last = page.items.last {
+            // Cut short by size: the next page starts after its last.
+            next = Self.nearbyCursor(last.1, last.0.id)
         }
         return AnnotationPage(annotations: page.items.map { $0.0.wire() }, nextCursor: next)
     }
+
+    static func nearbyCursor(_ distance: Double, _ id: Int64) -> String { OpaqueCursor.encode("n_\(distance.bitPattern)_\(id)") }
 
     /// `annotations.viewport`: live annotations inside the box (edges included; `west > east`
     /// crosses the 180th meridian), by id; the cursor holds the last id.

@@ -14,6 +14,8 @@ public struct NotifyOptions: Sendable {
     public var initialForm: Data?
     /// The most bytes the items of one page of a list take, encoded: 256 KiB.
     public var pageBudgetBytes = 256 * 1_024
+    /// Annotations one `annotations.nearby` page reads, at most (`NearestPage`).
+    public var nearbyReadBudget = 5_000
     /// The most bytes the alerts of one push (and of the reply to `notify.location`) take,
     /// encoded: 48 KiB, so a push stays well under `Push.maxEnvelopeBytes`. Alerts past it
     /// are counted in `more`, as those past `AlertRules.pushLimit` are.

@@ -109,6 +109,20 @@ public final class NotifyStore: ServiceState, AdmitsCallers {
         }
     }
 
+    /// The live annotations' points within `range` metres of `center`, nearest first (the
+    /// index's `nearest_first`; the R*Tree is read first, as `CROSS JOIN` makes SQLite do),
+    /// each handed to `take` until it answers false.
+    func livePointsNearestFirst(
+        _ center: Coordinate, range: (from: Double, to: Double), now: Int64, _ take: (Int64, Coordinate) throws -> Bool
+    ) throws {
+        try db.stepWhile(
+            """
+            SELECT a.id, a.lat, a.lon FROM annotations_geo g CROSS JOIN annotations a ON a.id = g.id
+            WHERE g.id MATCH nearest_first(?, ?, ?, ?, ?) AND a.created_at_ms >= ?
+            """, [center.latitude, center.longitude, Self.scale, range.from, range.to, AlertRules.purgeHorizon(now: now)]
+        ) { row in try take(row.int64(0), Coordinate(uncheckedLatitude: row.double(1), longitude: row.double(2))) }
+    }
+
     /// The live annotations whose point lies in `box`, edges included, by id.
     func liveAnnotations(in box: BoundingBox, now: Int64) throws -> [StoredAnnotation] {
         var found: [Int64: StoredAnnotation] = [:]

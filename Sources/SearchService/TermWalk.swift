@@ -99,36 +99,14 @@ extension MapQueries {
     /// A cell is read whole when it holds at most this many places of the key, else split in four.
     static let walkCell = 16
 
-    /// A lower bound of the distance in metres from `center` to every point of the box (in
-    /// degrees): the distance to its nearest point, less a millimetre for rounding. Within the
-    /// box's longitudes that point is on the centre's meridian; elsewhere on one of the box's
-    /// two meridians, at a corner or where the distance along the meridian is least
-    /// (`atan2(sin φ, cos φ cos Δλ)`, when that latitude is on the box's side).
-    static func lowerBound(_ center: Coordinate, south: Double, north: Double, west: Double, east: Double) -> Double {
-        if center.longitude >= west, center.longitude <= east {
-            let nearest = Coordinate(uncheckedLatitude: min(max(center.latitude, south), north), longitude: center.longitude)
-            return max(0, nearest.distance(to: center) - 0.001)
-        }
-        let radians = Double.pi / 180
-        let phi = center.latitude * radians
-        var nearest = Double.infinity
-        for meridian in [west, east] {
-            let least = atan2(sin(phi), cos(phi) * cos((meridian - center.longitude) * radians)) / radians
-            for latitude in least >= south && least <= north ? [south, north, least] : [south, north] {
-                nearest = min(nearest, Coordinate(uncheckedLatitude: latitude, longitude: meridian).distance(to: center))
-            }
-        }
-        return max(0, nearest - 0.001)
-    }
-
     /// The entry of a quadtree cell (nil when it lies wholly beyond the poles or the 180th meridian).
     static func cellEntry(_ center: Coordinate, level: Int, base: UInt64, latLow: Int64, lonLow: Int64) -> WalkEntry? {
         let side = Int64(1) << (32 - level)
         let south = latLow - PlaceTerms.latOffset
         let west = lonLow - PlaceTerms.lonOffset
         guard south <= PlaceTerms.latOffset, west <= PlaceTerms.lonOffset else { return nil }
-        let key = lowerBound(
-            center, south: Double(south) / SearchIndex.scale, north: Double(min(south + side, PlaceTerms.latOffset)) / SearchIndex.scale,
+        let key = center.distanceLowerBound(
+            south: Double(south) / SearchIndex.scale, north: Double(min(south + side, PlaceTerms.latOffset)) / SearchIndex.scale,
             west: Double(west) / SearchIndex.scale, east: Double(min(west + side, PlaceTerms.lonOffset)) / SearchIndex.scale)
         return WalkEntry(key: key, level: level, base: base, latLow: latLow, lonLow: lonLow, id: nil)
     }
@@ -211,8 +189,8 @@ extension MapQueries {
                     let lat = Int64(PlaceTerms.unspread(row.cell >> 1)) - PlaceTerms.latOffset
                     let lon = Int64(PlaceTerms.unspread(row.cell)) - PlaceTerms.lonOffset
                     // The place's own coordinates round to these: a box of one unit either side holds them.
-                    let bound = MapQueries.lowerBound(
-                        center, south: Double(lat - 1) / SearchIndex.scale, north: Double(lat + 1) / SearchIndex.scale,
+                    let bound = center.distanceLowerBound(
+                        south: Double(lat - 1) / SearchIndex.scale, north: Double(lat + 1) / SearchIndex.scale,
                         west: Double(lon - 1) / SearchIndex.scale, east: Double(lon + 1) / SearchIndex.scale)
                     queue.push(WalkEntry(key: bound, level: 33, base: 0, latLow: 0, lonLow: 0, id: row.id))
                 }

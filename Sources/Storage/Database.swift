@@ -24,7 +24,8 @@ public final class Database {
 
     /// Opens (creating unless `readOnly`) the database at `path`; ":memory:" gives a private in-memory database.
     ///
-    /// Turns on extended result codes, the busy timeout and foreign keys; for writable files also
+    /// Turns on extended result codes, the busy timeout and foreign keys, and registers the
+    /// `nearest_first` R*Tree query (`NearestFirst`); for writable files also
     /// WAL journaling (verified) and synchronous=NORMAL, which is durable enough with WAL and much faster.
     public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
         var opened: OpaquePointer?
@@ -41,6 +42,7 @@ public final class Database {
         try check(sqlite3_extended_result_codes(connection, 1), connection)
         try check(sqlite3_busy_timeout(connection, busyTimeoutMilliseconds), connection)
         try execute("PRAGMA foreign_keys = ON")
+        try check(NearestFirst.register(on: connection), connection)
         let isMemory = path.isEmpty || path == ":memory:"
         if !readOnly && !isMemory {
             let mode = try queryOne("PRAGMA journal_mode = WAL")?.string(0)

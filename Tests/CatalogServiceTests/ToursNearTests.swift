@@ -143,7 +143,7 @@ import Testing
         }
     }
 
-    /// Past its first ring, a page reads at most its budget of index rows: with a budget of
+    /// A page reads at most its budget of index rows: with a budget of
     /// one row, pages end early, each gets further than the last, and nothing is skipped.
     @Test func aSmallBudgetEndsPagesEarlierNotWrong() throws {
         let (world, centers) = try Self.world(budget: 1)
@@ -152,18 +152,5 @@ import Testing
         #expect(tours.map(\.id) == everything.map(\.id))
         // With the default budget one page holds them all.
         #expect(pages > 1 && everything.count <= 50)
-    }
-
-    @Test func stripsLeaveOutTheInnerBoxAndFallBackAcrossTheMeridian() throws {
-        let center = Coordinate(uncheckedLatitude: -33.86, longitude: 151.21)
-        let outer = try BoundingBox.around(center, radiusMeters: 2_000), inner = try BoundingBox.around(center, radiusMeters: 1_000)
-        let strips = ToursNear.areas(outer, without: inner)
-        #expect(strips.count == 4)
-        // Their areas add up to the outer box's less the inner's.
-        func area(_ box: BoundingBox) -> Double { (box.north - box.south) * box.widthDegrees }
-        #expect(abs(strips.map(area).reduce(0, +) - (area(outer) - area(inner))) < 1e-12)
-        let wrapped = try BoundingBox.around(Coordinate(uncheckedLatitude: 0, longitude: 179.999), radiusMeters: 2_000)
-        #expect(ToursNear.areas(wrapped, without: inner) == wrapped.indexAreas)
-        #expect(ToursNear.areas(outer, without: nil) == outer.indexAreas)
     }
 }

@@ -284,19 +284,6 @@ import TestSupport
         #expect(try queries.search(try textQuery(#"{"q":"foxtort dleta charlei "}"#)).hits.isEmpty)
     }
 
-    /// The walk's bound on the distance to a cell never exceeds the distance to a point in it.
-    @Test func theWalksBoundOnACellsDistanceIsALowerBound() throws {
-        var rng = SplitMix64(seed: 15)
-        for _ in 0..<20_000 {
-            let center = Coordinate(uncheckedLatitude: Double.random(in: -90...90, using: &rng), longitude: Double.random(in: -180...180, using: &rng))
-            let south = Double.random(in: -90...89, using: &rng), west = Double.random(in: -180...179, using: &rng)
-            let north = min(90, south + Double.random(in: 0...40, using: &rng)), east = min(180, west + Double.random(in: 0...120, using: &rng))
-            let point = Coordinate(uncheckedLatitude: Double.random(in: south...north, using: &rng), longitude: Double.random(in: west...east, using: &rng))
-            let bound = MapQueries.lowerBound(center, south: south, north: north, west: west, east: east)
-            #expect(bound <= point.distance(to: center), "\(center) to \(point) in \(south) \(north) \(west) \(east)")
-        }
-    }
-
     /// More matches than are all ranked, most of them nearer (or more popular) but matching only
     /// in their address; the one place with the word in its name ranks first all the same, and
     /// the page is the one ranking every match gives.
