@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "TourMaps", dependencies: ["Geo", "CTurboJPEG"]),
         // JPEG uploads in base64 chunks, as rows of the owning service's tables (tour maps,
         // profile photos), and what a refused JPEG answers; catalog imports use its chunks too.
-        .target(name: "Uploads", dependencies: ["Bus", "Contracts", "Storage", "TourMaps"]),
+        .target(name: "Uploads", dependencies: ["Bus", "Contracts", "Storage", "TourMaps", "KeyFiles"]),
         // Wire types more than one module reads (places, event bodies, auth payloads, replay
         // and snapshot, paging), declared once by their owner; depends on Bus only.
         .target(name: "Contracts", dependencies: ["Bus", "Geo"]),
@@ -52,13 +52,13 @@ let package = Package(
         .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
-        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "Uploads", "ContentImport", "Sealing"]),
+        .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "Uploads", "ContentImport", "Sealing", "KeyFiles"]),
         .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
-        .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "CSodium", "Sealing", "TourMaps", "Uploads"]),
+        .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "CSodium", "Sealing", "TourMaps", "Uploads", "KeyFiles"]),
         .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "FavoritesService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         // The gateway keeps nothing durable: no Storage, no SQLite, no Geo, not even through ServiceKit.
-        .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll", "CHttpParser"]),
+        .target(name: "Gateway", dependencies: ["ServiceCore", "Contracts", "Bus", "CEpoll", "CHttpParser", "KeyFiles"]),
 
         // Thin executables.
         .executableTarget(name: "tourbus-catalog", dependencies: ["CatalogService", "ServiceKit", "Sealing", "Bus"]),
@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
         // Scripts/make_zip_fixtures.py is run by the zip and inflate tests with /usr/bin/python3.
         .testTarget(name: "ContentImportTests", dependencies: ["ContentImport", "TestSupport"], exclude: ["Scripts"]),
-        .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "TestSupport"]),
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "KeyFiles", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "TourMapsTests", dependencies: ["TourMaps", "Geo", "TestSupport"]),

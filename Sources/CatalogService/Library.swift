@@ -6,6 +6,7 @@ import ServiceCore
 import ServiceKit
 import Storage
 import Uploads
+import KeyFiles
 
 // Downloads bound to a device: `library.add` packs a tour with its places, their texts and
 // the map's tiles, seals it to one of the user's devices (whose public keys the catalog learns
@@ -159,7 +160,7 @@ extension CatalogStore {
         let key = try LibraryRules.key(options)
         guard
             let deviceKey = try db.queryOne("SELECT public_key FROM library_devices WHERE user_id = ? AND device_id = ?", user, request.deviceId)?
-                .decode("public_key", as: String.self), let publicKey = Data(base64Encoded: deviceKey)
+                .decode("public_key", as: String.self), let publicKey = Data(canonicalBase64: deviceKey)
         else {
             throw ServiceError(
                 .notFound, "you have no registered device \(request.deviceId) (never registered, or revoked; one registered a moment ago may take a moment to reach the catalog)",

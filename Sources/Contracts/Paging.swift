@@ -72,11 +72,13 @@ public enum Base64URL {
 
     private static let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    /// The bytes, or nil when `text` is not base64url.
+    /// The bytes, or nil when `text` is not base64url in its one canonical form (unpadded,
+    /// the unused bits of the last letter zero): one value has one text.
     public static func decode(_ text: String) -> Data? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+        guard let data = Data(base64Encoded: base64), encode(data) == text else { return nil }
+        return data
     }
 
     /// Whether a byte is one of the 64 letters (`A-Z a-z 0-9 - _`).

@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import KeyFiles
 
 /// HTTP/1.1 on a connection, as a state machine over bytes: requests in (read by
 /// `HTTPRequestParser`), calls out; outcomes in, responses out, in the order of the requests
@@ -274,7 +275,7 @@ final class HTTPFraming: Framing {
             reading.output += complete(exchange, .error(426, error, headers: [("Sec-WebSocket-Version", "13")]))
             return 0
         }
-        guard let key = request.header("Sec-WebSocket-Key"), key.utf8.count == 24, Data(base64Encoded: key)?.count == 16 else {
+        guard let key = request.header("Sec-WebSocket-Key"), key.utf8.count == 24, Data(canonicalBase64: key)?.count == 16 else {
             let error = ServiceError(.invalidArgument, "Sec-WebSocket-Key must be 16 bytes in base64", field: "Sec-WebSocket-Key")
             reading.output += complete(exchange, .error(400, error))
             return 0

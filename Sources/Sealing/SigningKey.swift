@@ -66,12 +66,12 @@ public struct SigningKey: Sendable, Equatable {
         } catch {
             throw failure(error.why + (error.missing ? " (make one with tourbus keys --signing --out DIR NAME)" : ""))
         }
-        guard let secretText, secretText.utf8.count == 44, let seed = Data(base64Encoded: secretText), seed.count == 32 else {
+        guard let secretText, secretText.utf8.count == 44, let seed = Data(canonicalBase64: secretText), seed.count == 32 else {
             throw failure("no 'secret:' line with a 32-byte key in base64 (44 characters)")
         }
         guard let pair = try? SigningKey(seed: Array(seed)) else { throw failure("libsodium could not make a key pair of it") }
         guard let publicText else { throw failure("no 'public:' line") }
-        guard Data(base64Encoded: publicText).map(Array.init) == pair.publicKey else {
+        guard Data(canonicalBase64: publicText).map(Array.init) == pair.publicKey else {
             throw failure("its public key is not the one its secret key gives")
         }
         self = pair

@@ -4,6 +4,7 @@ import Foundation
 import Sealing
 import ServiceKit
 import Storage
+import KeyFiles
 
 // A user's devices: each holds an X25519 key pair made on it, whose public key social keeps
 // and publishes (`social.device.*`), so the catalog seals downloads to that device only.
@@ -15,11 +16,11 @@ enum DeviceRules {
     /// An X25519 public key in standard base64 with its padding: 44 characters.
     static let publicKeyTextBytes = 44
 
-    /// The key's canonical base64 and its bytes, or `invalid_argument` (field `public_key`):
+    /// The key's bytes and its text, which must be canonical base64, or `invalid_argument` (field `public_key`):
     /// the text is bounded before it is decoded, and the key must be a point libsodium can
     /// seal to (not all zero, not of small order).
     static func publicKey(_ text: String) throws -> (text: String, bytes: [UInt8]) {
-        guard text.utf8.count == publicKeyTextBytes, let data = Data(base64Encoded: text), data.count == Sodium.boxPublicKeyBytes else {
+        guard text.utf8.count == publicKeyTextBytes, let data = Data(canonicalBase64: text), data.count == Sodium.boxPublicKeyBytes else {
             throw ServiceError.invalid("public_key", "must be an X25519 public key: 32 bytes in standard base64 (44 characters)")
         }
         let bytes = Array(data)

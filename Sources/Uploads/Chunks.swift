@@ -2,6 +2,7 @@ import Bus
 import Contracts
 import Foundation
 import Storage
+import KeyFiles
 
 /// What uploads and imports share: files that arrive in base64 chunks under a random id,
 /// stored as rows, put together again in order.
@@ -9,9 +10,9 @@ public enum Chunks {
     /// Decoded bytes of one chunk, at most (its base64 fits the gateway's 1 MiB request limit).
     public static let maxBytes = 512 * 1024
 
-    /// The bytes of a chunk: base64 of 1 to `maxBytes` bytes, its text bounded before it is decoded.
+    /// The bytes of a chunk: canonical base64 of 1 to `maxBytes` bytes, its text bounded before it is decoded.
     public static func decode(_ base64: String) throws(ServiceError) -> Data {
-        guard base64.utf8.count <= (maxBytes + 2) / 3 * 4, let chunk = Data(base64Encoded: base64), (1...maxBytes).contains(chunk.count) else {
+        guard base64.utf8.count <= (maxBytes + 2) / 3 * 4, let chunk = Data(canonicalBase64: base64), (1...maxBytes).contains(chunk.count) else {
             throw .invalid("chunk", "must be base64 of 1 to \(maxBytes) bytes")
         }
         return chunk

@@ -77,6 +77,8 @@ import Testing
             ("GET /rpc HTTP/1.1\r\nHost: t\r\n\r\n", 426, "Upgrade"),
             (WebSocketFramingTests.upgrade.replacingOccurrences(of: "Version: 13", with: "Version: 8"), 426, "Sec-WebSocket-Version"),
             (WebSocketFramingTests.upgrade.replacingOccurrences(of: "dGhlIHNhbXBsZSBub25jZQ==", with: "c2hvcnQ="), 400, "Sec-WebSocket-Key"),
+            // The same 16 bytes with the unused bits of the last letter set: not the key's base64.
+            (WebSocketFramingTests.upgrade.replacingOccurrences(of: "dGhlIHNhbXBsZSBub25jZQ==", with: "dGhlIHNhbXBsZSBub25jZR=="), 400, "Sec-WebSocket-Key"),
             (WebSocketFramingTests.upgrade.replacingOccurrences(of: "Host: t\r\n", with: "Host: t\r\nOrigin: https://evil.example\r\n"), 403, "Origin"),
         ]
         for (request, status, field) in cases {
