@@ -496,7 +496,7 @@ private struct ContentParser {
     /// A required latitude or longitude: a decimal number (`-33.8568`) from `-limit` to `limit`.
     mutating func coordinate(_ attributes: [XMLAttribute], _ name: String, of element: String, at position: XMLPosition, limit: Double) throws(Halt) -> Double? {
         guard let text = try required(attributes, name, of: element, at: position) else { return nil }
-        guard let value = Self.decimal(text, signed: true), abs(value) <= limit else {
+        guard let value = DecimalText.decimal(text, signed: true), abs(value) <= limit else {
             try report(.invalidValue(field: name, why: "must be a decimal number from -\(Int(limit)) to \(Int(limit))"), at: position)
             return nil
         }
@@ -506,7 +506,7 @@ private struct ContentParser {
     /// A required pixel coordinate: a decimal number from 0 to `ContentFormat.maxPixel`.
     mutating func pixel(_ attributes: [XMLAttribute], _ name: String, at position: XMLPosition) throws(Halt) -> Double? {
         guard let text = try required(attributes, name, of: "point", at: position) else { return nil }
-        guard let value = Self.decimal(text, signed: false), value <= ContentFormat.maxPixel else {
+        guard let value = DecimalText.decimal(text, signed: false), value <= ContentFormat.maxPixel else {
             try report(.invalidValue(field: name, why: "must be a decimal number of pixels from 0 to \(Int(ContentFormat.maxPixel))"), at: position)
             return nil
         }
@@ -572,16 +572,6 @@ private struct ContentParser {
         !text.isEmpty && !text.utf8.contains(where: XMLReader.isWhitespace)
     }
 
-    /// `-?[0-9]+(\.[0-9]+)?` (no sign when `signed` is false), at most 32 bytes, as a Double.
-    static func decimal(_ text: String, signed: Bool) -> Double? {
-        guard text.utf8.count <= 32 else { return nil }
-        var bytes = Array(text.utf8)[...]
-        if signed, bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
-        let parts = bytes.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }) else { return nil }
-        return Double(text)
-    }
-
     /// `[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*`, at most 35 bytes: the shape of a BCP 47 language tag.
     static func isLanguageTag(_ text: String) -> Bool {
         guard text.utf8.count <= 35 else { return false }
@@ -601,5 +591,19 @@ private struct ContentParser {
         return text.utf8.count <= ContentFormat.maxFileNameBytes && !text.hasPrefix(".")
             && !text.utf8.contains { [UInt8(ascii: "/"), UInt8(ascii: "\\"), 0x09, 0x0A, 0x0D].contains($0) }
             && (lower.hasSuffix(".jpg") && lower.utf8.count > 4 || lower.hasSuffix(".jpeg") && lower.utf8.count > 5)
+    }
+}
+
+/// Decimal numbers as both import formats write them: Swift's own parser also takes `0x10`,
+/// `1e3`, `+5`, `inf` and `nan`.
+enum DecimalText {
+    /// `-?[0-9]+(\.[0-9]+)?` (no sign when `signed` is false), at most 32 bytes, as a Double.
+    static func decimal(_ text: String, signed: Bool) -> Double? {
+        guard text.utf8.count <= 32 else { return nil }
+        var bytes = Array(text.utf8)[...]
+        if signed, bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+        let parts = bytes.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }) else { return nil }
+        return Double(text)
     }
 }

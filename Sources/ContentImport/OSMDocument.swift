@@ -135,8 +135,8 @@ struct OSMCollector {
         case "node":
             counts.nodes += 1
             beginElement()
-            guard let id = attribute("id").flatMap(Int64.init), let lat = attribute("lat").flatMap(Double.init),
-                let lon = attribute("lon").flatMap(Double.init), lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180
+            guard let id = attribute("id").flatMap(OSMNumber.id), let lat = attribute("lat").flatMap(OSMNumber.degrees),
+                let lon = attribute("lon").flatMap(OSMNumber.degrees), abs(lat) <= 90, abs(lon) <= 180
             else {
                 invalid = true
                 return
@@ -146,7 +146,7 @@ struct OSMCollector {
         case "way":
             counts.ways += 1
             beginElement()
-            guard let id = attribute("id").flatMap(Int64.init) else {
+            guard let id = attribute("id").flatMap(OSMNumber.id) else {
                 invalid = true
                 return
             }
@@ -155,7 +155,7 @@ struct OSMCollector {
             counts.relations += 1
         case "nd":
             guard case .way = current, !invalid else { return }
-            guard wayNodes.count < Self.maxWayNodes, let ref = attribute("ref").flatMap(Int64.init) else {
+            guard wayNodes.count < Self.maxWayNodes, let ref = attribute("ref").flatMap(OSMNumber.id) else {
                 invalid = true
                 return
             }
@@ -365,4 +365,21 @@ public struct OSMDocument: Sendable, Equatable {
             throw .xml(error)
         }
     }
+}
+
+/// The numbers of an OSM file, as OSM writes them: decimal digits only. Swift's own parsers
+/// also take `0x10`, `1e3`, `+5`, `inf` and `nan`, which name no OSM element or position.
+enum OSMNumber {
+    /// An element id: an optional `-` (editors number new elements below zero), then digits
+    /// with no leading zero, at most 19 of them.
+    static func id(_ text: String) -> Int64? {
+        let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : Substring(text).utf8
+        guard (1...19).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }),
+            digits.count == 1 || digits.first != UInt8(ascii: "0")
+        else { return nil }
+        return Int64(text)
+    }
+
+    /// A latitude or longitude: `-?[0-9]+(\.[0-9]+)?`, at most 32 bytes, as the content format's.
+    static func degrees(_ text: String) -> Double? { DecimalText.decimal(text, signed: true) }
 }

@@ -124,9 +124,20 @@ private func way(_ id: Int64, _ refs: [Int64], _ tags: [(String, String)]) -> St
             way(6, Array(repeating: 4, count: OSMCollector.maxWayNodes), [("leisure", "park"), ("name", "Longest way")]),
             way(8, [], [("leisure", "park"), ("name", "No nodes")]),
             "<way id=\"-\"><nd ref=\"4\"/><tag k=\"leisure\" v=\"park\"/><tag k=\"name\" v=\"Bad id\"/></way>",
+            // Numbers OSM does not write, which Swift's parsers would take.
+            "<node id=\"10\" lat=\"0x10\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Hex\"/></node>",
+            "<node id=\"11\" lat=\"60\" lon=\"2.5e1\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Exponent\"/></node>",
+            "<node id=\"+12\" lat=\"60\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Plus\"/></node>",
+            "<node id=\"013\" lat=\"60\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Leading zero\"/></node>",
+            "<node id=\"14\" lat=\"nan\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Not a number\"/></node>",
+            "<node id=\"15\" lat=\"60.\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Bare point\"/></node>",
+            "<way id=\"0x16\"><nd ref=\"4\"/><tag k=\"leisure\" v=\"park\"/><tag k=\"name\" v=\"Hex way\"/></way>",
+            "<way id=\"17\"><nd ref=\"0x4\"/><tag k=\"leisure\" v=\"park\"/><tag k=\"name\" v=\"Hex ref\"/></way>",
+            // What OSM does write: negative ids of new elements, and many decimals.
+            "<node id=\"-18\" lat=\"-33.8688000\" lon=\"151.2093000\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"New\"/></node>",
         ].joined()))
-        #expect(document.places.map(\.externalID) == ["node/4", "way/6"])
-        #expect(document.counts.invalidElements == 6)
+        #expect(document.places.map(\.externalID) == ["node/4", "way/6", "node/-18"])
+        #expect(document.counts.invalidElements == 14)
         let tags = (0...OSMCollector.maxTags).map { ("k\($0)", "v") } + [("amenity", "cafe"), ("name", "Many tags")]
         #expect(try read(osm(node(7, 60, 25, tags))).counts.invalidElements == 1)
         #expect(try read(osm(node(7, 60, 25, Array(tags.suffix(OSMCollector.maxTags))))).places.count == 1)
