@@ -491,7 +491,14 @@ struct ImportPlanner {
         let now = Logger.timestamp()
         var skipped = document.counts.waysMissingNodes + document.counts.invalidElements
         var dropped = 0
+        var seen = Set<String>()
         for osm in document.places {
+            // Two places of one id would claim one external id twice: the writing would fail
+            // on it, so the planning does, dry run or not.
+            guard seen.insert(osm.externalID).inserted else {
+                issue("OSM element \(osm.externalID) is given twice", at: nil, into: &plan)
+                continue
+            }
             var incoming = Place(
                 id: 0, name: osm.name, category: osm.category, lat: osm.lat, lon: osm.lon, address: osm.address, phone: osm.phone,
                 website: osm.website, description: osm.description,

@@ -254,6 +254,28 @@ import Uploads
         #expect(after.first { $0.externalIds["osm"] == "node/1" }?.name == "Café Aalto")
     }
 
+    /// An OSM element given twice would claim one id twice: the dry run fails as the real run
+    /// does, with the same error, and nothing is written.
+    @Test func anOSMIdGivenTwiceFailsTheDryRunAsTheRealRun() throws {
+        let catalog = try CatalogFixture()
+        let osm = """
+            <osm version="0.6">
+              <node id="7" lat="60.1699" lon="24.9384"><tag k="name" v="Café"/><tag k="amenity" v="cafe"/></node>
+              <node id="8" lat="60.1700" lon="24.9400"><tag k="name" v="Ateneum"/><tag k="tourism" v="museum"/></node>
+              <node id="7" lat="60.1701" lon="24.9385"><tag k="name" v="Café again"/><tag k="amenity" v="cafe"/></node>
+            </osm>
+            """
+        var reports: [String] = []
+        for dryRun in [true, false] {
+            let run = try Self.run(catalog, osm, format: "osm", dryRun: dryRun)
+            let errors = run.report["errors"] as? [[String: Any]] ?? []
+            #expect(run.state == "failed" && errors.count == 1, "\(run.report)")
+            reports.append(errors.first?["message"] as? String ?? "")
+        }
+        #expect(reports == ["OSM element node/7 is given twice", "OSM element node/7 is given twice"])
+        #expect(try catalog.allPlaces().isEmpty)
+    }
+
     @Test func importsAreBoundedFromTheSendersSide() throws {
         let catalog = try CatalogFixture()
         let begun = try catalog.raw("catalog.import.begin", "{}")
