@@ -137,14 +137,14 @@ enum PlaceRules {
         return place
     }
 
-    /// `text` without the white space and newlines around it (Foundation's
-    /// `.whitespacesAndNewlines`). A text that starts and ends with a byte of ASCII that is not
-    /// white space (most names) has none, and is answered without Foundation, which cost 4% of
-    /// a create (callgrind-create).
+    /// `text` without the white space, newlines and invisible characters around it
+    /// (`TextRule.trimmingInvisible`). A text that starts and ends with a byte of ASCII that is
+    /// not white space (most names) has none, and is answered without Foundation, which cost 4%
+    /// of a create (callgrind-create).
     static func trimmed(_ text: String) -> String {
         func plain(_ byte: UInt8?) -> Bool { byte.map { $0 < 0x80 && $0 != 0x20 && !(0x09...0x0D).contains($0) } ?? false }
         if plain(text.utf8.first), plain(text.utf8.last) { return text }
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return TextRule.trimmingInvisible(text)
     }
 
     private static func httpURL(_ value: String, _ field: String) throws(ServiceError) {

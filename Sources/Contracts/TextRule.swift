@@ -72,14 +72,46 @@ public struct TextRule: Sendable {
         if let value { try check(value) }
     }
 
-    /// `value` without surrounding white space and line breaks, checked: the bytes of the value
-    /// as sent first (so a huge value is refused before it is trimmed), then the trimmed value.
+    /// `value` without surrounding white space, line breaks and invisible characters, checked:
+    /// the bytes of the value as sent first (so a huge value is refused before it is trimmed),
+    /// then the trimmed value. A name of invisible characters only trims to nothing.
     public func trimmed(_ value: String) throws(ServiceError) -> String {
         guard value.utf8.count <= maxBytes else { throw .invalid(field, "must be at most \(maxBytes) bytes") }
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = Self.trimmingInvisible(value)
         try check(trimmed)
         return trimmed
     }
+
+    /// The characters that show nothing by themselves: zero-width spaces and joiners, the
+    /// soft hyphen, the word joiner and invisible operators, the byte order mark, Hangul and
+    /// Khmer fillers, variation selectors, tag characters and the braille blank (the
+    /// bidirectional formatting characters are refused anyway, not trimmed). Beside white
+    /// space, a name of these only looks empty, and one inside a word makes it look like
+    /// another word.
+    public static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00AD, 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B...0x180F, 0x200B...0x200D, 0x2060...0x2065, 0x206A...0x206F,
+            0x2800, 0x3164, 0xFE00...0xFE0F, 0xFEFF, 0xFFA0, 0x1D173...0x1D17A, 0xE0000...0xE007F:
+            true
+        default: false
+        }
+    }
+
+    /// White space, line breaks and invisible characters (`isInvisible`).
+    public static let blankOrInvisible: CharacterSet = {
+        var set = CharacterSet.whitespacesAndNewlines
+        for range: ClosedRange<UInt32> in [
+            0x00AD...0x00AD, 0x034F...0x034F, 0x115F...0x1160, 0x17B4...0x17B5, 0x180B...0x180F, 0x200B...0x200D, 0x2060...0x2065,
+            0x206A...0x206F, 0x2800...0x2800, 0x3164...0x3164, 0xFE00...0xFE0F, 0xFEFF...0xFEFF, 0xFFA0...0xFFA0, 0x1D173...0x1D17A,
+            0xE0000...0xE007F,
+        ] {
+            set.insert(charactersIn: Unicode.Scalar(range.lowerBound)!...Unicode.Scalar(range.upperBound)!)
+        }
+        return set
+    }()
+
+    /// `value` without white space, line breaks and invisible characters around it.
+    public static func trimmingInvisible(_ value: String) -> String { value.trimmingCharacters(in: blankOrInvisible) }
 
     /// Whether `value` holds a scalar a field of `lines` may not hold.
     public static func hasForbiddenScalar(_ value: String, lines: Lines) -> Bool {

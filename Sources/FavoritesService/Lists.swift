@@ -176,11 +176,15 @@ extension FavoritesStore {
         return ListsReply(lists: builtIns + own)
     }
 
-    /// A checked new list name: trimmed, 1 to 100 characters, not a built-in's, not taken by
-    /// another of the user's lists (`except` the one being renamed).
+    /// A checked new list name: trimmed, 1 to 100 characters, with no invisible character
+    /// (`Fav\u{200B}orites` would pass for `favorites`), not a built-in's, not taken by another
+    /// of the user's lists (`except` the one being renamed).
     private func checkedNewName(_ raw: String, rule: TextRule, userId: Int64, except: Int64? = nil) throws -> String {
         let name = try rule.trimmed(raw)
         guard !name.isEmpty else { throw ServiceError.invalid(rule.field, "must not be empty") }
+        guard !name.unicodeScalars.contains(where: TextRule.isInvisible) else {
+            throw ServiceError.invalid(rule.field, "must not contain invisible characters (zero-width spaces and joiners, soft hyphens and the like)")
+        }
         if Lists.builtIn(name) != nil { throw ServiceError(.alreadyExists, "\(name) is a built-in list", field: rule.field) }
         if let other = try db.scalarInt("SELECT id FROM lists WHERE user_id = ? AND name = ?", userId, name), other != except {
             throw ServiceError(.alreadyExists, "you already have a list by that name", field: rule.field)

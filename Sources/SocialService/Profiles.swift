@@ -6,6 +6,14 @@ import Storage
 
 /// The rules of profile fields, each naming its field. Texts are checked in bytes first.
 enum ProfileRules {
+    /// A home city, trimmed (invisible characters too): one that trims to nothing is refused;
+    /// `null` clears it.
+    static func homeCity(_ value: String) throws(ServiceError) -> String {
+        let city = try ProfileUpdate.homeCityRule.trimmed(value)
+        guard !city.isEmpty else { throw .invalid("home_city", "must not be empty; send null to clear it") }
+        return city
+    }
+
     static func avatarURL(_ value: String) throws(ServiceError) {
         try ProfileUpdate.avatarURLRule.checkBytesAndCharacters(value)
         guard value.count <= ProfileUpdate.avatarURLRule.maxCharacters, let url = URLComponents(string: value), let scheme = url.scheme?.lowercased(),
@@ -91,7 +99,7 @@ final class ProfileStore: SocialFeature {
         let year = currentYear
         let birthYear = try update.birthYear.checked { value throws(ServiceError) in try ProfileRules.birthYear(value, currentYear: year) }
         let language = try update.language.checked(ProfileRules.language)
-        let homeCity = try update.homeCity.checked(ProfileUpdate.homeCityRule.check)
+        let homeCity = try update.homeCity.checked(ProfileRules.homeCity)
         return try db.transaction {
             let current = try profile(caller.id, viewer: caller.id)
             try db.run(

@@ -63,8 +63,8 @@ import Testing
     }
 }
 
-/// A name's surrounding white space is trimmed as Foundation's `.whitespacesAndNewlines` trims
-/// it, also where the fast path answers without Foundation.
+/// A name's surrounding white space and invisible characters are trimmed as Foundation trims
+/// `TextRule.blankOrInvisible`, also where the fast path answers without Foundation.
 @Suite struct NameTrimmingTests {
     @Test func trimmingIsFoundationsWhateverTheEdges() {
         let edges: [String] = (0..<0x80).compactMap { Unicode.Scalar($0).map { String(Character($0)) } }
@@ -72,7 +72,7 @@ import Testing
         for first in edges {
             for last in edges {
                 for text in [first + "Harbour" + last, first + last, first] {
-                    #expect(PlaceRules.trimmed(text) == text.trimmingCharacters(in: .whitespacesAndNewlines), "\(text.unicodeScalars.map(\.value))")
+                    #expect(PlaceRules.trimmed(text) == text.trimmingCharacters(in: TextRule.blankOrInvisible), "\(text.unicodeScalars.map(\.value))")
                 }
             }
         }

@@ -192,6 +192,13 @@ import TestSupport
         #expect(lists.compactMap { intMember($0, "count") } == [1, 0, 0, 1, 0])
         #expect(refusal(f.error("favorites.lists.create", #"{"name":"TRIP"}"#)) == "already_exists name")
         #expect(refusal(f.error("favorites.lists.create", #"{"name":"Favorites"}"#)) == "already_exists name")
+        // Invisible characters: a name of nothing else is empty; one inside passes for another name.
+        #expect(refusal(f.error("favorites.lists.create", #"{"name":"\u200b\u00ad \ufeff"}"#)) == "invalid_argument name")
+        #expect(f.error("favorites.lists.create", #"{"name":"Fav\u200borites"}"#)?.message.hasPrefix("must not contain invisible characters") == true)
+        #expect(refusal(f.error("favorites.lists.rename", #"{"name":"Trip","new_name":"Tr\u2060ip"}"#)) == "invalid_argument new_name")
+        // Around a name they are trimmed, as white space is.
+        #expect(try f.call("favorites.lists.create", #"{"name":"\u200bParks\u200d"}"#)["name"] as? String == "Parks")
+        try f.call("favorites.lists.delete", #"{"name":"Parks"}"#)
         #expect(refusal(f.error("favorites.lists.rename", #"{"name":"favorites","new_name":"Faves"}"#)) == "invalid_argument name")
         #expect(refusal(f.error("favorites.lists.delete", #"{"name":"visited"}"#)) == "invalid_argument name")
         #expect(refusal(f.error("favorites.lists.rename", #"{"name":"Trip","new_name":"beach"}"#)) == "already_exists new_name")

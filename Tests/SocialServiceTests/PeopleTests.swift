@@ -85,6 +85,11 @@ import Testing
         // Ben's own profile was not touched by the user_id in Ann's body.
         #expect(try f.call("profile.get", as: ben)["bio"] == nil)
 
+        // A name or a home city of invisible characters only is empty; around one they are trimmed.
+        #expect(f.error("profile.update", #"{"home_city":"\u200b\u3164"}"#, as: ann) == .invalid("home_city", "must not be empty; send null to clear it"))
+        #expect(f.error("profile.update", #"{"name":"\u2800\u00ad"}"#, as: ann) == .invalid("name", "must not be empty"))
+        #expect(try f.call("profile.update", #"{"home_city":" \ufeffSydney\u200b "}"#, as: ann)["home_city"] as? String == "Sydney")
+
         // null clears; absent keeps.
         let cleared = try f.call("profile.update", #"{"bio":null,"birth_year":null}"#, as: ann)
         #expect(cleared["bio"] == nil && cleared["birth_year"] == nil && cleared["home_city"] as? String == "Sydney")
