@@ -13,8 +13,8 @@ public enum CommandArguments {
         if words.count == 1 {
             do {
                 // The object is the params themselves: one level less deep than a value in it.
-                try StrictJSON.check(words[0], maxDepth: maxDepth + 1)
-            } catch let error where error.reason == .tooDeep(limit: maxDepth + 1) {
+                try StrictJSON.check(words[0], maxDepth: maxDepth + 1, uniqueKeys: true)
+            } catch let error where error.reason == .tooDeep(limit: maxDepth + 1) || error.reason == .duplicateKey {
                 return .failure(ServiceError(.invalidArgument, error.message))
             } catch {
                 return .failure(ServiceError(.invalidArgument, "arguments are key value pairs or one JSON object"))
@@ -27,8 +27,6 @@ public enum CommandArguments {
         guard words.count % 2 == 0 else {
             return .failure(ServiceError(.invalidArgument, "arguments are key value pairs; '\(Echo.clip(String(decoding: words[words.count - 1], as: UTF8.self)))' has no value"))
         }
-        // Keys in the order first given; a repeated key keeps its last value (at its first place):
-        // for each pair, the pair whose value it takes, or nil when an earlier one took it.
         let pairs = words.count / 2
         // Keys as they will be written (bytes that are not UTF-8 repaired), so two that are
         // written alike are one key.
@@ -36,23 +34,15 @@ public enum CommandArguments {
             let word = words[2 * pair]
             return word.allSatisfy { $0 < 0x80 } ? word : Array(String(decoding: word, as: UTF8.self).utf8)
         }
-        var source: [Int?] = Array(0..<pairs)
+        // A key given twice is refused, as a JSON object with a key twice is (I-JSON, RFC 7493).
         if pairs <= 16 {
-            for later in 1..<max(1, pairs) {
-                if let first = (0..<later).first(where: { source[$0] != nil && keys[$0] == keys[later] }) {
-                    source[first] = later
-                    source[later] = nil
-                }
+            for later in 1..<max(1, pairs) where (0..<later).contains(where: { keys[$0] == keys[later] }) {
+                return .failure(ServiceError(.invalidArgument, "is given twice", field: Echo.clip(String(decoding: keys[later], as: UTF8.self))))
             }
         } else {
-            var firsts: [[UInt8]: Int] = [:]
-            for pair in 0..<pairs {
-                if let first = firsts[keys[pair]] {
-                    source[first] = pair
-                    source[pair] = nil
-                } else {
-                    firsts[keys[pair]] = pair
-                }
+            var seen = Set<[UInt8]>()
+            for pair in 0..<pairs where !seen.insert(keys[pair]).inserted {
+                return .failure(ServiceError(.invalidArgument, "is given twice", field: Echo.clip(String(decoding: keys[pair], as: UTF8.self))))
             }
         }
         var object: [UInt8] = []
@@ -63,8 +53,7 @@ public enum CommandArguments {
             // No dotted (or empty) key: the members in order, written as they come.
             object.append(UInt8(ascii: "{"))
             for pair in 0..<pairs {
-                guard let from = source[pair] else { continue }
-                switch value(words[2 * from + 1], maxDepth: maxDepth) {
+                switch value(words[2 * pair + 1], maxDepth: maxDepth) {
                 case .success(let value):
                     if object.count > 1 { object.append(UInt8(ascii: ",")) }
                     appendString(keys[pair], to: &object)
@@ -80,7 +69,6 @@ public enum CommandArguments {
         var members: [Member] = []
         members.reserveCapacity(pairs)
         for pair in 0..<pairs {
-            guard let from = source[pair] else { continue }
             let key = keys[pair]
             // A closure, not `\.isEmpty`: a key path here cost more than the rest of the pair.
             var levels = 1
@@ -96,7 +84,7 @@ public enum CommandArguments {
                 return .failure(ServiceError(.invalidArgument, "nests deeper than \(maxDepth) levels", field: field(pair)))
             }
             // A value inside nested objects has that many levels fewer to nest in itself.
-            switch value(words[2 * from + 1], maxDepth: maxDepth - (levels - 1)) {
+            switch value(words[2 * pair + 1], maxDepth: maxDepth - (levels - 1)) {
             case .success(let value): members.append(Member(key: key, from: 0, value: value, pair: pair))
             case .failure(let error): return .failure(ServiceError(.invalidArgument, error.message, field: field(pair)))
             }
@@ -196,9 +184,9 @@ public enum CommandArguments {
         // A JSON object, array or string literal ("\"2046\"" forces a string).
         if let first = bytes.first, first == UInt8(ascii: "{") || first == UInt8(ascii: "[") || first == UInt8(ascii: "\"") {
             do {
-                try StrictJSON.check(bytes, maxDepth: maxDepth)
+                try StrictJSON.check(bytes, maxDepth: maxDepth, uniqueKeys: true)
                 return .success(bytes)
-            } catch let error where error.reason == .tooDeep(limit: maxDepth) {
+            } catch let error where error.reason == .tooDeep(limit: maxDepth) || error.reason == .duplicateKey {
                 return .failure(error)
             } catch {
                 // Not JSON: the word is a string.

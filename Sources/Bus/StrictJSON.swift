@@ -26,6 +26,8 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
         case unexpectedEnd
         /// A `\uD800`–`\uDFFF` escape that is not a high surrogate directly followed by a low one.
         case loneSurrogate
+        /// A key an object already has (escapes resolved), when keys must be unique; offset is the second's.
+        case duplicateKey
     }
 
     /// What is wrong.
@@ -53,6 +55,7 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
         case .trailingData: return "unexpected data after the JSON value \(at)"
         case .unexpectedEnd: return "unexpected end of input after \(offset) bytes"
         case .loneSurrogate: return "unpaired surrogate escape \(at)"
+        case .duplicateKey: return "duplicate key \(at)"
         }
     }
 
@@ -68,7 +71,8 @@ public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertib
 /// the stack for any sensible limit; its cost grows with the input's length only.
 ///
 /// What it accepts beyond the grammar is what Foundation also accepts: any top-level value,
-/// duplicate keys, and numbers of any magnitude (range is the decoder's business). What it
+/// duplicate keys (unless `uniqueKeys`: I-JSON, RFC 7493, which the gateway holds clients
+/// to), and numbers of any magnitude (range is the decoder's business). What it
 /// refuses that Foundation may take: trailing commas, `\u` escapes of unpaired surrogates
 /// (they cannot become a Swift `String`), nesting deeper than `maxDepth`, and text that is
 /// not UTF-8 (Foundation skips a byte order mark and guesses UTF-16 or UTF-32 from NUL
@@ -78,12 +82,16 @@ public enum StrictJSON {
     public static let defaultMaxDepth = 64
 
     /// Throws unless `bytes` is exactly one JSON value (RFC 8259) with optional surrounding
-    /// whitespace, nested at most `maxDepth` levels (`[]` and `{}` are one level).
-    public static func check(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth) throws(JSONSyntaxError) {
+    /// whitespace, nested at most `maxDepth` levels (`[]` and `{}` are one level), and with
+    /// `uniqueKeys` no object giving a key twice (escapes resolved: `"a"` and `"\u0061"` are one;
+    /// keys compare as Swift strings do, so canonically equivalent ones are one key, as they
+    /// are in the dictionaries that read them).
+    public static func check(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth, uniqueKeys: Bool = false) throws(JSONSyntaxError) {
         // One bit per open container; depth never exceeds the input's length.
         let words = (min(max(maxDepth, 0), bytes.count) + 63) / 64 + 1
         let failure = withUnsafeTemporaryAllocation(of: UInt64.self, capacity: words) { containers -> JSONSyntaxError? in
             var scanner = Scanner(bytes: bytes, maxDepth: maxDepth, containers: containers)
+            scanner.uniqueKeys = uniqueKeys
             do throws(JSONSyntaxError) {
                 try scanner.document()
                 return nil
@@ -128,11 +136,11 @@ public enum StrictJSON {
     }
 
     /// Throws unless `bytes` (a `Data`, `[UInt8]`, `ArraySlice<UInt8>`…) is one strict JSON value;
-    /// see `check(_:maxDepth:)` on a raw buffer.
-    public static func check(_ bytes: some ContiguousBytes, maxDepth: Int = defaultMaxDepth) throws(JSONSyntaxError) {
+    /// see `check(_:maxDepth:uniqueKeys:)` on a raw buffer.
+    public static func check(_ bytes: some ContiguousBytes, maxDepth: Int = defaultMaxDepth, uniqueKeys: Bool = false) throws(JSONSyntaxError) {
         let failure = bytes.withUnsafeBytes { raw -> JSONSyntaxError? in
             do throws(JSONSyntaxError) {
-                try check(raw, maxDepth: maxDepth)
+                try check(raw, maxDepth: maxDepth, uniqueKeys: uniqueKeys)
                 return nil
             } catch {
                 return error
@@ -169,6 +177,9 @@ private struct Scanner {
     var depth = 0
     /// Where the last `,` was, for reporting a trailing comma there.
     var lastComma = 0
+    /// Whether an object may not give a key twice; then the keys of each open object, by depth.
+    var uniqueKeys = false
+    var keys: [Set<String>] = []
 
     init(bytes: UnsafeRawBufferPointer, maxDepth: Int, containers: UnsafeMutableBufferPointer<UInt64>) {
         self.bytes = bytes
@@ -193,6 +204,10 @@ private struct Scanner {
         let word = depth >> 6
         let bit: UInt64 = 1 << UInt64(depth & 63)
         if object { containers[word] |= bit } else { containers[word] &= ~bit }
+        if object && uniqueKeys {
+            while keys.count <= depth { keys.append([]) }
+            keys[depth].removeAll(keepingCapacity: true)
+        }
         depth += 1
         index += 1
     }
@@ -281,6 +296,9 @@ private struct Scanner {
                     let start = index
                     try string()
                     if depth == 1 { (keyStart, keyEnd) = (start, index) }
+                    if uniqueKeys, !keys[depth - 1].insert(key(start, index)).inserted {
+                        throw JSONSyntaxError(.duplicateKey, at: start)
+                    }
                     expecting = .colon
                 } else if byte == Self.closeObject {
                     guard expecting == .keyOrObjectEnd else { throw JSONSyntaxError(.trailingComma, at: lastComma) }
@@ -311,6 +329,14 @@ private struct Scanner {
                 }
             }
         }
+    }
+
+    /// The key whose checked string (quotes included) lies from `start` to `end`, its escapes
+    /// resolved (rare in keys: then the decoder resolves them).
+    func key(_ start: Int, _ end: Int) -> String {
+        let quoted = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        guard quoted.contains(Self.backslash) else { return String(decoding: quoted.dropFirst().dropLast(), as: UTF8.self) }
+        return (try? JSONDecoder().decode(String.self, from: Data(quoted))) ?? String(decoding: quoted, as: UTF8.self)
     }
 
     /// `true`, `false` or `null`, whose first byte is at `index`.

@@ -122,7 +122,7 @@ enum JSONRPC {
 /// JSON-RPC 2.0 on a connection, as a state machine over bytes: lines in, calls out;
 /// outcomes in, response lines out (a batch's as one line once all its members are done).
 ///
-/// Every line is checked by `StrictJSON` (strict grammar, bounded depth) before anything
+/// Every line is checked by `StrictJSON` (strict grammar, bounded depth, no key twice) before anything
 /// parses it; every response is bounded by `maxReplyBytes`.
 final class JSONRPCFraming: Framing {
     let limits: FramingLimits
@@ -200,7 +200,8 @@ final class JSONRPCFraming: Framing {
     /// Handles one line; the calls it started, or nil when it is a batch that must wait for room.
     private func handle(_ line: ArraySlice<UInt8>, room: Int, into reading: inout Reading) -> Int? {
         do {
-            try StrictJSON.check(line, maxDepth: limits.maxDepth)
+            // I-JSON (RFC 7493): an object giving a key twice is refused, whichever copy a reader would take.
+            try StrictJSON.check(line, maxDepth: limits.maxDepth, uniqueKeys: true)
         } catch {
             reject(ServiceError(.invalidArgument, "parse error: \(error.message)"), code: JSONRPC.parseError, into: &reading)
             return 0

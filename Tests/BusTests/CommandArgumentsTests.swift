@@ -33,8 +33,8 @@ import Testing
         #expect(try written(["near.lat", "-33.86", "radius_m", "500", "near.lon", "151.21"], 8).get()
                 == #"{"near":{"lat":-33.86,"lon":151.21},"radius_m":500}"#)
         #expect(try written(["a.b.c", "1", "a.d", "x", "a.b.e", "[2]"], 8).get() == #"{"a":{"b":{"c":1,"e":[2]},"d":"x"}}"#)
-        // A repeated dotted key keeps its last value; a free key of a dictionary is named too.
-        #expect(try written(["near.lat", "1", "near.lat", "2"], 8).get() == #"{"near":{"lat":2}}"#)
+        // A repeated dotted key is refused by name; a free key of a dictionary is named too.
+        #expect(written(["near.lat", "1", "near.lat", "2"], 8) == .failure(ServiceError(.invalidArgument, "is given twice", field: "near.lat")))
         #expect(try written(["name_i18n.fr", "Opéra", "name_i18n.en", "Opera"], 8).get() == #"{"name_i18n":{"fr":"Opéra","en":"Opera"}}"#)
         // A member given whole and by its members, an empty name, and too deep are refused by key.
         #expect(written(["near", #"{"lat":1}"#, "near.lon", "2"], 8)
@@ -56,8 +56,8 @@ import Testing
         #expect(written(["near.lon", "2", "near.lat", "1", "near", "{}"], 8)
                 == .failure(ServiceError(.invalidArgument, "is given whole and by its members too (near.lon)", field: "near")))
         #expect(written(["a.b.c", "2", "a.b", "1"], 8) == .failure(ServiceError(.invalidArgument, "is given whole and by its members too (a.b.c)", field: "a.b")))
-        // A repeated dotted key keeps its first place; keys that are not UTF-8 are repaired before they are grouped.
-        #expect(try written(["near.lat", "1", "near.lon", "2", "near.lat", "3"], 8).get() == #"{"near":{"lat":3,"lon":2}}"#)
+        // A repeated dotted key is refused; keys that are not UTF-8 are repaired before they are grouped.
+        #expect(written(["near.lat", "1", "near.lon", "2", "near.lat", "3"], 8) == .failure(ServiceError(.invalidArgument, "is given twice", field: "near.lat")))
         let repaired = try CommandArguments.params([[0xFF, 0x2E, 0x78], Array("1".utf8), [0xFE, 0x2E, 0x79], Array("2".utf8)]).get()
         #expect(String(decoding: repaired, as: UTF8.self) == "{\"\u{FFFD}\":{\"x\":1,\"y\":2}}")
     }
@@ -75,8 +75,8 @@ import Testing
     }
 
     /// Random dotted keys, beyond 16 pairs too (grouped through a dictionary then), against a
-    /// reference written apart: the nested object in first-seen order, or the first clash of
-    /// a key given whole and by its members, depth first.
+    /// reference written apart: the first key given twice, or the nested object in first-seen
+    /// order, or the first clash of a key given whole and by its members, depth first.
     @Test func randomDottedKeysNestAsTheReferenceDoes() throws {
         // The reference: (key, value) pairs already deduplicated, at one level.
         func build(_ pairs: [(path: [String], key: String, value: String)]) -> Result<String, ServiceError> {
@@ -108,45 +108,53 @@ import Testing
         for _ in 0..<500 {
             var words: [String] = []
             var pairs: [(path: [String], key: String, value: String)] = []
+            var repeated: String?
             for _ in 0..<Int(rng.next() % 40 + 1) {
                 let key = keys[Int(rng.next() % UInt64(keys.count))], value = String(rng.next() % 100)
                 words += [key, value]
-                if let at = pairs.firstIndex(where: { $0.key == key }) {
-                    pairs[at].value = value
+                if pairs.contains(where: { $0.key == key }) {
+                    repeated = repeated ?? key
                 } else {
                     pairs.append((key.split(separator: ".").map(String.init), key, value))
                 }
             }
             let got = CommandArguments.params(words.map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) }
-            #expect(got == build(pairs), "\(words)")
+            // A key given twice is refused first, by name.
+            let want = repeated.map { Result<String, ServiceError>.failure(ServiceError(.invalidArgument, "is given twice", field: $0)) } ?? build(pairs)
+            #expect(got == want, "\(words)")
         }
     }
 
-    /// Keys come in the order first given, each once, with its last value; written bytes
-    /// are exactly that object (random pairs over few keys, so many repeat).
-    @Test func aRepeatedKeyKeepsItsLastValueAtItsFirstPlace() throws {
-        let data = try CommandArguments.params([Array("a".utf8), Array("1".utf8), Array("b".utf8), Array("x".utf8), Array("a".utf8), Array("[3]".utf8)]).get()
-        #expect(String(decoding: data, as: UTF8.self) == #"{"a":[3],"b":"x"}"#)
+    /// Keys come in the order given; a key given twice (I-JSON, RFC 7493, for words too) is
+    /// refused by name, whichever way it repeats (random pairs over few keys, so many repeat).
+    @Test func aRepeatedKeyIsRefusedByName() throws {
+        let twice = CommandArguments.params([Array("a".utf8), Array("1".utf8), Array("b".utf8), Array("x".utf8), Array("a".utf8), Array("[3]".utf8)])
+        #expect(twice == .failure(ServiceError(.invalidArgument, "is given twice", field: "a")))
         // Two keys that are not UTF-8 but are written alike (U+FFFD) are one key.
-        let repaired = try CommandArguments.params([[0xFF], Array("1".utf8), [0xFE], Array("2".utf8)]).get()
-        #expect(String(decoding: repaired, as: UTF8.self) == "{\"\u{FFFD}\":2}")
+        let repaired = CommandArguments.params([[0xFF], Array("1".utf8), [0xFE], Array("2".utf8)])
+        #expect(repaired == .failure(ServiceError(.invalidArgument, "is given twice", field: "\u{FFFD}")))
         var rng = SplitMix64(seed: 0xC0A5)
         let keys = ["id", "lat", "é", "a\"b", "n"], values = ["1", "-2.5", "true", "null", "word", #""s""#, "{\"k\":[1]}", "1e999"]
         for _ in 0..<500 {
             var words: [String] = []
             var expected: [(String, String)] = []
+            var repeated: String?
             for _ in 0..<Int(rng.next() % 40 + 1) {  // beyond 16 pairs too, where repeats are found by hashing
                 let key = keys[Int(rng.next() % UInt64(keys.count))], value = values[Int(rng.next() % UInt64(values.count))]
                 words += [key, value]
-                if let at = expected.firstIndex(where: { $0.0 == key }) { expected[at].1 = value } else { expected.append((key, value)) }
+                if expected.contains(where: { $0.0 == key }) { repeated = repeated ?? key } else { expected.append((key, value)) }
             }
-            let got = String(decoding: try CommandArguments.params(words.map { Array($0.utf8) }).get(), as: UTF8.self)
+            let got = CommandArguments.params(words.map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) }
+            if let repeated {
+                #expect(got == .failure(ServiceError(.invalidArgument, "is given twice", field: repeated)), "\(words)")
+                continue
+            }
             let written = expected.map { key, value -> String in
                 let keyJSON = String(decoding: try! JSONEncoder().encode(key), as: UTF8.self)
                 let valueJSON = value == "word" || value == "1e999" ? "\"\(value)\"" : value
                 return keyJSON + ":" + valueJSON
             }
-            #expect(got == "{" + written.joined(separator: ",") + "}", "\(words)")
+            #expect(got == .success("{" + written.joined(separator: ",") + "}"), "\(words)")
         }
     }
 

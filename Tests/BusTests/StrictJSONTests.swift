@@ -430,3 +430,40 @@ enum RandomJSON {
         }
     }
 }
+
+/// I-JSON (RFC 7493): with `uniqueKeys`, an object giving a key twice is refused at the
+/// second, escapes resolved; the same key in different objects is no repeat.
+@Suite struct UniqueKeysTests {
+    static func check(_ text: String) -> JSONSyntaxError? {
+        do {
+            try StrictJSON.check(Array(text.utf8), uniqueKeys: true)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func aKeyTwiceInOneObjectIsRefusedAtTheSecond() {
+        #expect(Self.check(#"{"a":1,"a":2}"#) == JSONSyntaxError(.duplicateKey, at: 7))
+        #expect(Self.check(#"{"a":1,"\u0061":2}"#) == JSONSyntaxError(.duplicateKey, at: 7))
+        #expect(Self.check(#"{"x":{"b":[{"c":1,"d":2,"c":3}]}}"#)?.reason == .duplicateKey)
+        #expect(Self.check(#"[{"a":1},{"a":1}]"#) == nil)
+        #expect(Self.check(#"{"a":{"a":{"a":1}},"b":{"a":2}}"#) == nil)
+        #expect(Self.check(#"{"a":1,"A":2,"a ":3,"é":4}"#) == nil)
+        // Keys canonically equivalent are one key to a Swift dictionary, so one here too.
+        #expect(Self.check(#"{"é":4,"e\u0301":5}"#)?.reason == .duplicateKey)
+        // An object closed and another opened at the same depth starts afresh.
+        #expect(Self.check(#"{"l":[{"k":1},{"k":2}],"m":{"k":3}}"#) == nil)
+        #expect(JSONSyntaxError(.duplicateKey, at: 7).message == "duplicate key at byte 8")
+        // Without the option, a repeat is Foundation's business, as before.
+        #expect((try? StrictJSON.check(Array(#"{"a":1,"a":2}"#.utf8))) != nil)
+    }
+
+    @Test func manyKeysAndDeepObjectsStayLinear() {
+        let wide = "{" + (0..<5_000).map { #""k\#($0)":\#($0)"# }.joined(separator: ",") + "}"
+        #expect(Self.check(wide) == nil)
+        #expect(Self.check(String(wide.dropLast()) + #","k4999":1}"#)?.reason == .duplicateKey)
+        let deep = String(repeating: #"{"a":"#, count: 60) + "1" + String(repeating: "}", count: 60)
+        #expect(Self.check(deep) == nil)
+    }
+}
