@@ -1,12 +1,12 @@
 import Bus
 import Contracts
 import Foundation
+import KeyFiles
 import Sealing
 import ServiceCore
 import ServiceKit
 import Storage
 import Uploads
-import KeyFiles
 
 // Downloads bound to a device: `library.add` packs a tour with its places, their texts and
 // the map's tiles, seals it to one of the user's devices (whose public keys the catalog learns

@@ -1,10 +1,10 @@
 import Bus
 import Contracts
 import Foundation
+import KeyFiles
 import Sealing
 import ServiceKit
 import Storage
-import KeyFiles
 
 // A user's devices: each holds an X25519 key pair made on it, whose public key social keeps
 // and publishes (`social.device.*`), so the catalog seals downloads to that device only.

@@ -1,8 +1,8 @@
 import Bus
 import Contracts
 import Foundation
-import Storage
 import KeyFiles
+import Storage
 
 /// What uploads and imports share: files that arrive in base64 chunks under a random id,
 /// stored as rows, put together again in order.
