@@ -120,7 +120,8 @@ public enum CatalogService {
         table.on(Methods.Catalog.importApply) {
             (_: Empty, _, store) in try store.applyImport()
         }
-        table.on(Methods.Tours.locate) { (request: TourLocate, caller, _, store) in try store.locate(request, user: caller.id) }
+        // On a reader: a walker standing still writes nothing (see locate).
+        table.on(Methods.Tours.locate, runsOn: .read) { (request: TourLocate, caller, _, store) in try store.locate(request, user: caller.id) }
         table.on(Methods.Tours.progress) { (request: TourProgressRequest, caller, _, store) in try store.progress(request, user: caller.id) }
         table.on(Methods.Tours.progressReset) { (request: TourProgressRequest, caller, _, store) in try store.resetProgress(request, user: caller.id) }
         table.on(Methods.Library.add) { (request: LibraryAdd, caller, _, store) in try store.addToLibrary(request, user: caller.id) }

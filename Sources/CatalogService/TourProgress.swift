@@ -67,10 +67,13 @@ private struct Walk {
 }
 
 extension CatalogStore {
-    // MARK: Walking a tour (tours.locate writes on the writer thread; progress reads anywhere)
+    // MARK: Walking a tour (tours.locate on a reader, writing only what changed; progress reads anywhere)
 
     /// `tours.locate`: marks the stops within 30 m visited, keeps the position for the next
-    /// heading, and answers the position's pixel, heading and next stop.
+    /// heading, and answers the position's pixel, heading and next stop. It runs on a reader
+    /// and reads first: a walker standing still changes nothing, so it writes nothing and
+    /// never waits for the write lock. When something changed, it is worked out again and
+    /// written in one immediate transaction.
     func locate(_ request: TourLocate, user: Int64) throws -> TourPosition {
         let here: Coordinate
         do {
@@ -81,7 +84,17 @@ extension CatalogStore {
         try WalkRules.checkCourse(request.courseDeg)
         let lang = try LanguagePreference.read(request.lang)
         let now = options.clock()
-        return try db.transaction {
+        let seen = try db.transaction(.deferred) { try locating(request, here: here, lang: lang, user: user, now: now, write: false) }
+        guard seen.changes else { return seen.position }
+        return try db.transaction(.immediate) { try locating(request, here: here, lang: lang, user: user, now: now, write: true).position }
+    }
+
+    /// Works out a walker's position; `write`: keeps what changed. Answers the position and
+    /// whether anything changed.
+    private func locating(_ request: TourLocate, here: Coordinate, lang: LanguagePreference?, user: Int64, now: Int64, write: Bool) throws
+        -> (position: TourPosition, changes: Bool)
+    {
+        do {
             let stops = try walkStops(request.tourId, lang: lang)
             try erased.refuse(user, now: now)
             let walk = try self.walk(user: user, tour: request.tourId)
@@ -102,12 +115,17 @@ extension CatalogStore {
                 }
             }
             let visitedInOrder = stops.map(\.id).filter(visited.contains)
-            try db.run(
-                """
-                INSERT INTO tour_progress (user_id, tour_id, visited, last_lat, last_lon, last_ms) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (user_id, tour_id) DO UPDATE SET visited = excluded.visited, last_lat = excluded.last_lat,
-                    last_lon = excluded.last_lon, last_ms = excluded.last_ms
-                """, user, request.tourId, "[" + visitedInOrder.map(String.init).joined(separator: ",") + "]", keep.point.latitude, keep.point.longitude, keep.milliseconds)
+            // A walker standing still changes nothing: then nothing is written.
+            let unchanged = walk.map { $0.visited == visited && $0.last == keep.point && $0.lastMilliseconds == keep.milliseconds } ?? false
+            if !unchanged && write {
+                try db.run(
+                    """
+                    INSERT INTO tour_progress (user_id, tour_id, visited, last_lat, last_lon, last_ms) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (user_id, tour_id) DO UPDATE SET visited = excluded.visited, last_lat = excluded.last_lat,
+                        last_lon = excluded.last_lon, last_ms = excluded.last_ms
+                    """, user, request.tourId, "[" + visitedInOrder.map(String.init).joined(separator: ",") + "]", keep.point.latitude,
+                    keep.point.longitude, keep.milliseconds)
+            }
 
             var position = TourPosition(
                 tourId: request.tourId, arrived: arrived, visitedCount: visitedInOrder.count,
@@ -126,7 +144,7 @@ extension CatalogStore {
                     id: next.id, name: next.name, distanceM: WalkRules.tenth(here.distance(to: next.point)),
                     bearingDeg: WalkRules.bearing(here.initialBearing(to: next.point)))
             }
-            return position
+            return (position, !unchanged)
         }
     }
 

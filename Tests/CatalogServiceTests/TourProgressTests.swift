@@ -119,6 +119,32 @@ func angleGap(_ a: Double, _ b: Double) -> Double {
 /// `tours.locate`, `tours.progress` and `tours.progress.reset` in the catalog alone, over its
 /// real sockets, with a fake social publisher for user deletions.
 @Suite struct TourProgressTests {
+    /// A walker standing still changes nothing, so nothing is written and the write lock is
+    /// not waited for: while another connection holds the lock for a second, a locate that
+    /// moves the kept position waits for it, and one standing still is answered at once.
+    @Test func standingStillNeitherWritesNorWaitsForTheWriteLock() throws {
+        let f = try WalkFixture()
+        let start = WalkFixture.stops[0].destination(bearingDegrees: 200, distanceMeters: 300)
+        _ = try f.locate(start, as: "4")
+        _ = try f.locate(start, as: "5")
+        f.advance(1_000)
+        let holder = try f.database()
+        try holder.execute("BEGIN IMMEDIATE")
+        let clock = ContinuousClock()
+        let began = clock.now
+        let step = f.catalog.client.start(
+            type: "tours.locate", body: Data(#"{"tour_id":\#(f.tour),"lat":\#(start.latitude + 0.0005),"lon":\#(start.longitude)}"#.utf8),
+            auth: Auth(userId: "5", role: "user"), timeoutMilliseconds: 5_000)
+        usleep(200_000)
+        var still: [String: Any] = [:]
+        let waited = try clock.measure { still = try f.locate(start.destination(bearingDegrees: 90, distanceMeters: 1), as: "4") }
+        #expect(waited < .milliseconds(700) && id(still["next_stop"]) != nil, "standing still waited \(waited) for the lock")
+        usleep(800_000)
+        try holder.execute("ROLLBACK")
+        _ = try step.wait()
+        #expect(clock.now - began >= .seconds(1), "a step that moves the kept position did not wait for the lock")
+    }
+
     /// A walk along the drawn route, 20 m and 10 s a step: each reply's pixel is where the
     /// map drew that point, the heading is the way just walked, the next stop and its distance
     /// and bearing are Geo's, and stops are visited as the walk passes them.
