@@ -218,3 +218,4 @@ import TestSupport
         #expect(f.error("auth.delete", #"{"password":"\#(SocialFixture.password)"}"#, as: ann)?.code == .unauthenticated)
     }
 }
+
