@@ -132,7 +132,7 @@ final class ClientSession {
     init(
         limits: GatewayLimits, framing: FramingLimits, now: UInt64, address: String = "client", proxy: ProxyTrust? = nil,
         dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge, rekey: @escaping Rekey = { _, _, _ in true },
-        listen: @escaping Listen = { _, _ in true }
+        listen: @escaping Listen = { _, _ in true }, pushMemory: PushMemory = PushMemory(budget: GatewayLimits().maxQueuedPushBytes)
     ) {
         self.limits = limits
         self.framingLimits = framing
@@ -143,7 +143,7 @@ final class ClientSession {
         self.address = address
         peerAddress = address
         self.proxy = proxy
-        outputBudget = OutputBudget(maxPendingBytes: limits.maxPendingOutputBytes)
+        outputBudget = OutputBudget(maxPendingBytes: limits.maxPendingOutputBytes, memory: pushMemory)
         subscriptions = Subscriptions(listen: listen)
         openedAt = now
         lastActivity = now
@@ -257,14 +257,28 @@ final class ClientSession {
     // MARK: Pushes
 
     /// A push for the user this connection listens for: written between whole replies, or kept
-    /// (the latest of each coalescing key only) while the unsent output is at its bound.
+    /// (the latest of each coalescing key only) while the unsent output is at its window.
     func push(_ push: Push) {
-        guard let framing else { return }
-        let bytes = subscriptions.bytes(of: push, in: framing)
-        guard !bytes.isEmpty else { return }
+        guard let writer = pushWriter else { return }
+        let messages = subscriptions.messages(of: push)
+        guard !messages.isEmpty else { return }
         // A key coalesces pushes of its own topic only.
         noteCaughtUp(lastActivity)
-        outputBudget.push(bytes, key: push.coalesce.map { push.topic + " " + $0 })
+        outputBudget.push(push, messages: messages, key: push.coalesce.map { push.topic + " " + $0 }, writer: writer)
+    }
+
+    /// The topic of the notice that a connection's waiting pushes were shed (gateway.md).
+    static let shedTopic = "gateway.shed"
+
+    /// How this connection's framing writes pushes, and the notice of pushes shed: a push on
+    /// `gateway.shed` whose body is `{"count":N}`.
+    private var pushWriter: PushWriter? {
+        guard let framing else { return nil }
+        return PushWriter(
+            message: { framing.push($0, pattern: $1) },
+            shed: { count in
+                framing.push(Push(topic: ClientSession.shedTopic, id: "shed", userId: 0, body: Data(#"{"count":\#(count)}"#.utf8)), pattern: nil)
+            })
     }
 
     /// `subscribe`, `unsubscribe` (topics) and `psubscribe`, `punsubscribe` (patterns, RESP's
@@ -299,6 +313,7 @@ final class ClientSession {
     func wrote(_ count: Int, now: UInt64) {
         guard count > 0 else { return }
         outputBudget.wrote(count)
+        if let pushWriter { outputBudget.writePushes(pushWriter) }
         lastWrite = now
         if endSeenAt != nil { wroteSinceEnd = true }
         lastActivity = now

@@ -38,6 +38,9 @@ public struct GatewayLimits: Sendable, Equatable {
     public var loginsPerMinutePerAddress = 60
     /// `auth.register` per minute from one client address (also the burst); more get `rate_limited`.
     public var registrationsPerMinutePerAddress = 10
+    /// Bytes of pushes waiting for their connections across the gateway (each counted by its
+    /// body and names once per connection); past it a connection over its fair share sheds.
+    public var maxQueuedPushBytes = 64 << 20
 
     public init() {}
 
@@ -72,6 +75,9 @@ public struct GatewayLimits: Sendable, Equatable {
         Setting(name: "password-check-window", summary: "password checks in flight to each accounts endpoint; the rest queue fairly", field: \.passwordCheckWindow),
         Setting(name: "logins-per-minute-per-address", summary: "logins per minute from one address (and burst)", field: \.loginsPerMinutePerAddress),
         Setting(name: "registrations-per-minute-per-address", summary: "sign-ups per minute from one address (and burst)", field: \.registrationsPerMinutePerAddress),
+        Setting(
+            name: "max-queued-push-bytes", summary: "pushes waiting for slow connections, gateway-wide; past it the connections holding most shed theirs",
+            field: \.maxQueuedPushBytes),
     ]
 
     /// Checks that the limits fit together.

@@ -1,8 +1,48 @@
 import Bus
+import Contracts
+import Synchronization
+
+/// The bytes of pushes waiting for their connections, across the gateway, against one bound
+/// (`--max-queued-push-bytes`): past it, a connection that holds more than its fair share
+/// (the bound over the connections holding any) sheds its own, oldest coalescable first.
+final class PushMemory: Sendable {
+    let budget: Int
+    private let total = Atomic<Int>(0)
+    private let holders = Atomic<Int>(0)
+
+    init(budget: Int) { self.budget = max(1, budget) }
+
+    /// Bytes of pushes waiting, across the gateway.
+    var waiting: Int { total.load(ordering: .relaxed) }
+
+    /// What one connection may hold once the gateway is over its bound.
+    var fairShare: Int { budget / max(1, holders.load(ordering: .relaxed)) }
+
+    var isOver: Bool { total.load(ordering: .relaxed) > budget }
+
+    func add(_ bytes: Int, firstOfItsConnection: Bool) {
+        total.add(bytes, ordering: .relaxed)
+        if firstOfItsConnection { holders.add(1, ordering: .relaxed) }
+    }
+
+    func remove(_ bytes: Int, lastOfItsConnection: Bool) {
+        total.subtract(bytes, ordering: .relaxed)
+        if lastOfItsConnection { holders.subtract(1, ordering: .relaxed) }
+    }
+}
+
+/// How a connection's framing writes a push (one message, by topic name when the pattern is
+/// nil), and the notice of pushes it shed.
+struct PushWriter {
+    var message: (_ push: Push, _ pattern: String?) -> [UInt8]
+    var shed: (_ count: Int) -> [UInt8]
+}
 
 /// What a connection holds for its client, in bytes, and how many more calls that leaves room
 /// for: the unsent output, a moving estimate of what each reply owed will add, and the pushes
-/// kept (the latest of each coalescing key) while the output is at its bound. A class: the
+/// waiting (the latest of each coalescing key). A push waits as itself, its body shared with
+/// every connection it waits for, and is written one message at a time (one per pattern it
+/// matches, as Redis does) while the unsent output is under `pushWindow`. A class: the
 /// session reads it on every request, and a struct in a class's property is copied to be read.
 final class OutputBudget {
     /// What a reply is assumed to weigh before any was written: a new connection starts with
@@ -14,6 +54,19 @@ final class OutputBudget {
     /// Pushes kept for a client whose unsent output is at its bound; past this, or past that
     /// bound in bytes, the connection is to be closed (`overflowed`).
     static let maxQueuedPushes = 1_024
+    /// Pushes are written into the unsent output only while it holds less than this: the rest
+    /// wait as pushes, not as their messages' bytes.
+    static let pushWindow = 64 << 10
+    /// What a waiting push is counted as beside its body and names.
+    static let pushOverhead = 64
+
+    /// A push waiting for room, and the messages of it still to write (nil: by topic name).
+    private struct Waiting {
+        var push: Push
+        var messages: ArraySlice<String?>
+        var key: String?
+        var weight: Int
+    }
 
     /// Unsent output and what is held for the client stay within this many bytes.
     let maxPendingBytes: Int
@@ -23,13 +76,24 @@ final class OutputBudget {
     private var replyEstimate = OutputBudget.firstReplyEstimate
     /// Calls answered since bytes were last written for them (a batch's answers come out together).
     private var answeredUnwritten = 0
-    /// Pushes that did not fit under the bound, oldest first, with their coalescing keys.
-    private var queuedPushes: [(key: String?, bytes: [UInt8])] = []
-    private var queuedPushBytes = 0
+    /// Pushes waiting, oldest first.
+    private var waiting: [Waiting] = []
+    private var waitingBytes = 0
+    /// Pushes shed since the client was last told.
+    private(set) var shedUntold = 0
     /// More pushes came than a client that does not read may be kept.
     private(set) var overflowed = false
+    private let memory: PushMemory
 
-    init(maxPendingBytes: Int) { self.maxPendingBytes = maxPendingBytes }
+    init(maxPendingBytes: Int, memory: PushMemory = PushMemory(budget: 64 << 20)) {
+        self.maxPendingBytes = maxPendingBytes
+        self.memory = memory
+    }
+
+    deinit { dropQueuedPushes() }
+
+    /// Pushes waiting.
+    var waitingPushes: Int { waiting.count }
 
     /// Unsent output.
     var pending: Int { output.count - sent }
@@ -60,45 +124,75 @@ final class OutputBudget {
         append(bytes)
     }
 
-    /// A push's bytes: written now, between whole replies, or kept while the output is at its
-    /// bound (a later push with the same `key` replaces the one kept).
-    func push(_ bytes: [UInt8], key: String?) {
-        guard !overflowed else { return }
-        if queuedPushes.isEmpty && pending + bytes.count <= maxPendingBytes {
-            append(bytes)
-            return
+    /// A push, to be written as `messages` (nil: by topic name; else once per matching
+    /// pattern): written now, between whole replies, or kept while the output is at its window
+    /// (a later push with the same `key` replaces the one kept). Past the gateway's bound, a
+    /// connection over its fair share sheds its own waiting pushes, oldest coalescable first.
+    func push(_ push: Push, messages: [String?], key: String?, writer: PushWriter) {
+        guard !overflowed, !messages.isEmpty else { return }
+        if let key, let index = waiting.firstIndex(where: { $0.key == key }) {
+            release(waiting.remove(at: index).weight)
         }
-        if let key, let index = queuedPushes.firstIndex(where: { $0.key == key }) {
-            queuedPushBytes -= queuedPushes[index].bytes.count
-            queuedPushes.remove(at: index)
-        }
-        queuedPushes.append((key, bytes))
-        queuedPushBytes += bytes.count
-        if queuedPushes.count > OutputBudget.maxQueuedPushes || queuedPushBytes > maxPendingBytes {
+        let weight = push.body.count + push.topic.utf8.count + push.id.utf8.count + OutputBudget.pushOverhead
+        waiting.append(Waiting(push: push, messages: messages[...], key: key, weight: weight))
+        waitingBytes += weight
+        memory.add(weight, firstOfItsConnection: waiting.count == 1)
+        if waiting.count > OutputBudget.maxQueuedPushes || waitingBytes > maxPendingBytes {
             overflowed = true
             dropQueuedPushes()
+            return
+        }
+        if memory.isOver { shedToFairShare() }
+        writePushes(writer)
+    }
+
+    /// Over the gateway's bound: sheds this connection's waiting pushes, coalescable ones
+    /// first (a later one of their kind says as much), then the oldest, down to its fair
+    /// share, keeping the newest.
+    private func shedToFairShare() {
+        let share = memory.fairShare
+        while waitingBytes > share, waiting.count > 1 {
+            let index = waiting.dropLast().firstIndex { $0.key != nil } ?? 0
+            release(waiting.remove(at: index).weight)
+            shedUntold += 1
+        }
+    }
+
+    private func release(_ weight: Int) {
+        waitingBytes -= weight
+        memory.remove(weight, lastOfItsConnection: waiting.isEmpty)
+    }
+
+    /// Writes waiting pushes, one message at a time, while the unsent output is under the
+    /// window: first the notice of any shed.
+    func writePushes(_ writer: PushWriter) {
+        let window = min(maxPendingBytes, OutputBudget.pushWindow)
+        if shedUntold > 0, pending < window {
+            append(writer.shed(shedUntold))
+            shedUntold = 0
+        }
+        while pending < window, !waiting.isEmpty {
+            let pattern = waiting[0].messages.removeFirst()
+            append(writer.message(waiting[0].push, pattern))
+            if waiting[0].messages.isEmpty {
+                let done = waiting.removeFirst()
+                release(done.weight)
+            }
         }
     }
 
     /// Forgets the pushes kept (the connection no longer hears them).
     func dropQueuedPushes() {
-        queuedPushes = []
-        queuedPushBytes = 0
+        guard !waiting.isEmpty else { return }
+        memory.remove(waitingBytes, lastOfItsConnection: true)
+        waiting = []
+        waitingBytes = 0
     }
 
-    /// The socket took `count` bytes: pushes kept that now fit go out, oldest first, and a
-    /// buffer written out is given back rather than kept for the life of the connection.
+    /// The socket took `count` bytes (the session then writes waiting pushes), and a buffer
+    /// written out is given back rather than kept for the life of the connection.
     func wrote(_ count: Int) {
         sent += count
-        if !queuedPushes.isEmpty {
-            var taken = 0
-            while taken < queuedPushes.count, pending + queuedPushes[taken].bytes.count <= maxPendingBytes {
-                append(queuedPushes[taken].bytes)
-                queuedPushBytes -= queuedPushes[taken].bytes.count
-                taken += 1
-            }
-            queuedPushes.removeFirst(taken)
-        }
         if sent == output.count {
             output.removeAll(keepingCapacity: output.capacity <= OutputBudget.keptBuffer)
             sent = 0

@@ -158,14 +158,13 @@ final class Subscriptions {
         return true
     }
 
-    /// `push`'s bytes in `framing` for this connection, as Redis gives them: a message if the
-    /// topic is heard by name, and one for each pattern it matches; none if it is not `listener`'s.
-    func bytes(of push: Push, in framing: any Framing) -> [UInt8] {
+    /// The messages of `push` this connection hears, as Redis gives them: one by the topic's
+    /// name (nil) if it is heard by name, and one for each pattern it matches; none if it is
+    /// not `listener`'s.
+    func messages(of push: Push) -> [String?] {
         guard listener?.user == push.userId else { return [] }
-        var bytes = interests.topics.contains(push.topic) ? framing.push(push, pattern: nil) : []
-        for pattern in interests.patterns.sorted() where TopicPattern.matches(pattern, push.topic) {
-            bytes += framing.push(push, pattern: pattern)
-        }
-        return bytes
+        var messages: [String?] = interests.topics.contains(push.topic) ? [nil] : []
+        for pattern in interests.patterns.sorted() where TopicPattern.matches(pattern, push.topic) { messages.append(pattern) }
+        return messages
     }
 }

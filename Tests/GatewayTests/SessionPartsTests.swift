@@ -21,23 +21,72 @@ import Testing
         #expect(budget.pending == 0 && budget.sent == 0 && budget.output.isEmpty)
     }
 
-    /// Pushes past the bound wait, the latest of a key replacing its earlier one, and go out
-    /// oldest first as the client reads; past the count of kept pushes the budget overflows.
+    /// A writer that writes a push's message as `id/pattern;` (`-` by name), and a shed notice as `shed N;`.
+    static var writer: PushWriter {
+        PushWriter(message: { push, pattern in Array("\(push.id)/\(pattern ?? "-");".utf8) }, shed: { Array("shed \($0);".utf8) })
+    }
+
+    static func push(_ id: String, body: Int = 10) -> Push {
+        Push(topic: "notify.alert", id: id, userId: 1, body: Data(repeating: 0x20, count: body))
+    }
+
+    /// Pushes past the window wait as pushes, the latest of a key replacing its earlier one,
+    /// and go out oldest first, one message per pattern, as the client reads; past the count
+    /// of kept pushes the budget overflows.
     @Test func pushesWaitCoalesceAndOverflow() {
-        let budget = OutputBudget(maxPendingBytes: 10)
-        budget.append(Array("0123456789".utf8))
-        budget.push(Array("a1".utf8), key: "a")
-        budget.push(Array("b".utf8), key: nil)
-        budget.push(Array("a2".utf8), key: "a")
-        #expect(budget.pending == 10)
-        budget.wrote(10)
-        #expect(String(decoding: budget.output[budget.sent...], as: UTF8.self) == "ba2")
-        let flooded = OutputBudget(maxPendingBytes: 1)
-        flooded.append([0x61])
-        for _ in 0...OutputBudget.maxQueuedPushes { flooded.push([0x62], key: nil) }
-        #expect(flooded.overflowed)
-        flooded.wrote(1)
-        #expect(flooded.pending == 0)  // what was kept went with the overflow
+        let budget = OutputBudget(maxPendingBytes: 1 << 20)
+        budget.append(Array(repeating: 0x61, count: OutputBudget.pushWindow))
+        budget.push(Self.push("a1"), messages: [nil], key: "a", writer: Self.writer)
+        budget.push(Self.push("b"), messages: ["n*", "notify.*"], key: nil, writer: Self.writer)
+        budget.push(Self.push("a2"), messages: [nil], key: "a", writer: Self.writer)
+        #expect(budget.pending == OutputBudget.pushWindow && budget.waitingPushes == 2)
+        budget.wrote(budget.pending)
+        budget.writePushes(Self.writer)
+        // In order, one message per pattern, the latest of key a only.
+        #expect(String(decoding: budget.output[budget.sent...], as: UTF8.self) == "b/n*;b/notify.*;a2/-;" && budget.waitingPushes == 0)
+        let flooded = OutputBudget(maxPendingBytes: 1 << 20)
+        flooded.append(Array(repeating: 0x61, count: OutputBudget.pushWindow))
+        for n in 0...OutputBudget.maxQueuedPushes { flooded.push(Self.push("p\(n)"), messages: [nil], key: nil, writer: Self.writer) }
+        #expect(flooded.overflowed && flooded.waitingPushes == 0)
+    }
+
+    /// A push waits as itself, however many patterns it matches: 1,000 pushes of 33 messages
+    /// each, for a client that reads nothing, hold one window of output and 1,000 pushes'
+    /// bodies counted once each, not 33 times.
+    @Test func aPushWaitsOnceHoweverManyPatternsItMatches() {
+        let memory = PushMemory(budget: 64 << 20)
+        let budget = OutputBudget(maxPendingBytes: 1 << 20, memory: memory)
+        let messages: [String?] = [nil] + (0..<32).map { "notify.*\($0)" }
+        for n in 0..<1_000 { budget.push(Self.push("p\(n)", body: 900), messages: messages, key: nil, writer: Self.writer) }
+        #expect(budget.pending < OutputBudget.pushWindow + 100)
+        #expect(memory.waiting < 1_000 * 1_000 && memory.waiting > 900 * 900, "\(memory.waiting)")
+        budget.dropQueuedPushes()
+        #expect(memory.waiting == 0)
+    }
+
+    /// Past the gateway's bound, the connection holding more than its fair share sheds its
+    /// own waiting pushes, coalescable ones first, then the oldest, and tells its client how
+    /// many once it has room; a connection within its share keeps all of its own.
+    @Test func pastTheGatewaysBoundTheBiggestHolderShedsAndIsTold() {
+        let memory = PushMemory(budget: 20_000)
+        let slow = OutputBudget(maxPendingBytes: 1 << 20, memory: memory)
+        let modest = OutputBudget(maxPendingBytes: 1 << 20, memory: memory)
+        for budget in [slow, modest] { budget.append(Array(repeating: 0x61, count: OutputBudget.pushWindow)) }
+        for n in 0..<3 { modest.push(Self.push("m\(n)", body: 900), messages: [nil], key: nil, writer: Self.writer) }
+        for n in 0..<40 {
+            slow.push(Self.push("s\(n)", body: 900), messages: [nil], key: n % 4 == 0 ? "position \(n)" : nil, writer: Self.writer)
+        }
+        // Two holders: the slow one keeps about half the bound, the modest one all of its own.
+        #expect(memory.waiting <= 20_000 + 1_000, "\(memory.waiting)")
+        #expect(modest.waitingPushes == 3 && slow.shedUntold > 0 && slow.waitingPushes < 40)
+        let shed = slow.shedUntold
+        slow.wrote(slow.pending)
+        slow.writePushes(Self.writer)
+        let written = String(decoding: slow.output[slow.sent...], as: UTF8.self)
+        #expect(written.hasPrefix("shed \(shed);"), "\(written.prefix(40))")
+        // Coalescable pushes went first: none of the keyed ones before the last kept survives.
+        #expect(!written.contains("s0/") && !written.contains("s4/") && written.contains("s39/"))
+        #expect(slow.shedUntold == 0)
     }
 
     /// Whatever state a session is in, nothing expires before its next deadline, and at that
