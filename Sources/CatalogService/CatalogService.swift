@@ -86,7 +86,8 @@ public enum CatalogService {
         table.on(Methods.Tours.mapUploadAppend) {
             (request: UploadChunk, _, store) in try store.appendUpload(request)
         }
-        table.on(Methods.Tours.mapUploadCommit) {
+        // On a reader: the image is decoded there, off the writer (see commitUpload).
+        table.on(Methods.Tours.mapUploadCommit, runsOn: .read) {
             (request: MapUpload, _, store) in try store.commitUpload(request.uploadId)
         }
         table.on(Methods.Tours.mapSet) {
@@ -135,6 +136,7 @@ public enum CatalogService {
             SigningKeyInfo(publicKey: try LibraryRules.key(store.options).publicKeyBase64)
         }
         let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
+        let decoding = ReaderGate(most: 1)
         var definition = ServiceDefinition(
             name: "catalog", migrations: CatalogSchema.migrations + LibraryRules.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
@@ -143,7 +145,9 @@ public enum CatalogService {
             // it is not subscribed).
             subscriptions: ["social": EventApplier(features: [LibraryRules.socialEvents, WalkRules.socialEvents(clock: options.clock, erased: erased)])],
             makeState: { worker in
-                try CatalogStore(worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans, erased: erased)
+                try CatalogStore(
+                    worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans, erased: erased,
+                    decoding: decoding)
             })
         definition.background = [
             BackgroundWork(name: "tiles", signal: tileCutter, step: TileCutter.step),

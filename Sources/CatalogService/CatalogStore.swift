@@ -27,12 +27,17 @@ public final class CatalogStore: ServiceState {
     /// then on, and deleted by the next `tours.map.upload.begin`, so they hold no open slot. A
     /// refusal undoes its own writes, so it cannot delete them itself. The writer's store only.
     var refusedUploads: Set<String> = []
+    /// Image checks on reader threads, one at a time (and never on all readers), shared by
+    /// the catalog's threads.
+    let decoding: ReaderGate
 
     init(
         worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal(),
-        importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil, erased: RecentlyErased? = nil
+        importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil, erased: RecentlyErased? = nil,
+        decoding: ReaderGate = ReaderGate(most: 1)
     ) throws {
         self.worker = worker
+        self.decoding = decoding
         self.options = options
         self.tileCutter = tileCutter
         self.importer = importer

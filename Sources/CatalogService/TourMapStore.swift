@@ -54,7 +54,7 @@ enum TourMapRules {
 }
 
 extension CatalogStore {
-    // MARK: Uploads (writer thread)
+    // MARK: Uploads (begun and appended on the writer; checked on a reader)
 
     private var nowSeconds: Int64 { Int64(Date().timeIntervalSince1970) }
 
@@ -78,18 +78,34 @@ extension CatalogStore {
 
     /// Checks the whole image (libjpeg-turbo decodes it once) and marks the upload ready for
     /// `tours.map.set`; an image refused takes its upload with it (it can never be used).
+    ///
+    /// It runs on a reader, not the writer: the bytes are read, the image decoded (up to a few
+    /// seconds for a large progressive one) outside any transaction, one at a time
+    /// (`decoding`: a second check meanwhile is `unavailable`), and only then is the upload
+    /// marked, in its own short transaction, if it is still the one checked.
     func commitUpload(_ id: String) throws -> MapUpload {
+        let (upload, bytes) = try db.transaction(.deferred) {
+            let upload = try openUpload(id)
+            // Checked once: each check decodes the image.
+            guard !upload.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
+            return (upload, try uploadBytes(id))
+        }
+        let image: JPEGImage
         do {
-            return try db.transaction {
-                let upload = try openUpload(id)
-                // Checked once: each check decodes the image on the writer.
-                guard !upload.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
-                let image = try JPEGImage.check(try uploadBytes(id), limits: TourMapRules.jpeg)
-                try db.run("UPDATE map_uploads SET committed = 1, width = ?, height = ? WHERE id = ?", image.width, image.height, id)
-                return MapUpload(uploadId: id, bytes: upload.bytes, width: image.width, height: image.height)
-            }
+            image = try decoding.run(
+                readers: worker.config.readers, refusal: ServiceError(.unavailable, "busy checking another image; try again in a moment")
+            ) { try JPEGImage.check(bytes, limits: TourMapRules.jpeg) }
         } catch let error as JPEGError {
-            throw refused(id, error, image: "the map image")
+            // Refused for good: the upload goes, in a transaction of its own (no group commit to undo it).
+            try db.transaction(.immediate) { try TourMapRules.uploads.delete(db, id) }
+            throw ChunkedUploads.refusal(error, image: "the map image")
+        }
+        return try db.transaction(.immediate) {
+            let now = try openUpload(id)
+            guard !now.committed else { throw ServiceError(.conflict, "upload \(id) is committed already", field: "upload_id") }
+            guard now.bytes == upload.bytes else { throw ServiceError(.conflict, "upload \(id) changed while it was checked: commit again", field: "upload_id") }
+            try db.run("UPDATE map_uploads SET committed = 1, width = ?, height = ? WHERE id = ?", image.width, image.height, id)
+            return MapUpload(uploadId: id, bytes: upload.bytes, width: image.width, height: image.height)
         }
     }
 

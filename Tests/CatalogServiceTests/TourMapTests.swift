@@ -32,6 +32,38 @@ import Uploads
         "[" + points.map { #"{"x":\#($0.x),"y":\#($0.y),"lat":\#($0.coordinate.latitude),"lon":\#($0.coordinate.longitude)}"# }.joined(separator: ",") + "]"
     }
 
+    /// Checking an upload decodes its image on a reader, not the writer: a write sent just
+    /// after the commit of a large map is answered first (on the writer, it waited for the
+    /// whole decode).
+    @Test func aMapsCheckLeavesTheWriterFree() throws {
+        let catalog = try CatalogFixture()
+        let jpeg = try #require(RGBImage(width: 7_000, height: 5_000, pixels: [UInt8](repeating: 120, count: 7_000 * 5_000 * 3))).jpeg(progressive: true)
+        let begun = try catalog.raw("tours.map.upload.begin", "{}")
+        let id = try #require(begun["upload_id"] as? String)
+        var offset = 0
+        while offset < jpeg.count {
+            let piece = jpeg[offset..<min(jpeg.count, offset + 400_000)]
+            try catalog.raw("tours.map.upload.append", #"{"upload_id":"\#(id)","offset":\#(offset),"chunk":"\#(Data(piece).base64EncodedString())"}"#)
+            offset += piece.count
+        }
+        let order = Locked<[String]>([])
+        let group = DispatchGroup()
+        group.enter()
+        catalog.client.send(type: "tours.map.upload.commit", body: Data(#"{"upload_id":"\#(id)"}"#.utf8), timeoutMilliseconds: 30_000) { result in
+            if case .success = result { order.withLock { $0.append("commit") } }
+            group.leave()
+        }
+        usleep(20_000)
+        group.enter()
+        let create = try JSONCoding.encoder.encode(PlaceInput(name: "Meanwhile", category: "restaurant", lat: -33.86, lon: 151.21))
+        catalog.client.send(type: "catalog.create", body: create, timeoutMilliseconds: 30_000) { result in
+            if case .success = result { order.withLock { $0.append("create") } }
+            group.leave()
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(order.withLock { $0 } == ["create", "commit"])
+    }
+
     @Test func aMapIsUploadedPlacedAndCutIntoTiles() throws {
         let catalog = try CatalogFixture()
         let places = try Self.stops.enumerated().map { try catalog.create("Stop \($0.offset)", lat: $0.element.latitude, lon: $0.element.longitude) }

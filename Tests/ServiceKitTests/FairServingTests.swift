@@ -2,17 +2,12 @@ import Bus
 import Foundation
 import ServiceKit
 import Synchronization
+import TestSupport
 import Testing
 
 /// A server's readers and writer share their time fairly between the clients the envelope
 /// names: the order in which queued requests run, seen from the handlers.
 @Suite struct FairServingTests {
-    /// A value threads share by reference.
-    final class Locked<Value: Sendable>: Sendable {
-        private let value: Mutex<Value>
-        init(_ value: Value) { self.value = Mutex(value) }
-        func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
-    }
 
     /// A one-reader server whose `test.hold` keeps the reader (or the writer) until released, `test.slow`
     /// sleeps 3 ms, and every handler notes `context.client` as it starts.
