@@ -52,7 +52,8 @@ public enum CatalogService {
             guard let strings else { throw ServiceError(.unavailable, "this catalog was started without interface strings (--strings-dir)") }
             return try strings.reply(request)
         }
-        table.onRaw(Methods.Catalog.photoAdd) { context, store in
+        // On a reader: the image is decoded there, off the writer (see addPhoto).
+        table.onRaw(Methods.Catalog.photoAdd, runsOn: .read) { context, store in
             Response(body: try store.addPhoto(try context.checkedParams(PlacePhotoAdd.self)))
         }
         table.onRaw(Methods.Catalog.photo) { context, store in

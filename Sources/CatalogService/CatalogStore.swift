@@ -23,10 +23,6 @@ public final class CatalogStore: ServiceState {
     let importPlans: ImportPlans?
     /// Users erased a moment ago (`social.user.deleted`), whose late `tours.locate` is refused.
     let erased: RecentlyErased
-    /// Uploads whose image the writer refused (a commit or `catalog.photo.add`): unknown from
-    /// then on, and deleted by the next `tours.map.upload.begin`, so they hold no open slot. A
-    /// refusal undoes its own writes, so it cannot delete them itself. The writer's store only.
-    var refusedUploads: Set<String> = []
     /// Image checks on reader threads, one at a time (and never on all readers), shared by
     /// the catalog's threads.
     let decoding: ReaderGate

@@ -23,44 +23,58 @@ enum PlacePhotoRules {
 }
 
 extension CatalogStore {
-    /// `catalog.photo.add`: decodes committed upload `upload_id` into its two sizes (on the
-    /// writer, in the transaction that stores them: admins add photos one at a time) and adds
+    /// `catalog.photo.add`: decodes committed upload `upload_id` into its two sizes and adds
     /// it to the place's `hosted_photos`; the upload is used up, and so is one whose image is
-    /// refused (`refusedUploads`). Answers the place's JSON, which is also published.
+    /// refused. Answers the place's JSON, which is also published. It runs on a reader, not
+    /// the writer: the place and the upload are read, the image decoded and encoded outside
+    /// any transaction (one image at a time: `decoding`), and the photo stored in a short
+    /// transaction of its own, where the place and the upload are read again.
     func addPhoto(_ request: PlacePhotoAdd) throws -> Data {
         try PlaceTexts.photoAttribution.check(request.attribution)
         try PlaceTexts.photoCaption.check(request.caption)
-        do {
-            return try db.transaction {
-                let current = try place(request.placeId, field: "place_id")
-                guard (current.hostedPhotos?.count ?? 0) < PlacePhotoRules.maxPerPlace else {
-                    throw ServiceError.invalid("place_id", "place \(request.placeId) has \(PlacePhotoRules.maxPerPlace) hosted photos already: delete one first")
-                }
-                let upload = try openUpload(request.uploadId)
-                guard upload.committed else {
-                    throw ServiceError(.conflict, "commit upload \(request.uploadId) first (tours.map.upload.commit)", field: "upload_id")
-                }
-                let versions = try JPEGImage.fitted(
-                    of: try TourMapRules.uploads.bytes(db, request.uploadId), limits: PlacePhotoRules.jpeg,
-                    longest: HostedPhoto.sizes, quality: PlacePhotoRules.quality)
-                guard versions.count == 2, let large = versions.first, let small = versions.last else {
-                    throw ServiceError(.internal, "the photo was cut into \(versions.count) sizes, not 2")
-                }
-                try db.run(
-                    """
-                    INSERT INTO place_photos (place_id, width, height, jpeg_1280, small_width, small_height, jpeg_320, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """, request.placeId, large.width, large.height, large.jpeg, small.width, small.height, small.jpeg, Logger.timestamp())
-                let photo = HostedPhoto(
-                    id: db.lastInsertRowID, width: large.width, height: large.height,
-                    attribution: Self.text(request.attribution), caption: Self.text(request.caption))
-                try TourMapRules.uploads.delete(db, request.uploadId)
-                var changed = current
-                changed.hostedPhotos = (current.hostedPhotos ?? []) + [photo]
-                return try store(&changed, over: current)
+        /// The place, with room for one more photo, and the committed upload's size.
+        func ready() throws -> (place: Place, bytes: Int) {
+            let current = try place(request.placeId, field: "place_id")
+            guard (current.hostedPhotos?.count ?? 0) < PlacePhotoRules.maxPerPlace else {
+                throw ServiceError.invalid("place_id", "place \(request.placeId) has \(PlacePhotoRules.maxPerPlace) hosted photos already: delete one first")
             }
+            let upload = try openUpload(request.uploadId)
+            guard upload.committed else {
+                throw ServiceError(.conflict, "commit upload \(request.uploadId) first (tours.map.upload.commit)", field: "upload_id")
+            }
+            return (current, upload.bytes)
+        }
+        let (read, jpeg) = try db.transaction(.deferred) { (try ready(), try TourMapRules.uploads.bytes(db, request.uploadId)) }
+        let versions: [(jpeg: Data, width: Int, height: Int)]
+        do {
+            versions = try decoding.run(
+                readers: worker.config.readers, refusal: ServiceError(.unavailable, "busy checking another image; try again in a moment")
+            ) { try JPEGImage.fitted(of: jpeg, limits: PlacePhotoRules.jpeg, longest: HostedPhoto.sizes, quality: PlacePhotoRules.quality) }
         } catch let error as JPEGError {
-            throw refused(request.uploadId, error, image: "the photo")
+            // Refused for good: the upload goes, in a transaction of its own.
+            try db.transaction(.immediate) { try TourMapRules.uploads.delete(db, request.uploadId) }
+            throw ChunkedUploads.refusal(error, image: "the photo")
+        }
+        guard versions.count == 2, let large = versions.first, let small = versions.last else {
+            throw ServiceError(.internal, "the photo was cut into \(versions.count) sizes, not 2")
+        }
+        return try db.transaction(.immediate) {
+            let (current, bytes) = try ready()
+            guard bytes == read.bytes else {
+                throw ServiceError(.conflict, "upload \(request.uploadId) changed while it was read: add it again", field: "upload_id")
+            }
+            try db.run(
+                """
+                INSERT INTO place_photos (place_id, width, height, jpeg_1280, small_width, small_height, jpeg_320, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, request.placeId, large.width, large.height, large.jpeg, small.width, small.height, small.jpeg, Logger.timestamp())
+            let photo = HostedPhoto(
+                id: db.lastInsertRowID, width: large.width, height: large.height,
+                attribution: Self.text(request.attribution), caption: Self.text(request.caption))
+            try TourMapRules.uploads.delete(db, request.uploadId)
+            var changed = current
+            changed.hostedPhotos = (current.hostedPhotos ?? []) + [photo]
+            return try store(&changed, over: current)
         }
     }
 

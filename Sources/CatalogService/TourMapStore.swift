@@ -60,16 +60,13 @@ extension CatalogStore {
 
     func beginUpload() throws -> MapUpload {
         try db.transaction {
-            for id in refusedUploads { try TourMapRules.uploads.delete(db, id) }
             let begun = try TourMapRules.uploads.begin(db, owner: nil, now: nowSeconds)
-            refusedUploads = []
             return MapUpload(uploadId: begun, bytes: 0)
         }
     }
 
     func appendUpload(_ request: UploadChunk) throws -> MapUpload {
         let chunk = try Chunks.decode(request.chunk)
-        guard !refusedUploads.contains(request.uploadId) else { throw TourMapRules.uploads.unknown(request.uploadId) }
         return try db.transaction {
             let bytes = try TourMapRules.uploads.append(db, request.uploadId, owner: nil, chunk: chunk, offset: request.offset, now: nowSeconds)
             return MapUpload(uploadId: request.uploadId, bytes: bytes)
@@ -109,16 +106,8 @@ extension CatalogStore {
         }
     }
 
-    /// Forgets upload `id`, whose image was refused for `error` (see `refusedUploads`), and
-    /// answers the refusal.
-    func refused(_ id: String, _ error: JPEGError, image: String) -> ServiceError {
-        refusedUploads.insert(id)
-        return ChunkedUploads.refusal(error, image: image)
-    }
-
-    /// Upload `id`, not expired and not refused, or `not_found`.
+    /// Upload `id`, not expired (a refused one is deleted), or `not_found`.
     func openUpload(_ id: String) throws -> ChunkedUploads.Upload {
-        guard !refusedUploads.contains(id) else { throw TourMapRules.uploads.unknown(id) }
         return try TourMapRules.uploads.open(db, id, owner: nil, now: nowSeconds)
     }
 
