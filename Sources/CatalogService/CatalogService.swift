@@ -126,7 +126,8 @@ public enum CatalogService {
         table.on(Methods.Tours.locate, runsOn: .read) { (request: TourLocate, caller, _, store) in try store.locate(request, user: caller.id) }
         table.on(Methods.Tours.progress) { (request: TourProgressRequest, caller, _, store) in try store.progress(request, user: caller.id) }
         table.on(Methods.Tours.progressReset) { (request: TourProgressRequest, caller, _, store) in try store.resetProgress(request, user: caller.id) }
-        table.on(Methods.Library.add) { (request: LibraryAdd, caller, _, store) in try store.addToLibrary(request, user: caller.id) }
+        // On a reader: the package is built and sealed there, and written in a short transaction (see addToLibrary).
+        table.on(Methods.Library.add, runsOn: .read) { (request: LibraryAdd, caller, _, store) in try store.addToLibrary(request, user: caller.id) }
         table.on(Methods.Library.package) { (request: LibraryPieceRequest, caller, _, store) in try store.packagePiece(request, user: caller.id) }
         table.on(Methods.Library.list) { (_: Empty, caller, _, store) in
             try store.library(of: caller.id)

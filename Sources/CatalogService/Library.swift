@@ -151,10 +151,12 @@ enum LibraryRules {
 }
 
 extension CatalogStore {
-    // MARK: The library (writes on the writer thread; reads anywhere)
+    // MARK: The library (library.add builds on a reader and writes in its own short transaction; the rest on the writer; reads anywhere)
 
     /// `library.add`: packs tour `tour_id` for the caller's device `device_id`, seals, signs
-    /// and keeps it, and adds the tour (with its places) to the caller's library.
+    /// and keeps it, and adds the tour (with its places) to the caller's library. It runs on a
+    /// reader: the package is built from one snapshot and sealed outside the write lock, then
+    /// kept in a short transaction that checks the limits again.
     func addToLibrary(_ request: LibraryAdd, user: Int64) throws -> PackageManifest {
         try DeviceChange.checkDeviceId(request.deviceId)
         let key = try LibraryRules.key(options)
@@ -167,22 +169,13 @@ extension CatalogStore {
                 field: "device_id")
         }
         let nowMs = options.clock()
-        let recent =
-            try db.scalarInt(
-                "SELECT count(*) FROM library_packages WHERE user_id = ? AND created_ms > ?",
-                user, nowMs - LibraryRules.addWindowMilliseconds) ?? 0
-        guard recent < LibraryRules.addsPerWindow else {
-            throw ServiceError(
-                .rateLimited, "at most \(LibraryRules.addsPerWindow) downloads in \(LibraryRules.addWindowMilliseconds / 1000) s; try again in a few seconds",
-                field: "tour_id")
-        }
+        try checkAddRate(user: user, nowMs: nowMs)
         let issuedAt = Logger.timestamp(Date(timeIntervalSince1970: Double(nowMs) / 1000))
-        return try db.transaction {
+        // Built and sealed from one snapshot, outside the write lock: a package of an 8 MiB
+        // map is read, encoded and sealed while other writes go on.
+        let built = try db.transaction(.deferred) { () throws -> (tour: Tour, content: PackageContent, sealed: [UInt8]) in
             let tour = try self.tour(request.tourId, field: "tour_id")
-            let inLibrary = try db.scalarInt("SELECT 1 FROM library_tours WHERE user_id = ? AND tour_id = ?", user, tour.id) != nil
-            if !inLibrary, (try db.scalarInt("SELECT count(*) FROM library_tours WHERE user_id = ?", user) ?? 0) >= LibraryRules.maxTours {
-                throw ServiceError(.conflict, "your library holds \(LibraryRules.maxTours) tours, the most; remove one (library.remove) first", field: "tour_id")
-            }
+            try checkLibraryRoom(user: user, tour: tour.id)
             let hidden = Set(try db.query("SELECT place_id FROM library_hidden WHERE user_id = ?", user).map { row throws(RowError) in try row.decode("place_id", as: Int64.self) })
             let places = try tour.stops.filter { !hidden.contains($0) }.map { try get($0) }
             var content = PackageContent(
@@ -199,11 +192,16 @@ extension CatalogStore {
             guard plain.count <= options.packageMaxBytes else {
                 throw ServiceError(.tooLarge, "tour \(tour.id)'s places take more than \(options.packageMaxBytes) bytes without any tile", field: "tour_id")
             }
-            let sealed = try Sodium.seal(Array(plain), to: Array(publicKey))
-            let digest = try Sodium.blake2b256Hex(sealed)
-            let signature = try key.sign(LibraryRules.signedBytes(digest: digest, user: user, device: request.deviceId, tour: tour.id, issuedAt: issuedAt))
-            let packageId = Chunks.newID()
-
+            return (tour, content, try Sodium.seal(Array(plain), to: Array(publicKey)))
+        }
+        let (tour, content, sealed) = built
+        let digest = try Sodium.blake2b256Hex(sealed)
+        let signature = try key.sign(LibraryRules.signedBytes(digest: digest, user: user, device: request.deviceId, tour: tour.id, issuedAt: issuedAt))
+        let packageId = Chunks.newID()
+        // Then written in a short transaction of its own, where the limits are checked again.
+        return try db.transaction(.immediate) {
+            try checkAddRate(user: user, nowMs: nowMs)
+            try checkLibraryRoom(user: user, tour: tour.id)
             try db.run("DELETE FROM library_packages WHERE user_id = ? AND created_ms < ?", user, nowMs - LibraryRules.keptMilliseconds)
             try db.run(
                 "INSERT INTO library_packages (id, user_id, device_id, tour_id, created_ms, bytes) VALUES (?, ?, ?, ?, ?, ?)",
@@ -228,8 +226,29 @@ extension CatalogStore {
             return PackageManifest(
                 packageId: packageId, format: LibraryRules.format, userId: user, deviceId: request.deviceId, tourId: tour.id, issuedAt: issuedAt,
                 bytes: sealed.count, digest: digest, signature: Data(signature).base64EncodedString(), signingKey: key.publicKeyBase64,
-                pieceBytes: LibraryRules.pieceBytes, pieces: pieces, places: places.map(\.id), tiles: content.tiles.count,
+                pieceBytes: LibraryRules.pieceBytes, pieces: pieces, places: content.places.map(\.id), tiles: content.tiles.count,
                 tilesComplete: content.tilesComplete)
+        }
+    }
+
+    /// `rate_limited` (field `tour_id`) past `addsPerWindow` packages in the window.
+    private func checkAddRate(user: Int64, nowMs: Int64) throws {
+        let recent =
+            try db.scalarInt(
+                "SELECT count(*) FROM library_packages WHERE user_id = ? AND created_ms > ?",
+                user, nowMs - LibraryRules.addWindowMilliseconds) ?? 0
+        guard recent < LibraryRules.addsPerWindow else {
+            throw ServiceError(
+                .rateLimited, "at most \(LibraryRules.addsPerWindow) downloads in \(LibraryRules.addWindowMilliseconds / 1000) s; try again in a few seconds",
+                field: "tour_id")
+        }
+    }
+
+    /// `conflict` (field `tour_id`) when the library is full and does not hold `tour` yet.
+    private func checkLibraryRoom(user: Int64, tour: Int64) throws {
+        let inLibrary = try db.scalarInt("SELECT 1 FROM library_tours WHERE user_id = ? AND tour_id = ?", user, tour) != nil
+        if !inLibrary, (try db.scalarInt("SELECT count(*) FROM library_tours WHERE user_id = ?", user) ?? 0) >= LibraryRules.maxTours {
+            throw ServiceError(.conflict, "your library holds \(LibraryRules.maxTours) tours, the most; remove one (library.remove) first", field: "tour_id")
         }
     }
 
