@@ -1,4 +1,5 @@
 import Bus
+import Foundation
 import Synchronization
 
 /// Who a request comes from: the client's address and its connection there.
@@ -10,12 +11,14 @@ struct ClientKey: Hashable, Sendable {
 /// A window of requests in flight to one backend, shared fairly between clients.
 ///
 /// At most `window` jobs run at once; the rest wait in one queue per client address and,
-/// inside it, per connection. A free place goes to the address that has been served least
-/// (start-time fair queueing: each address counts the jobs it started, and one that starts
-/// waiting begins at the count of the last address served), and inside it round-robin to the
-/// next connection. So a client that sends a flood waits behind its own requests, and one
-/// that asks now and then goes next. A job whose deadline passed while it waited is expired
-/// without running.
+/// inside it, per connection. A free place goes to the address that has used the window
+/// least lately, and inside it round-robin to the next connection. An address's use is the
+/// time its jobs held a place (each charged the typical time when it starts, corrected when
+/// it ends), decayed by half every minute, and kept while it lasts, not only while the
+/// address has jobs waiting. So a client that floods, or sends one costly request after
+/// another, or does so from many addresses, waits behind its own use, and one that asks now
+/// and then goes next: a victim among 200 busy addresses is served before all of them, not
+/// after a turn of each. A job whose deadline passed while it waited is expired without running.
 final class FairQueue: Sendable {
     /// One request waiting for a place: `run` starts it and must call `done` exactly once
     /// when it no longer needs the place; `expire` answers it when its time ran out.
@@ -28,22 +31,36 @@ final class FairQueue: Sendable {
     private struct Lane {
         var connections: [UInt64: Deque<Job>] = [:]
         var order = Deque<UInt64>()
-        /// Jobs the address started, counted from the virtual time it began waiting at.
-        var served: UInt64
+        /// When the lane began waiting, among lanes: the older goes first of two that used as much.
+        var arrival: UInt64
     }
 
     private struct State {
         var running = 0
         var waiting = 0
         var lanes: [String: Lane] = [:]
-        /// The count of the address served last.
-        var virtualTime: UInt64 = 0
+        var arrivals: UInt64 = 0
+        /// Each address's use (nanoseconds a place was held), decayed, scaled to `reference`:
+        /// a use at time t counts 2^((t - reference) / halfLife) times its nanoseconds, so
+        /// uses at different times compare without decaying each one.
+        var usage: [String: Double] = [:]
+        var reference: UInt64
+        /// What a job typically holds a place for (a moving average), charged when it starts.
+        var typical: Double = 1_000_000
     }
 
-    let window: Int
-    private let state = Mutex(State())
+    /// An address's use halves every minute.
+    static let halfLifeNanoseconds = 60e9
 
-    init(window: Int) { self.window = max(1, window) }
+    let window: Int
+    private let state: Mutex<State>
+    private let clock: @Sendable () -> UInt64
+
+    init(window: Int, clock: @escaping @Sendable () -> UInt64 = monotonicNanos) {
+        self.window = max(1, window)
+        self.clock = clock
+        state = Mutex(State(reference: clock()))
+    }
 
     /// Jobs waiting for a place.
     var waiting: Int { state.withLock { $0.waiting } }
@@ -52,13 +69,15 @@ final class FairQueue: Sendable {
 
     /// Runs `job` now if there is a place, else queues it behind the client's own earlier jobs.
     func submit(_ client: ClientKey, _ job: Job) {
-        let start: Bool = state.withLock { s in
+        let now = clock()
+        let start: Double? = state.withLock { s in
             if s.running < window && s.waiting == 0 {
                 s.running += 1
-                return true
+                return FairQueue.charge(&s, client.address, now: now)
             }
             if s.lanes[client.address] == nil {
-                s.lanes[client.address] = Lane(served: s.virtualTime)
+                s.arrivals += 1
+                s.lanes[client.address] = Lane(arrival: s.arrivals)
             }
             if s.lanes[client.address]?.connections[client.connection] == nil {
                 s.lanes[client.address]?.connections[client.connection] = Deque()
@@ -66,9 +85,9 @@ final class FairQueue: Sendable {
             }
             s.lanes[client.address]?.connections[client.connection]?.append(job)
             s.waiting += 1
-            return false
+            return nil
         }
-        if start { launch(job) }
+        if let charged = start { launch(job, address: client.address, charged: charged) }
     }
 
     /// Answers waiting jobs whose deadline has passed, so a client hears within its deadline
@@ -107,31 +126,38 @@ final class FairQueue: Sendable {
 
     /// Runs `job`, then the jobs that take its place while they finish before `run` returns
     /// (a loop, not a recursion, however many do).
-    private func launch(_ job: Job) {
-        var next: Job? = job
+    private func launch(_ job: Job, address: String, charged: Double) {
+        var next: (job: Job, address: String, charged: Double)? = (job, address, charged)
         while let current = next {
             let race = Race()
-            current.run { [self] in
+            let started = clock()
+            current.job.run { [self] in
                 if race.claim(1) { return }
-                if let following = finished() { launch(following) }
+                if let following = finished(current.address, charged: current.charged, started: started) {
+                    launch(following.job, address: following.address, charged: following.charged)
+                }
             }
-            next = race.claim(2) ? nil : finished()
+            next = race.claim(2) ? nil : finished(current.address, charged: current.charged, started: started)
         }
     }
 
-    /// A running job gave its place back: the next job to run, if any; those whose time is up are expired.
-    private func finished() -> Job? {
+    /// A running job of `address` gave its place back: its use is corrected to what it held,
+    /// and the next job to run is taken, if any; those whose time is up are expired.
+    private func finished(_ address: String, charged: Double, started: UInt64) -> (job: Job, address: String, charged: Double)? {
         var expired: [Job] = []
-        let next: Job? = state.withLock { s in
+        let now = clock()
+        let next: (job: Job, address: String, charged: Double)? = state.withLock { s in
             s.running -= 1
-            let now = monotonicNanos()
-            while let job = FairQueue.takeNext(&s) {
+            let held = Double(now > started ? now - started : 0)
+            s.typical += (held - s.typical) / 8
+            FairQueue.use(&s, address, held - charged, now: now)
+            while let (job, address) = FairQueue.takeNext(&s) {
                 if job.deadline <= now {
                     expired.append(job)
                     continue
                 }
                 s.running += 1
-                return job
+                return (job, address, FairQueue.charge(&s, address, now: now))
             }
             return nil
         }
@@ -139,11 +165,36 @@ final class FairQueue: Sendable {
         return next
     }
 
-    /// The next job: from the address served least, its next connection's oldest.
-    private static func takeNext(_ s: inout State) -> Job? {
-        while let address = s.lanes.min(by: { $0.value.served < $1.value.served || ($0.value.served == $1.value.served && $0.key < $1.key) })?.key,
-            var lane = s.lanes[address]
-        {
+    /// Charges `address` the typical time of a job starting now; answers the charge.
+    private static func charge(_ s: inout State, _ address: String, now: UInt64) -> Double {
+        use(&s, address, s.typical, now: now)
+        return s.typical
+    }
+
+    /// Adds `nanoseconds` (less, when negative, never below nothing) to `address`'s use at `now`.
+    private static func use(_ s: inout State, _ address: String, _ nanoseconds: Double, now: UInt64) {
+        if now > s.reference, Double(now - s.reference) > 4 * halfLifeNanoseconds { rebase(&s, now: now) }
+        let scale = exp2(Double(Int64(bitPattern: now &- s.reference)) / halfLifeNanoseconds)
+        s.usage[address] = max(0, (s.usage[address] ?? 0) + nanoseconds * scale)
+    }
+
+    /// Moves the reference time to `now`, decaying every use by as much, and forgets the uses
+    /// decayed below a microsecond of addresses with nothing waiting.
+    private static func rebase(_ s: inout State, now: UInt64) {
+        let factor = exp2(-Double(now - s.reference) / halfLifeNanoseconds)
+        s.reference = now
+        var kept: [String: Double] = [:]
+        for (address, use) in s.usage where use * factor >= 1_000 || s.lanes[address] != nil { kept[address] = use * factor }
+        s.usage = kept
+    }
+
+    /// The next job and its address: from the address that used the window least lately (of
+    /// two that used as much, the one waiting longer), its next connection's oldest.
+    private static func takeNext(_ s: inout State) -> (Job, String)? {
+        while let address = s.lanes.min(by: { a, b in
+            let (ua, ub) = (s.usage[a.key] ?? 0, s.usage[b.key] ?? 0)
+            return ua != ub ? ua < ub : a.value.arrival < b.value.arrival
+        })?.key, var lane = s.lanes[address] {
             var job: Job?
             while job == nil, let connection = lane.order.popFirst() {
                 job = lane.connections[connection]?.popFirst()
@@ -153,12 +204,10 @@ final class FairQueue: Sendable {
                     lane.connections[connection] = nil
                 }
             }
-            s.virtualTime = lane.served
-            lane.served += 1
             s.lanes[address] = lane.order.isEmpty ? nil : lane
             if let job {
                 s.waiting -= 1
-                return job
+                return (job, address)
             }
         }
         return nil

@@ -444,12 +444,12 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         let victim = ClientKey(address: "10.0.0.2", connection: 2)
         for i in 0..<100 { queue.submit(flood, job("flood\(i)")) }
         queue.submit(victim, job("victim"))
-        // The addresses take turns: the victim goes ahead of 98 flood jobs.
-        for _ in 0..<2 {
+        // The victim has used nothing: it goes ahead of 99 flood jobs.
+        for _ in 0..<1 {
             let next = finish.withLock { $0.removeFirst() }
             next()
         }
-        #expect(order.withLock { $0 } == ["flood0", "flood1", "victim"])
+        #expect(order.withLock { $0 } == ["flood0", "victim"])
         // A client that shows up after the flood was served for a while goes next.
         for _ in 0..<50 {
             let next = finish.withLock { $0.removeFirst() }
@@ -466,6 +466,42 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         }
         #expect(order.withLock { $0.count } == 102)
         #expect(queue.waiting == 0 && queue.running == 0)
+    }
+
+    /// 200 addresses each keep one costly request waiting (100 ms of the backend each) and
+    /// send the next as soon as it is answered; a victim that sends a cheap one now and then
+    /// goes next, however many wait, because the queue remembers what each address used
+    /// (a turn of each address would put it 200 requests back, 20 s past its deadline).
+    @Test func twoHundredBusyAddressesDoNotPutAVictimBehindATurnOfEach() {
+        let clock = Locked<UInt64>(1_000_000_000)
+        let queue = FairQueue(window: 1, clock: { clock.withLock { $0 } })
+        let started = Locked<[(name: String, cost: UInt64, done: @Sendable () -> Void)]>([])
+        func job(_ name: String, cost: UInt64) -> FairQueue.Job {
+            FairQueue.Job(deadline: .max, run: { done in started.withLock { $0.append((name, cost, done)) } }, expire: {})
+        }
+        let attackers = (0..<200).map { ClientKey(address: "203.0.113.\($0)", connection: UInt64($0)) }
+        // Finishes the oldest running job after its cost; an attacker's is sent again at once.
+        func finishNext() -> String? {
+            guard let next = started.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return nil }
+            clock.withLock { $0 += next.cost }
+            if next.name.hasPrefix("203.") {
+                let attacker = attackers.first { $0.address == next.name }!
+                queue.submit(attacker, job(attacker.address, cost: 100_000_000))
+            }
+            next.done()
+            return next.name
+        }
+        for attacker in attackers { queue.submit(attacker, job(attacker.address, cost: 100_000_000)) }
+        // Two turns of every attacker, then the victim asks.
+        for _ in 0..<400 { _ = finishNext() }
+        queue.submit(ClientKey(address: "zz-victim", connection: 999), job("victim", cost: 1_000_000))
+        var before = 0
+        for _ in 0..<300 {
+            guard let name = finishNext(), name != "victim" else { break }
+            before += 1
+        }
+        #expect(before <= 1, "the victim waited behind \(before) costly requests")
+        #expect(queue.waiting + queue.running == 200)
     }
 
     @Test func jobsPastTheirDeadlineExpireUnrun() {
