@@ -34,16 +34,12 @@ public enum CommandArguments {
             let word = words[2 * pair]
             return word.allSatisfy { $0 < 0x80 } ? word : Array(String(decoding: word, as: UTF8.self).utf8)
         }
-        // A key given twice is refused, as a JSON object with a key twice is (I-JSON, RFC 7493).
-        if pairs <= 16 {
-            for later in 1..<max(1, pairs) where (0..<later).contains(where: { keys[$0] == keys[later] }) {
-                return .failure(ServiceError(.invalidArgument, "is given twice", field: Echo.clip(String(decoding: keys[later], as: UTF8.self))))
-            }
-        } else {
-            var seen = Set<[UInt8]>()
-            for pair in 0..<pairs where !seen.insert(keys[pair]).inserted {
-                return .failure(ServiceError(.invalidArgument, "is given twice", field: Echo.clip(String(decoding: keys[pair], as: UTF8.self))))
-            }
+        // A key given twice is refused, as a JSON object with a key twice is (I-JSON, RFC 7493):
+        // keys compare as Swift strings do, so canonically equivalent ones (é and e + U+0301,
+        // K and the Kelvin sign) are one key, as they are in the dictionaries that read them.
+        var seen = Set<String>()
+        for pair in 0..<pairs where !seen.insert(String(decoding: keys[pair], as: UTF8.self)).inserted {
+            return .failure(ServiceError(.invalidArgument, "is given twice", field: Echo.clip(String(decoding: keys[pair], as: UTF8.self))))
         }
         var object: [UInt8] = []
         object.reserveCapacity(words.reduce(16) { $0 + $1.count + 4 })

@@ -289,8 +289,11 @@ struct TourDistanceCursor {
     static func decode(_ cursor: String) throws(ServiceError) -> TourDistanceCursor {
         let text = try OpaqueCursor.decode(cursor, maxLength: 100)
         let parts = text.dropFirst().split(separator: ":")
+        // Only a cursor this encoder writes: a finite distance not below 0, the hex and the id
+        // as it writes them (so one page has one cursor).
         guard text.hasPrefix("d"), parts.count == 2, let bits = UInt64(parts[0], radix: 16), let id = Int64(parts[1]),
-            Double(bitPattern: bits).isFinite
+            Double(bitPattern: bits).isFinite, Double(bitPattern: bits) >= 0,
+            TourDistanceCursor(distance: Double(bitPattern: bits), id: id).encoded == cursor
         else { throw OpaqueCursor.invalid }
         return TourDistanceCursor(distance: Double(bitPattern: bits), id: id)
     }

@@ -121,10 +121,11 @@ public struct IDCursor: Sendable {
 
     public func encode(_ id: Int64) -> String { OpaqueCursor.encode(tag + String(id)) }
 
-    /// The id, or `invalid_argument` on `cursor`.
+    /// The id, or `invalid_argument` on `cursor`: only a cursor this encoder writes (no `+`,
+    /// no leading zero), so one page has one cursor.
     public func decode(_ cursor: String) throws(ServiceError) -> Int64 {
         let text = try OpaqueCursor.decode(cursor, maxLength: maxLength)
-        guard text.hasPrefix(tag), let id = Int64(text.dropFirst(tag.count)), id >= minimum else { throw OpaqueCursor.invalid }
+        guard text.hasPrefix(tag), let id = Int64(text.dropFirst(tag.count)), id >= minimum, encode(id) == cursor else { throw OpaqueCursor.invalid }
         return id
     }
 }

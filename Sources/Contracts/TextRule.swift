@@ -82,36 +82,43 @@ public struct TextRule: Sendable {
         return trimmed
     }
 
-    /// The characters that show nothing by themselves: zero-width spaces and joiners, the
-    /// soft hyphen, the word joiner and invisible operators, the byte order mark, Hangul and
-    /// Khmer fillers, variation selectors, tag characters and the braille blank (the
-    /// bidirectional formatting characters are refused anyway, not trimmed). Beside white
-    /// space, a name of these only looks empty, and one inside a word makes it look like
-    /// another word.
+    /// The characters that show nothing by themselves: Unicode's default-ignorable code points
+    /// (zero-width spaces and joiners, the soft hyphen, the word joiner and invisible
+    /// operators, the byte order mark, Hangul and Khmer fillers, every variation selector,
+    /// tag characters, shorthand format controls, and the unassigned code points reserved as
+    /// such), every other format character (Egyptian hieroglyph joiners, interlinear
+    /// annotation marks), and the braille blank; but not the bidirectional formatting
+    /// characters, which are refused anyway, not trimmed. Beside white space, a name of these
+    /// only looks empty, and one inside a word makes it look like another word.
     public static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0x00AD, 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B...0x180F, 0x200B...0x200D, 0x2060...0x2065, 0x206A...0x206F,
-            0x2800, 0x3164, 0xFE00...0xFE0F, 0xFEFF, 0xFFA0, 0x1D173...0x1D17A, 0xE0000...0xE007F:
-            true
-        default: false
+        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return false
+        case 0x2800: return true
+        default: return scalar.properties.isDefaultIgnorableCodePoint || scalar.properties.generalCategory == .format
         }
     }
 
-    /// White space, line breaks and invisible characters (`isInvisible`).
-    public static let blankOrInvisible: CharacterSet = {
-        var set = CharacterSet.whitespacesAndNewlines
-        for range: ClosedRange<UInt32> in [
-            0x00AD...0x00AD, 0x034F...0x034F, 0x115F...0x1160, 0x17B4...0x17B5, 0x180B...0x180F, 0x200B...0x200D, 0x2060...0x2065,
-            0x206A...0x206F, 0x2800...0x2800, 0x3164...0x3164, 0xFE00...0xFE0F, 0xFEFF...0xFEFF, 0xFFA0...0xFFA0, 0x1D173...0x1D17A,
-            0xE0000...0xE007F,
-        ] {
-            set.insert(charactersIn: Unicode.Scalar(range.lowerBound)!...Unicode.Scalar(range.upperBound)!)
+    /// White space and line breaks as Foundation's `.whitespacesAndNewlines` has them: the
+    /// space, line and paragraph separators, tab to carriage return, and next line.
+    public static func isBlank(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x09...0x0D, 0x85: return true
+        default:
+            switch scalar.properties.generalCategory {
+            case .spaceSeparator, .lineSeparator, .paragraphSeparator: return true
+            default: return false
+            }
         }
-        return set
-    }()
+    }
 
-    /// `value` without white space, line breaks and invisible characters around it.
-    public static func trimmingInvisible(_ value: String) -> String { value.trimmingCharacters(in: blankOrInvisible) }
+    /// `value` without white space, line breaks and invisible characters around it, scalar
+    /// by scalar.
+    public static func trimmingInvisible(_ value: String) -> String {
+        let scalars = value.unicodeScalars
+        func kept(_ scalar: Unicode.Scalar) -> Bool { !isBlank(scalar) && !isInvisible(scalar) }
+        guard let first = scalars.firstIndex(where: kept), let last = scalars.lastIndex(where: kept) else { return "" }
+        return String(scalars[first...last])
+    }
 
     /// Whether `value` holds a scalar a field of `lines` may not hold.
     public static func hasForbiddenScalar(_ value: String, lines: Lines) -> Bool {

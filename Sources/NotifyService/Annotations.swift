@@ -224,8 +224,9 @@ extension NotifyStore {
         if let cursor = request.cursor {
             let text = try OpaqueCursor.decode(cursor, maxLength: Self.maxCursorBytes)
             let parts = text.split(separator: "_")
+            // Only a cursor this service writes (one page, one cursor).
             guard parts.count == 3, parts[0] == "n", let bits = UInt64(parts[1]), let id = Int64(parts[2]),
-                Double(bitPattern: bits).isFinite
+                Double(bitPattern: bits).isFinite, Double(bitPattern: bits) >= 0, Self.nearbyCursor(Double(bitPattern: bits), id) == cursor
             else { throw OpaqueCursor.invalid }
             after = (Double(bitPattern: bits), id)
         }

@@ -130,6 +130,11 @@ import Testing
     @Test func aRepeatedKeyIsRefusedByName() throws {
         let twice = CommandArguments.params([Array("a".utf8), Array("1".utf8), Array("b".utf8), Array("x".utf8), Array("a".utf8), Array("[3]".utf8)])
         #expect(twice == .failure(ServiceError(.invalidArgument, "is given twice", field: "a")))
+        // Canonically equivalent keys are one key, as in JSON.
+        #expect(CommandArguments.params([Array("a.é".utf8), Array("1".utf8), Array("a.e\u{301}".utf8), Array("2".utf8)])
+                == .failure(ServiceError(.invalidArgument, "is given twice", field: "a.e\u{301}")))
+        #expect(CommandArguments.params([Array("K".utf8), Array("1".utf8), Array("\u{212A}".utf8), Array("2".utf8)])
+                == .failure(ServiceError(.invalidArgument, "is given twice", field: "\u{212A}")))
         // Two keys that are not UTF-8 but are written alike (U+FFFD) are one key.
         let repaired = CommandArguments.params([[0xFF], Array("1".utf8), [0xFE], Array("2".utf8)])
         #expect(repaired == .failure(ServiceError(.invalidArgument, "is given twice", field: "\u{FFFD}")))

@@ -153,4 +153,15 @@ import Testing
         // With the default budget one page holds them all.
         #expect(pages > 1 && everything.count <= 50)
     }
+
+    /// A tour cursor's text is held to what the encoder writes: hex in lower case without
+    /// leading zeros, the id as written, and a distance that is finite and not below zero.
+    @Test func tourCursorsAreCanonicalInside() throws {
+        let good = TourDistanceCursor(distance: 1_234.5, id: 7)
+        #expect(try TourDistanceCursor.decode(good.encoded).id == 7)
+        let hex = String((1_234.5).bitPattern, radix: 16)
+        for text in ["d\(hex.uppercased()):7", "d0\(hex):7", "d\(hex):+7", "d\(hex):07", "d\(String((-1.0).bitPattern, radix: 16)):7"] {
+            #expect(throws: ServiceError.self) { try TourDistanceCursor.decode(OpaqueCursor.encode(text)) }
+        }
+    }
 }

@@ -29,4 +29,13 @@ import Testing
         #expect(Base64URL.decode(cursor + "=") == nil)
         #expect(Base64URL.decode("====") == nil)
     }
+
+    /// The text inside a cursor is held to what the encoder writes too: one page, one cursor.
+    @Test func idCursorsAreCanonicalInside() throws {
+        let cursor = IDCursor(tag: "p")
+        #expect(try cursor.decode(cursor.encode(17)) == 17)
+        for text in ["p017", "p+17", "p 17", "p17 "] {
+            #expect(throws: ServiceError.self) { try cursor.decode(OpaqueCursor.encode(text)) }
+        }
+    }
 }

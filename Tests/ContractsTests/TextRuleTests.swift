@@ -50,6 +50,28 @@ import Testing
         }
     }
 
+    /// Every character that shows nothing by itself is invisible, wherever Unicode puts it
+    /// (those an attack found getting through the first list among them); the bidirectional
+    /// formatting characters are not (they are refused, not trimmed), nor is anything that shows.
+    @Test func invisibleCharactersAreUnicodesIgnorablesAndFormatCharacters() throws {
+        let invisible: [UInt32] = [
+            0x00AD, 0x034F, 0x115F, 0x1160, 0x17B4, 0x180E, 0x200B, 0x200C, 0x200D, 0x2060, 0x2064, 0x3164, 0xFE0F, 0xFEFF, 0xFFA0,
+            0xFFF9, 0xFFFB, 0x13430, 0x1343F, 0x1BCA0, 0x1D173, 0x2800, 0xE0001, 0xE0020, 0xE007F, 0xE0100, 0xE01EF, 0xE0FFF,
+        ]
+        for value in invisible {
+            let scalar = try #require(Unicode.Scalar(value))
+            #expect(TextRule.isInvisible(scalar), "U+\(String(value, radix: 16))")
+            let name = TextRule("name", maxCharacters: 100)
+            #expect(try name.trimmed(" \(Character(scalar))\(Character(scalar)) ") == "", "U+\(String(value, radix: 16))")
+            #expect(try name.trimmed("\(Character(scalar))Ann\(Character(scalar))") == "Ann", "U+\(String(value, radix: 16))")
+        }
+        for value: UInt32 in [0x41, 0xE9, 0x301, 0x1F600, 0x4E2D, 0x061C, 0x200E, 0x202E, 0x2066] {
+            #expect(!TextRule.isInvisible(try #require(Unicode.Scalar(value))), "U+\(String(value, radix: 16))")
+        }
+        // A joiner inside an emoji sequence stays.
+        #expect(try TextRule("name", maxCharacters: 100).trimmed(" 👨\u{200D}👩\u{200D}👧 ") == "👨\u{200D}👩\u{200D}👧")
+    }
+
     @Test func trimmingChecksTheBytesSentThenTheTrimmedValue() throws {
         #expect(try name.trimmed("  \n Ann Lee \t ") == "Ann Lee")
         #expect(try name.trimmed(" \n ") == "")

@@ -195,6 +195,7 @@ import TestSupport
         // Invisible characters: a name of nothing else is empty; one inside passes for another name.
         #expect(refusal(f.error("favorites.lists.create", #"{"name":"\u200b\u00ad \ufeff"}"#)) == "invalid_argument name")
         #expect(f.error("favorites.lists.create", #"{"name":"Fav\u200borites"}"#)?.message.hasPrefix("must not contain invisible characters") == true)
+        #expect(f.error("favorites.lists.create", #"{"name":"Favo\udb40\udd00rites"}"#)?.message.hasPrefix("must not contain invisible characters") == true)
         #expect(refusal(f.error("favorites.lists.rename", #"{"name":"Trip","new_name":"Tr\u2060ip"}"#)) == "invalid_argument new_name")
         // Around a name they are trimmed, as white space is.
         #expect(try f.call("favorites.lists.create", #"{"name":"\u200bParks\u200d"}"#)["name"] as? String == "Parks")
