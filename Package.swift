@@ -85,7 +85,7 @@ let package = Package(
         // Scripts/make_zip_fixtures.py is run by the zip and inflate tests with /usr/bin/python3.
         .testTarget(name: "ContentImportTests", dependencies: ["ContentImport", "TestSupport"], exclude: ["Scripts"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "KeyFiles", "TestSupport"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "TourMapsTests", dependencies: ["TourMaps", "Geo", "TestSupport"]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Gateway", "Bus", "TestSupport"]),

@@ -1,22 +1,13 @@
 import Geo
+import TestSupport
 import Testing
 
 /// The bounds an index walk orders and prunes by: never above (or below) the distance to any
 /// point of the box.
 @Suite struct DistanceBoundTests {
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state = state &+ 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     @Test func theBoundsHoldForEveryPointOfTheBox() {
-        var rng = Seeded(state: 15)
+        var rng = SplitMix64(seed: 15)
         for round in 0..<20_000 {
             let center = Coordinate(uncheckedLatitude: Double.random(in: -90...90, using: &rng), longitude: Double.random(in: -180...180, using: &rng))
             // Large boxes, and small ones as an index's nodes and points are.

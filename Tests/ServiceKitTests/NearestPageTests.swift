@@ -1,27 +1,18 @@
 import Geo
 import ServiceKit
+import TestSupport
 import Testing
 
 /// `NearestPage` over points held in memory, handed over nearest first with the disorder an
 /// index of rounded boxes has: every page, read to the end, is what measuring every point
 /// gives, whatever the budget, for things of one point and of many.
 @Suite struct NearestPageTests {
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state = state &+ 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     static let slack = 4.0
 
     /// Things (ids) with their points, near Sydney and across the 180th meridian, and a pile on one spot.
     static func things(pointsEach: ClosedRange<Int>) -> [(id: Int64, point: Coordinate)] {
-        var rng = Seeded(state: 7)
+        var rng = SplitMix64(seed: 7)
         var points: [(id: Int64, point: Coordinate)] = []
         for id in Int64(1)...150 {
             for _ in 0..<Int.random(in: pointsEach, using: &rng) {
@@ -41,7 +32,7 @@ import Testing
         _ points: [(id: Int64, point: Coordinate)], center: Coordinate, radius: Double, limit: Int, budget: Int
     ) throws -> (items: [NearestPage.Cursor], pages: Int, mostRead: Int) {
         // Nearest first by a distance off by up to half the slack either way, as rounded boxes are.
-        var rng = Seeded(state: 11)
+        var rng = SplitMix64(seed: 11)
         let ordered = points.map { (id: $0.id, point: $0.point, key: $0.point.distance(to: center) + Double.random(in: -slack / 2...slack / 2, using: &rng)) }
             .sorted { $0.key < $1.key }
         var items: [NearestPage.Cursor] = []

@@ -1,25 +1,16 @@
 import Foundation
 import Geo
 import Storage
+import TestSupport
 import Testing
 
 /// `nearest_first` over real R*Trees: points come nearest first (within the slack their
 /// rounded boxes allow), every point within the range comes, and none outside it is read.
 @Suite struct NearestFirstTests {
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state = state &+ 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// 3,000 points: around Sydney, across the 180th meridian, near a pole, and a pile on one spot.
     static func points() -> [Coordinate] {
-        var rng = Seeded(state: 3)
+        var rng = SplitMix64(seed: 3)
         var points: [Coordinate] = []
         for index in 0..<3_000 {
             switch index % 6 {
