@@ -153,7 +153,9 @@ final class Authenticator: Sendable {
             },
             expire: {
                 completion(.failure(ServiceError(.deadlineExceeded, "no turn to check a password within the deadline")), nil)
-            })
+            },
+            // Sign-ups wait while logins do: a flood of new accounts cannot keep people out of theirs.
+            kind: method, priority: kind == .registration ? 1 : 0)
         passwordChecks.submit(client, job)
         return nil
     }

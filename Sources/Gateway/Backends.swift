@@ -102,7 +102,7 @@ final class Backends: Sendable {
                 deadline: deadline.end, run: run,
                 expire: {
                     completion(.failure(ServiceError(.deadlineExceeded, "\(service) had no turn for this request within the deadline")))
-                }))
+                }, kind: type))
     }
 
     /// Health of every backend, sorted by name.

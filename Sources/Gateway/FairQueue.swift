@@ -11,14 +11,18 @@ struct ClientKey: Hashable, Sendable {
 /// A window of requests in flight to one backend, shared fairly between clients.
 ///
 /// At most `window` jobs run at once; the rest wait in one queue per client address and,
-/// inside it, per connection. A free place goes to the address that has used the window
-/// least lately, and inside it round-robin to the next connection. An address's use is the
-/// time its jobs held a place (each charged the typical time when it starts, corrected when
-/// it ends), decayed by half every minute, and kept while it lasts, not only while the
-/// address has jobs waiting. So a client that floods, or sends one costly request after
-/// another, or does so from many addresses, waits behind its own use, and one that asks now
-/// and then goes next: a victim among 200 busy addresses is served before all of them, not
-/// after a turn of each. A job whose deadline passed while it waited is expired without running.
+/// inside it, per connection. A free place goes to the address whose use would be least
+/// once its next job ran: its use so far plus what a job of that kind (a method) typically
+/// holds a place for; inside it, round-robin to the next connection. An address's use is
+/// the time its jobs held a place (each charged its kind's typical time when it starts,
+/// corrected when it ends), decayed by half every minute, and kept while it lasts, not only
+/// while the address has jobs waiting. So a client that floods, or sends one costly request
+/// after another, or does so from many addresses, waits behind its own use, and a cheap
+/// request of one that asks now and then goes next: a victim among 200 busy addresses is
+/// served before all of them, not after a turn of each, and before their costly requests
+/// even when they are new. Jobs of a lower `priority` class wait while any of a higher one
+/// does (sign-ups behind logins). A job whose deadline passed while it waited is expired
+/// without running.
 final class FairQueue: Sendable {
     /// One request waiting for a place: `run` starts it and must call `done` exactly once
     /// when it no longer needs the place; `expire` answers it when its time ran out.
@@ -26,13 +30,22 @@ final class FairQueue: Sendable {
         var deadline: UInt64
         var run: @Sendable (_ done: @escaping @Sendable () -> Void) -> Void
         var expire: @Sendable () -> Void
+        /// What kind of work it is (its method), whose typical time it is charged.
+        var kind = ""
+        /// 0 first; a job of class 1 runs only while none of class 0 waits.
+        var priority = 0
     }
 
     private struct Lane {
+        var address: String
+        var priority: Int
         var connections: [UInt64: Deque<Job>] = [:]
         var order = Deque<UInt64>()
         /// When the lane began waiting, among lanes: the older goes first of two that used as much.
         var arrival: UInt64
+
+        /// The job it would give next.
+        var next: Job? { order.first.flatMap { connections[$0]?.first } }
     }
 
     private struct State {
@@ -44,10 +57,17 @@ final class FairQueue: Sendable {
         /// a use at time t counts 2^((t - reference) / halfLife) times its nanoseconds, so
         /// uses at different times compare without decaying each one.
         var usage: [String: Double] = [:]
+        /// The use of the address whose job started last, before that job: an address that
+        /// starts waiting is counted as having used at least this much, so one quiet until a
+        /// flood begins gains no turn over those already waiting, only its cheaper requests do.
+        var virtual: Double = 0
         var reference: UInt64
-        /// What a job typically holds a place for (a moving average), charged when it starts.
-        var typical: Double = 1_000_000
+        /// What a job of each kind typically holds a place for (a moving average), charged when it starts.
+        var typical: [String: Double] = [:]
     }
+
+    /// What a job of a kind not seen yet is assumed to hold a place for.
+    static let firstEstimate: Double = 1_000_000
 
     /// An address's use halves every minute.
     static let halfLifeNanoseconds = 60e9
@@ -70,20 +90,23 @@ final class FairQueue: Sendable {
     /// Runs `job` now if there is a place, else queues it behind the client's own earlier jobs.
     func submit(_ client: ClientKey, _ job: Job) {
         let now = clock()
+        let lane = "\(job.priority) \(client.address)"
         let start: Double? = state.withLock { s in
             if s.running < window && s.waiting == 0 {
                 s.running += 1
-                return FairQueue.charge(&s, client.address, now: now)
+                s.virtual = max(s.virtual, s.usage[client.address] ?? 0)
+                return FairQueue.charge(&s, client.address, kind: job.kind, now: now)
             }
-            if s.lanes[client.address] == nil {
+            if s.lanes[lane] == nil {
                 s.arrivals += 1
-                s.lanes[client.address] = Lane(arrival: s.arrivals)
+                s.lanes[lane] = Lane(address: client.address, priority: job.priority, arrival: s.arrivals)
+                s.usage[client.address] = max(s.usage[client.address] ?? 0, s.virtual)
             }
-            if s.lanes[client.address]?.connections[client.connection] == nil {
-                s.lanes[client.address]?.connections[client.connection] = Deque()
-                s.lanes[client.address]?.order.append(client.connection)
+            if s.lanes[lane]?.connections[client.connection] == nil {
+                s.lanes[lane]?.connections[client.connection] = Deque()
+                s.lanes[lane]?.order.append(client.connection)
             }
-            s.lanes[client.address]?.connections[client.connection]?.append(job)
+            s.lanes[lane]?.connections[client.connection]?.append(job)
             s.waiting += 1
             return nil
         }
@@ -99,7 +122,7 @@ final class FairQueue: Sendable {
         let expired: [Job] = state.withLock { s in
             guard s.waiting > 0 else { return [] }
             var expired: [Job] = []
-            for (address, var lane) in s.lanes {
+            for (key, var lane) in s.lanes {
                 var changed = false
                 for (connection, var jobs) in lane.connections {
                     guard let first = jobs.first, first.deadline <= now else { continue }
@@ -112,10 +135,10 @@ final class FairQueue: Sendable {
                 }
                 guard changed else { continue }
                 if lane.connections.isEmpty {
-                    s.lanes[address] = nil
+                    s.lanes[key] = nil
                 } else {
                     lane.order = lane.order.filter { lane.connections[$0] != nil }
-                    s.lanes[address] = lane
+                    s.lanes[key] = lane
                 }
             }
             s.waiting -= expired.count
@@ -133,31 +156,32 @@ final class FairQueue: Sendable {
             let started = clock()
             current.job.run { [self] in
                 if race.claim(1) { return }
-                if let following = finished(current.address, charged: current.charged, started: started) {
+                if let following = finished(current.address, kind: current.job.kind, charged: current.charged, started: started) {
                     launch(following.job, address: following.address, charged: following.charged)
                 }
             }
-            next = race.claim(2) ? nil : finished(current.address, charged: current.charged, started: started)
+            next = race.claim(2) ? nil : finished(current.address, kind: current.job.kind, charged: current.charged, started: started)
         }
     }
 
     /// A running job of `address` gave its place back: its use is corrected to what it held,
     /// and the next job to run is taken, if any; those whose time is up are expired.
-    private func finished(_ address: String, charged: Double, started: UInt64) -> (job: Job, address: String, charged: Double)? {
+    private func finished(_ address: String, kind: String, charged: Double, started: UInt64) -> (job: Job, address: String, charged: Double)? {
         var expired: [Job] = []
         let now = clock()
         let next: (job: Job, address: String, charged: Double)? = state.withLock { s in
             s.running -= 1
             let held = Double(now > started ? now - started : 0)
-            s.typical += (held - s.typical) / 8
+            // The first of a kind is its estimate; later ones move it an eighth of the way.
+            s.typical[kind] = s.typical[kind].map { $0 + (held - $0) / 8 } ?? held
             FairQueue.use(&s, address, held - charged, now: now)
-            while let (job, address) = FairQueue.takeNext(&s) {
+            while let (job, address) = FairQueue.takeNext(&s, now: now) {
                 if job.deadline <= now {
                     expired.append(job)
                     continue
                 }
                 s.running += 1
-                return (job, address, FairQueue.charge(&s, address, now: now))
+                return (job, address, FairQueue.charge(&s, address, kind: job.kind, now: now))
             }
             return nil
         }
@@ -165,10 +189,11 @@ final class FairQueue: Sendable {
         return next
     }
 
-    /// Charges `address` the typical time of a job starting now; answers the charge.
-    private static func charge(_ s: inout State, _ address: String, now: UInt64) -> Double {
-        use(&s, address, s.typical, now: now)
-        return s.typical
+    /// Charges `address` the typical time of a job of `kind` starting now; answers the charge.
+    private static func charge(_ s: inout State, _ address: String, kind: String, now: UInt64) -> Double {
+        let typical = s.typical[kind] ?? firstEstimate
+        use(&s, address, typical, now: now)
+        return typical
     }
 
     /// Adds `nanoseconds` (less, when negative, never below nothing) to `address`'s use at `now`.
@@ -183,18 +208,29 @@ final class FairQueue: Sendable {
     private static func rebase(_ s: inout State, now: UInt64) {
         let factor = exp2(-Double(now - s.reference) / halfLifeNanoseconds)
         s.reference = now
+        s.virtual *= factor
         var kept: [String: Double] = [:]
-        for (address, use) in s.usage where use * factor >= 1_000 || s.lanes[address] != nil { kept[address] = use * factor }
+        let waiting = Set(s.lanes.values.map(\.address))
+        for (address, use) in s.usage where use * factor >= 1_000 || waiting.contains(address) { kept[address] = use * factor }
         s.usage = kept
     }
 
-    /// The next job and its address: from the address that used the window least lately (of
-    /// two that used as much, the one waiting longer), its next connection's oldest.
-    private static func takeNext(_ s: inout State) -> (Job, String)? {
-        while let address = s.lanes.min(by: { a, b in
-            let (ua, ub) = (s.usage[a.key] ?? 0, s.usage[b.key] ?? 0)
-            return ua != ub ? ua < ub : a.value.arrival < b.value.arrival
-        })?.key, var lane = s.lanes[address] {
+    /// The next job and its address: from the lane of the highest priority whose address's use
+    /// would be least once its next job ran (of two alike, the one waiting longer), its next
+    /// connection's oldest.
+    private static func takeNext(_ s: inout State, now: UInt64) -> (Job, String)? {
+        // A time used now counts this much beside the uses kept (scaled to `reference`).
+        let scale = exp2(Double(Int64(bitPattern: now &- s.reference)) / halfLifeNanoseconds)
+        func finish(_ lane: Lane) -> Double {
+            (s.usage[lane.address] ?? 0) + (lane.next.map { s.typical[$0.kind] ?? firstEstimate } ?? 0) * scale
+        }
+        while let key = s.lanes.min(by: { a, b in
+            if a.value.priority != b.value.priority { return a.value.priority < b.value.priority }
+            let (fa, fb) = (finish(a.value), finish(b.value))
+            return fa != fb ? fa < fb : a.value.arrival < b.value.arrival
+        })?.key, var lane = s.lanes[key] {
+            let address = lane.address
+            s.virtual = max(s.virtual, s.usage[address] ?? 0)
             var job: Job?
             while job == nil, let connection = lane.order.popFirst() {
                 job = lane.connections[connection]?.popFirst()
@@ -204,7 +240,7 @@ final class FairQueue: Sendable {
                     lane.connections[connection] = nil
                 }
             }
-            s.lanes[address] = lane.order.isEmpty ? nil : lane
+            s.lanes[key] = lane.order.isEmpty ? nil : lane
             if let job {
                 s.waiting -= 1
                 return (job, address)

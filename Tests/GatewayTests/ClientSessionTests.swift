@@ -504,6 +504,48 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(queue.waiting + queue.running == 200)
     }
 
+    /// 200 addresses new to the queue each send a request of a kind known to be costly, while
+    /// the victim has been busy with cheap ones: the victim's next cheap request still goes
+    /// first, as its use once it ran would be less than theirs. And a lower priority class
+    /// (sign-ups) waits while a higher one (logins) does, however little its addresses used.
+    @Test func aCostlyKindAndALowerClassWaitBehindACheapRequest() {
+        let clock = Locked<UInt64>(1_000_000_000)
+        let queue = FairQueue(window: 1, clock: { clock.withLock { $0 } })
+        let started = Locked<[(name: String, cost: UInt64, done: @Sendable () -> Void)]>([])
+        func job(_ name: String, kind: String, cost: UInt64, priority: Int = 0) -> FairQueue.Job {
+            FairQueue.Job(deadline: .max, run: { done in started.withLock { $0.append((name, cost, done)) } }, expire: {}, kind: kind, priority: priority)
+        }
+        func finishNext() -> String? {
+            guard let next = started.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return nil }
+            clock.withLock { $0 += next.cost }
+            next.done()
+            return next.name
+        }
+        let victim = ClientKey(address: "198.51.100.9", connection: 1)
+        // The queue learns the kinds: a third address's costly request, the victim's 200 cheap ones.
+        queue.submit(ClientKey(address: "192.0.2.1", connection: 2), job("teacher", kind: "tours.list", cost: 100_000_000))
+        _ = finishNext()
+        for n in 0..<200 {
+            queue.submit(victim, job("v\(n)", kind: "catalog.get", cost: 1_000_000))
+            _ = finishNext()
+        }
+        // Something runs, so the rest wait.
+        queue.submit(ClientKey(address: "192.0.2.1", connection: 2), job("holder", kind: "tours.list", cost: 100_000_000))
+        for n in 0..<200 { queue.submit(ClientKey(address: "203.0.113.\(n)", connection: UInt64(10 + n)), job("a\(n)", kind: "tours.list", cost: 100_000_000)) }
+        queue.submit(victim, job("victim", kind: "catalog.get", cost: 1_000_000))
+        #expect(finishNext() == "holder")
+        #expect(finishNext() == "victim")
+        // Sign-ups from quiet addresses wait behind a login from a busy one.
+        while finishNext() != nil {}
+        queue.submit(ClientKey(address: "192.0.2.1", connection: 2), job("holder", kind: "auth.login", cost: 70_000_000))
+        for n in 0..<20 {
+            queue.submit(ClientKey(address: "203.0.114.\(n)", connection: UInt64(500 + n)), job("s\(n)", kind: "auth.register", cost: 70_000_000, priority: 1))
+        }
+        queue.submit(victim, job("login", kind: "auth.login", cost: 70_000_000))
+        #expect(finishNext() == "holder")
+        #expect(finishNext() == "login")
+    }
+
     @Test func jobsPastTheirDeadlineExpireUnrun() {
         let queue = FairQueue(window: 1)
         let expired = Mutex(0)
