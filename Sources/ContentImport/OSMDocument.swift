@@ -60,17 +60,22 @@ public struct OSMCounts: Sendable, Equatable {
 /// coordinates in OpenStreetMap's own fixed point, 1e-7 degrees), found by binary search.
 ///
 /// Extracts list nodes by increasing id (osmium and the OSM API both do); data that does not is
-/// sorted once, after the last node and before the first lookup.
+/// sorted once, after the last node and before the first lookup. A node given twice has no
+/// coordinates: which copy a way means cannot be told.
 struct NodeTable {
     private var ids: [Int64] = []
     private var lats: [Int32] = []
     private var lons: [Int32] = []
     private var sorted = true
+    /// Ids given more than once.
+    private(set) var ambiguous = Set<Int64>()
 
     var count: Int { ids.count }
 
     mutating func append(id: Int64, lat: Double, lon: Double) {
-        if let last = ids.last, id <= last { sorted = false }
+        if let last = ids.last, id <= last {
+            if id == last { ambiguous.insert(id) } else { sorted = false }
+        }
         ids.append(id)
         lats.append(Int32((lat * 1e7).rounded()))
         lons.append(Int32((lon * 1e7).rounded()))
@@ -84,10 +89,12 @@ struct NodeTable {
         lats = order.map { lats[$0] }
         lons = order.map { lons[$0] }
         sorted = true
+        for index in ids.indices.dropFirst() where ids[index] == ids[index - 1] { ambiguous.insert(ids[index]) }
     }
 
-    /// The fixed-point coordinates of a node, or nil when it is not in the table.
+    /// The fixed-point coordinates of a node, or nil when it is not in the table (or is in it twice).
     func coordinate(of id: Int64) -> (lat: Int32, lon: Int32)? {
+        guard !ambiguous.contains(id) else { return nil }
         var low = 0
         var high = ids.count
         while low < high {

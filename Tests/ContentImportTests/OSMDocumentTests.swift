@@ -143,6 +143,18 @@ private func way(_ id: Int64, _ refs: [Int64], _ tags: [(String, String)]) -> St
         #expect(try read(osm(node(7, 60, 25, Array(tags.suffix(OSMCollector.maxTags))))).places.count == 1)
     }
 
+    /// A node given twice (in order or not) has no coordinates: a way through it is left out
+    /// as one missing a node, rather than placed by whichever copy came first.
+    @Test func aNodeGivenTwiceLeavesItsWaysOut() throws {
+        for nodes in [[(4, 10.0), (4, 50.0), (5, 10.1), (6, 10.2)], [(5, 10.1), (4, 10.0), (6, 10.2), (4, 50.0)]] {
+            let xml = nodes.map { #"<node id="\#($0.0)" lat="\#($0.1)" lon="20"/>"# }.joined()
+                + way(9, [4, 5, 6], [("leisure", "park"), ("name", "Park")]) + way(10, [5, 6], [("leisure", "park"), ("name", "Other")])
+            let document = try read(osm(xml))
+            #expect(document.places.map(\.externalID) == ["way/10"])
+            #expect(document.counts.waysMissingNodes == 1)
+        }
+    }
+
     @Test func refusesOtherDocumentsAndBadXML() {
         #expect(throws: OSMError.notOSM(root: "content")) { try read("<content/>") }
         let dtd = "<?xml version='1.0'?><!DOCTYPE osm [<!ENTITY a \"b\">]><osm/>"
