@@ -13,12 +13,15 @@ one JSON object of every step's answer, or the error it raised, and exits 0 what
 gateway did; the test asserts on it. Every wait is bounded.
 """
 
+import base64
+import http.client
 import json
+import os
 import ssl
 import sys
+import urllib.parse
 import urllib.request
 
-from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 plan = json.loads(sys.argv[1])
@@ -69,11 +72,24 @@ def session():
 
 
 def foreign_origin():
+    # The upgrade asked plainly over HTTP(S), not through the library: a refused handshake
+    # leaves the keep-alive connection open, and the library's close of a TLS socket through
+    # the proxy once waited out the test's bound (CI, 2026-12-02: stalled in this step).
+    parts = urllib.parse.urlsplit(base)
+    host, port = parts.hostname, parts.port
+    if tls is not None:
+        conn = http.client.HTTPSConnection(host, port, context=tls, timeout=5)
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=5)
     try:
-        with connect(uri, origin="https://evil.example", open_timeout=5, proxy=None, ssl=tls):
-            return {"opened": True}
-    except InvalidStatus as refused:
-        return {"status": refused.response.status_code}
+        conn.request("GET", "/rpc", headers={
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(), "Origin": "https://evil.example"})
+        response = conn.getresponse()
+        response.read()
+        return {"opened": True} if response.status == 101 else {"status": response.status}
+    finally:
+        conn.close()
 
 
 step("session", session)
