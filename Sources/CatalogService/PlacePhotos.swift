@@ -48,7 +48,7 @@ extension CatalogStore {
         let versions: [(jpeg: Data, width: Int, height: Int)]
         do {
             versions = try decoding.run(
-                readers: worker.config.readers, refusal: ServiceError(.unavailable, "busy checking another image; try again in a moment")
+                readers: worker.config.readers, refusal: TourMapRules.busyDecoding
             ) { try JPEGImage.fitted(of: jpeg, limits: PlacePhotoRules.jpeg, longest: HostedPhoto.sizes, quality: PlacePhotoRules.quality) }
         } catch let error as JPEGError {
             // Refused for good: the upload goes, in a transaction of its own.

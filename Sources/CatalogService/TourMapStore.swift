@@ -41,6 +41,8 @@ public struct CatalogOptions: Sendable {
 /// The bounds of uploads and maps.
 enum TourMapRules {
     static let jpeg = JPEGLimits()
+    /// An image check (a map's or a place photo's) that finds another under way.
+    static let busyDecoding = ServiceError(.unavailable, "busy checking another image; try again in a moment")
     /// Uploads begun and not yet used (by `tours.map.set` or `catalog.photo.add`), at most; each
     /// expires an hour after it begins.
     static let maxOpenUploads = 16
@@ -90,7 +92,7 @@ extension CatalogStore {
         let image: JPEGImage
         do {
             image = try decoding.run(
-                readers: worker.config.readers, refusal: ServiceError(.unavailable, "busy checking another image; try again in a moment")
+                readers: worker.config.readers, refusal: TourMapRules.busyDecoding
             ) { try JPEGImage.check(bytes, limits: TourMapRules.jpeg) }
         } catch let error as JPEGError {
             // Refused for good: the upload goes, in a transaction of its own (no group commit to undo it).

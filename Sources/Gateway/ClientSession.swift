@@ -313,7 +313,8 @@ final class ClientSession {
     func wrote(_ count: Int, now: UInt64) {
         guard count > 0 else { return }
         outputBudget.wrote(count)
-        if let pushWriter { outputBudget.writePushes(pushWriter) }
+        // The writer (two closures) is made only when something waits: not on every write.
+        if outputBudget.hasPushesToWrite, let pushWriter { outputBudget.writePushes(pushWriter) }
         lastWrite = now
         if endSeenAt != nil { wroteSinceEnd = true }
         lastActivity = now

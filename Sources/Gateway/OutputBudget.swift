@@ -95,6 +95,9 @@ final class OutputBudget {
     /// Pushes waiting.
     var waitingPushes: Int { waiting.count }
 
+    /// Whether pushes, or the notice of pushes shed, wait to be written.
+    var hasPushesToWrite: Bool { !waiting.isEmpty || shedUntold > 0 }
+
     /// Unsent output.
     var pending: Int { output.count - sent }
 
