@@ -53,7 +53,7 @@ extension Methods.Profile {
         "a user's profile by user_id, or your own",
         errors: [
             .unauthenticated(nil, "no user_id and not signed in"),
-            .notFound("user_id", "no user has this id, or one of you blocks the other"),
+            .notFound("user_id", "no user has this id, or you block them"),
         ])
     public static let update = Method<ProfileUpdate, Profile>(
         "profile.update", .social, .user, .write,
@@ -88,7 +88,7 @@ extension Methods.Profile {
         "a user's photo (or yours), size 512 or 96: one square JPEG (RESP: raw bytes; JSON-RPC: base64)",
         errors: [
             .unauthenticated(nil, "no user_id and not signed in"),
-            .notFound("user_id", "no user has this id, one of you blocks the other, or no photo"),
+            .notFound("user_id", "no user has this id, you block them, or they have no photo"),
         ])
     public static let photoDelete = Method<Empty, PhotoDeleted>(
         "profile.photo.delete", .social, .user, .write,
@@ -136,14 +136,14 @@ extension Methods.Social {
         "who follows a user (or you), newest first, paged",
         errors: [
             .unauthenticated(nil, "no user_id and not signed in"),
-            .notFound("user_id", "no user has this id, or one of you blocks the other"),
+            .notFound("user_id", "no user has this id, or you block them"),
         ])
     public static let following = Method<ListUsers, UserPage>(
         "social.following", .social, .anyone, .read,
         "whom a user (or you) follows, newest first, paged",
         errors: [
             .unauthenticated(nil, "no user_id and not signed in"),
-            .notFound("user_id", "no user has this id, or one of you blocks the other"),
+            .notFound("user_id", "no user has this id, or you block them"),
         ])
     public static let feed = Method<FeedRequest, ReviewPage>(
         "social.feed", .social, .user, .read,
@@ -235,7 +235,7 @@ extension Methods.Groups {
         "make your map of a group follow a member: group_id, user_id; they are told",
         errors: [
             .notFound("group_id", "no group of yours has this id"),
-            .notFound("user_id", "not a member of the group, or one of you blocks the other"),
+            .notFound("user_id", "not a member of the group, or you block them"),
             .rateLimited(nil, "more than 30 follows in a minute"),
         ])
     public static let unfollow = Method<GroupMemberRef, MapFollowState>(

@@ -623,7 +623,7 @@ public struct GroupListing: Codable, Sendable, Equatable {
     public var name: String
     public var role: String
     public var sharing: Bool
-    /// How many members the caller sees: the owner all, others not those in a block relation with them.
+    /// How many members the caller sees: the owner all, others not those they block.
     public var members: Int
 
     public init(id: Int64, name: String, role: String, sharing: Bool, members: Int) {

@@ -4,11 +4,13 @@ import Foundation
 import ServiceKit
 import Storage
 
-// Blocks: a user who blocks another is hidden from them, and they from the user, everywhere
-// social shows users (profiles, follow lists, groups, the live map, pushes), except to a
-// group's owner, who sees every member and invitation of the group. The blocked user is never
-// told: a follow they send the blocker is answered as usual and dropped; an invitation is kept
-// and shown to the group as any other, but the blocker never sees it.
+// Blocks: a user who blocks another no longer sees them anywhere social shows users (profiles,
+// follow lists, reviews, groups — except to a group's owner —, the live map, pushes). The
+// blocked user is never told: they see the blocker as a stranger sees a user who blocks no one.
+// What they send the blocker (a follow, a message, an invitation, a map follow) is answered and
+// kept as usual and shown to them alone. Where the two are (their positions, presence at a
+// place, a group's chat) each is hidden from the other, which tells nothing: a stranger cannot
+// tell either whether someone is there.
 
 /// The rules of blocks.
 enum BlockRules {
@@ -16,12 +18,28 @@ enum BlockRules {
     static let maxBlocks = 1_000
 
     /// An SQL condition that holds when the user in column `column` and the viewer do not
-    /// block each other, either way. It binds two arguments, the viewer's id both times.
-    static func visible(_ column: String) -> String {
+    /// block each other, either way: what keeps where each is (positions, presence at a place)
+    /// from the other. It binds two arguments, the viewer's id both times.
+    static func apart(_ column: String) -> String {
         """
         NOT EXISTS (SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = \(column)) \
         AND NOT EXISTS (SELECT 1 FROM blocks WHERE blocker_id = \(column) AND blocked_id = ?)
         """
+    }
+
+    /// An SQL condition that holds when the viewer does not block the user in column `column`:
+    /// what leaves the users a viewer blocks out of what they are shown. A user the viewer is
+    /// blocked by is shown as to anyone. It binds one argument, the viewer's id.
+    static func shown(_ column: String) -> String {
+        "NOT EXISTS (SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = \(column))"
+    }
+
+    /// An SQL condition that holds when the follow of row alias `f` (of `follows` or
+    /// `group_map_follows`) counts for the viewer: its followee does not block its follower, or
+    /// the viewer is that follower, who is never told of the block. It binds one argument, the
+    /// viewer's id (nil for an anonymous viewer).
+    static func followShown(_ f: String = "f") -> String {
+        "(\(f).follower_id IS ? OR NOT EXISTS (SELECT 1 FROM blocks WHERE blocker_id = \(f).followee_id AND blocked_id = \(f).follower_id))"
     }
 
     /// The refusal of something the caller may not do to a user they block (follow, invite):
@@ -48,17 +66,17 @@ final class BlockStore: SocialFeature {
     }
 
     /// `not_found` (field `user_id`, as for no user at all) unless user `id` exists and
-    /// `viewer` may see them (neither blocks the other): `profile.get`'s rules, which
-    /// `profile.photo` and the follow lists follow.
+    /// `viewer` does not block them: `profile.get`'s rules, which `profile.photo` and the follow
+    /// lists follow. A user who blocks the viewer is shown as to anyone.
     func requireVisibleUser(_ id: Int64, viewer: Int64?) throws {
-        if let viewer, viewer != id, try anyBetween(viewer, id) { throw AccountRules.noUser(id) }
+        if let viewer, viewer != id, try contains(blocker: viewer, blocked: id) { throw AccountRules.noUser(id) }
         try requireUser(id)
     }
 
-    /// `social.block`: blocks `userId`, ending follows between the two either way, the
-    /// invitations the caller sent them, and who follows whom on a group's map. An invitation
-    /// they sent the caller stays, unseen by the caller (so that their group shows it still).
-    /// It deletes those rows of the follows' and groups' tables itself, in its one transaction.
+    /// `social.block`: blocks `userId`, ending the caller's follows of them (as a user and on a
+    /// group's map) and the invitations the caller sent them. What they sent the caller (follows,
+    /// invitations) stays, unseen by the caller and shown to them as before. It deletes those
+    /// rows of the follows' and groups' tables itself, in its one transaction.
     func block(_ userId: Int64, caller: Caller) throws -> BlockState {
         guard userId != caller.id else { throw ServiceError.invalid("user_id", "cannot block yourself") }
         return try db.transaction {
@@ -70,20 +88,16 @@ final class BlockStore: SocialFeature {
                 }
                 try db.run("INSERT INTO blocks (blocker_id, blocked_id, created_at) VALUES (?, ?, ?)", caller.id, userId, timestamp())
             }
-            try db.run(
-                "DELETE FROM follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
-                caller.id, userId, userId, caller.id)
+            try db.run("DELETE FROM follows WHERE follower_id = ? AND followee_id = ?", caller.id, userId)
             try db.run("DELETE FROM group_invitations WHERE user_id = ? AND invited_by = ?", userId, caller.id)
-            try db.run(
-                "DELETE FROM group_map_follows WHERE (follower_id = ? AND followee_id = ?) OR (follower_id = ? AND followee_id = ?)",
-                caller.id, userId, userId, caller.id)
+            try db.run("DELETE FROM group_map_follows WHERE follower_id = ? AND followee_id = ?", caller.id, userId)
             return BlockState(userId: userId, blocked: true)
         }
     }
 
     /// `social.unblock`: stops blocking `userId` (nothing to do when the caller did not). What
-    /// the block ended (follows, invitations) stays ended; an invitation from them that the
-    /// block kept unseen shows in the caller's `groups.list` again (with no push).
+    /// the block ended (the caller's follows, invitations) stays ended; what they sent the
+    /// caller and the block kept unseen (follows, an invitation) shows again (with no push).
     func unblock(_ userId: Int64, caller: Caller) throws -> BlockState {
         try requireUser(userId)
         try db.run("DELETE FROM blocks WHERE blocker_id = ? AND blocked_id = ?", caller.id, userId)

@@ -152,18 +152,20 @@ final class GroupStore: SocialFeature {
     }
 
     /// `groups.get`: the group as member `viewer` sees it. Its owner sees every member and
-    /// invitation, those they block marked `blocked`; any other member sees those not in a block
-    /// relation with them, and the invitations they sent.
+    /// invitation, those they block marked `blocked`; any other member sees those they do not
+    /// block, and the invitations they sent. A member who blocks the viewer is shown not
+    /// sharing, as their positions never reach the viewer.
     func view(_ group: Int64, viewer: Int64) throws -> GroupView {
         guard let row = try db.queryOne("SELECT name, created_at FROM groups WHERE id = ?", group) else { throw GroupRules.noGroup(group) }
         let owner = try db.queryOne("SELECT 1 FROM group_members WHERE group_id = ? AND user_id = ? AND role = 'owner'", group, viewer) != nil
         let youBlock = { (column: String) in "EXISTS (SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = \(column))" }
         let members = try db.query(
             """
-            SELECT m.role, m.joined_at, m.sharing, u.id AS user_id, u.username, u.name, \(youBlock("m.user_id")) AS you_block
+            SELECT m.role, m.joined_at, m.sharing AND \(BlockRules.apart("m.user_id")) AS sharing, u.id AS user_id, u.username, u.name,
+                   \(youBlock("m.user_id")) AS you_block
             FROM group_members m JOIN users u ON u.id = m.user_id
-            WHERE m.group_id = ? AND (? OR \(BlockRules.visible("m.user_id"))) ORDER BY m.joined_at, m.rowid
-            """, viewer, group, owner, viewer, viewer
+            WHERE m.group_id = ? AND (? OR \(BlockRules.shown("m.user_id"))) ORDER BY m.joined_at, m.rowid
+            """, viewer, viewer, viewer, group, owner, viewer
         ).map { row in
             GroupMember(
                 user: try UserSummary(row: row), role: try row.decode("role"), joinedAt: try row.decode("joined_at"), sharing: try row.decode("sharing"),
@@ -172,10 +174,10 @@ final class GroupStore: SocialFeature {
         let invitations = try db.query(
             """
             SELECT i.created_at, u.id AS user_id, u.username, u.name, b.id AS by_user_id, b.username AS by_username, b.name AS by_name,
-                   (\(BlockRules.visible("i.invited_by"))) AS by_visible, \(youBlock("i.user_id")) AS you_block
+                   (\(BlockRules.shown("i.invited_by"))) AS by_visible, \(youBlock("i.user_id")) AS you_block
             FROM group_invitations i JOIN users u ON u.id = i.user_id JOIN users b ON b.id = i.invited_by
-            WHERE i.group_id = ? AND (? OR i.invited_by = ? OR \(BlockRules.visible("i.user_id"))) ORDER BY i.created_at, i.rowid
-            """, viewer, viewer, viewer, group, owner, viewer, viewer, viewer
+            WHERE i.group_id = ? AND (? OR i.invited_by = ? OR \(BlockRules.shown("i.user_id"))) ORDER BY i.created_at, i.rowid
+            """, viewer, viewer, group, owner, viewer, viewer
         ).map { row in
             PendingInvitation(
                 user: try UserSummary(row: row), invitedBy: try row.decode("by_visible", as: Bool.self) ? try UserSummary(row: row, prefix: "by_") : nil,
@@ -184,14 +186,14 @@ final class GroupStore: SocialFeature {
         let following = try db.queryOne(
             """
             SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.followee_id
-            WHERE f.group_id = ? AND f.follower_id = ? AND \(BlockRules.visible("f.followee_id"))
-            """, group, viewer, viewer, viewer
+            WHERE f.group_id = ? AND f.follower_id = ? AND \(BlockRules.shown("f.followee_id"))
+            """, group, viewer, viewer
         ).map { try UserSummary(row: $0) }
         let followedBy = try db.query(
             """
             SELECT u.id AS user_id, u.username, u.name FROM group_map_follows f JOIN users u ON u.id = f.follower_id
-            WHERE f.group_id = ? AND f.followee_id = ? AND \(BlockRules.visible("f.follower_id")) ORDER BY f.created_at, f.rowid
-            """, group, viewer, viewer, viewer
+            WHERE f.group_id = ? AND f.followee_id = ? AND \(BlockRules.shown("f.follower_id")) ORDER BY f.created_at, f.rowid
+            """, group, viewer, viewer
         ).map { try UserSummary(row: $0) }
         return GroupView(
             id: group, name: try row.decode("name"), createdAt: try row.decode("created_at"), members: members,
@@ -203,9 +205,9 @@ final class GroupStore: SocialFeature {
         let groups = try db.query(
             """
             SELECT g.id, g.name, m.role, m.sharing,
-                   (SELECT count(*) FROM group_members o WHERE o.group_id = g.id AND (m.role = 'owner' OR \(BlockRules.visible("o.user_id")))) AS members
+                   (SELECT count(*) FROM group_members o WHERE o.group_id = g.id AND (m.role = 'owner' OR \(BlockRules.shown("o.user_id")))) AS members
             FROM group_members m JOIN groups g ON g.id = m.group_id WHERE m.user_id = ? ORDER BY m.joined_at, m.rowid
-            """, user, user, user
+            """, user, user
         ).map { row in
             GroupListing(
                 id: try row.decode("id"), name: try row.decode("name"), role: try row.decode("role"), sharing: try row.decode("sharing"),

@@ -146,7 +146,7 @@ final class LiveMapStore: SocialFeature {
         try db.forEachRow(
             """
             SELECT o.user_id, o.group_id FROM group_members m JOIN group_members o ON o.group_id = m.group_id
-            WHERE m.user_id = ? AND m.sharing = 1 AND m.sharing_since_ms <= ? AND \(BlockRules.visible("o.user_id"))
+            WHERE m.user_id = ? AND m.sharing = 1 AND m.sharing_since_ms <= ? AND \(BlockRules.apart("o.user_id"))
             ORDER BY o.user_id, o.group_id
             """, [user, position.atMs, user, user]
         ) { row in
@@ -209,7 +209,7 @@ final class LiveMapStore: SocialFeature {
             """
             SELECT u.id AS user_id, u.username, u.name, p.lat, p.lon, p.accuracy_m, p.heading_deg, p.speed_mps, p.at_ms
             FROM group_members m JOIN users u ON u.id = m.user_id JOIN positions p ON p.user_id = m.user_id
-            WHERE m.group_id = ? AND m.sharing = 1 AND p.at_ms >= ? AND p.at_ms >= m.sharing_since_ms AND \(BlockRules.visible("m.user_id"))
+            WHERE m.group_id = ? AND m.sharing = 1 AND p.at_ms >= ? AND p.at_ms >= m.sharing_since_ms AND \(BlockRules.apart("m.user_id"))
             ORDER BY m.joined_at, m.rowid
             """, group, now - LiveMapRules.shownMs, viewer.id, viewer.id
         ).map { row in
@@ -223,15 +223,16 @@ final class LiveMapStore: SocialFeature {
         return GroupMap(groupId: group, positions: entries)
     }
 
-    /// `not_found` (field `user_id`) unless `user` is a member of `group` the viewer may see.
+    /// `not_found` (field `user_id`) unless `user` is a member of `group` the viewer does not block.
     private func requireVisibleMember(_ user: Int64, of group: Int64, viewer: Int64) throws {
-        guard try groups.isMember(group: group, user: user), try !blocks.anyBetween(viewer, user) else {
+        guard try groups.isMember(group: group, user: user), try !blocks.contains(blocker: viewer, blocked: user) else {
             throw ServiceError(.notFound, "no member \(user) in group \(group)", field: "user_id")
         }
     }
 
     /// `groups.follow`: the caller's map of the group follows `user_id` (one member at a time);
-    /// the member hears who follows them (`group.followed`), once per new follow.
+    /// the member hears who follows them (`group.followed`), once per new follow, unless they
+    /// block the caller, who is answered and shown the follow as usual (it brings no position).
     func follow(_ request: GroupMemberRef, caller: Caller) throws -> MapFollowState {
         try db.transaction {
             try groups.member(caller, of: request.groupId)
@@ -248,6 +249,9 @@ final class LiveMapStore: SocialFeature {
                     INSERT INTO group_map_follows (group_id, follower_id, followee_id, created_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (group_id, follower_id) DO UPDATE SET followee_id = excluded.followee_id, created_at = excluded.created_at
                     """, request.groupId, caller.id, request.userId, timestamp())
+                if try blocks.contains(blocker: request.userId, blocked: caller.id) {
+                    return MapFollowState(groupId: request.groupId, userId: request.userId, following: true)
+                }
                 let body = FollowedPush(groupId: request.groupId, user: try shared.summary(of: caller.id))
                 worker.push(
                     Push(

@@ -209,7 +209,7 @@ final class PeopleStore: SocialFeature {
             try db.forEachRow(
                 """
                 SELECT v.user_id, v.visited_ms FROM visits v JOIN users u ON u.id = v.user_id
-                WHERE v.place_id = ? AND u.discoverable = 1 AND v.user_id <> ? AND \(BlockRules.visible("v.user_id"))
+                WHERE v.place_id = ? AND u.discoverable = 1 AND v.user_id <> ? AND \(BlockRules.apart("v.user_id"))
                 ORDER BY v.visited_ms DESC LIMIT ?
                 """, [id, caller.id, caller.id, caller.id, PeopleRules.maxRowsRead]
             ) { row in
@@ -224,7 +224,7 @@ final class PeopleStore: SocialFeature {
                     """
                     SELECT v.user_id, v.lat, v.lon, v.visited_ms FROM visits_geo g JOIN visits v ON v.id = g.id JOIN users u ON u.id = v.user_id
                     WHERE g.min_lat >= ? AND g.max_lat <= ? AND g.min_lon >= ? AND g.max_lon <= ?
-                      AND u.discoverable = 1 AND v.user_id <> ? AND \(BlockRules.visible("v.user_id"))
+                      AND u.discoverable = 1 AND v.user_id <> ? AND \(BlockRules.apart("v.user_id"))
                     LIMIT ?
                     """, PeopleRules.indexBounds(area) + [caller.id, caller.id, caller.id, PeopleRules.maxRowsRead - read]
                 ) { row in
@@ -288,7 +288,7 @@ final class PeopleStore: SocialFeature {
                 """
                 SELECT p.user_id, p.lat, p.lon, p.at_ms FROM positions p JOIN users u ON u.id = p.user_id
                 WHERE p.at_ms >= ? AND p.lat BETWEEN ? AND ? AND p.lon BETWEEN ? AND ?
-                  AND u.discoverable = 1 AND p.user_id <> ? AND \(BlockRules.visible("p.user_id"))
+                  AND u.discoverable = 1 AND p.user_id <> ? AND \(BlockRules.apart("p.user_id"))
                 LIMIT ?
                 """, [since, area.south, area.north, area.west, area.east, caller, caller, caller, PeopleRules.maxRowsRead - read]
             ) { row in

@@ -61,19 +61,20 @@ final class ProfileStore: SocialFeature {
         self.people = people
     }
 
-    /// The profile of `id` as `viewer` sees it (the owner sees more); `not_found` when either
-    /// blocks the other, as for a user who does not exist.
+    /// The profile of `id` as `viewer` sees it (the owner sees more); `not_found` when the
+    /// viewer blocks them, as for a user who does not exist. Its counts of follows are those
+    /// the viewer's follow lists show.
     func profile(_ id: Int64, viewer: Int64?) throws -> Profile {
         try blocks.requireVisibleUser(id, viewer: viewer)
         guard
             let row = try db.queryOne(
                 """
                 SELECT username, name, role, bio, avatar_url, language, home_city, email, birth_year, discoverable, created_at,
-                       (SELECT count(*) FROM follows WHERE followee_id = users.id) AS followers,
-                       (SELECT count(*) FROM follows WHERE follower_id = users.id) AS following,
+                       (SELECT count(*) FROM follows f WHERE f.followee_id = users.id AND \(BlockRules.followShown())) AS followers,
+                       (SELECT count(*) FROM follows f WHERE f.follower_id = users.id AND \(BlockRules.followShown())) AS following,
                        (SELECT updated_at FROM photos WHERE user_id = users.id) AS photo_updated_at
                 FROM users WHERE id = ?
-                """, id)
+                """, viewer, viewer, id)
         else { throw AccountRules.noUser(id) }
         let own = viewer == id
         let birthYear: Int? = try row.decode("birth_year")

@@ -111,14 +111,14 @@ final class ReviewStore: SocialFeature {
         return try Self.review(row)
     }
 
-    /// A page of a place's reviews. A signed-in `viewer` sees no review by a user in a block
-    /// relation with them (the place's rating still counts it).
+    /// A page of a place's reviews. A signed-in `viewer` sees no review by a user they block
+    /// (the place's rating still counts it).
     func reviews(of placeId: Int64, viewer: Int64?, order: ReviewOrder, cursor: String?, limit: Int) throws -> ReviewPage {
         guard let viewer else {
             return try reviewPage("\(Self.reviewColumns) WHERE r.place_id = ?", [placeId], order: order, cursor: cursor, limit: limit)
         }
         return try reviewPage(
-            "\(Self.reviewColumns) WHERE r.place_id = ? AND \(BlockRules.visible("r.user_id"))", [placeId, viewer, viewer],
+            "\(Self.reviewColumns) WHERE r.place_id = ? AND \(BlockRules.shown("r.user_id"))", [placeId, viewer],
             order: order, cursor: cursor, limit: limit)
     }
 

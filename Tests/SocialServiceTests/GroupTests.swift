@@ -235,10 +235,17 @@ import Testing
         let group = try f.group("Trip", owner: ann)
         try f.join(group, "ben", id: ben, invitedBy: ann)
         try f.join(group, "cat", id: cat, invitedBy: ann)
-        // Cat blocks Ben: each no longer sees the other in the group; Ann sees both.
+        // Cat blocks Ben: she no longer sees him in the group; Ann sees both. Ben sees Cat as
+        // any member, not sharing (her positions never reach him, though she shares).
+        try f.call("groups.sharing", #"{"group_id":\#(group),"on":true}"#, as: cat)
         try f.call("social.block", #"{"user_id":\#(ben)}"#, as: cat)
         #expect(f.ids(try f.call("groups.get", #"{"group_id":\#(group)}"#, as: cat), "members") == [ann, cat])
-        #expect(f.ids(try f.call("groups.get", #"{"group_id":\#(group)}"#, as: ben), "members") == [ann, ben])
+        let seenByBen = try f.call("groups.get", #"{"group_id":\#(group)}"#, as: ben)["members"] as? [[String: Any]] ?? []
+        #expect(seenByBen.map { int(($0["user"] as? [String: Any])?["id"]) } == [ann, ben, cat])
+        #expect(seenByBen.map { $0["sharing"] as? Bool } == [false, false, false] && seenByBen.allSatisfy { $0["blocked"] == nil })
+        let seenByAnn = try f.call("groups.get", #"{"group_id":\#(group)}"#, as: ann)["members"] as? [[String: Any]] ?? []
+        #expect(seenByAnn.map { $0["sharing"] as? Bool } == [false, false, true])
+        #expect(int((try f.call("groups.list", as: ben)["groups"] as? [[String: Any]])?.first?["members"]) == 3)
         #expect(f.ids(try f.call("groups.get", #"{"group_id":\#(group)}"#, as: ann), "members") == [ann, ben, cat])
         #expect(int((try f.call("groups.list", as: cat)["groups"] as? [[String: Any]])?.first?["members"]) == 2)
 

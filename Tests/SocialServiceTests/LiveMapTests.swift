@@ -278,9 +278,13 @@ import TestSupport
         #expect(try t.map(as: cat).map { int(($0["user"] as? [String: Any])?["id"]) } == [cat])
         #expect(try t.map(as: t.ben).map { int(($0["user"] as? [String: Any])?["id"]) } == [t.ben])
         #expect(try t.map(as: t.ann).count == 2)  // Ben and Cat, who reported
-        // Neither may follow the other on the map.
-        #expect(t.f.refusal("groups.follow", #"{"group_id":\#(t.group),"user_id":\#(cat)}"#, as: t.ben) == "not_found user_id")
+        // Cat may not follow Ben on the map; Ben's follow of Cat is answered and shown to him as
+        // any, but tells Cat nothing (no push) and brings Ben none of her positions.
         #expect(t.f.refusal("groups.follow", #"{"group_id":\#(t.group),"user_id":\#(t.ben)}"#, as: cat) == "not_found user_id")
+        #expect(try t.f.call("groups.follow", #"{"group_id":\#(t.group),"user_id":\#(cat)}"#, as: t.ben)["following"] as? Bool == true)
+        let seenByBen = try t.f.call("groups.get", #"{"group_id":\#(t.group)}"#, as: t.ben)
+        #expect(int((seenByBen["following"] as? [String: Any])?["id"]) == cat)
+        #expect((try t.f.call("groups.get", #"{"group_id":\#(t.group)}"#, as: cat)["followed_by"] as? [Any])?.isEmpty == true)
         // Cat's own push: to Ann and Cat, never Ben.
         t.f.clock.advance(1)
         try t.report(cat, lat: 4)
