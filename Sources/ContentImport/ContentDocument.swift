@@ -494,10 +494,10 @@ private struct ContentParser {
     }
 
     /// A required latitude or longitude: a decimal number (`-33.8568`) from `-limit` to `limit`.
-    mutating func coordinate(_ attributes: [XMLAttribute], _ name: String, of element: String, at position: XMLPosition, limit: Double) throws(Halt) -> Double? {
+    mutating func coordinate(_ attributes: [XMLAttribute], _ name: String, of element: String, at position: XMLPosition, limit: Int) throws(Halt) -> Double? {
         guard let text = try required(attributes, name, of: element, at: position) else { return nil }
-        guard let value = DecimalText.decimal(text, signed: true), abs(value) <= limit else {
-            try report(.invalidValue(field: name, why: "must be a decimal number from -\(Int(limit)) to \(Int(limit))"), at: position)
+        guard let value = DecimalText.decimal(text, signed: true, atMost: limit) else {
+            try report(.invalidValue(field: name, why: "must be a decimal number from -\(limit) to \(limit)"), at: position)
             return nil
         }
         return value + 0.0  // -0 is 0
@@ -506,7 +506,7 @@ private struct ContentParser {
     /// A required pixel coordinate: a decimal number from 0 to `ContentFormat.maxPixel`.
     mutating func pixel(_ attributes: [XMLAttribute], _ name: String, at position: XMLPosition) throws(Halt) -> Double? {
         guard let text = try required(attributes, name, of: "point", at: position) else { return nil }
-        guard let value = DecimalText.decimal(text, signed: false), value <= ContentFormat.maxPixel else {
+        guard let value = DecimalText.decimal(text, signed: false, atMost: Int(ContentFormat.maxPixel)) else {
             try report(.invalidValue(field: name, why: "must be a decimal number of pixels from 0 to \(Int(ContentFormat.maxPixel))"), at: position)
             return nil
         }
@@ -597,13 +597,19 @@ private struct ContentParser {
 /// Decimal numbers as both import formats write them: Swift's own parser also takes `0x10`,
 /// `1e3`, `+5`, `inf` and `nan`.
 enum DecimalText {
-    /// `-?[0-9]+(\.[0-9]+)?` (no sign when `signed` is false), at most 32 bytes, as a Double.
-    static func decimal(_ text: String, signed: Bool) -> Double? {
+    /// `-?[0-9]+(\.[0-9]+)?` (no sign when `signed` is false), at most 32 bytes, whose
+    /// magnitude as written is at most `limit`, as a Double. The bound is checked on the text,
+    /// so `90.0000000000000001`, which a Double rounds to 90, is over 90.
+    static func decimal(_ text: String, signed: Bool, atMost limit: Int) -> Double? {
         guard text.utf8.count <= 32 else { return nil }
         var bytes = Array(text.utf8)[...]
         if signed, bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
         let parts = bytes.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } }) else { return nil }
+        let whole = parts[0].drop { $0 == UInt8(ascii: "0") }
+        guard whole.count <= 18, let units = Int(String(decoding: whole, as: UTF8.self)) ?? (whole.isEmpty ? 0 : nil) else { return nil }
+        let fraction = parts.count > 1 && parts[1].contains { $0 != UInt8(ascii: "0") }
+        guard units < limit || (units == limit && !fraction) else { return nil }
         return Double(text)
     }
 }

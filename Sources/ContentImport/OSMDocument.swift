@@ -142,8 +142,8 @@ struct OSMCollector {
         case "node":
             counts.nodes += 1
             beginElement()
-            guard let id = attribute("id").flatMap(OSMNumber.id), let lat = attribute("lat").flatMap(OSMNumber.degrees),
-                let lon = attribute("lon").flatMap(OSMNumber.degrees), abs(lat) <= 90, abs(lon) <= 180
+            guard let id = attribute("id").flatMap(OSMNumber.id), let lat = attribute("lat").flatMap({ OSMNumber.degrees($0, limit: 90) }),
+                let lon = attribute("lon").flatMap({ OSMNumber.degrees($0, limit: 180) })
             else {
                 invalid = true
                 return
@@ -387,6 +387,7 @@ enum OSMNumber {
         return Int64(text)
     }
 
-    /// A latitude or longitude: `-?[0-9]+(\.[0-9]+)?`, at most 32 bytes, as the content format's.
-    static func degrees(_ text: String) -> Double? { DecimalText.decimal(text, signed: true) }
+    /// A latitude (`limit` 90) or longitude (180): `-?[0-9]+(\.[0-9]+)?`, at most 32 bytes, at
+    /// most `limit` as written, as the content format's.
+    static func degrees(_ text: String, limit: Int) -> Double? { DecimalText.decimal(text, signed: true, atMost: limit) }
 }

@@ -131,13 +131,17 @@ private func way(_ id: Int64, _ refs: [Int64], _ tags: [(String, String)]) -> St
             "<node id=\"013\" lat=\"60\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Leading zero\"/></node>",
             "<node id=\"14\" lat=\"nan\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Not a number\"/></node>",
             "<node id=\"15\" lat=\"60.\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Bare point\"/></node>",
+            // Over the bound as written, though a Double rounds it to 90 or 180.
+            "<node id=\"19\" lat=\"90.0000000000000001\" lon=\"25\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Past the pole\"/></node>",
+            "<node id=\"20\" lat=\"60\" lon=\"-180.00000000000000001\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Past the meridian\"/></node>",
             "<way id=\"0x16\"><nd ref=\"4\"/><tag k=\"leisure\" v=\"park\"/><tag k=\"name\" v=\"Hex way\"/></way>",
             "<way id=\"17\"><nd ref=\"0x4\"/><tag k=\"leisure\" v=\"park\"/><tag k=\"name\" v=\"Hex ref\"/></way>",
             // What OSM does write: negative ids of new elements, and many decimals.
             "<node id=\"-18\" lat=\"-33.8688000\" lon=\"151.2093000\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"New\"/></node>",
+            "<node id=\"21\" lat=\"-90.000\" lon=\"180\"><tag k=\"amenity\" v=\"cafe\"/><tag k=\"name\" v=\"Corner\"/></node>",
         ].joined()))
-        #expect(document.places.map(\.externalID) == ["node/4", "way/6", "node/-18"])
-        #expect(document.counts.invalidElements == 14)
+        #expect(document.places.map(\.externalID) == ["node/4", "way/6", "node/-18", "node/21"])
+        #expect(document.counts.invalidElements == 16)
         let tags = (0...OSMCollector.maxTags).map { ("k\($0)", "v") } + [("amenity", "cafe"), ("name", "Many tags")]
         #expect(try read(osm(node(7, 60, 25, tags))).counts.invalidElements == 1)
         #expect(try read(osm(node(7, 60, 25, Array(tags.suffix(OSMCollector.maxTags))))).places.count == 1)
