@@ -102,6 +102,8 @@ public final class OutboxRelay: Sendable {
         do {
             let db = try Database(path: databasePath)
             outbox = Outbox(database: db)
+            // A start after the machine went down mid-run begins a new epoch (Outbox.beginRun).
+            if try outbox.beginRun() { logger.warn("the machine went down while the last run was publishing: a new epoch", [:]) }
             sent = try outbox.head()
             epoch = try outbox.epoch()
             socket = try Socket(context, .pub, lingerMilliseconds: 200)
@@ -170,7 +172,10 @@ public final class OutboxRelay: Sendable {
                     logger.warn("outbox trim failed", ["error": error])
                 }
             }
-            if stop { return }
+            if stop {
+                do { try outbox.endRun() } catch { logger.warn("could not mark the outbox's run ended", ["error": error]) }
+                return
+            }
         }
     }
 }

@@ -116,6 +116,58 @@ public struct Outbox {
         return database.changes
     }
 
+    /// This machine's boot, from the Linux kernel (`/proc/sys/kernel/random/boot_id`), or nil
+    /// where there is none: what tells a start after the machine went down from a restart.
+    public static func currentBootID() -> String? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? nil : id
+    }
+
+    /// Marks a run of the publisher beginning, on machine boot `bootID`, and answers whether
+    /// that began a new epoch. The head may have gone back only when the machine went down
+    /// (a power loss) while the last run had not stopped cleanly: commits are synced with WAL
+    /// at checkpoints, not each one (`synchronous = NORMAL`), so the last ones before a power
+    /// loss can be lost after subscribers heard them, and their seqs would name other events.
+    /// So a run that began on another boot and did not end (`endRun`) makes a new epoch;
+    /// a `kill -9` (the same boot: every commit is in the operating system's cache) does not,
+    /// nor a machine that stopped its services before going down. The marks themselves are
+    /// synced, so that a run's mark is never lost while what it published survives.
+    @discardableResult
+    public func beginRun(bootID: String? = Outbox.currentBootID()) throws -> Bool {
+        _ = try epoch()
+        return try synced {
+            try database.transaction {
+                let meta = Dictionary(
+                    try database.query("SELECT key, value FROM outbox_meta WHERE key IN ('boot', 'running')").compactMap { row in
+                        row.string(0).flatMap { key in row.string(1).map { (key, $0) } }
+                    }, uniquingKeysWith: { first, _ in first })
+                let wentDown = meta["running"] == "1" && bootID != nil && meta["boot"] != nil && meta["boot"] != bootID
+                if wentDown {
+                    try database.run("UPDATE outbox_meta SET value = ? WHERE key = 'epoch'", UUID().uuidString.lowercased())
+                }
+                try database.run("INSERT OR REPLACE INTO outbox_meta(key, value) VALUES('running', '1')")
+                if let bootID { try database.run("INSERT OR REPLACE INTO outbox_meta(key, value) VALUES('boot', ?)", bootID) }
+                return wentDown
+            }
+        }
+    }
+
+    /// Marks the run ended cleanly: everything committed is published, and the next start on
+    /// another boot keeps the epoch.
+    public func endRun() throws {
+        try synced {
+            try database.run("INSERT OR REPLACE INTO outbox_meta(key, value) VALUES('running', '0')")
+        }
+    }
+
+    /// Runs `body` with every commit synced to disk (`synchronous = FULL`), then back to NORMAL.
+    private func synced<Result>(_ body: () throws -> Result) throws -> Result {
+        try database.execute("PRAGMA synchronous = FULL")
+        defer { try? database.execute("PRAGMA synchronous = NORMAL") }
+        return try body()
+    }
+
     /// The random id of this outbox's history; created by the migration, or here if missing.
     public func epoch() throws(SQLiteError) -> String {
         let select = "SELECT value FROM outbox_meta WHERE key = 'epoch'"

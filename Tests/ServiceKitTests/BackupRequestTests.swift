@@ -71,6 +71,23 @@ private let quiet = Logger(component: "backup-test", level: .error) { _ in }
         }
     }
 
+    /// The relay marks its run in the outbox (`Outbox.beginRun`): running while it publishes,
+    /// ended once it stopped, so that only a start after the machine went down mid-run
+    /// begins a new epoch.
+    @Test func theRelayMarksItsRunBegunAndEnded() throws {
+        let fixture = try Fixture()
+        var config = ServiceConfig(service: "items")
+        config.dataDirectory = fixture.folder.path
+        let path = config.resolvedDatabasePath
+        try fixture.put("one")
+        func running() throws -> String? {
+            try Database(path: path).queryOne("SELECT value FROM outbox_meta WHERE key = 'running'")?.decode("value", as: String.self)
+        }
+        #expect(try running() == "1")
+        fixture.runtime.stop()
+        #expect(try running() == "0")
+    }
+
     @Test func aBackupOfABigFileIsOneCommitWhileWritesGoOnAndASecondWaitsItsTurn() throws {
         let fixture = try Fixture()
         _ = try fixture.client.call("t.fill", Fixture.Fill(n: 96), as: Empty.self, timeoutMilliseconds: 60_000)

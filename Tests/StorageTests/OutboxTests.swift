@@ -113,4 +113,31 @@ import Storage
         #expect(UUID(uuidString: epoch) != nil)
         #expect(try outbox.epoch() == epoch)
     }
+
+    /// The epoch changes only at a start on another boot after a run that did not end: not at
+    /// a restart after `kill -9` (the same boot), nor after a clean stop, whatever the boot.
+    @Test func aNewEpochBeginsOnlyAfterTheMachineWentDownMidRun() throws {
+        let outbox = try openOutbox()
+        let first = try outbox.epoch()
+        #expect(try outbox.beginRun(bootID: "boot-a") == false)
+        _ = try append(outbox, count: 3)
+        // Killed, restarted on the same boot: the same history.
+        #expect(try outbox.beginRun(bootID: "boot-a") == false)
+        #expect(try outbox.epoch() == first)
+        // Stopped cleanly, started after a reboot: the same history.
+        try outbox.endRun()
+        #expect(try outbox.beginRun(bootID: "boot-b") == false)
+        #expect(try outbox.epoch() == first)
+        // Running when the machine went down (a power loss): the head may have gone back.
+        #expect(try outbox.beginRun(bootID: "boot-c") == true)
+        let second = try outbox.epoch()
+        #expect(second != first && UUID(uuidString: second) != nil)
+        #expect(try outbox.head() == 3)
+        // Without a boot id (not Linux) nothing is told apart, and the epoch stays; the boot
+        // known before is kept, so the next start on another one is still told.
+        #expect(try outbox.beginRun(bootID: nil) == false)
+        #expect(try outbox.epoch() == second)
+        #expect(try outbox.beginRun(bootID: "boot-d") == true)
+        #expect(Outbox.currentBootID().map { UUID(uuidString: $0) != nil } ?? true)
+    }
 }
