@@ -9,12 +9,20 @@ import Uploads
 // Profile photos: a JPEG uploaded in chunks as tour maps are (`ChunkedUploads`), checked by
 // libjpeg-turbo, kept as two centre-cropped squares (512 and 96 pixels) in `photos`.
 
-/// What photo commits share across the reader threads: their own gate (at most one decode at
-/// a time, never one of the slots the password hashes need) and each user's commits of the
-/// last hour (in memory: a restart only lets a user start afresh).
+/// What photo uploads share across the service's threads: the commits' own gate (at most one
+/// decode at a time, never one of the slots the password hashes need), each user's commits of
+/// the last hour and uploads begun in the last 10 minutes (in memory: a restart only lets a
+/// user start afresh).
 final class PhotoDecoding: Sendable {
     let gate = ReaderGate(most: 1)
     private let commits = SharedRateWindow(limit: PhotoRules.commitsPerHour, windowMs: 3_600_000)
+    private let begins = SharedRateWindow(limit: PhotoRules.beginsPerWindow, windowMs: PhotoRules.beginWindowMs)
+
+    /// Counts one more upload begun by `user` at `nowMs`, or `rate_limited` past
+    /// `PhotoRules.beginsPerWindow` in 10 minutes.
+    func admitBegin(_ user: Int64, nowMs: Int64) throws(ServiceError) {
+        try begins.admit(user, now: nowMs, refusal: PhotoRules.tooManyBegins)
+    }
 
     init() {}
 
@@ -37,6 +45,16 @@ enum PhotoRules {
     /// Commits (each a decode) one user may make in any hour.
     static let commitsPerHour = 10
     static let tooManyCommits = ServiceError(.rateLimited, "at most \(commitsPerHour) photo commits an hour: try again later")
+    /// Uploads one user may begin in any 10 minutes (an upload's life): what bounds how fast
+    /// many accounts can take slots from one another (`PhotoStore.reclaimSlot`).
+    static let beginsPerWindow = 20
+    static let beginWindowMs: Int64 = 600_000
+    static let tooManyBegins = ServiceError(.rateLimited, "at most \(beginsPerWindow) photo uploads begun in 10 minutes: try again later")
+    /// Seconds an upload must have gone without a chunk of `activeChunkBytes` or more before a
+    /// full set of slots gives it to another user: one in progress keeps its slot, and holding
+    /// one costs a sender 13 KB a second, not a byte now and then.
+    static let idleBeforeReclaim: Int64 = 5
+    static let activeChunkBytes = 65_536
     /// The sides of the squares kept, largest first.
     static let sizes = [512, 96]
     /// The JPEG quality of the kept versions (4:2:0, as photos are).
@@ -51,7 +69,7 @@ enum PhotoRules {
     static let busy = ServiceError(.unavailable, "busy with another photo; try again in a moment")
 
     /// Photos in their own migration domain: uploads (rows of chunks, as the catalog's) and
-    /// each user's two squares.
+    /// each user's two squares; version 2 adds when each upload last took a chunk (`active_s`).
     static let migrations = [
         Migration(
             domain: "photos", version: 1,
@@ -78,7 +96,13 @@ enum PhotoRules {
                     jpeg_96    BLOB NOT NULL,
                     updated_at TEXT NOT NULL
                 );
-                """)
+                """),
+        Migration(
+            domain: "photos", version: 2,
+            sql: """
+                ALTER TABLE photo_uploads ADD COLUMN active_s INTEGER NOT NULL DEFAULT 0;
+                UPDATE photo_uploads SET active_s = created_s;
+                """),
     ]
 
     /// The two squares of a photo, largest first (`JPEGImage.squares`: decoded once, at the
@@ -107,14 +131,43 @@ final class PhotoStore: SocialFeature {
 
     // MARK: Uploads (begin and append on the writer thread)
 
+    /// `profile.photo.upload.begin`: at most `PhotoRules.beginsPerWindow` a user in 10
+    /// minutes; when every slot is open, one is taken back first (`reclaimSlot`).
     func beginUpload(caller: Caller) throws -> PhotoUpload {
-        try db.transaction { PhotoUpload(uploadId: try PhotoRules.uploads.begin(db, owner: caller.id, now: nowSeconds), bytes: 0) }
+        let now = nowSeconds
+        return try db.transaction {
+            if try PhotoRules.uploads.openCount(db, now: now) >= PhotoRules.uploads.maxOpen { try reclaimSlot(for: caller.id, now: now) }
+            let id = try PhotoRules.uploads.begin(db, owner: caller.id, now: now)
+            try decoding.admitBegin(caller.id, nowMs: nowMs)
+            try db.run("UPDATE photo_uploads SET active_s = ? WHERE id = ?", now, id)
+            return PhotoUpload(uploadId: id, bytes: 0)
+        }
+    }
+
+    /// With every slot open, the caller takes one from the user who holds the most, if they
+    /// hold fewer than that user: that user's upload that has gone longest without a chunk
+    /// (at least `PhotoRules.idleBeforeReclaim` seconds without a chunk of 64 KiB) is deleted,
+    /// as if it had expired. So
+    /// many accounts cannot keep everyone else out by holding slots: a user with none gets
+    /// one while anyone holds more, and an upload in progress keeps its own.
+    private func reclaimSlot(for user: Int64, now: Int64) throws {
+        try db.run(
+            """
+            DELETE FROM photo_uploads WHERE id = (
+                SELECT u.id FROM photo_uploads u
+                JOIN (SELECT user_id, count(*) AS held FROM photo_uploads GROUP BY user_id) h ON h.user_id = u.user_id
+                WHERE u.committed = 0 AND u.active_s <= ?
+                  AND h.held > (SELECT count(*) FROM photo_uploads WHERE user_id = ?)
+                ORDER BY h.held DESC, u.active_s, u.rowid LIMIT 1)
+            """, now - PhotoRules.idleBeforeReclaim, user)
     }
 
     func appendUpload(_ request: UploadChunk, caller: Caller) throws -> PhotoUpload {
         let chunk = try Chunks.decode(request.chunk)
+        let now = nowSeconds
         return try db.transaction {
-            let bytes = try PhotoRules.uploads.append(db, request.uploadId, owner: caller.id, chunk: chunk, offset: request.offset, now: nowSeconds)
+            let bytes = try PhotoRules.uploads.append(db, request.uploadId, owner: caller.id, chunk: chunk, offset: request.offset, now: now)
+            if chunk.count >= PhotoRules.activeChunkBytes { try db.run("UPDATE photo_uploads SET active_s = ? WHERE id = ?", now, request.uploadId) }
             return PhotoUpload(uploadId: request.uploadId, bytes: bytes)
         }
     }

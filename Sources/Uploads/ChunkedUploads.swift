@@ -78,11 +78,16 @@ public struct ChunkedUploads: Sendable {
         ServiceError(.notFound, "no upload '\(id.prefix(64))' (uploads expire \(lifetime) after they begin)", field: "upload_id")
     }
 
+    /// The uploads open at `now`, after deleting the expired ones.
+    public func openCount(_ db: Database, now: Int64) throws -> Int {
+        try db.run("DELETE FROM \(table) WHERE created_s < ?", now - lifetimeSeconds)
+        return Int(try db.scalarInt("SELECT COUNT(*) FROM \(table)") ?? 0)
+    }
+
     /// Begins an upload of `owner` (nil when uploads have none) and answers its id, after
     /// deleting the expired ones; `rate_limited` when too many are open.
     public func begin(_ db: Database, owner: Int64?, now: Int64) throws -> String {
-        try db.run("DELETE FROM \(table) WHERE created_s < ?", now - lifetimeSeconds)
-        let open = try db.scalarInt("SELECT COUNT(*) FROM \(table)") ?? 0
+        let open = try openCount(db, now: now)
         guard open < maxOpen else {
             throw ServiceError(.rateLimited, "\(open) uploads are open: use them with \(usedBy), or wait \(lifetime) for them to expire")
         }

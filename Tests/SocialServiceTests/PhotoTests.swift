@@ -200,6 +200,49 @@ import TestSupport
         #expect(try f.call("profile.photo.upload.begin", as: try f.register("late"))["upload_id"] as? String != nil)
     }
 
+    /// Many accounts holding every slot keep no one out for long: with all 64 open, a user
+    /// holding fewer than the one who holds the most takes that one's upload idle longest (5 s
+    /// or more without a chunk of 64 KiB); an upload in progress keeps its slot; and how fast slots can
+    /// change hands is bounded by each user's 20 uploads begun in 10 minutes.
+    @Test func aFullSetOfSlotsGivesAnIdleOneToAUserWithFewer() throws {
+        let f = try SocialFixture()
+        var held: [(user: Int64, ids: [String])] = []
+        for index in 0..<21 {
+            let user = try f.register("holder\(index)")
+            held.append((user, try (0..<3).map { _ in try #require(try f.call("profile.photo.upload.begin", as: user)["upload_id"] as? String) }))
+        }
+        let last = try f.register("last")
+        _ = try f.call("profile.photo.upload.begin", as: last)
+        let full = ServiceError(.rateLimited, "64 uploads are open: use them with profile.photo.upload.commit, or wait 10 minutes for them to expire")
+        // Within 5 s of the last chunk of every upload, none is taken: a newcomer is refused.
+        let victim = try f.register("victim")
+        #expect(f.error("profile.photo.upload.begin", as: victim) == full)
+        // The first holder's first upload is idle longest; the second's first is in progress.
+        // A chunk of 64 KiB keeps an upload in progress; a smaller one (a byte now and then) does not.
+        f.clock.advance(30)
+        let chunk = Data(count: 65_536).base64EncodedString()
+        _ = try f.call("profile.photo.upload.append", #"{"upload_id":"\#(held[0].ids[0])","chunk":"\#(chunk)"}"#, as: held[0].user)
+        _ = try f.call("profile.photo.upload.append", #"{"upload_id":"\#(held[0].ids[1])","chunk":"/9j/"}"#, as: held[0].user)
+        let mine = try #require(try f.call("profile.photo.upload.begin", as: victim)["upload_id"] as? String)
+        let gone = ServiceError(.notFound, "no upload '\(held[0].ids[1])' (uploads expire 10 minutes after they begin)", field: "upload_id")
+        #expect(f.error("profile.photo.upload.append", #"{"upload_id":"\#(held[0].ids[1])","chunk":"/9j/"}"#, as: held[0].user) == gone)
+        #expect(try f.call("profile.photo.upload.append", #"{"upload_id":"\#(held[0].ids[0])","chunk":"/9j/"}"#, as: held[0].user)["bytes"] as? Int == 65_539)
+        #expect(try f.count("photo_uploads") == 64)
+        #expect(try f.call("profile.photo.upload.append", #"{"upload_id":"\#(mine)","chunk":"/9j/"}"#, as: victim)["bytes"] as? Int == 3)
+        // A user who holds as many as the most takes nothing.
+        #expect(f.error("profile.photo.upload.begin", as: held[1].user) == full)
+        #expect(try f.count("photo_uploads", "user_id = ?", held[1].user) == 3)
+        // Twenty uploads begun in 10 minutes, the most for one user.
+        let busy = try f.register("busy")
+        f.clock.advance(700)
+        for _ in 0..<20 {
+            let id = try #require(try f.call("profile.photo.upload.begin", as: busy)["upload_id"] as? String)
+            try Database(path: f.databasePath).run("DELETE FROM photo_uploads WHERE id = ?", id)
+        }
+        #expect(f.error("profile.photo.upload.begin", as: busy)
+                == ServiceError(.rateLimited, "at most 20 photo uploads begun in 10 minutes: try again later"))
+    }
+
     /// Photo commits decode on their own gate, never on the slot the password hashes need:
     /// the attack had two accounts commit photos back to back while a third logged in, and 8
     /// of 9 logins were `unavailable`, `busy checking other passwords`.
