@@ -62,7 +62,7 @@ extension Methods.Profile {
     public static let photoUploadBegin = Method<Empty, PhotoUpload>(
         "profile.photo.upload.begin", .social, .user, .write,
         "start uploading your profile photo's JPEG; answers its upload_id",
-        errors: [.rateLimited(nil, "3 uploads of yours, or 64 in all, are open (none idle to take back), or you began 20 in 10 minutes")])
+        errors: [.rateLimited(nil, "3 uploads of yours, or 64 in all, are open (none idle to take back), or 20 were begun from your address in 10 minutes")])
     public static let photoUploadAppend = Method<UploadChunk, PhotoUpload>(
         "profile.photo.upload.append", .social, .user, .write,
         "add the next chunk (base64, at most 512 KiB) to a photo upload; offset guards retries",

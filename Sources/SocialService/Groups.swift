@@ -102,7 +102,7 @@ final class GroupStore: SocialFeature {
     let shared: SocialShared
     let blocks: BlockStore
     /// Each user's invitations in the last minute (on the writer thread, whose handlers alone use it).
-    private var invites = RateWindow(limit: GroupRules.invitesPerWindow, windowMs: GroupRules.inviteWindowMs)
+    private var invites = RateWindow<Int64>(limit: GroupRules.invitesPerWindow, windowMs: GroupRules.inviteWindowMs)
 
     init(_ shared: SocialShared, blocks: BlockStore) {
         self.shared = shared

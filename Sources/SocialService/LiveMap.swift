@@ -92,8 +92,8 @@ final class LiveMapStore: SocialFeature {
     let blocks: BlockStore
     // What the writer thread keeps in memory (its handlers alone use these): rate windows, and
     // the throttle of position pushes.
-    private var positionRate = RateWindow(limit: LiveMapRules.positionsPerSecond, windowMs: 1_000)
-    private var followRate = RateWindow(limit: LiveMapRules.followsPerMinute, windowMs: 60_000)
+    private var positionRate = RateWindow<Int64>(limit: LiveMapRules.positionsPerSecond, windowMs: 1_000)
+    private var followRate = RateWindow<Int64>(limit: LiveMapRules.followsPerMinute, windowMs: 60_000)
     private var throttle = PositionThrottle()
     /// When positions older than an hour were last deleted.
     private var lastPurge: Int64 = 0

@@ -148,11 +148,11 @@ final class PeopleStore: SocialFeature {
     let shared: SocialShared
     let groups: GroupStore
     /// The `social.people_at` calls of each user, counted across all threads.
-    let calls: SharedRateWindow
+    let calls: SharedRateWindow<Int64>
     /// Each user's changes of `discoverable` in the last hour (on the writer thread, whose handlers alone use it).
-    private var discoverableChanges = RateWindow(limit: PeopleRules.discoverableChangesPerHour, windowMs: 3_600_000)
+    private var discoverableChanges = RateWindow<Int64>(limit: PeopleRules.discoverableChangesPerHour, windowMs: 3_600_000)
 
-    init(_ shared: SocialShared, groups: GroupStore, calls: SharedRateWindow) {
+    init(_ shared: SocialShared, groups: GroupStore, calls: SharedRateWindow<Int64>) {
         self.shared = shared
         self.groups = groups
         self.calls = calls

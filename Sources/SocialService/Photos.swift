@@ -11,17 +11,18 @@ import Uploads
 
 /// What photo uploads share across the service's threads: the commits' own gate (at most one
 /// decode at a time, never one of the slots the password hashes need), each user's commits of
-/// the last hour and uploads begun in the last 10 minutes (in memory: a restart only lets a
-/// user start afresh).
+/// the last hour, and the uploads begun from each client address in the last 10 minutes (in
+/// memory: a restart only lets them start afresh).
 final class PhotoDecoding: Sendable {
     let gate = ReaderGate(most: 1)
-    private let commits = SharedRateWindow(limit: PhotoRules.commitsPerHour, windowMs: 3_600_000)
-    private let begins = SharedRateWindow(limit: PhotoRules.beginsPerWindow, windowMs: PhotoRules.beginWindowMs)
+    private let commits = SharedRateWindow<Int64>(limit: PhotoRules.commitsPerHour, windowMs: 3_600_000)
+    private let begins = SharedRateWindow<String>(limit: PhotoRules.beginsPerWindow, windowMs: PhotoRules.beginWindowMs)
 
-    /// Counts one more upload begun by `user` at `nowMs`, or `rate_limited` past
-    /// `PhotoRules.beginsPerWindow` in 10 minutes.
-    func admitBegin(_ user: Int64, nowMs: Int64) throws(ServiceError) {
-        try begins.admit(user, now: nowMs, refusal: PhotoRules.tooManyBegins)
+    /// Counts one more upload begun from client address `client` (a caller on the bus with
+    /// none: its user) at `nowMs`, or `rate_limited` past `PhotoRules.beginsPerWindow` in 10
+    /// minutes. Counted by address, as accounts are cheap to make and addresses are not.
+    func admitBegin(client: String?, user: Int64, nowMs: Int64) throws(ServiceError) {
+        try begins.admit(client.map { "c " + $0 } ?? "u \(user)", now: nowMs, refusal: PhotoRules.tooManyBegins)
     }
 
     init() {}
@@ -45,11 +46,12 @@ enum PhotoRules {
     /// Commits (each a decode) one user may make in any hour.
     static let commitsPerHour = 10
     static let tooManyCommits = ServiceError(.rateLimited, "at most \(commitsPerHour) photo commits an hour: try again later")
-    /// Uploads one user may begin in any 10 minutes (an upload's life): what bounds how fast
-    /// many accounts can take slots from one another (`PhotoStore.reclaimSlot`).
+    /// Begins (attempts, refused ones too) from one client address in any 10 minutes (an upload's
+    /// life): what bounds how fast many accounts can take slots from one another
+    /// (`PhotoStore.reclaimSlot`), whatever number of accounts they use.
     static let beginsPerWindow = 20
     static let beginWindowMs: Int64 = 600_000
-    static let tooManyBegins = ServiceError(.rateLimited, "at most \(beginsPerWindow) photo uploads begun in 10 minutes: try again later")
+    static let tooManyBegins = ServiceError(.rateLimited, "at most \(beginsPerWindow) photo uploads begun from your address in 10 minutes: try again later")
     /// Seconds an upload must have gone without a chunk of `activeChunkBytes` or more before a
     /// full set of slots gives it to another user: one in progress keeps its slot, and holding
     /// one costs a sender 13 KB a second, not a byte now and then.
@@ -131,14 +133,15 @@ final class PhotoStore: SocialFeature {
 
     // MARK: Uploads (begin and append on the writer thread)
 
-    /// `profile.photo.upload.begin`: at most `PhotoRules.beginsPerWindow` a user in 10
-    /// minutes; when every slot is open, one is taken back first (`reclaimSlot`).
-    func beginUpload(caller: Caller) throws -> PhotoUpload {
+    /// `profile.photo.upload.begin`: at most `PhotoRules.beginsPerWindow` attempts from one
+    /// client address in 10 minutes; when every slot is open, one is taken back first (`reclaimSlot`).
+    func beginUpload(caller: Caller, client: String?) throws -> PhotoUpload {
         let now = nowSeconds
+        // Every attempt counts, refused or not: a closed loop of begins runs out at once.
+        try decoding.admitBegin(client: client, user: caller.id, nowMs: nowMs)
         return try db.transaction {
             if try PhotoRules.uploads.openCount(db, now: now) >= PhotoRules.uploads.maxOpen { try reclaimSlot(for: caller.id, now: now) }
             let id = try PhotoRules.uploads.begin(db, owner: caller.id, now: now)
-            try decoding.admitBegin(caller.id, nowMs: nowMs)
             try db.run("UPDATE photo_uploads SET active_s = ? WHERE id = ?", now, id)
             return PhotoUpload(uploadId: id, bytes: 0)
         }

@@ -91,7 +91,9 @@ public enum SocialService {
         }
 
         // Profile photos: begin and append write on the writer; commit decodes on a reader.
-        table.on(Methods.Profile.photoUploadBegin) { (_: Empty, caller, _, store) in try store.photos.beginUpload(caller: caller) }
+        table.on(Methods.Profile.photoUploadBegin) { (_: Empty, caller, context, store) in
+            try store.photos.beginUpload(caller: caller, client: context.client)
+        }
         table.on(Methods.Profile.photoUploadAppend) { (request: UploadChunk, caller, _, store) in try store.photos.appendUpload(request, caller: caller) }
         table.on(Methods.Profile.photoUploadCommit, runsOn: .read) { (request: PhotoUpload, caller, _, store) in try store.photos.commit(request.uploadId, caller: caller) }
         table.onRaw(Methods.Profile.photo) { context, store in
@@ -235,7 +237,7 @@ public enum SocialService {
         // One hash at a time: at most one core, whatever the readers.
         let hashing = ReaderGate(most: 1)
         let photoDecoding = PhotoDecoding()
-        let peopleAtCalls = SharedRateWindow(limit: PeopleRules.callsPerMinute, windowMs: 60_000)
+        let peopleAtCalls = SharedRateWindow<Int64>(limit: PeopleRules.callsPerMinute, windowMs: 60_000)
         var definition = ServiceDefinition(
             name: "social",
             migrations: SocialSchema.migrations + DeviceRules.migrations + GroupRules.migrations + ChatRules.migrations

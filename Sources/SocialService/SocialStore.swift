@@ -26,7 +26,7 @@ public final class SocialStore: ServiceState, AdmitsCallers, SocialFeature {
 
     init(
         worker: ServiceWorker, options: SocialOptions, hashing: ReaderGate, photoDecoding: PhotoDecoding,
-        peopleAtCalls: SharedRateWindow
+        peopleAtCalls: SharedRateWindow<Int64>
     ) {
         let shared = SocialShared(worker: worker, options: options)
         self.shared = shared

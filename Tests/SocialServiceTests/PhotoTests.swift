@@ -232,15 +232,27 @@ import TestSupport
         // A user who holds as many as the most takes nothing.
         #expect(f.error("profile.photo.upload.begin", as: held[1].user) == full)
         #expect(try f.count("photo_uploads", "user_id = ?", held[1].user) == 3)
-        // Twenty uploads begun in 10 minutes, the most for one user.
-        let busy = try f.register("busy")
+        // Twenty begins from one address in 10 minutes, the most, whatever the accounts and
+        // whether they were refused; another address begins as before.
         f.clock.advance(700)
-        for _ in 0..<20 {
+        let address = "198.51.100.7"
+        for index in 0..<20 {
+            let user = try f.register("busy\(index)")
+            let id = try #require(try f.call("profile.photo.upload.begin", as: user, client: address)["upload_id"] as? String)
+            try Database(path: f.databasePath).run("DELETE FROM photo_uploads WHERE id = ?", id)
+        }
+        let busy = try f.register("busy")
+        #expect(f.error("profile.photo.upload.begin", as: busy, client: address)
+                == ServiceError(.rateLimited, "at most 20 photo uploads begun from your address in 10 minutes: try again later"))
+        #expect(try f.call("profile.photo.upload.begin", as: busy, client: "198.51.100.8")["upload_id"] != nil)
+        // Without an address (a caller on the bus), the user is counted.
+        for _ in 0..<19 {
             let id = try #require(try f.call("profile.photo.upload.begin", as: busy)["upload_id"] as? String)
             try Database(path: f.databasePath).run("DELETE FROM photo_uploads WHERE id = ?", id)
         }
+        _ = try f.call("profile.photo.upload.begin", as: busy)
         #expect(f.error("profile.photo.upload.begin", as: busy)
-                == ServiceError(.rateLimited, "at most 20 photo uploads begun in 10 minutes: try again later"))
+                == ServiceError(.rateLimited, "at most 20 photo uploads begun from your address in 10 minutes: try again later"))
     }
 
     /// Photo commits decode on their own gate, never on the slot the password hashes need:

@@ -160,16 +160,16 @@ final class SocialFixture {
 
     /// Sends a raw JSON body as `user` (nil: no identity) and returns the reply body, or throws the error.
     @discardableResult
-    func call(_ type: String, _ json: String = "{}", as user: Int64? = nil, role: String = "user") throws(ServiceError) -> [String: Any] {
+    func call(_ type: String, _ json: String = "{}", as user: Int64? = nil, role: String = "user", client address: String? = nil) throws(ServiceError) -> [String: Any] {
         let reply = try client.request(type: type, body: Data(json.utf8), auth: user.map { Auth(userId: String($0), role: role) },
-                                       timeoutMilliseconds: 5_000)
+                                       client: address, timeoutMilliseconds: 5_000)
         return (try? JSONSerialization.jsonObject(with: reply.bodyJSON)) as? [String: Any] ?? [:]
     }
 
     /// The error `call` throws, or nil when it succeeds.
-    func error(_ type: String, _ json: String = "{}", as user: Int64? = nil) -> ServiceError? {
+    func error(_ type: String, _ json: String = "{}", as user: Int64? = nil, client address: String? = nil) -> ServiceError? {
         do {
-            try call(type, json, as: user)
+            try call(type, json, as: user, client: address)
             return nil
         } catch {
             return error
