@@ -15,6 +15,7 @@ public enum CatalogService {
         let tileCutter = BackgroundSignal()
         let importer = BackgroundSignal()
         let importPlans = ImportPlans()
+        let importRows = HiddenImportRows()
         var table = HandlerTable<CatalogStore>()
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.
         table.onRaw(Methods.Catalog.create) { context, store in
@@ -149,7 +150,7 @@ public enum CatalogService {
             makeState: { worker in
                 try CatalogStore(
                     worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans, erased: erased,
-                    decoding: decoding)
+                    decoding: decoding, importRows: importRows)
             })
         definition.background = [
             BackgroundWork(name: "tiles", signal: tileCutter, step: TileCutter.step),

@@ -26,13 +26,17 @@ public final class CatalogStore: ServiceState {
     /// Image checks on reader threads, one at a time (and never on all readers), shared by
     /// the catalog's threads.
     let decoding: ReaderGate
+    /// The rows an import is writing in slices, which reads skip (ImportApply.swift).
+    let importRows: HiddenImportRows
 
     init(
         worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal(),
         importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil, erased: RecentlyErased? = nil,
-        decoding: ReaderGate = ReaderGate(most: 1)
+        decoding: ReaderGate = ReaderGate(most: 1), importRows: HiddenImportRows = HiddenImportRows()
     ) throws {
         self.worker = worker
+        self.importRows = importRows
+        try importRows.load(worker.db)
         self.decoding = decoding
         self.options = options
         self.tileCutter = tileCutter
@@ -53,11 +57,12 @@ public final class CatalogStore: ServiceState {
 
     // MARK: Reads
 
-    func get(_ id: Int64) throws -> Place { try Self.place(id, in: db) }
+    func get(_ id: Int64) throws -> Place { try Self.place(id, in: db, hiding: importRows.current) }
 
-    /// Place `id` as `db` has it (any connection: the import planner reads with its own), or `not_found`.
-    static func place(_ id: Int64, in db: Database) throws -> Place {
-        guard let row = try db.queryOne("SELECT \(columns) FROM places WHERE id = ?", id) else {
+    /// Place `id` as `db` has it (any connection: the import planner reads with its own, and
+    /// sees the rows an import is writing), or `not_found`.
+    static func place(_ id: Int64, in db: Database, hiding hidden: HiddenImportRows.Ranges = .init()) throws -> Place {
+        guard let row = try db.queryOne("SELECT \(columns) FROM places WHERE id = ?\(hidden.placeFilter("id"))", id) else {
             throw ServiceError(.notFound, "no place with id \(id)", field: "id")
         }
         return try place(row)
@@ -70,7 +75,7 @@ public final class CatalogStore: ServiceState {
         var found = false
         var stored = Data()
         // A NULL column reads as no bytes, and no place's JSON is empty.
-        try db.forEachStep("SELECT json FROM places WHERE id = ?", [id]) { statement in
+        try db.forEachStep("SELECT json FROM places WHERE id = ?\(importRows.current.placeFilter("id"))", [id]) { statement in
             found = true
             stored = statement.withUTF8(0) { Data($0) }
         }
@@ -91,18 +96,19 @@ public final class CatalogStore: ServiceState {
 
     /// Places by ascending id after `after`, optionally of one category.
     func list(category: String?, after: Int64, limit: Int) throws -> [Place] {
+        let hidden = importRows.current.placeFilter("id")
         let rows =
             if let category {
-                try db.query("SELECT \(Self.columns) FROM places WHERE category = ? AND id > ? ORDER BY id LIMIT ?", category, after, limit)
+                try db.query("SELECT \(Self.columns) FROM places WHERE category = ? AND id > ?\(hidden) ORDER BY id LIMIT ?", category, after, limit)
             } else {
-                try db.query("SELECT \(Self.columns) FROM places WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+                try db.query("SELECT \(Self.columns) FROM places WHERE id > ?\(hidden) ORDER BY id LIMIT ?", after, limit)
             }
         return try rows.map(Self.place)
     }
 
     func categoryCounts() throws -> [Category] {
         let counts = Dictionary(
-            uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) AS count FROM places GROUP BY category").map {
+            uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) AS count FROM places WHERE 1\(importRows.current.placeFilter("id")) GROUP BY category").map {
                 row throws(RowError) in (try row.decode("category", as: String.self), try row.decode("count", as: Int.self))
             })
         // Tours are the itineraries: the category counts them with any place filed under it.
@@ -128,17 +134,12 @@ public final class CatalogStore: ServiceState {
     }
 
     /// Writes a new, valid place (its id assigned here), claims its external ids and publishes
-    /// it, in the caller's transaction; answers its JSON.
+    /// it, in the caller's transaction; answers its JSON. An import writing in slices gives the
+    /// id it set aside, `hiddenId`, and the place is not published yet.
     @discardableResult
-    func insert(_ place: inout Place) throws -> Data {
-        // The id AUTOINCREMENT would give (one more than the largest ever used), taken before
-        // the row is written: it is part of the JSON, which is then written with the row.
-        place.id =
-            try db.scalarInt(
-                """
-                SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'places'), 0),
-                           coalesce((SELECT max(id) FROM places), 0)) + 1
-                """) ?? 1
+    func insert(_ place: inout Place, hiddenId: Int64? = nil) throws -> Data {
+        // Taken before the row is written: it is part of the JSON, which is written with the row.
+        place.id = try hiddenId ?? nextId("places")
         let body = try PlaceJSON.encode(place)
         try db.run(
             """
@@ -148,8 +149,16 @@ public final class CatalogStore: ServiceState {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
             """, [place.id] + Self.values(place) + [place.createdAt, place.updatedAt, String(decoding: body, as: UTF8.self)])
         try claimExternalIds(place)
-        try worker.emit(CatalogEvents.upserted, json: body)
+        if hiddenId == nil { try worker.emit(CatalogEvents.upserted, json: body) }
         return body
+    }
+
+    /// The id AUTOINCREMENT would give next in `table` (`places` or `tours`): one more than the
+    /// largest ever used.
+    func nextId(_ table: String) throws -> Int64 {
+        try db.scalarInt(
+            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM \(table)), 0)) + 1", table)
+            ?? 1
     }
 
     /// Changes the fields `update` names; answers the place's JSON after the change, which is
@@ -485,6 +494,23 @@ enum CatalogSchema {
                     UPDATE tour_stops_geo SET min_lat = new.lat, max_lat = new.lat, min_lon = new.lon, max_lon = new.lon, lat = new.lat, lon = new.lon
                     WHERE id IN (SELECT rowid FROM tour_stops WHERE place_id = new.id);
                 END;
+                """),
+        // The import being written in slices (ImportApply.swift): the ids set aside for its new
+        // places and tours (`lo` to `hi`, none when hi < lo), which reads skip until it is done,
+        // and how far its events have gone out.
+        Migration(
+            domain: "catalog", version: 12,
+            sql: """
+                CREATE TABLE import_applying (
+                    import_id  TEXT PRIMARY KEY,
+                    phase      TEXT NOT NULL CHECK (phase IN ('hidden', 'publishing', 'rollback')),
+                    places_lo  INTEGER NOT NULL,
+                    places_hi  INTEGER NOT NULL,
+                    tours_lo   INTEGER NOT NULL,
+                    tours_hi   INTEGER NOT NULL,
+                    next_place INTEGER NOT NULL,
+                    next_tour  INTEGER NOT NULL
+                );
                 """),
     ]
 }

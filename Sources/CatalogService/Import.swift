@@ -10,14 +10,16 @@ import TourMaps
 import Uploads
 
 // Imports: a content file (our XML format, with its map images) or an OpenStreetMap extract,
-// sent in chunks, read and checked in the background, then written in one transaction.
+// sent in chunks, read and checked in the background, then written with readers seeing all
+// of it or none.
 //
 // 1. `catalog.import.begin`, `.append`, `.commit` (writer, short) store the chunks.
 // 2. The import thread (`ImportWork`, its own connection, reads only) parses the file and
 //    plans every change against the catalog as it is, collecting every error with its line
 //    and column. A dry run, or a file with errors, ends there with its report.
-// 3. The writer applies a plan in one transaction (`catalog.import.apply`, which the service
-//    sends itself a few times a second), with the events of every change: all or nothing.
+// 3. The writer applies a plan (`catalog.import.apply`, which the service sends itself every
+//    100 ms): a small one in one transaction, a big one in slices that readers do not see
+//    until the last (ImportApply.swift). All or nothing.
 
 /// The bounds of imports.
 enum ImportRules {
@@ -135,7 +137,8 @@ extension CatalogStore {
             throw ImportRules.unknown(id)
         }
         var state: String = try row.decode("state")
-        if state == "queued", let phase = plans?.phase(id) { state = phase }
+        // Planned or applied: the phase (an import written in slices is done once readers see it).
+        if let phase = plans?.phase(id) { state = phase }
         return ImportStatus(
             importId: id, format: ImportFormat(rawValue: try row.decode("format")) ?? .content, dryRun: try row.decode("dry_run", as: Int.self) != 0,
             state: state, bytes: try row.decode("bytes"),
@@ -148,7 +151,7 @@ extension CatalogStore {
 /// Plans waiting for the writer, and which import the import thread is on: shared by the
 /// service's threads.
 final class ImportPlans: Sendable {
-    private let state = Mutex<(plans: [String: ImportPlan], phases: [String: String])>(([:], [:]))
+    private let state = Mutex<(plans: [String: ImportPlan], phases: [String: String], applying: ImportPlan?)>(([:], [:], nil))
 
     func phase(_ id: String) -> String? { state.withLock { $0.phases[id] } }
 
@@ -177,6 +180,17 @@ final class ImportPlans: Sendable {
     }
 
     func finished(_ id: String) { state.withLock { _ = $0.phases.removeValue(forKey: id) } }
+
+    /// The plan being written in slices (the writer's), and how far it is.
+    func hold(_ plan: ImportPlan) { state.withLock { $0.applying = plan } }
+    func held() -> ImportPlan? { state.withLock { $0.applying } }
+    /// Forgets the plan being written in slices; answers it.
+    func release() -> ImportPlan? {
+        state.withLock { state in
+            defer { state.applying = nil }
+            return state.applying
+        }
+    }
 }
 
 /// A place an import names: one the catalog has, or one the plan creates (its index).
@@ -210,6 +224,14 @@ struct ImportPlan: Sendable {
     var mapBytes = 0
     var report = ImportReport()
     var started: UInt64 = monotonicNanos()
+    /// Written in slices so far: new places, and new tours (by their order in `newTours`).
+    var created = 0
+    var toursCreated = 0
+
+    /// The indexes in `tours` of the new ones.
+    var newTours: [Int] { tours.indices.filter { tours[$0].current == nil } }
+    /// The rows its new places and tours add (a tour's stops each): a plan of more is written in slices.
+    var newRows: Int { creates.count + newTours.reduce(0) { $0 + tours[$1].stops.count } }
 }
 
 /// Reads an import's file and plans it, with its own connection (reads only, but for the
@@ -224,6 +246,8 @@ struct ImportPlanner {
 
     /// One step of the import thread: plans the oldest queued import; true when it did one.
     static func step(_ db: Database, plans: ImportPlans, options: CatalogOptions) throws -> Bool {
+        // One being written in slices, or undone, goes first: the next is planned against it.
+        if let applying = try ApplyingImport.read(db), applying.phase != .publishing { return false }
         guard
             let row = try db.queryOne(
                 """
@@ -565,64 +589,5 @@ struct MapImages {
         let image = try load()
         read[file] = image
         return image
-    }
-}
-
-// MARK: Applying (writer thread)
-
-extension CatalogStore {
-    /// `catalog.import.apply`: writes the oldest plan waiting, all of it in one transaction with
-    /// its events, or none of it (a place changed since it was planned fails the import).
-    func applyImport() throws -> Empty {
-        guard let importPlans, var plan = importPlans.take() else { return Empty() }
-        do {
-            var wroteMaps = false
-            try db.transaction {
-                var ids: [Int64] = []
-                for var place in plan.creates {
-                    try insert(&place)
-                    ids.append(place.id)
-                }
-                for (place, base) in plan.updates {
-                    let current = try get(place.id)
-                    guard current.version == base else {
-                        throw ServiceError(.conflict, "place \(place.id) changed while the import was read (version \(current.version), not \(base)): import again")
-                    }
-                    var changed = place
-                    try store(&changed, over: current)
-                }
-                var tourIds: [Int64] = []
-                for planned in plan.tours {
-                    var tour = planned.tour
-                    tour.stops = planned.stops.map {
-                        switch $0 {
-                        case .existing(let id): id
-                        case .new(let index): ids[index]
-                        }
-                    }
-                    if let current = planned.current {
-                        let now = try self.tour(current.id)
-                        guard now.version == current.version else {
-                            throw ServiceError(.conflict, "tour \(current.id) changed while the import was read: import again")
-                        }
-                        tourIds.append(tour == now ? now.id : try storeTour(tour, over: now).id)
-                    } else {
-                        tourIds.append(try insertTour(&tour).id)
-                    }
-                }
-                for map in plan.maps {
-                    try writeMap(tourId: tourIds[map.tour], jpeg: map.jpeg, points: map.points, georeference: map.georeference)
-                    wroteMaps = true
-                }
-                plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
-                try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
-            }
-            if wroteMaps { worker.wakeAfterCommit(tileCutter) }
-        } catch {
-            plan.report.errors.append(ImportIssue(message: (error as? ServiceError)?.message ?? "\(error)"))
-            try ImportPlanner.finish(plan.importId, state: "failed", report: plan.report, db: db)
-        }
-        importPlans.finished(plan.importId)
-        return Empty()
     }
 }

@@ -34,6 +34,12 @@ public struct CatalogOptions: Sendable {
     public var defaultTimezone = "UTC"
     /// Stops one `tours.list near` page reads, at most (`ToursNear`).
     public var toursNearReadBudget = ToursNear.readBudget
+    /// An import adding more rows than this (new places, and new tours' stops) is written in
+    /// slices that readers do not see until the last (ImportApply.swift); a smaller one at once.
+    public var importAtOnceRows = 2_000
+    /// One slice: at most this many rows, and it stops once it has taken this long.
+    public var importSliceRows = 5_000
+    public var importSliceMilliseconds = 25
 
     public init() {}
 }

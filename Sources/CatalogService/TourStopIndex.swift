@@ -17,12 +17,14 @@ struct ToursNear {
     let after: TourDistanceCursor?
     let limit: Int
     let budget: Int
+    /// The tours an import is writing, which no page shows (their stops count as read).
+    var hidden: ClosedRange<Int64>? = nil
 
     /// The page's tours, nearest first (ties by id), and the cursor of the next page when there may be one.
     func page(_ db: Database) throws -> (tours: [(distance: Double, id: Int64)], next: TourDistanceCursor?) {
         let walk = NearestPage(
             center: center, radius: radius, after: after.map { ($0.distance, $0.id) }, limit: limit, budget: budget, slack: NearestFirst.slack)
-        let center = self.center
+        let (center, hidden) = (self.center, self.hidden)
         let (items, next) = try walk.page(
             points: { take in
                 try db.stepWhile(
@@ -39,7 +41,7 @@ struct ToursNear {
                     return !nearer
                 }
                 return (nearer, read)
-            })
+            }, hidden: hidden.map { range in { range.contains($0) } })
         return (items, next.map { TourDistanceCursor(distance: $0.distance, id: $0.id) })
     }
 }

@@ -53,8 +53,9 @@ extension CatalogStore {
         return tour
     }
 
+    /// Tours matching a condition on `tours t`, but those an import is writing.
     private func tours(where condition: String, _ args: [SQLBindable?], limit: Int) throws -> [Tour] {
-        try Self.tours(where: condition, args, limit: limit, in: db)
+        try Self.tours(where: "(\(condition))\(importRows.current.tourFilter("t.id"))", args, limit: limit, in: db)
     }
 
     /// Tours matching a condition on `tours t`, by ascending id, with their stops (any connection).
@@ -119,7 +120,7 @@ extension CatalogStore {
         // The point and the radius are in range: the params' rules held them.
         let reading = ToursNear(
             center: near.coordinate, radius: request.radiusM ?? TourList.defaultRadius, after: try request.cursor.map(TourDistanceCursor.decode),
-            limit: limit, budget: options.toursNearReadBudget)
+            limit: limit, budget: options.toursNearReadBudget, hidden: importRows.current.tours)
         let (page, next) = try reading.page(db)
         var items: [TourListItem] = []
         for entry in page { items.append(TourListItem(tour: try tour(entry.id), distanceM: entry.distance).localized(lang)) }
@@ -128,7 +129,7 @@ extension CatalogStore {
 
     /// How many tours there are (the demo's "itinerary" category counts them).
     func tourCount() throws -> Int {
-        Int(try db.scalarInt("SELECT COUNT(*) FROM tours") ?? 0)
+        Int(try db.scalarInt("SELECT COUNT(*) FROM tours WHERE 1\(importRows.current.tourFilter("id"))") ?? 0)
     }
 
     // MARK: Tour writes (writer thread only; each in one transaction with its event)
@@ -145,19 +146,22 @@ extension CatalogStore {
     }
 
     /// Writes a new, valid tour (its id assigned here) whose stops exist, claims its external
-    /// ids and publishes it, in the caller's transaction; answers it as stored.
+    /// ids and publishes it, in the caller's transaction; answers it as stored. An import writing
+    /// in slices gives the id it set aside, `hiddenId`: its stops may be the import's places,
+    /// and the tour is not published yet (nor read back: it answers `tour`).
     @discardableResult
-    func insertTour(_ tour: inout Tour) throws -> Tour {
-        try checkStopsExist(tour.stops)
+    func insertTour(_ tour: inout Tour, hiddenId: Int64? = nil) throws -> Tour {
+        try checkStopsExist(tour.stops, seeingHidden: hiddenId != nil)
         try db.run(
             """
-            INSERT INTO tours (name, name_i18n, description, description_i18n, external_ids, created_at, updated_at, version)
-            VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-            """, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
+            INSERT INTO tours (id, name, name_i18n, description, description_i18n, external_ids, created_at, updated_at, version)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
+            """, hiddenId, tour.name, PlaceJSON.text(tour.nameI18n), tour.description, PlaceJSON.text(tour.descriptionI18n),
             PlaceJSON.text(tour.externalIds), tour.createdAt, tour.updatedAt)
         tour.id = db.lastInsertRowID
         try writeStops(tour)
         try claimTourExternalIds(tour)
+        if hiddenId != nil { return tour }
         let stored = try self.tour(tour.id)
         try worker.emit(TourEvents.upserted, stored)
         return stored
@@ -187,10 +191,11 @@ extension CatalogStore {
     }
 
     /// Writes a changed, valid tour over `current` (one version on) and publishes it, in the
-    /// caller's transaction; answers it as stored.
+    /// caller's transaction; answers it as stored. An import's last step may give it stops the
+    /// import has written hidden (`seeingHidden`).
     @discardableResult
-    func storeTour(_ tour: Tour, over current: Tour) throws -> Tour {
-        try checkStopsExist(tour.stops)
+    func storeTour(_ tour: Tour, over current: Tour, seeingHidden: Bool = false) throws -> Tour {
+        try checkStopsExist(tour.stops, seeingHidden: seeingHidden)
         try db.run(
             """
             UPDATE tours SET name = ?, name_i18n = ?, description = ?, description_i18n = ?, external_ids = ?,
@@ -218,9 +223,12 @@ extension CatalogStore {
         }
     }
 
-    /// The tours that have place `id` as a stop (read before the place is deleted or moved).
+    /// The tours that have place `id` as a stop (read before the place is deleted or moved),
+    /// but those an import is writing (published when it is done, as they are then).
     func tours(withStop id: Int64) throws -> [Int64] {
-        try db.query("SELECT DISTINCT tour_id FROM tour_stops WHERE place_id = ? ORDER BY tour_id", id).map { row throws(RowError) in
+        try db.query(
+            "SELECT DISTINCT tour_id FROM tour_stops WHERE place_id = ?\(importRows.current.tourFilter("tour_id")) ORDER BY tour_id", id
+        ).map { row throws(RowError) in
             try row.decode("tour_id")
         }
     }
@@ -236,12 +244,13 @@ extension CatalogStore {
         }
     }
 
-    /// Tours whose first stop is place `id`: their start moves with it.
+    /// Tours whose first stop is place `id`: their start moves with it (those an import is
+    /// writing are published when it is done).
     func tours(startingAt id: Int64) throws -> [Int64] {
         try db.query(
             """
             SELECT s.tour_id FROM tour_stops s
-            WHERE s.place_id = ? AND s.position = (SELECT min(position) FROM tour_stops WHERE tour_id = s.tour_id)
+            WHERE s.place_id = ? AND s.position = (SELECT min(position) FROM tour_stops WHERE tour_id = s.tour_id)\(importRows.current.tourFilter("s.tour_id"))
             ORDER BY s.tour_id
             """, id
         ).map { row throws(RowError) in try row.decode("tour_id") }
@@ -253,9 +262,11 @@ extension CatalogStore {
         return (try tours.map { (type: TourEvents.upserted, body: try JSONCoding.encoder.encode($0)) }, tours.map(\.id))
     }
 
-    private func checkStopsExist(_ stops: [Int64]) throws {
+    /// Refuses stops that are no place (or one an import is writing, unless `seeingHidden`).
+    private func checkStopsExist(_ stops: [Int64], seeingHidden: Bool) throws {
+        let hidden = seeingHidden ? "" : importRows.current.placeFilter("id")
         let found = Set(
-            try db.query("SELECT id FROM places WHERE id IN (SELECT value FROM json_each(?))", "[" + stops.map(String.init).joined(separator: ",") + "]").map {
+            try db.query("SELECT id FROM places WHERE id IN (SELECT value FROM json_each(?))\(hidden)", "[" + stops.map(String.init).joined(separator: ",") + "]").map {
                 row throws(RowError) in try row.decode("id", as: Int64.self)
             })
         if let (i, missing) = stops.enumerated().first(where: { !found.contains($0.element) }) {

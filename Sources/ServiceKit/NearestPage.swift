@@ -45,9 +45,11 @@ public struct NearestPage {
     public typealias ServedBefore = (_ id: Int64, _ distance: Double) throws -> (served: Bool, read: Int)
 
     /// The page. `points` reads the index within `range`, nearest first, handing each point
-    /// to `take` until it answers false.
+    /// to `take` until it answers false. A point of a thing `hidden` names counts as read and
+    /// is never answered.
     public func page(
-        points: (_ take: (Int64, Coordinate) throws -> Bool) throws -> Void, servedBefore: ServedBefore? = nil
+        points: (_ take: (Int64, Coordinate) throws -> Bool) throws -> Void, servedBefore: ServedBefore? = nil,
+        hidden: ((Int64) -> Bool)? = nil
     ) throws -> (items: [Cursor], next: Cursor?) {
         let start = after?.distance ?? 0
         var best: [Int64: Double] = [:]
@@ -90,7 +92,9 @@ public struct NearestPage {
             spent += 1
             let distance = point.distance(to: center)
             frontier = max(frontier, distance - slack)
-            if distance < start {
+            if hidden?(id) == true {
+                // Read, and passed over.
+            } else if distance < start {
                 // Its thing is nearer than the cursor: served before.
                 served.insert(id)
             } else if distance <= radius, distance < best[id] ?? .infinity, !served.contains(id), !answered.contains(id) {

@@ -12,16 +12,18 @@ let quiet = Logger(component: "catalog-test", level: .error)
 
 /// A catalog service running in this process on loopback ports, with a client to it.
 final class CatalogFixture {
-    let folder = TemporaryFolder()
+    let folder: TemporaryFolder
     let context: ZMQContext
     let runtime: ServiceRuntime<CatalogStore>
     let client: RPCClient
     let config: ServiceConfig
 
     /// `context`: a ZeroMQ context to share with peers the test runs (a fake social); `peers`:
-    /// the endpoints the catalog follows; `options`: the catalog's own (a test's clock).
+    /// the endpoints the catalog follows; `options`: the catalog's own (a test's clock);
+    /// `folder`: another fixture's, to start again on its database once that one stopped.
     init(retention: Int = 100_000, heartbeatMs: Int = 100, logger: Logger = quiet, context: ZMQContext? = nil,
-         peers: [String: PeerEndpoints] = [:], options: CatalogOptions = CatalogOptions()) throws {
+         peers: [String: PeerEndpoints] = [:], options: CatalogOptions = CatalogOptions(), folder: TemporaryFolder = TemporaryFolder()) throws {
+        self.folder = folder
         if let context { self.context = context } else { self.context = try ZMQContext() }
         var config = ServiceConfig(service: "catalog")
         config.dataDirectory = folder.path
@@ -33,7 +35,10 @@ final class CatalogFixture {
         client = try RPCClient(context: self.context, endpoints: runtime.endpoints.rpc, logger: quiet)
     }
 
-    deinit {
+    deinit { stop() }
+
+    /// Stops the service (another fixture may then start on its folder).
+    func stop() {
         client.close()
         runtime.stop()
     }

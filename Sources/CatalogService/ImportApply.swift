@@ -1,0 +1,407 @@
+import Bus
+import Contracts
+import Foundation
+import ServiceKit
+import Storage
+import Synchronization
+
+// Applying an import's plan (writer thread, `catalog.import.apply`, which the service sends
+// itself every 100 ms). A plan with few new rows is written in one transaction with its
+// events. A big one is written in slices, so other writes go between them, and readers still
+// see all of it or none (Protocols/import.md, "Applying"):
+//
+// 1. Hidden. The ids its new places and tours will have are set aside (`sqlite_sequence`), and
+//    each slice writes some of those rows, without events. Every read skips ids in those
+//    ranges (`HiddenImportRows`), so readers see none of them.
+// 2. The last step changes the places and tours that were there already, sets the maps and
+//    marks the import done, in one transaction: from its commit readers see all of it.
+// 3. Publishing. The new rows' events go out in slices, each place and tour as it is then (one
+//    changed meanwhile goes out as it is now, one deleted meanwhile not at all).
+//
+// A failure while hidden undoes the rows written, in slices and still hidden, and fails the
+// import. So does a restart then (the plan was held in memory), but the import stays queued:
+// it is read and applied again once they are gone. `import_applying` holds the state, at
+// most one row; no import is planned while one is hidden or undone.
+
+/// The ids an import is writing while hidden, which readers skip: shared by the catalog's
+/// threads. Loaded from `import_applying` by the first thread to start; then the writer sets it.
+final class HiddenImportRows: Sendable {
+    struct Ranges: Sendable, Equatable {
+        var places: ClosedRange<Int64>?
+        var tours: ClosedRange<Int64>?
+
+        /// ` AND column NOT BETWEEN lo AND hi` while an import's places are hidden, else "".
+        func placeFilter(_ column: String) -> String { Self.filter(column, places) }
+        /// ` AND column NOT BETWEEN lo AND hi` while an import's tours are hidden, else "".
+        func tourFilter(_ column: String) -> String { Self.filter(column, tours) }
+
+        private static func filter(_ column: String, _ range: ClosedRange<Int64>?) -> String {
+            range.map { " AND \(column) NOT BETWEEN \($0.lowerBound) AND \($0.upperBound)" } ?? ""
+        }
+    }
+
+    private let state = Mutex<Ranges?>(nil)
+
+    var current: Ranges { state.withLock { $0 ?? Ranges() } }
+
+    func set(_ ranges: Ranges) { state.withLock { $0 = ranges } }
+
+    /// Reads the ranges from `db` unless a thread has already.
+    func load(_ db: Database) throws {
+        let loaded = state.withLock { $0 != nil }
+        guard !loaded else { return }
+        let ranges = try ApplyingImport.read(db)?.hidden ?? Ranges()
+        state.withLock { if $0 == nil { $0 = ranges } }
+    }
+}
+
+/// The row of `import_applying`: the import being applied in slices, and how far it is.
+struct ApplyingImport {
+    enum Phase: String { case hidden, publishing, rollback }
+
+    var importId: String
+    var phase: Phase
+    /// The ids set aside for the new places and tours: `first...last`, none when `last < first`.
+    var firstPlace: Int64
+    var lastPlace: Int64
+    var firstTour: Int64
+    var lastTour: Int64
+    /// Publishing: the next ids whose events go out.
+    var nextPlace: Int64
+    var nextTour: Int64
+
+    var places: ClosedRange<Int64>? { firstPlace <= lastPlace ? firstPlace...lastPlace : nil }
+    var tours: ClosedRange<Int64>? { firstTour <= lastTour ? firstTour...lastTour : nil }
+
+    /// What readers skip: the new rows, until the import is done, and while they are undone.
+    var hidden: HiddenImportRows.Ranges {
+        phase == .publishing ? HiddenImportRows.Ranges() : HiddenImportRows.Ranges(places: places, tours: tours)
+    }
+
+    /// The id of the plan's new place `index`.
+    func newPlace(_ index: Int) -> Int64 { firstPlace + Int64(index) }
+
+    static func read(_ db: Database) throws -> ApplyingImport? {
+        guard
+            let row = try db.queryOne(
+                "SELECT import_id, phase, places_lo, places_hi, tours_lo, tours_hi, next_place, next_tour FROM import_applying LIMIT 1")
+        else { return nil }
+        return ApplyingImport(
+            importId: try row.decode("import_id"), phase: Phase(rawValue: try row.decode("phase")) ?? .rollback,
+            firstPlace: try row.decode("places_lo"), lastPlace: try row.decode("places_hi"),
+            firstTour: try row.decode("tours_lo"), lastTour: try row.decode("tours_hi"),
+            nextPlace: try row.decode("next_place"), nextTour: try row.decode("next_tour"))
+    }
+}
+
+/// How much one step of `catalog.import.apply` writes: rows (a place, or a tour's stop) until
+/// either bound is reached.
+struct ImportSlice {
+    private let deadline: UInt64
+    private var rowsLeft: Int
+
+    init(rows: Int, milliseconds: Int) {
+        deadline = monotonicNanos() + UInt64(milliseconds) * 1_000_000
+        rowsLeft = rows
+    }
+
+    /// Whether `rows` more fit (the first always does, so every step moves on).
+    mutating func take(_ rows: Int = 1, first: Bool) -> Bool {
+        guard first || (rowsLeft >= rows && monotonicNanos() < deadline) else { return false }
+        rowsLeft -= rows
+        return true
+    }
+}
+
+extension CatalogStore {
+    /// `catalog.import.apply`: one step of the import being applied, or of the oldest plan waiting.
+    func applyImport() throws -> Empty {
+        guard let importPlans else { return Empty() }
+        var slice = ImportSlice(rows: options.importSliceRows, milliseconds: options.importSliceMilliseconds)
+        guard let applying = try ApplyingImport.read(db) else {
+            importRows.set(HiddenImportRows.Ranges())
+            if let lost = importPlans.release() {
+                // Its start did not commit: nothing of it was written.
+                try fail(lost.importId, lost.report, "the import could not be started: import it again")
+            }
+            guard var plan = importPlans.take() else { return Empty() }
+            if plan.newRows <= options.importAtOnceRows {
+                try applyAtOnce(&plan)
+            } else {
+                try begin(plan)
+                try writeHidden(plan, slice: &slice)
+            }
+            return Empty()
+        }
+        // What the last step committed: the ranges readers skip follow it, and an import done
+        // is said to be done once they do.
+        importRows.set(applying.hidden)
+        if applying.phase == .publishing { importPlans.finished(applying.importId) }
+        switch applying.phase {
+        case .hidden:
+            guard let plan = importPlans.held(), plan.importId == applying.importId else {
+                // The plan lived in memory: the catalog restarted while writing it. What was
+                // written is undone, and the import, still queued, is read and applied again.
+                try db.run("UPDATE import_applying SET phase = 'rollback' WHERE import_id = ?", applying.importId)
+                return Empty()
+            }
+            if plan.created == plan.creates.count, plan.toursCreated == plan.newTours.count {
+                try complete(plan, applying)
+            } else {
+                try writeHidden(plan, slice: &slice)
+            }
+        case .publishing: try publish(applying, slice: &slice)
+        case .rollback: try undo(applying, slice: &slice)
+        }
+        return Empty()
+    }
+
+    /// A small plan: all of it in one transaction with its events, or none of it (a place
+    /// changed since it was planned fails the import).
+    private func applyAtOnce(_ plan: inout ImportPlan) throws {
+        do {
+            var wroteMaps = false
+            try db.transaction {
+                var ids: [Int64] = []
+                for var place in plan.creates {
+                    try insert(&place)
+                    ids.append(place.id)
+                }
+                try applyChanges(plan)
+                var tourIds: [Int64] = []
+                for planned in plan.tours {
+                    if planned.current == nil {
+                        var tour = planned.tour
+                        tour.stops = planned.stops.map { $0.id { ids[$0] } }
+                        tourIds.append(try insertTour(&tour).id)
+                    } else {
+                        tourIds.append(try changeTour(planned) { ids[$0] })
+                    }
+                }
+                wroteMaps = try writeMaps(plan, tourIds: tourIds)
+                plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
+                try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
+            }
+            if wroteMaps { worker.wakeAfterCommit(tileCutter) }
+        } catch {
+            try fail(plan.importId, plan.report, Self.message(error))
+        }
+        importPlans?.finished(plan.importId)
+    }
+
+    /// Sets aside the ids of a big plan's new places and tours, and hides them.
+    private func begin(_ plan: ImportPlan) throws {
+        try db.transaction {
+            let places = try reserve("places", count: plan.creates.count)
+            let tours = try reserve("tours", count: plan.newTours.count)
+            let applying = ApplyingImport(
+                importId: plan.importId, phase: .hidden, firstPlace: places.lowerBound, lastPlace: places.upperBound - 1,
+                firstTour: tours.lowerBound, lastTour: tours.upperBound - 1, nextPlace: places.lowerBound, nextTour: tours.lowerBound)
+            try db.run(
+                """
+                INSERT INTO import_applying (import_id, phase, places_lo, places_hi, tours_lo, tours_hi, next_place, next_tour)
+                VALUES (?, 'hidden', ?, ?, ?, ?, ?, ?)
+                """, plan.importId, applying.firstPlace, applying.lastPlace, applying.firstTour, applying.lastTour, applying.nextPlace,
+                applying.nextTour)
+            // Hidden before the first row is written.
+            importRows.set(applying.hidden)
+        }
+        importPlans?.hold(plan)
+    }
+
+    /// The next `count` ids of an AUTOINCREMENT table, which no other write will take.
+    private func reserve(_ table: String, count: Int) throws -> Range<Int64> {
+        let first = try nextId(table)
+        let end = first + Int64(count)
+        try db.run("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", end - 1, table)
+        if db.changes == 0 { try db.run("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", table, end - 1) }
+        return first..<end
+    }
+
+    /// Writes the next slice of a big plan's new places, then of its new tours, without events.
+    private func writeHidden(_ plan: ImportPlan, slice: inout ImportSlice) throws {
+        guard let applying = try ApplyingImport.read(db) else { return }
+        var plan = plan
+        let newTours = plan.newTours
+        do {
+            try db.transaction {
+                var first = true
+                while plan.created < plan.creates.count, slice.take(first: first) {
+                    first = false
+                    var place = plan.creates[plan.created]
+                    try insert(&place, hiddenId: applying.newPlace(plan.created))
+                    plan.created += 1
+                }
+                while plan.created == plan.creates.count, plan.toursCreated < newTours.count {
+                    let planned = plan.tours[newTours[plan.toursCreated]]
+                    guard slice.take(planned.stops.count, first: first) else { break }
+                    first = false
+                    var tour = planned.tour
+                    tour.stops = planned.stops.map { $0.id(newPlace: applying.newPlace) }
+                    try insertTour(&tour, hiddenId: applying.firstTour + Int64(plan.toursCreated))
+                    plan.toursCreated += 1
+                }
+            }
+        } catch {
+            try rollBack(plan.importId, report: plan.report, Self.message(error))
+            return
+        }
+        importPlans?.hold(plan)
+    }
+
+    /// The last step of a big plan: the changes to what was there, the maps, and the import
+    /// done, in one transaction; from its commit readers see the new rows, whose events follow.
+    private func complete(_ plan: ImportPlan, _ applying: ApplyingImport) throws {
+        var plan = plan
+        do {
+            var wroteMaps = false
+            try db.transaction {
+                try applyChanges(plan)
+                var tourIds: [Int64] = []
+                var created: Int64 = 0
+                for planned in plan.tours {
+                    if planned.current == nil {
+                        tourIds.append(applying.firstTour + created)
+                        created += 1
+                    } else {
+                        tourIds.append(try changeTour(planned, newPlace: applying.newPlace))
+                    }
+                }
+                wroteMaps = try writeMaps(plan, tourIds: tourIds)
+                plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
+                try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
+                try db.run("UPDATE import_applying SET phase = 'publishing' WHERE import_id = ?", plan.importId)
+            }
+            if wroteMaps { worker.wakeAfterCommit(tileCutter) }
+        } catch {
+            try rollBack(plan.importId, report: plan.report, Self.message(error))
+            return
+        }
+        // Still "applying" to `catalog.import.status` until readers see it (the next step).
+        _ = importPlans?.release()
+    }
+
+    /// Publishes the next slice of a done import's new places, then of its tours, each as it
+    /// is now (one deleted meanwhile is not published); the last step forgets the import.
+    private func publish(_ applying: ApplyingImport, slice: inout ImportSlice) throws {
+        try db.transaction {
+            var (nextPlace, nextTour) = (applying.nextPlace, applying.nextTour)
+            var first = true
+            if nextPlace <= applying.lastPlace {
+                var stopped = false
+                try db.stepWhile("SELECT id, json FROM places WHERE id BETWEEN ? AND ? ORDER BY id", [nextPlace, applying.lastPlace]) { row in
+                    guard slice.take(first: first) else {
+                        stopped = true
+                        return false
+                    }
+                    first = false
+                    let id = row.int64(0)
+                    let stored = row.withUTF8(1) { Data($0) }
+                    try worker.emit(CatalogEvents.upserted, json: stored.isEmpty ? try json(id) : stored)
+                    nextPlace = id + 1
+                    return true
+                }
+                if !stopped { nextPlace = applying.lastPlace + 1 }
+            }
+            if nextPlace > applying.lastPlace, nextTour <= applying.lastTour {
+                let ids = try db.query("SELECT id FROM tours WHERE id BETWEEN ? AND ? ORDER BY id", nextTour, applying.lastTour).map {
+                    row throws(RowError) in try row.decode("id", as: Int64.self)
+                }
+                nextTour = applying.lastTour + 1
+                for id in ids {
+                    let tour = try tour(id)
+                    guard slice.take(tour.stops.count, first: first) else {
+                        nextTour = id
+                        break
+                    }
+                    first = false
+                    try worker.emit(TourEvents.upserted, tour)
+                }
+            }
+            if nextPlace > applying.lastPlace, nextTour > applying.lastTour {
+                try db.run("DELETE FROM import_applying WHERE import_id = ?", applying.importId)
+            } else {
+                try db.run("UPDATE import_applying SET next_place = ?, next_tour = ? WHERE import_id = ?", nextPlace, nextTour, applying.importId)
+            }
+        }
+    }
+
+    /// Ends an import that failed while hidden: it is marked failed, and what it wrote is
+    /// deleted by the next steps (`undo`), still hidden.
+    private func rollBack(_ id: String, report: ImportReport, _ message: String) throws {
+        try db.transaction {
+            try db.run("UPDATE import_applying SET phase = 'rollback' WHERE import_id = ?", id)
+            try fail(id, report, message)
+        }
+        _ = importPlans?.release()
+        importPlans?.finished(id)
+    }
+
+    /// Deletes the next slice of a failed import's rows, tours first; the step that finds none
+    /// left forgets the import, and readers stop skipping its ids.
+    private func undo(_ applying: ApplyingImport, slice: inout ImportSlice) throws {
+        try db.transaction {
+            var deleted = 0
+            let rows = options.importSliceRows
+            if let tours = applying.tours {
+                try db.run("DELETE FROM tours WHERE id IN (SELECT id FROM tours WHERE id BETWEEN ? AND ? LIMIT ?)", tours.lowerBound, tours.upperBound, max(1, rows / 100))
+                deleted += db.changes
+            }
+            if deleted == 0, let places = applying.places {
+                try db.run("DELETE FROM places WHERE id IN (SELECT id FROM places WHERE id BETWEEN ? AND ? LIMIT ?)", places.lowerBound, places.upperBound, rows)
+                deleted += db.changes
+            }
+            if deleted == 0 { try db.run("DELETE FROM import_applying WHERE import_id = ?", applying.importId) }
+        }
+    }
+
+    /// The plan's changes to places that were there: each must be at the version it was
+    /// planned over.
+    private func applyChanges(_ plan: ImportPlan) throws {
+        for (place, base) in plan.updates {
+            let current = try get(place.id)
+            guard current.version == base else {
+                throw ServiceError(.conflict, "place \(place.id) changed while the import was read (version \(current.version), not \(base)): import again")
+            }
+            var changed = place
+            try store(&changed, over: current)
+        }
+    }
+
+    /// A planned change to a tour that was there; answers its id.
+    private func changeTour(_ planned: ImportPlan.PlannedTour, newPlace: (Int) -> Int64) throws -> Int64 {
+        guard let current = planned.current else { return 0 }
+        var tour = planned.tour
+        tour.stops = planned.stops.map { $0.id(newPlace: newPlace) }
+        let now = try self.tour(current.id)
+        guard now.version == current.version else {
+            throw ServiceError(.conflict, "tour \(current.id) changed while the import was read: import again")
+        }
+        return tour == now ? now.id : try storeTour(tour, over: now, seeingHidden: true).id
+    }
+
+    private func writeMaps(_ plan: ImportPlan, tourIds: [Int64]) throws -> Bool {
+        for map in plan.maps {
+            try writeMap(tourId: tourIds[map.tour], jpeg: map.jpeg, points: map.points, georeference: map.georeference)
+        }
+        return !plan.maps.isEmpty
+    }
+
+    private func fail(_ id: String, _ report: ImportReport, _ message: String) throws {
+        var report = report
+        report.errors.append(ImportIssue(message: message))
+        try ImportPlanner.finish(id, state: "failed", report: report, db: db)
+    }
+
+    private static func message(_ error: any Error) -> String { (error as? ServiceError)?.message ?? "\(error)" }
+}
+
+extension PlannedPlace {
+    /// The place's id, given the ids of the plan's new places.
+    func id(newPlace: (Int) -> Int64) -> Int64 {
+        switch self {
+        case .existing(let id): id
+        case .new(let index): newPlace(index)
+        }
+    }
+}

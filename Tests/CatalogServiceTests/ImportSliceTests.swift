@@ -1,0 +1,195 @@
+import Bus
+@testable import CatalogService
+import Contracts
+import Foundation
+import Storage
+import Testing
+import TestSupport
+
+/// A big import is written in slices that readers do not see: every read shows all of it or
+/// none, other writes go between the slices, its events follow, and a failure or a restart
+/// midway leaves nothing of it (ImportApply.swift). The slices are made tiny here (4 rows a
+/// step, a step every 100 ms), so an import of 40 places and 2 tours takes about 3 s.
+@Suite struct ImportSliceTests {
+    static let count = 40
+
+    static var sliced: CatalogOptions {
+        var options = CatalogOptions()
+        options.importAtOnceRows = 10
+        options.importSliceRows = 4
+        return options
+    }
+
+    /// `count` museums in a row east of Sydney's centre, and two tours over them.
+    static let file: String = {
+        let pois = (0..<count).map { i in
+            #"<poi id="p\#(i)" category="museum" lat="-33.8600" lon="\#(String(format: "%.4f", 151.2000 + Double(i) * 0.0005))"><name lang="en">Slice \#(i)</name></poi>"#
+        }
+        let tours = [(0..<20), (20..<count)].enumerated().map { n, stops in
+            #"<tour id="t\#(n)"><name lang="en">Slice walk \#(n)</name>\#(stops.map { #"<stop ref="p\#($0)"/>"# }.joined())</tour>"#
+        }
+        return """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <content xmlns="urn:tourbus:content:1" source="slices">
+            \((pois + tours).joined(separator: "\n"))
+            </content>
+            """
+    }()
+
+    /// What the readers show of the import, each read in turn: all of it (true), none (false),
+    /// or a part (nil).
+    struct Seen: Equatable, CustomStringConvertible {
+        var reads: [String: Bool?] = [:]
+        var order: [Bool?] = []
+
+        mutating func read(_ name: String, _ value: Int, all: Int) {
+            let shown: Bool? = value == 0 ? false : value == all ? true : nil
+            reads[name] = shown
+            order.append(shown)
+        }
+
+        var none: Bool { order.allSatisfy { $0 == false } }
+        var all: Bool { order.allSatisfy { $0 == true } }
+        var description: String { reads.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.map(String.init) ?? "part")" }.joined(separator: ", ") }
+    }
+
+    /// Each read once, in turn: `catalog.list`, the category counts, `tours.list`, `tours.list
+    /// near`, and `catalog.get`, `tours.get` of the last ids the import takes.
+    static func seen(_ catalog: CatalogFixture, lastPlace: Int64, lastTour: Int64) throws -> Seen {
+        var seen = Seen()
+        seen.read("listed", try catalog.allPlaces().filter { $0.name.hasPrefix("Slice ") }.count, all: count)
+        let categories = try #require(try catalog.raw("catalog.categories", "{}")["categories"] as? [[String: Any]])
+        seen.read("museums", categories.first { $0["id"] as? String == "museum" }?["count"] as? Int ?? -1, all: count)
+        let tours = try #require(try catalog.raw("tours.list", "{}")["tours"] as? [[String: Any]])
+        seen.read("tours", tours.filter { ($0["name"] as? String)?.hasPrefix("Slice walk") == true }.count, all: 2)
+        let near = try #require(try catalog.raw("tours.list", #"{"near":{"lat":-33.86,"lon":151.21},"radius_m":5000}"#)["tours"] as? [[String: Any]])
+        seen.read("near", near.count, all: 2)
+        seen.read("last place", (try? catalog.raw("catalog.get", #"{"id":\#(lastPlace)}"#)) == nil ? 0 : 1, all: 1)
+        seen.read("last tour", (try? catalog.raw("tours.get", #"{"id":\#(lastTour)}"#)) == nil ? 0 : 1, all: 1)
+        return seen
+    }
+
+    /// Rows the import has written, read from the database file itself.
+    static func written(_ catalog: CatalogFixture, after place: Int64) throws -> Int {
+        let db = try Database(path: catalog.config.resolvedDatabasePath)
+        return Int(try db.scalarInt("SELECT COUNT(*) FROM places WHERE id > ?", place) ?? -1)
+    }
+
+    static func begin(_ catalog: CatalogFixture) throws -> String {
+        let id = try #require(try catalog.raw("catalog.import.begin", #"{"format":"content"}"#)["import_id"] as? String)
+        try catalog.raw("catalog.import.append", #"{"import_id":"\#(id)","offset":0,"chunk":"\#(Data(file.utf8).base64EncodedString())"}"#)
+        try catalog.raw("catalog.import.commit", #"{"import_id":"\#(id)"}"#)
+        return id
+    }
+
+    static func status(_ catalog: CatalogFixture, _ id: String) throws -> (state: String, report: [String: Any]) {
+        let status = try catalog.raw("catalog.import.status", #"{"import_id":"\#(id)"}"#)
+        return (status["state"] as? String ?? "", status["report"] as? [String: Any] ?? [:])
+    }
+
+    static func head(_ catalog: CatalogFixture) throws -> Int {
+        ((try catalog.raw("sys.stats", "{}")["outbox"] as? [String: Any])?["head"] as? Int) ?? -1
+    }
+
+    /// Reads while the import is written, until it ends (bounded: 30 s). Taken in the order
+    /// they were made, the reads show none of it, then all of it, and never a part. Answers
+    /// its end, and how many rounds of reads showed none while some was written.
+    static func watch(
+        _ catalog: CatalogFixture, _ id: String, base: Int64, last: (place: Int64, tour: Int64) = (Int64(count), 2), during: (Int) throws -> Void = { _ in }
+    ) throws -> (state: String, report: [String: Any], hiddenSeen: Int) {
+        var hiddenSeen = 0
+        var shownAll = false
+        for round in 0..<600 {
+            try during(round)
+            let written = try Self.written(catalog, after: base)
+            let seen = try Self.seen(catalog, lastPlace: base + last.place, lastTour: last.tour)
+            for shown in seen.order {
+                #expect(shown != nil && !(shownAll && shown == false), "round \(round): \(seen), \(written) rows written")
+                shownAll = shownAll || shown == true
+            }
+            if seen.none, written > 0, written < count { hiddenSeen += 1 }
+            let status = try Self.status(catalog, id)
+            if status.state == "done" || status.state == "failed" { return (status.state, status.report, hiddenSeen) }
+            usleep(20_000)
+        }
+        Issue.record("import \(id) did not end in 30 s")
+        return ("", [:], hiddenSeen)
+    }
+
+    @Test func readersSeeABigImportWhollyOrNotAtAllWhileOtherWritesGoBetweenItsSlices() throws {
+        let catalog = try CatalogFixture(options: Self.sliced)
+        let base = try catalog.create("Before").id
+        let headBefore = try Self.head(catalog)
+        let id = try Self.begin(catalog)
+        var between: Place?
+        let end = try Self.watch(catalog, id, base: base) { _ in
+            // A write while the import is hidden goes through at once, above the ids it set aside.
+            if between == nil, try Self.written(catalog, after: base) > 0 {
+                between = try catalog.create("Between")
+                #expect(try catalog.raw("catalog.get", #"{"id":\#(between!.id)}"#)["name"] as? String == "Between")
+            }
+        }
+        #expect(end.state == "done", "\(end.report)")
+        #expect(ImportTests.counts(end.report, "places") == [Self.count, 0, 0] && ImportTests.counts(end.report, "tours") == [2, 0, 0])
+        #expect(end.hiddenSeen > 0, "no read happened while part of the import was written")
+        #expect(try between.map(\.id) ?? 0 > base + Int64(Self.count))
+        #expect(try Self.seen(catalog, lastPlace: base + Int64(Self.count), lastTour: 2).all)
+
+        // The events follow, in slices: one per place and tour, besides "Between".
+        var head = 0
+        for _ in 0..<300 where head < headBefore + Self.count + 3 {
+            head = try Self.head(catalog)
+            usleep(20_000)
+        }
+        #expect(head == headBefore + Self.count + 3)
+        let db = try Database(path: catalog.config.resolvedDatabasePath)
+        let published = try db.query("SELECT type, body FROM outbox WHERE seq > ? ORDER BY seq", headBefore).map { row throws(RowError) in
+            (try row.decode("type", as: String.self), try row.decode("body", as: Data.self))
+        }
+        let places = published.filter { $0.0 == CatalogEvents.upserted }.compactMap { try? JSONCoding.decoder.decode(Place.self, from: $0.1) }
+        #expect(Set(places.map(\.name)) == Set((0..<Self.count).map { "Slice \($0)" } + ["Between"]))
+        #expect(published.filter { $0.0 == TourEvents.upserted }.count == 2)
+        #expect(published.last?.0 == TourEvents.upserted, "the tours go out after their places")
+    }
+
+    @Test func anImportThatFailsMidwayLeavesNothingAndNeverShowedAnything() throws {
+        let catalog = try CatalogFixture(options: Self.sliced)
+        let base = try catalog.create("Before").id
+        let id = try Self.begin(catalog)
+        var claimed = false
+        let end = try Self.watch(catalog, id, base: base) { _ in
+            // Once the import is being written, another place takes its last place's id.
+            if !claimed, try Self.written(catalog, after: base) > 0 {
+                try catalog.raw(
+                    "catalog.create", #"{"name":"Claimer","category":"cafe","lat":-33.86,"lon":151.2,"external_ids":{"slices":"p\#(Self.count - 1)"}}"#)
+                claimed = true
+            }
+        }
+        #expect(end.state == "failed")
+        let errors = (end.report["errors"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
+        #expect(errors.contains { $0.contains("slices id p\(Self.count - 1) already belongs to place") }, "\(errors)")
+        // What it wrote is deleted (still hidden), and only the place that won is left.
+        for _ in 0..<300 where try Self.written(catalog, after: base) > 1 { usleep(20_000) }
+        #expect(try Self.written(catalog, after: base) == 1)
+        #expect(try Self.seen(catalog, lastPlace: base + Int64(Self.count), lastTour: 2).none)
+        #expect(try catalog.allPlaces().map(\.name).sorted() == ["Before", "Claimer"])
+    }
+
+    @Test func aRestartMidwayUndoesWhatWasWrittenAndAppliesTheImportAgain() throws {
+        let first = try CatalogFixture(options: Self.sliced)
+        let base = try first.create("Before").id
+        let id = try Self.begin(first)
+        for _ in 0..<500 where try Self.written(first, after: base) < 8 { usleep(10_000) }
+        let written = try Self.written(first, after: base)
+        #expect(written >= 8 && written < Self.count)
+        first.stop()
+
+        let again = try CatalogFixture(options: Self.sliced, folder: first.folder)
+        // The new ids are set aside after the first run's, which are never used again.
+        let end = try Self.watch(again, id, base: base, last: (2 * Int64(Self.count), 4))
+        #expect(end.state == "done", "\(end.report)")
+        let places = try again.allPlaces().filter { $0.name.hasPrefix("Slice ") }
+        #expect(places.count == Self.count && places.allSatisfy { $0.id > base + Int64(Self.count) })
+        #expect(try Self.written(again, after: base) == Self.count)
+    }
+}
