@@ -150,6 +150,9 @@ public struct RPCServerOptions: Sendable {
     /// Most write requests run in one batch (`HandlerTable.writeBatch`): the first request's
     /// reply waits for the whole batch, and reads and replies for the I/O thread meanwhile.
     public var maxWriteBatch = 64
+    /// A batch takes no more writes once it has run this long, so a write that comes during a
+    /// flood of others waits for about two of these, not for 64 writes twice.
+    public var maxWriteBatchMilliseconds = 10
     /// Budget for requests that do not state `deadline_ms`.
     public var defaultDeadlineMilliseconds = 5_000
     /// When set, the ROUTER is a CURVE server with this secret key.
@@ -206,7 +209,7 @@ public final class RPCServer<State>: Sendable {
             let maxReplyBytes = options.maxReplyBytes
             // Reads are answered one by one; writes in batches when the table groups them.
             let writeBatch = role == .write ? table.writeBatch : nil
-            let limit = max(1, options.maxWriteBatch)
+            let limit = (count: max(1, options.maxWriteBatch), nanoseconds: UInt64(max(0, options.maxWriteBatchMilliseconds)) * 1_000_000)
             threads.append(
                 WorkerThread(name: "\(logger.component)-\(role == .write ? "writer" : "reader\(index)")") {
                     let state: State
@@ -296,7 +299,7 @@ enum ServerThreads {
     /// `batching` runs a batch of writes as one unit.
     static func serve(
         queue: FairJobQueue, handlers: [(RequestContext) throws -> Response],
-        batching: (run: (() throws -> Void) throws -> Void, limit: Int)?,
+        batching: (run: (() throws -> Void) throws -> Void, limit: (count: Int, nanoseconds: UInt64))?,
         shared: Shared, stats: ServerStats, logger: Logger, maxReplyBytes: Int
     ) {
         while true {
@@ -306,15 +309,17 @@ enum ServerThreads {
             }
             var answers: [Answer] = []
             if let batching {
-                // The first job and those queued behind it (up to the limit, taken as the batch
-                // runs) commit together; nothing is answered before the batch's end.
+                // The first job and those queued behind it (taken as the batch runs, up to the
+                // limits) commit together; nothing is answered before the batch's end.
                 var jobs = [job]
+                let started = monotonicNanos()
                 do {
                     try batching.run {
                         var next: ServerJob? = job
                         while let current = next {
                             answers.append(run(current, handlers[current.route], queue: queue, logger: logger, maxReplyBytes: maxReplyBytes))
-                            next = jobs.count < batching.limit ? queue.tryPop() : nil
+                            let open = jobs.count < batching.limit.count && monotonicNanos() - started < batching.limit.nanoseconds
+                            next = open ? queue.tryPop() : nil
                             if let next { jobs.append(next) }
                         }
                     }

@@ -22,7 +22,7 @@ import TestSupport
         let batches = Locked<[[String]]>([])
         let failCommit = Locked(false)
 
-        init(maxWriteBatch: Int = 64) throws {
+        init(maxWriteBatch: Int = 64, maxWriteBatchMilliseconds: Int = 10_000) throws {
             context = try ZMQContext()
             var table = HandlerTable<Int>()
             let (entered, gate, ran, batches, failCommit) = (entered, gate, ran, batches, failCommit)
@@ -33,6 +33,7 @@ import TestSupport
             }
             table.on("test.note", .write) { (request: Echo, _, _) -> Echo in
                 ran.withLock { $0.append(request.text) }
+                if request.text.hasPrefix("slow") { usleep(40_000) }
                 if request.text.hasPrefix("bad") { throw ServiceError(.conflict, "refused", field: "text") }
                 return request
             }
@@ -45,6 +46,7 @@ import TestSupport
             }
             var options = RPCServerOptions()
             options.maxWriteBatch = maxWriteBatch
+            options.maxWriteBatchMilliseconds = maxWriteBatchMilliseconds
             server = try RPCServer(context: context, bind: ["tcp://127.0.0.1:0"], table: table, options: options, logger: logger) { _ in 0 }
             client = try RPCClient(context: context, endpoints: server.endpoints, logger: logger)
         }
@@ -100,6 +102,18 @@ import TestSupport
         let replies = try fixture.heldBatch(notes)
         #expect(replies == Dictionary(uniqueKeysWithValues: notes.map { ($0, $0) }))
         #expect(fixture.batches.value == [["hold", "n0", "n1", "n2"], ["n3", "n4", "n5", "n6"], ["n7", "n8"]])
+    }
+
+    @Test func aBatchTakesNoMoreWritesOnceItHasRunItsTime() throws {
+        // Each slow write takes 40 ms, past the batch's 30: a batch ends after its first, but
+        // for the hold's, which may take one more if the hold was quick.
+        let fixture = try Fixture(maxWriteBatchMilliseconds: 30)
+        let notes = (0..<4).map { "slow\($0)" }
+        let replies = try fixture.heldBatch(notes)
+        #expect(replies == Dictionary(uniqueKeysWithValues: notes.map { ($0, $0) }))
+        let batches = fixture.batches.value
+        #expect(batches.first?.first == "hold" && (batches.first?.count ?? 0) <= 2, "\(batches)")
+        #expect(batches.dropFirst().allSatisfy { $0.count == 1 } && batches.joined().count == 5, "\(batches)")
     }
 
     @Test func aFailingWriteGetsItsOwnErrorAndTheOthersTheirAnswers() throws {
