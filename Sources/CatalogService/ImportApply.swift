@@ -341,15 +341,28 @@ extension CatalogStore {
     /// left forgets the import, and readers stop skipping its ids.
     private func undo(_ applying: ApplyingImport, slice: inout ImportSlice) throws {
         try db.transaction {
-            var deleted = 0
-            let rows = options.importSliceRows
+            var (deleted, first) = (0, true)
             if let tours = applying.tours {
-                try db.run("DELETE FROM tours WHERE id IN (SELECT id FROM tours WHERE id BETWEEN ? AND ? LIMIT ?)", tours.lowerBound, tours.upperBound, max(1, rows / 100))
-                deleted += db.changes
+                let ids = try db.query("SELECT id FROM tours WHERE id BETWEEN ? AND ? ORDER BY id LIMIT 100", tours.lowerBound, tours.upperBound).map {
+                    row throws(RowError) in try row.decode("id", as: Int64.self)
+                }
+                // A tour at a time: each takes its stops with it (at most 500).
+                for id in ids {
+                    guard slice.take(TourRules.maxStops, first: first) else { break }
+                    first = false
+                    try db.run("DELETE FROM tours WHERE id = ?", id)
+                    deleted += 1
+                }
             }
             if deleted == 0, let places = applying.places {
-                try db.run("DELETE FROM places WHERE id IN (SELECT id FROM places WHERE id BETWEEN ? AND ? LIMIT ?)", places.lowerBound, places.upperBound, rows)
-                deleted += db.changes
+                let batch = 500
+                while slice.take(batch, first: first) {
+                    first = false
+                    try db.run(
+                        "DELETE FROM places WHERE id IN (SELECT id FROM places WHERE id BETWEEN ? AND ? LIMIT ?)", places.lowerBound, places.upperBound, batch)
+                    deleted += db.changes
+                    if db.changes < batch { break }
+                }
             }
             if deleted == 0 { try db.run("DELETE FROM import_applying WHERE import_id = ?", applying.importId) }
         }
