@@ -10,6 +10,8 @@
 #   abuse.py writes PORT SETUP SECONDS       a victim's catalog writes for SECONDS (attack 7: run
 #                                            beside an import); prints JSON
 #   abuse.py attack PORT SETUP KIND          one attacker process (run's child) until killed
+#   abuse.py pad JPEG OUT BYTES              attack 6's file: JPEG with BYTES of FF fill before
+#                                            its frame header
 #
 # Attackers connect from their own loopback addresses (127.1.x.y, one per attacking address);
 # the victims from addresses of their own (victim_request). The victim makes VICTIM requests per
@@ -230,6 +232,7 @@ def attacker(argv):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if kind == "subscribers":
         return subscribers(port, tokens)
+    jpeg = open(os.environ["ABUSE_JPEG"], "rb").read() if kind == "jpeg-padding" else b""
     sel = selectors.DefaultSelector()
     conns = []
     for i in range(ADDRESSES):
@@ -238,15 +241,21 @@ def attacker(argv):
         s.connect(("127.0.0.1", port))
         s.setblocking(False)
         state = {"sock": s, "buf": b"", "i": i, "n": 0}
-        if kind == "photo-slots":
+        if kind in ("photo-slots", "jpeg-padding"):
             s.sendall(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "auth.resume", "params": {"token": tokens["bot%d" % i]}}).encode() + b"\n")
         conns.append(state)
         sel.register(s, selectors.EVENT_READ, state)
 
-    def send(state):
-        method, params = attack_request(kind, state["i"], rng)
+    def send(state, reply=None):
+        if kind == "jpeg-padding":
+            method, params = photo_step(state, reply, jpeg)
+        else:
+            method, params = attack_request(kind, state["i"], rng)
         state["n"] += 1
-        state["sock"].send(json.dumps({"jsonrpc": "2.0", "id": state["n"], "method": method, "params": params}).encode() + b"\n")
+        # Whole, however long (an append is 700 KB): the socket blocks while it is written.
+        state["sock"].setblocking(True)
+        state["sock"].sendall(json.dumps({"jsonrpc": "2.0", "id": state["n"], "method": method, "params": params}).encode() + b"\n")
+        state["sock"].setblocking(False)
 
     for state in conns:
         send(state)
@@ -266,7 +275,40 @@ def attacker(argv):
                 line, state["buf"] = state["buf"].split(b"\n", 1)
                 if b'"id":0' in line or b'"id"' not in line:
                     continue
-                send(state)
+                send(state, json.loads(line) if kind == "jpeg-padding" else None)
+
+
+def photo_step(state, reply, jpeg):
+    """Attack 6 on one connection: a profile photo upload of the padded file, begin, its
+    chunks (512 KiB), commit, and again; a refused step starts again at begin."""
+    asked, ok = state.get("asked"), reply is not None and "error" not in reply
+    if asked == "begin" and ok:
+        state["upload"], state["offset"] = reply["result"]["upload_id"], 0
+        step = "append"
+    elif asked == "append" and ok:
+        step = "append" if state["offset"] < len(jpeg) else "commit"
+    else:
+        # The first step, after a commit, or after a refusal.
+        step = "begin"
+    state["asked"] = step
+    if step == "begin":
+        return "profile.photo.upload.begin", {}
+    if step == "commit":
+        return "profile.photo.upload.commit", {"upload_id": state["upload"]}
+    chunk = jpeg[state["offset"]:state["offset"] + (512 << 10)]
+    params = {"upload_id": state["upload"], "offset": state["offset"], "chunk": base64.b64encode(chunk).decode()}
+    state["offset"] += len(chunk)
+    return "profile.photo.upload.append", params
+
+
+def padded_jpeg(source, out, fill):
+    """Attack 6's file: a progressive JPEG with `fill` bytes of FF fill before its frame header,
+    which libjpeg skips; a walk that stops short of the header takes it for a baseline one."""
+    data = open(source, "rb").read()
+    at = data.find(b"\xff\xc2")
+    if at < 0:
+        fail("%s is not a progressive JPEG" % source)
+    open(out, "wb").write(data[:at] + b"\xff" * fill + data[at:])
 
 
 def subscribers(port, tokens):
@@ -449,7 +491,8 @@ def writes(argv):
 
 
 if __name__ == "__main__":
-    commands = {"content": content, "setup": setup, "run": run, "attack": attacker, "writes": writes}
+    commands = {"content": content, "setup": setup, "run": run, "attack": attacker, "writes": writes,
+                "pad": lambda argv: padded_jpeg(argv[0], argv[1], int(argv[2]))}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         fail("usage: abuse.py content|setup|run|attack|writes …")
     commands[sys.argv[1]](sys.argv[2:])
