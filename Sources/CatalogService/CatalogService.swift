@@ -15,7 +15,6 @@ public enum CatalogService {
         let tileCutter = BackgroundSignal()
         let importer = BackgroundSignal()
         let importPlans = ImportPlans()
-        let importRows = HiddenImportRows()
         var table = HandlerTable<CatalogStore>()
         // A place's JSON is kept ready in its row: create, update and get answer it as it is.
         table.onRaw(Methods.Catalog.create) { context, store in
@@ -150,13 +149,15 @@ public enum CatalogService {
             makeState: { worker in
                 try CatalogStore(
                     worker: worker, options: options, tileCutter: tileCutter, importer: importer, importPlans: importPlans, erased: erased,
-                    decoding: decoding, importRows: importRows)
+                    decoding: decoding)
             })
         definition.background = [
             BackgroundWork(name: "tiles", signal: tileCutter, step: TileCutter.step),
             BackgroundWork(name: "imports", signal: importer) { db, _ in try ImportPlanner.step(db, plans: importPlans, options: options) },
         ]
-        definition.periodic = [PeriodicRequest(Methods.Catalog.importApply, intervalMilliseconds: 100)]
+        definition.periodic = [
+            PeriodicRequest(Methods.Catalog.importApply, intervalMilliseconds: 100, busyIntervalMilliseconds: options.importStepMilliseconds)
+        ]
         return definition
     }
 }

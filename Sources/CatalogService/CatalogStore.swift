@@ -26,17 +26,13 @@ public final class CatalogStore: ServiceState {
     /// Image checks on reader threads, one at a time (and never on all readers), shared by
     /// the catalog's threads.
     let decoding: ReaderGate
-    /// The rows an import is writing in slices, which reads skip (ImportApply.swift).
-    let importRows: HiddenImportRows
 
     init(
         worker: ServiceWorker, options: CatalogOptions = CatalogOptions(), tileCutter: BackgroundSignal = BackgroundSignal(),
         importer: BackgroundSignal = BackgroundSignal(), importPlans: ImportPlans? = nil, erased: RecentlyErased? = nil,
-        decoding: ReaderGate = ReaderGate(most: 1), importRows: HiddenImportRows = HiddenImportRows()
+        decoding: ReaderGate = ReaderGate(most: 1)
     ) throws {
         self.worker = worker
-        self.importRows = importRows
-        try importRows.load(worker.db)
         self.decoding = decoding
         self.options = options
         self.tileCutter = tileCutter
@@ -57,12 +53,12 @@ public final class CatalogStore: ServiceState {
 
     // MARK: Reads
 
-    func get(_ id: Int64) throws -> Place { try Self.place(id, in: db, hiding: importRows.current) }
+    func get(_ id: Int64) throws -> Place { try Self.place(id, in: db, filter: HiddenImport.places("id")) }
 
     /// Place `id` as `db` has it (any connection: the import planner reads with its own, and
     /// sees the rows an import is writing), or `not_found`.
-    static func place(_ id: Int64, in db: Database, hiding hidden: HiddenImportRows.Ranges = .init()) throws -> Place {
-        guard let row = try db.queryOne("SELECT \(columns) FROM places WHERE id = ?\(hidden.placeFilter("id"))", id) else {
+    static func place(_ id: Int64, in db: Database, filter: String = "") throws -> Place {
+        guard let row = try db.queryOne("SELECT \(columns) FROM places WHERE id = ?\(filter)", id) else {
             throw ServiceError(.notFound, "no place with id \(id)", field: "id")
         }
         return try place(row)
@@ -75,7 +71,7 @@ public final class CatalogStore: ServiceState {
         var found = false
         var stored = Data()
         // A NULL column reads as no bytes, and no place's JSON is empty.
-        try db.forEachStep("SELECT json FROM places WHERE id = ?\(importRows.current.placeFilter("id"))", [id]) { statement in
+        try db.forEachStep("SELECT json FROM places WHERE id = ?\(HiddenImport.places("id"))", [id]) { statement in
             found = true
             stored = statement.withUTF8(0) { Data($0) }
         }
@@ -96,7 +92,7 @@ public final class CatalogStore: ServiceState {
 
     /// Places by ascending id after `after`, optionally of one category.
     func list(category: String?, after: Int64, limit: Int) throws -> [Place] {
-        let hidden = importRows.current.placeFilter("id")
+        let hidden = HiddenImport.places("id")
         let rows =
             if let category {
                 try db.query("SELECT \(Self.columns) FROM places WHERE category = ? AND id > ?\(hidden) ORDER BY id LIMIT ?", category, after, limit)
@@ -108,7 +104,7 @@ public final class CatalogStore: ServiceState {
 
     func categoryCounts() throws -> [Category] {
         let counts = Dictionary(
-            uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) AS count FROM places WHERE 1\(importRows.current.placeFilter("id")) GROUP BY category").map {
+            uniqueKeysWithValues: try db.query("SELECT category, COUNT(*) AS count FROM places WHERE 1\(HiddenImport.places("id")) GROUP BY category").map {
                 row throws(RowError) in (try row.decode("category", as: String.self), try row.decode("count", as: Int.self))
             })
         // Tours are the itineraries: the category counts them with any place filed under it.
@@ -209,7 +205,7 @@ public final class CatalogStore: ServiceState {
         try db.transaction {
             let tours = try tours(withStop: id)
             // Its stops go with it (`ON DELETE CASCADE`).
-            try db.run("DELETE FROM places WHERE id = ?", id)
+            try db.run("DELETE FROM places WHERE id = ?\(HiddenImport.places("id"))", id)
             guard db.changes > 0 else { throw ServiceError(.notFound, "no place with id \(id)", field: "id") }
             try worker.emit(CatalogEvents.deleted, PlaceDeleted(id: id))
             try republishTours(tours)
@@ -218,8 +214,12 @@ public final class CatalogStore: ServiceState {
 
     private func claimExternalIds(_ place: Place) throws {
         for (source, externalId) in place.externalIds.sorted(by: { $0.key < $1.key }) {
-            if let owner = try db.scalarInt("SELECT place_id FROM place_external_ids WHERE source = ? AND external_id = ?", source, externalId) {
-                throw ServiceError(.alreadyExists, "\(source) id \(externalId) already belongs to place \(owner)", field: "external_ids")
+            if let owner = try db.queryOne(
+                "SELECT place_id, (1\(HiddenImport.places("place_id"))) AS shown FROM place_external_ids WHERE source = ? AND external_id = ?", source,
+                externalId)
+            {
+                guard try owner.decode("shown", as: Int.self) == 1 else { throw ImportRules.beingImported(source, externalId) }
+                throw ServiceError(.alreadyExists, "\(source) id \(externalId) already belongs to place \(try owner.decode("place_id", as: Int64.self))", field: "external_ids")
             }
             try db.run("INSERT INTO place_external_ids (source, external_id, place_id) VALUES (?, ?, ?)", source, externalId, place.id)
         }

@@ -40,6 +40,11 @@ enum ImportRules {
     /// Errors listed in a report, at most.
     static let maxErrors = 1_000
 
+    /// An external id that a place or tour an import is writing has (not shown until it is done).
+    static func beingImported(_ source: String, _ externalId: String) -> ServiceError {
+        ServiceError(.alreadyExists, "\(source) id \(externalId) is being imported: try again once the import is done", field: "external_ids")
+    }
+
     static func unknown(_ id: String) -> ServiceError {
         ServiceError(.notFound, "no import '\(id.prefix(64))' (an import is forgotten a day after it began, or 10 minutes after if never committed)", field: "import_id")
     }
@@ -155,6 +160,9 @@ final class ImportPlans: Sendable {
 
     func phase(_ id: String) -> String? { state.withLock { $0.phases[id] } }
 
+    /// Whether a plan waits for the writer or is being applied (not yet seen by every reader).
+    var applying: Bool { state.withLock { $0.phases.values.contains("applying") } }
+
     /// Marks import `id` as being planned, unless it is being planned or applied already.
     func claim(_ id: String) -> Bool {
         state.withLock { state in
@@ -224,10 +232,6 @@ struct ImportPlan: Sendable {
     var mapBytes = 0
     var report = ImportReport()
     var started: UInt64 = monotonicNanos()
-    /// Written in slices so far: new places, and new tours (by their order in `newTours`).
-    var created = 0
-    var toursCreated = 0
-
     /// The indexes in `tours` of the new ones.
     var newTours: [Int] { tours.indices.filter { tours[$0].current == nil } }
     /// The rows its new places and tours add (a tour's stops each): a plan of more is written in slices.
@@ -246,7 +250,8 @@ struct ImportPlanner {
 
     /// One step of the import thread: plans the oldest queued import; true when it did one.
     static func step(_ db: Database, plans: ImportPlans, options: CatalogOptions) throws -> Bool {
-        // One being written in slices, or undone, goes first: the next is planned against it.
+        // One being applied, or undone, goes first: the next is planned against what it made.
+        if plans.applying { return false }
         if let applying = try ApplyingImport.read(db), applying.phase != .publishing { return false }
         guard
             let row = try db.queryOne(

@@ -3,16 +3,17 @@ import Contracts
 import Foundation
 import ServiceKit
 import Storage
-import Synchronization
 
 // Applying an import's plan (writer thread, `catalog.import.apply`, which the service sends
-// itself every 100 ms). A plan with few new rows is written in one transaction with its
-// events. A big one is written in slices, so other writes go between them, and readers still
-// see all of it or none (Protocols/import.md, "Applying"):
+// itself every 100 ms, and `CatalogOptions.importStepMilliseconds` after a step that left work).
+// A plan with few new rows is written in one transaction with its events. A big one is written
+// in slices, so other writes go between them, and readers still see all of it or none
+// (Protocols/import.md, "Writing"):
 //
 // 1. Hidden. The ids its new places and tours will have are set aside (`sqlite_sequence`), and
 //    each slice writes some of those rows, without events. Every read skips ids in those
-//    ranges (`HiddenImportRows`), so readers see none of them.
+//    ranges (`HiddenImport`, read from `import_applying` by the read's own statement), so
+//    readers see none of them.
 // 2. The last step changes the places and tours that were there already, sets the maps and
 //    marks the import done, in one transaction: from its commit readers see all of it.
 // 3. Publishing. The new rows' events go out in slices, each place and tour as it is then (one
@@ -21,37 +22,27 @@ import Synchronization
 // A failure while hidden undoes the rows written, in slices and still hidden, and fails the
 // import. So does a restart then (the plan was held in memory), but the import stays queued:
 // it is read and applied again once they are gone. `import_applying` holds the state, at
-// most one row; no import is planned while one is hidden or undone.
+// most one row, and how far the slices went is read from the rows written (a slice whose
+// batch did not commit wrote none). No import is planned while another is applied or undone.
 
-/// The ids an import is writing while hidden, which readers skip: shared by the catalog's
-/// threads. Loaded from `import_applying` by the first thread to start; then the writer sets it.
-final class HiddenImportRows: Sendable {
-    struct Ranges: Sendable, Equatable {
-        var places: ClosedRange<Int64>?
-        var tours: ClosedRange<Int64>?
+/// What reads skip: the ids of the import being written or undone, which each statement reads
+/// from `import_applying` in its own snapshot (once: the subqueries do not depend on the row),
+/// so a read sees all of an import or none of it, whenever the last step commits.
+enum HiddenImport {
+    /// ` AND column NOT BETWEEN lo AND hi` over the hidden places' ids (none: 1 and 0).
+    static func places(_ column: String) -> String { filter(column, "places") }
+    /// The same over the hidden tours' ids.
+    static func tours(_ column: String) -> String { filter(column, "tours") }
 
-        /// ` AND column NOT BETWEEN lo AND hi` while an import's places are hidden, else "".
-        func placeFilter(_ column: String) -> String { Self.filter(column, places) }
-        /// ` AND column NOT BETWEEN lo AND hi` while an import's tours are hidden, else "".
-        func tourFilter(_ column: String) -> String { Self.filter(column, tours) }
-
-        private static func filter(_ column: String, _ range: ClosedRange<Int64>?) -> String {
-            range.map { " AND \(column) NOT BETWEEN \($0.lowerBound) AND \($0.upperBound)" } ?? ""
-        }
+    private static func filter(_ column: String, _ kind: String) -> String {
+        " AND \(column) NOT BETWEEN (SELECT coalesce(min(\(kind)_lo), 1) FROM import_applying WHERE phase != 'publishing')"
+            + " AND (SELECT coalesce(max(\(kind)_hi), 0) FROM import_applying WHERE phase != 'publishing')"
     }
 
-    private let state = Mutex<Ranges?>(nil)
-
-    var current: Ranges { state.withLock { $0 ?? Ranges() } }
-
-    func set(_ ranges: Ranges) { state.withLock { $0 = ranges } }
-
-    /// Reads the ranges from `db` unless a thread has already.
-    func load(_ db: Database) throws {
-        let loaded = state.withLock { $0 != nil }
-        guard !loaded else { return }
-        let ranges = try ApplyingImport.read(db)?.hidden ?? Ranges()
-        state.withLock { if $0 == nil { $0 = ranges } }
+    /// The tours hidden now, as the caller's transaction sees them.
+    static func tours(in db: Database) throws -> ClosedRange<Int64>? {
+        guard let applying = try ApplyingImport.read(db), applying.phase != .publishing else { return nil }
+        return applying.tours
     }
 }
 
@@ -72,11 +63,6 @@ struct ApplyingImport {
 
     var places: ClosedRange<Int64>? { firstPlace <= lastPlace ? firstPlace...lastPlace : nil }
     var tours: ClosedRange<Int64>? { firstTour <= lastTour ? firstTour...lastTour : nil }
-
-    /// What readers skip: the new rows, until the import is done, and while they are undone.
-    var hidden: HiddenImportRows.Ranges {
-        phase == .publishing ? HiddenImportRows.Ranges() : HiddenImportRows.Ranges(places: places, tours: tours)
-    }
 
     /// The id of the plan's new place `index`.
     func newPlace(_ index: Int) -> Int64 { firstPlace + Int64(index) }
@@ -114,46 +100,53 @@ struct ImportSlice {
 }
 
 extension CatalogStore {
-    /// `catalog.import.apply`: one step of the import being applied, or of the oldest plan waiting.
-    func applyImport() throws -> Empty {
-        guard let importPlans else { return Empty() }
+    /// `catalog.import.apply`: one step of the import being applied, or of the oldest plan
+    /// waiting; `more` while an import is being applied (the next step comes sooner).
+    func applyImport() throws -> PeriodicWork {
+        try step()
+        return PeriodicWork(more: try ApplyingImport.read(db) != nil)
+    }
+
+    private func step() throws {
+        guard let importPlans else { return }
         var slice = ImportSlice(rows: options.importSliceRows, milliseconds: options.importSliceMilliseconds)
         guard let applying = try ApplyingImport.read(db) else {
-            importRows.set(HiddenImportRows.Ranges())
             if let lost = importPlans.release() {
                 // Its start did not commit: nothing of it was written.
                 try fail(lost.importId, lost.report, "the import could not be started: import it again")
+                importPlans.finished(lost.importId)
             }
-            guard var plan = importPlans.take() else { return Empty() }
+            guard var plan = importPlans.take() else { return }
             if plan.newRows <= options.importAtOnceRows {
                 try applyAtOnce(&plan)
             } else {
                 try begin(plan)
-                try writeHidden(plan, slice: &slice)
+                if let applying = try ApplyingImport.read(db) { try writeHidden(plan, applying, slice: &slice) }
             }
-            return Empty()
+            return
         }
-        // What the last step committed: the ranges readers skip follow it, and an import done
-        // is said to be done once they do.
-        importRows.set(applying.hidden)
-        if applying.phase == .publishing { importPlans.finished(applying.importId) }
         switch applying.phase {
         case .hidden:
             guard let plan = importPlans.held(), plan.importId == applying.importId else {
-                // The plan lived in memory: the catalog restarted while writing it. What was
-                // written is undone, and the import, still queued, is read and applied again.
+                // The plan lived in memory: the catalog restarted while writing it (or a last
+                // step failed to commit). What was written is undone, and the import, still
+                // queued, is read and applied again.
                 try db.run("UPDATE import_applying SET phase = 'rollback' WHERE import_id = ?", applying.importId)
-                return Empty()
+                importPlans.finished(applying.importId)
+                return
             }
-            if plan.created == plan.creates.count, plan.toursCreated == plan.newTours.count {
+            let written = try self.written(applying)
+            if written.places == plan.creates.count, written.tours == plan.newTours.count {
                 try complete(plan, applying)
             } else {
-                try writeHidden(plan, slice: &slice)
+                try writeHidden(plan, applying, slice: &slice)
             }
-        case .publishing: try publish(applying, slice: &slice)
+        case .publishing:
+            // Every reader sees it: it is done.
+            importPlans.finished(applying.importId)
+            try publish(applying, slice: &slice)
         case .rollback: try undo(applying, slice: &slice)
         }
-        return Empty()
     }
 
     /// A small plan: all of it in one transaction with its events, or none of it (a place
@@ -203,8 +196,6 @@ extension CatalogStore {
                 VALUES (?, 'hidden', ?, ?, ?, ?, ?, ?)
                 """, plan.importId, applying.firstPlace, applying.lastPlace, applying.firstTour, applying.lastTour, applying.nextPlace,
                 applying.nextTour)
-            // Hidden before the first row is written.
-            importRows.set(applying.hidden)
         }
         importPlans?.hold(plan)
     }
@@ -218,35 +209,43 @@ extension CatalogStore {
         return first..<end
     }
 
+    /// How many of the plan's new places and tours are written, as committed (each is written
+    /// in id order; a slice whose batch did not commit wrote none).
+    private func written(_ applying: ApplyingImport) throws -> (places: Int, tours: Int) {
+        func count(_ table: String, _ range: ClosedRange<Int64>?) throws -> Int {
+            guard let range else { return 0 }
+            let last = try db.scalarInt("SELECT max(id) FROM \(table) WHERE id BETWEEN ? AND ?", range.lowerBound, range.upperBound)
+            return Int((last ?? range.lowerBound - 1) - range.lowerBound + 1)
+        }
+        return (try count("places", applying.places), try count("tours", applying.tours))
+    }
+
     /// Writes the next slice of a big plan's new places, then of its new tours, without events.
-    private func writeHidden(_ plan: ImportPlan, slice: inout ImportSlice) throws {
-        guard let applying = try ApplyingImport.read(db) else { return }
-        var plan = plan
+    private func writeHidden(_ plan: ImportPlan, _ applying: ApplyingImport, slice: inout ImportSlice) throws {
         let newTours = plan.newTours
         do {
             try db.transaction {
+                var (created, toursCreated) = try written(applying)
                 var first = true
-                while plan.created < plan.creates.count, slice.take(first: first) {
+                while created < plan.creates.count, slice.take(first: first) {
                     first = false
-                    var place = plan.creates[plan.created]
-                    try insert(&place, hiddenId: applying.newPlace(plan.created))
-                    plan.created += 1
+                    var place = plan.creates[created]
+                    try insert(&place, hiddenId: applying.newPlace(created))
+                    created += 1
                 }
-                while plan.created == plan.creates.count, plan.toursCreated < newTours.count {
-                    let planned = plan.tours[newTours[plan.toursCreated]]
+                while created == plan.creates.count, toursCreated < newTours.count {
+                    let planned = plan.tours[newTours[toursCreated]]
                     guard slice.take(planned.stops.count, first: first) else { break }
                     first = false
                     var tour = planned.tour
                     tour.stops = planned.stops.map { $0.id(newPlace: applying.newPlace) }
-                    try insertTour(&tour, hiddenId: applying.firstTour + Int64(plan.toursCreated))
-                    plan.toursCreated += 1
+                    try insertTour(&tour, hiddenId: applying.firstTour + Int64(toursCreated))
+                    toursCreated += 1
                 }
             }
         } catch {
             try rollBack(plan.importId, report: plan.report, Self.message(error))
-            return
         }
-        importPlans?.hold(plan)
     }
 
     /// The last step of a big plan: the changes to what was there, the maps, and the import
@@ -277,7 +276,7 @@ extension CatalogStore {
             try rollBack(plan.importId, report: plan.report, Self.message(error))
             return
         }
-        // Still "applying" to `catalog.import.status` until readers see it (the next step).
+        // Still "applying" to `catalog.import.status` until the next step, once it committed.
         _ = importPlans?.release()
     }
 
@@ -338,7 +337,7 @@ extension CatalogStore {
     }
 
     /// Deletes the next slice of a failed import's rows, tours first; the step that finds none
-    /// left forgets the import, and readers stop skipping its ids.
+    /// left forgets the import (its ids are never shown, nor used again).
     private func undo(_ applying: ApplyingImport, slice: inout ImportSlice) throws {
         try db.transaction {
             var (deleted, first) = (0, true)

@@ -37,9 +37,11 @@ public struct CatalogOptions: Sendable {
     /// An import adding more rows than this (new places, and new tours' stops) is written in
     /// slices that readers do not see until the last (ImportApply.swift); a smaller one at once.
     public var importAtOnceRows = 2_000
-    /// One slice: at most this many rows, and it stops once it has taken this long.
+    /// One slice: at most this many rows, and it stops once it has taken this long; the next
+    /// comes this long after it (the writer is the others' in between).
     public var importSliceRows = 5_000
     public var importSliceMilliseconds = 25
+    public var importStepMilliseconds = 10
 
     public init() {}
 }

@@ -170,7 +170,7 @@ extension CatalogStore {
 
     /// The stops of tour `id` in order, named in `lang`; `not_found` (field `tour_id`) for no such tour.
     private func walkStops(_ id: Int64, lang: LanguagePreference?) throws -> [WalkStop] {
-        guard try db.scalarInt("SELECT 1 FROM tours WHERE id = ?\(importRows.current.tourFilter("id"))", id) != nil else {
+        guard try db.scalarInt("SELECT 1 FROM tours WHERE id = ?\(HiddenImport.tours("id"))", id) != nil else {
             throw ServiceError(.notFound, "no tour with id \(id)", field: "tour_id")
         }
         return try db.query(

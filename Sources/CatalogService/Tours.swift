@@ -55,7 +55,7 @@ extension CatalogStore {
 
     /// Tours matching a condition on `tours t`, but those an import is writing.
     private func tours(where condition: String, _ args: [SQLBindable?], limit: Int) throws -> [Tour] {
-        try Self.tours(where: "(\(condition))\(importRows.current.tourFilter("t.id"))", args, limit: limit, in: db)
+        try Self.tours(where: "(\(condition))\(HiddenImport.tours("t.id"))", args, limit: limit, in: db)
     }
 
     /// Tours matching a condition on `tours t`, by ascending id, with their stops (any connection).
@@ -120,7 +120,7 @@ extension CatalogStore {
         // The point and the radius are in range: the params' rules held them.
         let reading = ToursNear(
             center: near.coordinate, radius: request.radiusM ?? TourList.defaultRadius, after: try request.cursor.map(TourDistanceCursor.decode),
-            limit: limit, budget: options.toursNearReadBudget, hidden: importRows.current.tours)
+            limit: limit, budget: options.toursNearReadBudget, hidden: try HiddenImport.tours(in: db))
         let (page, next) = try reading.page(db)
         var items: [TourListItem] = []
         for entry in page { items.append(TourListItem(tour: try tour(entry.id), distanceM: entry.distance).localized(lang)) }
@@ -129,7 +129,7 @@ extension CatalogStore {
 
     /// How many tours there are (the demo's "itinerary" category counts them).
     func tourCount() throws -> Int {
-        Int(try db.scalarInt("SELECT COUNT(*) FROM tours WHERE 1\(importRows.current.tourFilter("id"))") ?? 0)
+        Int(try db.scalarInt("SELECT COUNT(*) FROM tours WHERE 1\(HiddenImport.tours("id"))") ?? 0)
     }
 
     // MARK: Tour writes (writer thread only; each in one transaction with its event)
@@ -217,7 +217,7 @@ extension CatalogStore {
 
     func deleteTour(_ id: Int64) throws {
         try db.transaction {
-            try db.run("DELETE FROM tours WHERE id = ?", id)
+            try db.run("DELETE FROM tours WHERE id = ?\(HiddenImport.tours("id"))", id)
             guard db.changes > 0 else { throw ServiceError(.notFound, "no tour with id \(id)", field: "id") }
             try worker.emit(TourEvents.deleted, TourDeleted(id: id))
         }
@@ -227,7 +227,7 @@ extension CatalogStore {
     /// but those an import is writing (published when it is done, as they are then).
     func tours(withStop id: Int64) throws -> [Int64] {
         try db.query(
-            "SELECT DISTINCT tour_id FROM tour_stops WHERE place_id = ?\(importRows.current.tourFilter("tour_id")) ORDER BY tour_id", id
+            "SELECT DISTINCT tour_id FROM tour_stops WHERE place_id = ?\(HiddenImport.tours("tour_id")) ORDER BY tour_id", id
         ).map { row throws(RowError) in
             try row.decode("tour_id")
         }
@@ -250,7 +250,7 @@ extension CatalogStore {
         try db.query(
             """
             SELECT s.tour_id FROM tour_stops s
-            WHERE s.place_id = ? AND s.position = (SELECT min(position) FROM tour_stops WHERE tour_id = s.tour_id)\(importRows.current.tourFilter("s.tour_id"))
+            WHERE s.place_id = ? AND s.position = (SELECT min(position) FROM tour_stops WHERE tour_id = s.tour_id)\(HiddenImport.tours("s.tour_id"))
             ORDER BY s.tour_id
             """, id
         ).map { row throws(RowError) in try row.decode("tour_id") }
@@ -264,7 +264,7 @@ extension CatalogStore {
 
     /// Refuses stops that are no place (or one an import is writing, unless `seeingHidden`).
     private func checkStopsExist(_ stops: [Int64], seeingHidden: Bool) throws {
-        let hidden = seeingHidden ? "" : importRows.current.placeFilter("id")
+        let hidden = seeingHidden ? "" : HiddenImport.places("id")
         let found = Set(
             try db.query("SELECT id FROM places WHERE id IN (SELECT value FROM json_each(?))\(hidden)", "[" + stops.map(String.init).joined(separator: ",") + "]").map {
                 row throws(RowError) in try row.decode("id", as: Int64.self)
@@ -282,8 +282,11 @@ extension CatalogStore {
 
     private func claimTourExternalIds(_ tour: Tour) throws {
         for (source, externalId) in tour.externalIds.sorted(by: { $0.key < $1.key }) {
-            if let owner = try db.scalarInt("SELECT tour_id FROM tour_external_ids WHERE source = ? AND external_id = ?", source, externalId) {
-                throw ServiceError(.alreadyExists, "\(source) id \(externalId) already belongs to tour \(owner)", field: "external_ids")
+            if let owner = try db.queryOne(
+                "SELECT tour_id, (1\(HiddenImport.tours("tour_id"))) AS shown FROM tour_external_ids WHERE source = ? AND external_id = ?", source, externalId)
+            {
+                guard try owner.decode("shown", as: Int.self) == 1 else { throw ImportRules.beingImported(source, externalId) }
+                throw ServiceError(.alreadyExists, "\(source) id \(externalId) already belongs to tour \(try owner.decode("tour_id", as: Int64.self))", field: "external_ids")
             }
             try db.run("INSERT INTO tour_external_ids (source, external_id, tour_id) VALUES (?, ?, ?)", source, externalId, tour.id)
         }

@@ -73,9 +73,9 @@ extension Methods.Catalog {
         "catalog.import.status", .catalog, .admin, .read,
         "an import's state and its report: counts created, updated, unchanged, and every error with its line",
         errors: [.notFound("import_id", "no import has this id, or it expired")])
-    public static let importApply = Method<Empty, Empty>(
+    public static let importApply = Method<Empty, PeriodicWork>(
         "catalog.import.apply", .catalog, .internal, .write,
-        "writes an import the import thread has read (the service sends it itself)")
+        "writes a slice of an import the import thread has read (the service sends it itself); more: some is left")
 }
 
 extension Methods.Strings {

@@ -357,7 +357,8 @@ final class BackupGate: Sendable {
 }
 
 /// The thread that sends a service's `PeriodicRequest`s to its own endpoint: each at start,
-/// then an interval after the last was answered; a failure is logged and tried again at the next interval.
+/// then an interval after the last was answered (its busy interval when it said it has more to
+/// do); a failure is logged and tried again at the next interval.
 final class PeriodicRequests: Sendable {
     private let stopping = StopFlag()
     private let thread: WorkerThread
@@ -374,14 +375,16 @@ final class PeriodicRequests: Sendable {
             while !stopping.isSet {
                 let now = monotonicNanos()
                 for (i, request) in requests.enumerated() where due[i] <= now {
+                    var interval = request.intervalMilliseconds
                     do {
-                        _ = try client.request(type: request.method.name, body: Data("{}".utf8), timeoutMilliseconds: 30_000)
+                        let reply = try client.request(type: request.method.name, body: Data("{}".utf8), timeoutMilliseconds: 30_000)
+                        if let busy = request.busyIntervalMilliseconds, (try? reply.body(PeriodicWork.self))?.more == true { interval = busy }
                     } catch {
                         logger.warn("periodic request failed", ["type": request.method.name, "error": error])
                     }
                     // The next one an interval after this one is answered: two runs of a request
                     // are never closer than the interval, however late a busy service ran this one.
-                    due[i] = monotonicNanos() + UInt64(max(1, request.intervalMilliseconds)) * 1_000_000
+                    due[i] = monotonicNanos() + UInt64(max(1, interval)) * 1_000_000
                 }
                 // Wake at least every 100 ms, so a stop is seen in time.
                 let next = due.min() ?? now

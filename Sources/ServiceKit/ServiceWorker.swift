@@ -153,14 +153,18 @@ public struct ServiceDefinition<State: ServiceState>: Sendable {
     }
 }
 
-/// A request a service sends itself at start, then `intervalMilliseconds` after each one is answered, with an empty body.
+/// A request a service sends itself at start, then `intervalMilliseconds` after each one is
+/// answered, with an empty body; `busyIntervalMilliseconds` after one answered `PeriodicWork`
+/// with `more` (work left that it did a slice of).
 public struct PeriodicRequest: Sendable {
     public var method: MethodDeclaration
     public var intervalMilliseconds: Int
+    public var busyIntervalMilliseconds: Int?
 
-    public init(_ method: some DeclaresMethod, intervalMilliseconds: Int) {
+    public init(_ method: some DeclaresMethod, intervalMilliseconds: Int, busyIntervalMilliseconds: Int? = nil) {
         self.method = method.declaration
         self.intervalMilliseconds = intervalMilliseconds
+        self.busyIntervalMilliseconds = busyIntervalMilliseconds
     }
 }
 

@@ -17,6 +17,7 @@ import TestSupport
         var options = CatalogOptions()
         options.importAtOnceRows = 10
         options.importSliceRows = 4
+        options.importStepMilliseconds = 100
         return options
     }
 
@@ -123,10 +124,16 @@ import TestSupport
         let id = try Self.begin(catalog)
         var between: Place?
         let end = try Self.watch(catalog, id, base: base) { _ in
+            guard between == nil, try Self.written(catalog, after: base) > 0 else { return }
             // A write while the import is hidden goes through at once, above the ids it set aside.
-            if between == nil, try Self.written(catalog, after: base) > 0 {
-                between = try catalog.create("Between")
-                #expect(try catalog.raw("catalog.get", #"{"id":\#(between!.id)}"#)["name"] as? String == "Between")
+            between = try catalog.create("Between")
+            #expect(try catalog.raw("catalog.get", #"{"id":\#(between!.id)}"#)["name"] as? String == "Between")
+            // A place it wrote can be neither deleted nor named by its external id meanwhile.
+            #expect(throws: ServiceError(.notFound, "no place with id \(base + 1)", field: "id")) {
+                try catalog.raw("catalog.delete", #"{"id":\#(base + 1)}"#)
+            }
+            #expect(throws: ServiceError(.alreadyExists, "slices id p0 is being imported: try again once the import is done", field: "external_ids")) {
+                try catalog.raw("catalog.create", #"{"name":"Taker","category":"cafe","lat":-33.86,"lon":151.2,"external_ids":{"slices":"p0"}}"#)
             }
         }
         #expect(end.state == "done", "\(end.report)")

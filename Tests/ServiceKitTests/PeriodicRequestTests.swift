@@ -16,19 +16,23 @@ import TestSupport
 
     /// Runs the toy service with `toy.tick` every `interval` ms until `until` holds of the
     /// ticks (at most 3 s), stops it; the ticks' times.
-    static func ticks(every interval: Int, until done: ([UInt64]) -> Bool) throws -> (ticks: [UInt64], afterStop: Int) {
+    /// `busy`: the interval after a tick that answered it has more (the first `moreFor` ticks do).
+    static func ticks(every interval: Int, busy: Int? = nil, moreFor: Int = 0, until done: ([UInt64]) -> Bool) throws -> (ticks: [UInt64], afterStop: Int) {
         let folder = TemporaryFolder("periodic")
         var config = ServiceConfig(service: "toy")
         config.dataDirectory = folder.path
         let ticks = Locked<[UInt64]>([])
         var table = HandlerTable<State>()
-        let tick = Method<Empty, Empty>("toy.tick", .runtime, .internal, .write, "a toy's periodic request")
-        table.on(tick) { (_: Empty, _, _) -> Empty in
-            ticks.withLock { $0.append(monotonicNanos()) }
-            return Empty()
+        let tick = Method<Empty, PeriodicWork>("toy.tick", .runtime, .internal, .write, "a toy's periodic request")
+        table.on(tick) { (_: Empty, _, _) -> PeriodicWork in
+            let count = ticks.withLock {
+                $0.append(monotonicNanos())
+                return $0.count
+            }
+            return PeriodicWork(more: count <= moreFor)
         }
         var definition = ServiceDefinition<State>(name: "toy", migrations: [], handlers: table, makeState: { State(worker: $0) })
-        definition.periodic = [PeriodicRequest(tick, intervalMilliseconds: interval)]
+        definition.periodic = [PeriodicRequest(tick, intervalMilliseconds: interval, busyIntervalMilliseconds: busy)]
         let runtime = try ServiceRuntime(definition: definition, config: config, context: try ZMQContext(),
                                          logger: Logger(component: "toy", level: .error) { _ in })
         for _ in 0..<60 where !done(ticks.withLock { $0 }) { usleep(50_000) }
@@ -49,6 +53,14 @@ import TestSupport
         #expect(run.ticks.count >= 4, "\(run.ticks.count) ticks")
         // Never sooner than the interval (a busy machine may make them later).
         #expect(zip(run.ticks, run.ticks.dropFirst()).allSatisfy { $1 - $0 >= 95_000_000 })
+        #expect(run.afterStop == 0)
+    }
+
+    @Test func aRequestWithWorkLeftComesAgainAfterItsBusyInterval() throws {
+        // 60 s between idle ticks; 20 ms after each of the first 5, which say there is more.
+        let run = try PeriodicRequestTests.ticks(every: 60_000, busy: 20, moreFor: 5) { $0.count >= 6 }
+        #expect(run.ticks.count == 6, "\(run.ticks.count) ticks")
+        #expect(zip(run.ticks, run.ticks.dropFirst()).allSatisfy { $1 - $0 >= 19_000_000 })
         #expect(run.afterStop == 0)
     }
 }
