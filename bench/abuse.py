@@ -30,13 +30,16 @@ import threading
 import time
 
 VICTIM = 200
-# Users whose photo uploads the victim's measures open, 3 each (the most a user has open),
-# before and during: 2 x 67 of them.
+# Users whose photo uploads attack 3's slot measure opens, one each, before and during: the
+# first SLOT_VICTIMS of each half.
 PHOTO_VICTIMS = 134
+SLOT_VICTIMS = 20
 # Seconds from an attack's start to the victims' measure. A login flood from 200 addresses new
 # to the gateway takes one turn of each (200 hashes, about 25 s) before its addresses have used
 # more than a newcomer: until then a victim is one newcomer among 201 (see BENCHMARKS.md).
-WARMUP_S = {"logins": 30.0, "subscribers": 20.0}
+# Attack 6's uploads take their time (64 slots, 3 MB each in 512 KiB chunks) before the first
+# commits: the victims are measured once commits are under way.
+WARMUP_S = {"logins": 30.0, "subscribers": 20.0, "jpeg-padding": 30.0}
 ATTACK_LIMIT_S = 600
 ADDRESSES = 200
 BOT_PASSWORD = "Bot-Pass-2026-x"
@@ -235,9 +238,11 @@ def attacker(argv):
     jpeg = open(os.environ["ABUSE_JPEG"], "rb").read() if kind == "jpeg-padding" else b""
     sel = selectors.DefaultSelector()
     conns = []
+    # Attack 6 from 200 other addresses: photo-slots spends the first 200's photo begins.
+    offset = ADDRESSES if kind == "jpeg-padding" else 0
     for i in range(ADDRESSES):
         s = socket.socket()
-        s.bind((address(i), 0))
+        s.bind((address(i + offset), 0))
         s.connect(("127.0.0.1", port))
         s.setblocking(False)
         state = {"sock": s, "buf": b"", "i": i, "n": 0}
@@ -251,6 +256,7 @@ def attacker(argv):
             method, params = photo_step(state, reply, jpeg)
         else:
             method, params = attack_request(kind, state["i"], rng)
+        state["method"] = method
         state["n"] += 1
         # Whole, however long (an append is 700 KB): the socket blocks while it is written.
         state["sock"].setblocking(True)
@@ -259,6 +265,17 @@ def attacker(argv):
 
     for state in conns:
         send(state)
+    # What the attack's requests got, by method and outcome (an error by its message's start),
+    # written to ABUSE_ATTACK_STATS when the attacker is stopped: the attack did what it says.
+    outcomes = {}
+
+    def written(*_):
+        with open(os.environ["ABUSE_ATTACK_STATS"], "w") as out:
+            json.dump(outcomes, out)
+        sys.exit(0)
+
+    if os.environ.get("ABUSE_ATTACK_STATS"):
+        signal.signal(signal.SIGTERM, written)
     end = time.monotonic() + ATTACK_LIMIT_S
     while time.monotonic() < end:
         for key, _ in sel.select(0.5):
@@ -275,7 +292,11 @@ def attacker(argv):
                 line, state["buf"] = state["buf"].split(b"\n", 1)
                 if b'"id":0' in line or b'"id"' not in line:
                     continue
-                send(state, json.loads(line) if kind == "jpeg-padding" else None)
+                reply = json.loads(line)
+                error = reply.get("error", {}).get("message")
+                outcome = "%s: %s" % (state.get("method", kind), error[:48] if error else "ok")
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+                send(state, reply)
 
 
 def photo_step(state, reply, jpeg):
@@ -414,10 +435,8 @@ def victim_request(kind, setup, i, phase):
     source = "127.0.3.%d" % (i % 50 + 1)
     if kind == "annotations-nearby" and i % 2:
         return "notify.settings.set", {"radius_m": 500 + i % 100}, source, "victim"
-    if kind == "photo-slots":
-        # Uploads stay open (10 minutes): each of 67 users opens 3, others in each phase.
-        user = i // 3 + (PHOTO_VICTIMS // 2 if phase == "during" else 0)
-        return "profile.photo.upload.begin", {}, "127.0.4.%d" % (user + 1), "viewer%d" % user
+    if kind == "photo-slots" and i % 2:
+        return "profile.get", {}, source, "victim"
     return "catalog.get", {"id": ids[i % len(ids)]}, source, "victim"
 
 
@@ -448,16 +467,48 @@ def measure(port, setup, kind, phase):
             "errors": len(errors), "first_error": errors[0] if errors else None}
 
 
+def slot_waits(port, setup, phase):
+    """Attack 3's other measure: SLOT_VICTIMS users, one after another, each from an address of
+    its own, begin a photo upload, trying again each second while all slots are open (at most
+    30 s each): the seconds until each had one, and how many never did."""
+    waits, never = [], 0
+    for k in range(SLOT_VICTIMS):
+        user = k + (PHOTO_VICTIMS // 2 if phase == "during" else 0)
+        line = Line(port, "127.0.4.%d" % (user + 1), timeout=30)
+        line.ok("auth.resume", {"token": setup["users"]["viewer%d" % user]})
+        start = time.monotonic()
+        got = False
+        while time.monotonic() - start < 30:
+            reply = line.call("profile.photo.upload.begin", {})
+            if "error" not in reply:
+                got = True
+                break
+            if "uploads are open" not in reply["error"].get("message", ""):
+                fail("a slot victim's begin: %s" % reply["error"])
+            time.sleep(1)
+        line.close()
+        if got:
+            waits.append(time.monotonic() - start)
+        else:
+            never += 1
+    return {"p50_s": percentile(waits, 50), "p99_s": percentile(waits, 99), "max_s": max(waits or [0]), "n": SLOT_VICTIMS, "never": never}
+
+
 def run(argv):
     port, setup_path, kinds = int(argv[0]), argv[1], argv[2:]
     setup = json.load(open(setup_path))
     for kind in kinds:
         before = measure(port, setup, kind, "before")
+        slots = {"before": slot_waits(port, setup, "before")} if kind == "photo-slots" else None
         sampler = Sampler()
         sampler.start()
-        child = subprocess.Popen([sys.executable, __file__, "attack", str(port), setup_path, kind])
+        stats_path = "%s.%s.attack.json" % (setup_path, kind)
+        child = subprocess.Popen([sys.executable, __file__, "attack", str(port), setup_path, kind],
+                                 env=dict(os.environ, ABUSE_ATTACK_STATS=stats_path))
         time.sleep(WARMUP_S.get(kind, 3.0))
         during = measure(port, setup, kind, "during")
+        if slots:
+            slots["during"] = slot_waits(port, setup, "during")
         child.terminate()
         try:
             child.wait(10)
@@ -465,7 +516,12 @@ def run(argv):
             child.kill()
         sampler.stop.set()
         sampler.join()
-        print(json.dumps({"attack": kind, "before": before, "during": during, "peak_rss_mb": sampler.peak}), flush=True)
+        try:
+            replies = json.load(open(stats_path))
+        except (OSError, ValueError):
+            replies = {}
+        print(json.dumps({"attack": kind, "before": before, "during": during, "peak_rss_mb": sampler.peak, "slots": slots,
+                          "attack_replies": replies}), flush=True)
         time.sleep(3)
 
 

@@ -40,8 +40,8 @@ public struct CatalogOptions: Sendable {
     /// One slice: at most this many rows, and it stops once it has taken this long; the next
     /// comes this long after it (the writer is the others' in between).
     public var importSliceRows = 5_000
-    public var importSliceMilliseconds = 25
-    public var importStepMilliseconds = 10
+    public var importSliceMilliseconds = 10
+    public var importStepMilliseconds = 15
 
     public init() {}
 }
