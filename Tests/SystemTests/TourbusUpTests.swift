@@ -50,7 +50,8 @@ func logfmt(_ line: Substring) -> [String: String] {
         let scratch = TemporaryFolder("up")
         defer { withExtendedLifetime(scratch) {} }  // the folder lives to the end of the scope
         let folder = scratch.path
-        let port = 20_000 + Int(getpid() % 20_000)
+        // Free now (a fixed port could be an ephemeral one another test's socket holds).
+        let port = Int(try HTTPProbe.freePort())
         let process = Process()
         process.executableURL = try ChildProcess.executable("tourbus")
         process.arguments = ["up", "--data-dir", folder, "--listen", "127.0.0.1:\(port)"]
