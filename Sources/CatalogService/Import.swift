@@ -18,8 +18,8 @@ import Uploads
 //    plans every change against the catalog as it is, collecting every error with its line
 //    and column. A dry run, or a file with errors, ends there with its report.
 // 3. The writer applies a plan (`catalog.import.apply`, which the service sends itself every
-//    100 ms): a small one in one transaction, a big one in slices that readers do not see
-//    until the last (ImportApply.swift). All or nothing.
+//    100 ms, and sooner while one is being written): a small one in one transaction, a big one
+//    in slices that readers do not see until the last (ImportApply.swift). All or nothing.
 
 /// The bounds of imports.
 enum ImportRules {
