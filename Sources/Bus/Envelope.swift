@@ -481,11 +481,3 @@ extension JSONCoding {
 public struct Empty: Codable, Sendable, Equatable {
     public init() {}
 }
-
-/// The reply of a service's periodic request that does its work in slices: `more` when some
-/// is left, so the next comes sooner (`PeriodicRequest.busyIntervalMilliseconds`).
-public struct PeriodicWork: Codable, Sendable, Equatable {
-    public var more: Bool
-
-    public init(more: Bool) { self.more = more }
-}

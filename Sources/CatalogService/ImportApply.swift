@@ -85,15 +85,17 @@ struct ApplyingImport {
 struct ImportSlice {
     private let deadline: UInt64
     private var rowsLeft: Int
+    private var taken = false
 
     init(rows: Int, milliseconds: Int) {
         deadline = monotonicNanos() + UInt64(milliseconds) * 1_000_000
         rowsLeft = rows
     }
 
-    /// Whether `rows` more fit (the first always does, so every step moves on).
-    mutating func take(_ rows: Int = 1, first: Bool) -> Bool {
-        guard first || (rowsLeft >= rows && monotonicNanos() < deadline) else { return false }
+    /// Whether `rows` more fit (the slice's first take always does, so every step moves on).
+    mutating func take(_ rows: Int = 1) -> Bool {
+        guard !taken || (rowsLeft >= rows && monotonicNanos() < deadline) else { return false }
+        taken = true
         rowsLeft -= rows
         return true
     }
@@ -121,7 +123,7 @@ extension CatalogStore {
                 try applyAtOnce(&plan)
             } else {
                 try begin(plan)
-                if let applying = try ApplyingImport.read(db) { try writeHidden(plan, applying, slice: &slice) }
+                if let applying = try ApplyingImport.read(db) { try writeHidden(plan, applying, from: (0, 0), slice: &slice) }
             }
             return
         }
@@ -139,7 +141,7 @@ extension CatalogStore {
             if written.places == plan.creates.count, written.tours == plan.newTours.count {
                 try complete(plan, applying)
             } else {
-                try writeHidden(plan, applying, slice: &slice)
+                try writeHidden(plan, applying, from: written, slice: &slice)
             }
         case .publishing:
             // Every reader sees it: it is done.
@@ -221,22 +223,21 @@ extension CatalogStore {
     }
 
     /// Writes the next slice of a big plan's new places, then of its new tours, without events.
-    private func writeHidden(_ plan: ImportPlan, _ applying: ApplyingImport, slice: inout ImportSlice) throws {
+    private func writeHidden(
+        _ plan: ImportPlan, _ applying: ApplyingImport, from written: (places: Int, tours: Int), slice: inout ImportSlice
+    ) throws {
         let newTours = plan.newTours
         do {
             try db.transaction {
-                var (created, toursCreated) = try written(applying)
-                var first = true
-                while created < plan.creates.count, slice.take(first: first) {
-                    first = false
+                var (created, toursCreated) = written
+                while created < plan.creates.count, slice.take() {
                     var place = plan.creates[created]
                     try insert(&place, hiddenId: applying.newPlace(created))
                     created += 1
                 }
                 while created == plan.creates.count, toursCreated < newTours.count {
                     let planned = plan.tours[newTours[toursCreated]]
-                    guard slice.take(planned.stops.count, first: first) else { break }
-                    first = false
+                    guard slice.take(planned.stops.count) else { break }
                     var tour = planned.tour
                     tour.stops = planned.stops.map { $0.id(newPlace: applying.newPlace) }
                     try insertTour(&tour, hiddenId: applying.firstTour + Int64(toursCreated))
@@ -285,15 +286,13 @@ extension CatalogStore {
     private func publish(_ applying: ApplyingImport, slice: inout ImportSlice) throws {
         try db.transaction {
             var (nextPlace, nextTour) = (applying.nextPlace, applying.nextTour)
-            var first = true
             if nextPlace <= applying.lastPlace {
                 var stopped = false
                 try db.stepWhile("SELECT id, json FROM places WHERE id BETWEEN ? AND ? ORDER BY id", [nextPlace, applying.lastPlace]) { row in
-                    guard slice.take(first: first) else {
+                    guard slice.take() else {
                         stopped = true
                         return false
                     }
-                    first = false
                     let id = row.int64(0)
                     let stored = row.withUTF8(1) { Data($0) }
                     try worker.emit(CatalogEvents.upserted, json: stored.isEmpty ? try json(id) : stored)
@@ -309,11 +308,10 @@ extension CatalogStore {
                 nextTour = applying.lastTour + 1
                 for id in ids {
                     let tour = try tour(id)
-                    guard slice.take(tour.stops.count, first: first) else {
+                    guard slice.take(tour.stops.count) else {
                         nextTour = id
                         break
                     }
-                    first = false
                     try worker.emit(TourEvents.upserted, tour)
                 }
             }
@@ -340,23 +338,21 @@ extension CatalogStore {
     /// left forgets the import (its ids are never shown, nor used again).
     private func undo(_ applying: ApplyingImport, slice: inout ImportSlice) throws {
         try db.transaction {
-            var (deleted, first) = (0, true)
+            var deleted = 0
             if let tours = applying.tours {
                 let ids = try db.query("SELECT id FROM tours WHERE id BETWEEN ? AND ? ORDER BY id LIMIT 100", tours.lowerBound, tours.upperBound).map {
                     row throws(RowError) in try row.decode("id", as: Int64.self)
                 }
                 // A tour at a time: each takes its stops with it (at most 500).
                 for id in ids {
-                    guard slice.take(TourRules.maxStops, first: first) else { break }
-                    first = false
+                    guard slice.take(TourRules.maxStops) else { break }
                     try db.run("DELETE FROM tours WHERE id = ?", id)
                     deleted += 1
                 }
             }
             if deleted == 0, let places = applying.places {
                 let batch = 500
-                while slice.take(batch, first: first) {
-                    first = false
+                while slice.take(batch) {
                     try db.run(
                         "DELETE FROM places WHERE id IN (SELECT id FROM places WHERE id BETWEEN ? AND ? LIMIT ?)", places.lowerBound, places.upperBound, batch)
                     deleted += db.changes

@@ -219,3 +219,11 @@ public enum Methods {
     /// not internal.
     public static var offered: [MethodDeclaration] { all.filter(\.offeredToClients) }
 }
+
+/// The reply of a service's periodic request that does its work in slices: `more` when some
+/// is left, so the next comes sooner (`PeriodicRequest.busyIntervalMilliseconds`).
+public struct PeriodicWork: Codable, Sendable, Equatable {
+    public var more: Bool
+
+    public init(more: Bool) { self.more = more }
+}
