@@ -29,7 +29,9 @@ enum Visits {
                     user_id INTEGER PRIMARY KEY,
                     stale   INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1))
                 );
-                """)
+                """),
+        // A user's visit events, so erasing them reads that user's rows, not the whole outbox.
+        OutboxSchema.userIndex(domain: "discoverable", version: 2),
     ]
 
     /// Whether user `id` is discoverable, as social last said.
@@ -117,11 +119,7 @@ enum Visits {
     /// (replays stay gap-free), so their past visits are no longer on the bus.
     static func erase(user id: Int64, _ db: Database) throws {
         try db.run("DELETE FROM discoverable WHERE user_id = ?", id)
-        try db.run(
-            """
-            UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
-            WHERE type IN (?, ?) AND json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
-            """, FavoritesEvents.redacted, FavoritesEvents.visited, FavoritesEvents.unvisited, id)
+        try Outbox(database: db).redact(user: id, types: [FavoritesEvents.visited, FavoritesEvents.unvisited], as: FavoritesEvents.redacted)
     }
 
     /// Before a rebuild from social's snapshot: every user is stale until the snapshot says again.

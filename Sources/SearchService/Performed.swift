@@ -51,11 +51,7 @@ enum PerformedSearches {
     /// for a while (`erased`, noted first so the deferred writer sees it).
     static func erase(user id: Int64, erased: RecentlyErased, _ db: Database) throws {
         erased.note(id, now: now())
-        try db.run(
-            """
-            UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
-            WHERE type = ? AND json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
-            """, SearchEvents.redacted, SearchEvents.performed, id)
+        try Outbox(database: db).redact(user: id, types: [SearchEvents.performed], as: SearchEvents.redacted)
     }
 
     /// Hands `search.performed` over for a `search.text` answered to `caller`: only a signed-in

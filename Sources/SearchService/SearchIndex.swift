@@ -173,6 +173,8 @@ enum SearchSchema {
                 DELETE FROM place_terms;
                 DELETE FROM event_cursor WHERE source = 'catalog';
                 """),
+        // A user's recorded searches, so erasing them reads that user's rows, not the whole outbox.
+        OutboxSchema.userIndex(domain: "search", version: 13),
     ]
 
     /// Built by migration 4, and again after each bulk load (keeping it up row by row while

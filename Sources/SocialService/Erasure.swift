@@ -84,14 +84,7 @@ extension AccountStore {
         // Every body that names a user does so as `user_id` (session ended, role changed,
         // devices), which the index `outbox_by_user` (social migration 4) finds without reading
         // the rest of the outbox.
-        try db.run(Self.redactOutbox, Self.redactedType, id)
+        try Outbox(database: db).redact(user: id, as: Self.redactedType)
         try worker.emit(SocialEvents.userDeleted, UserDeleted(userId: id))
     }
-
-    /// Blanks the outbox rows that name a user: through `outbox_by_user`, whose expression and
-    /// condition this repeats word for word (SQLite uses an index on an expression only then).
-    static let redactOutbox = """
-        UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB)
-        WHERE json_valid(CAST(body AS TEXT)) AND json_extract(CAST(body AS TEXT), '$.user_id') = ?
-        """
 }

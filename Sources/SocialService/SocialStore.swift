@@ -284,12 +284,8 @@ enum SocialSchema {
                     PRIMARY KEY (user_id, client)
                 ) WITHOUT ROWID;
                 """),
-        // The outbox rows that name a user, so erasing an account (AccountStore.redactOutbox)
-        // reads its own rows, not the whole outbox, inside its transaction.
-        Migration(
-            domain: "social", version: 4,
-            sql: """
-                CREATE INDEX outbox_by_user ON outbox(json_extract(CAST(body AS TEXT), '$.user_id')) WHERE json_valid(CAST(body AS TEXT));
-                """),
+        // The outbox rows that name a user, so erasing an account reads its own rows, not the
+        // whole outbox, inside its transaction.
+        OutboxSchema.userIndex(domain: "social", version: 4),
     ]
 }

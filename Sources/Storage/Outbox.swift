@@ -26,6 +26,16 @@ public enum OutboxSchema {
                     lower(hex(randomblob(6))));
                 """)
     ]
+
+    /// The index `outbox_by_user`, of the rows by the user their body names (`user_id`), as
+    /// migration `version` of `domain`: a service that erases a user's events
+    /// (`Outbox.redact`) adds it, so the erasure reads that user's rows, not the whole outbox,
+    /// inside its transaction.
+    public static func userIndex(domain: String, version: Int) -> Migration {
+        Migration(
+            domain: domain, version: version,
+            sql: "CREATE INDEX outbox_by_user ON outbox(\(Outbox.namedUser)) WHERE \(Outbox.isJSON);")
+    }
 }
 
 /// One stored outbox event.
@@ -75,6 +85,30 @@ public struct Outbox {
             VALUES(?, coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), ?)
             """, type, ts, body)
         return database.lastInsertRowID
+    }
+
+    /// The user a body names, and the condition for naming one: the expression and condition of
+    /// `outbox_by_user`, which a query repeats word for word (SQLite uses an index on an
+    /// expression only then).
+    static let namedUser = "json_extract(CAST(body AS TEXT), '$.user_id')"
+    static let isJSON = "json_valid(CAST(body AS TEXT))"
+
+    /// The statement of `redact(user:types:as:)`, for `types` many types (0: any type).
+    public static func redaction(types: Int) -> String {
+        let typed = types == 0 ? "" : " AND type IN (\(Array(repeating: "?", count: types).joined(separator: ", ")))"
+        return "UPDATE outbox SET type = ?, body = CAST('{}' AS BLOB) WHERE \(isJSON) AND \(namedUser) = ?\(typed)"
+    }
+
+    /// Blanks the events still stored that name user `id` (as `user_id`) and are of one of
+    /// `types` (empty: of any type): each becomes `redactedType` with body `{}`, its seq kept,
+    /// so replays stay gap-free and followers ignore it. Reads that user's rows through
+    /// `outbox_by_user` (`OutboxSchema.userIndex`), which the database must have. Returns how
+    /// many were blanked.
+    @discardableResult
+    public func redact(user id: Int64, types: [String] = [], as redactedType: String) throws(SQLiteError) -> Int {
+        let arguments: [(any SQLBindable)?] = [redactedType, id] + types.map { $0 }
+        try database.run(Self.redaction(types: types.count), arguments)
+        return database.changes
     }
 
     /// The highest seq ever assigned, 0 if none; unaffected by trimming.

@@ -191,4 +191,13 @@ import TestSupport
         }
         return seen
     }
+
+    /// Erasing a user's visit events reads that user's outbox rows through an index, not the
+    /// whole outbox inside the applying transaction.
+    @Test func erasingVisitsReadsTheIndexNotTheOutbox() throws {
+        let f = try FavoritesFixture()
+        let plan = try outboxRedactionPlan(types: 2, path: f.folder.file("favorites.sqlite"))
+        #expect(plan.contains { $0.contains("USING INDEX outbox_by_user") }, "\(plan)")
+        #expect(!plan.contains { $0 == "SCAN outbox" }, "\(plan)")
+    }
 }

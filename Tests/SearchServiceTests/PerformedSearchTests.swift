@@ -171,4 +171,13 @@ import TestSupport
             #expect(error.code == .invalidArgument && error.field == "after")
         }
     }
+
+    /// Erasing a user's recorded searches reads that user's outbox rows through an index, not
+    /// the whole outbox inside the applying transaction.
+    @Test func erasingSearchesReadsTheIndexNotTheOutbox() throws {
+        let f = try SearchFixture()
+        let plan = try outboxRedactionPlan(types: 1, path: f.folder + "/search.sqlite")
+        #expect(plan.contains { $0.contains("USING INDEX outbox_by_user") }, "\(plan)")
+        #expect(!plan.contains { $0 == "SCAN outbox" }, "\(plan)")
+    }
 }

@@ -26,3 +26,11 @@ public func rowsNaming(_ id: Int64, texts: [String], userColumns: Set<String>, e
     }
     return found
 }
+
+/// How SQLite would run the erasure of a user's outbox events (`Outbox.redact`) with `types`
+/// many types, in the database at `path`: the lines of its query plan.
+public func outboxRedactionPlan(types: Int, path: String) throws -> [String] {
+    let db = try Database(path: path, readOnly: true)
+    let arguments: [(any SQLBindable)?] = ["redacted", Int64(1)] + (0..<types).map { "type \($0)" }
+    return try db.query("EXPLAIN QUERY PLAN " + Outbox.redaction(types: types), arguments).decode("detail", as: String.self)
+}
