@@ -132,7 +132,7 @@ final class ClientSession {
     init(
         limits: GatewayLimits, framing: FramingLimits, now: UInt64, address: String = "client", proxy: ProxyTrust? = nil,
         dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge, rekey: @escaping Rekey = { _, _, _ in true },
-        listen: @escaping Listen = { _, _ in true }, pushMemory: PushMemory = PushMemory(budget: GatewayLimits().maxQueuedPushBytes)
+        listen: @escaping Listen = { _, _ in true }, memory: OutputMemory? = nil
     ) {
         self.limits = limits
         self.framingLimits = framing
@@ -143,7 +143,7 @@ final class ClientSession {
         self.address = address
         peerAddress = address
         self.proxy = proxy
-        outputBudget = OutputBudget(maxPendingBytes: limits.maxPendingOutputBytes, memory: pushMemory)
+        outputBudget = OutputBudget(maxPendingBytes: limits.maxPendingOutputBytes, memory: memory ?? OutputMemory(limits: limits))
         subscriptions = Subscriptions(listen: listen)
         openedAt = now
         lastActivity = now

@@ -41,6 +41,9 @@ public struct GatewayLimits: Sendable, Equatable {
     /// Bytes of pushes waiting for their connections across the gateway (each counted by its
     /// body and names once per connection); past it a connection over its fair share sheds.
     public var maxQueuedPushBytes = 64 << 20
+    /// Bytes of replies connections hold for their clients and are likely to be owed, across
+    /// the gateway; past it a connection over its fair share reads no more calls.
+    public var maxUnsentReplyBytes = 128 << 20
 
     public init() {}
 
@@ -78,6 +81,9 @@ public struct GatewayLimits: Sendable, Equatable {
         Setting(
             name: "max-queued-push-bytes", summary: "pushes waiting for slow connections, gateway-wide; past it the connections holding most shed theirs",
             field: \.maxQueuedPushBytes),
+        Setting(
+            name: "max-unsent-reply-bytes", summary: "replies held and owed to connections, gateway-wide; past it the connections holding most read no more calls",
+            field: \.maxUnsentReplyBytes),
     ]
 
     /// Checks that the limits fit together.

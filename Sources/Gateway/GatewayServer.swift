@@ -109,7 +109,7 @@ public final class GatewayServer: Service {
             let accept = AcceptLoop(
                 listener: listener, dispatcher: dispatcher, framing: framing, proxies: ProxyTrust(config.trustedProxies), addresses: addresses,
                 pushes: pushes, loops: loops, logger: logger, stopping: stopping, connections: connections,
-                pushMemory: PushMemory(budget: limits.maxQueuedPushBytes))
+                memory: OutputMemory(limits: limits))
             _ = try lifecycle.start(
                 "acceptor",
                 stop: {
@@ -250,8 +250,8 @@ struct AcceptLoop: @unchecked Sendable {
     let connections: ConnectionCount
     /// Refusals being written (each waits up to 100 ms for the client's first byte, off this thread).
     let refusing = ConnectionCount()
-    /// The pushes waiting for every connection, against one bound.
-    let pushMemory: PushMemory
+    /// The pushes waiting for every connection, and the replies they hold, each against one bound.
+    let memory: OutputMemory
     static let maxRefusing = 64
 
     /// How long accepting pauses when the process is out of files (or memory): the listener
@@ -262,7 +262,7 @@ struct AcceptLoop: @unchecked Sendable {
         var fds = [pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0)]
         var nextConnection: UInt64 = 0
         let limits = dispatcher.limits
-        let pushMemory = self.pushMemory
+        let memory = self.memory
         var exhausted = false
         while !stopping.isSet {
             guard poll(&fds, 1, 200) > 0 else { continue }
@@ -317,7 +317,7 @@ struct AcceptLoop: @unchecked Sendable {
                     deliver: { inbox.post(.outcome(key: client.connection, slot: $0, outcome: $1, change: $2)) },
                     charge: { addresses.charge($0, requests: $1) },
                     rekey: { addresses.move(from: $0, to: $1, total: connections.value, exempt: $2) },
-                    listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) }, pushMemory: pushMemory)
+                    listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) }, memory: memory)
                 inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }
         }

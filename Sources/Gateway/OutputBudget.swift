@@ -2,17 +2,19 @@ import Bus
 import Contracts
 import Synchronization
 
-/// The bytes of pushes waiting for their connections, across the gateway, against one bound
-/// (`--max-queued-push-bytes`): past it, a connection that holds more than its fair share
-/// (the bound over the connections holding any) sheds its own, oldest coalescable first.
-final class PushMemory: Sendable {
+/// Bytes held for clients across the gateway, against one bound: pushes waiting
+/// (`--max-queued-push-bytes`), or the replies connections hold and are owed
+/// (`--max-unsent-reply-bytes`). Past it, a connection that holds more than its fair share
+/// (the bound over the connections holding any) gives way: it sheds pushes, or reads no more
+/// calls until its client takes some.
+final class SharedOutput: Sendable {
     let budget: Int
     private let total = Atomic<Int>(0)
     private let holders = Atomic<Int>(0)
 
     init(budget: Int) { self.budget = max(1, budget) }
 
-    /// Bytes of pushes waiting, across the gateway.
+    /// Bytes held, across the gateway.
     var waiting: Int { total.load(ordering: .relaxed) }
 
     /// What one connection may hold once the gateway is over its bound.
@@ -28,6 +30,30 @@ final class PushMemory: Sendable {
     func remove(_ bytes: Int, lastOfItsConnection: Bool) {
         total.subtract(bytes, ordering: .relaxed)
         if lastOfItsConnection { holders.subtract(1, ordering: .relaxed) }
+    }
+
+    /// A connection's claim changes from `old` bytes to `new`.
+    func claim(from old: Int, to new: Int) {
+        guard old != new else { return }
+        if new > old { add(new - old, firstOfItsConnection: old == 0) } else { remove(old - new, lastOfItsConnection: new == 0) }
+    }
+
+    /// What a connection that claims `own` bytes may claim: what the others leave of the
+    /// bound, and at least its fair share (counting itself).
+    func allowance(own: Int) -> Int {
+        let holding = holders.load(ordering: .relaxed) + (own == 0 ? 1 : 0)
+        return max(budget - (waiting - own), budget / max(1, holding))
+    }
+}
+
+/// The gateway's two bounds on what it holds for clients, shared by every connection.
+struct OutputMemory: Sendable {
+    let pushes: SharedOutput
+    let replies: SharedOutput
+
+    init(limits: GatewayLimits) {
+        pushes = SharedOutput(budget: limits.maxQueuedPushBytes)
+        replies = SharedOutput(budget: limits.maxUnsentReplyBytes)
     }
 }
 
@@ -83,14 +109,21 @@ final class OutputBudget {
     private(set) var shedUntold = 0
     /// More pushes came than a client that does not read may be kept.
     private(set) var overflowed = false
-    private let memory: PushMemory
+    private let memory: SharedOutput
+    private let replies: SharedOutput
+    /// What this connection last claimed of `replies`.
+    private var claimed = 0
 
-    init(maxPendingBytes: Int, memory: PushMemory = PushMemory(budget: 64 << 20)) {
+    init(maxPendingBytes: Int, memory: OutputMemory = OutputMemory(limits: GatewayLimits())) {
         self.maxPendingBytes = maxPendingBytes
-        self.memory = memory
+        self.memory = memory.pushes
+        replies = memory.replies
     }
 
-    deinit { dropQueuedPushes() }
+    deinit {
+        dropQueuedPushes()
+        replies.claim(from: claimed, to: 0)
+    }
 
     /// Pushes waiting.
     var waitingPushes: Int { waiting.count }
@@ -103,11 +136,16 @@ final class OutputBudget {
 
     /// Calls the bound leaves room for: what the connection holds for its client (`held`:
     /// unsent output and replies its framing holds back), with what the `owed` calls are
-    /// likely to add (at least one when none is owed and the bound is not reached).
+    /// likely to add (at least one when none is owed and the bound is not reached). That sum
+    /// is the connection's claim on the gateway's bound for replies: past that bound, a
+    /// connection over its fair share has room for none.
     func callRoom(held: Int, owed: Int) -> Int {
-        guard held < maxPendingBytes else { return 0 }
-        let budget = maxPendingBytes - held - owed * replyEstimate
-        return max(owed == 0 ? 1 : 0, budget / replyEstimate)
+        let claim = held + owed * replyEstimate
+        replies.claim(from: claimed, to: claim)
+        claimed = claim
+        let bound = min(maxPendingBytes, replies.allowance(own: claim))
+        guard held < bound else { return 0 }
+        return max(owed == 0 ? 1 : 0, (bound - claim) / replyEstimate)
     }
 
     /// Bytes to send.

@@ -54,8 +54,9 @@ import Testing
     /// each, for a client that reads nothing, hold one window of output and 1,000 pushes'
     /// bodies counted once each, not 33 times.
     @Test func aPushWaitsOnceHoweverManyPatternsItMatches() {
-        let memory = PushMemory(budget: 64 << 20)
-        let budget = OutputBudget(maxPendingBytes: 1 << 20, memory: memory)
+        let shared = OutputMemory(limits: GatewayLimits())
+        let memory = shared.pushes
+        let budget = OutputBudget(maxPendingBytes: 1 << 20, memory: shared)
         let messages: [String?] = [nil] + (0..<32).map { "notify.*\($0)" }
         for n in 0..<1_000 { budget.push(Self.push("p\(n)", body: 900), messages: messages, key: nil, writer: Self.writer) }
         #expect(budget.pending < OutputBudget.pushWindow + 100)
@@ -68,9 +69,12 @@ import Testing
     /// own waiting pushes, coalescable ones first, then the oldest, and tells its client how
     /// many once it has room; a connection within its share keeps all of its own.
     @Test func pastTheGatewaysBoundTheBiggestHolderShedsAndIsTold() {
-        let memory = PushMemory(budget: 20_000)
-        let slow = OutputBudget(maxPendingBytes: 1 << 20, memory: memory)
-        let modest = OutputBudget(maxPendingBytes: 1 << 20, memory: memory)
+        var limits = GatewayLimits()
+        limits.maxQueuedPushBytes = 20_000
+        let shared = OutputMemory(limits: limits)
+        let memory = shared.pushes
+        let slow = OutputBudget(maxPendingBytes: 1 << 20, memory: shared)
+        let modest = OutputBudget(maxPendingBytes: 1 << 20, memory: shared)
         for budget in [slow, modest] { budget.append(Array(repeating: 0x61, count: OutputBudget.pushWindow)) }
         for n in 0..<3 { modest.push(Self.push("m\(n)", body: 900), messages: [nil], key: nil, writer: Self.writer) }
         for n in 0..<40 {
@@ -87,6 +91,30 @@ import Testing
         // Coalescable pushes went first: none of the keyed ones before the last kept survives.
         #expect(!written.contains("s0/") && !written.contains("s4/") && written.contains("s39/"))
         #expect(slow.shedUntold == 0)
+    }
+
+    /// Past the gateway's bound for replies, a connection claiming more than its fair share
+    /// has room for no call until its client takes some, while one that holds nothing may
+    /// still make one; under the bound each has its own bound's room.
+    @Test func pastTheGatewaysBoundForRepliesTheBiggestHolderReadsNoMore() {
+        var limits = GatewayLimits()
+        limits.maxUnsentReplyBytes = 1 << 20
+        let shared = OutputMemory(limits: limits)
+        let hog = OutputBudget(maxPendingBytes: 1 << 20, memory: shared)
+        let quiet = OutputBudget(maxPendingBytes: 1 << 20, memory: shared)
+        #expect(hog.callRoom(held: 0, owed: 0) == 16 && quiet.callRoom(held: 0, owed: 0) == 16)
+        hog.append(Array(repeating: 0x61, count: 900 << 10))
+        #expect(hog.callRoom(held: hog.pending, owed: 0) == 1)
+        // The quiet one may claim what the hog leaves of the bound, and at least half of it;
+        // the calls it reads are its claim.
+        #expect(quiet.callRoom(held: 0, owed: 0) == 8)
+        #expect(quiet.callRoom(held: 0, owed: 8) == 0)
+        #expect(shared.replies.waiting == (900 << 10) + 8 * OutputBudget.firstReplyEstimate)
+        // Over the bound, the hog (over its half) has no room.
+        #expect(hog.callRoom(held: hog.pending, owed: 0) == 0)
+        // Its client takes most of it: room again.
+        hog.wrote(800 << 10)
+        #expect(hog.callRoom(held: hog.pending, owed: 0) == 6)
     }
 
     /// Whatever state a session is in, nothing expires before its next deadline, and at that

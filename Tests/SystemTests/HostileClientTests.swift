@@ -153,6 +153,39 @@ import Glibc
         #expect(json(try GatewayConnection(port: suite.port).call(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))["result"] as? String == "pong")
     }
 
+    /// Clients that pipeline and never read, from many addresses, hold about the gateway-wide
+    /// bound for replies between them, not each its own bound: 400 connections from 80
+    /// addresses, each asking for the OpenRPC document (answered by the gateway at once) 40
+    /// times.
+    @Test func manyAddressesThatDoNotReadShareOneBoundForReplies() throws {
+        let suite = try SuiteFixture(gatewayArguments: ["--max-unsent-reply-bytes", "\(16 << 20)"])
+        let pid = suite.gateway.process.processIdentifier
+        let before = HostileClientTests.residentMiB(pid)
+        let request = Array(String(repeating: #"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"# + "\n", count: 40).utf8)
+        let document = try #require(try GatewayConnection(port: suite.port).call(String(decoding: request.prefix(while: { $0 != 0x0A }), as: UTF8.self)))
+        var hogs: [GatewayConnection] = []
+        for address in 0..<80 {
+            for _ in 0..<5 {
+                let hog = try GatewayConnection(port: suite.port, from: "127.0.\(address / 50 + 10).\(address % 50 + 2)", receiveBuffer: 4_096)
+                _ = request.withUnsafeBufferPointer { send(hog.fd, $0.baseAddress!, request.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                hogs.append(hog)
+            }
+        }
+        var peak = 0
+        for _ in 0..<20 {
+            peak = max(peak, HostileClientTests.residentMiB(pid))
+            usleep(100_000)
+        }
+        // The bound, and one reply each (a connection holding nothing may always make one call):
+        // about 16 + 400 x 0.3 MB, with the allocator's slack. Without the bound: 567 MiB here.
+        #expect(peak - before < 350, "document \(document.utf8.count) bytes, before \(before) MiB, peak \(peak) MiB")
+        // A client that pipelines as much and reads gets every reply meanwhile, from an address of its own.
+        let reader = try GatewayConnection(port: suite.port, from: "127.0.0.9")
+        reader.send(request)
+        let replies = (0..<40).compactMap { _ in reader.line() }.filter { $0 == document }.count
+        #expect(replies == 40, "\(replies) replies")
+    }
+
     @Test func aRequestWaitingForATurnHearsOfItsDeadlineOnTime() throws {
         let suite = try SuiteFixture(gatewayArguments: ["--backend-window", "1"])
         let first = try GatewayConnection(port: suite.port)
