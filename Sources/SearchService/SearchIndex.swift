@@ -431,6 +431,7 @@ enum SearchIndex {
                 case CatalogEvents.upserted:
                     let fast = event.bodyBytes.flatMap(IndexedPlace.init(spans:))
                     let place = try fast ?? event.body(IndexedPlace.self)
+                    try scope.named(place.id)
                     let hit = try upsert(place, scope.db)
                     changes.note(.upsert(id: place.id, latitude: place.lat, longitude: place.lon, head: hit.head, tail: hit.tail))
                 case CatalogEvents.deleted:
@@ -439,6 +440,7 @@ enum SearchIndex {
                     changes.note(.delete(id: id))
                 case TourEvents.upserted:
                     let tour = try event.body(Tour.self)
+                    try scope.named(-tour.id)
                     guard let entry = tourEntry(tour) else {
                         // A tour whose last stop was deleted has no place on the map, and is not found.
                         try delete(-tour.id, scope.db)
@@ -465,7 +467,16 @@ enum SearchIndex {
             types: [CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted],
             startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
             finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } },
-            settled: { committed in memory.settle(changes.take(), committed: committed) })
+            settled: { committed in memory.settle(changes.take(), committed: committed) },
+            // A rebuild applies every place again: in slices, so the deferred writer of
+            // searches performed and the ratings and counts subscribers are not held for
+            // seconds (events.md, "Rebuild").
+            merge: SnapshotMerge(
+                keys: "SELECT id FROM places",
+                remove: { id, scope in
+                    try delete(id, scope.db)
+                    changes.note(.delete(id: id))
+                }))
     }
 
     /// Keeps ratings in step with the social service, and `memory` with them; erases a deleted

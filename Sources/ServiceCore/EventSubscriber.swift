@@ -95,9 +95,11 @@ public protocol SnapshotCursorStore: EventCursorStore {
     /// may leave out events it would ignore.
     func stageSnapshot(_ events: [ReceivedEvent]) throws
     /// Replaces everything learned from the source with the snapshot staged (as a bulk load
-    /// when the store has one, `finishBulk` coming after) and stores `cursor`, atomically;
-    /// the staging is then empty. Returns how many staged events were applied.
-    func swapSnapshot(cursor: EventCursor) throws -> Int
+    /// when the store has one, `finishBulk` coming after) and stores `cursor`, atomically, or
+    /// (a store that merges) in slices that end by storing `cursor`, and stop with an error
+    /// once `stopping` is raised; the staging is then empty. Returns how many staged events
+    /// were applied.
+    func swapSnapshot(cursor: EventCursor, stopping: StopFlag) throws -> Int
 }
 
 /// A store that is a cache of what the publisher's events say (memory): it has nothing to
@@ -477,7 +479,7 @@ struct SubscriberLoop: Sendable {
         guard let result else { return }
         status.update { $0.bulk = store.hasBulkLoad }
         defer { finishBulk(store) }
-        _ = try store.swapSnapshot(cursor: result)
+        _ = try store.swapSnapshot(cursor: result, stopping: stopping)
         cursor = result
         status.update { s in
             s.snapshots += 1

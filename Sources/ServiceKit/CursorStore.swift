@@ -77,10 +77,13 @@ public struct CursorStore {
         }
     }
 
-    /// Calls `body` with each envelope staged for `source`, in the order staged.
-    public func forEachStaged(source: String, _ body: (Data) throws -> Void) throws {
-        try database.forEachRow("SELECT envelope FROM event_staging WHERE source = ? ORDER BY n", [source]) { row in
-            try body(try row.decode("envelope", as: Data.self))
+    /// Calls `body` with each envelope staged for `source` (and its place `n`), in the order
+    /// staged, after place `after` and at most `limit` of them; `body` returns false to stop.
+    public func forEachStaged(source: String, after: Int64 = 0, limit: Int = .max, _ body: (_ n: Int64, Data) throws -> Bool) throws {
+        try database.stepWhile(
+            "SELECT n, envelope FROM event_staging WHERE source = ? AND n > ? ORDER BY n LIMIT ?", [source, after, Int64(limit)]
+        ) { statement in
+            try body(try statement.row.decode("n", as: Int64.self), try statement.row.decode("envelope", as: Data.self))
         }
     }
 
@@ -89,8 +92,8 @@ public struct CursorStore {
         Int(try database.scalarInt("SELECT count(*) FROM event_staging WHERE source = ?", source) ?? 0)
     }
 
-    /// Forgets the snapshot staged for `source`, if any.
-    public func clearStaging(source: String) throws(SQLiteError) {
-        try database.run("DELETE FROM event_staging WHERE source = ?", source)
+    /// Forgets the snapshot staged for `source`, if any, or its envelopes up to place `through`.
+    public func clearStaging(source: String, through: Int64 = .max) throws(SQLiteError) {
+        try database.run("DELETE FROM event_staging WHERE source = ? AND n <= ?", source, through)
     }
 }

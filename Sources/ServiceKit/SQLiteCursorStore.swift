@@ -37,13 +37,50 @@ public final class EventScope {
     public let db: Database
     /// Whether an event was emitted since the subscriber last looked.
     var emitted = false
+    /// Whether a snapshot is being merged in (`SnapshotMerge`): rows named keep their place.
+    let merging: Bool
 
-    public init(db: Database) { self.db = db }
+    public init(db: Database) {
+        self.db = db
+        merging = false
+    }
+
+    init(db: Database, merging: Bool) {
+        self.db = db
+        self.merging = merging
+    }
+
+    /// Says that the item being applied is the copy's row under `key`: while a snapshot is
+    /// merged in, that row is not removed at the end (`SnapshotMerge`); otherwise nothing.
+    public func named(_ key: Int64) throws {
+        guard merging else { return }
+        try db.run("DELETE FROM temp.snapshot_unnamed WHERE key = ?", key)
+    }
 
     /// Appends an event of this service's own to its outbox, in the applying transaction.
     public func emit<Body: Encodable>(_ type: String, _ body: Body) throws {
         _ = try Outbox(database: db).append(type: type, body: try JSONCoding.encoder.encode(body))
         emitted = true
+    }
+}
+
+/// How a copy takes a rebuild's snapshot in place, a slice at a time, instead of in one swap
+/// that holds the write lock for as long as applying all of it takes: each staged item is
+/// applied as a live event is, in slices of about 10 ms with the lock left to other writers
+/// between them, and then the rows the snapshot did not name are removed, in slices too.
+/// Readers see each row old or new meanwhile, as while live events are applied; not the old
+/// copy whole until one instant. `reset` and `startBulk` are not run (the indexes readers use
+/// stay).
+public struct SnapshotMerge: Sendable {
+    /// A query of one integer column: the key of every row of the copy, read as a merge
+    /// begins. `apply` calls `EventScope.named` with the key of each item it applies.
+    public var keys: String
+    /// Removes the copy's row under `key`, which the snapshot did not name.
+    public var remove: @Sendable (_ key: Int64, EventScope) throws -> Void
+
+    public init(keys: String, remove: @escaping @Sendable (_ key: Int64, EventScope) throws -> Void) {
+        self.keys = keys
+        self.remove = remove
     }
 }
 
@@ -69,6 +106,9 @@ public struct EventApplier: Sendable {
     /// copy of what it applied outside its database (in memory) makes the copy follow commits,
     /// and only commits, with it.
     public var settled: (@Sendable (_ committed: Bool) -> Void)?
+    /// Set: a rebuild's snapshot is merged in slices (`SnapshotMerge`) rather than swapped in
+    /// one transaction.
+    public var merge: SnapshotMerge?
 
     public init(
         apply: @escaping @Sendable (ReceivedEvent, EventScope) throws -> Void,
@@ -76,7 +116,8 @@ public struct EventApplier: Sendable {
         types: Set<String>? = nil,
         startBulk: (@Sendable (Database) throws -> Void)? = nil,
         finishBulk: (@Sendable (Database) throws -> Void)? = nil,
-        settled: (@Sendable (_ committed: Bool) -> Void)? = nil
+        settled: (@Sendable (_ committed: Bool) -> Void)? = nil,
+        merge: SnapshotMerge? = nil
     ) {
         self.apply = apply
         self.reset = reset
@@ -84,6 +125,7 @@ public struct EventApplier: Sendable {
         self.startBulk = startBulk
         self.finishBulk = finishBulk
         self.settled = settled
+        self.merge = merge
     }
 
     /// Whether `apply` acts on events of `type`.
@@ -229,22 +271,84 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
         try db.transaction { try cursors.stage(source: source, wanted.map(\.envelope)) }
     }
 
-    public func swapSnapshot(cursor: EventCursor) throws -> Int {
+    public func swapSnapshot(cursor: EventCursor, stopping: StopFlag) throws -> Int {
+        if let merge = applier.merge { return try mergeSnapshot(merge, cursor: cursor, stopping: stopping) }
         var count = 0
         let scope = EventScope(db: db)
         defer { if scope.emitted { relayWakeup?.signal() } }
         try applying {
             try applier.startBulk?(db)
             try applier.reset(db)
-            try cursors.forEachStaged(source: source) { envelope in
+            try cursors.forEachStaged(source: source) { _, envelope in
                 // Checked when staged: only the header is read again. An item that can never
                 // apply is skipped, as a live event would be, so it cannot wedge every rebuild.
                 if try applyOrSkip(try ReceivedEvent(checkedEnvelope: envelope), scope) { count += 1 }
+                return true
             }
             try cursors.set(source: source, cursor)
             try cursors.clearStaging(source: source)
         }
         return count
+    }
+
+    /// A merge's slices: each applies staged items (or removes rows not named) for about this
+    /// long, at most `mergeSliceItems` of them, and the next begins this long after.
+    static let mergeSliceNanoseconds: UInt64 = 10_000_000
+    static let mergeSliceItems = 2_000
+    static let mergeGapMicroseconds: UInt32 = 10_000
+
+    /// `SnapshotMerge`: the keys the copy holds go to a temporary table, each staged item
+    /// applied takes its key out (`EventScope.named`) and leaves the staging in the slice that
+    /// applied it, and the keys left are removed. A stop or a failure half-way leaves a copy
+    /// of rows old and new and the rest of the staging, which the next rebuild discards before
+    /// it starts over.
+    private func mergeSnapshot(_ merge: SnapshotMerge, cursor: EventCursor, stopping: StopFlag) throws -> Int {
+        try db.run("DROP TABLE IF EXISTS temp.snapshot_unnamed")
+        try db.run("CREATE TEMP TABLE snapshot_unnamed (key INTEGER PRIMARY KEY)")
+        defer { try? db.run("DROP TABLE IF EXISTS temp.snapshot_unnamed") }
+        try db.transaction { try db.run("INSERT OR IGNORE INTO temp.snapshot_unnamed (key) " + merge.keys) }
+        let scope = EventScope(db: db, merging: true)
+        defer { if scope.emitted { relayWakeup?.signal() } }
+        var count = 0
+        var after: Int64 = 0
+        while try slice(stopping, { started in
+            var applied = 0
+            try cursors.forEachStaged(source: source, after: after, limit: Self.mergeSliceItems) { n, envelope in
+                guard applied == 0 || monotonicNanos() - started < Self.mergeSliceNanoseconds else { return false }
+                if try applyOrSkip(try ReceivedEvent(checkedEnvelope: envelope), scope) { count += 1 }
+                applied += 1
+                after = n
+                return true
+            }
+            try cursors.clearStaging(source: source, through: after)
+            return applied > 0
+        }) {}
+        while try slice(stopping, { started in
+            var removed = 0
+            for key in try db.query("SELECT key FROM temp.snapshot_unnamed LIMIT ?", Self.mergeSliceItems).decode("key", as: Int64.self) {
+                guard removed == 0 || monotonicNanos() - started < Self.mergeSliceNanoseconds else { break }
+                try merge.remove(key, scope)
+                try db.run("DELETE FROM temp.snapshot_unnamed WHERE key = ?", key)
+                removed += 1
+            }
+            return removed > 0
+        }) {}
+        try applying {
+            try cursors.set(source: source, cursor)
+            try cursors.clearStaging(source: source)
+        }
+        return count
+    }
+
+    /// One slice of a merge, in a transaction of its own: `body` (given when the slice began)
+    /// says whether it did anything, and so whether another may follow, after a pause that
+    /// leaves the write lock to others.
+    private func slice(_ stopping: StopFlag, _ body: (_ started: UInt64) throws -> Bool) throws -> Bool {
+        if stopping.isSet { throw CancellationError() }
+        var did = false
+        try applying { did = try body(monotonicNanos()) }
+        if did { usleep(Self.mergeGapMicroseconds) }
+        return did
     }
 }
 

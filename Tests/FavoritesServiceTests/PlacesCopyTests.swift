@@ -17,7 +17,7 @@ import TestSupport
     init() throws {
         db = try Database(path: folder.path + "/favorites.sqlite")
         // A deletion reads the visited lists and who is discoverable (`favorites.unvisited`).
-        try db.migrate(Places.migrations + Lists.migrations + Visits.migrations)
+        try db.migrate(OutboxSchema.migrations + Places.migrations + Lists.migrations + Visits.migrations)
     }
 
     func apply(_ type: String, _ body: String, seq: Int64 = 1) throws {

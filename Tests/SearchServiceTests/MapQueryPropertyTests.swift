@@ -20,7 +20,7 @@ final class TestIndex {
     init() throws {
         path = folder.file("search.sqlite")
         db = try Database(path: path)
-        try db.migrate(CursorSchema.migrations + SearchSchema.migrations)  // as the runtime orders them
+        try db.migrate(OutboxSchema.migrations + CursorSchema.migrations + SearchSchema.migrations)  // as the runtime orders them
     }
 
     /// Indexes places at `points`; with `counted`, two places in three get random saves and

@@ -3,6 +3,7 @@ import Foundation
 import ServiceCore
 import ServiceKit
 import Storage
+import Synchronization
 import Testing
 import TestSupport
 
@@ -191,7 +192,7 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         try store.stageSnapshot([try event("item.upserted", 3, "new 3")])
         #expect(try copy.names() == ["old 1"])
         #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 4))
-        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8)) == 2)
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag()) == 2)
         #expect(try copy.names() == ["new 2", "new 3"])
         #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 8))
         #expect(try staging.stagedCount(source: "items") == 0)
@@ -204,7 +205,7 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         let reader = try oldCopy(copy)
         let store = try store(copy)
         try store.stageSnapshot([try event("item.upserted", 2, "new 2"), try event("item.upserted", 666, "boom")])
-        #expect(throws: (any Error).self) { try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8)) }
+        #expect(throws: (any Error).self) { try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag()) }
         #expect(try copy.names() == ["old 1"])
         #expect(try CursorStore(database: reader).get(source: "items") == EventCursor(epoch: "e1", seq: 4))
     }
@@ -218,7 +219,7 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         // Its body is not an item (a ServiceError when decoded): skipped, as live events are.
         let broken = try ReceivedEvent(envelope: EnvelopeCoding.event(seq: 8, type: "item.upserted", ts: "t", epoch: "e2", body: Data("{}".utf8)))
         try store.stageSnapshot([try event("item.upserted", 2, "new 2"), broken, try event("item.upserted", 3, "new 3")])
-        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8)) == 2)
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag()) == 2)
         #expect(try copy.names() == ["new 2", "new 3"])
         #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 8))
     }
@@ -296,5 +297,92 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         }
         #expect(try cursors.get(source: "s") == EventCursor(epoch: "e", seq: 1))
         #expect(try database.scalarInt("SELECT count(*) FROM effect") == 0)
+    }
+}
+
+/// A copy that merges its rebuilds (`SnapshotMerge`): in slices, each its own transaction,
+/// with the write lock left to others between them.
+@Suite(.serialized) struct SnapshotMergeTests {
+    /// Transactions the merging applier committed, counted by `settled`.
+    static let commits = Atomic<Int>(0)
+
+    static let applier = EventApplier(
+        apply: { event, scope in
+            let item = try event.body(ItemCopy.Item.self)
+            try scope.named(item.id)
+            try ItemCopy.applier.apply(event, scope)
+        },
+        reset: { _ in Issue.record("a merge does not reset") },
+        types: ["item.upserted"],
+        settled: { committed in if committed { SnapshotMergeTests.commits.add(1, ordering: .relaxed) } },
+        merge: SnapshotMerge(keys: "SELECT id FROM copy", remove: { id, scope in try scope.db.run("DELETE FROM copy WHERE id = ?", id) }))
+
+    fileprivate func setUp(_ folder: TemporaryFolder, staging count: Int) throws -> (ItemCopy, SQLiteCursorStore) {
+        let copy = try ItemCopy(in: folder)
+        let db = try Database(path: copy.path)
+        try db.transaction {
+            for id in [1, 5, 100_000] { try db.run("INSERT INTO copy (id, name) VALUES (?, ?)", Int64(id), "old \(id)") }
+        }
+        try CursorStore(database: db).set(source: "items", EventCursor(epoch: "e1", seq: 4))
+        let options = SubscriptionOptions(source: "items", publishEndpoints: [], rpcEndpoints: [], databasePath: copy.path)
+        let store = try SQLiteCursorStore(options: options, applier: Self.applier, logger: quiet)
+        for page in stride(from: 1, through: count, by: 1_000) {
+            try store.stageSnapshot(try (page..<min(page + 1_000, count + 1)).map { try event("item.upserted", $0, "new \($0)") })
+        }
+        return (copy, store)
+    }
+
+    /// Rows the snapshot names are applied and the others removed; the cursor is stored and
+    /// the staging emptied, in more than one transaction.
+    @Test(arguments: [3, 5_000]) func aMergeEndsWithTheSnapshotAndItsCursor(items: Int) throws {
+        let folder = TemporaryFolder("merge")
+        let (copy, store) = try setUp(folder, staging: items)
+        let before = Self.commits.load(ordering: .relaxed)
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag()) == items)
+        let names = try copy.names()
+        #expect(names.count == items && names.first == "new 1" && names.last == "new \(items)" && !names.contains("old 100000"))
+        #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 8))
+        #expect(try CursorStore(database: Database(path: copy.path)).stagedCount(source: "items") == 0)
+        // 5,000 items: at least three slices of 2,000, the removal and the cursor.
+        #expect(Self.commits.load(ordering: .relaxed) - before >= (items > 2_000 ? 5 : 3))
+    }
+
+    /// Another writer of the database gets the lock between slices: its write commits while
+    /// the merge goes on, not after it.
+    @Test func anotherWriterGoesBetweenSlices() throws {
+        let folder = TemporaryFolder("merge")
+        let (copy, store) = try setUp(folder, staging: 12_000)
+        let writer = try Database(path: copy.path)
+        let merged = StopFlag()
+        nonisolated(unsafe) let merger = store
+        let merging = Thread {
+            _ = try? merger.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag())
+            merged.set()
+        }
+        let start = Self.commits.load(ordering: .relaxed)
+        merging.start()
+        for _ in 0..<1_000 where Self.commits.load(ordering: .relaxed) == start { usleep(1_000) }
+        // The write sees the cursor as it was: it went in before the merge's last step.
+        let cursorSeen = try writer.transaction(.immediate) {
+            try writer.run("INSERT INTO notes (text) VALUES ('between')")
+            return try CursorStore(database: writer).get(source: "items")
+        }
+        #expect(cursorSeen == EventCursor(epoch: "e1", seq: 4), "the write waited for the whole merge")
+        for _ in 0..<3_000 where !merged.isSet { usleep(10_000) }
+        #expect(try copy.names().count == 12_000)
+    }
+
+    /// A stop half-way leaves rows old and new and the rest staged, and the cursor as it was;
+    /// the next rebuild's discard starts over.
+    @Test func aStopHalfWayKeepsTheOldCursor() throws {
+        let folder = TemporaryFolder("merge")
+        let (copy, store) = try setUp(folder, staging: 10)
+        let stop = StopFlag()
+        stop.set()
+        #expect(throws: CancellationError.self) { try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: stop) }
+        #expect(try store.loadCursor() == EventCursor(epoch: "e1", seq: 4))
+        #expect(try copy.names() == ["old 1", "old 5", "old 100000"])
+        try store.discardSnapshot()
+        #expect(try CursorStore(database: Database(path: copy.path)).stagedCount(source: "items") == 0)
     }
 }
