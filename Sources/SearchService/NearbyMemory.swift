@@ -50,8 +50,7 @@ final class NearbyMemory: Sendable {
         case delete(id: Int64)
         case rating(placeId: Int64, average: Double, count: Int64)
         case unrated(placeId: Int64)
-        /// Every place was forgotten (a snapshot's reset): empty, to be filled again.
-        case placesReset
+        /// Every rating was forgotten (a rebuild from social's snapshot).
         case ratingsReset
     }
 
@@ -138,9 +137,6 @@ final class NearbyMemory: Sendable {
         state.withLock { s in
             for change in changes {
                 switch change {
-                case .placesReset:
-                    s = State()
-                    filled.store(false, ordering: .releasing)
                 case .ratingsReset:
                     s.ratings = [:]
                 default:
@@ -165,7 +161,7 @@ final class NearbyMemory: Sendable {
             s.ratings[placeId] = (average, count)
         case .unrated(let placeId):
             s.ratings[placeId] = nil
-        case .placesReset, .ratingsReset:
+        case .ratingsReset:
             break
         }
     }

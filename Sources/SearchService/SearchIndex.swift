@@ -456,27 +456,19 @@ enum SearchIndex {
                 default: break
                 }
             },
-            reset: { db in
-                try db.run("INSERT INTO places_text (places_text) VALUES ('delete-all')")
-                try db.run("DELETE FROM places")
-                try db.run("DELETE FROM places_geo")
-                try db.run("DELETE FROM search_terms")
-                try db.run("DELETE FROM place_terms")
-                changes.note(.placesReset)
-            },
-            types: [CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted],
-            startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
-            finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } },
-            settled: { committed in memory.settle(changes.take(), committed: committed) },
             // A rebuild applies every place again: in slices, so the deferred writer of
             // searches performed and the ratings and counts subscribers are not held for
-            // seconds (events.md, "Rebuild").
+            // seconds (events.md, "Rebuild"); the places it does not name go at its end.
             merge: SnapshotMerge(
                 keys: "SELECT id FROM places",
                 remove: { id, scope in
                     try delete(id, scope.db)
                     changes.note(.delete(id: id))
-                }))
+                }),
+            types: [CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted],
+            startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
+            finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } },
+            settled: { committed in memory.settle(changes.take(), committed: committed) })
     }
 
     /// Keeps ratings in step with the social service, and `memory` with them; erases a deleted

@@ -80,7 +80,7 @@ public protocol EventCursorStore: AnyObject {
 /// A rebuild fetches its pages with nothing held: each page is staged aside (`stageSnapshot`)
 /// and the copy is left as it is, so the store's other writers never wait for the publisher
 /// and readers see the old copy; once the last page is in, `swapSnapshot` replaces the copy
-/// in one local step.
+/// in one local step, or (a store that merges) in local slices.
 public protocol SnapshotCursorStore: EventCursorStore {
     /// Whether `startBulk` and `finishBulk` do anything (for `SubscriberStatus.bulk`).
     var hasBulkLoad: Bool { get }
@@ -446,8 +446,9 @@ struct SubscriberLoop: Sendable {
     /// No transaction is open across a round trip: each page is staged aside in a short
     /// step of its own, so the service's own writers never wait for the publisher, and its
     /// readers see the old copy until the last page is in and the store swaps the staged
-    /// snapshot in at once. A failure or a stop half-way discards the staging: a partial
-    /// snapshot never becomes the copy, and the next attempt starts over.
+    /// snapshot in (at once, or merging it in slices). A failure or a stop half-way through
+    /// the fetching discards the staging: a partial snapshot never becomes the copy, and the
+    /// next attempt starts over.
     private func rebuild(_ store: any SnapshotCursorStore, client: RPCClient, cursor: inout EventCursor?) throws {
         var result: EventCursor?
         var count = 0

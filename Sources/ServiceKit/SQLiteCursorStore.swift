@@ -69,8 +69,8 @@ public final class EventScope {
 /// applied as a live event is, in slices of about 10 ms with the lock left to other writers
 /// between them, and then the rows the snapshot did not name are removed, in slices too.
 /// Readers see each row old or new meanwhile, as while live events are applied; not the old
-/// copy whole until one instant. `reset` and `startBulk` are not run (the indexes readers use
-/// stay).
+/// copy whole until one instant. Nothing is reset, and `startBulk` is not run (the indexes
+/// readers use stay).
 public struct SnapshotMerge: Sendable {
     /// A query of one integer column: the key of every row of the copy, read as a merge
     /// begins. `apply` calls `EventScope.named` with the key of each item it applies.
@@ -107,7 +107,7 @@ public struct EventApplier: Sendable {
     /// and only commits, with it.
     public var settled: (@Sendable (_ committed: Bool) -> Void)?
     /// Set: a rebuild's snapshot is merged in slices (`SnapshotMerge`) rather than swapped in
-    /// one transaction.
+    /// one transaction, and `reset` is not run.
     public var merge: SnapshotMerge?
 
     public init(
@@ -126,6 +126,19 @@ public struct EventApplier: Sendable {
         self.finishBulk = finishBulk
         self.settled = settled
         self.merge = merge
+    }
+
+    /// An applier that merges a rebuild's snapshot (`merge`), and so has nothing to forget
+    /// before one.
+    public init(
+        apply: @escaping @Sendable (ReceivedEvent, EventScope) throws -> Void,
+        merge: SnapshotMerge,
+        types: Set<String>? = nil,
+        startBulk: (@Sendable (Database) throws -> Void)? = nil,
+        finishBulk: (@Sendable (Database) throws -> Void)? = nil,
+        settled: (@Sendable (_ committed: Bool) -> Void)? = nil
+    ) {
+        self.init(apply: apply, reset: { _ in }, types: types, startBulk: startBulk, finishBulk: finishBulk, settled: settled, merge: merge)
     }
 
     /// Whether `apply` acts on events of `type`.
@@ -311,10 +324,10 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
         defer { if scope.emitted { relayWakeup?.signal() } }
         var count = 0
         var after: Int64 = 0
-        while try slice(stopping, { started in
+        try inSlices(stopping) { started in
             var applied = 0
             try cursors.forEachStaged(source: source, after: after, limit: Self.mergeSliceItems) { n, envelope in
-                guard applied == 0 || monotonicNanos() - started < Self.mergeSliceNanoseconds else { return false }
+                guard Self.hasRoom(started, applied) else { return false }
                 if try applyOrSkip(try ReceivedEvent(checkedEnvelope: envelope), scope) { count += 1 }
                 applied += 1
                 after = n
@@ -322,17 +335,17 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
             }
             try cursors.clearStaging(source: source, through: after)
             return applied > 0
-        }) {}
-        while try slice(stopping, { started in
+        }
+        try inSlices(stopping) { started in
             var removed = 0
             for key in try db.query("SELECT key FROM temp.snapshot_unnamed LIMIT ?", Self.mergeSliceItems).decode("key", as: Int64.self) {
-                guard removed == 0 || monotonicNanos() - started < Self.mergeSliceNanoseconds else { break }
+                guard Self.hasRoom(started, removed) else { break }
                 try merge.remove(key, scope)
                 try db.run("DELETE FROM temp.snapshot_unnamed WHERE key = ?", key)
                 removed += 1
             }
             return removed > 0
-        }) {}
+        }
         try applying {
             try cursors.set(source: source, cursor)
             try cursors.clearStaging(source: source)
@@ -340,15 +353,23 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
         return count
     }
 
-    /// One slice of a merge, in a transaction of its own: `body` (given when the slice began)
-    /// says whether it did anything, and so whether another may follow, after a pause that
-    /// leaves the write lock to others.
-    private func slice(_ stopping: StopFlag, _ body: (_ started: UInt64) throws -> Bool) throws -> Bool {
-        if stopping.isSet { throw CancellationError() }
-        var did = false
-        try applying { did = try body(monotonicNanos()) }
-        if did { usleep(Self.mergeGapMicroseconds) }
-        return did
+    /// Runs `body` in slices, each in a transaction of its own and followed by a pause that
+    /// leaves the write lock to others, until one does nothing (`body` returns false); `body`
+    /// is told when its slice began. Throws once `stopping` is raised.
+    private func inSlices(_ stopping: StopFlag, _ body: (_ started: UInt64) throws -> Bool) throws {
+        while true {
+            if stopping.isSet { throw CancellationError() }
+            var did = false
+            try applying { did = try body(monotonicNanos()) }
+            guard did else { return }
+            usleep(Self.mergeGapMicroseconds)
+        }
+    }
+
+    /// Whether a slice that began at `started` and has done `done` items may do another: the
+    /// first always, then while its time lasts.
+    private static func hasRoom(_ started: UInt64, _ done: Int) -> Bool {
+        done == 0 || monotonicNanos() - started < mergeSliceNanoseconds
     }
 }
 
