@@ -211,10 +211,12 @@ final class ClientSession {
         process(now: now)
     }
 
-    /// Whether what the connection holds for its client has reached its bound: calls read
-    /// after that wait until the client takes some (a reply answered at once, such as the
-    /// OpenRPC document, would otherwise add its bytes however many were asked for).
-    private var outputFull: Bool { heldForClient >= limits.maxPendingOutputBytes }
+    /// Whether what the connection holds for its client has reached its bound, while the
+    /// client has some of it to take: calls read after that wait until it takes some (a reply
+    /// answered at once, such as the OpenRPC document, would otherwise add its bytes however
+    /// many were asked for). With nothing to take, the bytes held are answers the framing
+    /// holds back until other calls are answered (a batch's), so those calls run.
+    private var outputFull: Bool { pendingOutput > 0 && outputBudget.isFull(held: heldForClient) }
 
     /// Whether `releaseHeld` is letting calls go (a call answered at once does not start another round).
     private var releasing = false

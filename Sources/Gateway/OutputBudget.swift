@@ -148,6 +148,14 @@ final class OutputBudget {
         return max(owed == 0 ? 1 : 0, (bound - claim) / replyEstimate)
     }
 
+    /// Whether a connection that holds `held` bytes for its client is at its bound: its own
+    /// (`maxPendingBytes`), or past the gateway's bound for replies, its share of that. Calls
+    /// read wait then, however small the replies were so far (a reply-size estimate taught
+    /// by small replies would otherwise let many large ones run).
+    func isFull(held: Int) -> Bool {
+        held >= min(maxPendingBytes, replies.allowance(own: claimed))
+    }
+
     /// Bytes to send.
     func append(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }

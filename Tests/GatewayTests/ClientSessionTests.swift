@@ -38,7 +38,7 @@ final class SessionHarness {
     /// `refuse`: client addresses that have their share of connections.
     init(limits: GatewayLimits = GatewayLimits(), framing: FramingLimits = FramingLimits(),
          charge: @escaping ClientSession.Charge = { _, _ in 0 }, user: Int64? = nil,
-         address: String = "127.0.0.1", proxy: ProxyTrust? = nil, refuse: Set<String> = [],
+         address: String = "127.0.0.1", proxy: ProxyTrust? = nil, refuse: Set<String> = [], memory: OutputMemory? = nil,
          answer: @escaping (Call) -> Outcome? = { call in call.method == "ping" ? .pong : .result(call.params) }) {
         let kept = self.kept, delivered = self.delivered, listened = self.listened, tokensValid = self.tokensValid
         let acceptListeners = self.acceptListeners, tokens = self.tokens, clients = self.clients, moves = self.moves
@@ -75,7 +75,7 @@ final class SessionHarness {
            listen: { user, interests in
                listened.withLock { $0.append((user, interests.topics.union(interests.patterns))) }
                return acceptListeners.withLock { $0 }
-           })
+           }, memory: memory)
     }
 
     /// Hands the session every outcome its calls delivered, as its loop would; then drains.
@@ -336,6 +336,40 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(dispatched <= 20, "\(dispatched) dispatched")
         #expect(session.pendingOutput < limits.maxPendingOutputBytes + 16 * page.count, "\(session.pendingOutput) bytes unsent")
         #expect(session.expired(now: 6_000_000_000) == .slowReader)
+    }
+
+    /// A batch whose members answered at once weigh more than the output bound is still
+    /// answered whole: its held answers are not something the client can take, so they do not
+    /// stop the members that finish it.
+    @Test func aBatchHeavierThanTheOutputBoundIsAnswered() {
+        let page = Data("\"\(String(repeating: "p", count: 300_000))\"".utf8)
+        let s = SessionHarness(answer: { _ in .result(page) })
+        let batch = "[" + (1...5).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"big"}"# }.joined(separator: ",") + "]\n"
+        let reply = s.send(batch)
+        #expect(reply.utf8.count > 5 * 300_000 && (1...5).allSatisfy { reply.contains(#""id":\#($0),"#) }, "\(reply.utf8.count) bytes")
+    }
+
+    /// Past the gateway's bound for replies, a connection over its share runs no more of the
+    /// calls it read, however small its replies were before (a reply-size estimate taught by
+    /// pings lets it read 128 calls at once): the eighth of eight such clients holds about its
+    /// share and one reply, not its own bound.
+    @Test func pastTheGatewaysBoundCallsReadWaitHoweverSmallTheRepliesWere() {
+        var limits = GatewayLimits()
+        limits.maxUnsentReplyBytes = 2 << 20
+        let memory = OutputMemory(limits: limits)
+        let page = Data("\"\(String(repeating: "p", count: 300_000))\"".utf8)
+        let hogs = (0..<8).map { _ in
+            SessionHarness(limits: limits, memory: memory, answer: { $0.method == "ping" ? .pong : .result(page) })
+        }
+        for hog in hogs {
+            for _ in 0..<100 { hog.send(Array(RESPClient.command(["PING"]))) }
+            hog.session.receive((0..<128).flatMap { _ in RESPClient.command(["big"]) }, now: hog.now)
+        }
+        let last = hogs[7].session.pendingOutput
+        #expect(last < (2 << 20) / 8 + page.count + 1_000, "\(last) bytes unsent")
+        // Its client takes it all: the calls it read go on.
+        #expect(hogs[7].drain().utf8.count == last)
+        #expect(hogs[7].session.pendingOutput > 0)
     }
 
     /// Replies that the session answers itself (ECHO) pile up below the bound on unsent bytes,
