@@ -154,9 +154,11 @@ function searchBox() {
     input.setAttribute("aria-expanded", "false");
     active = -1;
   };
-  const show = (items, heading) => {
+  const show = (items, heading, prefix = "") => {
     options = items;
     active = -1;
+    // Which text the options answer (a later answer replaces them and what was chosen).
+    list.dataset.prefix = prefix;
     fill(
       list,
       heading && items.length ? h("li", { role: "presentation", class: "heading" }, heading) : null,
@@ -191,7 +193,7 @@ function searchBox() {
         return;
       }
       const reply = await call("search.autocomplete", { prefix, near: knownPosition ?? sydney, limit: 6, lang: currentLanguage() });
-      if (ticket === asked) show(reply.suggestions, t("search.suggestions"));
+      if (ticket === asked) show(reply.suggestions, t("search.suggestions"), prefix);
     } catch {
       close();
     }
