@@ -158,7 +158,7 @@ final class Authenticator: Sendable {
                 completion(.failure(ServiceError(.deadlineExceeded, "no turn to check a password within the deadline")), nil)
             },
             // Sign-ups wait while logins do: a flood of new accounts cannot keep people out of theirs.
-            kind: method, priority: kind == .registration ? 1 : 0, postpone: { deadline.postpone(by: $0) })
+            kind: method, priority: kind == .registration ? 1 : 0)
         passwordChecks.submit(client, job)
         return nil
     }
@@ -185,17 +185,10 @@ final class Authenticator: Sendable {
 }
 
 /// When a request's time is up, counted from its arrival.
-final class Deadline: Sendable {
-    private let ends: Atomic<UInt64>
+struct Deadline: Sendable {
+    let end: UInt64
 
-    init(milliseconds: Int) { ends = Atomic(monotonicNanos() + UInt64(max(0, milliseconds)) * 1_000_000) }
-
-    /// When it ends (monotonic nanoseconds).
-    var end: UInt64 { ends.load(ordering: .relaxed) }
-
-    /// Moves the end later: the request waited this long for its client to take its replies
-    /// (`FairQueue.release`), which is no part of the time its client gave it.
-    func postpone(by nanoseconds: UInt64) { ends.add(nanoseconds, ordering: .relaxed) }
+    init(milliseconds: Int) { end = monotonicNanos() + UInt64(max(0, milliseconds)) * 1_000_000 }
 
     /// What is left, at least 1 ms.
     var remainingMilliseconds: Int {

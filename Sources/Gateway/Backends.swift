@@ -103,7 +103,7 @@ final class Backends: Sendable {
                 deadline: deadline.end, run: run,
                 expire: {
                     completion(.failure(ServiceError(.deadlineExceeded, "\(service) had no turn for this request within the deadline")))
-                }, kind: type, postpone: { deadline.postpone(by: $0) }))
+                }, kind: type))
     }
 
     /// Health of every backend, sorted by name.

@@ -50,10 +50,9 @@ final class ClientSession {
     /// trusted proxy's own, which is never refused.
     typealias Rekey = (_ from: String, _ to: String, _ exempt: Bool) -> Bool
     typealias Listen = Subscriptions.Listen
-    /// Says that the client is behind on its replies (its calls to services wait in the fair
-    /// queues, unsent), caught up again, or gone while behind.
-    typealias Hold = (_ change: HoldChange) -> Void
-    enum HoldChange { case behind, caughtUp, gone }
+    /// Says that the client is behind on its replies (true: its calls to services wait in the
+    /// fair queues, unsent) or no longer is (false).
+    typealias Hold = (_ behind: Bool) -> Void
 
     /// Where a connection is in its life.
     enum Lifecycle: Equatable {
@@ -246,7 +245,7 @@ final class ClientSession {
     private func noteBehind(_ isBehind: Bool) {
         guard isBehind != behind else { return }
         behind = isBehind
-        hold(isBehind ? .behind : .caughtUp)
+        hold(isBehind)
     }
 
     /// The gateway is stopping: read no more requests, answer those in flight.
@@ -255,7 +254,7 @@ final class ClientSession {
     /// Reads no more requests; what is owed is answered.
     private func close() { lifecycle = .closing(peerClosed: lifecycle.peerClosed) }
 
-    deinit { if behind { hold(.gone) } }
+    deinit { if behind { hold(false) } }
 
     /// The connection closed: it hears no more pushes.
     func closed() { stopListening() }

@@ -41,7 +41,7 @@ final class HeldConnections: Sendable {
 /// even when they are new. Jobs of a lower `priority` class wait while any of a higher one
 /// does (sign-ups behind logins). A job whose deadline passed while it waited is expired
 /// without running. A connection in `held` is passed over: its jobs wait aside, in order,
-/// until `release` (their deadlines stopped meanwhile), or `drop` when it closed.
+/// until `release`.
 final class FairQueue: Sendable {
     /// One request waiting for a place: `run` starts it and must call `done` exactly once
     /// when it no longer needs the place; `expire` answers it when its time ran out.
@@ -53,11 +53,6 @@ final class FairQueue: Sendable {
         var kind = ""
         /// 0 first; a job of class 1 runs only while none of class 0 waits.
         var priority = 0
-        /// Told how long the job was set aside for its held connection, once it is back: its
-        /// deadline moves that much later (the client's own reading held it, not the queue).
-        var postpone: (@Sendable (_ nanoseconds: UInt64) -> Void)?
-        /// When it was set aside (0: it is not).
-        var parkedAt: UInt64 = 0
     }
 
     private struct Lane {
@@ -137,9 +132,7 @@ final class FairQueue: Sendable {
             }
             s.waiting += 1
             if s.parked[client.connection]?[lane] != nil {
-                var parked = job
-                parked.parkedAt = now
-                s.parked[client.connection]?[lane]?.jobs.append(parked)
+                s.parked[client.connection]?[lane]?.jobs.append(job)
                 return nil
             }
             var jobs = Deque<Job>()
@@ -177,40 +170,12 @@ final class FairQueue: Sendable {
         var starts: [(job: Job, address: String, charged: Double)] = []
         state.withLock { s in
             for (lane, parked) in s.parked.removeValue(forKey: connection) ?? [:] {
-                let back = FairQueue.each(parked.jobs) { job in
-                    let waited = now > job.parkedAt ? now - job.parkedAt : 0
-                    job.deadline = job.deadline > UInt64.max - waited ? .max : job.deadline + waited
-                    job.parkedAt = 0
-                    if waited > 0 { job.postpone?(waited) }
-                }
-                FairQueue.enqueue(&s, lane: lane, client: ClientKey(address: parked.address, connection: connection), priority: parked.priority, back)
+                FairQueue.enqueue(&s, lane: lane, client: ClientKey(address: parked.address, connection: connection), priority: parked.priority, parked.jobs)
             }
             while s.running < window, let start = startNext(&s, now: now, expired: &expired) { starts.append(start) }
         }
         expired.forEach { $0.expire() }
         for start in starts { launch(start.job, address: start.address, charged: start.charged) }
-    }
-
-    /// Connection `connection` closed while held: its jobs set aside are answered as expired
-    /// (to no one), not run.
-    func drop(_ connection: UInt64) {
-        let dropped: [Job] = state.withLock { s in
-            let jobs = (s.parked.removeValue(forKey: connection) ?? [:]).values.flatMap(\.jobs.all)
-            s.waiting -= jobs.count
-            return jobs
-        }
-        dropped.forEach { $0.expire() }
-    }
-
-    /// `jobs`, each changed by `change`, in order.
-    private static func each(_ jobs: Deque<Job>, _ change: (inout Job) -> Void) -> Deque<Job> {
-        var rest = jobs
-        var out = Deque<Job>()
-        while var job = rest.popFirst() {
-            change(&job)
-            out.append(job)
-        }
-        return out
     }
 
     /// Answers waiting jobs whose deadline has passed, so a client hears within its deadline
@@ -240,6 +205,18 @@ final class FairQueue: Sendable {
                     lane.order = lane.order.filter { lane.connections[$0] != nil }
                     s.lanes[key] = lane
                 }
+            }
+            for (connection, lanes) in s.parked {
+                var kept = lanes
+                for (lane, var parked) in lanes {
+                    guard let first = parked.jobs.first, first.deadline <= now else { continue }
+                    while let job = parked.jobs.first, job.deadline <= now {
+                        expired.append(job)
+                        _ = parked.jobs.popFirst()
+                    }
+                    kept[lane] = parked.jobs.isEmpty ? nil : parked
+                }
+                s.parked[connection] = kept.isEmpty ? nil : kept
             }
             s.waiting -= expired.count
             return expired
@@ -343,8 +320,7 @@ final class FairQueue: Sendable {
                 // A held connection's jobs are set aside, in order, until it is released.
                 if held.contains(connection) {
                     // (New jobs of a connection set aside join it there, so none are behind these.)
-                    let aside = FairQueue.each(jobs) { $0.parkedAt = now }
-                    s.parked[connection, default: [:]][key] = Parked(address: address, priority: lane.priority, jobs: aside)
+                    s.parked[connection, default: [:]][key] = Parked(address: address, priority: lane.priority, jobs: jobs)
                     continue
                 }
                 job = jobs.popFirst()
@@ -381,9 +357,6 @@ struct Deque<Element> {
     var count: Int { items.count - head }
 
     mutating func append(_ element: Element) { items.append(element) }
-
-    /// The elements, in order.
-    var all: [Element] { Array(items[head...]) }
 
     /// The elements that satisfy `keep`, in order.
     func filter(_ keep: (Element) -> Bool) -> Deque {

@@ -324,13 +324,9 @@ struct AcceptLoop: @unchecked Sendable {
                     charge: { addresses.charge($0, requests: $1) },
                     rekey: { addresses.move(from: $0, to: $1, total: connections.value, exempt: $2) },
                     listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) }, memory: memory,
-                    hold: { change in
-                        memory.behind.set(client.connection, held: change == .behind)
-                        switch change {
-                        case .behind: break
-                        case .caughtUp: queues.forEach { $0.release(client.connection) }
-                        case .gone: queues.forEach { $0.drop(client.connection) }
-                        }
+                    hold: { behind in
+                        memory.behind.set(client.connection, held: behind)
+                        if !behind { queues.forEach { $0.release(client.connection) } }
                     })
                 inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }

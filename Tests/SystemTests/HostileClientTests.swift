@@ -216,30 +216,6 @@ import Glibc
         #expect(peak - before < 110, "before \(before) MiB, peak \(peak) MiB")
     }
 
-    /// A client that pipelines pages and reads them slowly but steadily gets every one: its
-    /// requests wait while it is behind, and that wait does not count against their deadline
-    /// (300 ms here, where each page of 250 KB takes the client about half a second to read).
-    @Test func aSlowSteadyReaderGetsEveryPage() throws {
-        let suite = try SuiteFixture(gatewayArguments: ["--max-pending-output-bytes", "262144", "--backend-window", "1"])
-        try suite.createHeavyPlaces(50)
-        let reader = try GatewayConnection(port: suite.port, receiveBuffer: 16_384)
-        // Small replies first: the gateway then reads all five requests at once.
-        reader.send(String(repeating: #"{"jsonrpc":"2.0","id":0,"method":"ping"}"# + "\n", count: 100))
-        for _ in 0..<100 { _ = reader.line() }
-        reader.send((1...5).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"catalog.list","params":{"limit":100},"deadline_ms":300}"# + "\n" }.joined())
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        let end = Date().addingTimeInterval(30)
-        while received.count(where: { $0 == 0x0A }) < 5 && Date() < end {
-            let n = chunk.withUnsafeMutableBytes { recv(reader.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n > 0 { received += chunk[0..<n] }
-            usleep(30_000)
-        }
-        let replies = String(decoding: received, as: UTF8.self).split(separator: "\n").map { json(String($0)) }
-        #expect(replies.count == 5)
-        #expect(replies.allSatisfy { $0["result"] != nil }, "\(replies.compactMap { $0["error"] })")
-    }
-
     @Test func aRequestWaitingForATurnHearsOfItsDeadlineOnTime() throws {
         let suite = try SuiteFixture(gatewayArguments: ["--backend-window", "1"])
         let first = try GatewayConnection(port: suite.port)
