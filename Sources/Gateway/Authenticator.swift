@@ -37,15 +37,12 @@ final class Authenticator: Sendable {
     /// The fair queue of password checks.
     let passwordChecks: FairQueue
 
-    init(
-        backends: Backends, addresses: ClientAddresses, limits: GatewayLimits, behind: HeldConnections = HeldConnections(),
-        clock: @escaping @Sendable () -> UInt64 = monotonicNanos
-    ) {
+    init(backends: Backends, addresses: ClientAddresses, limits: GatewayLimits, clock: @escaping @Sendable () -> UInt64 = monotonicNanos) {
         self.backends = backends
         self.addresses = addresses
         tokens = TokenCache(clock: clock)
         let endpoints = backends.client(for: Authenticator.accounts)?.endpoints.count ?? 1
-        passwordChecks = FairQueue(window: limits.passwordCheckWindow * max(1, endpoints), held: behind)
+        passwordChecks = FairQueue(window: limits.passwordCheckWindow * max(1, endpoints))
     }
 
     /// Who a token is: from the cache when it was checked moments ago, else asked of the

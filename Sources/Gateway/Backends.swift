@@ -22,11 +22,10 @@ final class Backends: Sendable {
 
     /// Connects to every peer with request endpoints, `window` requests in flight to each of
     /// its endpoints, with `curve`'s keys for each when the bus is secured;
-    /// `checkIntervalMilliseconds` nil disables checks. The requests of connections `behind`
-    /// wait in the fair queues.
+    /// `checkIntervalMilliseconds` nil disables checks.
     init(
         context: ZMQContext, peers: [String: PeerEndpoints], curve: (String) -> CurveClientKeys? = { _ in nil }, window: Int, logger: Logger,
-        checkIntervalMilliseconds: Int? = 1_000, behind: HeldConnections = HeldConnections()
+        checkIntervalMilliseconds: Int? = 1_000
     ) throws {
         var clients: [String: RPCClient] = [:]
         var health: [String: BackendHealth] = [:]
@@ -37,7 +36,7 @@ final class Backends: Sendable {
             health[name] = BackendHealth(service: name, endpoints: peer.rpc, up: false)
         }
         self.clients = clients
-        queues = clients.mapValues { FairQueue(window: window * $0.endpoints.count, held: behind) }
+        queues = clients.mapValues { FairQueue(window: window * $0.endpoints.count) }
         let all = clients
         let state = State(health)
         self.state = state

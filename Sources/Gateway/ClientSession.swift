@@ -50,9 +50,6 @@ final class ClientSession {
     /// trusted proxy's own, which is never refused.
     typealias Rekey = (_ from: String, _ to: String, _ exempt: Bool) -> Bool
     typealias Listen = Subscriptions.Listen
-    /// Says that the client is behind on its replies (true: its calls to services wait in the
-    /// fair queues, unsent) or no longer is (false).
-    typealias Hold = (_ behind: Bool) -> Void
 
     /// Where a connection is in its life.
     enum Lifecycle: Equatable {
@@ -80,9 +77,6 @@ final class ClientSession {
     private let deliver: Deliver
     private let charge: Charge
     private let rekey: Rekey
-    private let hold: Hold
-    /// What `hold` was last told.
-    private var behind = false
     /// The client's address as the gateway counts it: the peer's, or the client a trusted proxy named.
     private(set) var address: String
     /// The peer's own address (`address` until a proxy names its client).
@@ -138,9 +132,8 @@ final class ClientSession {
     init(
         limits: GatewayLimits, framing: FramingLimits, now: UInt64, address: String = "client", proxy: ProxyTrust? = nil,
         dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge, rekey: @escaping Rekey = { _, _, _ in true },
-        listen: @escaping Listen = { _, _ in true }, memory: OutputMemory? = nil, hold: @escaping Hold = { _ in }
+        listen: @escaping Listen = { _, _ in true }, memory: OutputMemory? = nil
     ) {
-        self.hold = hold
         self.limits = limits
         self.framingLimits = framing
         self.dispatch = dispatch
@@ -228,9 +221,7 @@ final class ClientSession {
     /// Whether `releaseHeld` is letting calls go (a call answered at once does not start another round).
     private var releasing = false
 
-    /// Starts the calls held, in order, while no sign-in is under way and the output is below
-    /// its bound; says whether the client is behind (its calls to services then wait unsent:
-    /// a reply on its way when the bound was reached is the most it gets beyond it).
+    /// Starts the calls held, in order, while no sign-in is under way and the output is below its bound.
     private func releaseHeld() {
         guard !releasing else { return }
         releasing = true
@@ -239,13 +230,6 @@ final class ClientSession {
             let next = held.removeFirst()
             run(next.slot, next.call)
         }
-        noteBehind(outputFull)
-    }
-
-    private func noteBehind(_ isBehind: Bool) {
-        guard isBehind != behind else { return }
-        behind = isBehind
-        hold(isBehind)
     }
 
     /// The gateway is stopping: read no more requests, answer those in flight.
@@ -253,8 +237,6 @@ final class ClientSession {
 
     /// Reads no more requests; what is owed is answered.
     private func close() { lifecycle = .closing(peerClosed: lifecycle.peerClosed) }
-
-    deinit { if behind { hold(false) } }
 
     /// The connection closed: it hears no more pushes.
     func closed() { stopListening() }

@@ -8,24 +8,6 @@ struct ClientKey: Hashable, Sendable {
     var connection: UInt64
 }
 
-/// The connections whose clients are behind on their replies, across the gateway (a session
-/// says so: its unsent replies reached its bound). Their requests wait in the fair queues,
-/// unsent to the services, until the client takes some (`FairQueue.release`): replies a
-/// client does not read are not made for it meanwhile.
-final class HeldConnections: Sendable {
-    private let held = Mutex<Set<UInt64>>([])
-
-    init() {}
-
-    func contains(_ connection: UInt64) -> Bool { held.withLock { $0.contains(connection) } }
-
-    func set(_ connection: UInt64, held isHeld: Bool) {
-        held.withLock { set in
-            if isHeld { set.insert(connection) } else { set.remove(connection) }
-        }
-    }
-}
-
 /// A window of requests in flight to one backend, shared fairly between clients.
 ///
 /// At most `window` jobs run at once; the rest wait in one queue per client address and,
@@ -40,8 +22,7 @@ final class HeldConnections: Sendable {
 /// served before all of them, not after a turn of each, and before their costly requests
 /// even when they are new. Jobs of a lower `priority` class wait while any of a higher one
 /// does (sign-ups behind logins). A job whose deadline passed while it waited is expired
-/// without running. A connection in `held` is passed over: its jobs wait aside, in order,
-/// until `release`.
+/// without running.
 final class FairQueue: Sendable {
     /// One request waiting for a place: `run` starts it and must call `done` exactly once
     /// when it no longer needs the place; `expire` answers it when its time ran out.
@@ -67,20 +48,10 @@ final class FairQueue: Sendable {
         var next: Job? { order.first.flatMap { connections[$0]?.first } }
     }
 
-    /// The jobs of a held connection in one lane, set aside when its turn came.
-    private struct Parked {
-        var address: String
-        var priority: Int
-        var jobs: Deque<Job>
-    }
-
     private struct State {
         var running = 0
-        /// Jobs waiting, in lanes or parked.
         var waiting = 0
         var lanes: [String: Lane] = [:]
-        /// Held connections' jobs set aside, by connection and lane.
-        var parked: [UInt64: [String: Parked]] = [:]
         var arrivals: UInt64 = 0
         /// Each address's use (nanoseconds a place was held), decayed, scaled to `reference`:
         /// a use at time t counts 2^((t - reference) / halfLife) times its nanoseconds, so
@@ -104,11 +75,9 @@ final class FairQueue: Sendable {
     let window: Int
     private let state: Mutex<State>
     private let clock: @Sendable () -> UInt64
-    private let held: HeldConnections
 
-    init(window: Int, held: HeldConnections = HeldConnections(), clock: @escaping @Sendable () -> UInt64 = monotonicNanos) {
+    init(window: Int, clock: @escaping @Sendable () -> UInt64 = monotonicNanos) {
         self.window = max(1, window)
-        self.held = held
         self.clock = clock
         state = Mutex(State(reference: clock()))
     }
@@ -122,60 +91,26 @@ final class FairQueue: Sendable {
     func submit(_ client: ClientKey, _ job: Job) {
         let now = clock()
         let lane = "\(job.priority) \(client.address)"
-        let isHeld = held.contains(client.connection)
-        var expired: [Job] = []
-        let start: (job: Job, address: String, charged: Double)? = state.withLock { s -> (job: Job, address: String, charged: Double)? in
-            if s.running < window && s.waiting == 0 && !isHeld {
+        let start: Double? = state.withLock { s in
+            if s.running < window && s.waiting == 0 {
                 s.running += 1
                 s.virtual = max(s.virtual, s.usage[client.address] ?? 0)
-                return (job, client.address, FairQueue.charge(&s, client.address, kind: job.kind, now: now))
+                return FairQueue.charge(&s, client.address, kind: job.kind, now: now)
             }
+            if s.lanes[lane] == nil {
+                s.arrivals += 1
+                s.lanes[lane] = Lane(address: client.address, priority: job.priority, arrival: s.arrivals)
+                s.usage[client.address] = max(s.usage[client.address] ?? 0, s.virtual)
+            }
+            if s.lanes[lane]?.connections[client.connection] == nil {
+                s.lanes[lane]?.connections[client.connection] = Deque()
+                s.lanes[lane]?.order.append(client.connection)
+            }
+            s.lanes[lane]?.connections[client.connection]?.append(job)
             s.waiting += 1
-            if s.parked[client.connection]?[lane] != nil {
-                s.parked[client.connection]?[lane]?.jobs.append(job)
-                return nil
-            }
-            var jobs = Deque<Job>()
-            jobs.append(job)
-            FairQueue.enqueue(&s, lane: lane, client: client, priority: job.priority, jobs)
-            // A place may be free while the jobs waiting are all of held connections.
-            return s.running < window ? startNext(&s, now: now, expired: &expired) : nil
+            return nil
         }
-        expired.forEach { $0.expire() }
-        if let start { launch(start.job, address: start.address, charged: start.charged) }
-    }
-
-    /// Puts `jobs` of `client` at the end of its connection's queue in lane `lane`.
-    private static func enqueue(_ s: inout State, lane: String, client: ClientKey, priority: Int, _ jobs: Deque<Job>) {
-        if s.lanes[lane] == nil {
-            s.arrivals += 1
-            s.lanes[lane] = Lane(address: client.address, priority: priority, arrival: s.arrivals)
-            s.usage[client.address] = max(s.usage[client.address] ?? 0, s.virtual)
-        }
-        if s.lanes[lane]?.connections[client.connection] == nil {
-            s.lanes[lane]?.connections[client.connection] = Deque()
-            s.lanes[lane]?.order.append(client.connection)
-        }
-        var all = s.lanes[lane]?.connections[client.connection] ?? Deque()
-        var rest = jobs
-        while let job = rest.popFirst() { all.append(job) }
-        s.lanes[lane]?.connections[client.connection] = all
-    }
-
-    /// The client of held connection `connection` took some of its replies (it is no longer in
-    /// `held`): its jobs set aside wait in their lane again, and places free start them.
-    func release(_ connection: UInt64) {
-        let now = clock()
-        var expired: [Job] = []
-        var starts: [(job: Job, address: String, charged: Double)] = []
-        state.withLock { s in
-            for (lane, parked) in s.parked.removeValue(forKey: connection) ?? [:] {
-                FairQueue.enqueue(&s, lane: lane, client: ClientKey(address: parked.address, connection: connection), priority: parked.priority, parked.jobs)
-            }
-            while s.running < window, let start = startNext(&s, now: now, expired: &expired) { starts.append(start) }
-        }
-        expired.forEach { $0.expire() }
-        for start in starts { launch(start.job, address: start.address, charged: start.charged) }
+        if let charged = start { launch(job, address: client.address, charged: charged) }
     }
 
     /// Answers waiting jobs whose deadline has passed, so a client hears within its deadline
@@ -205,18 +140,6 @@ final class FairQueue: Sendable {
                     lane.order = lane.order.filter { lane.connections[$0] != nil }
                     s.lanes[key] = lane
                 }
-            }
-            for (connection, lanes) in s.parked {
-                var kept = lanes
-                for (lane, var parked) in lanes {
-                    guard let first = parked.jobs.first, first.deadline <= now else { continue }
-                    while let job = parked.jobs.first, job.deadline <= now {
-                        expired.append(job)
-                        _ = parked.jobs.popFirst()
-                    }
-                    kept[lane] = parked.jobs.isEmpty ? nil : parked
-                }
-                s.parked[connection] = kept.isEmpty ? nil : kept
             }
             s.waiting -= expired.count
             return expired
@@ -248,28 +171,22 @@ final class FairQueue: Sendable {
         let now = clock()
         let next: (job: Job, address: String, charged: Double)? = state.withLock { s in
             s.running -= 1
-            let heldFor = Double(now > started ? now - started : 0)
+            let held = Double(now > started ? now - started : 0)
             // The first of a kind is its estimate; later ones move it an eighth of the way.
-            s.typical[kind] = s.typical[kind].map { $0 + (heldFor - $0) / 8 } ?? heldFor
-            FairQueue.use(&s, address, heldFor - charged, now: now)
-            return startNext(&s, now: now, expired: &expired)
+            s.typical[kind] = s.typical[kind].map { $0 + (held - $0) / 8 } ?? held
+            FairQueue.use(&s, address, held - charged, now: now)
+            while let (job, address) = FairQueue.takeNext(&s, now: now) {
+                if job.deadline <= now {
+                    expired.append(job)
+                    continue
+                }
+                s.running += 1
+                return (job, address, FairQueue.charge(&s, address, kind: job.kind, now: now))
+            }
+            return nil
         }
         expired.forEach { $0.expire() }
         return next
-    }
-
-    /// Takes the next job to run into a place (the caller has one free), with the charge to its
-    /// address; those whose time is up go to `expired`.
-    private func startNext(_ s: inout State, now: UInt64, expired: inout [Job]) -> (job: Job, address: String, charged: Double)? {
-        while let (job, address) = takeNext(&s, now: now) {
-            if job.deadline <= now {
-                expired.append(job)
-                continue
-            }
-            s.running += 1
-            return (job, address, FairQueue.charge(&s, address, kind: job.kind, now: now))
-        }
-        return nil
     }
 
     /// Charges `address` the typical time of a job of `kind` starting now; answers the charge.
@@ -301,11 +218,11 @@ final class FairQueue: Sendable {
     /// The next job and its address: from the lane of the highest priority whose address's use
     /// would be least once its next job ran (of two alike, the one waiting longer), its next
     /// connection's oldest.
-    private func takeNext(_ s: inout State, now: UInt64) -> (Job, String)? {
+    private static func takeNext(_ s: inout State, now: UInt64) -> (Job, String)? {
         // A time used now counts this much beside the uses kept (scaled to `reference`).
-        let scale = exp2(Double(Int64(bitPattern: now &- s.reference)) / FairQueue.halfLifeNanoseconds)
+        let scale = exp2(Double(Int64(bitPattern: now &- s.reference)) / halfLifeNanoseconds)
         func finish(_ lane: Lane) -> Double {
-            (s.usage[lane.address] ?? 0) + (lane.next.map { s.typical[$0.kind] ?? FairQueue.firstEstimate } ?? 0) * scale
+            (s.usage[lane.address] ?? 0) + (lane.next.map { s.typical[$0.kind] ?? firstEstimate } ?? 0) * scale
         }
         while let key = s.lanes.min(by: { a, b in
             if a.value.priority != b.value.priority { return a.value.priority < b.value.priority }
@@ -316,17 +233,11 @@ final class FairQueue: Sendable {
             s.virtual = max(s.virtual, s.usage[address] ?? 0)
             var job: Job?
             while job == nil, let connection = lane.order.popFirst() {
-                guard var jobs = lane.connections.removeValue(forKey: connection) else { continue }
-                // A held connection's jobs are set aside, in order, until it is released.
-                if held.contains(connection) {
-                    // (New jobs of a connection set aside join it there, so none are behind these.)
-                    s.parked[connection, default: [:]][key] = Parked(address: address, priority: lane.priority, jobs: jobs)
-                    continue
-                }
-                job = jobs.popFirst()
-                if !jobs.isEmpty {
-                    lane.connections[connection] = jobs
+                job = lane.connections[connection]?.popFirst()
+                if lane.connections[connection]?.isEmpty == false {
                     lane.order.append(connection)
+                } else {
+                    lane.connections[connection] = nil
                 }
             }
             s.lanes[key] = lane.order.isEmpty ? nil : lane

@@ -52,12 +52,10 @@ public final class GatewayServer: Service {
         let connections = self.connections
         var metricsEndpoint: String?
         do {
-            // What connections hold for their clients, against the gateway's bounds.
-            let memory = OutputMemory(limits: limits)
             let backends = try lifecycle.start("backend clients", stop: { $0.close() }) {
                 try Backends(
                     context: context, peers: config.peers, curve: config.common.curve(for:), window: limits.backendWindow, logger: logger,
-                    checkIntervalMilliseconds: healthCheckMilliseconds, behind: memory.behind)
+                    checkIntervalMilliseconds: healthCheckMilliseconds)
             }
             let addresses = ClientAddresses(limits: limits)
             // Every loop sees the flag, answers what is in flight and closes its connections;
@@ -72,7 +70,7 @@ public final class GatewayServer: Service {
             ) {
                 try EventLoops(count: EventLoops.defaultCount, addresses: addresses, connections: connections, logger: logger, stopping: stopping)
             }
-            let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits, behind: memory.behind)
+            let authenticator = Authenticator(backends: backends, addresses: addresses, limits: limits)
             let pushes = PushRegistry(gatewayId: PushRegistry.newGatewayId())
             _ = try lifecycle.start("pushes", stop: { $0?.stop() }) { () throws(ZMQError) -> PushReceiver? in
                 let endpoints = config.peers.keys.sorted().flatMap { name in (config.peers[name]?.publish ?? []).map { ($0, config.common.curve(for: name)) } }
@@ -111,7 +109,7 @@ public final class GatewayServer: Service {
             let accept = AcceptLoop(
                 listener: listener, dispatcher: dispatcher, framing: framing, proxies: ProxyTrust(config.trustedProxies), addresses: addresses,
                 pushes: pushes, loops: loops, logger: logger, stopping: stopping, connections: connections,
-                memory: memory, queues: queues)
+                memory: OutputMemory(limits: limits))
             _ = try lifecycle.start(
                 "acceptor",
                 stop: {
@@ -254,9 +252,6 @@ struct AcceptLoop: @unchecked Sendable {
     let refusing = ConnectionCount()
     /// The pushes waiting for every connection, and the replies they hold, each against one bound.
     let memory: OutputMemory
-    /// Every fair queue in front of a service, which hold a connection's requests while its
-    /// client is behind on its replies.
-    let queues: [FairQueue]
     static let maxRefusing = 64
 
     /// How long accepting pauses when the process is out of files (or memory): the listener
@@ -268,7 +263,6 @@ struct AcceptLoop: @unchecked Sendable {
         var nextConnection: UInt64 = 0
         let limits = dispatcher.limits
         let memory = self.memory
-        let queues = self.queues
         var exhausted = false
         while !stopping.isSet {
             guard poll(&fds, 1, 200) > 0 else { continue }
@@ -323,11 +317,7 @@ struct AcceptLoop: @unchecked Sendable {
                     deliver: { inbox.post(.outcome(key: client.connection, slot: $0, outcome: $1, change: $2)) },
                     charge: { addresses.charge($0, requests: $1) },
                     rekey: { addresses.move(from: $0, to: $1, total: connections.value, exempt: $2) },
-                    listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) }, memory: memory,
-                    hold: { behind in
-                        memory.behind.set(client.connection, held: behind)
-                        if !behind { queues.forEach { $0.release(client.connection) } }
-                    })
+                    listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) }, memory: memory)
                 inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }
         }

@@ -46,17 +46,14 @@ final class SharedOutput: Sendable {
     }
 }
 
-/// The gateway's two bounds on what it holds for clients, and the connections whose clients
-/// are behind (their calls to services wait), shared by every connection.
+/// The gateway's two bounds on what it holds for clients, shared by every connection.
 struct OutputMemory: Sendable {
     let pushes: SharedOutput
     let replies: SharedOutput
-    let behind: HeldConnections
 
     init(limits: GatewayLimits) {
         pushes = SharedOutput(budget: limits.maxQueuedPushBytes)
         replies = SharedOutput(budget: limits.maxUnsentReplyBytes)
-        behind = HeldConnections()
     }
 }
 

@@ -30,8 +30,6 @@ final class SessionHarness {
     let tokensValid = Locked(true)
     /// What the fake push registry answers a connection that starts listening.
     let acceptListeners = Locked(true)
-    /// What the session said of its client being behind on its replies, in order.
-    let behind = Locked<[Bool]>([])
 
     /// `answer` returns an outcome at once, or nil to keep the call for `answerKept`. With a
     /// `user`, every token signs them in: `auth.resume` (signing in with the params' token),
@@ -44,7 +42,6 @@ final class SessionHarness {
          answer: @escaping (Call) -> Outcome? = { call in call.method == "ping" ? .pong : .result(call.params) }) {
         let kept = self.kept, delivered = self.delivered, listened = self.listened, tokensValid = self.tokensValid
         let acceptListeners = self.acceptListeners, tokens = self.tokens, clients = self.clients, moves = self.moves
-        let behind = self.behind
         session = ClientSession(limits: limits, framing: framing, now: now, address: address, proxy: proxy, dispatch: { call, client, token, completion in
             clients.withLock { $0.append(client) }
             tokens.withLock { $0.append(token) }
@@ -78,7 +75,7 @@ final class SessionHarness {
            listen: { user, interests in
                listened.withLock { $0.append((user, interests.topics.union(interests.patterns))) }
                return acceptListeners.withLock { $0 }
-           }, memory: memory, hold: { isBehind in behind.withLock { $0.append(isBehind) } })
+           }, memory: memory)
     }
 
     /// Hands the session every outcome its calls delivered, as its loop would; then drains.
@@ -375,27 +372,6 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
         #expect(hogs[7].session.pendingOutput > 0)
     }
 
-    /// A client whose unsent replies reach its bound is behind: the session says so, and its
-    /// calls to services wait (in the fair queues) instead of making more replies for it,
-    /// however small its replies were before; once it takes them, it is no longer behind.
-    @Test func aClientBehindOnItsRepliesIsSaidToBe() {
-        let page = Data("\"\(String(repeating: "p", count: 300_000))\"".utf8)
-        let s = SessionHarness(answer: { $0.method == "ping" ? .pong : nil })
-        for _ in 0..<100 { s.send(Array(RESPClient.command(["PING"]))) }
-        s.session.receive((0..<40).flatMap { _ in RESPClient.command(["catalog.list"]) }, now: s.now)
-        // Taught by 100 pings, the estimate let all 40 be read and sent on.
-        let calls = s.kept.withLock { all in defer { all.removeAll() }; return all }
-        #expect(calls.count == 40)
-        for (index, kept) in calls.enumerated() {
-            kept.completion(.result(page), nil)
-            s.deliverOutcomes()
-            if index == 3 { #expect(s.behind.withLock { $0 } == [true], "behind once 4 pages wait unsent") }
-        }
-        #expect(s.behind.withLock { $0 } == [true])
-        s.drain()
-        #expect(s.behind.withLock { $0 } == [true, false])
-    }
-
     /// Replies that the session answers itself (ECHO) pile up below the bound on unsent bytes,
     /// yet with what the calls owed would add they stop the reading: a client that then takes
     /// nothing for 5 s is a slow reader, as one over the bound is (not kept for the idle timeout).
@@ -488,65 +464,6 @@ func onConnectionStack(_ body: @escaping @Sendable () -> Void) {
 }
 
 @Suite struct FairnessTests {
-    /// The jobs of a connection whose client is behind on its replies wait, in order, while
-    /// others run; released, they go on in order. A held connection's jobs expire on time.
-    @Test func aHeldConnectionsJobsWaitInOrderUntilReleased() {
-        let held = HeldConnections()
-        let queue = FairQueue(window: 1, held: held)
-        let order = Mutex<[String]>([])
-        let finish = Mutex<[@Sendable () -> Void]>([])
-        let expired = Mutex<[String]>([])
-        func job(_ name: String, deadline: UInt64 = .max) -> FairQueue.Job {
-            FairQueue.Job(deadline: deadline, run: { done in
-                order.withLock { $0.append(name) }
-                finish.withLock { $0.append(done) }
-            }, expire: { expired.withLock { $0.append(name) } })
-        }
-        func finishAll() {
-            for _ in 0..<20 {
-                guard let next = finish.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return }
-                next()
-            }
-        }
-        let behind = ClientKey(address: "10.0.0.1", connection: 1)
-        let other = ClientKey(address: "10.0.0.2", connection: 2)
-        held.set(1, held: true)
-        // Held from the start: not even a free place runs its job.
-        queue.submit(behind, job("a1"))
-        queue.submit(behind, job("a2"))
-        queue.submit(other, job("b1"))
-        queue.submit(behind, job("a3"))
-        queue.submit(other, job("b2"))
-        finishAll()
-        #expect(order.withLock { $0 } == ["b1", "b2"])
-        #expect(queue.waiting == 3 && queue.running == 0)
-        held.set(1, held: false)
-        queue.release(1)
-        finishAll()
-        #expect(order.withLock { $0 } == ["b1", "b2", "a1", "a2", "a3"])
-        // Held while its jobs wait in a lane: set aside when their turn comes, and expired on time.
-        held.set(1, held: true)
-        queue.submit(other, job("b3"))
-        queue.submit(behind, job("a4", deadline: 5))
-        queue.submit(other, job("b4"))
-        finishAll()
-        #expect(order.withLock { $0 }.suffix(2) == ["b3", "b4"])
-        queue.expireOverdue(now: 10)
-        #expect(expired.withLock { $0 } == ["a4"] && queue.waiting == 0)
-        // Its jobs of two classes (a sign-up behind a login) are both set aside, and both back.
-        var signUp = job("s1")
-        signUp.priority = 1
-        queue.submit(behind, signUp)
-        queue.submit(behind, job("a5"))
-        queue.submit(other, job("b5"))
-        finishAll()
-        held.set(1, held: false)
-        queue.release(1)
-        finishAll()
-        #expect(order.withLock { $0 }.suffix(3) == ["b5", "a5", "s1"])
-        #expect(queue.waiting == 0 && queue.running == 0)
-    }
-
     @Test func aFloodWaitsBehindItsOwnRequests() {
         let queue = FairQueue(window: 1)
         let order = Mutex<[String]>([])

@@ -186,36 +186,6 @@ import Glibc
         #expect(replies == 40, "\(replies) replies")
     }
 
-    /// Clients that first take many small replies (teaching the gateway that their replies
-    /// are small) then ask for many large pages of a service and read none: once a client's
-    /// unsent replies reach its bound, its requests wait in the fair queue, unsent, so the
-    /// catalog does not make pages for it that it would not take.
-    @Test func clientsBehindOnTheirRepliesGetNoMorePagesMade() throws {
-        let suite = try SuiteFixture(gatewayArguments: ["--max-unsent-reply-bytes", "\(16 << 20)"])
-        try suite.createHeavyPlaces(50)
-        let pid = suite.gateway.process.processIdentifier
-        let before = HostileClientTests.residentMiB(pid)
-        let pings = Array(String(repeating: "PING\r\n", count: 100).utf8)
-        let pages = Array(String(repeating: "catalog.list limit 100\r\n", count: 40).utf8)
-        var hogs: [GatewayConnection] = []
-        for address in 0..<100 {
-            let hog = try GatewayConnection(port: suite.port, from: "127.0.\(address / 50 + 20).\(address % 50 + 2)", receiveBuffer: 4_096)
-            hog.send(pings)
-            for _ in 0..<100 { _ = hog.line() }
-            hogs.append(hog)
-        }
-        for hog in hogs { _ = pages.withUnsafeBufferPointer { send(hog.fd, $0.baseAddress!, pages.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) } }
-        var peak = 0
-        for _ in 0..<60 {
-            peak = max(peak, HostileClientTests.residentMiB(pid))
-            usleep(100_000)
-        }
-        // The bound (16 MiB), a page on its way to each (100 of 250 KB), the catalog's window
-        // and the allocator's slack: 75 MiB here; without holding their requests, the pages
-        // go on being made as fast as the catalog can (138 MiB in 4 s, and on).
-        #expect(peak - before < 110, "before \(before) MiB, peak \(peak) MiB")
-    }
-
     @Test func aRequestWaitingForATurnHearsOfItsDeadlineOnTime() throws {
         let suite = try SuiteFixture(gatewayArguments: ["--backend-window", "1"])
         let first = try GatewayConnection(port: suite.port)
