@@ -119,26 +119,37 @@ import Glibc
         return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
     }
 
+    /// `each` connections from every one of `addresses`, each sent `request` without waiting
+    /// for the gateway to read it, and then never read.
+    static func hogs(port: UInt16, from addresses: [String], each: Int, receiveBuffer: Int32? = nil, sending request: [UInt8]) throws -> [GatewayConnection] {
+        try addresses.flatMap { address in
+            try (0..<each).map { _ in
+                let hog = try GatewayConnection(port: port, from: address, receiveBuffer: receiveBuffer)
+                _ = request.withUnsafeBufferPointer { send(hog.fd, $0.baseAddress!, request.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                return hog
+            }
+        }
+    }
+
+    /// The most resident memory of a process over `samples` looks 100 ms apart, in MiB.
+    static func peakResidentMiB(_ pid: Int32, samples: Int) -> Int {
+        var peak = 0
+        for _ in 0..<samples {
+            peak = max(peak, residentMiB(pid))
+            usleep(100_000)
+        }
+        return peak
+    }
+
     @Test func clientsThatDoNotReadCostLittleAndGiveTheirMemoryBack() throws {
         let suite = try SuiteFixture()
         try suite.createHeavyPlaces(50)
         let pid = suite.gateway.process.processIdentifier
         let before = HostileClientTests.residentMiB(pid)
         // 300 clients from three addresses each ask for 40 pages of about 250 KB and read none.
-        var hogs: [GatewayConnection] = []
         let request = Array(String(repeating: "catalog.list limit 100\r\n", count: 40).utf8)
-        for address in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
-            for _ in 0..<100 {
-                let hog = try GatewayConnection(port: suite.port, from: address)
-                _ = request.withUnsafeBufferPointer { send(hog.fd, $0.baseAddress!, request.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-                hogs.append(hog)
-            }
-        }
-        var peak = 0
-        for _ in 0..<30 {
-            peak = max(peak, HostileClientTests.residentMiB(pid))
-            usleep(100_000)
-        }
+        var hogs = try HostileClientTests.hogs(port: suite.port, from: ["127.0.0.2", "127.0.0.3", "127.0.0.4"], each: 100, sending: request)
+        let peak = HostileClientTests.peakResidentMiB(pid, samples: 30)
         // Each connection holds about its output bound (1 MiB) plus a reply, not 40 pages.
         #expect(peak - before < 600, "before \(before) MiB, peak \(peak) MiB")
         hogs.removeAll()
@@ -163,19 +174,9 @@ import Glibc
         let before = HostileClientTests.residentMiB(pid)
         let request = Array(String(repeating: #"{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}"# + "\n", count: 40).utf8)
         let document = try #require(try GatewayConnection(port: suite.port).call(String(decoding: request.prefix(while: { $0 != 0x0A }), as: UTF8.self)))
-        var hogs: [GatewayConnection] = []
-        for address in 0..<80 {
-            for _ in 0..<5 {
-                let hog = try GatewayConnection(port: suite.port, from: "127.0.\(address / 50 + 10).\(address % 50 + 2)", receiveBuffer: 4_096)
-                _ = request.withUnsafeBufferPointer { send(hog.fd, $0.baseAddress!, request.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-                hogs.append(hog)
-            }
-        }
-        var peak = 0
-        for _ in 0..<20 {
-            peak = max(peak, HostileClientTests.residentMiB(pid))
-            usleep(100_000)
-        }
+        let addresses = (0..<80).map { "127.0.\($0 / 50 + 10).\($0 % 50 + 2)" }
+        let hogs = try HostileClientTests.hogs(port: suite.port, from: addresses, each: 5, receiveBuffer: 4_096, sending: request)
+        let peak = HostileClientTests.peakResidentMiB(pid, samples: 20)
         // The bound, and one reply each (a connection holding nothing may always make one call):
         // about 16 + 400 x 0.3 MB, with the allocator's slack. Without the bound: 567 MiB here.
         #expect(peak - before < 350, "document \(document.utf8.count) bytes, before \(before) MiB, peak \(peak) MiB")
@@ -184,6 +185,7 @@ import Glibc
         reader.send(request)
         let replies = (0..<40).compactMap { _ in reader.line() }.filter { $0 == document }.count
         #expect(replies == 40, "\(replies) replies")
+        withExtendedLifetime(hogs) {}
     }
 
     @Test func aRequestWaitingForATurnHearsOfItsDeadlineOnTime() throws {
