@@ -139,12 +139,10 @@ public final class CatalogStore: ServiceState {
         let body = try PlaceJSON.encode(place)
         try db.run(
             """
-            INSERT INTO places (id, name, category, lat, lon, address, phone, website, price_level, description,
-                                opening_hours, photos, popularity, external_ids, timezone, name_i18n, description_i18n, opening_hours_text,
-                                seasons, hosted_photos, created_at, updated_at, version, json)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+            INSERT INTO places (id, \(Self.valueColumns.joined(separator: ", ")), created_at, updated_at, version, json)
+            VALUES (?, \(Array(repeating: "?", count: Self.valueColumns.count).joined(separator: ", ")), ?, ?, 1, ?)
             """, [place.id] + Self.values(place) + [place.createdAt, place.updatedAt, String(decoding: body, as: UTF8.self)])
-        try claimExternalIds(place)
+        try claimExternalIds(place.externalIds, of: place.id)
         if hiddenId == nil { try worker.emit(CatalogEvents.upserted, json: body) }
         return body
     }
@@ -178,20 +176,13 @@ public final class CatalogStore: ServiceState {
     /// tours starting there. Answers its JSON.
     @discardableResult
     func store(_ place: inout Place, over current: Place) throws -> Data {
-        place.version = current.version + 1
-        place.updatedAt = Logger.timestamp()
-        let body = try PlaceJSON.encode(place)
+        let body = try Self.stamp(&place, over: current)
         try db.run(
-            """
-            UPDATE places SET name = ?, category = ?, lat = ?, lon = ?, address = ?, phone = ?, website = ?, price_level = ?,
-                   description = ?, opening_hours = ?, photos = ?, popularity = ?, external_ids = ?, timezone = ?,
-                   name_i18n = ?, description_i18n = ?, opening_hours_text = ?, seasons = ?, hosted_photos = ?, updated_at = ?, version = ?,
-                   json = ?
-            WHERE id = ?
-            """, Self.values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self), place.id])
+            "UPDATE places SET \(Self.storedColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?",
+            Self.storedValues(place, body) + [place.id])
         if place.externalIds != current.externalIds {
             try db.run("DELETE FROM place_external_ids WHERE place_id = ?", place.id)
-            try claimExternalIds(place)
+            try claimExternalIds(place.externalIds, of: place.id)
         }
         try worker.emit(CatalogEvents.upserted, json: body)
         // A tour starts where its first stop is: those that start here moved with it.
@@ -212,8 +203,17 @@ public final class CatalogStore: ServiceState {
         }
     }
 
-    private func claimExternalIds(_ place: Place) throws {
-        for (source, externalId) in place.externalIds.sorted(by: { $0.key < $1.key }) {
+    /// Makes `place` the version after `current`, changed now; answers its JSON.
+    static func stamp(_ place: inout Place, over current: Place) throws -> Data {
+        place.version = current.version + 1
+        place.updatedAt = Logger.timestamp()
+        return try PlaceJSON.encode(place)
+    }
+
+    /// Gives `externalIds` to place `id`, or throws `already_exists` (or "is being imported")
+    /// for one another place holds.
+    private func claimExternalIds(_ externalIds: [String: String], of id: Int64) throws {
+        for (source, externalId) in externalIds.sorted(by: { $0.key < $1.key }) {
             if let owner = try db.queryOne(
                 "SELECT place_id, (1\(HiddenImport.places("place_id"))) AS shown FROM place_external_ids WHERE source = ? AND external_id = ?", source,
                 externalId)
@@ -221,11 +221,25 @@ public final class CatalogStore: ServiceState {
                 guard try owner.decode("shown", as: Int.self) == 1 else { throw ImportRules.beingImported(source, externalId) }
                 throw ServiceError(.alreadyExists, "\(source) id \(externalId) already belongs to place \(try owner.decode("place_id", as: Int64.self))", field: "external_ids")
             }
-            try db.run("INSERT INTO place_external_ids (source, external_id, place_id) VALUES (?, ?, ?)", source, externalId, place.id)
+            try db.run("INSERT INTO place_external_ids (source, external_id, place_id) VALUES (?, ?, ?)", source, externalId, id)
         }
     }
 
     // MARK: Rows
+
+    /// The columns of a place's fields, in the order of `values`.
+    static let valueColumns = [
+        "name", "category", "lat", "lon", "address", "phone", "website", "price_level", "description", "opening_hours", "photos",
+        "popularity", "external_ids", "timezone", "name_i18n", "description_i18n", "opening_hours_text", "seasons", "hosted_photos",
+    ]
+
+    /// The columns a change writes, in the order of `storedValues`.
+    static let storedColumns = valueColumns + ["updated_at", "version", "json"]
+
+    /// A changed place's `storedColumns`, `body` its JSON.
+    static func storedValues(_ place: Place, _ body: Data) -> [SQLBindable?] {
+        values(place) + [place.updatedAt, place.version, String(decoding: body, as: UTF8.self)]
+    }
 
     private static func values(_ p: Place) -> [SQLBindable?] {
         [

@@ -234,8 +234,9 @@ struct ImportPlan: Sendable {
     var started: UInt64 = monotonicNanos()
     /// The indexes in `tours` of the new ones.
     var newTours: [Int] { tours.indices.filter { tours[$0].current == nil } }
-    /// The rows its new places and tours add (a tour's stops each): a plan of more is written in slices.
-    var newRows: Int { creates.count + newTours.reduce(0) { $0 + tours[$1].stops.count } }
+    /// The rows it writes: its new places, a row per stop of its new tours, and the places it
+    /// changes. A plan of more is written in slices.
+    var rows: Int { creates.count + updates.count + newTours.reduce(0) { $0 + tours[$1].stops.count } }
 }
 
 /// Reads an import's file and plans it, with its own connection (reads only, but for the

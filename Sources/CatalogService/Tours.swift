@@ -246,13 +246,17 @@ extension CatalogStore {
 
     /// Tours whose first stop is place `id`: their start moves with it (those an import is
     /// writing are published when it is done).
-    func tours(startingAt id: Int64) throws -> [Int64] {
+    func tours(startingAt id: Int64) throws -> [Int64] { try tours(startingAtAnyOf: "?", [id]) }
+
+    /// Tours whose first stop is one of `places` (SQL: a list of ids, or a query of them), each
+    /// once, in id order.
+    func tours(startingAtAnyOf places: String, _ arguments: [SQLBindable?] = []) throws -> [Int64] {
         try db.query(
             """
-            SELECT s.tour_id FROM tour_stops s
-            WHERE s.place_id = ? AND s.position = (SELECT min(position) FROM tour_stops WHERE tour_id = s.tour_id)\(HiddenImport.tours("s.tour_id"))
+            SELECT DISTINCT s.tour_id FROM tour_stops s
+            WHERE s.place_id IN (\(places)) AND s.position = (SELECT min(position) FROM tour_stops WHERE tour_id = s.tour_id)\(HiddenImport.tours("s.tour_id"))
             ORDER BY s.tour_id
-            """, id
+            """, arguments
         ).map { row throws(RowError) in try row.decode("tour_id") }
     }
 

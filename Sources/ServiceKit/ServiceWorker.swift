@@ -62,6 +62,13 @@ public final class ServiceWorker {
         emitted = true
     }
 
+    /// Appends one event of `type` per row of `table`, its JSON body `body` (an expression over
+    /// the row), in the order of `orderedBy`, with one statement, in the transaction that makes
+    /// the change, like `emit(_:json:)`.
+    public func emit(_ type: String, bodies body: String, from table: String, orderedBy order: String) throws {
+        if try Outbox(database: db).append(type: type, bodies: body, from: table, orderedBy: order) > 0 { emitted = true }
+    }
+
     /// Wakes `signal`'s background work once the handler's work has committed (a write's
     /// transaction, which may hold several handlers' work): woken sooner, it would look for
     /// the work before it is there, and sleep until its next idle wake.

@@ -87,6 +87,19 @@ public struct Outbox {
         return database.lastInsertRowID
     }
 
+    /// Appends one event of `type` per row of `table`, its body `body` (an expression over the
+    /// row), in the order of `orderedBy`, with one statement; answers how many. Like
+    /// `append(type:body:ts:)`, inside the caller's transaction.
+    @discardableResult
+    public func append(type: String, bodies body: String, from table: String, orderedBy order: String) throws(SQLiteError) -> Int {
+        guard database.isInTransaction else {
+            throw SQLiteError.misuse("Outbox.append must run inside the transaction that makes the state change")
+        }
+        try database.run(
+            "INSERT INTO outbox(type, ts, body) SELECT ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \(body) FROM \(table) ORDER BY \(order)", type)
+        return database.changes
+    }
+
     /// The user a body names, and the condition for naming one: the expression and condition of
     /// `outbox_by_user`, which a query repeats word for word (SQLite uses an index on an
     /// expression only then).

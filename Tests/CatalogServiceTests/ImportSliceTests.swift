@@ -22,9 +22,13 @@ import TestSupport
     }
 
     /// `count` museums in a row east of Sydney's centre, and two tours over them.
-    static let file: String = {
+    static let file = content()
+
+    /// `file`, its museums named `named` and the first moved `east` degrees.
+    static func content(named: String = "Slice", east: Double = 0) -> String {
         let pois = (0..<count).map { i in
-            #"<poi id="p\#(i)" category="museum" lat="-33.8600" lon="\#(String(format: "%.4f", 151.2000 + Double(i) * 0.0005))"><name lang="en">Slice \#(i)</name></poi>"#
+            let lon = String(format: "%.4f", 151.2000 + Double(i) * 0.0005 + (i == 0 ? east : 0))
+            return #"<poi id="p\#(i)" category="museum" lat="-33.8600" lon="\#(lon)"><name lang="en">\#(named) \#(i)</name></poi>"#
         }
         let tours = [(0..<20), (20..<count)].enumerated().map { n, stops in
             #"<tour id="t\#(n)"><name lang="en">Slice walk \#(n)</name>\#(stops.map { #"<stop ref="p\#($0)"/>"# }.joined())</tour>"#
@@ -35,7 +39,7 @@ import TestSupport
             \((pois + tours).joined(separator: "\n"))
             </content>
             """
-    }()
+    }
 
     /// What the readers show of the import, each read in turn: all of it (true), none (false),
     /// or a part (nil).
@@ -76,7 +80,7 @@ import TestSupport
         return Int(try db.scalarInt("SELECT COUNT(*) FROM places WHERE id > ?", place) ?? -1)
     }
 
-    static func begin(_ catalog: CatalogFixture) throws -> String {
+    static func begin(_ catalog: CatalogFixture, _ file: String = file) throws -> String {
         let id = try #require(try catalog.raw("catalog.import.begin", #"{"format":"content"}"#)["import_id"] as? String)
         try catalog.raw("catalog.import.append", #"{"import_id":"\#(id)","offset":0,"chunk":"\#(Data(file.utf8).base64EncodedString())"}"#)
         try catalog.raw("catalog.import.commit", #"{"import_id":"\#(id)"}"#)
@@ -86,6 +90,24 @@ import TestSupport
     static func status(_ catalog: CatalogFixture, _ id: String) throws -> (state: String, report: [String: Any]) {
         let status = try catalog.raw("catalog.import.status", #"{"import_id":"\#(id)"}"#)
         return (status["state"] as? String ?? "", status["report"] as? [String: Any] ?? [:])
+    }
+
+    /// Whether the import being written in slices, read from the database file itself, is `id`.
+    static func applying(_ catalog: CatalogFixture, _ id: String) throws -> Bool {
+        let db = try Database(path: catalog.config.resolvedDatabasePath)
+        return try db.scalarInt("SELECT 1 FROM import_applying WHERE import_id = ? AND phase = 'hidden'", id) != nil
+    }
+
+    /// The catalog of `file` imported and published, its museums at ids after `base`.
+    static func imported(_ options: CatalogOptions = sliced) throws -> (catalog: CatalogFixture, base: Int64) {
+        let catalog = try CatalogFixture(options: options)
+        let base = try catalog.create("Before").id
+        let first = try Self.watch(catalog, try Self.begin(catalog), base: base)
+        #expect(first.state == "done", "\(first.report)")
+        // Its events go out; the next import is then written from a catalog at rest.
+        let db = try Database(path: catalog.config.resolvedDatabasePath)
+        for _ in 0..<300 where try db.scalarInt("SELECT count(*) FROM import_applying") != 0 { usleep(20_000) }
+        return (catalog, base)
     }
 
     static func head(_ catalog: CatalogFixture) throws -> Int {
@@ -198,5 +220,66 @@ import TestSupport
         let places = try again.allPlaces().filter { $0.name.hasPrefix("Slice ") }
         #expect(places.count == Self.count && places.allSatisfy { $0.id > base + Int64(Self.count) })
         #expect(try Self.written(again, after: base) == Self.count)
+    }
+
+    /// Changes to places that were there, many of them: made ready in slices while other writes
+    /// go between, shown all at once by the last step, their events in the plan's order, and
+    /// the tour starting at a place that moved published again.
+    @Test func changesToManyPlacesAreMadeReadyInSlicesAndShownAllAtOnce() throws {
+        let (catalog, base) = try Self.imported()
+        let headBefore = try Self.head(catalog)
+        let id = try Self.begin(catalog, Self.content(named: "Changed", east: 0.0001))
+        var between: Place?
+        var order: [Bool?] = []
+        for round in 0..<600 {
+            let changed = try catalog.allPlaces().filter { $0.name.hasPrefix("Changed ") }.count
+            order.append(changed == 0 ? false : changed == Self.count ? true : nil)
+            #expect(order.last != nil && !(order.contains(true) && order.last == false), "round \(round): \(changed) changed places shown")
+            if between == nil, changed == 0, try Self.applying(catalog, id) { between = try catalog.create("Between") }
+            let state = try Self.status(catalog, id).state
+            if state == "done" || state == "failed" { break }
+            usleep(20_000)
+        }
+        let end = try Self.status(catalog, id)
+        #expect(end.state == "done", "\(end.report)")
+        #expect(ImportTests.counts(end.report, "places") == [0, Self.count, 0] && ImportTests.counts(end.report, "tours") == [0, 0, 2])
+        #expect(between != nil, "no read saw the import being made ready")
+        #expect(try catalog.allPlaces().filter { $0.name.hasPrefix("Changed ") }.count == Self.count)
+
+        let db = try Database(path: catalog.config.resolvedDatabasePath)
+        let published = try db.query("SELECT type, body FROM outbox WHERE seq > ? ORDER BY seq", headBefore).map { row throws(RowError) in
+            (try row.decode("type", as: String.self), try row.decode("body", as: Data.self))
+        }
+        let names = published.filter { $0.0 == CatalogEvents.upserted }.compactMap { try? JSONCoding.decoder.decode(Place.self, from: $0.1).name }
+        #expect(names == ["Between"] + (0..<Self.count).map { "Changed \($0)" }, "the write went between the slices, before the changes")
+        let tours = published.filter { $0.0 == TourEvents.upserted }.compactMap { try? JSONCoding.decoder.decode(Tour.self, from: $0.1) }
+        #expect(tours.map(\.name) == ["Slice walk 0"], "the walk starting at the place that moved, after it")
+        #expect(published.last?.0 == TourEvents.upserted)
+        let moved = try #require(try catalog.allPlaces().first { $0.name == "Changed 0" })
+        #expect(moved.version == 2 && abs(moved.lon - 151.2001) < 1e-9)
+    }
+
+    /// An edit to a place the import changes, once its changes are being made ready, fails the
+    /// import at its last step: the edit stays, and none of the import's changes is shown.
+    @Test func anEditToAPlaceTheImportChangesFailsItAndStays() throws {
+        let (catalog, base) = try Self.imported()
+        let id = try Self.begin(catalog, Self.content(named: "Changed"))
+        var edited = false
+        for _ in 0..<600 {
+            #expect(try catalog.allPlaces().filter { $0.name.hasPrefix("Changed ") }.isEmpty)
+            if !edited, try Self.applying(catalog, id) {
+                try catalog.raw("catalog.update", #"{"id":\#(base + 1),"name":"Edited"}"#)
+                edited = true
+            }
+            let state = try Self.status(catalog, id).state
+            if state == "done" || state == "failed" { break }
+            usleep(20_000)
+        }
+        let end = try Self.status(catalog, id)
+        #expect(end.state == "failed")
+        let errors = (end.report["errors"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
+        #expect(errors == ["place \(base + 1) changed while the import was read (version 2, not 1): import again"], "\(errors)")
+        let names = try catalog.allPlaces().map(\.name)
+        #expect(names.contains("Edited") && !names.contains { $0.hasPrefix("Changed ") })
     }
 }
