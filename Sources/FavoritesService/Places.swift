@@ -52,18 +52,20 @@ enum Places {
                     average  REAL NOT NULL,
                     count    INTEGER NOT NULL
                 );
-                """)
+                """),
+        // A rebuild merges the catalog's snapshot (`catalogApplier`): no place is marked stale.
+        Migration(domain: "places", version: 2, sql: "DROP INDEX places_stale; ALTER TABLE places DROP COLUMN stale;"),
     ]
 
     /// Stores `place` (from an event, or `catalog.get`) unless the copy has a later version or
-    /// the catalog deleted it; either way it is no longer stale.
+    /// the catalog deleted it.
     static func upsert(_ place: PlaceSummary, version: Int64, _ db: Database) throws {
         guard try db.queryOne("SELECT 1 FROM places_gone WHERE id = ?", place.id) == nil else { return }
         try db.run(
             """
-            INSERT INTO places (id, name, category, address, lat, lon, version, stale) VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+            INSERT INTO places (id, name, category, address, lat, lon, version) VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
-                lat = excluded.lat, lon = excluded.lon, version = excluded.version, stale = 0
+                lat = excluded.lat, lon = excluded.lon, version = excluded.version
             WHERE excluded.version >= places.version
             """, place.id, place.name, place.category, place.address, place.lat, place.lon, version)
         guard db.changes > 0 else { return }
@@ -81,16 +83,18 @@ enum Places {
         try db.run("INSERT OR IGNORE INTO places_gone (id) VALUES (?)", id)
     }
 
-    /// Keeps the copy in step with the catalog. A rebuild from the catalog's snapshot marks
-    /// every place stale (`reset`), the snapshot's upserts mark theirs fresh again, and the
-    /// sweep after the swap (`finishBulk`) deletes what is still stale: places deleted while
-    /// favorites could not follow, which leave every list as a live deletion does.
+    /// Keeps the copy in step with the catalog. A rebuild merges the catalog's snapshot in
+    /// slices (`SnapshotMerge`), so `favorites.add` is never held for all of it. The places
+    /// the copy held as the rebuild began and the snapshot does not name go at its end: places
+    /// deleted while favorites could not follow, which leave every list as a live deletion
+    /// does. A place fetched with `catalog.get` meanwhile stays, and so do its list items.
     static let catalogApplier = EventApplier(
         apply: { event, scope in
             switch event.header.type {
             case CatalogEvents.upserted:
                 struct Versioned: Decodable { var version: Int64 }
                 let place = try event.body(PlaceSummary.self)
+                try scope.named(place.id)
                 let before = try scope.db.queryOne("SELECT lat, lon FROM places WHERE id = ?", place.id)
                 try upsert(place, version: try event.body(Versioned.self).version, scope.db)
                 // A place that moved: its discoverable visitors' visits go out again with the new point.
@@ -102,16 +106,10 @@ enum Places {
             default: break
             }
         },
-        reset: { db in try db.run("UPDATE places SET stale = 1") },
-        types: [CatalogEvents.upserted, CatalogEvents.deleted],
-        finishBulk: { db in
-            let stale = try db.query("SELECT id FROM places WHERE stale = 1").decode("id", as: Int64.self)
-            // No applier's scope here: the events go in the outbox, and leave at the next heartbeat.
-            let outbox = Outbox(database: db)
-            for id in stale {
-                try delete(id, db) { _ = try outbox.append(type: FavoritesEvents.unvisited, body: try JSONCoding.encoder.encode($0)) }
-            }
-        })
+        merge: SnapshotMerge(
+            keys: "SELECT id FROM places",
+            remove: { id, scope in try delete(id, scope.db) { try scope.emit(FavoritesEvents.unvisited, $0) } }),
+        types: [CatalogEvents.upserted, CatalogEvents.deleted])
 
     /// Keeps ratings in step with social (`social.rating.updated`). Social's snapshot holds
     /// every rating, so a rebuild forgets them first.

@@ -91,6 +91,11 @@ public protocol SnapshotCursorStore: EventCursorStore {
     func finishBulk() throws
     /// Forgets the snapshot staged, if any: a new one starts from nothing.
     func discardSnapshot() throws
+    /// Begins a rebuild, before its first page is asked for: forgets the snapshot staged, and
+    /// a store that merges notes the rows its copy holds now, the only ones the merge may
+    /// remove (a row the service adds meanwhile, from a source's answer, is newer than the
+    /// snapshot's first page).
+    func beginSnapshot() throws
     /// Stages one page of a snapshot beside the copy, leaving the copy as it is. The store
     /// may leave out events it would ignore.
     func stageSnapshot(_ events: [ReceivedEvent]) throws
@@ -452,7 +457,7 @@ struct SubscriberLoop: Sendable {
     private func rebuild(_ store: any SnapshotCursorStore, client: RPCClient, cursor: inout EventCursor?) throws {
         var result: EventCursor?
         var count = 0
-        try store.discardSnapshot()
+        try store.beginSnapshot()
         do {
             var after: String?
             repeat {

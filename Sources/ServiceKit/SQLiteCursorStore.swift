@@ -70,9 +70,11 @@ public final class EventScope {
 /// between them, and then the rows the snapshot did not name are removed, in slices too.
 /// Readers see each row old or new meanwhile, as while live events are applied; not the old
 /// copy whole until one instant. Nothing is reset, and `startBulk` is not run (the indexes
-/// readers use stay).
+/// readers use stay). Only rows the copy held when the rebuild began may be removed: one the
+/// service added meanwhile (a place `favorites.add` fetched with `catalog.get`) came after the
+/// snapshot's first page, and the events after it say what became of it.
 public struct SnapshotMerge: Sendable {
-    /// A query of one integer column: the key of every row of the copy, read as a merge
+    /// A query of one integer column: the key of every row of the copy, read as a rebuild
     /// begins. `apply` calls `EventScope.named` with the key of each item it applies.
     public var keys: String
     /// Removes the copy's row under `key`, which the snapshot did not name.
@@ -278,6 +280,14 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
         try cursors.clearStaging(source: source)
     }
 
+    public func beginSnapshot() throws {
+        try discardSnapshot()
+        guard let merge = applier.merge else { return }
+        try db.run("DROP TABLE IF EXISTS temp.snapshot_unnamed")
+        try db.run("CREATE TEMP TABLE snapshot_unnamed (key INTEGER PRIMARY KEY)")
+        try db.transaction { try db.run("INSERT OR IGNORE INTO temp.snapshot_unnamed (key) " + merge.keys) }
+    }
+
     public func stageSnapshot(_ events: [ReceivedEvent]) throws {
         let wanted = events.filter { applier.wants($0.header.type) }
         guard !wanted.isEmpty else { return }
@@ -310,16 +320,13 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
     static let mergeSliceItems = 2_000
     static let mergeGapMicroseconds: UInt32 = 10_000
 
-    /// `SnapshotMerge`: the keys the copy holds go to a temporary table, each staged item
-    /// applied takes its key out (`EventScope.named`) and leaves the staging in the slice that
-    /// applied it, and the keys left are removed. A stop or a failure half-way leaves a copy
-    /// of rows old and new and the rest of the staging, which the next rebuild discards before
-    /// it starts over.
+    /// `SnapshotMerge`: the keys the copy held as the rebuild began are in a temporary table
+    /// (`beginSnapshot`), each staged item applied takes its key out (`EventScope.named`) and
+    /// leaves the staging in the slice that applied it, and the keys left are removed. A stop
+    /// or a failure half-way leaves a copy of rows old and new and the rest of the staging,
+    /// which the next rebuild discards before it starts over.
     private func mergeSnapshot(_ merge: SnapshotMerge, cursor: EventCursor, stopping: StopFlag) throws -> Int {
-        try db.run("DROP TABLE IF EXISTS temp.snapshot_unnamed")
-        try db.run("CREATE TEMP TABLE snapshot_unnamed (key INTEGER PRIMARY KEY)")
         defer { try? db.run("DROP TABLE IF EXISTS temp.snapshot_unnamed") }
-        try db.transaction { try db.run("INSERT OR IGNORE INTO temp.snapshot_unnamed (key) " + merge.keys) }
         let scope = EventScope(db: db, merging: true)
         defer { if scope.emitted { relayWakeup?.signal() } }
         var count = 0

@@ -17,16 +17,24 @@ import TestSupport
     init() throws {
         db = try Database(path: folder.path + "/favorites.sqlite")
         // A deletion reads the visited lists and who is discoverable (`favorites.unvisited`).
-        try db.migrate(OutboxSchema.migrations + Places.migrations + Lists.migrations + Visits.migrations)
+        try db.migrate(OutboxSchema.migrations + CursorSchema.migrations + Places.migrations + Lists.migrations + Visits.migrations)
+    }
+
+    func event(_ type: String, _ body: String, seq: Int64 = 1) throws -> ReceivedEvent {
+        try ReceivedEvent(envelope: EnvelopeCoding.event(seq: seq, type: type, ts: "2026-12-01T00:00:00.000Z", epoch: "e", body: Data(body.utf8)))
     }
 
     func apply(_ type: String, _ body: String, seq: Int64 = 1) throws {
-        let event = try ReceivedEvent(envelope: EnvelopeCoding.event(seq: seq, type: type, ts: "2026-12-01T00:00:00.000Z", epoch: "e", body: Data(body.utf8)))
+        let event = try event(type, body, seq: seq)
         try db.transaction { try Places.catalogApplier.apply(event, EventScope(db: db)) }
     }
 
+    func upserted(_ id: Int, _ name: String, version: Int, lat: Double = -33.86, lon: Double = 151.21) -> String {
+        #"{"id":\#(id),"name":"\#(name)","category":"cafe","lat":\#(lat),"lon":\#(lon),"address":"1 \#(name) St","opening_hours":[],"photos":[],"popularity":0,"external_ids":{},"created_at":"x","updated_at":"x","version":\#(version)}"#
+    }
+
     func upsert(_ id: Int, _ name: String, version: Int, lat: Double = -33.86, lon: Double = 151.21) throws {
-        try apply(CatalogEvents.upserted, #"{"id":\#(id),"name":"\#(name)","category":"cafe","lat":\#(lat),"lon":\#(lon),"address":"1 \#(name) St","opening_hours":[],"photos":[],"popularity":0,"external_ids":{},"created_at":"x","updated_at":"x","version":\#(version)}"#)
+        try apply(CatalogEvents.upserted, upserted(id, name, version: version, lat: lat, lon: lon))
     }
 
     func names() throws -> [String] { try db.query("SELECT name FROM places ORDER BY id").decode("name", as: String.self) }
@@ -52,20 +60,21 @@ import TestSupport
         #expect(try names().isEmpty && geoCount() == 0)
     }
 
-    @Test func aRebuildKeepsTheSnapshotsPlacesAndSweepsTheRest() throws {
+    /// A rebuild from the catalog's snapshot, as the subscriber drives it: merged, it keeps the
+    /// snapshot's places, removes the others the copy held as it began, and keeps a place
+    /// `favorites.add` fetched with `catalog.get` meanwhile (and with it the place's list items).
+    @Test func aRebuildKeepsTheSnapshotsPlacesAndWhatWasFetchedMeanwhileAndRemovesTheRest() throws {
         try upsert(1, "Kept", version: 1)
         try upsert(2, "Deleted meanwhile", version: 1)
         try upsert(3, "Updated meanwhile", version: 1)
-        // What the subscriber does with a snapshot: reset, the snapshot's items, then the sweep.
-        try db.transaction { try Places.catalogApplier.reset(db) }
-        #expect(try names() == ["Kept", "Deleted meanwhile", "Updated meanwhile"], "a reset alone removes nothing")
-        try upsert(1, "Kept", version: 1)
-        try upsert(3, "Updated", version: 2)
-        try db.transaction { try Places.catalogApplier.finishBulk?(db) }
-        #expect(try names() == ["Kept", "Updated"] && geoCount() == 2)
+        let options = SubscriptionOptions(source: "catalog", publishEndpoints: [], rpcEndpoints: [], databasePath: folder.path + "/favorites.sqlite")
+        let store = try SQLiteCursorStore(options: options, applier: Places.catalogApplier, logger: Logger(component: "test", level: .error))
+        try store.beginSnapshot()
+        try Places.upsert(PlaceSummary(id: 4, name: "Fetched", category: "cafe", lat: -33.86, lon: 151.21), version: 1, db)
+        try store.stageSnapshot([try event(CatalogEvents.upserted, upserted(1, "Kept", version: 1)), try event(CatalogEvents.upserted, upserted(3, "Updated", version: 2))])
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag()) == 2)
+        #expect(try names() == ["Kept", "Updated", "Fetched"] && geoCount() == 3)
         #expect(try db.scalarInt("SELECT count(*) FROM places_gone WHERE id = 2") == 1)
-        // The sweep at a later start finds nothing stale.
-        try db.transaction { try Places.catalogApplier.finishBulk?(db) }
-        #expect(try names() == ["Kept", "Updated"])
+        #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 8))
     }
 }

@@ -326,6 +326,7 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         try CursorStore(database: db).set(source: "items", EventCursor(epoch: "e1", seq: 4))
         let options = SubscriptionOptions(source: "items", publishEndpoints: [], rpcEndpoints: [], databasePath: copy.path)
         let store = try SQLiteCursorStore(options: options, applier: Self.applier, logger: quiet)
+        try store.beginSnapshot()
         for page in stride(from: 1, through: count, by: 1_000) {
             try store.stageSnapshot(try (page..<min(page + 1_000, count + 1)).map { try event("item.upserted", $0, "new \($0)") })
         }
@@ -345,6 +346,17 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         #expect(try CursorStore(database: Database(path: copy.path)).stagedCount(source: "items") == 0)
         // 5,000 items: at least three slices of 2,000, the removal and the cursor.
         #expect(Self.commits.load(ordering: .relaxed) - before >= (items > 2_000 ? 5 : 3))
+    }
+
+    /// A row the service added after the rebuild began (as favorites adds a place it fetched
+    /// with `catalog.get`) is newer than the snapshot's first page: the merge keeps it, while
+    /// it removes the rows it held before that the snapshot did not name.
+    @Test func aRowAddedAfterTheRebuildBeganIsKept() throws {
+        let folder = TemporaryFolder("merge")
+        let (copy, store) = try setUp(folder, staging: 3)
+        try Database(path: copy.path).run("INSERT INTO copy (id, name) VALUES (200000, 'fetched')")
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag()) == 3)
+        #expect(try copy.names() == ["new 1", "new 2", "new 3", "fetched"])
     }
 
     /// Another writer of the database gets the lock between slices: its write commits while
