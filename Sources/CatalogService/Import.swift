@@ -297,12 +297,14 @@ struct ImportPlanner {
     }
 
     /// Records an import's end and drops its chunks, in one short transaction.
-    static func finish(_ id: String, state: String, report: ImportReport, db: Database) throws {
+    /// Ends import `id` in `state` with `report`; its file's chunks go with it, unless
+    /// `keepingChunks` (a big import's last step leaves them to the steps after it).
+    static func finish(_ id: String, state: String, report: ImportReport, keepingChunks: Bool = false, db: Database) throws {
         try db.transaction {
             try db.run(
                 "UPDATE imports SET state = ?, report = ? WHERE id = ?", state,
                 String(decoding: try JSONCoding.encoder.encode(report), as: UTF8.self), id)
-            try db.run("DELETE FROM import_chunks WHERE import_id = ?", id)
+            if !keepingChunks { try db.run("DELETE FROM import_chunks WHERE import_id = ?", id) }
         }
     }
 

@@ -278,10 +278,12 @@ extension CatalogStore {
                 }
                 wroteMaps = try writeMaps(plan, tourIds: tourIds)
                 plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
-                try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
+                try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, keepingChunks: true, db: db)
                 try db.run("UPDATE import_applying SET phase = 'publishing' WHERE import_id = ?", plan.importId)
             }
             if wroteMaps { worker.wakeAfterCommit(tileCutter) }
+            // Out of the transaction: the temporary table's rows cost the catalog's writers nothing.
+            try StagedChanges.clear(db)
         } catch {
             try rollBack(plan.importId, report: plan.report, Self.message(error))
             return
@@ -325,7 +327,11 @@ extension CatalogStore {
                 }
             }
             if nextPlace > applying.lastPlace, nextTour > applying.lastTour {
-                try db.run("DELETE FROM import_applying WHERE import_id = ?", applying.importId)
+                // Then the import's file, a few chunks (512 KiB each at most) a step: the last
+                // step left it, so as to be short.
+                try db.run(
+                    "DELETE FROM import_chunks WHERE rowid IN (SELECT rowid FROM import_chunks WHERE import_id = ? LIMIT 8)", applying.importId)
+                if db.changes == 0 { try db.run("DELETE FROM import_applying WHERE import_id = ?", applying.importId) }
             } else {
                 try db.run("UPDATE import_applying SET next_place = ?, next_tour = ? WHERE import_id = ?", nextPlace, nextTour, applying.importId)
             }
@@ -426,7 +432,6 @@ extension CatalogStore {
         }
         try worker.emit(CatalogEvents.upserted, bodies: "CAST(json AS BLOB)", from: StagedChanges.table, orderedBy: "rank")
         try republishTours(try tours(startingAtAnyOf: "SELECT id FROM \(StagedChanges.table) WHERE moved"))
-        try StagedChanges.clear(db)
     }
 
     /// A planned change to a tour that was there; answers its id.

@@ -179,6 +179,9 @@ import TestSupport
         #expect(Set(places.map(\.name)) == Set((0..<Self.count).map { "Slice \($0)" } + ["Between"]))
         #expect(published.filter { $0.0 == TourEvents.upserted }.count == 2)
         #expect(published.last?.0 == TourEvents.upserted, "the tours go out after their places")
+        // Then the file's chunks go, which the last step left.
+        for _ in 0..<300 where try db.scalarInt("SELECT count(*) FROM import_applying") != 0 { usleep(20_000) }
+        #expect(try db.scalarInt("SELECT count(*) FROM import_chunks WHERE import_id = ?", id) == 0)
     }
 
     @Test func anImportThatFailsMidwayLeavesNothingAndNeverShowedAnything() throws {
