@@ -13,7 +13,7 @@ import time
 
 PROFILES = b"/usr/share/routino/profiles.xml"
 TRANSLATIONS = b"/usr/share/routino/translations.xml"
-# ROUTINO_ROUTE_LIST_TEXT (512) crashes Debian's libroutino 3.3.3 inside Routino_CalculateRoute;
+# ROUTINO_ROUTE_LIST_TEXT (512) alone, asked for as here, crashes inside Routino_CalculateRoute;
 # LIST_TEXT_ALL, every point of the route (what a polyline needs), does not.
 QUICKEST, LIST_TEXT_ALL = 1, 1024
 MODES = {"walking": b"foot", "bicycling": b"bicycle", "driving": b"motorcar"}
