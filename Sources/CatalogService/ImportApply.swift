@@ -326,14 +326,13 @@ extension CatalogStore {
                     try worker.emit(TourEvents.upserted, tour)
                 }
             }
+            try db.run("UPDATE import_applying SET next_place = ?, next_tour = ? WHERE import_id = ?", nextPlace, nextTour, applying.importId)
             if nextPlace > applying.lastPlace, nextTour > applying.lastTour {
                 // Then the import's file, a few chunks (512 KiB each at most) a step: the last
                 // step left it, so as to be short.
                 try db.run(
                     "DELETE FROM import_chunks WHERE rowid IN (SELECT rowid FROM import_chunks WHERE import_id = ? LIMIT 8)", applying.importId)
                 if db.changes == 0 { try db.run("DELETE FROM import_applying WHERE import_id = ?", applying.importId) }
-            } else {
-                try db.run("UPDATE import_applying SET next_place = ?, next_tour = ? WHERE import_id = ?", nextPlace, nextTour, applying.importId)
             }
         }
     }
@@ -389,13 +388,20 @@ extension CatalogStore {
 
     /// Place `id` as it is, which must be the version the import was planned over.
     private func current(of id: Int64, plannedAt base: Int64) throws -> Place {
-        let current = try get(id)
+        let current: Place
+        do {
+            current = try get(id)
+        } catch let error as ServiceError where error.code == .notFound {
+            throw Self.changedMeanwhile(id, nil, base)
+        }
         guard current.version == base else { throw Self.changedMeanwhile(id, current.version, base) }
         return current
     }
 
-    private static func changedMeanwhile(_ id: Int64, _ version: Int64, _ base: Int64) -> ServiceError {
-        ServiceError(.conflict, "place \(id) changed while the import was read (version \(version), not \(base)): import again")
+    /// Place `id` is at `version` (nil: deleted), not at `base`, which the import was planned over.
+    private static func changedMeanwhile(_ id: Int64, _ version: Int64?, _ base: Int64) -> ServiceError {
+        guard let version else { return ServiceError(.conflict, "place \(id) was deleted while the import was read: import again") }
+        return ServiceError(.conflict, "place \(id) changed while the import was read (version \(version), not \(base)): import again")
     }
 
     /// Makes a change to a place that was there ready (`StagedChanges`), as `store` would write
@@ -419,9 +425,7 @@ extension CatalogStore {
         if let stale = try db.queryOne(
             "SELECT c.id, c.base, p.version FROM \(StagedChanges.table) c LEFT JOIN places p ON p.id = c.id WHERE p.version IS NOT c.base ORDER BY c.rank LIMIT 1")
         {
-            let id: Int64 = try stale.decode("id")
-            guard let version = try stale.decode("version", as: Int64?.self) else { throw ServiceError(.notFound, "no place with id \(id)", field: "id") }
-            throw Self.changedMeanwhile(id, version, try stale.decode("base"))
+            throw Self.changedMeanwhile(try stale.decode("id"), try stale.decode("version", as: Int64?.self), try stale.decode("base"))
         }
         // A change that keeps the category and position leaves those columns alone, and so the
         // category's index and the tour stops' positions (a third less to write at 45,000 changes).

@@ -179,9 +179,10 @@ import TestSupport
         #expect(Set(places.map(\.name)) == Set((0..<Self.count).map { "Slice \($0)" } + ["Between"]))
         #expect(published.filter { $0.0 == TourEvents.upserted }.count == 2)
         #expect(published.last?.0 == TourEvents.upserted, "the tours go out after their places")
-        // Then the file's chunks go, which the last step left.
+        // Then the file's chunks go, which the last step left, and no event goes out again.
         for _ in 0..<300 where try db.scalarInt("SELECT count(*) FROM import_applying") != 0 { usleep(20_000) }
         #expect(try db.scalarInt("SELECT count(*) FROM import_chunks WHERE import_id = ?", id) == 0)
+        #expect(try Self.head(catalog) == headBefore + Self.count + 3)
     }
 
     @Test func anImportThatFailsMidwayLeavesNothingAndNeverShowedAnything() throws {
@@ -262,16 +263,21 @@ import TestSupport
         #expect(moved.version == 2 && abs(moved.lon - 151.2001) < 1e-9)
     }
 
-    /// An edit to a place the import changes, once its changes are being made ready, fails the
-    /// import at its last step: the edit stays, and none of the import's changes is shown.
-    @Test func anEditToAPlaceTheImportChangesFailsItAndStays() throws {
+    /// An edit to a place the import changes, or its deletion, once its changes are being made
+    /// ready, fails the import at its last step: the edit stays, and none of the import's
+    /// changes is shown.
+    @Test(arguments: [false, true]) func anEditToAPlaceTheImportChangesFailsItAndStays(deleting: Bool) throws {
         let (catalog, base) = try Self.imported()
         let id = try Self.begin(catalog, Self.content(named: "Changed"))
         var edited = false
         for _ in 0..<600 {
             #expect(try catalog.allPlaces().filter { $0.name.hasPrefix("Changed ") }.isEmpty)
             if !edited, try Self.applying(catalog, id) {
-                try catalog.raw("catalog.update", #"{"id":\#(base + 1),"name":"Edited"}"#)
+                if deleting {
+                    try catalog.raw("catalog.delete", #"{"id":\#(base + 1)}"#)
+                } else {
+                    try catalog.raw("catalog.update", #"{"id":\#(base + 1),"name":"Edited"}"#)
+                }
                 edited = true
             }
             let state = try Self.status(catalog, id).state
@@ -281,8 +287,9 @@ import TestSupport
         let end = try Self.status(catalog, id)
         #expect(end.state == "failed")
         let errors = (end.report["errors"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
-        #expect(errors == ["place \(base + 1) changed while the import was read (version 2, not 1): import again"], "\(errors)")
+        let changed = deleting ? "was deleted while the import was read" : "changed while the import was read (version 2, not 1)"
+        #expect(errors == ["place \(base + 1) \(changed): import again"], "\(errors)")
         let names = try catalog.allPlaces().map(\.name)
-        #expect(names.contains("Edited") && !names.contains { $0.hasPrefix("Changed ") })
+        #expect(names.contains("Edited") != deleting && !names.contains("Slice 0") && !names.contains { $0.hasPrefix("Changed ") })
     }
 }
