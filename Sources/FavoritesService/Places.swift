@@ -58,16 +58,17 @@ enum Places {
     ]
 
     /// Stores `place` (from an event, or `catalog.get`) unless the copy has a later version or
-    /// the catalog deleted it.
-    static func upsert(_ place: PlaceSummary, version: Int64, _ db: Database) throws {
+    /// the catalog deleted it. A rebuild's snapshot item is stored `overwriting` a later
+    /// version: the catalog was restored to before it.
+    static func upsert(_ place: PlaceSummary, version: Int64, overwriting: Bool = false, _ db: Database) throws {
         guard try db.queryOne("SELECT 1 FROM places_gone WHERE id = ?", place.id) == nil else { return }
         try db.run(
             """
             INSERT INTO places (id, name, category, address, lat, lon, version) VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET name = excluded.name, category = excluded.category, address = excluded.address,
                 lat = excluded.lat, lon = excluded.lon, version = excluded.version
-            WHERE excluded.version >= places.version
-            """, place.id, place.name, place.category, place.address, place.lat, place.lon, version)
+            WHERE excluded.version >= places.version OR ?
+            """, place.id, place.name, place.category, place.address, place.lat, place.lon, version, overwriting)
         guard db.changes > 0 else { return }
         let lat = Int64((place.lat * scale).rounded())
         let lon = Int64((place.lon * scale).rounded())
@@ -96,7 +97,7 @@ enum Places {
                 let place = try event.body(PlaceSummary.self)
                 try scope.named(place.id)
                 let before = try scope.db.queryOne("SELECT lat, lon FROM places WHERE id = ?", place.id)
-                try upsert(place, version: try event.body(Versioned.self).version, scope.db)
+                try upsert(place, version: try event.body(Versioned.self).version, overwriting: scope.merging, scope.db)
                 // A place that moved: its discoverable visitors' visits go out again with the new point.
                 if let before, try before.decode("lat", as: Double.self) != place.lat || before.decode("lon", as: Double.self) != place.lon {
                     for visit in try Visits.moved(place.id, scope.db) { try scope.emit(FavoritesEvents.visited, visit) }

@@ -37,8 +37,10 @@ public final class EventScope {
     public let db: Database
     /// Whether an event was emitted since the subscriber last looked.
     var emitted = false
-    /// Whether a snapshot is being merged in (`SnapshotMerge`): rows named keep their place.
-    let merging: Bool
+    /// Whether a snapshot is being merged in (`SnapshotMerge`): rows named keep their place,
+    /// and each item is the publisher's state as the rebuild read it, newer than the copy's
+    /// even where the copy's says otherwise (a restored publisher went back in time).
+    public let merging: Bool
 
     public init(db: Database) {
         self.db = db

@@ -65,15 +65,19 @@ import TestSupport
     /// `favorites.add` fetched with `catalog.get` meanwhile (and with it the place's list items).
     @Test func aRebuildKeepsTheSnapshotsPlacesAndWhatWasFetchedMeanwhileAndRemovesTheRest() throws {
         try upsert(1, "Kept", version: 1)
+        // An edit a restore of the catalog lost: the snapshot's version 1 replaces it.
+        try upsert(5, "Lost edit", version: 4)
         try upsert(2, "Deleted meanwhile", version: 1)
         try upsert(3, "Updated meanwhile", version: 1)
         let options = SubscriptionOptions(source: "catalog", publishEndpoints: [], rpcEndpoints: [], databasePath: folder.path + "/favorites.sqlite")
         let store = try SQLiteCursorStore(options: options, applier: Places.catalogApplier, logger: Logger(component: "test", level: .error))
         try store.beginSnapshot()
         try Places.upsert(PlaceSummary(id: 4, name: "Fetched", category: "cafe", lat: -33.86, lon: 151.21), version: 1, db)
-        try store.stageSnapshot([try event(CatalogEvents.upserted, upserted(1, "Kept", version: 1)), try event(CatalogEvents.upserted, upserted(3, "Updated", version: 2))])
-        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag()) == 2)
-        #expect(try names() == ["Kept", "Updated", "Fetched"] && geoCount() == 3)
+        try store.stageSnapshot(
+            [try event(CatalogEvents.upserted, upserted(1, "Kept", version: 1)), try event(CatalogEvents.upserted, upserted(3, "Updated", version: 2)),
+             try event(CatalogEvents.upserted, upserted(5, "Restored", version: 1))])
+        #expect(try store.swapSnapshot(cursor: EventCursor(epoch: "e2", seq: 8), stopping: StopFlag()) == 3)
+        #expect(try names() == ["Kept", "Updated", "Fetched", "Restored"] && geoCount() == 4)
         #expect(try db.scalarInt("SELECT count(*) FROM places_gone WHERE id = 2") == 1)
         #expect(try store.loadCursor() == EventCursor(epoch: "e2", seq: 8))
     }
