@@ -50,8 +50,6 @@ final class NearbyMemory: Sendable {
         case delete(id: Int64)
         case rating(placeId: Int64, average: Double, count: Int64)
         case unrated(placeId: Int64)
-        /// Every rating was forgotten (a rebuild from social's snapshot).
-        case ratingsReset
     }
 
     /// One applier's notes of the transaction it is in (the subscriber's thread only, but the
@@ -135,16 +133,9 @@ final class NearbyMemory: Sendable {
     func settle(_ changes: [Change], committed: Bool) {
         guard committed, !changes.isEmpty else { return }
         state.withLock { s in
-            for change in changes {
-                switch change {
-                case .ratingsReset:
-                    s.ratings = [:]
-                default:
-                    // Not filled yet: the load will read what has committed.
-                    guard s.loaded else { continue }
-                    NearbyMemory.apply(change, to: &s)
-                }
-            }
+            // Not filled yet: the load will read what has committed.
+            guard s.loaded else { return }
+            for change in changes { NearbyMemory.apply(change, to: &s) }
         }
     }
 
@@ -161,8 +152,6 @@ final class NearbyMemory: Sendable {
             s.ratings[placeId] = (average, count)
         case .unrated(let placeId):
             s.ratings[placeId] = nil
-        case .ratingsReset:
-            break
         }
     }
 

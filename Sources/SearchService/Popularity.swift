@@ -80,24 +80,21 @@ enum Popularity {
         try rerank(event.placeId, db)
     }
 
-    /// Forgets every count, ranking the places that had any without them (by the catalog's
-    /// popularity and their recent reviews): before a rebuild from the favorites service's
-    /// snapshot, which brings the counts again.
-    static func forgetCounts(_ db: Database) throws {
-        let had = try db.query("SELECT place_id FROM place_counts").decode("place_id", as: Int64.self)
-        try db.run("DELETE FROM place_counts")
-        for id in had { try rerank(id, db) }
-    }
-
     /// Keeps the counts in step with the favorites service. Memory needs no note: it answers
-    /// nearest first only, and its hits show the catalog's popularity.
+    /// nearest first only, and its hits show the catalog's popularity. A rebuild from the
+    /// favorites service's snapshot, which holds every count, merges in slices; the places it
+    /// does not name lose their counts at its end, and are ranked without them.
     static func favoritesApplier() -> EventApplier {
         EventApplier(
             apply: { event, scope in
                 guard event.header.type == FavoritesEvents.counted else { return }
-                try counted(try event.body(PlaceCounted.self), scope.db)
+                let counts = try event.body(PlaceCounted.self)
+                try scope.named(counts.placeId)
+                try counted(counts, scope.db)
             },
-            reset: { db in try forgetCounts(db) },
+            merge: SnapshotMerge(
+                keys: "SELECT place_id FROM place_counts",
+                remove: { id, scope in try counted(PlaceCounted(placeId: id, saves: 0, visits30d: 0), scope.db) }),
             types: [FavoritesEvents.counted])
     }
 }

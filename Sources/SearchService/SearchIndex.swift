@@ -472,7 +472,8 @@ enum SearchIndex {
     }
 
     /// Keeps ratings in step with the social service, and `memory` with them; erases a deleted
-    /// user's recorded searches (`PerformedSearches.erase`).
+    /// user's recorded searches (`PerformedSearches.erase`). A rebuild from social's snapshot,
+    /// which holds every rating, merges in slices; the ratings it does not name go at its end.
     static func socialApplier(memory: NearbyMemory, erased: RecentlyErased) -> EventApplier {
         let changes = NearbyMemory.Changes()
         return EventApplier(
@@ -483,19 +484,20 @@ enum SearchIndex {
                 }
                 guard event.header.type == SocialEvents.ratingUpdated else { return }
                 let update = try event.body(RatingUpdated.self)
+                try scope.named(update.placeId)
                 try rating(update, scope.db)
                 changes.note(
                     update.count <= 0
                         ? .unrated(placeId: update.placeId)
                         : .rating(placeId: update.placeId, average: update.average, count: Int64(update.count)))
             },
-            reset: { db in
-                let recent = try db.query("SELECT place_id FROM ratings WHERE reviews_30d > 0").decode("place_id", as: Int64.self)
-                try db.run("DELETE FROM ratings")
-                // Their recent reviews no longer count, until the snapshot brings them again.
-                for id in recent { try Popularity.rerank(id, db) }
-                changes.note(.ratingsReset)
-            },
+            merge: SnapshotMerge(
+                keys: "SELECT place_id FROM ratings",
+                remove: { id, scope in
+                    // As an update to no reviews: its recent ones no longer count either.
+                    try rating(RatingUpdated(placeId: id, average: 0, count: 0), scope.db)
+                    changes.note(.unrated(placeId: id))
+                }),
             types: [SocialEvents.ratingUpdated, SocialEvents.userDeleted],
             settled: { committed in memory.settle(changes.take(), committed: committed) })
     }
