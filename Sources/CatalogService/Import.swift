@@ -296,16 +296,12 @@ struct ImportPlanner {
         return true
     }
 
-    /// Records an import's end and drops its chunks, in one short transaction.
-    /// Ends import `id` in `state` with `report`; its file's chunks go with it, unless
-    /// `keepingChunks` (a big import's last step leaves them to the steps after it).
-    static func finish(_ id: String, state: String, report: ImportReport, keepingChunks: Bool = false, db: Database) throws {
-        try db.transaction {
-            try db.run(
-                "UPDATE imports SET state = ?, report = ? WHERE id = ?", state,
-                String(decoding: try JSONCoding.encoder.encode(report), as: UTF8.self), id)
-            if !keepingChunks { try db.run("DELETE FROM import_chunks WHERE import_id = ?", id) }
-        }
+    /// Records an import's end: its state and report. Its file's chunks are deleted by the
+    /// writer's next steps, a few at a time (`CatalogStore.sweepChunks`), not here: a 64 MiB
+    /// file would hold the catalog's writers while all of it went.
+    static func finish(_ id: String, state: String, report: ImportReport, db: Database) throws {
+        try db.run(
+            "UPDATE imports SET state = ?, report = ? WHERE id = ?", state, String(decoding: try JSONCoding.encoder.encode(report), as: UTF8.self), id)
     }
 
     /// The bytes of one of an import's files ("" the document).

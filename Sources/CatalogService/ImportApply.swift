@@ -107,8 +107,19 @@ extension CatalogStore {
     /// `catalog.import.apply`: one step of the import being applied, or of the oldest plan
     /// waiting; `more` while an import is being applied (the next step comes sooner).
     func applyImport() throws -> PeriodicWork {
+        try sweepChunks()
         try step()
         return PeriodicWork(more: try ApplyingImport.read(db) != nil)
+    }
+
+    /// Deletes a few chunks (512 KiB each at most) of the files of imports that ended: each
+    /// step of the writer stays short, however big the file was.
+    private func sweepChunks() throws {
+        try db.run(
+            """
+            DELETE FROM import_chunks WHERE rowid IN (
+                SELECT c.rowid FROM import_chunks c JOIN imports i ON i.id = c.import_id WHERE i.state IN ('done', 'failed') LIMIT 8)
+            """)
     }
 
     private func step() throws {
@@ -146,8 +157,9 @@ extension CatalogStore {
                 try writeHidden(plan, applying, from: written, slice: &slice)
             }
         case .publishing:
-            // Every reader sees it: it is done.
+            // Every reader sees it: it is done (and its staged changes are written).
             importPlans.finished(applying.importId)
+            try StagedChanges.clear(db)
             try publish(applying, slice: &slice)
         case .rollback: try undo(applying, slice: &slice)
         }
@@ -164,17 +176,23 @@ extension CatalogStore {
                     try insert(&place)
                     ids.append(place.id)
                 }
-                try applyChanges(plan)
+                try StagedChanges.clear(db)
+                for (rank, (place, base)) in plan.updates.enumerated() {
+                    try stage(place, over: try current(of: place.id, plannedAt: base), rank: rank)
+                }
+                try writeStagedChanges()
                 var tourIds: [Int64] = []
+                var changed: Set<Int64> = []
                 for planned in plan.tours {
                     if planned.current == nil {
                         var tour = planned.tour
                         tour.stops = planned.stops.map { $0.id { ids[$0] } }
                         tourIds.append(try insertTour(&tour).id)
                     } else {
-                        tourIds.append(try changeTour(planned) { ids[$0] })
+                        tourIds.append(try changeTour(planned, changed: &changed) { ids[$0] })
                     }
                 }
+                try republishMovedStarts(except: changed)
                 wroteMaps = try writeMaps(plan, tourIds: tourIds)
                 plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
                 try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
@@ -268,22 +286,22 @@ extension CatalogStore {
                 try writeStagedChanges()
                 var tourIds: [Int64] = []
                 var created: Int64 = 0
+                var changed: Set<Int64> = []
                 for planned in plan.tours {
                     if planned.current == nil {
                         tourIds.append(applying.firstTour + created)
                         created += 1
                     } else {
-                        tourIds.append(try changeTour(planned, newPlace: applying.newPlace))
+                        tourIds.append(try changeTour(planned, changed: &changed, newPlace: applying.newPlace))
                     }
                 }
+                try republishMovedStarts(except: changed)
                 wroteMaps = try writeMaps(plan, tourIds: tourIds)
                 plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
-                try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, keepingChunks: true, db: db)
+                try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
                 try db.run("UPDATE import_applying SET phase = 'publishing' WHERE import_id = ?", plan.importId)
             }
             if wroteMaps { worker.wakeAfterCommit(tileCutter) }
-            // Out of the transaction: the temporary table's rows cost the catalog's writers nothing.
-            try StagedChanges.clear(db)
         } catch {
             try rollBack(plan.importId, report: plan.report, Self.message(error))
             return
@@ -326,13 +344,10 @@ extension CatalogStore {
                     try worker.emit(TourEvents.upserted, tour)
                 }
             }
-            try db.run("UPDATE import_applying SET next_place = ?, next_tour = ? WHERE import_id = ?", nextPlace, nextTour, applying.importId)
             if nextPlace > applying.lastPlace, nextTour > applying.lastTour {
-                // Then the import's file, a few chunks (512 KiB each at most) a step: the last
-                // step left it, so as to be short.
-                try db.run(
-                    "DELETE FROM import_chunks WHERE rowid IN (SELECT rowid FROM import_chunks WHERE import_id = ? LIMIT 8)", applying.importId)
-                if db.changes == 0 { try db.run("DELETE FROM import_applying WHERE import_id = ?", applying.importId) }
+                try db.run("DELETE FROM import_applying WHERE import_id = ?", applying.importId)
+            } else {
+                try db.run("UPDATE import_applying SET next_place = ?, next_tour = ? WHERE import_id = ?", nextPlace, nextTour, applying.importId)
             }
         }
     }
@@ -378,14 +393,6 @@ extension CatalogStore {
         }
     }
 
-    /// The plan's changes to places that were there, each with its event.
-    private func applyChanges(_ plan: ImportPlan) throws {
-        for (place, base) in plan.updates {
-            var changed = place
-            try store(&changed, over: try current(of: place.id, plannedAt: base))
-        }
-    }
-
     /// Place `id` as it is, which must be the version the import was planned over.
     private func current(of id: Int64, plannedAt base: Int64) throws -> Place {
         let current: Place
@@ -418,9 +425,9 @@ extension CatalogStore {
             StagedChanges.insert, [rank, place.id, current.version] + Self.storedValues(changed, body) + [moved, moved || changed.category != current.category])
     }
 
-    /// The last step's changes to places that were there, made ready by the slices: each must
-    /// still be at the version it was made ready over. Written with their events by a few
-    /// statements over all of them; the tours starting at a place that moved are published again.
+    /// The last step's changes to places that were there, made ready (by the slices, or just
+    /// before by a small import): each must still be at the version it was made ready over.
+    /// Written with their events by a few statements over all of them.
     private func writeStagedChanges() throws {
         if let stale = try db.queryOne(
             "SELECT c.id, c.base, p.version FROM \(StagedChanges.table) c LEFT JOIN places p ON p.id = c.id WHERE p.version IS NOT c.base ORDER BY c.rank LIMIT 1")
@@ -435,11 +442,19 @@ extension CatalogStore {
                 reindexed)
         }
         try worker.emit(CatalogEvents.upserted, bodies: "CAST(json AS BLOB)", from: StagedChanges.table, orderedBy: "rank")
-        try republishTours(try tours(startingAtAnyOf: "SELECT id FROM \(StagedChanges.table) WHERE moved"))
     }
 
-    /// A planned change to a tour that was there; answers its id.
-    private func changeTour(_ planned: ImportPlan.PlannedTour, newPlace: (Int) -> Int64) throws -> Int64 {
+    /// Publishes again the tours that start at a place the import moved (their start moved
+    /// with it), but for those it changed itself, `changed`, which went out as changed. Run
+    /// after the tours are changed: a republished tour is one version on, which their check
+    /// of the version planned over would take for an edit.
+    private func republishMovedStarts(except changed: Set<Int64>) throws {
+        try republishTours(try tours(startingAtAnyOf: "SELECT id FROM \(StagedChanges.table) WHERE moved").filter { !changed.contains($0) })
+    }
+
+    /// A planned change to a tour that was there; answers its id, and adds it to `changed` when
+    /// it was written (with its event).
+    private func changeTour(_ planned: ImportPlan.PlannedTour, changed: inout Set<Int64>, newPlace: (Int) -> Int64) throws -> Int64 {
         guard let current = planned.current else { return 0 }
         var tour = planned.tour
         tour.stops = planned.stops.map { $0.id(newPlace: newPlace) }
@@ -447,7 +462,9 @@ extension CatalogStore {
         guard now.version == current.version else {
             throw ServiceError(.conflict, "tour \(current.id) changed while the import was read: import again")
         }
-        return tour == now ? now.id : try storeTour(tour, over: now, seeingHidden: true).id
+        guard tour != now else { return now.id }
+        changed.insert(now.id)
+        return try storeTour(tour, over: now, seeingHidden: true).id
     }
 
     private func writeMaps(_ plan: ImportPlan, tourIds: [Int64]) throws -> Bool {
@@ -499,7 +516,7 @@ enum StagedChanges {
         try db.run(
             """
             CREATE TEMP TABLE IF NOT EXISTS import_changes (
-                rank INTEGER PRIMARY KEY, id INTEGER NOT NULL, base INTEGER NOT NULL,
+                rank INTEGER PRIMARY KEY, id INTEGER NOT NULL UNIQUE, base INTEGER NOT NULL,
                 \(CatalogStore.storedColumns.joined(separator: ", ")), moved INTEGER NOT NULL, reindexed INTEGER NOT NULL)
             """)
     }

@@ -34,8 +34,9 @@ public struct CatalogOptions: Sendable {
     public var defaultTimezone = "UTC"
     /// Stops one `tours.list near` page reads, at most (`ToursNear`).
     public var toursNearReadBudget = ToursNear.readBudget
-    /// An import adding more rows than this (new places, and new tours' stops) is written in
-    /// slices that readers do not see until the last (ImportApply.swift); a smaller one at once.
+    /// An import writing more rows than this (new places, new tours' stops, and changed places)
+    /// is written in slices that readers do not see until the last (ImportApply.swift); a
+    /// smaller one at once.
     public var importAtOnceRows = 2_000
     /// One slice: at most this many rows, and it stops once it has taken this long; the next
     /// comes this long after it (the writer is the others' in between).

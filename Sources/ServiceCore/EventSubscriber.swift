@@ -94,7 +94,7 @@ public protocol SnapshotCursorStore: EventCursorStore {
     /// Begins a rebuild, before its first page is asked for: forgets the snapshot staged, and
     /// a store that merges notes the rows its copy holds now, the only ones the merge may
     /// remove (a row the service adds meanwhile, from a source's answer, is newer than the
-    /// snapshot's first page).
+    /// snapshot's first page, but for the moment before that page).
     func beginSnapshot() throws
     /// Stages one page of a snapshot beside the copy, leaving the copy as it is. The store
     /// may leave out events it would ignore.

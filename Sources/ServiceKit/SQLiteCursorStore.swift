@@ -74,7 +74,8 @@ public final class EventScope {
 /// copy whole until one instant. Nothing is reset, and `startBulk` is not run (the indexes
 /// readers use stay). Only rows the copy held when the rebuild began may be removed: one the
 /// service added meanwhile (a place `favorites.add` fetched with `catalog.get`) came after the
-/// snapshot's first page, and the events after it say what became of it.
+/// snapshot's first page, but for the moment before that page, and the events after it say
+/// what became of it.
 public struct SnapshotMerge: Sendable {
     /// A query of one integer column: the key of every row of the copy, read as a rebuild
     /// begins. `apply` calls `EventScope.named` with the key of each item it applies.
@@ -287,7 +288,8 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
         guard let merge = applier.merge else { return }
         try db.run("DROP TABLE IF EXISTS temp.snapshot_unnamed")
         try db.run("CREATE TEMP TABLE snapshot_unnamed (key INTEGER PRIMARY KEY)")
-        try db.transaction { try db.run("INSERT OR IGNORE INTO temp.snapshot_unnamed (key) " + merge.keys) }
+        // Deferred: it reads the copy and writes only the temporary table, so it takes no write lock.
+        try db.transaction(.deferred) { try db.run("INSERT OR IGNORE INTO temp.snapshot_unnamed (key) " + merge.keys) }
     }
 
     public func stageSnapshot(_ events: [ReceivedEvent]) throws {
