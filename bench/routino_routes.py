@@ -1,8 +1,9 @@
 # Times Debian's libroutino (the routing engine issue 33 starts from) through ctypes: the
 # database a `planetsplitter` run made in DIR, `pairs` random routes per mode between points
 # of the region snapped to its network (seeded, so repeatable), and a 25 x 25 matrix as 625
-# routes (Routino routes one pair at a time). Prints JSON: per mode, the routes found and not,
-# route time p50/p99/max in ms, and the matrix's time in ms.
+# routes (Routino routes one pair at a time). Prints JSON: per mode, the routes found, those
+# not found (ends on pieces of the network no route joins), the points no road was near,
+# the found routes' time p50/p99/max in ms, and the matrix's time in ms with its failures.
 #
 #   routino_routes.py DIR SOUTH WEST NORTH EAST [pairs] [seed]     (defaults: 500 33)
 import ctypes
@@ -83,31 +84,35 @@ def main(argv):
         profile = lib.Routino_GetProfile(name)
         if not profile or lib.Routino_ValidateProfile(database, profile):
             sys.exit("libroutino: profile %s does not fit the database" % name.decode())
-        times, found, missed, km = [], 0, 0, []
+        times, missed, unsnapped, failed_ms, km = [], 0, 0, [], []
         for _ in range(pairs):
             a, b = waypoint(profile), waypoint(profile)
             if a is None or b is None:
-                missed += 1
+                unsnapped += 1
                 continue
             ms, got = route(profile, a, b)
-            times.append(ms)
             if got:
-                found += 1
+                times.append(ms)
                 km.append(got[0])
             else:
                 missed += 1
+                failed_ms.append(ms)
         times.sort()
-        sources = [waypoint(profile) for _ in range(25)]
-        destinations = [waypoint(profile) for _ in range(25)]
+        sources = [w for w in (waypoint(profile) for _ in range(25)) if w]
+        destinations = [w for w in (waypoint(profile) for _ in range(25)) if w]
+        matrix_failed = 0
         t0 = time.perf_counter()
         for a in sources:
             for b in destinations:
-                route(profile, a, b)
+                matrix_failed += route(profile, a, b)[1] is None
         matrix_ms = (time.perf_counter() - t0) * 1000
         pick = lambda q: round(times[min(len(times) - 1, int(len(times) * q))], 2) if times else None
-        result["modes"][mode] = {"routes": found, "no_route": missed, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
+        result["modes"][mode] = {"routes": len(times), "no_route": missed, "unsnapped": unsnapped, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
                                  "max_ms": round(times[-1], 2) if times else None,
-                                 "mean_km": round(sum(km) / len(km), 2) if km else None, "matrix_25x25_ms": round(matrix_ms, 1)}
+                                 "no_route_mean_ms": round(sum(failed_ms) / len(failed_ms), 2) if failed_ms else None,
+                                 "mean_km": round(sum(km) / len(km), 2) if km else None,
+                                 "matrix": "%dx%d" % (len(sources), len(destinations)), "matrix_ms": round(matrix_ms, 1),
+                                 "matrix_no_route": matrix_failed}
     print(json.dumps(result))
 
 
