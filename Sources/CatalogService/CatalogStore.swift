@@ -137,11 +137,7 @@ public final class CatalogStore: ServiceState {
         // Taken before the row is written: it is part of the JSON, which is written with the row.
         place.id = try hiddenId ?? nextId("places")
         let body = try PlaceJSON.encode(place)
-        try db.run(
-            """
-            INSERT INTO places (id, \(Self.valueColumns.joined(separator: ", ")), created_at, updated_at, version, json)
-            VALUES (?, \(Array(repeating: "?", count: Self.valueColumns.count).joined(separator: ", ")), ?, ?, 1, ?)
-            """, [place.id] + Self.values(place) + [place.createdAt, place.updatedAt, String(decoding: body, as: UTF8.self)])
+        try db.run(Self.insertStatement, [place.id] + Self.values(place) + [place.createdAt, place.updatedAt, String(decoding: body, as: UTF8.self)])
         try claimExternalIds(place.externalIds, of: place.id)
         if hiddenId == nil { try worker.emit(CatalogEvents.upserted, json: body) }
         return body
@@ -177,9 +173,7 @@ public final class CatalogStore: ServiceState {
     @discardableResult
     func store(_ place: inout Place, over current: Place) throws -> Data {
         let body = try Self.stamp(&place, over: current)
-        try db.run(
-            "UPDATE places SET \(Self.storedColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?",
-            Self.storedValues(place, body) + [place.id])
+        try db.run(Self.updateStatement, Self.storedValues(place, body) + [place.id])
         if place.externalIds != current.externalIds {
             try db.run("DELETE FROM place_external_ids WHERE place_id = ?", place.id)
             try claimExternalIds(place.externalIds, of: place.id)
@@ -235,6 +229,15 @@ public final class CatalogStore: ServiceState {
 
     /// The columns a change writes, in the order of `storedValues`.
     static let storedColumns = valueColumns + ["updated_at", "version", "json"]
+
+    /// A new place's row (made once: each insert and change is a hot path).
+    private static let insertStatement = """
+        INSERT INTO places (id, \(valueColumns.joined(separator: ", ")), created_at, updated_at, version, json)
+        VALUES (?, \(Array(repeating: "?", count: valueColumns.count).joined(separator: ", ")), ?, ?, 1, ?)
+        """
+
+    /// A changed place's `storedColumns`, by id.
+    private static let updateStatement = "UPDATE places SET \(storedColumns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?"
 
     /// A changed place's `storedColumns`, `body` its JSON.
     static func storedValues(_ place: Place, _ body: Data) -> [SQLBindable?] {
