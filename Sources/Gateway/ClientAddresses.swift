@@ -53,7 +53,8 @@ struct TokenBucket: Sendable {
 }
 
 /// What the gateway shares fairly per client address: connections open, the request rate,
-/// and the rates of logins and sign-ups (which cost a password hash each).
+/// calls sent on and not yet answered, and the rates of logins and sign-ups (which cost a
+/// password hash each).
 final class ClientAddresses: Sendable {
     /// What one address is allowed, and has used.
     private struct Entry {
@@ -61,6 +62,11 @@ final class ClientAddresses: Sendable {
         var requests: TokenBucket
         var logins: TokenBucket
         var registrations: TokenBucket
+        /// Calls sent on for the address and not yet answered, whatever became of their connections.
+        var inFlight = 0
+        /// Connections that stopped reading at `maxInFlightPerAddress`, by key: each is woken
+        /// once, when the address's calls drain to `inFlightResume`.
+        var waiting: [UInt64: @Sendable () -> Void] = [:]
     }
 
     /// The kind of sign-in a bucket limits.
@@ -129,10 +135,55 @@ final class ClientAddresses: Sendable {
         }
     }
 
-    /// Whether an entry still says something: a connection open, or a sign-in bucket refilling.
+    /// Whether an entry still says something: a connection open, a call in flight, or a sign-in bucket refilling.
     private static func worthKeeping(_ entry: Entry, _ now: UInt64) -> Bool {
         var entry = entry
-        return entry.connections > 0 || !entry.logins.isFull(now: now) || !entry.registrations.isFull(now: now)
+        return entry.connections > 0 || entry.inFlight > 0 || !entry.logins.isFull(now: now) || !entry.registrations.isFull(now: now)
+    }
+
+    /// Calls `address` may still send on before reaching `maxInFlightPerAddress` (0 at it).
+    func inFlightRoom(_ address: String) -> Int {
+        entries.withLock { table in max(0, limits.maxInFlightPerAddress - (table[address]?.inFlight ?? 0)) }
+    }
+
+    /// Takes up to `count` of the room `address` has for calls in flight: the calls it may read.
+    /// With none, `wake` is kept under `key` and called once the address's calls drain to
+    /// `inFlightResume`, so a connection that stops reading here reads again then.
+    func takeInFlight(_ address: String, _ count: Int, key: UInt64, wake: @escaping @Sendable () -> Void) -> Int {
+        let now = clock()
+        return entries.withLock { table in
+            var entry = table[address] ?? fresh(now)
+            defer { table[address] = entry }
+            let taken = max(0, min(count, limits.maxInFlightPerAddress - entry.inFlight))
+            entry.inFlight += taken
+            if taken == 0 { entry.waiting[key] = wake }
+            return taken
+        }
+    }
+
+    /// Calls in flight of an address at which the connections that stopped reading at
+    /// `maxInFlightPerAddress` are woken: a quarter below it, so they wake once per many answers.
+    var inFlightResume: Int { limits.maxInFlightPerAddress - max(1, limits.maxInFlightPerAddress / 4) }
+
+    /// `count` calls of `address` were answered, or never sent on (negative: more were read than
+    /// taken, as a batch that goes whole). From any thread, whether or not their connection is open.
+    func giveInFlight(_ address: String, _ count: Int) {
+        guard count != 0 else { return }
+        let now = clock()
+        let woken: [@Sendable () -> Void] = entries.withLock { table in
+            var entry = table[address] ?? fresh(now)
+            defer { table[address] = entry }
+            entry.inFlight = max(0, entry.inFlight - count)
+            guard entry.inFlight <= inFlightResume, !entry.waiting.isEmpty else { return [] }
+            defer { entry.waiting = [:] }
+            return Array(entry.waiting.values)
+        }
+        woken.forEach { $0() }
+    }
+
+    /// The connection `key` of `address` closed: it waits for no room any more.
+    func stopWaiting(_ address: String, key: UInt64) {
+        entries.withLock { table in _ = table[address]?.waiting.removeValue(forKey: key) }
     }
 
     /// A connection from `address` closed.

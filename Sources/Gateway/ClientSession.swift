@@ -49,6 +49,22 @@ final class ClientSession {
     /// false when that address has its share of connections. `exempt`: the address is the
     /// trusted proxy's own, which is never refused.
     typealias Rekey = (_ from: String, _ to: String, _ exempt: Bool) -> Bool
+
+    /// The calls in flight a client address may have across its connections
+    /// (`maxInFlightPerAddress`), as a connection takes and gives them back.
+    struct AddressShare {
+        /// Calls the address may still have in flight, without taking them.
+        var room: (_ client: String) -> Int
+        /// Takes up to `count` of the address's room; at none, the connection is woken
+        /// (`resume`) once the address has room again.
+        var take: (_ client: String, _ count: Int) -> Int
+        /// Gives back `count` calls' room (negative: takes more), from any thread.
+        var give: @Sendable (_ client: String, _ count: Int) -> Void
+        /// The connection closed: it waits for no room.
+        var stopWaiting: (_ client: String) -> Void
+
+        static var unlimited: AddressShare { AddressShare(room: { _ in .max }, take: { $1 }, give: { _, _ in }, stopWaiting: { _ in }) }
+    }
     typealias Listen = Subscriptions.Listen
 
     /// Where a connection is in its life.
@@ -77,6 +93,9 @@ final class ClientSession {
     private let deliver: Deliver
     private let charge: Charge
     private let rekey: Rekey
+    private let addressShare: AddressShare
+    /// Whether the connection waits to be woken because its address has no room for calls.
+    private var waitingForAddress = false
     /// The client's address as the gateway counts it: the peer's, or the client a trusted proxy named.
     private(set) var address: String
     /// The peer's own address (`address` until a proxy names its client).
@@ -105,7 +124,8 @@ final class ClientSession {
     private var token: String?
     /// The slot of a sign-in or sign-out under way: calls after it wait for its answer.
     private var sessionSlot: Int?
-    private var held: [(slot: Int, call: Call)] = []
+    /// Calls read and not started, each with the client address its place in flight is counted under.
+    private var held: [(slot: Int, call: Call, counted: String)] = []
 
     /// The topics the connection hears by name.
     var topics: Set<String> { subscriptions.interests.topics }
@@ -132,7 +152,7 @@ final class ClientSession {
     init(
         limits: GatewayLimits, framing: FramingLimits, now: UInt64, address: String = "client", proxy: ProxyTrust? = nil,
         dispatch: @escaping Dispatch, deliver: @escaping Deliver, charge: @escaping Charge, rekey: @escaping Rekey = { _, _, _ in true },
-        listen: @escaping Listen = { _, _ in true }, memory: OutputMemory? = nil
+        addressShare: AddressShare = .unlimited, listen: @escaping Listen = { _, _ in true }, memory: OutputMemory? = nil
     ) {
         self.limits = limits
         self.framingLimits = framing
@@ -140,6 +160,7 @@ final class ClientSession {
         self.deliver = deliver
         self.charge = charge
         self.rekey = rekey
+        self.addressShare = addressShare
         self.address = address
         peerAddress = address
         self.proxy = proxy
@@ -228,7 +249,7 @@ final class ClientSession {
         defer { releasing = false }
         while sessionSlot == nil, !held.isEmpty, !outputFull {
             let next = held.removeFirst()
-            run(next.slot, next.call)
+            run(next.slot, next.call, counted: next.counted)
         }
     }
 
@@ -238,8 +259,19 @@ final class ClientSession {
     /// Reads no more requests; what is owed is answered.
     private func close() { lifecycle = .closing(peerClosed: lifecycle.peerClosed) }
 
-    /// The connection closed: it hears no more pushes.
-    func closed() { stopListening() }
+    /// The connection closed: it hears no more pushes, and waits for no room.
+    func closed() {
+        stopListening()
+        if waitingForAddress { addressShare.stopWaiting(address) }
+        for call in held { addressShare.give(call.counted, 1) }
+        held = []
+    }
+
+    /// The client's address has room for calls again (after `AddressRoom` made this one wait).
+    func resume(now: UInt64) {
+        waitingForAddress = false
+        process(now: now)
+    }
 
     /// The slot under which `recheck`'s answer comes back: no request's, and answered to no one.
     static let recheckSlot = -1
@@ -405,8 +437,12 @@ final class ClientSession {
     /// none is owed and the bound is not reached).
     private var outputRoom: Int { outputBudget.callRoom(held: heldForClient, owed: framing?.outstanding ?? 0) }
 
-    /// Calls that may be read now: within the window and within the output bound.
-    private func room(now: UInt64) -> Int {
+    /// Calls that may be read now: within the window, the output bound and the room the
+    /// client address has for calls in flight.
+    private func room(now: UInt64) -> Int { min(ownRoom(now: now), waitingForAddress ? 0 : addressShare.room(address)) }
+
+    /// Calls that may be read now as far as this connection goes: within the window and the output bound.
+    private func ownRoom(now: UInt64) -> Int {
         guard !lifecycle.closing, now >= pausedUntil else { return 0 }
         return max(0, min(limits.maxInFlight - (framing?.outstanding ?? 0), outputRoom))
     }
@@ -481,7 +517,12 @@ final class ClientSession {
             }
         }
         guard framing != nil else { return }
-        let room = room(now: now)
+        let own = waitingForAddress ? 0 : ownRoom(now: now)
+        // The calls read take their places in flight of the address now, so connections read
+        // at once on other threads cannot all take the same room; those not read are given back.
+        var counted = address
+        let room = own > 0 ? addressShare.take(counted, own) : 0
+        if own > 0 && room == 0 { waitingForAddress = true }
         // The output bound, not the window, sets the room: the client's reading paces this one.
         let paced = !lifecycle.closing && now >= pausedUntil && outputRoom < limits.maxInFlight - (framing?.outstanding ?? 0)
         guard room > 0 else {
@@ -492,11 +533,20 @@ final class ClientSession {
             return
         }
         let bytes = limits.maxPendingOutputBytes - pendingOutput
-        guard let reading = framing?.read(input[inputStart...], atEnd: lifecycle.peerClosed, room: room, bytes: bytes) else { return }
+        guard let reading = framing?.read(input[inputStart...], atEnd: lifecycle.peerClosed, room: room, bytes: bytes) else {
+            addressShare.give(counted, room)
+            return
+        }
+        addressShare.give(counted, room - reading.calls.count)
         // Counted under the client a trusted proxy names for what it sent, from here on.
         var clientRefused = false
         if let proxy, let forwarded = reading.forwardedFor {
             clientRefused = !move(to: proxy.client(forwardedFor: forwarded) ?? proxiedClient ?? peerAddress, now: now)
+            if address != counted {
+                addressShare.give(counted, reading.calls.count)
+                addressShare.give(address, -reading.calls.count)
+                counted = address
+            }
         }
         readingWaitsForClient = reading.waiting && (paced || (framing?.heldBytes ?? 0) + reading.output.count >= bytes)
         inputStart += reading.consumed
@@ -523,12 +573,13 @@ final class ClientSession {
             // connection closes.
             close()
             let refusal = ServiceError(.unavailable, "too many connections from your address")
+            addressShare.give(counted, reading.calls.count)
             for (slot, _) in reading.calls { complete(slot, .failure(refusal), nil, now: now) }
             return
         }
         noteCaughtUp(now)
         outputBudget.append(reading.output)
-        for (slot, call) in reading.calls { start(slot, call) }
+        for (slot, call) in reading.calls { start(slot, call, counted: counted) }
         if let next = reading.upgrade {
             // What follows the upgrade is read by the new framing, in another round.
             framing = next
@@ -567,23 +618,32 @@ final class ClientSession {
     /// Starts a call just read, or holds it behind a sign-in or subscription under way and
     /// behind the calls held before it (an answer given at once while those are let go may read
     /// more input: that comes after them), or while the output is at its bound.
-    private func start(_ slot: Int, _ call: Call) {
+    /// `counted`: the client address the call's place in flight is counted under.
+    private func start(_ slot: Int, _ call: Call, counted: String) {
         if outputFull || ((sessionSlot != nil || !held.isEmpty) && !Dispatcher.immediate.contains(call.method)) {
-            held.append((slot, call))
+            held.append((slot, call, counted))
             return
         }
-        run(slot, call)
+        run(slot, call, counted: counted)
     }
 
-    private func run(_ slot: Int, _ call: Call) {
+    /// Runs a call; its place in flight under `counted` is given back once it is answered.
+    private func run(_ slot: Int, _ call: Call, counted: String) {
         if Subscriptions.methods.contains(call.method) {
+            addressShare.give(counted, 1)
             subscription(slot, call)
             return
         }
         if Authenticator.sessionMethods.contains(call.method) { sessionSlot = slot }
         let deliver = self.deliver
-        if let immediate = dispatch(call, address, call.token ?? token, { deliver(slot, $0, $1) }) {
-            complete(slot, immediate, nil, now: lastActivity)
+        let give = addressShare.give
+        let answered = dispatch(call, address, call.token ?? token) { outcome, change in
+            give(counted, 1)
+            deliver(slot, outcome, change)
+        }
+        if let answered {
+            give(counted, 1)
+            complete(slot, answered, nil, now: lastActivity)
         }
     }
 }

@@ -73,6 +73,8 @@ final class LoopInbox: Sendable {
         case arrival(Arrival)
         case push(key: UInt64, Push, PushBacklog)
         case recheck(key: UInt64)
+        /// The connection's client address has room for calls again.
+        case resume(key: UInt64)
     }
 
     let wakeup: Wakeup
@@ -229,6 +231,10 @@ final class EventLoop: @unchecked Sendable {
                 touch(connection)
             case .recheck(let key):
                 connections[key]?.session.recheck()
+            case .resume(let key):
+                guard let connection = connections[key] else { continue }
+                connection.session.resume(now: now)
+                touch(connection)
             }
         }
     }

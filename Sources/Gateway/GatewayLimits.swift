@@ -21,6 +21,9 @@ public struct GatewayLimits: Sendable, Equatable {
     public var deadlineMilliseconds = 2_000
     /// Requests of one connection read and not yet answered; past it the gateway stops reading that connection.
     public var maxInFlight = 128
+    /// Requests of one client address sent on and not yet answered, across its connections;
+    /// past it the gateway stops reading that address's connections.
+    public var maxInFlightPerAddress = 512
     /// Elements of one JSON-RPC batch.
     public var maxBatch = 128
     /// Longest reply; a longer one is answered `too_large`.
@@ -68,6 +71,9 @@ public struct GatewayLimits: Sendable, Equatable {
         Setting(name: "idle-timeout-ms", summary: "close a connection with no request and nothing in flight this long", field: \.idleTimeoutMilliseconds),
         Setting(name: "deadline-ms", summary: "default request deadline, and the longest a client may ask for", field: \.deadlineMilliseconds),
         Setting(name: "max-in-flight", summary: "requests of one connection read and not yet answered (then reading pauses)", field: \.maxInFlight),
+        Setting(
+            name: "max-in-flight-per-address", summary: "requests of one address's connections sent on and not yet answered (then their reading pauses)",
+            field: \.maxInFlightPerAddress),
         Setting(name: "max-batch", summary: "elements of one JSON-RPC batch", field: \.maxBatch),
         Setting(name: "max-reply-bytes", summary: "longest reply; longer ones are answered too_large", field: \.maxReplyBytes),
         Setting(

@@ -309,6 +309,12 @@ struct AcceptLoop: @unchecked Sendable {
                 let addresses = self.addresses
                 let pushes = self.pushes
                 let connections = self.connections
+                let wake: @Sendable () -> Void = { inbox.post(.resume(key: client.connection)) }
+                let share = ClientSession.AddressShare(
+                    room: { addresses.inFlightRoom($0) },
+                    take: { addresses.takeInFlight($0, $1, key: client.connection, wake: wake) },
+                    give: { addresses.giveInFlight($0, $1) },
+                    stopWaiting: { addresses.stopWaiting($0, key: client.connection) })
                 let session = ClientSession(
                     limits: limits, framing: framing, now: monotonicNanos(), address: address, proxy: trusted ? proxies : nil,
                     dispatch: { call, address, token, completion in
@@ -317,6 +323,7 @@ struct AcceptLoop: @unchecked Sendable {
                     deliver: { inbox.post(.outcome(key: client.connection, slot: $0, outcome: $1, change: $2)) },
                     charge: { addresses.charge($0, requests: $1) },
                     rekey: { addresses.move(from: $0, to: $1, total: connections.value, exempt: $2) },
+                    addressShare: share,
                     listen: { pushes.set(user: $0, connection: client.connection, inbox: inbox, interests: $1) }, memory: memory)
                 inbox.post(.arrival(Arrival(socket: socket, session: session, address: address, key: client.connection)))
             }

@@ -56,8 +56,16 @@ func within5s(_ condition: () -> Bool) -> Bool {
 final class LineClient {
     let fd: Int32
 
-    init(port: UInt16) throws {
+    /// Connected from `source`, a loopback address (each is a client address of its own).
+    init(port: UInt16, from source: String = "127.0.0.1") throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard bound else { throw SystemError(operation: "bind", errno: errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -75,6 +83,11 @@ final class LineClient {
     /// Sends `method` with `params` and returns the reply line, or "" when none came.
     func call(_ method: String, _ params: String = "{}") -> String {
         LoopHarness.send(fd, #"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"# + "\n")
+        return readLine()
+    }
+
+    /// The next line that arrives within the receive timeout, or "".
+    func readLine() -> String {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while line.count < 1 << 20, recv(fd, &byte, 1, 0) == 1 {

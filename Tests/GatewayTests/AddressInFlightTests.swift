@@ -1,0 +1,121 @@
+import Bus
+import Contracts
+import Foundation
+@testable import Gateway
+import ServiceCore
+import ServiceKit
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `--max-in-flight-per-address`, from the attackers' side: many addresses, each pipelining
+/// more calls over several connections than its share, against a stand-in catalog that holds
+/// every `catalog.get` until released.
+@Suite struct AddressInFlightTests {
+    /// A catalog whose `catalog.get` waits for `release`; `held` counts those waiting now.
+    final class HeldCatalog: Sendable {
+        let server: RPCServer<Void>
+        let held = Locked<Int>(0)
+        let released = StopFlag()
+
+        init(context: ZMQContext) throws {
+            var table = HandlerTable<Void>()
+            let held = self.held, released = self.released
+            table.onRaw(Methods.Catalog.get.name) { _, _ in
+                held.withLock { $0 += 1 }
+                for _ in 0..<1_000 where !released.isSet { usleep(5_000) }
+                return Response(body: Data(#"{"id":1}"#.utf8))
+            }
+            var options = RPCServerOptions()
+            options.readers = 700
+            server = try RPCServer(
+                context: context, bind: ["tcp://127.0.0.1:0"], table: table, options: options, logger: Logger(component: "test", level: .error)
+            ) { _ in () }
+        }
+    }
+
+    static let get = #"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{"id":1}}"# + "\n"
+
+    /// A gateway in front of `catalog` letting each address have 4 calls in flight.
+    static func gateway(_ catalog: HeldCatalog, context: ZMQContext) throws -> GatewayServer {
+        var config = GatewayConfig()
+        config.listen = "127.0.0.1:0"
+        config.peers = ["catalog": PeerEndpoints(rpc: catalog.server.endpoints)]
+        config.limits.maxInFlightPerAddress = 4
+        config.limits.maxBatch = 4
+        config.limits.backendWindow = 1_000
+        config.limits.deadlineMilliseconds = 10_000
+        return try GatewayServer(config: config, context: context, logger: Logger(component: "test", level: .error))
+    }
+
+    @Test func anAddressSendsOnAtMostItsShareAcrossItsConnectionsAndTheRestWaitsUnrefused() throws {
+        let context = try ZMQContext()
+        let catalog = try HeldCatalog(context: context)
+        defer {
+            catalog.released.set()
+            catalog.server.stop()
+        }
+        let gateway = try Self.gateway(catalog, context: context)
+        defer { gateway.stop() }
+        let get = Self.get
+
+        // 40 addresses, 3 connections each, 5 pipelined calls on each: 15 an address, 600 in all.
+        let addresses = (1...40).map { "127.0.1.\($0)" }
+        var attackers: [LineClient] = []
+        for address in addresses {
+            for _ in 0..<3 {
+                let client = try LineClient(port: gateway.port, from: address)
+                LoopHarness.send(client.fd, String(repeating: get, count: 5))
+                attackers.append(client)
+            }
+        }
+        // Each address has its 4 sent on, and no more: 160 held, not 600.
+        #expect(within5s { catalog.held.withLock { $0 } >= 160 })
+        usleep(300_000)
+        #expect(catalog.held.withLock { $0 } == 160)
+
+        // Another address is not held back by theirs.
+        let victim = try LineClient(port: gateway.port, from: "127.0.2.1")
+        LoopHarness.send(victim.fd, get)
+        #expect(within5s { catalog.held.withLock { $0 } == 161 })
+        // A full address reads nothing more, even a call the gateway answers itself.
+        let late = try LineClient(port: gateway.port, from: addresses[0])
+        LoopHarness.send(late.fd, #"{"jsonrpc":"2.0","id":2,"method":"ping"}"# + "\n")
+
+        // Released, every call is answered, none refused.
+        catalog.released.set()
+        #expect(victim.readLine().contains(#""result":{"id":1}"#))
+        #expect(late.readLine().lowercased().contains("pong"))
+        var answered = 0
+        for client in attackers {
+            for _ in 0..<5 where client.readLine().contains(#""result":{"id":1}"#) { answered += 1 }
+        }
+        #expect(answered == 600)
+    }
+
+    @Test func callsLeftRunningByAClosedConnectionStillCountForItsAddress() throws {
+        let context = try ZMQContext()
+        let catalog = try HeldCatalog(context: context)
+        defer {
+            catalog.released.set()
+            catalog.server.stop()
+        }
+        let gateway = try Self.gateway(catalog, context: context)
+        defer { gateway.stop() }
+        do {
+            let first = try LineClient(port: gateway.port, from: "127.0.3.1")
+            LoopHarness.send(first.fd, String(repeating: Self.get, count: 4))
+            #expect(within5s { catalog.held.withLock { $0 } == 4 })
+        }
+        // The first connection closed with its 4 calls running: a new one from the address waits.
+        let again = try LineClient(port: gateway.port, from: "127.0.3.1")
+        LoopHarness.send(again.fd, Self.get)
+        usleep(300_000)
+        #expect(catalog.held.withLock { $0 } == 4)
+        catalog.released.set()
+        #expect(again.readLine().contains(#""result":{"id":1}"#))
+        #expect(catalog.held.withLock { $0 } == 5)
+    }
+}
