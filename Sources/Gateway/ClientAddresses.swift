@@ -171,6 +171,8 @@ final class ClientAddresses: Sendable {
         guard count != 0 else { return }
         let now = clock()
         let woken: [@Sendable () -> Void] = entries.withLock { table in
+            // Nothing to give back to an address with nothing counted.
+            guard table[address] != nil || count < 0 else { return [] }
             var entry = table[address] ?? fresh(now)
             defer { table[address] = entry }
             entry.inFlight = max(0, entry.inFlight - count)

@@ -1,13 +1,15 @@
 import Bus
 import Contracts
 import Foundation
-@testable import Gateway
 import ServiceCore
 import ServiceKit
 import TestSupport
 import Testing
+
+@testable import Gateway
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `--max-in-flight-per-address`, from the attackers' side: many addresses, each pipelining
@@ -22,7 +24,8 @@ import Glibc
 
         init(context: ZMQContext) throws {
             var table = HandlerTable<Void>()
-            let held = self.held, released = self.released
+            let held = self.held
+            let released = self.released
             table.onRaw(Methods.Catalog.get.name) { _, _ in
                 held.withLock { $0 += 1 }
                 for _ in 0..<1_000 where !released.isSet { usleep(5_000) }
@@ -38,8 +41,15 @@ import Glibc
 
     static let get = #"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{"id":1}}"# + "\n"
 
-    /// A gateway in front of `catalog` letting each address have 4 calls in flight.
-    static func gateway(_ catalog: HeldCatalog, context: ZMQContext) throws -> GatewayServer {
+    /// Runs `body` with a held catalog and a gateway in front of it letting each address have
+    /// 4 calls in flight.
+    static func withGateway(_ body: (HeldCatalog, GatewayServer) throws -> Void) throws {
+        let context = try ZMQContext()
+        let catalog = try HeldCatalog(context: context)
+        defer {
+            catalog.released.set()
+            catalog.server.stop()
+        }
         var config = GatewayConfig()
         config.listen = "127.0.0.1:0"
         config.peers = ["catalog": PeerEndpoints(rpc: catalog.server.endpoints)]
@@ -47,75 +57,65 @@ import Glibc
         config.limits.maxBatch = 4
         config.limits.backendWindow = 1_000
         config.limits.deadlineMilliseconds = 10_000
-        return try GatewayServer(config: config, context: context, logger: Logger(component: "test", level: .error))
+        let gateway = try GatewayServer(config: config, context: context, logger: Logger(component: "test", level: .error))
+        defer { gateway.stop() }
+        try body(catalog, gateway)
     }
 
     @Test func anAddressSendsOnAtMostItsShareAcrossItsConnectionsAndTheRestWaitsUnrefused() throws {
-        let context = try ZMQContext()
-        let catalog = try HeldCatalog(context: context)
-        defer {
-            catalog.released.set()
-            catalog.server.stop()
-        }
-        let gateway = try Self.gateway(catalog, context: context)
-        defer { gateway.stop() }
-        let get = Self.get
+        try Self.withGateway { catalog, gateway in
+            let get = Self.get
 
-        // 40 addresses, 3 connections each, 5 pipelined calls on each: 15 an address, 600 in all.
-        let addresses = (1...40).map { "127.0.1.\($0)" }
-        var attackers: [LineClient] = []
-        for address in addresses {
-            for _ in 0..<3 {
-                let client = try LineClient(port: gateway.port, from: address)
-                LoopHarness.send(client.fd, String(repeating: get, count: 5))
-                attackers.append(client)
+            // 40 addresses, 3 connections each, 5 pipelined calls on each: 15 an address, 600 in all.
+            let addresses = (1...40).map { "127.0.1.\($0)" }
+            var attackers: [LineClient] = []
+            for address in addresses {
+                for _ in 0..<3 {
+                    let client = try LineClient(port: gateway.port, from: address)
+                    LoopHarness.send(client.fd, String(repeating: get, count: 5))
+                    attackers.append(client)
+                }
             }
-        }
-        // Each address has its 4 sent on, and no more: 160 held, not 600.
-        #expect(within5s { catalog.held.withLock { $0 } >= 160 })
-        usleep(300_000)
-        #expect(catalog.held.withLock { $0 } == 160)
+            // Each address has its 4 sent on, and no more: 160 held, not 600.
+            #expect(within5s { catalog.held.withLock { $0 } >= 160 })
+            usleep(300_000)
+            #expect(catalog.held.withLock { $0 } == 160)
 
-        // Another address is not held back by theirs.
-        let victim = try LineClient(port: gateway.port, from: "127.0.2.1")
-        LoopHarness.send(victim.fd, get)
-        #expect(within5s { catalog.held.withLock { $0 } == 161 })
-        // A full address reads nothing more, even a call the gateway answers itself.
-        let late = try LineClient(port: gateway.port, from: addresses[0])
-        LoopHarness.send(late.fd, #"{"jsonrpc":"2.0","id":2,"method":"ping"}"# + "\n")
+            // Another address is not held back by theirs.
+            let victim = try LineClient(port: gateway.port, from: "127.0.2.1")
+            LoopHarness.send(victim.fd, get)
+            #expect(within5s { catalog.held.withLock { $0 } == 161 })
+            // A full address reads nothing more, even a call the gateway answers itself.
+            let late = try LineClient(port: gateway.port, from: addresses[0])
+            LoopHarness.send(late.fd, #"{"jsonrpc":"2.0","id":2,"method":"ping"}"# + "\n")
 
-        // Released, every call is answered, none refused.
-        catalog.released.set()
-        #expect(victim.readLine().contains(#""result":{"id":1}"#))
-        #expect(late.readLine().lowercased().contains("pong"))
-        var answered = 0
-        for client in attackers {
-            for _ in 0..<5 where client.readLine().contains(#""result":{"id":1}"#) { answered += 1 }
+            // Released, every call is answered, none refused.
+            catalog.released.set()
+            #expect(victim.readLine().contains(#""result":{"id":1}"#))
+            #expect(late.readLine().lowercased().contains("pong"))
+            var answered = 0
+            for client in attackers {
+                for _ in 0..<5 where client.readLine().contains(#""result":{"id":1}"#) { answered += 1 }
+            }
+            #expect(answered == 600)
         }
-        #expect(answered == 600)
     }
 
     @Test func callsLeftRunningByAClosedConnectionStillCountForItsAddress() throws {
-        let context = try ZMQContext()
-        let catalog = try HeldCatalog(context: context)
-        defer {
+        try Self.withGateway { catalog, gateway in
+            do {
+                let first = try LineClient(port: gateway.port, from: "127.0.3.1")
+                LoopHarness.send(first.fd, String(repeating: Self.get, count: 4))
+                #expect(within5s { catalog.held.withLock { $0 } == 4 })
+            }
+            // The first connection closed with its 4 calls running: a new one from the address waits.
+            let again = try LineClient(port: gateway.port, from: "127.0.3.1")
+            LoopHarness.send(again.fd, Self.get)
+            usleep(300_000)
+            #expect(catalog.held.withLock { $0 } == 4)
             catalog.released.set()
-            catalog.server.stop()
+            #expect(again.readLine().contains(#""result":{"id":1}"#))
+            #expect(catalog.held.withLock { $0 } == 5)
         }
-        let gateway = try Self.gateway(catalog, context: context)
-        defer { gateway.stop() }
-        do {
-            let first = try LineClient(port: gateway.port, from: "127.0.3.1")
-            LoopHarness.send(first.fd, String(repeating: Self.get, count: 4))
-            #expect(within5s { catalog.held.withLock { $0 } == 4 })
-        }
-        // The first connection closed with its 4 calls running: a new one from the address waits.
-        let again = try LineClient(port: gateway.port, from: "127.0.3.1")
-        LoopHarness.send(again.fd, Self.get)
-        usleep(300_000)
-        #expect(catalog.held.withLock { $0 } == 4)
-        catalog.released.set()
-        #expect(again.readLine().contains(#""result":{"id":1}"#))
-        #expect(catalog.held.withLock { $0 } == 5)
     }
 }
