@@ -141,11 +141,6 @@ final class ClientAddresses: Sendable {
         return entry.connections > 0 || entry.inFlight > 0 || !entry.logins.isFull(now: now) || !entry.registrations.isFull(now: now)
     }
 
-    /// Calls `address` may still send on before reaching `maxInFlightPerAddress` (0 at it).
-    func inFlightRoom(_ address: String) -> Int {
-        entries.withLock { table in max(0, limits.maxInFlightPerAddress - (table[address]?.inFlight ?? 0)) }
-    }
-
     /// Takes up to `count` of the room `address` has for calls in flight: the calls it may read.
     /// With none, `wake` is kept under `key` and called once the address's calls drain to
     /// `inFlightResume`, so a connection that stops reading here reads again then.

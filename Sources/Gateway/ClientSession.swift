@@ -53,8 +53,6 @@ final class ClientSession {
     /// The calls in flight a client address may have across its connections
     /// (`maxInFlightPerAddress`), as a connection takes and gives them back.
     struct AddressShare {
-        /// Calls the address may still have in flight, without taking them.
-        var room: (_ client: String) -> Int
         /// Takes up to `count` of the address's room; at none, the connection is woken
         /// (`resume`) once the address has room again.
         var take: (_ client: String, _ count: Int) -> Int
@@ -63,7 +61,7 @@ final class ClientSession {
         /// The connection closed: it waits for no room.
         var stopWaiting: (_ client: String) -> Void
 
-        static var unlimited: AddressShare { AddressShare(room: { _ in .max }, take: { $1 }, give: { _, _ in }, stopWaiting: { _ in }) }
+        static var unlimited: AddressShare { AddressShare(take: { $1 }, give: { _, _ in }, stopWaiting: { _ in }) }
     }
     typealias Listen = Subscriptions.Listen
 
@@ -267,7 +265,7 @@ final class ClientSession {
         held = []
     }
 
-    /// The client's address has room for calls again (after `AddressRoom` made this one wait).
+    /// The client's address has room for calls again (after `AddressShare.take` found none).
     func resume(now: UInt64) {
         waitingForAddress = false
         process(now: now)
@@ -366,7 +364,9 @@ final class ClientSession {
     func wantsInput(now: UInt64) -> Bool {
         guard lifecycle == .open else { return false }
         let buffered = input.count - inputStart
-        return buffered < (room(now: now) > 0 ? framingLimits.maxRequestBytes + ClientSession.readAhead : ClientSession.readAhead)
+        // The address's room is not asked here: a request being received is read whole, and its
+        // calls wait for the room once it is (`readRequests`).
+        return buffered < (!waitingForAddress && ownRoom(now: now) > 0 ? framingLimits.maxRequestBytes + ClientSession.readAhead : ClientSession.readAhead)
     }
 
     /// Whether the session is over: nothing more will be read and nothing is owed or unsent.
@@ -436,10 +436,6 @@ final class ClientSession {
     /// what the calls owed are likely to add, within `maxPendingOutputBytes` (at least one when
     /// none is owed and the bound is not reached).
     private var outputRoom: Int { outputBudget.callRoom(held: heldForClient, owed: framing?.outstanding ?? 0) }
-
-    /// Calls that may be read now: within the window, the output bound and the room the
-    /// client address has for calls in flight.
-    private func room(now: UInt64) -> Int { min(ownRoom(now: now), waitingForAddress ? 0 : addressShare.room(address)) }
 
     /// Calls that may be read now as far as this connection goes: within the window and the output bound.
     private func ownRoom(now: UInt64) -> Int {

@@ -311,7 +311,6 @@ struct AcceptLoop: @unchecked Sendable {
                 let connections = self.connections
                 let wake: @Sendable () -> Void = { inbox.post(.resume(key: client.connection)) }
                 let share = ClientSession.AddressShare(
-                    room: { addresses.inFlightRoom($0) },
                     take: { addresses.takeInFlight($0, $1, key: client.connection, wake: wake) },
                     give: { addresses.giveInFlight($0, $1) },
                     stopWaiting: { addresses.stopWaiting($0, key: client.connection) })
