@@ -515,9 +515,11 @@ final class ClientSession {
         guard framing != nil else { return }
         let own = waitingForAddress ? 0 : ownRoom(now: now)
         // The calls read take their places in flight of the address now, so connections read
-        // at once on other threads cannot all take the same room; those not read are given back.
+        // at once on other threads cannot all take the same room; those not read are given
+        // back. A trusted proxy's connection carries many clients, known only once read: it
+        // does not wait for any one's room, and its calls are counted under their client.
         var counted = address
-        let room = own > 0 ? addressShare.take(counted, own) : 0
+        let room = own > 0 && proxy == nil ? addressShare.take(counted, own) : own
         if own > 0 && room == 0 { waitingForAddress = true }
         // The output bound, not the window, sets the room: the client's reading paces this one.
         let paced = !lifecycle.closing && now >= pausedUntil && outputRoom < limits.maxInFlight - (framing?.outstanding ?? 0)
@@ -530,19 +532,19 @@ final class ClientSession {
         }
         let bytes = limits.maxPendingOutputBytes - pendingOutput
         guard let reading = framing?.read(input[inputStart...], atEnd: lifecycle.peerClosed, room: room, bytes: bytes) else {
-            addressShare.give(counted, room)
+            if proxy == nil { addressShare.give(counted, room) }
             return
         }
-        addressShare.give(counted, room - reading.calls.count)
         // Counted under the client a trusted proxy names for what it sent, from here on.
         var clientRefused = false
         if let proxy, let forwarded = reading.forwardedFor {
             clientRefused = !move(to: proxy.client(forwardedFor: forwarded) ?? proxiedClient ?? peerAddress, now: now)
-            if address != counted {
-                addressShare.give(counted, reading.calls.count)
-                addressShare.give(address, -reading.calls.count)
-                counted = address
-            }
+        }
+        if proxy == nil {
+            addressShare.give(counted, room - reading.calls.count)
+        } else {
+            counted = address
+            addressShare.give(counted, -reading.calls.count)
         }
         readingWaitsForClient = reading.waiting && (paced || (framing?.heldBytes ?? 0) + reading.output.count >= bytes)
         inputStart += reading.consumed
@@ -579,6 +581,11 @@ final class ClientSession {
         if let next = reading.upgrade {
             // What follows the upgrade is read by the new framing, in another round.
             framing = next
+            processAgain = true
+        } else if proxy != nil && reading.waiting && reading.requests > 0 {
+            // A proxy's pipeline stops a pass at another client's request: the next pass reads
+            // it now, not when something else wakes the connection (each pass reads at least one
+            // request or ends the rounds).
             processAgain = true
         }
     }

@@ -28,7 +28,7 @@ import Testing
             let released = self.released
             table.onRaw(Methods.Catalog.get.name) { _, _ in
                 held.withLock { $0 += 1 }
-                for _ in 0..<1_000 where !released.isSet { usleep(5_000) }
+                for _ in 0..<2_000 where !released.isSet { usleep(5_000) }
                 return Response(body: Data(#"{"id":1}"#.utf8))
             }
             var options = RPCServerOptions()
@@ -43,7 +43,7 @@ import Testing
 
     /// Runs `body` with a held catalog and a gateway in front of it letting each address have
     /// 4 calls in flight.
-    static func withGateway(_ body: (HeldCatalog, GatewayServer) throws -> Void) throws {
+    static func withGateway(trustedProxies: [String] = [], _ body: (HeldCatalog, GatewayServer) throws -> Void) throws {
         let context = try ZMQContext()
         let catalog = try HeldCatalog(context: context)
         defer {
@@ -56,7 +56,8 @@ import Testing
         config.limits.maxInFlightPerAddress = 4
         config.limits.maxBatch = 4
         config.limits.backendWindow = 1_000
-        config.limits.deadlineMilliseconds = 10_000
+        config.limits.deadlineMilliseconds = 15_000
+        config.trustedProxies = trustedProxies
         let gateway = try GatewayServer(config: config, context: context, logger: Logger(component: "test", level: .error))
         defer { gateway.stop() }
         try body(catalog, gateway)
@@ -116,6 +117,31 @@ import Testing
             catalog.released.set()
             #expect(again.readLine().contains(#""result":{"id":1}"#))
             #expect(catalog.held.withLock { $0 } == 5)
+        }
+    }
+
+    @Test func aTrustedProxysConnectionIsNotHeldBackByOneOfItsClients() throws {
+        try Self.withGateway(trustedProxies: ["127.0.4.1"]) { catalog, gateway in
+            func post(for client: String) -> String {
+                let body = #"{"jsonrpc":"2.0","id":1,"method":"catalog.get","params":{"id":1}}"#
+                return "POST /rpc HTTP/1.1\r\nHost: tourbus\r\nContent-Type: application/json\r\nX-Forwarded-For: \(client)\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+            let proxy = try LineClient(port: gateway.port, from: "127.0.4.1")
+            // One client fills its share through the proxy's connection; the next request on it,
+            // another client's, sent in the same packet, still goes on at once.
+            LoopHarness.send(proxy.fd, String(repeating: post(for: "10.0.0.1"), count: 4) + post(for: "10.0.0.2"))
+            #expect(within5s { catalog.held.withLock { $0 } == 5 })
+            catalog.released.set()
+            // Five responses, in order; the last body ends the stream of bytes read (no newline after it).
+            var received = ""
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            for _ in 0..<100 where received.components(separatedBy: #""result":{"id":1}"#).count < 6 {
+                let n = buffer.withUnsafeMutableBytes { recv(proxy.fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { break }
+                received += String(decoding: buffer[0..<n], as: UTF8.self)
+            }
+            #expect(received.components(separatedBy: #""result":{"id":1}"#).count == 6, "\(received)")
         }
     }
 }
