@@ -142,14 +142,17 @@ final class ClientAddresses: Sendable {
     }
 
     /// Takes up to `count` of the room `address` has for calls in flight: the calls it may read.
-    /// With none, `wake` is kept under `key` and called once the address's calls drain to
-    /// `inFlightResume`, so a connection that stops reading here reads again then.
+    /// With none (or while other connections of the address wait for room), `wake` is kept
+    /// under `key` and called once the address's calls drain to `inFlightResume`, so a
+    /// connection that stops reading here reads again then.
     func takeInFlight(_ address: String, _ count: Int, key: UInt64, wake: @escaping @Sendable () -> Void) -> Int {
         let now = clock()
         return entries.withLock { table in
             var entry = table[address] ?? fresh(now)
             defer { table[address] = entry }
-            let taken = max(0, min(count, limits.maxInFlightPerAddress - entry.inFlight))
+            // While connections wait for room, the others take none either: the waiting go first
+            // once the calls drain, instead of watching busy ones take each place freed.
+            let taken = entry.waiting.isEmpty ? max(0, min(count, limits.maxInFlightPerAddress - entry.inFlight)) : 0
             entry.inFlight += taken
             if taken == 0 { entry.waiting[key] = wake }
             return taken

@@ -144,4 +144,26 @@ import Testing
             #expect(received.components(separatedBy: #""result":{"id":1}"#).count == 6, "\(received)")
         }
     }
+
+    @Test func whileConnectionsWaitForRoomTheOthersTakeNoneAndAllWakeAtThreeQuarters() {
+        var limits = GatewayLimits()
+        limits.maxInFlightPerAddress = 8
+        let addresses = ClientAddresses(limits: limits)
+        let woken = Locked<[UInt64]>([])
+        func take(_ count: Int, _ key: UInt64) -> Int {
+            addresses.takeInFlight("10.1.1.1", count, key: key) { woken.withLock { $0.append(key) } }
+        }
+        #expect(take(8, 1) == 8)
+        #expect(take(1, 2) == 0)
+        addresses.giveInFlight("10.1.1.1", 1)
+        // A place is free, but connection 2 waits for it: connection 3 takes none and waits too.
+        #expect(take(1, 3) == 0)
+        #expect(woken.withLock { $0 }.isEmpty)
+        // At three quarters (6), both wake, and the room is there for them.
+        addresses.giveInFlight("10.1.1.1", 1)
+        #expect(woken.withLock { $0 }.sorted() == [2, 3])
+        #expect(take(2, 2) == 2)
+        // Another address was never held back.
+        #expect(addresses.takeInFlight("10.1.1.2", 8, key: 4) {} == 8)
+    }
 }
