@@ -21,6 +21,7 @@ import csv
 import json
 import os
 import random
+import re
 import selectors
 import signal
 import socket
@@ -301,12 +302,23 @@ def attacker(argv):
 
 def photo_step(state, reply, jpeg):
     """Attack 6 on one connection: a profile photo upload of the padded file, begin, its
-    chunks (512 KiB), commit, and again; a refused step starts again at begin."""
+    chunks (512 KiB), commit, and again, resuming as a careful client does (the upload's
+    offset guards retries): an append or commit that got no turn is sent again, one refused
+    as `conflict` goes on from the bytes the upload holds, and anything else starts again at
+    begin."""
     asked, ok = state.get("asked"), reply is not None and "error" not in reply
+    error = (reply or {}).get("error", {})
+    code = (error.get("data") or {}).get("code")
     if asked == "begin" and ok:
         state["upload"], state["offset"] = reply["result"]["upload_id"], 0
         step = "append"
     elif asked == "append" and ok:
+        state["offset"] = reply["result"]["bytes"]
+        step = "append" if state["offset"] < len(jpeg) else "commit"
+    elif asked in ("append", "commit") and code in ("deadline_exceeded", "unavailable"):
+        step = asked
+    elif asked == "append" and code == "conflict" and re.search(r"holds (\d+) bytes", error.get("message", "")):
+        state["offset"] = int(re.search(r"holds (\d+) bytes", error["message"]).group(1))
         step = "append" if state["offset"] < len(jpeg) else "commit"
     else:
         # The first step, after a commit, or after a refusal.
@@ -318,7 +330,6 @@ def photo_step(state, reply, jpeg):
         return "profile.photo.upload.commit", {"upload_id": state["upload"]}
     chunk = jpeg[state["offset"]:state["offset"] + (512 << 10)]
     params = {"upload_id": state["upload"], "offset": state["offset"], "chunk": base64.b64encode(chunk).decode()}
-    state["offset"] += len(chunk)
     return "profile.photo.upload.append", params
 
 
