@@ -318,8 +318,8 @@ def photo_step(state, reply, jpeg):
         step = "append" if state["offset"] < len(jpeg) else "commit"
     elif asked in ("append", "commit") and code in ("deadline_exceeded", "unavailable"):
         step = asked
-    elif asked == "append" and code == "conflict" and re.search(r"holds (\d+) bytes", error.get("message", "")):
-        state["offset"] = int(re.search(r"holds (\d+) bytes", error["message"]).group(1))
+    elif asked == "append" and code == "conflict" and (held := re.search(r"holds (\d+) bytes", error.get("message", ""))):
+        state["offset"] = int(held.group(1))
         step = "append" if state["offset"] < len(jpeg) else "commit"
     else:
         # The first step, after a commit, or after a refusal.

@@ -32,7 +32,7 @@ import Testing
                 return Response(body: Data(#"{"id":1}"#.utf8))
             }
             var options = RPCServerOptions()
-            options.readers = 700
+            options.readers = 1_300
             server = try RPCServer(
                 context: context, bind: ["tcp://127.0.0.1:0"], table: table, options: options, logger: Logger(component: "test", level: .error)
             ) { _ in () }
@@ -67,8 +67,8 @@ import Testing
         try Self.withGateway { catalog, gateway in
             let get = Self.get
 
-            // 40 addresses, 3 connections each, 5 pipelined calls on each: 15 an address, 600 in all.
-            let addresses = (1...40).map { "127.0.1.\($0)" }
+            // 80 addresses, 3 connections each, 5 pipelined calls on each: 15 an address, 1,200 in all.
+            let addresses = (1...80).map { "127.0.1.\($0)" }
             var attackers: [LineClient] = []
             for address in addresses {
                 for _ in 0..<3 {
@@ -77,15 +77,15 @@ import Testing
                     attackers.append(client)
                 }
             }
-            // Each address has its 4 sent on, and no more: 160 held, not 600.
-            #expect(within5s { catalog.held.withLock { $0 } >= 160 })
+            // Each address has its 4 sent on, and no more: 320 held, not 1,200.
+            #expect(within5s { catalog.held.withLock { $0 } >= 320 })
             usleep(300_000)
-            #expect(catalog.held.withLock { $0 } == 160)
+            #expect(catalog.held.withLock { $0 } == 320)
 
             // Another address is not held back by theirs.
             let victim = try LineClient(port: gateway.port, from: "127.0.2.1")
             LoopHarness.send(victim.fd, get)
-            #expect(within5s { catalog.held.withLock { $0 } == 161 })
+            #expect(within5s { catalog.held.withLock { $0 } == 321 })
             // A full address reads nothing more, even a call the gateway answers itself.
             let late = try LineClient(port: gateway.port, from: addresses[0])
             LoopHarness.send(late.fd, #"{"jsonrpc":"2.0","id":2,"method":"ping"}"# + "\n")
@@ -98,7 +98,7 @@ import Testing
             for client in attackers {
                 for _ in 0..<5 where client.readLine().contains(#""result":{"id":1}"#) { answered += 1 }
             }
-            #expect(answered == 600)
+            #expect(answered == 1_200)
         }
     }
 

@@ -221,27 +221,11 @@ final class GatewayConnection {
     /// little takes little into its kernel).
     init(port: UInt16, from source: String? = nil, timeoutMilliseconds: Int = 5_000, receiveBuffer: Int32? = nil) throws {
         timeout = Double(timeoutMilliseconds) / 1000
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        if var receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size)) }
-        func address(_ host: String, _ port: UInt16) -> sockaddr_in {
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_addr.s_addr = inet_addr(host)
-            a.sin_port = port.bigEndian
-            return a
+        do {
+            fd = try LoopbackSocket.connect(port: port, from: source, timeoutMilliseconds: timeoutMilliseconds, receiveBuffer: receiveBuffer)
+        } catch {
+            throw ServiceError(.unavailable, "cannot connect from \(source ?? "127.0.0.1") to 127.0.0.1:\(port): \(error)")
         }
-        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
-        var local = address(source ?? "127.0.0.1", 0)
-        var remote = address("127.0.0.1", port)
-        let bound = source == nil || withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) == 0 } }
-        let connected = bound && withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, size) == 0 } }
-        guard connected else {
-            close(fd)
-            throw ServiceError(.unavailable, "cannot connect from \(source ?? "127.0.0.1") to 127.0.0.1:\(port)")
-        }
-        var socketTimeout = timeval(tv_sec: timeoutMilliseconds / 1000, tv_usec: (timeoutMilliseconds % 1000) * 1000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &socketTimeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &socketTimeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// The end of a call that starts now.
