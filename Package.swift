@@ -75,10 +75,13 @@ let package = Package(
         // the Tourbus content format read into plain structs, and zip archives (our own DEFLATE
         // decoder and CRC-32, bounded against zip bombs). Foundation only.
         .target(name: "ContentImport"),
+        // Routes over OpenStreetMap streets: profiles after Routino's, contraction hierarchies,
+        // snapping and many-to-many matrices. No service around it: the router executable's engine.
+        .target(name: "Routing", dependencies: ["Geo", "ContentImport"]),
         // Open-loop load on the gateway's lines and its latency histogram (tourbus-bench load).
         .target(name: "LoadKit"),
         // Benchmark driver (bench/search, bench/load); talks to the real executables, imports no service.
-        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit", "TourMaps", "ContentImport"]),
+        .executableTarget(name: "tourbus-bench", dependencies: ["Bus", "Contracts", "Geo", "LoadKit", "TourMaps", "ContentImport", "Routing"]),
 
         .testTarget(name: "BusTests", dependencies: ["Bus", "TestSupport"]),
         .testTarget(name: "LoadKitTests", dependencies: ["LoadKit"]),
@@ -87,6 +90,7 @@ let package = Package(
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "KeyFiles", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
+        .testTarget(name: "RoutingTests", dependencies: ["Routing", "ContentImport", "Geo", "TestSupport"]),
         .testTarget(name: "TourMapsTests", dependencies: ["TourMaps", "Geo", "TestSupport"]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Gateway", "Bus", "TestSupport"]),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),

@@ -38,6 +38,8 @@ if CommandLine.arguments.dropFirst().first == "maps" { MapsCommand.run(Array(Com
 if CommandLine.arguments.dropFirst().first == "photo" { MapsCommand.runPhoto(Array(CommandLine.arguments.dropFirst(2))) }
 // `tourbus-bench inflate DIR`: ContentImport's DEFLATE decoder, CRC-32 and zip reader (InflateCommand.swift).
 if CommandLine.arguments.dropFirst().first == "inflate" { InflateCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
+// `tourbus-bench routes FILE.osm`: the routing engine alone, per profile (RoutesCommand.swift).
+if CommandLine.arguments.dropFirst().first == "routes" { RoutesCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 // `tourbus-bench performed …`: search.text throughput, anonymous and signed in (PerformedCommand.swift).
 if CommandLine.arguments.dropFirst().first == "performed" { PerformedCommand.run(Array(CommandLine.arguments.dropFirst(2))) }
 

@@ -1,0 +1,304 @@
+/// A way of a street network read from OpenStreetMap data: a `highway=*` or `route=ferry` way,
+/// with the tags routing reads (`OSMStreets.keptKeys`) and its nodes in order.
+public struct OSMStreetWay: Sendable, Equatable {
+    public var id: Int64
+    public var tags: [String: String]
+    /// Indexes into `OSMStreets.nodes`, in the way's order.
+    public var nodes: [Int32]
+
+    public init(id: Int64, tags: [String: String], nodes: [Int32]) {
+        self.id = id
+        self.tags = tags
+        self.nodes = nodes
+    }
+}
+
+/// A node of a street network: its OpenStreetMap id, its position, and its access tags when it
+/// has a `barrier` or an access tag (a bollard, a gate with `motor_vehicle=no`).
+public struct OSMStreetNode: Sendable, Equatable {
+    public var id: Int64
+    public var lat: Double
+    public var lon: Double
+    public var tags: [String: String]
+
+    public init(id: Int64, lat: Double, lon: Double, tags: [String: String] = [:]) {
+        self.id = id
+        self.lat = lat
+        self.lon = lon
+        self.tags = tags
+    }
+}
+
+/// A turn restriction (`type=restriction`): from a way, through a node, to a way. Restrictions
+/// through a way (`via` a way) are counted and left out.
+public struct OSMTurnRestriction: Sendable, Equatable {
+    public enum Kind: String, Sendable, Equatable {
+        /// `no_left_turn`, `no_u_turn`, `no_straight_on`, …: this turn is forbidden.
+        case no
+        /// `only_right_turn`, `only_straight_on`, …: this turn is the only one allowed.
+        case only
+    }
+    public var id: Int64
+    public var kind: Kind
+    /// The way ids, and the index of the via node in `OSMStreets.nodes`.
+    public var from: Int64, via: Int32, to: Int64
+    /// The transports it applies to: `restriction:motorcar=…` names one; plain `restriction`
+    /// applies to every vehicle, less those `except=…` names (`bicycle;psv`).
+    public var transports: Set<String>
+
+    public init(id: Int64, kind: Kind, from: Int64, via: Int32, to: Int64, transports: Set<String>) {
+        self.id = id
+        self.kind = kind
+        self.from = from
+        self.via = via
+        self.to = to
+        self.transports = transports
+    }
+}
+
+/// What a read of a street network counted besides what it kept.
+public struct OSMStreetCounts: Sendable, Equatable {
+    /// Street ways left out because a node they list is not in the data.
+    public var waysMissingNodes = 0
+    /// Turn restrictions left out: through a way, or naming a way or node the data lacks.
+    public var restrictionsLeftOut = 0
+    /// Elements left out because they break a bound or lack a valid id or coordinate.
+    public var invalidElements = 0
+
+    public init() {}
+}
+
+/// The street network of an OpenStreetMap XML document: every `highway=*` and `route=ferry`
+/// way with its nodes, the access tags of nodes on them, and the turn restrictions between them.
+/// What any way allows is left to routing's profiles.
+public struct OSMStreets: Sendable, Equatable {
+    public var nodes: [OSMStreetNode]
+    public var ways: [OSMStreetWay]
+    public var restrictions: [OSMTurnRestriction]
+    public var counts: OSMStreetCounts
+
+    /// The way tags routing reads; others are not kept.
+    public static let keptKeys: Set<String> = [
+        "highway", "route", "area", "name", "ref", "junction", "oneway", "oneway:bicycle", "maxspeed", "access", "access:foot",
+        "access:bicycle", "access:motorcar", "foot", "bicycle", "motorcar", "vehicle", "motor_vehicle", "goods", "hgv", "psv",
+        "motorroad", "designation", "footway", "sidewalk", "cycleway",
+    ]
+    /// The node tags routing reads: a node is kept with tags when it has one of them.
+    public static let keptNodeKeys: Set<String> = ["barrier", "access", "foot", "bicycle", "motorcar", "vehicle", "motor_vehicle"]
+    /// The most members of one relation read; a restriction with more is left out.
+    static let maxMembers = 64
+
+    public init(nodes: [OSMStreetNode], ways: [OSMStreetWay], restrictions: [OSMTurnRestriction], counts: OSMStreetCounts = OSMStreetCounts()) {
+        self.nodes = nodes
+        self.ways = ways
+        self.restrictions = restrictions
+        self.counts = counts
+    }
+
+    /// Reads a whole document of at most `maxBytes` (default 1 GiB).
+    public init(bytes: [UInt8], maxBytes: Int = 1 << 30) throws(OSMError) {
+        var reader = XMLReader(bytes: bytes, limits: OSMDocument.limits(maxBytes: maxBytes))
+        var collector = StreetCollector()
+        var rootChecked = false
+        while true {
+            let event: XMLEvent?
+            do {
+                event = try reader.next()
+            } catch {
+                throw .xml(error)
+            }
+            guard let event else { break }
+            switch event {
+            case .start(let name, let attributes, _):
+                if !rootChecked {
+                    guard name == "osm" else { throw .notOSM(root: name) }
+                    rootChecked = true
+                }
+                collector.start(name) { attributes[$0] }
+            case .end(let name, _):
+                collector.end(name)
+            case .text:
+                continue
+            }
+        }
+        self = collector.finish()
+    }
+}
+
+/// Collects a street network one start or end tag at a time, then `finish()`.
+private struct StreetCollector {
+    private enum Current {
+        case none
+        case node(id: Int64, lat: Double, lon: Double)
+        case way(id: Int64)
+        case relation(id: Int64)
+    }
+    private struct Way {
+        var id: Int64
+        var tags: [String: String]
+        var refs: [Int64]
+    }
+    private struct Relation {
+        var id: Int64
+        var tags: [String: String]
+        var members: [(type: String, ref: Int64, role: String)]
+    }
+    private var current = Current.none
+    private var invalid = false
+    private var tags: [String: String] = [:]
+    private var refs: [Int64] = []
+    private var members: [(type: String, ref: Int64, role: String)] = []
+
+    private var table = NodeTable()
+    private var nodeTags: [Int64: [String: String]] = [:]
+    private var ways: [Way] = []
+    private var relations: [Relation] = []
+    private var counts = OSMStreetCounts()
+
+    mutating func start(_ name: String, attribute: (String) -> String?) {
+        switch name {
+        case "node", "way", "relation":
+            invalid = false
+            tags.removeAll(keepingCapacity: true)
+            refs.removeAll(keepingCapacity: true)
+            members.removeAll(keepingCapacity: true)
+            guard let id = attribute("id").flatMap(OSMNumber.id) else {
+                (invalid, current) = (true, .none)
+                return
+            }
+            if name == "way" {
+                current = .way(id: id)
+            } else if name == "relation" {
+                current = .relation(id: id)
+            } else if let lat = attribute("lat").flatMap({ OSMNumber.degrees($0, limit: 90) }),
+                let lon = attribute("lon").flatMap({ OSMNumber.degrees($0, limit: 180) })
+            {
+                table.append(id: id, lat: lat, lon: lon)
+                current = .node(id: id, lat: lat, lon: lon)
+            } else {
+                (invalid, current) = (true, .none)
+            }
+        case "nd":
+            guard case .way = current, !invalid else { return }
+            guard refs.count < OSMCollector.maxWayNodes, let ref = attribute("ref").flatMap(OSMNumber.id) else {
+                invalid = true
+                return
+            }
+            refs.append(ref)
+        case "member":
+            guard case .relation = current, !invalid else { return }
+            guard members.count < OSMStreets.maxMembers, let type = attribute("type"), let ref = attribute("ref").flatMap(OSMNumber.id),
+                let role = attribute("role")
+            else {
+                invalid = true
+                return
+            }
+            members.append((type, ref, role))
+        case "tag":
+            if case .none = current { return }
+            guard !invalid else { return }
+            guard let key = attribute("k"), let value = attribute("v"), tags.count < OSMCollector.maxTags,
+                key.utf8.count <= OSMCollector.maxTagBytes, value.utf8.count <= OSMCollector.maxTagBytes
+            else {
+                invalid = true
+                return
+            }
+            tags[key] = value
+        default:
+            return
+        }
+    }
+
+    mutating func end(_ name: String) {
+        guard name == "node" || name == "way" || name == "relation" else { return }
+        defer { current = .none }
+        if invalid {
+            counts.invalidElements += 1
+            return
+        }
+        switch current {
+        case .none:
+            return
+        case .node(let id, _, _):
+            let kept = tags.filter { OSMStreets.keptNodeKeys.contains($0.key) }
+            if !kept.isEmpty { nodeTags[id] = kept }
+        case .way(let id):
+            guard tags["highway"] != nil || tags["route"] == "ferry", refs.count > 1 else { return }
+            ways.append(Way(id: id, tags: tags.filter { OSMStreets.keptKeys.contains($0.key) }, refs: refs))
+        case .relation(let id):
+            guard tags["type"] == "restriction" else { return }
+            relations.append(Relation(id: id, tags: tags, members: members))
+        }
+    }
+
+    /// Resolves node references: ways keep their nodes as indexes into the kept nodes, in
+    /// first-use order; restrictions name the ways kept and a node of both.
+    mutating func finish() -> OSMStreets {
+        table.prepareForLookups()
+        var nodes: [OSMStreetNode] = []
+        var index: [Int64: Int32] = [:]
+        var kept: [OSMStreetWay] = []
+        var wayNodes: [Int64: [Int32]] = [:]
+        for way in ways {
+            var resolved: [Int32] = []
+            resolved.reserveCapacity(way.refs.count)
+            for ref in way.refs {
+                if let known = index[ref] {
+                    resolved.append(known)
+                } else if let point = table.coordinate(of: ref) {
+                    let next = Int32(nodes.count)
+                    index[ref] = next
+                    nodes.append(OSMStreetNode(id: ref, lat: Double(point.lat) / 1e7, lon: Double(point.lon) / 1e7, tags: nodeTags[ref] ?? [:]))
+                    resolved.append(next)
+                } else {
+                    resolved = []
+                    break
+                }
+            }
+            guard !resolved.isEmpty else {
+                counts.waysMissingNodes += 1
+                continue
+            }
+            kept.append(OSMStreetWay(id: way.id, tags: way.tags, nodes: resolved))
+            wayNodes[way.id] = resolved
+        }
+        var restrictions: [OSMTurnRestriction] = []
+        for relation in relations {
+            guard let restriction = Self.restriction(relation.id, relation.tags, relation.members, index: index, wayNodes: wayNodes) else {
+                counts.restrictionsLeftOut += 1
+                continue
+            }
+            restrictions.append(restriction)
+        }
+        return OSMStreets(nodes: nodes, ways: kept, restrictions: restrictions, counts: counts)
+    }
+
+    /// The vehicles a plain `restriction` applies to.
+    static let vehicles: Set<String> = ["motorcar", "bicycle", "motorcycle", "moped", "goods", "hgv", "psv"]
+
+    private static func restriction(
+        _ id: Int64, _ tags: [String: String], _ members: [(type: String, ref: Int64, role: String)], index: [Int64: Int32],
+        wayNodes: [Int64: [Int32]]
+    ) -> OSMTurnRestriction? {
+        var transports = Set<String>()
+        var value: String?
+        if let plain = tags["restriction"] {
+            value = plain
+            let except = Set((tags["except"] ?? "").split(separator: ";").map { String($0).trimmingSpaces })
+            transports = vehicles.subtracting(except)
+        } else {
+            for (key, tagValue) in tags where key.hasPrefix("restriction:") {
+                value = tagValue
+                transports.insert(String(key.dropFirst("restriction:".count)))
+            }
+        }
+        guard let value, let kind = value.hasPrefix("no_") ? OSMTurnRestriction.Kind.no : value.hasPrefix("only_") ? .only : nil else { return nil }
+        let from = members.filter { $0.role == "from" && $0.type == "way" }
+        let to = members.filter { $0.role == "to" && $0.type == "way" }
+        let via = members.filter { $0.role == "via" }
+        guard from.count == 1, to.count == 1, via.count == 1, via[0].type == "node", let viaIndex = index[via[0].ref],
+            let fromNodes = wayNodes[from[0].ref], let toNodes = wayNodes[to[0].ref], fromNodes.contains(viaIndex), toNodes.contains(viaIndex)
+        else { return nil }
+        return OSMTurnRestriction(id: id, kind: kind, from: from[0].ref, via: viaIndex, to: to[0].ref, transports: transports)
+    }
+}

@@ -1,0 +1,92 @@
+import ContentImport
+import Foundation
+import Testing
+
+@testable import Routing
+
+/// Contraction hierarchies on the real Helsinki extract (deploy/local/helsinki-osm makes it):
+/// for random node pairs of every profile, the contracted search finds exactly the weight of a
+/// plain Dijkstra over the street graph, and its path unpacks to street edges that join up and
+/// add up to it.
+@Suite struct HelsinkiContractionTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let osm = root.appendingPathComponent(".build/osm/helsinki.osm")
+    static let available = FileManager.default.fileExists(atPath: osm.path)
+    static let streets: OSMStreets? = available ? try? OSMStreets(bytes: [UInt8](Data(contentsOf: osm))) : nil
+
+    @Test func fileIsPresentInCI() {
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            #expect(Self.available, "run deploy/local/helsinki-osm (deploy/local/test does) to make \(Self.osm.path)")
+        }
+    }
+
+    @Test(.enabled(if: available, "deploy/local/helsinki-osm has not made .build/osm/helsinki.osm"), arguments: RouteProfile.allCases)
+    func contractedSearchesMatchDijkstra(profile: RouteProfile) throws {
+        let streets = try #require(Self.streets)
+        #expect(streets.ways.count > 2000 && streets.restrictions.count > 20, "\(streets.ways.count) ways, \(streets.restrictions.count) restrictions")
+        let graph = StreetGraph(streets: streets, profile: profile)
+        let contracted = ContractedGraph(graph)
+        let workspace = Workspace(nodeCount: graph.nodeCount)
+        var outgoing = [[Int]](repeating: [], count: graph.nodeCount)
+        for (index, edge) in graph.edges.enumerated() { outgoing[Int(edge.tail)].append(index) }
+        let used = Array(Set(graph.edges.flatMap { [$0.tail, $0.head] })).sorted()
+        var random = SplitMix(seed: 33)
+        var found = 0
+        for _ in 0..<300 {
+            let from = used[Int(random.next() % UInt64(used.count))]
+            let to = used[Int(random.next() % UInt64(used.count))]
+            let expected = Self.dijkstra(graph, outgoing, from, to)
+            let result = workspace.search(
+                contracted, sources: [Seed(node: from, weight: 0, metres: 0, edge: -1)], targets: [Seed(node: to, weight: 0, metres: 0, edge: -1)])
+            #expect(result?.weight == expected, "\(profile) \(from) → \(to)")
+            guard let result else { continue }
+            found += 1
+            var path: [Int32] = []
+            for edge in result.edges { contracted.unpack(edge, into: &path) }
+            var at = from
+            var total: UInt32 = 0
+            for index in path {
+                let edge = graph.edges[Int(index)]
+                #expect(edge.tail == at)
+                at = edge.head
+                total += edge.weight
+            }
+            #expect(at == to && total == result.weight)
+        }
+        #expect(found > 150, "most random pairs are joined: \(found) of 300")
+    }
+
+    /// Dijkstra over the street graph itself: the reference.
+    static func dijkstra(_ graph: StreetGraph, _ outgoing: [[Int]], _ from: Int32, _ to: Int32) -> UInt32? {
+        var distance = [UInt32](repeating: .max, count: graph.nodeCount)
+        var heap = MinHeap()
+        distance[Int(from)] = 0
+        heap.push(0, from)
+        while let (key, node) = heap.pop() {
+            guard UInt32(key) == distance[Int(node)] else { continue }
+            if node == to { return UInt32(key) }
+            for index in outgoing[Int(node)] {
+                let edge = graph.edges[index]
+                let next = UInt32(key) + edge.weight
+                if next < distance[Int(edge.head)] {
+                    distance[Int(edge.head)] = next
+                    heap.push(UInt64(next), edge.head)
+                }
+            }
+        }
+        return nil
+    }
+}
+
+/// A seeded generator, so a failing pair can be found again.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
