@@ -58,7 +58,8 @@ public struct OSMTurnRestriction: Sendable, Equatable {
 
 /// What a read of a street network counted besides what it kept.
 public struct OSMStreetCounts: Sendable, Equatable {
-    /// Street ways left out because a node they list is not in the data.
+    /// Street ways cut where a node they list is not in the data (an extract's edge cuts
+    /// ways that go on beyond it): each part of two nodes or more is kept, as a way of the same id.
     public var waysMissingNodes = 0
     /// Turn restrictions left out: through a way, or naming a way or node the data lacks.
     public var restrictionsLeftOut = 0
@@ -240,27 +241,30 @@ private struct StreetCollector {
         var kept: [OSMStreetWay] = []
         var wayNodes: [Int64: [Int32]] = [:]
         for way in ways {
-            var resolved: [Int32] = []
-            resolved.reserveCapacity(way.refs.count)
+            var part: [Int32] = []
+            var cut = false
+            func keepPart() {
+                if part.count > 1 {
+                    kept.append(OSMStreetWay(id: way.id, tags: way.tags, nodes: part))
+                    wayNodes[way.id, default: []] += part
+                }
+                part = []
+            }
             for ref in way.refs {
                 if let known = index[ref] {
-                    resolved.append(known)
+                    part.append(known)
                 } else if let point = table.coordinate(of: ref) {
                     let next = Int32(nodes.count)
                     index[ref] = next
                     nodes.append(OSMStreetNode(id: ref, lat: Double(point.lat) / 1e7, lon: Double(point.lon) / 1e7, tags: nodeTags[ref] ?? [:]))
-                    resolved.append(next)
+                    part.append(next)
                 } else {
-                    resolved = []
-                    break
+                    cut = true
+                    keepPart()
                 }
             }
-            guard !resolved.isEmpty else {
-                counts.waysMissingNodes += 1
-                continue
-            }
-            kept.append(OSMStreetWay(id: way.id, tags: way.tags, nodes: resolved))
-            wayNodes[way.id] = resolved
+            keepPart()
+            if cut { counts.waysMissingNodes += 1 }
         }
         var restrictions: [OSMTurnRestriction] = []
         for relation in relations {

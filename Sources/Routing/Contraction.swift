@@ -3,8 +3,8 @@
 /// through a contracted node that nothing else is as short as. A query then searches only
 /// upwards, to more important nodes, from both ends: a few hundred nodes, not the whole graph.
 struct ContractedGraph {
-    /// A street edge (index < `streetEdgeCount`, the street graph's edge of the same index), or
-    /// a shortcut over two edges, `first` into the node it skips and `second` out of it.
+    /// An arc of the street graph (index < `arcCount`, the arc of the same index), or a
+    /// shortcut over two edges, `first` into the node it skips and `second` out of it.
     struct Edge {
         var tail: Int32, head: Int32
         var weight: UInt32
@@ -14,23 +14,23 @@ struct ContractedGraph {
 
     let nodeCount: Int
     let edges: [Edge]
-    let streetEdgeCount: Int
+    let arcCount: Int
     /// Edges out of a node to more important ones, for searches forwards: `upEdges[upStart[v]..<upStart[v + 1]]`.
     let upStart: [Int32], upEdges: [Int32]
     /// Edges into a node from more important ones, for searches backwards.
     let downStart: [Int32], downEdges: [Int32]
     let shortcutCount: Int
 
-    /// Contracts `graph`. Witness searches (is there a path as short as the one through the
+    /// Contracts a graph's arcs. Witness searches (is there a path as short as the one through the
     /// node?) settle at most `witnessLimit` nodes: past it a shortcut is added anyway, which
     /// costs space, never correctness.
-    init(_ graph: StreetGraph, witnessLimit: Int = 100) {
-        var contraction = Contraction(graph, witnessLimit: witnessLimit)
+    init(nodeCount: Int, arcs: [StreetGraph.Arc], witnessLimit: Int = 100) {
+        var contraction = Contraction(nodeCount: nodeCount, arcs: arcs, witnessLimit: witnessLimit)
         contraction.run()
-        nodeCount = graph.nodeCount
+        self.nodeCount = nodeCount
         edges = contraction.edges
-        streetEdgeCount = graph.edges.count
-        shortcutCount = edges.count - streetEdgeCount
+        arcCount = arcs.count
+        shortcutCount = edges.count - arcCount
         (upStart, upEdges) = Self.compressed(contraction.up, nodeCount: nodeCount)
         (downStart, downEdges) = Self.compressed(contraction.down, nodeCount: nodeCount)
     }
@@ -46,7 +46,7 @@ struct ContractedGraph {
         return (start, flat)
     }
 
-    /// The street edges a (possibly shortcut) edge stands for, in order.
+    /// The arcs a (possibly shortcut) edge stands for, in order.
     func unpack(_ edge: Int32, into path: inout [Int32]) {
         var stack: [Int32] = [edge]
         while let top = stack.popLast() {
@@ -84,10 +84,9 @@ private struct Contraction {
     var touched: [Int32] = []
     var heap = MinHeap()
 
-    init(_ graph: StreetGraph, witnessLimit: Int) {
-        let n = graph.nodeCount
+    init(nodeCount n: Int, arcs: [StreetGraph.Arc], witnessLimit: Int) {
         self.witnessLimit = witnessLimit
-        edges = graph.edges.map { ContractedGraph.Edge(tail: $0.tail, head: $0.head, weight: $0.weight, metres: $0.metres) }
+        edges = arcs.map { ContractedGraph.Edge(tail: $0.tail, head: $0.head, weight: $0.weight, metres: $0.metres) }
         outs = Array(repeating: [], count: n)
         ins = Array(repeating: [], count: n)
         contracted = Array(repeating: false, count: n)

@@ -85,14 +85,15 @@ struct WayAccess: Equatable {
     static func isYes(_ value: String?) -> Bool { value.map { yesValues.contains($0) } ?? false }
 
     /// A way's access, or nil when it is not a street any profile reads (`highway=construction`,
-    /// `highway=street_lamp` on a way, no highway at all).
+    /// `highway=street_lamp` on a way, an area, no highway at all).
     init?(tags: [String: String]) {
         var tags = tags
         for key in ["foot", "bicycle", "motorcar"] where tags[key] == nil {
             if let value = tags["access:" + key] { tags[key] = value }
         }
         if tags["route"] == "ferry" { tags["highway"] = "ferry" }
-        guard let highway = tags["highway"], let type = Self.streetType(highway) else { return nil }
+        // An area (`area=yes`: a square, a parking area) is not a street, as Routino reads it.
+        guard let highway = tags["highway"], let type = Self.streetType(highway), tags["area"] != "yes" else { return nil }
         self.type = type
         switch type {
         case .motorway:
@@ -144,9 +145,10 @@ struct WayAccess: Equatable {
         if normalised["oneway:bicycle"] == "no" { (bicycle, cycleBothWays) = (true, true) }
         if let vehicle = normalised["vehicle"], vehicle != "yes" { (bicycle, motorcar) = (false, false) }
         if let motor = normalised["motor_vehicle"], motor != "yes" { motorcar = false }
+        // A transport's own tag decides last: yes allows, any other value (`no`,
+        // `use_sidepath`, `dismount`) does not, as Routino reads them.
         for (key, keyPath) in [("foot", \WayAccess.foot), ("bicycle", \.bicycle), ("motorcar", \.motorcar)] {
-            if normalised[key] == "yes" { self[keyPath: keyPath] = true }
-            if normalised[key] == "no" { self[keyPath: keyPath] = false }
+            if let value = normalised[key] { self[keyPath: keyPath] = value == "yes" }
         }
         if normalised["junction"] == "roundabout" { oneWay = 1 }
         switch normalised["oneway"] {
@@ -213,8 +215,7 @@ struct NodeAccess {
         if let vehicle = normalised["vehicle"], vehicle != "yes" { (bicycle, motorcar) = (false, false) }
         if let motor = normalised["motor_vehicle"], motor != "yes" { motorcar = false }
         for (key, keyPath) in [("foot", \NodeAccess.foot), ("bicycle", \.bicycle), ("motorcar", \.motorcar)] {
-            if normalised[key] == "yes" { self[keyPath: keyPath] = true }
-            if normalised[key] == "no" { self[keyPath: keyPath] = false }
+            if let value = normalised[key] { self[keyPath: keyPath] = value == "yes" }
         }
     }
 

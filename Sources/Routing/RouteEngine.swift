@@ -64,34 +64,29 @@ public final class RouteEngine: Sendable {
     /// Each way's name (or ref) and street type.
     let wayNames: [String?]
     let wayTypes: [StreetType]
-    /// The edges along each segment (both directions, copies of restricted nodes included).
+    /// The street edges along each segment (both directions), into each street node, and the
+    /// arcs out of each search node.
     let segmentStart: [Int32], segmentEdges: [Int32]
+    let inStart: [Int32], inEdges: [Int32]
+    let arcStart: [Int32], arcsOut: [Int32]
     private let workspaces = Mutex<[Workspace]>([])
 
     public init(streets: OSMStreets, profile: RouteProfile) {
         self.profile = profile
         graph = StreetGraph(streets: streets, profile: profile)
-        contracted = ContractedGraph(graph)
+        contracted = ContractedGraph(nodeCount: graph.nodeCount, arcs: graph.arcs)
         coordinates = streets.nodes.map { Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon) }
         index = SnapIndex(segments: graph.segments, coordinates: coordinates)
         wayNames = streets.ways.map { way in (way.tags["name"] ?? way.tags["ref"]).flatMap { $0.isEmpty ? nil : $0 } }
         wayTypes = streets.ways.map { WayAccess(tags: $0.tags)?.type ?? .path }
-        var start = [Int32](repeating: 0, count: graph.segments.count + 1)
-        for edge in graph.edges { start[Int(edge.segment) + 1] += 1 }
-        for segment in 0..<graph.segments.count { start[segment + 1] += start[segment] }
-        var fill = start
-        var members = [Int32](repeating: 0, count: graph.edges.count)
-        for (index, edge) in graph.edges.enumerated() {
-            members[Int(fill[Int(edge.segment)])] = Int32(index)
-            fill[Int(edge.segment)] += 1
-        }
-        segmentStart = start
-        segmentEdges = members
+        (segmentStart, segmentEdges) = StreetGraph.grouped(graph.edges.map(\.segment), count: graph.segments.count)
+        (inStart, inEdges) = StreetGraph.grouped(graph.edges.map(\.head), count: graph.streetNodeCount)
+        (arcStart, arcsOut) = StreetGraph.grouped(graph.arcs.map(\.tail), count: graph.nodeCount)
     }
 
     /// Counts for benchmarks and logs.
     public var nodeCount: Int { graph.nodeCount }
-    public var edgeCount: Int { graph.edges.count }
+    public var edgeCount: Int { graph.arcs.count }
     public var shortcutCount: Int { contracted.shortcutCount }
     public var restrictionsApplied: Int { graph.restrictionsApplied }
 
@@ -120,7 +115,10 @@ public final class RouteEngine: Sendable {
             let dx = (b.longitude - a.longitude) * xScale
             let dy = (b.latitude - a.latitude) * yScale
             let lengthSquared = dx * dx + dy * dy
-            let t = lengthSquared > 0 ? min(1, max(0, -(ax * dx + ay * dy) / lengthSquared)) : 0
+            var t = lengthSquared > 0 ? min(1, max(0, -(ax * dx + ay * dy) / lengthSquared)) : 0
+            // Within a centimetre of a node is on it (a node's own position comes out a rounding away).
+            let length = lengthSquared.squareRoot()
+            if t * length < 0.01 { t = 0 } else if (1 - t) * length < 0.01 { t = 1 }
             let x = ax + t * dx
             let y = ay + t * dy
             let squared = x * x + y * y
@@ -151,12 +149,12 @@ public final class RouteEngine: Sendable {
         let direct = directAlongSegment(start, end)
         let found = withWorkspace { $0.search(contracted, sources: sources, targets: targets) }
         if let direct, direct.weight <= (found?.weight ?? .max) {
-            return makeRoute(start, end, edges: [], direct: direct)
+            return makeRoute(start, end, direct: direct)
         }
         guard let found else { throw .noRoute }
-        var streetEdges: [Int32] = []
-        for edge in found.edges { contracted.unpack(edge, into: &streetEdges) }
-        return makeRoute(start, end, edges: streetEdges, first: found.source, last: found.target)
+        var arcs: [Int32] = []
+        for edge in found.edges { contracted.unpack(edge, into: &arcs) }
+        return makeRoute(start, end, streets: arcs.map { graph.arcs[Int($0)].street }, first: found.source, last: found.target)
     }
 
     /// The quickest times and their lengths from each source to each destination; nil where a
@@ -197,35 +195,76 @@ public final class RouteEngine: Sendable {
 
     /// Whether a street edge goes from the segment's first node to its second.
     private func isAlong(_ edge: StreetGraph.Edge) -> Bool {
-        graph.original[Int(edge.tail)] == graph.segments[Int(edge.segment)].a
+        edge.tail == graph.segments[Int(edge.segment)].a
     }
 
-    private func edges(of segment: Int32) -> ArraySlice<Int32> {
-        segmentEdges[Int(segmentStart[Int(segment)])..<Int(segmentStart[Int(segment) + 1])]
+    private func slice(_ members: [Int32], _ start: [Int32], _ key: Int32) -> ArraySlice<Int32> {
+        members[Int(start[Int(key)])..<Int(start[Int(key) + 1])]
     }
 
-    /// The nodes a route from a point on a segment reaches first, with the cost of getting there.
+    /// Where a search starts from a snapped point: the point is part way along each street
+    /// edge of its segment, or exactly on a node (which any of its edges may leave). Walkers'
+    /// searches start at the next street node; others' at each turn the edge allows there.
     func departures(_ snap: Snap) -> [Seed] {
-        edges(of: snap.segment).map { index in
+        var seeds: [Seed] = []
+        for index in slice(segmentEdges, segmentStart, snap.segment) {
             let edge = graph.edges[Int(index)]
             let rest = isAlong(edge) ? 1 - snap.fraction : snap.fraction
-            return Seed(node: edge.head, weight: UInt32((Double(edge.weight) * rest).rounded()), metres: edge.metres * Float(rest), edge: index)
+            let weight = UInt32((Double(edge.weight) * rest).rounded())
+            if graph.edgeBased {
+                for arc in slice(arcsOut, arcStart, index) {
+                    seeds.append(Seed(node: graph.arcs[Int(arc)].head, weight: weight, metres: edge.metres * Float(rest), street: index))
+                }
+            } else {
+                seeds.append(Seed(node: edge.head, weight: weight, metres: edge.metres * Float(rest), street: index))
+            }
         }
+        if let node = exactNode(snap) {
+            if graph.edgeBased {
+                seeds += graph.edges(from: node).map { Seed(node: $0, weight: 0, metres: 0, street: -1) }
+            } else {
+                seeds.append(Seed(node: node, weight: 0, metres: 0, street: -1))
+            }
+        }
+        return seeds
     }
 
-    /// The nodes a route to a point on a segment leaves from last, with the cost from there.
+    /// Where a search ends at a snapped point: part way along each street edge of its segment,
+    /// or exactly at a node, at the end of any edge into it.
     func arrivals(_ snap: Snap) -> [Seed] {
-        edges(of: snap.segment).map { index in
+        var seeds: [Seed] = []
+        for index in slice(segmentEdges, segmentStart, snap.segment) {
             let edge = graph.edges[Int(index)]
             let part = isAlong(edge) ? snap.fraction : 1 - snap.fraction
-            return Seed(node: edge.tail, weight: UInt32((Double(edge.weight) * part).rounded()), metres: edge.metres * Float(part), edge: index)
+            let weight = UInt32((Double(edge.weight) * part).rounded())
+            // Along an edge from a node a barrier closes is past the barrier. (Search nodes that
+            // are street edges are only entered by turns the barrier already forbids.)
+            if !graph.edgeBased, graph.blocked[Int(edge.tail)] { continue }
+            seeds.append(Seed(node: graph.edgeBased ? index : edge.tail, weight: weight, metres: edge.metres * Float(part), street: index))
         }
+        if let node = exactNode(snap) {
+            if graph.edgeBased {
+                seeds += slice(inEdges, inStart, node).map { index in
+                    let edge = graph.edges[Int(index)]
+                    return Seed(node: index, weight: edge.weight, metres: edge.metres, street: index)
+                }
+            } else {
+                seeds.append(Seed(node: node, weight: 0, metres: 0, street: -1))
+            }
+        }
+        return seeds
+    }
+
+    /// The street node a snap is exactly on, if it is.
+    private func exactNode(_ snap: Snap) -> Int32? {
+        let segment = graph.segments[Int(snap.segment)]
+        return snap.fraction == 0 ? segment.a : snap.fraction == 1 ? segment.b : nil
     }
 
     /// Both ends on one segment, the way between them travelled the right way: the stretch between.
     private func directAlongSegment(_ start: Snap, _ end: Snap) -> (weight: UInt32, metres: Float, edge: Int32)? {
         guard start.segment == end.segment else { return nil }
-        for index in edges(of: start.segment) {
+        for index in slice(segmentEdges, segmentStart, start.segment) {
             let edge = graph.edges[Int(index)]
             let along = isAlong(edge)
             guard along ? start.fraction <= end.fraction : start.fraction >= end.fraction else { continue }
@@ -237,7 +276,7 @@ public final class RouteEngine: Sendable {
 
     // MARK: - The route's shape
 
-    private func makeRoute(_ start: Snap, _ end: Snap, edges: [Int32], direct: (weight: UInt32, metres: Float, edge: Int32)) -> Route {
+    private func makeRoute(_ start: Snap, _ end: Snap, direct: (weight: UInt32, metres: Float, edge: Int32)) -> Route {
         let way = graph.segments[Int(graph.edges[Int(direct.edge)].segment)].way
         let stretch = Route.Stretch(
             name: wayNames[Int(way)], type: wayTypes[Int(way)], metres: Double(direct.metres), seconds: Double(direct.weight) / 1000, firstPoint: 0,
@@ -247,7 +286,9 @@ public final class RouteEngine: Sendable {
             to: end)
     }
 
-    private func makeRoute(_ start: Snap, _ end: Snap, edges: [Int32], first: Seed, last: Seed) -> Route {
+    /// A route of the search's path: the start's piece of street, the street edges of its arcs,
+    /// and the end's piece.
+    private func makeRoute(_ start: Snap, _ end: Snap, streets: [Int32], first: Seed, last: Seed) -> Route {
         var points = [start.point]
         var stretches: [Route.Stretch] = []
         var stretchWays: [Int32] = []
@@ -272,18 +313,22 @@ public final class RouteEngine: Sendable {
                 stretchWays.append(way)
             }
         }
-        let startEdge = graph.edges[Int(first.edge)]
-        add(
-            way: graph.segments[Int(startEdge.segment)].way, metres: Double(first.metres), seconds: Double(first.weight) / 1000,
-            to: coordinates[Int(graph.original[Int(startEdge.head)])])
-        for index in edges {
+        /// A street edge, whole or the part of it a seed says, to `point`.
+        func add(edge index: Int32, metres part: Float, milliseconds: UInt32, to point: Coordinate) {
             let edge = graph.edges[Int(index)]
-            add(
-                way: graph.segments[Int(edge.segment)].way, metres: Double(edge.metres), seconds: Double(edge.weight) / 1000,
-                to: coordinates[Int(graph.original[Int(edge.head)])])
+            add(way: graph.segments[Int(edge.segment)].way, metres: Double(part), seconds: Double(milliseconds) / 1000, to: point)
         }
-        let endEdge = graph.edges[Int(last.edge)]
-        add(way: graph.segments[Int(endEdge.segment)].way, metres: Double(last.metres), seconds: Double(last.weight) / 1000, to: end.point)
+        if first.street >= 0 {
+            let head = graph.edges[Int(first.street)].head
+            add(edge: first.street, metres: first.metres, milliseconds: first.weight, to: coordinates[Int(head)])
+        }
+        for index in streets {
+            let edge = graph.edges[Int(index)]
+            add(edge: index, metres: edge.metres, milliseconds: edge.weight, to: coordinates[Int(edge.head)])
+        }
+        if last.street >= 0 {
+            add(edge: last.street, metres: last.metres, milliseconds: last.weight, to: end.point)
+        }
         return Route(metres: metres, seconds: seconds, points: points, stretches: stretches, from: start, to: end)
     }
 
@@ -294,10 +339,11 @@ public final class RouteEngine: Sendable {
     }
 }
 
-/// A node a search starts from, its cost so far, and the street edge (along the end's segment) that got there.
+/// A search node a search starts (or ends) at, with its cost, and the piece of street edge
+/// (`street`, -1 for none) that cost is for.
 struct Seed {
     var node: Int32
     var weight: UInt32
     var metres: Float
-    var edge: Int32
+    var street: Int32
 }

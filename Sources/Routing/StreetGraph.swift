@@ -1,16 +1,18 @@
 import ContentImport
 import Geo
 
-/// One profile's street network as a directed graph, before contraction: its nodes are the
-/// street nodes (indexes into `OSMStreets.nodes`), then one copy of a node for each way into it
-/// that a turn restriction binds; its edges are the segments between consecutive nodes of a way,
-/// one per direction the profile may travel.
+/// One profile's street network: its segments (two consecutive nodes of a way) and its street
+/// edges (a segment in a direction the profile may travel), and the graph a route is searched
+/// on, as arcs between search nodes.
 ///
-/// A turn restriction from way F through node v to way T becomes a copy of v that only the
-/// edge from F reaches, with v's edges out less the forbidden turn (`no_…`) or only the allowed
-/// one (`only_…`). Shortest paths then obey it exactly, and the graph stays one of nodes.
+/// - Walkers turn anywhere: the search nodes are the street nodes, and each arc is a street edge.
+/// - Bicycles and cars obey turn restrictions and never turn back along the street they came
+///   (no U-turn, not even at a dead end), as Routino's router: the search nodes are the street edges,
+///   and each arc is a turn from one onto the next that is allowed, costing the first.
+///   Restrictions from a way, through a node, to a way are obeyed exactly (`no_…` forbids its
+///   turn, `only_…` every other from that way); those through a way are not read.
 struct StreetGraph {
-    /// A directed edge along one segment.
+    /// A directed edge along one segment, between street nodes.
     struct Edge {
         var tail: Int32, head: Int32
         /// Milliseconds, and metres.
@@ -24,25 +26,39 @@ struct StreetGraph {
         var way: Int32
         var metres: Float
     }
+    /// An arc of the search graph: it travels street edge `street` whole.
+    struct Arc {
+        var tail: Int32, head: Int32
+        var weight: UInt32
+        var metres: Float
+        var street: Int32
+    }
 
     let profile: RouteProfile
-    /// The street node each graph node stands for (itself, or the node a copy copies).
-    var original: [Int32]
-    var edges: [Edge]
-    var segments: [Segment]
-    /// Turn restrictions applied, and those of this profile left out (their ways do not meet
-    /// on an edge this profile travels).
-    var restrictionsApplied = 0
+    /// Whether search nodes are street edges (turns matter) or street nodes.
+    let edgeBased: Bool
+    let streetNodeCount: Int
+    private(set) var edges: [Edge] = []
+    private(set) var segments: [Segment] = []
+    /// Street edges out of each street node: `outEdges[outStart[v]..<outStart[v + 1]]`.
+    private(set) var outStart: [Int32] = []
+    private(set) var outEdges: [Int32] = []
+    /// Nodes a barrier closes to this profile: reached, never passed.
+    private(set) var blocked: [Bool] = []
+    private(set) var arcs: [Arc] = []
+    /// Turn restrictions of this profile that name a turn of its network.
+    private(set) var restrictionsApplied = 0
 
-    var nodeCount: Int { original.count }
+    /// Search nodes.
+    var nodeCount: Int { edgeBased ? edges.count : streetNodeCount }
 
     init(streets: OSMStreets, profile: RouteProfile) {
         self.profile = profile
-        original = (0..<Int32(streets.nodes.count)).map { $0 }
-        edges = []
-        segments = []
-        let blocked = streets.nodes.map { !$0.tags.isEmpty && !NodeAccess(tags: $0.tags).allows(profile) }
-        var segmentsOfWay: [Int64: Range<Int32>] = [:]
+        edgeBased = profile.restrictedTransport != nil
+        streetNodeCount = streets.nodes.count
+        blocked = streets.nodes.map { !$0.tags.isEmpty && !NodeAccess(tags: $0.tags).allows(profile) }
+        // A way cut by the extract's edge comes in parts of one id.
+        var segmentsOfWay: [Int64: [Range<Int32>]] = [:]
         for (wayIndex, way) in streets.ways.enumerated() {
             guard let access = WayAccess(tags: way.tags), let speed = profile.metresPerSecond(access.type, maxSpeedKph: access.maxSpeedKph)
             else { continue }
@@ -57,50 +73,65 @@ struct StreetGraph {
                 let segment = Int32(segments.count)
                 segments.append(Segment(a: a, b: b, way: Int32(wayIndex), metres: Float(metres)))
                 let weight = UInt32(max(1, (metres / speed * 1000).rounded()))
-                if along, !blocked[Int(a)] { edges.append(Edge(tail: a, head: b, weight: weight, metres: Float(metres), segment: segment)) }
-                if against, !blocked[Int(b)] { edges.append(Edge(tail: b, head: a, weight: weight, metres: Float(metres), segment: segment)) }
+                if along { edges.append(Edge(tail: a, head: b, weight: weight, metres: Float(metres), segment: segment)) }
+                if against { edges.append(Edge(tail: b, head: a, weight: weight, metres: Float(metres), segment: segment)) }
             }
-            segmentsOfWay[way.id] = first..<Int32(segments.count)
+            segmentsOfWay[way.id, default: []].append(first..<Int32(segments.count))
         }
-        if let transport = profile.restrictedTransport {
-            applyRestrictions(streets.restrictions.filter { $0.transports.contains(transport) }, segmentsOfWay: segmentsOfWay)
+        (outStart, outEdges) = Self.grouped(edges.map(\.tail), count: streetNodeCount)
+        if edgeBased {
+            let transport = profile.restrictedTransport ?? ""
+            makeTurns(streets.restrictions.filter { $0.transports.contains(transport) }, segmentsOfWay: segmentsOfWay)
+        } else {
+            // A walker's arcs are the street edges, less those leaving a node closed to walkers.
+            arcs = edges.enumerated().filter { !blocked[Int($0.element.tail)] }.map { index, edge in
+                Arc(tail: edge.tail, head: edge.head, weight: edge.weight, metres: edge.metres, street: Int32(index))
+            }
         }
     }
 
-    /// Splits each restricted via node per way into it (see the type's note).
-    private mutating func applyRestrictions(_ restrictions: [OSMTurnRestriction], segmentsOfWay: [Int64: Range<Int32>]) {
-        // Restrictions grouped by via node, then by the segment they come from.
-        var byVia: [Int32: [Int32: [(kind: OSMTurnRestriction.Kind, to: Range<Int32>)]]] = [:]
+    /// Indexes 0..<keys.count grouped by key, as a start array and the indexes in key order.
+    static func grouped(_ keys: [Int32], count: Int) -> (start: [Int32], members: [Int32]) {
+        var start = [Int32](repeating: 0, count: count + 1)
+        for key in keys { start[Int(key) + 1] += 1 }
+        for index in 0..<count { start[index + 1] += start[index] }
+        var fill = start
+        var members = [Int32](repeating: 0, count: keys.count)
+        for (index, key) in keys.enumerated() {
+            members[Int(fill[Int(key)])] = Int32(index)
+            fill[Int(key)] += 1
+        }
+        return (start, members)
+    }
+
+    /// The street edges leaving a street node.
+    func edges(from node: Int32) -> ArraySlice<Int32> { outEdges[Int(outStart[Int(node)])..<Int(outStart[Int(node) + 1])] }
+
+    /// The turns allowed from each street edge onto the next (see the type's note).
+    private mutating func makeTurns(_ restrictions: [OSMTurnRestriction], segmentsOfWay: [Int64: [Range<Int32>]]) {
+        // Rules by (segment into the via node, via node).
+        var rules: [Int64: [(kind: OSMTurnRestriction.Kind, to: [Range<Int32>])]] = [:]
+        func key(_ segment: Int32, _ via: Int32) -> Int64 { Int64(segment) << 32 | Int64(via) }
         for restriction in restrictions {
-            guard let from = segmentsOfWay[restriction.from], let to = segmentsOfWay[restriction.to] else { continue }
+            // A way to this profile cannot take: `only_` onto it forbids every turn, `no_` none.
+            guard let from = segmentsOfWay[restriction.from] else { continue }
+            let to = segmentsOfWay[restriction.to] ?? []
             let via = restriction.via
-            // The segments of the from way that end at the via node.
-            let entering = from.filter { segments[Int($0)].a == via || segments[Int($0)].b == via }
+            let entering = from.joined().filter { segments[Int($0)].a == via || segments[Int($0)].b == via }
             guard !entering.isEmpty else { continue }
-            for segment in entering { byVia[via, default: [:]][segment, default: []].append((restriction.kind, to)) }
+            for segment in entering { rules[key(segment, via), default: []].append((restriction.kind, to)) }
             restrictionsApplied += 1
         }
-        guard !byVia.isEmpty else { return }
-        var incoming: [Int32: [Int]] = [:]
-        var outgoing: [Int32: [Int]] = [:]
-        for (index, edge) in edges.enumerated() where byVia[edge.head] != nil { incoming[edge.head, default: []].append(index) }
-        for (index, edge) in edges.enumerated() where byVia[edge.tail] != nil { outgoing[edge.tail, default: []].append(index) }
-        for (via, fromSegments) in byVia.sorted(by: { $0.key < $1.key }) {
-            for (segment, rules) in fromSegments.sorted(by: { $0.key < $1.key }) {
-                // The way out is allowed unless a `no_` rule names it, or an `only_` rule names another.
-                func allowed(_ edge: Edge) -> Bool {
-                    rules.allSatisfy { rule in rule.to.contains(edge.segment) == (rule.kind == .only) }
-                }
-                let copy = Int32(original.count)
-                original.append(original[Int(via)])
-                for index in incoming[via] ?? [] where edges[index].segment == segment { edges[index].head = copy }
-                for index in outgoing[via] ?? [] where allowed(edges[index]) {
-                    var edge = edges[index]
-                    edge.tail = copy
-                    edges.append(edge)
-                    // A copied edge into another restricted via node is redirected like the others.
-                    if byVia[edge.head] != nil { incoming[edge.head, default: []].append(edges.count - 1) }
-                }
+        for (index, edge) in edges.enumerated() {
+            let via = edge.head
+            guard !blocked[Int(via)] else { continue }
+            let bound = rules[key(edge.segment, via)] ?? []
+            for next in edges(from: via) {
+                let turn = edges[Int(next)]
+                // Never back along the same segment.
+                if turn.segment == edge.segment { continue }
+                guard bound.allSatisfy({ rule in rule.to.contains { $0.contains(turn.segment) } == (rule.kind == .only) }) else { continue }
+                arcs.append(Arc(tail: Int32(index), head: next, weight: edge.weight, metres: edge.metres, street: Int32(index)))
             }
         }
     }

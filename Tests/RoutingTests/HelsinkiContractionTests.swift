@@ -5,9 +5,9 @@ import Testing
 @testable import Routing
 
 /// Contraction hierarchies on the real Helsinki extract (deploy/local/helsinki-osm makes it):
-/// for random node pairs of every profile, the contracted search finds exactly the weight of a
-/// plain Dijkstra over the street graph, and its path unpacks to street edges that join up and
-/// add up to it.
+/// for random pairs of search nodes of every profile (street nodes for walkers, street edges
+/// for the others), the contracted search finds exactly the weight of a plain Dijkstra over the
+/// graph's arcs, and its path unpacks to arcs that join up and add up to it.
 @Suite struct HelsinkiContractionTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let osm = root.appendingPathComponent(".build/osm/helsinki.osm")
@@ -25,11 +25,11 @@ import Testing
         let streets = try #require(Self.streets)
         #expect(streets.ways.count > 2000 && streets.restrictions.count > 20, "\(streets.ways.count) ways, \(streets.restrictions.count) restrictions")
         let graph = StreetGraph(streets: streets, profile: profile)
-        let contracted = ContractedGraph(graph)
+        let contracted = ContractedGraph(nodeCount: graph.nodeCount, arcs: graph.arcs)
         let workspace = Workspace(nodeCount: graph.nodeCount)
         var outgoing = [[Int]](repeating: [], count: graph.nodeCount)
-        for (index, edge) in graph.edges.enumerated() { outgoing[Int(edge.tail)].append(index) }
-        let used = Array(Set(graph.edges.flatMap { [$0.tail, $0.head] })).sorted()
+        for (index, arc) in graph.arcs.enumerated() { outgoing[Int(arc.tail)].append(index) }
+        let used = Array(Set(graph.arcs.flatMap { [$0.tail, $0.head] })).sorted()
         var random = SplitMix(seed: 33)
         var found = 0
         for _ in 0..<300 {
@@ -37,7 +37,7 @@ import Testing
             let to = used[Int(random.next() % UInt64(used.count))]
             let expected = Self.dijkstra(graph, outgoing, from, to)
             let result = workspace.search(
-                contracted, sources: [Seed(node: from, weight: 0, metres: 0, edge: -1)], targets: [Seed(node: to, weight: 0, metres: 0, edge: -1)])
+                contracted, sources: [Seed(node: from, weight: 0, metres: 0, street: -1)], targets: [Seed(node: to, weight: 0, metres: 0, street: -1)])
             #expect(result?.weight == expected, "\(profile) \(from) → \(to)")
             guard let result else { continue }
             found += 1
@@ -46,17 +46,17 @@ import Testing
             var at = from
             var total: UInt32 = 0
             for index in path {
-                let edge = graph.edges[Int(index)]
-                #expect(edge.tail == at)
-                at = edge.head
-                total += edge.weight
+                let arc = graph.arcs[Int(index)]
+                #expect(arc.tail == at)
+                at = arc.head
+                total += arc.weight
             }
             #expect(at == to && total == result.weight)
         }
         #expect(found > 150, "most random pairs are joined: \(found) of 300")
     }
 
-    /// Dijkstra over the street graph itself: the reference.
+    /// Dijkstra over the graph's arcs themselves: the reference.
     static func dijkstra(_ graph: StreetGraph, _ outgoing: [[Int]], _ from: Int32, _ to: Int32) -> UInt32? {
         var distance = [UInt32](repeating: .max, count: graph.nodeCount)
         var heap = MinHeap()
@@ -66,11 +66,11 @@ import Testing
             guard UInt32(key) == distance[Int(node)] else { continue }
             if node == to { return UInt32(key) }
             for index in outgoing[Int(node)] {
-                let edge = graph.edges[index]
-                let next = UInt32(key) + edge.weight
-                if next < distance[Int(edge.head)] {
-                    distance[Int(edge.head)] = next
-                    heap.push(UInt64(next), edge.head)
+                let arc = graph.arcs[index]
+                let next = UInt32(key) + arc.weight
+                if next < distance[Int(arc.head)] {
+                    distance[Int(arc.head)] = next
+                    heap.push(UInt64(next), arc.head)
                 }
             }
         }

@@ -23,6 +23,7 @@ import Testing
         #expect(allowed(["highway": "construction"]) == nil)
         #expect(allowed(["highway": "street_lamp"]) == nil)
         #expect(allowed(["building": "yes"]) == nil)
+        #expect(allowed(["highway": "pedestrian", "area": "yes"]) == nil)
     }
 
     @Test func accessTagsAddAndTakeAway() {
@@ -36,6 +37,9 @@ import Testing
         #expect(allowed(["highway": "trunk", "sidewalk": "both"]) == [true, true, true])
         #expect(allowed(["highway": "primary", "motorroad": "yes"]) == [false, false, true])
         #expect(allowed(["highway": "pedestrian", "access:bicycle": "yes"]) == [true, true, false])
+        // A transport's own tag with any value but yes takes it away, as Routino reads it.
+        #expect(allowed(["highway": "tertiary", "bicycle": "use_sidepath"]) == [true, false, true])
+        #expect(allowed(["highway": "residential", "foot": "use_sidepath"]) == [false, true, true])
         // Ferries carry what they name (and what is smaller).
         #expect(allowed(["route": "ferry"]) == [false, false, false])
         #expect(allowed(["route": "ferry", "foot": "yes"]) == [true, false, false])
