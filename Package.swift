@@ -97,7 +97,7 @@ let package = Package(
         // Helpers shared by test targets (transcript matching, a stand-in publisher, a search of a
         // database for a user's rows); never linked into the executables.
         .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "ServiceKit", "Storage"], path: "Tests/TestSupport"),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "Sealing", "TourMaps", "Uploads", "Geo", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ContentImport", "Sealing", "TourMaps", "Uploads", "Geo", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
         .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "CatalogService", "TourbusCLI", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "NotifyServiceTests", dependencies: ["NotifyService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),

@@ -134,13 +134,16 @@ public enum CatalogService {
         }
         table.on(Methods.Library.remove) { (request: LibraryTourRef, caller, _, store) in try store.removeFromLibrary(request, user: caller.id) }
         table.on(Methods.Library.hide) { (request: LibraryPlaceRef, caller, _, store) in try store.hideInLibrary(request, user: caller.id) }
+        // Street networks, for search's routes (StreetSets.swift).
+        table.on(Methods.Streets.list) { (_: Empty, _, store) in try StreetSets.list(store.db) }
+        table.on(Methods.Streets.chunk) { (request: StreetChunkRequest, _, store) in try StreetSets.chunk(request, store.db) }
         table.on(Methods.Library.key) { (_: Empty, _, store) in
             SigningKeyInfo(publicKey: try LibraryRules.key(store.options).publicKeyBase64)
         }
         let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         let decoding = ReaderGate(most: 1)
         var definition = ServiceDefinition(
-            name: "catalog", migrations: CatalogSchema.migrations + LibraryRules.migrations, handlers: table, publishes: true,
+            name: "catalog", migrations: CatalogSchema.migrations + LibraryRules.migrations + StreetSets.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             // Social's events erase a deleted user's walks and library and tell the devices
             // packages are sealed to (without social's endpoints the catalog runs, warning that

@@ -228,6 +228,8 @@ struct ImportPlan: Sendable {
         var georeference: MapGeoreference
     }
     var maps: [PlannedMap] = []
+    /// An OSM import's street network, kept when the import is written (StreetSets.swift).
+    var streets: PlannedStreets?
     /// The bytes of the maps' images, counted once per tour (each stores its own).
     var mapBytes = 0
     var report = ImportReport()
@@ -511,7 +513,7 @@ struct ImportPlanner {
     func planOSM(_ bytes: Data, into plan: inout ImportPlan) throws {
         let document: OSMDocument
         do throws(OSMError) {
-            document = try OSMDocument(bytes: [UInt8](bytes), mapping: mapping, maxBytes: ImportRules.maxDocumentBytes(.osm))
+            document = try OSMDocument(bytes: [UInt8](bytes), mapping: mapping, maxBytes: ImportRules.maxDocumentBytes(.osm), streets: true)
         } catch {
             if case .xml(let xml) = error { issue(xml.message, at: xml.position, into: &plan) } else { issue(error.description, at: nil, into: &plan) }
             return
@@ -547,6 +549,7 @@ struct ImportPlanner {
         }
         plan.report.skipped = skipped
         plan.report.droppedFields = dropped
+        plan.streets = PlannedStreets(document.streets)
     }
 
     /// Clears each optional field of `place` that breaks its rule; answers how many.

@@ -194,6 +194,7 @@ extension CatalogStore {
                 }
                 try republishMovedStarts(except: changed)
                 wroteMaps = try writeMaps(plan, tourIds: tourIds)
+                if let streets = plan.streets { try StreetSets.write(streets, importId: plan.importId, db: db, worker: worker) }
                 plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
                 try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
             }
@@ -297,6 +298,7 @@ extension CatalogStore {
                 }
                 try republishMovedStarts(except: changed)
                 wroteMaps = try writeMaps(plan, tourIds: tourIds)
+                if let streets = plan.streets { try StreetSets.write(streets, importId: plan.importId, db: db, worker: worker) }
                 plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
                 try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
                 try db.run("UPDATE import_applying SET phase = 'publishing' WHERE import_id = ?", plan.importId)

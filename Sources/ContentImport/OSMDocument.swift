@@ -332,6 +332,8 @@ public enum OSMError: Error, Sendable, Equatable, CustomStringConvertible {
 public struct OSMDocument: Sendable, Equatable {
     public var places: [OSMPlace]
     public var counts: OSMCounts
+    /// The street network, when asked for (read in the same pass).
+    public var streets: OSMStreets?
 
     /// The XML bounds for OpenStreetMap data of at most `maxBytes`: elements are shallow and
     /// have few attributes (a node has about ten); values are bounded generously so that one
@@ -340,10 +342,12 @@ public struct OSMDocument: Sendable, Equatable {
         XMLLimits(maxBytes: maxBytes, maxDepth: 8, maxAttributes: 16, maxNameBytes: 64, maxAttributeValueBytes: 4096, maxTextBytes: 4096)
     }
 
-    /// Reads a whole document of at most `maxBytes` (default 1 GiB).
-    public init(bytes: [UInt8], mapping: OSMMapping, maxBytes: Int = 1 << 30) throws(OSMError) {
+    /// Reads a whole document of at most `maxBytes` (default 1 GiB), and its street network
+    /// with it when `streets`.
+    public init(bytes: [UInt8], mapping: OSMMapping, maxBytes: Int = 1 << 30, streets: Bool = false) throws(OSMError) {
         var reader = XMLReader(bytes: bytes, limits: Self.limits(maxBytes: maxBytes))
         var collector = OSMCollector(mapping: mapping)
+        var streetCollector = streets ? StreetCollector() : nil
         var rootChecked = false
         while let event = try Self.next(&reader) {
             switch event {
@@ -353,8 +357,10 @@ public struct OSMDocument: Sendable, Equatable {
                     rootChecked = true
                 }
                 collector.start(name) { attributes[$0] }
+                streetCollector?.start(name) { attributes[$0] }
             case .end(let name, _):
                 collector.end(name)
+                streetCollector?.end(name)
             case .text:
                 continue
             }
@@ -362,6 +368,7 @@ public struct OSMDocument: Sendable, Equatable {
         collector.finish()
         places = collector.places
         counts = collector.counts
+        self.streets = streetCollector?.finish()
     }
 
     /// The reader's next event, its error wrapped.

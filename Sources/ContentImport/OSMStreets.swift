@@ -127,7 +127,7 @@ public struct OSMStreets: Sendable, Equatable {
 }
 
 /// Collects a street network one start or end tag at a time, then `finish()`.
-private struct StreetCollector {
+struct StreetCollector {
     private enum Current {
         case none
         case node(id: Int64, lat: Double, lon: Double)

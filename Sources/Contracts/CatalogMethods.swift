@@ -214,6 +214,6 @@ extension Methods {
         Methods.Tours.mapGet, Methods.Tours.mapTile, Methods.Tours.locate,
         Methods.Tours.progress, Methods.Tours.progressReset, Methods.Library.add,
         Methods.Library.package, Methods.Library.list, Methods.Library.remove,
-        Methods.Library.hide, Methods.Library.key,
+        Methods.Library.hide, Methods.Library.key, Methods.Streets.list, Methods.Streets.chunk,
     ]
 }

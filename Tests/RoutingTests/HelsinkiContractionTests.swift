@@ -90,3 +90,30 @@ struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+/// The street network's bytes, as the catalog keeps them and search fetches them.
+@Suite struct StreetCodingTests {
+    @Test(.enabled(if: HelsinkiContractionTests.available, "deploy/local/helsinki-osm has not made .build/osm/helsinki.osm"))
+    func theHelsinkiNetworkComesBackAsItWent() throws {
+        let streets = try #require(HelsinkiContractionTests.streets)
+        let bytes = streets.encoded()
+        #expect(try OSMStreets(encoded: bytes) == streets)
+        print("Helsinki streets: \(bytes.count) bytes for \(streets.nodes.count) nodes and \(streets.ways.count) ways")
+    }
+
+    @Test func damagedBytesAreRefused() throws {
+        let streets = Grid.osm(ways: Grid.streets())
+        let bytes = streets.encoded()
+        #expect(try OSMStreets(encoded: bytes) == streets)
+        #expect(throws: OSMStreetsCodingError.notStreets) { try OSMStreets(encoded: Array("nonsense".utf8)) }
+        // Every shorter prefix is cut short, and a byte more is refused.
+        for length in [10, 11, 20, bytes.count / 2, bytes.count - 1] {
+            #expect(throws: OSMStreetsCodingError.self) { try OSMStreets(encoded: Array(bytes.prefix(length))) }
+        }
+        #expect(throws: OSMStreetsCodingError.self) { try OSMStreets(encoded: bytes + [0]) }
+        // A count far beyond the bytes is refused before anything is reserved for it.
+        var huge = bytes
+        huge.replaceSubrange(10..<14, with: [0xFF, 0xFF, 0xFF, 0x7F])
+        #expect(throws: OSMStreetsCodingError.self) { try OSMStreets(encoded: huge) }
+    }
+}
