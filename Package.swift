@@ -53,7 +53,7 @@ let package = Package(
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
         .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "Uploads", "ContentImport", "Sealing", "KeyFiles"]),
-        .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
+        .target(name: "SearchService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "Routing", "ContentImport"]),
         .target(name: "SocialService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "CSodium", "Sealing", "TourMaps", "Uploads", "KeyFiles"]),
         .target(name: "NotifyService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
         .target(name: "FavoritesService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
@@ -99,7 +99,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "ServiceKit", "Storage"], path: "Tests/TestSupport"),
         .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "ContentImport", "Sealing", "TourMaps", "Uploads", "Geo", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Contracts", "Bus", "ServiceCore", "CatalogService", "SearchService", "SocialService", "TestSupport"]),
-        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "CatalogService", "TourbusCLI", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
+        .testTarget(name: "SearchServiceTests", dependencies: ["SearchService", "CatalogService", "TourbusCLI", "ContentImport", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "NotifyServiceTests", dependencies: ["NotifyService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "FavoritesServiceTests", dependencies: ["FavoritesService", "Gateway", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "Geo", "TestSupport"]),
         .testTarget(name: "SocialServiceTests", dependencies: ["SocialService", "Sealing", "TourMaps", "Contracts", "ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),

@@ -48,14 +48,6 @@ enum StreetSets {
                 """)
     ]
 
-    /// FNV-1a, 64 bits, as 16 hex digits.
-    static func checksum(_ bytes: [UInt8]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        let hex = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
-    }
-
     /// Keeps an import's streets, in the import's own transaction, and tells search.
     static func write(_ planned: PlannedStreets, importId: String, db: Database, worker: ServiceWorker) throws {
         let b = planned.bounds
@@ -68,7 +60,7 @@ enum StreetSets {
             INSERT INTO street_sets (import_id, checksum, nodes, ways, south, west, north, east, created_at, bytes)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            importId, checksum(planned.bytes), planned.nodes, planned.ways, b.south, b.west, b.north, b.east, Logger.timestamp(),
+            importId, StreetSetInfo.checksum(planned.bytes), planned.nodes, planned.ways, b.south, b.west, b.north, b.east, Logger.timestamp(),
             Data(planned.bytes))
         let id = try db.scalarInt("SELECT last_insert_rowid()") ?? 0
         try worker.emit(StreetEvents.changed, StreetSetsChanged(setId: id, removed: replaced))

@@ -306,3 +306,50 @@ struct StreetCollector {
         return OSMTurnRestriction(id: id, kind: kind, from: from[0].ref, via: viaIndex, to: to[0].ref, transports: transports)
     }
 }
+
+extension OSMStreets {
+    /// Several networks as one, a later one winning: every part of a way, and a restriction, of
+    /// an id a later network has is that network's; nodes of one id are one node, at the later
+    /// network's position.
+    public static func merged(_ networks: [OSMStreets]) -> OSMStreets {
+        guard networks.count > 1 else { return networks.first ?? OSMStreets(nodes: [], ways: [], restrictions: []) }
+        var nodes: [OSMStreetNode] = []
+        var index: [Int64: Int32] = [:]
+        var ways: [OSMStreetWay] = []
+        var restrictions: [OSMTurnRestriction] = []
+        var takenWays = Set<Int64>()
+        var takenRestrictions = Set<Int64>()
+        var counts = OSMStreetCounts()
+        for network in networks.reversed() {
+            var local = [Int32](repeating: -1, count: network.nodes.count)
+            func node(_ at: Int32) -> Int32 {
+                if local[Int(at)] >= 0 { return local[Int(at)] }
+                let streetNode = network.nodes[Int(at)]
+                let merged: Int32
+                if let known = index[streetNode.id] {
+                    merged = known
+                } else {
+                    merged = Int32(nodes.count)
+                    index[streetNode.id] = merged
+                    nodes.append(streetNode)
+                }
+                local[Int(at)] = merged
+                return merged
+            }
+            for way in network.ways where !takenWays.contains(way.id) {
+                ways.append(OSMStreetWay(id: way.id, tags: way.tags, nodes: way.nodes.map(node)))
+            }
+            takenWays.formUnion(network.ways.map(\.id))
+            for restriction in network.restrictions where !takenRestrictions.contains(restriction.id) {
+                var kept = restriction
+                kept.via = node(restriction.via)
+                restrictions.append(kept)
+            }
+            takenRestrictions.formUnion(network.restrictions.map(\.id))
+            counts.waysMissingNodes += network.counts.waysMissingNodes
+            counts.restrictionsLeftOut += network.counts.restrictionsLeftOut
+            counts.invalidElements += network.counts.invalidElements
+        }
+        return OSMStreets(nodes: nodes, ways: ways, restrictions: restrictions, counts: counts)
+    }
+}

@@ -24,11 +24,15 @@ extension Methods.Search {
 extension Methods.Directions {
     public static let get = Method<DirectionsQuery, Directions>(
         "directions.get", .search, .anyone, .read,
-        "distance, bearing, an estimated time and map-app links from a point to a place or point, by mode",
+        "the route from a point to a place or point by mode: length, time, polyline and steps, or an estimate that says why",
         errors: [.notFound("to", "no place has this id")])
+    public static let matrix = Method<MatrixQuery, TravelMatrix>(
+        "directions.matrix", .search, .anyone, .read,
+        "routed times and lengths from up to 25 sources to up to 25 destinations, by mode",
+        errors: [.invalid("sources", "must hold 1 to 25 points"), .invalid("destinations", "must hold 1 to 25 points")])
     public static let plan = Method<TripQuery, TripPlan>(
         "directions.plan", .search, .anyone, .read,
-        "the order of up to 25 places from a start that makes the trip shortest (exact up to 12), with its legs",
+        "the order of up to 25 places from a start that makes the trip quickest by routed times (exact up to 12), with its legs",
         errors: [.notFound("place_ids[i]", "no place has this id")])
 }
 
@@ -37,6 +41,6 @@ extension Methods {
     static let searchOwned: [any DeclaresMethod] = [
         Methods.Search.nearby, Methods.Search.viewport, Methods.Search.text,
         Methods.Search.autocomplete, Methods.Search.popular, Methods.Directions.get,
-        Methods.Directions.plan,
+        Methods.Directions.matrix, Methods.Directions.plan,
     ]
 }

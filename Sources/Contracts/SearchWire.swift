@@ -553,32 +553,132 @@ public struct RouteEnd: Codable, Sendable {
     }
 }
 
+/// How a directions answer was made.
+public enum RouteStatus: String, Codable, Sendable, CaseIterable {
+    /// Along the street network: lengths and times of the route itself.
+    case routed
+    /// From the straight line and an average speed: transit, no street network there, or an
+    /// end off it (`reason` says which).
+    case estimate
+    /// Both ends are on the street network, on pieces of it no path joins (`reason` says so).
+    case noRoute = "no_route"
+}
+
+/// One step of a routed answer: a stretch along one street, and the turn onto it.
+public struct RouteStep: Codable, Sendable, Equatable {
+    /// `depart`, `turn`, `continue`, `arrive`.
+    public var maneuver: String
+    /// For turns: `left`, `right`, `slight left`, `slight right`, `sharp left`, `sharp right`,
+    /// `straight`, `uturn`.
+    public var modifier: String?
+    /// The street's name (or ref); none for an unnamed footway or service road.
+    public var street: String?
+    /// Where the step begins, and its stretch's length and time.
+    public var lat: Double
+    public var lon: Double
+    public var distanceM: Double
+    public var durationS: Double
+    /// What a traveller reads: "Turn left onto Mannerheimintie".
+    public var instruction: String
+
+    enum CodingKeys: String, CodingKey {
+        case maneuver, modifier, street, lat, lon, instruction
+        case distanceM = "distance_m"
+        case durationS = "duration_s"
+    }
+
+    public init(
+        maneuver: String, modifier: String?, street: String?, lat: Double, lon: Double, distanceM: Double, durationS: Double, instruction: String
+    ) {
+        self.maneuver = maneuver
+        self.modifier = modifier
+        self.street = street
+        self.lat = lat
+        self.lon = lon
+        self.distanceM = distanceM
+        self.durationS = durationS
+        self.instruction = instruction
+    }
+}
+
 /// The reply of `directions.get`.
 public struct Directions: Codable, Sendable {
     public var to: RouteEnd
     public var mode: TravelMode
-    public var distanceM: Double
+    public var status: RouteStatus
+    /// Along the route when routed; the straight line's when an estimate; absent when no route.
+    public var distanceM: Double?
+    /// The straight line's initial bearing from `from` to `to`.
     public var bearingDeg: Double
-    public var durationS: Double
-    /// Always true: the time is an estimate from an average speed, not a route's.
-    public var estimate = true
+    /// The route's time when routed; an average speed's estimate otherwise; absent when no route.
+    public var durationS: Double?
+    /// True unless routed: the time is an estimate from an average speed, not a route's.
+    public var estimate: Bool
+    /// Why the answer is not a route (an estimate, or no route).
+    public var reason: String?
+    /// The route's points, Google's encoded polyline at precision 5, when routed.
+    public var polyline: String?
+    /// Where the ends met the street network, when routed.
+    public var snappedFrom: Point?
+    public var snappedTo: Point?
+    public var steps: [RouteStep]?
     /// Turn-by-turn directions in map apps that support the mode: `google`, `apple`, `osm`.
     public var links: [String: String]
 
     enum CodingKeys: String, CodingKey {
-        case to, mode, estimate, links
+        case to, mode, status, estimate, reason, polyline, steps, links
         case distanceM = "distance_m"
         case bearingDeg = "bearing_deg"
         case durationS = "duration_s"
+        case snappedFrom = "snapped_from"
+        case snappedTo = "snapped_to"
     }
 
-    public init(to: RouteEnd, mode: TravelMode, distanceM: Double, bearingDeg: Double, durationS: Double, links: [String: String]) {
+    public init(
+        to: RouteEnd, mode: TravelMode, status: RouteStatus, distanceM: Double?, bearingDeg: Double, durationS: Double?, reason: String? = nil,
+        links: [String: String]
+    ) {
         self.to = to
         self.mode = mode
+        self.status = status
         self.distanceM = distanceM
         self.bearingDeg = bearingDeg
         self.durationS = durationS
+        self.estimate = status != .routed
+        self.reason = reason
         self.links = links
+    }
+}
+
+/// `directions.matrix`: the time and length from each source to each destination.
+public struct MatrixQuery: Decodable, Sendable, DeclaredShape {
+    public static let maxPoints = 25
+    public var sources: [Point]
+    public var destinations: [Point]
+    public var mode: TravelMode?
+}
+
+/// The reply of `directions.matrix`: `durations_s[i][j]` from source i to destination j, null
+/// where no route joins them (or an end is off the network, when routed).
+public struct TravelMatrix: Codable, Sendable {
+    public var mode: TravelMode
+    public var status: RouteStatus
+    public var reason: String?
+    public var durationsS: [[Double?]]
+    public var distancesM: [[Double?]]
+
+    enum CodingKeys: String, CodingKey {
+        case mode, status, reason
+        case durationsS = "durations_s"
+        case distancesM = "distances_m"
+    }
+
+    public init(mode: TravelMode, status: RouteStatus, reason: String?, durationsS: [[Double?]], distancesM: [[Double?]]) {
+        self.mode = mode
+        self.status = status
+        self.reason = reason
+        self.durationsS = durationsS
+        self.distancesM = distancesM
     }
 }
 
@@ -609,10 +709,12 @@ public struct TripPlan: Codable, Sendable {
     public var totalDurationS: Double
     /// Whether the order is the shortest there is (up to `TripOrder.exactUpTo` places), or a heuristic's.
     public var exact: Bool
+    /// False when the legs are routes (ordered by routed times), true when estimates.
     public var estimate = true
+    public var reason: String?
 
     enum CodingKeys: String, CodingKey {
-        case order, legs, exact, estimate
+        case order, legs, exact, estimate, reason
         case totalDistanceM = "total_distance_m"
         case totalDurationS = "total_duration_s"
     }

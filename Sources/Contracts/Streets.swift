@@ -60,6 +60,14 @@ public struct StreetSetInfo: Codable, Sendable, Equatable {
         case createdAt = "created_at"
     }
 
+    /// The checksum of a network's bytes: FNV-1a, 64 bits, as 16 hex digits.
+    public static func checksum(_ bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
     public init(
         id: Int64, checksum: String, bytes: Int, nodes: Int, ways: Int, south: Double, west: Double, north: Double, east: Double,
         createdAt: String

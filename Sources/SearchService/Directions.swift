@@ -2,28 +2,23 @@ import Bus
 import Contracts
 import Foundation
 import Geo
+import Routing
 import Storage
 
-// Directions without a road router: the great-circle distance and bearing, a time estimated
-// from documented average speeds, and deep links that hand the turn-by-turn route to a map app;
-// and the order of a trip's visits that makes it shortest. A real router (OSRM, Valhalla) can
-// later answer behind the same requests: it would be another `Router`.
+// Directions: routes along the street network of the catalog's OSM imports (StreetRoutes.swift,
+// the Routing module), with their polyline and steps; where there is no network, or an end is
+// off it, or for transit, the great-circle distance and a time from an average speed, which
+// says it is an estimate and why. Deep links hand the turn-by-turn route to a map app. And the
+// order of a trip's visits that makes it quickest.
 
-/// What answers the distance and time between two points. `GreatCircleRouter` is the only one
-/// here; a router over HTTP would answer real routes behind the same requests.
-protocol Router: Sendable {
-    /// The distance in metres and the estimated seconds from `from` to `to` going by `mode`.
-    func leg(from: Coordinate, to: Coordinate, mode: TravelMode) -> (metres: Double, seconds: Double)
-}
-
-/// Straight lines on the sphere: the great-circle distance, lengthened by `detour` (streets are
-/// rarely straight: 1.3 is a common city average), at the mode's average speed.
-struct GreatCircleRouter: Router {
+/// The straight line on the sphere: the great-circle distance, lengthened by `detour` (streets
+/// are rarely straight: 1.3 is a common city average), at the mode's average speed.
+enum StraightLine {
     static let detour = 1.3
 
-    func leg(from: Coordinate, to: Coordinate, mode: TravelMode) -> (metres: Double, seconds: Double) {
+    static func leg(from: Coordinate, to: Coordinate, mode: TravelMode) -> (metres: Double, seconds: Double) {
         let metres = from.distance(to: to)
-        return (metres, metres * Self.detour / mode.metresPerSecond)
+        return (metres, metres * detour / mode.metresPerSecond)
     }
 }
 
@@ -149,10 +144,10 @@ enum TripOrder {
     }
 }
 
-/// The directions requests, over the index's places.
+/// The directions requests, over the index's places and the street network's routes.
 struct DirectionQueries {
     let db: Database
-    let router: Router
+    let routes: StreetRoutes
 
     /// A place of the index by id (a place's own, not a tour's), or `not_found` naming `field`.
     private func place(_ id: Int64, field: String) throws -> RouteEnd {
@@ -170,6 +165,13 @@ struct DirectionQueries {
         }
     }
 
+    /// Why a mode has no routes here.
+    private static func unrouted(_ mode: TravelMode) -> String {
+        mode == .transit
+            ? "transit is estimated from an average speed: no timetables are known"
+            : "no street network is loaded (import an OpenStreetMap extract of the area): estimated from the straight line"
+    }
+
     func directions(_ query: DirectionsQuery) throws -> Directions {
         let from = try Self.coordinate(query.from, field: "from")
         let mode = query.mode ?? .walking
@@ -181,10 +183,54 @@ struct DirectionQueries {
             end = RouteEnd(lat: to.latitude, lon: to.longitude)
         }
         let to = Coordinate(uncheckedLatitude: end.lat, longitude: end.lon)
-        let leg = router.leg(from: from, to: to, mode: mode)
-        return Directions(
-            to: end, mode: mode, distanceM: leg.metres, bearingDeg: from.initialBearing(to: to), durationS: leg.seconds,
-            links: DirectionLinks.links(from: from, to: to, mode: mode))
+        let bearing = from.initialBearing(to: to)
+        let links = DirectionLinks.links(from: from, to: to, mode: mode)
+        func estimate(_ reason: String) -> Directions {
+            let leg = StraightLine.leg(from: from, to: to, mode: mode)
+            return Directions(
+                to: end, mode: mode, status: .estimate, distanceM: leg.metres, bearingDeg: bearing, durationS: leg.seconds, reason: reason, links: links)
+        }
+        guard let engine = routes.engine(mode) else { return estimate(Self.unrouted(mode)) }
+        do {
+            let route = try engine.route(from: from, to: to)
+            var answer = Directions(
+                to: end, mode: mode, status: .routed, distanceM: route.metres, bearingDeg: bearing, durationS: route.seconds, links: links)
+            answer.polyline = Polyline.encode(route.points)
+            answer.snappedFrom = Point(lat: route.from.point.latitude, lon: route.from.point.longitude)
+            answer.snappedTo = Point(lat: route.to.point.latitude, lon: route.to.point.longitude)
+            answer.steps = RouteSteps.steps(route)
+            return answer
+        } catch .offNetwork(let which, _) {
+            let side = which == .from ? "the start" : "the destination"
+            return estimate(
+                "\(side) is more than \(Int(RouteEngine.maxSnapMetres)) m from any street \(mode.rawValue) can use: estimated from the straight line")
+        } catch {
+            return Directions(
+                to: end, mode: mode, status: .noRoute, distanceM: nil, bearingDeg: bearing, durationS: nil, reason: error.description, links: links)
+        }
+    }
+
+    func matrix(_ query: MatrixQuery) throws -> TravelMatrix {
+        for (field, points) in [("sources", query.sources), ("destinations", query.destinations)] {
+            guard (1...MatrixQuery.maxPoints).contains(points.count) else {
+                throw ServiceError.invalid(field, "must hold 1 to \(MatrixQuery.maxPoints) points, not \(points.count)")
+            }
+        }
+        let sources = try query.sources.enumerated().map { i, point in try Self.coordinate(point, field: "sources[\(i)]") }
+        let destinations = try query.destinations.enumerated().map { i, point in try Self.coordinate(point, field: "destinations[\(i)]") }
+        let mode = query.mode ?? .walking
+        guard let engine = routes.engine(mode) else {
+            let legs = sources.map { a in destinations.map { b in StraightLine.leg(from: a, to: b, mode: mode) } }
+            return TravelMatrix(
+                mode: mode, status: .estimate, reason: Self.unrouted(mode), durationsS: legs.map { $0.map(\.seconds) },
+                distancesM: legs.map { $0.map(\.metres) })
+        }
+        let cells = engine.matrix(sources: sources, destinations: destinations)
+        let missing = cells.joined().contains { $0 == nil }
+        return TravelMatrix(
+            mode: mode, status: .routed,
+            reason: missing ? "null: no route joins the two, or an end is more than \(Int(RouteEngine.maxSnapMetres)) m from any street" : nil,
+            durationsS: cells.map { $0.map { $0?.seconds } }, distancesM: cells.map { $0.map { $0?.metres } })
     }
 
     func plan(_ query: TripQuery) throws -> TripPlan {
@@ -196,20 +242,90 @@ struct DirectionQueries {
         let mode = query.mode ?? .walking
         let places = try query.placeIds.enumerated().map { i, id in try place(id, field: "place_ids[\(i)]") }
         let points = [start] + places.map { Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon) }
-        let metres = points.map { a in points.map { b in router.leg(from: a, to: b, mode: mode).metres } }
+        // Routed times when every leg has a route; else every leg an estimate, and why.
+        var legs = points.map { a in points.map { b in StraightLine.leg(from: a, to: b, mode: mode) } }
+        var reason: String? = Self.unrouted(mode)
+        if let engine = routes.engine(mode) {
+            let cells = engine.matrix(sources: points, destinations: points)
+            if cells.joined().allSatisfy({ $0 != nil }) {
+                legs = cells.map { $0.map { ($0?.metres ?? 0, $0?.seconds ?? 0) } }
+                reason = nil
+            } else {
+                reason = "a stop has no route to or from another, or is off the street network: estimated from straight lines"
+            }
+        }
         let exact = places.count <= TripOrder.exactUpTo
         let roundTrip = query.roundTrip ?? false
-        let order = TripOrder.order(visits: places.count, roundTrip: roundTrip, exact: exact) { metres[$0][$1] }
-        var legs: [TripLeg] = []
+        let order = TripOrder.order(visits: places.count, roundTrip: roundTrip, exact: exact) { legs[$0][$1].seconds }
+        var tripLegs: [TripLeg] = []
         var at = 0
         for node in order + (roundTrip ? [0] : []) {
-            let leg = router.leg(from: points[at], to: points[node], mode: mode)
+            let leg = legs[at][node]
             let end = node == 0 ? RouteEnd(lat: start.latitude, lon: start.longitude) : places[node - 1]
-            legs.append(TripLeg(to: end, distanceM: leg.metres, durationS: leg.seconds))
+            tripLegs.append(TripLeg(to: end, distanceM: leg.metres, durationS: leg.seconds))
             at = node
         }
-        return TripPlan(
-            order: order.map { places[$0 - 1].id ?? 0 }, legs: legs, totalDistanceM: legs.reduce(0) { $0 + $1.distanceM },
-            totalDurationS: legs.reduce(0) { $0 + $1.durationS }, exact: exact)
+        var plan = TripPlan(
+            order: order.map { places[$0 - 1].id ?? 0 }, legs: tripLegs, totalDistanceM: tripLegs.reduce(0) { $0 + $1.distanceM },
+            totalDurationS: tripLegs.reduce(0) { $0 + $1.durationS }, exact: exact)
+        plan.estimate = reason != nil
+        plan.reason = reason
+        return plan
+    }
+}
+
+/// A route's steps: depart along its first street, a turn onto each next one, arrive.
+enum RouteSteps {
+    static func steps(_ route: Route) -> [RouteStep] {
+        guard let first = route.stretches.first, let last = route.points.last else { return [] }
+        var steps: [RouteStep] = []
+        let startPoint = route.points[first.firstPoint]
+        let heading = compass(startPoint.initialBearing(to: route.points[min(first.lastPoint, first.firstPoint + 1)]))
+        steps.append(
+            RouteStep(
+                maneuver: "depart", modifier: nil, street: first.name, lat: startPoint.latitude, lon: startPoint.longitude, distanceM: first.metres,
+                durationS: first.seconds, instruction: "Head \(heading)" + (first.name.map { " on \($0)" } ?? "")))
+        for stretch in route.stretches.dropFirst() {
+            let at = route.points[stretch.firstPoint]
+            let before = route.points[max(0, stretch.firstPoint - 1)].initialBearing(to: at)
+            let after = at.initialBearing(to: route.points[min(route.points.count - 1, stretch.firstPoint + 1)])
+            let modifier = turn(after - before)
+            let onto = stretch.name.map { " onto \($0)" } ?? ""
+            let instruction =
+                switch modifier {
+                case "straight": "Continue" + onto
+                case "uturn": "Make a U-turn" + onto
+                default: "Turn \(modifier.replacingOccurrences(of: "slight", with: "slightly"))" + onto
+                }
+            steps.append(
+                RouteStep(
+                    maneuver: modifier == "straight" ? "continue" : "turn", modifier: modifier, street: stretch.name, lat: at.latitude,
+                    lon: at.longitude, distanceM: stretch.metres, durationS: stretch.seconds, instruction: instruction))
+        }
+        steps.append(
+            RouteStep(
+                maneuver: "arrive", modifier: nil, street: route.stretches.last?.name, lat: last.latitude, lon: last.longitude, distanceM: 0,
+                durationS: 0, instruction: "Arrive at your destination"))
+        return steps
+    }
+
+    /// A change of bearing in degrees as a turn: right is positive.
+    static func turn(_ degrees: Double) -> String {
+        var angle = degrees.truncatingRemainder(dividingBy: 360)
+        if angle > 180 { angle -= 360 }
+        if angle <= -180 { angle += 360 }
+        let side = angle > 0 ? "right" : "left"
+        switch abs(angle) {
+        case ..<20: return "straight"
+        case ..<60: return "slight \(side)"
+        case ..<120: return side
+        case ..<170: return "sharp \(side)"
+        default: return "uturn"
+        }
+    }
+
+    static func compass(_ bearing: Double) -> String {
+        let names = ["north", "northeast", "east", "southeast", "south", "southwest", "west", "northwest"]
+        return names[Int((bearing / 45).rounded()) % 8]
     }
 }

@@ -423,7 +423,7 @@ enum SearchIndex {
     }
 
     /// Keeps the index in step with the catalog, and `memory` with the index.
-    static func catalogApplier(memory: NearbyMemory) -> EventApplier {
+    static func catalogApplier(memory: NearbyMemory, streets: BackgroundSignal) -> EventApplier {
         let changes = NearbyMemory.Changes()
         return EventApplier(
             apply: { event, scope in
@@ -453,6 +453,9 @@ enum SearchIndex {
                     let id = -(try event.body(TourDeleted.self).id)
                     try delete(id, scope.db)
                     changes.note(.delete(id: id))
+                case StreetEvents.changed:
+                    // The street networks' thread fetches what changed (StreetRoutes.swift).
+                    streets.wake()
                 default: break
                 }
             },
@@ -465,7 +468,7 @@ enum SearchIndex {
                     try delete(id, scope.db)
                     changes.note(.delete(id: id))
                 }),
-            types: [CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted],
+            types: [CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted, StreetEvents.changed],
             startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
             finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } },
             settled: { committed in memory.settle(changes.take(), committed: committed) })

@@ -90,21 +90,26 @@ public enum SearchService {
             let maps = store.maps  // outside the transaction: it may ask the catalog for its categories
             return try store.snapshot { try PopularQueries(maps: maps).popular(query) }
         }
-        // Directions: straight lines and estimates (no road router; see Directions.swift).
-        let router = GreatCircleRouter()
+        // Directions: routes over the catalog's street networks, built by a thread of their own
+        // (StreetRoutes.swift), or estimates that say why (Directions.swift).
+        let routes = StreetRoutes()
         table.on(Methods.Directions.get) {
             (query: DirectionsQuery, _, store) in
-            try store.snapshot { try DirectionQueries(db: store.worker.db, router: router).directions(query) }
+            try store.snapshot { try DirectionQueries(db: store.worker.db, routes: routes).directions(query) }
+        }
+        table.on(Methods.Directions.matrix) {
+            (query: MatrixQuery, _, store) in
+            try DirectionQueries(db: store.worker.db, routes: routes).matrix(query)
         }
         table.on(Methods.Directions.plan) {
             (query: TripQuery, _, store) in
-            try store.snapshot { try DirectionQueries(db: store.worker.db, router: router).plan(query) }
+            try store.snapshot { try DirectionQueries(db: store.worker.db, routes: routes).plan(query) }
         }
         var definition = ServiceDefinition(
-            name: "search", migrations: SearchSchema.migrations, handlers: table, publishes: true,
+            name: "search", migrations: SearchSchema.migrations + StreetRoutes.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try PerformedSearches.snapshot(store.worker.db, after: after, limit: limit) },
             subscriptions: [
-                "catalog": SearchIndex.catalogApplier(memory: memory), "social": SearchIndex.socialApplier(memory: memory, erased: erased),
+                "catalog": SearchIndex.catalogApplier(memory: memory, streets: routes.signal), "social": SearchIndex.socialApplier(memory: memory, erased: erased),
                 "favorites": Popularity.favoritesApplier(),
             ],
             // The index is read at random: a larger page cache keeps the trees' upper levels in
@@ -113,6 +118,7 @@ public enum SearchService {
             tuning: DatabaseTuning(cacheMebibytes: 64, mapMebibytes: 2_048, checkpointPages: 10_000),
             makeState: { worker in SearchStore(worker: worker, nearbyMemory: memory) })
         definition.deferredEvents = performed
+        definition.background = [routes.work()]
         return definition
     }
 }

@@ -11,18 +11,33 @@ public struct BackgroundWork: Sendable {
     public var name: String
     public var signal: BackgroundSignal
     public var idleMilliseconds: Int
-    /// One round of work; true when there may be more to do at once.
-    public var step: @Sendable (Database, BackgroundSignal) throws -> Bool
+    /// One round of work, with the service's clients of its peers and its logger; true when
+    /// there may be more to do at once.
+    public var step: @Sendable (Database, BackgroundSignal, BackgroundContext) throws -> Bool
 
     public init(
         name: String, signal: BackgroundSignal, idleMilliseconds: Int = 1_000,
         step: @escaping @Sendable (Database, BackgroundSignal) throws -> Bool
+    ) {
+        self.init(name: name, signal: signal, idleMilliseconds: idleMilliseconds) { db, signal, _ in try step(db, signal) }
+    }
+
+    /// Work that asks other services (search fetching the catalog's street networks).
+    public init(
+        name: String, signal: BackgroundSignal, idleMilliseconds: Int = 1_000,
+        step: @escaping @Sendable (Database, BackgroundSignal, BackgroundContext) throws -> Bool
     ) {
         self.name = name
         self.signal = signal
         self.idleMilliseconds = idleMilliseconds
         self.step = step
     }
+}
+
+/// What a step that talks to other services has: their clients, and the service's logger.
+public struct BackgroundContext: Sendable {
+    public let peers: PeerClients
+    public let logger: Logger
 }
 
 /// Wakes a `BackgroundWork` and tells it to stop; handlers keep one to say there is work.
@@ -52,7 +67,7 @@ final class BackgroundRunner: Sendable {
     private let thread: WorkerThread
     private let signal: BackgroundSignal
 
-    init(_ work: BackgroundWork, databasePath: String, tuning: DatabaseTuning, logger: Logger) throws {
+    init(_ work: BackgroundWork, databasePath: String, tuning: DatabaseTuning, peers: PeerClients, logger: Logger) throws {
         let db = try Database(path: databasePath)
         try db.tune(tuning)
         signal = work.signal
@@ -62,7 +77,7 @@ final class BackgroundRunner: Sendable {
             while !work.signal.isStopping {
                 var more = false
                 do {
-                    more = try work.step(db, work.signal)
+                    more = try work.step(db, work.signal, BackgroundContext(peers: peers, logger: logger))
                 } catch {
                     logger.warn("background work failed", ["work": work.name, "error": error])
                 }

@@ -165,7 +165,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [], metrics: metrics?.endpoint)
             for work in definition.background {
                 _ = try lifecycle.start("background \(work.name)", stop: { $0.stop() }) {
-                    try BackgroundRunner(work, databasePath: path, tuning: tuning, logger: logger)
+                    try BackgroundRunner(work, databasePath: path, tuning: tuning, peers: peers, logger: logger)
                 }
             }
             if !definition.periodic.isEmpty {

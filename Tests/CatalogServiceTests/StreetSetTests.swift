@@ -52,7 +52,7 @@ import Testing
         let first = try #require(try sets(catalog).first)
         #expect(first.nodes == 3 && first.ways == 2 && first.south == 60.17 && first.north == 60.171 && first.east == 24.942)
         let bytes = try fetch(catalog, first)
-        #expect(StreetSets.checksum(bytes) == first.checksum)
+        #expect(StreetSetInfo.checksum(bytes) == first.checksum)
         #expect(try OSMStreets(encoded: bytes) == OSMStreets(bytes: Array(xml.utf8)))
 
         // Another city stays beside it; the same area again replaces the first.

@@ -3,6 +3,7 @@ import Contracts
 import Foundation
 import Geo
 @testable import SearchService
+import ContentImport
 import Testing
 import TestSupport
 
@@ -121,5 +122,134 @@ import TestSupport
         #expect(refusal(f, "directions.plan", #"{"start":{"lat":-33.88,"lon":151.2},"place_ids":[\#(many)]}"#)?.field == "place_ids")
         #expect(refusal(f, "directions.plan", #"{"start":{"lat":-33.88,"lon":151.2},"place_ids":[1,1]}"#)?.field == "place_ids")
         #expect(refusal(f, "directions.plan", #"{"start":{"lat":-33.88,"lon":151.2},"place_ids":[1,77]}"#)?.field == "place_ids[1]")
+    }
+}
+
+/// Routed directions over a search service's real sockets: a street network the (fake) catalog
+/// keeps is fetched, built, and answers routes; where it cannot, the answer says why.
+@Suite(.serialized) struct RoutedDirectionsTests {
+    /// A 3 × 3 grid of residential streets 100 m apart north of (60, 25), its bottom row one way
+    /// westwards, a footway across the first cell, and an island street 5 km away.
+    static let network: String = {
+        let dLat = 0.0009, dLon = 0.0018
+        var xml = "<osm version=\"0.6\">"
+        for r in 0..<3 { for c in 0..<3 { xml += "<node id=\"\(r * 3 + c + 1)\" lat=\"\(60 + Double(r) * dLat)\" lon=\"\(25 + Double(c) * dLon)\"/>" } }
+        xml += #"<node id="50" lat="60.05" lon="25.0"/><node id="51" lat="60.0509" lon="25.0"/>"#
+        for r in 0..<3 {
+            let oneWay = r == 0 ? #"<tag k="oneway" v="-1"/>"# : ""
+            xml += "<way id=\"\(101 + r)\"><nd ref=\"\(r * 3 + 1)\"/><nd ref=\"\(r * 3 + 2)\"/><nd ref=\"\(r * 3 + 3)\"/><tag k=\"highway\" v=\"residential\"/><tag k=\"name\" v=\"Row \(r)\"/>\(oneWay)</way>"
+        }
+        for c in 0..<3 {
+            xml += "<way id=\"\(201 + c)\"><nd ref=\"\(c + 1)\"/><nd ref=\"\(c + 4)\"/><nd ref=\"\(c + 7)\"/><tag k=\"highway\" v=\"residential\"/><tag k=\"name\" v=\"Column \(c)\"/></way>"
+        }
+        xml += #"<way id="301"><nd ref="1"/><nd ref="5"/><tag k="highway" v="footway"/></way>"#
+        xml += #"<way id="401"><nd ref="50"/><nd ref="51"/><tag k="highway" v="residential"/></way></osm>"#
+        return xml
+    }()
+
+    private func call(_ f: SearchFixture, _ type: String, _ json: String) throws -> [String: Any] {
+        let reply = try #require(f.searchClient).request(type: type, body: Data(json.utf8))
+        return try #require(try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any])
+    }
+
+    private func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError? {
+        do {
+            _ = try call(f, type, json)
+            return nil
+        } catch {
+            return error as? ServiceError
+        }
+    }
+
+    /// Gives the fake catalog the network and waits (at most 20 s) until search routes on it.
+    private func routed(_ f: SearchFixture) throws -> Bool {
+        let bytes = try OSMStreets(bytes: Array(Self.network.utf8)).encoded()
+        _ = try f.catalogClient.call("fake.streets", FakeStreets(id: 1, data: Data(bytes).base64EncodedString()), as: Int64.self)
+        for _ in 0..<400 {
+            let answer = try call(f, "directions.get", #"{"from":{"lat":60.0,"lon":25.0},"to":{"lat":60.0018,"lon":25.0036},"mode":"driving"}"#)
+            if answer["status"] as? String == "routed" { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    @Test func routesFollowTheStreetsAndSayWhenTheyCannot() throws {
+        let f = try SearchFixture()
+        // No network yet: an estimate, which says why.
+        let before = try call(f, "directions.get", #"{"from":{"lat":60.0,"lon":25.0},"to":{"lat":60.0018,"lon":25.0036},"mode":"driving"}"#)
+        #expect(before["status"] as? String == "estimate" && before["estimate"] as? Bool == true)
+        #expect((before["reason"] as? String)?.contains("no street network is loaded") == true)
+        #expect(try routed(f), "search never routed on the catalog's network")
+
+        let block = Coordinate(uncheckedLatitude: 60, longitude: 25).distance(to: Coordinate(uncheckedLatitude: 60, longitude: 25.0018))
+        let north = Coordinate(uncheckedLatitude: 60, longitude: 25).distance(to: Coordinate(uncheckedLatitude: 60.0009, longitude: 25))
+        // East along the bottom row is against its one-way street: the car goes round, the walker not.
+        let driven = try call(f, "directions.get", #"{"from":{"lat":60.0,"lon":25.0},"to":{"lat":60.0,"lon":25.0036},"mode":"driving"}"#)
+        #expect(driven["status"] as? String == "routed" && driven["estimate"] as? Bool == false)
+        #expect(abs((driven["distance_m"] as? Double ?? 0) - (2 * block + 2 * north)) < 1, "\(driven)")
+        #expect(abs((driven["duration_s"] as? Double ?? 0) - (2 * block + 2 * north) / (48 / 3.6)) < 0.1)
+        let polyline = try #require(driven["polyline"] as? String)
+        let points = try #require(Polyline.decode(polyline))
+        #expect(points.count == 5 && abs(points[0].latitude - 60) < 1e-5 && abs(points[4].longitude - 25.0036) < 1e-5, "\(points)")
+        let steps = try #require(driven["steps"] as? [[String: Any]])
+        #expect(steps.first?["maneuver"] as? String == "depart" && steps.last?["maneuver"] as? String == "arrive", "\(steps)")
+        #expect(steps.map { $0["instruction"] as? String ?? "" }.contains("Turn right onto Row 1"), "\(steps.map { $0["instruction"] ?? "" })")
+        let walked = try call(f, "directions.get", #"{"from":{"lat":60.0,"lon":25.0},"to":{"lat":60.0,"lon":25.0036},"mode":"walking"}"#)
+        #expect(abs((walked["distance_m"] as? Double ?? 0) - 2 * block) < 1)
+        // The footway is the walker's, never the car's.
+        let diagonal = try call(f, "directions.get", #"{"from":{"lat":60.0,"lon":25.0},"to":{"lat":60.0009,"lon":25.0018},"mode":"walking"}"#)
+        #expect((diagonal["steps"] as? [[String: Any]])?.first?["street"] == nil && (diagonal["distance_m"] as? Double ?? 0) < block + north - 50)
+
+        // The island: both ends on the network, no path joins them.
+        let island = try call(f, "directions.get", #"{"from":{"lat":60.0,"lon":25.0},"to":{"lat":60.0504,"lon":25.0},"mode":"driving"}"#)
+        #expect(island["status"] as? String == "no_route" && island["distance_m"] == nil && (island["reason"] as? String)?.contains("no route") == true)
+        // Off the network: the straight line, and why.
+        let far = try call(f, "directions.get", #"{"from":{"lat":60.0,"lon":25.0},"to":{"lat":60.2,"lon":25.0},"mode":"driving"}"#)
+        #expect(far["status"] as? String == "estimate" && (far["reason"] as? String)?.contains("the destination is more than 500 m") == true)
+        // Transit stays an estimate, and says so.
+        let transit = try call(f, "directions.get", #"{"from":{"lat":60.0,"lon":25.0},"to":{"lat":60.0018,"lon":25.0036},"mode":"transit"}"#)
+        #expect(transit["status"] as? String == "estimate" && (transit["reason"] as? String)?.contains("transit") == true)
+        // The same point twice is a route of nothing.
+        let same = try call(f, "directions.get", #"{"from":{"lat":60.0009,"lon":25.0018},"to":{"lat":60.0009,"lon":25.0018},"mode":"driving"}"#)
+        #expect(same["status"] as? String == "routed" && same["distance_m"] as? Double == 0)
+    }
+
+    @Test func aMatrixAgreesWithRoutesAndIsBounded() throws {
+        let f = try SearchFixture()
+        #expect(try routed(f))
+        let grid = (0..<3).flatMap { r in (0..<3).map { c in #"{"lat":\#(60 + Double(r) * 0.0009),"lon":\#(25 + Double(c) * 0.0018)}"# } }
+        let points = grid + [#"{"lat":60.0504,"lon":25.0}"#]
+        let matrix = try call(f, "directions.matrix", #"{"sources":[\#(points.joined(separator: ","))],"destinations":[\#(points.joined(separator: ","))],"mode":"driving"}"#)
+        #expect(matrix["status"] as? String == "routed" && (matrix["reason"] as? String)?.contains("null") == true)
+        let durations = try #require(matrix["durations_s"] as? [[Any]])
+        #expect(durations.count == 10 && durations.allSatisfy { $0.count == 10 })
+        for i in [0, 2, 4, 9] {
+            for j in [0, 2, 4, 8, 9] {
+                let single = try call(f, "directions.get", #"{"from":\#(points[i]),"to":\#(points[j]),"mode":"driving"}"#)
+                let cell = durations[i][j] as? Double
+                if single["status"] as? String == "routed" {
+                    #expect(abs((cell ?? -1) - (single["duration_s"] as? Double ?? 0)) < 0.01, "\(i) → \(j)")
+                } else {
+                    #expect(cell == nil, "\(i) → \(j): \(single)")
+                }
+            }
+        }
+        let many = Array(repeating: #"{"lat":60.0,"lon":25.0}"#, count: 26).joined(separator: ",")
+        #expect(throws: ServiceError.self) {
+            _ = try call(f, "directions.matrix", #"{"sources":[\#(many)],"destinations":[{"lat":60.0,"lon":25.0}]}"#)
+        }
+        let destinations = refusal(f, "directions.matrix", #"{"sources":[{"lat":60.0,"lon":25.0}],"destinations":[\#(many)]}"#)
+        #expect(destinations?.field == "destinations" && destinations?.message.contains("1 to 25") == true, "\(String(describing: destinations))")
+        // A routed plan orders by routed times.
+        for (id, lat, lon) in [(1, 60.0018, 25.0036), (2, 60.0, 25.0036), (3, 60.0018, 25.0)] {
+            try f.place(id, name: "Stop \(id)", lat: lat, lon: lon)
+        }
+        var plan: [String: Any] = [:]
+        for _ in 0..<100 {
+            plan = (try? call(f, "directions.plan", #"{"start":{"lat":60.0,"lon":25.0},"place_ids":[1,2,3],"mode":"driving"}"#)) ?? [:]
+            if !plan.isEmpty { break }
+            usleep(50_000)
+        }
+        #expect(plan["estimate"] as? Bool == false && plan["reason"] == nil && (plan["order"] as? [Int])?.count == 3, "\(plan)")
     }
 }
