@@ -56,13 +56,17 @@ def main(argv):
 
     edges = {side: nearest_edge(side, per_edge) for side in ("north", "south", "east", "west")}
     copies = cols * rows
+    # The id of the node an extract's edge cut away: no node of the region has it.
+    missing = copies * len(nodes) + 1
     with open(out, "w", encoding="utf-8") as f:
         f.write("<?xml version='1.0' encoding='UTF-8'?>\n<osm version=\"0.6\" generator=\"tourbus bench/region.py\">\n")
         f.write('  <bounds minlat="%.7f" minlon="%.7f" maxlat="%.7f" maxlon="%.7f"/>\n'
                 % (south, west, south + dlat * rows, west + dlon * cols))
 
         def attrs(e, kind, copy, extra=None):
-            a = dict(e.attrib)
+            # Versions and timestamps are left out: no reader here uses them, and without them
+            # the region stays under the catalog's 256 MiB bound on an OSM import.
+            a = {k: v for k, v in e.attrib.items() if k not in ("version", "timestamp", "changeset", "user", "uid")}
             a["id"] = str(new_id(kind, int(a["id"]), copy))
             if extra:
                 a.update(extra)
@@ -89,8 +93,10 @@ def main(argv):
         for copy in range(copies):
             for w in ways:
                 f.write("  <way %s>\n" % attrs(w, "way", copy))
+                # A node the extract lacks stays missing (an id no node has), so that a way its
+                # edge cuts is cut in the copies too, not joined across the gap.
                 refs = (new_id("node", int(nd.get("ref")), copy) for nd in w.findall("nd"))
-                f.write("".join('    <nd ref="%d"/>\n' % ref for ref in refs if ref is not None))
+                f.write("".join('    <nd ref="%d"/>\n' % (missing if ref is None else ref) for ref in refs))
                 f.write(tags(w, copy) + "  </way>\n")
         # Arterials: to the tile east and the tile north of each.
         for copy in range(copies):

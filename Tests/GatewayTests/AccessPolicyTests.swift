@@ -8,7 +8,8 @@ import Testing
 
 @Suite struct AccessPolicyTests {
     /// Methods services answer that clients never reach through the gateway.
-    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply", "social.ratings.sweep", "groups.position.flush"]
+    static let internalMethods: Set<String> = ["auth.validate", "admin.create", "catalog.import.apply", "social.ratings.sweep", "groups.position.flush",
+                                                  "catalog.streets.list", "catalog.streets.chunk"]
 
     /// Each service answers exactly the methods Contracts declares it owns (a handler can only be
     /// bound to a declaration), and the gateway offers all but the internal ones, to that service.
