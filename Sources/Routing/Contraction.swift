@@ -165,9 +165,9 @@ private struct Contraction {
         guard !outsOfNode.isEmpty, !insOfNode.isEmpty else { return }
         let longestOut = outsOfNode.map(\.weight).max()!
         for into in insOfNode {
-            witnessSearch(from: into.node, avoiding: node, limit: into.weight + longestOut)
+            witnessSearch(from: into.node, avoiding: node, limit: into.weight.adding(longestOut))
             for out in outsOfNode where out.node != into.node {
-                let through = into.weight + out.weight
+                let through = into.weight.adding(out.weight)
                 if distance[Int(out.node)] > through { body(into, out, through, into.metres + out.metres) }
             }
             clearWitness()
@@ -205,7 +205,7 @@ private struct Contraction {
             if d > limit || settled >= witnessLimit { break }
             settled += 1
             for out in outs[Int(node)] where out.node != avoiding {
-                let next = d + out.weight
+                let next = d.adding(out.weight)
                 if next < distance[Int(out.node)] {
                     if distance[Int(out.node)] == .max { touched.append(out.node) }
                     distance[Int(out.node)] = next
@@ -268,5 +268,14 @@ struct MinHeap {
             }
         }
         return (top, node)
+    }
+}
+
+extension UInt32 {
+    /// The sum, or `.max` where it would overflow: the weights of a crafted network (segments
+    /// thousands of kilometres long) stay comparable and never trap.
+    func adding(_ other: UInt32) -> UInt32 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }

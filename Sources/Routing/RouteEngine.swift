@@ -176,7 +176,7 @@ public final class RouteEngine: Sendable {
                 if let start {
                     workspace.upward(contracted, from: departures(start), forwards: true) { node, weight, metres in
                         for entry in buckets[node] ?? [] {
-                            let total = weight + entry.weight
+                            let total = weight.adding(entry.weight)
                             if total < best[entry.destination]?.weight ?? .max { best[entry.destination] = (total, metres + entry.metres) }
                         }
                     }

@@ -47,7 +47,7 @@ final class Workspace: @unchecked Sendable {
             for slot in Int(start[Int(node)])..<Int(start[Int(node) + 1]) {
                 let id = list[slot]
                 let edge = graph.edges[Int(id)]
-                offer(forwards ? edge.head : edge.tail, weight: w + edge.weight, metres: m + edge.metres, parent: id, current)
+                offer(forwards ? edge.head : edge.tail, weight: w.adding(edge.weight), metres: m + edge.metres, parent: id, current)
             }
         }
     }
@@ -85,8 +85,8 @@ final class Workspace: @unchecked Sendable {
             let forwards = forwardKey <= backwardKey
             guard let (node, weight) = forwards ? forward.pop() : backward.pop() else { continue }
             let other = forwards ? backward : forward
-            if other.has(node, stamp), weight + other.weight[Int(node)] < best {
-                best = weight + other.weight[Int(node)]
+            if other.has(node, stamp), weight.adding(other.weight[Int(node)]) < best {
+                best = weight.adding(other.weight[Int(node)])
                 meet = node
             }
             if forwards { forward.relax(graph, node, weight, forwards: true, stamp) } else { backward.relax(graph, node, weight, forwards: false, stamp) }

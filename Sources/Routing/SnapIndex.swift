@@ -13,26 +13,37 @@ public struct Snap: Sendable, Equatable {
 }
 
 /// The segments of a network by the grid cells their bounding boxes cover (cells of
-/// `cellDegrees` on a side), kept as one sorted array of cells and their segments.
+/// `cellDegrees` on a side), kept as one sorted array of cells and their segments. A segment
+/// whose box covers more than `maxCells` cells (a long ferry line, or one a crafted file draws
+/// across the world) is kept apart, in `long`, and looked at by every snap: it costs a
+/// comparison, not a cell for each of its boxes' cells.
 struct SnapIndex {
     static let cellDegrees = 0.002
+    static let maxCells = 64
 
     private let cells: [Int64]
     private let start: [Int32]
     private let members: [Int32]
+    private let long: [Int32]
 
     init(segments: [StreetGraph.Segment], coordinates: [Coordinate]) {
         var pairs: [(cell: Int64, segment: Int32)] = []
+        var long: [Int32] = []
         pairs.reserveCapacity(segments.count * 2)
         for (index, segment) in segments.enumerated() {
             let a = coordinates[Int(segment.a)]
             let b = coordinates[Int(segment.b)]
             let rows = Self.cell(min(a.latitude, b.latitude))...Self.cell(max(a.latitude, b.latitude))
             let columns = Self.cell(min(a.longitude, b.longitude))...Self.cell(max(a.longitude, b.longitude))
+            guard Int64(rows.count) * Int64(columns.count) <= Self.maxCells else {
+                long.append(Int32(index))
+                continue
+            }
             for row in rows {
                 for column in columns { pairs.append((Self.key(row, column), Int32(index))) }
             }
         }
+        self.long = long
         pairs.sort { $0.cell < $1.cell || ($0.cell == $1.cell && $0.segment < $1.segment) }
         var cells: [Int64] = []
         var start: [Int32] = []
@@ -54,8 +65,9 @@ struct SnapIndex {
 
     /// The segments of the cells around `point`, ring by ring outwards (the cell it is in, then
     /// the eight around it, …), as long as `keepGoing(metres)` says a segment at least that far
-    /// away could still matter. A segment may come more than once.
+    /// away could still matter, the long segments first. A segment may come more than once.
     func forEachSegment(near point: Coordinate, keepGoing: (Double) -> Bool, _ body: (Int32) -> Void) {
+        for segment in long { body(segment) }
         let row = Self.cell(point.latitude)
         let column = Self.cell(point.longitude)
         // The narrower side of a cell here, in metres: a ring k cells out is at least k - 1 of them away.

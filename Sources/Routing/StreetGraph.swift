@@ -72,7 +72,8 @@ struct StreetGraph {
                     Coordinate(uncheckedLatitude: from.lat, longitude: from.lon), Coordinate(uncheckedLatitude: to.lat, longitude: to.lon))
                 let segment = Int32(segments.count)
                 segments.append(Segment(a: a, b: b, way: Int32(wayIndex), metres: Float(metres)))
-                let weight = UInt32(max(1, (metres / speed * 1000).rounded()))
+                // At most 2^30 ms (12 days) a segment: a crafted one across the world stays a number.
+                let weight = UInt32(min(Double(1 << 30), max(1, (metres / speed * 1000).rounded())))
                 if along { edges.append(Edge(tail: a, head: b, weight: weight, metres: Float(metres), segment: segment)) }
                 if against { edges.append(Edge(tail: b, head: a, weight: weight, metres: Float(metres), segment: segment)) }
             }

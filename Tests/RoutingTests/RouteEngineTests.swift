@@ -172,3 +172,28 @@ enum Grid {
         #expect(Polyline.decode("ab c") == nil)
     }
 }
+
+@Suite struct HostileNetworkTests {
+    /// A way drawn across the world would cover billions of grid cells: it is kept apart, the
+    /// engine is built at once, and it can still be snapped to and routed along.
+    @Test func aSegmentAcrossTheWorldIsIndexedApart() throws {
+        var ways = Grid.streets()
+        ways.append((501, [Grid.node(0, 0), 60], ["highway": "residential", "name": "Long"]))
+        let far = #"<node id="60" lat="-60.0" lon="-150.0"/>"#
+        let clock = ContinuousClock()
+        var engine: RouteEngine?
+        let took = clock.measure { engine = RouteEngine(streets: Grid.osm(ways: ways, extraNodes: far), profile: .motorcar) }
+        #expect(took < .seconds(5))
+        let built = try #require(engine)
+        let snap = try #require(built.snap(Coordinate(uncheckedLatitude: -60.0001, longitude: -150)))
+        #expect(snap.metres < 20)
+        let route = try built.route(from: Coordinate(uncheckedLatitude: -60, longitude: -150), to: Grid.point(1, 1))
+        #expect(route.metres > 10_000_000)
+        // Walked, the same segment is weeks: its weight is capped, and sums never overflow.
+        let walker = RouteEngine(streets: Grid.osm(ways: ways + [(502, [60, Grid.node(2, 2)], ["highway": "residential"])], extraNodes: far), profile: .foot)
+        let walked = try walker.route(from: Grid.point(0, 0), to: Grid.point(2, 2))
+        #expect(walked.metres < 500, "the grid, not the world round: \(walked.metres)")
+        let matrix = walker.matrix(sources: [Coordinate(uncheckedLatitude: -60, longitude: -150)], destinations: [Grid.point(1, 1)])
+        #expect(matrix[0][0] != nil)
+    }
+}
