@@ -49,6 +49,9 @@ struct StreetGraph {
     /// Turn restrictions of this profile that name a turn of its network.
     private(set) var restrictionsApplied = 0
 
+    /// The most exits of one node a turn may take (see `makeTurns`).
+    static let maxExits = 64
+
     /// Search nodes.
     var nodeCount: Int { edgeBased ? edges.count : streetNodeCount }
 
@@ -127,7 +130,9 @@ struct StreetGraph {
             let via = edge.head
             guard !blocked[Int(via)] else { continue }
             let bound = rules[key(edge.segment, via)] ?? []
-            for next in edges(from: via) {
+            // A real junction has a handful of exits; a crafted node joining thousands of ways
+            // would make in × out turns: only its first `maxExits` are turned onto.
+            for next in edges(from: via).prefix(Self.maxExits) {
                 let turn = edges[Int(next)]
                 // Never back along the same segment.
                 if turn.segment == edge.segment { continue }

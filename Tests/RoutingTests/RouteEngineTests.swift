@@ -197,3 +197,19 @@ enum Grid {
         #expect(matrix[0][0] != nil)
     }
 }
+
+extension HostileNetworkTests {
+    /// A node joining 3,000 ways would be 9 million turns: only 64 exits of a node are turned
+    /// onto, so the graph stays in proportion to the streets.
+    @Test func aNodeOfThousandsOfWaysIsBoundedTurns() throws {
+        var nodes = ""
+        var ways: [(id: Int, nodes: [Int], tags: [String: String])] = []
+        for i in 0..<3_000 {
+            let angle = Double(i) / 3_000 * 2 * .pi
+            nodes += "<node id=\"\(1_000 + i)\" lat=\"\(60.01 + 0.001 * sin(angle))\" lon=\"\(25.01 + 0.002 * cos(angle))\"/>"
+            ways.append((10_000 + i, [Grid.node(1, 1), 1_000 + i], ["highway": "residential"]))
+        }
+        let graph = StreetGraph(streets: Grid.osm(ways: Grid.streets() + ways, extraNodes: nodes), profile: .motorcar)
+        #expect(graph.arcs.count < 3_004 * StreetGraph.maxExits, "\(graph.arcs.count) turns")
+    }
+}
