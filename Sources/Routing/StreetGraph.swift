@@ -49,8 +49,8 @@ struct StreetGraph {
     /// Turn restrictions of this profile that name a turn of its network.
     private(set) var restrictionsApplied = 0
 
-    /// The most exits of one node a turn may take (see `makeTurns`).
-    static let maxExits = 64
+    /// The most segments that meet at one node, and so its exits (see the loop over ways).
+    static let maxSegmentsPerNode: Int32 = 32
 
     /// Search nodes.
     var nodeCount: Int { edgeBased ? edges.count : streetNodeCount }
@@ -62,6 +62,7 @@ struct StreetGraph {
         blocked = streets.nodes.map { !$0.tags.isEmpty && !NodeAccess(tags: $0.tags).allows(profile) }
         // A way cut by the extract's edge comes in parts of one id.
         var segmentsOfWay: [Int64: [Range<Int32>]] = [:]
+        var segmentsAt = [Int32](repeating: 0, count: streets.nodes.count)
         for (wayIndex, way) in streets.ways.enumerated() {
             guard let access = WayAccess(tags: way.tags), let speed = profile.metresPerSecond(access.type, maxSpeedKph: access.maxSpeedKph)
             else { continue }
@@ -69,6 +70,12 @@ struct StreetGraph {
             guard along || against else { continue }
             let first = Int32(segments.count)
             for (a, b) in zip(way.nodes, way.nodes.dropFirst()) where a != b {
+                // A real node meets a handful of segments; past `maxSegmentsPerNode` a crafted
+                // hub (a way looping through one node thousands of times) is cut off there, or its
+                // turns and shortcuts would grow with the square of its degree.
+                guard segmentsAt[Int(a)] < Self.maxSegmentsPerNode, segmentsAt[Int(b)] < Self.maxSegmentsPerNode else { continue }
+                segmentsAt[Int(a)] += 1
+                segmentsAt[Int(b)] += 1
                 let from = streets.nodes[Int(a)]
                 let to = streets.nodes[Int(b)]
                 let metres = greatCircleDistance(
@@ -130,9 +137,7 @@ struct StreetGraph {
             let via = edge.head
             guard !blocked[Int(via)] else { continue }
             let bound = rules[key(edge.segment, via)] ?? []
-            // A real junction has a handful of exits; a crafted node joining thousands of ways
-            // would make in × out turns: only its first `maxExits` are turned onto.
-            for next in edges(from: via).prefix(Self.maxExits) {
+            for next in edges(from: via) {
                 let turn = edges[Int(next)]
                 // Never back along the same segment.
                 if turn.segment == edge.segment { continue }

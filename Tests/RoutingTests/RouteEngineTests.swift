@@ -199,17 +199,31 @@ enum Grid {
 }
 
 extension HostileNetworkTests {
-    /// A node joining 3,000 ways would be 9 million turns: only 64 exits of a node are turned
-    /// onto, so the graph stays in proportion to the streets.
-    @Test func aNodeOfThousandsOfWaysIsBoundedTurns() throws {
+    /// A node joining 3,000 ways (or one way looping through it 2,000 times) would be millions
+    /// of turns and shortcuts: a node keeps its first 32 segments, and every profile builds at once.
+    @Test func aNodeOfThousandsOfWaysIsCutOff() throws {
         var nodes = ""
         var ways: [(id: Int, nodes: [Int], tags: [String: String])] = []
+        var loop = [Grid.node(1, 1)]
         for i in 0..<3_000 {
             let angle = Double(i) / 3_000 * 2 * .pi
             nodes += "<node id=\"\(1_000 + i)\" lat=\"\(60.01 + 0.001 * sin(angle))\" lon=\"\(25.01 + 0.002 * cos(angle))\"/>"
             ways.append((10_000 + i, [Grid.node(1, 1), 1_000 + i], ["highway": "residential"]))
+            if i < 999 { loop += [1_000 + i, Grid.node(1, 1)] }
         }
-        let graph = StreetGraph(streets: Grid.osm(ways: Grid.streets() + ways, extraNodes: nodes), profile: .motorcar)
-        #expect(graph.arcs.count < 3_004 * StreetGraph.maxExits, "\(graph.arcs.count) turns")
+        ways.append((20_000, loop, ["highway": "footway"]))
+        let streets = Grid.osm(ways: Grid.streets() + ways, extraNodes: nodes)
+        let clock = ContinuousClock()
+        for profile in RouteProfile.allCases {
+            var engine: RouteEngine?
+            let took = clock.measure { engine = RouteEngine(streets: streets, profile: profile) }
+            let graph = try #require(engine).graph
+            #expect(took < .seconds(20), "\(profile): \(took)")
+            #expect(graph.segments.count < 32 + 12 + 3_000, "\(profile): \(graph.segments.count) segments")
+            #expect(graph.arcs.count <= 32 * 32 + 8 * graph.segments.count, "\(profile): \(graph.arcs.count) arcs")
+        }
+        // The grid's own streets through the hub still route.
+        let car = RouteEngine(streets: streets, profile: .motorcar)
+        #expect(throws: Never.self) { try car.route(from: Grid.point(0, 0), to: Grid.point(2, 2)) }
     }
 }
