@@ -33,7 +33,7 @@ enum StreetSets {
             domain: "streets", version: 1,
             sql: """
                 CREATE TABLE street_sets (
-                    id         INTEGER PRIMARY KEY,
+                    id         INTEGER PRIMARY KEY AUTOINCREMENT,
                     import_id  TEXT NOT NULL,
                     checksum   TEXT NOT NULL,
                     nodes      INTEGER NOT NULL,

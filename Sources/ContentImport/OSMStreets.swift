@@ -308,16 +308,22 @@ struct StreetCollector {
 }
 
 extension OSMStreets {
-    /// Several networks as one, a later one winning: every part of a way, and a restriction, of
-    /// an id a later network has is that network's; nodes of one id are one node, at the later
-    /// network's position.
+    /// Several networks as one, a later one winning segment by segment: a segment (two
+    /// consecutive nodes of a way, by their ids) a later network has is that network's, so a
+    /// newer extract of a city centre replaces the centre's streets while the roads its edge
+    /// cut keep their parts outside it; nodes of one id are one node, at the later network's
+    /// position; a restriction of an id a later network has is that network's.
     public static func merged(_ networks: [OSMStreets]) -> OSMStreets {
         guard networks.count > 1 else { return networks.first ?? OSMStreets(nodes: [], ways: [], restrictions: []) }
+        struct SegmentKey: Hashable {
+            var way: Int64, a: Int64, b: Int64
+            init(_ way: Int64, _ x: Int64, _ y: Int64) { (self.way, a, b) = (way, min(x, y), max(x, y)) }
+        }
         var nodes: [OSMStreetNode] = []
         var index: [Int64: Int32] = [:]
         var ways: [OSMStreetWay] = []
         var restrictions: [OSMTurnRestriction] = []
-        var takenWays = Set<Int64>()
+        var takenSegments = Set<SegmentKey>()
         var takenRestrictions = Set<Int64>()
         var counts = OSMStreetCounts()
         for network in networks.reversed() {
@@ -336,10 +342,27 @@ extension OSMStreets {
                 local[Int(at)] = merged
                 return merged
             }
-            for way in network.ways where !takenWays.contains(way.id) {
-                ways.append(OSMStreetWay(id: way.id, tags: way.tags, nodes: way.nodes.map(node)))
+            var added = Set<SegmentKey>()
+            for way in network.ways {
+                // The runs of this way's segments no later network has, each kept as a part.
+                var part: [Int32] = []
+                func keepPart() {
+                    if part.count > 1 { ways.append(OSMStreetWay(id: way.id, tags: way.tags, nodes: part.map(node))) }
+                    part = []
+                }
+                for (a, b) in zip(way.nodes, way.nodes.dropFirst()) {
+                    let key = SegmentKey(way.id, network.nodes[Int(a)].id, network.nodes[Int(b)].id)
+                    if takenSegments.contains(key) {
+                        keepPart()
+                        continue
+                    }
+                    added.insert(key)
+                    if part.isEmpty { part = [a] }
+                    part.append(b)
+                }
+                keepPart()
             }
-            takenWays.formUnion(network.ways.map(\.id))
+            takenSegments.formUnion(added)
             for restriction in network.restrictions where !takenRestrictions.contains(restriction.id) {
                 var kept = restriction
                 kept.via = node(restriction.via)

@@ -105,7 +105,7 @@ public final class RouteEngine: Sendable {
         // under a millimetre).
         let xScale = SnapIndex.metresPerDegree * cos(point.latitude * .pi / 180)
         let yScale = SnapIndex.metresPerDegree
-        index.forEachSegment(near: point, keepGoing: { $0 * $0 <= min(limit, best?.squared ?? limit) }) { segment in
+        index.forEachSegment(near: point, within: Self.maxSnapMetres, keepGoing: { $0 * $0 <= min(limit, best?.squared ?? limit) }) { segment in
             guard segmentStart[Int(segment)] < segmentStart[Int(segment) + 1] else { return }
             let s = graph.segments[Int(segment)]
             let a = coordinates[Int(s.a)]

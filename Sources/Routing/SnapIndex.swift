@@ -25,6 +25,8 @@ struct SnapIndex {
     private let start: [Int32]
     private let members: [Int32]
     private let long: [Int32]
+    /// The box of every segment's ends: a point far outside it meets no street.
+    private let box: (south: Double, west: Double, north: Double, east: Double)
 
     init(segments: [StreetGraph.Segment], coordinates: [Coordinate]) {
         var pairs: [(cell: Int64, segment: Int32)] = []
@@ -44,6 +46,13 @@ struct SnapIndex {
             }
         }
         self.long = long
+        var box = (south: 90.0, west: 180.0, north: -90.0, east: -180.0)
+        for segment in segments {
+            for end in [coordinates[Int(segment.a)], coordinates[Int(segment.b)]] {
+                box = (min(box.south, end.latitude), min(box.west, end.longitude), max(box.north, end.latitude), max(box.east, end.longitude))
+            }
+        }
+        self.box = box
         pairs.sort { $0.cell < $1.cell || ($0.cell == $1.cell && $0.segment < $1.segment) }
         var cells: [Int64] = []
         var start: [Int32] = []
@@ -66,7 +75,12 @@ struct SnapIndex {
     /// The segments of the cells around `point`, ring by ring outwards (the cell it is in, then
     /// the eight around it, …), as long as `keepGoing(metres)` says a segment at least that far
     /// away could still matter, the long segments first. A segment may come more than once.
-    func forEachSegment(near point: Coordinate, keepGoing: (Double) -> Bool, _ body: (Int32) -> Void) {
+    func forEachSegment(near point: Coordinate, within metres: Double, keepGoing: (Double) -> Bool, _ body: (Int32) -> Void) {
+        let latMargin = metres / Self.metresPerDegree
+        let lonMargin = metres / (Self.metresPerDegree * max(0.01, cos(point.latitude * .pi / 180)))
+        guard point.latitude >= box.south - latMargin, point.latitude <= box.north + latMargin, point.longitude >= box.west - lonMargin,
+            point.longitude <= box.east + lonMargin
+        else { return }
         for segment in long { body(segment) }
         let row = Self.cell(point.latitude)
         let column = Self.cell(point.longitude)

@@ -61,8 +61,12 @@ public final class StreetRoutes: Sendable {
     /// dropped, and build anew when the networks changed (or were never built since the start).
     func work() -> BackgroundWork {
         BackgroundWork(name: "streets", signal: signal, idleMilliseconds: Self.idleMilliseconds) { [self] db, signal, context in
-            try sync(db, peers: context.peers, logger: context.logger)
+            // A fetch that fails leaves the copies as they were: they are built all the same
+            // (after a restart too), and the fetch is tried again at the next wake.
+            var failure: (any Error)?
+            do { try sync(db, peers: context.peers, logger: context.logger) } catch { failure = error }
             try buildIfChanged(db, signal: signal, logger: context.logger)
+            if let failure { throw failure }
             return false
         }
     }
@@ -119,9 +123,14 @@ public final class StreetRoutes: Sendable {
         let clock = ContinuousClock()
         let started = clock.now
         var networks: [OSMStreets] = []
-        for row in try db.query("SELECT bytes FROM street_sets ORDER BY id") {
+        for row in try db.query("SELECT id, bytes FROM street_sets ORDER BY id") {
             let data: Data = try row.decode("bytes")
-            networks.append(try OSMStreets(encoded: [UInt8](data)))
+            // One set that does not read is left out (and said), not every route with it.
+            do {
+                networks.append(try OSMStreets(encoded: [UInt8](data)))
+            } catch {
+                logger.warn("street network left out", ["set": try row.decode("id", as: Int64.self), "error": error])
+            }
         }
         let streets = OSMStreets.merged(networks)
         var engines: [RouteProfile: RouteEngine] = [:]

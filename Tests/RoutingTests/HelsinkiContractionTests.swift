@@ -117,3 +117,26 @@ struct SplitMix {
         #expect(throws: OSMStreetsCodingError.self) { try OSMStreets(encoded: huge) }
     }
 }
+
+/// Networks merged as search merges the catalog's sets.
+@Suite struct StreetMergeTests {
+    @Test func aLaterExtractReplacesItsSegmentsAndLeavesTheRestOfACutWay() throws {
+        func node(_ id: Int64) -> OSMStreetNode { OSMStreetNode(id: id, lat: 60 + Double(id) * 0.001, lon: 25) }
+        // The region: way 10 through nodes 1…4, and way 11 from 4 to 5.
+        let region = OSMStreets(
+            nodes: [node(1), node(2), node(3), node(4), node(5)],
+            ways: [
+                OSMStreetWay(id: 10, tags: ["highway": "primary"], nodes: [0, 1, 2, 3]),
+                OSMStreetWay(id: 11, tags: ["highway": "residential"], nodes: [3, 4]),
+            ], restrictions: [])
+        // A newer centre extract holds only 2…3 of way 10 (its edge cut it), now one way.
+        let centre = OSMStreets(
+            nodes: [node(3), node(2)], ways: [OSMStreetWay(id: 10, tags: ["highway": "primary", "oneway": "yes"], nodes: [1, 0])], restrictions: [])
+        let merged = OSMStreets.merged([region, centre])
+        let segments = merged.ways.flatMap { way in
+            zip(way.nodes, way.nodes.dropFirst()).map { "\(way.id):\(merged.nodes[Int($0)].id)-\(merged.nodes[Int($1)].id)\(way.tags["oneway"] == "yes" ? ">" : "")" }
+        }
+        #expect(segments.sorted() == ["10:1-2", "10:2-3>", "10:3-4", "11:4-5"], "\(segments)")
+        #expect(Set(merged.nodes.map(\.id)) == [1, 2, 3, 4, 5] && merged.nodes.count == 5)
+    }
+}
