@@ -65,20 +65,6 @@ import TestSupport
 }
 
 @Suite(.serialized) struct DirectionsServiceTests {
-    private func call(_ f: SearchFixture, _ type: String, _ json: String) throws -> [String: Any] {
-        let reply = try #require(f.searchClient).request(type: type, body: Data(json.utf8))
-        return try #require(try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any])
-    }
-
-    private func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError? {
-        do {
-            _ = try call(f, type, json)
-            return nil
-        } catch {
-            return error as? ServiceError
-        }
-    }
-
     @Test func directionsGiveDistanceBearingAnEstimateAndTheLinksEachModeHas() throws {
         let f = try SearchFixture()
         let seq = try f.place(1, name: "Sydney Opera House", lat: -33.8568, lon: 151.2153)
@@ -146,20 +132,6 @@ import TestSupport
         xml += #"<way id="401"><nd ref="50"/><nd ref="51"/><tag k="highway" v="residential"/></way></osm>"#
         return xml
     }()
-
-    private func call(_ f: SearchFixture, _ type: String, _ json: String) throws -> [String: Any] {
-        let reply = try #require(f.searchClient).request(type: type, body: Data(json.utf8))
-        return try #require(try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any])
-    }
-
-    private func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError? {
-        do {
-            _ = try call(f, type, json)
-            return nil
-        } catch {
-            return error as? ServiceError
-        }
-    }
 
     /// Gives the fake catalog the network and waits (at most 20 s) until search routes on it.
     private func routed(_ f: SearchFixture) throws -> Bool {
@@ -251,5 +223,21 @@ import TestSupport
             usleep(50_000)
         }
         #expect(plan["estimate"] as? Bool == false && plan["reason"] == nil && (plan["order"] as? [Int])?.count == 3, "\(plan)")
+    }
+}
+
+/// A search request's reply as JSON, over the fixture's client.
+private func call(_ f: SearchFixture, _ type: String, _ json: String) throws -> [String: Any] {
+    let reply = try #require(f.searchClient).request(type: type, body: Data(json.utf8))
+    return try #require(try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any])
+}
+
+/// The error a search request is refused with, nil when it is answered.
+private func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError? {
+    do {
+        _ = try call(f, type, json)
+        return nil
+    } catch {
+        return error as? ServiceError
     }
 }
