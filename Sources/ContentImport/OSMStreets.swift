@@ -268,11 +268,9 @@ struct StreetCollector {
         }
         var restrictions: [OSMTurnRestriction] = []
         for relation in relations {
-            guard let restriction = Self.restriction(relation.id, relation.tags, relation.members, index: index, wayNodes: wayNodes) else {
-                counts.restrictionsLeftOut += 1
-                continue
-            }
-            restrictions.append(restriction)
+            let read = Self.restrictions(relation.id, relation.tags, relation.members, index: index, wayNodes: wayNodes)
+            if read.isEmpty { counts.restrictionsLeftOut += 1 }
+            restrictions += read
         }
         return OSMStreets(nodes: nodes, ways: kept, restrictions: restrictions, counts: counts)
     }
@@ -280,30 +278,37 @@ struct StreetCollector {
     /// The vehicles a plain `restriction` applies to.
     static let vehicles: Set<String> = ["motorcar", "bicycle", "motorcycle", "moped", "goods", "hgv", "psv"]
 
-    private static func restriction(
+    /// A relation's restrictions: one for a plain `restriction` (every vehicle less those
+    /// `except` names), or one per value of its `restriction:<transport>` keys (`restriction:hgv
+    /// =no_left_turn` and `restriction:bicycle=only_straight_on` are two); none when it is not
+    /// one we read.
+    private static func restrictions(
         _ id: Int64, _ tags: [String: String], _ members: [(type: String, ref: Int64, role: String)], index: [Int64: Int32],
         wayNodes: [Int64: [Int32]]
-    ) -> OSMTurnRestriction? {
-        var transports = Set<String>()
-        var value: String?
+    ) -> [OSMTurnRestriction] {
+        var rules: [String: Set<String>] = [:]
         if let plain = tags["restriction"] {
-            value = plain
             let except = Set((tags["except"] ?? "").split(separator: ";").map { String($0).trimmingSpaces })
-            transports = vehicles.subtracting(except)
+            rules[plain] = vehicles.subtracting(except)
         } else {
-            for (key, tagValue) in tags where key.hasPrefix("restriction:") {
-                value = tagValue
-                transports.insert(String(key.dropFirst("restriction:".count)))
+            for (key, value) in tags where key.hasPrefix("restriction:") {
+                rules[value, default: []].insert(String(key.dropFirst("restriction:".count)))
             }
         }
-        guard let value, let kind = value.hasPrefix("no_") ? OSMTurnRestriction.Kind.no : value.hasPrefix("only_") ? .only : nil else { return nil }
+        let kinds = rules.keys.sorted().compactMap { value -> (OSMTurnRestriction.Kind, Set<String>)? in
+            let kind: OSMTurnRestriction.Kind? = value.hasPrefix("no_") ? .no : value.hasPrefix("only_") ? .only : nil
+            return kind.map { ($0, rules[value] ?? []) }
+        }
+        guard !kinds.isEmpty else { return [] }
         let from = members.filter { $0.role == "from" && $0.type == "way" }
         let to = members.filter { $0.role == "to" && $0.type == "way" }
         let via = members.filter { $0.role == "via" }
         guard from.count == 1, to.count == 1, via.count == 1, via[0].type == "node", let viaIndex = index[via[0].ref],
             let fromNodes = wayNodes[from[0].ref], let toNodes = wayNodes[to[0].ref], fromNodes.contains(viaIndex), toNodes.contains(viaIndex)
-        else { return nil }
-        return OSMTurnRestriction(id: id, kind: kind, from: from[0].ref, via: viaIndex, to: to[0].ref, transports: transports)
+        else { return [] }
+        return kinds.map { kind, transports in
+            OSMTurnRestriction(id: id, kind: kind, from: from[0].ref, via: viaIndex, to: to[0].ref, transports: transports)
+        }
     }
 }
 

@@ -106,6 +106,9 @@ import Testing
             <tag k="except" v="bicycle"/></relation>\
             <relation id="21"><member type="way" ref="10" role="from"/><member type="way" ref="11" role="via"/>\
             <member type="way" ref="11" role="to"/><tag k="type" v="restriction"/><tag k="restriction" v="no_u_turn"/></relation>\
+            <relation id="22"><member type="way" ref="10" role="from"/><member type="node" ref="2" role="via"/>\
+            <member type="way" ref="11" role="to"/><tag k="type" v="restriction"/><tag k="restriction:hgv" v="no_straight_on"/>\
+            <tag k="restriction:motorcar" v="only_straight_on"/><tag k="restriction:psv" v="no_straight_on"/></relation>\
             </osm>
             """
         let streets = try OSMStreets(bytes: Array(xml.utf8))
@@ -118,5 +121,8 @@ import Testing
         let restriction = try #require(streets.restrictions.first)
         #expect(restriction.kind == .no && restriction.from == 10 && restriction.to == 11 && restriction.via == 1)
         #expect(restriction.transports.contains("motorcar") && !restriction.transports.contains("bicycle"))
+        // One relation with a value per transport is a restriction per value.
+        let perTransport = streets.restrictions.filter { $0.id == 22 }.map { "\($0.kind) \($0.transports.sorted())" }
+        #expect(perTransport == [#"no ["hgv", "psv"]"#, #"only ["motorcar"]"#], "\(perTransport)")
     }
 }
