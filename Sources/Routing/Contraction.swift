@@ -226,7 +226,6 @@ struct MinHeap {
     private var keys: [UInt64] = []
     private var nodes: [Int32] = []
 
-    var isEmpty: Bool { keys.isEmpty }
     var peekKey: UInt64? { keys.first }
 
     mutating func removeAll() {

@@ -27,7 +27,8 @@ public enum RouteProfile: String, Sendable, CaseIterable, Hashable {
         case (.motorcar, .service): kph = 32
         case (.motorcar, .track), (.motorcar, .cycleway), (.motorcar, .path), (.motorcar, .steps): return nil
         }
-        let limited = self == .foot ? kph : min(kph, maxSpeedKph.map { $0 > 0 ? $0 : kph } ?? kph)
+        // `WayAccess.speed` reads only limits above 0.
+        let limited = self == .foot ? kph : min(kph, maxSpeedKph ?? kph)
         return limited / 3.6
     }
 
@@ -82,7 +83,10 @@ struct WayAccess: Equatable {
         "agricultural", "forestry", "false", "0",
     ]
 
-    static func isYes(_ value: String?) -> Bool { value.map { yesValues.contains($0) } ?? false }
+    /// Tags with their values read as Routino reads them: `yes`, `no`, or as written.
+    static func normalised(_ tags: [String: String]) -> [String: String] {
+        tags.mapValues { value in yesValues.contains(value) ? "yes" : noValues.contains(value) ? "no" : value }
+    }
 
     /// A way's access, or nil when it is not a street any profile reads (`highway=construction`,
     /// `highway=street_lamp` on a way, an area, no highway at all).
@@ -121,7 +125,7 @@ struct WayAccess: Equatable {
             motorcar = cars
             foot = access || tags["foot"] == "yes" || tags["bicycle"] == "yes"
         }
-        let normalised = tags.mapValues { value in Self.yesValues.contains(value) ? "yes" : Self.noValues.contains(value) ? "no" : value }
+        let normalised = Self.normalised(tags)
         if let access = normalised["access"], access != "yes" {
             (foot, bicycle, motorcar) = (access == "foot", false, false)
         }
@@ -208,9 +212,7 @@ struct NodeAccess {
         default:
             break
         }
-        let normalised = tags.mapValues { value in
-            WayAccess.yesValues.contains(value) ? "yes" : WayAccess.noValues.contains(value) ? "no" : value
-        }
+        let normalised = WayAccess.normalised(tags)
         if let access = normalised["access"], access != "yes" { (foot, bicycle, motorcar) = (access == "foot", false, false) }
         if let vehicle = normalised["vehicle"], vehicle != "yes" { (bicycle, motorcar) = (false, false) }
         if let motor = normalised["motor_vehicle"], motor != "yes" { motorcar = false }
