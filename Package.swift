@@ -73,8 +73,8 @@ let package = Package(
         .executableTarget(name: "tourbus", dependencies: ["TourbusCLI"]),
         // Content files from outside: a bounded XML reader of our own (no DTDs, so no entities) and
         // the Tourbus content format read into plain structs, and zip archives (our own DEFLATE
-        // decoder and CRC-32, bounded against zip bombs). Foundation only.
-        .target(name: "ContentImport"),
+        // decoder and CRC-32, bounded against zip bombs); addresses from OpenStreetMap (Geo for distances).
+        .target(name: "ContentImport", dependencies: ["Geo"]),
         // Routes over OpenStreetMap streets: profiles after Routino's, contraction hierarchies,
         // snapping and many-to-many matrices. No service around it: the router executable's engine.
         .target(name: "Routing", dependencies: ["Geo", "ContentImport"]),

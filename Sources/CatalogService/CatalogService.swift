@@ -143,7 +143,7 @@ public enum CatalogService {
         let erased = RecentlyErased(windowMilliseconds: options.erasedUserWindowMs)
         let decoding = ReaderGate(most: 1)
         var definition = ServiceDefinition(
-            name: "catalog", migrations: CatalogSchema.migrations + LibraryRules.migrations + StreetSets.migrations, handlers: table, publishes: true,
+            name: "catalog", migrations: CatalogSchema.migrations + LibraryRules.migrations + StreetSets.migrations + AddressSets.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try store.snapshot(after: after, limit: limit) },
             // Social's events erase a deleted user's walks and library and tell the devices
             // packages are sealed to (without social's endpoints the catalog runs, warning that

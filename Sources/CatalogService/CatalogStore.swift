@@ -276,12 +276,17 @@ public final class CatalogStore: ServiceState {
     }
 
     /// One snapshot page: places after the id in `after`, as `catalog.place.upserted` events,
-    /// then tours (keys `t` and an id), as `catalog.tour.upserted` events. Places come first, so
-    /// a follower has a tour's stops before the tour.
+    /// then tours (keys `t` and an id), as `catalog.tour.upserted` events, then addresses (keys
+    /// `a` and an id), as `catalog.addresses.upserted` events. Places come first, so a follower
+    /// has a tour's stops before the tour.
     func snapshot(after: String?, limit: Int) throws -> SnapshotPage {
+        if let after, after.hasPrefix("a") {
+            let page = try AddressSets.snapshot(db, after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
+            return SnapshotPage(events: page.events, next: page.next.map { "a\($0)" })
+        }
         if let after, after.hasPrefix("t") {
             let page = try tourSnapshot(after: try SnapshotKey.id(after: String(after.dropFirst())), limit: limit)
-            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "t" + $0 })
+            return SnapshotPage(events: page.events, next: SnapshotKey.next(after: page.ids, limit: limit).map { "t" + $0 } ?? "a0")
         }
         let places = try list(category: nil, after: try SnapshotKey.id(after: after), limit: limit)
         let events = try places.map { (type: CatalogEvents.upserted, body: try PlaceJSON.encode($0)) }

@@ -230,6 +230,8 @@ struct ImportPlan: Sendable {
     var maps: [PlannedMap] = []
     /// An OSM import's street network, kept when the import is written (StreetSets.swift).
     var streets: PlannedStreets?
+    /// Its addresses, kept when the import is written (AddressSets.swift).
+    var addresses: PlannedAddresses?
     /// The bytes of the maps' images, counted once per tour (each stores its own).
     var mapBytes = 0
     var report = ImportReport()
@@ -550,6 +552,7 @@ struct ImportPlanner {
         plan.report.skipped = skipped
         plan.report.droppedFields = dropped
         plan.streets = PlannedStreets(document.streets)
+        plan.addresses = PlannedAddresses(document.addresses)
     }
 
     /// Clears each optional field of `place` that breaks its rule; answers how many.

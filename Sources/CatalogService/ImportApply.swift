@@ -194,7 +194,7 @@ extension CatalogStore {
                 }
                 try republishMovedStarts(except: changed)
                 wroteMaps = try writeMaps(plan, tourIds: tourIds)
-                if let streets = plan.streets { try StreetSets.write(streets, importId: plan.importId, db: db, worker: worker) }
+                try writeOSMSets(plan)
                 plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
                 try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
             }
@@ -298,7 +298,7 @@ extension CatalogStore {
                 }
                 try republishMovedStarts(except: changed)
                 wroteMaps = try writeMaps(plan, tourIds: tourIds)
-                if let streets = plan.streets { try StreetSets.write(streets, importId: plan.importId, db: db, worker: worker) }
+                try writeOSMSets(plan)
                 plan.report.elapsedMs = Int((monotonicNanos() - plan.started) / 1_000_000)
                 try ImportPlanner.finish(plan.importId, state: "done", report: plan.report, db: db)
                 try db.run("UPDATE import_applying SET phase = 'publishing' WHERE import_id = ?", plan.importId)
@@ -532,4 +532,12 @@ enum StagedChanges {
 
     /// The columns an index or a trigger of `places` reads.
     static let indexed: Set<String> = ["category", "lat", "lon"]
+}
+
+extension CatalogStore {
+    /// An OSM import's street network and addresses, kept in the import's last transaction.
+    fileprivate func writeOSMSets(_ plan: ImportPlan) throws {
+        if let streets = plan.streets { try StreetSets.write(streets, importId: plan.importId, db: db, worker: worker) }
+        if let addresses = plan.addresses { try AddressSets.write(addresses, importId: plan.importId, db: db, worker: worker) }
+    }
 }

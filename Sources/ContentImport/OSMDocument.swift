@@ -109,12 +109,10 @@ struct NodeTable {
 /// Turns the elements of an OpenStreetMap XML document (`osm`, `node`, `way`, `nd`, `tag`) into
 /// places, one start or end tag at a time, then `finish()`; relations and anything else are passed over.
 struct OSMCollector {
-    /// The most tags on one element.
-    static let maxTags = 1000
-    /// The most node references of one way (the OpenStreetMap API's limit is 2,000).
-    static let maxWayNodes = 2000
-    /// The most UTF-8 bytes of a tag key or value (OpenStreetMap's limit is 255 characters).
-    static let maxTagBytes = 1024
+    /// The bounds of one element, the same as the element reader's.
+    static let maxTags = OSMElementReader.maxTags
+    static let maxWayNodes = OSMElementReader.maxWayNodes
+    static let maxTagBytes = OSMElementReader.maxTagBytes
 
     let mapping: OSMMapping
     private(set) var places: [OSMPlace] = []
@@ -334,6 +332,8 @@ public struct OSMDocument: Sendable, Equatable {
     public var counts: OSMCounts
     /// The street network, when asked for (read in the same pass).
     public var streets: OSMStreets?
+    /// The addresses, streets, areas and postcodes a geocoder finds, read with the streets.
+    public var addresses: [OSMAddress] = []
 
     /// The XML bounds for OpenStreetMap data of at most `maxBytes`: elements are shallow and
     /// have few attributes (a node has about ten); values are bounded generously so that one
@@ -342,41 +342,59 @@ public struct OSMDocument: Sendable, Equatable {
         XMLLimits(maxBytes: maxBytes, maxDepth: 8, maxAttributes: 16, maxNameBytes: 64, maxAttributeValueBytes: 4096, maxTextBytes: 4096)
     }
 
-    /// Reads a whole document of at most `maxBytes` (default 1 GiB), and its street network
-    /// with it when `streets`.
+    /// Reads a whole document of at most `maxBytes` (default 1 GiB), and its street network and
+    /// addresses with it when `streets` (an import's, read in the same pass).
     public init(bytes: [UInt8], mapping: OSMMapping, maxBytes: Int = 1 << 30, streets: Bool = false) throws(OSMError) {
-        var reader = XMLReader(bytes: bytes, limits: Self.limits(maxBytes: maxBytes))
         var collector = OSMCollector(mapping: mapping)
-        var streetCollector = streets ? StreetCollector() : nil
+        var reader = OSMElementReader()
+        var streetCollector = StreetCollector()
+        var addressCollector = AddressCollector()
+        try Self.walk(bytes, maxBytes: maxBytes) { name, attribute in
+            collector.start(name, attribute: attribute)
+            if streets { reader.start(name, attribute: attribute) }
+        } end: { name in
+            collector.end(name)
+            if streets, let element = reader.end(name) {
+                streetCollector.take(element)
+                addressCollector.take(element)
+            }
+        }
+        collector.finish()
+        places = collector.places
+        counts = collector.counts
+        if streets {
+            self.streets = streetCollector.finish(invalidElements: reader.invalid)
+            addresses = addressCollector.finish()
+        }
+    }
+
+    /// Runs `start` and `end` for each start and end tag of a whole document of at most
+    /// `maxBytes`, after checking that its root is `osm`.
+    static func walk(
+        _ bytes: [UInt8], maxBytes: Int, start: (String, (String) -> String?) -> Void, end: (String) -> Void
+    ) throws(OSMError) {
+        var reader = XMLReader(bytes: bytes, limits: limits(maxBytes: maxBytes))
         var rootChecked = false
-        while let event = try Self.next(&reader) {
+        while true {
+            let event: XMLEvent?
+            do {
+                event = try reader.next()
+            } catch {
+                throw .xml(error)
+            }
+            guard let event else { return }
             switch event {
             case .start(let name, let attributes, _):
                 if !rootChecked {
                     guard name == "osm" else { throw .notOSM(root: name) }
                     rootChecked = true
                 }
-                collector.start(name) { attributes[$0] }
-                streetCollector?.start(name) { attributes[$0] }
+                start(name) { attributes[$0] }
             case .end(let name, _):
-                collector.end(name)
-                streetCollector?.end(name)
+                end(name)
             case .text:
                 continue
             }
-        }
-        collector.finish()
-        places = collector.places
-        counts = collector.counts
-        self.streets = streetCollector?.finish()
-    }
-
-    /// The reader's next event, its error wrapped.
-    private static func next(_ reader: inout XMLReader) throws(OSMError) -> XMLEvent? {
-        do {
-            return try reader.next()
-        } catch {
-            throw .xml(error)
         }
     }
 }

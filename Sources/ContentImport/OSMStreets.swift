@@ -86,7 +86,7 @@ public struct OSMStreets: Sendable, Equatable {
     ]
     /// The node tags routing reads: a node is kept with tags when it has one of them.
     public static let keptNodeKeys: Set<String> = ["barrier", "access", "foot", "bicycle", "motorcar", "vehicle", "motor_vehicle"]
-    /// The most members of one relation read; a restriction with more is left out.
+    /// The most members of a turn restriction read; one with more is left out.
     static let maxMembers = 64
 
     public init(nodes: [OSMStreetNode], ways: [OSMStreetWay], restrictions: [OSMTurnRestriction], counts: OSMStreetCounts = OSMStreetCounts()) {
@@ -98,42 +98,19 @@ public struct OSMStreets: Sendable, Equatable {
 
     /// Reads a whole document of at most `maxBytes` (default 1 GiB).
     public init(bytes: [UInt8], maxBytes: Int = 1 << 30) throws(OSMError) {
-        var reader = XMLReader(bytes: bytes, limits: OSMDocument.limits(maxBytes: maxBytes))
+        var reader = OSMElementReader()
         var collector = StreetCollector()
-        var rootChecked = false
-        while true {
-            let event: XMLEvent?
-            do {
-                event = try reader.next()
-            } catch {
-                throw .xml(error)
-            }
-            guard let event else { break }
-            switch event {
-            case .start(let name, let attributes, _):
-                if !rootChecked {
-                    guard name == "osm" else { throw .notOSM(root: name) }
-                    rootChecked = true
-                }
-                collector.start(name) { attributes[$0] }
-            case .end(let name, _):
-                collector.end(name)
-            case .text:
-                continue
-            }
+        try OSMDocument.walk(bytes, maxBytes: maxBytes) { name, attribute in
+            reader.start(name, attribute: attribute)
+        } end: { name in
+            if let element = reader.end(name) { collector.take(element) }
         }
-        self = collector.finish()
+        self = collector.finish(invalidElements: reader.invalid)
     }
 }
 
-/// Collects a street network one start or end tag at a time, then `finish()`.
+/// Collects a street network one element at a time, then `finish()`.
 struct StreetCollector {
-    private enum Current {
-        case none
-        case node(id: Int64, lat: Double, lon: Double)
-        case way(id: Int64)
-        case relation(id: Int64)
-    }
     private struct Way {
         var id: Int64
         var tags: [String: String]
@@ -142,91 +119,25 @@ struct StreetCollector {
     private struct Relation {
         var id: Int64
         var tags: [String: String]
-        var members: [(type: String, ref: Int64, role: String)]
+        var members: [OSMMember]
     }
-    private var current = Current.none
-    private var invalid = false
-    private var tags: [String: String] = [:]
-    private var refs: [Int64] = []
-    private var members: [(type: String, ref: Int64, role: String)] = []
-
     private var table = NodeTable()
     private var nodeTags: [Int64: [String: String]] = [:]
     private var ways: [Way] = []
     private var relations: [Relation] = []
     private var counts = OSMStreetCounts()
 
-    mutating func start(_ name: String, attribute: (String) -> String?) {
-        switch name {
-        case "node", "way", "relation":
-            invalid = false
-            tags.removeAll(keepingCapacity: true)
-            refs.removeAll(keepingCapacity: true)
-            members.removeAll(keepingCapacity: true)
-            guard let id = attribute("id").flatMap(OSMNumber.id) else {
-                (invalid, current) = (true, .none)
-                return
-            }
-            if name == "way" {
-                current = .way(id: id)
-            } else if name == "relation" {
-                current = .relation(id: id)
-            } else if let lat = attribute("lat").flatMap({ OSMNumber.degrees($0, limit: 90) }),
-                let lon = attribute("lon").flatMap({ OSMNumber.degrees($0, limit: 180) })
-            {
-                table.append(id: id, lat: lat, lon: lon)
-                current = .node(id: id, lat: lat, lon: lon)
-            } else {
-                (invalid, current) = (true, .none)
-            }
-        case "nd":
-            guard case .way = current, !invalid else { return }
-            guard refs.count < OSMCollector.maxWayNodes, let ref = attribute("ref").flatMap(OSMNumber.id) else {
-                invalid = true
-                return
-            }
-            refs.append(ref)
-        case "member":
-            guard case .relation = current, !invalid else { return }
-            guard members.count < OSMStreets.maxMembers, let type = attribute("type"), let ref = attribute("ref").flatMap(OSMNumber.id),
-                let role = attribute("role")
-            else {
-                invalid = true
-                return
-            }
-            members.append((type, ref, role))
-        case "tag":
-            if case .none = current { return }
-            guard !invalid else { return }
-            guard let key = attribute("k"), let value = attribute("v"), tags.count < OSMCollector.maxTags,
-                key.utf8.count <= OSMCollector.maxTagBytes, value.utf8.count <= OSMCollector.maxTagBytes
-            else {
-                invalid = true
-                return
-            }
-            tags[key] = value
-        default:
-            return
-        }
-    }
-
-    mutating func end(_ name: String) {
-        guard name == "node" || name == "way" || name == "relation" else { return }
-        defer { current = .none }
-        if invalid {
-            counts.invalidElements += 1
-            return
-        }
-        switch current {
-        case .none:
-            return
-        case .node(let id, _, _):
+    /// A whole element: street ways, access tags of nodes and turn restrictions are kept.
+    mutating func take(_ element: OSMElement) {
+        switch element {
+        case .node(let id, let lat, let lon, let tags):
+            table.append(id: id, lat: lat, lon: lon)
             let kept = tags.filter { OSMStreets.keptNodeKeys.contains($0.key) }
             if !kept.isEmpty { nodeTags[id] = kept }
-        case .way(let id):
+        case .way(let id, let tags, let refs):
             guard tags["highway"] != nil || tags["route"] == "ferry", refs.count > 1 else { return }
             ways.append(Way(id: id, tags: tags.filter { OSMStreets.keptKeys.contains($0.key) }, refs: refs))
-        case .relation(let id):
+        case .relation(let id, let tags, let members):
             guard tags["type"] == "restriction" else { return }
             relations.append(Relation(id: id, tags: tags, members: members))
         }
@@ -234,7 +145,8 @@ struct StreetCollector {
 
     /// Resolves node references: ways keep their nodes as indexes into the kept nodes, in
     /// first-use order; restrictions name the ways kept and a node of both.
-    mutating func finish() -> OSMStreets {
+    mutating func finish(invalidElements: Int) -> OSMStreets {
+        counts.invalidElements = invalidElements
         table.prepareForLookups()
         var nodes: [OSMStreetNode] = []
         var index: [Int64: Int32] = [:]
@@ -283,9 +195,9 @@ struct StreetCollector {
     /// =no_left_turn` and `restriction:bicycle=only_straight_on` are two); none when it is not
     /// one we read.
     private static func restrictions(
-        _ id: Int64, _ tags: [String: String], _ members: [(type: String, ref: Int64, role: String)], index: [Int64: Int32],
-        wayNodes: [Int64: [Int32]]
+        _ id: Int64, _ tags: [String: String], _ members: [OSMMember], index: [Int64: Int32], wayNodes: [Int64: [Int32]]
     ) -> [OSMTurnRestriction] {
+        guard members.count <= OSMStreets.maxMembers else { return [] }
         var rules: [String: Set<String>] = [:]
         if let plain = tags["restriction"] {
             let except = Set((tags["except"] ?? "").split(separator: ";").map { String($0).trimmingSpaces })

@@ -34,6 +34,7 @@ extension PageLimit {
     /// `limit` both come from it.
     public static let searchHits = PageLimit(default: 20, max: 50)
     public static let suggestions = PageLimit(default: 10, max: 20)
+    public static let geoHits = PageLimit(default: 5, max: 20)
     public static let popularHits = PageLimit(default: 20, max: 50)
     public static let pins = PageLimit(default: 50, max: 200)
     public static let listItems = PageLimit(default: 20, max: 100)

@@ -41,6 +41,6 @@ extension Methods {
     static let searchOwned: [any DeclaresMethod] = [
         Methods.Search.nearby, Methods.Search.viewport, Methods.Search.text,
         Methods.Search.autocomplete, Methods.Search.popular, Methods.Directions.get,
-        Methods.Directions.matrix, Methods.Directions.plan,
+        Methods.Directions.matrix, Methods.Directions.plan, Methods.Geo.search, Methods.Geo.reverse,
     ]
 }

@@ -422,8 +422,9 @@ enum SearchIndex {
         if try Popularity.counts(of: update.placeId, db).reviews30d != before { try Popularity.rerank(update.placeId, db) }
     }
 
-    /// Keeps the index in step with the catalog, and `memory` with the index.
-    static func catalogApplier(memory: NearbyMemory, streets: BackgroundSignal) -> EventApplier {
+    /// Keeps the index in step with the catalog, and `memory` with the index; keeps the copy
+    /// of the catalog's addresses (AddressBook.swift).
+    static func catalogApplier(memory: NearbyMemory, streets: BackgroundSignal, addresses: AddressBook) -> EventApplier {
         let changes = NearbyMemory.Changes()
         return EventApplier(
             apply: { event, scope in
@@ -456,6 +457,10 @@ enum SearchIndex {
                 case StreetEvents.changed:
                     // The street networks' thread fetches what changed (StreetRoutes.swift).
                     streets.wake()
+                case AddressEvents.upserted:
+                    try addresses.apply(try event.body(AddressBatch.self), scope)
+                case AddressEvents.removed:
+                    try addresses.remove(set: try event.body(AddressSetRemoved.self).setId, scope.db)
                 default: break
                 }
             },
@@ -471,7 +476,10 @@ enum SearchIndex {
             types: [CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted, StreetEvents.changed],
             startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
             finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } },
-            settled: { committed in memory.settle(changes.take(), committed: committed) })
+            settled: { committed in
+                memory.settle(changes.take(), committed: committed)
+                addresses.settled(committed: committed)
+            })
     }
 
     /// Keeps ratings in step with the social service, and `memory` with them; erases a deleted

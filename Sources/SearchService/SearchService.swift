@@ -105,11 +105,16 @@ public enum SearchService {
             (query: TripQuery, _, store) in
             try store.snapshot { try DirectionQueries(db: store.worker.db, routes: routes).plan(query) }
         }
+        // Addresses: the copy of the catalog's, and the geocoder built from it (AddressBook.swift).
+        let addresses = AddressBook()
+        table.on(Methods.Geo.search) { (query: GeoSearchQuery, _, _) in try addresses.search(query) }
+        table.on(Methods.Geo.reverse) { (query: GeoReverseQuery, _, _) in try addresses.reverse(query) }
         var definition = ServiceDefinition(
-            name: "search", migrations: SearchSchema.migrations + StreetRoutes.migrations, handlers: table, publishes: true,
+            name: "search", migrations: SearchSchema.migrations + StreetRoutes.migrations + AddressBook.migrations, handlers: table, publishes: true,
             snapshot: { store, after, limit in try PerformedSearches.snapshot(store.worker.db, after: after, limit: limit) },
             subscriptions: [
-                "catalog": SearchIndex.catalogApplier(memory: memory, streets: routes.signal), "social": SearchIndex.socialApplier(memory: memory, erased: erased),
+                "catalog": SearchIndex.catalogApplier(memory: memory, streets: routes.signal, addresses: addresses),
+                "social": SearchIndex.socialApplier(memory: memory, erased: erased),
                 "favorites": Popularity.favoritesApplier(),
             ],
             // The index is read at random: a larger page cache keeps the trees' upper levels in
@@ -118,7 +123,7 @@ public enum SearchService {
             tuning: DatabaseTuning(cacheMebibytes: 64, mapMebibytes: 2_048, checkpointPages: 10_000),
             makeState: { worker in SearchStore(worker: worker, nearbyMemory: memory) })
         definition.deferredEvents = performed
-        definition.background = [routes.work()]
+        definition.background = [routes.work(), addresses.work()]
         return definition
     }
 }

@@ -155,10 +155,10 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         let queries = [#"{"near":{"lat":-33.87,"lon":151.21},"radius_m":3000,"limit":50}"#, #"{"near":{"lat":0.5,"lon":179.99},"radius_m":800}"#,
                        #"{"near":{"lat":89.95,"lon":10},"radius_m":5000,"sort":"popularity"}"#]
         let withStrips = try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) }
-        try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal()).startBulk?(index.db)
+        try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal(), addresses: AddressBook()).startBulk?(index.db)
         #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 0)
         #expect(try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) } == withStrips)
-        try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal()).finishBulk?(index.db)
+        try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal(), addresses: AddressBook()).finishBulk?(index.db)
         #expect(try index.db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'places_by_strip'") == 1)
         #expect(try queries.map { try index.queries.nearbyPage(try nearbyQuery($0)) } == withStrips)
         #expect(withStrips.allSatisfy { !$0.hits.isEmpty })
@@ -174,8 +174,8 @@ func testPoints(_ rng: inout SplitMix64) -> [(Double, Double)] {
         let toggler = Thread {
             guard let db = try? Database(path: path) else { return }
             for _ in 0..<100 {
-                try? db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal()).startBulk?(db) }
-                try? db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal()).finishBulk?(db) }
+                try? db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal(), addresses: AddressBook()).startBulk?(db) }
+                try? db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal(), addresses: AddressBook()).finishBulk?(db) }
             }
         }
         toggler.start()

@@ -329,10 +329,10 @@ import TestSupport
         (queries.allMatchesUpTo, queries.readBudget) = (50, 400)
         let asked = [#"{"q":"san"}"#, #"{"q":"san","near":{"lat":40.4,"lon":-3.7}}"#]
         let before = try asked.map { try queries.search(try textQuery($0)).hits.map(\.id) }
-        try index.db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal()).startBulk?(index.db) }
+        try index.db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal(), addresses: AddressBook()).startBulk?(index.db) }
         #expect(try !SearchSchema.hasIndex("places_by_popularity", index.db) && !SearchSchema.hasIndex("places_by_strip", index.db))
         #expect(try asked.map { try queries.search(try textQuery($0)).hits.map(\.id) } == before)
-        try index.db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal()).finishBulk?(index.db) }
+        try index.db.transaction { try SearchIndex.catalogApplier(memory: NearbyMemory(), streets: BackgroundSignal(), addresses: AddressBook()).finishBulk?(index.db) }
         #expect(try SearchSchema.hasIndex("places_by_popularity", index.db) && SearchSchema.hasIndex("places_by_strip", index.db))
     }
 }

@@ -1,0 +1,141 @@
+import Bus
+import ContentImport
+import Contracts
+import Foundation
+import ServiceKit
+import Storage
+
+// The addresses of OSM imports (Protocols/catalog.md, "Addresses"): an import that is not a
+// dry run keeps what its file holds of houses, streets, areas and postcodes as one set, which
+// replaces the sets whose bounds lie within its own, as street networks do. Each change goes
+// out as events in the import's own transaction: `catalog.addresses.removed` for each set
+// replaced, then the new set's addresses in batches; `sys.snapshot` pages them after the tours.
+
+/// The addresses an import planned, waiting for the import to be written.
+struct PlannedAddresses: Sendable {
+    var addresses: [OSMAddress]
+    var bounds: (south: Double, west: Double, north: Double, east: Double)
+
+    init?(_ addresses: [OSMAddress]) {
+        guard let first = addresses.first else { return nil }
+        var bounds = (south: first.lat, west: first.lon, north: first.lat, east: first.lon)
+        for address in addresses.dropFirst() {
+            bounds = (min(bounds.south, address.lat), min(bounds.west, address.lon), max(bounds.north, address.lat), max(bounds.east, address.lon))
+        }
+        self.addresses = addresses
+        self.bounds = bounds
+    }
+}
+
+enum AddressSets {
+    static let migrations: [Migration] = [
+        Migration(
+            domain: "addresses", version: 1,
+            sql: """
+                CREATE TABLE address_sets (
+                    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                    import_id  TEXT NOT NULL,
+                    south      REAL NOT NULL,
+                    west       REAL NOT NULL,
+                    north      REAL NOT NULL,
+                    east       REAL NOT NULL,
+                    created_at TEXT NOT NULL
+                );
+                CREATE TABLE addresses (
+                    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+                    set_id      INTEGER NOT NULL REFERENCES address_sets(id),
+                    kind        TEXT NOT NULL,
+                    osm         TEXT,
+                    housenumber TEXT,
+                    street      TEXT,
+                    postcode    TEXT,
+                    area        TEXT,
+                    city        TEXT,
+                    names       TEXT,
+                    lat         REAL NOT NULL,
+                    lon         REAL NOT NULL
+                );
+                CREATE INDEX addresses_by_set ON addresses(set_id);
+                """)
+    ]
+
+    /// Keeps an import's addresses, in the import's own transaction, with their events.
+    static func write(_ planned: PlannedAddresses, importId: String, db: Database, worker: ServiceWorker) throws {
+        let b = planned.bounds
+        let replaced = try db.query(
+            "SELECT id FROM address_sets WHERE south >= ? AND north <= ? AND west >= ? AND east <= ? ORDER BY id", b.south, b.north, b.west, b.east
+        ).map { row throws -> Int64 in try row.decode("id") }
+        for id in replaced {
+            try db.run("DELETE FROM addresses WHERE set_id = ?", id)
+            try db.run("DELETE FROM address_sets WHERE id = ?", id)
+            try worker.emit(AddressEvents.removed, AddressSetRemoved(setId: id))
+        }
+        try db.run(
+            "INSERT INTO address_sets (import_id, south, west, north, east, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            importId, b.south, b.west, b.north, b.east, Logger.timestamp())
+        let setId = try db.scalarInt("SELECT last_insert_rowid()") ?? 0
+        var batch: [Address] = []
+        for address in planned.addresses {
+            let names = address.names.isEmpty ? nil : String(decoding: try JSONCoding.encoder.encode(address.names), as: UTF8.self)
+            try db.run(
+                """
+                INSERT INTO addresses (set_id, kind, osm, housenumber, street, postcode, area, city, names, lat, lon)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                setId, address.kind.rawValue, address.osm, address.housenumber, address.street, address.postcode, address.area, address.city, names,
+                address.lat, address.lon)
+            let id = try db.scalarInt("SELECT last_insert_rowid()") ?? 0
+            batch.append(
+                Address(
+                    id: id, kind: Address.Kind(rawValue: address.kind.rawValue) ?? .house, osm: address.osm, housenumber: address.housenumber,
+                    street: address.street, postcode: address.postcode, area: address.area, city: address.city,
+                    names: address.names.isEmpty ? nil : address.names, lat: address.lat, lon: address.lon))
+            if batch.count == AddressBatch.maxAddresses {
+                try worker.emit(AddressEvents.upserted, AddressBatch(setId: setId, addresses: batch))
+                batch = []
+            }
+        }
+        if !batch.isEmpty { try worker.emit(AddressEvents.upserted, AddressBatch(setId: setId, addresses: batch)) }
+    }
+
+    /// Address events of one snapshot page, at most: a page stays far below a reply's 4 MiB.
+    static let snapshotEvents = 4
+
+    /// One snapshot page of addresses after the id `after`: up to `limit` (and
+    /// `snapshotEvents`) events of up to `AddressBatch.maxAddresses` each (a batch holds one
+    /// set's); nil `next` at the end.
+    static func snapshot(_ db: Database, after: Int64, limit requested: Int) throws -> (events: [(type: String, body: Data)], next: Int64?) {
+        let limit = min(max(requested, 1), snapshotEvents)
+        let wanted = limit * AddressBatch.maxAddresses
+        let rows = try db.query(
+            "SELECT id, set_id, kind, osm, housenumber, street, postcode, area, city, names, lat, lon FROM addresses WHERE id > ? ORDER BY id LIMIT ?",
+            after, wanted)
+        var events: [(type: String, body: Data)] = []
+        var batch = AddressBatch(setId: 0, addresses: [])
+        func flush() throws {
+            guard !batch.addresses.isEmpty else { return }
+            events.append((AddressEvents.upserted, try JSONCoding.encoder.encode(batch)))
+            batch.addresses = []
+        }
+        var last: Int64 = after
+        for row in rows {
+            let setId: Int64 = try row.decode("set_id")
+            // A page ends at `limit` events: the rest waits for the next page.
+            if setId != batch.setId || batch.addresses.count == AddressBatch.maxAddresses {
+                try flush()
+                if events.count == limit { return (events, last) }
+                batch.setId = setId
+            }
+            let names = try row.decode("names", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
+            let id: Int64 = try row.decode("id")
+            batch.addresses.append(
+                Address(
+                    id: id, kind: Address.Kind(rawValue: try row.decode("kind")) ?? .house, osm: try row.decode("osm"),
+                    housenumber: try row.decode("housenumber"), street: try row.decode("street"), postcode: try row.decode("postcode"),
+                    area: try row.decode("area"), city: try row.decode("city"), names: names, lat: try row.decode("lat"), lon: try row.decode("lon")))
+            last = id
+        }
+        try flush()
+        return (events, rows.count == wanted ? last : nil)
+    }
+}

@@ -1,0 +1,130 @@
+import Bus
+import Contracts
+import Foundation
+import Geo
+import ServiceKit
+import Storage
+import Synchronization
+
+// Search's copy of the catalog's addresses (Protocols/search.md, "Addresses"): the catalog's
+// address events are applied to `geo_addresses` with the place events, and a thread of its own
+// builds the geocoder's index (GeoIndex.swift) from the table whenever it changed. The old
+// index answers until the new one replaces it.
+
+/// The geocoder an instance answers from, shared by its threads.
+public final class AddressBook: Sendable {
+    private let built = Mutex<(index: GeoIndex, fingerprint: [Int64])?>(nil)
+    /// Woken after a transaction that applied address events commits.
+    let signal = BackgroundSignal()
+    private let applied = Atomic<Bool>(false)
+    /// How often the table is looked at anyway.
+    static let idleMilliseconds = 60_000
+
+    public init() {}
+
+    var index: GeoIndex? { built.withLock { $0?.index } }
+
+    static let migrations: [Migration] = [
+        Migration(
+            domain: "addresses", version: 1,
+            sql: """
+                CREATE TABLE geo_addresses (
+                    id     INTEGER PRIMARY KEY,
+                    set_id INTEGER NOT NULL,
+                    body   TEXT NOT NULL
+                );
+                CREATE INDEX geo_addresses_by_set ON geo_addresses(set_id);
+                """)
+    ]
+
+    // MARK: Events
+
+    /// A snapshot merge's key of an address set: below every place's and tour's key.
+    static func mergeKey(set: Int64) -> Int64 { Int64.min + set }
+    static func isMergeKey(_ key: Int64) -> Bool { key < Int64.min / 2 }
+    /// The merge keys of the sets held, as SQL (SQLite reads -9223372036854775808 as a real).
+    static let mergeKeys = "SELECT DISTINCT set_id + (-9223372036854775807 - 1) FROM geo_addresses"
+
+    func apply(_ batch: AddressBatch, _ scope: EventScope) throws {
+        try scope.named(Self.mergeKey(set: batch.setId))
+        for address in batch.addresses {
+            try scope.db.run(
+                "INSERT OR REPLACE INTO geo_addresses (id, set_id, body) VALUES (?, ?, ?)", address.id, batch.setId,
+                String(decoding: try JSONCoding.encoder.encode(address), as: UTF8.self))
+        }
+        applied.store(true, ordering: .relaxed)
+    }
+
+    func remove(set: Int64, _ db: Database) throws {
+        try db.run("DELETE FROM geo_addresses WHERE set_id = ?", set)
+        applied.store(true, ordering: .relaxed)
+    }
+
+    /// After a transaction of the catalog's events: a committed one that changed addresses wakes the build.
+    func settled(committed: Bool) {
+        if applied.exchange(false, ordering: .relaxed), committed { signal.wake() }
+    }
+
+    // MARK: Building
+
+    func work() -> BackgroundWork {
+        BackgroundWork(name: "addresses", signal: signal, idleMilliseconds: Self.idleMilliseconds) { [self] db, signal, context in
+            try buildIfChanged(db, logger: context.logger)
+            return false
+        }
+    }
+
+    /// Builds the index anew when the table is not what it was built from.
+    func buildIfChanged(_ db: Database, logger: Logger) throws {
+        guard let row = try db.queryOne("SELECT count(*) AS n, coalesce(max(id), 0) AS top, coalesce(sum(set_id), 0) AS sets FROM geo_addresses")
+        else { return }
+        let fingerprint: [Int64] = [try row.decode("n"), try row.decode("top"), try row.decode("sets")]
+        guard built.withLock({ $0?.fingerprint }) != fingerprint else { return }
+        let clock = ContinuousClock()
+        let started = clock.now
+        var entries: [Address] = []
+        for row in try db.query("SELECT body FROM geo_addresses ORDER BY id") {
+            entries.append(try JSONCoding.decoder.decode(Address.self, from: Data(try row.decode("body", as: String.self).utf8)))
+        }
+        let index = GeoIndex(entries)
+        built.withLock { $0 = (index, fingerprint) }
+        let elapsed = clock.now - started
+        logger.info(
+            "addresses indexed",
+            ["entries": entries.count, "words": index.vocabulary.count, "ms": Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)])
+    }
+
+    // MARK: Queries
+
+    /// `geo.search`.
+    func search(_ query: GeoSearchQuery) throws -> GeoHits {
+        let limit = try PageLimit.geoHits.validated(query.limit)
+        // The text is read first: a query of punctuation is refused whether addresses are loaded or not.
+        guard !SearchIndex.words(query.q).isEmpty else { throw ServiceError.invalid("q", "must hold a letter or a digit") }
+        guard let index else { return GeoHits(hits: []) }
+        let found = try index.search(query.q, near: query.near?.coordinate, limit: limit)
+        return GeoHits(hits: found.map { hit($0.entry, distance: $0.distance, index: index, lang: query.lang) })
+    }
+
+    /// `geo.reverse`.
+    func reverse(_ query: GeoReverseQuery) throws -> GeoReverse {
+        let point = Coordinate(uncheckedLatitude: query.lat, longitude: query.lon)
+        guard let index, let nearest = index.nearest(point) else {
+            throw ServiceError(.notFound, "no address lies within \(Int(GeoIndex.reverseReach / 1000)) km", field: "lat")
+        }
+        return GeoReverse(address: hit(nearest.entry, distance: nearest.distance, index: index, lang: query.lang))
+    }
+
+    private func hit(_ entry: Address, distance: Double?, index: GeoIndex, lang: LanguagePreference?) -> GeoHit {
+        func local(_ name: String?) -> String? {
+            guard let lang, let name else { return nil }
+            return lang.pick(index.localNames[name])?.value
+        }
+        let street = local(entry.street)
+        let area = local(entry.area)
+        return GeoHit(
+            kind: entry.kind, label: entry.label(street: street, area: area), lat: entry.lat, lon: entry.lon, housenumber: entry.housenumber,
+            street: street ?? entry.street, postcode: entry.postcode, area: area ?? entry.area, city: entry.city, osm: entry.osm,
+            distanceM: distance.map { ($0 * 10).rounded() / 10 })
+    }
+}

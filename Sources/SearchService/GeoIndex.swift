@@ -1,0 +1,280 @@
+import Bus
+import Contracts
+import Foundation
+import Geo
+
+// The geocoder's index (Protocols/search.md, "Addresses"), built in memory from search's copy
+// of the catalog's addresses and replaced whole when they change. `geo.search` matches folded
+// words: each query word must match a word of the entry exactly, as the start of one (the last
+// word, unless the text ends with a space), or, once per query, with one typo (words of
+// `minTypoLetters` or more). `geo.reverse` walks a grid of the houses outwards from the point.
+
+struct GeoIndex: Sendable {
+    /// Query words, at most.
+    static let maxWords = 12
+    /// The shortest word a typo is forgiven in.
+    static let minTypoLetters = 5
+    /// Words an unfinished last word may stand for, at most (the first in sorted order).
+    static let maxPrefixWords = 200
+    /// Entries ranked for one query, at most: a one-letter query stops there.
+    static let maxCandidates = 20_000
+    /// How far `geo.reverse` looks, in metres.
+    static let reverseReach = 50_000.0
+    /// The grid's cell, in degrees.
+    static let cellDegrees = 0.01
+
+    /// An entry's words as indexes into `vocabulary`: those of what it is (a house's street and
+    /// number, a street's or area's name, a postcode), then the others (city, area, postcode,
+    /// other languages' names).
+    struct Words: Sendable {
+        var primary: [Int32]
+        var other: [Int32]
+    }
+
+    let entries: [Address]
+    let words: [Words]
+    /// Every word of every entry, sorted; a word's index is its id.
+    let vocabulary: [String]
+    /// Per word, the entries that have it, ascending.
+    let postings: [[Int32]]
+    /// Each word of `minTypoLetters` or more, and each of its one-letter deletions, to the words.
+    let deletions: [String: [Int32]]
+    /// Houses by grid cell.
+    let grid: [Cell: [Int32]]
+    let rows: ClosedRange<Int32>
+    let columns: ClosedRange<Int32>
+    /// Streets' and areas' other names, by their local name.
+    let localNames: [String: [String: String]]
+
+    struct Cell: Hashable, Sendable {
+        var row: Int32
+        var column: Int32
+    }
+
+    init(_ entries: [Address]) {
+        self.entries = entries
+        var ids: [String: Int32] = [:]
+        var texts: [String] = []
+        func id(_ word: String) -> Int32 {
+            if let known = ids[word] { return known }
+            let next = Int32(texts.count)
+            ids[word] = next
+            texts.append(word)
+            return next
+        }
+        var unsorted: [Words] = []
+        var localNames: [String: [String: String]] = [:]
+        for entry in entries {
+            let primary: [String]
+            var other: [String?] = [entry.city]
+            switch entry.kind {
+            case .house:
+                primary = [entry.street, entry.housenumber].compactMap { $0 }
+                other += [entry.postcode, entry.area]
+            case .street:
+                primary = [entry.street].compactMap { $0 }
+                other += [entry.area]
+            case .area:
+                primary = [entry.area].compactMap { $0 }
+            case .postcode:
+                primary = [entry.postcode].compactMap { $0 }
+            }
+            if let names = entry.names, let local = entry.kind == .street ? entry.street : entry.area {
+                localNames[local, default: [:]].merge(names) { kept, _ in kept }
+                other += names.values.sorted()
+            }
+            let primaryWords = primary.flatMap(SearchIndex.words)
+            let otherWords = other.compactMap { $0 }.flatMap(SearchIndex.words)
+            unsorted.append(Words(primary: primaryWords.map(id), other: otherWords.map(id)))
+        }
+        // Houses are also found by their street's other names (`Mannerheimvägen 13`).
+        for (index, entry) in entries.enumerated() where entry.kind == .house {
+            guard let street = entry.street, let names = localNames[street] else { continue }
+            unsorted[index].other += names.values.sorted().flatMap(SearchIndex.words).map(id)
+        }
+        // Ids in sorted order, so a prefix is a range.
+        let order = texts.indices.sorted { texts[$0] < texts[$1] }
+        var rank = [Int32](repeating: 0, count: texts.count)
+        for (position, index) in order.enumerated() { rank[index] = Int32(position) }
+        vocabulary = order.map { texts[$0] }
+        var postings = [[Int32]](repeating: [], count: texts.count)
+        words = unsorted.enumerated().map { index, words in
+            let mapped = Words(primary: words.primary.map { rank[Int($0)] }, other: words.other.map { rank[Int($0)] })
+            for word in Set(mapped.primary + mapped.other) { postings[Int(word)].append(Int32(index)) }
+            return mapped
+        }
+        self.postings = postings
+        var deletions: [String: [Int32]] = [:]
+        for (id, word) in vocabulary.enumerated() where Self.typoAllowed(word) {
+            deletions[word, default: []].append(Int32(id))
+            for variant in Self.deletionVariants(word) { deletions[variant, default: []].append(Int32(id)) }
+        }
+        self.deletions = deletions
+        var grid: [Cell: [Int32]] = [:]
+        for (index, entry) in entries.enumerated() where entry.kind == .house {
+            grid[Self.cell(lat: entry.lat, lon: entry.lon), default: []].append(Int32(index))
+        }
+        self.grid = grid
+        rows = (grid.keys.map(\.row).min() ?? 0)...(grid.keys.map(\.row).max() ?? 0)
+        columns = (grid.keys.map(\.column).min() ?? 0)...(grid.keys.map(\.column).max() ?? 0)
+        self.localNames = localNames
+    }
+
+    static func typoAllowed(_ word: String) -> Bool { word.count >= minTypoLetters && !word.allSatisfy(\.isNumber) }
+
+    static func deletionVariants(_ word: String) -> Set<String> {
+        let letters = Array(word)
+        return Set(letters.indices.map { skip in String(letters[..<skip] + letters[(skip + 1)...]) })
+    }
+
+    static func cell(lat: Double, lon: Double) -> Cell {
+        Cell(row: Int32((lat / cellDegrees).rounded(.down)), column: Int32((lon / cellDegrees).rounded(.down)))
+    }
+
+    // MARK: Search
+
+    /// How a query word matched a word of the vocabulary.
+    struct Match {
+        var weight: Double
+        var typo: Bool
+    }
+
+    /// The entries matching `text`, best first: by match, then by distance from `near`.
+    func search(_ text: String, near: Coordinate?, limit: Int) throws(ServiceError) -> [(entry: Address, distance: Double?)] {
+        let queryWords = SearchIndex.words(text)
+        guard !queryWords.isEmpty else { throw .invalid("q", "must hold a letter or a digit") }
+        guard queryWords.count <= Self.maxWords else { throw .invalid("q", "must hold at most \(Self.maxWords) words") }
+        // The last word may be unfinished unless the text ends after it.
+        let unfinished = text.last.map { $0.isLetter || $0.isNumber } ?? false
+        let matches = queryWords.enumerated().map { index, word in
+            self.matches(word, prefix: unfinished && index == queryWords.count - 1)
+        }
+        // Candidates: the entries of the word with the fewest.
+        let sizes = matches.map { $0.keys.reduce(0) { $0 + postings[Int($1)].count } }
+        guard let rarest = sizes.indices.min(by: { sizes[$0] < sizes[$1] }), sizes[rarest] > 0 else { return [] }
+        var candidates = Set<Int32>()
+        for word in matches[rarest].keys {
+            candidates.formUnion(postings[Int(word)])
+            if candidates.count >= Self.maxCandidates { break }
+        }
+        var ranked: [(index: Int32, score: Double, distance: Double?)] = []
+        for index in candidates {
+            guard let score = self.score(Int(index), matches) else { continue }
+            let entry = entries[Int(index)]
+            let distance = near.map { $0.distance(to: Coordinate(uncheckedLatitude: entry.lat, longitude: entry.lon)) }
+            ranked.append((index, score, distance))
+        }
+        ranked.sort { a, b in
+            if a.score != b.score { return a.score > b.score }
+            if let x = a.distance, let y = b.distance, x != y { return x < y }
+            return entries[Int(a.index)].id < entries[Int(b.index)].id
+        }
+        return ranked.prefix(limit).map { (entries[Int($0.index)], $0.distance) }
+    }
+
+    /// The vocabulary's words a query word matches, and how well.
+    func matches(_ word: String, prefix: Bool) -> [Int32: Match] {
+        var found: [Int32: Match] = [:]
+        let start = lowerBound(word)
+        if start < vocabulary.count, vocabulary[start] == word { found[Int32(start)] = Match(weight: 1, typo: false) }
+        if prefix {
+            var index = start
+            while index < vocabulary.count, index - start < Self.maxPrefixWords, vocabulary[index].hasPrefix(word) {
+                if found[Int32(index)] == nil { found[Int32(index)] = Match(weight: 0.9, typo: false) }
+                index += 1
+            }
+        }
+        if Self.typoAllowed(word) {
+            let letters = Array(word)
+            for variant in Self.deletionVariants(word).union([word]) {
+                for id in deletions[variant] ?? [] where found[id] == nil {
+                    if TextQueries.editDistance(Array(vocabulary[Int(id)]), letters, limit: 1) <= 1 { found[id] = Match(weight: 0.6, typo: true) }
+                }
+            }
+        }
+        return found
+    }
+
+    private func lowerBound(_ word: String) -> Int {
+        var (low, high) = (0, vocabulary.count)
+        while low < high {
+            let mid = (low + high) / 2
+            if vocabulary[mid] < word { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// An entry's score when every query word matches one of its words with one typo at most in
+    /// all: the words' weights, and more the more of what it is (`Words.primary`) they cover.
+    private func score(_ index: Int, _ matches: [[Int32: Match]]) -> Double? {
+        let words = self.words[index]
+        var total = 0.0
+        var typos = 0
+        var covered = Set<Int32>()
+        for match in matches {
+            var best: (word: Int32, match: Match, primary: Bool)?
+            for (word, primary) in words.primary.map({ ($0, true) }) + words.other.map({ ($0, false) }) {
+                guard let found = match[word] else { continue }
+                if let held = best, found.weight < held.match.weight || (found.weight == held.match.weight && (!primary || held.primary)) { continue }
+                best = (word, found, primary)
+            }
+            guard let best else { return nil }
+            total += best.match.weight
+            if best.match.typo { typos += 1 }
+            if best.primary { covered.insert(best.word) }
+        }
+        guard typos <= 1 else { return nil }
+        let primary = Set(words.primary)
+        return total + (primary.isEmpty ? 0 : 0.5 * Double(covered.count) / Double(primary.count))
+    }
+
+    // MARK: Reverse
+
+    /// The nearest house to `point` within `reverseReach`, and its distance.
+    func nearest(_ point: Coordinate) -> (entry: Address, distance: Double)? {
+        guard !grid.isEmpty else { return nil }
+        let center = Self.cell(lat: point.latitude, lon: point.longitude)
+        // A cell r rings out is at least (r - 1) cells away; a cell's narrowest side is its
+        // width at the highest latitude within reach.
+        let reachDegrees = Self.reverseReach / 111_195
+        let highest = min(89.9, abs(point.latitude) + reachDegrees + Self.cellDegrees)
+        let cellMetres = Self.cellDegrees * 111_195 * cos(highest * .pi / 180)
+        var best: (index: Int32, distance: Double)?
+        var ring: Int32 = 0
+        while true {
+            let bound = Double(max(ring - 1, 0)) * cellMetres
+            if bound > min(best?.distance ?? .infinity, Self.reverseReach) { break }
+            let rowRange = (center.row - ring)...(center.row + ring)
+            let columnRange = (center.column - ring)...(center.column + ring)
+            // Past the grid's every side, no ring has anything more.
+            if rowRange.lowerBound < rows.lowerBound && rowRange.upperBound > rows.upperBound && columnRange.lowerBound < columns.lowerBound
+                && columnRange.upperBound > columns.upperBound
+            {
+                break
+            }
+            func visit(_ row: Int32, _ column: Int32) {
+                for house in grid[Cell(row: row, column: column)] ?? [] {
+                    let entry = entries[Int(house)]
+                    let distance = point.distance(to: Coordinate(uncheckedLatitude: entry.lat, longitude: entry.lon))
+                    if let held = best, distance > held.distance || (distance == held.distance && entry.id > entries[Int(held.index)].id) { continue }
+                    best = (house, distance)
+                }
+            }
+            let (firstRow, lastRow) = (max(rowRange.lowerBound, rows.lowerBound), min(rowRange.upperBound, rows.upperBound))
+            let (firstColumn, lastColumn) = (max(columnRange.lowerBound, columns.lowerBound), min(columnRange.upperBound, columns.upperBound))
+            if firstRow <= lastRow, firstColumn <= lastColumn {
+                for row in firstRow...lastRow {
+                    if row == rowRange.lowerBound || row == rowRange.upperBound {
+                        for column in firstColumn...lastColumn { visit(row, column) }
+                    } else {
+                        // Between the ring's top and bottom rows, only its two sides are new.
+                        for column in Set([columnRange.lowerBound, columnRange.upperBound]) where columns.contains(column) { visit(row, column) }
+                    }
+                }
+            }
+            ring += 1
+        }
+        guard let best, best.distance <= Self.reverseReach else { return nil }
+        return (entries[Int(best.index)], best.distance)
+    }
+}

@@ -1,0 +1,143 @@
+import ContentImport
+import Contracts
+import Foundation
+import Geo
+import Testing
+
+@testable import SearchService
+
+/// The geocoder as search builds it from what the catalog's OSM import reads.
+func geoIndex(_ addresses: [OSMAddress]) -> GeoIndex {
+    GeoIndex(
+        addresses.enumerated().map { index, osm in
+            Address(
+                id: Int64(index + 1), kind: Address.Kind(rawValue: osm.kind.rawValue) ?? .house, osm: osm.osm, housenumber: osm.housenumber,
+                street: osm.street, postcode: osm.postcode, area: osm.area, city: osm.city, names: osm.names.isEmpty ? nil : osm.names,
+                lat: osm.lat, lon: osm.lon)
+        })
+}
+
+/// Issue 33's geocoding checks against an independent reading of the real Helsinki extract:
+/// deploy/local/address-reference.py (run by deploy/local/helsinki-osm) reads its addresses with
+/// PyPI osmium and its own centroids, draws 500 of them (with a typo'd copy of each) and 500
+/// points with their brute-force nearest address.
+@Suite struct GeocoderChecks {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let extract = root.appendingPathComponent(".build/osm/helsinki.osm")
+    static let referencePath = root.appendingPathComponent(".build/osm/helsinki-addresses.json")
+    static let available = FileManager.default.fileExists(atPath: extract.path) && FileManager.default.fileExists(atPath: referencePath.path)
+
+    struct Reference: Decodable {
+        struct House: Decodable {
+            var id: String
+            var street: String
+            var housenumber: String
+            var lat: Double
+            var lon: Double
+        }
+        struct Query: Decodable {
+            var id: String
+            var q: String
+            var typo_q: String?
+            var expected: [[Double]]
+        }
+        struct Reverse: Decodable {
+            var lat: Double
+            var lon: Double
+            var nearest: String
+            var distance_m: Double
+            var second_m: Double
+        }
+        var addresses: [House]
+        var queries: [Query]
+        var reverse: [Reverse]
+    }
+
+    /// Read once for every test of the suite.
+    static let loaded: (index: GeoIndex, addresses: [OSMAddress], reference: Reference)? = {
+        guard available, let bytes = FileManager.default.contents(atPath: extract.path), let json = FileManager.default.contents(atPath: referencePath.path),
+            let document = try? OSMDocument(bytes: [UInt8](bytes), mapping: try OSMMapping.standard(), streets: true),
+            let reference = try? JSONDecoder().decode(Reference.self, from: json)
+        else { return nil }
+        return (geoIndex(document.addresses), document.addresses, reference)
+    }()
+
+    @Test func referenceIsPresentInCI() {
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            #expect(Self.available, "run deploy/local/helsinki-osm (deploy/local/test does) to make \(Self.referencePath.path)")
+        }
+    }
+
+    @Test(.enabled(if: available, "deploy/local/helsinki-osm has not made .build/osm/helsinki-addresses.json"))
+    func housesAreTheReferencesHouses() throws {
+        let (_, addresses, reference) = try #require(Self.loaded)
+        let ours = addresses.filter { $0.kind == .house }
+        #expect(ours.count == reference.addresses.count)
+        let theirs = Dictionary(uniqueKeysWithValues: reference.addresses.map { ($0.id, $0) })
+        var far: [String] = []
+        for house in ours {
+            guard let osm = house.osm, let other = theirs[osm] else {
+                far.append("\(house.osm ?? "?") is not in the reference")
+                continue
+            }
+            let metres = Coordinate(uncheckedLatitude: house.lat, longitude: house.lon).distance(
+                to: Coordinate(uncheckedLatitude: other.lat, longitude: other.lon))
+            if metres > 0.01 || house.street != other.street || house.housenumber != other.housenumber {
+                far.append(
+                    "\(osm): ours \(house.street ?? "") \(house.housenumber ?? "") at \(house.lat),\(house.lon), theirs \(other.street) \(other.housenumber) at \(other.lat),\(other.lon)"
+                )
+            }
+        }
+        #expect(far.isEmpty, "\(far.count) differ: \(far.prefix(5))")
+    }
+
+    /// The first hit's distance from the nearest expected point, nil when there is no hit.
+    func firstHitMetres(_ index: GeoIndex, _ q: String, _ expected: [[Double]]) throws -> Double? {
+        guard let first = try index.search(q, near: nil, limit: 1).first?.entry else { return nil }
+        let at = Coordinate(uncheckedLatitude: first.lat, longitude: first.lon)
+        return expected.map { at.distance(to: Coordinate(uncheckedLatitude: $0[0], longitude: $0[1])) }.min()
+    }
+
+    @Test(.enabled(if: available, "deploy/local/helsinki-osm has not made .build/osm/helsinki-addresses.json"))
+    func everyAddressIsItsOwnFirstHitWithin25Metres() throws {
+        let (index, _, reference) = try #require(Self.loaded)
+        #expect(reference.queries.count == 500)
+        var misses: [String] = []
+        for query in reference.queries {
+            let metres = try firstHitMetres(index, query.q, query.expected)
+            if (metres ?? .infinity) > 25 { misses.append("\(query.q): \(metres.map { "\(Int($0)) m off" } ?? "no hit")") }
+        }
+        #expect(misses.isEmpty, "\(misses.count) of \(reference.queries.count) missed: \(misses.prefix(10))")
+    }
+
+    @Test(.enabled(if: available, "deploy/local/helsinki-osm has not made .build/osm/helsinki-addresses.json"))
+    func oneTypoInTheStreetStillFindsItNineteenTimesInTwenty() throws {
+        let (index, _, reference) = try #require(Self.loaded)
+        let typoed = reference.queries.compactMap { query in query.typo_q.map { ($0, query.expected) } }
+        #expect(typoed.count >= 400)
+        var misses: [String] = []
+        for (q, expected) in typoed where (try firstHitMetres(index, q, expected) ?? .infinity) > 25 { misses.append(q) }
+        let share = Double(typoed.count - misses.count) / Double(typoed.count)
+        print("geocoding with one typo: \(typoed.count - misses.count) of \(typoed.count) first hits right (\(share))")
+        #expect(share >= 0.95, "missed: \(misses.prefix(20))")
+    }
+
+    @Test(.enabled(if: available, "deploy/local/helsinki-osm has not made .build/osm/helsinki-addresses.json"))
+    func reverseIsTheBruteForceNearest() throws {
+        let (index, _, reference) = try #require(Self.loaded)
+        #expect(reference.reverse.count == 500)
+        var misses: [String] = []
+        for point in reference.reverse {
+            guard let found = index.nearest(Coordinate(uncheckedLatitude: point.lat, longitude: point.lon)) else {
+                misses.append("\(point.lat),\(point.lon): nothing")
+                continue
+            }
+            // The same house, or one as near (a tie the two readings may break either way).
+            let tie = abs(found.distance - point.distance_m) < 0.01 && point.second_m - point.distance_m < 0.01
+            if found.entry.osm != point.nearest && !tie {
+                misses.append("\(point.lat),\(point.lon): ours \(found.entry.osm ?? "?") at \(found.distance) m, theirs \(point.nearest) at \(point.distance_m) m")
+            }
+        }
+        #expect(misses.isEmpty, "\(misses.count) differ: \(misses.prefix(5))")
+    }
+}
