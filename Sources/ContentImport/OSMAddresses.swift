@@ -60,6 +60,8 @@ struct AddressCollector {
     /// How far the nearest city or area node may be from a point it is given to, in metres.
     static let cityNodeReach = 30_000.0
     static let areaNodeReach = 2_000.0
+    /// Pieces of a street of one name whose boxes lie closer than this, in degrees (about 200 m), are one street.
+    static let streetPieceGap = 0.002
     /// The most characters of a postcode kept.
     static let maxPostcode = 16
     /// The most `name:xx` tags kept of a street or an area (the first by language code).
@@ -195,7 +197,8 @@ struct AddressCollector {
             guard let point else { continue }
             let street = Self.value(house.tags, "addr:street") ?? Self.value(house.tags, "addr:place")
             let postcode = Self.value(house.tags, "addr:postcode").flatMap(Self.postcode)
-            let houseCity = Self.value(house.tags, "addr:city") ?? city(at: point)
+            // A city is a name: `addr:city=7` is a mistake, and the city is found instead.
+            let houseCity = Self.value(house.tags, "addr:city").flatMap { $0.contains(where: \.isLetter) ? $0 : nil } ?? city(at: point)
             result.append(
                 OSMAddress(
                     kind: .house, osm: house.osm, housenumber: Self.value(house.tags, "addr:housenumber"), street: street, postcode: postcode,
@@ -442,6 +445,25 @@ struct AddressCollector {
                     if a != b { parent[a] = b }
                 } else {
                     firstAt[way.name, default: [:]][ref] = index
+                }
+            }
+        }
+        // Pieces of one name that do not touch but lie close (the two carriageways of an
+        // avenue, a street the extract's edge cut) are one street too.
+        var boxes: [Int: (name: String, south: Double, west: Double, north: Double, east: Double)] = [:]
+        for (index, way) in streetWays.enumerated() {
+            for point in way.refs.compactMap(point(of:)) {
+                let r = root(index)
+                let box = boxes[r] ?? (way.name, point.lat, point.lon, point.lat, point.lon)
+                boxes[r] = (box.name, min(box.south, point.lat), min(box.west, point.lon), max(box.north, point.lat), max(box.east, point.lon))
+            }
+        }
+        for pieces in Dictionary(grouping: boxes.keys.sorted(), by: { boxes[$0]?.name ?? "" }).values where pieces.count > 1 {
+            for (i, a) in pieces.enumerated() {
+                for b in pieces[(i + 1)...] {
+                    guard let x = boxes[a], let y = boxes[b] else { continue }
+                    let gap = max(x.south - y.north, y.south - x.north, x.west - y.east, y.west - x.east)
+                    if gap < Self.streetPieceGap, root(a) != root(b) { parent[root(a)] = root(b) }
                 }
             }
         }

@@ -100,9 +100,10 @@ public final class AddressBook: Sendable {
     func search(_ query: GeoSearchQuery) throws -> GeoHits {
         let limit = try PageLimit.geoHits.validated(query.limit)
         // The text is read first: a query of punctuation is refused whether addresses are loaded or not.
-        guard !SearchIndex.words(query.q).isEmpty else { throw ServiceError.invalid("q", "must hold a letter or a digit") }
+        let words = try GeoIndex.queryWords(query.q)
         guard let index else { return GeoHits(hits: []) }
-        let found = try index.search(query.q, near: query.near?.coordinate, limit: limit)
+        let unfinished = query.q.last.map { $0.isLetter || $0.isNumber } ?? false
+        let found = index.search(words, unfinished: unfinished, near: query.near?.coordinate, limit: limit)
         return GeoHits(hits: found.map { hit($0.entry, distance: $0.distance, index: index, lang: query.lang) })
     }
 

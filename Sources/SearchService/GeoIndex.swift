@@ -69,7 +69,9 @@ struct GeoIndex: Sendable {
             var other: [String?] = [entry.city]
             switch entry.kind {
             case .house:
-                primary = [entry.street, entry.housenumber].compactMap { $0 }
+                // `13A` is found by `13` too, below a house numbered `13` itself.
+                let digits = entry.housenumber.map { String($0.prefix { $0.isNumber }) }
+                primary = [entry.street, entry.housenumber, digits == entry.housenumber ? nil : digits].compactMap { $0 }.filter { !$0.isEmpty }
                 other += [entry.postcode, entry.area]
             case .street:
                 primary = [entry.street].compactMap { $0 }
@@ -139,13 +141,21 @@ struct GeoIndex: Sendable {
         var typo: Bool
     }
 
+    /// The folded words of a query's text; `invalid_argument` on `q` when it has none, or too many.
+    static func queryWords(_ text: String) throws(ServiceError) -> [String] {
+        let words = SearchIndex.words(text)
+        guard !words.isEmpty else { throw .invalid("q", "must hold a letter or a digit") }
+        guard words.count <= maxWords else { throw .invalid("q", "must hold at most \(maxWords) words") }
+        return words
+    }
+
     /// The entries matching `text`, best first: by match, then by distance from `near`.
     func search(_ text: String, near: Coordinate?, limit: Int) throws(ServiceError) -> [(entry: Address, distance: Double?)] {
-        let queryWords = SearchIndex.words(text)
-        guard !queryWords.isEmpty else { throw .invalid("q", "must hold a letter or a digit") }
-        guard queryWords.count <= Self.maxWords else { throw .invalid("q", "must hold at most \(Self.maxWords) words") }
         // The last word may be unfinished unless the text ends after it.
-        let unfinished = text.last.map { $0.isLetter || $0.isNumber } ?? false
+        search(try Self.queryWords(text), unfinished: text.last.map { $0.isLetter || $0.isNumber } ?? false, near: near, limit: limit)
+    }
+
+    func search(_ queryWords: [String], unfinished: Bool, near: Coordinate?, limit: Int) -> [(entry: Address, distance: Double?)] {
         let matches = queryWords.enumerated().map { index, word in
             self.matches(word, prefix: unfinished && index == queryWords.count - 1)
         }

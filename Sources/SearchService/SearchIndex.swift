@@ -466,14 +466,22 @@ enum SearchIndex {
             },
             // A rebuild applies every place again: in slices, so the deferred writer of
             // searches performed and the ratings and counts subscribers are not held for
-            // seconds (events.md, "Rebuild"); the places it does not name go at its end.
+            // seconds (events.md, "Rebuild"); the places and address sets it does not name go
+            // at its end.
             merge: SnapshotMerge(
-                keys: "SELECT id FROM places",
-                remove: { id, scope in
-                    try delete(id, scope.db)
-                    changes.note(.delete(id: id))
+                keys: "SELECT id FROM places UNION ALL \(AddressBook.mergeKeys)",
+                remove: { key, scope in
+                    if AddressBook.isMergeKey(key) {
+                        try addresses.remove(set: key - Int64.min, scope.db)
+                        return
+                    }
+                    try delete(key, scope.db)
+                    changes.note(.delete(id: key))
                 }),
-            types: [CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted, StreetEvents.changed],
+            types: [
+                CatalogEvents.upserted, CatalogEvents.deleted, TourEvents.upserted, TourEvents.deleted, StreetEvents.changed, AddressEvents.upserted,
+                AddressEvents.removed,
+            ],
             startBulk: { db in for (name, _) in SearchSchema.bulkIndexes { try db.run("DROP INDEX IF EXISTS \(name)") } },
             finishBulk: { db in for (_, create) in SearchSchema.bulkIndexes { try db.run(create) } },
             settled: { committed in

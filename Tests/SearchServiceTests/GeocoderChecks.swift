@@ -141,3 +141,20 @@ func geoIndex(_ addresses: [OSMAddress]) -> GeoIndex {
         #expect(misses.isEmpty, "\(misses.count) differ: \(misses.prefix(5))")
     }
 }
+
+extension GeocoderChecks {
+    /// The three kinds of text, and a street by its Swedish name.
+    @Test(.enabled(if: available, "deploy/local/helsinki-osm has not made .build/osm/helsinki.osm"))
+    func anAddressAnAreaAPostcodeAndAStreetAreEachTheirOwnFirstHit() throws {
+        let (index, _, _) = try #require(Self.loaded)
+        func first(_ q: String) throws -> Address? { try index.search(q, near: nil, limit: 1).first?.entry }
+        #expect(try first("Kamppi").map { [$0.kind.rawValue, $0.label()] } == ["area", "Kamppi, Helsinki"])
+        #expect(try first("00100").map { [$0.kind.rawValue, $0.label()] } == ["postcode", "00100 Helsinki"])
+        #expect(try first("Mannerheimintie").map { [$0.kind.rawValue, $0.label()] } == ["street", "Mannerheimintie, Helsinki"])
+        // No house is numbered 13 itself: 13A is, and `13` finds it.
+        #expect(try first("Mannerheimintie 13 Helsinki").map { [$0.kind.rawValue, $0.label()] } == ["house", "Mannerheimintie 13A, 00100 Helsinki"])
+        #expect(try first("Mannerheimvägen 13A").map { $0.label() } == "Mannerheimintie 13A, 00100 Helsinki")
+        // Unfinished: the street comes before its houses.
+        #expect(try first("Mannerh").map { [$0.kind.rawValue, $0.street ?? ""] } == ["street", "Mannerheimintie"])
+    }
+}
