@@ -120,5 +120,29 @@ import TourMaps
         for (q, name) in [("ateneum", "Ateneum"), ("kiasma", "Kiasma"), ("stockmann", "Stockmann")] {
             #expect(Self.found(c, q, name), "\(name)")
         }
+
+        // Issue 33 through the gateway: the import's streets route, and its addresses are found.
+        // From the railway station's square to Senaatintori, on foot.
+        let walk = #"{"from":{"lat":60.1710,"lon":24.9414},"to":{"lat":60.1694,"lon":24.9522},"mode":"walking"}"#
+        var routed: [String: Any] = [:]
+        for _ in 0..<300 {
+            routed = (json(c.rpc("directions.get", walk).line)["result"] as? [String: Any]) ?? [:]
+            if routed["status"] as? String == "routed" { break }
+            usleep(100_000)
+        }
+        #expect(routed["status"] as? String == "routed", "\(routed)")
+        let metres = routed["distance_m"] as? Double ?? 0
+        #expect(metres > 600 && metres < 1_200 && routed["polyline"] is String, "\(routed)")
+        var address: [String: Any] = [:]
+        for _ in 0..<300 {
+            let hits = (json(c.rpc("geo.search", #"{"q":"Mannerheimintie 13 Helsinki","limit":1}"#).line)["result"] as? [String: Any])?["hits"]
+            address = (hits as? [[String: Any]])?.first ?? [:]
+            if !address.isEmpty { break }
+            usleep(100_000)
+        }
+        #expect(address["label"] as? String == "Mannerheimintie 13A, 00100 Helsinki" && address["kind"] as? String == "house", "\(address)")
+        let reverse = json(c.rpc("geo.reverse", #"{"lat":60.1703,"lon":24.9410}"#).line)["result"] as? [String: Any]
+        let nearest = reverse?["address"] as? [String: Any] ?? [:]
+        #expect(nearest["kind"] as? String == "house" && nearest["city"] as? String == "Helsinki" && (nearest["distance_m"] as? Double ?? 999) < 100, "\(nearest)")
     }
 }
