@@ -164,7 +164,7 @@ public struct PlaceUpdate: Decodable, Sendable, DeclaredShape {
 
 /// `strings.get`: the interface strings in `lang`; with `since_version` the client's cached
 /// version, answered without the table when it is still the current one.
-public struct StringsGet: Decodable, Sendable, DeclaredShape {
+public struct StringsGet: Codable, Sendable, DeclaredShape {
     public var lang: String?
     public var sinceVersion: String?
 

@@ -520,6 +520,20 @@ public struct DirectionsQuery: Decodable, Sendable, DeclaredShape {
     public var from: Point
     public var to: Target
     public var mode: TravelMode?
+    /// The language of the steps' texts, negotiated as the catalog's strings.
+    public var lang: LanguagePreference?
+
+    enum CodingKeys: String, CodingKey {
+        case from, to, mode, lang
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        from = try c.decode(Point.self, forKey: .from)
+        to = try c.decode(Target.self, forKey: .to)
+        mode = try c.decodeIfPresent(TravelMode.self, forKey: .mode)
+        lang = try LanguagePreference.read(c.decodeIfPresent(String.self, forKey: .lang))
+    }
 
     public static let fieldRules: [FieldRule] = [FieldRule("to", .anyOf([Int64.self, Point.self]))]
 }
@@ -622,11 +636,13 @@ public struct Directions: Codable, Sendable {
     public var snappedFrom: Point?
     public var snappedTo: Point?
     public var steps: [RouteStep]?
+    /// The language of the steps' `instruction`s (`lang` negotiated as the catalog's strings), when routed.
+    public var lang: String?
     /// Turn-by-turn directions in map apps that support the mode: `google`, `apple`, `osm`.
     public var links: [String: String]
 
     enum CodingKeys: String, CodingKey {
-        case to, mode, status, estimate, reason, polyline, steps, links
+        case to, mode, status, estimate, reason, polyline, steps, links, lang
         case distanceM = "distance_m"
         case bearingDeg = "bearing_deg"
         case durationS = "duration_s"

@@ -148,6 +148,8 @@ enum TripOrder {
 struct DirectionQueries {
     let db: Database
     let routes: StreetRoutes
+    /// The texts of a route's steps, in the language asked (RouteTexts.swift).
+    var texts = RouteTexts.Texts.english
 
     /// A place of the index by id (a place's own, not a tour's), or `not_found` naming `field`.
     private func place(_ id: Int64, field: String) throws -> RouteEnd {
@@ -198,7 +200,8 @@ struct DirectionQueries {
             answer.polyline = Polyline.encode(route.points)
             answer.snappedFrom = Point(lat: route.from.point.latitude, lon: route.from.point.longitude)
             answer.snappedTo = Point(lat: route.to.point.latitude, lon: route.to.point.longitude)
-            answer.steps = RouteSteps.steps(route)
+            answer.steps = RouteSteps.steps(route, texts: texts)
+            answer.lang = texts.lang
             return answer
         } catch .offNetwork(let which, _) {
             let side = which == .from ? "the start" : "the destination"
@@ -276,7 +279,7 @@ struct DirectionQueries {
 
 /// A route's steps: depart along its first street, a turn onto each next one, arrive.
 enum RouteSteps {
-    static func steps(_ route: Route) -> [RouteStep] {
+    static func steps(_ route: Route, texts: RouteTexts.Texts) -> [RouteStep] {
         guard let first = route.stretches.first, let last = route.points.last else { return [] }
         var steps: [RouteStep] = []
         let startPoint = route.points[first.firstPoint]
@@ -284,19 +287,18 @@ enum RouteSteps {
         steps.append(
             RouteStep(
                 maneuver: "depart", modifier: nil, street: first.name, lat: startPoint.latitude, lon: startPoint.longitude, distanceM: first.metres,
-                durationS: first.seconds, instruction: "Head \(heading)" + (first.name.map { " on \($0)" } ?? "")))
+                durationS: first.seconds,
+                instruction: texts.text(first.name == nil ? "route.depart" : "route.depart_on", street: first.name, direction: heading)))
         for stretch in route.stretches.dropFirst() {
             let at = route.points[stretch.firstPoint]
             let before = route.points[max(0, stretch.firstPoint - 1)].initialBearing(to: at)
             let after = at.initialBearing(to: route.points[min(route.points.count - 1, stretch.firstPoint + 1)])
             let modifier = turn(after - before)
-            let onto = stretch.name.map { " onto \($0)" } ?? ""
-            let instruction =
-                switch modifier {
-                case "straight": "Continue" + onto
-                case "uturn": "Make a U-turn" + onto
-                default: "Turn \(modifier.replacingOccurrences(of: "slight", with: "slightly"))" + onto
-                }
+            let key =
+                modifier == "straight"
+                ? (stretch.name == nil ? "route.continue" : "route.continue_onto")
+                : (stretch.name == nil ? "route.turn." : "route.turn_onto.") + modifier.replacingOccurrences(of: " ", with: "_")
+            let instruction = texts.text(key, street: stretch.name)
             steps.append(
                 RouteStep(
                     maneuver: modifier == "straight" ? "continue" : "turn", modifier: modifier, street: stretch.name, lat: at.latitude,
@@ -305,7 +307,7 @@ enum RouteSteps {
         steps.append(
             RouteStep(
                 maneuver: "arrive", modifier: nil, street: route.stretches.last?.name, lat: last.latitude, lon: last.longitude, distanceM: 0,
-                durationS: 0, instruction: "Arrive at your destination"))
+                durationS: 0, instruction: texts.text("route.arrive")))
         return steps
     }
 

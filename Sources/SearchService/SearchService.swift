@@ -93,9 +93,13 @@ public enum SearchService {
         // Directions: routes over the catalog's street networks, built by a thread of their own
         // (StreetRoutes.swift), or estimates that say why (Directions.swift).
         let routes = StreetRoutes()
+        let routeTexts = RouteTexts()
         table.on(Methods.Directions.get) {
             (query: DirectionsQuery, _, store) in
-            try store.snapshot { try DirectionQueries(db: store.worker.db, routes: routes).directions(query) }
+            var queries = DirectionQueries(db: store.worker.db, routes: routes)
+            // Asked before the read transaction: a slow catalog holds no snapshot open.
+            queries.texts = routeTexts.texts(query.lang) { try store.worker.peers.client("catalog") }
+            return try store.snapshot { try queries.directions(query) }
         }
         table.on(Methods.Directions.matrix) {
             (query: MatrixQuery, _, store) in

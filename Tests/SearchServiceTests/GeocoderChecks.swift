@@ -158,3 +158,14 @@ extension GeocoderChecks {
         #expect(try first("Mannerh").map { [$0.kind.rawValue, $0.street ?? ""] } == ["street", "Mannerheimintie"])
     }
 }
+
+/// The step texts search falls back on are i18n/en.json's, word for word.
+@Test func builtInStepTextsAreTheEnglishStrings() throws {
+    let file = GeocoderChecks.root.appendingPathComponent("i18n/en.json")
+    let table = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: String])
+    #expect(table.filter { $0.key.hasPrefix("route.") } == RouteTexts.english)
+    // Every modifier a step can have has its texts.
+    for modifier in ["left", "right", "slight_left", "slight_right", "sharp_left", "sharp_right", "uturn"] {
+        #expect(RouteTexts.english["route.turn.\(modifier)"] != nil && RouteTexts.english["route.turn_onto.\(modifier)"] != nil)
+    }
+}

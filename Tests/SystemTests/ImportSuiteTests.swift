@@ -98,7 +98,7 @@ import TourMaps
     /// changes nothing, and well-known places found by search.
     @Test(.enabled(if: haveHelsinki, "deploy/local/helsinki-osm has not made .build/osm/helsinki.osm"))
     func theHelsinkiExtractIsImportedCountedAndFound() throws {
-        let suite = try SuiteFixture(withSearch: true)
+        let suite = try SuiteFixture(catalogArguments: ["--strings-dir", Self.root.appendingPathComponent("i18n").path], withSearch: true)
         let tourbus = try ChildProcess.executable("tourbus").path
         let first = try BoundedRun(tourbus, ["import", Self.helsinki, "--format", "osm", "--service", suite.catalogEndpoint], timeout: 300)
         #expect(first.exit == .status(0), "\(first.errors)")
@@ -133,6 +133,11 @@ import TourMaps
         #expect(routed["status"] as? String == "routed", "\(routed)")
         let metres = routed["distance_m"] as? Double ?? 0
         #expect(metres > 600 && metres < 1_200 && routed["polyline"] is String, "\(routed)")
+        // Its steps in German, from the catalog's strings (i18n/de.json).
+        let german = json(c.rpc("directions.get", walk.dropLast() + #","lang":"de-DE"}"#).line)["result"] as? [String: Any] ?? [:]
+        let instructions = (german["steps"] as? [[String: Any]] ?? []).compactMap { $0["instruction"] as? String }
+        #expect(german["lang"] as? String == "de" && instructions.last == "Sie haben Ihr Ziel erreicht", "\(instructions)")
+        #expect(instructions.first?.hasSuffix("starten") == true && instructions.dropFirst().dropLast().allSatisfy { $0.contains("abbiegen") || $0.contains("weiter") || $0.contains("Wenden") }, "\(instructions)")
         var address: [String: Any] = [:]
         for _ in 0..<300 {
             let hits = (json(c.rpc("geo.search", #"{"q":"Mannerheimintie 13 Helsinki","limit":1}"#).line)["result"] as? [String: Any])?["hits"]
