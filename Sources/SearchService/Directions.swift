@@ -196,7 +196,8 @@ struct DirectionQueries {
         do {
             let route = try engine.route(from: from, to: to)
             var answer = Directions(
-                to: end, mode: mode, status: .routed, distanceM: route.metres, bearingDeg: bearing, durationS: route.seconds, links: links)
+                to: end, mode: mode, status: .routed, distanceM: RouteSteps.tenth(route.metres), bearingDeg: bearing,
+                durationS: RouteSteps.tenth(route.seconds), links: links)
             answer.polyline = Polyline.encode(route.points)
             answer.snappedFrom = Point(lat: route.from.point.latitude, lon: route.from.point.longitude)
             answer.snappedTo = Point(lat: route.to.point.latitude, lon: route.to.point.longitude)
@@ -233,7 +234,8 @@ struct DirectionQueries {
         return TravelMatrix(
             mode: mode, status: .routed,
             reason: missing ? "null: no route joins the two, or an end is more than \(Int(RouteEngine.maxSnapMetres)) m from any street" : nil,
-            durationsS: cells.map { $0.map { $0?.seconds } }, distancesM: cells.map { $0.map { $0?.metres } })
+            durationsS: cells.map { $0.map { $0.map { RouteSteps.tenth($0.seconds) } } },
+            distancesM: cells.map { $0.map { $0.map { RouteSteps.tenth($0.metres) } } })
     }
 
     func plan(_ query: TripQuery) throws -> TripPlan {
@@ -286,14 +288,20 @@ enum RouteSteps {
         let heading = compass(startPoint.initialBearing(to: route.points[min(first.lastPoint, first.firstPoint + 1)]))
         steps.append(
             RouteStep(
-                maneuver: "depart", modifier: nil, street: first.name, lat: startPoint.latitude, lon: startPoint.longitude, distanceM: first.metres,
-                durationS: first.seconds,
+                maneuver: "depart", modifier: nil, street: first.name, lat: startPoint.latitude, lon: startPoint.longitude, distanceM: tenth(first.metres),
+                durationS: tenth(first.seconds),
                 instruction: texts.text(first.name == nil ? "route.depart" : "route.depart_on", street: first.name, direction: heading)))
         for stretch in route.stretches.dropFirst() {
             let at = route.points[stretch.firstPoint]
             let before = route.points[max(0, stretch.firstPoint - 1)].initialBearing(to: at)
             let after = at.initialBearing(to: route.points[min(route.points.count - 1, stretch.firstPoint + 1)])
             let modifier = turn(after - before)
+            // Straight on along the same street (or along unnamed ways) is the step before, longer.
+            if modifier == "straight", let previous = steps.last, previous.street == stretch.name {
+                steps[steps.count - 1].distanceM = tenth(previous.distanceM + stretch.metres)
+                steps[steps.count - 1].durationS = tenth(previous.durationS + stretch.seconds)
+                continue
+            }
             let key =
                 modifier == "straight"
                 ? (stretch.name == nil ? "route.continue" : "route.continue_onto")
@@ -302,7 +310,7 @@ enum RouteSteps {
             steps.append(
                 RouteStep(
                     maneuver: modifier == "straight" ? "continue" : "turn", modifier: modifier, street: stretch.name, lat: at.latitude,
-                    lon: at.longitude, distanceM: stretch.metres, durationS: stretch.seconds, instruction: instruction))
+                    lon: at.longitude, distanceM: tenth(stretch.metres), durationS: tenth(stretch.seconds), instruction: instruction))
         }
         steps.append(
             RouteStep(
@@ -310,6 +318,10 @@ enum RouteSteps {
                 durationS: 0, instruction: texts.text("route.arrive")))
         return steps
     }
+
+    /// Metres and seconds of a route as the reply gives them: to the tenth (the engine sums
+    /// single-precision lengths, whose last digits mean nothing).
+    static func tenth(_ value: Double) -> Double { (value * 10).rounded() / 10 }
 
     /// A change of bearing in degrees as a turn: right is positive.
     static func turn(_ degrees: Double) -> String {

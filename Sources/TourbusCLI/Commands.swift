@@ -11,11 +11,13 @@ import Sealing
 public enum TourbusCommand {
     static let usage = """
         usage:
-          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo | --demo-dir DIR] [--notify-form FILE] [--strings-dir DIR] [--signing-key FILE]
-                     [--no-web | --web-dir DIR]
+          tourbus up [--data-dir DIR] [--listen HOST:PORT] [--no-demo | --demo-dir DIR | --demo helsinki] [--notify-form FILE] [--strings-dir DIR]
+                     [--signing-key FILE] [--no-web | --web-dir DIR]
               start every built service and the gateway, load the Sydney demo (the data files
               of DIR, default deploy/demo, when there) into an empty catalog (and a few
-              annotations into notify when none is live), restart what
+              annotations into notify when none is live), or with --demo helsinki import
+              .build/osm/helsinki.osm (deploy/local/helsinki-osm makes it): places, streets
+              and addresses, so routes and geo.search work; restart what
               crashes (each restart logged in DIR/restarts.log), stop everything on Ctrl-C;
               notify's first form is FILE (default deploy/notify-form.json, when there);
               the catalog's interface strings are DIR (default i18n, when there); the

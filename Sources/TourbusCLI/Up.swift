@@ -28,6 +28,9 @@ extension TourbusCommand {
         /// The demo loaded into an empty suite (`--demo-dir`): the repository's `deploy/demo`,
         /// from its root (where ./deploy/local/run starts), unless another is named or `--no-demo`.
         var demoDirectory: String? = FileManager.default.fileExists(atPath: "deploy/demo/places.json") ? "deploy/demo" : nil
+        /// `--demo helsinki`: the Helsinki extract (`deploy/local/helsinki-osm` makes it) is
+        /// imported instead of the Sydney places, with its streets and addresses: routes.
+        var helsinkiExtract: String?
         /// The notify service's form when its database has none: the shipped one, from the
         /// repository's root (where ./deploy/local/run starts), unless another is named.
         var notifyForm: String? = FileManager.default.fileExists(atPath: "deploy/notify-form.json") ? "deploy/notify-form.json" : nil
@@ -50,7 +53,15 @@ extension TourbusCommand {
         var args = arguments[...]
         while let flag = args.popFirst() {
             switch flag {
-            case "--no-demo": options.demoDirectory = nil
+            case "--no-demo": (options.demoDirectory, options.helsinkiExtract) = (nil, nil)
+            case "--demo":
+                switch args.popFirst() {
+                case "sydney": options.helsinkiExtract = nil
+                case "helsinki": (options.demoDirectory, options.helsinkiExtract) = (nil, Self.helsinkiExtract)
+                default:
+                    printError("--demo is sydney (the default: places, tours, no streets) or helsinki (an OpenStreetMap extract: places, streets and addresses)")
+                    return 2
+                }
             case "--no-web": options.webDirectory = nil
             case "--data-dir", "--listen", "--notify-form", "--strings-dir", "--demo-dir", "--config", "--only", "--keys", "--signing-key", "--web-dir":
                 guard let value = args.popFirst() else {
@@ -199,6 +210,7 @@ extension TourbusCommand {
             if name == "catalog", let strings = options.stringsDirectory { args += ["--strings-dir", strings] }
             // The demo's places are in Sydney: its events' seasons are Sydney days.
             if name == "catalog", options.demoDirectory != nil { args += ["--default-timezone", "Australia/Sydney"] }
+            if name == "catalog", options.helsinkiExtract != nil { args += ["--default-timezone", "Europe/Helsinki"] }
             members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: args))
         }
         try SuiteEndpoints.write(
@@ -307,6 +319,30 @@ extension TourbusCommand {
         return members
     }
 
+    /// Where `deploy/local/helsinki-osm` leaves the Helsinki extract, from the repository's root.
+    static let helsinkiExtract = ".build/osm/helsinki.osm"
+
+    /// Imports the Helsinki extract into an empty catalog (its places, streets and addresses),
+    /// or says why not.
+    static func loadHelsinki(_ extract: String, _ catalog: RPCClient) {
+        guard FileManager.default.fileExists(atPath: extract) else {
+            printError("the Helsinki demo is not loaded: \(extract) is missing (deploy/local/helsinki-osm makes it)")
+            return
+        }
+        do {
+            let page = try catalog.request(type: Methods.Catalog.list.name, body: Data(#"{"limit":1}"#.utf8), timeoutMilliseconds: 5_000)
+            let places = (try JSONSerialization.jsonObject(with: page.bodyJSON) as? [String: Any])?["places"] as? [Any]
+            guard places?.isEmpty == true else { return }
+            let report = try sendImport(try importFiles(extract), format: "osm", dryRun: false, client: catalog, timeoutMilliseconds: 300_000)
+            let created = ((try JSONSerialization.jsonObject(with: report) as? [String: Any])?["report"] as? [String: Any]).flatMap {
+                ($0["places"] as? [String: Any])?["created"] as? Int
+            }
+            print("imported the Helsinki extract: \(created.map(String.init) ?? "its") places, its streets and addresses (routes are built in a few seconds)")
+        } catch {
+            printError("the Helsinki demo is not loaded: \(error)")
+        }
+    }
+
     /// What to try once the local suite is up.
     static func welcome(_ options: UpOptions, services: [String]) {
         let data = options.dataDirectory
@@ -337,6 +373,7 @@ extension TourbusCommand {
                 printError("demo data not loaded: \(error)")
             }
         }
+        if let extract = options.helsinkiExtract, let catalog = clients["catalog"] { loadHelsinki(extract, catalog) }
         if let demo, let notify = clients["notify"], let social = clients["social"] {
             do {
                 let posted = try DemoLoader.postAnnotationsIfNone(notify, social: social, dataDirectory: data, demo)
@@ -347,11 +384,20 @@ extension TourbusCommand {
         }
         let listen = options.listen
         let (host, port) = (listen.split(separator: ":").dropLast().joined(separator: ":"), listen.split(separator: ":").last ?? "7700")
+        let gateway = listen == "127.0.0.1:7700" ? "" : "--gateway \(listen) "
+        let routes =
+            options.helsinkiExtract == nil
+            ? ""
+            : """
+
+                  tourbus call \(gateway)geo.search '{"q":"Mannerheimintie 13"}'
+                  tourbus call \(gateway)directions.get '{"from":{"lat":60.1710,"lon":24.9414},"to":{"lat":60.1694,"lon":24.9522},"mode":"walking"}'
+            """
         print(
             """
             Tourbus is up: \(services.joined(separator: ", ")) and the gateway at \(listen) (data in \(data)).
             Try:  redis-cli -h \(host) -p \(port) catalog.list category museum limit 3
-                  tourbus call catalog.categories
+                  tourbus call \(gateway)catalog.categories\(routes)
             A crashed service is restarted; each restart is logged in \(RestartLog.path(data)).
             An admin (catalog writes need one), the password on standard input:
                   tourbus admin create --data-dir \(data) --username admin --email admin@example.org --name Admin
