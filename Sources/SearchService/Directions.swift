@@ -281,6 +281,10 @@ struct DirectionQueries {
 
 /// A route's steps: depart along its first street, a turn onto each next one, arrive.
 enum RouteSteps {
+    /// Steps of one route, at most (the arrival last): a reply stays far below 4 MiB however
+    /// long the route; the polyline has all of it.
+    static let maxSteps = 2_000
+
     static func steps(_ route: Route, texts: RouteTexts.Texts) -> [RouteStep] {
         guard let first = route.stretches.first, let last = route.points.last else { return [] }
         var steps: [RouteStep] = []
@@ -316,7 +320,7 @@ enum RouteSteps {
             RouteStep(
                 maneuver: "arrive", modifier: nil, street: route.stretches.last?.name, lat: last.latitude, lon: last.longitude, distanceM: 0,
                 durationS: 0, instruction: texts.text("route.arrive")))
-        return steps
+        return steps.count <= maxSteps ? steps : Array(steps.prefix(maxSteps - 1)) + steps.suffix(1)
     }
 
     /// Metres and seconds of a route as the reply gives them: to the tenth (the engine sums

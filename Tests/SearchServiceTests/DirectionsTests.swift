@@ -4,6 +4,7 @@ import Foundation
 import Geo
 @testable import SearchService
 import ContentImport
+import Routing
 import Testing
 import TestSupport
 
@@ -240,4 +241,24 @@ private func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> Serv
     } catch {
         return error as? ServiceError
     }
+}
+
+/// A route of more turns than a reply keeps steps for: the first 1,999 and the arrival.
+@Test func aRouteOfThousandsOfTurnsKeepsItsFirstStepsAndItsArrival() throws {
+    // A staircase of 2,400 blocks 100 m long, east then north in turn, each a street of its own name.
+    var nodes: [OSMStreetNode] = []
+    var ways: [OSMStreetWay] = []
+    var (lat, lon) = (60.0, 25.0)
+    for i in 0...2_400 {
+        nodes.append(OSMStreetNode(id: Int64(i + 1), lat: lat, lon: lon))
+        if i > 0 { ways.append(OSMStreetWay(id: Int64(i), tags: ["highway": "residential", "name": "Step \(i)"], nodes: [Int32(i - 1), Int32(i)])) }
+        if i % 2 == 0 { lon += 0.0018 } else { lat += 0.0009 }
+    }
+    let engine = RouteEngine(streets: OSMStreets(nodes: nodes, ways: ways, restrictions: []), profile: .foot)
+    let last = try #require(nodes.last)
+    let route = try engine.route(from: Coordinate(uncheckedLatitude: 60, longitude: 25), to: Coordinate(uncheckedLatitude: last.lat, longitude: last.lon))
+    let steps = RouteSteps.steps(route, texts: .english)
+    #expect(route.stretches.count == 2_400)
+    #expect(steps.count == RouteSteps.maxSteps && steps.first?.maneuver == "depart" && steps.last?.maneuver == "arrive")
+    #expect(steps[1].instruction == "Turn left onto Step 2" && steps[2].instruction == "Turn right onto Step 3", "\(steps.prefix(3).map(\.instruction))")
 }
