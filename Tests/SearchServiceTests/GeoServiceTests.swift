@@ -94,6 +94,26 @@ import Testing
         #expect(try waitFor(f, "Bulevardi", count: 0), "the removed set is still found")
     }
 
+    /// A rebuild from the catalog's snapshot keeps the address sets it names and drops the others.
+    @Test func aRebuildKeepsTheSetsTheSnapshotHasAndDropsTheRest() throws {
+        let f = try SearchFixture()
+        try emit(f, AddressEvents.upserted, AddressBatch(setId: 1, addresses: [Self.houses[0]]), key: "s1")
+        #expect(try waitFor(f, "Bulevardi 16b", count: 1))
+        f.stopSearch()
+        try f.replaceCatalog()
+        var espoo = Self.houses[1]
+        espoo.id = 9
+        try emit(f, AddressEvents.upserted, AddressBatch(setId: 2, addresses: [espoo]), key: "s2")
+        try f.startSearch()
+        // Set 2 arrives with the rebuild; set 1, which the snapshot does not name, goes at its end.
+        var found: [String] = []
+        for _ in 0..<400 where found != ["node/2"] {
+            found = try hits(f, #"{"q":"Bulevardi 16b","limit":5}"#).compactMap { $0["osm"] as? String }
+            if found != ["node/2"] { usleep(50_000) }
+        }
+        #expect(found == ["node/2"], "after the rebuild: \(found)")
+    }
+
     @Test func textWithoutALetterOrDigitAndTooManyWordsAreRefusedByName() throws {
         let f = try SearchFixture()
         for q in ["!!! ,,, ...", "   ", "—"] {

@@ -15,11 +15,11 @@ final class SearchFixture {
     let scratch = TemporaryFolder("searchalone")
     var folder: String { scratch.path }
     let context: ZMQContext
-    let catalog: ServiceRuntime<WorkerState>
+    var catalog: ServiceRuntime<WorkerState>
     let social: ServiceRuntime<WorkerState>
     var favorites: ServiceRuntime<WorkerState>
     var search: ServiceRuntime<SearchStore>?
-    let catalogClient: RPCClient
+    var catalogClient: RPCClient
     let socialClient: RPCClient
     var favoritesClient: RPCClient
     var searchClient: RPCClient?
@@ -59,6 +59,18 @@ final class SearchFixture {
         favorites.stop()
         favoritesHistories += 1
         (favorites, favoritesClient) = try SearchFixture.startFavorites(in: folder + "/favorites-\(favoritesHistories)", context: context)
+    }
+
+    /// Replaces the fake catalog (search stopped meanwhile) with one whose database is new, as a
+    /// restore would: its history is another, and search rebuilds from its snapshot.
+    func replaceCatalog() throws {
+        catalogClient.close()
+        catalog.stop()
+        var c = ServiceConfig(service: "catalog")
+        c.dataDirectory = folder + "/catalog-new"
+        c.heartbeatMilliseconds = 50
+        catalog = try ServiceRuntime(definition: fakePublisher(name: "catalog"), config: c, context: context, logger: quiet)
+        catalogClient = try RPCClient(context: context, endpoints: catalog.endpoints.rpc, logger: quiet)
     }
 
     func startSearch() throws {
