@@ -2,7 +2,7 @@
 # (the one exception to the real-data rule: no larger real extract installs here). Copies of
 # the Helsinki extract (deploy/local/helsinki-osm) laid out in a grid of COLS x ROWS tiles a
 # little apart, each copy's elements numbered anew (densely, as Routino keeps ids in 32 bits),
-# its addresses given a city and a
+# its addresses given a city (a real Finnish town's name) and a
 # postcode of their own, and neighbouring tiles joined by arterials (highway=primary, two-way)
 # between the nodes of two-way streets that cars may use nearest their shared edge, ARTERIALS
 # per edge. The layout and the
@@ -11,6 +11,13 @@
 #   region.py HELSINKI.osm OUT.osm [cols] [rows] [arterials]     (defaults: 7 6 3)
 import sys
 import xml.etree.ElementTree as ET
+
+# The cities of the copies after the first (Helsinki's own): real Finnish towns, so a copy's
+# addresses are told apart by a city's name as real ones are (a number would read as a house's).
+TOWNS = ["Espoo", "Vantaa", "Tampere", "Turku", "Oulu", "Jyväskylä", "Lahti", "Kuopio", "Pori", "Kouvola", "Joensuu",
+         "Lappeenranta", "Hämeenlinna", "Vaasa", "Seinäjoki", "Rovaniemi", "Mikkeli", "Kotka", "Salo", "Porvoo", "Kokkola",
+         "Hyvinkää", "Lohja", "Järvenpää", "Rauma", "Kajaani", "Kerava", "Savonlinna", "Nokia", "Kangasala", "Ylöjärvi",
+         "Riihimäki", "Vihti", "Raahe", "Kirkkonummi", "Imatra", "Sastamala", "Tornio", "Kemi", "Iisalmi", "Varkaus"]
 from xml.sax.saxutils import quoteattr
 
 
@@ -77,7 +84,7 @@ def main(argv):
             for t in e.findall("tag"):
                 k, v = t.get("k"), t.get("v")
                 if copy and k == "addr:city":
-                    v = "%s %d" % (v, copy + 1)
+                    v = TOWNS[(copy - 1) % len(TOWNS)]
                 elif copy and k == "addr:postcode" and v.isdigit():
                     v = "%05d" % ((int(v) + copy * 1000) % 100000)
                 out.append('    <tag k=%s v=%s/>\n' % (quoteattr(k), quoteattr(v)))

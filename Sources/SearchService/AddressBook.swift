@@ -29,9 +29,18 @@ public final class AddressBook: Sendable {
             domain: "addresses", version: 1,
             sql: """
                 CREATE TABLE geo_addresses (
-                    id     INTEGER PRIMARY KEY,
-                    set_id INTEGER NOT NULL,
-                    body   TEXT NOT NULL
+                    id          INTEGER PRIMARY KEY,
+                    set_id      INTEGER NOT NULL,
+                    kind        TEXT NOT NULL,
+                    osm         TEXT,
+                    housenumber TEXT,
+                    street      TEXT,
+                    postcode    TEXT,
+                    area        TEXT,
+                    city        TEXT,
+                    names       TEXT,
+                    lat         REAL NOT NULL,
+                    lon         REAL NOT NULL
                 );
                 CREATE INDEX geo_addresses_by_set ON geo_addresses(set_id);
                 """)
@@ -47,10 +56,14 @@ public final class AddressBook: Sendable {
 
     func apply(_ batch: AddressBatch, _ scope: EventScope) throws {
         try scope.named(Self.mergeKey(set: batch.setId))
-        for address in batch.addresses {
+        for a in batch.addresses {
+            let names = try a.names.map { String(decoding: try JSONCoding.encoder.encode($0), as: UTF8.self) }
             try scope.db.run(
-                "INSERT OR REPLACE INTO geo_addresses (id, set_id, body) VALUES (?, ?, ?)", address.id, batch.setId,
-                String(decoding: try JSONCoding.encoder.encode(address), as: UTF8.self))
+                """
+                INSERT OR REPLACE INTO geo_addresses (id, set_id, kind, osm, housenumber, street, postcode, area, city, names, lat, lon)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                a.id, batch.setId, a.kind.rawValue, a.osm, a.housenumber, a.street, a.postcode, a.area, a.city, names, a.lat, a.lon)
         }
         applied.store(true, ordering: .relaxed)
     }
@@ -83,8 +96,13 @@ public final class AddressBook: Sendable {
         let clock = ContinuousClock()
         let started = clock.now
         var entries: [Address] = []
-        for row in try db.query("SELECT body FROM geo_addresses ORDER BY id") {
-            entries.append(try JSONCoding.decoder.decode(Address.self, from: Data(try row.decode("body", as: String.self).utf8)))
+        for row in try db.query("SELECT id, kind, osm, housenumber, street, postcode, area, city, names, lat, lon FROM geo_addresses ORDER BY id") {
+            let names = try row.decode("names", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
+            entries.append(
+                Address(
+                    id: try row.decode("id"), kind: Address.Kind(rawValue: try row.decode("kind")) ?? .house, osm: try row.decode("osm"),
+                    housenumber: try row.decode("housenumber"), street: try row.decode("street"), postcode: try row.decode("postcode"),
+                    area: try row.decode("area"), city: try row.decode("city"), names: names, lat: try row.decode("lat"), lon: try row.decode("lon")))
         }
         let index = GeoIndex(entries)
         built.withLock { $0 = (index, fingerprint) }

@@ -29,6 +29,8 @@ struct GeoIndex: Sendable {
     struct Words: Sendable {
         var primary: [Int32]
         var other: [Int32]
+        /// Distinct words among `primary`.
+        var distinctPrimary = 0
     }
 
     let entries: [Address]
@@ -62,6 +64,14 @@ struct GeoIndex: Sendable {
             texts.append(word)
             return next
         }
+        // Street, city and area names repeat across entries: each text is split once.
+        var splitTexts: [String: [String]] = [:]
+        func split(_ text: String) -> [String] {
+            if let known = splitTexts[text] { return known }
+            let words = SearchIndex.words(text)
+            splitTexts[text] = words
+            return words
+        }
         var unsorted: [Words] = []
         var localNames: [String: [String: String]] = [:]
         for entry in entries {
@@ -85,14 +95,14 @@ struct GeoIndex: Sendable {
                 localNames[local, default: [:]].merge(names) { kept, _ in kept }
                 other += names.values.sorted()
             }
-            let primaryWords = primary.flatMap(SearchIndex.words)
-            let otherWords = other.compactMap { $0 }.flatMap(SearchIndex.words)
+            let primaryWords = primary.flatMap(split)
+            let otherWords = other.compactMap { $0 }.flatMap(split)
             unsorted.append(Words(primary: primaryWords.map(id), other: otherWords.map(id)))
         }
         // Houses are also found by their street's other names (`Mannerheimvägen 13`).
         for (index, entry) in entries.enumerated() where entry.kind == .house {
             guard let street = entry.street, let names = localNames[street] else { continue }
-            unsorted[index].other += names.values.sorted().flatMap(SearchIndex.words).map(id)
+            unsorted[index].other += names.values.sorted().flatMap(split).map(id)
         }
         // Ids in sorted order, so a prefix is a range.
         let order = texts.indices.sorted { texts[$0] < texts[$1] }
@@ -101,7 +111,8 @@ struct GeoIndex: Sendable {
         vocabulary = order.map { texts[$0] }
         var postings = [[Int32]](repeating: [], count: texts.count)
         words = unsorted.enumerated().map { index, words in
-            let mapped = Words(primary: words.primary.map { rank[Int($0)] }, other: words.other.map { rank[Int($0)] })
+            var mapped = Words(primary: words.primary.map { rank[Int($0)] }, other: words.other.map { rank[Int($0)] })
+            mapped.distinctPrimary = Set(mapped.primary).count
             for word in Set(mapped.primary + mapped.other) { postings[Int(word)].append(Int32(index)) }
             return mapped
         }
@@ -159,20 +170,31 @@ struct GeoIndex: Sendable {
         let matches = queryWords.enumerated().map { index, word in
             self.matches(word, prefix: unfinished && index == queryWords.count - 1)
         }
-        // Candidates: the entries of the word with the fewest.
-        let sizes = matches.map { $0.keys.reduce(0) { $0 + postings[Int($1)].count } }
-        guard let rarest = sizes.indices.min(by: { sizes[$0] < sizes[$1] }), sizes[rarest] > 0 else { return [] }
-        var candidates = Set<Int32>()
-        for word in matches[rarest].keys {
-            candidates.formUnion(postings[Int(word)])
-            if candidates.count >= Self.maxCandidates { break }
+        // Candidates: the entries every word matches (typos counted below), as bit sets, the
+        // word with the fewest first, so that the later ones only narrow it.
+        let order = matches.indices.sorted { cost(matches[$0]) < cost(matches[$1]) }
+        var survivors: [UInt64]?
+        for index in order {
+            var bits = [UInt64](repeating: 0, count: (entries.count + 63) / 64)
+            for word in matches[index].keys {
+                for entry in postings[Int(word)] { bits[Int(entry) >> 6] |= 1 << (UInt64(entry) & 63) }
+            }
+            if let held = survivors {
+                for i in bits.indices { bits[i] &= held[i] }
+            }
+            survivors = bits
+            if bits.allSatisfy({ $0 == 0 }) { return [] }
         }
         var ranked: [(index: Int32, score: Double, distance: Double?)] = []
-        for index in candidates {
-            guard let score = self.score(Int(index), matches) else { continue }
-            let entry = entries[Int(index)]
-            let distance = near.map { $0.distance(to: Coordinate(uncheckedLatitude: entry.lat, longitude: entry.lon)) }
-            ranked.append((index, score, distance))
+        for (block, var bits) in (survivors ?? []).enumerated() where bits != 0 {
+            while bits != 0, ranked.count < Self.maxCandidates {
+                let index = block << 6 + bits.trailingZeroBitCount
+                bits &= bits - 1
+                guard let score = self.score(index, matches) else { continue }
+                let entry = entries[index]
+                let distance = near.map { $0.distance(to: Coordinate(uncheckedLatitude: entry.lat, longitude: entry.lon)) }
+                ranked.append((Int32(index), score, distance))
+            }
         }
         ranked.sort { a, b in
             if a.score != b.score { return a.score > b.score }
@@ -181,6 +203,9 @@ struct GeoIndex: Sendable {
         }
         return ranked.prefix(limit).map { (entries[Int($0.index)], $0.distance) }
     }
+
+    /// The entries a query word's matches stand for, counted with repeats.
+    private func cost(_ matches: [Int32: Match]) -> Int { matches.keys.reduce(0) { $0 + postings[Int($1)].count } }
 
     /// The vocabulary's words a query word matches, and how well.
     func matches(_ word: String, prefix: Bool) -> [Int32: Match] {
@@ -220,22 +245,28 @@ struct GeoIndex: Sendable {
         let words = self.words[index]
         var total = 0.0
         var typos = 0
-        var covered = Set<Int32>()
+        // The distinct primary words matched: few, so a small array.
+        var covered: [Int32] = []
         for match in matches {
             var best: (word: Int32, match: Match, primary: Bool)?
-            for (word, primary) in words.primary.map({ ($0, true) }) + words.other.map({ ($0, false) }) {
+            for word in words.primary {
                 guard let found = match[word] else { continue }
-                if let held = best, found.weight < held.match.weight || (found.weight == held.match.weight && (!primary || held.primary)) { continue }
-                best = (word, found, primary)
+                if let held = best, found.weight <= held.match.weight { continue }
+                best = (word, found, true)
+            }
+            for word in words.other {
+                guard let found = match[word] else { continue }
+                // A primary word of the same weight is the better match.
+                if let held = best, found.weight <= held.match.weight { continue }
+                best = (word, found, false)
             }
             guard let best else { return nil }
             total += best.match.weight
             if best.match.typo { typos += 1 }
-            if best.primary { covered.insert(best.word) }
+            if best.primary, !covered.contains(best.word) { covered.append(best.word) }
         }
         guard typos <= 1 else { return nil }
-        let primary = Set(words.primary)
-        return total + (primary.isEmpty ? 0 : 0.5 * Double(covered.count) / Double(primary.count))
+        return total + (words.distinctPrimary == 0 ? 0 : 0.5 * Double(covered.count) / Double(words.distinctPrimary))
     }
 
     // MARK: Reverse
