@@ -5,7 +5,6 @@
 # ZRANGEBYLEX prefix lookup of a sorted set of every address's text, the same way.
 #
 #   geo_client.py GATEWAY_PORT PROXY_PORT CATALOG.sqlite QUERIES
-import json
 import random
 import socket
 import sqlite3
@@ -13,20 +12,7 @@ import sys
 import time
 import unicodedata
 
-
-class Line:
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.file = self.sock.makefile("rb")
-        self.next = 0
-
-    def call(self, method, params):
-        self.next += 1
-        self.sock.sendall((json.dumps({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params}) + "\n").encode())
-        reply = json.loads(self.file.readline())
-        if "error" in reply:
-            raise RuntimeError("%s: %s" % (method, reply["error"]))
-        return reply["result"]
+from routes_client import Line  # one JSON-RPC line at a time on one connection
 
 
 class RESP:

@@ -228,13 +228,13 @@ import TestSupport
 }
 
 /// A search request's reply as JSON, over the fixture's client.
-private func call(_ f: SearchFixture, _ type: String, _ json: String) throws -> [String: Any] {
+func call(_ f: SearchFixture, _ type: String, _ json: String) throws -> [String: Any] {
     let reply = try #require(f.searchClient).request(type: type, body: Data(json.utf8))
     return try #require(try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any])
 }
 
 /// The error a search request is refused with, nil when it is answered.
-private func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError? {
+func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError? {
     do {
         _ = try call(f, type, json)
         return nil

@@ -23,11 +23,6 @@ import Testing
         _ = try f.catalogClient.call("fake.emit", FakeEmit(type: type, key: key, body: json), as: Int64.self)
     }
 
-    private func call(_ f: SearchFixture, _ type: String, _ json: String) throws -> [String: Any] {
-        let reply = try #require(f.searchClient).request(type: type, body: Data(json.utf8))
-        return try #require(try JSONSerialization.jsonObject(with: reply.bodyJSON) as? [String: Any])
-    }
-
     private func hits(_ f: SearchFixture, _ json: String) throws -> [[String: Any]] {
         try call(f, Methods.Geo.search.name, json)["hits"] as? [[String: Any]] ?? []
     }
@@ -39,15 +34,6 @@ import Testing
             usleep(50_000)
         }
         return false
-    }
-
-    private func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError? {
-        do {
-            _ = try call(f, type, json)
-            return nil
-        } catch {
-            return error as? ServiceError
-        }
     }
 
     @Test func addressesArriveAsEventsAndAreFoundByTextAndByPoint() throws {
