@@ -27,10 +27,9 @@ struct GeoIndex: Sendable {
     /// number, a street's or area's name, a postcode), then the others (city, area, postcode,
     /// other languages' names).
     struct Words: Sendable {
+        /// Distinct, at most 64.
         var primary: [Int32]
         var other: [Int32]
-        /// Distinct words among `primary`.
-        var distinctPrimary = 0
     }
 
     let entries: [Address]
@@ -111,8 +110,10 @@ struct GeoIndex: Sendable {
         vocabulary = order.map { texts[$0] }
         var postings = [[Int32]](repeating: [], count: texts.count)
         words = unsorted.enumerated().map { index, words in
-            var mapped = Words(primary: words.primary.map { rank[Int($0)] }, other: words.other.map { rank[Int($0)] })
-            mapped.distinctPrimary = Set(mapped.primary).count
+            // Each primary word once, 64 at most (a bit each while scoring).
+            var primary: [Int32] = []
+            for word in words.primary.map({ rank[Int($0)] }) where !primary.contains(word) && primary.count < 64 { primary.append(word) }
+            let mapped = Words(primary: primary, other: words.other.map { rank[Int($0)] })
             for word in Set(mapped.primary + mapped.other) { postings[Int(word)].append(Int32(index)) }
             return mapped
         }
@@ -146,10 +147,21 @@ struct GeoIndex: Sendable {
 
     // MARK: Search
 
-    /// How a query word matched a word of the vocabulary.
-    struct Match {
-        var weight: Double
-        var typo: Bool
+    /// How the vocabulary's words matched one query word: per word a code, 0 when it did not,
+    /// else `typo` < `unfinished` < `whole` (so a higher code is a better match); and the words
+    /// that matched. A dense table: a lookup while scoring is one load.
+    struct WordMatches {
+        static let (none, typo, unfinished, whole): (UInt8, UInt8, UInt8, UInt8) = (0, 1, 2, 3)
+        static let weights: [Double] = [0, 0.6, 0.9, 1]
+
+        var codes: [UInt8]
+        var words: [Int32] = []
+
+        mutating func note(_ word: Int, _ code: UInt8) {
+            guard codes[word] == Self.none else { return }
+            codes[word] = code
+            words.append(Int32(word))
+        }
     }
 
     /// The folded words of a query's text; `invalid_argument` on `q` when it has none, or too many.
@@ -176,7 +188,7 @@ struct GeoIndex: Sendable {
         var survivors: [UInt64]?
         for index in order {
             var bits = [UInt64](repeating: 0, count: (entries.count + 63) / 64)
-            for word in matches[index].keys {
+            for word in matches[index].words {
                 for entry in postings[Int(word)] { bits[Int(entry) >> 6] |= 1 << (UInt64(entry) & 63) }
             }
             if let held = survivors {
@@ -185,45 +197,52 @@ struct GeoIndex: Sendable {
             survivors = bits
             if bits.allSatisfy({ $0 == 0 }) { return [] }
         }
-        var ranked: [(index: Int32, score: Double, distance: Double?)] = []
-        for (block, var bits) in (survivors ?? []).enumerated() where bits != 0 {
-            while bits != 0, ranked.count < Self.maxCandidates {
-                let index = block << 6 + bits.trailingZeroBitCount
-                bits &= bits - 1
-                guard let score = self.score(index, matches) else { continue }
-                let entry = entries[index]
-                let distance = near.map { $0.distance(to: Coordinate(uncheckedLatitude: entry.lat, longitude: entry.lon)) }
-                ranked.append((Int32(index), score, distance))
-            }
-        }
-        ranked.sort { a, b in
+        // The best `limit`, kept in order as the candidates are scored (limit is small).
+        var best: [(index: Int32, score: Double, distance: Double?)] = []
+        func before(_ a: (index: Int32, score: Double, distance: Double?), _ b: (index: Int32, score: Double, distance: Double?)) -> Bool {
             if a.score != b.score { return a.score > b.score }
             if let x = a.distance, let y = b.distance, x != y { return x < y }
             return entries[Int(a.index)].id < entries[Int(b.index)].id
         }
-        return ranked.prefix(limit).map { (entries[Int($0.index)], $0.distance) }
+        var scored = 0
+        for (block, var bits) in (survivors ?? []).enumerated() where bits != 0 {
+            while bits != 0, scored < Self.maxCandidates {
+                let index = block << 6 + bits.trailingZeroBitCount
+                bits &= bits - 1
+                scored += 1
+                guard let score = self.score(index, matches) else { continue }
+                let entry = entries[index]
+                let distance = near.map { $0.distance(to: Coordinate(uncheckedLatitude: entry.lat, longitude: entry.lon)) }
+                let candidate = (index: Int32(index), score: score, distance: distance)
+                if best.count == limit, let last = best.last, !before(candidate, last) { continue }
+                let at = best.firstIndex { before(candidate, $0) } ?? best.count
+                best.insert(candidate, at: at)
+                if best.count > limit { best.removeLast() }
+            }
+        }
+        return best.map { (entries[Int($0.index)], $0.distance) }
     }
 
     /// The entries a query word's matches stand for, counted with repeats.
-    private func cost(_ matches: [Int32: Match]) -> Int { matches.keys.reduce(0) { $0 + postings[Int($1)].count } }
+    private func cost(_ matches: WordMatches) -> Int { matches.words.reduce(0) { $0 + postings[Int($1)].count } }
 
     /// The vocabulary's words a query word matches, and how well.
-    func matches(_ word: String, prefix: Bool) -> [Int32: Match] {
-        var found: [Int32: Match] = [:]
+    func matches(_ word: String, prefix: Bool) -> WordMatches {
+        var found = WordMatches(codes: [UInt8](repeating: WordMatches.none, count: vocabulary.count))
         let start = lowerBound(word)
-        if start < vocabulary.count, vocabulary[start] == word { found[Int32(start)] = Match(weight: 1, typo: false) }
+        if start < vocabulary.count, vocabulary[start] == word { found.note(start, WordMatches.whole) }
         if prefix {
             var index = start
             while index < vocabulary.count, index - start < Self.maxPrefixWords, vocabulary[index].hasPrefix(word) {
-                if found[Int32(index)] == nil { found[Int32(index)] = Match(weight: 0.9, typo: false) }
+                found.note(index, WordMatches.unfinished)
                 index += 1
             }
         }
         if Self.typoAllowed(word) {
             let letters = Array(word)
             for variant in Self.deletionVariants(word).union([word]) {
-                for id in deletions[variant] ?? [] where found[id] == nil {
-                    if TextQueries.editDistance(Array(vocabulary[Int(id)]), letters, limit: 1) <= 1 { found[id] = Match(weight: 0.6, typo: true) }
+                for id in deletions[variant] ?? [] where found.codes[Int(id)] == WordMatches.none {
+                    if TextQueries.editDistance(Array(vocabulary[Int(id)]), letters, limit: 1) <= 1 { found.note(Int(id), WordMatches.typo) }
                 }
             }
         }
@@ -241,32 +260,28 @@ struct GeoIndex: Sendable {
 
     /// An entry's score when every query word matches one of its words with one typo at most in
     /// all: the words' weights, and more the more of what it is (`Words.primary`) they cover.
-    private func score(_ index: Int, _ matches: [[Int32: Match]]) -> Double? {
+    private func score(_ index: Int, _ matches: [WordMatches]) -> Double? {
         let words = self.words[index]
         var total = 0.0
         var typos = 0
-        // The distinct primary words matched: few, so a small array.
-        var covered: [Int32] = []
+        // The primary words matched, a bit each by position.
+        var covered: UInt64 = 0
         for match in matches {
-            var best: (word: Int32, match: Match, primary: Bool)?
-            for word in words.primary {
-                guard let found = match[word] else { continue }
-                if let held = best, found.weight <= held.match.weight { continue }
-                best = (word, found, true)
+            var (code, position) = (WordMatches.none, -1)
+            for (at, candidate) in words.primary.enumerated() where match.codes[Int(candidate)] > code {
+                (code, position) = (match.codes[Int(candidate)], at)
             }
-            for word in words.other {
-                guard let found = match[word] else { continue }
-                // A primary word of the same weight is the better match.
-                if let held = best, found.weight <= held.match.weight { continue }
-                best = (word, found, false)
+            // A primary word of the same code is the better match.
+            for candidate in words.other where match.codes[Int(candidate)] > code {
+                (code, position) = (match.codes[Int(candidate)], -1)
             }
-            guard let best else { return nil }
-            total += best.match.weight
-            if best.match.typo { typos += 1 }
-            if best.primary, !covered.contains(best.word) { covered.append(best.word) }
+            guard code != WordMatches.none else { return nil }
+            total += WordMatches.weights[Int(code)]
+            if code == WordMatches.typo { typos += 1 }
+            if position >= 0 { covered |= 1 << UInt64(position) }
         }
         guard typos <= 1 else { return nil }
-        return total + (words.distinctPrimary == 0 ? 0 : 0.5 * Double(covered.count) / Double(words.distinctPrimary))
+        return total + (words.primary.isEmpty ? 0 : 0.5 * Double(covered.nonzeroBitCount) / Double(words.primary.count))
     }
 
     // MARK: Reverse
