@@ -148,7 +148,8 @@ struct AddressCollector {
         }
     }
 
-    /// Places what was collected; elements whose shape the data lacks are left out.
+    /// Places what was collected, areas first, then streets, postcodes and houses; elements
+    /// whose shape the data lacks are left out.
     mutating func finish() -> [OSMAddress] {
         table.prepareForLookups()
         sortWays()
@@ -221,7 +222,10 @@ struct AddressCollector {
                     kind: .street, osm: "way/\(street.id)", street: street.name, area: area(at: street.point), city: city(at: street.point),
                     names: street.names, lat: street.point.lat, lon: street.point.lon))
         }
-        return result
+        // Areas, streets, postcodes, then houses: the catalog numbers them in this order, and a
+        // geocoder that reads by id meets a name before the houses that bear it.
+        let rank: [OSMAddress.Kind: Int] = [.area: 0, .street: 1, .postcode: 2, .house: 3]
+        return result.enumerated().sorted { (rank[$0.element.kind] ?? 4, $0.offset) < (rank[$1.element.kind] ?? 4, $1.offset) }.map(\.element)
     }
 
     // MARK: Tags

@@ -156,11 +156,14 @@ struct GeoIndex: Sendable {
 
         var codes: [UInt8]
         var words: [Int32] = []
+        /// The best code of any word.
+        var best = Self.none
 
         mutating func note(_ word: Int, _ code: UInt8) {
             guard codes[word] == Self.none else { return }
             codes[word] = code
             words.append(Int32(word))
+            best = max(best, code)
         }
     }
 
@@ -204,9 +207,14 @@ struct GeoIndex: Sendable {
             if let x = a.distance, let y = b.distance, x != y { return x < y }
             return entries[Int(a.index)].id < entries[Int(b.index)].id
         }
+        // Without `near`, ties go by id, the order read: once `limit` hits have the best score
+        // any entry can have, none read later can come before them.
+        // (Summed in the order `score` sums, so the two are equal to the last bit.)
+        let ceiling = matches.reduce(0) { $0 + WordMatches.weights[Int($1.best)] } + 0.5
         var scored = 0
-        for (block, var bits) in (survivors ?? []).enumerated() where bits != 0 {
+        reading: for (block, var bits) in (survivors ?? []).enumerated() where bits != 0 {
             while bits != 0, scored < Self.maxCandidates {
+                if near == nil, best.count == limit, best.last?.score == ceiling { break reading }
                 let index = block << 6 + bits.trailingZeroBitCount
                 bits &= bits - 1
                 scored += 1

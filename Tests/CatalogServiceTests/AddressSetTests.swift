@@ -37,7 +37,10 @@ import Testing
         #expect(first.map { ($0.body["addresses"] as? [Any])?.count ?? 0 } == [500, 500, 201])
         let setId = try #require(first.first?.body["set_id"] as? Int)
         #expect(first.allSatisfy { $0.body["set_id"] as? Int == setId })
-        let house = try #require((first.first?.body["addresses"] as? [[String: Any]])?.first)
+        // Its postcode first (areas, streets and postcodes come before houses), then the houses.
+        let batch = try #require(first.first?.body["addresses"] as? [[String: Any]])
+        #expect(batch.first?["kind"] as? String == "postcode")
+        let house = try #require(batch.first { $0["kind"] as? String == "house" })
         #expect(house["kind"] as? String == "house" && house["street"] as? String == "Bulevardi" && house["housenumber"] as? String == "1")
         #expect(house["postcode"] as? String == "00120" && house["city"] as? String == "Helsinki" && house["osm"] as? String == "node/1")
 
