@@ -181,7 +181,8 @@ struct GeoIndex: Sendable {
         search(try Self.queryWords(text), unfinished: text.last.map { $0.isLetter || $0.isNumber } ?? false, near: near, limit: limit)
     }
 
-    func search(_ queryWords: [String], unfinished: Bool, near: Coordinate?, limit: Int) -> [(entry: Address, distance: Double?)] {
+    /// `stopEarly: false` reads every candidate (the tests check the early stop against it).
+    func search(_ queryWords: [String], unfinished: Bool, near: Coordinate?, limit: Int, stopEarly: Bool = true) -> [(entry: Address, distance: Double?)] {
         let matches = queryWords.enumerated().map { index, word in
             self.matches(word, prefix: unfinished && index == queryWords.count - 1)
         }
@@ -214,7 +215,7 @@ struct GeoIndex: Sendable {
         var scored = 0
         reading: for (block, var bits) in (survivors ?? []).enumerated() where bits != 0 {
             while bits != 0, scored < Self.maxCandidates {
-                if near == nil, best.count == limit, best.last?.score == ceiling { break reading }
+                if stopEarly, near == nil, best.count == limit, best.last?.score == ceiling { break reading }
                 let index = block << 6 + bits.trailingZeroBitCount
                 bits &= bits - 1
                 scored += 1

@@ -169,3 +169,28 @@ extension GeocoderChecks {
         #expect(RouteTexts.english["route.turn.\(modifier)"] != nil && RouteTexts.english["route.turn_onto.\(modifier)"] != nil)
     }
 }
+
+extension GeocoderChecks {
+    /// Stopping once the best hits have the best score any entry can have gives the hits that
+    /// reading every candidate gives: 300 random unfinished words and addresses of Helsinki.
+    @Test(.enabled(if: available, "deploy/local/helsinki-osm has not made .build/osm/helsinki.osm"))
+    func stoppingEarlyGivesTheHitsOfReadingEverything() throws {
+        let (index, addresses, _) = try #require(Self.loaded)
+        var rng = SystemRandomNumberGenerator()
+        var queries: [[String]] = []
+        for _ in 0..<300 {
+            let address = addresses.randomElement(using: &rng)!
+            let text = [address.street ?? address.area ?? address.postcode ?? "", address.housenumber ?? ""].joined(separator: " ")
+            let words = SearchIndex.words(text)
+            guard let first = words.first else { continue }
+            queries.append(Bool.random(using: &rng) ? [String(first.prefix(Int.random(in: 1...max(1, first.count), using: &rng)))] : words)
+        }
+        for words in queries {
+            for limit in [1, 5] {
+                let early = index.search(words, unfinished: true, near: nil, limit: limit).map(\.entry.id)
+                let everything = index.search(words, unfinished: true, near: nil, limit: limit, stopEarly: false).map(\.entry.id)
+                #expect(early == everything, "\(words) limit \(limit)")
+            }
+        }
+    }
+}
