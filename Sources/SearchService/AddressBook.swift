@@ -93,8 +93,7 @@ public final class AddressBook: Sendable {
         else { return }
         let fingerprint: [Int64] = [try row.decode("n"), try row.decode("top"), try row.decode("sets")]
         guard built.withLock({ $0?.fingerprint }) != fingerprint else { return }
-        let clock = ContinuousClock()
-        let started = clock.now
+        let started = monotonicNanos()
         var entries: [Address] = []
         for row in try db.query("SELECT id, kind, osm, housenumber, street, postcode, area, city, names, lat, lon FROM geo_addresses ORDER BY id") {
             let names = try row.decode("names", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
@@ -106,10 +105,7 @@ public final class AddressBook: Sendable {
         }
         let index = GeoIndex(entries)
         built.withLock { $0 = (index, fingerprint) }
-        let elapsed = clock.now - started
-        logger.info(
-            "addresses indexed",
-            ["entries": entries.count, "words": index.vocabulary.count, "ms": Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)])
+        logger.info("addresses indexed", ["entries": entries.count, "words": index.vocabulary.count, "ms": (monotonicNanos() - started) / 1_000_000])
     }
 
     // MARK: Queries

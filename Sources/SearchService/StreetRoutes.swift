@@ -120,8 +120,7 @@ public final class StreetRoutes: Sendable {
             built.withLock { $0 = nil }
             return
         }
-        let clock = ContinuousClock()
-        let started = clock.now
+        let started = monotonicNanos()
         var networks: [OSMStreets] = []
         for row in try db.query("SELECT id, bytes FROM street_sets ORDER BY id") {
             let data: Data = try row.decode("bytes")
@@ -143,7 +142,7 @@ public final class StreetRoutes: Sendable {
             "routes built",
             [
                 "networks": held.count, "nodes": streets.nodes.count, "ways": streets.ways.count,
-                "ms": Int((clock.now - started).components.seconds * 1000 + (clock.now - started).components.attoseconds / 1_000_000_000_000_000),
+                "ms": (monotonicNanos() - started) / 1_000_000,
             ])
     }
 
