@@ -7,7 +7,7 @@ import Storage
 
 // The addresses of OSM imports (Protocols/catalog.md, "Addresses"): an import that is not a
 // dry run keeps what its file holds of houses, streets, areas and postcodes as one set, which
-// replaces the sets whose bounds lie within its own, as street networks do. Each change goes
+// replaces the sets at least half of whose elements it has. Each change goes
 // out as events in the import's own transaction: `catalog.addresses.removed` for each set
 // replaced, then the new set's addresses in batches; `sys.snapshot` pages them after the tours.
 
@@ -59,21 +59,32 @@ enum AddressSets {
                 """)
     ]
 
-    /// Keeps an import's addresses, in the import's own transaction, with their events.
+    /// Keeps an import's addresses, in the import's own transaction, with their events. The new
+    /// set replaces each set at least half of whose elements (by OpenStreetMap id) it has: the
+    /// same extract again, a newer one, or a larger one around it; an import elsewhere, or of a
+    /// few elements that span the world, replaces nothing.
     static func write(_ planned: PlannedAddresses, importId: String, db: Database, worker: ServiceWorker) throws {
-        let b = planned.bounds
+        try db.run("CREATE TEMP TABLE IF NOT EXISTS incoming_osm (osm TEXT PRIMARY KEY)")
+        try db.run("DELETE FROM temp.incoming_osm")
+        for osm in Set(planned.addresses.compactMap(\.osm)) { try db.run("INSERT INTO temp.incoming_osm (osm) VALUES (?)", osm) }
         let replaced = try db.query(
-            "SELECT id FROM address_sets WHERE south >= ? AND north <= ? AND west >= ? AND east <= ? ORDER BY id", b.south, b.north, b.west, b.east
-        ).map { row throws -> Int64 in try row.decode("id") }
+            """
+            SELECT set_id FROM addresses WHERE osm IS NOT NULL GROUP BY set_id
+            HAVING 2 * sum(osm IN (SELECT osm FROM temp.incoming_osm)) >= count(*) ORDER BY set_id
+            """
+        ).map { row throws -> Int64 in try row.decode("set_id") }
+        try db.run("DELETE FROM temp.incoming_osm")
         for id in replaced {
             try db.run("DELETE FROM addresses WHERE set_id = ?", id)
             try db.run("DELETE FROM address_sets WHERE id = ?", id)
             try worker.emit(AddressEvents.removed, AddressSetRemoved(setId: id))
         }
+        let b = planned.bounds
         try db.run(
             "INSERT INTO address_sets (import_id, south, west, north, east, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             importId, b.south, b.west, b.north, b.east, Logger.timestamp())
         let setId = try db.scalarInt("SELECT last_insert_rowid()") ?? 0
+        let total = planned.addresses.count
         var batch: [Address] = []
         for address in planned.addresses {
             let names = address.names.isEmpty ? nil : String(decoding: try JSONCoding.encoder.encode(address.names), as: UTF8.self)
@@ -91,11 +102,11 @@ enum AddressSets {
                     street: address.street, postcode: address.postcode, area: address.area, city: address.city,
                     names: address.names.isEmpty ? nil : address.names, lat: address.lat, lon: address.lon))
             if batch.count == AddressBatch.maxAddresses {
-                try worker.emit(AddressEvents.upserted, AddressBatch(setId: setId, addresses: batch))
+                try worker.emit(AddressEvents.upserted, AddressBatch(setId: setId, total: total, addresses: batch))
                 batch = []
             }
         }
-        if !batch.isEmpty { try worker.emit(AddressEvents.upserted, AddressBatch(setId: setId, addresses: batch)) }
+        if !batch.isEmpty { try worker.emit(AddressEvents.upserted, AddressBatch(setId: setId, total: total, addresses: batch)) }
     }
 
     /// Address events of one snapshot page, at most: a page stays far below a reply's 4 MiB.
@@ -111,7 +122,8 @@ enum AddressSets {
             "SELECT id, set_id, kind, osm, housenumber, street, postcode, area, city, names, lat, lon FROM addresses WHERE id > ? ORDER BY id LIMIT ?",
             after, wanted)
         var events: [(type: String, body: Data)] = []
-        var batch = AddressBatch(setId: 0, addresses: [])
+        var batch = AddressBatch(setId: 0, total: 0, addresses: [])
+        var totals: [Int64: Int] = [:]
         func flush() throws {
             guard !batch.addresses.isEmpty else { return }
             events.append((AddressEvents.upserted, try JSONCoding.encoder.encode(batch)))
@@ -125,6 +137,8 @@ enum AddressSets {
                 try flush()
                 if events.count == limit { return (events, last) }
                 batch.setId = setId
+                if totals[setId] == nil { totals[setId] = try db.scalarInt("SELECT count(*) FROM addresses WHERE set_id = ?", setId).map(Int.init) ?? 0 }
+                batch.total = totals[setId] ?? 0
             }
             let names = try row.decode("names", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
             let id: Int64 = try row.decode("id")

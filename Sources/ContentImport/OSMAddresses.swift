@@ -62,6 +62,8 @@ struct AddressCollector {
     static let areaNodeReach = 2_000.0
     /// Pieces of a street of one name whose boxes lie closer than this, in degrees (about 200 m), are one street.
     static let streetPieceGap = 0.002
+    /// The most characters of a value read (OpenStreetMap's own limit); a longer one is none.
+    static let maxValueCharacters = 255
     /// The most characters of a postcode kept.
     static let maxPostcode = 16
     /// The most `name:xx` tags kept of a street or an area (the first by language code).
@@ -225,6 +227,8 @@ struct AddressCollector {
         // Areas, streets, postcodes, then houses: the catalog numbers them in this order, and a
         // geocoder that reads by id meets a name before the houses that bear it.
         let rank: [OSMAddress.Kind: Int] = [.area: 0, .street: 1, .postcode: 2, .house: 3]
+        // A point off the Earth (a ring that crosses itself far from the box it lies in) is none.
+        result.removeAll { !(-90...90).contains($0.lat) || !(-180...180).contains($0.lon) }
         return result.enumerated().sorted { (rank[$0.element.kind] ?? 4, $0.offset) < (rank[$1.element.kind] ?? 4, $1.offset) }.map(\.element)
     }
 
@@ -235,8 +239,9 @@ struct AddressCollector {
         value(tags, "addr:housenumber") != nil && (value(tags, "addr:street") ?? value(tags, "addr:place")) != nil
     }
 
+    /// A tag's value, trimmed; none when empty or longer than OpenStreetMap allows (255 characters).
     private static func value(_ tags: [String: String], _ key: String) -> String? {
-        guard let text = tags[key]?.trimmingSpaces, !text.isEmpty else { return nil }
+        guard let text = tags[key]?.trimmingSpaces, !text.isEmpty, text.count <= maxValueCharacters else { return nil }
         return text
     }
 
@@ -247,7 +252,7 @@ struct AddressCollector {
         for (key, value) in tags where key.hasPrefix("name:") {
             let language = key.dropFirst(5)
             let text = value.trimmingSpaces
-            if OSMCollector.isLanguageCode(language), !text.isEmpty { names[String(language)] = text }
+            if OSMCollector.isLanguageCode(language), !text.isEmpty, text.count <= maxValueCharacters { names[String(language)] = text }
         }
         guard names.count > maxNames else { return names }
         return Dictionary(uniqueKeysWithValues: names.sorted { $0.key < $1.key }.prefix(maxNames).map { ($0.key, $0.value) })
@@ -377,14 +382,14 @@ struct AddressCollector {
     }
 
     /// The area centroid of a closed ring, planar on longitude and latitude; the mean of its
-    /// points when it has no area.
+    /// points when it has no area, or when the centroid falls outside the ring's box (a ring
+    /// that crosses itself, whose lobes' areas cancel: the centroid of nearly nothing).
     private static func centroid(_ ring: [Point]) -> Point {
+        let distinct = ring.dropLast()
+        let n = Double(max(distinct.count, 1))
+        let mean = Point(lat: distinct.reduce(0) { $0 + $1.lat } / n, lon: distinct.reduce(0) { $0 + $1.lon } / n)
         let area = signedArea(ring)
-        guard let origin = ring.first, area.magnitude >= 1e-14 else {
-            let distinct = ring.dropLast()
-            let n = Double(max(distinct.count, 1))
-            return Point(lat: distinct.reduce(0) { $0 + $1.lat } / n, lon: distinct.reduce(0) { $0 + $1.lon } / n)
-        }
+        guard let origin = ring.first, area.magnitude >= 1e-14 else { return mean }
         var (x, y) = (0.0, 0.0)
         for (a, b) in zip(ring, ring.dropFirst()) {
             let (ax, ay, bx, by) = (a.lon - origin.lon, a.lat - origin.lat, b.lon - origin.lon, b.lat - origin.lat)
@@ -392,7 +397,11 @@ struct AddressCollector {
             x += (ax + bx) * cross
             y += (ay + by) * cross
         }
-        return Point(lat: origin.lat + y / (6 * area), lon: origin.lon + x / (6 * area))
+        let centroid = Point(lat: origin.lat + y / (6 * area), lon: origin.lon + x / (6 * area))
+        let inBox =
+            centroid.lat >= (ring.map(\.lat).min() ?? 0) && centroid.lat <= (ring.map(\.lat).max() ?? 0)
+            && centroid.lon >= (ring.map(\.lon).min() ?? 0) && centroid.lon <= (ring.map(\.lon).max() ?? 0)
+        return inBox ? centroid : mean
     }
 
     /// The name of the first (smallest) polygon with a ring around `point`.
@@ -487,7 +496,11 @@ struct AddressCollector {
                 let first = members.min(by: { streetWays[$0].id < streetWays[$1].id })
             else { continue }
             var names: [String: String] = [:]
-            for member in members where names.count < Self.maxNames { names.merge(streetWays[member].names) { kept, _ in kept } }
+            for member in members {
+                for (language, name) in streetWays[member].names.sorted(by: { $0.key < $1.key }) where names.count < Self.maxNames && names[language] == nil {
+                    names[language] = name
+                }
+            }
             result.append((streetWays[first].id, streetWays[first].name, names, closest))
         }
         return result.sorted { $0.id < $1.id }

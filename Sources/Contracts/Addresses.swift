@@ -19,8 +19,8 @@ extension Methods.Geo {
 }
 
 /// The catalog's events about addresses. An OSM import keeps its addresses as one set, which
-/// replaces the sets whose bounds lie within its own: `removed` for each of those, then the new
-/// set's addresses in batches.
+/// replaces the sets at least half of whose elements it has: `removed` for each of those, then
+/// the new set's addresses in batches.
 public enum AddressEvents {
     /// Body: `AddressBatch`.
     public static let upserted = "catalog.addresses.upserted"
@@ -95,15 +95,18 @@ public struct AddressBatch: Codable, Sendable, Equatable {
     public static let maxAddresses = 500
 
     public var setId: Int64
+    /// The set's addresses in all: a copy holds the whole set once it has this many.
+    public var total: Int
     public var addresses: [Address]
 
     enum CodingKeys: String, CodingKey {
-        case addresses
+        case addresses, total
         case setId = "set_id"
     }
 
-    public init(setId: Int64, addresses: [Address]) {
+    public init(setId: Int64, total: Int, addresses: [Address]) {
         self.setId = setId
+        self.total = total
         self.addresses = addresses
     }
 }

@@ -43,6 +43,10 @@ public final class AddressBook: Sendable {
                     lon         REAL NOT NULL
                 );
                 CREATE INDEX geo_addresses_by_set ON geo_addresses(set_id);
+                CREATE TABLE geo_address_sets (
+                    set_id INTEGER PRIMARY KEY,
+                    total  INTEGER NOT NULL
+                );
                 """)
     ]
 
@@ -52,10 +56,11 @@ public final class AddressBook: Sendable {
     static func mergeKey(set: Int64) -> Int64 { Int64.min + set }
     static func isMergeKey(_ key: Int64) -> Bool { key < Int64.min / 2 }
     /// The merge keys of the sets held, as SQL (SQLite reads -9223372036854775808 as a real).
-    static let mergeKeys = "SELECT DISTINCT set_id + (-9223372036854775807 - 1) FROM geo_addresses"
+    static let mergeKeys = "SELECT set_id + (-9223372036854775807 - 1) FROM geo_address_sets"
 
     func apply(_ batch: AddressBatch, _ scope: EventScope) throws {
         try scope.named(Self.mergeKey(set: batch.setId))
+        try scope.db.run("INSERT OR REPLACE INTO geo_address_sets (set_id, total) VALUES (?, ?)", batch.setId, batch.total)
         for a in batch.addresses {
             let names = try a.names.map { String(decoding: try JSONCoding.encoder.encode($0), as: UTF8.self) }
             try scope.db.run(
@@ -70,6 +75,7 @@ public final class AddressBook: Sendable {
 
     func remove(set: Int64, _ db: Database) throws {
         try db.run("DELETE FROM geo_addresses WHERE set_id = ?", set)
+        try db.run("DELETE FROM geo_address_sets WHERE set_id = ?", set)
         applied.store(true, ordering: .relaxed)
     }
 
@@ -80,6 +86,9 @@ public final class AddressBook: Sendable {
 
     // MARK: Building
 
+    /// A point off the Earth is no address (the catalog sends none; a copy does not trust it).
+    static let onEarth = "WHERE lat BETWEEN -90 AND 90 AND lon BETWEEN -180 AND 180"
+
     func work() -> BackgroundWork {
         BackgroundWork(name: "addresses", signal: signal, idleMilliseconds: Self.idleMilliseconds) { [self] db, signal, context in
             try buildIfChanged(db, logger: context.logger)
@@ -87,15 +96,23 @@ public final class AddressBook: Sendable {
         }
     }
 
-    /// Builds the index anew when the table is not what it was built from.
+    /// Builds the index anew when the table is not what it was built from, and holds every set
+    /// whole: while a new set's batches are still coming (after those of the sets it replaced
+    /// went), the old index answers.
     func buildIfChanged(_ db: Database, logger: Logger) throws {
+        let partial = try db.scalarInt(
+            """
+            SELECT count(*) FROM geo_address_sets s
+            WHERE s.total > (SELECT count(*) FROM geo_addresses a WHERE a.set_id = s.set_id)
+            """) ?? 0
+        guard partial == 0 else { return }
         guard let row = try db.queryOne("SELECT count(*) AS n, coalesce(max(id), 0) AS top, coalesce(sum(set_id), 0) AS sets FROM geo_addresses")
         else { return }
         let fingerprint: [Int64] = [try row.decode("n"), try row.decode("top"), try row.decode("sets")]
         guard built.withLock({ $0?.fingerprint }) != fingerprint else { return }
         let started = monotonicNanos()
         var entries: [Address] = []
-        for row in try db.query("SELECT id, kind, osm, housenumber, street, postcode, area, city, names, lat, lon FROM geo_addresses ORDER BY id") {
+        for row in try db.query("SELECT id, kind, osm, housenumber, street, postcode, area, city, names, lat, lon FROM geo_addresses \(Self.onEarth) ORDER BY id") {
             let names = try row.decode("names", as: String?.self).map { try JSONCoding.decoder.decode([String: String].self, from: Data($0.utf8)) }
             entries.append(
                 Address(

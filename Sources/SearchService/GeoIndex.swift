@@ -7,21 +7,21 @@ import Geo
 // of the catalog's addresses and replaced whole when they change. `geo.search` matches folded
 // words: each query word must match a word of the entry exactly, as the start of one (the last
 // word, unless the text ends with a space), or, once per query, with one typo (words of
-// `minTypoLetters` or more). `geo.reverse` walks a grid of the houses outwards from the point.
+// `minTypoLetters` or more). `geo.reverse` searches a k-d tree of the houses, pruned by a
+// great-circle lower bound, so it is the brute-force nearest anywhere on the Earth.
 
 struct GeoIndex: Sendable {
     /// Query words, at most.
     static let maxWords = 12
-    /// The shortest word a typo is forgiven in.
+    /// The shortest and the longest word a typo is forgiven in.
     static let minTypoLetters = 5
+    static let maxTypoLetters = 32
     /// Words an unfinished last word may stand for, at most (the first in sorted order).
     static let maxPrefixWords = 200
     /// Entries ranked for one query, at most: a one-letter query stops there.
     static let maxCandidates = 20_000
     /// How far `geo.reverse` looks, in metres.
     static let reverseReach = 50_000.0
-    /// The grid's cell, in degrees.
-    static let cellDegrees = 0.01
 
     /// An entry's words as indexes into `vocabulary`: those of what it is (a house's street and
     /// number, a street's or area's name, a postcode), then the others (city, area, postcode,
@@ -40,17 +40,10 @@ struct GeoIndex: Sendable {
     let postings: [[Int32]]
     /// Each word of `minTypoLetters` or more, and each of its one-letter deletions, to the words.
     let deletions: [String: [Int32]]
-    /// Houses by grid cell.
-    let grid: [Cell: [Int32]]
-    let rows: ClosedRange<Int32>
-    let columns: ClosedRange<Int32>
+    /// The houses, for `geo.reverse`.
+    let houses: HouseTree
     /// Streets' and areas' other names, by their local name.
     let localNames: [String: [String: String]]
-
-    struct Cell: Hashable, Sendable {
-        var row: Int32
-        var column: Int32
-    }
 
     init(_ entries: [Address]) {
         self.entries = entries
@@ -124,25 +117,17 @@ struct GeoIndex: Sendable {
             for variant in Self.deletionVariants(word) { deletions[variant, default: []].append(Int32(id)) }
         }
         self.deletions = deletions
-        var grid: [Cell: [Int32]] = [:]
-        for (index, entry) in entries.enumerated() where entry.kind == .house {
-            grid[Self.cell(lat: entry.lat, lon: entry.lon), default: []].append(Int32(index))
-        }
-        self.grid = grid
-        rows = (grid.keys.map(\.row).min() ?? 0)...(grid.keys.map(\.row).max() ?? 0)
-        columns = (grid.keys.map(\.column).min() ?? 0)...(grid.keys.map(\.column).max() ?? 0)
+        houses = HouseTree(entries.indices.filter { entries[$0].kind == .house }.map { (Int32($0), entries[$0].lat, entries[$0].lon) })
         self.localNames = localNames
     }
 
-    static func typoAllowed(_ word: String) -> Bool { word.count >= minTypoLetters && !word.allSatisfy(\.isNumber) }
+    /// Whether a word has typos forgiven: of `minTypoLetters` to `maxTypoLetters` letters, not all
+    /// digits (a word's deletions cost memory with the square of its length).
+    static func typoAllowed(_ word: String) -> Bool { (minTypoLetters...maxTypoLetters).contains(word.count) && !word.allSatisfy(\.isNumber) }
 
     static func deletionVariants(_ word: String) -> Set<String> {
         let letters = Array(word)
         return Set(letters.indices.map { skip in String(letters[..<skip] + letters[(skip + 1)...]) })
-    }
-
-    static func cell(lat: Double, lon: Double) -> Cell {
-        Cell(row: Int32((lat / cellDegrees).rounded(.down)), column: Int32((lon / cellDegrees).rounded(.down)))
     }
 
     // MARK: Search
@@ -295,51 +280,85 @@ struct GeoIndex: Sendable {
 
     // MARK: Reverse
 
-    /// The nearest house to `point` within `reverseReach`, and its distance.
+    /// The nearest house to `point` within `reverseReach`, and its distance; of two as near,
+    /// the one of lower id.
     func nearest(_ point: Coordinate) -> (entry: Address, distance: Double)? {
-        guard !grid.isEmpty else { return nil }
-        let center = Self.cell(lat: point.latitude, lon: point.longitude)
-        // A cell r rings out is at least (r - 1) cells away; a cell's narrowest side is its
-        // width at the highest latitude within reach.
-        let reachDegrees = Self.reverseReach / 111_195
-        let highest = min(89.9, abs(point.latitude) + reachDegrees + Self.cellDegrees)
-        let cellMetres = Self.cellDegrees * 111_195 * cos(highest * .pi / 180)
-        var best: (index: Int32, distance: Double)?
-        var ring: Int32 = 0
-        while true {
-            let bound = Double(max(ring - 1, 0)) * cellMetres
-            if bound > min(best?.distance ?? .infinity, Self.reverseReach) { break }
-            let rowRange = (center.row - ring)...(center.row + ring)
-            let columnRange = (center.column - ring)...(center.column + ring)
-            // Past the grid's every side, no ring has anything more.
-            if rowRange.lowerBound < rows.lowerBound && rowRange.upperBound > rows.upperBound && columnRange.lowerBound < columns.lowerBound
-                && columnRange.upperBound > columns.upperBound
-            {
-                break
-            }
-            func visit(_ row: Int32, _ column: Int32) {
-                for house in grid[Cell(row: row, column: column)] ?? [] {
-                    let entry = entries[Int(house)]
-                    let distance = point.distance(to: Coordinate(uncheckedLatitude: entry.lat, longitude: entry.lon))
-                    if let held = best, distance > held.distance || (distance == held.distance && entry.id > entries[Int(held.index)].id) { continue }
-                    best = (house, distance)
-                }
-            }
-            let (firstRow, lastRow) = (max(rowRange.lowerBound, rows.lowerBound), min(rowRange.upperBound, rows.upperBound))
-            let (firstColumn, lastColumn) = (max(columnRange.lowerBound, columns.lowerBound), min(columnRange.upperBound, columns.upperBound))
-            if firstRow <= lastRow, firstColumn <= lastColumn {
-                for row in firstRow...lastRow {
-                    if row == rowRange.lowerBound || row == rowRange.upperBound {
-                        for column in firstColumn...lastColumn { visit(row, column) }
-                    } else {
-                        // Between the ring's top and bottom rows, only its two sides are new.
-                        for column in Set([columnRange.lowerBound, columnRange.upperBound]) where columns.contains(column) { visit(row, column) }
-                    }
-                }
-            }
-            ring += 1
+        guard let found = houses.nearest(point, within: Self.reverseReach, tieBreak: { entries[Int($0)].id < entries[Int($1)].id }) else {
+            return nil
         }
-        guard let best, best.distance <= Self.reverseReach else { return nil }
-        return (entries[Int(best.index)], best.distance)
+        return (entries[Int(found.index)], found.distance)
+    }
+}
+
+/// Points in a k-d tree: each node halves its points at the median of its box's wider side, down
+/// to leaves of `leafSize`; a search visits the nearer half first and leaves a node whose box's
+/// great-circle lower bound (`Coordinate.distanceLowerBound`) is past the best found.
+struct HouseTree: Sendable {
+    static let leafSize = 16
+
+    struct Node: Sendable {
+        var south: Double, north: Double, west: Double, east: Double
+        /// The node's points: `points[range]`.
+        var start: Int32, end: Int32
+        /// Children's indexes in `nodes`, -1 for a leaf.
+        var left: Int32, right: Int32
+    }
+
+    private(set) var points: [(index: Int32, lat: Double, lon: Double)]
+    private(set) var nodes: [Node] = []
+
+    init(_ points: [(index: Int32, lat: Double, lon: Double)]) {
+        self.points = points
+        if !points.isEmpty { _ = build(0, points.count) }
+    }
+
+    private mutating func build(_ start: Int, _ end: Int) -> Int32 {
+        let slice = points[start..<end]
+        let (south, north) = (slice.map(\.lat).min() ?? 0, slice.map(\.lat).max() ?? 0)
+        let (west, east) = (slice.map(\.lon).min() ?? 0, slice.map(\.lon).max() ?? 0)
+        let at = nodes.count
+        nodes.append(Node(south: south, north: north, west: west, east: east, start: Int32(start), end: Int32(end), left: -1, right: -1))
+        guard end - start > Self.leafSize else { return Int32(at) }
+        // The wider side, in metres on the ground (a degree of longitude shrinks with latitude).
+        let byLatitude = north - south >= (east - west) * cos((south + north) / 2 * .pi / 180)
+        points[start..<end].sort { byLatitude ? $0.lat < $1.lat : $0.lon < $1.lon }
+        let middle = (start + end) / 2
+        let left = build(start, middle)
+        let right = build(middle, end)
+        (nodes[at].left, nodes[at].right) = (left, right)
+        return Int32(at)
+    }
+
+    /// The nearest point within `reach` metres, and its distance; `tieBreak` orders points as near.
+    func nearest(_ point: Coordinate, within reach: Double, tieBreak: (Int32, Int32) -> Bool) -> (index: Int32, distance: Double)? {
+        guard !nodes.isEmpty else { return nil }
+        var best: (index: Int32, distance: Double)?
+        func bound(_ node: Node) -> Double { point.distanceLowerBound(south: node.south, north: node.north, west: node.west, east: node.east) }
+        // Depth first, nearer child first; every node is visited at most once, so this ends.
+        var stack: [(node: Int32, bound: Double)] = [(0, bound(nodes[0]))]
+        while let (at, lower) = stack.popLast() {
+            if lower > min(best?.distance ?? .infinity, reach) { continue }
+            let node = nodes[Int(at)]
+            if node.left < 0 {
+                for (index, lat, lon) in points[Int(node.start)..<Int(node.end)] {
+                    let distance = point.distance(to: Coordinate(uncheckedLatitude: lat, longitude: lon))
+                    if let held = best, distance > held.distance || (distance == held.distance && !tieBreak(index, held.index)) { continue }
+                    best = (index, distance)
+                }
+                continue
+            }
+            let (left, right) = (nodes[Int(node.left)], nodes[Int(node.right)])
+            let (leftBound, rightBound) = (bound(left), bound(right))
+            // The nearer is pushed last, so it is visited first.
+            if leftBound <= rightBound {
+                stack.append((node.right, rightBound))
+                stack.append((node.left, leftBound))
+            } else {
+                stack.append((node.left, leftBound))
+                stack.append((node.right, rightBound))
+            }
+        }
+        guard let best, best.distance <= reach else { return nil }
+        return best
     }
 }

@@ -21,7 +21,8 @@ final class RouteTexts: Sendable {
         "route.direction.southeast": "southeast", "route.direction.south": "south", "route.direction.southwest": "southwest",
         "route.direction.west": "west", "route.direction.northwest": "northwest",
     ]
-    /// How long a language's texts are kept, and how long after a failed ask English stands in.
+    /// How long a language's texts are kept, and how long after a failed ask English stands in
+    /// (for every language: the catalog is not asked meanwhile).
     static let keptNanos: UInt64 = 60_000_000_000
     static let retryNanos: UInt64 = 5_000_000_000
     /// How long an ask of the catalog may take.
@@ -49,12 +50,16 @@ final class RouteTexts: Sendable {
     }
 
     private let cache = Mutex<[String: (at: UInt64, texts: Texts)]>([:])
+    /// Until when the catalog is not asked at all, after an ask failed: a client sending a new
+    /// `lang` each time cannot make every request wait for a catalog that does not answer.
+    private let quietUntil = Atomic<UInt64>(0)
 
     /// The texts for `lang` (English's when none is asked), from the cache or the catalog.
     func texts(_ lang: LanguagePreference?, catalog: () throws -> RPCClient) -> Texts {
         let key = (lang?.chain ?? [LanguagePreference.fallback]).joined(separator: ",")
         let now = monotonicNanos()
         if let held = cache.withLock({ $0[key] }), now - held.at < Self.keptNanos { return held.texts }
+        guard now >= quietUntil.load(ordering: .relaxed) else { return .english }
         var texts = Texts.english
         var at = now
         do {
@@ -65,6 +70,7 @@ final class RouteTexts: Sendable {
         } catch {
             // English stands in, and the catalog is asked again soon rather than at every step.
             at = now > Self.keptNanos - Self.retryNanos ? now - (Self.keptNanos - Self.retryNanos) : 0
+            quietUntil.store(now + Self.retryNanos, ordering: .relaxed)
         }
         cache.withLock { cache in
             if cache.count >= Self.maxLanguages, cache[key] == nil, let oldest = cache.min(by: { $0.value.at < $1.value.at })?.key {

@@ -10,10 +10,10 @@ import Testing
 /// sets of the same area, and page them in the snapshot after the tours.
 @Suite struct AddressSetTests {
     /// `count` houses along a street near (lat, lon), as OSM XML.
-    static func extract(lat: Double, lon: Double, count: Int, street: String = "Bulevardi") -> String {
+    static func extract(lat: Double, lon: Double, count: Int, street: String = "Bulevardi", firstId: Int = 1) -> String {
         var xml = "<osm version=\"0.6\">"
         for i in 0..<count {
-            xml += "<node id=\"\(i + 1)\" lat=\"\(lat + Double(i) * 1e-5)\" lon=\"\(lon)\"><tag k=\"addr:street\" v=\"\(street)\"/>"
+            xml += "<node id=\"\(i + firstId)\" lat=\"\(lat + Double(i) * 1e-5)\" lon=\"\(lon)\"><tag k=\"addr:street\" v=\"\(street)\"/>"
             xml += "<tag k=\"addr:housenumber\" v=\"\(i + 1)\"/><tag k=\"addr:postcode\" v=\"00120\"/><tag k=\"addr:city\" v=\"Helsinki\"/></node>"
         }
         return xml + "</osm>"
@@ -35,6 +35,7 @@ import Testing
         #expect(try ImportTests.run(catalog, Self.extract(lat: 60.16, lon: 24.93, count: 1_200), format: "osm").state == "done")
         let first = try events(catalog, after: start).filter { $0.type == AddressEvents.upserted }
         #expect(first.map { ($0.body["addresses"] as? [Any])?.count ?? 0 } == [500, 500, 201])
+        #expect(first.allSatisfy { $0.body["total"] as? Int == 1_201 })
         let setId = try #require(first.first?.body["set_id"] as? Int)
         #expect(first.allSatisfy { $0.body["set_id"] as? Int == setId })
         // Its postcode first (areas, streets and postcodes come before houses), then the houses.
@@ -44,18 +45,27 @@ import Testing
         #expect(house["kind"] as? String == "house" && house["street"] as? String == "Bulevardi" && house["housenumber"] as? String == "1")
         #expect(house["postcode"] as? String == "00120" && house["city"] as? String == "Helsinki" && house["osm"] as? String == "node/1")
 
-        // Another city's stays; the same area again (reaching as far) replaces the first set:
-        // removed, then the new one.
-        #expect(try ImportTests.run(catalog, Self.extract(lat: 61.5, lon: 23.76, count: 2), format: "osm").state == "done")
+        // Another city's stays; the same houses again (half of them is enough) replace the first
+        // set: removed, then the new one.
+        #expect(try ImportTests.run(catalog, Self.extract(lat: 61.5, lon: 23.76, count: 2, firstId: 5_000), format: "osm").state == "done")
         let head = try ImportSliceTests.head(catalog)
-        #expect(try ImportTests.run(catalog, Self.extract(lat: 60.16, lon: 24.93, count: 1_200, street: "Bulevarden"), format: "osm").state == "done")
+        #expect(try ImportTests.run(catalog, Self.extract(lat: 60.16, lon: 24.93, count: 600, street: "Bulevarden"), format: "osm").state == "done")
         let again = try events(catalog, after: head).filter { $0.type.hasPrefix("catalog.addresses.") }
-        #expect(again.map { $0.type } == [AddressEvents.removed] + Array(repeating: AddressEvents.upserted, count: 3))
+        #expect(again.map { $0.type } == [AddressEvents.removed] + Array(repeating: AddressEvents.upserted, count: 2))
+        #expect(again.last?.body["total"] as? Int == 601)
         #expect(again.first?.body["set_id"] as? Int == setId)
         #expect((again.dropFirst().first?.body["addresses"] as? [[String: Any]])?.compactMap { $0["street"] as? String }.first == "Bulevarden")
         let db = try Database(path: catalog.config.resolvedDatabasePath)
         #expect(try db.scalarInt("SELECT count(*) FROM addresses WHERE set_id = ?", setId) == 0)
         #expect(try db.scalarInt("SELECT count(*) FROM address_sets") == 2)
+
+        // Two houses far apart, whose box spans the world, replace nothing: they are not the
+        // elements of any set.
+        let world = #"<osm version="0.6"><node id="9001" lat="-89.9" lon="-179.9"><tag k="addr:street" v="A"/><tag k="addr:housenumber" v="1"/></node><node id="9002" lat="89.9" lon="179.9"><tag k="addr:street" v="B"/><tag k="addr:housenumber" v="2"/></node></osm>"#
+        let beforeWorld = try ImportSliceTests.head(catalog)
+        #expect(try ImportTests.run(catalog, world, format: "osm").state == "done")
+        #expect(try events(catalog, after: beforeWorld).filter { $0.type == AddressEvents.removed }.isEmpty)
+        #expect(try db.scalarInt("SELECT count(*) FROM address_sets") == 3)
 
         // A dry run keeps none.
         let before = try ImportSliceTests.head(catalog)

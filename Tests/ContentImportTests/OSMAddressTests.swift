@@ -130,3 +130,33 @@ private let house = [("addr:street", "Bulevardi"), ("addr:housenumber", "16b")]
         #expect(try OSMDocument(bytes: Array(xml.utf8), mapping: OSMMapping.standard()).addresses.isEmpty)
     }
 }
+
+/// What an attacker's file made of the reading (issue 33's attack): each is bounded now.
+@Suite struct OSMAddressAttackTests {
+    @Test func aRingThatCrossesItselfIsPlacedInsideItsBoxNotOffTheEarth() throws {
+        // A bow tie whose two lobes nearly cancel: its area is 1e-10, its centroid degrees away.
+        let corners: [(Double, Double)] = [(60, 24), (60.002, 24.002), (60.002, 24), (60.0000001, 24.002)]
+        let nodes = corners.enumerated().map { node(Int64($0.offset + 1), $0.element.0, $0.element.1) }
+        let houses = try addresses(nodes + [way(10, [1, 2, 3, 4, 1], house)]).filter { $0.kind == .house }
+        #expect(houses.count == 1)
+        #expect(houses.allSatisfy { (60...60.002).contains($0.lat) && (24...24.002).contains($0.lon) }, "\(houses)")
+    }
+
+    @Test func valuesLongerThanOpenStreetMapAllowsAreNone() throws {
+        let long = String(repeating: "k", count: 256)
+        let found = try addresses([
+            node(1, 60, 24, [("addr:street", long), ("addr:housenumber", "1")]), node(2, 60, 24, [("addr:street", "Ok"), ("addr:housenumber", "1")]),
+        ])
+        #expect(found.filter { $0.kind == .house }.map(\.osm) == ["node/2"])
+    }
+
+    @Test func aStreetJoinedFromWaysKeepsAtMost32Names() throws {
+        let tags31 = (0..<31).map { ("name:a\(String(UnicodeScalar(UInt8(97 + $0 % 26))))\($0 < 26 ? "" : "x")", "N\($0)") }
+        let tags32 = (0..<32).map { ("name:b\(String(UnicodeScalar(UInt8(97 + $0 % 26))))\($0 < 26 ? "" : "x")", "M\($0)") }
+        let found = try addresses([
+            node(1, 60, 24), node(2, 60, 24.001), node(3, 60, 24.002),
+            way(10, [1, 2], [("highway", "residential"), ("name", "Many")] + tags31), way(11, [2, 3], [("highway", "residential"), ("name", "Many")] + tags32),
+        ]).filter { $0.kind == .street }
+        #expect(found.count == 1 && found[0].names.count == AddressCollector.maxNames, "\(found.map(\.names.count))")
+    }
+}

@@ -5,6 +5,7 @@ import Geo
 @testable import SearchService
 import ContentImport
 import Routing
+import Synchronization
 import Testing
 import TestSupport
 
@@ -261,4 +262,19 @@ func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError
     #expect(route.stretches.count == 2_400)
     #expect(steps.count == RouteSteps.maxSteps && steps.first?.maneuver == "depart" && steps.last?.maneuver == "arrive")
     #expect(steps[1].instruction == "Turn left onto Step 2" && steps[2].instruction == "Turn right onto Step 3", "\(steps.prefix(3).map(\.instruction))")
+}
+
+/// A catalog that does not answer is asked once, not once per language: a client sending a new
+/// `lang` each time cannot make every request wait (issue 33's attack).
+@Test func aSilentCatalogIsAskedOnceForAllLanguages() throws {
+    let texts = RouteTexts()
+    let asked = Mutex(0)
+    for tag in ["de", "ru", "fi", "sv", "fr", "it", "es", "pt", "nl", "pl"] {
+        let got = texts.texts(try LanguagePreference(tag)) {
+            asked.withLock { $0 += 1 }
+            throw ServiceError(.unavailable, "no catalog")
+        }
+        #expect(got.lang == "en" && got.text("route.arrive") == "Arrive at your destination")
+    }
+    #expect(asked.withLock { $0 } == 1)
 }

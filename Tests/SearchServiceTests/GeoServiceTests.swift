@@ -42,7 +42,7 @@ import Testing
         #expect(try hits(f, #"{"q":"Bulevardi"}"#).isEmpty)
         #expect(refusal(f, Methods.Geo.reverse.name, #"{"lat":60.1648,"lon":24.9393}"#)?.code == .notFound)
 
-        try emit(f, AddressEvents.upserted, AddressBatch(setId: 1, addresses: Self.houses), key: "a1")
+        try emit(f, AddressEvents.upserted, AddressBatch(setId: 1, total: Self.houses.count, addresses: Self.houses), key: "a1")
         #expect(try waitFor(f, "Bulevardi", count: 3), "search never indexed the addresses")
 
         // Ranked by match: the street (all of what it is matched) before its houses; then by distance from near.
@@ -75,6 +75,17 @@ import Testing
         let far = refusal(f, Methods.Geo.reverse.name, #"{"lat":61.0,"lon":24.9}"#)
         #expect(far?.code == .notFound && far?.field == "lat" && far?.message.contains("50 km") == true)
 
+        // A set is found once whole: its first batch of two is not indexed alone.
+        var first = Self.houses[0]
+        (first.id, first.street, first.osm) = (20, "Mannerheimintie", "node/20")
+        var second = first
+        (second.id, second.housenumber, second.osm) = (21, "17", "node/21")
+        try emit(f, AddressEvents.upserted, AddressBatch(setId: 3, total: 2, addresses: [first]), key: "p1")
+        usleep(500_000)
+        #expect(try hits(f, #"{"q":"Mannerheimintie"}"#).isEmpty, "half a set was indexed")
+        try emit(f, AddressEvents.upserted, AddressBatch(setId: 3, total: 2, addresses: [second]), key: "p2")
+        #expect(try waitFor(f, "Mannerheimintie", count: 2))
+
         // A newer import replaced the set: its addresses are gone.
         try emit(f, AddressEvents.removed, AddressSetRemoved(setId: 1), key: "r1")
         #expect(try waitFor(f, "Bulevardi", count: 0), "the removed set is still found")
@@ -83,13 +94,13 @@ import Testing
     /// A rebuild from the catalog's snapshot keeps the address sets it names and drops the others.
     @Test func aRebuildKeepsTheSetsTheSnapshotHasAndDropsTheRest() throws {
         let f = try SearchFixture()
-        try emit(f, AddressEvents.upserted, AddressBatch(setId: 1, addresses: [Self.houses[0]]), key: "s1")
+        try emit(f, AddressEvents.upserted, AddressBatch(setId: 1, total: 1, addresses: [Self.houses[0]]), key: "s1")
         #expect(try waitFor(f, "Bulevardi 16b", count: 1))
         f.stopSearch()
         try f.replaceCatalog()
         var espoo = Self.houses[1]
         espoo.id = 9
-        try emit(f, AddressEvents.upserted, AddressBatch(setId: 2, addresses: [espoo]), key: "s2")
+        try emit(f, AddressEvents.upserted, AddressBatch(setId: 2, total: 1, addresses: [espoo]), key: "s2")
         try f.startSearch()
         // Set 2 arrives with the rebuild; set 1, which the snapshot does not name, goes at its end.
         var found: [String] = []

@@ -194,3 +194,52 @@ extension GeocoderChecks {
         }
     }
 }
+
+/// `geo.reverse` is the brute-force nearest house within 50 km anywhere on the Earth (poles and
+/// the 180th meridian too), where none is near as well: the points an attacker's second city
+/// made slow for the grid (issue 33's attack) are leaves the tree's lower bounds prune.
+@Test func reverseIsTheBruteForceNearestAnywhere() throws {
+    var rng = SystemRandomNumberGenerator()
+    var houses: [Address] = []
+    // Clusters round the world: Helsinki, Sydney, near both poles, astride the 180th meridian.
+    let centres: [(Double, Double)] = [(60.17, 24.94), (-33.87, 151.21), (89.95, 10), (-89.95, -120), (0.5, 179.99), (0.5, -179.99)]
+    for (i, centre) in centres.enumerated() {
+        for j in 0..<300 {
+            let lat = max(-90, min(90, centre.0 + Double.random(in: -0.05...0.05, using: &rng)))
+            var lon = centre.1 + Double.random(in: -0.05...0.05, using: &rng)
+            if lon > 180 { lon -= 360 }
+            if lon < -180 { lon += 360 }
+            houses.append(Address(id: Int64(i * 1_000 + j + 1), kind: .house, housenumber: "\(j)", street: "S", lat: lat, lon: lon))
+        }
+    }
+    let index = GeoIndex(houses)
+    for k in 0..<600 {
+        let centre = centres[k % centres.count]
+        let point =
+            k % 3 == 0
+            ? Coordinate(uncheckedLatitude: Double.random(in: -90...90, using: &rng), longitude: Double.random(in: -180...180, using: &rng))
+            : Coordinate(
+                uncheckedLatitude: max(-90, min(90, centre.0 + Double.random(in: -0.3...0.3, using: &rng))),
+                longitude: max(-180, min(180, centre.1 + Double.random(in: -0.3...0.3, using: &rng))))
+        let brute = houses.map { ($0.id, point.distance(to: Coordinate(uncheckedLatitude: $0.lat, longitude: $0.lon))) }
+            .min { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+        let found = index.nearest(point)
+        if let brute, brute.1 <= GeoIndex.reverseReach {
+            #expect(found?.entry.id == brute.0 && abs((found?.distance ?? -1) - brute.1) < 1e-6, "\(point)")
+        } else {
+            #expect(found == nil, "\(point)")
+        }
+    }
+}
+
+/// Long words are indexed whole but get no typo deletions (their deletions cost memory with
+/// the square of their length): 40 streets of 200-letter names index quickly and small.
+@Test func longWordsAreNotTypoIndexed() throws {
+    let entries = (0..<40).map { i in
+        Address(id: Int64(i + 1), kind: .street, street: String(repeating: String(UnicodeScalar(UInt8(97 + i % 26))), count: 200) + "\(i)", lat: 60, lon: 24)
+    }
+    let index = GeoIndex(entries)
+    #expect(index.deletions.isEmpty)
+    #expect(!GeoIndex.typoAllowed(String(repeating: "a", count: GeoIndex.maxTypoLetters + 1)) && GeoIndex.typoAllowed("bulevardi"))
+    #expect(try index.search(entries[3].street ?? "", near: nil, limit: 1).first?.entry.id == 4)
+}
