@@ -5,6 +5,7 @@
 # ZRANGEBYLEX prefix lookup of a sorted set of every address's text, the same way.
 #
 #   geo_client.py GATEWAY_PORT PROXY_PORT CATALOG.sqlite QUERIES
+import collections
 import random
 import socket
 import sqlite3
@@ -108,6 +109,15 @@ def main(argv):
                 right[kind] += bool(hits) and hits[0]["label"].startswith(want) and (not city or hits[0].get("city") == city)
     for kind, values in kinds.items():
         print("  geo.search %-34s %s; first hit right %d of %d" % (kind, summary(values), right[kind], len(sample)))
+    # Hostile texts (issue 33's attack): the commonest street word twelve times, one letter.
+    common = collections.Counter(r[2].split()[0] for r in houses if r[2].split()).most_common(1)[0][0]
+    for kind, q in (("commonest street word x12", " ".join([common] * 12)), ("one letter", common[0])):
+        values = []
+        for _ in range(50):
+            start = time.perf_counter()
+            line.call("geo.search", {"q": q, "limit": 20})
+            values.append((time.perf_counter() - start) * 1000)
+        print("  geo.search %-34s %s (50 calls)" % (kind, summary(values)))
     reverse = []
     for _ in range(len(sample)):
         h = rng.choice(houses)

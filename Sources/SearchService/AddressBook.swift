@@ -100,11 +100,12 @@ public final class AddressBook: Sendable {
     /// whole: while a new set's batches are still coming (after those of the sets it replaced
     /// went), the old index answers.
     func buildIfChanged(_ db: Database, logger: Logger) throws {
-        let partial = try db.scalarInt(
-            """
-            SELECT count(*) FROM geo_address_sets s
-            WHERE s.total > (SELECT count(*) FROM geo_addresses a WHERE a.set_id = s.set_id)
-            """) ?? 0
+        let partial =
+            try db.scalarInt(
+                """
+                SELECT count(*) FROM geo_address_sets s
+                WHERE s.total > (SELECT count(*) FROM geo_addresses a WHERE a.set_id = s.set_id)
+                """) ?? 0
         guard partial == 0 else { return }
         guard let row = try db.queryOne("SELECT count(*) AS n, coalesce(max(id), 0) AS top, coalesce(sum(set_id), 0) AS sets FROM geo_addresses")
         else { return }

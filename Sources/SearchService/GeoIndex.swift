@@ -168,8 +168,12 @@ struct GeoIndex: Sendable {
 
     /// `stopEarly: false` reads every candidate (the tests check the early stop against it).
     func search(_ queryWords: [String], unfinished: Bool, near: Coordinate?, limit: Int, stopEarly: Bool = true) -> [(entry: Address, distance: Double?)] {
-        let matches = queryWords.enumerated().map { index, word in
-            self.matches(word, prefix: unfinished && index == queryWords.count - 1)
+        // A word given twice counts once (the same word of an entry would match it each time).
+        var seen = Set<String>()
+        let matches = queryWords.enumerated().compactMap { index, word -> WordMatches? in
+            let prefix = unfinished && index == queryWords.count - 1
+            guard seen.insert(prefix ? word + "*" : word).inserted else { return nil }
+            return self.matches(word, prefix: prefix)
         }
         // Candidates: the entries every word matches (typos counted below), as bit sets, the
         // word with the fewest first, so that the later ones only narrow it.

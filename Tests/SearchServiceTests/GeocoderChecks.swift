@@ -243,3 +243,13 @@ extension GeocoderChecks {
     #expect(!GeoIndex.typoAllowed(String(repeating: "a", count: GeoIndex.maxTypoLetters + 1)) && GeoIndex.typoAllowed("bulevardi"))
     #expect(try index.search(entries[3].street ?? "", near: nil, limit: 1).first?.entry.id == 4)
 }
+
+/// A word given twice counts once: twelve of the commonest word cost what one does.
+@Test func aRepeatedWordCountsOnce() throws {
+    let entries = (0..<50).map { i in Address(id: Int64(i + 1), kind: .house, housenumber: "\(i)", street: "Bulevardi", lat: 60, lon: 24 + Double(i) * 1e-4) }
+    let index = GeoIndex(entries)
+    let once = try index.search("Bulevardi 7", near: nil, limit: 5).map(\.entry.id)
+    #expect(once == [8])
+    #expect(try index.search("bulevardi Bulevardi BULEVARDI 7", near: nil, limit: 5).map(\.entry.id) == once)
+    #expect(try index.search(Array(repeating: "Bulevardi", count: 12).joined(separator: " "), near: nil, limit: 3).count == 3)
+}
