@@ -14,16 +14,10 @@ import Storage
 /// The addresses an import planned, waiting for the import to be written.
 struct PlannedAddresses: Sendable {
     var addresses: [OSMAddress]
-    var bounds: (south: Double, west: Double, north: Double, east: Double)
 
     init?(_ addresses: [OSMAddress]) {
-        guard let first = addresses.first else { return nil }
-        var bounds = (south: first.lat, west: first.lon, north: first.lat, east: first.lon)
-        for address in addresses.dropFirst() {
-            bounds = (min(bounds.south, address.lat), min(bounds.west, address.lon), max(bounds.north, address.lat), max(bounds.east, address.lon))
-        }
+        guard !addresses.isEmpty else { return nil }
         self.addresses = addresses
-        self.bounds = bounds
     }
 }
 
@@ -35,10 +29,6 @@ enum AddressSets {
                 CREATE TABLE address_sets (
                     id         INTEGER PRIMARY KEY AUTOINCREMENT,
                     import_id  TEXT NOT NULL,
-                    south      REAL NOT NULL,
-                    west       REAL NOT NULL,
-                    north      REAL NOT NULL,
-                    east       REAL NOT NULL,
                     created_at TEXT NOT NULL
                 );
                 CREATE TABLE addresses (
@@ -79,10 +69,7 @@ enum AddressSets {
             try db.run("DELETE FROM address_sets WHERE id = ?", id)
             try worker.emit(AddressEvents.removed, AddressSetRemoved(setId: id))
         }
-        let b = planned.bounds
-        try db.run(
-            "INSERT INTO address_sets (import_id, south, west, north, east, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            importId, b.south, b.west, b.north, b.east, Logger.timestamp())
+        try db.run("INSERT INTO address_sets (import_id, created_at) VALUES (?, ?)", importId, Logger.timestamp())
         let setId = try db.scalarInt("SELECT last_insert_rowid()") ?? 0
         let total = planned.addresses.count
         var batch: [Address] = []

@@ -62,6 +62,8 @@ struct AddressCollector {
     static let areaNodeReach = 2_000.0
     /// Pieces of a street of one name whose boxes lie closer than this, in degrees (about 200 m), are one street.
     static let streetPieceGap = 0.002
+    /// Pieces joined that way make a street of at most this span, in degrees (about 5 km).
+    static let streetSpan = 0.05
     /// The most characters of a value read (OpenStreetMap's own limit); a longer one is none.
     static let maxValueCharacters = 255
     /// The most characters of a postcode kept.
@@ -82,12 +84,14 @@ struct AddressCollector {
         var shape: Shape
     }
     private struct PlaceNode {
+        var osm: String
         var level: Level
         var name: String
         var names: [String: String]
         var point: Point
     }
     private struct PendingPolygon {
+        var osm: String
         var level: Level
         var name: String
         var names: [String: String]
@@ -124,7 +128,9 @@ struct AddressCollector {
             if Self.isHouse(tags) { houses.append(PendingHouse(osm: "node/\(id)", tags: tags, shape: .point(Point(lat: lat, lon: lon)))) }
             if let name = Self.name(tags), let place = tags["place"] {
                 let level: Level? = Self.cityPlaces.contains(place) ? .city : Self.areaPlaces.contains(place) ? .area : nil
-                if let level { placeNodes.append(PlaceNode(level: level, name: name, names: Self.names(tags), point: Point(lat: lat, lon: lon))) }
+                if let level {
+                    placeNodes.append(PlaceNode(osm: "node/\(id)", level: level, name: name, names: Self.names(tags), point: Point(lat: lat, lon: lon)))
+                }
             }
         case .way(let id, let tags, let refs):
             wayIds.append(id)
@@ -135,7 +141,7 @@ struct AddressCollector {
             if let name = Self.name(tags) {
                 if tags["highway"] != nil, refs.count > 1 { streetWays.append(StreetWay(id: id, name: name, names: Self.names(tags), refs: refs)) }
                 if closed, let level = Self.polygonLevel(tags) {
-                    polygons.append(PendingPolygon(level: level, name: name, names: Self.names(tags), shape: .way(refs)))
+                    polygons.append(PendingPolygon(osm: "way/\(id)", level: level, name: name, names: Self.names(tags), shape: .way(refs)))
                 }
             }
         case .relation(let id, let tags, let members):
@@ -145,7 +151,8 @@ struct AddressCollector {
             }
             if let name = Self.name(tags), tags["type"] == "multipolygon" || tags["type"] == "boundary", let level = Self.polygonLevel(tags) {
                 let label = members.first { $0.type == "node" && ($0.role == "label" || $0.role == "admin_centre") }?.ref
-                polygons.append(PendingPolygon(level: level, name: name, names: Self.names(tags), shape: .relation(outer: outer), label: label))
+                polygons.append(
+                    PendingPolygon(osm: "relation/\(id)", level: level, name: name, names: Self.names(tags), shape: .relation(outer: outer), label: label))
             }
         }
     }
@@ -159,8 +166,8 @@ struct AddressCollector {
         var areaPolygons: [Polygon] = []
         var result: [OSMAddress] = []
         // Areas: place nodes, then the polygons no node of the same name lies near.
-        var areaEntries: [(level: Level, name: String, names: [String: String], point: Point)] = placeNodes.map {
-            ($0.level, $0.name, $0.names, $0.point)
+        var areaEntries: [(osm: String, level: Level, name: String, names: [String: String], point: Point)] = placeNodes.map {
+            ($0.osm, $0.level, $0.name, $0.names, $0.point)
         }
         for pending in polygons {
             let rings = self.rings(pending.shape)
@@ -171,7 +178,7 @@ struct AddressCollector {
             let largest = rings.max { Self.signedArea($0).magnitude < Self.signedArea($1).magnitude }
             guard let point = labelPoint ?? largest.map(Self.centroid) ?? meanOfNodes(pending.shape) else { continue }
             let named = placeNodes.contains { $0.name == pending.name && Self.metres($0.point, point) < 5_000 }
-            if !named { areaEntries.append((pending.level, pending.name, pending.names, point)) }
+            if !named { areaEntries.append((pending.osm, pending.level, pending.name, pending.names, point)) }
         }
         // Smallest first: the first polygon around a point is its smallest.
         cityPolygons.sort { $0.area < $1.area }
@@ -187,7 +194,7 @@ struct AddressCollector {
         for entry in areaEntries {
             result.append(
                 OSMAddress(
-                    kind: .area, area: entry.name, city: entry.level == .city ? nil : city(at: entry.point), names: entry.names,
+                    kind: .area, osm: entry.osm, area: entry.name, city: entry.level == .city ? nil : city(at: entry.point), names: entry.names,
                     lat: entry.point.lat, lon: entry.point.lon))
         }
         var postcodes: [String: (lat: Double, lon: Double, count: Int, cities: [String: Int])] = [:]
@@ -472,11 +479,17 @@ struct AddressCollector {
             }
         }
         for pieces in Dictionary(grouping: boxes.keys.sorted(), by: { boxes[$0]?.name ?? "" }).values where pieces.count > 1 {
-            for (i, a) in pieces.enumerated() {
-                for b in pieces[(i + 1)...] {
-                    guard let x = boxes[a], let y = boxes[b] else { continue }
+            for (i, first) in pieces.enumerated() {
+                for second in pieces[(i + 1)...] {
+                    // The streets the two pieces are part of by now, and their boxes.
+                    let (a, b) = (root(first), root(second))
+                    guard a != b, let x = boxes[a], let y = boxes[b] else { continue }
                     let gap = max(x.south - y.north, y.south - x.north, x.west - y.east, y.west - x.east)
-                    if gap < Self.streetPieceGap, root(a) != root(b) { parent[root(a)] = root(b) }
+                    let joined = (x.name, min(x.south, y.south), min(x.west, y.west), max(x.north, y.north), max(x.east, y.east))
+                    // Close, and not so long together that villages' streets of one name chain up.
+                    guard gap < Self.streetPieceGap, joined.3 - joined.1 <= Self.streetSpan, joined.4 - joined.2 <= Self.streetSpan else { continue }
+                    parent[a] = b
+                    boxes[b] = joined
                 }
             }
         }

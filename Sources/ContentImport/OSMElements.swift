@@ -15,7 +15,8 @@ struct OSMMember: Equatable {
 
 /// Reads the elements of OpenStreetMap XML one start or end tag at a time, and hands each over
 /// whole at its end tag. An element that breaks a bound or lacks a valid id or coordinate is
-/// counted (`invalid`) and not handed over.
+/// counted (`invalid`) and not handed over, but for a node whose tags broke one: it is handed
+/// over without tags, so the ways through it keep it.
 struct OSMElementReader {
     /// The most tags on one element.
     static let maxTags = 1000
@@ -35,6 +36,9 @@ struct OSMElementReader {
     }
     private var current = Current.none
     private var broken = false
+    /// A node whose tags broke a bound: left out as a node of its own, but its position still
+    /// counts for the ways through it.
+    private var tagsBroken = false
     private var tags: [String: String] = [:]
     private var refs: [Int64] = []
     private var members: [OSMMember] = []
@@ -46,6 +50,7 @@ struct OSMElementReader {
         switch name {
         case "node", "way", "relation":
             broken = false
+            tagsBroken = false
             tags.removeAll(keepingCapacity: true)
             refs.removeAll(keepingCapacity: true)
             members.removeAll(keepingCapacity: true)
@@ -84,10 +89,11 @@ struct OSMElementReader {
         case "tag":
             if case .none = current { return }
             guard !broken else { return }
+            guard !tagsBroken else { return }
             guard let key = attribute("k"), let value = attribute("v"), tags.count < Self.maxTags,
                 key.utf8.count <= Self.maxTagBytes, value.utf8.count <= Self.maxTagBytes
             else {
-                broken = true
+                if case .node = current { tagsBroken = true } else { broken = true }
                 return
             }
             tags[key] = value
@@ -107,7 +113,9 @@ struct OSMElementReader {
         }
         switch current {
         case .none: return nil
-        case .node(let id, let lat, let lon): return .node(id: id, lat: lat, lon: lon, tags: tags)
+        case .node(let id, let lat, let lon):
+            if tagsBroken { invalid += 1 }
+            return .node(id: id, lat: lat, lon: lon, tags: tagsBroken ? [:] : tags)
         case .way(let id): return .way(id: id, tags: tags, refs: refs)
         case .relation(let id): return .relation(id: id, tags: tags, members: members)
         }

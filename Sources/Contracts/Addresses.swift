@@ -14,8 +14,8 @@ extension Methods.Geo {
         errors: [.invalid("q", "must hold a letter or a digit")])
     public static let reverse = Method<GeoReverseQuery, GeoReverse>(
         "geo.reverse", .search, .anyone, .read,
-        "the nearest address to lat/lon, with its street, area and city, and the distance to it",
-        errors: [.notFound("lat", "no address lies within 50 km")])
+        "the nearest house address to lat/lon, with its street, area and city, and the distance to it",
+        errors: [.notFound("lat", "no house address lies within 50 km")])
 }
 
 /// The catalog's events about addresses. An OSM import keeps its addresses as one set, which

@@ -59,6 +59,7 @@ public final class AddressBook: Sendable {
     static let mergeKeys = "SELECT set_id + (-9223372036854775807 - 1) FROM geo_address_sets"
 
     func apply(_ batch: AddressBatch, _ scope: EventScope) throws {
+        guard batch.setId > 0 else { throw ServiceError.invalid("set_id", "must be 1 or more") }
         try scope.named(Self.mergeKey(set: batch.setId))
         try scope.db.run("INSERT OR REPLACE INTO geo_address_sets (set_id, total) VALUES (?, ?)", batch.setId, batch.total)
         for a in batch.addresses {
@@ -74,6 +75,7 @@ public final class AddressBook: Sendable {
     }
 
     func remove(set: Int64, _ db: Database) throws {
+        guard set > 0 else { throw ServiceError.invalid("set_id", "must be 1 or more") }
         try db.run("DELETE FROM geo_addresses WHERE set_id = ?", set)
         try db.run("DELETE FROM geo_address_sets WHERE set_id = ?", set)
         applied.store(true, ordering: .relaxed)
@@ -134,8 +136,7 @@ public final class AddressBook: Sendable {
         // The text is read first: a query of punctuation is refused whether addresses are loaded or not.
         let words = try GeoIndex.queryWords(query.q)
         guard let index else { return GeoHits(hits: []) }
-        let unfinished = query.q.last.map { $0.isLetter || $0.isNumber } ?? false
-        let found = index.search(words, unfinished: unfinished, near: query.near?.coordinate, limit: limit)
+        let found = index.search(words, unfinished: GeoIndex.endsInWord(query.q), near: query.near?.coordinate, limit: limit)
         return GeoHits(hits: found.map { hit($0.entry, distance: $0.distance, index: index, lang: query.lang) })
     }
 
@@ -143,15 +144,17 @@ public final class AddressBook: Sendable {
     func reverse(_ query: GeoReverseQuery) throws -> GeoReverse {
         let point = Coordinate(uncheckedLatitude: query.lat, longitude: query.lon)
         guard let index, let nearest = index.nearest(point) else {
-            throw ServiceError(.notFound, "no address lies within \(Int(GeoIndex.reverseReach / 1000)) km", field: "lat")
+            throw ServiceError(.notFound, "no house address lies within \(Int(GeoIndex.reverseReach / 1000)) km", field: "lat")
         }
         return GeoReverse(address: hit(nearest.entry, distance: nearest.distance, index: index, lang: query.lang))
     }
 
     private func hit(_ entry: Address, distance: Double?, index: GeoIndex, lang: LanguagePreference?) -> GeoHit {
+        // Only the languages asked: the `en` a chain ends with is not asked for unless it is all.
         func local(_ name: String?) -> String? {
-            guard let lang, let name else { return nil }
-            return lang.pick(index.localNames[name])?.value
+            guard let lang, let name, let names = index.localNames[GeoIndex.nameKey(name, city: entry.city)] else { return nil }
+            let asked = lang.chain.count > 1 ? lang.chain.dropLast() : lang.chain[...]
+            return asked.lazy.compactMap { names[$0] }.first
         }
         let street = local(entry.street)
         let area = local(entry.area)

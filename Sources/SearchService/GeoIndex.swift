@@ -42,7 +42,8 @@ struct GeoIndex: Sendable {
     let deletions: [String: [Int32]]
     /// The houses, for `geo.reverse`.
     let houses: HouseTree
-    /// Streets' and areas' other names, by their local name.
+    /// Streets' and areas' other names, by their local name and city (`nameKey`): a name of one
+    /// town is not another's.
     let localNames: [String: [String: String]]
 
     init(_ entries: [Address]) {
@@ -84,7 +85,7 @@ struct GeoIndex: Sendable {
                 primary = [entry.postcode].compactMap { $0 }
             }
             if let names = entry.names, let local = entry.kind == .street ? entry.street : entry.area {
-                localNames[local, default: [:]].merge(names) { kept, _ in kept }
+                localNames[Self.nameKey(local, city: entry.city), default: [:]].merge(names) { kept, _ in kept }
                 other += names.values.sorted()
             }
             let primaryWords = primary.flatMap(split)
@@ -93,7 +94,7 @@ struct GeoIndex: Sendable {
         }
         // Houses are also found by their street's other names (`Mannerheimvägen 13`).
         for (index, entry) in entries.enumerated() where entry.kind == .house {
-            guard let street = entry.street, let names = localNames[street] else { continue }
+            guard let street = entry.street, let names = localNames[Self.nameKey(street, city: entry.city)] else { continue }
             unsorted[index].other += names.values.sorted().flatMap(split).map(id)
         }
         // Ids in sorted order, so a prefix is a range.
@@ -123,6 +124,8 @@ struct GeoIndex: Sendable {
 
     /// Whether a word has typos forgiven: of `minTypoLetters` to `maxTypoLetters` letters, not all
     /// digits (a word's deletions cost memory with the square of its length).
+    static func nameKey(_ name: String, city: String?) -> String { name + "\u{1F}" + (city ?? "") }
+
     static func typoAllowed(_ word: String) -> Bool { (minTypoLetters...maxTypoLetters).contains(word.count) && !word.allSatisfy(\.isNumber) }
 
     static func deletionVariants(_ word: String) -> Set<String> {
@@ -162,8 +165,12 @@ struct GeoIndex: Sendable {
 
     /// The entries matching `text`, best first: by match, then by distance from `near`.
     func search(_ text: String, near: Coordinate?, limit: Int) throws(ServiceError) -> [(entry: Address, distance: Double?)] {
-        // The last word may be unfinished unless the text ends after it.
-        search(try Self.queryWords(text), unfinished: text.last.map { $0.isLetter || $0.isNumber } ?? false, near: near, limit: limit)
+        search(try Self.queryWords(text), unfinished: Self.endsInWord(text), near: near, limit: limit)
+    }
+
+    /// Whether the last word may be unfinished: the text does not end after it.
+    static func endsInWord(_ text: String) -> Bool {
+        text.last.map { $0.isLetter || $0.isNumber } ?? false
     }
 
     /// `stopEarly: false` reads every candidate (the tests check the early stop against it).

@@ -50,13 +50,24 @@ final class RouteTexts: Sendable {
     }
 
     private let cache = Mutex<[String: (at: UInt64, texts: Texts)]>([:])
+
+    /// The chain of `lang` as a list `strings.get` takes: 16 tags and 256 bytes at most (the tags
+    /// a chain adds past those are only fallbacks).
+    static func asked(_ lang: LanguagePreference?) -> String {
+        var tags: [String] = []
+        for tag in (lang?.chain ?? [LanguagePreference.fallback]).prefix(LanguagePreference.maxEntries)
+        where (tags + [tag]).joined(separator: ",").utf8.count <= LanguagePreference.maxBytes {
+            tags.append(tag)
+        }
+        return tags.joined(separator: ",")
+    }
     /// Until when the catalog is not asked at all, after an ask failed: a client sending a new
     /// `lang` each time cannot make every request wait for a catalog that does not answer.
     private let quietUntil = Atomic<UInt64>(0)
 
     /// The texts for `lang` (English's when none is asked), from the cache or the catalog.
     func texts(_ lang: LanguagePreference?, catalog: () throws -> RPCClient) -> Texts {
-        let key = (lang?.chain ?? [LanguagePreference.fallback]).joined(separator: ",")
+        let key = Self.asked(lang)
         let now = monotonicNanos()
         if let held = cache.withLock({ $0[key] }), now - held.at < Self.keptNanos { return held.texts }
         guard now >= quietUntil.load(ordering: .relaxed) else { return .english }
@@ -67,6 +78,8 @@ final class RouteTexts: Sendable {
                 Methods.Strings.get.name, StringsGet(lang: key), as: StringsReply.self, timeoutMilliseconds: Self.askMilliseconds)
             let templates = (reply.strings ?? [:]).filter { $0.key.hasPrefix("route.") }
             if !templates.isEmpty { texts = Texts(lang: reply.lang, templates: templates) }
+        } catch let error as ServiceError where error.code == .invalidArgument {
+            // This list refused (not the catalog silent): English for it alone, kept as long.
         } catch {
             // English stands in, and the catalog is asked again soon rather than at every step.
             at = now > Self.keptNanos - Self.retryNanos ? now - (Self.keptNanos - Self.retryNanos) : 0

@@ -56,7 +56,7 @@ extension TourbusCommand {
             case "--no-demo": (options.demoDirectory, options.helsinkiExtract) = (nil, nil)
             case "--demo":
                 switch args.popFirst() {
-                case "sydney": options.helsinkiExtract = nil
+                case "sydney": (options.demoDirectory, options.helsinkiExtract) = (UpOptions().demoDirectory, nil)
                 case "helsinki": (options.demoDirectory, options.helsinkiExtract) = (nil, Self.helsinkiExtract)
                 default:
                     printError("--demo is sydney (the default: places, tours, no streets) or helsinki (an OpenStreetMap extract: places, streets and addresses)")
@@ -76,7 +76,7 @@ extension TourbusCommand {
                 case "--keys": options.keys = value
                 case "--signing-key": options.signingKey = value
                 case "--strings-dir": options.stringsDirectory = value
-                case "--demo-dir": options.demoDirectory = value
+                case "--demo-dir": (options.demoDirectory, options.helsinkiExtract) = (value, nil)
                 case "--web-dir": options.webDirectory = value
                 default: options.notifyForm = value
                 }

@@ -95,6 +95,7 @@ private let house = [("addr:street", "Bulevardi"), ("addr:housenumber", "16b")]
         // Both areas are entries of their own: the polygon at its centroid.
         let areas = found.filter { $0.kind == .area }
         #expect(Set(areas.compactMap(\.area)) == ["Kamppi", "Kallio"])
+        #expect(Set(areas.compactMap(\.osm)) == ["relation/10", "node/20"])
         let kamppi = try #require(areas.first { $0.area == "Kamppi" })
         #expect(abs(kamppi.lat - 60.005) < 1e-9 && abs(kamppi.lon - 24.005) < 1e-9)
     }
@@ -160,3 +161,27 @@ private let house = [("addr:street", "Bulevardi"), ("addr:housenumber", "16b")]
         #expect(found.count == 1 && found[0].names.count == AddressCollector.maxNames, "\(found.map(\.names.count))")
     }
 }
+
+extension OSMAddressAttackTests {
+    @Test func piecesOfOneNameChainNoFurtherThanAStreetsSpan() throws {
+        // Six pieces of "Rantatie" 0.01° long, 0.0015° apart: close each to the next, but 0.0675°
+        // end to end; they make streets of at most 0.05°, not one that swallows the villages.
+        var elements: [String] = []
+        for piece in 0..<6 {
+            let west = 24 + Double(piece) * 0.0115
+            elements += [node(Int64(piece * 2 + 1), 60, west), node(Int64(piece * 2 + 2), 60, west + 0.01)]
+            elements.append(way(Int64(100 + piece), [Int64(piece * 2 + 1), Int64(piece * 2 + 2)], [("highway", "residential"), ("name", "Rantatie")]))
+        }
+        let streets = try addresses(elements).filter { $0.kind == .street }
+        #expect(streets.count >= 2, "\(streets)")
+    }
+
+    @Test func aNodeWhoseTagsBreakABoundStillCarriesTheWaysThroughIt() throws {
+        let long = String(repeating: "x", count: OSMElementReader.maxTagBytes + 1)
+        let xml = "<osm>" + node(1, 60, 24) + node(2, 60, 24.001, [("note", long)]) + node(3, 60, 24.002)
+            + way(10, [1, 2, 3], [("highway", "residential")]) + "</osm>"
+        let streets = try OSMStreets(bytes: Array(xml.utf8))
+        #expect(streets.ways.map(\.nodes.count) == [3] && streets.counts.invalidElements == 1)
+    }
+}
+

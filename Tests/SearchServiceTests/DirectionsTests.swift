@@ -278,3 +278,21 @@ func refusal(_ f: SearchFixture, _ type: String, _ json: String) -> ServiceError
     }
     #expect(asked.withLock { $0 } == 1)
 }
+
+/// A long `lang` is sent as a list the catalog takes, and a list the catalog refuses quiets no
+/// other language (the review of issue 33: one request could silence every language for 5 s).
+@Test func aRefusedLanguageListQuietsNoOther() throws {
+    let long = try LanguagePreference((0..<16).map { "a\(String(UnicodeScalar(UInt8(97 + $0))))-BB-CC" }.joined(separator: ","))
+    let asked = RouteTexts.asked(long)
+    #expect(asked.split(separator: ",").count <= LanguagePreference.maxEntries && asked.utf8.count <= LanguagePreference.maxBytes)
+    #expect((try? LanguagePreference(asked)) != nil, "the catalog would refuse \(asked)")
+    let texts = RouteTexts()
+    let calls = Mutex(0)
+    for tag in ["de", "ru"] {
+        _ = texts.texts(try LanguagePreference(tag)) {
+            calls.withLock { $0 += 1 }
+            throw ServiceError.invalid("lang", "refused")
+        }
+    }
+    #expect(calls.withLock { $0 } == 2)
+}

@@ -13,7 +13,7 @@ import Testing
         Address(id: 1, kind: .house, osm: "node/1", housenumber: "16b", street: "Bulevardi", postcode: "00120", area: "Punavuori", city: "Helsinki", lat: 60.1648, lon: 24.9393),
         // The same address text elsewhere (another town's Bulevardi), 30 km away.
         Address(id: 2, kind: .house, osm: "node/2", housenumber: "16b", street: "Bulevardi", postcode: "02100", city: "Espoo", lat: 60.1750, lon: 24.4000),
-        Address(id: 3, kind: .street, osm: "way/3", street: "Bulevardi", area: "Punavuori", city: "Helsinki", names: ["sv": "Bulevarden"], lat: 60.1652, lon: 24.9380),
+        Address(id: 3, kind: .street, osm: "way/3", street: "Bulevardi", area: "Punavuori", city: "Helsinki", names: ["sv": "Bulevarden", "en": "Boulevard"], lat: 60.1652, lon: 24.9380),
         Address(id: 4, kind: .area, area: "Kamppi", city: "Helsinki", names: ["sv": "Kampen"], lat: 60.1681, lon: 24.9320),
         Address(id: 5, kind: .postcode, postcode: "00120", city: "Helsinki", lat: 60.1640, lon: 24.9400),
     ]
@@ -60,6 +60,14 @@ import Testing
         let swedish = try hits(f, #"{"q":"Bulevarden 16b","lang":"sv","near":{"lat":60.1648,"lon":24.9393}}"#)
         #expect(swedish.first?["label"] as? String == "Bulevarden 16b, 00120 Helsinki", "\(swedish)")
         #expect(try hits(f, #"{"q":"00120"}"#).first?["kind"] as? String == "postcode")
+        // A language the data lacks keeps the local name (not the English a chain ends with);
+        // English asked, English given; Helsinki's Swedish name is not Espoo's street's.
+        let german = try hits(f, #"{"q":"Bulevardi 16b","lang":"de","near":{"lat":60.1648,"lon":24.9393}}"#)
+        #expect(german.first?["label"] as? String == "Bulevardi 16b, 00120 Helsinki", "\(german)")
+        let english = try hits(f, #"{"q":"Bulevardi 16b","lang":"en","near":{"lat":60.1648,"lon":24.9393}}"#)
+        #expect(english.first?["label"] as? String == "Boulevard 16b, 00120 Helsinki", "\(english)")
+        let espoo = try hits(f, #"{"q":"Bulevardi 16b","lang":"sv","near":{"lat":60.17,"lon":24.41}}"#)
+        #expect(espoo.first?["label"] as? String == "Bulevardi 16b, 02100 Espoo", "\(espoo)")
         #expect(try hits(f, #"{"q":"Kampen","lang":"sv"}"#).first?["label"] as? String == "Kampen, Helsinki")
         // Two typos are one too many.
         #expect(try hits(f, #"{"q":"Buelvardi 16b Helsnki"}"#).isEmpty)
