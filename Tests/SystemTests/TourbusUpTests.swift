@@ -46,6 +46,53 @@ func logfmt(_ line: Substring) -> [String: String] {
         }
     }
 
+    /// Stops `up` as Ctrl-C would (bounded), then kills whatever of it is left.
+    func stopUp(_ process: Process) {
+        guard process.isRunning else { return }
+        let left = children(of: process.processIdentifier, named: "tourbus-")
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<300 where process.isRunning { usleep(50_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            left.forEach { kill($0, SIGKILL) }
+        }
+    }
+
+    /// `tourbus up --demo helsinki`: the extract's places, streets and addresses instead of
+    /// Sydney's places, so a newcomer can try a route and an address.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: ".build/osm/helsinki.osm"), "deploy/local/helsinki-osm has not made the extract"))
+    func upWithTheHelsinkiDemoRoutesAndFindsAddresses() throws {
+        let scratch = TemporaryFolder("up-helsinki")
+        defer { withExtendedLifetime(scratch) {} }
+        let port = Int(try HTTPProbe.freePort())
+        let process = Process()
+        process.executableURL = try ChildProcess.executable("tourbus")
+        process.arguments = ["up", "--demo", "helsinki", "--data-dir", scratch.path, "--listen", "127.0.0.1:\(port)"]
+        let outFile = scratch.path + "/up.out"
+        _ = FileManager.default.createFile(atPath: outFile, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outFile))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { stopUp(process) }
+        var output = ""
+        for _ in 0..<1_200 where !output.contains("Tourbus is up") {
+            usleep(50_000)
+            output = (try? String(contentsOfFile: outFile, encoding: .utf8)) ?? ""
+        }
+        #expect(output.contains("imported the Helsinki extract") && !output.contains("Sydney"), "\(output)")
+        #expect(output.contains("directions.get"), "the welcome shows a route to try: \(output)")
+        let c = try GatewayConnection(port: UInt16(port))
+        var status = ""
+        for _ in 0..<300 where status != "routed" {
+            let route = json(c.rpc("directions.get", #"{"from":{"lat":60.1710,"lon":24.9414},"to":{"lat":60.1694,"lon":24.9522}}"#).line)
+            status = (route["result"] as? [String: Any])?["status"] as? String ?? ""
+            if status != "routed" { usleep(100_000) }
+        }
+        #expect(status == "routed")
+        let hits = (json(c.rpc("geo.search", #"{"q":"Mannerheimintie 13"}"#).line)["result"] as? [String: Any])?["hits"] as? [[String: Any]]
+        #expect(hits?.first?["label"] as? String == "Mannerheimintie 13A, 00100 Helsinki", "\(hits ?? [])")
+    }
+
     @Test func upStartsTheSuiteLoadsTheDemoRestartsCrashesAndStopsCleanly() throws {
         let scratch = TemporaryFolder("up")
         defer { withExtendedLifetime(scratch) {} }  // the folder lives to the end of the scope
@@ -66,18 +113,8 @@ func logfmt(_ line: Substring) -> [String: String] {
             ((try? String(contentsOfFile: restartsFile, encoding: .utf8)) ?? "").split(separator: "\n")
         }
         try process.run()
-        defer {
-            // A test that failed half-way: stop `up` as Ctrl-C would (bounded), then kill whatever is left.
-            if process.isRunning {
-                let left = children(of: process.processIdentifier, named: "tourbus-")
-                kill(process.processIdentifier, SIGTERM)
-                for _ in 0..<300 where process.isRunning { usleep(50_000) }
-                if process.isRunning {
-                    kill(process.processIdentifier, SIGKILL)
-                    left.forEach { kill($0, SIGKILL) }
-                }
-            }
-        }
+        // A test that failed half-way: `up` stopped all the same.
+        defer { stopUp(process) }
 
         var output = ""
         for _ in 0..<600 where !output.contains("Tourbus is up") {
@@ -270,49 +307,6 @@ func logfmt(_ line: Substring) -> [String: String] {
     /// Runs the CLI (30 s at most); its exit status (-1 if it did not exit by itself), standard output and error.
     /// A gateway port another process holds: `up` says so and stops, rather than reporting the
     /// suite up while a stranger's server answers on that port and its own gateway restarts forever.
-    /// `tourbus up --demo helsinki`: the extract's places, streets and addresses instead of
-    /// Sydney's places, so a newcomer can try a route and an address.
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: ".build/osm/helsinki.osm"), "deploy/local/helsinki-osm has not made the extract"))
-    func upWithTheHelsinkiDemoRoutesAndFindsAddresses() throws {
-        let scratch = TemporaryFolder("up-helsinki")
-        defer { withExtendedLifetime(scratch) {} }
-        let port = Int(try HTTPProbe.freePort())
-        let process = Process()
-        process.executableURL = try ChildProcess.executable("tourbus")
-        process.arguments = ["up", "--demo", "helsinki", "--data-dir", scratch.path, "--listen", "127.0.0.1:\(port)"]
-        let outFile = scratch.path + "/up.out"
-        _ = FileManager.default.createFile(atPath: outFile, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outFile))
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer {
-            let left = TourbusUpTests().children(of: process.processIdentifier, named: "tourbus-")
-            kill(process.processIdentifier, SIGTERM)
-            for _ in 0..<300 where process.isRunning { usleep(50_000) }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                left.forEach { kill($0, SIGKILL) }
-            }
-        }
-        var output = ""
-        for _ in 0..<1_200 where !output.contains("Tourbus is up") {
-            usleep(50_000)
-            output = (try? String(contentsOfFile: outFile, encoding: .utf8)) ?? ""
-        }
-        #expect(output.contains("imported the Helsinki extract") && !output.contains("Sydney"), "\(output)")
-        #expect(output.contains("directions.get"), "the welcome shows a route to try: \(output)")
-        let c = try GatewayConnection(port: UInt16(port))
-        var status = ""
-        for _ in 0..<300 where status != "routed" {
-            let route = json(c.rpc("directions.get", #"{"from":{"lat":60.1710,"lon":24.9414},"to":{"lat":60.1694,"lon":24.9522}}"#).line)
-            status = (route["result"] as? [String: Any])?["status"] as? String ?? ""
-            if status != "routed" { usleep(100_000) }
-        }
-        #expect(status == "routed")
-        let hits = (json(c.rpc("geo.search", #"{"q":"Mannerheimintie 13"}"#).line)["result"] as? [String: Any])?["hits"] as? [[String: Any]]
-        #expect(hits?.first?["label"] as? String == "Mannerheimintie 13A, 00100 Helsinki", "\(hits ?? [])")
-    }
-
     @Test func upStopsWhenTheGatewayCannotListen() throws {
         let scratch = TemporaryFolder("up-port")
         // A listening socket on a port of our own.
