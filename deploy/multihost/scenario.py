@@ -20,16 +20,13 @@ import time
 
 import zmq
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from netns import HOSTS, NS, DelayProxy, build_network, packet_loss, remove_network, set_link  # noqa: E402
+
 BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 # --curves CSV: instead of the faults, load every real place of CSV (rg_cities1000.csv)
 # through a gateway and print open-loop latency curves measured from the root namespace.
 CURVES = sys.argv[sys.argv.index("--curves") + 1] if "--curves" in sys.argv else None
-TAG = os.environ.get("TAG") or "%04d" % (os.getpid() % 10000)  # the test script's, so its cleanup finds what this made
-NET = "10.88.%d" % (int(TAG) % 200 + 20)
-HOSTS = {"a": NET + ".1", "b": NET + ".2", "c": NET + ".3", "x": NET + ".9"}
-BRIDGE_IP = NET + ".254"
-BRIDGE = "tbbr" + TAG
-NS = {h: "tb%s-%s" % (TAG, h) for h in HOSTS}
 GATEWAYS = [(HOSTS["c"], 7700), (HOSTS["c"], 7701)]
 DEADLINE_MS = 2000
 SLACK_S = 0.5  # a reply later than its deadline by more than this counts as past the deadline
@@ -45,73 +42,6 @@ def check(ok, what):
     log(("  ok    " if ok else "  FAIL  ") + what)
     if not ok:
         failures.append(what)
-
-
-def sh(*command, ns=None, check_rc=True):
-    full = (["ip", "netns", "exec", ns] if ns else []) + list(command)
-    result = subprocess.run(full, capture_output=True, text=True, timeout=60)
-    if check_rc and result.returncode != 0:
-        raise RuntimeError("%s: %s" % (" ".join(full), result.stderr.strip()))
-    return result.stdout
-
-
-# --- the network ---------------------------------------------------------------------------
-
-def veth(host):
-    return "tb%s%s" % (TAG, host), "tb%s%s-br" % (TAG, host)
-
-
-def build_network():
-    sh("ip", "link", "add", BRIDGE, "type", "bridge")
-    sh("ip", "addr", "add", BRIDGE_IP + "/24", "dev", BRIDGE)
-    sh("ip", "link", "set", BRIDGE, "up")
-    for host, address in HOSTS.items():
-        inside, outside = veth(host)
-        sh("ip", "netns", "add", NS[host])
-        sh("ip", "link", "add", inside, "type", "veth", "peer", "name", outside)
-        sh("ip", "link", "set", inside, "netns", NS[host])
-        sh("ip", "link", "set", outside, "master", BRIDGE)
-        sh("ip", "link", "set", outside, "up")
-        sh("ip", "addr", "add", address + "/24", "dev", inside, ns=NS[host])
-        sh("ip", "link", "set", inside, "up", ns=NS[host])
-        sh("ip", "link", "set", "lo", "up", ns=NS[host])
-
-
-def teardown():
-    for process in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    for process in started:
-        try:
-            process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            process.kill()
-    for ns in NS.values():
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
-        for pid in pids:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-    subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
-
-
-def set_link(host, up):
-    sh("ip", "link", "set", veth(host)[1], "up" if up else "down")
-
-
-def packet_loss(percent):
-    """Drops `percent`% of the packets each host receives from the others (nftables numgen)."""
-    for host in "abc":
-        sh("nft", "delete", "table", "inet", "tbloss", ns=NS[host], check_rc=False)
-        if percent:
-            rules = "%s/loss.nft" % WORK
-            with open(rules, "w") as f:
-                f.write("table inet tbloss {\n  chain input {\n    type filter hook input priority 0; policy accept;\n"
-                        "    ip saddr %s.0/24 numgen random mod 100 < %d drop\n  }\n}\n" % (NET, percent))
-            sh("nft", "-f", rules, ns=NS[host])
 
 
 # --- the suite ---------------------------------------------------------------------------
@@ -188,78 +118,18 @@ def pid_of(host, executable, data_suffix=""):
     return None
 
 
-# --- a delaying TCP proxy ------------------------------------------------------------------
-
-class DelayProxy:
-    """Forwards TCP from LISTEN to TARGET, each chunk held `delay_ms` in each direction, in order.
-    Runs inside host C's namespace as its own process (python -c), reading its delay from a file."""
-    CODE = r'''
-import socket, sys, threading, time, collections
-listen_host, listen_port, target_host, target_port, delay_file = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
-def delay():
-    try:
-        return float(open(delay_file).read() or 0) / 1000
-    except Exception:
-        return 0
-def pump(src, dst):
-    queue = collections.deque(); cv = threading.Condition(); done = [False]
-    def sender():
-        while True:
-            with cv:
-                while not queue and not done[0]:
-                    cv.wait()
-                if not queue:
-                    break
-                due, data = queue.popleft()
-            wait = due - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            try:
-                dst.sendall(data)
-            except OSError:
-                break
+def teardown():
+    for process in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for process in started:
         try:
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-    t = threading.Thread(target=sender, daemon=True); t.start()
-    while True:
-        try:
-            data = src.recv(65536)
-        except OSError:
-            data = b""
-        with cv:
-            if not data:
-                done[0] = True; cv.notify(); break
-            queue.append((time.monotonic() + delay(), data)); cv.notify()
-    t.join(30)
-server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-server.bind((listen_host, listen_port)); server.listen(128)
-while True:
-    client, _ = server.accept()
-    try:
-        upstream = socket.create_connection((target_host, target_port), timeout=5)
-        upstream.settimeout(None)
-    except OSError:
-        client.close(); continue
-    for a, b in ((client, upstream), (upstream, client)):
-        threading.Thread(target=pump, args=(a, b), daemon=True).start()
-'''
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+    remove_network()
 
-    def __init__(self, delay_file):
-        self.delay_file = delay_file
-        self.set(0)
-        for name, port in PROXIED.items():
-            started.append(subprocess.Popen(["ip", "netns", "exec", NS["c"], sys.executable, "-c", self.CODE, HOSTS["c"], str(port + 1000),
-                                             HOSTS["a"], str(port), delay_file]))
-
-    def set(self, milliseconds):
-        with open(self.delay_file + ".tmp", "w") as f:
-            f.write(str(milliseconds))
-        os.replace(self.delay_file + ".tmp", self.delay_file)
-
-
-# --- the line protocol -------------------------------------------------------------------------
 
 class Gateway:
     """One JSON-RPC connection to a gateway: calls in order, pushes kept aside."""
@@ -519,7 +389,8 @@ def main():
     for name, proxied in (("ab", False), ("c", True)):
         with open("%s/suite-%s.json" % (WORK, name), "w") as f:
             json.dump(suite_file(curve, proxied), f, indent=1)
-    proxy = DelayProxy(WORK + "/delay-ms")
+    proxy = DelayProxy(WORK + "/delay-ms", [("c", port + 1000, HOSTS["a"], port) for port in PROXIED.values()])
+    started.extend(proxy.processes)
     for host in "abc":
         start_host(host)
 
@@ -620,10 +491,10 @@ def main():
     seconds = 20
     log("fault: 5%% packet loss between hosts and 100 ms more each way on host c's requests to hosts a, for %d s" % seconds)
     errors_before, past_before, requests_before = load.snapshot()[1], load.snapshot()[2], load.snapshot()[3]
-    packet_loss(5)
+    packet_loss(5, WORK)
     proxy.set(100)
     time.sleep(seconds)
-    packet_loss(0)
+    packet_loss(0, WORK)
     proxy.set(0)
     _, errors_after, past_after, requests_after, _ = load.snapshot()
     check(past_after - past_before == 0, "every request under loss and latency was answered by its deadline (%d requests; errors: %s)"
