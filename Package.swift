@@ -24,6 +24,8 @@ let package = Package(
         .systemLibrary(name: "CHttpParser", providers: [.apt(["libhttp-parser-dev"])]),
         // Linux's epoll header (in libc), for the gateway's event loops.
         .systemLibrary(name: "CEpoll"),
+        // Raft (libraft, on libuv) and dqlite's SQLite VFS, whose commits it replicates (issue 34).
+        .systemLibrary(name: "CRaft", providers: [.apt(["libraft-dev", "libuv1-dev", "libdqlite-dev"])]),
 
         // Shared rooms.
         // Key files as `tourbus keys` writes them (a public and a secret line, owner-only): CURVE
@@ -49,7 +51,10 @@ let package = Package(
         // the gateway shares with the services (Contracts for the sys.replay and sys.snapshot bodies).
         .target(name: "ServiceCore", dependencies: ["Contracts", "Bus"]),
         // What a service adds: its SQLite file, outbox relay, event subscribers, request runtime.
-        .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo"]),
+        // A database replicated to a majority of hosts before any commit is visible: dqlite's VFS
+        // holds each commit's pages back, Raft (libraft) replicates them (issue 34).
+        .target(name: "Replication", dependencies: ["CRaft", "Storage", "Bus"]),
+        .target(name: "ServiceKit", dependencies: ["ServiceCore", "Contracts", "Bus", "Storage", "Geo", "Replication"]),
 
         // Services: domain code only; each depends on the shared rooms, never on another service.
         .target(name: "CatalogService", dependencies: ["ServiceKit", "ServiceCore", "Contracts", "Bus", "Storage", "Geo", "TourMaps", "Uploads", "ContentImport", "Sealing", "KeyFiles"]),
@@ -89,6 +94,7 @@ let package = Package(
         .testTarget(name: "ContentImportTests", dependencies: ["ContentImport", "TestSupport"], exclude: ["Scripts"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "Bus", "KeyFiles", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport"]),
+        .testTarget(name: "ReplicationTests", dependencies: ["Replication", "Storage", "Bus", "TestSupport"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo", "TestSupport"]),
         .testTarget(name: "RoutingTests", dependencies: ["Routing", "ContentImport", "Geo", "TestSupport"]),
         .testTarget(name: "TourMapsTests", dependencies: ["TourMaps", "Geo", "TestSupport"]),

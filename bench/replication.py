@@ -1,10 +1,13 @@
-"""Replication peers on three namespace hosts (issue 34): etcd 3.4 and dqlite 1.11, each as a
-three-node cluster on hosts a, b and c, loaded from a fourth host x. Prints, for each: writes/s
-with 1 and 50 clients, latency, time to fail over after the leader's host dies (kill -9, link
-down), and what a leader cut off from the other replicas (not from its clients) acknowledges.
-Run by bench/replication, as root.
+"""Replication on three namespace hosts (issue 34): the catalog replicated on hosts a, b and c
+(dqlite's VFS, Raft from libraft), beside the same catalog on one host with its plain SQLite
+file, each behind a gateway on a fourth host x; and the peers etcd 3.4 and dqlite 1.11 as
+three-node clusters on a, b and c. Prints writes/s with 1 and 50 clients, latency, reads, time
+to fail over after the leader's host dies (kill -9, link down), and what a leader cut off from
+the other replicas (not from its clients) acknowledges. Run by bench/replication, as root.
 
-    python replication.py WORK_DIR SECONDS
+    python replication.py WORK_DIR SECONDS BIN_DIR CITIES_CSV PLACES [PARTS]
+
+PARTS: a comma-separated choice of tourbus, etcd, dqlite (default all three).
 """
 import glob
 import json
@@ -21,6 +24,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from netns import HOSTS, NS, build_network, remove_network, set_link, sh  # noqa: E402
 
 WORK, SECONDS = os.path.abspath(sys.argv[1]), int(sys.argv[2])
+BIN, CITIES, PLACES = os.path.abspath(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+PROTOTYPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".build", "dqlite_catalog")
+PARTS = (sys.argv[6] if len(sys.argv) > 6 else "tourbus,etcd,dqlite").split(",")
+HERE = os.path.dirname(os.path.abspath(__file__))
 REPLICAS = "abc"
 started = []
 
@@ -269,6 +276,19 @@ def dqlite():
         log("  writes, %d client%s: %.0f/s committed, %.0f/s refused busy, %.2f ms average"
             % (workers, "s" if workers > 1 else "", done / SECONDS, errors / SECONDS, average))
         stop_all()
+    # The first prototype: the catalog's own statements through dqlite's wire protocol, from
+    # the leader's host as the catalog beside its node would send them (bench/dqlite_catalog.swift).
+    start_dqlite(data="dqlitecat")
+    wait(lambda: (dqlite_sql(REPLICAS, ".cluster") or "").count("voter") == 3, 30, 0.2)
+    leader = dqlite_leader()
+    servers = ",".join(dqlite_address(h) for h in REPLICAS)
+    for args, label in ((["creates", "64"], "creates, one writer connection, 64 a transaction"),
+                        (["gets", "8"], "catalog.get's SELECT, 8 connections")):
+        out = subprocess.run(["ip", "netns", "exec", NS[leader], PROTOTYPE, servers] + args + [str(SECONDS)],
+                             capture_output=True, text=True, timeout=SECONDS + 120)
+        log("  prototype (the catalog's statements on dqlite's wire, from the leader's host), %s: %s"
+            % (label, (out.stdout.strip() or out.stderr.strip()).split("\n")[-1]))
+    stop_all()
     # Failover and partition, through the dqlite shell (which finds the leader).
     start_dqlite(data="dqlitef")
     if not wait(lambda: dqlite_sql(REPLICAS, "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT)") is not None, 30, 0.2):
@@ -303,18 +323,218 @@ def dqlite_leader():
     return next((h for h in REPLICAS if address == dqlite_address(h)), None)
 
 
+# --- the replicated catalog -------------------------------------------------------------------
+
+sys.path.insert(0, HERE)
+from rebuild import Client  # noqa: E402
+import zmq  # noqa: E402
+
+CATALOG_RPC, CATALOG_PUB, RAFT_PORT = 7101, 7111, 7190
+SINGLE_RPC, SINGLE_PUB = 7201, 7211
+SOCIAL_RPC, SOCIAL_PUB = 7104, 7114
+ADMIN = ("benchadmin", "Bench-Admin-Pass-1")
+
+
+def endpoint(host, port):
+    return "tcp://%s:%d" % (HOSTS[host], port)
+
+
+def start_service(host, name, args, logname, ready_wait=True):
+    ready = "%s/%s.ready" % (WORK, logname)
+    env = dict(os.environ, TOURBUS_PASSWORD_COST="minimum")
+    process = subprocess.Popen(["ip", "netns", "exec", NS[host], "%s/tourbus-%s" % (BIN, name), "--ready-file", ready,
+                                "--log-level", "warn"] + args,
+                               stdout=subprocess.DEVNULL, stderr=open("%s/%s.log" % (WORK, logname), "w"), env=env)
+    started.append(process)
+    if ready_wait:
+        await_ready(host, name, logname)
+    return process
+
+
+def await_ready(host, name, logname):
+    ready = "%s/%s.ready" % (WORK, logname)
+    if not wait(lambda: os.path.exists(ready) and os.path.getsize(ready) > 0, 90, 0.1):
+        raise RuntimeError("%s on %s was not ready in 90 s (see %s.log)" % (name, host, logname))
+
+
+def start_replica(host, index):
+    """Starts a replica; it is ready once a leader has the schema (`await_ready`)."""
+    raft = ",".join("%s:%d" % (HOSTS[h], RAFT_PORT) for h in REPLICAS)
+    return start_service(host, "catalog", ["--data-dir", "%s/data-%s" % (WORK, host), "--bind", endpoint(host, CATALOG_RPC),
+                                           "--publish", endpoint(host, CATALOG_PUB), "--raft", raft, "--replica", str(index)],
+                         "catalog-%s" % host, ready_wait=False)
+
+
+def replication_status(ctx, host, timeout_ms=500):
+    reply = Client(ctx, endpoint(host, CATALOG_RPC), "s").call("sys.stats", {}, timeout_ms)
+    return (reply or {}).get("body", {}).get("replication") if reply and reply.get("ok") else None
+
+
+def catalog_leader(ctx, hosts=REPLICAS, seconds=30):
+    found = []
+
+    def ready():
+        for host in hosts:
+            status = replication_status(ctx, host)
+            if status and status.get("ready"):
+                found.append(host)
+                return True
+        return False
+    return found[0] if wait(ready, seconds, 0.05) else None
+
+
+def redis_benchmark(port, connections, requests, *command, auth=True):
+    args = ["ip", "netns", "exec", NS["x"], "redis-benchmark", "-h", HOSTS["x"], "-p", str(port), "-c", str(connections),
+            "-n", str(requests), "--csv", "--precision", "3"]
+    if auth:
+        args += ["--user", ADMIN[0], "-a", ADMIN[1]]
+    out = subprocess.run(args + list(command), capture_output=True, text=True, timeout=600)
+    if out.returncode != 0 or "rror" in out.stdout + out.stderr:
+        raise RuntimeError("redis-benchmark %s: %s %s" % (" ".join(command), out.stdout[-400:], out.stderr[-400:]))
+    fields = re.findall(r'"([0-9.]+)"', out.stdout.strip().split("\n")[-1])
+    return float(fields[-7]), float(fields[-4]), float(fields[-2])  # req/s, p50 ms, p99 ms
+
+
+def redis_cli(port, *command):
+    out = subprocess.run(["ip", "netns", "exec", NS["x"], "redis-cli", "-h", HOSTS["x"], "-p", str(port), "--user", ADMIN[0],
+                          "--pass", ADMIN[1], "--no-auth-warning"] + list(command), capture_output=True, text=True, timeout=30)
+    return out.stdout
+
+
+def load_places(rpc, count):
+    """Real places (rg_cities1000.csv) created through `rpc`, 512 in flight: (created, seconds)."""
+    began = time.monotonic()
+    out = subprocess.run([sys.executable, HERE + "/goals.py", "load", rpc, CITIES, str(count), WORK + "/load.resp"],
+                         capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError("loading places: %s" % out.stderr[-400:])
+    return int(out.stdout.split()[0]), time.monotonic() - began
+
+
+def acknowledged_writer(ctx, hosts, stop, acks, errors, began, interval=0.01):
+    """Creates a place every `interval` through the replica that last took one, else the next
+    of `hosts` (each asked with a 300 ms deadline); records the ids acknowledged and the errors,
+    with the seconds since `began`."""
+    clients = {h: Client(ctx, endpoint(h, CATALOG_RPC), "w" + h) for h in hosts}
+    order = list(hosts)
+    n = 0
+    while not stop.is_set():
+        n += 1
+        body = {"name": "Failover %d" % n, "category": "cafe", "lat": 60.17, "lon": 24.94}
+        for host in list(order):
+            reply = clients[host].call("catalog.create", body, 300)
+            if reply and reply.get("ok"):
+                acks.append((time.monotonic() - began, reply["body"]["id"]))
+                order.remove(host)
+                order.insert(0, host)
+                break
+            errors.append((time.monotonic() - began, host, (reply or {}).get("error", {}).get("message", "no reply")))
+            order.remove(host)
+            order.append(host)
+        time.sleep(interval)
+
+
+def tourbus():
+    log("tourbus: the catalog (%s) replicated on a, b, c (dqlite's VFS in memory, Raft log fsynced by libraft), "
+        "beside one catalog on a with its SQLite file (WAL, synchronous=NORMAL); social and a gateway for each on x"
+        % BIN)
+    ctx = zmq.Context()
+    for index, host in enumerate(REPLICAS, 1):
+        start_replica(host, index)
+    for host in REPLICAS:
+        await_ready(host, "catalog", "catalog-" + host)
+    start_service("a", "catalog", ["--data-dir", WORK + "/single", "--bind", endpoint("a", SINGLE_RPC), "--publish", endpoint("a", SINGLE_PUB)],
+                  "catalog-single")
+    start_service("x", "social", ["--data-dir", WORK + "/social", "--bind", endpoint("x", SOCIAL_RPC), "--publish", endpoint("x", SOCIAL_PUB),
+                                  "--peer", "catalog=" + endpoint("a", SINGLE_RPC), "--peer-pub", "catalog=" + endpoint("a", SINGLE_PUB)],
+                  "social")
+    reply = Client(ctx, endpoint("x", SOCIAL_RPC), "a").call(
+        "admin.create", {"username": ADMIN[0], "email": "bench@example.org", "name": "Bench", "password": ADMIN[1]}, 10000)
+    if not reply or not reply.get("ok"):
+        raise RuntimeError("admin.create: %s" % reply)
+    leader = catalog_leader(ctx)
+    if not leader:
+        raise RuntimeError("no catalog replica became the leader in 30 s")
+    gateways = {"single": 7700, "replicated": 7701}
+    for name, port, catalog in (("single", 7700, endpoint("a", SINGLE_RPC)), ("replicated", 7701, endpoint(leader, CATALOG_RPC))):
+        start_service("x", "gateway", ["--listen", "%s:%d" % (HOSTS["x"], port), "--peer", "catalog=" + catalog,
+                                       "--peer", "social=" + endpoint("x", SOCIAL_RPC), "--logins-per-minute-per-address", "100000"],
+                      "gateway-" + name)
+    for name, rpc in (("single", endpoint("a", SINGLE_RPC)), ("replicated", endpoint(leader, CATALOG_RPC))):
+        created, seconds = load_places(rpc, PLACES)
+        log("  %s: %d real places loaded straight into the catalog, 512 in flight: %.0f/s" % (name, created, created / seconds))
+    creates = max(2000, SECONDS * 1000)
+    figures = {}
+    for name, port in gateways.items():
+        if '"id"' not in redis_cli(port, "catalog.create", "name", "Bench cafe", "category", "cafe", "lat", "48.85", "lon", "2.35"):
+            raise RuntimeError("catalog.create through the %s gateway failed" % name)
+    for round_ in range(2):
+        for name, port in gateways.items():
+            figures.setdefault((name, "create"), []).append(
+                redis_benchmark(port, 50, creates, "catalog.create", "name", "Bench cafe", "category", "cafe", "lat", "48.85", "lon", "2.35"))
+        for name, port in gateways.items():
+            figures.setdefault((name, "get"), []).append(redis_benchmark(port, 50, creates * 2, "catalog.get", "id", "5", auth=False))
+        for name, port in gateways.items():
+            figures.setdefault((name, "get1"), []).append(redis_benchmark(port, 1, creates // 4, "catalog.get", "id", "5", auth=False))
+    for what, label in (("create", "catalog.create, 50 connections"), ("get", "catalog.get id 5, 50 connections"),
+                        ("get1", "catalog.get id 5, one connection")):
+        best = {name: max(figures[(name, what)]) for name in gateways}
+        log("  %s through the gateway: replicated %.0f/s (p50 %.3f ms, p99 %.3f ms), one host %.0f/s (p50 %.3f ms): %.2f"
+            % (label, best["replicated"][0], best["replicated"][1], best["replicated"][2], best["single"][0], best["single"][1],
+               best["replicated"][0] / best["single"][0]))
+
+    # The leader's host dies under a writer: every process on it killed, its link down.
+    stop, acks, errors, began = threading.Event(), [], [], time.monotonic()
+    leader = catalog_leader(ctx)
+    writer = threading.Thread(target=acknowledged_writer, args=(ctx, [leader] + [h for h in REPLICAS if h != leader], stop, acks, errors, began))
+    writer.start()
+    time.sleep(2)
+    killed_at = time.monotonic() - began
+    kill_host(leader)
+    survivors = [h for h in REPLICAS if h != leader]
+    resumed = wait(lambda: len(acks) > 0 and acks[-1][0] > killed_at, 30, 0.01)
+    time.sleep(2)
+    stop.set()
+    writer.join()
+    after = [t for t, _ in acks if t > killed_at]
+    new_leader = catalog_leader(ctx, survivors)
+    check = Client(ctx, endpoint(new_leader, CATALOG_RPC), "v") if new_leader else None
+    lost = [i for _, i in acks if not check or not (check.call("catalog.get", {"id": i}, 2000) or {}).get("ok")]
+    log("  the leader's host (%s) died under a writer (one create each 10 ms, 300 ms deadline): writes resumed on %s %s; "
+        "%d acknowledged, %d lost" % (leader, new_leader, "%.2f s after the kill" % (after[0] - killed_at) if resumed and after else "never",
+                                      len(acks), len(lost)))
+    set_link(leader, True)
+    stop_all()
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     log("replication peers: replicas on a %s, b %s, c %s; clients on x %s; %d s per load"
         % (HOSTS["a"], HOSTS["b"], HOSTS["c"], HOSTS["x"], SECONDS))
     build_network()
-    etcd()
-    dqlite()
+    if "tourbus" in PARTS:
+        tourbus()
+    if "etcd" in PARTS:
+        etcd()
+    if "dqlite" in PARTS:
+        dqlite()
 
 
 if __name__ == "__main__":
     try:
         main()
+    except Exception:
+        kept = os.environ.get("KEEP_LOGS")
+        if kept:
+            os.makedirs(kept, exist_ok=True)
+            for path in glob.glob(WORK + "/*.log"):
+                subprocess.run(["cp", path, kept])
+        for path in sorted(glob.glob(WORK + "/*.log")):
+            lines = open(path, errors="replace").readlines()
+            crash = [line for line in lines if re.search(r"Assertion|Fatal error|crashed| at /work/", line)][:12]
+            if lines:
+                log("--- %s (last lines)\n%s" % (os.path.basename(path), "".join(crash or lines[-12:])))
+        raise
     finally:
         stop_all()
         remove_network()

@@ -201,14 +201,49 @@ public struct ServiceStats: Codable, Sendable {
         }
     }
 
+    /// A replicated service's replica: its part in the Raft cluster and how far it has applied.
+    public struct Replication: Codable, Sendable, Equatable {
+        /// This replica's number (1 and up).
+        public var replica: Int
+        /// `leader`, `follower`, `candidate` or `unavailable`.
+        public var role: String
+        /// Whether it leads and has applied everything before its term (it takes writes).
+        public var ready: Bool
+        public var term: UInt64
+        /// The leader's replica number and Raft address, when one is known.
+        public var leader: Int?
+        public var leaderAddress: String?
+        /// The last entry a majority holds, and the last applied here (lag is the difference).
+        public var commitIndex: UInt64
+        public var appliedIndex: UInt64
+
+        public init(
+            replica: Int, role: String, ready: Bool, term: UInt64, leader: Int?, leaderAddress: String?, commitIndex: UInt64, appliedIndex: UInt64
+        ) {
+            (self.replica, self.role, self.ready, self.term, self.leader) = (replica, role, ready, term, leader)
+            (self.leaderAddress, self.commitIndex, self.appliedIndex) = (leaderAddress, commitIndex, appliedIndex)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case replica, role, ready, term, leader
+            case leaderAddress = "leader_address"
+            case commitIndex = "commit_index"
+            case appliedIndex = "applied_index"
+        }
+    }
+
     public var service: String
     public var server: StatsSnapshot?
     public var outbox: Outbox?
     public var subscriptions: [SubscriberStatus]?
     public var curve: Curve?
+    public var replication: Replication?
 
-    public init(service: String, server: StatsSnapshot?, outbox: Outbox?, subscriptions: [SubscriberStatus]?, curve: Curve?) {
+    public init(
+        service: String, server: StatsSnapshot?, outbox: Outbox?, subscriptions: [SubscriberStatus]?, curve: Curve?, replication: Replication? = nil
+    ) {
         (self.service, self.server, self.outbox, self.subscriptions, self.curve) = (service, server, outbox, subscriptions, curve)
+        self.replication = replication
     }
 }
 

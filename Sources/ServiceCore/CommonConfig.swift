@@ -190,6 +190,8 @@ public struct SuiteFile: Sendable {
         var subscribe: [String]?
         var readers: Int?
         var db: String?
+        /// A replicated service's Raft addresses (host:port), one per replica, in replica order.
+        var raft: [String]?
         public var listen: String?
         var curveKey: String?
         var metricsListen: String?
@@ -204,7 +206,7 @@ public struct SuiteFile: Sendable {
         public var notIntegers: Set<String> = []
 
         enum CodingKeys: String, CodingKey {
-            case bind, publish, connect, subscribe, readers, db, listen
+            case bind, publish, connect, subscribe, readers, db, listen, raft
             case curveKey = "curve_key"
             case metricsListen = "metrics_listen"
             case allowOrigins = "allow_origins"
@@ -220,6 +222,7 @@ public struct SuiteFile: Sendable {
             subscribe = try c.decodeIfPresent([String].self, forKey: .subscribe)
             readers = try c.decodeIfPresent(Int.self, forKey: .readers)
             db = try c.decodeIfPresent(String.self, forKey: .db)
+            raft = try c.decodeIfPresent([String].self, forKey: .raft)
             listen = try c.decodeIfPresent(String.self, forKey: .listen)
             curveKey = try c.decodeIfPresent(String.self, forKey: .curveKey)
             metricsListen = try c.decodeIfPresent(String.self, forKey: .metricsListen)

@@ -26,6 +26,11 @@ public struct ServiceConfig: Sendable, Equatable {
     public var heartbeatMilliseconds = 1_000
     /// Outbox rows kept for `sys.replay`; older ones are trimmed (subscribers further behind use `sys.snapshot`).
     public var outboxRetention = 100_000
+    /// A replicated service's Raft addresses (host:port), one per replica; empty for a service
+    /// that owns a plain SQLite file.
+    public var raft: [String] = []
+    /// Which of `raft` this process is (1 and up).
+    public var replica: Int?
 
     public init(service: String) { common = CommonConfig(name: service) }
 
@@ -42,7 +47,7 @@ public struct ServiceConfig: Sendable, Equatable {
     /// The flags only services take, and the gateway's, which a service refuses.
     static let options = ProcessOptions(
         kind: "service",
-        takes: CommonConfig.flags.union(["bind", "publish", "data-dir", "db", "readers", "heartbeat-ms", "outbox-retention"]),
+        takes: CommonConfig.flags.union(["bind", "publish", "data-dir", "db", "readers", "heartbeat-ms", "outbox-retention", "raft", "replica"]),
         refuses: ["listen": "only the gateway listens for clients", "name": "only a gateway picks its section of the file by name"])
 
     /// Usage text for `--help`.
@@ -57,6 +62,9 @@ public struct ServiceConfig: Sendable, Equatable {
           --readers N             reader threads (default 2)
           --heartbeat-ms N        event heartbeat interval (default 1000)
           --outbox-retention N    outbox rows kept for replay (default 100000)
+          --raft HOST:PORT        a replica's Raft address (repeatable, in replica order): the
+                                  database is replicated to a majority before each commit shows
+          --replica N             which of the --raft addresses this process is (1 and up)
         Environment: TOURBUS_\(service.uppercased())_BIND, TOURBUS_\(service.uppercased())_PUBLISH (comma-separated),
                      TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB.
         The gateway's options (--listen and its limits) are refused: see tourbus-gateway --help.
@@ -80,6 +88,7 @@ public struct ServiceConfig: Sendable, Equatable {
                 if let value = section.publish { config.publish = value }
                 if let value = try file.positive(section.readers, "services.\(service).readers") { config.readers = value }
                 if let value = section.db { config.databasePath = value }
+                if let value = section.raft { config.raft = value }
             }
         }
 
@@ -94,7 +103,19 @@ public struct ServiceConfig: Sendable, Equatable {
         if let value = flags.last("readers") { config.readers = try positive(value, "--readers") }
         if let value = flags.last("heartbeat-ms") { config.heartbeatMilliseconds = try positive(value, "--heartbeat-ms") }
         if let value = flags.last("outbox-retention") { config.outboxRetention = try positive(value, "--outbox-retention") }
+        if !flags.all("raft").isEmpty { config.raft = flags.all("raft").flatMap(split) }
+        if let value = flags.last("replica") { config.replica = try positive(value, "--replica") }
         guard !config.bind.isEmpty else { throw ConfigError("no request endpoint to bind") }
+        if config.raft.isEmpty {
+            guard config.replica == nil else { throw ConfigError("--replica needs the replicas' Raft addresses (--raft, or services.\(service).raft)") }
+        } else {
+            guard let replica = config.replica else {
+                throw ConfigError("\(service) is replicated (\(config.raft.count) Raft addresses): say which replica this is with --replica N")
+            }
+            guard replica <= config.raft.count else {
+                throw ConfigError("--replica \(replica): there are \(config.raft.count) Raft addresses")
+            }
+        }
         return config
     }
 }

@@ -67,8 +67,8 @@ final class BackgroundRunner: Sendable {
     private let thread: WorkerThread
     private let signal: BackgroundSignal
 
-    init(_ work: BackgroundWork, databasePath: String, tuning: DatabaseTuning, peers: PeerClients, logger: Logger) throws {
-        let db = try Database(path: databasePath)
+    init(_ work: BackgroundWork, database: DatabaseFile, tuning: DatabaseTuning, peers: PeerClients, logger: Logger) throws {
+        let db = try database.open()
         try db.tune(tuning)
         signal = work.signal
         let connection = UncheckedConnection(db)

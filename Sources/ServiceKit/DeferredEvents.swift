@@ -83,9 +83,9 @@ final class DeferredEventWriter: Sendable {
     private let stopping = StopFlag()
     private let thread: WorkerThread
 
-    init(_ events: DeferredEvents, databasePath: String, tuning: DatabaseTuning, relayWakeup: Wakeup?, logger: Logger) throws {
+    init(_ events: DeferredEvents, database: DatabaseFile, tuning: DatabaseTuning, relayWakeup: Wakeup?, logger: Logger) throws {
         self.events = events
-        let db = try Database(path: databasePath)
+        let db = try database.open()
         try db.tune(tuning)
         let connection = HandedConnection(db)
         let stopping = self.stopping

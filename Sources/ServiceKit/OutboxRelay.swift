@@ -57,9 +57,14 @@ public final class OutboxRelay: Sendable {
     /// Opens its own connection to `databasePath`, binds `bind` and starts publishing from the current head.
     /// `curveSecretKey`: the PUB socket is a CURVE server with it (subscribers are admitted by
     /// the context's `ZAPAuthenticator`).
+    ///
+    /// With `leading` (a replicated database's), the relay publishes, beats and trims only
+    /// while it returns true, from the head it finds each time it starts leading (subscribers
+    /// replay what came before), and the outbox's epoch never changes: every replica's relay
+    /// publishes the one sequence.
     public init(
-        context: ZMQContext, bind: [String], curveSecretKey: [UInt8]? = nil, databasePath: String, heartbeatMilliseconds: Int,
-        retention: Int, logger: Logger
+        context: ZMQContext, bind: [String], curveSecretKey: [UInt8]? = nil, database: DatabaseFile, heartbeatMilliseconds: Int,
+        retention: Int, leading: (@Sendable () -> Bool)? = nil, logger: Logger
     ) throws {
         let wakeup = try Wakeup()
         self.wakeup = wakeup
@@ -70,8 +75,8 @@ public final class OutboxRelay: Sendable {
         let published = self.published
         thread = WorkerThread(name: "\(logger.component)-relay") {
             OutboxRelay.loop(
-                context: context, bind: bind, curveSecretKey: curveSecretKey, databasePath: databasePath, heartbeat: heartbeatMilliseconds,
-                retention: retention, wakeup: wakeup, pushes: pushes, stopping: stopping, published: published, logger: logger, startup: startup)
+                context: context, bind: bind, curveSecretKey: curveSecretKey, database: database, heartbeat: heartbeatMilliseconds,
+                retention: retention, leading: leading, wakeup: wakeup, pushes: pushes, stopping: stopping, published: published, logger: logger, startup: startup)
         }
         switch startup.wait() {
         case .success(let bound): endpoints = bound
@@ -91,7 +96,8 @@ public final class OutboxRelay: Sendable {
     deinit { stop() }
 
     private static func loop(
-        context: ZMQContext, bind: [String], curveSecretKey: [UInt8]?, databasePath: String, heartbeat: Int, retention: Int,
+        context: ZMQContext, bind: [String], curveSecretKey: [UInt8]?, database: DatabaseFile, heartbeat: Int, retention: Int,
+        leading: (@Sendable () -> Bool)?,
         wakeup: Wakeup, pushes: PushOutlet, stopping: StopFlag, published: PublishedHead, logger: Logger, startup: StartupReport
     ) {
         let socket: Socket
@@ -100,10 +106,11 @@ public final class OutboxRelay: Sendable {
         let epoch: String
         var bound: [String] = []
         do {
-            let db = try Database(path: databasePath)
+            let db = try database.open()
             outbox = Outbox(database: db)
-            // A start after the machine went down mid-run begins a new epoch (Outbox.beginRun).
-            if try outbox.beginRun() { logger.warn("the machine went down while the last run was publishing: a new epoch", [:]) }
+            // A start after the machine went down mid-run begins a new epoch (Outbox.beginRun);
+            // a replicated outbox keeps its epoch (nothing committed is ever lost).
+            if leading == nil, try outbox.beginRun() { logger.warn("the machine went down while the last run was publishing: a new epoch", [:]) }
             sent = try outbox.head()
             epoch = try outbox.epoch()
             socket = try Socket(context, .pub, lingerMilliseconds: 200)
@@ -145,8 +152,25 @@ public final class OutboxRelay: Sendable {
                 logger.error("relay failed to publish", ["error": error])
             }
         }
+        var led = true
         while true {
             let stop = stopping.isSet
+            if let leading {
+                let leads = leading()
+                if leads && !led, let head = try? outbox.head() {
+                    // Newly the leader: on from the head (subscribers replay what came before).
+                    sent = head
+                    published.value.store(sent, ordering: .relaxed)
+                }
+                led = leads
+                if !leads {
+                    if stop { return }
+                    _ = pushes.take()
+                    _ = try? poller.poll(timeoutMilliseconds: 50)
+                    wakeup.drain()
+                    continue
+                }
+            }
             let now = monotonicNanos()
             let wait = nextHeartbeat > now ? Int((nextHeartbeat - now) / 1_000_000) : 0
             let ready = (try? poller.poll(timeoutMilliseconds: stop ? 0 : wait)) ?? [false]
@@ -173,6 +197,7 @@ public final class OutboxRelay: Sendable {
                 }
             }
             if stop {
+                guard leading == nil else { return }
                 do { try outbox.endRun() } catch { logger.warn("could not mark the outbox's run ended", ["error": error]) }
                 return
             }

@@ -11,16 +11,16 @@ public struct SubscriptionOptions: Sendable {
     /// Where the publisher is and how to ask it for what was missed.
     public var stream: EventStreamOptions
     /// The subscriber's own SQLite file, where the cursor lives beside the effects.
-    public var databasePath: String
+    public var database: DatabaseFile
     /// Memory settings of the subscriber's SQLite connection.
     public var tuning = DatabaseTuning()
     /// The subscribing service's outbox relay, woken when an applier emitted (so those events
     /// leave at once, not at the next heartbeat).
     public var relayWakeup: Wakeup?
 
-    public init(source: String, publishEndpoints: [String], rpcEndpoints: [String], databasePath: String) {
+    public init(source: String, publishEndpoints: [String], rpcEndpoints: [String], database: DatabaseFile) {
         stream = EventStreamOptions(source: source, publishEndpoints: publishEndpoints, rpcEndpoints: rpcEndpoints)
-        self.databasePath = databasePath
+        self.database = database
     }
 
     public subscript<Value>(dynamicMember path: WritableKeyPath<EventStreamOptions, Value>) -> Value {
@@ -211,7 +211,7 @@ public final class SQLiteCursorStore: SnapshotCursorStore {
     /// Opens the subscriber's connection to `options.databasePath`, whose schema includes
     /// `CursorSchema.migrations`.
     public init(options: SubscriptionOptions, applier: EventApplier, logger: Logger) throws {
-        db = try Database(path: options.databasePath)
+        db = try options.database.open()
         try db.tune(options.tuning)
         source = options.source
         self.applier = applier

@@ -1,6 +1,7 @@
 import Bus
 import Contracts
 import Foundation
+import Replication
 import ServiceCore
 import Storage
 import Synchronization
@@ -35,22 +36,47 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
 
-        // Migrate once, before any worker opens its own connection.
-        do {
-            let db = try Database(path: path)
-            // The runtime's own tables first, so a service's migration may reset its cursors.
-            var migrations: [Migration] = []
-            if definition.publishes { migrations += OutboxSchema.migrations }
-            if !definition.subscriptions.isEmpty { migrations += CursorSchema.migrations }
-            migrations += definition.migrations
-            let applied = try db.migrate(migrations)
-            if !applied.isEmpty {
-                logger.info("migrated", ["database": path, "applied": applied.map { "\($0.domain)/\($0.version)" }.joined(separator: ",")])
-            }
-        }
+        // The runtime's own tables first, so a service's migration may reset its cursors.
+        var migrations: [Migration] = []
+        if definition.publishes { migrations += OutboxSchema.migrations }
+        if !definition.subscriptions.isEmpty { migrations += CursorSchema.migrations }
+        migrations += definition.migrations
 
         let lifecycle = Lifecycle(logger: logger)
         self.lifecycle = lifecycle
+        let database: DatabaseFile
+        var leading: (@Sendable () -> Bool)?
+        var replication: @Sendable () -> ServiceStats.Replication? = { nil }
+        do {
+            if let replica = config.replica {
+                let servers = config.raft.enumerated().map { RaftServer(id: UInt64($0.offset + 1), address: $0.element) }
+                let replicated = try lifecycle.start("replication", stop: { $0.stop() }) {
+                    try ReplicatedDatabase(
+                        name: (path as NSString).lastPathComponent, id: UInt64(replica), servers: servers,
+                        directory: (path as NSString).deletingPathExtension + ".raft", logger: logger)
+                }
+                database = DatabaseFile(path: replicated.name, shared: replicated.file)
+                leading = { replicated.node.status.isReadyLeader }
+                replication = {
+                    let status = replicated.node.status
+                    return ServiceStats.Replication(
+                        replica: replica, role: status.role.rawValue, ready: status.isReadyLeader, term: status.term,
+                        leader: status.leaderID == 0 ? nil : Int(status.leaderID), leaderAddress: status.leaderAddress,
+                        commitIndex: status.commitIndex, appliedIndex: status.appliedIndex)
+                }
+                try ServiceRuntime.migrate(replicated, database, migrations, logger: logger)
+            } else {
+                // Migrate once, before any worker opens its own connection.
+                database = DatabaseFile(path: path)
+                let applied = try database.open().migrate(migrations)
+                if !applied.isEmpty {
+                    logger.info("migrated", ["database": path, "applied": applied.map { "\($0.domain)/\($0.version)" }.joined(separator: ",")])
+                }
+            }
+        } catch {
+            lifecycle.stop()
+            throw error
+        }
         do {
             // With CURVE keys, the ZAP handler admits listed clients before any server socket binds.
             authenticator = try config.bus.map { keys in
@@ -65,8 +91,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 definition.publishes
                 ? try lifecycle.start("outbox relay", stop: { $0.stop() }) {
                     try OutboxRelay(
-                        context: context, bind: config.publish, curveSecretKey: config.bus?.pair.secretKey, databasePath: path,
-                        heartbeatMilliseconds: config.heartbeatMilliseconds, retention: config.outboxRetention, logger: logger)
+                        context: context, bind: config.publish, curveSecretKey: config.bus?.pair.secretKey, database: database,
+                        heartbeatMilliseconds: config.heartbeatMilliseconds, retention: config.outboxRetention, leading: leading, logger: logger)
                 }
                 : nil
 
@@ -75,7 +101,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             // last send.
             if let deferred = definition.deferredEvents {
                 _ = try lifecycle.start("deferred events", stop: { $0.stop() }) {
-                    try DeferredEventWriter(deferred, databasePath: path, tuning: definition.tuning, relayWakeup: relay?.wakeup, logger: logger)
+                    try DeferredEventWriter(deferred, database: database, tuning: definition.tuning, relayWakeup: relay?.wakeup, logger: logger)
                 }
             }
 
@@ -86,7 +112,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                     continue
                 }
                 for stream in try PeerStream.streams(of: source, peer, perReplica: definition.perReplica.contains(source)) {
-                    var options = SubscriptionOptions(source: stream.key, publishEndpoints: stream.publish, rpcEndpoints: stream.rpc, databasePath: path)
+                    var options = SubscriptionOptions(source: stream.key, publishEndpoints: stream.publish, rpcEndpoints: stream.rpc, database: database)
                     options.topic = source
                     options.tuning = definition.tuning
                     options.relayWakeup = relay?.wakeup
@@ -134,7 +160,10 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 }
             }
             let stats = ServerStats()
-            ServiceRuntime.addSystemHandlers(to: &table, definition: definition, stats: stats, authenticator: self.authenticator) { following.map(\.status) }
+            let replicationStatus = replication
+            ServiceRuntime.addSystemHandlers(
+                to: &table, definition: definition, stats: stats, authenticator: self.authenticator, replication: replicationStatus
+            ) { following.map(\.status) }
 
             var options = RPCServerOptions()
             options.readers = config.readers
@@ -147,7 +176,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             let tuning = definition.tuning
             server = try lifecycle.start("request server", stop: { $0.stop() }) {
                 try RPCServer(context: context, bind: config.bind, table: table, options: options, stats: stats, logger: logger) { _ in
-                    let db = try Database(path: path)
+                    let db = try database.open()
                     try db.tune(tuning)
                     return try makeState(ServiceWorker(db: db, config: config, logger: logger, peers: peers, relayWakeup: wakeup, pushes: outlet))
                 }
@@ -165,7 +194,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [], metrics: metrics?.endpoint)
             for work in definition.background {
                 _ = try lifecycle.start("background \(work.name)", stop: { $0.stop() }) {
-                    try BackgroundRunner(work, databasePath: path, tuning: tuning, peers: peers, logger: logger)
+                    try BackgroundRunner(work, database: database, tuning: tuning, peers: peers, logger: logger)
                 }
             }
             if !definition.periodic.isEmpty {
@@ -178,6 +207,27 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             lifecycle.stop()
             throw error
         }
+    }
+
+    /// A replica's migration: the leader migrates (its commits replicate the schema); a
+    /// follower waits until what it has applied holds every migration. Either waits at most
+    /// a minute for a leader.
+    private static func migrate(_ replicated: ReplicatedDatabase, _ database: DatabaseFile, _ migrations: [Migration], logger: Logger) throws {
+        let db = try database.open()
+        let deadline = monotonicNanos() + 60_000_000_000
+        while monotonicNanos() < deadline {
+            let status = replicated.node.status
+            if status.isReadyLeader {
+                let applied = try db.migrate(migrations)
+                if !applied.isEmpty {
+                    logger.info("migrated, as the leader", ["applied": applied.map { "\($0.domain)/\($0.version)" }.joined(separator: ",")])
+                }
+                return
+            }
+            if status.role == .follower, status.leaderID != 0, status.appliedIndex >= status.commitIndex, try db.hasApplied(migrations) { return }
+            usleep(20_000)
+        }
+        throw ReplicationError("no leader with the schema within a minute: \(replicated.node.status)")
     }
 
     /// Admits the keys `config` lists from now on (a rotation: see Protocols/configuration.md).
@@ -224,7 +274,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
 
     private static func addSystemHandlers(
         to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
-        authenticator: ZAPAuthenticator?, subscriptions: @escaping @Sendable () -> [SubscriberStatus]
+        authenticator: ZAPAuthenticator?, replication: @escaping @Sendable () -> ServiceStats.Replication?,
+        subscriptions: @escaping @Sendable () -> [SubscriberStatus]
     ) {
         let name = definition.name
         table.on(Methods.System.ping) { (_: Empty, _, _) -> PingReply in
@@ -242,7 +293,9 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             }
             let following = subscriptions()
             let curve = authenticator.map { ServiceStats.Curve(admitted: $0.decisions.admitted, refused: $0.decisions.refused) }
-            return ServiceStats(service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following, curve: curve)
+            return ServiceStats(
+                service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following, curve: curve,
+                replication: replication())
         }
         let backups = BackupGate()
         table.on(Methods.System.backup) { (request: BackupRequest, _, state) -> BackupReply in

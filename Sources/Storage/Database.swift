@@ -1,5 +1,9 @@
 import CSQLite
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// How a top-level transaction takes its locks (see SQLite's BEGIN).
 public enum TransactionKind: String, Sendable {
     /// Locks are taken on first read or write.
@@ -21,16 +25,24 @@ public final class Database {
     private var statementCache: [String: Statement] = [:]
     /// How many `transaction` calls are running; above zero, nested calls use savepoints.
     private var transactionDepth = 0
+    /// The VFS, gate and commit step of a file that is not a plain file (a replicated one).
+    let shared: SharedConnection?
+    /// What the busy handler of a shared file's connection needs (kept alive with the connection).
+    private let busyWait: BusyWait?
 
     /// Opens (creating unless `readOnly`) the database at `path`; ":memory:" gives a private in-memory database.
     ///
     /// Turns on extended result codes, the busy timeout and foreign keys, and registers the
     /// `nearest_first` R*Tree query (`NearestFirst`); for writable files also
     /// WAL journaling (verified) and synchronous=NORMAL, which is durable enough with WAL and much faster.
-    public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
+    ///
+    /// With `shared`, `path` names the file in that VFS; every call runs inside its gate, the
+    /// connection never checkpoints on its own (the replicas decide when), and each write it
+    /// commits is finished by `shared.committed` before the statement returns.
+    public init(path: String, readOnly: Bool = false, busyTimeoutMilliseconds: Int32 = 5000, shared: SharedFile? = nil) throws(SQLiteError) {
         var opened: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
-        let resultCode = sqlite3_open_v2(path, &opened, flags, nil)
+        let resultCode = shared?.gate.pass { sqlite3_open_v2(path, &opened, flags, shared?.vfs) } ?? sqlite3_open_v2(path, &opened, flags, nil)
         guard resultCode == SQLITE_OK, let opened else {
             let error = SQLiteError(resultCode: resultCode == SQLITE_OK ? SQLITE_NOMEM : resultCode, connection: opened)
             _ = sqlite3_close_v2(opened)  // A failed open still allocates a handle (or NULL, which is a no-op).
@@ -38,13 +50,27 @@ public final class Database {
         }
         self.path = path
         self.connection = opened
+        self.shared = shared.map(SharedConnection.init)
+        busyWait = shared.map { BusyWait(gate: $0.gate, timeoutMilliseconds: busyTimeoutMilliseconds) }
         // From here deinit closes the connection if a setting below throws.
         try check(sqlite3_extended_result_codes(connection, 1), connection)
-        try check(sqlite3_busy_timeout(connection, busyTimeoutMilliseconds), connection)
+        if let busyWait, let shared {
+            // As dqlite opens its own: the page size first, no syncs (the VFS is memory), WAL (the
+            // only mode it holds). The switch to WAL writes the file's header in place, the same on
+            // every replica: made locally, not replicated.
+            let local = "PRAGMA page_size = 4096; PRAGMA synchronous = OFF; PRAGMA journal_mode = WAL"
+            try check(shared.gate.pass { sqlite3_exec(connection, local, nil, nil, nil) }, connection, sql: local)
+            try check(sqlite3_busy_handler(connection, waitOutsideGate, Unmanaged.passUnretained(busyWait).toOpaque()), connection)
+            try check(tourbus_sqlite_no_checkpoint_on_close(connection), connection)
+            try execute("PRAGMA wal_autocheckpoint = 0")
+        } else {
+            try check(sqlite3_busy_timeout(connection, busyTimeoutMilliseconds), connection)
+        }
         try execute("PRAGMA foreign_keys = ON")
         try check(NearestFirst.register(on: connection), connection)
         let isMemory = path.isEmpty || path == ":memory:"
-        if !readOnly && !isMemory {
+        // A shared file is in WAL mode already (above).
+        if !readOnly && !isMemory && shared == nil {
             let mode = try queryOne("PRAGMA journal_mode = WAL")?.string(0)
             guard mode?.lowercased() == "wal" else {
                 throw SQLiteError(
@@ -58,19 +84,56 @@ public final class Database {
     deinit {
         // Statements must go before the connection. Neither call has an error worth acting on here:
         // finalize repeats an error already thrown, and close_v2 defers closing until outside statements finish.
-        for statement in statementCache.values { statement.finalize() }
-        _ = sqlite3_close_v2(connection)
+        let connection = connection
+        let statements = statementCache.values
+        let close = {
+            for statement in statements { statement.finalize() }
+            _ = sqlite3_close_v2(connection)
+        }
+        if let shared {
+            shared.file.gate.pass {
+                close()
+                shared.settle(nil)
+            }
+        } else {
+            close()
+        }
     }
 
     /// Applies memory settings to this connection.
+    ///
+    /// A shared file's connection takes the cache size only: its VFS maps nothing, and its
+    /// replicas decide when to checkpoint.
     public func tune(_ tuning: DatabaseTuning) throws(SQLiteError) {
         if let cache = tuning.cacheMebibytes { try execute("PRAGMA cache_size = -\(cache * 1024)") }
+        guard shared == nil else { return }
         if let map = tuning.mapMebibytes { try execute("PRAGMA mmap_size = \(map * 1_048_576)") }
         if let pages = tuning.checkpointPages { try execute("PRAGMA wal_autocheckpoint = \(pages)") }
     }
 
+    /// Copies the write-ahead log into the file and empties it, if no reader holds part of it
+    /// (then nothing happens): whether it did. For a shared file, whose replicas checkpoint on
+    /// their own (it writes no log of its own, so it is not a write to replicate).
+    public func checkpoint() throws(SQLiteError) -> Bool {
+        var logged: Int32 = 0
+        var copied: Int32 = 0
+        let connection = connection
+        let code =
+            shared?.file.gate.pass { sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, &logged, &copied) }
+            ?? sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, &logged, &copied)
+        if code == SQLITE_BUSY { return false }
+        try check(code, connection)
+        return logged == copied
+    }
+
     /// Runs a script of zero or more SQL statements separated by semicolons, without parameters.
+    ///
+    /// On a shared file each statement runs on its own, so each commit it makes is finished
+    /// before the next statement begins.
     public func execute(_ sql: String) throws(SQLiteError) {
+        if shared != nil {
+            return try Statement.runScript(sql, connection: connection, shared: shared)
+        }
         var errorText: UnsafeMutablePointer<CChar>?
         let resultCode = sqlite3_exec(connection, sql, nil, nil, &errorText)
         defer { sqlite3_free(errorText) }
@@ -88,11 +151,11 @@ public final class Database {
     /// If that statement is being stepped by a `forEachRow` on this connection, a separate uncached one is returned.
     public func statement(_ sql: String) throws(SQLiteError) -> Statement {
         if let cached = statementCache[sql] {
-            guard !cached.isInUse else { return try Statement(connection: connection, sql: sql, persistent: false) }
+            guard !cached.isInUse else { return try Statement(connection: connection, sql: sql, persistent: false, shared: shared) }
             cached.reset()
             return cached
         }
-        let statement = try Statement(connection: connection, sql: sql, persistent: true)
+        let statement = try Statement(connection: connection, sql: sql, persistent: true, shared: shared)
         statementCache[sql] = statement
         return statement
     }
@@ -271,4 +334,27 @@ public struct DatabaseTuning: Sendable, Equatable {
         self.mapMebibytes = mapMebibytes
         self.checkpointPages = checkpointPages
     }
+}
+
+/// The busy handler's view of a shared file's connection: the gate to leave while it waits.
+private final class BusyWait {
+    let gate: SQLiteGate
+    let timeoutMilliseconds: Int32
+    init(gate: SQLiteGate, timeoutMilliseconds: Int32) {
+        self.gate = gate
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+}
+
+/// SQLite's busy handler for a shared file's connection: leaves the gate for a millisecond and
+/// asks again, until the connection's busy timeout has passed. (The lock it waits for is
+/// released by a call that needs the gate: a commit being applied.)
+private func waitOutsideGate(_ context: UnsafeMutableRawPointer?, _ attempts: Int32) -> Int32 {
+    guard let context else { return 0 }
+    let wait = Unmanaged<BusyWait>.fromOpaque(context).takeUnretainedValue()
+    guard attempts < wait.timeoutMilliseconds else { return 0 }
+    wait.gate.leave()
+    usleep(1000)
+    wait.gate.enter()
+    return 1
 }

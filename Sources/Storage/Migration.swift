@@ -67,6 +67,16 @@ extension Database {
         return applied
     }
 
+    /// Whether every one of `migrations` is recorded as applied (a replica that does not migrate
+    /// waits for this: its leader migrates).
+    public func hasApplied(_ migrations: [Migration]) throws(SQLiteError) -> Bool {
+        guard try scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'") == 1 else { return false }
+        for migration in migrations where try queryOne("SELECT 1 FROM schema_migrations WHERE domain = ? AND version = ?", migration.domain, migration.version) == nil {
+            return false
+        }
+        return true
+    }
+
     /// Checks versions are positive and unique per domain; returns domains in first-seen order, versions ascending.
     private static func validatedOrder(_ migrations: [Migration]) throws(MigrationError) -> [Migration] {
         var domains: [String] = []

@@ -18,24 +18,16 @@ public final class Statement {
     private var columnsOfLastResult: ResultColumns?
     /// Set while a `Database` helper is stepping this statement, so a nested use of the same SQL gets its own statement.
     var isInUse = false
+    /// The connection's shared file, when it is not a plain one (`Database.init`).
+    private let shared: SharedConnection?
 
     /// Prepares exactly one SQL statement on `connection`.
     ///
     /// Extra statements after the first are rejected rather than silently ignored; use `Database.execute(_:)` for scripts.
-    init(connection: OpaquePointer, sql: String, persistent: Bool) throws(SQLiteError) {
+    init(connection: OpaquePointer, sql: String, persistent: Bool, shared: SharedConnection? = nil) throws(SQLiteError) {
+        let (prepared, remainder) = try Statement.prepare(sql, connection: connection, persistent: persistent, shared: shared)
         self.sql = sql
-        var prepared: OpaquePointer?
-        var remainder = ""
-        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
-        let resultCode = sql.withCString { text in
-            var tail: UnsafePointer<CChar>?
-            let resultCode = sqlite3_prepare_v3(connection, text, -1, flags, &prepared, &tail)
-            if let tail { remainder = String(cString: tail) }
-            return resultCode
-        }
-        guard resultCode == SQLITE_OK else {
-            throw SQLiteError(resultCode: resultCode, connection: connection, sql: sql)
-        }
+        self.shared = shared
         handle = prepared
         guard prepared != nil else {
             throw SQLiteError.misuse("no SQL statement in the text", sql: sql)
@@ -45,12 +37,66 @@ public final class Statement {
         }
     }
 
-    deinit {
-        // sqlite3_finalize only repeats the last step's error, which was already thrown.
-        _ = sqlite3_finalize(handle)
+    private init(sql: String, handle: OpaquePointer, shared: SharedConnection?) {
+        self.sql = sql
+        self.handle = handle
+        self.shared = shared
     }
 
-    /// Finalizes now; later use throws SQLITE_MISUSE. Called by `Database` before it closes.
+    /// Prepares the first statement of `sql`: its handle (nil for none) and the text after it.
+    private static func prepare(
+        _ sql: String, connection: OpaquePointer, persistent: Bool, shared: SharedConnection?
+    ) throws(SQLiteError) -> (OpaquePointer?, String) {
+        var prepared: OpaquePointer?
+        var remainder = ""
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let prepare = {
+            sql.withCString { text in
+                var tail: UnsafePointer<CChar>?
+                let resultCode = sqlite3_prepare_v3(connection, text, -1, flags, &prepared, &tail)
+                if let tail { remainder = String(cString: tail) }
+                return resultCode
+            }
+        }
+        let resultCode = shared?.file.gate.pass(prepare) ?? prepare()
+        guard resultCode == SQLITE_OK else {
+            throw SQLiteError(resultCode: resultCode, connection: connection, sql: sql)
+        }
+        return (prepared, remainder)
+    }
+
+    /// Runs a script one statement at a time (each prepared once the one before it has run, as
+    /// `sqlite3_exec` does), so that each commit in it is finished before the next statement.
+    static func runScript(_ sql: String, connection: OpaquePointer, shared: SharedConnection?) throws(SQLiteError) {
+        var rest = sql
+        for _ in 0..<100_000 {
+            let (prepared, remainder) = try prepare(rest, connection: connection, persistent: false, shared: shared)
+            if let prepared {
+                let statement = Statement(sql: rest, handle: prepared, shared: shared)
+                while try statement.step() {}
+            }
+            guard !remainder.allSatisfy({ $0.isWhitespace || $0 == ";" }) else { return }
+            rest = remainder
+        }
+        throw SQLiteError.misuse("a script of more than 100,000 statements", sql: nil)
+    }
+
+    deinit {
+        // sqlite3_finalize only repeats the last step's error, which was already thrown.
+        let handle = handle
+        if let shared {
+            shared.file.gate.pass {
+                let connection = handle.flatMap(sqlite3_db_handle)
+                _ = sqlite3_finalize(handle)
+                shared.settle(connection)
+            }
+        } else {
+            _ = sqlite3_finalize(handle)
+        }
+    }
+
+    /// Finalizes now; later use throws SQLITE_MISUSE. Called by `Database` before it closes
+    /// (inside the gate, for a shared file).
     func finalize() {
         _ = sqlite3_finalize(handle)  // See deinit.
         handle = nil
@@ -68,7 +114,15 @@ public final class Statement {
     ///
     /// sqlite3_reset's return code only repeats the last step's error, already thrown by `step()`.
     public func reset() {
-        _ = sqlite3_reset(handle)
+        let handle = handle
+        if let shared {
+            shared.file.gate.pass {
+                _ = sqlite3_reset(handle)
+                shared.settle(handle.flatMap(sqlite3_db_handle))
+            }
+        } else {
+            _ = sqlite3_reset(handle)
+        }
     }
 
     /// Resets, clears old bindings, and binds `values` to parameters 1...n.
@@ -122,10 +176,39 @@ public final class Statement {
     /// Runs to the next result row: true if a row is available in `row`, false when done.
     public func step() throws(SQLiteError) -> Bool {
         let statement = try liveHandle()
-        switch sqlite3_step(statement) {
+        guard let shared else { return try Statement.result(of: sqlite3_step(statement), statement, sql: sql) }
+        let file = shared.file
+        file.gate.enter()
+        defer { file.gate.leave() }
+        let connection = sqlite3_db_handle(statement)!
+        shared.mayBegin(connection)
+        defer { shared.settle(connection) }
+        let wasWriting = sqlite3_txn_state(connection, nil) == SQLITE_TXN_WRITE
+        // A statement that may begin a write transaction (BEGIN IMMEDIATE, a first write, one
+        // in a transaction of its own) asks first: a replica that is not the leader refuses.
+        let startsWriting = !wasWriting && sqlite3_stmt_readonly(statement) == 0
+        let mark = startsWriting ? try file.began() : 0
+        let row = try Statement.result(of: sqlite3_step(statement), statement, sql: sql)
+        if startsWriting && sqlite3_txn_state(connection, nil) == SQLITE_TXN_WRITE { shared.writeBegan = mark }
+        guard wasWriting || startsWriting, sqlite3_get_autocommit(connection) != 0 else { return row }
+        // The statement ended a write transaction (or holds one open across its rows, which the
+        // commit at its reset could not report: refused).
+        if row {
+            guard sqlite3_txn_state(connection, nil) == SQLITE_TXN_WRITE else { return row }
+            throw SQLiteError.misuse("on a replicated database, a statement that writes and returns rows runs inside a transaction", sql: sql)
+        }
+        let began = shared.writeBegan ?? mark
+        shared.writeBegan = nil
+        try file.committed(String(cString: sqlite3_db_filename(connection, "main")), began)
+        return row
+    }
+
+    /// A step's result code as `step()` returns it, or its error.
+    private static func result(of resultCode: Int32, _ statement: OpaquePointer, sql: String) throws(SQLiteError) -> Bool {
+        switch resultCode {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
-        case let resultCode: throw SQLiteError(resultCode: resultCode, connection: sqlite3_db_handle(statement), sql: sql)
+        default: throw SQLiteError(resultCode: resultCode, connection: sqlite3_db_handle(statement), sql: sql)
         }
     }
 

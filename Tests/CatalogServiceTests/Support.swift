@@ -133,7 +133,7 @@ final class PlaceMirror {
 
     func subscribe(to catalog: CatalogFixture, drop: (@Sendable (Int64) -> Bool)? = nil, bulkThreshold: Int64 = 20_000) throws -> EventSubscriber {
         var options = SubscriptionOptions(source: "catalog", publishEndpoints: catalog.runtime.endpoints.publish,
-                                          rpcEndpoints: catalog.runtime.endpoints.rpc, databasePath: path)
+                                          rpcEndpoints: catalog.runtime.endpoints.rpc, database: DatabaseFile(path: path))
         options.dropLiveEvent = drop
         options.replayBatch = 200
         options.snapshotBatch = 300

@@ -69,7 +69,7 @@ import TestSupport
         try upsert(5, "Lost edit", version: 4)
         try upsert(2, "Deleted meanwhile", version: 1)
         try upsert(3, "Updated meanwhile", version: 1)
-        let options = SubscriptionOptions(source: "catalog", publishEndpoints: [], rpcEndpoints: [], databasePath: folder.path + "/favorites.sqlite")
+        let options = SubscriptionOptions(source: "catalog", publishEndpoints: [], rpcEndpoints: [], database: DatabaseFile(path: folder.path + "/favorites.sqlite"))
         let store = try SQLiteCursorStore(options: options, applier: Places.catalogApplier, logger: Logger(component: "test", level: .error))
         try store.beginSnapshot()
         try Places.upsert(PlaceSummary(id: 4, name: "Fetched", category: "cafe", lat: -33.86, lon: 151.21), version: 1, db)

@@ -28,7 +28,7 @@ import TestSupport
         let folder = TemporaryFolder("deferred")
         let path = try Self.outbox(folder)
         let events = DeferredEvents(groupSize: 7)
-        let writer = try DeferredEventWriter(events, databasePath: path, tuning: DatabaseTuning(), relayWakeup: nil,
+        let writer = try DeferredEventWriter(events, database: DatabaseFile(path: path), tuning: DatabaseTuning(), relayWakeup: nil,
                                              logger: Logger(component: "test", level: .error))
         for i in 1...100 { events.hand("t", json: Data("\(i)".utf8)) }
         writer.stop()
@@ -40,7 +40,7 @@ import TestSupport
         let folder = TemporaryFolder("deferred-keep")
         let path = try Self.outbox(folder)
         let events = DeferredEvents(keep: { _, body in String(decoding: body, as: UTF8.self) != "\"drop\"" })
-        let writer = try DeferredEventWriter(events, databasePath: path, tuning: DatabaseTuning(), relayWakeup: nil,
+        let writer = try DeferredEventWriter(events, database: DatabaseFile(path: path), tuning: DatabaseTuning(), relayWakeup: nil,
                                              logger: Logger(component: "test", level: .error))
         for body in ["\"a\"", "\"drop\"", "\"b\""] { events.hand("t", json: Data(body.utf8)) }
         writer.stop()
@@ -51,7 +51,7 @@ import TestSupport
         let folder = TemporaryFolder("deferred-busy")
         let path = try Self.outbox(folder)
         let events = DeferredEvents()
-        let writer = try DeferredEventWriter(events, databasePath: path, tuning: DatabaseTuning(), relayWakeup: nil,
+        let writer = try DeferredEventWriter(events, database: DatabaseFile(path: path), tuning: DatabaseTuning(), relayWakeup: nil,
                                              logger: Logger(component: "test", level: .error))
         // Another connection holds the write lock: the writer's group waits, fails, stays queued.
         let holder = try Database(path: path)

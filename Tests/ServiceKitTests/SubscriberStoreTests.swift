@@ -88,7 +88,7 @@ private final class SlowPublisher {
 
     func subscribe(_ copy: ItemCopy) throws -> EventSubscriber {
         var options = SubscriptionOptions(source: "slow", publishEndpoints: runtime.endpoints.publish,
-                                          rpcEndpoints: runtime.endpoints.rpc, databasePath: copy.path)
+                                          rpcEndpoints: runtime.endpoints.rpc, database: DatabaseFile(path: copy.path))
         options.snapshotBatch = 100
         return try EventSubscriber(context: context, options: options, applier: ItemCopy.applier, logger: quiet)
     }
@@ -162,7 +162,7 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
         types: ["item.upserted"])
 
     fileprivate func store(_ copy: ItemCopy) throws -> SQLiteCursorStore {
-        let options = SubscriptionOptions(source: "items", publishEndpoints: [], rpcEndpoints: [], databasePath: copy.path)
+        let options = SubscriptionOptions(source: "items", publishEndpoints: [], rpcEndpoints: [], database: DatabaseFile(path: copy.path))
         return try SQLiteCursorStore(options: options, applier: Self.applier, logger: quiet)
     }
 
@@ -324,7 +324,7 @@ private func event(_ type: String, _ id: Int, _ name: String = "", seq: Int64 = 
             for id in [1, 5, 100_000] { try db.run("INSERT INTO copy (id, name) VALUES (?, ?)", Int64(id), "old \(id)") }
         }
         try CursorStore(database: db).set(source: "items", EventCursor(epoch: "e1", seq: 4))
-        let options = SubscriptionOptions(source: "items", publishEndpoints: [], rpcEndpoints: [], databasePath: copy.path)
+        let options = SubscriptionOptions(source: "items", publishEndpoints: [], rpcEndpoints: [], database: DatabaseFile(path: copy.path))
         let store = try SQLiteCursorStore(options: options, applier: Self.applier, logger: quiet)
         try store.beginSnapshot()
         for page in stride(from: 1, through: count, by: 1_000) {

@@ -21,4 +21,5 @@ install_packages() {
 }
 
 # libjs-leaflet: the map library of the web app the gateway serves (web/), at /vendor/leaflet/.
-SYSTEM_PACKAGES=(libzmq3-dev libsqlite3-dev libsodium-dev libturbojpeg0-dev libhttp-parser-dev pkg-config libjs-leaflet)
+# libraft-dev, libuv1-dev, libdqlite-dev: a replicated database (issue 34: Raft, and the VFS whose commits it carries).
+SYSTEM_PACKAGES=(libzmq3-dev libsqlite3-dev libsodium-dev libturbojpeg0-dev libhttp-parser-dev pkg-config libjs-leaflet libraft-dev libuv1-dev libdqlite-dev)

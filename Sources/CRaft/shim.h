@@ -1,0 +1,4 @@
+#include <uv.h>
+#include <raft.h>
+#include <raft/uv.h>
+#include <dqlite.h>

@@ -1,0 +1,391 @@
+import Bus
+import CRaft
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One voter of a Raft cluster: its id (1 and up, the same on every host) and the host:port
+/// its replication listens on.
+public struct RaftServer: Sendable, Equatable {
+    public let id: UInt64
+    public let address: String
+
+    public init(id: UInt64, address: String) {
+        self.id = id
+        self.address = address
+    }
+}
+
+/// A node's part in its cluster, as `RaftNode.status` reports it.
+public enum RaftRole: String, Sendable, CaseIterable {
+    case follower, candidate, leader
+    /// Not started, or stopping.
+    case unavailable
+}
+
+/// What a node knows of its cluster, refreshed by its loop every few milliseconds.
+public struct RaftStatus: Sendable, Equatable {
+    public var role: RaftRole = .unavailable
+    public var term: UInt64 = 0
+    /// The leader this node knows of, if any (itself when it leads).
+    public var leaderID: UInt64 = 0
+    public var leaderAddress: String?
+    /// The highest entry known to be held by a majority.
+    public var commitIndex: UInt64 = 0
+    /// The highest entry applied here.
+    public var appliedIndex: UInt64 = 0
+    /// The highest entry in this node's log.
+    public var lastIndex: UInt64 = 0
+    /// A leader that has applied every entry of earlier terms (its barrier is through), so
+    /// what it writes starts from everything committed before it.
+    public var isReadyLeader = false
+}
+
+/// What a Raft node's commands are applied to. Called on the node's loop thread, in log order,
+/// the same commands on every node.
+public protocol RaftStateMachine: AnyObject, Sendable {
+    /// Applies one committed command; the result goes to the leader's `submit` that made it.
+    func apply(_ command: UnsafeRawBufferPointer) -> Int
+    /// The whole state, for a snapshot (so the log before it can go).
+    func snapshot() throws(ReplicationError) -> [UInt8]
+    /// Replaces the whole state with a snapshot's.
+    func restore(_ snapshot: UnsafeRawBufferPointer) throws(ReplicationError)
+}
+
+/// Why a replicated operation did not happen.
+public struct ReplicationError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// A Raft node: libraft on its own libuv loop thread, its log and snapshots in a directory, its
+/// replication on a TCP port of its own. Owns every C handle it made and frees them after the
+/// loop has stopped. Other threads reach it only through messages to the loop (`submit`).
+public final class RaftNode: @unchecked Sendable {
+    /// This node's id and address.
+    public let server: RaftServer
+    private let loop: UnsafeMutablePointer<uv_loop_t>
+    private let raft: UnsafeMutablePointer<raft>
+    private let io: UnsafeMutablePointer<raft_io>
+    private let transport: UnsafeMutablePointer<raft_uv_transport>
+    private let fsm: UnsafeMutablePointer<raft_fsm>
+    private let wake: UnsafeMutablePointer<uv_async_t>
+    private let timer: UnsafeMutablePointer<uv_timer_t>
+    fileprivate let machine: RaftStateMachine
+    fileprivate let logger: Logger
+    /// Work for the loop thread, posted by `post` and run on the next wake.
+    private let inbox = Mutex<[@Sendable (RaftNode) -> Void]>([])
+    private let latest = Mutex(RaftStatus())
+    private let stopping = Atomic<Bool>(false)
+    /// Loop-thread state: the term whose barrier is through, and whether one is in flight.
+    fileprivate var readyTerm: UInt64 = 0
+    fileprivate var barrierInFlight = false
+    private var thread: WorkerThread?
+    /// Whether the loop thread was started (else `deinit` only frees the memory: a node that
+    /// failed to start leaves what libuv and libraft made behind, as its process is ending).
+    private var running = false
+
+    /// Starts a node of the cluster `servers` (which lists this one): bootstraps the directory
+    /// the first time, then loads its log and snapshot and joins in. `electionMilliseconds` is
+    /// the base election timeout (a leader that hears no majority for that long steps down).
+    public init(
+        id: UInt64, servers: [RaftServer], directory: String, machine: RaftStateMachine, logger: Logger,
+        electionMilliseconds: UInt32 = 1000, heartbeatMilliseconds: UInt32 = 100, snapshotThreshold: UInt32 = 1024
+    ) throws(ReplicationError) {
+        guard let me = servers.first(where: { $0.id == id }) else { throw ReplicationError("node \(id) is not one of the cluster's servers") }
+        server = me
+        self.machine = machine
+        self.logger = logger
+        loop = .allocate(capacity: 1)
+        raft = .allocate(capacity: 1)
+        io = .allocate(capacity: 1)
+        transport = .allocate(capacity: 1)
+        fsm = .allocate(capacity: 1)
+        wake = .allocate(capacity: 1)
+        timer = .allocate(capacity: 1)
+        loop.initialize(to: uv_loop_t())
+        raft.initialize(to: CRaft.raft())
+        io.initialize(to: raft_io())
+        transport.initialize(to: raft_uv_transport())
+        wake.initialize(to: uv_async_t())
+        timer.initialize(to: uv_timer_t())
+        fsm.initialize(to: raft_fsm())
+
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ReplicationError("cannot make the Raft directory \(directory): \(error)")
+        }
+        // libuv writes to its sockets with write(2): a peer that went away would raise SIGPIPE,
+        // whose default ends the process. The error comes back from the write instead.
+        signal(SIGPIPE, SIG_IGN)
+        var code = uv_loop_init(loop)
+        guard code == 0 else { throw ReplicationError("uv_loop_init: \(String(cString: uv_strerror(code)))") }
+        code = raft_uv_tcp_init(transport, loop)
+        guard code == 0 else { throw ReplicationError("raft_uv_tcp_init: \(String(cString: raft_strerror(code)))") }
+        code = raft_uv_init(io, loop, directory, transport)
+        guard code == 0 else { throw ReplicationError("raft_uv_init \(directory): \(RaftNode.message(io))") }
+        fsm.pointee.version = 1
+        fsm.pointee.data = Unmanaged.passUnretained(machine as AnyObject).toOpaque()
+        fsm.pointee.apply = { fsm, buffer, result in
+            guard let fsm, let buffer, let data = fsm.pointee.data else { return RAFT_INVALID }
+            let machine = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue() as! RaftStateMachine
+            let outcome = machine.apply(UnsafeRawBufferPointer(start: buffer.pointee.base, count: buffer.pointee.len))
+            result?.pointee = UnsafeMutableRawPointer(bitPattern: outcome)
+            return 0
+        }
+        fsm.pointee.snapshot = { fsm, buffers, count in
+            guard let fsm, let buffers, let count, let data = fsm.pointee.data else { return RAFT_INVALID }
+            let machine = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue() as! RaftStateMachine
+            guard let bytes = try? machine.snapshot() else { return RAFT_IOERR }
+            guard let base = raft_malloc(max(1, bytes.count)), let array = raft_malloc(MemoryLayout<raft_buffer>.stride) else { return RAFT_NOMEM }
+            bytes.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+            let list = array.bindMemory(to: raft_buffer.self, capacity: 1)
+            list.initialize(to: raft_buffer(base: base, len: bytes.count))
+            buffers.pointee = list
+            count.pointee = 1
+            return 0
+        }
+        fsm.pointee.restore = { fsm, buffer in
+            guard let fsm, let buffer, let data = fsm.pointee.data else { return RAFT_INVALID }
+            let machine = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue() as! RaftStateMachine
+            defer { raft_free(buffer.pointee.base) }
+            do {
+                try machine.restore(UnsafeRawBufferPointer(start: buffer.pointee.base, count: buffer.pointee.len))
+                return 0
+            } catch {
+                return RAFT_IOERR
+            }
+        }
+        code = raft_init(raft, io, fsm, id, me.address)
+        guard code == 0 else { throw ReplicationError("raft_init: \(RaftNode.message(raft))") }
+        raft.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        raft_set_election_timeout(raft, electionMilliseconds)
+        raft_set_heartbeat_timeout(raft, heartbeatMilliseconds)
+        raft_set_snapshot_threshold(raft, snapshotThreshold)
+        raft_set_snapshot_trailing(raft, max(64, snapshotThreshold / 4))
+        raft_set_pre_vote(raft, true)
+
+        var configuration = raft_configuration()
+        raft_configuration_init(&configuration)
+        defer { raft_configuration_close(&configuration) }
+        for server in servers {
+            code = raft_configuration_add(&configuration, server.id, server.address, RAFT_VOTER)
+            guard code == 0 else { throw ReplicationError("raft_configuration_add \(server.address): \(String(cString: raft_strerror(code)))") }
+        }
+        code = raft_bootstrap(raft, &configuration)
+        guard code == 0 || code == RAFT_CANTBOOTSTRAP else { throw ReplicationError("raft_bootstrap: \(RaftNode.message(raft))") }
+
+        wake.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_async_init(loop, wake) { handle in
+            guard let handle, let data = handle.pointee.data else { return }
+            Unmanaged<RaftNode>.fromOpaque(data).takeUnretainedValue().runInbox()
+        }
+        timer.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_timer_init(loop, timer)
+        uv_timer_start(
+            timer,
+            { handle in
+                guard let handle, let data = handle.pointee.data else { return }
+                Unmanaged<RaftNode>.fromOpaque(data).takeUnretainedValue().refresh()
+            }, 10, 10)
+        code = raft_start(raft)
+        guard code == 0 else { throw ReplicationError("raft_start: \(RaftNode.message(raft))") }
+        nonisolated(unsafe) let loop = loop  // Run by the loop thread alone from here on.
+        thread = WorkerThread(name: "raft-\(id)") {
+            uv_run(loop, UV_RUN_DEFAULT)
+        }
+        running = true
+    }
+
+    deinit {
+        if running {
+            stop()
+            // The loop has stopped: libraft's I/O and transport free what they hold, then the loop.
+            raft_uv_close(io)
+            raft_uv_tcp_close(transport)
+            uv_run(loop, UV_RUN_DEFAULT)
+            uv_loop_close(loop)
+        }
+        for pointer in [
+            UnsafeMutableRawPointer(loop), UnsafeMutableRawPointer(raft), UnsafeMutableRawPointer(io), UnsafeMutableRawPointer(transport),
+            UnsafeMutableRawPointer(fsm), UnsafeMutableRawPointer(wake), UnsafeMutableRawPointer(timer),
+        ] {
+            pointer.deallocate()
+        }
+    }
+
+    /// The node's view of its cluster, at most 10 ms old.
+    public var status: RaftStatus { latest.withLock { $0 } }
+
+    /// Appends `command` to the log and waits until it is applied here (`RaftStateMachine.apply`'s
+    /// result), or throws: not the leader, leadership lost before the command committed (it may
+    /// still commit later), stopping, or nothing heard within `timeout`.
+    public func submit(_ command: [UInt8], timeout: Duration) throws(ReplicationError) -> Int {
+        let done = Completion()
+        let box = Unmanaged.passRetained(done)
+        let posted = post { node in
+            guard let base = raft_malloc(max(1, command.count)) else { return box.takeRetainedValue().finish(.failure(ReplicationError("out of memory"))) }
+            command.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: command.count) }
+            var buffer = raft_buffer(base: base, len: command.count)
+            let request = UnsafeMutablePointer<raft_apply>.allocate(capacity: 1)
+            request.initialize(to: raft_apply())
+            request.pointee.data = box.toOpaque()
+            let code = raft_apply(node.raft, request, &buffer, 1) { request, status, result in
+                guard let request, let data = request.pointee.data else { return }
+                let done = Unmanaged<Completion>.fromOpaque(data).takeRetainedValue()
+                request.deallocate()
+                if status == 0 {
+                    done.finish(.success(Int(bitPattern: result)))
+                } else {
+                    done.finish(.failure(ReplicationError(RaftNode.refusal(status))))
+                }
+            }
+            if code != 0 {
+                raft_free(base)
+                request.deallocate()
+                box.takeRetainedValue().finish(.failure(ReplicationError(RaftNode.refusal(code))))
+            }
+        }
+        guard posted else {
+            box.release()
+            throw ReplicationError(RaftNode.refusal(RAFT_SHUTDOWN))
+        }
+        return try done.wait(timeout)
+    }
+
+    /// Stops the node: closes Raft (failing what is in flight) and joins the loop thread. Later
+    /// calls do nothing.
+    public func stop() {
+        guard running, !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        post(evenWhenStopping: true) { node in
+            uv_timer_stop(node.timer)
+            raft_close(node.raft) { raft in
+                guard let raft, let data = raft.pointee.data else { return }
+                let node = Unmanaged<RaftNode>.fromOpaque(data).takeUnretainedValue()
+                uv_close(UnsafeMutableRawPointer(node.wake).assumingMemoryBound(to: uv_handle_t.self), nil)
+                uv_close(UnsafeMutableRawPointer(node.timer).assumingMemoryBound(to: uv_handle_t.self), nil)
+            }
+        }
+        thread?.join()
+        latest.withLock { $0.role = .unavailable }
+    }
+
+    /// Runs `work` on the loop thread; false (and nothing run) once the node is stopping.
+    @discardableResult
+    private func post(evenWhenStopping: Bool = false, _ work: @escaping @Sendable (RaftNode) -> Void) -> Bool {
+        let posted = inbox.withLock { inbox in
+            guard evenWhenStopping || !stopping.load(ordering: .sequentiallyConsistent) else { return false }
+            inbox.append(work)
+            return true
+        }
+        if posted { uv_async_send(wake) }
+        return posted
+    }
+
+    private func runInbox() {
+        let work = inbox.withLock { inbox in
+            defer { inbox.removeAll() }
+            return inbox
+        }
+        for item in work { item(self) }
+        refresh()
+    }
+
+    /// Copies what other threads read (`status`), and starts a new leader's barrier.
+    private func refresh() {
+        var status = RaftStatus()
+        let state = raft_state(raft)
+        status.role =
+            switch Int32(state) {
+            case Int32(RAFT_LEADER): .leader
+            case Int32(RAFT_CANDIDATE): .candidate
+            case Int32(RAFT_FOLLOWER): .follower
+            default: .unavailable
+            }
+        var leaderID: raft_id = 0
+        var address: UnsafePointer<CChar>?
+        raft_leader(raft, &leaderID, &address)
+        status.leaderID = leaderID
+        status.leaderAddress = address.map { String(cString: $0) }
+        status.term = raft.pointee.current_term
+        status.commitIndex = raft.pointee.commit_index
+        status.appliedIndex = raft_last_applied(raft)
+        status.lastIndex = raft_last_index(raft)
+        if status.role == .leader && readyTerm != status.term && !barrierInFlight {
+            startBarrier(term: status.term)
+        }
+        status.isReadyLeader = status.role == .leader && readyTerm == status.term
+        latest.withLock { $0 = status }
+    }
+
+    /// A new leader's barrier: once through, every entry of earlier terms is applied here.
+    private func startBarrier(term: UInt64) {
+        let request = UnsafeMutablePointer<raft_barrier>.allocate(capacity: 1)
+        request.initialize(to: raft_barrier())
+        let context = Unmanaged.passRetained(BarrierContext(node: self, term: term))
+        request.pointee.data = context.toOpaque()
+        barrierInFlight = true
+        let code = raft_barrier(raft, request) { request, status in
+            guard let request, let data = request.pointee.data else { return }
+            let context = Unmanaged<BarrierContext>.fromOpaque(data).takeRetainedValue()
+            request.deallocate()
+            context.node.barrierInFlight = false
+            if status == 0 { context.node.readyTerm = context.term }
+            context.node.refresh()
+        }
+        if code != 0 {
+            context.release()
+            request.deallocate()
+            barrierInFlight = false
+        }
+    }
+
+    private static func message(_ raft: UnsafeMutablePointer<raft>) -> String {
+        String(cString: raft_errmsg(raft))
+    }
+
+    private static func message(_ io: UnsafeMutablePointer<raft_io>) -> String {
+        withUnsafeBytes(of: io.pointee.errmsg) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+    }
+
+    private static func refusal(_ code: Int32) -> String {
+        switch code {
+        case RAFT_NOTLEADER: "not the leader"
+        case RAFT_LEADERSHIPLOST: "leadership lost before the write was committed (it may still be)"
+        case RAFT_SHUTDOWN, RAFT_CANCELED: "the replica is stopping"
+        default: String(cString: raft_strerror(code))
+        }
+    }
+}
+
+/// A submit's result, handed from the loop thread to the waiting one.
+private final class Completion: @unchecked Sendable {
+    private let signal = DispatchSemaphore(value: 0)
+    private let result = Mutex<Result<Int, ReplicationError>?>(nil)
+
+    func finish(_ outcome: Result<Int, ReplicationError>) {
+        result.withLock { $0 = outcome }
+        signal.signal()
+    }
+
+    func wait(_ timeout: Duration) throws(ReplicationError) -> Int {
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        guard signal.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else {
+            throw ReplicationError("no answer from the replication within \(timeout)")
+        }
+        return try result.withLock { $0 ?? .failure(ReplicationError("no result")) }.get()
+    }
+}
+
+/// A barrier's node and term, for its callback.
+private final class BarrierContext {
+    unowned let node: RaftNode
+    let term: UInt64
+    init(node: RaftNode, term: UInt64) {
+        self.node = node
+        self.term = term
+    }
+}
