@@ -68,7 +68,7 @@ public final class RaftNode: @unchecked Sendable {
     private let loop: UnsafeMutablePointer<uv_loop_t>
     private let raft: UnsafeMutablePointer<raft>
     private let io: UnsafeMutablePointer<raft_io>
-    private let transport: UnsafeMutablePointer<raft_uv_transport>
+    private var transport: NoDelayTransport?
     private let fsm: UnsafeMutablePointer<raft_fsm>
     private let wake: UnsafeMutablePointer<uv_async_t>
     private let timer: UnsafeMutablePointer<uv_timer_t>
@@ -100,14 +100,12 @@ public final class RaftNode: @unchecked Sendable {
         loop = .allocate(capacity: 1)
         raft = .allocate(capacity: 1)
         io = .allocate(capacity: 1)
-        transport = .allocate(capacity: 1)
         fsm = .allocate(capacity: 1)
         wake = .allocate(capacity: 1)
         timer = .allocate(capacity: 1)
         loop.initialize(to: uv_loop_t())
         raft.initialize(to: CRaft.raft())
         io.initialize(to: raft_io())
-        transport.initialize(to: raft_uv_transport())
         wake.initialize(to: uv_async_t())
         timer.initialize(to: uv_timer_t())
         fsm.initialize(to: raft_fsm())
@@ -122,9 +120,9 @@ public final class RaftNode: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
         var code = uv_loop_init(loop)
         guard code == 0 else { throw ReplicationError("uv_loop_init: \(String(cString: uv_strerror(code)))") }
-        code = raft_uv_tcp_init(transport, loop)
-        guard code == 0 else { throw ReplicationError("raft_uv_tcp_init: \(String(cString: raft_strerror(code)))") }
-        code = raft_uv_init(io, loop, directory, transport)
+        let transport = try NoDelayTransport(loop: loop)
+        self.transport = transport
+        code = raft_uv_init(io, loop, directory, transport.outer)
         guard code == 0 else { throw ReplicationError("raft_uv_init \(directory): \(RaftNode.message(io))") }
         fsm.pointee.version = 1
         fsm.pointee.data = Unmanaged.passUnretained(machine as AnyObject).toOpaque()
@@ -204,12 +202,12 @@ public final class RaftNode: @unchecked Sendable {
             stop()
             // The loop has stopped: libraft's I/O and transport free what they hold, then the loop.
             raft_uv_close(io)
-            raft_uv_tcp_close(transport)
+            transport?.release()
             uv_run(loop, UV_RUN_DEFAULT)
             uv_loop_close(loop)
         }
         for pointer in [
-            UnsafeMutableRawPointer(loop), UnsafeMutableRawPointer(raft), UnsafeMutableRawPointer(io), UnsafeMutableRawPointer(transport),
+            UnsafeMutableRawPointer(loop), UnsafeMutableRawPointer(raft), UnsafeMutableRawPointer(io),
             UnsafeMutableRawPointer(fsm), UnsafeMutableRawPointer(wake), UnsafeMutableRawPointer(timer),
         ] {
             pointer.deallocate()
