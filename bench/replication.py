@@ -331,6 +331,7 @@ import zmq  # noqa: E402
 
 CATALOG_RPC, CATALOG_PUB, RAFT_PORT = 7101, 7111, 7190
 SINGLE_RPC, SINGLE_PUB = 7201, 7211
+VOTER_RPC, VOTER_PUB, VOTER_RAFT = 7301, 7311, 7391
 SOCIAL_RPC, SOCIAL_PUB = 7104, 7114
 ADMIN = ("benchadmin", "Bench-Admin-Pass-1")
 
@@ -424,7 +425,7 @@ def acknowledged_writer(ctx, hosts, stop, acks, errors, began, interval=0.01):
         for host in list(order):
             reply = clients[host].call("catalog.create", body, 300)
             if reply and reply.get("ok"):
-                acks.append((time.monotonic() - began, reply["body"]["id"]))
+                acks.append((time.monotonic() - began, reply["body"]["id"], host))
                 order.remove(host)
                 order.insert(0, host)
                 break
@@ -436,8 +437,8 @@ def acknowledged_writer(ctx, hosts, stop, acks, errors, began, interval=0.01):
 
 def tourbus():
     log("tourbus: the catalog (%s) replicated on a, b, c (dqlite's VFS in memory, Raft log fsynced by libraft), "
-        "beside one catalog on a with its SQLite file (WAL, synchronous=NORMAL); social and a gateway for each on x"
-        % BIN)
+        "beside one catalog on a with its SQLite file (WAL, synchronous=NORMAL) and one on a as a one-voter cluster; "
+        "social and a gateway for each on x" % BIN)
     ctx = zmq.Context()
     for index, host in enumerate(REPLICAS, 1):
         start_replica(host, index)
@@ -445,6 +446,8 @@ def tourbus():
         await_ready(host, "catalog", "catalog-" + host)
     start_service("a", "catalog", ["--data-dir", WORK + "/single", "--bind", endpoint("a", SINGLE_RPC), "--publish", endpoint("a", SINGLE_PUB)],
                   "catalog-single")
+    start_service("a", "catalog", ["--data-dir", WORK + "/voter", "--bind", endpoint("a", VOTER_RPC), "--publish", endpoint("a", VOTER_PUB),
+                                   "--raft", "%s:%d" % (HOSTS["a"], VOTER_RAFT), "--replica", "1"], "catalog-voter")
     start_service("x", "social", ["--data-dir", WORK + "/social", "--bind", endpoint("x", SOCIAL_RPC), "--publish", endpoint("x", SOCIAL_PUB),
                                   "--peer", "catalog=" + endpoint("a", SINGLE_RPC), "--peer-pub", "catalog=" + endpoint("a", SINGLE_PUB)],
                   "social")
@@ -455,12 +458,13 @@ def tourbus():
     leader = catalog_leader(ctx)
     if not leader:
         raise RuntimeError("no catalog replica became the leader in 30 s")
-    gateways = {"single": 7700, "replicated": 7701}
-    for name, port, catalog in (("single", 7700, endpoint("a", SINGLE_RPC)), ("replicated", 7701, endpoint(leader, CATALOG_RPC))):
+    gateways = {"single": 7700, "replicated": 7701, "one voter": 7702}
+    for name, port, catalog in (("single", 7700, endpoint("a", SINGLE_RPC)), ("replicated", 7701, endpoint(leader, CATALOG_RPC)),
+                                ("one voter", 7702, endpoint("a", VOTER_RPC))):
         start_service("x", "gateway", ["--listen", "%s:%d" % (HOSTS["x"], port), "--peer", "catalog=" + catalog,
                                        "--peer", "social=" + endpoint("x", SOCIAL_RPC), "--logins-per-minute-per-address", "100000"],
-                      "gateway-" + name)
-    for name, rpc in (("single", endpoint("a", SINGLE_RPC)), ("replicated", endpoint(leader, CATALOG_RPC))):
+                      "gateway-" + name.replace(" ", "-"))
+    for name, rpc in (("single", endpoint("a", SINGLE_RPC)), ("replicated", endpoint(leader, CATALOG_RPC)), ("one voter", endpoint("a", VOTER_RPC))):
         created, seconds = load_places(rpc, PLACES)
         log("  %s: %d real places loaded straight into the catalog, 512 in flight: %.0f/s" % (name, created, created / seconds))
     creates = max(2000, SECONDS * 1000)
@@ -479,9 +483,10 @@ def tourbus():
     for what, label in (("create", "catalog.create, 50 connections"), ("get", "catalog.get id 5, 50 connections"),
                         ("get1", "catalog.get id 5, one connection")):
         best = {name: max(figures[(name, what)]) for name in gateways}
-        log("  %s through the gateway: replicated %.0f/s (p50 %.3f ms, p99 %.3f ms), one host %.0f/s (p50 %.3f ms): %.2f"
+        log("  %s through the gateway: replicated %.0f/s (p50 %.3f ms, p99 %.3f ms), one host %.0f/s (p50 %.3f ms): %.2f; "
+            "one host as a one-voter cluster %.0f/s (p50 %.3f ms): %.2f"
             % (label, best["replicated"][0], best["replicated"][1], best["replicated"][2], best["single"][0], best["single"][1],
-               best["replicated"][0] / best["single"][0]))
+               best["replicated"][0] / best["single"][0], best["one voter"][0], best["one voter"][1], best["one voter"][0] / best["single"][0]))
 
     # The leader's host dies under a writer: every process on it killed, its link down.
     stop, acks, errors, began = threading.Event(), [], [], time.monotonic()
@@ -492,18 +497,51 @@ def tourbus():
     killed_at = time.monotonic() - began
     kill_host(leader)
     survivors = [h for h in REPLICAS if h != leader]
-    resumed = wait(lambda: len(acks) > 0 and acks[-1][0] > killed_at, 30, 0.01)
+    resumed = wait(lambda: len(acks) > 0 and acks[-1][0] > killed_at and acks[-1][2] != leader, 30, 0.01)
     time.sleep(2)
     stop.set()
     writer.join()
-    after = [t for t, _ in acks if t > killed_at]
+    after = [t for t, _, host in acks if t > killed_at and host != leader]
     new_leader = catalog_leader(ctx, survivors)
     check = Client(ctx, endpoint(new_leader, CATALOG_RPC), "v") if new_leader else None
-    lost = [i for _, i in acks if not check or not (check.call("catalog.get", {"id": i}, 2000) or {}).get("ok")]
+    lost = [i for _, i, _ in acks if not check or not (check.call("catalog.get", {"id": i}, 2000) or {}).get("ok")]
     log("  the leader's host (%s) died under a writer (one create each 10 ms, 300 ms deadline): writes resumed on %s %s; "
         "%d acknowledged, %d lost" % (leader, new_leader, "%.2f s after the kill" % (after[0] - killed_at) if resumed and after else "never",
                                       len(acks), len(lost)))
     set_link(leader, True)
+
+    # The killed replica comes back from its own Raft log and catches up.
+    start_replica(leader, REPLICAS.index(leader) + 1)
+    await_ready(leader, "catalog", "catalog-" + leader)
+    highest = max(i for _, i, _ in acks)
+    back = Client(ctx, endpoint(leader, CATALOG_RPC), "b")
+    caught_up = wait(lambda: (back.call("catalog.get", {"id": highest}, 1000) or {}).get("ok"), 30, 0.1)
+    log("  the killed replica restarted on its own Raft log: %s" % ("it has every acknowledged write" if caught_up else "it did NOT catch up in 30 s"))
+
+    # The leader cut off from the other replicas, not from its clients.
+    leader = catalog_leader(ctx)
+    others = [h for h in REPLICAS if h != leader]
+    old = Client(ctx, endpoint(leader, CATALOG_RPC), "o")
+    clients = {h: Client(ctx, endpoint(h, CATALOG_RPC), "n" + h) for h in others}
+
+    def create_on(client, category):
+        reply = client.call("catalog.create", {"name": "Partition", "category": category, "lat": 60.17, "lon": 24.94}, 1000)
+        return bool(reply and reply.get("ok"))
+    cut_at = time.monotonic()
+    # The cut-off leader is asked for viewpoints, a category nothing else creates.
+    acknowledged, tried, took = while_cut(leader, lambda: create_on(old, "viewpoint"),
+                                          lambda: any(create_on(c, "cafe") for c in clients.values()))
+    log("  the leader (%s) cut off from the replicas, not from its clients: it acknowledged %d of %d creates after the cut "
+        "(each asked with a 1 s deadline); the others took writes after %s"
+        % (leader, acknowledged, tried, "%.2f s" % took if took is not None else "none in 30 s"))
+    cut_from_replicas(leader, False)
+    healed = wait(lambda: (replication_status(ctx, leader) or {}).get("role") == "follower"
+                  and (replication_status(ctx, leader) or {}).get("applied_index", 0) >= (replication_status(ctx, others[0]) or {}).get("commit_index", 1), 30, 0.1)
+    alone = {h: len(((Client(ctx, endpoint(h, CATALOG_RPC), "l").call("catalog.list", {"category": "viewpoint", "limit": 100}, 2000)
+                      or {}).get("body") or {}).get("places", [None] * 999)) for h in REPLICAS}
+    log("  after the cut healed (%.1f s after it), the old leader %s; places it was asked to write alone, on a, b, c: %s" % (
+        time.monotonic() - cut_at, "rejoined as a follower and caught up" if healed else "did NOT rejoin as a caught-up follower in 30 s",
+        ", ".join(str(alone[h]) for h in REPLICAS)))
     stop_all()
 
 

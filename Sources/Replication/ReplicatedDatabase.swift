@@ -101,8 +101,8 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
         // Nil until the node is made: its loop may apply before then, never write.
         let status = node?.status ?? RaftStatus()
         guard status.isReadyLeader else {
-            let leader = status.leaderAddress.map { "the leader is \($0)" } ?? "no leader is known yet"
-            throw SQLiteError(extendedCode: 5, message: "not written: this replica is not the leader (\(leader))", sql: nil)
+            let leader = status.leaderAddress.map { "the leader is replica \(status.leaderID), Raft address \($0)" } ?? "no leader is known yet"
+            throw SQLiteError.notReplicated("not written: this replica is not the leader (\(leader))")
         }
         return applied
     }
@@ -134,14 +134,14 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
         case .success(ReplicatedCommit.applied):
             return
         case .success:
-            throw SQLiteError(extendedCode: 5, message: "not committed: the write began before a change made by another leader; try again", sql: nil)
+            throw SQLiteError.notReplicated("not committed: the write began before a change made by another leader; try again")
         case .failure(let error):
             if pendingNonce == nonce {
                 // Never applied here: release the write lock the poll took, and forget the pages.
                 dqlite_vfs_abort(vfs, name)
                 pendingNonce = nil
             }
-            throw SQLiteError(extendedCode: 5, message: "not committed: \(error.message)", sql: nil)
+            throw SQLiteError.notReplicated("not committed: \(error.message)")
         }
     }
 

@@ -62,12 +62,16 @@ public final class BackgroundSignal: Sendable {
     func wait(milliseconds: Int) { _ = semaphore.wait(timeout: .now() + .milliseconds(milliseconds)) }
 }
 
-/// The thread that runs one `BackgroundWork`; a failed step is logged and tried again at the next wake.
+/// The thread that runs one `BackgroundWork`; a failed step is logged and tried again at the next
+/// wake. A replica that does not lead (`leading` false) runs no step: its writes would be refused.
 final class BackgroundRunner: Sendable {
     private let thread: WorkerThread
     private let signal: BackgroundSignal
 
-    init(_ work: BackgroundWork, database: DatabaseFile, tuning: DatabaseTuning, peers: PeerClients, logger: Logger) throws {
+    init(
+        _ work: BackgroundWork, database: DatabaseFile, tuning: DatabaseTuning, peers: PeerClients, leading: (@Sendable () -> Bool)? = nil,
+        logger: Logger
+    ) throws {
         let db = try database.open()
         try db.tune(tuning)
         signal = work.signal
@@ -76,6 +80,10 @@ final class BackgroundRunner: Sendable {
             let db = connection.db
             while !work.signal.isStopping {
                 var more = false
+                if leading?() == false {
+                    work.signal.wait(milliseconds: work.idleMilliseconds)
+                    continue
+                }
                 do {
                     more = try work.step(db, work.signal, BackgroundContext(peers: peers, logger: logger))
                 } catch {

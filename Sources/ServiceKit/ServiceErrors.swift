@@ -7,10 +7,12 @@ import Storage
 // error to its `serviceError`, so handlers throw these as they come, without converting.
 
 extension SQLiteError: ServiceErrorConvertible {
-    /// Busy and locked databases are `unavailable` (try again); constraint violations are
-    /// `conflict`; anything else is `internal`.
+    /// Busy and locked databases are `unavailable` (try again), a write a replica did not take
+    /// with its reason (the leader it knows of); constraint violations are `conflict`; anything
+    /// else is `internal`.
     public var serviceError: ServiceError {
-        switch code {
+        if isNotReplicated { return ServiceError(.unavailable, message) }
+        return switch code {
         case .busy, .locked: ServiceError(.unavailable, "database busy, try again")
         case .constraint: ServiceError(.conflict, "constraint violated: \(message)")
         default: ServiceError(.internal, "storage error")

@@ -45,8 +45,10 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         let lifecycle = Lifecycle(logger: logger)
         self.lifecycle = lifecycle
         let database: DatabaseFile
-        var leading: (@Sendable () -> Bool)?
-        var replication: @Sendable () -> ServiceStats.Replication? = { nil }
+        // A replica's: whether it leads (only then it writes, publishes and runs its background
+        // work), and its part in the cluster for sys.stats.
+        let leading: (@Sendable () -> Bool)?
+        let replication: @Sendable () -> ServiceStats.Replication?
         do {
             if let replica = config.replica {
                 let servers = config.raft.enumerated().map { RaftServer(id: UInt64($0.offset + 1), address: $0.element) }
@@ -68,6 +70,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             } else {
                 // Migrate once, before any worker opens its own connection.
                 database = DatabaseFile(path: path)
+                leading = nil
+                replication = { nil }
                 let applied = try database.open().migrate(migrations)
                 if !applied.isEmpty {
                     logger.info("migrated", ["database": path, "applied": applied.map { "\($0.domain)/\($0.version)" }.joined(separator: ",")])
@@ -160,9 +164,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 }
             }
             let stats = ServerStats()
-            let replicationStatus = replication
             ServiceRuntime.addSystemHandlers(
-                to: &table, definition: definition, stats: stats, authenticator: self.authenticator, replication: replicationStatus
+                to: &table, definition: definition, stats: stats, authenticator: self.authenticator, replication: replication
             ) { following.map(\.status) }
 
             var options = RPCServerOptions()
@@ -194,13 +197,14 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [], metrics: metrics?.endpoint)
             for work in definition.background {
                 _ = try lifecycle.start("background \(work.name)", stop: { $0.stop() }) {
-                    try BackgroundRunner(work, database: database, tuning: tuning, peers: peers, logger: logger)
+                    try BackgroundRunner(work, database: database, tuning: tuning, peers: peers, leading: leading, logger: logger)
                 }
             }
             if !definition.periodic.isEmpty {
                 let own = server.endpoints
                 _ = try lifecycle.start("periodic requests", stop: { $0.stop() }) {
-                    try PeriodicRequests(context: context, endpoints: own, curve: config.bus?.clientOfSelf, requests: definition.periodic, logger: logger)
+                    try PeriodicRequests(
+                        context: context, endpoints: own, curve: config.bus?.clientOfSelf, requests: definition.periodic, leading: leading, logger: logger)
                 }
             }
         } catch {
@@ -411,13 +415,17 @@ final class BackupGate: Sendable {
 
 /// The thread that sends a service's `PeriodicRequest`s to its own endpoint: each at start,
 /// then an interval after the last was answered (its busy interval when it said it has more to
-/// do); a failure is logged and tried again at the next interval.
+/// do); a failure is logged and tried again at the next interval. A replica that does not lead
+/// (`leading` false) sends none: its writes would be refused.
 final class PeriodicRequests: Sendable {
     private let stopping = StopFlag()
     private let thread: WorkerThread
     private let client: RPCClient
 
-    init(context: ZMQContext, endpoints: [String], curve: CurveClientKeys?, requests: [PeriodicRequest], logger: Logger) throws {
+    init(
+        context: ZMQContext, endpoints: [String], curve: CurveClientKeys?, requests: [PeriodicRequest], leading: (@Sendable () -> Bool)?,
+        logger: Logger
+    ) throws {
         var options = RPCClientOptions()
         options.curve = curve
         let client = try RPCClient(context: context, endpoints: endpoints, options: options, logger: logger.named("\(logger.component)-periodic"))
@@ -427,7 +435,7 @@ final class PeriodicRequests: Sendable {
             var due = requests.map { _ in monotonicNanos() }
             while !stopping.isSet {
                 let now = monotonicNanos()
-                for (i, request) in requests.enumerated() where due[i] <= now {
+                for (i, request) in requests.enumerated() where due[i] <= now && leading?() != false {
                     var interval = request.intervalMilliseconds
                     do {
                         let reply = try client.request(type: request.method.name, body: Data("{}".utf8), timeoutMilliseconds: 30_000)

@@ -67,6 +67,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// The SQL being prepared or run, when there was one.
     public let sql: String?
+    /// A write a replicated database did not take (this replica is not the leader, or the
+    /// commit did not reach a majority): `message` says why, and names the leader when known.
+    public let isNotReplicated: Bool
 
     /// Builds an error from its parts.
     public init(extendedCode: Int32, message: String, sql: String? = nil) {
@@ -74,7 +77,20 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
         self.extendedCode = extendedCode
         self.message = message
         self.sql = sql
+        isNotReplicated = false
     }
+
+    private init(notReplicated message: String) {
+        code = .busy
+        extendedCode = SQLITE_BUSY
+        self.message = message
+        sql = nil
+        isNotReplicated = true
+    }
+
+    /// A write a replicated database refused or could not commit (a busy error: try again,
+    /// perhaps at the leader the message names).
+    public static func notReplicated(_ message: String) -> SQLiteError { SQLiteError(notReplicated: message) }
 
     /// Builds an error from a failed return code, reading the message from the connection when there is one.
     init(resultCode: Int32, connection: OpaquePointer?, sql: String? = nil) {

@@ -16,7 +16,8 @@ import CSQLite
 ///
 /// The gate also counts the connections with a transaction open (a read holds one across the
 /// steps of its rows): dqlite's VFS adds another replica's commit only when none is open
-/// (`awaitNoTransactions`), and while such a commit waits, no new transaction begins.
+/// (`awaitNoTransactions`), and while such a commit waits, a new transaction waits up to 200 ms
+/// before it begins, so that readers coming one after another cannot starve it.
 public final class SQLiteGate: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Inside the gate: connections with a transaction open, and whether a commit waits for none.
@@ -56,9 +57,12 @@ public final class SQLiteGate: @unchecked Sendable {
         return true
     }
 
-    /// Inside the gate: returns (inside it) once no commit waits for transactions to close.
+    /// Inside the gate: returns (inside it) once no commit waits for transactions to close, or
+    /// after 200 ms (a thread may hold a transaction open on another connection: it must not
+    /// wait for a commit that waits for it).
     func awaitNoWaitingCommit() {
-        while commitWaiting {
+        let deadline = monotonicNanoseconds() + 200_000_000
+        while commitWaiting && monotonicNanoseconds() < deadline {
             leave()
             usleep(100)
             enter()

@@ -73,6 +73,39 @@ struct ReplicatedDatabaseTests {
         #expect(try db.scalarInt("SELECT count(*) FROM places WHERE name = 'alone'") == 0)
     }
 
+    @Test func anotherLeadersCommitWaitsForAReadHeldOpenOnAFollower() throws {
+        let cluster = try Cluster()
+        let leaderID = try #require(cluster.leader()).node.server.id
+        let db = try cluster.open(leaderID)
+        try db.execute("CREATE TABLE places (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+        for row in 0..<10 { try db.run("INSERT INTO places (name) VALUES (?)", "place \(row)") }
+        let followerID = try #require(cluster.servers.map(\.id).first { $0 != leaderID })
+        let follower = try cluster.open(followerID)
+        #expect(eventually { (try? follower.scalarInt("SELECT count(*) FROM places")) == 10 })
+        // A read stays open across its rows while the leader commits (a majority without this
+        // follower): the follower adds the commit only once the read is over.
+        var seenInside: Int64?
+        var rows = 0
+        try follower.forEachStep("SELECT id FROM places ORDER BY id") { _ in
+            rows += 1
+            guard rows == 1 else { return }
+            try db.run("INSERT INTO places (name) VALUES ('while reading')")
+            usleep(300_000)
+            seenInside = try follower.scalarInt("SELECT count(*) FROM places")
+        }
+        #expect(rows == 10)
+        #expect(seenInside == 10)
+        #expect(eventually { (try? follower.scalarInt("SELECT count(*) FROM places")) == 11 })
+        // A thread holding a read open on one connection may begin one on another while the
+        // commit waits: it waits a little, not for ever.
+        try follower.forEachStep("SELECT id FROM places ORDER BY id LIMIT 1") { _ in
+            try db.run("INSERT INTO places (name) VALUES ('while reading, twice')")
+            usleep(100_000)
+            #expect(try cluster.open(followerID).scalarInt("SELECT count(*) FROM places") == 11)
+        }
+        #expect(eventually { (try? follower.scalarInt("SELECT count(*) FROM places")) == 12 })
+    }
+
     @Test func aNewLeaderHasEveryCommitAndAReplicaRebuildsFromItsLog() throws {
         let cluster = try Cluster()
         let first = try #require(cluster.leader()).node.server.id
