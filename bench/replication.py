@@ -547,7 +547,7 @@ def tourbus():
 
 def main():
     os.makedirs(WORK, exist_ok=True)
-    log("replication peers: replicas on a %s, b %s, c %s; clients on x %s; %d s per load"
+    log("replication: replicas on a %s, b %s, c %s; clients on x %s; %d s per load"
         % (HOSTS["a"], HOSTS["b"], HOSTS["c"], HOSTS["x"], SECONDS))
     build_network()
     if "tourbus" in PARTS:

@@ -72,7 +72,8 @@ public final class RaftNode: @unchecked Sendable {
     private let fsm: UnsafeMutablePointer<raft_fsm>
     private let wake: UnsafeMutablePointer<uv_async_t>
     private let timer: UnsafeMutablePointer<uv_timer_t>
-    fileprivate let machine: RaftStateMachine
+    /// Not retained: the machine owns its node.
+    fileprivate unowned let machine: any RaftStateMachine
     fileprivate let logger: Logger
     /// Work for the loop thread, posted by `post` and run on the next wake.
     private let inbox = Mutex<[@Sendable (RaftNode) -> Void]>([])
@@ -148,9 +149,10 @@ public final class RaftNode: @unchecked Sendable {
         fsm.pointee.restore = { fsm, buffer in
             guard let fsm, let buffer, let data = fsm.pointee.data else { return RAFT_INVALID }
             let machine = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue() as! RaftStateMachine
-            defer { raft_free(buffer.pointee.base) }
+            // The snapshot's memory is ours once restored; on failure libraft frees it.
             do {
                 try machine.restore(UnsafeRawBufferPointer(start: buffer.pointee.base, count: buffer.pointee.len))
+                raft_free(buffer.pointee.base)
                 return 0
             } catch {
                 return RAFT_IOERR
@@ -219,8 +221,9 @@ public final class RaftNode: @unchecked Sendable {
 
     /// Appends `command` to the log and waits until it is applied here (`RaftStateMachine.apply`'s
     /// result), or throws: not the leader, leadership lost before the command committed (it may
-    /// still commit later), stopping, or nothing heard within `timeout`.
-    public func submit(_ command: [UInt8], timeout: Duration) throws(ReplicationError) -> Int {
+    /// still commit later), or stopping. libraft always answers one of those, so this waits for
+    /// it, saying in the log each `sayingEvery` that it still does.
+    public func submit(_ command: [UInt8], sayingEvery: Duration) throws(ReplicationError) -> Int {
         let done = Completion()
         let box = Unmanaged.passRetained(done)
         let posted = post { node in
@@ -250,36 +253,45 @@ public final class RaftNode: @unchecked Sendable {
             box.release()
             throw ReplicationError(RaftNode.refusal(RAFT_SHUTDOWN))
         }
-        return try done.wait(timeout)
+        while true {
+            if let result = done.wait(sayingEvery) { return try result.get() }
+            logger.warn("a commit still waits for a majority", ["waited_at_least": "\(sayingEvery)"])
+        }
     }
 
     /// Stops the node: closes Raft (failing what is in flight) and joins the loop thread. Later
     /// calls do nothing.
     public func stop() {
-        guard running, !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        post(evenWhenStopping: true) { node in
-            uv_timer_stop(node.timer)
-            raft_close(node.raft) { raft in
-                guard let raft, let data = raft.pointee.data else { return }
-                let node = Unmanaged<RaftNode>.fromOpaque(data).takeUnretainedValue()
-                uv_close(UnsafeMutableRawPointer(node.wake).assumingMemoryBound(to: uv_handle_t.self), nil)
-                uv_close(UnsafeMutableRawPointer(node.timer).assumingMemoryBound(to: uv_handle_t.self), nil)
+        guard running else { return }
+        // The last work the loop takes: no post comes after it (the flag is set under the same lock).
+        let first = inbox.withLock { inbox -> Bool in
+            guard !stopping.exchange(true, ordering: .sequentiallyConsistent) else { return false }
+            inbox.append { node in
+                uv_timer_stop(node.timer)
+                raft_close(node.raft) { raft in
+                    guard let raft, let data = raft.pointee.data else { return }
+                    let node = Unmanaged<RaftNode>.fromOpaque(data).takeUnretainedValue()
+                    uv_close(UnsafeMutableRawPointer(node.wake).assumingMemoryBound(to: uv_handle_t.self), nil)
+                    uv_close(UnsafeMutableRawPointer(node.timer).assumingMemoryBound(to: uv_handle_t.self), nil)
+                }
             }
+            uv_async_send(wake)
+            return true
         }
+        guard first else { return }
         thread?.join()
         latest.withLock { $0.role = .unavailable }
     }
 
-    /// Runs `work` on the loop thread; false (and nothing run) once the node is stopping.
-    @discardableResult
-    private func post(evenWhenStopping: Bool = false, _ work: @escaping @Sendable (RaftNode) -> Void) -> Bool {
-        let posted = inbox.withLock { inbox in
-            guard evenWhenStopping || !stopping.load(ordering: .sequentiallyConsistent) else { return false }
+    /// Runs `work` on the loop thread; false (and nothing run) once the node is stopping. The
+    /// wake is sent under the inbox's lock, so never after the stop closed its handle.
+    private func post(_ work: @escaping @Sendable (RaftNode) -> Void) -> Bool {
+        inbox.withLock { inbox in
+            guard !stopping.load(ordering: .sequentiallyConsistent) else { return false }
             inbox.append(work)
+            uv_async_send(wake)
             return true
         }
-        if posted { uv_async_send(wake) }
-        return posted
     }
 
     private func runInbox() {
@@ -329,9 +341,10 @@ public final class RaftNode: @unchecked Sendable {
             guard let request, let data = request.pointee.data else { return }
             let context = Unmanaged<BarrierContext>.fromOpaque(data).takeRetainedValue()
             request.deallocate()
+            // Only flags: libraft calls back from inside a change of role, where starting
+            // another request would touch the leader's state it is freeing. The timer does the rest.
             context.node.barrierInFlight = false
             if status == 0 { context.node.readyTerm = context.term }
-            context.node.refresh()
         }
         if code != 0 {
             context.release()
@@ -368,13 +381,12 @@ private final class Completion: @unchecked Sendable {
         signal.signal()
     }
 
-    func wait(_ timeout: Duration) throws(ReplicationError) -> Int {
+    /// The result, or nil when none came within `timeout`.
+    func wait(_ timeout: Duration) -> Result<Int, ReplicationError>? {
         let (seconds, attoseconds) = timeout.components
         let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        guard signal.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else {
-            throw ReplicationError("no answer from the replication within \(timeout)")
-        }
-        return try result.withLock { $0 ?? .failure(ReplicationError("no result")) }.get()
+        guard signal.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else { return nil }
+        return result.withLock { $0 ?? .failure(ReplicationError("no result")) }
     }
 }
 

@@ -32,7 +32,7 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
     private let vfsName: UnsafeMutablePointer<CChar>
     private let gate = SQLiteGate()
     private let logger: Logger
-    private let commitTimeout: Duration
+    private let slowCommit: Duration
     /// Inside the gate: commands applied to the VFS since the database was empty, and the
     /// nonce of this node's own command in flight, if any.
     private var applied: UInt64 = 0
@@ -44,16 +44,16 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
     private let pageSize = 4096
 
     /// Registers the VFS, opens the database in it, and starts this node of `servers`, with
-    /// its Raft log and snapshots in `directory`. A commit waits at most `commitTimeout` for a
-    /// majority.
+    /// its Raft log and snapshots in `directory`. A commit that waits longer than `slowCommit`
+    /// for a majority says so in the log, and keeps waiting: libraft always answers.
     public init(
         name: String, id: UInt64, servers: [RaftServer], directory: String, logger: Logger,
-        commitTimeout: Duration = .seconds(5), electionMilliseconds: UInt32 = 1000
+        slowCommit: Duration = .seconds(5), electionMilliseconds: UInt32 = 1000
     ) throws {
         self.name = name
         self.id = id
         self.logger = logger
-        self.commitTimeout = commitTimeout
+        self.slowCommit = slowCommit
         let vfsName = strdup("tourbus-replicated-\(id)-\(UInt64.random(in: 0..<UInt64.max))")!
         self.vfsName = vfsName
         vfs = .allocate(capacity: 1)
@@ -71,8 +71,10 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
             free(vfsName)
             throw ReplicationError("sqlite3_vfs_register: \(code)")
         }
-        file = SharedFile(vfs: String(cString: vfsName), gate: gate, began: { [unowned self] () throws(SQLiteError) in try writeMark() }) {
-            [unowned self] name, began throws(SQLiteError) in
+        file = SharedFile(
+            vfs: String(cString: vfsName), gate: gate, mayWrite: { [unowned self] () throws(SQLiteError) in try mayWrite() },
+            began: { [unowned self] in applied }
+        ) { [unowned self] name, began throws(SQLiteError) in
             try replicate(began: began)
         }
         // The database must exist in the VFS before Raft applies anything to it.
@@ -94,17 +96,19 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
 
     // MARK: the leader's side
 
-    /// Called inside the gate before a statement that may begin a write: what the write
-    /// starts from, or a refusal when this replica is not the leader that has applied
-    /// everything before its term.
-    private func writeMark() throws(SQLiteError) -> UInt64 {
+    /// Called inside the gate before a statement that may begin a write: refuses it when this
+    /// replica is not the leader that has applied everything before its term, or another
+    /// leader's commit waits to be applied (the write would begin before it, and be skipped).
+    private func mayWrite() throws(SQLiteError) {
         // Nil until the node is made: its loop may apply before then, never write.
         let status = node?.status ?? RaftStatus()
         guard status.isReadyLeader else {
             let leader = status.leaderAddress.map { "the leader is replica \(status.leaderID), Raft address \($0)" } ?? "no leader is known yet"
             throw SQLiteError.notReplicated("not written: this replica is not the leader (\(leader))")
         }
-        return applied
+        guard !gate.commitWaiting else {
+            throw SQLiteError.notReplicated("not written: a commit from another leader is being applied here; try again")
+        }
     }
 
     /// Called inside the gate right after a connection committed a write transaction that
@@ -122,10 +126,12 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
         sqlite3_free(frames)
         pendingNonce = nonce
 
+        // No deadline: libraft always answers (applied, leadership lost, stopping), and a commit
+        // given up here could still be applied later under a write lock released too soon.
         gate.leave()
         let outcome: Result<Int, ReplicationError>
         do {
-            outcome = .success(try node.submit(command, timeout: commitTimeout))
+            outcome = .success(try node.submit(command, sayingEvery: slowCommit))
         } catch {
             outcome = .failure(error)
         }
@@ -160,38 +166,39 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
                 return ReplicatedCommit.stale
             }
             if !own {
-                // Another leader's commit: this node's own, if one is in flight, began before
-                // it and will be skipped; its write lock goes now. The VFS then adds the pages
-                // for readers to find afresh, which it does only with no transaction open.
+                // Another leader's commit. The VFS adds its pages for readers to find afresh,
+                // which it does only with no transaction open; then, in the same pass of the
+                // gate, this node's own commit in flight, if any, loses its write lock (it began
+                // before this one and will be skipped).
+                awaitNoTransactions()
                 if pendingNonce != nil {
                     dqlite_vfs_abort(vfs, name)
                     pendingNonce = nil
                 }
-                awaitNoTransactions()
             }
             var pageNumbers = commit.pageNumbers
             let code = pageNumbers.withUnsafeMutableBufferPointer { numbers in
                 dqlite_vfs_apply(vfs, name, UInt32(numbers.count), numbers.baseAddress, UnsafeMutableRawPointer(mutating: commit.pages.baseAddress))
             }
-            guard code == 0 else {
-                logger.error("dqlite_vfs_apply failed", ["code": code])
-                return ReplicatedCommit.malformed
-            }
+            // Skipping it would leave this replica apart from the others for good: a restart
+            // rebuilds it from its log.
+            guard code == 0 else { fatalError("dqlite_vfs_apply failed (\(code)): this replica stops, to rebuild from its Raft log") }
             applied += 1
             return ReplicatedCommit.applied
         }
         if outcome == ReplicatedCommit.applied {
             pagesSinceCheckpoint += commit.pageNumbers.count
-            if pagesSinceCheckpoint >= 1000, (try? checkpointer?.checkpoint()) == true {
+            if pagesSinceCheckpoint >= 1000, (try? checkpointer?.checkpointShared(if: { pendingNonce == nil })) == true {
                 pagesSinceCheckpoint = 0
             }
         }
         return outcome
     }
 
-    /// Inside the gate: waits for every transaction to close, saying so each minute it takes.
+    /// Inside the gate: waits for every transaction to close (interrupting those still open after
+    /// a second: the Raft loop waits here), saying so each minute it takes.
     private func awaitNoTransactions() {
-        while !gate.awaitNoTransactions(seconds: 60) {
+        while !gate.awaitNoTransactions(seconds: 60, interruptAfter: 1) {
             logger.error("a replicated commit has waited a minute for the transactions open on this replica to close", [:])
         }
     }
@@ -215,10 +222,14 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
         guard snapshot.count > 8 else { throw ReplicationError("a snapshot of \(snapshot.count) bytes") }
         try gate.pass { () throws(ReplicationError) in
             let count = snapshot.loadUnaligned(as: UInt64.self).littleEndian
-            if pendingNonce != nil { dqlite_vfs_abort(vfs, name) }
             awaitNoTransactions()
+            if pendingNonce != nil { dqlite_vfs_abort(vfs, name) }
             let code = dqlite_vfs_restore(vfs, name, snapshot.baseAddress! + 8, snapshot.count - 8)
             guard code == 0 else { throw ReplicationError("dqlite_vfs_restore: \(code)") }
+            // dqlite 1.11 leaves the WAL index as it was: every connection must build it anew
+            // and drop the pages it cached.
+            do { try checkpointer?.forgetWALIndex() } catch { throw ReplicationError("after a restore: \(error)") }
+            gate.generation += 1
             applied = count
             pendingNonce = nil
         }

@@ -53,6 +53,10 @@ public enum DatabaseBackup {
     /// Copies the database of `db` (the `main` schema, as of one commit) to the new file `path`
     /// (checked by `checkTarget`) and returns its size in bytes. `db` must not be in a transaction.
     public static func write(from db: Database, to path: String) throws -> Int64 {
+        // VACUUM INTO writes through the database's own VFS: for a replicated one, into memory.
+        guard db.shared == nil else {
+            throw BackupError.inUse("a replicated database is not backed up this way yet: each replica keeps its Raft log and snapshots")
+        }
         try checkTarget(path)
         let partial = path + ".partial"
         if exists(partial) { throw BackupError.exists("\(partial) exists: a backup to \(path) is under way or was cut short; remove it to try again") }

@@ -111,19 +111,38 @@ public final class Database {
         if let pages = tuning.checkpointPages { try execute("PRAGMA wal_autocheckpoint = \(pages)") }
     }
 
-    /// Copies the write-ahead log into the file and empties it, if no reader holds part of it
-    /// (then nothing happens): whether it did. For a shared file, whose replicas checkpoint on
-    /// their own (it writes no log of its own, so it is not a write to replicate).
-    public func checkpoint() throws(SQLiteError) -> Bool {
-        var logged: Int32 = 0
-        var copied: Int32 = 0
+    /// A shared file's checkpoint: copies the write-ahead log into the file and empties it, only
+    /// when no connection has a transaction open and `idle` (inside the gate) says nothing else
+    /// holds the log either, all in one pass of the gate; whether it did. A checkpoint that copied
+    /// the log without emptying it would let SQLite's next writer start the log over, which
+    /// dqlite's VFS cannot hold. Replicas checkpoint on their own: no log of its own is written.
+    public func checkpointShared(if idle: () -> Bool) throws(SQLiteError) -> Bool {
+        guard let shared else { throw SQLiteError.misuse("checkpointShared is for a shared file") }
         let connection = connection
-        let code =
-            shared?.file.gate.pass { sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, &logged, &copied) }
-            ?? sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, &logged, &copied)
-        if code == SQLITE_BUSY { return false }
-        try check(code, connection)
-        return logged == copied
+        return try shared.file.gate.pass { () throws(SQLiteError) -> Bool in
+            guard shared.file.gate.openTransactions == 0, idle() else { return false }
+            var logged: Int32 = 0
+            var copied: Int32 = 0
+            let code = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, &logged, &copied)
+            if code == SQLITE_BUSY { return false }
+            try check(code, connection)
+            return logged == 0
+        }
+    }
+
+    /// Inside a shared file's gate, with no transaction open: empties the WAL index every
+    /// connection shares, so each rebuilds it from the log at its next read (after the file's
+    /// contents were replaced under it, by a snapshot).
+    public func forgetWALIndex() throws(SQLiteError) {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        try check(sqlite3_file_control(connection, "main", SQLITE_FCNTL_FILE_POINTER, &file), connection)
+        guard let file, let methods = file.pointee.pMethods, let map = methods.pointee.xShmMap else { return }
+        let regionBytes: Int32 = 32_768
+        for region in Int32(0)..<1_000 {
+            var memory: UnsafeMutableRawPointer?
+            guard map(file, region, regionBytes, 0, &memory) == SQLITE_OK, let memory else { return }
+            memset(memory, 0, Int(regionBytes))
+        }
     }
 
     /// Runs a script of zero or more SQL statements separated by semicolons, without parameters.
@@ -162,7 +181,12 @@ public final class Database {
 
     /// Finalizes all cached statements, e.g. after running many one-off SQL texts.
     public func clearStatementCache() {
-        for statement in statementCache.values where !statement.isInUse { statement.finalize() }
+        let idle = statementCache.values.filter { !$0.isInUse }
+        if let shared {
+            shared.file.gate.pass { for statement in idle { statement.finalize() } }
+        } else {
+            for statement in idle { statement.finalize() }
+        }
         statementCache = statementCache.filter { $0.value.isInUse }
     }
 

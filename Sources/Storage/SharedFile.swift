@@ -18,38 +18,77 @@ import CSQLite
 /// steps of its rows): dqlite's VFS adds another replica's commit only when none is open
 /// (`awaitNoTransactions`), and while such a commit waits, a new transaction waits up to 200 ms
 /// before it begins, so that readers coming one after another cannot starve it.
+///
+/// The gate is fair: threads pass in the order they came (a ticket each). A plain mutex let a
+/// reader calling again and again keep it from the Raft loop for seconds.
 public final class SQLiteGate: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Inside the gate: connections with a transaction open, and whether a commit waits for none.
-    fileprivate(set) var openTransactions = 0
-    fileprivate(set) var commitWaiting = false
+    private let turn: UnsafeMutablePointer<pthread_cond_t>
+    /// Under `mutex`: the next ticket to hand out, and the one whose turn it is.
+    private var nextTicket: UInt64 = 0
+    private var serving: UInt64 = 0
+    /// Inside the gate: the connections with a transaction open, and whether a commit waits for none.
+    fileprivate var open: Set<OpaquePointer> = []
+    /// Inside the gate: whether a commit waits for the open transactions to close.
+    public fileprivate(set) var commitWaiting = false
+    /// Inside the gate: bumped when the file's contents were replaced (a snapshot installed);
+    /// each connection drops its page cache before its next transaction.
+    public var generation = 0
+    /// Inside the gate: how many connections have a transaction open.
+    public var openTransactions: Int { open.count }
 
     public init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
+        turn = .allocate(capacity: 1)
+        turn.initialize(to: pthread_cond_t())
+        pthread_cond_init(turn, nil)
     }
 
     deinit {
+        pthread_cond_destroy(turn)
+        turn.deallocate()
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
     }
 
-    /// Waits for the gate. Pair each call with `leave()` on the same thread.
-    public func enter() { pthread_mutex_lock(mutex) }
+    /// Waits for the gate, behind every thread that came before. Pair each call with `leave()`
+    /// on the same thread.
+    public func enter() {
+        pthread_mutex_lock(mutex)
+        let ticket = nextTicket
+        nextTicket += 1
+        while serving != ticket { pthread_cond_wait(turn, mutex) }
+        pthread_mutex_unlock(mutex)
+    }
 
-    /// Leaves the gate.
-    public func leave() { pthread_mutex_unlock(mutex) }
+    /// Leaves the gate to the next in line.
+    public func leave() {
+        pthread_mutex_lock(mutex)
+        serving += 1
+        pthread_cond_broadcast(turn)
+        pthread_mutex_unlock(mutex)
+    }
 
     /// Inside the gate: returns (inside it) once no connection has a transaction open; new ones
-    /// wait meanwhile. False if some stayed open for `seconds`.
-    public func awaitNoTransactions(seconds: Double) -> Bool {
-        guard openTransactions > 0 else { return true }
+    /// wait meanwhile. Those still open after `interruptAfter` seconds are interrupted (their
+    /// statement fails with SQLITE_INTERRUPT): a replica's Raft loop waits here, and must not
+    /// wait long for a slow read. False if some stayed open for `seconds` all the same.
+    public func awaitNoTransactions(seconds: Double, interruptAfter: Double) -> Bool {
+        guard !open.isEmpty else { return true }
         commitWaiting = true
         defer { commitWaiting = false }
-        let deadline = monotonicNanoseconds() + UInt64(seconds * 1e9)
-        while openTransactions > 0 {
-            guard monotonicNanoseconds() < deadline else { return false }
+        let started = monotonicNanoseconds()
+        var interrupted = false
+        while !open.isEmpty {
+            let waited = Double(monotonicNanoseconds() - started) / 1e9
+            guard waited < seconds else { return false }
+            if !interrupted && waited >= interruptAfter {
+                // Inside the gate no connection can close meanwhile.
+                for connection in open { sqlite3_interrupt(connection) }
+                interrupted = true
+            }
             leave()
             usleep(100)
             enter()
@@ -81,27 +120,31 @@ public final class SQLiteGate: @unchecked Sendable {
 /// connections share, and what must happen when one of them commits a write.
 ///
 /// A replicated database's commit is not over when SQLite says so: its pages are held back
-/// (no other connection sees them) until a majority of replicas have them. `began` is called
-/// inside the gate before a statement that may begin a write transaction, and throws when
-/// this replica may not write (it is not the leader); what it returns is handed to
-/// `committed`, called inside the gate right after a statement ends that transaction. `committed` returns once the commit is visible, or throws when it was not
+/// (no other connection sees them) until a majority of replicas have them. Inside the gate:
+/// `mayWrite` is called before a statement that may begin a write transaction, and throws when
+/// this replica may not write (it is not the leader); `began` once the transaction holds the
+/// write lock, and what it returns is handed to `committed`, called right after a statement
+/// ends that transaction. `committed` returns once the commit is visible, or throws when it was not
 /// replicated: then the transaction is undone, though SQLite had reported it done.
 public struct SharedFile: Sendable {
     /// The VFS the file is opened with.
     public let vfs: String
     /// The gate every connection to the file shares.
     public let gate: SQLiteGate
-    /// Marks the start of a write transaction, or refuses it (called inside the gate).
-    public let began: @Sendable () throws(SQLiteError) -> UInt64
+    /// Refuses a write about to begin, or lets it (called inside the gate).
+    public let mayWrite: @Sendable () throws(SQLiteError) -> Void
+    /// Marks the start of a write transaction (called inside the gate).
+    public let began: @Sendable () -> UInt64
     /// Finishes a commit (called inside the gate, with the file's name and `began`'s mark).
     public let committed: @Sendable (_ name: String, _ began: UInt64) throws(SQLiteError) -> Void
 
     public init(
-        vfs: String, gate: SQLiteGate, began: @escaping @Sendable () throws(SQLiteError) -> UInt64,
+        vfs: String, gate: SQLiteGate, mayWrite: @escaping @Sendable () throws(SQLiteError) -> Void, began: @escaping @Sendable () -> UInt64,
         committed: @escaping @Sendable (_ name: String, _ began: UInt64) throws(SQLiteError) -> Void
     ) {
         self.vfs = vfs
         self.gate = gate
+        self.mayWrite = mayWrite
         self.began = began
         self.committed = committed
     }
@@ -113,21 +156,34 @@ final class SharedConnection {
     let file: SharedFile
     var writeBegan: UInt64?
     /// Whether this connection has a transaction open, as the gate counts it.
-    private var counted = false
+    private var counted: OpaquePointer?
+    /// The gate's generation this connection's page cache belongs to.
+    private var generation = 0
     init(file: SharedFile) { self.file = file }
 
-    /// Inside the gate, after a call that may open or close a transaction: counts it.
+    /// Inside the gate, after a call that may open or close a transaction (nil: the connection
+    /// closed): counts it.
     func settle(_ connection: OpaquePointer?) {
         let open = connection.map { sqlite3_txn_state($0, nil) != SQLITE_TXN_NONE } ?? false
-        guard open != counted else { return }
-        file.gate.openTransactions += open ? 1 : -1
-        counted = open
+        if let counted, !open {
+            file.gate.open.remove(counted)
+            self.counted = nil
+        } else if counted == nil, open, let connection {
+            file.gate.open.insert(connection)
+            counted = connection
+        }
     }
 
     /// Inside the gate, before a step: a step that would begin a transaction waits while a
-    /// commit waits for transactions to close.
+    /// commit waits for transactions to close, and drops its page cache if the file's contents
+    /// were replaced since its last one.
     func mayBegin(_ connection: OpaquePointer) {
-        if !counted && file.gate.commitWaiting { file.gate.awaitNoWaitingCommit() }
+        guard counted == nil else { return }
+        if file.gate.commitWaiting { file.gate.awaitNoWaitingCommit() }
+        if generation != file.gate.generation {
+            _ = sqlite3_db_release_memory(connection)
+            generation = file.gate.generation
+        }
     }
 }
 

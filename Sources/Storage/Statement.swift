@@ -182,23 +182,40 @@ public final class Statement {
         defer { file.gate.leave() }
         let connection = sqlite3_db_handle(statement)!
         shared.mayBegin(connection)
-        defer { shared.settle(connection) }
         let wasWriting = sqlite3_txn_state(connection, nil) == SQLITE_TXN_WRITE
         // A statement that may begin a write transaction (BEGIN IMMEDIATE, a first write, one
         // in a transaction of its own) asks first: a replica that is not the leader refuses.
         let startsWriting = !wasWriting && sqlite3_stmt_readonly(statement) == 0
-        let mark = startsWriting ? try file.began() : 0
-        let row = try Statement.result(of: sqlite3_step(statement), statement, sql: sql)
-        if startsWriting && sqlite3_txn_state(connection, nil) == SQLITE_TXN_WRITE { shared.writeBegan = mark }
-        guard wasWriting || startsWriting, sqlite3_get_autocommit(connection) != 0 else { return row }
-        // The statement ended a write transaction (or holds one open across its rows, which the
-        // commit at its reset could not report: refused).
+        if startsWriting {
+            do { try file.mayWrite() } catch {
+                shared.settle(connection)
+                throw error
+            }
+        }
+        let code = sqlite3_step(statement)
+        // Once the write lock is taken (after any wait for it, which leaves the gate), what the
+        // transaction saw is what had been applied: nothing is applied while the step holds the gate.
+        if startsWriting && (sqlite3_txn_state(connection, nil) == SQLITE_TXN_WRITE || sqlite3_get_autocommit(connection) != 0) {
+            shared.writeBegan = file.began()
+        }
+        let ended = sqlite3_get_autocommit(connection) != 0
+        let began = shared.writeBegan
+        if ended { shared.writeBegan = nil }
+        // Settled before the commit waits for the replicas: this connection holds no transaction then.
+        shared.settle(connection)
+        let row = try Statement.result(of: code, statement, sql: sql)
+        guard wasWriting || startsWriting, ended else { return row }
         if row {
             guard sqlite3_txn_state(connection, nil) == SQLITE_TXN_WRITE else { return row }
+            // A write in a transaction of its own that returns rows would commit at its reset,
+            // where no error can be reported: undone now, and refused.
+            sqlite3_interrupt(connection)
+            _ = sqlite3_step(statement)
+            _ = sqlite3_reset(statement)
+            shared.settle(connection)
             throw SQLiteError.misuse("on a replicated database, a statement that writes and returns rows runs inside a transaction", sql: sql)
         }
-        let began = shared.writeBegan ?? mark
-        shared.writeBegan = nil
+        guard let began else { return row }
         try file.committed(String(cString: sqlite3_db_filename(connection, "main")), began)
         return row
     }

@@ -21,7 +21,7 @@ final class Cluster {
     func start(_ id: UInt64) throws {
         replicas[id] = try ReplicatedDatabase(
             name: "test.db", id: id, servers: servers, directory: "\(folder)/\(id)",
-            logger: Logger(component: "replica-\(id)", level: .warn), commitTimeout: .seconds(3), electionMilliseconds: 300)
+            logger: Logger(component: "replica-\(id)", level: .warn), slowCommit: .seconds(3), electionMilliseconds: 300)
     }
 
     func stop(_ id: UInt64) {

@@ -46,10 +46,10 @@ import Testing
         return (try? client.call("sys.stats", Empty(), as: ServiceStats.self, timeoutMilliseconds: 1_000))?.replication
     }
 
-    /// The replica that leads and takes writes, within 10 s.
+    /// The replica that leads and takes writes, within 20 s.
     func leader(of replicas: [Int: ChildProcess]) -> Int? {
         var found: Int?
-        _ = eventually(seconds: 10) {
+        _ = eventually(seconds: 20) {
             found = replicas.first { stats($0.value)?.ready == true }?.key
             return found != nil
         }
@@ -88,18 +88,18 @@ import Testing
             #expect(refusal?.code == .unavailable && said.contains("not the leader") && said.contains("replica \(first)"), "replica \(n): \(said)")
         }
 
-        // The leader is killed: another takes writes within 5 s, with every acknowledged one.
+        // The leader is killed: another takes writes, with every acknowledged one (how soon is
+        // bench/replication's figure, not a test's).
         #expect(replicas[first]!.stop(with: SIGKILL) == .signal(SIGKILL))
         let survivors = replicas.filter { $0.key != first }
-        let killedAt = Date()
         let second = try #require(leader(of: survivors))
         let resumed = try client(replicas[second]!)
         var next: Place?
-        _ = eventually(seconds: 10) {
+        _ = eventually(seconds: 20) {
             next = try? resumed.call("catalog.create", PlaceInput(name: "After", category: "cafe", lat: 60.17, lon: 24.94), as: Place.self)
             return next != nil
         }
-        #expect(next != nil && Date().timeIntervalSince(killedAt) < 5, "writes resumed after \(Date().timeIntervalSince(killedAt)) s")
+        #expect(next != nil, "no write taken after the leader was killed")
         for id in ids { #expect((try? resumed.call("catalog.get", ["id": id], as: LocalizedPlace.self)) != nil, "place \(id)") }
         resumed.close()
 
