@@ -21,7 +21,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy", "multihost"))
-from netns import HOSTS, NS, build_network, remove_network, set_link, sh  # noqa: E402
+from netns import HOSTS, NS, build_network, remove_network, set_link, sh, wait  # noqa: E402
 
 WORK, SECONDS = os.path.abspath(sys.argv[1]), int(sys.argv[2])
 BIN, CITIES, PLACES = os.path.abspath(sys.argv[3]), sys.argv[4], int(sys.argv[5])
@@ -50,15 +50,6 @@ def stop_all():
     for process in started:
         process.wait(10)
     started.clear()
-
-
-def wait(condition, seconds, step=0.05):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(step)
-    return condition()
 
 
 def cut_from_replicas(host, cut):

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 TAG = os.environ.get("TAG") or "%04d" % (os.getpid() % 10000)  # the test script's, so its cleanup finds what this made
 NET = "10.88.%d" % (int(TAG) % 200 + 20)
@@ -75,6 +76,16 @@ def packet_loss(percent, folder, hosts="abc"):
                 f.write("table inet tbloss {\n  chain input {\n    type filter hook input priority 0; policy accept;\n"
                         "    ip saddr %s.0/24 numgen random mod 100 < %d drop\n  }\n}\n" % (NET, percent))
             sh("nft", "-f", rules, ns=NS[host])
+
+
+def wait(condition, seconds, step=0.2):
+    """Polls `condition` every `step` seconds for at most `seconds`: whether it held."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
 
 
 # --- a delaying TCP proxy ------------------------------------------------------------------

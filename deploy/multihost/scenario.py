@@ -21,7 +21,7 @@ import time
 import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns import HOSTS, NS, DelayProxy, build_network, packet_loss, remove_network, set_link  # noqa: E402
+from netns import HOSTS, NS, DelayProxy, build_network, packet_loss, remove_network, set_link, wait  # noqa: E402
 
 BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 # --curves CSV: instead of the faults, load every real place of CSV (rg_cities1000.csv)
@@ -370,15 +370,6 @@ def operator_call(curve, service, endpoint, method, body):
 
 
 # --- the scenario ----------------------------------------------------------------------------
-
-def wait(condition, seconds, step=0.2):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(step)
-    return condition()
-
 
 def main():
     os.makedirs(WORK, exist_ok=True)
