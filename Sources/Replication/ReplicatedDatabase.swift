@@ -48,7 +48,7 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
     /// for a majority says so in the log, and keeps waiting: libraft always answers.
     public init(
         name: String, id: UInt64, servers: [RaftServer], directory: String, logger: Logger,
-        slowCommit: Duration = .seconds(5), electionMilliseconds: UInt32 = 1000
+        slowCommit: Duration = .seconds(5), electionMilliseconds: UInt32 = 1000, snapshotThreshold: UInt32 = 1024
     ) throws {
         self.name = name
         self.id = id
@@ -79,7 +79,9 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
         }
         // The database must exist in the VFS before Raft applies anything to it.
         checkpointer = try Database(path: name, busyTimeoutMilliseconds: 0, shared: file)
-        node = try RaftNode(id: id, servers: servers, directory: directory, machine: self, logger: logger, electionMilliseconds: electionMilliseconds)
+        node = try RaftNode(
+            id: id, servers: servers, directory: directory, machine: self, logger: logger, electionMilliseconds: electionMilliseconds,
+            snapshotThreshold: snapshotThreshold)
     }
 
     deinit {

@@ -12,7 +12,10 @@ final class Cluster {
     let servers: [RaftServer]
     var replicas: [UInt64: ReplicatedDatabase] = [:]
 
-    init() throws {
+    let snapshotThreshold: UInt32
+
+    init(snapshotThreshold: UInt32 = 1024) throws {
+        self.snapshotThreshold = snapshotThreshold
         folder = NSTemporaryDirectory() + "replication-\(UUID().uuidString)"
         servers = try (1...3).map { RaftServer(id: UInt64($0), address: "127.0.0.1:\(try HTTPProbe.freePort())") }
         for server in servers { try start(server.id) }
@@ -21,7 +24,8 @@ final class Cluster {
     func start(_ id: UInt64) throws {
         replicas[id] = try ReplicatedDatabase(
             name: "test.db", id: id, servers: servers, directory: "\(folder)/\(id)",
-            logger: Logger(component: "replica-\(id)", level: .warn), slowCommit: .seconds(3), electionMilliseconds: 300)
+            logger: Logger(component: "replica-\(id)", level: .warn), slowCommit: .seconds(3), electionMilliseconds: 300,
+            snapshotThreshold: snapshotThreshold)
     }
 
     func stop(_ id: UInt64) {
@@ -104,6 +108,37 @@ struct ReplicatedDatabaseTests {
             #expect(try cluster.open(followerID).scalarInt("SELECT count(*) FROM places") == 11)
         }
         #expect(eventually { (try? follower.scalarInt("SELECT count(*) FROM places")) == 12 })
+    }
+
+    @Test func aReplicaFarBehindTakesTheLeadersSnapshotUnderItsOpenConnections() throws {
+        // Snapshots every 16 commands, keeping 64: a replica more than 64 behind gets a snapshot.
+        let cluster = try Cluster(snapshotThreshold: 16)
+        let leaderID = try #require(cluster.leader()).node.server.id
+        let db = try cluster.open(leaderID)
+        try db.execute("CREATE TABLE places (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+        for row in 0..<50 { try db.run("INSERT INTO places (name) VALUES (?)", "early \(row)") }
+        let behindID = try #require(cluster.servers.map(\.id).first { $0 != leaderID })
+        #expect(eventually { (try? cluster.open(behindID).scalarInt("SELECT count(*) FROM places")) == 50 })
+        cluster.stop(behindID)
+        for row in 0..<300 { try db.run("INSERT INTO places (name) VALUES (?)", "late \(row)") }
+        try cluster.start(behindID)
+        // Connections open from its start, one reading in a transaction held open: the snapshot
+        // replaces the database under them.
+        let behind = try cluster.open(behindID)
+        let reader = try cluster.open(behindID)
+        var read = 0
+        do {
+            try reader.forEachStep("SELECT name FROM places ORDER BY id") { _ in
+                read += 1
+                if read == 1 { usleep(1_500_000) }
+            }
+        } catch let error as SQLiteError {
+            #expect(error.code == .interrupt, "\(error)")
+        }
+        #expect(eventually(seconds: 15) { (try? behind.scalarInt("SELECT count(*) FROM places")) == 350 })
+        #expect(try reader.scalarInt("SELECT count(*) FROM places WHERE name LIKE 'late %'") == 300)
+        #expect(try behind.scalarInt("SELECT count(*) FROM places WHERE id = 350 AND name = 'late 299'") == 1)
+        #expect(try behind.scalarInt("SELECT count(*) FROM pragma_quick_check WHERE quick_check = 'ok'") == 1)
     }
 
     @Test func aNewLeaderHasEveryCommitAndAReplicaRebuildsFromItsLog() throws {
