@@ -166,6 +166,9 @@ public final class RaftNode: @unchecked Sendable {
         raft_set_snapshot_threshold(raft, snapshotThreshold)
         raft_set_snapshot_trailing(raft, max(64, snapshotThreshold / 4))
         raft_set_pre_vote(raft, true)
+        // A follower busy taking its own snapshot refuses one sent to it without a word, and the
+        // leader waits this long before sending again (libraft's default is 30 s).
+        raft_set_install_snapshot_timeout(raft, 10_000)
 
         var configuration = raft_configuration()
         raft_configuration_init(&configuration)

@@ -221,6 +221,16 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
     }
 
     public func restore(_ snapshot: UnsafeRawBufferPointer) throws(ReplicationError) {
+        do {
+            try replace(with: snapshot)
+        } catch {
+            logger.error("a snapshot was not installed", ["error": error.message, "bytes": snapshot.count])
+            throw error
+        }
+    }
+
+    /// Replaces the database with a snapshot's (`restore`).
+    private func replace(with snapshot: UnsafeRawBufferPointer) throws(ReplicationError) {
         guard snapshot.count > 8 else { throw ReplicationError("a snapshot of \(snapshot.count) bytes") }
         try gate.pass { () throws(ReplicationError) in
             let count = snapshot.loadUnaligned(as: UInt64.self).littleEndian

@@ -141,6 +141,33 @@ struct ReplicatedDatabaseTests {
         #expect(try behind.scalarInt("SELECT count(*) FROM pragma_quick_check WHERE quick_check = 'ok'") == 1)
     }
 
+    @Test func aSnapshotShorterThanTheReplicasOwnLogIsReadAfresh() throws {
+        let cluster = try Cluster(snapshotThreshold: 16)
+        let leaderID = try #require(cluster.leader()).node.server.id
+        let db = try cluster.open(leaderID)
+        try db.execute("CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+        let behindID = try #require(cluster.servers.map(\.id).first { $0 != leaderID })
+        // About 800 pages of log everywhere, none checkpointed yet (at 1,000 pages).
+        let big = String(repeating: "x", count: 2_000)
+        for _ in 0..<25 { try db.transaction { for _ in 0..<64 { try db.run("INSERT INTO pages (body) VALUES (?)", big) } } }
+        #expect(eventually { (try? cluster.open(behindID).scalarInt("SELECT count(*) FROM pages")) == 1_600 })
+        // The replica stops; the others checkpoint (their log starts over, short) and go on
+        // more than 64 commands.
+        cluster.stop(behindID)
+        for _ in 0..<10 { try db.transaction { for _ in 0..<64 { try db.run("INSERT INTO pages (body) VALUES (?)", big) } } }
+        for row in 0..<100 { try db.run("INSERT INTO pages (body) VALUES (?)", "small \(row)") }
+        // Back, it rebuilds its long log from its own disk, reads it, then is sent the
+        // leader's snapshot with a short one.
+        try cluster.start(behindID)
+        let behind = try cluster.open(behindID)
+        _ = try? behind.scalarInt("SELECT count(*) FROM pages")
+        // (A replica busy taking its own snapshot refuses the leader's; the leader sends it
+        // again 10 s later.)
+        #expect(eventually(seconds: 30) { (try? behind.scalarInt("SELECT count(*) FROM pages")) == 2_340 })
+        #expect(try behind.scalarInt("SELECT count(*) FROM pages WHERE body = 'small 99'") == 1)
+        #expect(try behind.scalarInt("SELECT count(*) FROM pragma_quick_check WHERE quick_check = 'ok'") == 1)
+    }
+
     @Test func aNewLeaderHasEveryCommitAndAReplicaRebuildsFromItsLog() throws {
         let cluster = try Cluster()
         let first = try #require(cluster.leader()).node.server.id
