@@ -45,7 +45,9 @@ public struct RaftStatus: Sendable, Equatable {
 /// the same commands on every node.
 public protocol RaftStateMachine: AnyObject, Sendable {
     /// Applies one committed command; the result goes to the leader's `submit` that made it.
-    func apply(_ command: UnsafeRawBufferPointer) -> Int
+    /// A command that throws is not counted as applied: libraft applies it again after the
+    /// next commit (it never skips one).
+    func apply(_ command: UnsafeRawBufferPointer) throws(ReplicationError) -> Int
     /// The whole state, for a snapshot (so the log before it can go).
     func snapshot() throws(ReplicationError) -> [UInt8]
     /// Replaces the whole state with a snapshot's.
@@ -126,17 +128,19 @@ public final class RaftNode: @unchecked Sendable {
         code = raft_uv_init(io, loop, directory, transport.outer)
         guard code == 0 else { throw ReplicationError("raft_uv_init \(directory): \(RaftNode.message(io))") }
         fsm.pointee.version = 1
-        fsm.pointee.data = Unmanaged.passUnretained(machine as AnyObject).toOpaque()
+        fsm.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         fsm.pointee.apply = { fsm, buffer, result in
             guard let fsm, let buffer, let data = fsm.pointee.data else { return RAFT_INVALID }
-            let machine = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue() as! RaftStateMachine
-            let outcome = machine.apply(UnsafeRawBufferPointer(start: buffer.pointee.base, count: buffer.pointee.len))
+            let machine = Unmanaged<RaftNode>.fromOpaque(data).takeUnretainedValue().machine
+            guard let outcome = try? machine.apply(UnsafeRawBufferPointer(start: buffer.pointee.base, count: buffer.pointee.len)) else {
+                return RAFT_IOERR
+            }
             result?.pointee = UnsafeMutableRawPointer(bitPattern: outcome)
             return 0
         }
         fsm.pointee.snapshot = { fsm, buffers, count in
             guard let fsm, let buffers, let count, let data = fsm.pointee.data else { return RAFT_INVALID }
-            let machine = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue() as! RaftStateMachine
+            let machine = Unmanaged<RaftNode>.fromOpaque(data).takeUnretainedValue().machine
             guard let bytes = try? machine.snapshot() else { return RAFT_IOERR }
             guard let base = raft_malloc(max(1, bytes.count)), let array = raft_malloc(MemoryLayout<raft_buffer>.stride) else { return RAFT_NOMEM }
             bytes.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
@@ -148,7 +152,7 @@ public final class RaftNode: @unchecked Sendable {
         }
         fsm.pointee.restore = { fsm, buffer in
             guard let fsm, let buffer, let data = fsm.pointee.data else { return RAFT_INVALID }
-            let machine = Unmanaged<AnyObject>.fromOpaque(data).takeUnretainedValue() as! RaftStateMachine
+            let machine = Unmanaged<RaftNode>.fromOpaque(data).takeUnretainedValue().machine
             // The snapshot's memory is ours once restored; on failure libraft frees it.
             do {
                 try machine.restore(UnsafeRawBufferPointer(start: buffer.pointee.base, count: buffer.pointee.len))

@@ -155,16 +155,18 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
 
     // MARK: the state machine (the loop thread)
 
-    public func apply(_ command: UnsafeRawBufferPointer) -> Int {
+    public func apply(_ command: UnsafeRawBufferPointer) throws(ReplicationError) -> Int {
         guard let commit = ReplicatedCommit(command, pageSize: pageSize) else {
             logger.error("a replicated command that is not a commit was skipped", ["bytes": command.count])
             return ReplicatedCommit.malformed
         }
-        let outcome: Int = gate.pass {
+        let outcome: Int = try gate.pass { () throws(ReplicationError) -> Int in
             let own = commit.origin == id && commit.nonce == pendingNonce
-            if own { pendingNonce = nil }
             guard commit.began == applied else {
-                if own { dqlite_vfs_abort(vfs, name) }
+                if own {
+                    dqlite_vfs_abort(vfs, name)
+                    pendingNonce = nil
+                }
                 return ReplicatedCommit.stale
             }
             if !own {
@@ -182,9 +184,13 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
             let code = pageNumbers.withUnsafeMutableBufferPointer { numbers in
                 dqlite_vfs_apply(vfs, name, UInt32(numbers.count), numbers.baseAddress, UnsafeMutableRawPointer(mutating: commit.pages.baseAddress))
             }
-            // Skipping it would leave this replica apart from the others for good: a restart
-            // rebuilds it from its log.
-            guard code == 0 else { fatalError("dqlite_vfs_apply failed (\(code)): this replica stops, to rebuild from its Raft log") }
+            // Skipping it would leave this replica apart from the others for good: not counted,
+            // libraft applies it again after the next commit (an own commit keeps its lock).
+            guard code == 0 else {
+                logger.error("dqlite_vfs_apply failed: the commit is applied again after the next one", ["code": code])
+                throw ReplicationError("dqlite_vfs_apply: \(code)")
+            }
+            if own { pendingNonce = nil }
             applied += 1
             return ReplicatedCommit.applied
         }
