@@ -18,15 +18,8 @@ import CSQLite
 /// steps of its rows): dqlite's VFS adds another replica's commit only when none is open
 /// (`awaitNoTransactions`), and while such a commit waits, a new transaction waits up to 200 ms
 /// before it begins, so that readers coming one after another cannot starve it.
-///
-/// The gate is fair: threads pass in the order they came (a ticket each). A plain mutex let a
-/// reader calling again and again keep it from the Raft loop for seconds.
 public final class SQLiteGate: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let turn: UnsafeMutablePointer<pthread_cond_t>
-    /// Under `mutex`: the next ticket to hand out, and the one whose turn it is.
-    private var nextTicket: UInt64 = 0
-    private var serving: UInt64 = 0
     /// Inside the gate: the connections with a transaction open, and whether a commit waits for none.
     fileprivate var open: Set<OpaquePointer> = []
     /// Inside the gate: whether a commit waits for the open transactions to close.
@@ -41,35 +34,18 @@ public final class SQLiteGate: @unchecked Sendable {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
-        turn = .allocate(capacity: 1)
-        turn.initialize(to: pthread_cond_t())
-        pthread_cond_init(turn, nil)
     }
 
     deinit {
-        pthread_cond_destroy(turn)
-        turn.deallocate()
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
     }
 
-    /// Waits for the gate, behind every thread that came before. Pair each call with `leave()`
-    /// on the same thread.
-    public func enter() {
-        pthread_mutex_lock(mutex)
-        let ticket = nextTicket
-        nextTicket += 1
-        while serving != ticket { pthread_cond_wait(turn, mutex) }
-        pthread_mutex_unlock(mutex)
-    }
+    /// Waits for the gate. Pair each call with `leave()` on the same thread.
+    public func enter() { pthread_mutex_lock(mutex) }
 
-    /// Leaves the gate to the next in line.
-    public func leave() {
-        pthread_mutex_lock(mutex)
-        serving += 1
-        pthread_cond_broadcast(turn)
-        pthread_mutex_unlock(mutex)
-    }
+    /// Leaves the gate.
+    public func leave() { pthread_mutex_unlock(mutex) }
 
     /// Inside the gate: returns (inside it) once no connection has a transaction open; new ones
     /// wait meanwhile. Those still open after `interruptAfter` seconds are interrupted (their
