@@ -24,11 +24,24 @@ public struct ServiceError: Error, Codable, Sendable, Equatable, CustomStringCon
     public var message: String
     /// The request field the error concerns (`lat`, `name`), when there is one.
     public var field: String?
+    /// Set only by a replica of a replicated service that is not its leader, and so did
+    /// nothing with the request: the replica number (1 and up) of the leader it knows of, or 0
+    /// when it knows of none yet. The request may be sent again to that replica; clients of
+    /// the bus do so themselves (`RPCClient`), and never pass it on.
+    public var leader: Int?
 
     public init(_ code: ErrorCode, _ message: String, field: String? = nil) {
         self.code = code
         self.message = message
         self.field = field
+    }
+
+    /// `unavailable` from a replica that is not the leader: it did nothing, and names the
+    /// leader it knows of (`leader`, 0 for none).
+    public static func notLeader(_ message: String, leader: Int) -> ServiceError {
+        var error = ServiceError(.unavailable, message)
+        error.leader = max(0, leader)
+        return error
     }
 
     public var description: String { field.map { "\(code.rawValue): \($0): \(message)" } ?? "\(code.rawValue): \(message)" }

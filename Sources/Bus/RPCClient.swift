@@ -12,6 +12,10 @@ public struct RPCClientOptions: Sendable {
     /// Deepest nesting of arrays and objects accepted in a reply envelope (the envelope itself
     /// is one level); a deeper or malformed reply fails its request with `internal`.
     public var maxJSONDepth = StrictJSON.defaultMaxDepth
+    /// The endpoints are the replicas of one replicated service, in replica order (the first
+    /// is replica 1): requests go to its leader, over a connection to each replica, rather
+    /// than spread between them.
+    public var followsLeader = false
 
     public init() {}
 }
@@ -42,31 +46,29 @@ public struct Reply: Sendable {
     }
 }
 
-/// Sends requests over one DEALER socket to one or more servers (spread round-robin),
-/// with many requests in flight and a deadline on each.
+/// Sends requests to one or more servers with many requests in flight and a deadline on
+/// each: spread round-robin over one DEALER socket, or, for the replicas of a replicated
+/// service (`RPCClientOptions.followsLeader`), to the one that leads.
 ///
 /// Past its deadline a call fails with `deadline_exceeded`, or `unavailable` when it could
 /// never be sent because no server was connected; a reply that arrives later is dropped.
 /// Safe to use from any thread: calls are handed to the socket's own thread.
+///
+/// Following a leader: a request goes to the replica last known to lead. A replica that does
+/// not lead refuses it before doing anything (`ServiceError.leader` names the leader), so it
+/// is sent again there, or, while no leader is known, to the next replica after a pause, until
+/// its deadline. A replica that times out or loses its connection is no longer taken for the
+/// leader; the request that found it so fails as it did (it may have been done).
 public final class RPCClient: Sendable {
     /// The endpoints this client connects to.
     public let endpoints: [String]
-    private let options: RPCClientOptions
-    private let idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
-    private let counter = Atomic<Int>(0)
-    private let channel: Channel
-    private let thread: WorkerThread
+    /// One link spreading over every endpoint, or one per replica when following a leader.
+    private let links: [Link]
+    /// The link to the replica taken for the leader.
+    private let leaderGuess = Atomic<Int>(0)
 
-    /// A completion handler; it runs on the client's socket thread, so it must be quick.
+    /// A completion handler; it runs on a socket thread of the client, so it must be quick.
     public typealias Completion = @Sendable (Result<Reply, ServiceError>) -> Void
-
-    struct Outgoing: Sendable {
-        /// The request's number: its id is the client's prefix, `-`, and this.
-        var number: Int
-        var envelope: Data
-        var deadline: UInt64
-        var completion: Completion
-    }
 
     /// Connects to `endpoints` (libzmq keeps reconnecting as servers come and go).
     public init(
@@ -74,60 +76,112 @@ public final class RPCClient: Sendable {
         logger: Logger
     ) throws {
         self.endpoints = endpoints
-        self.options = options
-        let state = try Channel()
-        self.channel = state
-        let startup = StartupReport(expected: 1)
-        let idPrefix = self.idPrefix
-        thread = WorkerThread(name: "\(logger.component)-client") {
-            RPCClient.ioLoop(
-                context: context, endpoints: endpoints, options: options, idPrefix: idPrefix, state: state,
-                logger: logger, startup: startup)
-        }
-        if case .failure(let error) = startup.wait() {
-            thread.join()
+        var links: [Link] = []
+        do {
+            if options.followsLeader && endpoints.count > 1 {
+                for (index, endpoint) in endpoints.enumerated() {
+                    links.append(try Link(context: context, endpoints: [endpoint], options: options, logger: logger, name: "\(logger.component)-client\(index + 1)"))
+                }
+            } else {
+                links = [try Link(context: context, endpoints: endpoints, options: options, logger: logger, name: "\(logger.component)-client")]
+            }
+        } catch {
+            links.forEach { $0.close() }
             throw error
         }
+        self.links = links
     }
 
-    /// Fails whatever is still pending with `unavailable` and closes the socket.
-    public func close() {
-        channel.closing.store(true, ordering: .sequentiallyConsistent)
-        channel.wakeup.signal()
-        thread.join()
-    }
-
-    deinit { close() }
+    /// Fails whatever is still pending with `unavailable` and closes the sockets.
+    public func close() { links.forEach { $0.close() } }
 
     /// How many servers are connected right now (inproc endpoints count as connected).
-    public var connectedServers: Int { channel.connected.load(ordering: .relaxed) }
+    public var connectedServers: Int { links.reduce(0) { $0 + $1.connectedServers } }
+
+    /// How many replicas it follows a leader between (0 when it spreads requests).
+    public var replicaCount: Int { links.count > 1 ? links.count : 0 }
+
+    /// Takes replica `replica` (1 and up) for the leader from now on, as someone who asked
+    /// them all found (the gateway's health check); ignored unless following a leader.
+    public func noteLeader(_ replica: Int) {
+        guard links.count > 1, links.indices.contains(replica - 1) else { return }
+        leaderGuess.store(replica - 1, ordering: .relaxed)
+    }
 
     // MARK: Calling
 
     /// Sends a request whose body is already JSON; `completion` gets the reply or the error.
     /// `client` names the client it is made for (`RequestHeader.client`), when there is one.
+    /// `replica` (1 and up, when following a leader) sends it to that replica alone, whether it
+    /// leads or not.
     public func send(
-        type: String, body: Data, auth: Auth? = nil, client: String? = nil, timeoutMilliseconds: Int? = nil,
+        type: String, body: Data, auth: Auth? = nil, client: String? = nil, timeoutMilliseconds: Int? = nil, replica: Int? = nil,
         completion: @escaping Completion
     ) {
-        let timeout = max(1, timeoutMilliseconds ?? options.defaultTimeoutMilliseconds)
-        let number = counter.add(1, ordering: .relaxed).newValue
-        let id = "\(idPrefix)-\(number)"
-        let envelope = EnvelopeCoding.request(id: id, type: type, auth: auth, client: client, deadlineMilliseconds: timeout, body: body)
-        let outgoing = Outgoing(
-            number: number, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
-            completion: completion)
-        let accepted: Bool? = channel.submitted.withLock { queue in
-            guard queue.count < options.maxPending, !channel.closing.load(ordering: .relaxed) else { return nil }
-            queue.append(outgoing)
-            return queue.count == 1
+        if links.count == 1 {
+            links[0].send(type: type, body: body, auth: auth, client: client, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
+        } else if let replica, links.indices.contains(replica - 1) {
+            links[replica - 1].send(type: type, body: body, auth: auth, client: client, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
+        } else {
+            let timeout = max(1, timeoutMilliseconds ?? links[0].options.defaultTimeoutMilliseconds)
+            let routed = Routed(
+                type: type, body: body, auth: auth, client: client, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000, completion: completion)
+            sendToLeader(routed, to: pickLink(), hops: 0)
         }
-        guard let first = accepted else {
-            completion(.failure(ServiceError(.unavailable, "client is closed or has too many requests pending")))
+    }
+
+    /// A request on its way to the leader.
+    private struct Routed: Sendable {
+        var type: String
+        var body: Data
+        var auth: Auth?
+        var client: String?
+        var deadline: UInt64
+        var completion: Completion
+    }
+
+    /// The replica taken for the leader, or the next one connected when it is not.
+    private func pickLink() -> Int {
+        let guess = leaderGuess.load(ordering: .relaxed)
+        guard links[guess].connectedServers == 0 else { return guess }
+        for step in 1..<links.count where links[(guess + step) % links.count].connectedServers > 0 {
+            return (guess + step) % links.count
+        }
+        return guess
+    }
+
+    private func sendToLeader(_ request: Routed, to index: Int, hops: Int) {
+        let now = monotonicNanos()
+        guard request.deadline > now + 500_000 else {
+            request.completion(.failure(ServiceError(.unavailable, "no leader among \(endpoints.joined(separator: ", ")) took the request within its deadline")))
             return
         }
-        // The socket thread drains the eventfd before it takes the queue, so one signal per batch is enough.
-        if first { channel.wakeup.signal() }
+        let remaining = Int((request.deadline - now) / 1_000_000)
+        links[index].send(type: request.type, body: request.body, auth: request.auth, client: request.client, timeoutMilliseconds: remaining) {
+            [self] result in
+            guard case .failure(let error) = result else { return request.completion(result) }
+            guard let leader = error.leader else {
+                // It may have been done: no second try. The next request tries another replica.
+                if error.code == .deadlineExceeded || error.code == .unavailable {
+                    _ = leaderGuess.compareExchange(expected: index, desired: (index + 1) % links.count, ordering: .relaxed)
+                }
+                return request.completion(.failure(error))
+            }
+            // Refused by a replica that does not lead: nothing was done, so it goes again, at
+            // once to a leader named elsewhere, after a pause while none is known (or after
+            // a few hops, so stale hints cannot bounce it around).
+            // A leader naming itself has not yet caught up with its term: it is asked again.
+            let next = links.indices.contains(leader - 1) ? leader - 1 : (index + 1) % links.count
+            let named = next != index
+            if named { leaderGuess.store(next, ordering: .relaxed) }
+            if named && hops < links.count {
+                sendToLeader(request, to: next, hops: hops + 1)
+            } else {
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {
+                    self.sendToLeader(request, to: next, hops: hops + 1)
+                }
+            }
+        }
     }
 
     /// Sends a request and waits for its reply (blocking the calling thread, never past the timeout).
@@ -171,205 +225,277 @@ public final class RPCClient: Sendable {
         return try request(type: type, body: encoded, auth: auth, client: client, timeoutMilliseconds: timeoutMilliseconds).body(resultType)
     }
 
-    // MARK: The socket thread
+}
 
-    /// What callers and the socket thread share: submitted requests and a few flags.
-    final class Channel: Sendable {
-        let submitted = Mutex<[Outgoing]>([])
-        let closing = Atomic<Bool>(false)
-        let connected = Atomic<Int>(0)
-        let wakeup: Wakeup
-        init() throws(SystemError) { wakeup = try Wakeup() }
-    }
+extension RPCClient {
+    /// One DEALER socket, its thread and its requests, connected to one or more endpoints.
+    final class Link: Sendable {
+        let options: RPCClientOptions
+        private let idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        private let counter = Atomic<Int>(0)
+        private let channel: Channel
+        private let thread: WorkerThread
 
-    private static func ioLoop(
-        context: ZMQContext, endpoints: [String], options: RPCClientOptions, idPrefix: String,
-        state: Channel, logger: Logger, startup: StartupReport
-    ) {
-        let socket: Socket
-        let monitor: Socket
-        do {
-            socket = try Socket(context, .dealer)
-            try socket.setImmediate(true)
-            try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
-            try socket.watchForDeadLinks()
-            try socket.setSendHighWaterMark(100_000)
-            try socket.setReceiveHighWaterMark(100_000)
-            if let curve = options.curve {
-                try socket.setCurveClient(publicKey: curve.publicKey, secretKey: curve.secretKey, serverKey: curve.serverKey)
+        struct Outgoing: Sendable {
+            /// The request's number: its id is the link's prefix, `-`, and this.
+            var number: Int
+            var envelope: Data
+            var deadline: UInt64
+            var completion: Completion
+        }
+
+        init(context: ZMQContext, endpoints: [String], options: RPCClientOptions, logger: Logger, name: String) throws {
+            self.options = options
+            let state = try Channel()
+            self.channel = state
+            let startup = StartupReport(expected: 1)
+            let idPrefix = self.idPrefix
+            thread = WorkerThread(name: name) {
+                Link.ioLoop(
+                    context: context, endpoints: endpoints, options: options, idPrefix: idPrefix, state: state,
+                    logger: logger, startup: startup)
             }
-            let monitorEndpoint = "inproc://rpc-client-monitor-\(UUID().uuidString)"
-            try socket.startMonitor(monitorEndpoint, events: MonitorEvent.connectionEvents)
-            monitor = try Socket(context, .pair)
-            try monitor.connect(monitorEndpoint)
-            for endpoint in endpoints { try socket.connect(endpoint) }
-        } catch {
-            startup.failed(error)
-            return
-        }
-        // Stop the monitor while its reader is still open (see `stopMonitor`).
-        defer {
-            socket.stopMonitor()
-            withExtendedLifetime(monitor) {}
-        }
-        startup.succeeded(nil)
-
-        // Only this thread touches these.
-        // By request number: a reply's id is this client's prefix and the number.
-        var pending: [Int: Outgoing] = [:]
-        var unsent: [Int] = []
-        var deadlines = MinHeap<RequestDeadline>()
-        var live = Set<String>()
-        let inproc = endpoints.filter { $0.hasPrefix("inproc://") }.count
-        state.connected.store(inproc, ordering: .relaxed)
-        var poller = Poller([.socket(socket), .socket(monitor), .descriptor(state.wakeup.descriptor)])
-
-        func finish(_ id: Int, _ result: Result<Reply, ServiceError>) {
-            guard let request = pending.removeValue(forKey: id) else { return }
-            request.completion(result)
-        }
-
-        /// The number in a reply's id, when the id is one of this client's.
-        let idHead = idPrefix + "-"
-        func number(_ id: String) -> Int? {
-            guard id.hasPrefix(idHead) else { return nil }
-            let digits = id.utf8.dropFirst(idHead.utf8.count)
-            // Written as the client writes numbers (from 1, no leading zero): `P-01` is not request 1.
-            guard let lead = digits.first, lead >= UInt8(ascii: "1"), lead <= UInt8(ascii: "9"),
-                digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
-            else { return nil }
-            return Int(Substring(digits))
-        }
-
-        func flushUnsent() {
-            var sentCount = 0
-            for id in unsent {
-                guard let request = pending[id] else {
-                    sentCount += 1
-                    continue
-                }
-                let sent: Bool
-                do { sent = try socket.send(request.envelope, dontWait: true) } catch {
-                    finish(id, .failure(ServiceError(.unavailable, "send failed: \(error)")))
-                    sentCount += 1
-                    continue
-                }
-                if !sent { break }
-                sentCount += 1
+            if case .failure(let error) = startup.wait() {
+                thread.join()
+                throw error
             }
-            unsent.removeFirst(sentCount)
         }
 
-        func receiveReplies() {
-            for _ in 0..<1024 {
-                let frames: [Data]
-                do {
-                    guard let received = try socket.receive(dontWait: true) else { return }
-                    frames = received
-                } catch {
-                    logger.error("receive failed", ["error": error])
-                    return
+        /// Fails whatever is still pending with `unavailable` and closes the socket.
+        func close() {
+            channel.closing.store(true, ordering: .sequentiallyConsistent)
+            channel.wakeup.signal()
+            thread.join()
+        }
+
+        deinit { close() }
+
+        var connectedServers: Int { channel.connected.load(ordering: .relaxed) }
+
+        func send(
+            type: String, body: Data, auth: Auth?, client: String?, timeoutMilliseconds: Int?,
+            completion: @escaping Completion
+        ) {
+            let timeout = max(1, timeoutMilliseconds ?? options.defaultTimeoutMilliseconds)
+            let number = counter.add(1, ordering: .relaxed).newValue
+            let id = "\(idPrefix)-\(number)"
+            let envelope = EnvelopeCoding.request(id: id, type: type, auth: auth, client: client, deadlineMilliseconds: timeout, body: body)
+            let outgoing = Outgoing(
+                number: number, envelope: envelope, deadline: monotonicNanos() + UInt64(timeout) * 1_000_000,
+                completion: completion)
+            let accepted: Bool? = channel.submitted.withLock { queue in
+                guard queue.count < options.maxPending, !channel.closing.load(ordering: .relaxed) else { return nil }
+                queue.append(outgoing)
+                return queue.count == 1
+            }
+            guard let first = accepted else {
+                completion(.failure(ServiceError(.unavailable, "client is closed or has too many requests pending")))
+                return
+            }
+            // The socket thread drains the eventfd before it takes the queue, so one signal per batch is enough.
+            if first { channel.wakeup.signal() }
+        }
+
+        // MARK: The socket thread
+
+        /// What callers and the socket thread share: submitted requests and a few flags.
+        final class Channel: Sendable {
+            let submitted = Mutex<[Outgoing]>([])
+            let closing = Atomic<Bool>(false)
+            let connected = Atomic<Int>(0)
+            let wakeup: Wakeup
+            init() throws(SystemError) { wakeup = try Wakeup() }
+        }
+
+        private static func ioLoop(
+            context: ZMQContext, endpoints: [String], options: RPCClientOptions, idPrefix: String,
+            state: Channel, logger: Logger, startup: StartupReport
+        ) {
+            let socket: Socket
+            let monitor: Socket
+            do {
+                socket = try Socket(context, .dealer)
+                try socket.setImmediate(true)
+                try socket.setReconnectInterval(milliseconds: 100, maximum: 1_000)
+                try socket.watchForDeadLinks()
+                try socket.setSendHighWaterMark(100_000)
+                try socket.setReceiveHighWaterMark(100_000)
+                if let curve = options.curve {
+                    try socket.setCurveClient(publicKey: curve.publicKey, secretKey: curve.secretKey, serverKey: curve.serverKey)
                 }
-                guard let envelope = frames.first else {
-                    logger.warn("dropped a reply with no frames", [:])
-                    continue
-                }
-                // Strict and shallow before Foundation sees it (checked in the walk that reads
-                // the head): a broken peer fails its request, never the process.
-                let read: ReplyHeader?
-                do throws(JSONSyntaxError) {
-                    read = try ReplyHeader.read(envelope, maxDepth: options.maxJSONDepth)
-                } catch {
-                    logger.warn("malformed reply", ["bytes": envelope.count, "error": error.message])
-                    // The span reader does not recurse; an id it finds before the fault names the request.
-                    if let id = JSONSpan.plainString("id", in: envelope).flatMap(number) {
-                        finish(id, .failure(ServiceError(.internal, "malformed reply: \(error.message)")))
+                let monitorEndpoint = "inproc://rpc-client-monitor-\(UUID().uuidString)"
+                try socket.startMonitor(monitorEndpoint, events: MonitorEvent.connectionEvents)
+                monitor = try Socket(context, .pair)
+                try monitor.connect(monitorEndpoint)
+                for endpoint in endpoints { try socket.connect(endpoint) }
+            } catch {
+                startup.failed(error)
+                return
+            }
+            // Stop the monitor while its reader is still open (see `stopMonitor`).
+            defer {
+                socket.stopMonitor()
+                withExtendedLifetime(monitor) {}
+            }
+            startup.succeeded(nil)
+
+            // Only this thread touches these.
+            // By request number: a reply's id is this client's prefix and the number.
+            var pending: [Int: Outgoing] = [:]
+            var unsent: [Int] = []
+            var deadlines = MinHeap<RequestDeadline>()
+            var live = Set<String>()
+            let inproc = endpoints.filter { $0.hasPrefix("inproc://") }.count
+            state.connected.store(inproc, ordering: .relaxed)
+            var poller = Poller([.socket(socket), .socket(monitor), .descriptor(state.wakeup.descriptor)])
+
+            func finish(_ id: Int, _ result: Result<Reply, ServiceError>) {
+                guard let request = pending.removeValue(forKey: id) else { return }
+                request.completion(result)
+            }
+
+            /// The number in a reply's id, when the id is one of this client's.
+            let idHead = idPrefix + "-"
+            func number(_ id: String) -> Int? {
+                guard id.hasPrefix(idHead) else { return nil }
+                let digits = id.utf8.dropFirst(idHead.utf8.count)
+                // Written as the client writes numbers (from 1, no leading zero): `P-01` is not request 1.
+                guard let lead = digits.first, lead >= UInt8(ascii: "1"), lead <= UInt8(ascii: "9"),
+                    digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+                else { return nil }
+                return Int(Substring(digits))
+            }
+
+            func flushUnsent() {
+                var sentCount = 0
+                for id in unsent {
+                    guard let request = pending[id] else {
+                        sentCount += 1
+                        continue
                     }
-                    continue
-                }
-                guard let header = read, let id = header.id.flatMap(number) else {
-                    logger.warn("dropped a malformed reply", ["bytes": envelope.count])
-                    continue
-                }
-                if header.ok {
-                    finish(id, .success(Reply(envelope: envelope, attachments: Array(frames.dropFirst()), bodyRange: header.bodyRange)))
-                } else {
-                    finish(id, .failure(header.error ?? ServiceError(.internal, "error reply without an error")))
-                }
-                // An id we no longer know is a late reply: its caller has had its answer.
-            }
-        }
-
-        func readMonitor() {
-            while let frames = try? monitor.receive(dontWait: true) {
-                let event = MonitorEvent(frames: frames)
-                logger.debug("connection event", ["event": event.map { "\($0)" } ?? "malformed"])
-                switch event {
-                case .handshakeSucceeded(let endpoint)?:
-                    live.insert(endpoint)
-                case .disconnected(let endpoint)?:
-                    live.remove(endpoint)
-                    if live.isEmpty && inproc == 0 {
-                        // Whatever was sent is lost with the connection: say so now, not at the deadline.
-                        let waiting = Set(unsent)
-                        let lost = pending.keys.filter { !waiting.contains($0) }
-                        for id in lost { finish(id, .failure(ServiceError(.unavailable, "lost the connection to \(endpoint)"))) }
+                    let sent: Bool
+                    do { sent = try socket.send(request.envelope, dontWait: true) } catch {
+                        finish(id, .failure(ServiceError(.unavailable, "send failed: \(error)")))
+                        sentCount += 1
+                        continue
                     }
-                default:
+                    if !sent { break }
+                    sentCount += 1
+                }
+                unsent.removeFirst(sentCount)
+            }
+
+            func receiveReplies() {
+                for _ in 0..<1024 {
+                    let frames: [Data]
+                    do {
+                        guard let received = try socket.receive(dontWait: true) else { return }
+                        frames = received
+                    } catch {
+                        logger.error("receive failed", ["error": error])
+                        return
+                    }
+                    guard let envelope = frames.first else {
+                        logger.warn("dropped a reply with no frames", [:])
+                        continue
+                    }
+                    // Strict and shallow before Foundation sees it (checked in the walk that reads
+                    // the head): a broken peer fails its request, never the process.
+                    let read: ReplyHeader?
+                    do throws(JSONSyntaxError) {
+                        read = try ReplyHeader.read(envelope, maxDepth: options.maxJSONDepth)
+                    } catch {
+                        logger.warn("malformed reply", ["bytes": envelope.count, "error": error.message])
+                        // The span reader does not recurse; an id it finds before the fault names the request.
+                        if let id = JSONSpan.plainString("id", in: envelope).flatMap(number) {
+                            finish(id, .failure(ServiceError(.internal, "malformed reply: \(error.message)")))
+                        }
+                        continue
+                    }
+                    guard let header = read, let id = header.id.flatMap(number) else {
+                        logger.warn("dropped a malformed reply", ["bytes": envelope.count])
+                        continue
+                    }
+                    if header.ok {
+                        finish(id, .success(Reply(envelope: envelope, attachments: Array(frames.dropFirst()), bodyRange: header.bodyRange)))
+                    } else {
+                        finish(id, .failure(header.error ?? ServiceError(.internal, "error reply without an error")))
+                    }
+                    // An id we no longer know is a late reply: its caller has had its answer.
+                }
+            }
+
+            func readMonitor() {
+                while let frames = try? monitor.receive(dontWait: true) {
+                    let event = MonitorEvent(frames: frames)
+                    logger.debug("connection event", ["event": event.map { "\($0)" } ?? "malformed"])
+                    switch event {
+                    case .handshakeSucceeded(let endpoint)?:
+                        live.insert(endpoint)
+                    case .disconnected(let endpoint)?:
+                        live.remove(endpoint)
+                        if live.isEmpty && inproc == 0 {
+                            // Whatever was sent is lost with the connection: say so now, not at the deadline.
+                            let waiting = Set(unsent)
+                            let lost = pending.keys.filter { !waiting.contains($0) }
+                            for id in lost { finish(id, .failure(ServiceError(.unavailable, "lost the connection to \(endpoint)"))) }
+                        }
+                    default:
+                        break
+                    }
+                    state.connected.store(live.count + inproc, ordering: .relaxed)
+                }
+            }
+
+            func expire(now: UInt64) {
+                while let due = deadlines.first, due.at <= now {
+                    _ = deadlines.pop()
+                    let id = due.number
+                    guard pending[id] != nil else { continue }
+                    if let index = unsent.firstIndex(of: id) {
+                        unsent.remove(at: index)
+                        finish(id, .failure(ServiceError(.unavailable, "no connection to \(endpoints.joined(separator: ", "))")))
+                    } else {
+                        finish(id, .failure(ServiceError(.deadlineExceeded, "no reply within the deadline")))
+                    }
+                }
+            }
+
+            while !state.closing.load(ordering: .sequentiallyConsistent) {
+                let now = monotonicNanos()
+                var timeout = unsent.isEmpty ? 200 : 5
+                if let next = deadlines.first?.at {
+                    timeout = min(timeout, next > now ? Int((next - now + 999_999) / 1_000_000) : 0)
+                }
+                let ready: [Bool]
+                do { ready = try poller.poll(timeoutMilliseconds: timeout) } catch {
+                    logger.error("poll failed", ["error": error])
                     break
                 }
-                state.connected.store(live.count + inproc, ordering: .relaxed)
-            }
-        }
-
-        func expire(now: UInt64) {
-            while let due = deadlines.first, due.at <= now {
-                _ = deadlines.pop()
-                let id = due.number
-                guard pending[id] != nil else { continue }
-                if let index = unsent.firstIndex(of: id) {
-                    unsent.remove(at: index)
-                    finish(id, .failure(ServiceError(.unavailable, "no connection to \(endpoints.joined(separator: ", "))")))
-                } else {
-                    finish(id, .failure(ServiceError(.deadlineExceeded, "no reply within the deadline")))
+                if ready[1] { readMonitor() }
+                if ready[2] {
+                    state.wakeup.drain()
+                    let incoming = state.submitted.withLock { queue in
+                        defer { queue.removeAll(keepingCapacity: true) }
+                        return queue
+                    }
+                    for request in incoming {
+                        pending[request.number] = request
+                        unsent.append(request.number)
+                        deadlines.push(RequestDeadline(at: request.deadline, number: request.number))
+                    }
                 }
+                if !unsent.isEmpty { flushUnsent() }
+                if ready[0] { receiveReplies() }
+                expire(now: monotonicNanos())
             }
+            let leftovers = state.submitted.withLock { queue in
+                defer { queue.removeAll() }
+                return queue
+            }
+            for request in leftovers { pending[request.number] = request }
+            for id in Array(pending.keys) { finish(id, .failure(ServiceError(.unavailable, "client closed"))) }
         }
-
-        while !state.closing.load(ordering: .sequentiallyConsistent) {
-            let now = monotonicNanos()
-            var timeout = unsent.isEmpty ? 200 : 5
-            if let next = deadlines.first?.at {
-                timeout = min(timeout, next > now ? Int((next - now + 999_999) / 1_000_000) : 0)
-            }
-            let ready: [Bool]
-            do { ready = try poller.poll(timeoutMilliseconds: timeout) } catch {
-                logger.error("poll failed", ["error": error])
-                break
-            }
-            if ready[1] { readMonitor() }
-            if ready[2] {
-                state.wakeup.drain()
-                let incoming = state.submitted.withLock { queue in
-                    defer { queue.removeAll(keepingCapacity: true) }
-                    return queue
-                }
-                for request in incoming {
-                    pending[request.number] = request
-                    unsent.append(request.number)
-                    deadlines.push(RequestDeadline(at: request.deadline, number: request.number))
-                }
-            }
-            if !unsent.isEmpty { flushUnsent() }
-            if ready[0] { receiveReplies() }
-            expire(now: monotonicNanos())
-        }
-        let leftovers = state.submitted.withLock { queue in
-            defer { queue.removeAll() }
-            return queue
-        }
-        for request in leftovers { pending[request.number] = request }
-        for id in Array(pending.keys) { finish(id, .failure(ServiceError(.unavailable, "client closed"))) }
     }
 }
 

@@ -3,6 +3,10 @@ import Bus
 // The catalog's methods: places, categories, interface strings, tours and their maps, imports, walking a tour and the library.
 // Declared once here; the service binds its handlers to them (see Method.swift).
 
+/// How stale a place a follower of a replicated catalog may answer with: it has heard from
+/// its leader within a second (ten heartbeats), so it has every commit older than that.
+private let followerReadMilliseconds = 1_000
+
 extension Methods.Catalog {
     public static let create = Method<PlaceInput, Place>(
         "catalog.create", .catalog, .admin, .write,
@@ -23,13 +27,13 @@ extension Methods.Catalog {
     public static let get = Method<PlaceGet, LocalizedPlace>(
         "catalog.get", .catalog, .anyone, .read,
         "one place by id; with lang, its texts in that language",
-        errors: [.notFound("id", "no place has this id")])
+        errors: [.notFound("id", "no place has this id")], staleMilliseconds: followerReadMilliseconds)
     public static let list = Method<ListPlaces, PlacePage>(
         "catalog.list", .catalog, .anyone, .read,
-        "places by id, optionally of one category, paged by cursor; lang localizes")
+        "places by id, optionally of one category, paged by cursor; lang localizes", staleMilliseconds: followerReadMilliseconds)
     public static let categories = Method<Empty, CategoryList>(
         "catalog.categories", .catalog, .anyone, .read,
-        "the categories with how many places each has")
+        "the categories with how many places each has", staleMilliseconds: followerReadMilliseconds)
     public static let photoAdd = Method<PlacePhotoAdd, Place>(
         "catalog.photo.add", .catalog, .admin, .write,
         "host a committed upload (tours.map.upload.*, a JPEG) as a photo of a place, kept at 1280 and 320 px; answers the place",
@@ -43,7 +47,7 @@ extension Methods.Catalog {
     public static let photo = Method<PlacePhotoRef, PlacePhotoReply>(
         "catalog.photo", .catalog, .anyone, .read,
         "one hosted photo of a place, size 1280 or 320 (its longest side): a JPEG (RESP: raw bytes; JSON-RPC: base64)",
-        errors: [.notFound("photo_id", "the place has no hosted photo with this id")])
+        errors: [.notFound("photo_id", "the place has no hosted photo with this id")], staleMilliseconds: followerReadMilliseconds)
     public static let photoDelete = Method<PlacePhotoRef, Place>(
         "catalog.photo.delete", .catalog, .admin, .write,
         "delete a hosted photo of a place; answers the place",

@@ -247,7 +247,24 @@ public struct ServiceStats: Codable, Sendable {
     }
 }
 
+/// `sys.transfer`: the replica a replicated service's leader hands leadership to.
+public struct TransferRequest: Codable, Sendable, Equatable {
+    /// A replica number (1 and up) other than the leader's; absent: the most up-to-date follower.
+    public var to: Int?
+
+    public init(to: Int? = nil) { self.to = to }
+}
+
+/// The reply of `sys.transfer`: the replica that leads once the handover is over (the old
+/// leader when it did not take).
+public struct TransferReply: Codable, Sendable, Equatable {
+    public var leader: Int
+
+    public init(leader: Int) { self.leader = leader }
+}
+
 // The runtime's params are internal (never a client's), held to no declared shape.
+extension TransferRequest: DeclaredShape {}
 extension BackupRequest: DeclaredShape {}
 extension ReplayRequest: DeclaredShape {}
 extension SnapshotRequest: DeclaredShape {}

@@ -33,17 +33,23 @@ extension Methods.Auth {
 }
 
 extension Methods.System {
-    public static let ping = Method<Empty, PingReply>("sys.ping", .runtime, .internal, .read, "liveness: the service name and its clock")
-    public static let methods = Method<Empty, MethodList>("sys.methods", .runtime, .internal, .read, "the request types this service answers")
+    public static let ping = Method<Empty, PingReply>(
+        "sys.ping", .runtime, .internal, .read, "liveness: the service name and its clock", staleMilliseconds: .max)
+    public static let methods = Method<Empty, MethodList>(
+        "sys.methods", .runtime, .internal, .read, "the request types this service answers", staleMilliseconds: .max)
     public static let stats = Method<Empty, ServiceStats>(
         "sys.stats", .runtime, .internal, .read,
-        "the service's request counters, outbox head and subscriptions")
+        "the service's request counters, outbox head, subscriptions and replication", staleMilliseconds: .max)
     public static let replay = Method<ReplayRequest, ReplayReply>(
         "sys.replay", .runtime, .internal, .read,
         "the events after a cursor: after, limit; one event envelope per extra frame")
     public static let snapshot = Method<SnapshotRequest, SnapshotReply>(
         "sys.snapshot", .runtime, .internal, .read,
         "the service's shared state as events, paged by an opaque key: after, limit")
+    public static let transfer = Method<TransferRequest, TransferReply>(
+        "sys.transfer", .runtime, .internal, .read,
+        "a replicated service's leader hands leadership to replica to (or the most up-to-date one), before its host is stopped",
+        errors: [.invalid("to", "not another replica's number"), .unavailable(nil, "the service is not replicated")])
     public static let backup = Method<BackupRequest, BackupReply>(
         "sys.backup", .runtime, .internal, .read,
         "a consistent copy of the service's SQLite file, made by the service itself: to")

@@ -77,9 +77,12 @@ public struct BackendHealth: Codable, Sendable, Equatable {
     public var latencyMs: Double?
     public var lastError: String?
     public var lastChecked: String?
+    /// A replicated service's replicas, in replica order: each one's role and lag. Absent for
+    /// a service that is not replicated.
+    public var replicas: [ReplicaHealth]?
 
     enum CodingKeys: String, CodingKey {
-        case service, endpoints, up
+        case service, endpoints, up, replicas
         case latencyMs = "latency_ms"
         case lastError = "last_error"
         case lastChecked = "last_checked"
@@ -92,5 +95,35 @@ public struct BackendHealth: Codable, Sendable, Equatable {
         self.latencyMs = latencyMs
         self.lastError = lastError
         self.lastChecked = lastChecked
+    }
+}
+
+/// One replica of a replicated service, as the gateway's last check found it (`sys.stats`).
+public struct ReplicaHealth: Codable, Sendable, Equatable {
+    /// Its number (1 and up) and request endpoint.
+    public var replica: Int
+    public var endpoint: String
+    public var up: Bool
+    /// `leader`, `follower`, `candidate` or `unavailable`, when it answered.
+    public var role: String?
+    /// Whether it leads and takes writes.
+    public var ready: Bool?
+    public var term: UInt64?
+    public var appliedIndex: UInt64?
+    /// Commits it has still to apply: the highest commit index any replica reported, less
+    /// what it applied.
+    public var lag: UInt64?
+    public var lastError: String?
+
+    public init(replica: Int, endpoint: String, up: Bool) {
+        self.replica = replica
+        self.endpoint = endpoint
+        self.up = up
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case replica, endpoint, up, role, ready, term, lag
+        case appliedIndex = "applied_index"
+        case lastError = "last_error"
     }
 }

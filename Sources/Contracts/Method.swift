@@ -60,12 +60,19 @@ public struct MethodDeclaration: Sendable, Hashable, CustomStringConvertible {
     public let result: any Decodable.Type
     /// The errors its own work can answer, as declared.
     public let declaredErrors: [MethodError]
+    /// How stale its answer may be, in milliseconds, when its service is replicated: a
+    /// follower answers it from its own copy while it has heard from its leader within this
+    /// long (`Int.max`: the answer is about the process itself, `sys.ping`). Nil: only the
+    /// leader answers it, as it does every write.
+    public let staleMilliseconds: Int?
 
     /// Made by `Method`, which holds the types.
     init(
         _ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
-        retrySafe: Bool?, ownsTokenParam: Bool, params: any DeclaredShape.Type, result: any Decodable.Type, errors: [MethodError]
+        retrySafe: Bool?, ownsTokenParam: Bool, staleMilliseconds: Int?, params: any DeclaredShape.Type, result: any Decodable.Type,
+        errors: [MethodError]
     ) {
+        self.staleMilliseconds = kind == .read ? staleMilliseconds : nil
         self.name = name
         self.owner = owner
         self.access = access
@@ -170,10 +177,10 @@ public struct Method<Params: DeclaredShape, Result: Codable & Sendable>: Declare
     /// the service's); those every method can are implied (see `MethodDeclaration.errors`).
     public init(
         _ name: String, _ owner: MethodOwner, _ access: Access, _ kind: MethodKind, _ summary: String,
-        errors: [MethodError] = [], retrySafe: Bool? = nil, ownsTokenParam: Bool = false
+        errors: [MethodError] = [], retrySafe: Bool? = nil, ownsTokenParam: Bool = false, staleMilliseconds: Int? = nil
     ) {
         declaration = MethodDeclaration(
-            name, owner, access, kind, summary, retrySafe: retrySafe, ownsTokenParam: ownsTokenParam,
+            name, owner, access, kind, summary, retrySafe: retrySafe, ownsTokenParam: ownsTokenParam, staleMilliseconds: staleMilliseconds,
             params: Params.self, result: Result.self, errors: errors)
     }
 

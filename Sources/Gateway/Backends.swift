@@ -30,9 +30,8 @@ final class Backends: Sendable {
         var clients: [String: RPCClient] = [:]
         var health: [String: BackendHealth] = [:]
         for (name, peer) in peers where !peer.rpc.isEmpty {
-            var options = RPCClientOptions()
-            options.curve = curve(name)
-            clients[name] = try RPCClient(context: context, endpoints: peer.rpc, options: options, logger: logger.named("gateway->\(name)"))
+            clients[name] = try RPCClient(
+                context: context, endpoints: peer.rpc, options: peer.clientOptions(curve: curve(name)), logger: logger.named("gateway->\(name)"))
             health[name] = BackendHealth(service: name, endpoints: peer.rpc, up: false)
         }
         self.clients = clients
@@ -114,31 +113,96 @@ final class Backends: Sendable {
         state.health.withLock { h in h[service]?.lastError = error.description }
     }
 
-    /// One health round: `sys.ping` every backend (in parallel, 1 s each).
+    /// One health round: `sys.ping` every backend, or `sys.stats` every replica of a
+    /// replicated one (in parallel, 1 s each).
     private static func checkAll(_ clients: [String: RPCClient], _ state: State, logger: Logger) {
         let group = DispatchGroup()
         for (name, client) in clients {
+            if client.replicaCount > 0 {
+                checkReplicas(name, client, state, group: group, logger: logger)
+                continue
+            }
             group.enter()
             let started = monotonicNanos()
             client.send(type: Methods.System.ping.name, body: Data("{}".utf8), timeoutMilliseconds: 1_000) { result in
-                let now = Logger.timestamp()
-                state.health.withLock { h in
-                    switch result {
-                    case .success:
-                        if h[name]?.up == false { logger.info("backend up", ["service": name]) }
-                        h[name]?.up = true
-                        h[name]?.latencyMs = Double(monotonicNanos() - started) / 1e6
-                    case .failure(let error):
-                        if h[name]?.up == true { logger.warn("backend down", ["service": name, "error": error]) }
-                        h[name]?.up = false
-                        h[name]?.latencyMs = nil
-                        h[name]?.lastError = error.description
-                    }
-                    h[name]?.lastChecked = now
-                }
+                record(name, result.map { _ in Double(monotonicNanos() - started) / 1e6 }, state, logger: logger)
                 group.leave()
             }
         }
         group.wait()
+    }
+
+    /// Whether a backend answered (and how fast), in its health and the log when it changes.
+    private static func record(_ name: String, _ result: Result<Double, ServiceError>, _ state: State, logger: Logger) {
+        let now = Logger.timestamp()
+        state.health.withLock { h in
+            switch result {
+            case .success(let latency):
+                if h[name]?.up == false { logger.info("backend up", ["service": name]) }
+                h[name]?.up = true
+                h[name]?.latencyMs = latency
+            case .failure(let error):
+                if h[name]?.up == true { logger.warn("backend down", ["service": name, "error": error]) }
+                h[name]?.up = false
+                h[name]?.latencyMs = nil
+                h[name]?.lastError = error.description
+            }
+            h[name]?.lastChecked = now
+        }
+    }
+
+    /// What `sys.stats` tells of a replica.
+    private struct ReplicaStats: Decodable {
+        var replication: ServiceStats.Replication?
+    }
+
+    /// Asks each replica of a replicated service its part (`sys.stats`): the service is up when
+    /// one of them leads and takes writes, and each replica's lag is measured against the
+    /// highest commit index any of them reported.
+    private static func checkReplicas(_ name: String, _ client: RPCClient, _ state: State, group: DispatchGroup, logger: Logger) {
+        group.enter()
+        let answers = Mutex<[Int: Result<(ServiceStats.Replication?, Double), ServiceError>]>([:])
+        let each = DispatchGroup()
+        for replica in 1...client.replicaCount {
+            each.enter()
+            let started = monotonicNanos()
+            client.send(type: Methods.System.stats.name, body: Data("{}".utf8), timeoutMilliseconds: 1_000, replica: replica) { result in
+                let answer = result.flatMap { reply in
+                    Result { () throws(ServiceError) in (try reply.body(ReplicaStats.self).replication, Double(monotonicNanos() - started) / 1e6) }
+                }
+                answers.withLock { $0[replica] = answer }
+                each.leave()
+            }
+        }
+        each.notify(queue: .global()) {
+            let all = answers.withLock { $0 }
+            let commit = all.values.compactMap { try? $0.get().0?.commitIndex }.max() ?? 0
+            var replicas: [ReplicaHealth] = []
+            var leader: Double?
+            for replica in 1...client.replicaCount {
+                var health = ReplicaHealth(replica: replica, endpoint: client.endpoints[replica - 1], up: false)
+                switch all[replica] {
+                case .success((let stats, let latency))?:
+                    health.up = true
+                    health.role = stats?.role
+                    health.ready = stats?.ready
+                    health.term = stats?.term
+                    health.appliedIndex = stats?.appliedIndex
+                    health.lag = stats.map { commit > $0.appliedIndex ? commit - $0.appliedIndex : 0 }
+                    if stats?.ready == true {
+                        leader = latency
+                        client.noteLeader(replica)
+                    }
+                case .failure(let error)?:
+                    health.lastError = error.description
+                case nil:
+                    health.lastError = "no answer"
+                }
+                replicas.append(health)
+            }
+            record(name, leader.map { .success($0) } ?? .failure(ServiceError(.unavailable, "no replica of \(name) leads")), state, logger: logger)
+            state.health.withLock { $0[name]?.replicas = replicas }
+            group.leave()
+        }
     }
 }

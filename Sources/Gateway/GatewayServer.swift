@@ -161,6 +161,19 @@ public final class GatewayServer: Service {
             text.family("tourbus_gateway_pushes_dropped_total", "counter", "Pushes dropped because a connection's backlog was full.")
             text.sample("tourbus_gateway_pushes_dropped_total", ["service": name], "\(deliveries.dropped)")
             text.subscribers(service: name, accounts.map { [$0.status] } ?? [])
+            let replicas = dispatcher.backends.status().flatMap { backend in (backend.replicas ?? []).map { (backend.service, $0) } }
+            let families: [(String, String, (ReplicaHealth) -> String?)] = [
+                ("tourbus_gateway_replica_up", "Whether a replica of a replicated backend answered the last check.", { $0.up ? "1" : "0" }),
+                ("tourbus_gateway_replica_leader", "Whether a replica of a replicated backend leads and takes writes.", { $0.ready == true ? "1" : "0" }),
+                ("tourbus_gateway_replica_lag", "Commits a replica has still to apply, by the last check.", { $0.lag.map { "\($0)" } }),
+            ]
+            for (family, help, value) in families where !replicas.isEmpty {
+                text.family(family, "gauge", help)
+                for (backend, replica) in replicas {
+                    guard let value = value(replica) else { continue }
+                    text.sample(family, [("service", name), ("backend", backend), ("replica", "\(replica.replica)")], value)
+                }
+            }
             return text.text
         }
     }

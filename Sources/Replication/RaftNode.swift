@@ -39,6 +39,9 @@ public struct RaftStatus: Sendable, Equatable {
     /// A leader that has applied every entry of earlier terms (its barrier is through), so
     /// what it writes starts from everything committed before it.
     public var isReadyLeader = false
+    /// When a follower last heard from its leader (`monotonicNanos`); nil unless it follows
+    /// a known leader. What it has applied is about this old, give or take a heartbeat.
+    public var leaderContact: UInt64?
 }
 
 /// What a Raft node's commands are applied to. Called on the node's loop thread, in log order,
@@ -266,6 +269,40 @@ public final class RaftNode: @unchecked Sendable {
         }
     }
 
+    /// Hands leadership to voter `id` (0: the most up-to-date follower), for an operator who
+    /// is about to stop this host. Waits until libraft says it is over (the target leads, or an
+    /// election timeout passed) and answers the leader then; throws when this node does not
+    /// lead or `id` is not another voter.
+    public func transfer(to id: UInt64) throws(ReplicationError) -> UInt64 {
+        let done = Completion()
+        let box = Unmanaged.passRetained(done)
+        let posted = post { node in
+            let request = UnsafeMutablePointer<raft_transfer>.allocate(capacity: 1)
+            request.initialize(to: raft_transfer())
+            request.pointee.data = box.toOpaque()
+            let code = raft_transfer(node.raft, request, id) { request in
+                guard let request, let data = request.pointee.data else { return }
+                let done = Unmanaged<Completion>.fromOpaque(data).takeRetainedValue()
+                request.deallocate()
+                done.finish(.success(0))
+            }
+            if code != 0 {
+                request.deallocate()
+                box.takeRetainedValue().finish(.failure(ReplicationError(RaftNode.refusal(code))))
+            }
+        }
+        guard posted else {
+            box.release()
+            throw ReplicationError(RaftNode.refusal(RAFT_SHUTDOWN))
+        }
+        // libraft answers within an election timeout (one second); ten are waited for.
+        guard let result = done.wait(.seconds(10)) else { throw ReplicationError("the handover had no answer within 10 s") }
+        _ = try result.get()
+        // The status the loop copies lags by up to 10 ms.
+        usleep(20_000)
+        return status.leaderID
+    }
+
     /// Stops the node: closes Raft (failing what is in flight) and joins the loop thread. Later
     /// calls do nothing.
     public func stop() {
@@ -334,6 +371,12 @@ public final class RaftNode: @unchecked Sendable {
             startBarrier(term: status.term)
         }
         status.isReadyLeader = status.role == .leader && readyTerm == status.term
+        if status.role == .follower && leaderID != 0, let time = raft.pointee.io.pointee.time {
+            // libraft restarts a follower's election timer at each message from its leader.
+            let now = time(raft.pointee.io)
+            let start = raft.pointee.election_timer_start
+            status.leaderContact = monotonicNanos() &- (now > start ? now - start : 0) &* 1_000_000
+        }
         latest.withLock { $0 = status }
     }
 
@@ -371,6 +414,8 @@ public final class RaftNode: @unchecked Sendable {
     private static func refusal(_ code: Int32) -> String {
         switch code {
         case RAFT_NOTLEADER: "not the leader"
+        case RAFT_BADID: "no other voter has that id"
+        case RAFT_NOTFOUND: "no follower to hand leadership to"
         case RAFT_LEADERSHIPLOST: "leadership lost before the write was committed (it may still be)"
         case RAFT_SHUTDOWN, RAFT_CANCELED: "the replica is stopping"
         default: String(cString: raft_strerror(code))

@@ -13,13 +13,25 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
 }
 
 /// Where another service can be reached: its request endpoints and its event endpoints.
-public struct PeerEndpoints: Sendable, Equatable, Codable {
+public struct PeerEndpoints: Sendable, Equatable {
     public var rpc: [String]
     public var publish: [String]
+    /// The endpoints are the replicas of a replicated service, in replica order (its section
+    /// lists `raft`, or `--peer-replicated NAME`): requests go to the one that leads.
+    public var followsLeader: Bool
 
-    public init(rpc: [String] = [], publish: [String] = []) {
+    public init(rpc: [String] = [], publish: [String] = [], followsLeader: Bool = false) {
         self.rpc = rpc
         self.publish = publish
+        self.followsLeader = followsLeader
+    }
+
+    /// The options of a request client of this peer, with `curve`'s keys.
+    public func clientOptions(curve: CurveClientKeys?) -> RPCClientOptions {
+        var options = RPCClientOptions()
+        options.curve = curve
+        options.followsLeader = followsLeader
+        return options
     }
 }
 
@@ -54,13 +66,19 @@ public struct CommonConfig: Sendable, Equatable {
     public init(name: String) { self.name = name }
 
     /// The flags every process takes.
-    public static let flags: Set<String> = ["config", "peer", "peer-pub", "max-request-bytes", "max-json-depth", "ready-file", "log-level", "curve-key", "metrics-listen"]
+    public static let flags: Set<String> = [
+        "config", "peer", "peer-pub", "peer-replicated", "max-request-bytes", "max-json-depth", "ready-file", "log-level", "curve-key",
+        "metrics-listen",
+    ]
 
     /// Usage lines of the flags every process takes.
     public static let usageLines = """
           --config FILE           suite configuration (JSON); also TOURBUS_CONFIG
           --peer NAME=EP[,EP]     request endpoints of another service
           --peer-pub NAME=EP[,EP] event endpoints of another service
+          --peer-replicated NAME  NAME's request endpoints are its replicas, in replica order:
+                                  requests go to their leader (the suite file says so by
+                                  listing the section's raft addresses)
           --max-request-bytes N   largest request accepted (default 1048576)
           --max-json-depth N      deepest JSON nesting accepted in a request, 1-512 (default 64);
                                   also TOURBUS_MAX_JSON_DEPTH
@@ -91,7 +109,8 @@ public struct CommonConfig: Sendable, Equatable {
             // Every other section is a peer, reached at its connect/subscribe endpoints, or
             // at its bind endpoints with `*` read as 127.0.0.1.
             for (peer, section) in file.services where peer != name {
-                peers[peer] = PeerEndpoints(rpc: section.peerRequestEndpoints, publish: section.peerEventEndpoints)
+                peers[peer] = PeerEndpoints(
+                    rpc: section.peerRequestEndpoints, publish: section.peerEventEndpoints, followsLeader: !(section.raft ?? []).isEmpty)
             }
         }
 
@@ -118,6 +137,7 @@ public struct CommonConfig: Sendable, Equatable {
                 peers[peer] = endpoints
             }
         }
+        for peer in flags.all("peer-replicated").flatMap(split) { peers[peer.lowercased(), default: PeerEndpoints()].followsLeader = true }
         if let value = flags.last("max-request-bytes") { maxRequestBytes = try positive(value, "--max-request-bytes") }
         if let value = flags.last("max-json-depth") { maxJSONDepth = try Self.jsonDepth(value, "--max-json-depth") }
         if let value = flags.last("log-level") ?? environment["LOG_LEVEL"] {

@@ -17,6 +17,13 @@ public struct EventStreamOptions: Sendable {
     public var publishEndpoints: [String]
     /// The publisher's request endpoints, for `sys.replay` and `sys.snapshot`.
     public var rpcEndpoints: [String]
+    /// The request endpoints are a replicated publisher's replicas: ask its leader.
+    public var rpcFollowsLeader = false
+    /// When set, the subscriber applies nothing while it answers false (a replica of a
+    /// replicated subscriber that does not lead, whose writes would be refused): it drops what
+    /// it hears meanwhile, and reads its cursor afresh when it is true again (the leader moved
+    /// it on), then catches up.
+    public var active: (@Sendable () -> Bool)?
     /// Events asked for per `sys.replay` call.
     public var replayBatch = 10_000
     /// A backlog of at least this many events is applied as a bulk load (`EventCursorStore.startBulk`).
@@ -244,6 +251,7 @@ struct SubscriberLoop: Sendable {
             for endpoint in options.publishEndpoints { try socket.connect(endpoint) }
             var clientOptions = RPCClientOptions()
             clientOptions.curve = options.curve
+            clientOptions.followsLeader = options.rpcFollowsLeader
             client = try RPCClient(context: context, endpoints: options.rpcEndpoints, options: clientOptions, logger: logger)
         } catch {
             startup.failed(error)
@@ -273,7 +281,23 @@ struct SubscriberLoop: Sendable {
         // (a publisher that is down fails every `retryMilliseconds`).
         var failing: String?
         var poller = Poller([.socket(socket)])
+        var idle = false
         while !stopping.isSet {
+            if let active = options.active, !active() {
+                idle = true
+                for _ in 0..<10_000 { guard (try? socket.receive(dontWait: true)) != nil else { break } }
+                _ = try? poller.poll(timeoutMilliseconds: 50)
+                continue
+            }
+            if idle {
+                idle = false
+                needSync = true
+                do { cursor = try opened.store.loadCursor() } catch {
+                    logger.warn("could not read the cursor again", ["source": options.source, "error": error])
+                    idle = true
+                    continue
+                }
+            }
             if needSync && monotonicNanos() >= retryAt {
                 do {
                     try catchUp(opened, client: client, cursor: &cursor)

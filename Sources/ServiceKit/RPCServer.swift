@@ -159,6 +159,9 @@ public struct RPCServerOptions: Sendable {
     public var curveSecretKey: [UInt8]?
     /// How long `stop` waits for in-flight requests.
     public var stopGraceMilliseconds = 5_000
+    /// Asked of each request of a known type before it is queued: an error refuses it there
+    /// (a replica that does not lead refuses what only the leader answers).
+    public var admit: (@Sendable (_ type: String) -> ServiceError?)?
 
     public init() {}
 }
@@ -489,6 +492,10 @@ enum ServerThreads {
             }
             guard let route = routes[header.type] else {
                 refuse(header.id, ServiceError(.notFound, "unknown request type '\(header.type)'", field: "type"))
+                return
+            }
+            if let refusal = options.admit?(header.type) {
+                refuse(header.id, refusal, type: header.type)
                 return
             }
             let budget = header.deadlineMs ?? options.defaultDeadlineMilliseconds

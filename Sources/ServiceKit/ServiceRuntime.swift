@@ -49,6 +49,9 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         // work), and its part in the cluster for sys.stats.
         let leading: (@Sendable () -> Bool)?
         let replication: @Sendable () -> ServiceStats.Replication?
+        // A replica's door: what it answers when it does not lead.
+        var admit: (@Sendable (String) -> ServiceError?)?
+        var transfer: (@Sendable (Int) throws -> Int)?
         do {
             if let replica = config.replica {
                 let servers = config.raft.enumerated().map { RaftServer(id: UInt64($0.offset + 1), address: $0.element) }
@@ -66,6 +69,12 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                         leader: status.leaderID == 0 ? nil : Int(status.leaderID), leaderAddress: status.leaderAddress,
                         commitIndex: status.commitIndex, appliedIndex: status.appliedIndex)
                 }
+                transfer = { to throws(ServiceError) in
+                    do throws(ReplicationError) { return Int(try replicated.node.transfer(to: UInt64(to))) } catch {
+                        throw ServiceError(to == 0 ? .unavailable : .invalidArgument, "no handover: \(error.message)", field: to == 0 ? nil : "to")
+                    }
+                }
+                admit = ServiceRuntime.followerDoor(service: definition.name, replica: replica, node: replicated.node)
                 try ServiceRuntime.migrate(replicated, database, migrations, logger: logger)
             } else {
                 // Migrate once, before any worker opens its own connection.
@@ -121,6 +130,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                     options.tuning = definition.tuning
                     options.relayWakeup = relay?.wakeup
                     options.curve = config.common.curve(for: source)
+                    options.rpcFollowsLeader = peer.followsLeader
+                    options.active = leading
                     subscribers.append(
                         try lifecycle.start("subscriber to \(stream.key)", stop: { $0.stop() }) {
                             try EventSubscriber(context: context, options: options, applier: applier, logger: logger)
@@ -165,7 +176,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             }
             let stats = ServerStats()
             ServiceRuntime.addSystemHandlers(
-                to: &table, definition: definition, stats: stats, authenticator: self.authenticator, replication: replication
+                to: &table, definition: definition, stats: stats, authenticator: self.authenticator, replication: replication,
+                transfer: transfer
             ) { following.map(\.status) }
 
             var options = RPCServerOptions()
@@ -173,6 +185,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             options.maxRequestBytes = config.maxRequestBytes
             options.maxJSONDepth = config.maxJSONDepth
             options.curveSecretKey = config.bus?.pair.secretKey
+            options.admit = admit
             let wakeup = relay?.wakeup
             let outlet = relay?.pushes
             let makeState = definition.makeState
@@ -191,7 +204,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                         listen: listen, logger: logger,
                         render: ServiceRuntime.metrics(
                             service: definition.name, stats: stats, relay: relay,
-                            subscribers: following, authenticator: authenticator))
+                            subscribers: following, authenticator: authenticator, replication: replication))
                 }
             }
             endpoints = BoundEndpoints(service: definition.name, rpc: server.endpoints, publish: relay?.endpoints ?? [], metrics: metrics?.endpoint)
@@ -210,6 +223,28 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         } catch {
             lifecycle.stop()
             throw error
+        }
+    }
+
+    /// What a replica answers while it does not lead: reads that declare how stale they may be
+    /// (`MethodDeclaration.staleMilliseconds`) while it has heard from its leader within that,
+    /// and nothing else: the rest is refused before it is queued, naming the leader
+    /// (`ServiceError.notLeader`), so a client sends it there.
+    static func followerDoor(service: String, replica: Int, node: RaftNode) -> @Sendable (String) -> ServiceError? {
+        let stale = Dictionary(Methods.all.compactMap { method in method.staleMilliseconds.map { (method.name, $0) } }, uniquingKeysWith: min)
+        return { type in
+            let status = node.status
+            if status.isReadyLeader { return nil }
+            if let bound = stale[type] {
+                if bound == .max { return nil }
+                if let contact = status.leaderContact, monotonicNanos() &- contact <= UInt64(bound) * 1_000_000 { return nil }
+            }
+            let leader = Int(status.leaderID)
+            let known =
+                leader == replica
+                ? "it leads but has not yet applied its predecessors' commits"
+                : leader == 0 ? "no leader is known yet" : "the leader is replica \(leader)"
+            return ServiceError.notLeader("\(type) is answered by the leader of \(service), and replica \(replica) is not it: \(known)", leader: leader)
         }
     }
 
@@ -259,11 +294,22 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     /// subscriber's cursor and lag, the CURVE decisions (see Protocols/configuration.md#metrics).
     static func metrics(
         service: String, stats: ServerStats, relay: OutboxRelay?, subscribers: [EventSubscriber],
-        authenticator: ZAPAuthenticator?
+        authenticator: ZAPAuthenticator?, replication: @escaping @Sendable () -> ServiceStats.Replication?
     ) -> @Sendable () -> String {
         {
             var text = MetricsText()
             text.requests(service: service, stats.methodMetrics(), inFlight: stats.inFlight)
+            if let replica = replication() {
+                let labels: KeyValuePairs = ["service": service, "replica": "\(replica.replica)"]
+                text.family("tourbus_replication_leader", "gauge", "Whether this replica leads and takes writes.")
+                text.sample("tourbus_replication_leader", labels, replica.ready ? "1" : "0")
+                text.family("tourbus_replication_term", "gauge", "The Raft term this replica is in.")
+                text.sample("tourbus_replication_term", labels, "\(replica.term)")
+                text.family("tourbus_replication_commit_index", "gauge", "The last Raft entry this replica knows a majority holds.")
+                text.sample("tourbus_replication_commit_index", labels, "\(replica.commitIndex)")
+                text.family("tourbus_replication_applied_index", "gauge", "The last Raft entry applied to this replica's database.")
+                text.sample("tourbus_replication_applied_index", labels, "\(replica.appliedIndex)")
+            }
             if let relay {
                 text.family("tourbus_outbox_head", "gauge", "Seq of the last event the service published.")
                 text.sample("tourbus_outbox_head", ["service": service], "\(relay.head)")
@@ -279,7 +325,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     private static func addSystemHandlers(
         to table: inout HandlerTable<State>, definition: ServiceDefinition<State>, stats: ServerStats,
         authenticator: ZAPAuthenticator?, replication: @escaping @Sendable () -> ServiceStats.Replication?,
-        subscriptions: @escaping @Sendable () -> [SubscriberStatus]
+        transfer: (@Sendable (Int) throws -> Int)?, subscriptions: @escaping @Sendable () -> [SubscriberStatus]
     ) {
         let name = definition.name
         table.on(Methods.System.ping) { (_: Empty, _, _) -> PingReply in
@@ -300,6 +346,11 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             return ServiceStats(
                 service: name, server: stats.snapshot(), outbox: outbox, subscriptions: following.isEmpty ? nil : following, curve: curve,
                 replication: replication())
+        }
+        table.on(Methods.System.transfer) { (request: TransferRequest, _, _) -> TransferReply in
+            guard let transfer else { throw ServiceError(.unavailable, "\(name) is not replicated") }
+            if let to = request.to, to < 1 { throw ServiceError.invalid("to", "a replica number is 1 or more") }
+            return TransferReply(leader: try transfer(request.to ?? 0))
         }
         let backups = BackupGate()
         table.on(Methods.System.backup) { (request: BackupRequest, _, state) -> BackupReply in

@@ -182,9 +182,9 @@ public final class PeerClients: Sendable {
     init(context: ZMQContext, config: CommonConfig, logger: Logger) throws {
         var clients: [String: RPCClient] = [:]
         for (name, peer) in config.peers where !peer.rpc.isEmpty {
-            var options = RPCClientOptions()
-            options.curve = config.curve(for: name)
-            clients[name] = try RPCClient(context: context, endpoints: peer.rpc, options: options, logger: logger.named("\(logger.component)->\(name)"))
+            clients[name] = try RPCClient(
+                context: context, endpoints: peer.rpc, options: peer.clientOptions(curve: config.curve(for: name)),
+                logger: logger.named("\(logger.component)->\(name)"))
         }
         self.clients = clients
     }

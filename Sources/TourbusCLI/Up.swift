@@ -256,10 +256,19 @@ extension TourbusCommand {
         var members: [SuiteMember] = []
         var named = Set<String>()
         for item in only {
+            if item.contains("@") {
+                let member = try raftReplica(item, file: file, data: data, options: options, folder: folder)
+                let service = String(item.prefix { $0 != "@" })
+                guard named.insert(member.name).inserted, !named.contains(service) else {
+                    throw ConfigError("--only names \(item) twice, or beside \(service) itself")
+                }
+                members.append(member)
+                continue
+            }
             let parts = item.split(separator: "*", omittingEmptySubsequences: false).map(String.init)
             let name = parts[0]
-            guard parts.count <= 2 else { throw ConfigError("--only \(item): write NAME or NAME*N") }
-            guard named.insert(name).inserted else {
+            guard parts.count <= 2 else { throw ConfigError("--only \(item): write NAME, NAME*N or NAME@N") }
+            guard named.insert(name).inserted, !named.contains(where: { $0.hasPrefix(name + "-") }) else {
                 throw ConfigError("--only names \(name) twice: one member each (NAME*N for replicas)")
             }
             let key = options.keys.map { ["--curve-key", ($0 as NSString).appendingPathComponent("\(name).key")] } ?? []
@@ -317,6 +326,32 @@ extension TourbusCommand {
             }
         }
         return members
+    }
+
+    /// `NAME@N`: replica N of a service whose section lists its replicas' Raft addresses
+    /// (`raft`), bound to the N-th `bind` and `publish` endpoints, its database
+    /// `DATA/NAME-N.sqlite` (its Raft log beside it, `DATA/NAME-N.raft`).
+    static func raftReplica(_ item: String, file: String, data: String, options: UpOptions, folder: URL) throws(ConfigError) -> SuiteMember {
+        let parts = item.split(separator: "@", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, let replica = Int(parts[1]), replica >= 1 else { throw ConfigError("--only \(item): write NAME@N, N a replica number from 1") }
+        let name = parts[0]
+        guard knownServices.contains(name) else { throw ConfigError("--only \(item): not a service (\(knownServices.joined(separator: ", ")))") }
+        let key = options.keys.map { ["--curve-key", ($0 as NSString).appendingPathComponent("\(name).key")] } ?? []
+        let section = try ServiceConfig.load(service: name, arguments: ["--config", file] + key, environment: [:])
+        guard replica <= section.raft.count else {
+            throw ConfigError("--only \(item): services.\(name).raft lists \(section.raft.count) replica(s); NAME@N needs the N-th's Raft address")
+        }
+        guard section.bind.count >= replica, section.publish.count >= replica || section.publish.isEmpty else {
+            throw ConfigError("--only \(item): services.\(name).bind and publish list one endpoint per replica, in replica order")
+        }
+        var arguments = ["--config", file, "--data-dir", data] + key
+        if name == "catalog", let signing = options.signingKey { arguments += ["--signing-key", signing] }
+        if name == "catalog", let strings = options.stringsDirectory { arguments += ["--strings-dir", strings] }
+        if name == "notify", let form = options.notifyForm { arguments += ["--form", form] }
+        arguments += ["--replica", String(replica), "--bind", section.bind[replica - 1]]
+        if !section.publish.isEmpty { arguments += ["--publish", section.publish[replica - 1]] }
+        arguments += ["--db", (data as NSString).appendingPathComponent("\(name)-\(replica).sqlite")]
+        return SuiteMember(name: "\(name)-\(replica)", executable: name, folder: folder, dataDirectory: data, arguments: arguments)
     }
 
     /// Where `deploy/local/helsinki-osm` leaves the Helsinki extract, from the repository's root.

@@ -234,6 +234,31 @@ import TestSupport
         }
     }
 
+    /// A section listing Raft addresses is a replicated service: its peers follow its leader,
+    /// as they do with `--peer-replicated`; a replica needs `--replica` and a number it has.
+    @Test func aReplicatedSectionIsFollowedToItsLeader() throws {
+        let file = NSTemporaryDirectory() + "tourbus-config-\(UUID().uuidString).json"
+        try Data(#"""
+            {"services": {"catalog": {"bind": ["tcp://*:7101", "tcp://*:7101"], "connect": ["tcp://10.0.0.1:7101", "tcp://10.0.0.2:7101"],
+                                      "raft": ["10.0.0.1:7190", "10.0.0.2:7190"]},
+                          "social": {"bind": ["tcp://*:7104"]}}}
+            """#.utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let social = try ServiceConfig.load(service: "social", arguments: ["--config", file], environment: [:])
+        #expect(social.peers["catalog"] == PeerEndpoints(rpc: ["tcp://10.0.0.1:7101", "tcp://10.0.0.2:7101"], followsLeader: true))
+        #expect(social.peers["catalog"]?.clientOptions(curve: nil).followsLeader == true)
+        let gateway = try GatewayConfig.load(arguments: ["--config", file], environment: [:])
+        #expect(gateway.peers["catalog"]?.followsLeader == true && gateway.peers["social"]?.followsLeader == false)
+        let flagged = try GatewayConfig.load(
+            arguments: ["--peer", "catalog=tcp://h:1,tcp://h:2", "--peer-replicated", "catalog"], environment: [:])
+        #expect(flagged.peers["catalog"] == PeerEndpoints(rpc: ["tcp://h:1", "tcp://h:2"], followsLeader: true))
+        let replica = try ServiceConfig.load(service: "catalog", arguments: ["--config", file, "--replica", "2"], environment: [:])
+        #expect(replica.raft == ["10.0.0.1:7190", "10.0.0.2:7190"] && replica.replica == 2)
+        #expect(throws: ConfigError("--replica 3: there are 2 Raft addresses")) {
+            try ServiceConfig.load(service: "catalog", arguments: ["--config", file, "--replica", "3"], environment: [:])
+        }
+    }
+
     @Test func bothKindsTakeTheCommonFlags() throws {
         let common = ["--peer", "catalog=tcp://h:1", "--peer-pub", "catalog=tcp://h:2", "--max-request-bytes", "4096",
                       "--max-json-depth", "32", "--ready-file", "/tmp/ready.json", "--log-level", "warn"]

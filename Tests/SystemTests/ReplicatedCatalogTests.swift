@@ -16,10 +16,13 @@ import Testing
     let context: ZMQContext
     let logger = Logger(component: "test", level: .error)
     let raft: [String]
+    /// Each replica's request endpoint, fixed so a restarted replica is where it was.
+    let rpc: [String]
 
     init() throws {
         context = try ZMQContext()
         raft = try (1...3).map { _ in "127.0.0.1:\(try HTTPProbe.freePort())" }
+        rpc = try (1...3).map { _ in "tcp://127.0.0.1:\(try HTTPProbe.freePort())" }
     }
 
     /// Replica `n` (1 to 3) on its own folder. A replica is ready once a leader has the schema,
@@ -31,7 +34,7 @@ import Testing
             do {
                 let child = try ChildProcess(
                     "tourbus-catalog", folder: "\(scratch.path)/replica-\(n)",
-                    arguments: ["--bind", "tcp://127.0.0.1:0", "--raft", raft.joined(separator: ","), "--replica", String(n)])
+                    arguments: ["--bind", rpc[n - 1], "--raft", raft.joined(separator: ","), "--replica", String(n)])
                 started.withLock { $0[n] = .success(UncheckedChild(child)) }
             } catch {
                 started.withLock { $0[n] = .failure(ServiceError(.unavailable, "replica \(n): \(error)")) }
@@ -60,6 +63,17 @@ import Testing
         try RPCClient(context: context, endpoints: [replica.rpc], logger: logger)
     }
 
+    /// A client of the three as services and the gateway have one: it follows the leader.
+    func routedClient() throws -> RPCClient {
+        var options = RPCClientOptions()
+        options.followsLeader = true
+        return try RPCClient(context: context, endpoints: rpc, options: options, logger: logger)
+    }
+
+    func create(_ client: RPCClient, _ name: String, timeoutMilliseconds: Int = 2_000) throws(ServiceError) -> Int64 {
+        try client.call("catalog.create", PlaceInput(name: name, category: "cafe", lat: 60.17, lon: 24.94), as: Place.self, timeoutMilliseconds: timeoutMilliseconds).id
+    }
+
     @Test func writesGoThroughTheLeaderAndSurviveItsDeath() throws {
         var replicas = try start([1, 2, 3])
         let first = try #require(leader(of: replicas))
@@ -85,7 +99,10 @@ import Testing
                 refusal = error
             }
             let said = refusal.map { "\($0)" } ?? "took the write"
-            #expect(refusal?.code == .unavailable && said.contains("not the leader") && said.contains("replica \(first)"), "replica \(n): \(said)")
+            #expect(refusal?.code == .unavailable && refusal?.leader == first && said.contains("replica \(first)"), "replica \(n): \(said)")
+            // A read that does not say how stale it may be is the leader's too.
+            let strings = Result { () throws(ServiceError) in try follower.request(type: "strings.get", body: Data(#"{"lang":"en"}"#.utf8)) }
+            #expect(strings.failureCode == .unavailable, "replica \(n)")
         }
 
         // The leader is killed: another takes writes, with every acknowledged one (how soon is
@@ -109,6 +126,86 @@ import Testing
         defer { back.close() }
         #expect(eventually { (try? back.call("catalog.get", ["id": next?.id ?? -1], as: LocalizedPlace.self)) != nil })
         #expect(stats(replicas[first]!)?.role == "follower")
+        for replica in replicas.values { #expect(replica.terminate() == 0) }
+    }
+}
+
+extension Result where Failure == ServiceError {
+    /// The error's code, nil on success.
+    var failureCode: ErrorCode? {
+        guard case .failure(let error) = self else { return nil }
+        return error.code
+    }
+}
+
+extension ReplicatedCatalogTests {
+    /// What `gateway.status` says of the catalog's replicas.
+    func replicaHealth(_ gateway: GatewayConnection, id: Int) -> [[String: Any]] {
+        let status = json(gateway.call(#"{"jsonrpc":"2.0","id":\#(id),"method":"gateway.status"}"#))
+        let backends = (status["result"] as? [String: Any])?["backends"] as? [[String: Any]] ?? []
+        return backends.first { $0["service"] as? String == "catalog" }?["replicas"] as? [[String: Any]] ?? []
+    }
+
+    @Test func clientsFollowTheLeaderThroughItsDeathAndTheGatewayShowsEachReplica() throws {
+        var replicas = try start([1, 2, 3])
+        let first = try #require(leader(of: replicas))
+        let routed = try routedClient()
+        defer { routed.close() }
+        // Whichever replica leads, a client that follows the leader has its writes taken.
+        var acknowledged: [Int64] = []
+        for n in 0..<10 { acknowledged.append(try create(routed, "Routed \(n)")) }
+
+        let gateway = try ChildProcess(
+            "tourbus-gateway", folder: scratch.path + "/gateway",
+            arguments: ["--listen", "127.0.0.1:0", "--peer", "catalog=" + rpc.joined(separator: ","), "--peer-replicated", "catalog"])
+        defer { _ = gateway.terminate() }
+        let port = UInt16((gateway.endpoints["listen"] as? String)?.split(separator: ":").last ?? "") ?? 0
+        let c = try GatewayConnection(port: port)
+        var health: [[String: Any]] = []
+        #expect(
+            eventually(seconds: 10) {
+                health = replicaHealth(c, id: 1)
+                return health.count == 3 && health.allSatisfy { $0["up"] as? Bool == true && $0["lag"] is Int }
+            }, "\(health)")
+        #expect(health.filter { $0["ready"] as? Bool == true }.map { $0["replica"] as? Int } == [first], "\(health)")
+        #expect(Set(health.compactMap { $0["role"] as? String }) == ["leader", "follower"], "\(health)")
+        // The gateway's check found the leader, so its reads go there too: the last write is read.
+        let read = c.reply(#"{"jsonrpc":"2.0","id":2,"method":"catalog.get","params":{"id":\#(acknowledged.last!)}}"#)
+        #expect(read.succeeded, "\(read)")
+
+        // An operator hands leadership on (before stopping a host): the client follows.
+        let target = first % 3 + 1
+        let handed = try routed.call("sys.transfer", TransferRequest(to: target), as: TransferReply.self, timeoutMilliseconds: 15_000)
+        #expect(handed.leader == target)
+        acknowledged.append(try create(routed, "Handed on"))
+        #expect(leader(of: replicas) == target)
+        let wrong = Result { () throws(ServiceError) in try routed.call("sys.transfer", TransferRequest(to: 9), as: TransferReply.self) }
+        #expect(wrong.failureCode == .invalidArgument)
+
+        // The leader dies under the writer: the writes the client had acknowledged stay, and new
+        // ones are taken again once another replica leads (the client finds it itself).
+        #expect(replicas[target]!.stop(with: SIGKILL) == .signal(SIGKILL))
+        let killed = Date()
+        var resumedAfter: TimeInterval?
+        var taken = 0
+        for n in 0..<400 where taken < 10 && Date().timeIntervalSince(killed) < 30 {
+            if let id = try? create(routed, "After \(n)", timeoutMilliseconds: 1_000) {
+                acknowledged.append(id)
+                taken += 1
+                if resumedAfter == nil { resumedAfter = Date().timeIntervalSince(killed) }
+            }
+        }
+        #expect(taken == 10, "writes resumed after \(resumedAfter.map { "\($0) s" } ?? "never")")
+        for id in acknowledged {
+            #expect((try? routed.call("catalog.get", ["id": id], as: LocalizedPlace.self, timeoutMilliseconds: 2_000)) != nil, "place \(id)")
+        }
+        #expect(
+            eventually(seconds: 10) {
+                health = replicaHealth(c, id: 3)
+                let down = health.first { $0["replica"] as? Int == target }
+                return down?["up"] as? Bool == false && health.contains { $0["ready"] as? Bool == true }
+            }, "\(health)")
+        replicas[target] = nil
         for replica in replicas.values { #expect(replica.terminate() == 0) }
     }
 }

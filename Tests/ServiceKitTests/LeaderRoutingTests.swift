@@ -1,0 +1,142 @@
+import Bus
+import Foundation
+import ServiceKit
+import Synchronization
+import TestSupport
+import Testing
+
+/// Three servers standing for the replicas of a replicated service: each admits requests only
+/// while the shared `leader` names it, and refuses the rest as a replica that does not lead
+/// does (`ServiceError.notLeader`); `test.write` counts what each one did.
+final class StandInReplicas: Sendable {
+    let leader = Locked(0)
+    let done = Locked([0, 0, 0])
+    let servers: [RPCServer<Int>]
+
+    init(_ context: ZMQContext) throws {
+        var servers: [RPCServer<Int>] = []
+        for replica in 1...3 {
+            var table = HandlerTable<Int>()
+            let done = self.done
+            table.on("test.write", .write) { (_: Empty, _, number) -> Int in
+                done.withLock { $0[number - 1] += 1 }
+                return number
+            }
+            var options = RPCServerOptions()
+            let leader = self.leader
+            options.admit = { type in
+                let current = leader.withLock { $0 }
+                return current == replica ? nil : ServiceError.notLeader("replica \(replica) does not lead", leader: current)
+            }
+            servers.append(try RPCServer(context: context, bind: ["tcp://127.0.0.1:0"], table: table, options: options, logger: logger) { _ in replica })
+        }
+        self.servers = servers
+    }
+
+    var endpoints: [String] { servers.map { $0.endpoints[0] } }
+
+    func client(_ context: ZMQContext) throws -> RPCClient {
+        var options = RPCClientOptions()
+        options.followsLeader = true
+        return try RPCClient(context: context, endpoints: endpoints, options: options, logger: logger)
+    }
+
+    func write(_ client: RPCClient, timeoutMilliseconds: Int = 2_000) throws(ServiceError) -> Int {
+        try client.call("test.write", Empty(), as: Int.self, timeoutMilliseconds: timeoutMilliseconds)
+    }
+}
+
+@Suite struct LeaderRoutingTests {
+    @Test func aRefusalNamingTheLeaderSendsTheRequestThereAndOnlyTheLeaderDoesIt() throws {
+        let context = try ZMQContext()
+        let replicas = try StandInReplicas(context)
+        defer { replicas.servers.forEach { $0.stop() } }
+        replicas.leader.withLock { $0 = 2 }
+        let client = try replicas.client(context)
+        defer { client.close() }
+        #expect(client.replicaCount == 3)
+        for _ in 0..<5 { #expect(try replicas.write(client) == 2) }
+        #expect(replicas.done.withLock { $0 } == [0, 5, 0])
+        // Replica 1 was asked once, then the client went to the leader it named.
+        #expect(replicas.servers[0].stats.snapshot().errors == 1)
+        #expect(replicas.servers[2].stats.snapshot().errors == 0)
+
+        // A new leader: the old one's refusal names it.
+        replicas.leader.withLock { $0 = 3 }
+        #expect(try replicas.write(client) == 3)
+        #expect(replicas.done.withLock { $0 } == [0, 5, 1])
+    }
+
+    @Test func whileNoLeaderIsKnownTheRequestWaitsForOneWithinItsDeadline() throws {
+        let context = try ZMQContext()
+        let replicas = try StandInReplicas(context)
+        defer { replicas.servers.forEach { $0.stop() } }
+        let client = try replicas.client(context)
+        defer { client.close() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { replicas.leader.withLock { $0 = 3 } }
+        let started = Date()
+        #expect(try replicas.write(client, timeoutMilliseconds: 3_000) == 3)
+        #expect(Date().timeIntervalSince(started) >= 0.25)
+        #expect(replicas.done.withLock { $0 } == [0, 0, 1])
+    }
+
+    @Test func withNoLeaderTheCallerGetsUnavailableByItsDeadlineAndNoHint() throws {
+        let context = try ZMQContext()
+        let replicas = try StandInReplicas(context)
+        defer { replicas.servers.forEach { $0.stop() } }
+        let client = try replicas.client(context)
+        defer { client.close() }
+        let started = Date()
+        do {
+            _ = try replicas.write(client, timeoutMilliseconds: 500)
+            Issue.record("a write with no leader should fail")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.leader == nil)
+        }
+        let took = Date().timeIntervalSince(started)
+        #expect(took >= 0.4 && took < 1.5)
+        #expect(replicas.done.withLock { $0 } == [0, 0, 0])
+    }
+
+    @Test func aReplicaNamedByNumberIsAskedItselfAndItsRefusalComesBack() throws {
+        let context = try ZMQContext()
+        let replicas = try StandInReplicas(context)
+        defer { replicas.servers.forEach { $0.stop() } }
+        replicas.leader.withLock { $0 = 1 }
+        let client = try replicas.client(context)
+        defer { client.close() }
+        let answer = Locked<Result<Reply, ServiceError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        client.send(type: "test.write", body: Data("{}".utf8), timeoutMilliseconds: 2_000, replica: 3) { result in
+            answer.withLock { $0 = result }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        guard case .failure(let error)? = answer.value else {
+            Issue.record("replica 3 does not lead, so it must refuse")
+            return
+        }
+        #expect(error.code == .unavailable && error.leader == 1)
+        #expect(replicas.done.withLock { $0 } == [0, 0, 0])
+    }
+
+    @Test func aLeaderThatStopsAnsweringIsLeftForTheNextReplica() throws {
+        let context = try ZMQContext()
+        let replicas = try StandInReplicas(context)
+        defer { replicas.servers.dropFirst().forEach { $0.stop() } }
+        replicas.leader.withLock { $0 = 1 }
+        let client = try replicas.client(context)
+        defer { client.close() }
+        #expect(try replicas.write(client) == 1)
+        // The leader goes; replica 2 takes over (it names itself from now on).
+        replicas.servers[0].stop()
+        replicas.leader.withLock { $0 = 2 }
+        var answered: [Int] = []
+        for _ in 0..<5 {
+            if let replica = try? replicas.write(client, timeoutMilliseconds: 1_000) { answered.append(replica) }
+        }
+        // At most the first write is lost with the old leader's connection; the rest reach the new one.
+        #expect(answered.count >= 4 && answered.allSatisfy { $0 == 2 })
+    }
+}
