@@ -96,7 +96,7 @@ public final class RaftNode: @unchecked Sendable {
     /// the first time, then loads its log and snapshot and joins in. `electionMilliseconds` is
     /// the base election timeout (a leader that hears no majority for that long steps down).
     public init(
-        id: UInt64, servers: [RaftServer], directory: String, machine: RaftStateMachine, logger: Logger,
+        id: UInt64, servers: [RaftServer], bind: String? = nil, directory: String, machine: RaftStateMachine, logger: Logger,
         electionMilliseconds: UInt32 = 1000, heartbeatMilliseconds: UInt32 = 100, snapshotThreshold: UInt32 = 1024
     ) throws(ReplicationError) {
         guard let me = servers.first(where: { $0.id == id }) else { throw ReplicationError("node \(id) is not one of the cluster's servers") }
@@ -126,7 +126,7 @@ public final class RaftNode: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
         var code = uv_loop_init(loop)
         guard code == 0 else { throw ReplicationError("uv_loop_init: \(String(cString: uv_strerror(code)))") }
-        let transport = try NoDelayTransport(loop: loop)
+        let transport = try NoDelayTransport(loop: loop, bind: bind)
         self.transport = transport
         code = raft_uv_init(io, loop, directory, transport.outer)
         guard code == 0 else { throw ReplicationError("raft_uv_init \(directory): \(RaftNode.message(io))") }

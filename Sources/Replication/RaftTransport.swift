@@ -1,5 +1,9 @@
 import CRaft
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// libraft's TCP transport with Nagle's algorithm off on every connection it makes or accepts.
 ///
 /// libraft 0.15 leaves it on, and a small AppendEntries reply then waits for the peer's delayed
@@ -14,7 +18,9 @@ final class NoDelayTransport {
     fileprivate var accept: raft_uv_accept_cb?
     fileprivate var closed: raft_uv_transport_close_cb?
 
-    init(loop: UnsafeMutablePointer<uv_loop_t>) throws(ReplicationError) {
+    /// `bind` (host:port): where to listen, when not at the node's own address (which peers
+    /// dial, and may reach through something in between: a proxy, a tunnel).
+    init(loop: UnsafeMutablePointer<uv_loop_t>, bind: String?) throws(ReplicationError) {
         // Each transport struct is followed by a pointer to this object: libraft keeps its own
         // pointer in the struct's `data`.
         outer = NoDelayTransport.allocate()
@@ -24,6 +30,15 @@ final class NoDelayTransport {
             outer.deallocate()
             inner.deallocate()
             throw ReplicationError("raft_uv_tcp_init: \(String(cString: raft_strerror(code)))")
+        }
+        if let bind {
+            let code = raft_uv_tcp_set_bind_address(inner, bind)
+            guard code == 0 else {
+                raft_uv_tcp_close(inner)
+                outer.deallocate()
+                inner.deallocate()
+                throw ReplicationError("the Raft bind address \(bind): \(String(cString: raft_strerror(code)))")
+            }
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
         for transport in [outer, inner] {
@@ -89,8 +104,24 @@ final class NoDelayTransport {
         return Unmanaged<NoDelayTransport>.fromOpaque(me).takeUnretainedValue()
     }
 
+    /// Nagle off, and a link to a host that went away ends within seconds: libraft keeps a
+    /// connection until it fails, and a peer that died without a reset (its host lost, a
+    /// link cut) would otherwise hold it for the kernel's retransmission timeout, many minutes,
+    /// while the peer, back, waits to hear from the leader. TCP keepalive probes an idle link
+    /// after 1 s, 3 probes 1 s apart; data unacknowledged for 5 s ends it.
     private static func noDelay(_ stream: UnsafeMutablePointer<uv_stream_t>?) {
         guard let stream else { return }
-        stream.withMemoryRebound(to: uv_tcp_t.self, capacity: 1) { _ = uv_tcp_nodelay($0, 1) }
+        stream.withMemoryRebound(to: uv_tcp_t.self, capacity: 1) { tcp in
+            _ = uv_tcp_nodelay(tcp, 1)
+            _ = uv_tcp_keepalive(tcp, 1, 1)
+            var descriptor: uv_os_fd_t = -1
+            guard uv_fileno(UnsafeMutableRawPointer(tcp).assumingMemoryBound(to: uv_handle_t.self), &descriptor) == 0 else { return }
+            var value: Int32 = 1
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_KEEPINTVL, &value, socklen_t(MemoryLayout<Int32>.size))
+            value = 3
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_KEEPCNT, &value, socklen_t(MemoryLayout<Int32>.size))
+            value = 5_000
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
     }
 }

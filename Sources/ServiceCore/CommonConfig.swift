@@ -212,6 +212,8 @@ public struct SuiteFile: Sendable {
         var db: String?
         /// A replicated service's Raft addresses (host:port), one per replica, in replica order.
         var raft: [String]?
+        /// Where each replica's Raft port listens, when not at its `raft` address, in replica order.
+        var raftBind: [String]?
         public var listen: String?
         var curveKey: String?
         var metricsListen: String?
@@ -228,6 +230,7 @@ public struct SuiteFile: Sendable {
         enum CodingKeys: String, CodingKey {
             case bind, publish, connect, subscribe, readers, db, listen, raft
             case curveKey = "curve_key"
+            case raftBind = "raft_bind"
             case metricsListen = "metrics_listen"
             case allowOrigins = "allow_origins"
             case trustedProxies = "trusted_proxies"
@@ -243,6 +246,7 @@ public struct SuiteFile: Sendable {
             readers = try c.decodeIfPresent(Int.self, forKey: .readers)
             db = try c.decodeIfPresent(String.self, forKey: .db)
             raft = try c.decodeIfPresent([String].self, forKey: .raft)
+            raftBind = try c.decodeIfPresent([String].self, forKey: .raftBind)
             listen = try c.decodeIfPresent(String.self, forKey: .listen)
             curveKey = try c.decodeIfPresent(String.self, forKey: .curveKey)
             metricsListen = try c.decodeIfPresent(String.self, forKey: .metricsListen)

@@ -31,6 +31,9 @@ public struct ServiceConfig: Sendable, Equatable {
     public var raft: [String] = []
     /// Which of `raft` this process is (1 and up).
     public var replica: Int?
+    /// Where this replica's Raft port listens, when not at its own `raft` address (which its
+    /// peers dial, perhaps through a proxy or a tunnel); nil: at that address.
+    public var raftBind: String?
 
     public init(service: String) { common = CommonConfig(name: service) }
 
@@ -47,7 +50,9 @@ public struct ServiceConfig: Sendable, Equatable {
     /// The flags only services take, and the gateway's, which a service refuses.
     static let options = ProcessOptions(
         kind: "service",
-        takes: CommonConfig.flags.union(["bind", "publish", "data-dir", "db", "readers", "heartbeat-ms", "outbox-retention", "raft", "replica"]),
+        takes: CommonConfig.flags.union([
+            "bind", "publish", "data-dir", "db", "readers", "heartbeat-ms", "outbox-retention", "raft", "replica", "raft-bind",
+        ]),
         refuses: ["listen": "only the gateway listens for clients", "name": "only a gateway picks its section of the file by name"])
 
     /// Usage text for `--help`.
@@ -65,6 +70,8 @@ public struct ServiceConfig: Sendable, Equatable {
           --raft HOST:PORT        a replica's Raft address (repeatable, in replica order): the
                                   database is replicated to a majority before each commit shows
           --replica N             which of the --raft addresses this process is (1 and up)
+          --raft-bind HOST:PORT   where this replica's Raft port listens, when not at its own
+                                  --raft address (peers dial that, through a proxy say)
         Environment: TOURBUS_\(service.uppercased())_BIND, TOURBUS_\(service.uppercased())_PUBLISH (comma-separated),
                      TOURBUS_PEER_<NAME>, TOURBUS_PEER_<NAME>_PUB.
         The gateway's options (--listen and its limits) are refused: see tourbus-gateway --help.
@@ -79,6 +86,8 @@ public struct ServiceConfig: Sendable, Equatable {
         let flags = sources.flags
         let upper = service.uppercased()
 
+        // One per replica, in replica order: this one's is taken once its number is known.
+        var raftBinds: [String]?
         if let file = sources.file {
             if let value = file.dataDir { config.dataDirectory = value }
             if let value = try file.positive(file.heartbeatMs, "heartbeat_ms") { config.heartbeatMilliseconds = value }
@@ -89,6 +98,7 @@ public struct ServiceConfig: Sendable, Equatable {
                 if let value = try file.positive(section.readers, "services.\(service).readers") { config.readers = value }
                 if let value = section.db { config.databasePath = value }
                 if let value = section.raft { config.raft = value }
+                raftBinds = section.raftBind
             }
         }
 
@@ -115,6 +125,13 @@ public struct ServiceConfig: Sendable, Equatable {
             guard replica <= config.raft.count else {
                 throw ConfigError("--replica \(replica): there are \(config.raft.count) Raft addresses")
             }
+            if let binds = raftBinds {
+                guard binds.count == config.raft.count else {
+                    throw ConfigError("services.\(service).raft_bind lists \(binds.count) address(es): one per replica, as raft does")
+                }
+                config.raftBind = binds[replica - 1]
+            }
+            if let value = flags.last("raft-bind") { config.raftBind = value }
         }
         return config
     }

@@ -57,7 +57,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 let servers = config.raft.enumerated().map { RaftServer(id: UInt64($0.offset + 1), address: $0.element) }
                 let replicated = try lifecycle.start("replication", stop: { $0.stop() }) {
                     try ReplicatedDatabase(
-                        name: (path as NSString).lastPathComponent, id: UInt64(replica), servers: servers,
+                        name: (path as NSString).lastPathComponent, id: UInt64(replica), servers: servers, bind: config.raftBind,
                         directory: (path as NSString).deletingPathExtension + ".raft", logger: logger)
                 }
                 database = DatabaseFile(path: replicated.name, shared: replicated.file)

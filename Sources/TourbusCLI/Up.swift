@@ -337,7 +337,8 @@ extension TourbusCommand {
         let name = parts[0]
         guard knownServices.contains(name) else { throw ConfigError("--only \(item): not a service (\(knownServices.joined(separator: ", ")))") }
         let key = options.keys.map { ["--curve-key", ($0 as NSString).appendingPathComponent("\(name).key")] } ?? []
-        let section = try ServiceConfig.load(service: name, arguments: ["--config", file] + key, environment: [:])
+        // Read as replica 1, which any replicated section has (one without `raft` is refused).
+        let section = try ServiceConfig.load(service: name, arguments: ["--config", file, "--replica", "1"] + key, environment: [:])
         guard replica <= section.raft.count else {
             throw ConfigError("--only \(item): services.\(name).raft lists \(section.raft.count) replica(s); NAME@N needs the N-th's Raft address")
         }

@@ -240,7 +240,7 @@ import TestSupport
         let file = NSTemporaryDirectory() + "tourbus-config-\(UUID().uuidString).json"
         try Data(#"""
             {"services": {"catalog": {"bind": ["tcp://*:7101", "tcp://*:7101"], "connect": ["tcp://10.0.0.1:7101", "tcp://10.0.0.2:7101"],
-                                      "raft": ["10.0.0.1:7190", "10.0.0.2:7190"]},
+                                      "raft": ["10.0.0.1:7190", "10.0.0.2:7190"], "raft_bind": ["127.0.0.1:7191", "127.0.0.1:7192"]},
                           "social": {"bind": ["tcp://*:7104"]}}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
         defer { try? FileManager.default.removeItem(atPath: file) }
@@ -253,7 +253,7 @@ import TestSupport
             arguments: ["--peer", "catalog=tcp://h:1,tcp://h:2", "--peer-replicated", "catalog"], environment: [:])
         #expect(flagged.peers["catalog"] == PeerEndpoints(rpc: ["tcp://h:1", "tcp://h:2"], followsLeader: true))
         let replica = try ServiceConfig.load(service: "catalog", arguments: ["--config", file, "--replica", "2"], environment: [:])
-        #expect(replica.raft == ["10.0.0.1:7190", "10.0.0.2:7190"] && replica.replica == 2)
+        #expect(replica.raft == ["10.0.0.1:7190", "10.0.0.2:7190"] && replica.replica == 2 && replica.raftBind == "127.0.0.1:7192")
         #expect(throws: ConfigError("--replica 3: there are 2 Raft addresses")) {
             try ServiceConfig.load(service: "catalog", arguments: ["--config", file, "--replica", "3"], environment: [:])
         }

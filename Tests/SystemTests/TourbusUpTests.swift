@@ -381,7 +381,7 @@ func logfmt(_ line: Substring) -> [String: String] {
     @Test func mistakesInAHostsShareAreRefused() throws {
         let scratch = TemporaryFolder("up-share")
         let file = scratch.path + "/suite.json"
-        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0"]},"gateway-b":{"listen":"127.0.0.1:0"},"favorites":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"]}}}"#.utf8).write(to: URL(fileURLWithPath: file))
+        try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0"]},"gateway-b":{"listen":"127.0.0.1:0"},"favorites":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"]},"catalog":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"],"publish":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"],"raft":["127.0.0.1:1","127.0.0.1:2"]}}}"#.utf8).write(to: URL(fileURLWithPath: file))
         let metered = scratch.path + "/metered.json"
         try Data(#"{"services":{"search":{"bind":["tcp://127.0.0.1:0","tcp://127.0.0.1:0"],"metrics_listen":"127.0.0.1:0"}}}"#.utf8).write(to: URL(fileURLWithPath: metered))
         let unpublished = scratch.path + "/unpublished.json"
@@ -393,7 +393,12 @@ func logfmt(_ line: Substring) -> [String: String] {
             (["--config", file, "--only", "search*0"], "NAME*N takes N from 1 to 16"),
             (["--config", file, "--only", "search*2"], "services.search.bind lists 1 endpoint(s), one per replica is needed"),
             (["--config", file, "--only", "gateway-b*2"], "a gateway has no replicas"),
-            (["--config", file, "--only", "search*2*3"], "write NAME or NAME*N"),
+            (["--config", file, "--only", "search*2*3"], "write NAME, NAME*N or NAME@N"),
+            (["--config", file, "--only", "catalog@3"], "--only catalog@3: services.catalog.raft lists 2 replica(s)"),
+            (["--config", file, "--only", "catalog@0"], "--only catalog@0: write NAME@N, N a replica number from 1"),
+            (["--config", file, "--only", "search@1"], "--replica needs the replicas' Raft addresses"),
+            (["--config", file, "--only", "catalog@1,catalog@1"], "--only names catalog@1 twice"),
+            (["--config", file, "--only", "catalog,catalog@2"], "--only names catalog@2 twice, or beside catalog itself"),
             (["--config", file, "--only", "favorites*2"], "favorites owns its data (it publishes events), so it has no replicas"),
             (["--config", metered, "--only", "search*2"], "replicas would all bind services.search.metrics_listen"),
             (["--config", unpublished, "--only", "search*2"], "services.search.publish lists 1 endpoint(s), one per replica is needed"),

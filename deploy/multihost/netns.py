@@ -101,6 +101,14 @@ def delay():
         return float(open(delay_file).read() or 0) / 1000
     except Exception:
         return 0
+def close_both(a, b):
+    # Either way ending ends the connection, both ways: a peer that died leaves no half-open
+    # link behind the proxy, which its other side would keep writing into.
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 def pump(src, dst):
     queue = collections.deque(); cv = threading.Condition(); done = [False]
     def sender():
@@ -118,10 +126,7 @@ def pump(src, dst):
                 dst.sendall(data)
             except OSError:
                 break
-        try:
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
+        close_both(src, dst)
     t = threading.Thread(target=sender, daemon=True); t.start()
     while True:
         try:
