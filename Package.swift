@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(name: "RoutingTests", dependencies: ["Routing", "ContentImport", "Geo", "TestSupport"]),
         .testTarget(name: "TourMapsTests", dependencies: ["TourMaps", "Geo", "TestSupport"]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore", "Gateway", "Bus", "TestSupport"]),
-        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "ServiceCore", "Bus", "Storage", "TestSupport"]),
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "ServiceCore", "Bus", "Storage", "Replication", "TestSupport"]),
         // Helpers shared by test targets (transcript matching, a stand-in publisher, a search of a
         // database for a user's rows); never linked into the executables.
         .target(name: "TestSupport", dependencies: ["Bus", "Contracts", "ServiceKit", "Storage"], path: "Tests/TestSupport"),

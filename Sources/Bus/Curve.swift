@@ -127,6 +127,8 @@ public struct CurveClientKeys: Sendable, Equatable {
 /// running they refuse every client rather than admit them all. Start it before binding a
 /// CURVE server on the context, keep it until the context's sockets are closed.
 public final class ZAPAuthenticator: Sendable {
+    /// The ZAP domain of the bus's sockets, whose clients are the keys `allowed` lists.
+    public static let busDomain = "tourbus"
     /// The endpoint libzmq sends ZAP requests to, one per context.
     static let endpoint = "inproc://zeromq.zap.01"
     /// At most this many refusals are logged a second; the rest are counted, and the next line says how many.
@@ -142,17 +144,20 @@ public final class ZAPAuthenticator: Sendable {
     /// What the handler's thread and its owner share.
     private final class Shared: Sendable {
         let counts = Mutex(Counts())
-        let allowed: Mutex<Set<Data>>
-        init(allowed: [[UInt8]]) { self.allowed = Mutex(Set(allowed.map { Data($0) })) }
+        /// Admitted keys by ZAP domain.
+        let allowed: Mutex<[String: Set<Data>]>
+        init(_ allowed: [String: [[UInt8]]]) { self.allowed = Mutex(allowed.mapValues { Set($0.map { Data($0) }) }) }
     }
 
     private let shared: Shared
     private let stopping = StopFlag()
     private let thread: WorkerThread
 
-    /// Binds the handler on `context` and starts answering; `allowed` are 32-byte public keys.
-    public init(context: ZMQContext, allowed: [[UInt8]], logger: Logger) throws {
-        let shared = Shared(allowed: allowed)
+    /// Binds the handler on `context` and starts answering; `allowed` are 32-byte public keys
+    /// admitted to the bus's sockets, `domains` those admitted to sockets of other ZAP domains
+    /// (a replicated service's Raft port admits only its own replicas' key).
+    public init(context: ZMQContext, allowed: [[UInt8]], domains: [String: [[UInt8]]] = [:], logger: Logger) throws {
+        let shared = Shared(domains.merging([Self.busDomain: allowed]) { _, bus in bus })
         self.shared = shared
         let startup = StartupReport()
         let stopping = self.stopping
@@ -180,7 +185,7 @@ public final class ZAPAuthenticator: Sendable {
                 let request = Request(frames: frames)
                 let admit =
                     request.mechanism == "CURVE" && request.credentials.count == 32
-                    && shared.allowed.withLock { $0.contains(request.credentials) }
+                    && shared.allowed.withLock { $0[request.domain]?.contains(request.credentials) == true }
                 Self.note(admit: admit, request: request, shared: shared, logger: logger)
                 let reply: [Data] = [
                     Data("1.0".utf8), request.id, Data((admit ? "200" : "400").utf8),
@@ -208,10 +213,11 @@ public final class ZAPAuthenticator: Sendable {
     }
 
     /// Admits these keys from now on, in place of those given before (connections already
-    /// admitted stay). A rotation lists a client's old and new key here at once.
-    public func allow(_ keys: [[UInt8]]) {
-        let set = Set(keys.map { Data($0) })
-        shared.allowed.withLock { $0 = set }
+    /// admitted stay), to the bus and to each of `domains`. A rotation lists a client's old and
+    /// new key here at once.
+    public func allow(_ keys: [[UInt8]], domains: [String: [[UInt8]]] = [:]) {
+        let sets = domains.merging([Self.busDomain: keys]) { _, bus in bus }.mapValues { Set($0.map { Data($0) }) }
+        shared.allowed.withLock { $0 = sets }
     }
 
     /// Handshakes admitted and refused so far.
@@ -220,11 +226,13 @@ public final class ZAPAuthenticator: Sendable {
     /// One ZAP request's frames: version, request id, domain, address, routing id, mechanism, credentials.
     private struct Request {
         var id = Data()
+        var domain = ""
         var address = ""
         var mechanism = ""
         var credentials = Data()
         init(frames: [Data]) {
             if frames.count > 1 { id = frames[1] }
+            if frames.count > 2 { domain = String(decoding: frames[2].prefix(64), as: UTF8.self) }
             if frames.count > 3 { address = String(decoding: frames[3].prefix(64), as: UTF8.self) }
             if frames.count > 5 { mechanism = String(decoding: frames[5].prefix(16), as: UTF8.self) }
             if frames.count > 6 { credentials = frames[6] }

@@ -157,12 +157,15 @@ public final class RPCClient: Sendable {
             return
         }
         let remaining = Int((request.deadline - now) / 1_000_000)
+        // Weak: the client may be dropped while a request is out; its links then end it.
         links[index].send(type: request.type, body: request.body, auth: request.auth, client: request.client, timeoutMilliseconds: remaining) {
-            [self] result in
-            guard case .failure(let error) = result else { return request.completion(result) }
+            [weak self] result in
+            guard case .failure(let error) = result, let self else { return request.completion(result) }
             guard let leader = error.leader else {
-                // It may have been done: no second try. The next request tries another replica.
-                if error.code == .deadlineExceeded || error.code == .unavailable {
+                // It may have been done: no second try. A replica that did not answer in time is
+                // no longer taken for the leader (one that dropped its connection is passed over
+                // while it has none, `pickLink`; other errors are the leader's own answers).
+                if error.code == .deadlineExceeded {
                     _ = leaderGuess.compareExchange(expected: index, desired: (index + 1) % links.count, ordering: .relaxed)
                 }
                 return request.completion(.failure(error))
@@ -261,11 +264,13 @@ extension RPCClient {
             }
         }
 
-        /// Fails whatever is still pending with `unavailable` and closes the socket.
+        /// Fails whatever is still pending with `unavailable` and closes the socket. On the
+        /// link's own thread (a completion that dropped the last reference) it only asks: the
+        /// thread ends once the completion returns.
         func close() {
             channel.closing.store(true, ordering: .sequentiallyConsistent)
             channel.wakeup.signal()
-            thread.join()
+            if !thread.isCurrent { thread.join() }
         }
 
         deinit { close() }

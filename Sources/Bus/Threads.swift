@@ -54,11 +54,14 @@ public final class Wakeup: Sendable {
 /// A named thread that can be joined.
 public final class WorkerThread: Sendable {
     private let finished = DispatchSemaphore(value: 0)
+    /// The thread's pthread id, once it runs.
+    private let id = Atomic<UInt>(0)
 
     /// Starts `body` on a new thread called `name` (visible in debuggers and `top -H`).
     public init(name: String, stackSize: Int = 4 << 20, _ body: @escaping @Sendable () -> Void) {
         let done = finished
-        let thread = Thread {
+        let thread = Thread { [self] in
+            id.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
             // The kernel's name (at most 15 bytes), so `top -H` and /proc/PID/task/*/comm say
             // which thread spends what.
             let fd = open("/proc/thread-self/comm", O_WRONLY)
@@ -73,6 +76,9 @@ public final class WorkerThread: Sendable {
         thread.stackSize = stackSize
         thread.start()
     }
+
+    /// Whether the caller runs on this thread (which must not join itself).
+    public var isCurrent: Bool { id.load(ordering: .sequentiallyConsistent) == UInt(pthread_self()) }
 
     /// Waits until the thread's body has returned.
     public func join() {

@@ -245,6 +245,10 @@ public final class Socket {
     /// How long a new connection may take to finish its handshake (the greeting and, on a
     /// CURVE server, its key's check) before it is dropped; libzmq's default is 30 s, which
     /// lets idle strangers hold a server's files.
+    /// Never dials again once a connection ends (or its first attempt fails): for a link whose
+    /// stream must not resume on a new connection.
+    public func disableReconnect() throws(ZMQError) { try setOption(ZMQ_RECONNECT_IVL, Int32(-1), "ZMQ_RECONNECT_IVL") }
+
     public func setHandshakeInterval(milliseconds: Int32) throws(ZMQError) { try setOption(ZMQ_HANDSHAKE_IVL, milliseconds, "ZMQ_HANDSHAKE_IVL") }
     /// The handshake interval of Tourbus's server sockets: seconds of round trips to spare on a slow link.
     public static let serverHandshakeMilliseconds: Int32 = 5_000
@@ -265,10 +269,11 @@ public final class Socket {
     ///
     /// Clients are admitted by the context's `ZAPAuthenticator`; with none running, every
     /// client is refused (`ZMQ_ZAP_ENFORCE_DOMAIN`), never every client admitted.
-    public func setCurveServer(secretKey: [UInt8]) throws(ZMQError) {
+    /// `domain` is the ZAP domain the handler judges its clients in (`ZAPAuthenticator`).
+    public func setCurveServer(secretKey: [UInt8], domain: String = ZAPAuthenticator.busDomain) throws(ZMQError) {
         try setOption(ZMQ_CURVE_SERVER, Int32(1), "ZMQ_CURVE_SERVER")
         try setOption(ZMQ_CURVE_SECRETKEY, bytes: secretKey, "ZMQ_CURVE_SECRETKEY")
-        try setOption(ZMQ_ZAP_DOMAIN, bytes: Array("tourbus".utf8), "ZMQ_ZAP_DOMAIN")
+        try setOption(ZMQ_ZAP_DOMAIN, bytes: Array(domain.utf8), "ZMQ_ZAP_DOMAIN")
         // ZMQ_ZAP_ENFORCE_DOMAIN (93): zmq.h declares it only under ZMQ_BUILD_DRAFT_API, but
         // Debian's libzmq 4.3 takes it; one that does not refuses to make the server.
         try setOption(93, Int32(1), "ZMQ_ZAP_ENFORCE_DOMAIN")
@@ -306,6 +311,11 @@ public enum MonitorEvent: Sendable, Equatable {
 
     /// Event flags to ask `startMonitor` for.
     public static let connectionEvents: Int32 = ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED
+    /// Those of a link that must not outlive its first connection: up, and every way it ends
+    /// (dropped, closed after a failed dial, refused at the handshake).
+    public static let linkEvents: Int32 =
+        ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CLOSED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+        | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
 
     /// Parses the two frames libzmq sends for one event, or nil when they are malformed.
     public init?(frames: [Data]) {
@@ -326,6 +336,8 @@ public struct Poller {
     public enum Item {
         case socket(Socket)
         case descriptor(Int32)
+        /// A descriptor to write to, ready once it takes bytes (or has failed).
+        case descriptorOutput(Int32)
     }
 
     private var items: [zmq_pollitem_t]
@@ -337,13 +349,15 @@ public struct Poller {
             switch item {
             case .socket(let s): zmq_pollitem_t(socket: s.handle, fd: -1, events: Int16(ZMQ_POLLIN), revents: 0)
             case .descriptor(let fd): zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0)
+            case .descriptorOutput(let fd): zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLOUT), revents: 0)
             }
         }
         self.sockets = items.map { if case .socket(let s) = $0 { s } else { nil } }
     }
 
     /// Waits up to `timeoutMilliseconds` (-1 forever) and returns, per item, whether it is
-    /// readable. EINTR counts as nothing ready.
+    /// ready (readable, or writable for `descriptorOutput`; a descriptor's error counts as
+    /// ready, so its reader finds it). EINTR counts as nothing ready.
     public mutating func poll(timeoutMilliseconds: Int) throws(ZMQError) -> [Bool] {
         let count = Int32(items.count)
         let rc = withExtendedLifetime(sockets) { items.withUnsafeMutableBufferPointer { zmq_poll($0.baseAddress, count, timeoutMilliseconds) } }
@@ -352,6 +366,6 @@ public struct Poller {
             if code == EINTR { return Array(repeating: false, count: items.count) }
             throw ZMQError("zmq_poll", errno: code)
         }
-        return items.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
+        return items.map { $0.revents & ($0.events | Int16(ZMQ_POLLERR)) != 0 }
     }
 }

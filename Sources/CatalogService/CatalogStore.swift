@@ -83,6 +83,8 @@ public final class CatalogStore: ServiceState {
             try db.run(
                 "UPDATE places SET json = ? WHERE id = ? AND version = ? AND (json IS NULL OR json = '')",
                 String(decoding: body, as: UTF8.self), id, place.version)
+        } catch let error as SQLiteError where error.isNotReplicated {
+            // A replica that does not lead stores nothing: its leader's next read will.
         } catch {
             // Storing it only saves later reads the work: the answer stands without it.
             worker.logger.warn("could not store a place's JSON", ["id": id, "error": error])

@@ -445,6 +445,9 @@ struct HTTPResponse {
     /// `{"error":{"code":…,"message":…,"field":…}}` with `status`.
     static func error(_ status: Int, _ error: ServiceError, headers: [(String, String)] = []) -> HTTPResponse {
         struct Body: Encodable { var error: ServiceError }
+        // A replica's hint of its leader (`ServiceError.leader`) is the bus's, never a client's.
+        var error = error
+        error.leader = nil
         let body = (try? JSONCoding.encoder.encode(Body(error: error))).map { Array($0) } ?? Array(#"{"error":{"code":"internal","message":"internal error"}}"#.utf8)
         return HTTPResponse(status: status, body: body, headers: headers)
     }

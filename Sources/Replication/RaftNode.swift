@@ -39,9 +39,13 @@ public struct RaftStatus: Sendable, Equatable {
     /// A leader that has applied every entry of earlier terms (its barrier is through), so
     /// what it writes starts from everything committed before it.
     public var isReadyLeader = false
-    /// When a follower last heard from its leader (`monotonicNanos`); nil unless it follows
-    /// a known leader. What it has applied is about this old, give or take a heartbeat.
+    /// When a follower last heard from its leader (`monotonicNanos`), so what it has applied is
+    /// about this old, give or take a heartbeat; nil unless it follows a known leader whose log
+    /// it has matched in this term (its commit index moved on under that leader: a replica
+    /// restarted, wiped or cut off has not yet) and has applied all it knows committed.
     public var leaderContact: UInt64?
+
+    public init() {}
 }
 
 /// What a Raft node's commands are applied to. Called on the node's loop thread, in log order,
@@ -60,7 +64,12 @@ public protocol RaftStateMachine: AnyObject, Sendable {
 /// Why a replicated operation did not happen.
 public struct ReplicationError: Error, Sendable, CustomStringConvertible {
     public let message: String
-    public init(_ message: String) { self.message = message }
+    /// A handover named a replica that is not another voter.
+    public let isBadTarget: Bool
+    public init(_ message: String, isBadTarget: Bool = false) {
+        self.message = message
+        self.isBadTarget = isBadTarget
+    }
     public var description: String { message }
 }
 
@@ -77,6 +86,11 @@ public final class RaftNode: @unchecked Sendable {
     private let fsm: UnsafeMutablePointer<raft_fsm>
     private let wake: UnsafeMutablePointer<uv_async_t>
     private let timer: UnsafeMutablePointer<uv_timer_t>
+    /// Handover requests, each kept as long as the node: libraft 0.15 may still read one's
+    /// send part after calling back (fixed upstream in 0.18), so none is freed before the loop
+    /// has ended. Loop-thread state, as is whether a handover is under way.
+    fileprivate var handovers: [UnsafeMutablePointer<raft_transfer>] = []
+    fileprivate var handoverInFlight = false
     /// Not retained: the machine owns its node.
     fileprivate unowned let machine: any RaftStateMachine
     fileprivate let logger: Logger
@@ -87,6 +101,9 @@ public final class RaftNode: @unchecked Sendable {
     /// Loop-thread state: the term whose barrier is through, and whether one is in flight.
     fileprivate var readyTerm: UInt64 = 0
     fileprivate var barrierInFlight = false
+    /// Loop-thread state: the leader this node follows, in which term, its commit index when it
+    /// began following, and whether that has moved on since (its log matched the leader's).
+    private var followed: (leader: UInt64, term: UInt64, commitAtStart: UInt64, matched: Bool) = (0, 0, 0, false)
     private var thread: WorkerThread?
     /// Whether the loop thread was started (else `deinit` only frees the memory: a node that
     /// failed to start leaves what libuv and libraft made behind, as its process is ending).
@@ -96,7 +113,8 @@ public final class RaftNode: @unchecked Sendable {
     /// the first time, then loads its log and snapshot and joins in. `electionMilliseconds` is
     /// the base election timeout (a leader that hears no majority for that long steps down).
     public init(
-        id: UInt64, servers: [RaftServer], bind: String? = nil, directory: String, machine: RaftStateMachine, logger: Logger,
+        id: UInt64, servers: [RaftServer], bind: String? = nil, dial: (@Sendable (UInt64) -> String?)? = nil, directory: String,
+        machine: RaftStateMachine, logger: Logger,
         electionMilliseconds: UInt32 = 1000, heartbeatMilliseconds: UInt32 = 100, snapshotThreshold: UInt32 = 1024
     ) throws(ReplicationError) {
         guard let me = servers.first(where: { $0.id == id }) else { throw ReplicationError("node \(id) is not one of the cluster's servers") }
@@ -126,7 +144,7 @@ public final class RaftNode: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
         var code = uv_loop_init(loop)
         guard code == 0 else { throw ReplicationError("uv_loop_init: \(String(cString: uv_strerror(code)))") }
-        let transport = try NoDelayTransport(loop: loop, bind: bind)
+        let transport = try NoDelayTransport(loop: loop, bind: bind, dial: dial)
         self.transport = transport
         code = raft_uv_init(io, loop, directory, transport.outer)
         guard code == 0 else { throw ReplicationError("raft_uv_init \(directory): \(RaftNode.message(io))") }
@@ -221,7 +239,7 @@ public final class RaftNode: @unchecked Sendable {
         for pointer in [
             UnsafeMutableRawPointer(loop), UnsafeMutableRawPointer(raft), UnsafeMutableRawPointer(io),
             UnsafeMutableRawPointer(fsm), UnsafeMutableRawPointer(wake), UnsafeMutableRawPointer(timer),
-        ] {
+        ] + handovers.map { UnsafeMutableRawPointer($0) } {
             pointer.deallocate()
         }
     }
@@ -277,18 +295,27 @@ public final class RaftNode: @unchecked Sendable {
         let done = Completion()
         let box = Unmanaged.passRetained(done)
         let posted = post { node in
+            let done = box.takeRetainedValue()
+            guard !node.handoverInFlight else { return done.finish(.failure(ReplicationError("a handover is under way already"))) }
             let request = UnsafeMutablePointer<raft_transfer>.allocate(capacity: 1)
             request.initialize(to: raft_transfer())
-            request.pointee.data = box.toOpaque()
+            node.handovers.append(request)
+            let context = Unmanaged.passRetained(HandoverContext(node: node, done: done))
+            request.pointee.data = context.toOpaque()
             let code = raft_transfer(node.raft, request, id) { request in
                 guard let request, let data = request.pointee.data else { return }
-                let done = Unmanaged<Completion>.fromOpaque(data).takeRetainedValue()
-                request.deallocate()
-                done.finish(.success(0))
+                request.pointee.data = nil
+                // The request itself stays (see `handovers`).
+                let context = Unmanaged<HandoverContext>.fromOpaque(data).takeRetainedValue()
+                context.node.handoverInFlight = false
+                context.done.finish(.success(0))
             }
             if code != 0 {
-                request.deallocate()
-                box.takeRetainedValue().finish(.failure(ReplicationError(RaftNode.refusal(code))))
+                request.pointee.data = nil
+                context.release()
+                done.finish(.failure(ReplicationError(RaftNode.refusal(code), isBadTarget: code == RAFT_BADID)))
+            } else {
+                node.handoverInFlight = true
             }
         }
         guard posted else {
@@ -371,7 +398,15 @@ public final class RaftNode: @unchecked Sendable {
             startBarrier(term: status.term)
         }
         status.isReadyLeader = status.role == .leader && readyTerm == status.term
-        if status.role == .follower && leaderID != 0, let time = raft.pointee.io.pointee.time {
+        if status.role == .follower && leaderID != 0 {
+            if leaderID != followed.leader || status.term != followed.term {
+                followed = (leaderID, status.term, status.commitIndex, false)
+            }
+            if status.commitIndex > followed.commitAtStart { followed.matched = true }
+        } else {
+            followed = (0, 0, 0, false)
+        }
+        if followed.matched && status.appliedIndex >= status.commitIndex, let time = raft.pointee.io.pointee.time {
             // libraft restarts a follower's election timer at each message from its leader.
             let now = time(raft.pointee.io)
             let start = raft.pointee.election_timer_start
@@ -439,6 +474,16 @@ private final class Completion: @unchecked Sendable {
         let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
         guard signal.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else { return nil }
         return result.withLock { $0 ?? .failure(ReplicationError("no result")) }
+    }
+}
+
+/// A handover's node and waiter, for its callback.
+private final class HandoverContext {
+    unowned let node: RaftNode
+    let done: Completion
+    init(node: RaftNode, done: Completion) {
+        self.node = node
+        self.done = done
     }
 }
 

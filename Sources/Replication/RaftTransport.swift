@@ -17,10 +17,13 @@ final class NoDelayTransport {
     let inner: UnsafeMutablePointer<raft_uv_transport>
     fileprivate var accept: raft_uv_accept_cb?
     fileprivate var closed: raft_uv_transport_close_cb?
+    /// Where to dial a replica instead of its address (a tunnel's entrance), when set.
+    fileprivate let dial: (@Sendable (UInt64) -> String?)?
 
     /// `bind` (host:port): where to listen, when not at the node's own address (which peers
     /// dial, and may reach through something in between: a proxy, a tunnel).
-    init(loop: UnsafeMutablePointer<uv_loop_t>, bind: String?) throws(ReplicationError) {
+    init(loop: UnsafeMutablePointer<uv_loop_t>, bind: String?, dial: (@Sendable (UInt64) -> String?)?) throws(ReplicationError) {
+        self.dial = dial
         // Each transport struct is followed by a pointer to this object: libraft keeps its own
         // pointer in the struct's `data`.
         outer = NoDelayTransport.allocate()
@@ -62,12 +65,16 @@ final class NoDelayTransport {
             let mine = UnsafeMutablePointer<raft_uv_connect>.allocate(capacity: 1)
             mine.initialize(to: raft_uv_connect(data: UnsafeMutableRawPointer(request), cb: nil))
             request?.pointee.cb = callback
-            let code = transport.inner.pointee.connect(transport.inner, mine, id, address) { mine, stream, status in
-                guard let mine else { return }
-                let request = mine.pointee.data?.assumingMemoryBound(to: raft_uv_connect.self)
-                mine.deallocate()
-                if status == 0 { NoDelayTransport.noDelay(stream) }
-                request?.pointee.cb?(request, stream, status)
+            // libraft reads the address at once (it parses it before dialling).
+            let target = transport.dial?(id) ?? address.map { String(cString: $0) } ?? ""
+            let code = target.withCString { target in
+                transport.inner.pointee.connect(transport.inner, mine, id, target) { mine, stream, status in
+                    guard let mine else { return }
+                    let request = mine.pointee.data?.assumingMemoryBound(to: raft_uv_connect.self)
+                    mine.deallocate()
+                    if status == 0 { NoDelayTransport.noDelay(stream) }
+                    request?.pointee.cb?(request, stream, status)
+                }
             }
             if code != 0 { mine.deallocate() }
             return code

@@ -46,9 +46,11 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
     /// Registers the VFS, opens the database in it, and starts this node of `servers`, with
     /// its Raft log and snapshots in `directory`. A commit that waits longer than `slowCommit`
     /// for a majority says so in the log, and keeps waiting: libraft always answers. `bind`:
-    /// where its Raft port listens, when not at its own address in `servers`.
+    /// where its Raft port listens, when not at its own address in `servers`; `tunnel`: the
+    /// CURVE tunnel its Raft links go through (libraft then listens at its `inside` and dials
+    /// its entrances).
     public init(
-        name: String, id: UInt64, servers: [RaftServer], bind: String? = nil, directory: String, logger: Logger,
+        name: String, id: UInt64, servers: [RaftServer], bind: String? = nil, tunnel: RaftTunnel? = nil, directory: String, logger: Logger,
         slowCommit: Duration = .seconds(5), electionMilliseconds: UInt32 = 1000, snapshotThreshold: UInt32 = 1024
     ) throws {
         self.name = name
@@ -80,8 +82,11 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
         }
         // The database must exist in the VFS before Raft applies anything to it.
         checkpointer = try Database(path: name, busyTimeoutMilliseconds: 0, shared: file)
+        var dial: (@Sendable (UInt64) -> String?)?
+        if let tunnel { dial = { tunnel.entrance(for: $0) } }
         node = try RaftNode(
-            id: id, servers: servers, bind: bind, directory: directory, machine: self, logger: logger, electionMilliseconds: electionMilliseconds,
+            id: id, servers: servers, bind: tunnel?.inside ?? bind, dial: dial,
+            directory: directory, machine: self, logger: logger, electionMilliseconds: electionMilliseconds,
             snapshotThreshold: snapshotThreshold)
     }
 

@@ -21,6 +21,9 @@ public struct BusKeys: Sendable, Equatable {
     public let allowed: [[UInt8]]
     /// Each process's key as a server: the first it lists.
     let serverKeys: [String: [UInt8]]
+    /// The keys listed under this process's own name: its replicas' (a replicated service's
+    /// Raft port admits only these).
+    public let own: [[UInt8]]
 
     /// The keys a client of `peer` connects with, or nil when `peer` lists none (it is then
     /// not a suite member; loading refused that for every configured peer).
@@ -72,6 +75,7 @@ public struct BusKeys: Sendable, Equatable {
         for peer in peers.sorted() where serverKeys[peer] == nil {
             throw ConfigError("\(origin): curve.keys lists no key for peer \(peer)")
         }
-        return BusKeys(keyFile: keyFile, pair: pair, allowed: allowed, serverKeys: serverKeys)
+        let ownKeys = mine.compactMap { try? CurveKeyPair.key(z85: $0) }
+        return BusKeys(keyFile: keyFile, pair: pair, allowed: allowed, serverKeys: serverKeys, own: ownKeys)
     }
 }

@@ -137,7 +137,12 @@ public struct CommonConfig: Sendable, Equatable {
                 peers[peer] = endpoints
             }
         }
-        for peer in flags.all("peer-replicated").flatMap(split) { peers[peer.lowercased(), default: PeerEndpoints()].followsLeader = true }
+        for peer in flags.all("peer-replicated").flatMap(split).map({ $0.lowercased() }) {
+            guard peers[peer]?.rpc.isEmpty == false else {
+                throw ConfigError("--peer-replicated \(peer): no request endpoints are configured for \(peer) (--peer \(peer)=EP,EP,EP, or its section)")
+            }
+            peers[peer]?.followsLeader = true
+        }
         if let value = flags.last("max-request-bytes") { maxRequestBytes = try positive(value, "--max-request-bytes") }
         if let value = flags.last("max-json-depth") { maxJSONDepth = try Self.jsonDepth(value, "--max-json-depth") }
         if let value = flags.last("log-level") ?? environment["LOG_LEVEL"] {

@@ -19,11 +19,12 @@ public struct EventStreamOptions: Sendable {
     public var rpcEndpoints: [String]
     /// The request endpoints are a replicated publisher's replicas: ask its leader.
     public var rpcFollowsLeader = false
-    /// When set, the subscriber applies nothing while it answers false (a replica of a
-    /// replicated subscriber that does not lead, whose writes would be refused): it drops what
-    /// it hears meanwhile, and reads its cursor afresh when it is true again (the leader moved
-    /// it on), then catches up.
-    public var active: (@Sendable () -> Bool)?
+    /// A replica of a replicated subscriber: the term it leads in, nil while it does not lead.
+    /// It applies nothing while it does not lead (its writes would be refused), dropping what
+    /// it hears, and at each new term reads its cursor afresh (another leader, or itself in an
+    /// earlier term with a commit that was said lost but went through, may have moved it),
+    /// then catches up. A batch is applied only in the term whose cursor it starts from.
+    public var leadership: (@Sendable () -> UInt64?)?
     /// Events asked for per `sys.replay` call.
     public var replayBatch = 10_000
     /// A backlog of at least this many events is applied as a bulk load (`EventCursorStore.startBulk`).
@@ -218,6 +219,16 @@ final class StatusCell: Sendable {
 
 /// The subscriber thread's work; every socket and connection here belongs to that thread.
 struct SubscriberLoop: Sendable {
+    /// The term the in-memory cursor was read in (`EventStreamOptions.leadership`); the
+    /// subscriber thread's alone.
+    final class TermCell: @unchecked Sendable {
+        var value: UInt64?
+    }
+    /// Thrown by a batch about to be applied in another term than its cursor's.
+    struct LeadershipChanged: Error, CustomStringConvertible {
+        var description: String { "this replica's leadership changed; the cursor is read again" }
+    }
+    let termOfCursor = TermCell()
     let context: ZMQContext
     let options: EventStreamOptions
     let open: @Sendable () throws -> OpenedStore
@@ -281,21 +292,22 @@ struct SubscriberLoop: Sendable {
         // (a publisher that is down fails every `retryMilliseconds`).
         var failing: String?
         var poller = Poller([.socket(socket)])
-        var idle = false
         while !stopping.isSet {
-            if let active = options.active, !active() {
-                idle = true
-                for _ in 0..<10_000 { guard (try? socket.receive(dontWait: true)) != nil else { break } }
-                _ = try? poller.poll(timeoutMilliseconds: 50)
-                continue
-            }
-            if idle {
-                idle = false
-                needSync = true
-                do { cursor = try opened.store.loadCursor() } catch {
-                    logger.warn("could not read the cursor again", ["source": options.source, "error": error])
-                    idle = true
+            if let leadership = options.leadership {
+                guard let term = leadership() else {
+                    termOfCursor.value = nil
+                    for _ in 0..<10_000 { guard (try? socket.receive(dontWait: true)) != nil else { break } }
+                    _ = try? poller.poll(timeoutMilliseconds: 50)
                     continue
+                }
+                if term != termOfCursor.value {
+                    do { cursor = try opened.store.loadCursor() } catch {
+                        logger.warn("could not read the cursor again", ["source": options.source, "error": error])
+                        _ = try? poller.poll(timeoutMilliseconds: 50)
+                        continue
+                    }
+                    termOfCursor.value = term
+                    needSync = true
                 }
             }
             if needSync && monotonicNanos() >= retryAt {
@@ -378,6 +390,7 @@ struct SubscriberLoop: Sendable {
     /// not decode is skipped (it can never apply); storage errors undo the batch.
     private func apply(_ events: [ReceivedEvent], store: any EventCursorStore, cursor: inout EventCursor?) throws {
         guard let last = events.last, let current = cursor else { return }
+        if let leadership = options.leadership, leadership() != termOfCursor.value { throw LeadershipChanged() }
         let next = EventCursor(epoch: current.epoch, seq: last.header.seq)
         let skipped = try store.apply(events, advancingTo: next)
         cursor = next

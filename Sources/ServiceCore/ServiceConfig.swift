@@ -1,6 +1,10 @@
 import Bus
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Everything a service needs to start: the common settings, where to bind, where its
 /// database lives, how many readers it runs and how it publishes.
 ///
@@ -86,8 +90,10 @@ public struct ServiceConfig: Sendable, Equatable {
         let flags = sources.flags
         let upper = service.uppercased()
 
-        // One per replica, in replica order: this one's is taken once its number is known.
+        // One per replica, in replica order: this one's is taken once its number is known (as
+        // are its request and event endpoints, when the file lists one of each per replica).
         var raftBinds: [String]?
+        var perReplica: (bind: [String]?, publish: [String]?) = (nil, nil)
         if let file = sources.file {
             if let value = file.dataDir { config.dataDirectory = value }
             if let value = try file.positive(file.heartbeatMs, "heartbeat_ms") { config.heartbeatMilliseconds = value }
@@ -99,15 +105,28 @@ public struct ServiceConfig: Sendable, Equatable {
                 if let value = section.db { config.databasePath = value }
                 if let value = section.raft { config.raft = value }
                 raftBinds = section.raftBind
+                perReplica = (section.bind, section.publish)
             }
         }
 
         if let value = environment["TOURBUS_DATA_DIR"] { config.dataDirectory = value }
-        if let value = environment["TOURBUS_\(upper)_BIND"] { config.bind = split(value) }
-        if let value = environment["TOURBUS_\(upper)_PUBLISH"] { config.publish = split(value) }
+        if let value = environment["TOURBUS_\(upper)_BIND"] {
+            config.bind = split(value)
+            perReplica.bind = nil
+        }
+        if let value = environment["TOURBUS_\(upper)_PUBLISH"] {
+            config.publish = split(value)
+            perReplica.publish = nil
+        }
 
-        if !flags.all("bind").isEmpty { config.bind = flags.all("bind").flatMap(split) }
-        if !flags.all("publish").isEmpty { config.publish = flags.all("publish").flatMap(split) }
+        if !flags.all("bind").isEmpty {
+            config.bind = flags.all("bind").flatMap(split)
+            perReplica.bind = nil
+        }
+        if !flags.all("publish").isEmpty {
+            config.publish = flags.all("publish").flatMap(split)
+            perReplica.publish = nil
+        }
         if let value = flags.last("data-dir") { config.dataDirectory = value }
         if let value = flags.last("db") { config.databasePath = value }
         if let value = flags.last("readers") { config.readers = try positive(value, "--readers") }
@@ -132,6 +151,21 @@ public struct ServiceConfig: Sendable, Equatable {
                 config.raftBind = binds[replica - 1]
             }
             if let value = flags.last("raft-bind") { config.raftBind = value }
+            if let binds = perReplica.bind, binds.count == config.raft.count { config.bind = [binds[replica - 1]] }
+            if let publish = perReplica.publish, publish.count == config.raft.count { config.publish = [publish[replica - 1]] }
+        }
+        if config.raft.isEmpty && (flags.last("raft-bind") != nil || raftBinds != nil) {
+            throw ConfigError("a Raft bind address needs the replicas' Raft addresses (--raft, or services.\(service).raft)")
+        }
+        for address in config.raft + [config.raftBind].compactMap({ $0 }) {
+            guard let colon = address.lastIndex(of: ":"), colon != address.startIndex, let port = UInt16(address[address.index(after: colon)...]), port > 0
+            else { throw ConfigError("Raft address '\(address)' is not HOST:PORT") }
+            // Without CURVE, libraft dials and listens itself, and takes IPv4 addresses only; on a
+            // secured bus its links go through the tunnel, which takes names (and `*` to listen).
+            var ipv4 = in_addr()
+            guard config.common.bus != nil || inet_pton(AF_INET, String(address[..<colon]), &ipv4) == 1 else {
+                throw ConfigError("Raft address '\(address)': without CURVE keys, Raft takes IPv4 addresses only (host names need a secured bus)")
+            }
         }
         return config
     }

@@ -494,13 +494,13 @@ enum ServerThreads {
                 refuse(header.id, ServiceError(.notFound, "unknown request type '\(header.type)'", field: "type"))
                 return
             }
-            if let refusal = options.admit?(header.type) {
-                refuse(header.id, refusal, type: header.type)
-                return
-            }
             let budget = header.deadlineMs ?? options.defaultDeadlineMilliseconds
             guard budget > 0 else {
                 refuse(header.id, ServiceError(.deadlineExceeded, "deadline_ms must be positive", field: "deadline_ms"), type: header.type)
+                return
+            }
+            if let refusal = options.admit?(header.type) {
+                refuse(header.id, refusal, type: header.type)
                 return
             }
             let queue = kinds[route] == .write ? shared.writeQueue : shared.readQueue

@@ -26,6 +26,8 @@ public final class ServiceRuntime<State: ServiceState>: Service {
     private let logger: Logger
     /// The ZAP handler, when the bus is secured.
     private let authenticator: ZAPAuthenticator?
+    /// Whether this is a replica of a replicated service (its Raft port admits its replicas' key).
+    private let replicated: Bool
 
     /// Starts the service; throws when the database cannot be opened or migrated, or a bind
     /// fails (after stopping what had started).
@@ -44,10 +46,26 @@ public final class ServiceRuntime<State: ServiceState>: Service {
 
         let lifecycle = Lifecycle(logger: logger)
         self.lifecycle = lifecycle
+        replicated = config.replica != nil
+        do {
+            // With CURVE keys, the ZAP handler admits listed clients before any server socket
+            // binds, a replica's Raft port among them (it admits only its replicas' key).
+            authenticator = try config.bus.map { keys in
+                try lifecycle.start("CURVE authenticator", stop: { $0.stop() }) {
+                    try ZAPAuthenticator(
+                        context: context, allowed: keys.allowed, domains: ServiceRuntime.zapDomains(keys, replicated: config.replica != nil),
+                        logger: logger)
+                }
+            }
+        } catch {
+            lifecycle.stop()
+            throw error
+        }
         let database: DatabaseFile
         // A replica's: whether it leads (only then it writes, publishes and runs its background
         // work), and its part in the cluster for sys.stats.
         let leading: (@Sendable () -> Bool)?
+        let leaderTerm: (@Sendable () -> UInt64?)?
         let replication: @Sendable () -> ServiceStats.Replication?
         // A replica's door: what it answers when it does not lead.
         var admit: (@Sendable (String) -> ServiceError?)?
@@ -55,13 +73,27 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         do {
             if let replica = config.replica {
                 let servers = config.raft.enumerated().map { RaftServer(id: UInt64($0.offset + 1), address: $0.element) }
+                // On a secured bus, Raft's links go through CURVE too.
+                let tunnel = try config.bus.map { keys in
+                    try lifecycle.start("Raft tunnel", stop: { $0.stop() }) {
+                        try RaftTunnel(
+                            context: context, listen: config.raftBind ?? config.raft[replica - 1],
+                            peers: Dictionary(uniqueKeysWithValues: servers.filter { $0.id != UInt64(replica) }.map { ($0.id, $0.address) }),
+                            keys: keys.pair, logger: logger)
+                    }
+                }
                 let replicated = try lifecycle.start("replication", stop: { $0.stop() }) {
                     try ReplicatedDatabase(
-                        name: (path as NSString).lastPathComponent, id: UInt64(replica), servers: servers, bind: config.raftBind,
+                        name: (path as NSString).lastPathComponent, id: UInt64(replica), servers: servers,
+                        bind: tunnel == nil ? config.raftBind : nil, tunnel: tunnel,
                         directory: (path as NSString).deletingPathExtension + ".raft", logger: logger)
                 }
                 database = DatabaseFile(path: replicated.name, shared: replicated.file)
                 leading = { replicated.node.status.isReadyLeader }
+                leaderTerm = {
+                    let status = replicated.node.status
+                    return status.isReadyLeader ? status.term : nil
+                }
                 replication = {
                     let status = replicated.node.status
                     return ServiceStats.Replication(
@@ -71,15 +103,18 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                 }
                 transfer = { to throws(ServiceError) in
                     do throws(ReplicationError) { return Int(try replicated.node.transfer(to: UInt64(to))) } catch {
-                        throw ServiceError(to == 0 ? .unavailable : .invalidArgument, "no handover: \(error.message)", field: to == 0 ? nil : "to")
+                        throw error.isBadTarget
+                            ? ServiceError.invalid("to", "no handover: replica \(to) is not another replica")
+                            : ServiceError(.unavailable, "no handover: \(error.message)")
                     }
                 }
-                admit = ServiceRuntime.followerDoor(service: definition.name, replica: replica, node: replicated.node)
+                admit = ReplicaDoor.admit(service: definition.name, replica: replica) { replicated.node.status }
                 try ServiceRuntime.migrate(replicated, database, migrations, logger: logger)
             } else {
                 // Migrate once, before any worker opens its own connection.
                 database = DatabaseFile(path: path)
                 leading = nil
+                leaderTerm = nil
                 replication = { nil }
                 let applied = try database.open().migrate(migrations)
                 if !applied.isEmpty {
@@ -91,12 +126,6 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             throw error
         }
         do {
-            // With CURVE keys, the ZAP handler admits listed clients before any server socket binds.
-            authenticator = try config.bus.map { keys in
-                try lifecycle.start("CURVE authenticator", stop: { $0.stop() }) {
-                    try ZAPAuthenticator(context: context, allowed: keys.allowed, logger: logger)
-                }
-            }
             let peers = try lifecycle.start("peer clients", stop: { $0.closeAll() }) {
                 try PeerClients(context: context, config: config.common, logger: logger)
             }
@@ -131,7 +160,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                     options.relayWakeup = relay?.wakeup
                     options.curve = config.common.curve(for: source)
                     options.rpcFollowsLeader = peer.followsLeader
-                    options.active = leading
+                    options.leadership = leaderTerm
                     subscribers.append(
                         try lifecycle.start("subscriber to \(stream.key)", stop: { $0.stop() }) {
                             try EventSubscriber(context: context, options: options, applier: applier, logger: logger)
@@ -226,26 +255,10 @@ public final class ServiceRuntime<State: ServiceState>: Service {
         }
     }
 
-    /// What a replica answers while it does not lead: reads that declare how stale they may be
-    /// (`MethodDeclaration.staleMilliseconds`) while it has heard from its leader within that,
-    /// and nothing else: the rest is refused before it is queued, naming the leader
-    /// (`ServiceError.notLeader`), so a client sends it there.
-    static func followerDoor(service: String, replica: Int, node: RaftNode) -> @Sendable (String) -> ServiceError? {
-        let stale = Dictionary(Methods.all.compactMap { method in method.staleMilliseconds.map { (method.name, $0) } }, uniquingKeysWith: min)
-        return { type in
-            let status = node.status
-            if status.isReadyLeader { return nil }
-            if let bound = stale[type] {
-                if bound == .max { return nil }
-                if let contact = status.leaderContact, monotonicNanos() &- contact <= UInt64(bound) * 1_000_000 { return nil }
-            }
-            let leader = Int(status.leaderID)
-            let known =
-                leader == replica
-                ? "it leads but has not yet applied its predecessors' commits"
-                : leader == 0 ? "no leader is known yet" : "the leader is replica \(leader)"
-            return ServiceError.notLeader("\(type) is answered by the leader of \(service), and replica \(replica) is not it: \(known)", leader: leader)
-        }
+    /// The ZAP domains besides the bus's: a replica's Raft port admits the keys the suite
+    /// lists under the service's own name, which its replicas share, and no other.
+    static func zapDomains(_ keys: BusKeys, replicated: Bool) -> [String: [[UInt8]]] {
+        replicated ? [RaftTunnel.zapDomain: keys.own] : [:]
     }
 
     /// A replica's migration: the leader migrates (its commits replicate the schema); a
@@ -279,7 +292,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
             logger.warn("SIGHUP: the configuration lists no CURVE keys any more; still admitting the keys listed before (restart to run plain)", [:])
             return
         }
-        authenticator.allow(keys.allowed)
+        authenticator.allow(keys.allowed, domains: ServiceRuntime.zapDomains(keys, replicated: replicated))
         logger.info("SIGHUP: CURVE keys reloaded", ["keys": keys.allowed.count])
     }
 
@@ -510,5 +523,30 @@ final class PeriodicRequests: Sendable {
         stopping.set()
         thread.join()
         client.close()
+    }
+}
+
+/// The door of a replica of a replicated service (`RPCServerOptions.admit`).
+public enum ReplicaDoor {
+    /// What a replica answers while it does not lead: reads that declare how stale they may be
+    /// (`MethodDeclaration.staleMilliseconds`) while it has heard from its leader within that,
+    /// and nothing else: the rest is refused before it is queued, naming the leader
+    /// (`ServiceError.notLeader`), so a client sends it there.
+    public static func admit(service: String, replica: Int, status: @escaping @Sendable () -> RaftStatus) -> @Sendable (String) -> ServiceError? {
+        let stale = Dictionary(Methods.all.compactMap { method in method.staleMilliseconds.map { (method.name, $0) } }, uniquingKeysWith: min)
+        return { type in
+            let status = status()
+            if status.isReadyLeader { return nil }
+            if let bound = stale[type] {
+                if bound == .max { return nil }
+                if let contact = status.leaderContact, monotonicNanos() &- contact <= UInt64(bound) * 1_000_000 { return nil }
+            }
+            let leader = Int(status.leaderID)
+            let known =
+                leader == replica
+                ? "it leads but has not yet applied its predecessors' commits"
+                : leader == 0 ? "no leader is known yet" : "the leader is replica \(leader)"
+            return ServiceError.notLeader("\(type) is answered by the leader of \(service), and replica \(replica) is not it: \(known)", leader: leader)
+        }
     }
 }

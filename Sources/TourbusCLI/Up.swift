@@ -255,6 +255,8 @@ extension TourbusCommand {
         let data = options.dataDirectory
         var members: [SuiteMember] = []
         var named = Set<String>()
+        // Services run as Raft replicas here (`NAME@N`), which may not also run plain.
+        var raftReplicated = Set<String>()
         for item in only {
             if item.contains("@") {
                 let member = try raftReplica(item, file: file, data: data, options: options, folder: folder)
@@ -262,13 +264,14 @@ extension TourbusCommand {
                 guard named.insert(member.name).inserted, !named.contains(service) else {
                     throw ConfigError("--only names \(item) twice, or beside \(service) itself")
                 }
+                raftReplicated.insert(service)
                 members.append(member)
                 continue
             }
             let parts = item.split(separator: "*", omittingEmptySubsequences: false).map(String.init)
             let name = parts[0]
             guard parts.count <= 2 else { throw ConfigError("--only \(item): write NAME, NAME*N or NAME@N") }
-            guard named.insert(name).inserted, !named.contains(where: { $0.hasPrefix(name + "-") }) else {
+            guard named.insert(name).inserted, !raftReplicated.contains(name) else {
                 throw ConfigError("--only names \(name) twice: one member each (NAME*N for replicas)")
             }
             let key = options.keys.map { ["--curve-key", ($0 as NSString).appendingPathComponent("\(name).key")] } ?? []
@@ -283,10 +286,7 @@ extension TourbusCommand {
             guard knownServices.contains(name) else {
                 throw ConfigError("--only \(item): not a service (\(knownServices.joined(separator: ", "))) or a gateway")
             }
-            var arguments = ["--config", file, "--data-dir", data] + key
-            if name == "notify", let form = options.notifyForm { arguments += ["--form", form] }
-            if name == "catalog", let signing = options.signingKey { arguments += ["--signing-key", signing] }
-            if name == "catalog", let strings = options.stringsDirectory { arguments += ["--strings-dir", strings] }
+            let arguments = serviceArguments(name, file: file, data: data, key: key, options: options)
             guard parts.count == 2 else {
                 members.append(SuiteMember(name: name, folder: folder, dataDirectory: data, arguments: arguments))
                 continue
@@ -328,29 +328,30 @@ extension TourbusCommand {
         return members
     }
 
+    /// What every member running service `name` from the suite file is given.
+    static func serviceArguments(_ name: String, file: String, data: String, key: [String], options: UpOptions) -> [String] {
+        var arguments = ["--config", file, "--data-dir", data] + key
+        if name == "notify", let form = options.notifyForm { arguments += ["--form", form] }
+        if name == "catalog", let signing = options.signingKey { arguments += ["--signing-key", signing] }
+        if name == "catalog", let strings = options.stringsDirectory { arguments += ["--strings-dir", strings] }
+        return arguments
+    }
+
     /// `NAME@N`: replica N of a service whose section lists its replicas' Raft addresses
-    /// (`raft`), bound to the N-th `bind` and `publish` endpoints, its database
-    /// `DATA/NAME-N.sqlite` (its Raft log beside it, `DATA/NAME-N.raft`).
+    /// (`raft`); it binds the N-th `bind` and `publish` endpoints when the section lists one
+    /// per replica (`ServiceConfig`), its database `DATA/NAME-N.sqlite` (its Raft log beside
+    /// it, `DATA/NAME-N.raft`).
     static func raftReplica(_ item: String, file: String, data: String, options: UpOptions, folder: URL) throws(ConfigError) -> SuiteMember {
         let parts = item.split(separator: "@", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2, let replica = Int(parts[1]), replica >= 1 else { throw ConfigError("--only \(item): write NAME@N, N a replica number from 1") }
         let name = parts[0]
         guard knownServices.contains(name) else { throw ConfigError("--only \(item): not a service (\(knownServices.joined(separator: ", ")))") }
         let key = options.keys.map { ["--curve-key", ($0 as NSString).appendingPathComponent("\(name).key")] } ?? []
-        // Read as replica 1, which any replicated section has (one without `raft` is refused).
-        let section = try ServiceConfig.load(service: name, arguments: ["--config", file, "--replica", "1"] + key, environment: [:])
-        guard replica <= section.raft.count else {
-            throw ConfigError("--only \(item): services.\(name).raft lists \(section.raft.count) replica(s); NAME@N needs the N-th's Raft address")
-        }
-        guard section.bind.count >= replica, section.publish.count >= replica || section.publish.isEmpty else {
-            throw ConfigError("--only \(item): services.\(name).bind and publish list one endpoint per replica, in replica order")
-        }
-        var arguments = ["--config", file, "--data-dir", data] + key
-        if name == "catalog", let signing = options.signingKey { arguments += ["--signing-key", signing] }
-        if name == "catalog", let strings = options.stringsDirectory { arguments += ["--strings-dir", strings] }
-        if name == "notify", let form = options.notifyForm { arguments += ["--form", form] }
-        arguments += ["--replica", String(replica), "--bind", section.bind[replica - 1]]
-        if !section.publish.isEmpty { arguments += ["--publish", section.publish[replica - 1]] }
+        // Read as that replica, as it will read the file itself: a number the section's `raft`
+        // does not list, or a section without `raft`, is refused here, before anything starts.
+        _ = try ServiceConfig.load(service: name, arguments: ["--config", file, "--replica", String(replica)] + key, environment: [:])
+        var arguments = serviceArguments(name, file: file, data: data, key: key, options: options)
+        arguments += ["--replica", String(replica)]
         arguments += ["--db", (data as NSString).appendingPathComponent("\(name)-\(replica).sqlite")]
         return SuiteMember(name: "\(name)-\(replica)", executable: name, folder: folder, dataDirectory: data, arguments: arguments)
     }

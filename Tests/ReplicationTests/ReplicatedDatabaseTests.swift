@@ -13,17 +13,34 @@ final class Cluster {
     var replicas: [UInt64: ReplicatedDatabase] = [:]
 
     let snapshotThreshold: UInt32
+    /// With a key pair, Raft goes through each replica's CURVE tunnel, and each has a ZAP
+    /// handler admitting that key alone to its Raft port (and `busKeys` to the bus's).
+    let pair: CurveKeyPair?
+    let busKeys: [[UInt8]]
+    var secured: [UInt64: (tunnel: RaftTunnel, authenticator: ZAPAuthenticator)] = [:]
 
-    init(snapshotThreshold: UInt32 = 1024) throws {
+    init(snapshotThreshold: UInt32 = 1024, pair: CurveKeyPair? = nil, busKeys: [[UInt8]] = []) throws {
         self.snapshotThreshold = snapshotThreshold
+        self.pair = pair
+        self.busKeys = busKeys
         folder = NSTemporaryDirectory() + "replication-\(UUID().uuidString)"
         servers = try (1...3).map { RaftServer(id: UInt64($0), address: "127.0.0.1:\(try HTTPProbe.freePort())") }
         for server in servers { try start(server.id) }
     }
 
     func start(_ id: UInt64) throws {
+        let logger = Logger(component: "replica-\(id)", level: .warn)
+        if let pair {
+            let context = try ZMQContext()
+            let authenticator = try ZAPAuthenticator(context: context, allowed: busKeys, domains: [RaftTunnel.zapDomain: [pair.publicKey]], logger: logger)
+            let me = try #require(servers.first { $0.id == id })
+            let tunnel = try RaftTunnel(
+                context: context, listen: me.address,
+                peers: Dictionary(uniqueKeysWithValues: servers.filter { $0.id != id }.map { ($0.id, $0.address) }), keys: pair, logger: logger)
+            secured[id] = (tunnel, authenticator)
+        }
         replicas[id] = try ReplicatedDatabase(
-            name: "test.db", id: id, servers: servers, directory: "\(folder)/\(id)",
+            name: "test.db", id: id, servers: servers, tunnel: secured[id]?.tunnel, directory: "\(folder)/\(id)",
             logger: Logger(component: "replica-\(id)", level: .warn), slowCommit: .seconds(3), electionMilliseconds: 300,
             snapshotThreshold: snapshotThreshold)
     }
@@ -31,6 +48,9 @@ final class Cluster {
     func stop(_ id: UInt64) {
         replicas[id]?.stop()
         replicas[id] = nil
+        secured[id]?.tunnel.stop()
+        secured[id]?.authenticator.stop()
+        secured[id] = nil
     }
 
     /// The ready leader, once there is one (within 10 s).
@@ -56,6 +76,46 @@ final class Cluster {
 
 @Suite(.serialized)
 struct ReplicatedDatabaseTests {
+    /// Raft's links through the CURVE tunnels: commits reach every replica (a large one in
+    /// many pieces), a replica stopped and started again is dialled anew, and a key the bus
+    /// admits but the Raft port does not gets nothing from it.
+    @Test func overCurveTunnelsCommitsReachEveryReplicaAndOnlyTheReplicasKeyIsAdmitted() throws {
+        let pair = try CurveKeyPair.generate()
+        let stranger = try CurveKeyPair.generate()
+        let cluster = try Cluster(pair: pair, busKeys: [stranger.publicKey])
+        let leaderID = try #require(cluster.leader()).node.server.id
+        let db = try cluster.open(leaderID)
+        try db.execute("CREATE TABLE places (id INTEGER PRIMARY KEY, name TEXT NOT NULL, photo BLOB)")
+        for row in 0..<100 { try db.run("INSERT INTO places (name) VALUES (?)", "place \(row)") }
+        // Two mebibytes in one commit: many of the tunnel's 64 KiB messages.
+        try db.run("INSERT INTO places (name, photo) VALUES ('big', randomblob(2097152))")
+        for id in cluster.servers.map(\.id) where id != leaderID {
+            let follower = try cluster.open(id)
+            #expect(eventually { (try? follower.scalarInt("SELECT count(*) FROM places")) == 101 }, "replica \(id)")
+            #expect(try follower.scalarInt("SELECT length(photo) FROM places WHERE name = 'big'") == 2_097_152)
+        }
+
+        // A follower stopped and started again: the others dial it anew through their entrances.
+        let followerID = try #require(cluster.servers.map(\.id).first { $0 != leaderID })
+        cluster.stop(followerID)
+        try db.run("INSERT INTO places (name) VALUES ('while it was away')")
+        try cluster.start(followerID)
+        let back = try cluster.open(followerID)
+        #expect(eventually(seconds: 15) { (try? back.scalarInt("SELECT count(*) FROM places")) == 102 })
+
+        // A key the bus admits is refused at the Raft port: the handshake fails, nothing reaches libraft.
+        let authenticator = try #require(cluster.secured[leaderID]).authenticator
+        let refusedBefore = authenticator.decisions.refused
+        let dealer = try Socket(try ZMQContext(), .dealer)
+        try dealer.setCurveClient(publicKey: stranger.publicKey, secretKey: stranger.secretKey, serverKey: pair.publicKey)
+        try dealer.connect("tcp://" + (cluster.servers.first { $0.id == leaderID }?.address ?? ""))
+        _ = try dealer.send([Data(repeating: 0xff, count: 64)], dontWait: true)
+        try dealer.setReceiveTimeout(milliseconds: 1_000)
+        #expect(try dealer.receive() == nil)
+        #expect(eventually { authenticator.decisions.refused > refusedBefore })
+        #expect(try db.scalarInt("SELECT count(*) FROM places") == 102)
+    }
+
     @Test func aCommitIsOnEveryReplicaAndAFollowerWritesNothing() throws {
         let cluster = try Cluster()
         let leader = try #require(cluster.leader())

@@ -239,7 +239,7 @@ import TestSupport
     @Test func aReplicatedSectionIsFollowedToItsLeader() throws {
         let file = NSTemporaryDirectory() + "tourbus-config-\(UUID().uuidString).json"
         try Data(#"""
-            {"services": {"catalog": {"bind": ["tcp://*:7101", "tcp://*:7101"], "connect": ["tcp://10.0.0.1:7101", "tcp://10.0.0.2:7101"],
+            {"services": {"catalog": {"bind": ["tcp://*:7101", "tcp://*:7201"], "connect": ["tcp://10.0.0.1:7101", "tcp://10.0.0.2:7101"],
                                       "raft": ["10.0.0.1:7190", "10.0.0.2:7190"], "raft_bind": ["127.0.0.1:7191", "127.0.0.1:7192"]},
                           "social": {"bind": ["tcp://*:7104"]}}}
             """#.utf8).write(to: URL(fileURLWithPath: file))
@@ -252,8 +252,22 @@ import TestSupport
         let flagged = try GatewayConfig.load(
             arguments: ["--peer", "catalog=tcp://h:1,tcp://h:2", "--peer-replicated", "catalog"], environment: [:])
         #expect(flagged.peers["catalog"] == PeerEndpoints(rpc: ["tcp://h:1", "tcp://h:2"], followsLeader: true))
+        #expect(throws: ConfigError("--peer-replicated catalgo: no request endpoints are configured for catalgo (--peer catalgo=EP,EP,EP, or its section)")) {
+            try GatewayConfig.load(arguments: ["--peer", "catalog=tcp://h:1,tcp://h:2", "--peer-replicated", "catalgo"], environment: [:])
+        }
+        #expect(throws: ConfigError("Raft address 'h:7190': without CURVE keys, Raft takes IPv4 addresses only (host names need a secured bus)")) {
+            try ServiceConfig.load(service: "catalog", arguments: ["--raft", "h:7190", "--replica", "1"], environment: [:])
+        }
+        #expect(throws: ConfigError("Raft address '10.0.0.1' is not HOST:PORT")) {
+            try ServiceConfig.load(service: "catalog", arguments: ["--raft", "10.0.0.1", "--replica", "1"], environment: [:])
+        }
+        #expect(throws: ConfigError("a Raft bind address needs the replicas' Raft addresses (--raft, or services.catalog.raft)")) {
+            try ServiceConfig.load(service: "catalog", arguments: ["--raft-bind", "127.0.0.1:7191"], environment: [:])
+        }
         let replica = try ServiceConfig.load(service: "catalog", arguments: ["--config", file, "--replica", "2"], environment: [:])
         #expect(replica.raft == ["10.0.0.1:7190", "10.0.0.2:7190"] && replica.replica == 2 && replica.raftBind == "127.0.0.1:7192")
+        // One bind endpoint per replica: replica 2 binds the second.
+        #expect(replica.bind == ["tcp://*:7201"])
         #expect(throws: ConfigError("--replica 3: there are 2 Raft addresses")) {
             try ServiceConfig.load(service: "catalog", arguments: ["--config", file, "--replica", "3"], environment: [:])
         }

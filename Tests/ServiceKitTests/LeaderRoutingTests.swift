@@ -11,6 +11,8 @@ import Testing
 final class StandInReplicas: Sendable {
     let leader = Locked(0)
     let done = Locked([0, 0, 0])
+    /// The replica whose writes take 1.5 s (0: none).
+    let stalled = Locked(0)
     let servers: [RPCServer<Int>]
 
     init(_ context: ZMQContext) throws {
@@ -18,7 +20,9 @@ final class StandInReplicas: Sendable {
         for replica in 1...3 {
             var table = HandlerTable<Int>()
             let done = self.done
+            let stalled = self.stalled
             table.on("test.write", .write) { (_: Empty, _, number) -> Int in
+                if stalled.value == number { usleep(1_500_000) }
                 done.withLock { $0[number - 1] += 1 }
                 return number
             }
@@ -121,6 +125,25 @@ final class StandInReplicas: Sendable {
         #expect(replicas.done.withLock { $0 } == [0, 0, 0])
     }
 
+    @Test func aLeaderThatAnswersTooLateIsNoLongerTakenForTheLeader() throws {
+        let context = try ZMQContext()
+        let replicas = try StandInReplicas(context)
+        defer { replicas.servers.forEach { $0.stop() } }
+        replicas.leader.withLock { $0 = 1 }
+        let client = try replicas.client(context)
+        defer { client.close() }
+        #expect(try replicas.write(client) == 1)
+        replicas.stalled.withLock { $0 = 1 }
+        #expect(throws: ServiceError.self) { try replicas.write(client, timeoutMilliseconds: 500) }
+        // Replica 2 leads now; the client asks it first, not the one that timed out.
+        replicas.leader.withLock { $0 = 2 }
+        replicas.stalled.withLock { $0 = 0 }
+        #expect(try replicas.write(client) == 2)
+        #expect(eventually { replicas.done.value == [2, 1, 0] })
+        #expect(replicas.servers[0].stats.snapshot().requests == 2)
+    }
+
+    /// A leader whose connection is gone: the client passes it over for a connected replica.
     @Test func aLeaderThatStopsAnsweringIsLeftForTheNextReplica() throws {
         let context = try ZMQContext()
         let replicas = try StandInReplicas(context)

@@ -118,7 +118,7 @@ def start_host(host):
 NOTIFY_FORM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "notify-form.json")
 
 
-def pid_of(host, executable, data_suffix=""):
+def pid_of(host, executable):
     for pid in subprocess.run(["ip", "netns", "pids", NS[host]], capture_output=True, text=True).stdout.split():
         try:
             with open("/proc/%s/comm" % pid) as f:
@@ -330,10 +330,10 @@ targets, public, secret = json.loads(sys.argv[1]), sys.argv[2].encode(), sys.arg
 ctx = zmq.Context()
 out = {}
 for name, kind, endpoint, server in targets:
-    s = ctx.socket(zmq.DEALER if kind == "rpc" else zmq.SUB)
+    s = ctx.socket(zmq.SUB if kind == "pub" else zmq.DEALER)
     s.setsockopt(zmq.LINGER, 0)
     s.curve_publickey, s.curve_secretkey, s.curve_serverkey = public, secret, server.encode()
-    if kind == "rpc":
+    if kind != "pub":
         s.connect(endpoint)
         s.send(json.dumps({"v": 1, "id": "x", "type": "sys.ping", "deadline_ms": 1000, "body": {}}).encode())
     else:
@@ -348,7 +348,7 @@ print(json.dumps(out))
 def bus_targets(curve):
     """(name, rpc|pub, endpoint, server key) of every socket of every service."""
     key = lambda n: curve["keys"][n][0]
-    t = [("catalog", kind, "tcp://%s:%d" % (HOSTS[h], port)) for h in REPLICA_HOSTS for kind, port in (("rpc", 7101), ("pub", 7111))]
+    t = [("catalog", kind, "tcp://%s:%d" % (HOSTS[h], port)) for h in REPLICA_HOSTS for kind, port in (("rpc", 7101), ("pub", 7111), ("raft", RAFT))]
     t += [("social", "rpc", "tcp://%s:7104" % HOSTS["c"]), ("social", "pub", "tcp://%s:7114" % HOSTS["c"]),
           ("search", "rpc", "tcp://%s:7102" % HOSTS["b"]), ("search", "rpc", "tcp://%s:7122" % HOSTS["b"]),
           ("search", "pub", "tcp://%s:7112" % HOSTS["b"]), ("search", "pub", "tcp://%s:7132" % HOSTS["b"]),
@@ -443,9 +443,12 @@ def main():
     with open(WORK + "/keys/operator.key") as f:
         pair = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line and not line.startswith("#"))
     heard = run_as(NS["x"], STRANGER, json.dumps(targets), pair["public"], pair["secret"])
-    # Only the catalog's leader publishes (events and heartbeats); its followers' event sockets are silent.
+    # Only the catalog's leader publishes (events and heartbeats); its followers' event sockets
+    # are silent. The Raft ports admit the catalog's own key alone, not the operator's.
     catalog_pubs = [k for k in heard if k.startswith("catalog pub")]
-    others = [k for k in heard if k not in catalog_pubs]
+    raft_ports = [k for k in heard if k.startswith("catalog raft")]
+    check(raft_ports and not any(heard[k] for k in raft_ports), "the catalog's Raft ports refuse the operator's key too (CURVE, its replicas' key only)")
+    others = [k for k in heard if k not in catalog_pubs and k not in raft_ports]
     check(all(heard[k] for k in others) and sum(heard[k] for k in catalog_pubs) == 1,
           "the same sockets answer a listed key from that namespace (%d of %d; of the catalog's event sockets, the leader's)"
           % (sum(heard.values()), len(heard)))
@@ -546,6 +549,7 @@ def main():
     host_a = next(p for p in reversed(started) if "--only" in p.args and MEMBERS["a"] in p.args)
     host_a.send_signal(signal.SIGTERM)
     host_a.wait(timeout=30)
+    restarts_on_a = restarts_logged("a")  # the wipe takes the log with it
     import shutil
     shutil.rmtree(WORK + "/data-a")
     start_host("a")
@@ -585,13 +589,17 @@ def main():
     missing = [w for w in acked.values() if not found_in_search(checker, w)]
     check(not missing, "search finds every acknowledged write on both replicas (%d missing)" % len(missing))
     check(past == 0, "requests past their deadline over the whole run: %d of %d (errors by code: %s)" % (past, requests, errors or "none"))
-    restarts = []
-    for host in REPLICA_HOSTS:
-        path = "%s/data-%s/restarts.log" % (WORK, host)
-        if os.path.exists(path):
-            with open(path) as f:
-                restarts += [l for l in f.read().splitlines() if "msg=restarted" in l]
+    restarts = restarts_on_a + restarts_logged("a") + restarts_logged("b") + restarts_logged("c")
     check(len(restarts) == 1 and "service=catalog" in restarts[0], "one restart by a supervisor, the killed catalog leader's: %s" % restarts)
+
+
+def restarts_logged(host):
+    """The restarts host's supervisor logged (`DATA/restarts.log`)."""
+    path = "%s/data-%s/restarts.log" % (WORK, host)
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line for line in f.read().splitlines() if "msg=restarted" in line]
 
 
 # --- the catalog's replicas -----------------------------------------------------------------------
