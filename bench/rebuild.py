@@ -35,9 +35,18 @@ def fail(message):
     sys.exit(1)
 
 
+# On a secured bus (bench/replication's curve part): this client's key pair and each server
+# endpoint's public key, all Z85; a DEALER to a listed endpoint is a CURVE client. Helpers run
+# as their own processes read it from TOURBUS_BENCH_CURVE (JSON).
+CURVE = json.loads(os.environ.get("TOURBUS_BENCH_CURVE") or '{"public": null, "secret": null, "servers": {}}')
+
+
 def dealer(ctx, endpoint):
     """A DEALER that queues nothing to a server not yet connected (like RPCClient)."""
     s = ctx.socket(zmq.DEALER)
+    if endpoint in CURVE["servers"]:
+        s.curve_publickey, s.curve_secretkey = CURVE["public"].encode(), CURVE["secret"].encode()
+        s.curve_serverkey = CURVE["servers"][endpoint].encode()
     s.setsockopt(zmq.IMMEDIATE, 1)
     s.setsockopt(zmq.LINGER, 0)
     s.setsockopt(zmq.RECONNECT_IVL, 10)

@@ -7,7 +7,8 @@ the other replicas (not from its clients) acknowledges. Run by bench/replication
 
     python replication.py WORK_DIR SECONDS BIN_DIR CITIES_CSV PLACES [PARTS]
 
-PARTS: a comma-separated choice of tourbus, etcd, dqlite (default all three).
+PARTS: a comma-separated choice of tourbus, curve (the same catalogs on a secured bus), etcd,
+dqlite (default tourbus, etcd, dqlite).
 """
 import glob
 import json
@@ -536,6 +537,75 @@ def tourbus():
     stop_all()
 
 
+def tourbus_curve():
+    """The create rate on a secured bus, where Raft's links go through each replica's CURVE
+    tunnel: the replicated catalog beside one catalog on plain SQLite, the same CURVE on every
+    bus link of both, each behind its gateway on x (the replicated one following the leader
+    among the three), both loaded with the same real places."""
+    log("tourbus on a secured bus: the same catalogs, every bus link CURVE, Raft's links through the replicas' CURVE tunnels")
+    import rebuild
+    names = ["catalog", "social", "gateway", "operator"]
+    out = subprocess.run([BIN + "/tourbus", "keys", "--out", WORK + "/keys"] + names, capture_output=True, text=True, check=True).stdout
+    curve = json.loads(out)["curve"]
+    suite = WORK + "/suite.json"
+    with open(suite, "w") as f:
+        json.dump({"curve": curve}, f)
+    with open(WORK + "/keys/operator.key") as f:
+        pair = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line and not line.startswith("#"))
+    rebuild.CURVE.update(public=pair["public"], secret=pair["secret"])
+    for host in REPLICAS:
+        rebuild.CURVE["servers"][endpoint(host, CATALOG_RPC)] = curve["keys"]["catalog"][0]
+    rebuild.CURVE["servers"][endpoint("a", SINGLE_RPC)] = curve["keys"]["catalog"][0]
+    rebuild.CURVE["servers"][endpoint("x", SOCIAL_RPC)] = curve["keys"]["social"][0]
+    os.environ["TOURBUS_BENCH_CURVE"] = json.dumps(rebuild.CURVE)  # for goals.py load
+
+    def secured(name):
+        return ["--config", suite, "--curve-key", "%s/keys/%s.key" % (WORK, name)]
+    ctx = zmq.Context()
+    raft = ",".join("%s:%d" % (HOSTS[h], RAFT_PORT) for h in REPLICAS)
+    for index, host in enumerate(REPLICAS, 1):
+        start_service(host, "catalog", secured("catalog") + ["--data-dir", "%s/curve-%s" % (WORK, host), "--bind", endpoint(host, CATALOG_RPC),
+                                                              "--publish", endpoint(host, CATALOG_PUB), "--raft", raft, "--replica", str(index)],
+                      "curve-catalog-%s" % host, ready_wait=False)
+    for host in REPLICAS:
+        await_ready(host, "catalog", "curve-catalog-" + host)
+    start_service("a", "catalog", secured("catalog") + ["--data-dir", WORK + "/curve-single", "--bind", endpoint("a", SINGLE_RPC),
+                                                         "--publish", endpoint("a", SINGLE_PUB)], "curve-catalog-single")
+    start_service("x", "social", secured("social") + ["--data-dir", WORK + "/curve-social", "--bind", endpoint("x", SOCIAL_RPC),
+                                                       "--publish", endpoint("x", SOCIAL_PUB), "--peer", "catalog=" + endpoint("a", SINGLE_RPC),
+                                                       "--peer-pub", "catalog=" + endpoint("a", SINGLE_PUB)], "curve-social")
+    reply = Client(ctx, endpoint("x", SOCIAL_RPC), "a").call(
+        "admin.create", {"username": ADMIN[0], "email": "bench@example.org", "name": "Bench", "password": ADMIN[1]}, 10000)
+    if not reply or not reply.get("ok"):
+        raise RuntimeError("admin.create: %s" % reply)
+    leader = catalog_leader(ctx)
+    if not leader:
+        raise RuntimeError("no catalog replica became the leader in 30 s")
+    replicas = ",".join(endpoint(h, CATALOG_RPC) for h in REPLICAS)
+    gateways = {"single": 7700, "replicated": 7701}
+    for name, port, peer in (("single", 7700, ["--peer", "catalog=" + endpoint("a", SINGLE_RPC)]),
+                             ("replicated", 7701, ["--peer", "catalog=" + replicas, "--peer-replicated", "catalog"])):
+        start_service("x", "gateway", secured("gateway") + ["--listen", "%s:%d" % (HOSTS["x"], port), "--peer", "social=" + endpoint("x", SOCIAL_RPC),
+                                                             "--logins-per-minute-per-address", "100000"] + peer, "curve-gateway-" + name)
+    for name, rpc in (("single", endpoint("a", SINGLE_RPC)), ("replicated", endpoint(leader, CATALOG_RPC))):
+        created, seconds = load_places(rpc, PLACES)
+        log("  %s: %d real places loaded straight into the catalog, 512 in flight: %.0f/s" % (name, created, created / seconds))
+    creates = max(2000, SECONDS * 1000)
+    for name, port in gateways.items():
+        if not wait(lambda: '"id"' in redis_cli(port, "catalog.create", "name", "Bench cafe", "category", "cafe", "lat", "48.85", "lon", "2.35"), 10, 0.5):
+            raise RuntimeError("catalog.create through the %s gateway failed" % name)
+    figures = {}
+    for _ in range(2):
+        for name, port in gateways.items():
+            figures.setdefault(name, []).append(
+                redis_benchmark(port, 50, creates, "catalog.create", "name", "Bench cafe", "category", "cafe", "lat", "48.85", "lon", "2.35"))
+    best = {name: max(figures[name]) for name in gateways}
+    log("  catalog.create, 50 connections, through the gateway, every link CURVE: replicated %.0f/s (p50 %.3f ms, p99 %.3f ms), "
+        "one host %.0f/s (p50 %.3f ms): %.2f" % (best["replicated"][0], best["replicated"][1], best["replicated"][2], best["single"][0],
+                                                 best["single"][1], best["replicated"][0] / best["single"][0]))
+    stop_all()
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     log("replication: replicas on a %s, b %s, c %s; clients on x %s; %d s per load"
@@ -543,6 +613,8 @@ def main():
     build_network()
     if "tourbus" in PARTS:
         tourbus()
+    if "curve" in PARTS:
+        tourbus_curve()
     if "etcd" in PARTS:
         etcd()
     if "dqlite" in PARTS:

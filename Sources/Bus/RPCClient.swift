@@ -57,8 +57,8 @@ public struct Reply: Sendable {
 /// Following a leader: a request goes to the replica last known to lead. A replica that does
 /// not lead refuses it before doing anything (`ServiceError.leader` names the leader), so it
 /// is sent again there, or, while no leader is known, to the next replica after a pause, until
-/// its deadline. A replica that times out or loses its connection is no longer taken for the
-/// leader; the request that found it so fails as it did (it may have been done).
+/// its deadline. A replica that times out or loses its connection is passed over for a while,
+/// hints naming it included; the request that found it so fails as it did (it may have been done).
 public final class RPCClient: Sendable {
     /// The endpoints this client connects to.
     public let endpoints: [String]
@@ -66,6 +66,8 @@ public final class RPCClient: Sendable {
     private let links: [Link]
     /// The link to the replica taken for the leader.
     private let leaderGuess = Atomic<Int>(0)
+    /// How long a link that failed a request is passed over (`Link.shunnedUntil`).
+    static let shunNanoseconds: UInt64 = 3_000_000_000
 
     /// A completion handler; it runs on a socket thread of the client, so it must be quick.
     public typealias Completion = @Sendable (Result<Reply, ServiceError>) -> Void
@@ -140,14 +142,22 @@ public final class RPCClient: Sendable {
         var completion: Completion
     }
 
-    /// The replica taken for the leader, or the next one connected when it is not.
+    /// The replica taken for the leader, or the next one that is usable when it is not.
     private func pickLink() -> Int {
         let guess = leaderGuess.load(ordering: .relaxed)
-        guard links[guess].connectedServers == 0 else { return guess }
-        for step in 1..<links.count where links[(guess + step) % links.count].connectedServers > 0 {
-            return (guess + step) % links.count
-        }
+        for step in 0..<links.count where usable((guess + step) % links.count) { return (guess + step) % links.count }
         return guess
+    }
+
+    /// The first usable link after `index` (round the ring), or the one right after it when none is.
+    private func nextUsable(after index: Int) -> Int {
+        for step in 1...links.count where usable((index + step) % links.count) { return (index + step) % links.count }
+        return (index + 1) % links.count
+    }
+
+    /// Whether a link is connected and not passed over for a recent failure.
+    private func usable(_ index: Int) -> Bool {
+        links[index].connectedServers > 0 && links[index].shunnedUntil.load(ordering: .relaxed) <= monotonicNanos()
     }
 
     private func sendToLeader(_ request: Routed, to index: Int, hops: Int) {
@@ -162,20 +172,23 @@ public final class RPCClient: Sendable {
             [weak self] result in
             guard case .failure(let error) = result, let self else { return request.completion(result) }
             guard let leader = error.leader else {
-                // It may have been done: no second try. A replica that did not answer in time is
-                // no longer taken for the leader (one that dropped its connection is passed over
-                // while it has none, `pickLink`; other errors are the leader's own answers).
-                if error.code == .deadlineExceeded {
+                // It may have been done: no second try. A replica that did not answer in time or
+                // lost its connection is passed over for a while, and no longer taken for the
+                // leader (other errors are the leader's own answers).
+                if error.code == .deadlineExceeded || error.message.hasPrefix(Link.connectionLost) {
+                    links[index].shunnedUntil.store(monotonicNanos() + Self.shunNanoseconds, ordering: .relaxed)
                     _ = leaderGuess.compareExchange(expected: index, desired: (index + 1) % links.count, ordering: .relaxed)
                 }
                 return request.completion(.failure(error))
             }
             // Refused by a replica that does not lead: nothing was done, so it goes again, at
             // once to a leader named elsewhere, after a pause while none is known (or after
-            // a few hops, so stale hints cannot bounce it around).
+            // a few hops, so stale hints cannot bounce it around). A leader named that just
+            // failed this client is not believed: the others have yet to elect its successor.
             // A leader naming itself has not yet caught up with its term: it is asked again.
-            let next = links.indices.contains(leader - 1) ? leader - 1 : (index + 1) % links.count
-            let named = next != index
+            let hinted = links.indices.contains(leader - 1) && (leader - 1 == index || usable(leader - 1))
+            let next = hinted ? leader - 1 : nextUsable(after: index)
+            let named = hinted && next != index
             if named { leaderGuess.store(next, ordering: .relaxed) }
             if named && hops < links.count {
                 sendToLeader(request, to: next, hops: hops + 1)
@@ -233,6 +246,12 @@ public final class RPCClient: Sendable {
 extension RPCClient {
     /// One DEALER socket, its thread and its requests, connected to one or more endpoints.
     final class Link: Sendable {
+        /// How the error of a request whose connection dropped begins.
+        static let connectionLost = "lost the connection to"
+        /// Until when (`monotonicNanos`) a leader-following client passes this link over: it did
+        /// not answer in time or lost its connection, so its host may be gone, though a
+        /// follower's hint may name it until the others elect a new leader.
+        let shunnedUntil = Atomic<UInt64>(0)
         let options: RPCClientOptions
         private let idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
         private let counter = Atomic<Int>(0)
@@ -443,7 +462,7 @@ extension RPCClient {
                             // Whatever was sent is lost with the connection: say so now, not at the deadline.
                             let waiting = Set(unsent)
                             let lost = pending.keys.filter { !waiting.contains($0) }
-                            for id in lost { finish(id, .failure(ServiceError(.unavailable, "lost the connection to \(endpoint)"))) }
+                            for id in lost { finish(id, .failure(ServiceError(.unavailable, "\(Link.connectionLost) \(endpoint)"))) }
                         }
                     default:
                         break

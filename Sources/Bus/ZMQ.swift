@@ -245,16 +245,16 @@ public final class Socket {
     /// How long a new connection may take to finish its handshake (the greeting and, on a
     /// CURVE server, its key's check) before it is dropped; libzmq's default is 30 s, which
     /// lets idle strangers hold a server's files.
-    /// Never dials again once a connection ends (or its first attempt fails): for a link whose
-    /// stream must not resume on a new connection.
-    public func disableReconnect() throws(ZMQError) { try setOption(ZMQ_RECONNECT_IVL, Int32(-1), "ZMQ_RECONNECT_IVL") }
-
     public func setHandshakeInterval(milliseconds: Int32) throws(ZMQError) { try setOption(ZMQ_HANDSHAKE_IVL, milliseconds, "ZMQ_HANDSHAKE_IVL") }
     /// The handshake interval of Tourbus's server sockets: seconds of round trips to spare on a slow link.
     public static let serverHandshakeMilliseconds: Int32 = 5_000
     /// The largest inbound message libzmq accepts; a larger one drops the connection.
     public func setMaxMessageSize(_ bytes: Int64) throws(ZMQError) { try setOption(ZMQ_MAXMSGSIZE, bytes, "ZMQ_MAXMSGSIZE") }
     /// Queue messages only to completed connections, so sends fail fast when no peer is there.
+    /// Never dials again once a connection ends (or its first attempt fails): for a link whose
+    /// stream must not resume on a new connection.
+    public func disableReconnect() throws(ZMQError) { try setOption(ZMQ_RECONNECT_IVL, Int32(-1), "ZMQ_RECONNECT_IVL") }
+
     public func setImmediate(_ on: Bool) throws(ZMQError) { try setOption(ZMQ_IMMEDIATE, on ? Int32(1) : Int32(0), "ZMQ_IMMEDIATE") }
     /// Makes blocking receives give up after this long (-1 waits forever).
     public func setReceiveTimeout(milliseconds: Int32) throws(ZMQError) { try setOption(ZMQ_RCVTIMEO, milliseconds, "ZMQ_RCVTIMEO") }
@@ -338,6 +338,8 @@ public struct Poller {
         case descriptor(Int32)
         /// A descriptor to write to, ready once it takes bytes (or has failed).
         case descriptorOutput(Int32)
+        /// A socket to send on, ready once its queue has room.
+        case socketOutput(Socket)
     }
 
     private var items: [zmq_pollitem_t]
@@ -350,9 +352,15 @@ public struct Poller {
             case .socket(let s): zmq_pollitem_t(socket: s.handle, fd: -1, events: Int16(ZMQ_POLLIN), revents: 0)
             case .descriptor(let fd): zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0)
             case .descriptorOutput(let fd): zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLOUT), revents: 0)
+            case .socketOutput(let s): zmq_pollitem_t(socket: s.handle, fd: -1, events: Int16(ZMQ_POLLOUT), revents: 0)
             }
         }
-        self.sockets = items.map { if case .socket(let s) = $0 { s } else { nil } }
+        self.sockets = items.map { item in
+            switch item {
+            case .socket(let s), .socketOutput(let s): s
+            default: nil
+            }
+        }
     }
 
     /// Waits up to `timeoutMilliseconds` (-1 forever) and returns, per item, whether it is

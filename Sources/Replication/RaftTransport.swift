@@ -56,6 +56,12 @@ final class NoDelayTransport {
             transport.accept = accept
             return transport.inner.pointee.listen(transport.inner) { inner, id, address, stream in
                 let transport = NoDelayTransport.of(inner)
+                // Behind a tunnel, only the tunnel, in this process, reaches the listener: a
+                // connection from another local process is closed unheard.
+                if transport.dial != nil, let stream, !NoDelayTransport.isOwn(stream) {
+                    stream.withMemoryRebound(to: uv_handle_t.self, capacity: 1) { handle in uv_close(handle) { raft_free($0) } }
+                    return
+                }
                 NoDelayTransport.noDelay(stream)
                 transport.accept?(transport.outer, id, address, stream)
             }
@@ -109,6 +115,13 @@ final class NoDelayTransport {
     private static func of(_ transport: UnsafeMutablePointer<raft_uv_transport>?) -> NoDelayTransport {
         let me = (UnsafeMutableRawPointer(transport!) + MemoryLayout<raft_uv_transport>.stride).load(as: UnsafeMutableRawPointer.self)
         return Unmanaged<NoDelayTransport>.fromOpaque(me).takeUnretainedValue()
+    }
+
+    /// Whether the process at the other end of `stream` is this one.
+    private static func isOwn(_ stream: UnsafeMutablePointer<uv_stream_t>) -> Bool {
+        var descriptor: uv_os_fd_t = -1
+        let handle = UnsafeMutableRawPointer(stream).assumingMemoryBound(to: uv_handle_t.self)
+        return uv_fileno(handle, &descriptor) == 0 && LoopbackTCP.isOwn(descriptor)
     }
 
     /// Nagle off, and a link to a host that went away ends within seconds: libraft keeps a

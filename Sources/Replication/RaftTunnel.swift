@@ -19,12 +19,20 @@ import Foundation
 ///   client pinning the same key, connected to that replica's address (a host name is
 ///   resolved by libzmq: libraft 0.15 takes only IPv4 literals).
 ///
+/// Loopback is shared with every process of the host, so both ends take a connection only
+/// when the process at its other end is this one (`LoopbackTCP.isOwn`): another local user
+/// can neither speak for a replica at an entrance nor reach libraft's listener, and a port
+/// taken from under libraft is not followed.
+///
 /// A link is never reconnected under a stream (bytes would be lost in between): a DEALER whose
 /// link drops, is refused or does not complete its handshake within 5 s ends its TCP
-/// connection, and libraft dials again. A connection's end travels as an empty frame; an
-/// inbound one that carries nothing for 10 s ends (the ROUTER cannot see a client vanish,
-/// and Raft's heartbeats cross every 100 ms while a leader lives). A peer that cannot take
-/// more (its send queue full) loses the connection rather than the process its memory.
+/// connection, and libraft dials again. Frames: one non-empty frame is data, one empty frame
+/// ends the connection (either way), two empty frames are a DEALER's keepalive (every 2 s; an
+/// inbound link heard from for 10 s neither way ends, as its peer is gone). A connection that
+/// ended is never opened again by a late frame: its identity is remembered and answered with
+/// an end. Memory is bounded by back-pressure: a DEALER queues at most 64 messages of 64 KiB,
+/// and libraft's socket is read only while it has room; the ROUTER is read only while no
+/// inbound connection holds more than 1 MiB for libraft.
 public final class RaftTunnel: Sendable {
     /// The ZAP domain of the replication port, whose admitted keys are the service's own.
     public static let zapDomain = "tourbus-raft"
@@ -55,8 +63,7 @@ public final class RaftTunnel: Sendable {
         do {
             router = try Socket(context, .router)
             try router.setRouterMandatory(true)
-            try router.setSendHighWaterMark(RaftTunnel.queuedMessages)
-            try router.setReceiveHighWaterMark(RaftTunnel.queuedMessages)
+            try RaftTunnel.bound(router)
             try router.setCurveServer(secretKey: keys.secretKey, domain: RaftTunnel.zapDomain)
             try router.bind("tcp://" + listen)
         } catch {
@@ -80,12 +87,59 @@ public final class RaftTunnel: Sendable {
         thread.join()
     }
 
-    /// Messages a link may queue each way before its connection is ended.
-    static let queuedMessages: Int32 = 10_000
+    /// The limits every tunnel socket has: queues, the largest message, and 5 s for a handshake
+    /// (an unauthenticated connection holds a descriptor no longer).
+    static func bound(_ socket: Socket) throws(ZMQError) {
+        try socket.setSendHighWaterMark(queuedMessages)
+        try socket.setReceiveHighWaterMark(queuedMessages)
+        try socket.setMaxMessageSize(Int64(chunk + 1_024))
+        try socket.setHandshakeInterval(milliseconds: 5_000)
+    }
+
+    /// Messages a link queues each way: back-pressure reaches libraft beyond them.
+    static let queuedMessages: Int32 = 64
     /// Bytes read from TCP at once (one message).
     static let chunk = 64 << 10
-    /// Bytes waiting to be written to one TCP connection before it is ended.
-    static let maxPendingBytes = 64 << 20
+    /// Bytes waiting for libraft on one inbound connection before the ROUTER is read no more.
+    static let pausingBytes = 1 << 20
+    /// Connections libraft may hold open to one peer (it needs one; a reconnect briefly two).
+    static let linksPerPeer = 4
+    /// Inbound connections at once, from every peer.
+    static let inboundLinks = 16
+    /// A DEALER's keepalive interval, and how long an inbound link may go unheard.
+    static let keepaliveNanoseconds: UInt64 = 2_000_000_000
+    static let silenceNanoseconds: UInt64 = 10_000_000_000
+}
+
+/// Bytes waiting for a non-blocking descriptor, written from the front without copying the rest.
+struct PendingBytes {
+    private var chunks: [Data] = []
+    private var offset = 0
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ data: Data) {
+        chunks.append(data)
+        count += data.count
+    }
+
+    /// Writes what `fd` takes; false on an error (its end included).
+    mutating func flush(to fd: Int32) -> Bool {
+        while let first = chunks.first {
+            let written = first.withUnsafeBytes { bytes in
+                send(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if written < 0 { return errno == EAGAIN || errno == EINTR }
+            offset += written
+            count -= written
+            if offset == first.count {
+                chunks.removeFirst()
+                offset = 0
+            }
+        }
+        return true
+    }
 }
 
 /// The tunnel's thread and everything it alone touches.
@@ -95,14 +149,18 @@ private final class TunnelLoop: @unchecked Sendable {
         let fd: Int32
         let dealer: Socket
         let monitor: Socket
-        var toTCP = Data()
+        /// Bytes from the peer, for libraft.
+        var toTCP = PendingBytes()
+        /// A chunk from libraft the DEALER had no room for yet.
+        var toZMQ: Data?
         var linked = false
         let opened: UInt64
+        var lastSent: UInt64
     }
     struct Inbound {
         let fd: Int32
         var connected = false
-        var toTCP = Data()
+        var toTCP = PendingBytes()
         var lastHeard: UInt64
     }
 
@@ -115,6 +173,10 @@ private final class TunnelLoop: @unchecked Sendable {
     let logger: Logger
     var outbound: [Outbound] = []
     var inbound: [Data: Inbound] = [:]
+    /// Identities whose connection ended, newest last (a bounded memory: the ROUTER never
+    /// gives an identity twice).
+    var ended: [Data] = []
+    var endedSet = Set<Data>()
     var monitors = 0
 
     init(context: ZMQContext, router: Socket, listeners: [(UInt64, Int32)], peers: [UInt64: String], inside: String, keys: CurveKeyPair, logger: Logger) {
@@ -135,16 +197,22 @@ private final class TunnelLoop: @unchecked Sendable {
         }
         while !stopping.isSet {
             // What to wait on, and what each item stands for.
-            var items: [Poller.Item] = [.socket(router)]
             enum Role {
                 case router
                 case listener(Int)
                 case dealer(Int)
+                case dealerRoom(Int)
                 case monitor(Int)
                 case outboundTCP(Int)
                 case inboundTCP(Data)
             }
-            var roles: [Role] = [.router]
+            var items: [Poller.Item] = []
+            var roles: [Role] = []
+            // The ROUTER is read only while libraft keeps up with what came before.
+            if inbound.values.allSatisfy({ $0.toTCP.count < RaftTunnel.pausingBytes }) {
+                items.append(.socket(router))
+                roles.append(.router)
+            }
             for (index, listener) in listeners.enumerated() {
                 items.append(.descriptor(listener.1))
                 roles.append(.listener(index))
@@ -155,11 +223,17 @@ private final class TunnelLoop: @unchecked Sendable {
                 if link.toTCP.isEmpty {
                     items.append(.socket(link.dealer))
                     roles.append(.dealer(index))
-                    items.append(.descriptor(link.fd))
+                    if link.toZMQ == nil {
+                        items.append(.descriptor(link.fd))
+                        roles.append(.outboundTCP(index))
+                    } else {
+                        items.append(.socketOutput(link.dealer))
+                        roles.append(.dealerRoom(index))
+                    }
                 } else {
                     items.append(.descriptorOutput(link.fd))
+                    roles.append(.outboundTCP(index))
                 }
-                roles.append(.outboundTCP(index))
             }
             for (id, link) in inbound {
                 items.append(link.connected && link.toTCP.isEmpty ? .descriptor(link.fd) : .descriptorOutput(link.fd))
@@ -167,7 +241,7 @@ private final class TunnelLoop: @unchecked Sendable {
             }
             var poller = Poller(items)
             guard let ready = try? poller.poll(timeoutMilliseconds: 100) else { continue }
-            // Outbound links may close while these are handled: by peer and fd, not index.
+            // Outbound links may close while these are handled: by fd, not index.
             var closing = Set<Int32>()
             for (role, isReady) in zip(roles, ready) where isReady {
                 switch role {
@@ -175,15 +249,19 @@ private final class TunnelLoop: @unchecked Sendable {
                 case .listener(let index): accept(listeners[index])
                 case .monitor(let index): if !readMonitor(index) { closing.insert(outbound[index].fd) }
                 case .dealer(let index): if !readDealer(index) { closing.insert(outbound[index].fd) }
+                case .dealerRoom(let index): if !sendPending(index) { closing.insert(outbound[index].fd) }
                 case .outboundTCP(let index): if !pumpOutboundTCP(index) { closing.insert(outbound[index].fd) }
                 case .inboundTCP(let id): pumpInboundTCP(id)
                 }
             }
             let now = monotonicNanos()
+            for index in outbound.indices where outbound[index].linked && now - outbound[index].lastSent > RaftTunnel.keepaliveNanoseconds {
+                if (try? outbound[index].dealer.send([Data(), Data()], dontWait: true)) == true { outbound[index].lastSent = now }
+            }
             for (index, link) in outbound.enumerated().reversed() {
                 if closing.contains(link.fd) || (!link.linked && now - link.opened > 5_000_000_000) { closeOutbound(index) }
             }
-            for (id, link) in inbound where now - link.lastHeard > 10_000_000_000 { closeInbound(id, tell: true) }
+            for (id, link) in inbound where now - link.lastHeard > RaftTunnel.silenceNanoseconds { closeInbound(id, tell: true) }
         }
     }
 
@@ -193,7 +271,8 @@ private final class TunnelLoop: @unchecked Sendable {
         let fd = Glibc.accept(listener.1, nil, nil)
         guard fd >= 0 else { return }
         guard let address = peers[listener.0], fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0,
-            fcntl(fd, F_SETFD, FD_CLOEXEC) == 0
+            fcntl(fd, F_SETFD, FD_CLOEXEC) == 0, LoopbackTCP.isOwn(fd),
+            outbound.filter({ $0.peer == listener.0 }).count < RaftTunnel.linksPerPeer
         else {
             close(fd)
             return
@@ -201,8 +280,7 @@ private final class TunnelLoop: @unchecked Sendable {
         do {
             let dealer = try Socket(context, .dealer)
             try dealer.disableReconnect()
-            try dealer.setSendHighWaterMark(RaftTunnel.queuedMessages)
-            try dealer.setReceiveHighWaterMark(RaftTunnel.queuedMessages)
+            try RaftTunnel.bound(dealer)
             try dealer.watchForDeadLinks()
             try dealer.setCurveClient(publicKey: keys.publicKey, secretKey: keys.secretKey, serverKey: keys.publicKey)
             monitors += 1
@@ -211,7 +289,8 @@ private final class TunnelLoop: @unchecked Sendable {
             let monitor = try Socket(context, .pair)
             try monitor.connect(endpoint)
             try dealer.connect("tcp://" + address)
-            outbound.append(Outbound(peer: listener.0, fd: fd, dealer: dealer, monitor: monitor, opened: monotonicNanos()))
+            let now = monotonicNanos()
+            outbound.append(Outbound(peer: listener.0, fd: fd, dealer: dealer, monitor: monitor, opened: now, lastSent: now))
         } catch {
             logger.warn("could not open a Raft link", ["peer": listener.0, "error": error])
             close(fd)
@@ -230,27 +309,40 @@ private final class TunnelLoop: @unchecked Sendable {
         return true
     }
 
+    /// Bytes from the peer for libraft; false when the link ended (an end frame, or libraft's socket).
     func readDealer(_ index: Int) -> Bool {
         for _ in 0..<64 {
             guard let frames = try? outbound[index].dealer.receive(dontWait: true) else { return true }
-            guard let data = frames.first, !data.isEmpty else { return false }
+            guard frames.count == 1, let data = frames.first, !data.isEmpty else { return false }
             outbound[index].toTCP.append(data)
-            guard flush(outbound[index].fd, &outbound[index].toTCP) else { return false }
+            guard outbound[index].toTCP.flush(to: outbound[index].fd) else { return false }
             if !outbound[index].toTCP.isEmpty { return true }
         }
         return true
     }
 
+    /// The chunk the DEALER had no room for, sent now; false on a failure.
+    func sendPending(_ index: Int) -> Bool {
+        guard let data = outbound[index].toZMQ else { return true }
+        guard let sent = try? outbound[index].dealer.send([data], dontWait: true) else { return false }
+        if sent {
+            outbound[index].toZMQ = nil
+            outbound[index].lastSent = monotonicNanos()
+        }
+        return true
+    }
+
     func pumpOutboundTCP(_ index: Int) -> Bool {
-        if !outbound[index].toTCP.isEmpty { return flush(outbound[index].fd, &outbound[index].toTCP) }
+        if !outbound[index].toTCP.isEmpty { return outbound[index].toTCP.flush(to: outbound[index].fd) }
         guard let data = readChunk(outbound[index].fd) else {
             // libraft closed it: the other end is told (an empty frame), then the link goes.
             _ = try? outbound[index].dealer.send([Data()], dontWait: true)
             try? outbound[index].dealer.setLinger(milliseconds: 1_000)
             return false
         }
-        // Refused (its queue is full) or failed: the connection ends, libraft dials again.
-        return data.isEmpty || (try? outbound[index].dealer.send([data], dontWait: true)) == true
+        guard !data.isEmpty else { return true }
+        outbound[index].toZMQ = data
+        return sendPending(index)
     }
 
     func closeOutbound(_ index: Int) {
@@ -264,19 +356,32 @@ private final class TunnelLoop: @unchecked Sendable {
     func readRouter() {
         for _ in 0..<256 {
             guard let frames = try? router.receive(dontWait: true) else { return }
-            guard frames.count == 2 else { continue }
+            guard frames.count >= 2 else { continue }
             let id = frames[0]
+            if endedSet.contains(id) {
+                // A late frame of a connection that ended: never a new one mid-stream.
+                if frames.count == 2 && !frames[1].isEmpty { _ = try? router.send([id, Data()], dontWait: true) }
+                continue
+            }
+            let keepalive = frames.count == 3 && frames[1].isEmpty && frames[2].isEmpty
+            guard frames.count == 2 || keepalive else { continue }
             if inbound[id] == nil {
-                guard !frames[1].isEmpty, let fd = LoopbackTCP.connect(port: insidePort) else { continue }
+                guard !keepalive, !frames[1].isEmpty, inbound.count < RaftTunnel.inboundLinks, let fd = LoopbackTCP.connect(port: insidePort) else {
+                    remember(id)
+                    if !frames[1].isEmpty { _ = try? router.send([id, Data()], dontWait: true) }
+                    continue
+                }
                 inbound[id] = Inbound(fd: fd, lastHeard: monotonicNanos())
             }
+            inbound[id]?.lastHeard = monotonicNanos()
+            if keepalive { continue }
             guard !frames[1].isEmpty else {
+                // Its end: what it sent before goes to libraft first, as far as it takes it.
+                if var link = inbound[id], link.connected { _ = link.toTCP.flush(to: link.fd) }
                 closeInbound(id, tell: false)
                 continue
             }
-            inbound[id]?.lastHeard = monotonicNanos()
             inbound[id]?.toTCP.append(frames[1])
-            if (inbound[id]?.toTCP.count ?? 0) > RaftTunnel.maxPendingBytes { closeInbound(id, tell: true) }
         }
     }
 
@@ -285,27 +390,37 @@ private final class TunnelLoop: @unchecked Sendable {
         if !link.connected {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
-            guard getsockopt(link.fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 else { return closeInbound(id, tell: true) }
+            // Connected, and to this process's own libraft (not a port taken from under it).
+            guard getsockopt(link.fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0, LoopbackTCP.isOwn(link.fd) else {
+                return closeInbound(id, tell: true)
+            }
             link.connected = true
         }
         if !link.toTCP.isEmpty {
-            let ok = flush(link.fd, &link.toTCP)
+            let ok = link.toTCP.flush(to: link.fd)
             inbound[id] = link
             if !ok { closeInbound(id, tell: true) }
             return
         }
         inbound[id] = link
+        // libraft writes nothing on a connection it accepted: readable means its end.
         guard let data = readChunk(link.fd) else { return closeInbound(id, tell: true) }
         guard !data.isEmpty else { return }
         guard (try? router.send([id, data], dontWait: true)) == true else { return closeInbound(id, tell: false) }
-        inbound[id]?.lastHeard = monotonicNanos()
     }
 
     /// Ends an inbound connection; `tell`: the replica at the other end is told to end its side.
     func closeInbound(_ id: Data, tell: Bool) {
         guard let link = inbound.removeValue(forKey: id) else { return }
         close(link.fd)
+        remember(id)
         if tell { _ = try? router.send([id, Data()], dontWait: true) }
+    }
+
+    func remember(_ id: Data) {
+        guard endedSet.insert(id).inserted else { return }
+        ended.append(id)
+        if ended.count > 4_096 { endedSet.remove(ended.removeFirst()) }
     }
 
     // MARK: bytes
@@ -317,19 +432,6 @@ private final class TunnelLoop: @unchecked Sendable {
         if count < 0 && (errno == EAGAIN || errno == EINTR) { return Data() }
         guard count > 0 else { return nil }
         return Data(buffer[0..<count])
-    }
-
-    /// Writes what it can of `pending` to `fd`; false on an error, or past the limit.
-    func flush(_ fd: Int32, _ pending: inout Data) -> Bool {
-        while !pending.isEmpty {
-            let written = pending.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EAGAIN || errno == EINTR { return pending.count <= RaftTunnel.maxPendingBytes }
-                return false
-            }
-            pending.removeFirst(written)
-        }
-        return true
     }
 }
 
@@ -349,6 +451,47 @@ enum LoopbackTCP {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
         return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether the process at the other end of loopback connection `fd` is this one: the socket
+    /// whose address is `fd`'s peer and whose peer is `fd` (`/proc/net/tcp`) is among this
+    /// process's descriptors (`/proc/self/fd`).
+    static func isOwn(_ fd: Int32) -> Bool {
+        func port(_ get: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> UInt16? {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let ok = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { get(fd, $0, &length) } }
+            return ok == 0 && address.sin_addr.s_addr == UInt32(0x7f00_0001).bigEndian ? UInt16(bigEndian: address.sin_port) : nil
+        }
+        guard let local = port({ getsockname($0, $1, $2) }), let peer = port({ getpeername($0, $1, $2) }),
+            let table = procFile("/proc/net/tcp")
+        else { return false }
+        let mine = "0100007F:" + String(format: "%04X", local)
+        let theirs = "0100007F:" + String(format: "%04X", peer)
+        var inode: Substring?
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            if fields.count > 9 && fields[1] == theirs && fields[2] == mine { inode = fields[9] }
+        }
+        guard let inode, inode != "0", let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return false }
+        let target = "socket:[\(inode)]"
+        return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == target }
+    }
+
+    /// A file of /proc, read to its end (its size says 0, so Foundation would read nothing).
+    private static func procFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        // A host's table is a few MB at most; past 64 MiB it is not read.
+        while bytes.count < 64 << 20 {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A port free on 127.0.0.1 now (the kernel's pick for a listener closed at once).

@@ -114,6 +114,35 @@ struct ReplicatedDatabaseTests {
         #expect(try dealer.receive() == nil)
         #expect(eventually { authenticator.decisions.refused > refusedBefore })
         #expect(try db.scalarInt("SELECT count(*) FROM places") == 102)
+
+        // Another local process is hung up on, at an entrance and at libraft's own listener (past
+        // a well-formed libraft handshake: protocol 1, server 2, its address): it can neither
+        // speak for this replica nor reach libraft past the tunnel.
+        let tunnel = try #require(cluster.secured[leaderID]).tunnel
+        let peer = try #require(cluster.servers.first { $0.id != leaderID }).id
+        for address in [try #require(tunnel.entrance(for: peer)), tunnel.inside] {
+            let port = try #require(address.split(separator: ":").last.map(String.init))
+            let run = try BoundedRun(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    """
+                    import socket, struct, sys, time
+                    s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+                    s.settimeout(5)
+                    began = time.time()
+                    s.sendall(struct.pack('<QQQ', 1, 2, 16) + b'127.0.0.1:1'.ljust(16, b'\\0'))
+                    try:
+                        closed = s.recv(1) == b''
+                    except ConnectionResetError:
+                        closed = True
+                    print(closed, time.time() - began < 4)
+                    """, port,
+                ],
+                timeout: 20)
+            #expect(run.output.trimmingCharacters(in: .whitespacesAndNewlines) == "True True", "\(address): \(run.digest)")
+        }
+        #expect(try db.scalarInt("SELECT count(*) FROM places") == 102)
     }
 
     @Test func aCommitIsOnEveryReplicaAndAFollowerWritesNothing() throws {

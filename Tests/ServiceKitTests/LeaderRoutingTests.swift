@@ -11,7 +11,7 @@ import Testing
 final class StandInReplicas: Sendable {
     let leader = Locked(0)
     let done = Locked([0, 0, 0])
-    /// The replica whose writes take 1.5 s (0: none).
+    /// The replica whose writes take 2.5 s (0: none).
     let stalled = Locked(0)
     let servers: [RPCServer<Int>]
 
@@ -22,7 +22,7 @@ final class StandInReplicas: Sendable {
             let done = self.done
             let stalled = self.stalled
             table.on("test.write", .write) { (_: Empty, _, number) -> Int in
-                if stalled.value == number { usleep(1_500_000) }
+                if stalled.value == number { usleep(2_500_000) }
                 done.withLock { $0[number - 1] += 1 }
                 return number
             }
@@ -135,10 +135,12 @@ final class StandInReplicas: Sendable {
         #expect(try replicas.write(client) == 1)
         replicas.stalled.withLock { $0 = 1 }
         #expect(throws: ServiceError.self) { try replicas.write(client, timeoutMilliseconds: 500) }
-        // Replica 2 leads now; the client asks it first, not the one that timed out.
-        replicas.leader.withLock { $0 = 2 }
-        replicas.stalled.withLock { $0 = 0 }
+        // The others still name replica 1 for a while (they have not yet elected another): the
+        // client does not go back to the one that just failed it, and waits for the election.
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { replicas.leader.withLock { $0 = 2 } }
         #expect(try replicas.write(client) == 2)
+        replicas.stalled.withLock { $0 = 0 }
+        // Replica 1 was asked twice: the write that took, the one that answered too late.
         #expect(eventually { replicas.done.value == [2, 1, 0] })
         #expect(replicas.servers[0].stats.snapshot().requests == 2)
     }

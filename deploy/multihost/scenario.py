@@ -479,7 +479,9 @@ def main():
     restarted = wait(lambda: pid_of(host, "tourbus-catalog") not in (None, victim), 20, 0.1)
     check(restarted, "host %s's supervisor restarted its catalog replica (pid %s -> %s)" % (host, victim, pid_of(host, "tourbus-catalog")))
     fault.settle("kill -9 the leader (replica %d)" % leader)
-    check(wait(lambda: replica_role(curve, host) == "follower", 20), "the killed replica is back, a follower")
+    # It answers once it has applied what the new leader tells it is committed.
+    back = wait(lambda: replica_role(curve, host) == "follower", 60)
+    check(back, "the killed replica is back, a follower (%.1f s after the kill)" % (time.monotonic() - fault.at))
 
     log("fault: cut host b's link for 10 s (a catalog replica, both search replicas, favorites)")
     set_link("b", False)
