@@ -148,6 +148,9 @@ public final class RaftNode: @unchecked Sendable {
         self.transport = transport
         code = raft_uv_init(io, loop, directory, transport.outer)
         guard code == 0 else { throw ReplicationError("raft_uv_init \(directory): \(RaftNode.message(io))") }
+        // libraft learns that a link ended only when a write to it fails, and that message is
+        // lost; it dials again after this delay (1 s by default, a whole election round).
+        raft_uv_set_connect_retry_delay(io, 100)
         fsm.pointee.version = 1
         fsm.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         fsm.pointee.apply = { fsm, buffer, result in
@@ -412,7 +415,13 @@ public final class RaftNode: @unchecked Sendable {
             let start = raft.pointee.election_timer_start
             status.leaderContact = monotonicNanos() &- (now > start ? now - start : 0) &* 1_000_000
         }
-        latest.withLock { $0 = status }
+        let before = latest.withLock { previous in
+            defer { previous = status }
+            return previous
+        }
+        if before.role != status.role || before.leaderID != status.leaderID {
+            logger.info("raft role", ["role": status.role.rawValue, "term": status.term, "leader": status.leaderID, "commit": status.commitIndex])
+        }
     }
 
     /// A new leader's barrier: once through, every entry of earlier terms is applied here.

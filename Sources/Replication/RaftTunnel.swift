@@ -391,7 +391,14 @@ private final class TunnelLoop: @unchecked Sendable {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             // Connected, and to this process's own libraft (not a port taken from under it).
-            guard getsockopt(link.fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0, LoopbackTCP.isOwn(link.fd) else {
+            // The kernel completes a connection before libraft accepts it, and its end belongs
+            // to no descriptor until then: libraft's loop accepts within moments.
+            guard getsockopt(link.fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0,
+                (0..<20).contains(where: { attempt in
+                    if attempt > 0 { usleep(5_000) }
+                    return LoopbackTCP.isOwn(link.fd)
+                })
+            else {
                 return closeInbound(id, tell: true)
             }
             link.connected = true
