@@ -97,6 +97,7 @@ public final class RaftNode: @unchecked Sendable {
     /// Work for the loop thread, posted by `post` and run on the next wake.
     private let inbox = Mutex<[@Sendable (RaftNode) -> Void]>([])
     private let latest = Mutex(RaftStatus())
+    private let readyLeader = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
     /// Loop-thread state: the term whose barrier is through, and whether one is in flight.
     fileprivate var readyTerm: UInt64 = 0
@@ -250,6 +251,9 @@ public final class RaftNode: @unchecked Sendable {
     /// The node's view of its cluster, at most 10 ms old.
     public var status: RaftStatus { latest.withLock { $0 } }
 
+    /// `status.isReadyLeader`, without copying the rest: asked before every request and write.
+    public var isReadyLeader: Bool { readyLeader.load(ordering: .relaxed) }
+
     /// Appends `command` to the log and waits until it is applied here (`RaftStateMachine.apply`'s
     /// result), or throws: not the leader, leadership lost before the command committed (it may
     /// still commit later), or stopping. libraft always answers one of those, so this waits for
@@ -354,7 +358,11 @@ public final class RaftNode: @unchecked Sendable {
         }
         guard first else { return }
         thread?.join()
-        latest.withLock { $0.role = .unavailable }
+        readyLeader.store(false, ordering: .relaxed)
+        latest.withLock {
+            $0.role = .unavailable
+            $0.isReadyLeader = false
+        }
     }
 
     /// Runs `work` on the loop thread; false (and nothing run) once the node is stopping. The
@@ -415,6 +423,7 @@ public final class RaftNode: @unchecked Sendable {
             let start = raft.pointee.election_timer_start
             status.leaderContact = monotonicNanos() &- (now > start ? now - start : 0) &* 1_000_000
         }
+        readyLeader.store(status.isReadyLeader, ordering: .relaxed)
         let before = latest.withLock { previous in
             defer { previous = status }
             return previous

@@ -109,8 +109,8 @@ public final class ReplicatedDatabase: RaftStateMachine, @unchecked Sendable {
     /// leader's commit waits to be applied (the write would begin before it, and be skipped).
     private func mayWrite() throws(SQLiteError) {
         // Nil until the node is made: its loop may apply before then, never write.
-        let status = node?.status ?? RaftStatus()
-        guard status.isReadyLeader else {
+        guard node?.isReadyLeader == true else {
+            let status = node?.status ?? RaftStatus()
             let leader = status.leaderAddress.map { "the leader is replica \(status.leaderID), Raft address \($0)" } ?? "no leader is known yet"
             throw SQLiteError.notReplicated("not written: this replica is not the leader (\(leader))")
         }

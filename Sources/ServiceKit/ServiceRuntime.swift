@@ -89,7 +89,7 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                         directory: (path as NSString).deletingPathExtension + ".raft", logger: logger)
                 }
                 database = DatabaseFile(path: replicated.name, shared: replicated.file)
-                leading = { replicated.node.status.isReadyLeader }
+                leading = { replicated.node.isReadyLeader }
                 leaderTerm = {
                     let status = replicated.node.status
                     return status.isReadyLeader ? status.term : nil
@@ -108,7 +108,9 @@ public final class ServiceRuntime<State: ServiceState>: Service {
                             : ServiceError(.unavailable, "no handover: \(error.message)")
                     }
                 }
-                admit = ReplicaDoor.admit(service: definition.name, replica: replica) { replicated.node.status }
+                admit = ReplicaDoor.admit(service: definition.name, replica: replica, leads: { replicated.node.isReadyLeader }) {
+                    replicated.node.status
+                }
                 try ServiceRuntime.migrate(replicated, database, migrations, logger: logger)
             } else {
                 // Migrate once, before any worker opens its own connection.
@@ -532,9 +534,14 @@ public enum ReplicaDoor {
     /// (`MethodDeclaration.staleMilliseconds`) while it has heard from its leader within that,
     /// and nothing else: the rest is refused before it is queued, naming the leader
     /// (`ServiceError.notLeader`), so a client sends it there.
-    public static func admit(service: String, replica: Int, status: @escaping @Sendable () -> RaftStatus) -> @Sendable (String) -> ServiceError? {
+    /// `leads` answers at once whether it leads and takes writes (nearly always, at the leader);
+    /// `status` is read only when it does not.
+    public static func admit(
+        service: String, replica: Int, leads: @escaping @Sendable () -> Bool, status: @escaping @Sendable () -> RaftStatus
+    ) -> @Sendable (String) -> ServiceError? {
         let stale = Dictionary(Methods.all.compactMap { method in method.staleMilliseconds.map { (method.name, $0) } }, uniquingKeysWith: min)
         return { type in
+            if leads() { return nil }
             let status = status()
             if status.isReadyLeader { return nil }
             if let bound = stale[type] {

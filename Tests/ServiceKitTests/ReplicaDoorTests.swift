@@ -7,7 +7,7 @@ import Testing
 /// What a replica of a replicated catalog answers at its door, by its part in the cluster.
 @Suite struct ReplicaDoorTests {
     func door(_ status: RaftStatus) -> @Sendable (String) -> ServiceError? {
-        ReplicaDoor.admit(service: "catalog", replica: 2) { status }
+        ReplicaDoor.admit(service: "catalog", replica: 2, leads: { status.isReadyLeader }) { status }
     }
 
     @Test func theLeaderAnswersEverything() {
