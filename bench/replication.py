@@ -376,6 +376,18 @@ def catalog_leader(ctx, hosts=REPLICAS, seconds=30):
     return found[0] if wait(ready, seconds, 0.05) else None
 
 
+def admin_and_leader(ctx):
+    """Creates the bench's admin at social (on x), and answers the catalog replica that leads."""
+    reply = Client(ctx, endpoint("x", SOCIAL_RPC), "a").call(
+        "admin.create", {"username": ADMIN[0], "email": "bench@example.org", "name": "Bench", "password": ADMIN[1]}, 10000)
+    if not reply or not reply.get("ok"):
+        raise RuntimeError("admin.create: %s" % reply)
+    leader = catalog_leader(ctx)
+    if not leader:
+        raise RuntimeError("no catalog replica became the leader in 30 s")
+    return leader
+
+
 def redis_benchmark(port, connections, requests, *command, auth=True):
     args = ["ip", "netns", "exec", NS["x"], "redis-benchmark", "-h", HOSTS["x"], "-p", str(port), "-c", str(connections),
             "-n", str(requests), "--csv", "--precision", "3"]
@@ -443,13 +455,7 @@ def tourbus():
     start_service("x", "social", ["--data-dir", WORK + "/social", "--bind", endpoint("x", SOCIAL_RPC), "--publish", endpoint("x", SOCIAL_PUB),
                                   "--peer", "catalog=" + endpoint("a", SINGLE_RPC), "--peer-pub", "catalog=" + endpoint("a", SINGLE_PUB)],
                   "social")
-    reply = Client(ctx, endpoint("x", SOCIAL_RPC), "a").call(
-        "admin.create", {"username": ADMIN[0], "email": "bench@example.org", "name": "Bench", "password": ADMIN[1]}, 10000)
-    if not reply or not reply.get("ok"):
-        raise RuntimeError("admin.create: %s" % reply)
-    leader = catalog_leader(ctx)
-    if not leader:
-        raise RuntimeError("no catalog replica became the leader in 30 s")
+    leader = admin_and_leader(ctx)
     gateways = {"single": 7700, "replicated": 7701, "one voter": 7702}
     for name, port, catalog in (("single", 7700, endpoint("a", SINGLE_RPC)), ("replicated", 7701, endpoint(leader, CATALOG_RPC)),
                                 ("one voter", 7702, endpoint("a", VOTER_RPC))):
@@ -574,13 +580,7 @@ def tourbus_curve():
     start_service("x", "social", secured("social") + ["--data-dir", WORK + "/curve-social", "--bind", endpoint("x", SOCIAL_RPC),
                                                        "--publish", endpoint("x", SOCIAL_PUB), "--peer", "catalog=" + endpoint("a", SINGLE_RPC),
                                                        "--peer-pub", "catalog=" + endpoint("a", SINGLE_PUB)], "curve-social")
-    reply = Client(ctx, endpoint("x", SOCIAL_RPC), "a").call(
-        "admin.create", {"username": ADMIN[0], "email": "bench@example.org", "name": "Bench", "password": ADMIN[1]}, 10000)
-    if not reply or not reply.get("ok"):
-        raise RuntimeError("admin.create: %s" % reply)
-    leader = catalog_leader(ctx)
-    if not leader:
-        raise RuntimeError("no catalog replica became the leader in 30 s")
+    leader = admin_and_leader(ctx)
     replicas = ",".join(endpoint(h, CATALOG_RPC) for h in REPLICAS)
     gateways = {"single": 7700, "replicated": 7701}
     for name, port, peer in (("single", 7700, ["--peer", "catalog=" + endpoint("a", SINGLE_RPC)]),
