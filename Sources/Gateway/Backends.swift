@@ -21,7 +21,7 @@ final class Backends: Sendable {
     }
 
     /// Connects to every peer with request endpoints, `window` requests in flight to each of
-    /// its endpoints, with `curve`'s keys for each when the bus is secured;
+    /// its endpoints (to its leader alone, for a replicated one), with `curve`'s keys for each when the bus is secured;
     /// `checkIntervalMilliseconds` nil disables checks.
     init(
         context: ZMQContext, peers: [String: PeerEndpoints], curve: (String) -> CurveClientKeys? = { _ in nil }, window: Int, logger: Logger,
@@ -35,7 +35,9 @@ final class Backends: Sendable {
             health[name] = BackendHealth(service: name, endpoints: peer.rpc, up: false)
         }
         self.clients = clients
-        queues = clients.mapValues { FairQueue(window: window * $0.endpoints.count) }
+        // A window per server that answers: each endpoint when requests are spread, the
+        // leader alone when they follow it.
+        queues = clients.mapValues { FairQueue(window: window * ($0.replicaCount > 0 ? 1 : $0.endpoints.count)) }
         let all = clients
         let state = State(health)
         self.state = state

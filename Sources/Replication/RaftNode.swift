@@ -307,15 +307,15 @@ public final class RaftNode: @unchecked Sendable {
             let request = UnsafeMutablePointer<raft_transfer>.allocate(capacity: 1)
             request.initialize(to: raft_transfer())
             node.handovers.append(request)
-            let context = Unmanaged.passRetained(HandoverContext(node: node, done: done))
+            let context = Unmanaged.passRetained(LoopContext(node: node, done))
             request.pointee.data = context.toOpaque()
             let code = raft_transfer(node.raft, request, id) { request in
                 guard let request, let data = request.pointee.data else { return }
                 request.pointee.data = nil
                 // The request itself stays (see `handovers`).
-                let context = Unmanaged<HandoverContext>.fromOpaque(data).takeRetainedValue()
+                let context = Unmanaged<LoopContext<Completion>>.fromOpaque(data).takeRetainedValue()
                 context.node.handoverInFlight = false
-                context.done.finish(.success(0))
+                context.value.finish(.success(0))
             }
             if code != 0 {
                 request.pointee.data = nil
@@ -437,17 +437,17 @@ public final class RaftNode: @unchecked Sendable {
     private func startBarrier(term: UInt64) {
         let request = UnsafeMutablePointer<raft_barrier>.allocate(capacity: 1)
         request.initialize(to: raft_barrier())
-        let context = Unmanaged.passRetained(BarrierContext(node: self, term: term))
+        let context = Unmanaged.passRetained(LoopContext(node: self, term))
         request.pointee.data = context.toOpaque()
         barrierInFlight = true
         let code = raft_barrier(raft, request) { request, status in
             guard let request, let data = request.pointee.data else { return }
-            let context = Unmanaged<BarrierContext>.fromOpaque(data).takeRetainedValue()
+            let context = Unmanaged<LoopContext<UInt64>>.fromOpaque(data).takeRetainedValue()
             request.deallocate()
             // Only flags: libraft calls back from inside a change of role, where starting
             // another request would touch the leader's state it is freeing. The timer does the rest.
             context.node.barrierInFlight = false
-            if status == 0 { context.node.readyTerm = context.term }
+            if status == 0 { context.node.readyTerm = context.value }
         }
         if code != 0 {
             context.release()
@@ -495,22 +495,13 @@ private final class Completion: @unchecked Sendable {
     }
 }
 
-/// A handover's node and waiter, for its callback.
-private final class HandoverContext {
+/// What a libraft callback needs: the node, and what its request was for (a handover's
+/// waiter, a barrier's term).
+private final class LoopContext<Value> {
     unowned let node: RaftNode
-    let done: Completion
-    init(node: RaftNode, done: Completion) {
+    let value: Value
+    init(node: RaftNode, _ value: Value) {
         self.node = node
-        self.done = done
-    }
-}
-
-/// A barrier's node and term, for its callback.
-private final class BarrierContext {
-    unowned let node: RaftNode
-    let term: UInt64
-    init(node: RaftNode, term: UInt64) {
-        self.node = node
-        self.term = term
+        self.value = value
     }
 }

@@ -7,15 +7,20 @@ import Testing
 
 /// Three servers standing for the replicas of a replicated service: each admits requests only
 /// while the shared `leader` names it, and refuses the rest as a replica that does not lead
-/// does (`ServiceError.notLeader`); `test.write` counts what each one did.
+/// does (`ServiceError.notLeader`); `test.write` counts what each one did. `client` follows
+/// their leader; `stop` ends them all.
 final class StandInReplicas: Sendable {
-    let leader = Locked(0)
+    let leader: Locked<Int>
     let done = Locked([0, 0, 0])
     /// The replica whose writes take 2.5 s (0: none).
     let stalled = Locked(0)
     let servers: [RPCServer<Int>]
+    let client: RPCClient
 
-    init(_ context: ZMQContext) throws {
+    /// Three replicas, `leader` leading (0: none yet).
+    init(leader initial: Int = 0) throws {
+        leader = Locked(initial)
+        let context = try ZMQContext()
         var servers: [RPCServer<Int>] = []
         for replica in 1...3 {
             var table = HandlerTable<Int>()
@@ -35,31 +40,28 @@ final class StandInReplicas: Sendable {
             servers.append(try RPCServer(context: context, bind: ["tcp://127.0.0.1:0"], table: table, options: options, logger: logger) { _ in replica })
         }
         self.servers = servers
-    }
-
-    var endpoints: [String] { servers.map { $0.endpoints[0] } }
-
-    func client(_ context: ZMQContext) throws -> RPCClient {
         var options = RPCClientOptions()
         options.followsLeader = true
-        return try RPCClient(context: context, endpoints: endpoints, options: options, logger: logger)
+        client = try RPCClient(context: context, endpoints: servers.map { $0.endpoints[0] }, options: options, logger: logger)
     }
 
-    func write(_ client: RPCClient, timeoutMilliseconds: Int = 2_000) throws(ServiceError) -> Int {
+    func stop() {
+        client.close()
+        servers.forEach { $0.stop() }
+    }
+
+    func write(timeoutMilliseconds: Int = 2_000) throws(ServiceError) -> Int {
         try client.call("test.write", Empty(), as: Int.self, timeoutMilliseconds: timeoutMilliseconds)
     }
 }
 
 @Suite struct LeaderRoutingTests {
     @Test func aRefusalNamingTheLeaderSendsTheRequestThereAndOnlyTheLeaderDoesIt() throws {
-        let context = try ZMQContext()
-        let replicas = try StandInReplicas(context)
-        defer { replicas.servers.forEach { $0.stop() } }
-        replicas.leader.withLock { $0 = 2 }
-        let client = try replicas.client(context)
-        defer { client.close() }
+        let replicas = try StandInReplicas(leader: 2)
+        defer { replicas.stop() }
+        let client = replicas.client
         #expect(client.replicaCount == 3)
-        for _ in 0..<5 { #expect(try replicas.write(client) == 2) }
+        for _ in 0..<5 { #expect(try replicas.write() == 2) }
         #expect(replicas.done.withLock { $0 } == [0, 5, 0])
         // Replica 1 was asked once, then the client went to the leader it named.
         #expect(replicas.servers[0].stats.snapshot().errors == 1)
@@ -67,32 +69,26 @@ final class StandInReplicas: Sendable {
 
         // A new leader: the old one's refusal names it.
         replicas.leader.withLock { $0 = 3 }
-        #expect(try replicas.write(client) == 3)
+        #expect(try replicas.write() == 3)
         #expect(replicas.done.withLock { $0 } == [0, 5, 1])
     }
 
     @Test func whileNoLeaderIsKnownTheRequestWaitsForOneWithinItsDeadline() throws {
-        let context = try ZMQContext()
-        let replicas = try StandInReplicas(context)
-        defer { replicas.servers.forEach { $0.stop() } }
-        let client = try replicas.client(context)
-        defer { client.close() }
+        let replicas = try StandInReplicas()
+        defer { replicas.stop() }
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { replicas.leader.withLock { $0 = 3 } }
         let started = Date()
-        #expect(try replicas.write(client, timeoutMilliseconds: 3_000) == 3)
+        #expect(try replicas.write(timeoutMilliseconds: 3_000) == 3)
         #expect(Date().timeIntervalSince(started) >= 0.25)
         #expect(replicas.done.withLock { $0 } == [0, 0, 1])
     }
 
     @Test func withNoLeaderTheCallerGetsUnavailableByItsDeadlineAndNoHint() throws {
-        let context = try ZMQContext()
-        let replicas = try StandInReplicas(context)
-        defer { replicas.servers.forEach { $0.stop() } }
-        let client = try replicas.client(context)
-        defer { client.close() }
+        let replicas = try StandInReplicas()
+        defer { replicas.stop() }
         let started = Date()
         do {
-            _ = try replicas.write(client, timeoutMilliseconds: 500)
+            _ = try replicas.write(timeoutMilliseconds: 500)
             Issue.record("a write with no leader should fail")
         } catch {
             #expect(error.code == .unavailable)
@@ -104,12 +100,9 @@ final class StandInReplicas: Sendable {
     }
 
     @Test func aReplicaNamedByNumberIsAskedItselfAndItsRefusalComesBack() throws {
-        let context = try ZMQContext()
-        let replicas = try StandInReplicas(context)
-        defer { replicas.servers.forEach { $0.stop() } }
-        replicas.leader.withLock { $0 = 1 }
-        let client = try replicas.client(context)
-        defer { client.close() }
+        let replicas = try StandInReplicas(leader: 1)
+        defer { replicas.stop() }
+        let client = replicas.client
         let answer = Locked<Result<Reply, ServiceError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         client.send(type: "test.write", body: Data("{}".utf8), timeoutMilliseconds: 2_000, replica: 3) { result in
@@ -126,19 +119,16 @@ final class StandInReplicas: Sendable {
     }
 
     @Test func aLeaderThatAnswersTooLateIsNoLongerTakenForTheLeader() throws {
-        let context = try ZMQContext()
-        let replicas = try StandInReplicas(context)
-        defer { replicas.servers.forEach { $0.stop() } }
-        replicas.leader.withLock { $0 = 1 }
-        let client = try replicas.client(context)
-        defer { client.close() }
-        #expect(try replicas.write(client) == 1)
+        let replicas = try StandInReplicas(leader: 1)
+        defer { replicas.stop() }
+        let client = replicas.client
+        #expect(try replicas.write() == 1)
         replicas.stalled.withLock { $0 = 1 }
-        #expect(throws: ServiceError.self) { try replicas.write(client, timeoutMilliseconds: 500) }
+        #expect(throws: ServiceError.self) { try replicas.write(timeoutMilliseconds: 500) }
         // The others still name replica 1 for a while (they have not yet elected another): the
         // client does not go back to the one that just failed it, and waits for the election.
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { replicas.leader.withLock { $0 = 2 } }
-        #expect(try replicas.write(client) == 2)
+        #expect(try replicas.write() == 2)
         replicas.stalled.withLock { $0 = 0 }
         // Replica 1 was asked twice: the write that took, the one that answered too late.
         #expect(eventually { replicas.done.value == [2, 1, 0] })
@@ -147,19 +137,15 @@ final class StandInReplicas: Sendable {
 
     /// A leader whose connection is gone: the client passes it over for a connected replica.
     @Test func aLeaderThatStopsAnsweringIsLeftForTheNextReplica() throws {
-        let context = try ZMQContext()
-        let replicas = try StandInReplicas(context)
-        defer { replicas.servers.dropFirst().forEach { $0.stop() } }
-        replicas.leader.withLock { $0 = 1 }
-        let client = try replicas.client(context)
-        defer { client.close() }
-        #expect(try replicas.write(client) == 1)
+        let replicas = try StandInReplicas(leader: 1)
+        defer { replicas.stop() }
+        #expect(try replicas.write() == 1)
         // The leader goes; replica 2 takes over (it names itself from now on).
         replicas.servers[0].stop()
         replicas.leader.withLock { $0 = 2 }
         var answered: [Int] = []
         for _ in 0..<5 {
-            if let replica = try? replicas.write(client, timeoutMilliseconds: 1_000) { answered.append(replica) }
+            if let replica = try? replicas.write(timeoutMilliseconds: 1_000) { answered.append(replica) }
         }
         // At most the first write is lost with the old leader's connection; the rest reach the new one.
         #expect(answered.count >= 4 && answered.allSatisfy { $0 == 2 })
