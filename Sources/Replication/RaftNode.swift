@@ -411,7 +411,9 @@ public final class RaftNode: @unchecked Sendable {
         status.isReadyLeader = status.role == .leader && readyTerm == status.term
         if status.role == .follower && leaderID != 0 {
             if leaderID != followed.leader || status.term != followed.term {
-                followed = (leaderID, status.term, status.commitIndex, false)
+                // From the commit index known before this leader was (libraft may learn both
+                // from one message): a log matched moves it on.
+                followed = (leaderID, status.term, latest.withLock { $0.commitIndex }, false)
             }
             if status.commitIndex > followed.commitAtStart { followed.matched = true }
         } else {
