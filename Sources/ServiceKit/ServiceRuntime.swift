@@ -482,7 +482,7 @@ final class BackupGate: Sendable {
 /// The thread that sends a service's `PeriodicRequest`s to its own endpoint: each at start,
 /// then an interval after the last was answered (its busy interval when it said it has more to
 /// do); a failure is logged and tried again at the next interval. A replica that does not lead
-/// (`leading` false) sends none: its writes would be refused.
+/// (`leading` false) sends none, its writes would be refused, and looks again every 100 ms.
 final class PeriodicRequests: Sendable {
     private let stopping = StopFlag()
     private let thread: WorkerThread
@@ -500,8 +500,12 @@ final class PeriodicRequests: Sendable {
         thread = WorkerThread(name: "\(logger.component)-periodic") {
             var due = requests.map { _ in monotonicNanos() }
             while !stopping.isSet {
+                guard leading?() != false else {
+                    usleep(100_000)
+                    continue
+                }
                 let now = monotonicNanos()
-                for (i, request) in requests.enumerated() where due[i] <= now && leading?() != false {
+                for (i, request) in requests.enumerated() where due[i] <= now {
                     var interval = request.intervalMilliseconds
                     do {
                         let reply = try client.request(type: request.method.name, body: Data("{}".utf8), timeoutMilliseconds: 30_000)

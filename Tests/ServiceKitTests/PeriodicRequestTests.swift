@@ -63,4 +63,22 @@ import TestSupport
         #expect(zip(run.ticks, run.ticks.dropFirst()).allSatisfy { $1 - $0 >= 19_000_000 })
         #expect(run.afterStop == 0)
     }
+
+    @Test func aReplicaThatDoesNotLeadLooksAgainEvery100MillisecondsWithoutSpinning() throws {
+        // Its requests would be refused; it asks whether it leads about ten times a second
+        // (a thread that spun asked millions of times, and took a core from every follower).
+        let asked = Locked<Int>(0)
+        let tick = Method<Empty, PeriodicWork>("toy.tick", .runtime, .internal, .write, "a toy's periodic request")
+        let context = try ZMQContext()
+        let periodic = try PeriodicRequests(
+            context: context, endpoints: ["tcp://127.0.0.1:9"], curve: nil, requests: [PeriodicRequest(tick, intervalMilliseconds: 100)],
+            leading: {
+                asked.withLock { $0 += 1 }
+                return false
+            }, logger: Logger(component: "toy", level: .error) { _ in })
+        usleep(500_000)
+        periodic.stop()
+        let count = asked.withLock { $0 }
+        #expect((1...10).contains(count), "asked \(count) times in 0.5 s")
+    }
 }
