@@ -30,7 +30,9 @@ public enum BackupError: Error, Sendable, CustomStringConvertible, Equatable {
 /// A backup is `VACUUM INTO` a file beside the target (`<to>.partial`), synced, then linked to
 /// its name (`link(2)`, which never replaces a file) and synced in its folder: a file at the
 /// target's name is always whole. The copy is read in one read transaction, so it is the
-/// database as of one commit, and in WAL mode the service's writer goes on meanwhile.
+/// database as of one commit, and in WAL mode the service's writer goes on meanwhile. A
+/// replicated database (in dqlite's VFS, in memory) is first copied into a plain in-memory one
+/// (`copySharedIntoMemory`), as of the last commit this replica applied, and written from there.
 public enum DatabaseBackup {
     /// The longest path accepted, in UTF-8 bytes.
     public static let maxPathBytes = 4_095
@@ -53,15 +55,14 @@ public enum DatabaseBackup {
     /// Copies the database of `db` (the `main` schema, as of one commit) to the new file `path`
     /// (checked by `checkTarget`) and returns its size in bytes. `db` must not be in a transaction.
     public static func write(from db: Database, to path: String) throws -> Int64 {
-        // VACUUM INTO writes through the database's own VFS: for a replicated one, into memory.
-        guard db.shared == nil else {
-            throw BackupError.inUse("a replicated database is not backed up this way yet: each replica keeps its Raft log and snapshots")
-        }
         try checkTarget(path)
         let partial = path + ".partial"
         if exists(partial) { throw BackupError.exists("\(partial) exists: a backup to \(path) is under way or was cut short; remove it to try again") }
+        // VACUUM INTO writes through the database's own VFS: for a replicated one, into its
+        // memory; and a long read there would hold up the replicas' commits.
+        let source = db.shared == nil ? db : try db.copySharedIntoMemory()
         do {
-            try db.run("VACUUM INTO ?", partial)
+            try source.run("VACUUM INTO ?", partial)
             try sync(partial)
             // link(2) fails with EEXIST rather than replace a file that appeared meanwhile.
             guard link(partial, path) == 0 else {
@@ -99,13 +100,20 @@ public enum DatabaseBackup {
     /// synced. Then, holding SQLite's exclusive lock on the old database — which fails at once
     /// while any other connection has it open, as a running service's do — it is renamed over
     /// the target, the old WAL and shared-memory files are removed, and the folder is synced.
-    /// A failure before the rename leaves the old database as it was.
+    /// A failure before the rename leaves the old database as it was. A replica's database
+    /// (a `.raft` folder beside it) is refused.
     public static func restore(from source: String, onto target: String) throws -> Restored {
         guard exists(source) else { throw BackupError.badPath("\(source) does not exist") }
         let folder = (target as NSString).deletingLastPathComponent
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.isEmpty ? "." : folder, isDirectory: &isFolder), isFolder.boolValue else {
             throw BackupError.badPath("the folder \(folder) does not exist")
+        }
+        let raft = (target as NSString).deletingPathExtension + ".raft"
+        if exists(raft) {
+            throw BackupError.inUse(
+                "\(target) belongs to a replica of a replicated service: it is rebuilt from its Raft log (\(raft)), not read from a file; "
+                    + "a replicated service is not restored from a backup yet (a backup restores onto a service with a plain file)")
         }
         let staged = target + ".restoring"
         for leftover in [staged, staged + "-wal", staged + "-shm", staged + "-journal"] { unlink(leftover) }

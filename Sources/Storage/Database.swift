@@ -130,6 +130,30 @@ public final class Database {
         }
     }
 
+    /// A shared file's database, as of one commit, copied into a private plain in-memory one,
+    /// in one pass of the gate: its pages are copied from the VFS's memory, so the other
+    /// connections and the replicas' commits wait only that long. This connection must have
+    /// no transaction open.
+    public func copySharedIntoMemory() throws(SQLiteError) -> Database {
+        guard let shared else { throw SQLiteError.misuse("copySharedIntoMemory is for a shared file") }
+        let copy = try Database(path: ":memory:")
+        let source = connection
+        let target = copy.connection
+        try shared.file.gate.pass { () throws(SQLiteError) in
+            shared.mayBegin(source)
+            defer { shared.settle(source) }
+            guard let backup = sqlite3_backup_init(target, "main", source, "main") else {
+                throw SQLiteError(resultCode: sqlite3_errcode(target), connection: target, sql: "(copying \(path) into memory)")
+            }
+            // Every page in one step: a step at a time would start over after each commit.
+            let code = sqlite3_backup_step(backup, -1)
+            let finished = sqlite3_backup_finish(backup)
+            guard code == SQLITE_DONE else { throw SQLiteError(resultCode: code, connection: target, sql: "(copying \(path) into memory)") }
+            try check(finished, target)
+        }
+        return copy
+    }
+
     /// Inside a shared file's gate, with no transaction open: empties the WAL index every
     /// connection shares, so each rebuilds it from the log at its next read (after the file's
     /// contents were replaced under it, by a snapshot).

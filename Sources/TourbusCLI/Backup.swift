@@ -133,7 +133,18 @@ extension TourbusCommand {
         }
         let target: String
         switch (flags["--data-dir"], flags["--db"]) {
-        case (let folder?, nil): target = (folder as NSString).appendingPathComponent("\(name).sqlite")
+        case (let folder?, nil):
+            target = (folder as NSString).appendingPathComponent("\(name).sqlite")
+            // A replicated service's replicas keep NAME-N.raft there, and no NAME.sqlite.
+            let replicas = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter {
+                $0.hasPrefix("\(name)-") && $0.hasSuffix(".raft") && Int($0.dropFirst(name.count + 1).dropLast(5)) != nil
+            }
+            if !replicas.isEmpty {
+                printError(
+                    "restore refused: \(folder) holds replicas of a replicated \(name) (\(replicas.sorted().joined(separator: ", "))), "
+                        + "which rebuild from their Raft logs; a replicated service is not restored from a backup yet")
+                return 1
+            }
         case (nil, let file?): target = file
         default:
             printError("restore needs exactly one of --data-dir DIR and --db FILE: where the service keeps its database")

@@ -278,4 +278,44 @@ struct ReplicatedDatabaseTests {
         let back = try cluster.open(first)
         #expect(eventually { (try? back.scalarInt("SELECT count(*) FROM places")) == 400 })
     }
+
+    /// A replica's backup (`sys.backup`) is a plain SQLite file, whole and as of one commit,
+    /// from the leader or a follower, taken while the leader goes on committing.
+    @Test func aReplicaIsBackedUpToAPlainFileAsOfOneCommitWhileWritesGoOn() throws {
+        let cluster = try Cluster()
+        let leader = try #require(cluster.leader())
+        let leaderID = leader.node.server.id
+        let db = try cluster.open(leaderID)
+        try db.execute("CREATE TABLE places (id INTEGER PRIMARY KEY, name TEXT NOT NULL, batch INTEGER NOT NULL)")
+        let written = Locked<Int>(0)
+        let writer = Thread {
+            guard let db = try? Database(path: leader.name, shared: leader.file) else { return }
+            for batch in 0..<60 {
+                do {
+                    try db.transaction {
+                        for row in 0..<50 { try db.run("INSERT INTO places (name, batch) VALUES (?, ?)", "place \(row)", batch) }
+                    }
+                } catch {
+                    return
+                }
+                written.withLock { $0 = batch + 1 }
+            }
+        }
+        writer.start()
+        #expect(eventually { written.withLock { $0 } >= 5 })
+        let followerID = try #require(cluster.servers.map(\.id).first { $0 != leaderID })
+        for id in [followerID, leaderID] {
+            let path = "\(cluster.folder)/backup-\(id).sqlite"
+            let bytes = try DatabaseBackup.write(from: try cluster.open(id), to: path)
+            let copy = try Database(path: path, readOnly: true)
+            #expect(bytes > 0)
+            #expect(try copy.scalarInt("SELECT count(*) FROM pragma_quick_check WHERE quick_check = 'ok'") == 1)
+            // Whole commits only: every batch it has, all 50 rows of it.
+            let rows = try copy.scalarInt("SELECT count(*) FROM places") ?? 0
+            let batches = try copy.scalarInt("SELECT count(DISTINCT batch) FROM places") ?? 0
+            #expect(rows > 0 && rows == batches * 50, "replica \(id): \(rows) rows in \(batches) batches")
+            #expect(throws: BackupError.self) { try DatabaseBackup.write(from: try cluster.open(id), to: path) }
+        }
+        #expect(eventually(seconds: 30) { written.withLock { $0 } == 60 })
+    }
 }

@@ -172,6 +172,15 @@ import TestSupport
         let noCopy = try BoundedRun(tourbus, ["restore", "--service", "catalog", "--from", scratch.file("x.sqlite"), "--data-dir", scratch.path], timeout: 30)
         #expect(noCopy.exit == .status(1) && noCopy.errors.contains("does not exist"), "\(noCopy.errors)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
+        // A replica's database is rebuilt from its Raft log: a file put beside it would be ignored.
+        let copy = scratch.file("copy.sqlite")
+        #expect(FileManager.default.createFile(atPath: copy, contents: Data("a copy".utf8)))
+        try FileManager.default.createDirectory(atPath: scratch.file("catalog-2.raft"), withIntermediateDirectories: false)
+        let replicas = try BoundedRun(tourbus, ["restore", "--service", "catalog", "--from", copy, "--data-dir", scratch.path], timeout: 30)
+        #expect(replicas.exit == .status(1) && replicas.errors.contains("replicas of a replicated catalog (catalog-2.raft)"), "\(replicas.errors)")
+        let replica = try BoundedRun(tourbus, ["restore", "--service", "catalog", "--from", copy, "--db", scratch.file("catalog-2.sqlite")], timeout: 30)
+        #expect(replica.exit == .status(1) && replica.errors.contains("rebuilt from its Raft log"), "\(replica.errors)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).sorted() == ["catalog-2.raft", "copy.sqlite"])
     }
 
     /// The part of `sys.stats` this test reads.

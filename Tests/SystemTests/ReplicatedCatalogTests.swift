@@ -82,6 +82,9 @@ import Testing
         for n in 0..<20 {
             ids.append(try writer.call("catalog.create", PlaceInput(name: "Replicated \(n)", category: "cafe", lat: 60.17, lon: 24.94), as: Place.self).id)
         }
+        // A backup from the leader is a plain file with every acknowledged write (its outbox too).
+        let backup = try writer.call("sys.backup", BackupRequest(to: scratch.file("backup.sqlite")), as: BackupReply.self, timeoutMilliseconds: 10_000)
+        #expect(backup.bytes > 0 && backup.epoch != nil && (backup.head ?? 0) >= Int64(ids.count), "\(backup)")
         writer.close()
         let roles = replicas.mapValues { stats($0)?.role }
         #expect(roles.values.filter { $0 == "leader" }.count == 1 && roles.values.filter { $0 == "follower" }.count == 2, "\(roles)")
