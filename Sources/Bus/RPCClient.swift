@@ -57,8 +57,9 @@ public struct Reply: Sendable {
 /// Following a leader: a request goes to the replica last known to lead. A replica that does
 /// not lead refuses it before doing anything (`ServiceError.leader` names the leader), so it
 /// is sent again there, or, while no leader is known, to the next replica after a pause, until
-/// its deadline. A replica that times out or loses its connection is passed over for a while,
-/// hints naming it included; the request that found it so fails as it did (it may have been done).
+/// its deadline. A replica that loses its connection, or says nothing at all for half a second
+/// while a request waits on it, is passed over for a while, hints naming it included; the
+/// request that found it so fails as it did (it may have been done).
 public final class RPCClient: Sendable {
     /// The endpoints this client connects to.
     public let endpoints: [String]
@@ -68,6 +69,10 @@ public final class RPCClient: Sendable {
     private let leaderGuess = Atomic<Int>(0)
     /// How long a link that failed a request is passed over (`Link.shunnedUntil`).
     static let shunNanoseconds: UInt64 = 3_000_000_000
+    /// How long a replica must have said nothing at all, with a request of ours waiting on it,
+    /// before a request that timed out there passes it over: a live leader answers others
+    /// meanwhile, and a deadline a caller made short says nothing about the replica.
+    static let silenceBeforeShunNanoseconds: UInt64 = 500_000_000
 
     /// A completion handler; it runs on a socket thread of the client, so it must be quick.
     public typealias Completion = @Sendable (Result<Reply, ServiceError>) -> Void
@@ -104,9 +109,11 @@ public final class RPCClient: Sendable {
     public var replicaCount: Int { links.count > 1 ? links.count : 0 }
 
     /// Takes replica `replica` (1 and up) for the leader from now on, as someone who asked
-    /// them all found (the gateway's health check); ignored unless following a leader.
+    /// them all found (the gateway's health check), and no longer passes it over; ignored
+    /// unless following a leader.
     public func noteLeader(_ replica: Int) {
         guard links.count > 1, links.indices.contains(replica - 1) else { return }
+        links[replica - 1].shunnedUntil.store(0, ordering: .relaxed)
         leaderGuess.store(replica - 1, ordering: .relaxed)
     }
 
@@ -162,6 +169,7 @@ public final class RPCClient: Sendable {
 
     private func sendToLeader(_ request: Routed, to index: Int, hops: Int) {
         let now = monotonicNanos()
+        let sentAt = now
         guard request.deadline > now + 500_000 else {
             request.completion(.failure(ServiceError(.unavailable, "no leader among \(endpoints.joined(separator: ", ")) took the request within its deadline")))
             return
@@ -172,10 +180,14 @@ public final class RPCClient: Sendable {
             [weak self] result in
             guard case .failure(let error) = result, let self else { return request.completion(result) }
             guard let leader = error.leader else {
-                // It may have been done: no second try. A replica that did not answer in time or
-                // lost its connection is passed over for a while, and no longer taken for the
-                // leader (other errors are the leader's own answers).
-                if error.code == .deadlineExceeded || error.message.hasPrefix(Link.connectionLost) {
+                // It may have been done: no second try. A replica that lost its connection, or
+                // said nothing at all for a while though this request waited on it, is passed
+                // over for a while and no longer taken for the leader (a reply, a deadline
+                // passed among others' replies, is a live replica's).
+                let silent = monotonicNanos() &- max(links[index].lastHeard, sentAt)
+                if error.message.hasPrefix(Link.connectionLost)
+                    || (error.message == Link.noReply && silent >= Self.silenceBeforeShunNanoseconds)
+                {
                     links[index].shunnedUntil.store(monotonicNanos() + Self.shunNanoseconds, ordering: .relaxed)
                     _ = leaderGuess.compareExchange(expected: index, desired: (index + 1) % links.count, ordering: .relaxed)
                 }
@@ -248,6 +260,8 @@ extension RPCClient {
     final class Link: Sendable {
         /// How the error of a request whose connection dropped begins.
         static let connectionLost = "lost the connection to"
+        /// The error of a request that had no reply by its deadline.
+        static let noReply = "no reply within the deadline"
         /// Until when (`monotonicNanos`) a leader-following client passes this link over: it did
         /// not answer in time or lost its connection, so its host may be gone, though a
         /// follower's hint may name it until the others elect a new leader.
@@ -296,6 +310,9 @@ extension RPCClient {
 
         var connectedServers: Int { channel.connected.load(ordering: .relaxed) }
 
+        /// When (`monotonicNanos`) a server last sent this link anything.
+        var lastHeard: UInt64 { channel.lastHeard.load(ordering: .relaxed) }
+
         func send(
             type: String, body: Data, auth: Auth?, client: String?, timeoutMilliseconds: Int?,
             completion: @escaping Completion
@@ -327,6 +344,8 @@ extension RPCClient {
             let submitted = Mutex<[Outgoing]>([])
             let closing = Atomic<Bool>(false)
             let connected = Atomic<Int>(0)
+            /// When (`monotonicNanos`) the last frame came from a server.
+            let lastHeard = Atomic<UInt64>(0)
             let wakeup: Wakeup
             init() throws(SystemError) { wakeup = try Wakeup() }
         }
@@ -419,6 +438,7 @@ extension RPCClient {
                         logger.error("receive failed", ["error": error])
                         return
                     }
+                    state.lastHeard.store(monotonicNanos(), ordering: .relaxed)
                     guard let envelope = frames.first else {
                         logger.warn("dropped a reply with no frames", [:])
                         continue
@@ -480,7 +500,7 @@ extension RPCClient {
                         unsent.remove(at: index)
                         finish(id, .failure(ServiceError(.unavailable, "no connection to \(endpoints.joined(separator: ", "))")))
                     } else {
-                        finish(id, .failure(ServiceError(.deadlineExceeded, "no reply within the deadline")))
+                        finish(id, .failure(ServiceError(.deadlineExceeded, Link.noReply)))
                     }
                 }
             }

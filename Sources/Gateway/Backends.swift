@@ -4,9 +4,9 @@ import Foundation
 import ServiceCore
 import Synchronization
 
-/// The services behind the gateway: one RPC client each (spreading over its replicas), a
-/// window of requests in flight to each shared fairly between clients, a health check every
-/// second, and the methods each one offers.
+/// The services behind the gateway: one RPC client each (spreading over its replicas, or
+/// following their leader for a replicated one), a window of requests in flight to each
+/// shared fairly between clients, a health check every second, and the methods each one offers.
 final class Backends: Sendable {
     private let clients: [String: RPCClient]
     private let queues: [String: FairQueue]

@@ -31,6 +31,7 @@ final class StandInReplicas: Sendable {
                 done.withLock { $0[number - 1] += 1 }
                 return number
             }
+            table.on("test.read", .read) { (_: Empty, _, number) -> Int in number }
             var options = RPCServerOptions()
             let leader = self.leader
             options.admit = { type in
@@ -124,7 +125,7 @@ final class StandInReplicas: Sendable {
         let client = replicas.client
         #expect(try replicas.write() == 1)
         replicas.stalled.withLock { $0 = 1 }
-        #expect(throws: ServiceError.self) { try replicas.write(timeoutMilliseconds: 500) }
+        #expect(throws: ServiceError.self) { try replicas.write(timeoutMilliseconds: 800) }
         // The others still name replica 1 for a while (they have not yet elected another): the
         // client does not go back to the one that just failed it, and waits for the election.
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { replicas.leader.withLock { $0 = 2 } }
@@ -133,6 +134,47 @@ final class StandInReplicas: Sendable {
         // Replica 1 was asked twice: the write that took, the one that answered too late.
         #expect(eventually { replicas.done.value == [2, 1, 0] })
         #expect(replicas.servers[0].stats.snapshot().requests == 2)
+    }
+
+    /// A request that timed out at a leader which answers others meanwhile, or whose caller
+    /// gave it too little time, leaves the leader the leader: only a replica silent for a while
+    /// is passed over (else one request with `deadline_ms` 1 would send every write astray).
+    @Test func aLeaderThatAnswersOthersMeanwhileOrAShortDeadlineIsStillTheLeader() throws {
+        let replicas = try StandInReplicas(leader: 1)
+        defer { replicas.stop() }
+        #expect(try replicas.write() == 1)
+        // Its writer stalls (2.5 s): writes time out there, and each goes to it all the same.
+        replicas.stalled.withLock { $0 = 1 }
+        let stalled = replicas.client.start(type: "test.write", body: Data("{}".utf8), timeoutMilliseconds: 5_000)
+        func timesOut(_ milliseconds: Int) -> Bool {
+            do {
+                _ = try replicas.write(timeoutMilliseconds: milliseconds)
+                return false
+            } catch {
+                return error.code == .deadlineExceeded
+            }
+        }
+        #expect(timesOut(1))
+        #expect(timesOut(300))
+        // Its readers answer meanwhile: a write that waits longer than a replica may stay
+        // silent still leaves it the leader.
+        let reading = Locked(true)
+        let reads = Locked(0)
+        let reader = Thread {
+            for _ in 0..<200 where reading.value {
+                if (try? replicas.client.request(type: "test.read", body: Data("{}".utf8), timeoutMilliseconds: 500)) != nil { reads.withLock { $0 += 1 } }
+                usleep(50_000)
+            }
+        }
+        reader.start()
+        #expect(timesOut(1_000))
+        reading.withLock { $0 = false }
+        #expect(reads.value > 5)
+        replicas.stalled.withLock { $0 = 0 }
+        _ = try? stalled.wait()
+        #expect(try replicas.write(timeoutMilliseconds: 1_000) == 1)
+        // No request went to the others: none was passed over to them.
+        #expect(replicas.servers[1].stats.snapshot().requests == 0 && replicas.servers[2].stats.snapshot().requests == 0)
     }
 
     /// A leader whose connection is gone: the client passes it over for a connected replica.
