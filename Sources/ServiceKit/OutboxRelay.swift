@@ -172,7 +172,8 @@ public final class OutboxRelay: Sendable {
                 }
             }
             let now = monotonicNanos()
-            let wait = nextHeartbeat > now ? Int((nextHeartbeat - now) / 1_000_000) : 0
+            // Rounded up: a wait rounded down to 0 would poll without pause until the beat.
+            let wait = nextHeartbeat > now ? Int((nextHeartbeat - now + 999_999) / 1_000_000) : 0
             let ready = (try? poller.poll(timeoutMilliseconds: stop ? 0 : wait)) ?? [false]
             if ready[0] { wakeup.drain() }
             publishCommitted()

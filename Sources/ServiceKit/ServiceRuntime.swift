@@ -519,7 +519,8 @@ final class PeriodicRequests: Sendable {
                 }
                 // Wake at least every 100 ms, so a stop is seen in time.
                 let next = due.min() ?? now
-                let wait = next > monotonicNanos() ? min(100_000, (next - monotonicNanos()) / 1_000) : 0
+                let after = monotonicNanos()
+                let wait = next > after ? min(100_000, (next - after + 999) / 1_000) : 0
                 if wait > 0 { usleep(UInt32(wait)) }
             }
         }
