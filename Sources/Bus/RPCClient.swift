@@ -57,9 +57,10 @@ public struct Reply: Sendable {
 /// Following a leader: a request goes to the replica last known to lead. A replica that does
 /// not lead refuses it before doing anything (`ServiceError.leader` names the leader), so it
 /// is sent again there, or, while no leader is known, to the next replica after a pause, until
-/// its deadline. A replica that loses its connection, or says nothing at all for half a second
-/// while a request waits on it, is passed over for a while, hints naming it included; the
-/// request that found it so fails as it did (it may have been done).
+/// its deadline. A replica that loses its connection, or has said nothing at all for half a
+/// second since a request went to it, is passed over for a while (requests go first to
+/// another, which names the leader); the request that found it so fails as it did (it may
+/// have been done).
 public final class RPCClient: Sendable {
     /// The endpoints this client connects to.
     public let endpoints: [String]
@@ -69,9 +70,10 @@ public final class RPCClient: Sendable {
     private let leaderGuess = Atomic<Int>(0)
     /// How long a link that failed a request is passed over (`Link.shunnedUntil`).
     static let shunNanoseconds: UInt64 = 3_000_000_000
-    /// How long a replica must have said nothing at all, with a request of ours waiting on it,
-    /// before a request that timed out there passes it over: a live leader answers others
-    /// meanwhile, and a deadline a caller made short says nothing about the replica.
+    /// How long a replica must have said nothing at all since a request of ours went to it
+    /// unanswered before a request that times out there passes it over: a live leader answers
+    /// others meanwhile (a late reply counts), and a deadline a caller made short says nothing
+    /// about the replica.
     static let silenceBeforeShunNanoseconds: UInt64 = 500_000_000
 
     /// A completion handler; it runs on a socket thread of the client, so it must be quick.
@@ -169,7 +171,6 @@ public final class RPCClient: Sendable {
 
     private func sendToLeader(_ request: Routed, to index: Int, hops: Int) {
         let now = monotonicNanos()
-        let sentAt = now
         guard request.deadline > now + 500_000 else {
             request.completion(.failure(ServiceError(.unavailable, "no leader among \(endpoints.joined(separator: ", ")) took the request within its deadline")))
             return
@@ -181,12 +182,11 @@ public final class RPCClient: Sendable {
             guard case .failure(let error) = result, let self else { return request.completion(result) }
             guard let leader = error.leader else {
                 // It may have been done: no second try. A replica that lost its connection, or
-                // said nothing at all for a while though this request waited on it, is passed
-                // over for a while and no longer taken for the leader (a reply, a deadline
-                // passed among others' replies, is a live replica's).
-                let silent = monotonicNanos() &- max(links[index].lastHeard, sentAt)
+                // has said nothing at all for a while though requests went to it, is passed
+                // over for a while: requests go first to another, which names the leader if it
+                // hears from one (a deadline passed among others' replies is a live replica's).
                 if error.message.hasPrefix(Link.connectionLost)
-                    || (error.message == Link.noReply && silent >= Self.silenceBeforeShunNanoseconds)
+                    || (error.message == Link.noReply && links[index].silence >= Self.silenceBeforeShunNanoseconds)
                 {
                     links[index].shunnedUntil.store(monotonicNanos() + Self.shunNanoseconds, ordering: .relaxed)
                     _ = leaderGuess.compareExchange(expected: index, desired: (index + 1) % links.count, ordering: .relaxed)
@@ -195,10 +195,11 @@ public final class RPCClient: Sendable {
             }
             // Refused by a replica that does not lead: nothing was done, so it goes again, at
             // once to a leader named elsewhere, after a pause while none is known (or after
-            // a few hops, so stale hints cannot bounce it around). A leader named that just
-            // failed this client is not believed: the others have yet to elect its successor.
-            // A leader naming itself has not yet caught up with its term: it is asked again.
-            let hinted = links.indices.contains(leader - 1) && (leader - 1 == index || usable(leader - 1))
+            // a few hops, so stale hints cannot bounce it around). A replica names only a
+            // leader it heard from lately, so the name is believed even of one passed over,
+            // if connected. A leader naming itself has not yet caught up with its term: it is
+            // asked again.
+            let hinted = links.indices.contains(leader - 1) && (leader - 1 == index || links[leader - 1].connectedServers > 0)
             let next = hinted ? leader - 1 : nextUsable(after: index)
             let named = hinted && next != index
             if named { leaderGuess.store(next, ordering: .relaxed) }
@@ -262,9 +263,8 @@ extension RPCClient {
         static let connectionLost = "lost the connection to"
         /// The error of a request that had no reply by its deadline.
         static let noReply = "no reply within the deadline"
-        /// Until when (`monotonicNanos`) a leader-following client passes this link over: it did
-        /// not answer in time or lost its connection, so its host may be gone, though a
-        /// follower's hint may name it until the others elect a new leader.
+        /// Until when (`monotonicNanos`) a leader-following client sends its requests first to
+        /// another link: this one lost its connection or went silent, so its host may be gone.
         let shunnedUntil = Atomic<UInt64>(0)
         let options: RPCClientOptions
         private let idPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
@@ -310,8 +310,12 @@ extension RPCClient {
 
         var connectedServers: Int { channel.connected.load(ordering: .relaxed) }
 
-        /// When (`monotonicNanos`) a server last sent this link anything.
-        var lastHeard: UInt64 { channel.lastHeard.load(ordering: .relaxed) }
+        /// How long no server has sent this link anything though a request went out since (0
+        /// when every request sent has been answered, or something came since the last went out).
+        var silence: UInt64 {
+            let since = channel.silentSince.load(ordering: .relaxed)
+            return since == 0 ? 0 : monotonicNanos() &- since
+        }
 
         func send(
             type: String, body: Data, auth: Auth?, client: String?, timeoutMilliseconds: Int?,
@@ -344,8 +348,11 @@ extension RPCClient {
             let submitted = Mutex<[Outgoing]>([])
             let closing = Atomic<Bool>(false)
             let connected = Atomic<Int>(0)
-            /// When (`monotonicNanos`) the last frame came from a server.
-            let lastHeard = Atomic<UInt64>(0)
+            /// Since when (`monotonicNanos`) no frame came though a request was sent unanswered:
+            /// the send of the first such request, or the last frame while others were still
+            /// out; 0 when none is out unheard. Not reset when a request expires, so a replica
+            /// silent across many short deadlines is found silent all the same.
+            let silentSince = Atomic<UInt64>(0)
             let wakeup: Wakeup
             init() throws(SystemError) { wakeup = try Wakeup() }
         }
@@ -424,11 +431,15 @@ extension RPCClient {
                     }
                     if !sent { break }
                     sentCount += 1
+                    if state.silentSince.load(ordering: .relaxed) == 0 { state.silentSince.store(monotonicNanos(), ordering: .relaxed) }
                 }
                 unsent.removeFirst(sentCount)
             }
 
             func receiveReplies() {
+                // Anything heard ends a silence; requests still out start one from now.
+                var heard = false
+                defer { if heard { state.silentSince.store(pending.count > unsent.count ? monotonicNanos() : 0, ordering: .relaxed) } }
                 for _ in 0..<1024 {
                     let frames: [Data]
                     do {
@@ -438,7 +449,7 @@ extension RPCClient {
                         logger.error("receive failed", ["error": error])
                         return
                     }
-                    state.lastHeard.store(monotonicNanos(), ordering: .relaxed)
+                    heard = true
                     guard let envelope = frames.first else {
                         logger.warn("dropped a reply with no frames", [:])
                         continue
@@ -483,6 +494,7 @@ extension RPCClient {
                             let waiting = Set(unsent)
                             let lost = pending.keys.filter { !waiting.contains($0) }
                             for id in lost { finish(id, .failure(ServiceError(.unavailable, "\(Link.connectionLost) \(endpoint)"))) }
+                            state.silentSince.store(0, ordering: .relaxed)
                         }
                     default:
                         break

@@ -182,7 +182,7 @@ final class Backends: Sendable {
             let all = answers.withLock { $0 }
             let commit = all.values.compactMap { try? $0.get().0?.commitIndex }.max() ?? 0
             var replicas: [ReplicaHealth] = []
-            var leader: Double?
+            var leader: (replica: Int, term: UInt64, latency: Double)?
             for replica in 1...client.replicaCount {
                 var health = ReplicaHealth(replica: replica, endpoint: client.endpoints[replica - 1], up: false)
                 switch all[replica] {
@@ -193,10 +193,8 @@ final class Backends: Sendable {
                     health.term = stats?.term
                     health.appliedIndex = stats?.appliedIndex
                     health.lag = stats.map { commit > $0.appliedIndex ? commit - $0.appliedIndex : 0 }
-                    if stats?.ready == true {
-                        leader = latency
-                        client.noteLeader(replica)
-                    }
+                    // Of two that say they lead (a deposed one has yet to hear), the later term's.
+                    if let stats, stats.ready, stats.term >= leader?.term ?? 0 { leader = (replica, stats.term, latency) }
                 case .failure(let error)?:
                     health.lastError = error.description
                 case nil:
@@ -204,7 +202,8 @@ final class Backends: Sendable {
                 }
                 replicas.append(health)
             }
-            record(name, leader.map { .success($0) } ?? .failure(ServiceError(.unavailable, "no replica of \(name) leads")), state, logger: logger)
+            if let leader { client.noteLeader(leader.replica) }
+            record(name, leader.map { .success($0.latency) } ?? .failure(ServiceError(.unavailable, "no replica of \(name) leads")), state, logger: logger)
             state.health.withLock { $0[name]?.replicas = replicas }
             group.leave()
         }

@@ -44,6 +44,9 @@ public struct RaftStatus: Sendable, Equatable {
     /// it has matched in this term (its commit index moved on under that leader: a replica
     /// restarted, wiped or cut off has not yet) and has applied all it knows committed.
     public var leaderContact: UInt64?
+    /// When a follower last heard from its leader (`monotonicNanos`), caught up or not; nil
+    /// unless it follows a known leader.
+    public var leaderHeard: UInt64?
 
     public init() {}
 }
@@ -419,11 +422,12 @@ public final class RaftNode: @unchecked Sendable {
         } else {
             followed = (0, 0, 0, false)
         }
-        if followed.matched && status.appliedIndex >= status.commitIndex, let time = raft.pointee.io.pointee.time {
+        if status.role == .follower && leaderID != 0, let time = raft.pointee.io.pointee.time {
             // libraft restarts a follower's election timer at each message from its leader.
             let now = time(raft.pointee.io)
             let start = raft.pointee.election_timer_start
-            status.leaderContact = monotonicNanos() &- (now > start ? now - start : 0) &* 1_000_000
+            status.leaderHeard = monotonicNanos() &- (now > start ? now - start : 0) &* 1_000_000
+            if followed.matched && status.appliedIndex >= status.commitIndex { status.leaderContact = status.leaderHeard }
         }
         readyLeader.store(status.isReadyLeader, ordering: .relaxed)
         let before = latest.withLock { previous in

@@ -535,12 +535,17 @@ final class PeriodicRequests: Sendable {
 
 /// The door of a replica of a replicated service (`RPCServerOptions.admit`).
 public enum ReplicaDoor {
+    /// How lately a replica must have heard from its leader to name it (five heartbeats).
+    public static let namedLeaderNanoseconds: UInt64 = 500_000_000
+
     /// What a replica answers while it does not lead: reads that declare how stale they may be
     /// (`MethodDeclaration.staleMilliseconds`) while it has heard from its leader within that,
     /// and nothing else: the rest is refused before it is queued, naming the leader
-    /// (`ServiceError.notLeader`), so a client sends it there.
-    /// `leads` answers at once whether it leads and takes writes (nearly always, at the leader);
-    /// `status` is read only when it does not.
+    /// (`ServiceError.notLeader`), so a client sends it there. It names a leader only when it
+    /// heard from it within `namedLeaderNanoseconds`, so clients may believe the name: one gone
+    /// silent is not named while the others elect its successor. `leads` answers at once
+    /// whether it leads and takes writes (nearly always, at the leader); `status` is read only
+    /// when it does not.
     public static func admit(
         service: String, replica: Int, leads: @escaping @Sendable () -> Bool, status: @escaping @Sendable () -> RaftStatus
     ) -> @Sendable (String) -> ServiceError? {
@@ -553,11 +558,14 @@ public enum ReplicaDoor {
                 if bound == .max { return nil }
                 if let contact = status.leaderContact, monotonicNanos() &- contact <= UInt64(bound) * 1_000_000 { return nil }
             }
-            let leader = Int(status.leaderID)
+            let heard = status.leaderHeard.map { monotonicNanos() &- $0 <= namedLeaderNanoseconds } ?? false
+            let leader = Int(status.leaderID) == replica || heard ? Int(status.leaderID) : 0
             let known =
                 leader == replica
                 ? "it leads but has not yet applied its predecessors' commits"
-                : leader == 0 ? "no leader is known yet" : "the leader is replica \(leader)"
+                : leader != 0
+                    ? "the leader is replica \(leader)"
+                    : status.leaderID == 0 ? "no leader is known yet" : "replica \(status.leaderID) led, but has not been heard from lately"
             return ServiceError.notLeader("\(type) is answered by the leader of \(service), and replica \(replica) is not it: \(known)", leader: leader)
         }
     }

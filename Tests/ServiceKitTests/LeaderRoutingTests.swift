@@ -7,13 +7,17 @@ import Testing
 
 /// Three servers standing for the replicas of a replicated service: each admits requests only
 /// while the shared `leader` names it, and refuses the rest as a replica that does not lead
-/// does (`ServiceError.notLeader`); `test.write` counts what each one did. `client` follows
-/// their leader; `stop` ends them all.
+/// does (`ServiceError.notLeader`), naming `named` when set (the leader they last heard from),
+/// else `leader`; `test.write` counts what each one did. `client` follows their leader; `stop`
+/// ends them all.
 final class StandInReplicas: Sendable {
     let leader: Locked<Int>
+    let named = Locked<Int?>(nil)
     let done = Locked([0, 0, 0])
     /// The replica whose writes take 2.5 s (0: none).
     let stalled = Locked(0)
+    /// The replica that says nothing at all while set, as a hung process (0: none; at most 5 s).
+    let hung = Locked(0)
     let servers: [RPCServer<Int>]
     let client: RPCClient
 
@@ -34,9 +38,13 @@ final class StandInReplicas: Sendable {
             table.on("test.read", .read) { (_: Empty, _, number) -> Int in number }
             var options = RPCServerOptions()
             let leader = self.leader
+            let named = self.named
+            let hung = self.hung
             options.admit = { type in
+                // On the server's I/O thread: while it waits, the server answers nothing.
+                for _ in 0..<500 where hung.value == replica { usleep(10_000) }
                 let current = leader.withLock { $0 }
-                return current == replica ? nil : ServiceError.notLeader("replica \(replica) does not lead", leader: current)
+                return current == replica ? nil : ServiceError.notLeader("replica \(replica) does not lead", leader: named.value ?? current)
             }
             servers.append(try RPCServer(context: context, bind: ["tcp://127.0.0.1:0"], table: table, options: options, logger: logger) { _ in replica })
         }
@@ -124,11 +132,15 @@ final class StandInReplicas: Sendable {
         defer { replicas.stop() }
         let client = replicas.client
         #expect(try replicas.write() == 1)
+        // Replica 1 goes silent; the others no longer hear from it, so name no leader, until
+        // they elect replica 2. The client passes it over and waits for the election.
         replicas.stalled.withLock { $0 = 1 }
+        replicas.named.withLock { $0 = 0 }
         #expect(throws: ServiceError.self) { try replicas.write(timeoutMilliseconds: 800) }
-        // The others still name replica 1 for a while (they have not yet elected another): the
-        // client does not go back to the one that just failed it, and waits for the election.
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { replicas.leader.withLock { $0 = 2 } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) {
+            replicas.leader.withLock { $0 = 2 }
+            replicas.named.withLock { $0 = nil }
+        }
         #expect(try replicas.write() == 2)
         replicas.stalled.withLock { $0 = 0 }
         // Replica 1 was asked twice: the write that took, the one that answered too late.
@@ -175,6 +187,25 @@ final class StandInReplicas: Sendable {
         #expect(try replicas.write(timeoutMilliseconds: 1_000) == 1)
         // No request went to the others: none was passed over to them.
         #expect(replicas.servers[1].stats.snapshot().requests == 0 && replicas.servers[2].stats.snapshot().requests == 0)
+    }
+
+    /// A hung leader (its connection up, nothing said) asked with deadlines shorter than the
+    /// silence that passes it over: the silence adds up across them, so the client leaves it
+    /// and finds the next leader once the others elect one.
+    @Test func aHungLeaderAskedWithShortDeadlinesIsLeftOnceItsSilenceAddsUp() throws {
+        let replicas = try StandInReplicas(leader: 1)
+        defer { replicas.stop() }
+        #expect(try replicas.write() == 1)
+        replicas.hung.withLock { $0 = 1 }
+        replicas.named.withLock { $0 = 0 }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(700)) {
+            replicas.leader.withLock { $0 = 2 }
+            replicas.named.withLock { $0 = nil }
+        }
+        var answered: Int?
+        for _ in 0..<20 where answered == nil { answered = try? replicas.write(timeoutMilliseconds: 200) }
+        replicas.hung.withLock { $0 = 0 }
+        #expect(answered == 2)
     }
 
     /// A leader whose connection is gone: the client passes it over for a connected replica.

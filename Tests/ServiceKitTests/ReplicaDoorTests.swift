@@ -23,6 +23,7 @@ import Testing
         status.role = .follower
         status.leaderID = 1
         status.leaderContact = monotonicNanos() - 200_000_000
+        status.leaderHeard = status.leaderContact
         let admit = door(status)
         #expect(admit("catalog.get") == nil && admit("catalog.list") == nil && admit("sys.ping") == nil && admit("sys.stats") == nil)
         let refusal = try #require(admit("catalog.create"))
@@ -35,13 +36,29 @@ import Testing
         var status = RaftStatus()
         status.role = .follower
         status.leaderID = 1
-        // Heard from its leader 1.5 s ago, more than catalog.get's second.
+        // Applied what it heard from its leader 1.5 s ago, more than catalog.get's second.
         status.leaderContact = monotonicNanos() - 1_500_000_000
+        status.leaderHeard = monotonicNanos() - 50_000_000
         #expect(door(status)("catalog.get")?.leader == 1)
         // Not matched its leader's log yet (restarted, wiped): no contact time at all.
         status.leaderContact = nil
         #expect(door(status)("catalog.get")?.leader == 1)
         #expect(door(status)("sys.ping") == nil)
+    }
+
+    @Test func aLeaderNotHeardFromLatelyIsNotNamed() throws {
+        var status = RaftStatus()
+        status.role = .follower
+        status.leaderID = 1
+        // libraft still takes it for the leader until its election timeout: clients must not.
+        status.leaderHeard = monotonicNanos() - 600_000_000
+        let refusal = try #require(door(status)("catalog.create"))
+        #expect(refusal.leader == 0)
+        #expect(refusal.message.hasSuffix("replica 1 led, but has not been heard from lately"))
+        status.leaderHeard = nil
+        #expect(door(status)("catalog.create")?.leader == 0)
+        status.leaderHeard = monotonicNanos() - 100_000_000
+        #expect(door(status)("catalog.create")?.leader == 1)
     }
 
     @Test func withNoLeaderOrOneStillCatchingUpTheRefusalSaysSo() {
