@@ -82,10 +82,18 @@ import Testing
         for n in 0..<20 {
             ids.append(try writer.call("catalog.create", PlaceInput(name: "Replicated \(n)", category: "cafe", lat: 60.17, lon: 24.94), as: Place.self).id)
         }
-        // A backup from the leader is a plain file with every acknowledged write (its outbox too).
+        // A backup from the leader, and one from a follower once it applied them, are plain
+        // files with every acknowledged write (the outbox too).
         let backup = try writer.call("sys.backup", BackupRequest(to: scratch.file("backup.sqlite")), as: BackupReply.self, timeoutMilliseconds: 10_000)
         #expect(backup.bytes > 0 && backup.epoch != nil && (backup.head ?? 0) >= Int64(ids.count), "\(backup)")
         writer.close()
+        do {
+            let follower = try client(try #require(replicas.first { $0.key != first }?.value))
+            defer { follower.close() }
+            #expect(eventually { (try? follower.call("catalog.get", ["id": ids.last!], as: LocalizedPlace.self)) != nil })
+            let copy = try follower.call("sys.backup", BackupRequest(to: scratch.file("follower.sqlite")), as: BackupReply.self, timeoutMilliseconds: 10_000)
+            #expect(copy.epoch == backup.epoch && copy.head == backup.head, "\(copy)")
+        }
         let roles = replicas.mapValues { stats($0)?.role }
         #expect(roles.values.filter { $0 == "leader" }.count == 1 && roles.values.filter { $0 == "follower" }.count == 2, "\(roles)")
 
