@@ -111,11 +111,13 @@ public final class RPCClient: Sendable {
     public var replicaCount: Int { links.count > 1 ? links.count : 0 }
 
     /// Takes replica `replica` (1 and up) for the leader from now on, as someone who asked
-    /// them all found (the gateway's health check), and no longer passes it over; ignored
-    /// unless following a leader.
-    public func noteLeader(_ replica: Int) {
+    /// them all at `asOf` (`monotonicNanos`) found (the gateway's health check), and no longer
+    /// passes it over unless it failed this client since; ignored unless following a leader.
+    public func noteLeader(_ replica: Int, asOf: UInt64) {
         guard links.count > 1, links.indices.contains(replica - 1) else { return }
-        links[replica - 1].shunnedUntil.store(0, ordering: .relaxed)
+        let link = links[replica - 1]
+        let shunned = link.shunnedUntil.load(ordering: .relaxed)
+        if shunned > 0 && shunned &- Self.shunNanoseconds < asOf { link.shunnedUntil.store(0, ordering: .relaxed) }
         leaderGuess.store(replica - 1, ordering: .relaxed)
     }
 
@@ -164,6 +166,12 @@ public final class RPCClient: Sendable {
         return (index + 1) % links.count
     }
 
+    /// Whether a replica named the leader may be sent to: connected, and not silent since it
+    /// was passed over (its followers name it for a heartbeat or so after it went silent).
+    private func believable(_ index: Int) -> Bool {
+        usable(index) || (links[index].connectedServers > 0 && links[index].silence < Self.silenceBeforeShunNanoseconds)
+    }
+
     /// Whether a link is connected and not passed over for a recent failure.
     private func usable(_ index: Int) -> Bool {
         links[index].connectedServers > 0 && links[index].shunnedUntil.load(ordering: .relaxed) <= monotonicNanos()
@@ -196,10 +204,10 @@ public final class RPCClient: Sendable {
             // Refused by a replica that does not lead: nothing was done, so it goes again, at
             // once to a leader named elsewhere, after a pause while none is known (or after
             // a few hops, so stale hints cannot bounce it around). A replica names only a
-            // leader it heard from lately, so the name is believed even of one passed over,
-            // if connected. A leader naming itself has not yet caught up with its term: it is
-            // asked again.
-            let hinted = links.indices.contains(leader - 1) && (leader - 1 == index || links[leader - 1].connectedServers > 0)
+            // leader it heard from lately, so the name is believed even of one passed over, if
+            // connected and heard from since it went silent (a late reply, a health check).
+            // A leader naming itself has not yet caught up with its term: it is asked again.
+            let hinted = links.indices.contains(leader - 1) && (leader - 1 == index || believable(leader - 1))
             let next = hinted ? leader - 1 : nextUsable(after: index)
             let named = hinted && next != index
             if named { leaderGuess.store(next, ordering: .relaxed) }
@@ -418,6 +426,7 @@ extension RPCClient {
 
             func flushUnsent() {
                 var sentCount = 0
+                var outstanding = pending.count > unsent.count
                 for id in unsent {
                     guard let request = pending[id] else {
                         sentCount += 1
@@ -431,7 +440,12 @@ extension RPCClient {
                     }
                     if !sent { break }
                     sentCount += 1
-                    if state.silentSince.load(ordering: .relaxed) == 0 { state.silentSince.store(monotonicNanos(), ordering: .relaxed) }
+                    // A silence goes on across requests that expired unanswered, for a while: one
+                    // whose reply was lost must not count against the next slow request.
+                    let since = state.silentSince.load(ordering: .relaxed)
+                    let now = monotonicNanos()
+                    if since == 0 || (!outstanding && now &- since > RPCClient.shunNanoseconds) { state.silentSince.store(now, ordering: .relaxed) }
+                    outstanding = true
                 }
                 unsent.removeFirst(sentCount)
             }

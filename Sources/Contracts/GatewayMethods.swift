@@ -52,8 +52,8 @@ extension Methods.System {
         errors: [.invalid("to", "not another replica's number"), .unavailable(nil, "the service is not replicated")])
     public static let backup = Method<BackupRequest, BackupReply>(
         "sys.backup", .runtime, .internal, .read,
-        "a consistent copy of the service's SQLite file, made by the service itself (by any replica of a replicated one, of what it applied): to",
-        staleMilliseconds: .max)
+        "a consistent copy of the service's SQLite file, made by the service itself (by a follower in step with its leader, of what it applied): to",
+        staleMilliseconds: 1_000)
 }
 
 extension Methods {

@@ -165,6 +165,7 @@ final class Backends: Sendable {
     /// highest commit index any of them reported.
     private static func checkReplicas(_ name: String, _ client: RPCClient, _ state: State, group: DispatchGroup, logger: Logger) {
         group.enter()
+        let asked = monotonicNanos()
         let answers = Mutex<[Int: Result<(ServiceStats.Replication?, Double), ServiceError>]>([:])
         let each = DispatchGroup()
         for replica in 1...client.replicaCount {
@@ -202,7 +203,7 @@ final class Backends: Sendable {
                 }
                 replicas.append(health)
             }
-            if let leader { client.noteLeader(leader.replica) }
+            if let leader { client.noteLeader(leader.replica, asOf: asked) }
             record(name, leader.map { .success($0.latency) } ?? .failure(ServiceError(.unavailable, "no replica of \(name) leads")), state, logger: logger)
             state.health.withLock { $0[name]?.replicas = replicas }
             group.leave()

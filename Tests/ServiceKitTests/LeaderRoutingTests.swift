@@ -208,6 +208,31 @@ final class StandInReplicas: Sendable {
         #expect(answered == 2)
     }
 
+    /// The others still name a leader for a heartbeat or so after it went silent: a client that
+    /// passed it over for its silence does not go back on their word, until it hears from it.
+    @Test func aHintNamingASilentReplicaIsBelievedOnlyOnceItIsHeardFromAgain() throws {
+        let replicas = try StandInReplicas(leader: 1)
+        defer { replicas.stop() }
+        #expect(try replicas.write() == 1)
+        replicas.hung.withLock { $0 = 1 }
+        var codes: [ErrorCode] = []
+        for _ in 0..<5 {
+            do {
+                _ = try replicas.write(timeoutMilliseconds: 200)
+            } catch {
+                codes.append(error.code)
+            }
+        }
+        // Some time out at replica 1 until its silence adds up to 0.5 s (three, on time); the
+        // rest are not sent back there on the others' word, and find no leader in time.
+        let first = codes.firstIndex(of: .unavailable) ?? codes.count
+        #expect(codes.count == 5 && first >= 2 && first < 5 && codes[..<first].allSatisfy { $0 == .deadlineExceeded }, "\(codes)")
+        #expect(codes[first...].allSatisfy { $0 == .unavailable }, "\(codes)")
+        // It speaks again (its late replies come): the others' word is believed at once.
+        replicas.hung.withLock { $0 = 0 }
+        #expect(try replicas.write(timeoutMilliseconds: 1_000) == 1)
+    }
+
     /// A leader whose connection is gone: the client passes it over for a connected replica.
     @Test func aLeaderThatStopsAnsweringIsLeftForTheNextReplica() throws {
         let replicas = try StandInReplicas(leader: 1)
