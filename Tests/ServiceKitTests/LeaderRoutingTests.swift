@@ -167,7 +167,7 @@ final class StandInReplicas: Sendable {
             }
         }
         #expect(timesOut(1))
-        #expect(timesOut(300))
+        #expect(timesOut(150))
         // Its readers answer meanwhile: a write that waits longer than a replica may stay
         // silent still leaves it the leader.
         let reading = Locked(true)
