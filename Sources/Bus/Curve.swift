@@ -146,7 +146,12 @@ public final class ZAPAuthenticator: Sendable {
         let counts = Mutex(Counts())
         /// Admitted keys by ZAP domain.
         let allowed: Mutex<[String: Set<Data>]>
-        init(_ allowed: [String: [[UInt8]]]) { self.allowed = Mutex(allowed.mapValues { Set($0.map { Data($0) }) }) }
+        init(_ allowed: [String: Set<Data>]) { self.allowed = Mutex(allowed) }
+    }
+
+    /// The keys admitted by ZAP domain: `keys` to the bus's, and each of `domains` its own.
+    private static func admitted(_ keys: [[UInt8]], _ domains: [String: [[UInt8]]]) -> [String: Set<Data>] {
+        domains.merging([busDomain: keys]) { _, bus in bus }.mapValues { Set($0.map { Data($0) }) }
     }
 
     private let shared: Shared
@@ -157,7 +162,7 @@ public final class ZAPAuthenticator: Sendable {
     /// admitted to the bus's sockets, `domains` those admitted to sockets of other ZAP domains
     /// (a replicated service's Raft port admits only its own replicas' key).
     public init(context: ZMQContext, allowed: [[UInt8]], domains: [String: [[UInt8]]] = [:], logger: Logger) throws {
-        let shared = Shared(domains.merging([Self.busDomain: allowed]) { _, bus in bus })
+        let shared = Shared(Self.admitted(allowed, domains))
         self.shared = shared
         let startup = StartupReport()
         let stopping = self.stopping
@@ -216,7 +221,7 @@ public final class ZAPAuthenticator: Sendable {
     /// admitted stay), to the bus and to each of `domains`. A rotation lists a client's old and
     /// new key here at once.
     public func allow(_ keys: [[UInt8]], domains: [String: [[UInt8]]] = [:]) {
-        let sets = domains.merging([Self.busDomain: keys]) { _, bus in bus }.mapValues { Set($0.map { Data($0) }) }
+        let sets = Self.admitted(keys, domains)
         shared.allowed.withLock { $0 = sets }
     }
 

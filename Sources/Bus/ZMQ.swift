@@ -250,11 +250,10 @@ public final class Socket {
     public static let serverHandshakeMilliseconds: Int32 = 5_000
     /// The largest inbound message libzmq accepts; a larger one drops the connection.
     public func setMaxMessageSize(_ bytes: Int64) throws(ZMQError) { try setOption(ZMQ_MAXMSGSIZE, bytes, "ZMQ_MAXMSGSIZE") }
-    /// Queue messages only to completed connections, so sends fail fast when no peer is there.
     /// Never dials again once a connection ends (or its first attempt fails): for a link whose
     /// stream must not resume on a new connection.
     public func disableReconnect() throws(ZMQError) { try setOption(ZMQ_RECONNECT_IVL, Int32(-1), "ZMQ_RECONNECT_IVL") }
-
+    /// Queue messages only to completed connections, so sends fail fast when no peer is there.
     public func setImmediate(_ on: Bool) throws(ZMQError) { try setOption(ZMQ_IMMEDIATE, on ? Int32(1) : Int32(0), "ZMQ_IMMEDIATE") }
     /// Makes blocking receives give up after this long (-1 waits forever).
     public func setReceiveTimeout(milliseconds: Int32) throws(ZMQError) { try setOption(ZMQ_RCVTIMEO, milliseconds, "ZMQ_RCVTIMEO") }

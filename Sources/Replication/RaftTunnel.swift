@@ -47,13 +47,15 @@ public final class RaftTunnel: Sendable {
     public init(context: ZMQContext, listen: String, peers: [UInt64: String], keys: CurveKeyPair, logger: Logger) throws {
         var listeners: [(UInt64, Int32)] = []
         var entrances: [UInt64: String] = [:]
+        let insidePort: UInt16
         do {
             for id in peers.keys.sorted() {
                 let (fd, port) = try LoopbackTCP.listen()
                 listeners.append((id, fd))
                 entrances[id] = "127.0.0.1:\(port)"
             }
-            inside = "127.0.0.1:\(try LoopbackTCP.freePort())"
+            insidePort = try LoopbackTCP.freePort()
+            inside = "127.0.0.1:\(insidePort)"
         } catch {
             listeners.forEach { close($0.1) }
             throw error
@@ -71,7 +73,7 @@ public final class RaftTunnel: Sendable {
             throw ReplicationError("the Raft port \(listen): \(error)")
         }
         let state = TunnelLoop(
-            context: context, router: router, listeners: listeners, peers: peers, inside: inside, keys: keys, logger: logger)
+            context: context, router: router, listeners: listeners, peers: peers, insidePort: insidePort, keys: keys, logger: logger)
         let stopping = self.stopping
         thread = WorkerThread(name: "\(logger.component)-raft-tunnel") { state.run(until: stopping) }
     }
@@ -87,13 +89,13 @@ public final class RaftTunnel: Sendable {
         thread.join()
     }
 
-    /// The limits every tunnel socket has: queues, the largest message, and 5 s for a handshake
-    /// (an unauthenticated connection holds a descriptor no longer).
+    /// The limits every tunnel socket has: queues, the largest message, and the bus's time for a
+    /// handshake (an unauthenticated connection holds a descriptor no longer).
     static func bound(_ socket: Socket) throws(ZMQError) {
         try socket.setSendHighWaterMark(queuedMessages)
         try socket.setReceiveHighWaterMark(queuedMessages)
         try socket.setMaxMessageSize(Int64(chunk + 1_024))
-        try socket.setHandshakeInterval(milliseconds: 5_000)
+        try socket.setHandshakeInterval(milliseconds: Socket.serverHandshakeMilliseconds)
     }
 
     /// Messages a link queues each way: back-pressure reaches libraft beyond them.
@@ -178,13 +180,18 @@ private final class TunnelLoop: @unchecked Sendable {
     var ended: [Data] = []
     var endedSet = Set<Data>()
     var monitors = 0
+    /// Where `readChunk` reads, kept between reads.
+    private var readBuffer = [UInt8](repeating: 0, count: RaftTunnel.chunk)
 
-    init(context: ZMQContext, router: Socket, listeners: [(UInt64, Int32)], peers: [UInt64: String], inside: String, keys: CurveKeyPair, logger: Logger) {
+    init(
+        context: ZMQContext, router: Socket, listeners: [(UInt64, Int32)], peers: [UInt64: String], insidePort: UInt16, keys: CurveKeyPair,
+        logger: Logger
+    ) {
         self.context = context
         self.router = router
         self.listeners = listeners
         self.peers = peers
-        insidePort = UInt16(inside.split(separator: ":").last ?? "") ?? 0
+        self.insidePort = insidePort
         self.keys = keys
         self.logger = logger
     }
@@ -259,7 +266,9 @@ private final class TunnelLoop: @unchecked Sendable {
                 if (try? outbound[index].dealer.send([Data(), Data()], dontWait: true)) == true { outbound[index].lastSent = now }
             }
             for (index, link) in outbound.enumerated().reversed() {
-                if closing.contains(link.fd) || (!link.linked && now - link.opened > 5_000_000_000) { closeOutbound(index) }
+                if closing.contains(link.fd) || (!link.linked && now - link.opened > UInt64(Socket.serverHandshakeMilliseconds) * 1_000_000) {
+                    closeOutbound(index)
+                }
             }
             for (id, link) in inbound where now - link.lastHeard > RaftTunnel.silenceNanoseconds { closeInbound(id, tell: true) }
         }
@@ -434,11 +443,10 @@ private final class TunnelLoop: @unchecked Sendable {
 
     /// A chunk read from `fd` (empty when there was nothing yet), or nil at its end or on an error.
     func readChunk(_ fd: Int32) -> Data? {
-        var buffer = [UInt8](repeating: 0, count: RaftTunnel.chunk)
-        let count = read(fd, &buffer, buffer.count)
+        let count = read(fd, &readBuffer, readBuffer.count)
         if count < 0 && (errno == EAGAIN || errno == EINTR) { return Data() }
         guard count > 0 else { return nil }
-        return Data(buffer[0..<count])
+        return Data(readBuffer[0..<count])
     }
 }
 
@@ -475,14 +483,19 @@ enum LoopbackTCP {
         else { return false }
         let mine = "0100007F:" + String(format: "%04X", local)
         let theirs = "0100007F:" + String(format: "%04X", peer)
-        var inode: Substring?
-        for line in table.split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: " ")
-            if fields.count > 9 && fields[1] == theirs && fields[2] == mine { inode = fields[9] }
+        // Each line: number, local address, remote address, …, its socket's inode tenth.
+        let row = table.split(separator: "\n").dropFirst().lazy.map { $0.split(separator: " ") }.first {
+            $0.count > 9 && $0[1] == theirs && $0[2] == mine
         }
-        guard let inode, inode != "0", let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return false }
+        guard let inode = row?[9], inode != "0", let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else {
+            return false
+        }
         let target = "socket:[\(inode)]"
-        return descriptors.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == target }
+        var link = [CChar](repeating: 0, count: 64)
+        return descriptors.contains { name in
+            let count = readlink("/proc/self/fd/" + name, &link, link.count - 1)
+            return count > 0 && String(decoding: link[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) == target
+        }
     }
 
     /// A file of /proc, read to its end (its size says 0, so Foundation would read nothing).

@@ -51,18 +51,18 @@ public struct BusKeys: Sendable, Equatable {
         guard let keyFile else {
             throw ConfigError("\(origin) sets curve.keys, so \(name) needs its key file: --curve-key FILE, TOURBUS_CURVE_KEY or services.\(name).curve_key")
         }
-        var serverKeys: [String: [UInt8]] = [:]
-        var allowed: [[UInt8]] = []
+        var keysOf: [String: [[UInt8]]] = [:]
         for (process, keys) in listed.sorted(by: { $0.key < $1.key }) {
             guard !keys.isEmpty else { throw ConfigError("\(origin): curve.keys.\(process) lists no key") }
             for text in keys {
                 guard let key = try? CurveKeyPair.key(z85: text) else {
                     throw ConfigError("\(origin): curve.keys.\(process): '\(text.prefix(60))' is not a 40-character Z85 public key")
                 }
-                if serverKeys[process] == nil { serverKeys[process] = key }
-                allowed.append(key)
+                keysOf[process, default: []].append(key)
             }
         }
+        let serverKeys = keysOf.compactMapValues(\.first)
+        let allowed = keysOf.sorted { $0.key < $1.key }.flatMap(\.value)
         let pair: CurveKeyPair
         do { pair = try CurveKeyPair(keyFile: keyFile) } catch { throw ConfigError(error.message) }
         let own = (try? CurveKeyPair.z85(pair.publicKey)) ?? "?"
@@ -75,7 +75,6 @@ public struct BusKeys: Sendable, Equatable {
         for peer in peers.sorted() where serverKeys[peer] == nil {
             throw ConfigError("\(origin): curve.keys lists no key for peer \(peer)")
         }
-        let ownKeys = mine.compactMap { try? CurveKeyPair.key(z85: $0) }
-        return BusKeys(keyFile: keyFile, pair: pair, allowed: allowed, serverKeys: serverKeys, own: ownKeys)
+        return BusKeys(keyFile: keyFile, pair: pair, allowed: allowed, serverKeys: serverKeys, own: keysOf[name] ?? [])
     }
 }

@@ -12,6 +12,16 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible, Equatable {
     public var description: String { message }
 }
 
+/// `HOST:PORT` split (an IPv6 host in brackets, which are dropped), or `error` when it is not one.
+public func splitHostPort(_ text: String, or error: @autoclosure () -> ConfigError) throws(ConfigError) -> (host: String, port: UInt16) {
+    guard let colon = text.lastIndex(of: ":"), colon != text.startIndex, let port = UInt16(text[text.index(after: colon)...]) else {
+        throw error()
+    }
+    var host = String(text[..<colon])
+    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    return (host, port)
+}
+
 /// Where another service can be reached: its request endpoints and its event endpoints.
 public struct PeerEndpoints: Sendable, Equatable {
     public var rpc: [String]

@@ -62,14 +62,7 @@ public final class MetricsServer: Sendable {
 
     /// `HOST:PORT` split (an IPv6 host in brackets), or a configuration error naming the setting.
     public static func split(_ listen: String) throws(ConfigError) -> (host: String, port: UInt16) {
-        guard let colon = listen.lastIndex(of: ":"), colon != listen.startIndex,
-            let port = UInt16(listen[listen.index(after: colon)...])
-        else {
-            throw ConfigError("--metrics-listen takes HOST:PORT, got '\(listen)'")
-        }
-        var host = String(listen[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (host, port)
+        try splitHostPort(listen, or: ConfigError("--metrics-listen takes HOST:PORT, got '\(listen)'"))
     }
 
     /// One connection: what it sent so far, the answer once known, how much of it went.

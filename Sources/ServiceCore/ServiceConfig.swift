@@ -158,12 +158,13 @@ public struct ServiceConfig: Sendable, Equatable {
             throw ConfigError("a Raft bind address needs the replicas' Raft addresses (--raft, or services.\(service).raft)")
         }
         for address in config.raft + [config.raftBind].compactMap({ $0 }) {
-            guard let colon = address.lastIndex(of: ":"), colon != address.startIndex, let port = UInt16(address[address.index(after: colon)...]), port > 0
-            else { throw ConfigError("Raft address '\(address)' is not HOST:PORT") }
+            let notHostPort = ConfigError("Raft address '\(address)' is not HOST:PORT")
+            let (host, port) = try splitHostPort(address, or: notHostPort)
+            guard port > 0 else { throw notHostPort }
             // Without CURVE, libraft dials and listens itself, and takes IPv4 addresses only; on a
             // secured bus its links go through the tunnel, which takes names (and `*` to listen).
             var ipv4 = in_addr()
-            guard config.common.bus != nil || inet_pton(AF_INET, String(address[..<colon]), &ipv4) == 1 else {
+            guard config.common.bus != nil || inet_pton(AF_INET, host, &ipv4) == 1 else {
                 throw ConfigError("Raft address '\(address)': without CURVE keys, Raft takes IPv4 addresses only (host names need a secured bus)")
             }
         }
